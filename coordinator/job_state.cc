@@ -1,0 +1,41 @@
+#include "coordinator/job_state.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace ringmaster {
+
+using v1::JobState;
+
+bool IsTerminal(JobState state) {
+  return state == v1::SUCCEEDED || state == v1::FAILED ||
+         state == v1::CANCELLED;
+}
+
+bool IsLegalTransition(JobState from, JobState to) {
+  switch (from) {
+    case v1::PENDING:
+      return to == v1::STARTING || to == v1::CANCELLED;
+    case v1::STARTING:
+      return to == v1::RUNNING || to == v1::RESTARTING || to == v1::FAILED ||
+             to == v1::CANCELLED;
+    case v1::RUNNING:
+      return to == v1::SUCCEEDED || to == v1::RESTARTING ||
+             to == v1::FAILED || to == v1::CANCELLED;
+    case v1::RESTARTING:
+      return to == v1::PENDING || to == v1::FAILED || to == v1::CANCELLED;
+    default:
+      return false;
+  }
+}
+
+absl::Status CheckTransition(JobState from, JobState to) {
+  if (IsLegalTransition(from, to)) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "job cannot go from ", StateName(from), " to ", StateName(to)));
+}
+
+std::string StateName(JobState state) { return v1::JobState_Name(state); }
+
+std::string ReasonName(v1::Reason reason) { return v1::Reason_Name(reason); }
+
+}  // namespace ringmaster

@@ -1,0 +1,32 @@
+// The job lifecycle: which JobState transitions are legal.
+//
+//   PENDING -> STARTING -> RUNNING -> SUCCEEDED | FAILED | CANCELLED
+//                 |           |
+//                 +-----------+--> RESTARTING -> PENDING (next attempt)
+//
+// Every non-terminal state may go to CANCELLED; STARTING, RUNNING and
+// RESTARTING may go to FAILED.
+#ifndef RINGMASTER_COORDINATOR_JOB_STATE_H_
+#define RINGMASTER_COORDINATOR_JOB_STATE_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "proto/job.pb.h"
+
+namespace ringmaster {
+
+bool IsTerminal(v1::JobState state);
+
+bool IsLegalTransition(v1::JobState from, v1::JobState to);
+
+// FAILED_PRECONDITION naming both states when the transition is illegal.
+absl::Status CheckTransition(v1::JobState from, v1::JobState to);
+
+// "RUNNING", "RANK_EXITED", ...
+std::string StateName(v1::JobState state);
+std::string ReasonName(v1::Reason reason);
+
+}  // namespace ringmaster
+
+#endif  // RINGMASTER_COORDINATOR_JOB_STATE_H_

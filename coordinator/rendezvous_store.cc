@@ -1,0 +1,171 @@
+#include "coordinator/rendezvous_store.h"
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+
+namespace ringmaster {
+namespace {
+
+absl::Status ScopeNotOpen(const ScopeId& scope) {
+  return absl::NotFoundError(absl::StrCat("no running attempt ", scope.attempt,
+                                          " of job ", scope.job_id));
+}
+
+}  // namespace
+
+bool RendezvousStore::AllSet(const Scope& scope,
+                             const std::vector<std::string>& keys) {
+  for (const auto& key : keys) {
+    if (scope.values.count(key) == 0) return false;
+  }
+  return true;
+}
+
+void RendezvousStore::CollectReady(Scope& scope, Ready* ready) {
+  for (auto it = scope.waiters.begin(); it != scope.waiters.end();) {
+    if (AllSet(scope, it->keys)) {
+      ready->emplace_back(std::move(it->done), absl::OkStatus());
+      it = scope.waiters.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void RendezvousStore::Run(Ready& ready) {
+  for (auto& [done, status] : ready) done(status);
+}
+
+void RendezvousStore::OpenScope(const ScopeId& scope) {
+  absl::MutexLock lock(&mu_);
+  scopes_[scope];
+}
+
+void RendezvousStore::DropScope(const ScopeId& scope) {
+  Ready ready;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = scopes_.find(scope);
+    if (it == scopes_.end()) return;
+    for (Waiter& w : it->second.waiters) {
+      ready.emplace_back(std::move(w.done),
+                         absl::AbortedError(absl::StrCat(
+                             "attempt ", scope.attempt, " of job ",
+                             scope.job_id, " ended while waiting")));
+    }
+    scopes_.erase(it);
+  }
+  Run(ready);
+}
+
+absl::Status RendezvousStore::Set(const ScopeId& scope, const std::string& key,
+                                  std::string value) {
+  Ready ready;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = scopes_.find(scope);
+    if (it == scopes_.end()) return ScopeNotOpen(scope);
+    it->second.values[key] = std::move(value);
+    CollectReady(it->second, &ready);
+  }
+  Run(ready);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> RendezvousStore::Get(const ScopeId& scope,
+                                                 const std::string& key) {
+  absl::MutexLock lock(&mu_);
+  auto it = scopes_.find(scope);
+  if (it == scopes_.end()) return ScopeNotOpen(scope);
+  auto value = it->second.values.find(key);
+  if (value == it->second.values.end()) {
+    return absl::NotFoundError(absl::StrCat("key \"", key, "\" is not set"));
+  }
+  return value->second;
+}
+
+absl::StatusOr<int64_t> RendezvousStore::Add(const ScopeId& scope,
+                                             const std::string& key,
+                                             int64_t delta) {
+  Ready ready;
+  int64_t sum = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = scopes_.find(scope);
+    if (it == scopes_.end()) return ScopeNotOpen(scope);
+    std::string& value = it->second.values[key];
+    int64_t current = 0;
+    if (!value.empty() && !absl::SimpleAtoi(value, &current)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("key \"", key, "\" does not hold an integer"));
+    }
+    sum = current + delta;
+    value = absl::StrCat(sum);
+    CollectReady(it->second, &ready);
+  }
+  Run(ready);
+  return sum;
+}
+
+void RendezvousStore::Wait(const ScopeId& scope, std::vector<std::string> keys,
+                           absl::Time deadline, WaitCallback done) {
+  absl::Status status;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = scopes_.find(scope);
+    if (it == scopes_.end()) {
+      status = ScopeNotOpen(scope);
+    } else if (AllSet(it->second, keys)) {
+      status = absl::OkStatus();
+    } else if (clock_->Now() >= deadline) {
+      status = absl::DeadlineExceededError("keys not set before the deadline");
+    } else {
+      it->second.waiters.push_back({std::move(keys), deadline, std::move(done)});
+      return;
+    }
+  }
+  done(status);
+}
+
+absl::Status RendezvousStore::WaitBlocking(const ScopeId& scope,
+                                           std::vector<std::string> keys,
+                                           absl::Time deadline) {
+  absl::Notification notified;
+  absl::Status result;
+  Wait(scope, std::move(keys), deadline, [&](absl::Status s) {
+    result = std::move(s);
+    notified.Notify();
+  });
+  notified.WaitForNotification();
+  return result;
+}
+
+void RendezvousStore::ExpireWaiters() {
+  Ready ready;
+  {
+    absl::MutexLock lock(&mu_);
+    const absl::Time now = clock_->Now();
+    for (auto& [id, scope] : scopes_) {
+      for (auto it = scope.waiters.begin(); it != scope.waiters.end();) {
+        if (it->deadline <= now) {
+          std::string missing;
+          for (const auto& key : it->keys) {
+            if (scope.values.count(key) == 0) {
+              absl::StrAppend(&missing, missing.empty() ? "" : ", ", key);
+            }
+          }
+          ready.emplace_back(std::move(it->done),
+                             absl::DeadlineExceededError(absl::StrCat(
+                                 "keys not set before the deadline: ", missing)));
+          it = scope.waiters.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    }
+  }
+  Run(ready);
+}
+
+}  // namespace ringmaster

@@ -1,0 +1,114 @@
+#include "coordinator/rendezvous_store.h"
+
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "absl/synchronization/notification.h"
+#include "common/fake_clock.h"
+
+namespace ringmaster {
+namespace {
+
+const ScopeId kScope{"job-1", 0};
+
+class RendezvousStoreTest : public ::testing::Test {
+ protected:
+  RendezvousStoreTest() : store_(&clock_) { store_.OpenScope(kScope); }
+  FakeClock clock_;
+  RendezvousStore store_;
+};
+
+TEST_F(RendezvousStoreTest, SetThenGet) {
+  ASSERT_TRUE(store_.Set(kScope, "k", "v").ok());
+  auto v = store_.Get(kScope, "k");
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(*v, "v");
+  EXPECT_EQ(store_.Get(kScope, "missing").status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST_F(RendezvousStoreTest, WaitWakesWhenTheLastKeyIsSet) {
+  absl::Status result = absl::UnknownError("not called");
+  int calls = 0;
+  store_.Wait(kScope, {"a", "b"}, clock_.Now() + absl::Seconds(30),
+              [&](absl::Status s) {
+                result = s;
+                ++calls;
+              });
+  ASSERT_TRUE(store_.Set(kScope, "a", "1").ok());
+  EXPECT_EQ(calls, 0) << "one of two keys must not wake the waiter";
+  ASSERT_TRUE(store_.Set(kScope, "b", "2").ok());
+  EXPECT_EQ(calls, 1);
+  EXPECT_TRUE(result.ok());
+  ASSERT_TRUE(store_.Set(kScope, "b", "3").ok());
+  EXPECT_EQ(calls, 1) << "a waiter is called exactly once";
+}
+
+TEST_F(RendezvousStoreTest, WaitWakesAcrossThreads) {
+  std::thread setter([&] { ASSERT_TRUE(store_.Set(kScope, "x", "1").ok()); });
+  absl::Status s = store_.WaitBlocking(kScope, {"x"}, clock_.Now() + absl::Hours(1));
+  setter.join();
+  EXPECT_TRUE(s.ok()) << s;
+}
+
+TEST_F(RendezvousStoreTest, DeadlineExpiresOnTheClock) {
+  absl::Status result;
+  int calls = 0;
+  store_.Wait(kScope, {"never", "set"}, clock_.Now() + absl::Seconds(10),
+              [&](absl::Status s) {
+                result = s;
+                ++calls;
+              });
+  ASSERT_TRUE(store_.Set(kScope, "set", "1").ok());
+  clock_.Advance(absl::Seconds(9));
+  store_.ExpireWaiters();
+  EXPECT_EQ(calls, 0);
+  clock_.Advance(absl::Seconds(1));
+  store_.ExpireWaiters();
+  ASSERT_EQ(calls, 1);
+  EXPECT_EQ(result.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_NE(result.message().find("never"), std::string::npos) << result;
+  EXPECT_EQ(result.message().find("set,"), std::string::npos) << result;
+}
+
+TEST_F(RendezvousStoreTest, AddIsAtomicUnderConcurrentCallers) {
+  constexpr int kThreads = 8;
+  constexpr int kAddsPerThread = 1000;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < kAddsPerThread; ++i) {
+        ASSERT_TRUE(store_.Add(kScope, "counter", 1).ok());
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  auto v = store_.Get(kScope, "counter");
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(*v, std::to_string(kThreads * kAddsPerThread));
+}
+
+TEST_F(RendezvousStoreTest, AddRefusesNonIntegers) {
+  ASSERT_TRUE(store_.Set(kScope, "k", "abc").ok());
+  EXPECT_EQ(store_.Add(kScope, "k", 1).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(RendezvousStoreTest, ScopesAreIsolatedAndDroppingAbortsWaiters) {
+  const ScopeId next{"job-1", 1};
+  store_.OpenScope(next);
+  ASSERT_TRUE(store_.Set(kScope, "k", "old").ok());
+  EXPECT_EQ(store_.Get(next, "k").status().code(), absl::StatusCode::kNotFound);
+
+  absl::Status result;
+  store_.Wait(kScope, {"other"}, clock_.Now() + absl::Hours(1),
+              [&](absl::Status s) { result = s; });
+  store_.DropScope(kScope);
+  EXPECT_EQ(result.code(), absl::StatusCode::kAborted);
+  EXPECT_EQ(store_.Set(kScope, "k", "v").code(), absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace ringmaster

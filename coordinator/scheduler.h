@@ -1,0 +1,59 @@
+// Gang scheduling: a job's ranks are placed all at once or not at all,
+// packed onto as few workers as possible. Pure functions over a snapshot of
+// capacity, so the policy is tested without daemons.
+#ifndef RINGMASTER_COORDINATOR_SCHEDULER_H_
+#define RINGMASTER_COORDINATOR_SCHEDULER_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace ringmaster {
+
+// What one alive worker can offer now. Workers are listed in a stable order
+// (registration order); rank order follows it.
+struct WorkerCapacity {
+  std::string worker_id;
+  int total_slots = 0;
+  std::vector<int> free_slots;  // ascending slot indices
+  bool gpu_slots = false;       // each slot is one GPU
+};
+
+struct RankPlacement {
+  int rank = 0;
+  std::string worker_id;
+  std::vector<int> slots;  // one slot, or gpus_per_rank GPU slots
+};
+
+// Places `ranks` ranks, each needing max(1, gpus_per_rank) slots (GPU slots
+// when gpus_per_rank > 0). Uses the fewest workers: one worker when any can
+// hold the whole job (the one with least room that fits, to keep large
+// holes for large jobs), else the roomiest workers first. Ranks are numbered
+// by worker order, then slot. RESOURCE_EXHAUSTED with a person-readable
+// reason when the job does not fit.
+absl::StatusOr<std::vector<RankPlacement>> PlaceGang(
+    const std::vector<WorkerCapacity>& workers, int ranks, int gpus_per_rank);
+
+struct QueuedJob {
+  std::string job_id;
+  int ranks = 0;
+  int gpus_per_rank = 0;
+};
+
+struct ScheduleResult {
+  std::map<std::string, std::vector<RankPlacement>> placed;
+  std::map<std::string, std::string> waiting;  // job id -> why it waits
+};
+
+// Strict FIFO over `queue` (oldest first): the first job that does not fit
+// blocks those behind it, so large jobs are not starved by small ones. A job
+// larger than the whole cluster cannot block the queue; it waits with that
+// reason.
+ScheduleResult Schedule(const std::vector<QueuedJob>& queue,
+                        std::vector<WorkerCapacity> workers);
+
+}  // namespace ringmaster
+
+#endif  // RINGMASTER_COORDINATOR_SCHEDULER_H_

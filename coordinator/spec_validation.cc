@@ -1,0 +1,202 @@
+#include "coordinator/spec_validation.h"
+
+#include <set>
+#include <string>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace ringmaster {
+namespace {
+
+constexpr int kMaxRanks = 4096;
+constexpr int kMaxNameLength = 53;  // leaves room for "-<number>" in job ids
+
+absl::Status Bad(const std::string& field, const std::string& why) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("invalid job spec: ", field, ": ", why));
+}
+
+// A DNS-1123 label: job ids, checkpoint directories and metric labels are
+// built from it.
+bool IsValidName(const std::string& name) {
+  if (name.empty() || name.size() > kMaxNameLength) return false;
+  if (name.front() == '-' || name.back() == '-') return false;
+  for (char c : name) {
+    if (!absl::ascii_islower(c) && !absl::ascii_isdigit(c) && c != '-') {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool IsValidEnvName(const std::string& name) {
+  if (name.empty() || absl::ascii_isdigit(name[0])) return false;
+  for (char c : name) {
+    if (!absl::ascii_isalnum(c) && c != '_') return false;
+  }
+  return true;
+}
+
+absl::Status CheckOneOf(const std::string& field, const std::string& value,
+                        const std::set<std::string>& allowed) {
+  if (value.empty() || allowed.count(value)) return absl::OkStatus();
+  return Bad(field, absl::StrCat("must be one of ", absl::StrJoin(allowed, ", "),
+                                 ", got \"", value, "\""));
+}
+
+absl::Status ValidateTrainer(const v1::TrainerSpec& t, int gpus_per_rank) {
+  if (!t.model().type().empty() && t.model().type() != "mlp") {
+    return Bad("trainer.model.type",
+               absl::StrCat("must be mlp, got \"", t.model().type(), "\""));
+  }
+  for (int i = 0; i < t.model().hidden_size(); ++i) {
+    if (t.model().hidden(i) <= 0) {
+      return Bad(absl::StrCat("trainer.model.hidden[", i, "]"),
+                 absl::StrCat("must be > 0, got ", t.model().hidden(i)));
+    }
+  }
+  if (t.data().path().empty()) {
+    return Bad("trainer.data.path",
+               "is required (a CSV file, digits, or synthetic:rows=N,...)");
+  }
+  if (auto s = CheckOneOf("trainer.data.format", t.data().format(), {"csv"});
+      !s.ok()) {
+    return s;
+  }
+  if (t.data().test_fraction() < 0 || t.data().test_fraction() >= 1) {
+    return Bad("trainer.data.test_fraction", "must be in [0, 1)");
+  }
+  if (t.epochs() < 0) return Bad("trainer.epochs", "must be >= 1");
+  if (t.batch_size() < 0) return Bad("trainer.batch_size", "must be >= 1");
+  const auto& opt = t.optimizer();
+  if (auto s = CheckOneOf("trainer.optimizer.type", opt.type(), {"sgd", "adamw"});
+      !s.ok()) {
+    return s;
+  }
+  if (opt.lr() < 0) {
+    return Bad("trainer.optimizer.lr", absl::StrCat("must be > 0, got ", opt.lr()));
+  }
+  if (opt.weight_decay() < 0) {
+    return Bad("trainer.optimizer.weight_decay", "must be >= 0");
+  }
+  if (opt.momentum() < 0 || opt.momentum() >= 1) {
+    return Bad("trainer.optimizer.momentum", "must be in [0, 1)");
+  }
+  if (auto s = CheckOneOf("trainer.lr_scaling", t.lr_scaling(),
+                          {"linear", "sqrt", "none"});
+      !s.ok()) {
+    return s;
+  }
+  if (t.warmup_steps() < 0) return Bad("trainer.warmup_steps", "must be >= 0");
+  if (t.grad_accum_steps() < 0) {
+    return Bad("trainer.grad_accum_steps", "must be >= 1");
+  }
+  if (t.bucket_mb() < 0) return Bad("trainer.bucket_mb", "must be > 0");
+  if (auto s = CheckOneOf("trainer.precision", t.precision(), {"fp32", "bf16"});
+      !s.ok()) {
+    return s;
+  }
+  if (t.precision() == "bf16" && gpus_per_rank == 0) {
+    return Bad("trainer.precision", "bf16 needs gpus_per_rank >= 1");
+  }
+  if (auto s = CheckOneOf("trainer.grad_compression", t.grad_compression(),
+                          {"none", "bf16"});
+      !s.ok()) {
+    return s;
+  }
+  if (t.checkpoint_every_steps() < 0) {
+    return Bad("trainer.checkpoint_every_steps", "must be >= 0");
+  }
+  if (t.grad_clip_norm() < 0) {
+    return Bad("trainer.grad_clip_norm", "must be >= 0");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+bool IsReservedEnvName(const std::string& name) {
+  static const auto* reserved = new std::set<std::string>{
+      "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK",
+      "GROUP_WORLD_SIZE", "ROLE_RANK", "ROLE_NAME", "ROLE_WORLD_SIZE",
+      "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RESTART_COUNT",
+      "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_RUN_ID",
+      "TORCHELASTIC_ERROR_FILE", "CUDA_VISIBLE_DEVICES"};
+  return reserved->count(name) > 0 || absl::StartsWith(name, "RINGMASTER_");
+}
+
+absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
+  if (!IsValidName(spec.name())) {
+    return Bad("name", absl::StrCat("must be 1-", kMaxNameLength,
+                                    " lowercase letters, digits or '-', not "
+                                    "starting or ending with '-'; got \"",
+                                    spec.name(), "\""));
+  }
+  if (spec.ranks() < 1 || spec.ranks() > kMaxRanks) {
+    return Bad("ranks", absl::StrCat("must be in [1, ", kMaxRanks, "], got ",
+                                     spec.ranks()));
+  }
+  if (spec.min_ranks() < 0 || spec.min_ranks() > spec.ranks()) {
+    return Bad("min_ranks", absl::StrCat("must be in [1, ranks=", spec.ranks(),
+                                         "], got ", spec.min_ranks()));
+  }
+  if (spec.gpus_per_rank() < 0 || spec.gpus_per_rank() > 16) {
+    return Bad("gpus_per_rank",
+               absl::StrCat("must be in [0, 16], got ", spec.gpus_per_rank()));
+  }
+  if (spec.max_restarts() < 0 || spec.max_restarts() > 1000) {
+    return Bad("max_restarts", absl::StrCat("must be in [0, 1000], got ",
+                                            spec.max_restarts()));
+  }
+  for (const auto& [name, value] : spec.env()) {
+    if (!IsValidEnvName(name)) {
+      return Bad(absl::StrCat("env.", name),
+                 "is not a valid variable name ([A-Za-z_][A-Za-z0-9_]*)");
+    }
+    if (IsReservedEnvName(name)) {
+      return Bad(absl::StrCat("env.", name),
+                 "is set by Ringmaster for every rank and cannot be overridden");
+    }
+  }
+  const bool has_trainer = spec.has_trainer();
+  const bool has_command = spec.command_size() > 0;
+  if (has_trainer == has_command) {
+    return Bad("trainer/command", "exactly one of trainer and command is required");
+  }
+  if (has_command && spec.command(0).empty()) {
+    return Bad("command[0]", "must name a program");
+  }
+  if (!spec.working_dir().empty() && spec.working_dir()[0] != '/') {
+    return Bad("working_dir", absl::StrCat("must be an absolute path, got \"",
+                                           spec.working_dir(), "\""));
+  }
+  if (has_trainer) return ValidateTrainer(spec.trainer(), spec.gpus_per_rank());
+  return absl::OkStatus();
+}
+
+void ApplyJobSpecDefaults(v1::JobSpec* spec) {
+  if (spec->min_ranks() == 0) spec->set_min_ranks(spec->ranks());
+  if (!spec->has_trainer()) return;
+  v1::TrainerSpec* t = spec->mutable_trainer();
+  if (t->model().type().empty()) t->mutable_model()->set_type("mlp");
+  if (t->data().format().empty()) t->mutable_data()->set_format("csv");
+  if (t->data().test_fraction() == 0) t->mutable_data()->set_test_fraction(0.2);
+  if (t->epochs() == 0) t->set_epochs(1);
+  if (t->batch_size() == 0) t->set_batch_size(64);
+  auto* opt = t->mutable_optimizer();
+  if (opt->type().empty()) opt->set_type("adamw");
+  if (opt->lr() == 0) opt->set_lr(1e-3);
+  if (opt->beta1() == 0) opt->set_beta1(0.9);
+  if (opt->beta2() == 0) opt->set_beta2(0.999);
+  if (opt->eps() == 0) opt->set_eps(1e-8);
+  if (t->lr_scaling().empty()) t->set_lr_scaling("linear");
+  if (t->grad_accum_steps() == 0) t->set_grad_accum_steps(1);
+  if (t->bucket_mb() == 0) t->set_bucket_mb(25);
+  if (t->precision().empty()) t->set_precision("fp32");
+  if (t->grad_compression().empty()) t->set_grad_compression("none");
+}
+
+}  // namespace ringmaster

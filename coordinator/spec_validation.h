@@ -1,0 +1,22 @@
+// Checks a submitted JobSpec before anything is stored.
+#ifndef RINGMASTER_COORDINATOR_SPEC_VALIDATION_H_
+#define RINGMASTER_COORDINATOR_SPEC_VALIDATION_H_
+
+#include "absl/status/status.h"
+#include "proto/job.pb.h"
+
+namespace ringmaster {
+
+// OK, or INVALID_ARGUMENT whose message names the first bad field by its
+// YAML path ("trainer.optimizer.lr") and says why.
+absl::Status ValidateJobSpec(const v1::JobSpec& spec);
+
+// Fills the fields a valid spec may leave out (min_ranks, trainer defaults).
+void ApplyJobSpecDefaults(v1::JobSpec* spec);
+
+// Environment variables the rank contract owns; a spec may not set them.
+bool IsReservedEnvName(const std::string& name);
+
+}  // namespace ringmaster
+
+#endif  // RINGMASTER_COORDINATOR_SPEC_VALIDATION_H_

@@ -1,0 +1,125 @@
+#include "coordinator/spec_validation.h"
+
+#include <functional>
+#include <string>
+
+#include <gtest/gtest.h>
+
+namespace ringmaster {
+namespace {
+
+v1::JobSpec CommandSpec() {
+  v1::JobSpec spec;
+  spec.set_name("demo-job");
+  spec.set_ranks(2);
+  spec.add_command("python3");
+  spec.add_command("train.py");
+  return spec;
+}
+
+v1::JobSpec TrainerJobSpec() {
+  v1::JobSpec spec;
+  spec.set_name("digits-mlp");
+  spec.set_ranks(2);
+  spec.mutable_trainer()->mutable_data()->set_path("digits");
+  return spec;
+}
+
+TEST(SpecValidationTest, GoodSpecsPass) {
+  EXPECT_TRUE(ValidateJobSpec(CommandSpec()).ok());
+  EXPECT_TRUE(ValidateJobSpec(TrainerJobSpec()).ok());
+}
+
+struct BadCase {
+  std::string field;
+  std::function<void(v1::JobSpec*)> mutate;
+};
+
+TEST(SpecValidationTest, EachBadFieldIsNamed) {
+  const BadCase cases[] = {
+      {"name", [](v1::JobSpec* s) { s->set_name(""); }},
+      {"name", [](v1::JobSpec* s) { s->set_name("Has_Upper"); }},
+      {"name", [](v1::JobSpec* s) { s->set_name("-dash"); }},
+      {"ranks", [](v1::JobSpec* s) { s->set_ranks(0); }},
+      {"ranks", [](v1::JobSpec* s) { s->set_ranks(100000); }},
+      {"min_ranks", [](v1::JobSpec* s) { s->set_min_ranks(3); }},
+      {"min_ranks", [](v1::JobSpec* s) { s->set_min_ranks(-1); }},
+      {"gpus_per_rank", [](v1::JobSpec* s) { s->set_gpus_per_rank(-1); }},
+      {"max_restarts", [](v1::JobSpec* s) { s->set_max_restarts(-2); }},
+      {"env.1BAD", [](v1::JobSpec* s) { (*s->mutable_env())["1BAD"] = "x"; }},
+      {"env.RANK", [](v1::JobSpec* s) { (*s->mutable_env())["RANK"] = "3"; }},
+      {"env.RINGMASTER_JOB_ID",
+       [](v1::JobSpec* s) { (*s->mutable_env())["RINGMASTER_JOB_ID"] = "x"; }},
+      {"trainer/command", [](v1::JobSpec* s) { s->clear_command(); }},
+      {"trainer/command",
+       [](v1::JobSpec* s) { s->mutable_trainer()->mutable_data()->set_path("d"); }},
+      {"command[0]", [](v1::JobSpec* s) { s->set_command(0, ""); }},
+      {"working_dir", [](v1::JobSpec* s) { s->set_working_dir("relative"); }},
+  };
+  for (const BadCase& c : cases) {
+    v1::JobSpec spec = CommandSpec();
+    c.mutate(&spec);
+    absl::Status status = ValidateJobSpec(spec);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << c.field;
+    EXPECT_NE(status.message().find(c.field + ":"), std::string::npos)
+        << "want field " << c.field << " in: " << status.message();
+  }
+}
+
+TEST(SpecValidationTest, EachBadTrainerFieldIsNamed) {
+  const BadCase cases[] = {
+      {"trainer.model.type",
+       [](v1::JobSpec* s) { s->mutable_trainer()->mutable_model()->set_type("cnn"); }},
+      {"trainer.model.hidden[1]",
+       [](v1::JobSpec* s) {
+         s->mutable_trainer()->mutable_model()->add_hidden(8);
+         s->mutable_trainer()->mutable_model()->add_hidden(0);
+       }},
+      {"trainer.data.path",
+       [](v1::JobSpec* s) { s->mutable_trainer()->mutable_data()->clear_path(); }},
+      {"trainer.data.format",
+       [](v1::JobSpec* s) { s->mutable_trainer()->mutable_data()->set_format("xls"); }},
+      {"trainer.epochs", [](v1::JobSpec* s) { s->mutable_trainer()->set_epochs(-1); }},
+      {"trainer.batch_size",
+       [](v1::JobSpec* s) { s->mutable_trainer()->set_batch_size(-4); }},
+      {"trainer.optimizer.type",
+       [](v1::JobSpec* s) {
+         s->mutable_trainer()->mutable_optimizer()->set_type("lion");
+       }},
+      {"trainer.optimizer.lr",
+       [](v1::JobSpec* s) { s->mutable_trainer()->mutable_optimizer()->set_lr(-1); }},
+      {"trainer.optimizer.momentum",
+       [](v1::JobSpec* s) {
+         s->mutable_trainer()->mutable_optimizer()->set_momentum(1.5);
+       }},
+      {"trainer.lr_scaling",
+       [](v1::JobSpec* s) { s->mutable_trainer()->set_lr_scaling("cubic"); }},
+      {"trainer.precision",
+       [](v1::JobSpec* s) { s->mutable_trainer()->set_precision("bf16"); }},
+      {"trainer.grad_compression",
+       [](v1::JobSpec* s) { s->mutable_trainer()->set_grad_compression("int8"); }},
+      {"trainer.bucket_mb",
+       [](v1::JobSpec* s) { s->mutable_trainer()->set_bucket_mb(-1); }},
+  };
+  for (const BadCase& c : cases) {
+    v1::JobSpec spec = TrainerJobSpec();
+    c.mutate(&spec);
+    absl::Status status = ValidateJobSpec(spec);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << c.field;
+    EXPECT_NE(status.message().find(c.field + ":"), std::string::npos)
+        << "want field " << c.field << " in: " << status.message();
+  }
+}
+
+TEST(SpecValidationTest, DefaultsFillTheGaps) {
+  v1::JobSpec spec = TrainerJobSpec();
+  ApplyJobSpecDefaults(&spec);
+  EXPECT_EQ(spec.min_ranks(), 2);
+  EXPECT_EQ(spec.trainer().batch_size(), 64);
+  EXPECT_EQ(spec.trainer().optimizer().type(), "adamw");
+  EXPECT_EQ(spec.trainer().lr_scaling(), "linear");
+  EXPECT_TRUE(ValidateJobSpec(spec).ok());
+}
+
+}  // namespace
+}  // namespace ringmaster
