@@ -1,0 +1,55 @@
+#include "coordinator/rank_env.h"
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace ringmaster {
+
+std::map<std::string, std::string> BuildRankEnv(const v1::Job& job, int rank,
+                                                 const RankEnvContext& context) {
+  const v1::RankStatus& self = job.ranks(rank);
+  // Workers in order of their first rank are torchrun's "nodes" (groups).
+  std::vector<std::string> groups;
+  int local_rank = 0;
+  int local_world_size = 0;
+  for (const v1::RankStatus& r : job.ranks()) {
+    if (std::find(groups.begin(), groups.end(), r.worker_id()) == groups.end()) {
+      groups.push_back(r.worker_id());
+    }
+    if (r.worker_id() == self.worker_id()) {
+      if (r.rank() < rank) ++local_rank;
+      ++local_world_size;
+    }
+  }
+  const int group_rank = static_cast<int>(
+      std::find(groups.begin(), groups.end(), self.worker_id()) - groups.begin());
+
+  std::map<std::string, std::string> env(job.spec().env().begin(),
+                                         job.spec().env().end());
+  env.emplace("OMP_NUM_THREADS", "1");  // keeps a value the spec set
+  const std::string world = absl::StrCat(job.world_size());
+  env["RANK"] = absl::StrCat(rank);
+  env["LOCAL_RANK"] = absl::StrCat(local_rank);
+  env["WORLD_SIZE"] = world;
+  env["LOCAL_WORLD_SIZE"] = absl::StrCat(local_world_size);
+  env["GROUP_RANK"] = absl::StrCat(group_rank);
+  env["GROUP_WORLD_SIZE"] = absl::StrCat(groups.size());
+  env["ROLE_RANK"] = absl::StrCat(rank);
+  env["ROLE_NAME"] = "default";
+  env["ROLE_WORLD_SIZE"] = world;
+  env["MASTER_ADDR"] = job.master_addr();
+  env["MASTER_PORT"] = absl::StrCat(job.master_port());
+  env["TORCHELASTIC_RESTART_COUNT"] = absl::StrCat(job.attempt());
+  env["TORCHELASTIC_MAX_RESTARTS"] = absl::StrCat(job.spec().max_restarts());
+  env["TORCHELASTIC_RUN_ID"] = job.id();
+  env["CUDA_VISIBLE_DEVICES"] = absl::StrJoin(self.gpus(), ",");
+  env["RINGMASTER_JOB_ID"] = job.id();
+  env["RINGMASTER_COORDINATOR"] = context.coordinator_address;
+  env["RINGMASTER_CHECKPOINT_DIR"] =
+      absl::StrCat(context.checkpoint_dir, "/", job.id());
+  return env;
+}
+
+}  // namespace ringmaster

@@ -1,0 +1,28 @@
+// The environment each rank process gets: torchrun's contract, so an
+// unmodified PyTorch DDP script runs, plus Ringmaster's own variables.
+#ifndef RINGMASTER_COORDINATOR_RANK_ENV_H_
+#define RINGMASTER_COORDINATOR_RANK_ENV_H_
+
+#include <map>
+#include <string>
+
+#include "proto/job.pb.h"
+
+namespace ringmaster {
+
+struct RankEnvContext {
+  std::string coordinator_address;  // RINGMASTER_COORDINATOR
+  std::string checkpoint_dir;       // root; the job's directory is below it
+};
+
+// The variables for `rank` of `job`'s current attempt. `job.ranks()` holds
+// the placement of every rank (worker and slots); the spec's env comes
+// first and the contract's variables override nothing it may not set
+// (ValidateJobSpec refuses reserved names). OMP_NUM_THREADS is 1 unless the
+// spec sets it.
+std::map<std::string, std::string> BuildRankEnv(const v1::Job& job, int rank,
+                                                 const RankEnvContext& context);
+
+}  // namespace ringmaster
+
+#endif  // RINGMASTER_COORDINATOR_RANK_ENV_H_
