@@ -1,0 +1,60 @@
+#include "common/net.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+
+namespace ringmaster {
+
+absl::StatusOr<int> PickFreePort(const std::string& host) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return absl::InternalError(absl::StrCat("socket: ", strerror(errno)));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = 0;
+  if (inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) {
+    close(fd);
+    return absl::InvalidArgumentError(absl::StrCat("not an IPv4 address: ", host));
+  }
+  socklen_t len = sizeof(addr);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    std::string error = strerror(errno);
+    close(fd);
+    return absl::UnavailableError(absl::StrCat("bind ", host, ":0: ", error));
+  }
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+std::vector<int> PickFreePorts(int count, const std::string& host) {
+  std::set<int> ports;
+  for (int tries = 0; static_cast<int>(ports.size()) < count && tries < 4 * count;
+       ++tries) {
+    if (auto port = PickFreePort(host); port.ok()) ports.insert(*port);
+  }
+  return {ports.begin(), ports.end()};
+}
+
+std::string Hostname() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) return "localhost";
+  return name;
+}
+
+std::string AdvertisableHost(const std::string& bind_host) {
+  if (bind_host.empty() || bind_host == "0.0.0.0" || bind_host == "::" ||
+      bind_host == "[::]") {
+    return Hostname();
+  }
+  return bind_host;
+}
+
+}  // namespace ringmaster

@@ -1,0 +1,27 @@
+// Small host networking helpers.
+#ifndef RINGMASTER_COMMON_NET_H_
+#define RINGMASTER_COMMON_NET_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace ringmaster {
+
+// A TCP port that was free on `host` a moment ago (bind to port 0, read it,
+// close). Another process may take it before the caller binds; callers that
+// can bind port 0 themselves should.
+absl::StatusOr<int> PickFreePort(const std::string& host = "0.0.0.0");
+
+// Up to `count` distinct free ports.
+std::vector<int> PickFreePorts(int count, const std::string& host = "0.0.0.0");
+
+std::string Hostname();
+
+// `host` unless it is a wildcard address, in which case this host's name.
+std::string AdvertisableHost(const std::string& bind_host);
+
+}  // namespace ringmaster
+
+#endif  // RINGMASTER_COMMON_NET_H_

@@ -1,0 +1,82 @@
+#include "coordinator/coordinator_server.h"
+
+#include <filesystem>
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <spdlog/spdlog.h>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace ringmaster {
+
+constexpr absl::Duration kTickInterval = absl::Milliseconds(50);
+
+absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
+    const CoordinatorConfig& config) {
+  std::error_code error;
+  std::filesystem::create_directories(config.state_dir, error);
+  if (error) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cannot create state directory ", config.state_dir, ": ", error.message()));
+  }
+  std::unique_ptr<CoordinatorServer> server(new CoordinatorServer);
+  ASSIGN_OR_RETURN(server->store_, JobStore::Open(config.state_dir + "/coordinator.db"));
+  const Clock* clock = RealClock::Get();
+  server->rendezvous_ = std::make_unique<RendezvousStore>(clock);
+  server->manager_ = std::make_unique<JobManager>(
+      server->store_.get(), server->rendezvous_.get(), clock, config.manager);
+  RETURN_IF_ERROR(server->manager_->Recover());
+  server->logs_ = std::make_unique<LogRelay>(server->manager_.get());
+  server->job_service_ =
+      std::make_unique<JobServiceImpl>(server->manager_.get(), server->logs_.get());
+  server->cluster_service_ = std::make_unique<ClusterServiceImpl>(server->manager_.get());
+  server->worker_service_ = std::make_unique<WorkerServiceImpl>(server->manager_.get());
+  server->rendezvous_service_ =
+      std::make_unique<RendezvousServiceImpl>(server->rendezvous_.get(), clock);
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(config.listen_address, grpc::InsecureServerCredentials(),
+                           &server->port_);
+  builder.RegisterService(server->job_service_.get());
+  builder.RegisterService(server->cluster_service_.get());
+  builder.RegisterService(server->worker_service_.get());
+  builder.RegisterService(server->rendezvous_service_.get());
+  // Workers keep their stream open; keepalive finds dead peers.
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  server->server_ = builder.BuildAndStart();
+  if (server->server_ == nullptr || server->port_ == 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", config.listen_address));
+  }
+  server->ticker_ = std::thread([s = server.get()] { s->TickLoop(); });
+  spdlog::info("coordinator serving on port {}, state in {}", server->port_,
+               config.state_dir);
+  return server;
+}
+
+void CoordinatorServer::TickLoop() {
+  while (!stop_.WaitForNotificationWithTimeout(kTickInterval)) {
+    rendezvous_->ExpireWaiters();
+    manager_->Tick();
+  }
+}
+
+void CoordinatorServer::Wait() { stop_.WaitForNotification(); }
+
+void CoordinatorServer::Shutdown() {
+  if (!stop_.HasBeenNotified()) stop_.Notify();
+}
+
+CoordinatorServer::~CoordinatorServer() {
+  Shutdown();
+  if (ticker_.joinable()) ticker_.join();
+  if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+}
+
+}  // namespace ringmaster

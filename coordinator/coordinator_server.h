@@ -1,0 +1,61 @@
+// Wires the coordinator: job store, rendezvous store, JobManager and the
+// gRPC services, plus the timer that drives health checks and deadlines.
+#ifndef RINGMASTER_COORDINATOR_COORDINATOR_SERVER_H_
+#define RINGMASTER_COORDINATOR_COORDINATOR_SERVER_H_
+
+#include <memory>
+#include <string>
+#include <thread>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/notification.h"
+#include "coordinator/job_manager.h"
+#include "coordinator/job_service.h"
+#include "coordinator/log_relay.h"
+#include "coordinator/rendezvous_service.h"
+#include "coordinator/worker_service.h"
+
+namespace ringmaster {
+
+struct CoordinatorConfig {
+  std::string listen_address = "0.0.0.0:7070";
+  std::string state_dir;  // holds coordinator.db
+  JobManagerOptions manager;
+};
+
+class CoordinatorServer {
+ public:
+  // Opens the store, recovers jobs and starts serving.
+  static absl::StatusOr<std::unique_ptr<CoordinatorServer>> Start(
+      const CoordinatorConfig& config);
+  ~CoordinatorServer();
+
+  int port() const { return port_; }
+  // Blocks until Shutdown is called from another thread (or a signal handler
+  // thread).
+  void Wait();
+  void Shutdown();
+
+ private:
+  CoordinatorServer() = default;
+  void TickLoop();
+
+  std::unique_ptr<JobStore> store_;
+  std::unique_ptr<RendezvousStore> rendezvous_;
+  std::unique_ptr<JobManager> manager_;
+  std::unique_ptr<LogRelay> logs_;
+  std::unique_ptr<JobServiceImpl> job_service_;
+  std::unique_ptr<ClusterServiceImpl> cluster_service_;
+  std::unique_ptr<WorkerServiceImpl> worker_service_;
+  std::unique_ptr<RendezvousServiceImpl> rendezvous_service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+  absl::Notification stop_;
+  std::thread ticker_;
+};
+
+}  // namespace ringmaster
+
+#endif  // RINGMASTER_COORDINATOR_COORDINATOR_SERVER_H_

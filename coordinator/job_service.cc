@@ -1,0 +1,137 @@
+#include "coordinator/job_service.h"
+
+#include <deque>
+
+#include "absl/synchronization/mutex.h"
+#include "common/grpc_status.h"
+#include "coordinator/job_state.h"
+
+namespace ringmaster {
+namespace {
+
+grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context,
+                               const absl::Status& status) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+// Streams job snapshots until the job ends. Consecutive snapshots in the
+// same state are coalesced while a write is in flight, so a slow reader
+// sees every state change but not every progress tick.
+class WatchReactor final : public grpc::ServerWriteReactor<v1::JobEvent> {
+ public:
+  WatchReactor(JobManager* manager, const std::string& job_id) : manager_(manager) {
+    auto watch = manager_->Watch(job_id, [this](const v1::Job& job) { Push(job); });
+    if (!watch.ok()) {
+      Finish(ToGrpcStatus(watch.status()));
+      return;
+    }
+    watch_id_ = *watch;
+  }
+
+  void OnWriteDone(bool ok) override {
+    absl::MutexLock lock(&mu_);
+    writing_ = false;
+    if (!ok) return;  // the client went away; OnCancel finishes
+    if (IsTerminal(event_.job().state())) {
+      finished_ = true;
+      Finish(grpc::Status::OK);
+      return;
+    }
+    MaybeWrite();
+  }
+
+  void OnCancel() override {
+    absl::MutexLock lock(&mu_);
+    if (!finished_) {
+      finished_ = true;
+      Finish(grpc::Status::CANCELLED);
+    }
+  }
+
+  void OnDone() override {
+    if (watch_id_ != 0) manager_->Unwatch(watch_id_);
+    delete this;
+  }
+
+ private:
+  void Push(const v1::Job& job) {
+    absl::MutexLock lock(&mu_);
+    if (finished_) return;
+    if (!pending_.empty() && pending_.back().state() == job.state()) {
+      pending_.back() = job;
+    } else {
+      pending_.push_back(job);
+    }
+    MaybeWrite();
+  }
+
+  void MaybeWrite() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (writing_ || finished_ || pending_.empty()) return;
+    *event_.mutable_job() = std::move(pending_.front());
+    pending_.pop_front();
+    writing_ = true;
+    StartWrite(&event_);
+  }
+
+  JobManager* const manager_;
+  int64_t watch_id_ = 0;
+  absl::Mutex mu_;
+  std::deque<v1::Job> pending_ ABSL_GUARDED_BY(mu_);
+  v1::JobEvent event_ ABSL_GUARDED_BY(mu_);
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace
+
+grpc::ServerUnaryReactor* JobServiceImpl::SubmitJob(
+    grpc::CallbackServerContext* context, const v1::SubmitJobRequest* request,
+    v1::SubmitJobResponse* response) {
+  absl::StatusOr<std::string> id = manager_->Submit(request->spec());
+  if (id.ok()) response->set_job_id(*id);
+  return Done(context, id.status());
+}
+
+grpc::ServerUnaryReactor* JobServiceImpl::GetJob(grpc::CallbackServerContext* context,
+                                                 const v1::GetJobRequest* request,
+                                                 v1::Job* response) {
+  absl::StatusOr<v1::Job> job = manager_->Get(request->job_id());
+  if (job.ok()) *response = *std::move(job);
+  return Done(context, job.status());
+}
+
+grpc::ServerUnaryReactor* JobServiceImpl::ListJobs(
+    grpc::CallbackServerContext* context, const v1::ListJobsRequest*,
+    v1::ListJobsResponse* response) {
+  for (v1::Job& job : manager_->List()) *response->add_jobs() = std::move(job);
+  return Done(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* JobServiceImpl::CancelJob(
+    grpc::CallbackServerContext* context, const v1::CancelJobRequest* request,
+    v1::Job* response) {
+  absl::StatusOr<v1::Job> job = manager_->Cancel(request->job_id());
+  if (job.ok()) *response = *std::move(job);
+  return Done(context, job.status());
+}
+
+grpc::ServerWriteReactor<v1::JobEvent>* JobServiceImpl::WatchJob(
+    grpc::CallbackServerContext*, const v1::WatchJobRequest* request) {
+  return new WatchReactor(manager_, request->job_id());
+}
+
+grpc::ServerWriteReactor<v1::LogChunk>* JobServiceImpl::StreamLogs(
+    grpc::CallbackServerContext*, const v1::StreamLogsRequest* request) {
+  return logs_->Stream(*request);
+}
+
+grpc::ServerUnaryReactor* ClusterServiceImpl::ListWorkers(
+    grpc::CallbackServerContext* context, const v1::ListWorkersRequest*,
+    v1::ListWorkersResponse* response) {
+  for (v1::Worker& w : manager_->ListWorkers()) *response->add_workers() = std::move(w);
+  return Done(context, absl::OkStatus());
+}
+
+}  // namespace ringmaster

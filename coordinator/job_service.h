@@ -1,0 +1,55 @@
+// gRPC edge of JobService and ClusterService: translate, call the
+// JobManager, map the status. No logic of their own.
+#ifndef RINGMASTER_COORDINATOR_JOB_SERVICE_H_
+#define RINGMASTER_COORDINATOR_JOB_SERVICE_H_
+
+#include "coordinator/job_manager.h"
+#include "coordinator/log_relay.h"
+#include "proto/cluster.grpc.pb.h"
+#include "proto/job.grpc.pb.h"
+
+namespace ringmaster {
+
+class JobServiceImpl final : public v1::JobService::CallbackService {
+ public:
+  JobServiceImpl(JobManager* manager, LogRelay* logs)
+      : manager_(manager), logs_(logs) {}
+
+  grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* context,
+                                      const v1::SubmitJobRequest* request,
+                                      v1::SubmitJobResponse* response) override;
+  grpc::ServerUnaryReactor* GetJob(grpc::CallbackServerContext* context,
+                                   const v1::GetJobRequest* request,
+                                   v1::Job* response) override;
+  grpc::ServerUnaryReactor* ListJobs(grpc::CallbackServerContext* context,
+                                     const v1::ListJobsRequest* request,
+                                     v1::ListJobsResponse* response) override;
+  grpc::ServerUnaryReactor* CancelJob(grpc::CallbackServerContext* context,
+                                      const v1::CancelJobRequest* request,
+                                      v1::Job* response) override;
+  grpc::ServerWriteReactor<v1::JobEvent>* WatchJob(
+      grpc::CallbackServerContext* context,
+      const v1::WatchJobRequest* request) override;
+  grpc::ServerWriteReactor<v1::LogChunk>* StreamLogs(
+      grpc::CallbackServerContext* context,
+      const v1::StreamLogsRequest* request) override;
+
+ private:
+  JobManager* const manager_;
+  LogRelay* const logs_;
+};
+
+class ClusterServiceImpl final : public v1::ClusterService::CallbackService {
+ public:
+  explicit ClusterServiceImpl(JobManager* manager) : manager_(manager) {}
+  grpc::ServerUnaryReactor* ListWorkers(grpc::CallbackServerContext* context,
+                                        const v1::ListWorkersRequest* request,
+                                        v1::ListWorkersResponse* response) override;
+
+ private:
+  JobManager* const manager_;
+};
+
+}  // namespace ringmaster
+
+#endif  // RINGMASTER_COORDINATOR_JOB_SERVICE_H_

@@ -1,0 +1,65 @@
+#include "coordinator/rendezvous_service.h"
+
+#include <algorithm>
+
+#include "common/grpc_status.h"
+
+namespace ringmaster {
+namespace {
+
+constexpr absl::Duration kDefaultWait = absl::Minutes(5);
+constexpr absl::Duration kMaxWait = absl::Hours(1);
+
+ScopeId Scope(const v1::RendezvousScope& scope) {
+  return {scope.job_id(), scope.attempt()};
+}
+
+grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context,
+                               const absl::Status& status) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+}  // namespace
+
+grpc::ServerUnaryReactor* RendezvousServiceImpl::Set(
+    grpc::CallbackServerContext* context, const v1::SetRequest* request,
+    v1::SetResponse*) {
+  return Done(context, store_->Set(Scope(request->scope()), request->key(),
+                                   request->value()));
+}
+
+grpc::ServerUnaryReactor* RendezvousServiceImpl::Get(
+    grpc::CallbackServerContext* context, const v1::GetRequest* request,
+    v1::GetResponse* response) {
+  absl::StatusOr<std::string> value = store_->Get(Scope(request->scope()), request->key());
+  if (value.ok()) response->set_value(*std::move(value));
+  return Done(context, value.status());
+}
+
+grpc::ServerUnaryReactor* RendezvousServiceImpl::Wait(
+    grpc::CallbackServerContext* context, const v1::WaitRequest* request,
+    v1::WaitResponse*) {
+  absl::Duration timeout = request->timeout_ms() > 0
+                               ? absl::Milliseconds(request->timeout_ms())
+                               : kDefaultWait;
+  timeout = std::min(timeout, kMaxWait);
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  store_->Wait(Scope(request->scope()),
+               {request->keys().begin(), request->keys().end()},
+               clock_->Now() + timeout,
+               [reactor](absl::Status status) { reactor->Finish(ToGrpcStatus(status)); });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* RendezvousServiceImpl::Add(
+    grpc::CallbackServerContext* context, const v1::AddRequest* request,
+    v1::AddResponse* response) {
+  absl::StatusOr<int64_t> sum =
+      store_->Add(Scope(request->scope()), request->key(), request->delta());
+  if (sum.ok()) response->set_value(*sum);
+  return Done(context, sum.status());
+}
+
+}  // namespace ringmaster

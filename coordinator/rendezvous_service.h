@@ -1,0 +1,37 @@
+// gRPC edge of RendezvousService over the RendezvousStore. Wait does not
+// hold a thread: the reactor finishes from the store's callback.
+#ifndef RINGMASTER_COORDINATOR_RENDEZVOUS_SERVICE_H_
+#define RINGMASTER_COORDINATOR_RENDEZVOUS_SERVICE_H_
+
+#include "common/clock.h"
+#include "coordinator/rendezvous_store.h"
+#include "proto/rendezvous.grpc.pb.h"
+
+namespace ringmaster {
+
+class RendezvousServiceImpl final : public v1::RendezvousService::CallbackService {
+ public:
+  RendezvousServiceImpl(RendezvousStore* store, const Clock* clock)
+      : store_(store), clock_(clock) {}
+
+  grpc::ServerUnaryReactor* Set(grpc::CallbackServerContext* context,
+                                const v1::SetRequest* request,
+                                v1::SetResponse* response) override;
+  grpc::ServerUnaryReactor* Get(grpc::CallbackServerContext* context,
+                                const v1::GetRequest* request,
+                                v1::GetResponse* response) override;
+  grpc::ServerUnaryReactor* Wait(grpc::CallbackServerContext* context,
+                                 const v1::WaitRequest* request,
+                                 v1::WaitResponse* response) override;
+  grpc::ServerUnaryReactor* Add(grpc::CallbackServerContext* context,
+                                const v1::AddRequest* request,
+                                v1::AddResponse* response) override;
+
+ private:
+  RendezvousStore* const store_;
+  const Clock* const clock_;
+};
+
+}  // namespace ringmaster
+
+#endif  // RINGMASTER_COORDINATOR_RENDEZVOUS_SERVICE_H_

@@ -1,0 +1,103 @@
+#include "coordinator/worker_service.h"
+
+#include <deque>
+
+#include "absl/synchronization/mutex.h"
+#include "common/grpc_status.h"
+
+namespace ringmaster {
+namespace {
+
+// Reads worker messages into the JobManager one at a time; writes queued
+// commands one at a time, in order.
+class WorkerStream final
+    : public grpc::ServerBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage>,
+      public WorkerLink {
+ public:
+  explicit WorkerStream(JobManager* manager) : manager_(manager) {
+    StartRead(&in_);
+  }
+
+  void Send(const v1::CoordinatorMessage& message) override {
+    absl::MutexLock lock(&mu_);
+    if (finishing_) return;
+    queue_.push_back(message);
+    MaybeWrite();
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      FinishOnce(grpc::Status::OK);
+      return;
+    }
+    absl::Status status = manager_->OnWorkerMessage(this, in_);
+    if (!status.ok()) {
+      FinishOnce(ToGrpcStatus(status));
+      return;
+    }
+    StartRead(&in_);
+  }
+
+  void OnWriteDone(bool ok) override {
+    absl::MutexLock lock(&mu_);
+    writing_ = false;
+    if (!ok) {
+      finishing_ = true;
+      queue_.clear();
+    }
+    if (finishing_ && !finished_) {
+      finished_ = true;
+      Finish(final_status_);
+      return;
+    }
+    MaybeWrite();
+  }
+
+  void OnCancel() override { FinishOnce(grpc::Status::CANCELLED); }
+
+  void OnDone() override {
+    manager_->OnWorkerDisconnected(this);
+    delete this;
+  }
+
+ private:
+  void MaybeWrite() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (writing_ || queue_.empty()) return;
+    out_ = std::move(queue_.front());
+    queue_.pop_front();
+    writing_ = true;
+    StartWrite(&out_);
+  }
+
+  // Finishes now, or after the write in flight completes.
+  void FinishOnce(grpc::Status status) {
+    absl::MutexLock lock(&mu_);
+    if (finishing_) return;
+    finishing_ = true;
+    final_status_ = std::move(status);
+    queue_.clear();
+    if (!writing_) {
+      finished_ = true;
+      Finish(final_status_);
+    }
+  }
+
+  JobManager* const manager_;
+  v1::WorkerMessage in_;  // used by the one outstanding read
+  absl::Mutex mu_;
+  std::deque<v1::CoordinatorMessage> queue_ ABSL_GUARDED_BY(mu_);
+  v1::CoordinatorMessage out_ ABSL_GUARDED_BY(mu_);
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool finishing_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::Status final_status_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace
+
+grpc::ServerBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage>*
+WorkerServiceImpl::Connect(grpc::CallbackServerContext*) {
+  return new WorkerStream(manager_);
+}
+
+}  // namespace ringmaster
