@@ -1,0 +1,48 @@
+#include "worker/agent_service.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "common/grpc_status.h"
+
+namespace ringmaster {
+
+constexpr int kMaxReadBytes = 1 << 20;
+
+absl::StatusOr<v1::ReadLogResponse> ReadLogFile(const std::string& path,
+                                                int64_t offset, int max_bytes) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return absl::NotFoundError(absl::StrCat("no log at ", path));
+    return absl::InternalError(absl::StrCat("open ", path, ": ", strerror(errno)));
+  }
+  std::string data(std::clamp(max_bytes, 1, kMaxReadBytes), '\0');
+  ssize_t n = pread(fd, data.data(), data.size(), std::max<int64_t>(offset, 0));
+  int saved = errno;
+  close(fd);
+  if (n < 0) return absl::InternalError(absl::StrCat("read ", path, ": ", strerror(saved)));
+  data.resize(n);
+  v1::ReadLogResponse response;
+  response.set_next_offset(std::max<int64_t>(offset, 0) + n);
+  response.set_data(std::move(data));
+  return response;
+}
+
+grpc::ServerUnaryReactor* AgentServiceImpl::ReadLog(grpc::CallbackServerContext* context,
+                                                    const v1::ReadLogRequest* request,
+                                                    v1::ReadLogResponse* response) {
+  absl::StatusOr<v1::ReadLogResponse> read =
+      ReadLogFile(supervisor_->LogPath(request->job_id(), request->rank()),
+                  request->offset(), request->max_bytes());
+  if (read.ok()) *response = *std::move(read);
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(read.status()));
+  return reactor;
+}
+
+}  // namespace ringmaster

@@ -1,0 +1,32 @@
+// gRPC edge of WorkerAgentService: serves rank logs to the coordinator.
+#ifndef RINGMASTER_WORKER_AGENT_SERVICE_H_
+#define RINGMASTER_WORKER_AGENT_SERVICE_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "proto/worker.grpc.pb.h"
+#include "worker/rank_supervisor.h"
+
+namespace ringmaster {
+
+// Up to `max_bytes` of the file at `path` from `offset`. NOT_FOUND when the
+// file does not exist.
+absl::StatusOr<v1::ReadLogResponse> ReadLogFile(const std::string& path,
+                                                int64_t offset, int max_bytes);
+
+class AgentServiceImpl final : public v1::WorkerAgentService::CallbackService {
+ public:
+  explicit AgentServiceImpl(const RankSupervisor* supervisor)
+      : supervisor_(supervisor) {}
+  grpc::ServerUnaryReactor* ReadLog(grpc::CallbackServerContext* context,
+                                    const v1::ReadLogRequest* request,
+                                    v1::ReadLogResponse* response) override;
+
+ private:
+  const RankSupervisor* const supervisor_;
+};
+
+}  // namespace ringmaster
+
+#endif  // RINGMASTER_WORKER_AGENT_SERVICE_H_

@@ -1,0 +1,75 @@
+// ringmaster-worker: one per machine; runs the ranks the coordinator places
+// on its slots.
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include "absl/strings/str_cat.h"
+#include "common/logging.h"
+#include "common/net.h"
+#include "common/signals.h"
+#include "worker/worker_server.h"
+
+int main(int argc, char** argv) {
+  ringmaster::WorkerConfig config;
+  config.coordinator_address = "127.0.0.1:7070";
+  config.state_dir = "/var/lib/ringmaster-worker";
+  config.trainer_program = "ringmaster-trainer";
+  int port = 7080;
+  std::string bind = "0.0.0.0";
+  std::string advertise;
+  std::string log_level = "info";
+  int64_t stop_grace_ms = 10000;
+
+  CLI::App app{"Ringmaster worker: runs and supervises rank processes"};
+  app.add_option("--coordinator", config.coordinator_address, "coordinator host:port")
+      ->capture_default_str();
+  app.add_option("--port", port, "agent gRPC port (0 picks a free one)")
+      ->capture_default_str();
+  app.add_option("--bind", bind, "address to listen on")->capture_default_str();
+  app.add_option("--advertise-address", advertise,
+                 "host:port the coordinator reaches this worker at; its host is "
+                 "MASTER_ADDR when rank 0 runs here (default: bind host or hostname)");
+  app.add_option("--id", config.worker_id, "worker id (default: hostname-port)");
+  app.add_option("--slots", config.slots,
+                 "CPU slots (default: one per GPU, or 1 without GPUs)");
+  app.add_option("--state-dir", config.state_dir, "rank logs live below it")
+      ->capture_default_str();
+  app.add_option("--trainer-bin", config.trainer_program,
+                 "the built-in trainer's path")
+      ->capture_default_str();
+  app.add_option("--shutdown-grace-ms", stop_grace_ms,
+                 "on SIGTERM, ranks get this long before SIGKILL")
+      ->capture_default_str();
+  app.add_option("--log-level", log_level, "trace|debug|info|warn|error")
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  ringmaster::InitLogging("worker", log_level);
+  ringmaster::BlockTerminationSignals();
+  if (port == 0) {
+    auto free_port = ringmaster::PickFreePort(bind);
+    if (!free_port.ok()) {
+      spdlog::critical("{}", free_port.status().ToString());
+      return 1;
+    }
+    port = *free_port;
+  }
+  config.listen_address = absl::StrCat(bind, ":", port);
+  config.advertise_address =
+      advertise.empty() ? absl::StrCat(ringmaster::AdvertisableHost(bind), ":", port)
+                        : advertise;
+  if (config.worker_id.empty()) {
+    config.worker_id = absl::StrCat(ringmaster::Hostname(), "-", port);
+  }
+  auto server = ringmaster::WorkerServer::Start(config);
+  if (!server.ok()) {
+    spdlog::critical("{}", server.status().ToString());
+    return 1;
+  }
+  int signal = ringmaster::WaitForTerminationSignal();
+  spdlog::info("signal {}: stopping ranks and shutting down", signal);
+  (*server)->Shutdown(absl::Milliseconds(stop_grace_ms));
+  return 0;
+}

@@ -1,0 +1,187 @@
+#include "worker/rank_supervisor.h"
+
+#include <signal.h>
+
+#include <filesystem>
+
+#include <spdlog/spdlog.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace ringmaster {
+namespace {
+
+constexpr absl::Duration kPollInterval = absl::Milliseconds(50);
+constexpr char kTrainerName[] = "ringmaster-trainer";
+
+v1::RankRef RefOf(const v1::StartRank& start) { return start.rank(); }
+
+}  // namespace
+
+RankSupervisor::RankSupervisor(ProcessLauncher* launcher,
+                               RankSupervisorOptions options, Callbacks callbacks)
+    : launcher_(launcher),
+      options_(std::move(options)),
+      callbacks_(std::move(callbacks)) {}
+
+RankSupervisor::~RankSupervisor() {
+  StopAll(absl::ZeroDuration());
+  std::vector<std::thread> threads;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto& [key, rank] : ranks_) {
+      if (rank->thread.joinable()) threads.push_back(std::move(rank->thread));
+    }
+  }
+  for (auto& t : threads) t.join();
+}
+
+std::string RankSupervisor::LogPath(const std::string& job_id, int rank) const {
+  return absl::StrCat(options_.log_dir, "/", job_id, "/rank-", rank, ".log");
+}
+
+void RankSupervisor::Start(const v1::StartRank& start) {
+  Key key{start.rank().job_id(), start.rank().attempt(), start.rank().rank()};
+  absl::MutexLock lock(&mu_);
+  ReapFinishedThreads();
+  auto& slot = ranks_[key];
+  if (slot != nullptr) return;  // a repeated command
+  slot = std::make_unique<Rank>();
+  slot->start = start;
+  slot->thread = std::thread([this, key] { Supervise(key); });
+}
+
+void RankSupervisor::Supervise(Key key) {
+  LaunchSpec spec;
+  v1::RankRef ref;
+  {
+    absl::MutexLock lock(&mu_);
+    const v1::StartRank& start = ranks_[key]->start;
+    ref = RefOf(start);
+    spec.argv.assign(start.argv().begin(), start.argv().end());
+    if (!spec.argv.empty() && spec.argv[0] == kTrainerName) {
+      spec.argv[0] = options_.trainer_program;
+    }
+    spec.env = options_.base_env;
+    for (const auto& [k, v] : start.env()) spec.env[k] = v;
+    spec.env["TORCHELASTIC_ERROR_FILE"] =
+        absl::StrCat(options_.log_dir, "/", ref.job_id(), "/rank-", ref.rank(),
+                     ".error.json");
+    spec.working_dir = start.working_dir();
+    spec.log_path = LogPath(ref.job_id(), ref.rank());
+  }
+  std::error_code error;
+  std::filesystem::create_directories(
+      std::filesystem::path(spec.log_path).parent_path(), error);
+
+  v1::RankExited exited;
+  *exited.mutable_rank() = ref;
+  absl::StatusOr<pid_t> pid = launcher_->Spawn(spec);
+  if (!pid.ok()) {
+    spdlog::warn("job {} rank {}: cannot start: {}", ref.job_id(), ref.rank(),
+                 pid.status().ToString());
+    exited.set_start_failed(true);
+    exited.set_message(std::string(pid.status().message()));
+  } else {
+    bool stop_early = false;
+    {
+      absl::MutexLock lock(&mu_);
+      Rank& rank = *ranks_[key];
+      rank.pid = *pid;
+      stop_early = rank.stop_requested;
+      if (stop_early) RequestStop(rank, rank.kill_at - absl::Now());
+    }
+    spdlog::info("job {} rank {}: started pid {}", ref.job_id(), ref.rank(), *pid);
+    v1::RankStarted started;
+    *started.mutable_rank() = ref;
+    started.set_pid(*pid);
+    callbacks_.started(started);
+
+    ExitStatus status;
+    while (!launcher_->WaitExit(*pid, kPollInterval, &status)) {
+      absl::MutexLock lock(&mu_);
+      Rank& rank = *ranks_[key];
+      if (absl::Now() >= rank.kill_at) {
+        launcher_->SignalGroup(*pid, SIGKILL);
+        rank.kill_at = absl::InfiniteFuture();
+      }
+    }
+    if (!launcher_->ClearGroup(*pid, options_.clear_group_timeout)) {
+      spdlog::error("job {} rank {}: process group {} survived SIGKILL",
+                    ref.job_id(), ref.rank(), *pid);
+    }
+    exited.set_exit_code(status.exit_code);
+    exited.set_signal(status.signal);
+    spdlog::info("job {} rank {}: exited (code {}, signal {})", ref.job_id(),
+                 ref.rank(), status.exit_code, status.signal);
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    Rank& rank = *ranks_[key];
+    exited.set_stopped(rank.stop_requested);
+    rank.exited = true;
+  }
+  callbacks_.exited(exited);
+  absl::MutexLock lock(&mu_);
+  ranks_[key]->reported = true;
+}
+
+void RankSupervisor::RequestStop(Rank& rank, absl::Duration grace) {
+  rank.stop_requested = true;
+  const absl::Time kill_at = absl::Now() + std::max(grace, absl::ZeroDuration());
+  rank.kill_at = std::min(rank.kill_at, kill_at);
+  if (rank.pid == 0 || rank.exited) return;
+  launcher_->SignalGroup(rank.pid, grace > absl::ZeroDuration() ? SIGTERM : SIGKILL);
+}
+
+void RankSupervisor::StopJob(const std::string& job_id, int attempt,
+                             absl::Duration grace) {
+  absl::MutexLock lock(&mu_);
+  for (auto& [key, rank] : ranks_) {
+    if (std::get<0>(key) != job_id) continue;
+    if (attempt >= 0 && std::get<1>(key) != attempt) continue;
+    if (!rank->exited) RequestStop(*rank, grace);
+  }
+}
+
+void RankSupervisor::StopAll(absl::Duration grace) {
+  absl::MutexLock lock(&mu_);
+  for (auto& [key, rank] : ranks_) {
+    if (!rank->exited) RequestStop(*rank, grace);
+  }
+}
+
+bool RankSupervisor::WaitAllExited(absl::Duration timeout) {
+  absl::MutexLock lock(&mu_);
+  auto none_running = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    for (auto& [key, rank] : ranks_) {
+      if (!rank->exited) return false;
+    }
+    return true;
+  };
+  return mu_.AwaitWithTimeout(absl::Condition(&none_running), timeout);
+}
+
+std::vector<v1::RankRef> RankSupervisor::Running() {
+  absl::MutexLock lock(&mu_);
+  std::vector<v1::RankRef> out;
+  for (auto& [key, rank] : ranks_) {
+    if (!rank->exited) out.push_back(RefOf(rank->start));
+  }
+  return out;
+}
+
+void RankSupervisor::ReapFinishedThreads() {
+  for (auto it = ranks_.begin(); it != ranks_.end();) {
+    Rank& rank = *it->second;
+    // A reported rank's thread holds nothing and is about to end.
+    if (rank.reported && rank.thread.get_id() != std::this_thread::get_id()) {
+      rank.thread.join();
+      it = ranks_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+}  // namespace ringmaster

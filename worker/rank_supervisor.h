@@ -1,0 +1,83 @@
+// Starts and supervises this worker's rank processes: one thread per rank
+// spawns it, waits for it, escalates SIGTERM to SIGKILL when it is being
+// stopped, and clears its process group before reporting the exit.
+#ifndef RINGMASTER_WORKER_RANK_SUPERVISOR_H_
+#define RINGMASTER_WORKER_RANK_SUPERVISOR_H_
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "proto/worker.pb.h"
+#include "worker/process_launcher.h"
+
+namespace ringmaster {
+
+struct RankSupervisorOptions {
+  std::string log_dir;            // <log_dir>/<job>/rank-<R>.log
+  std::string trainer_program;    // run for argv[0] == "ringmaster-trainer"
+  std::map<std::string, std::string> base_env;  // PATH and HOME of the worker
+  absl::Duration clear_group_timeout = absl::Seconds(10);
+};
+
+// Thread-safe. The callbacks run on the rank threads, never under the
+// supervisor's mutex.
+class RankSupervisor {
+ public:
+  struct Callbacks {
+    std::function<void(const v1::RankStarted&)> started;
+    std::function<void(const v1::RankExited&)> exited;
+  };
+
+  RankSupervisor(ProcessLauncher* launcher, RankSupervisorOptions options,
+                 Callbacks callbacks);
+  // Stops every rank (no grace) and waits for the rank threads.
+  ~RankSupervisor();
+
+  // Starts the rank asynchronously; reports started, or exited with
+  // start_failed. A rank already running under the same ref is left alone.
+  void Start(const v1::StartRank& start);
+  // SIGTERM to every rank of the job attempt (attempt < 0: all attempts),
+  // SIGKILL after `grace`; each reports exited with stopped = true.
+  void StopJob(const std::string& job_id, int attempt, absl::Duration grace);
+  void StopAll(absl::Duration grace);
+  // Blocks until no rank is running or `timeout` passes; true when none is.
+  bool WaitAllExited(absl::Duration timeout);
+
+  std::vector<v1::RankRef> Running();
+  std::string LogPath(const std::string& job_id, int rank) const;
+
+ private:
+  using Key = std::tuple<std::string, int, int>;  // job, attempt, rank
+  struct Rank {
+    v1::StartRank start;
+    pid_t pid = 0;                 // 0 until spawned
+    bool stop_requested = false;
+    absl::Time kill_at = absl::InfiniteFuture();
+    bool exited = false;    // the process is gone
+    bool reported = false;  // and the exit callback has returned
+    std::thread thread;
+  };
+
+  void Supervise(Key key);
+  // Sends SIGTERM now and SIGKILL at `grace` from now.
+  void RequestStop(Rank& rank, absl::Duration grace) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ReapFinishedThreads() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  ProcessLauncher* const launcher_;
+  const RankSupervisorOptions options_;
+  const Callbacks callbacks_;
+
+  absl::Mutex mu_;
+  std::map<Key, std::unique_ptr<Rank>> ranks_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace ringmaster
+
+#endif  // RINGMASTER_WORKER_RANK_SUPERVISOR_H_

@@ -1,0 +1,115 @@
+#include "worker/rank_supervisor.h"
+
+#include <signal.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "absl/synchronization/mutex.h"
+
+namespace ringmaster {
+namespace {
+
+class RankSupervisorTest : public ::testing::Test {
+ protected:
+  RankSupervisorTest() {
+    const char* dir = std::getenv("TEST_TMPDIR");
+    RankSupervisorOptions options;
+    options.log_dir = std::string(dir ? dir : "/tmp") + "/logs";
+    options.base_env = {{"PATH", "/usr/bin:/bin"}};
+    supervisor_ = std::make_unique<RankSupervisor>(
+        &launcher_, options,
+        RankSupervisor::Callbacks{
+            [this](const v1::RankStarted& s) {
+              absl::MutexLock lock(&mu_);
+              started_.push_back(s);
+            },
+            [this](const v1::RankExited& e) {
+              absl::MutexLock lock(&mu_);
+              exited_.push_back(e);
+            }});
+  }
+
+  static v1::StartRank Rank(const std::string& job, int rank, const std::string& script) {
+    v1::StartRank start;
+    start.mutable_rank()->set_job_id(job);
+    start.mutable_rank()->set_rank(rank);
+    start.add_argv("sh");
+    start.add_argv("-c");
+    start.add_argv(script);
+    (*start.mutable_env())["RANK"] = std::to_string(rank);
+    return start;
+  }
+
+  // Waits (bounded) until `n` exits were reported.
+  std::vector<v1::RankExited> WaitExits(size_t n) {
+    absl::MutexLock lock(&mu_);
+    auto enough = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return exited_.size() >= n; };
+    EXPECT_TRUE(mu_.AwaitWithTimeout(absl::Condition(&enough), absl::Seconds(30)));
+    return exited_;
+  }
+
+  std::string ReadLog(const std::string& job, int rank) {
+    std::ifstream log(supervisor_->LogPath(job, rank));
+    std::stringstream text;
+    text << log.rdbuf();
+    return text.str();
+  }
+
+  size_t Started() {
+    absl::MutexLock lock(&mu_);
+    return started_.size();
+  }
+
+  PosixProcessLauncher launcher_;
+  absl::Mutex mu_;
+  std::vector<v1::RankStarted> started_ ABSL_GUARDED_BY(mu_);
+  std::vector<v1::RankExited> exited_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<RankSupervisor> supervisor_;
+};
+
+TEST_F(RankSupervisorTest, ReportsStartAndExitWithCodeAndLog) {
+  supervisor_->Start(Rank("job-a", 1, "echo rank=$RANK; exit 4"));
+  auto exits = WaitExits(1);
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_EQ(Started(), 1u);
+  EXPECT_EQ(exits[0].exit_code(), 4);
+  EXPECT_FALSE(exits[0].stopped());
+  EXPECT_EQ(ReadLog("job-a", 1), "rank=1\n");
+  EXPECT_TRUE(supervisor_->Running().empty());
+}
+
+TEST_F(RankSupervisorTest, StopEscalatesToSigkillAfterGrace) {
+  // Ignores SIGTERM, so only SIGKILL ends it.
+  supervisor_->Start(Rank("job-b", 0, "trap '' TERM; echo ready; sleep 300 & wait"));
+  // Stop only once the trap is set: the shell prints "ready" after it.
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (ReadLog("job-b", 0).find("ready") == std::string::npos) {
+    ASSERT_LT(absl::Now(), deadline) << "the rank never printed ready";
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  EXPECT_EQ(supervisor_->Running().size(), 1u);
+  supervisor_->StopJob("job-b", 0, absl::Milliseconds(300));
+  auto exits = WaitExits(1);
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_TRUE(exits[0].stopped());
+  EXPECT_EQ(exits[0].signal(), SIGKILL);
+}
+
+TEST_F(RankSupervisorTest, UnstartableProgramIsReportedAsStartFailure) {
+  v1::StartRank start = Rank("job-c", 0, "");
+  start.clear_argv();
+  start.add_argv("definitely-not-a-program");
+  supervisor_->Start(start);
+  auto exits = WaitExits(1);
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_TRUE(exits[0].start_failed());
+  EXPECT_NE(exits[0].message().find("definitely-not-a-program"), std::string::npos);
+  EXPECT_EQ(Started(), 0u);
+}
+
+}  // namespace
+}  // namespace ringmaster

@@ -1,0 +1,117 @@
+#include "worker/worker_server.h"
+
+#include <cstdlib>
+#include <filesystem>
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <spdlog/spdlog.h>
+
+#include "absl/strings/str_cat.h"
+#include "common/net.h"
+#include "worker/gpu_discovery.h"
+
+namespace ringmaster {
+
+absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
+    const WorkerConfig& config) {
+  std::error_code error;
+  const std::string log_dir = config.state_dir + "/logs";
+  std::filesystem::create_directories(log_dir, error);
+  if (error) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot create ", log_dir, ": ", error.message()));
+  }
+  std::unique_ptr<WorkerServer> server(new WorkerServer);
+
+  std::string why_no_gpu;
+  std::vector<v1::Gpu> gpus = DiscoverGpus(&why_no_gpu);
+  if (gpus.empty()) spdlog::info("no GPU: {}", why_no_gpu);
+  v1::RegisterWorker identity;
+  identity.set_worker_id(config.worker_id);
+  identity.set_address(config.advertise_address);
+  identity.set_hostname(Hostname());
+  identity.set_slots(config.slots > 0 ? config.slots
+                                      : std::max<int>(1, static_cast<int>(gpus.size())));
+  for (auto& gpu : gpus) *identity.add_gpus() = gpu;
+  if (!gpus.empty() && identity.slots() != static_cast<int>(gpus.size())) {
+    spdlog::warn("--slots {} ignored: a GPU worker has one slot per GPU ({})",
+                 identity.slots(), gpus.size());
+    identity.set_slots(static_cast<int>(gpus.size()));
+  }
+
+  RankSupervisorOptions supervisor_options;
+  supervisor_options.log_dir = log_dir;
+  supervisor_options.trainer_program = config.trainer_program;
+  for (const char* name : {"PATH", "HOME", "LANG", "TMPDIR", "USER"}) {
+    if (const char* value = std::getenv(name)) supervisor_options.base_env[name] = value;
+  }
+  if (supervisor_options.base_env.count("PATH") == 0) {
+    supervisor_options.base_env["PATH"] = "/usr/local/bin:/usr/bin:/bin";
+  }
+  WorkerServer* self = server.get();
+  server->supervisor_ = std::make_unique<RankSupervisor>(
+      &server->launcher_, supervisor_options,
+      RankSupervisor::Callbacks{
+          [self](const v1::RankStarted& started) {
+            v1::WorkerMessage m;
+            *m.mutable_rank_started() = started;
+            self->link_->Send(m);
+          },
+          [self](const v1::RankExited& exited) {
+            v1::WorkerMessage m;
+            *m.mutable_rank_exited() = exited;
+            self->link_->Send(m);
+          }});
+
+  CoordinatorLinkOptions link_options;
+  link_options.coordinator_address = config.coordinator_address;
+  link_options.identity = identity;
+  server->link_ = std::make_unique<CoordinatorLink>(
+      link_options,
+      CoordinatorLink::Hooks{
+          [self](const v1::CoordinatorMessage& command) {
+            if (command.has_start_rank()) {
+              self->supervisor_->Start(command.start_rank());
+            } else if (command.has_stop_job()) {
+              const auto& stop = command.stop_job();
+              self->supervisor_->StopJob(stop.job_id(), stop.attempt(),
+                                         absl::Milliseconds(stop.grace_ms()));
+            }
+          },
+          [self] { return self->supervisor_->Running(); },
+          nullptr});
+
+  server->agent_ = std::make_unique<AgentServiceImpl>(server->supervisor_.get());
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(config.listen_address, grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(server->agent_.get());
+  server->server_ = builder.BuildAndStart();
+  if (server->server_ == nullptr || port == 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", config.listen_address));
+  }
+  server->link_thread_ = std::thread([self] { self->link_->Run(); });
+  spdlog::info("worker {} serving on {} with {} slots; coordinator {}", config.worker_id,
+               config.listen_address, identity.slots(), config.coordinator_address);
+  return server;
+}
+
+void WorkerServer::Shutdown(absl::Duration grace) {
+  supervisor_->StopAll(grace);
+  if (!supervisor_->WaitAllExited(grace + absl::Seconds(5))) {
+    spdlog::error("ranks still running after shutdown grace");
+  }
+  link_->Shutdown();
+  if (link_thread_.joinable()) link_thread_.join();
+  server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+}
+
+WorkerServer::~WorkerServer() {
+  if (link_thread_.joinable()) Shutdown(absl::ZeroDuration());
+  supervisor_.reset();  // joins rank threads before the launcher goes
+}
+
+}  // namespace ringmaster

@@ -1,0 +1,50 @@
+// Wires a worker: rank supervisor, agent gRPC service, and the link to the
+// coordinator.
+#ifndef RINGMASTER_WORKER_WORKER_SERVER_H_
+#define RINGMASTER_WORKER_WORKER_SERVER_H_
+
+#include <memory>
+#include <string>
+#include <thread>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/status/statusor.h"
+#include "worker/agent_service.h"
+#include "worker/coordinator_link.h"
+#include "worker/process_launcher.h"
+#include "worker/rank_supervisor.h"
+
+namespace ringmaster {
+
+struct WorkerConfig {
+  std::string worker_id;
+  std::string coordinator_address;
+  std::string listen_address;     // host:port for the agent service
+  std::string advertise_address;  // how the coordinator reaches the agent
+  std::string state_dir;          // logs below it
+  std::string trainer_program;
+  int slots = 0;                  // 0: one per GPU, or 1 without GPUs
+};
+
+class WorkerServer {
+ public:
+  static absl::StatusOr<std::unique_ptr<WorkerServer>> Start(const WorkerConfig& config);
+  // Stops every rank (SIGTERM, then SIGKILL after `grace`) and disconnects.
+  void Shutdown(absl::Duration grace);
+  ~WorkerServer();
+
+ private:
+  WorkerServer() = default;
+
+  PosixProcessLauncher launcher_;
+  std::unique_ptr<RankSupervisor> supervisor_;
+  std::unique_ptr<CoordinatorLink> link_;
+  std::unique_ptr<AgentServiceImpl> agent_;
+  std::unique_ptr<grpc::Server> server_;
+  std::thread link_thread_;
+};
+
+}  // namespace ringmaster
+
+#endif  // RINGMASTER_WORKER_WORKER_SERVER_H_
