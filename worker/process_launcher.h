@@ -35,8 +35,7 @@ class ProcessLauncher {
   // worker dies. An exec failure is an error naming the program, not a
   // process that exits 127.
   virtual absl::StatusOr<pid_t> Spawn(const LaunchSpec& spec) = 0;
-  // Waits up to `timeout` for the leader to exit; nullopt-like false when
-  // it has not.
+  // Waits up to `timeout` for the leader to exit; false when it has not.
   virtual bool WaitExit(pid_t pid, absl::Duration timeout, ExitStatus* status) = 0;
   virtual void SignalGroup(pid_t pgid, int signal) = 0;
   // Kills and reaps what is left of the group; true when it is empty.
@@ -53,11 +52,6 @@ class PosixProcessLauncher final : public ProcessLauncher {
   void SignalGroup(pid_t pgid, int signal) override;
   bool ClearGroup(pid_t pgid, absl::Duration timeout) override;
 };
-
-// The path execve gets for argv[0]: itself when it holds a '/', otherwise
-// the first executable match on `path` (a PATH value). NOT_FOUND otherwise.
-absl::StatusOr<std::string> ResolveProgram(const std::string& program,
-                                           const std::string& path);
 
 }  // namespace ringmaster
 

@@ -1,5 +1,7 @@
 #include "worker/process_launcher.h"
 
+#include "common/subprocess.h"
+
 #include <signal.h>
 
 #include <cerrno>

@@ -1,0 +1,212 @@
+#include "client/client.h"
+
+#include <cstdlib>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/grpc_status.h"
+
+namespace ringmaster {
+namespace {
+
+std::chrono::system_clock::time_point DeadlineIn(absl::Duration d) {
+  return absl::ToChronoTime(absl::Now() + d);
+}
+
+void AddToken(grpc::ClientContext* context, const std::string& token) {
+  if (!token.empty()) context->AddMetadata("authorization", "Bearer " + token);
+}
+
+// UNAVAILABLE from the channel reads as the coordinator being down.
+absl::Status Explain(const grpc::Status& status, const std::string& address) {
+  if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
+    return absl::UnavailableError(absl::StrCat("cannot reach the coordinator at ", address,
+                                               ": ", status.error_message()));
+  }
+  return FromGrpcStatus(status);
+}
+
+}  // namespace
+
+Client::Client(const std::string& address, const std::string& token,
+               absl::Duration rpc_timeout)
+    : address_(address),
+      token_(token),
+      rpc_timeout_(rpc_timeout),
+      channel_(grpc::CreateChannel(address, grpc::InsecureChannelCredentials())),
+      jobs_(v1::JobService::NewStub(channel_)),
+      cluster_(v1::ClusterService::NewStub(channel_)) {}
+
+void Client::Prepare(grpc::ClientContext* context, bool bounded) const {
+  if (bounded) context->set_deadline(DeadlineIn(rpc_timeout_));
+  AddToken(context, token_);
+}
+
+absl::StatusOr<std::string> Client::Submit(const v1::JobSpec& spec) {
+  grpc::ClientContext context;
+  Prepare(&context, true);
+  v1::SubmitJobRequest request;
+  *request.mutable_spec() = spec;
+  v1::SubmitJobResponse response;
+  grpc::Status status = jobs_->SubmitJob(&context, request, &response);
+  if (!status.ok()) return Explain(status, address_);
+  return response.job_id();
+}
+
+absl::StatusOr<v1::Job> Client::GetJob(const std::string& job_id) {
+  grpc::ClientContext context;
+  Prepare(&context, true);
+  v1::GetJobRequest request;
+  request.set_job_id(job_id);
+  v1::Job job;
+  grpc::Status status = jobs_->GetJob(&context, request, &job);
+  if (!status.ok()) return Explain(status, address_);
+  return job;
+}
+
+absl::StatusOr<std::vector<v1::Job>> Client::ListJobs() {
+  grpc::ClientContext context;
+  Prepare(&context, true);
+  v1::ListJobsResponse response;
+  grpc::Status status = jobs_->ListJobs(&context, v1::ListJobsRequest(), &response);
+  if (!status.ok()) return Explain(status, address_);
+  return std::vector<v1::Job>(response.jobs().begin(), response.jobs().end());
+}
+
+absl::StatusOr<v1::Job> Client::CancelJob(const std::string& job_id) {
+  grpc::ClientContext context;
+  Prepare(&context, true);
+  v1::CancelJobRequest request;
+  request.set_job_id(job_id);
+  v1::Job job;
+  grpc::Status status = jobs_->CancelJob(&context, request, &job);
+  if (!status.ok()) return Explain(status, address_);
+  return job;
+}
+
+absl::StatusOr<std::vector<v1::Worker>> Client::ListWorkers() {
+  grpc::ClientContext context;
+  Prepare(&context, true);
+  v1::ListWorkersResponse response;
+  grpc::Status status =
+      cluster_->ListWorkers(&context, v1::ListWorkersRequest(), &response);
+  if (!status.ok()) return Explain(status, address_);
+  return std::vector<v1::Worker>(response.workers().begin(), response.workers().end());
+}
+
+absl::Status Client::WatchJob(const std::string& job_id,
+                              const std::function<bool(const v1::Job&)>& on_event) {
+  grpc::ClientContext context;
+  Prepare(&context, false);
+  v1::WatchJobRequest request;
+  request.set_job_id(job_id);
+  auto reader = jobs_->WatchJob(&context, request);
+  v1::JobEvent event;
+  while (reader->Read(&event)) {
+    if (!on_event(event.job())) {
+      context.TryCancel();
+      reader->Finish().ok();
+      return absl::OkStatus();
+    }
+  }
+  return Explain(reader->Finish(), address_);
+}
+
+absl::Status Client::StreamLogs(const std::string& job_id, std::optional<int> rank,
+                                bool follow,
+                                const std::function<void(const v1::LogChunk&)>& on_chunk) {
+  grpc::ClientContext context;
+  Prepare(&context, false);
+  v1::StreamLogsRequest request;
+  request.set_job_id(job_id);
+  request.set_all_ranks(!rank.has_value());
+  request.set_rank(rank.value_or(0));
+  request.set_follow(follow);
+  auto reader = jobs_->StreamLogs(&context, request);
+  v1::LogChunk chunk;
+  while (reader->Read(&chunk)) on_chunk(chunk);
+  return Explain(reader->Finish(), address_);
+}
+
+RendezvousClient::RendezvousClient(const std::string& address, std::string job_id,
+                                   int attempt, const std::string& token)
+    : token_(token),
+      stub_(v1::RendezvousService::NewStub(
+          grpc::CreateChannel(address, grpc::InsecureChannelCredentials()))) {
+  scope_.set_job_id(std::move(job_id));
+  scope_.set_attempt(attempt);
+}
+
+absl::StatusOr<std::unique_ptr<RendezvousClient>> RendezvousClient::FromEnvironment() {
+  const char* address = std::getenv("RINGMASTER_COORDINATOR");
+  const char* job = std::getenv("RINGMASTER_JOB_ID");
+  const char* attempt = std::getenv("TORCHELASTIC_RESTART_COUNT");
+  int attempt_number = 0;
+  if (address == nullptr || job == nullptr || attempt == nullptr ||
+      !absl::SimpleAtoi(attempt, &attempt_number)) {
+    return absl::FailedPreconditionError(
+        "RINGMASTER_COORDINATOR, RINGMASTER_JOB_ID and TORCHELASTIC_RESTART_COUNT "
+        "must be set (as they are for a rank started by a Ringmaster worker)");
+  }
+  const char* token = std::getenv("RINGMASTER_TOKEN");
+  return std::make_unique<RendezvousClient>(address, job, attempt_number,
+                                            token ? token : "");
+}
+
+void RendezvousClient::Prepare(grpc::ClientContext* context, absl::Duration timeout) const {
+  context->set_deadline(DeadlineIn(timeout));
+  context->set_wait_for_ready(true);
+  AddToken(context, token_);
+}
+
+absl::Status RendezvousClient::Set(const std::string& key, const std::string& value) {
+  grpc::ClientContext context;
+  Prepare(&context, absl::Seconds(30));
+  v1::SetRequest request;
+  *request.mutable_scope() = scope_;
+  request.set_key(key);
+  request.set_value(value);
+  v1::SetResponse response;
+  return FromGrpcStatus(stub_->Set(&context, request, &response));
+}
+
+absl::StatusOr<std::string> RendezvousClient::Get(const std::string& key) {
+  grpc::ClientContext context;
+  Prepare(&context, absl::Seconds(30));
+  v1::GetRequest request;
+  *request.mutable_scope() = scope_;
+  request.set_key(key);
+  v1::GetResponse response;
+  grpc::Status status = stub_->Get(&context, request, &response);
+  if (!status.ok()) return FromGrpcStatus(status);
+  return response.value();
+}
+
+absl::Status RendezvousClient::Wait(const std::vector<std::string>& keys,
+                                    absl::Duration timeout) {
+  grpc::ClientContext context;
+  // The server enforces `timeout`; the RPC deadline only guards against a
+  // coordinator that never answers.
+  Prepare(&context, timeout + absl::Seconds(30));
+  v1::WaitRequest request;
+  *request.mutable_scope() = scope_;
+  for (const auto& key : keys) request.add_keys(key);
+  request.set_timeout_ms(absl::ToInt64Milliseconds(timeout));
+  v1::WaitResponse response;
+  return FromGrpcStatus(stub_->Wait(&context, request, &response));
+}
+
+absl::StatusOr<int64_t> RendezvousClient::Add(const std::string& key, int64_t delta) {
+  grpc::ClientContext context;
+  Prepare(&context, absl::Seconds(30));
+  v1::AddRequest request;
+  *request.mutable_scope() = scope_;
+  request.set_key(key);
+  request.set_delta(delta);
+  v1::AddResponse response;
+  grpc::Status status = stub_->Add(&context, request, &response);
+  if (!status.ok()) return FromGrpcStatus(status);
+  return response.value();
+}
+
+}  // namespace ringmaster

@@ -1,0 +1,84 @@
+// The C++ client of a Ringmaster coordinator: jobs, workers, logs and the
+// rendezvous store. Used by the CLI, the trainer and tests.
+#ifndef RINGMASTER_CLIENT_CLIENT_H_
+#define RINGMASTER_CLIENT_CLIENT_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "proto/cluster.grpc.pb.h"
+#include "proto/job.grpc.pb.h"
+#include "proto/rendezvous.grpc.pb.h"
+
+namespace ringmaster {
+
+// Thread-safe. Every call is bounded by `rpc_timeout` except the streams
+// and Wait, which have their own limits.
+class Client {
+ public:
+  explicit Client(const std::string& address, const std::string& token = "",
+                  absl::Duration rpc_timeout = absl::Seconds(10));
+
+  const std::string& address() const { return address_; }
+
+  absl::StatusOr<std::string> Submit(const v1::JobSpec& spec);
+  absl::StatusOr<v1::Job> GetJob(const std::string& job_id);
+  absl::StatusOr<std::vector<v1::Job>> ListJobs();
+  absl::StatusOr<v1::Job> CancelJob(const std::string& job_id);
+  absl::StatusOr<std::vector<v1::Worker>> ListWorkers();
+
+  // Calls `on_event` for each snapshot until the job ends (the stream
+  // closes) or `on_event` returns false.
+  absl::Status WatchJob(const std::string& job_id,
+                        const std::function<bool(const v1::Job&)>& on_event);
+  // Calls `on_chunk` with whole lines of rank output; `rank` empty = all.
+  absl::Status StreamLogs(const std::string& job_id, std::optional<int> rank, bool follow,
+                          const std::function<void(const v1::LogChunk&)>& on_chunk);
+
+ private:
+  friend class RendezvousClient;
+  void Prepare(grpc::ClientContext* context, bool bounded) const;
+
+  const std::string address_;
+  const std::string token_;
+  const absl::Duration rpc_timeout_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::JobService::Stub> jobs_;
+  std::unique_ptr<v1::ClusterService::Stub> cluster_;
+};
+
+// The rendezvous key-value store of one job attempt.
+class RendezvousClient {
+ public:
+  RendezvousClient(const std::string& address, std::string job_id, int attempt,
+                   const std::string& token = "");
+
+  // Reads RINGMASTER_COORDINATOR, RINGMASTER_JOB_ID and
+  // TORCHELASTIC_RESTART_COUNT, as a rank process has them.
+  static absl::StatusOr<std::unique_ptr<RendezvousClient>> FromEnvironment();
+
+  absl::Status Set(const std::string& key, const std::string& value);
+  absl::StatusOr<std::string> Get(const std::string& key);
+  absl::Status Wait(const std::vector<std::string>& keys, absl::Duration timeout);
+  absl::StatusOr<int64_t> Add(const std::string& key, int64_t delta);
+
+ private:
+  void Prepare(grpc::ClientContext* context, absl::Duration timeout) const;
+
+  v1::RendezvousScope scope_;
+  const std::string token_;
+  std::unique_ptr<v1::RendezvousService::Stub> stub_;
+};
+
+}  // namespace ringmaster
+
+#endif  // RINGMASTER_CLIENT_CLIENT_H_

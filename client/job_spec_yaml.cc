@@ -1,0 +1,151 @@
+#include "client/job_spec_yaml.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/message.h>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace ringmaster {
+namespace {
+
+using google::protobuf::FieldDescriptor;
+using google::protobuf::Message;
+using google::protobuf::Reflection;
+
+absl::Status Bad(const std::string& path, const std::string& why) {
+  return absl::InvalidArgumentError(absl::StrCat(path, ": ", why));
+}
+
+std::string Join(const std::string& path, const std::string& name) {
+  return path.empty() ? name : absl::StrCat(path, ".", name);
+}
+
+std::string Describe(const YAML::Node& node) {
+  if (node.IsScalar()) return absl::StrCat("\"", node.Scalar(), "\"");
+  if (node.IsSequence()) return "a list";
+  if (node.IsMap()) return "a mapping";
+  return "nothing";
+}
+
+absl::Status SetMessage(const YAML::Node& node, Message* message, const std::string& path);
+
+// Sets one scalar value of `field` (repeated fields add it).
+absl::Status SetScalar(const YAML::Node& node, const FieldDescriptor* field,
+                       Message* message, const std::string& path) {
+  const Reflection* r = message->GetReflection();
+  const bool repeated = field->is_repeated();
+  if (field->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
+    Message* child = repeated ? r->AddMessage(message, field)
+                              : r->MutableMessage(message, field);
+    return SetMessage(node, child, path);
+  }
+  if (!node.IsScalar()) return Bad(path, absl::StrCat("expected a value, got ", Describe(node)));
+  const std::string& text = node.Scalar();
+  switch (field->cpp_type()) {
+    case FieldDescriptor::CPPTYPE_STRING:
+      repeated ? r->AddString(message, field, text) : r->SetString(message, field, text);
+      return absl::OkStatus();
+    case FieldDescriptor::CPPTYPE_INT32:
+    case FieldDescriptor::CPPTYPE_INT64: {
+      int64_t v;
+      if (!absl::SimpleAtoi(text, &v)) {
+        return Bad(path, absl::StrCat("expected an integer, got \"", text, "\""));
+      }
+      if (field->cpp_type() == FieldDescriptor::CPPTYPE_INT32) {
+        if (v < INT32_MIN || v > INT32_MAX) return Bad(path, "integer out of range");
+        repeated ? r->AddInt32(message, field, static_cast<int32_t>(v))
+                 : r->SetInt32(message, field, static_cast<int32_t>(v));
+      } else {
+        repeated ? r->AddInt64(message, field, v) : r->SetInt64(message, field, v);
+      }
+      return absl::OkStatus();
+    }
+    case FieldDescriptor::CPPTYPE_DOUBLE: {
+      double v;
+      if (!absl::SimpleAtod(text, &v)) {
+        return Bad(path, absl::StrCat("expected a number, got \"", text, "\""));
+      }
+      repeated ? r->AddDouble(message, field, v) : r->SetDouble(message, field, v);
+      return absl::OkStatus();
+    }
+    case FieldDescriptor::CPPTYPE_BOOL: {
+      bool v;
+      if (!absl::SimpleAtob(text, &v)) {
+        return Bad(path, absl::StrCat("expected true or false, got \"", text, "\""));
+      }
+      repeated ? r->AddBool(message, field, v) : r->SetBool(message, field, v);
+      return absl::OkStatus();
+    }
+    default:
+      return Bad(path, "unsupported field type");
+  }
+}
+
+absl::Status SetMap(const YAML::Node& node, const FieldDescriptor* field,
+                    Message* message, const std::string& path) {
+  if (!node.IsMap()) return Bad(path, absl::StrCat("expected a mapping, got ", Describe(node)));
+  const FieldDescriptor* key_field = field->message_type()->map_key();
+  const FieldDescriptor* value_field = field->message_type()->map_value();
+  for (const auto& item : node) {
+    const std::string key = item.first.Scalar();
+    const std::string item_path = Join(path, key);
+    if (!item.second.IsScalar()) {
+      return Bad(item_path, absl::StrCat("expected a value, got ", Describe(item.second)));
+    }
+    Message* entry = message->GetReflection()->AddMessage(message, field);
+    entry->GetReflection()->SetString(entry, key_field, key);
+    entry->GetReflection()->SetString(entry, value_field, item.second.Scalar());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SetMessage(const YAML::Node& node, Message* message, const std::string& path) {
+  if (!node.IsMap()) {
+    return Bad(path.empty() ? "job spec" : path,
+               absl::StrCat("expected a mapping, got ", Describe(node)));
+  }
+  const auto* descriptor = message->GetDescriptor();
+  for (const auto& item : node) {
+    const std::string name = item.first.Scalar();
+    const std::string field_path = Join(path, name);
+    const FieldDescriptor* field = descriptor->FindFieldByName(name);
+    if (field == nullptr) return Bad(field_path, "unknown field");
+    const YAML::Node& value = item.second;
+    if (value.IsNull()) continue;
+    if (field->is_map()) {
+      RETURN_IF_ERROR(SetMap(value, field, message, field_path));
+    } else if (field->is_repeated()) {
+      if (!value.IsSequence()) {
+        return Bad(field_path, absl::StrCat("expected a list, got ", Describe(value)));
+      }
+      for (size_t i = 0; i < value.size(); ++i) {
+        RETURN_IF_ERROR(SetScalar(value[i], field, message,
+                                  absl::StrCat(field_path, "[", i, "]")));
+      }
+    } else {
+      RETURN_IF_ERROR(SetScalar(value, field, message, field_path));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<v1::JobSpec> ParseJobSpecYaml(const std::string& text) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("line ", e.mark.line + 1, ", column ",
+                                                   e.mark.column + 1, ": ", e.msg));
+  }
+  v1::JobSpec spec;
+  RETURN_IF_ERROR(SetMessage(root, &spec, ""));
+  return spec;
+}
+
+}  // namespace ringmaster

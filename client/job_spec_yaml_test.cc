@@ -1,0 +1,63 @@
+#include "client/job_spec_yaml.h"
+
+#include <gtest/gtest.h>
+
+namespace ringmaster {
+namespace {
+
+TEST(JobSpecYamlTest, ReadsTheSpecExample) {
+  auto spec = ParseJobSpecYaml(R"(
+name: digits-mlp
+ranks: 2
+min_ranks: 1
+gpus_per_rank: 0
+max_restarts: 3
+env: {KEY: value, N: 3}
+trainer:
+  model: {type: mlp, hidden: [256, 256]}
+  data: {path: digits, format: csv, label_column: -1}
+  epochs: 20
+  batch_size: 64
+  optimizer: {type: adamw, lr: 0.001, weight_decay: 0.01}
+  lr_scaling: linear
+  warmup_steps: 50
+  bucket_mb: 25
+  seed: 1
+)");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->name(), "digits-mlp");
+  EXPECT_EQ(spec->ranks(), 2);
+  EXPECT_EQ(spec->env().at("N"), "3");
+  EXPECT_EQ(spec->trainer().model().hidden_size(), 2);
+  EXPECT_EQ(spec->trainer().data().label_column(), -1);
+  EXPECT_DOUBLE_EQ(spec->trainer().optimizer().lr(), 0.001);
+}
+
+TEST(JobSpecYamlTest, AcceptsJson) {
+  auto spec = ParseJobSpecYaml(R"({"name": "j", "ranks": 2, "command": ["python3", "t.py"]})");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->command(1), "t.py");
+}
+
+TEST(JobSpecYamlTest, ErrorsNameThePlace) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"name: [unclosed", "line 1, column"},
+      {"ranks: two", "ranks: expected an integer, got \"two\""},
+      {"trainer: {optimiser: {lr: 1}}", "trainer.optimiser: unknown field"},
+      {"trainer: {optimizer: {lr: fast}}", "trainer.optimizer.lr: expected a number"},
+      {"command: python3", "command: expected a list"},
+      {"env: [a, b]", "env: expected a mapping"},
+      {"- just\n- a list", "job spec: expected a mapping"},
+      {"trainer: {model: {hidden: [1, x]}}", "trainer.model.hidden[1]: expected an integer"},
+  };
+  for (const auto& [yaml, want] : cases) {
+    auto spec = ParseJobSpecYaml(yaml);
+    ASSERT_FALSE(spec.ok()) << yaml;
+    EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(spec.status().message().find(want), std::string::npos)
+        << "want \"" << want << "\" in: " << spec.status().message();
+  }
+}
+
+}  // namespace
+}  // namespace ringmaster

@@ -1,0 +1,145 @@
+#include "common/subprocess.h"
+
+#include <fcntl.h>
+#include <linux/close_range.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/cleanup/cleanup.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+
+extern char** environ;
+
+namespace ringmaster {
+namespace {
+
+enum Step { kDetach, kDeathSignal, kRedirect, kStdin, kChdir, kExec, kSteps };
+const char* const kStepNames[kSteps] = {"detach", "prctl", "redirect output",
+                                        "open /dev/null", "chdir", "execve"};
+
+// Between fork and exec only async-signal-safe calls are allowed, so
+// everything is prepared before fork. On failure the child writes errno and
+// the step to `error_fd` and exits.
+[[noreturn]] void ExecChild(SubprocessSpec::Detach detach, pid_t parent, int output_fd,
+                            int error_fd, const char* dir, const char* program,
+                            char* const* argv, char* const* envp) {
+  Step step = kDetach;
+  auto fail = [&]() {
+    int report[2] = {errno, step};
+    (void)!write(error_fd, report, sizeof(report));
+    _exit(127);
+  };
+  if (detach == SubprocessSpec::Detach::kSession) {
+    if (setsid() < 0) fail();
+  } else {
+    if (setpgid(0, 0) != 0) fail();
+    step = kDeathSignal;
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail();
+    if (getppid() != parent) _exit(128 + SIGKILL);  // the parent is already gone
+  }
+  step = kRedirect;
+  if (dup2(output_fd, STDOUT_FILENO) < 0 || dup2(output_fd, STDERR_FILENO) < 0) fail();
+  step = kStdin;
+  int devnull = open("/dev/null", O_RDONLY);
+  if (devnull < 0 || dup2(devnull, STDIN_FILENO) < 0) fail();
+  step = kChdir;
+  if (dir[0] != '\0' && chdir(dir) != 0) fail();
+  // Nothing else of the caller's open files reaches the child; the error
+  // pipe is close-on-exec and so closes itself on success.
+  syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  step = kExec;
+  execve(program, argv, envp);
+  fail();
+  _exit(127);
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> ResolveProgram(const std::string& program,
+                                           const std::string& path) {
+  if (program.find('/') != std::string::npos) return program;
+  for (absl::string_view dir : absl::StrSplit(path, ':', absl::SkipEmpty())) {
+    std::string candidate = absl::StrCat(dir, "/", program);
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return absl::NotFoundError(
+      absl::StrCat("program \"", program, "\" not found on PATH ", path));
+}
+
+std::map<std::string, std::string> CurrentEnvironment() {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const char* eq = std::strchr(*e, '=');
+    if (eq != nullptr) env[std::string(*e, eq - *e)] = eq + 1;
+  }
+  return env;
+}
+
+absl::StatusOr<pid_t> SpawnProcess(const SubprocessSpec& spec) {
+  if (spec.argv.empty()) return absl::InvalidArgumentError("empty argv");
+  auto path_it = spec.env.find("PATH");
+  absl::StatusOr<std::string> program = ResolveProgram(
+      spec.argv[0], path_it == spec.env.end() ? "/usr/bin:/bin" : path_it->second);
+  if (!program.ok()) return program.status();
+
+  int output_fd =
+      open(spec.output_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (output_fd < 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot open ", spec.output_path, ": ", strerror(errno)));
+  }
+  absl::Cleanup close_output = [output_fd] { close(output_fd); };
+  int pipe_fds[2];
+  if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
+    return absl::InternalError(absl::StrCat("pipe2: ", strerror(errno)));
+  }
+
+  std::vector<std::string> env_strings;
+  for (const auto& [key, value] : spec.env) env_strings.push_back(key + "=" + value);
+  std::vector<char*> argv, envp;
+  for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) {
+    close(pipe_fds[0]);
+    close(pipe_fds[1]);
+    return absl::ResourceExhaustedError(absl::StrCat("fork: ", strerror(errno)));
+  }
+  if (pid == 0) {
+    ExecChild(spec.detach, parent, output_fd, pipe_fds[1], spec.working_dir.c_str(),
+              program->c_str(), argv.data(), envp.data());
+  }
+  if (spec.detach == SubprocessSpec::Detach::kProcessGroup) {
+    // Also from the parent, so that signalling -pid works at once.
+    setpgid(pid, pid);
+  }
+  close(pipe_fds[1]);
+  int report[2];
+  ssize_t n;
+  do {
+    n = read(pipe_fds[0], report, sizeof(report));
+  } while (n < 0 && errno == EINTR);
+  close(pipe_fds[0]);
+  if (n != sizeof(report)) return pid;  // the pipe closed on exec
+  waitpid(pid, nullptr, 0);
+  const int step = report[1] >= 0 && report[1] < kSteps ? report[1] : kExec;
+  return absl::FailedPreconditionError(
+      absl::StrCat(kStepNames[step], " ", step == kChdir ? spec.working_dir : *program,
+                   ": ", strerror(report[0])));
+}
+
+}  // namespace ringmaster
