@@ -17,6 +17,16 @@ void AddToken(grpc::ClientContext* context, const std::string& token) {
   if (!token.empty()) context->AddMetadata("authorization", "Bearer " + token);
 }
 
+// A CLI and a rank retry a coordinator that is starting within a second,
+// not after gRPC's default back-off of up to two minutes.
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+}
+
 // UNAVAILABLE from the channel reads as the coordinator being down.
 absl::Status Explain(const grpc::Status& status, const std::string& address) {
   if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
@@ -33,7 +43,7 @@ Client::Client(const std::string& address, const std::string& token,
     : address_(address),
       token_(token),
       rpc_timeout_(rpc_timeout),
-      channel_(grpc::CreateChannel(address, grpc::InsecureChannelCredentials())),
+      channel_(MakeChannel(address)),
       jobs_(v1::JobService::NewStub(channel_)),
       cluster_(v1::ClusterService::NewStub(channel_)) {}
 
@@ -131,8 +141,7 @@ absl::Status Client::StreamLogs(const std::string& job_id, std::optional<int> ra
 RendezvousClient::RendezvousClient(const std::string& address, std::string job_id,
                                    int attempt, const std::string& token)
     : token_(token),
-      stub_(v1::RendezvousService::NewStub(
-          grpc::CreateChannel(address, grpc::InsecureChannelCredentials()))) {
+      stub_(v1::RendezvousService::NewStub(MakeChannel(address))) {
   scope_.set_job_id(std::move(job_id));
   scope_.set_attempt(attempt);
 }

@@ -1,0 +1,223 @@
+#include "client/commands.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "client/client.h"
+#include "client/job_spec_yaml.h"
+#include "client/output.h"
+
+namespace ringmaster {
+namespace {
+
+constexpr int kOk = 0;
+constexpr int kFailed = 1;
+constexpr int kUsage = 2;
+
+int Fail(const absl::Status& status) {
+  std::cerr << "ringmaster: " << status.message() << std::endl;
+  return status.code() == absl::StatusCode::kInvalidArgument ? kUsage : kFailed;
+}
+
+Client MakeClient(const GlobalOptions& global) { return Client(global.coordinator, global.token); }
+
+// A bar for terminals: "[#######.............]  35%".
+std::string Bar(const v1::Progress& p) {
+  if (p.total_steps() <= 0) return "";
+  constexpr int kWidth = 24;
+  const double done = std::min(1.0, static_cast<double>(p.step()) / p.total_steps());
+  const int filled = static_cast<int>(done * kWidth);
+  return absl::StrFormat("[%s%s] %3.0f%%  ", std::string(filled, '#'),
+                         std::string(kWidth - filled, '.'), done * 100);
+}
+
+// Follows a job to its end; prints state changes, and progress as a bar
+// on a terminal or a line every few seconds otherwise.
+int Follow(Client& client, const std::string& job_id, bool json) {
+  const bool tty = isatty(STDOUT_FILENO);
+  v1::JobState last_state = v1::JOB_STATE_UNSPECIFIED;
+  int last_attempt = -1;
+  absl::Time last_progress_print = absl::InfinitePast();
+  bool bar_shown = false;
+  v1::Job final_job;
+  absl::Status status = client.WatchJob(job_id, [&](const v1::Job& job) {
+    final_job = job;
+    if (json) {
+      std::cout << ToJson(job) << std::endl;
+      return true;
+    }
+    if (job.state() != last_state || job.attempt() != last_attempt) {
+      if (bar_shown) std::cout << "\n";
+      bar_shown = false;
+      std::string message = job.history_size() ? job.history().rbegin()->message() : "";
+      if (job.state() == v1::PENDING && !job.pending_reason().empty()) {
+        message = job.pending_reason();
+      }
+      std::cout << absl::StrFormat("%s  %-10s %s", job.id(), JobStateLabel(job.state()),
+                                   message)
+                << std::endl;
+      last_state = job.state();
+      last_attempt = job.attempt();
+    }
+    const std::string progress = ProgressLine(job.progress());
+    if (!progress.empty()) {
+      if (tty) {
+        std::cout << "\r" << Bar(job.progress()) << progress << "   " << std::flush;
+        bar_shown = true;
+      } else if (absl::Now() - last_progress_print > absl::Seconds(5)) {
+        std::cout << progress << std::endl;
+        last_progress_print = absl::Now();
+      }
+    }
+    return true;
+  });
+  if (bar_shown) std::cout << "\n";
+  if (!status.ok()) return Fail(status);
+  return final_job.state() == v1::SUCCEEDED ? kOk : kFailed;
+}
+
+}  // namespace
+
+int RunUp(const GlobalOptions& global, LocalClusterOptions options) {
+  options.coordinator_address = global.coordinator;
+  absl::StatusOr<LocalCluster> cluster = StartLocalCluster(options);
+  if (!cluster.ok()) return Fail(cluster.status());
+  if (global.json) {
+    std::cout << absl::StrFormat(
+        "{\"coordinator\": \"%s\", \"workers\": %d, \"state_dir\": \"%s\", "
+        "\"already_running\": %s}\n",
+        cluster->coordinator_address, cluster->workers, options.state_dir,
+        cluster->already_running ? "true" : "false");
+  } else {
+    std::cout << (cluster->already_running ? "already running: " : "cluster up: ")
+              << "coordinator " << cluster->coordinator_address << ", "
+              << cluster->workers << " workers (state in " << options.state_dir << ")"
+              << std::endl;
+  }
+  return kOk;
+}
+
+int RunDown(const GlobalOptions&, const std::string& state_dir) {
+  absl::Status status = StopLocalCluster(state_dir);
+  if (!status.ok()) return Fail(status);
+  std::cout << "cluster down" << std::endl;
+  return kOk;
+}
+
+int RunDemo(const GlobalOptions& global, LocalClusterOptions options) {
+  if (!FindProgram("ringmaster-trainer").ok()) {
+    std::cerr << "ringmaster: demo needs the built-in trainer, which is not built yet"
+              << std::endl;
+    return kFailed;
+  }
+  int code = RunUp(global, options);
+  if (code != kOk) return code;
+  std::cerr << "ringmaster: the demo job is not available in this build" << std::endl;
+  RunDown(global, options.state_dir);
+  return kFailed;
+}
+
+int RunSubmit(const GlobalOptions& global, const std::string& file, bool follow) {
+  std::stringstream text;
+  if (file == "-") {
+    text << std::cin.rdbuf();
+  } else {
+    std::ifstream in(file);
+    if (!in) return Fail(absl::InvalidArgumentError(absl::StrCat("cannot read ", file)));
+    text << in.rdbuf();
+  }
+  absl::StatusOr<v1::JobSpec> spec = ParseJobSpecYaml(text.str());
+  if (!spec.ok()) {
+    return Fail(absl::InvalidArgumentError(absl::StrCat(file, ": ", spec.status().message())));
+  }
+  if (spec->working_dir().empty()) {
+    std::error_code error;
+    spec->set_working_dir(std::filesystem::current_path(error).string());
+  }
+  Client client = MakeClient(global);
+  absl::StatusOr<std::string> id = client.Submit(*spec);
+  if (!id.ok()) return Fail(id.status());
+  if (global.json && !follow) {
+    std::cout << "{\"job_id\": \"" << *id << "\"}" << std::endl;
+  } else {
+    std::cout << *id << std::endl;
+  }
+  return follow ? Follow(client, *id, global.json) : kOk;
+}
+
+int RunJobs(const GlobalOptions& global) {
+  Client client = MakeClient(global);
+  absl::StatusOr<std::vector<v1::Job>> jobs = client.ListJobs();
+  if (!jobs.ok()) return Fail(jobs.status());
+  if (global.json) {
+    v1::ListJobsResponse response;
+    for (auto& job : *jobs) *response.add_jobs() = job;
+    std::cout << ToJson(response) << std::endl;
+  } else {
+    PrintJobsTable(std::cout, *jobs, absl::Now());
+  }
+  return kOk;
+}
+
+int RunStatus(const GlobalOptions& global, const std::string& job_id) {
+  Client client = MakeClient(global);
+  absl::StatusOr<v1::Job> job = client.GetJob(job_id);
+  if (!job.ok()) return Fail(job.status());
+  if (global.json) {
+    std::cout << ToJson(*job) << std::endl;
+  } else {
+    PrintJobDetail(std::cout, *job, absl::Now());
+  }
+  return kOk;
+}
+
+int RunLogs(const GlobalOptions& global, const std::string& job_id, std::optional<int> rank,
+            bool follow) {
+  Client client = MakeClient(global);
+  absl::Status status = client.StreamLogs(job_id, rank, follow, [](const v1::LogChunk& chunk) {
+    absl::string_view data = chunk.data();
+    std::string out;
+    while (!data.empty()) {
+      size_t end = data.find('\n');
+      absl::string_view line = data.substr(0, end);
+      absl::StrAppend(&out, "[rank ", chunk.rank(), "] ", line, "\n");
+      data.remove_prefix(end == absl::string_view::npos ? data.size() : end + 1);
+    }
+    std::cout << out << std::flush;
+  });
+  return status.ok() ? kOk : Fail(status);
+}
+
+int RunCancel(const GlobalOptions& global, const std::string& job_id) {
+  Client client = MakeClient(global);
+  absl::StatusOr<v1::Job> job = client.CancelJob(job_id);
+  if (!job.ok()) return Fail(job.status());
+  if (global.json) {
+    std::cout << ToJson(*job) << std::endl;
+  } else {
+    std::cout << job->id() << " " << JobStateLabel(job->state()) << std::endl;
+  }
+  return kOk;
+}
+
+int RunWorkers(const GlobalOptions& global) {
+  Client client = MakeClient(global);
+  absl::StatusOr<std::vector<v1::Worker>> workers = client.ListWorkers();
+  if (!workers.ok()) return Fail(workers.status());
+  if (global.json) {
+    v1::ListWorkersResponse response;
+    for (auto& w : *workers) *response.add_workers() = w;
+    std::cout << ToJson(response) << std::endl;
+  } else {
+    PrintWorkersTable(std::cout, *workers);
+  }
+  return kOk;
+}
+
+}  // namespace ringmaster

@@ -1,0 +1,32 @@
+// The CLI's verbs. Each returns the process exit code: 0 success, 1 a
+// failed job or refused request, 2 bad usage; errors are one line on stderr.
+#ifndef RINGMASTER_CLIENT_COMMANDS_H_
+#define RINGMASTER_CLIENT_COMMANDS_H_
+
+#include <optional>
+#include <string>
+
+#include "client/local_cluster.h"
+
+namespace ringmaster {
+
+struct GlobalOptions {
+  std::string coordinator = "127.0.0.1:7070";
+  std::string token;
+  bool json = false;
+};
+
+int RunUp(const GlobalOptions& global, LocalClusterOptions options);
+int RunDown(const GlobalOptions& global, const std::string& state_dir);
+int RunDemo(const GlobalOptions& global, LocalClusterOptions options);
+int RunSubmit(const GlobalOptions& global, const std::string& file, bool follow);
+int RunJobs(const GlobalOptions& global);
+int RunStatus(const GlobalOptions& global, const std::string& job_id);
+int RunLogs(const GlobalOptions& global, const std::string& job_id, std::optional<int> rank,
+            bool follow);
+int RunCancel(const GlobalOptions& global, const std::string& job_id);
+int RunWorkers(const GlobalOptions& global);
+
+}  // namespace ringmaster
+
+#endif  // RINGMASTER_CLIENT_COMMANDS_H_

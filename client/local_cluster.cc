@@ -1,0 +1,252 @@
+#include "client/local_cluster.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "client/client.h"
+#include "common/net.h"
+#include "common/status_macros.h"
+#include "common/subprocess.h"
+
+namespace ringmaster {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Daemon {
+  std::string role;  // "coordinator" | "worker"
+  pid_t pid = 0;
+  std::string address;
+};
+
+std::string ClusterFile(const std::string& state_dir) { return state_dir + "/cluster"; }
+
+std::vector<Daemon> ReadClusterFile(const std::string& state_dir) {
+  std::vector<Daemon> daemons;
+  std::ifstream in(ClusterFile(state_dir));
+  std::string role, address;
+  pid_t pid;
+  while (in >> role >> pid >> address) daemons.push_back({role, pid, address});
+  return daemons;
+}
+
+absl::Status WriteClusterFile(const std::string& state_dir,
+                              const std::vector<Daemon>& daemons) {
+  const std::string path = ClusterFile(state_dir);
+  const std::string temp = path + ".tmp";
+  {
+    std::ofstream out(temp, std::ios::trunc);
+    for (const Daemon& d : daemons) out << d.role << " " << d.pid << " " << d.address << "\n";
+    if (!out) return absl::InternalError(absl::StrCat("cannot write ", temp));
+  }
+  std::error_code error;
+  fs::rename(temp, path, error);
+  if (error) return absl::InternalError(absl::StrCat("rename ", temp, ": ", error.message()));
+  return absl::OkStatus();
+}
+
+// True when `pid` is alive and runs the Ringmaster program of `role` (a pid
+// from an old file may belong to something else by now).
+bool IsOurs(const Daemon& d) {
+  std::ifstream in(absl::StrCat("/proc/", d.pid, "/cmdline"));
+  std::string argv0;
+  std::getline(in, argv0, '\0');
+  return !argv0.empty() &&
+         fs::path(argv0).filename().string() == absl::StrCat("ringmaster-", d.role);
+}
+
+bool AnyAlive(const std::vector<Daemon>& daemons) {
+  for (const Daemon& d : daemons) {
+    if (IsOurs(d)) return true;
+  }
+  return false;
+}
+
+void SignalAll(const std::vector<Daemon>& daemons, const std::string& role, int signal) {
+  for (const Daemon& d : daemons) {
+    if (d.role == role && IsOurs(d)) kill(d.pid, signal);
+  }
+}
+
+// Waits until none of `role` is alive; false at the deadline.
+bool WaitGone(const std::vector<Daemon>& daemons, const std::string& role,
+              absl::Time deadline) {
+  for (;;) {
+    bool alive = false;
+    for (const Daemon& d : daemons) alive |= d.role == role && IsOurs(d);
+    if (!alive) return true;
+    if (absl::Now() >= deadline) return false;
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+}
+
+absl::StatusOr<pid_t> StartDaemon(std::vector<std::string> argv, const std::string& log) {
+  SubprocessSpec spec;
+  spec.argv = std::move(argv);
+  spec.env = CurrentEnvironment();
+  spec.output_path = log;
+  spec.detach = SubprocessSpec::Detach::kSession;
+  return SpawnProcess(spec);
+}
+
+absl::Status WaitReady(const LocalClusterOptions& options,
+                       const std::vector<Daemon>& daemons) {
+  auto client = std::make_unique<Client>(options.coordinator_address, "", absl::Seconds(2));
+  const absl::Time deadline = absl::Now() + options.ready_timeout;
+  std::string last_error;
+  for (;;) {
+    auto workers = client->ListWorkers();
+    if (workers.ok()) {
+      int alive = 0;
+      for (const auto& w : *workers) alive += w.state() == v1::WORKER_STATE_ALIVE;
+      if (alive >= options.workers) return absl::OkStatus();
+      last_error = absl::StrCat(alive, " of ", options.workers, " workers registered");
+    } else {
+      last_error = std::string(workers.status().message());
+      // A channel whose first connection was refused can stay failed for
+      // seconds of back-off; a fresh one connects as soon as the port opens.
+      client = std::make_unique<Client>(options.coordinator_address, "", absl::Seconds(2));
+    }
+    for (const Daemon& d : daemons) {
+      if (!IsOurs(d)) {
+        return absl::UnavailableError(absl::StrCat(
+            "the ", d.role, " (pid ", d.pid, ") exited during start-up; see ",
+            options.state_dir, "/logs"));
+      }
+    }
+    if (absl::Now() >= deadline) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          "cluster not ready after ", absl::FormatDuration(options.ready_timeout), ": ",
+          last_error, "; see ", options.state_dir, "/logs"));
+    }
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+}
+
+}  // namespace
+
+std::string DefaultStateDir() {
+  if (const char* dir = std::getenv("RINGMASTER_STATE_DIR"); dir && *dir) return dir;
+  if (const char* xdg = std::getenv("XDG_STATE_HOME"); xdg && *xdg) {
+    return absl::StrCat(xdg, "/ringmaster");
+  }
+  const char* home = std::getenv("HOME");
+  return absl::StrCat(home ? home : "/tmp", "/.local/state/ringmaster");
+}
+
+absl::StatusOr<std::string> FindProgram(const std::string& name) {
+  std::vector<fs::path> candidates;
+  if (const char* dir = std::getenv("RINGMASTER_BIN_DIR"); dir && *dir) {
+    candidates.push_back(fs::path(dir) / name);
+  }
+  std::error_code error;
+  const fs::path self = fs::read_symlink("/proc/self/exe", error);
+  if (!error) {
+    const fs::path dir = self.parent_path();
+    candidates.push_back(dir / name);
+    // bazel-bin/client/ringmaster next to bazel-bin/<package>/<name>.
+    const std::string package = name.substr(name.find('-') + 1);
+    candidates.push_back(dir.parent_path() / package / name);
+  }
+  for (const fs::path& p : candidates) {
+    if (access(p.c_str(), X_OK) == 0) return p.string();
+  }
+  return absl::NotFoundError(absl::StrCat(
+      name, " not found beside ", self.string(), " nor in $RINGMASTER_BIN_DIR; build it "
+      "with `bazel build //...` or set RINGMASTER_BIN_DIR"));
+}
+
+absl::StatusOr<LocalCluster> StartLocalCluster(const LocalClusterOptions& options) {
+  if (options.workers < 1) return absl::InvalidArgumentError("--workers must be >= 1");
+  if (options.slots < 1) return absl::InvalidArgumentError("--slots must be >= 1");
+  std::vector<Daemon> existing = ReadClusterFile(options.state_dir);
+  if (AnyAlive(existing)) {
+    for (const Daemon& d : existing) {
+      if (d.role == "coordinator") {
+        int workers = 0;
+        for (const Daemon& w : existing) workers += w.role == "worker";
+        return LocalCluster{d.address, workers, true};
+      }
+    }
+  }
+  ASSIGN_OR_RETURN(std::string coordinator_bin, FindProgram("ringmaster-coordinator"));
+  ASSIGN_OR_RETURN(std::string worker_bin, FindProgram("ringmaster-worker"));
+  absl::StatusOr<std::string> trainer_bin = FindProgram("ringmaster-trainer");
+
+  std::error_code error;
+  fs::create_directories(options.state_dir + "/logs", error);
+  if (error) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot create ", options.state_dir, ": ", error.message()));
+  }
+  const std::string host = options.coordinator_address.substr(
+      0, options.coordinator_address.rfind(':'));
+  const std::string port = options.coordinator_address.substr(
+      options.coordinator_address.rfind(':') + 1);
+
+  std::vector<Daemon> daemons;
+  auto fail = [&](absl::Status status) {
+    SignalAll(daemons, "worker", SIGKILL);
+    SignalAll(daemons, "coordinator", SIGKILL);
+    WaitGone(daemons, "worker", absl::Now() + absl::Seconds(5));
+    WaitGone(daemons, "coordinator", absl::Now() + absl::Seconds(5));
+    fs::remove(ClusterFile(options.state_dir), error);
+    return status;
+  };
+  absl::StatusOr<pid_t> pid = StartDaemon(
+      {coordinator_bin, "--bind", host, "--port", port, "--advertise-address",
+       options.coordinator_address, "--state-dir", options.state_dir + "/coordinator"},
+      options.state_dir + "/logs/coordinator.log");
+  if (!pid.ok()) return fail(pid.status());
+  daemons.push_back({"coordinator", *pid, options.coordinator_address});
+
+  for (int i = 0; i < options.workers; ++i) {
+    absl::StatusOr<int> worker_port = PickFreePort(host);
+    if (!worker_port.ok()) return fail(worker_port.status());
+    const std::string address = absl::StrCat(host, ":", *worker_port);
+    std::vector<std::string> argv = {
+        worker_bin, "--coordinator", options.coordinator_address, "--bind", host,
+        "--port", absl::StrCat(*worker_port), "--id", absl::StrCat("local-", i),
+        "--slots", absl::StrCat(options.slots), "--state-dir",
+        absl::StrCat(options.state_dir, "/worker-", i)};
+    if (trainer_bin.ok()) {
+      argv.push_back("--trainer-bin");
+      argv.push_back(*trainer_bin);
+    }
+    pid = StartDaemon(argv, absl::StrCat(options.state_dir, "/logs/worker-", i, ".log"));
+    if (!pid.ok()) return fail(pid.status());
+    daemons.push_back({"worker", *pid, address});
+  }
+  if (absl::Status s = WriteClusterFile(options.state_dir, daemons); !s.ok()) return fail(s);
+  if (absl::Status s = WaitReady(options, daemons); !s.ok()) return fail(s);
+  return LocalCluster{options.coordinator_address, options.workers, false};
+}
+
+absl::Status StopLocalCluster(const std::string& state_dir, absl::Duration grace) {
+  std::vector<Daemon> daemons = ReadClusterFile(state_dir);
+  const absl::Time deadline = absl::Now() + grace;
+  for (const char* role : {"worker", "coordinator"}) {
+    SignalAll(daemons, role, SIGTERM);
+    if (!WaitGone(daemons, role, deadline)) {
+      SignalAll(daemons, role, SIGKILL);
+      WaitGone(daemons, role, absl::Now() + absl::Seconds(5));
+    }
+  }
+  if (AnyAlive(daemons)) {
+    return absl::InternalError(
+        absl::StrCat("some daemons of ", state_dir, " survived SIGKILL"));
+  }
+  std::error_code error;
+  fs::remove(ClusterFile(state_dir), error);
+  return absl::OkStatus();
+}
+
+}  // namespace ringmaster

@@ -1,0 +1,50 @@
+// `ringmaster up` / `down`: a coordinator and N workers on this machine as
+// background daemons, remembered in <state-dir>/cluster.
+#ifndef RINGMASTER_CLIENT_LOCAL_CLUSTER_H_
+#define RINGMASTER_CLIENT_LOCAL_CLUSTER_H_
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace ringmaster {
+
+struct LocalClusterOptions {
+  std::string state_dir;
+  std::string coordinator_address = "127.0.0.1:7070";  // it listens here
+  int workers = 1;
+  int slots = 1;  // per worker
+  absl::Duration ready_timeout = absl::Seconds(30);
+};
+
+struct LocalCluster {
+  std::string coordinator_address;
+  int workers = 0;
+  bool already_running = false;
+};
+
+// ${RINGMASTER_STATE_DIR}, else ${XDG_STATE_HOME:-$HOME/.local/state}/ringmaster.
+std::string DefaultStateDir();
+
+// Finds a Ringmaster program (ringmaster-coordinator, ringmaster-worker,
+// ringmaster-trainer): in $RINGMASTER_BIN_DIR, beside this executable, or
+// in the Bazel output tree it was built into.
+absl::StatusOr<std::string> FindProgram(const std::string& name);
+
+// Starts the cluster and waits until every worker has registered. When the
+// state dir already has a live cluster, returns it with already_running.
+// On failure nothing started is left running.
+absl::StatusOr<LocalCluster> StartLocalCluster(const LocalClusterOptions& options);
+
+// Stops what StartLocalCluster started: workers first (they stop their
+// ranks), then the coordinator; SIGKILL after `grace`. OK when nothing runs.
+absl::Status StopLocalCluster(const std::string& state_dir,
+                              absl::Duration grace = absl::Seconds(15));
+
+}  // namespace ringmaster
+
+#endif  // RINGMASTER_CLIENT_LOCAL_CLUSTER_H_

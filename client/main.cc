@@ -1,0 +1,101 @@
+// ringmaster: the command-line interface of a Ringmaster cluster.
+#include <cstdlib>
+#include <iostream>
+#include <optional>
+
+#include <CLI/CLI.hpp>
+
+#include "client/commands.h"
+
+namespace {
+
+std::string EnvOr(const char* name, const std::string& fallback) {
+  const char* value = std::getenv(name);
+  return value && *value ? value : fallback;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ringmaster::GlobalOptions global;
+  global.coordinator = EnvOr("RINGMASTER_COORDINATOR", "127.0.0.1:7070");
+  global.token = EnvOr("RINGMASTER_TOKEN", "");
+  std::string output = "table";
+
+  CLI::App app{"ringmaster: run distributed data-parallel training jobs"};
+  app.require_subcommand(1);
+  app.add_option("--coordinator", global.coordinator,
+                 "coordinator HOST:PORT (env RINGMASTER_COORDINATOR)")
+      ->capture_default_str();
+  app.add_option("--token", global.token, "access token (env RINGMASTER_TOKEN)");
+  app.add_option("--output", output, "table or json")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->capture_default_str();
+
+  ringmaster::LocalClusterOptions cluster;
+  cluster.state_dir = ringmaster::DefaultStateDir();
+  auto* up = app.add_subcommand("up", "start a local cluster in the background");
+  up->add_option("--workers", cluster.workers, "number of workers")->capture_default_str();
+  up->add_option("--slots", cluster.slots, "slots per worker")->capture_default_str();
+  up->add_option("--state-dir", cluster.state_dir, "where the cluster keeps its state")
+      ->capture_default_str();
+
+  std::string down_state_dir = cluster.state_dir;
+  auto* down = app.add_subcommand("down", "stop the local cluster started by up");
+  down->add_option("--state-dir", down_state_dir, "the state dir given to up")
+      ->capture_default_str();
+
+  ringmaster::LocalClusterOptions demo_cluster = cluster;
+  demo_cluster.workers = 2;
+  auto* demo = app.add_subcommand("demo", "train on a real data set on a local cluster");
+  demo->add_option("--state-dir", demo_cluster.state_dir, "where the cluster keeps its state")
+      ->capture_default_str();
+
+  std::string file;
+  bool follow = false;
+  auto* submit = app.add_subcommand("submit", "submit a job spec (YAML or JSON; - = stdin)");
+  submit->add_option("FILE", file, "job spec file")->required();
+  submit->add_flag("--follow,-f", follow, "stream progress until the job ends");
+
+  app.add_subcommand("jobs", "list jobs");
+  std::string job_id;
+  auto* status = app.add_subcommand("status", "show one job");
+  status->add_option("JOB", job_id, "job id")->required();
+
+  std::optional<int> rank;
+  bool follow_logs = false;
+  auto* logs = app.add_subcommand("logs", "print a job's output, each line [rank R]");
+  logs->add_option("JOB", job_id, "job id")->required();
+  logs->add_option("--rank", rank, "only this rank");
+  logs->add_flag("--follow,-f", follow_logs, "keep printing until the job ends");
+
+  auto* cancel = app.add_subcommand("cancel", "stop every rank of a job");
+  cancel->add_option("JOB", job_id, "job id")->required();
+
+  app.add_subcommand("workers", "list workers");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app.help();
+    return 0;
+  } catch (const CLI::CallForAllHelp&) {
+    std::cout << app.help("", CLI::AppFormatMode::All);
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "ringmaster: " << e.what() << " (see ringmaster --help)" << std::endl;
+    return 2;
+  }
+  global.json = output == "json";
+
+  if (up->parsed()) return ringmaster::RunUp(global, cluster);
+  if (down->parsed()) return ringmaster::RunDown(global, down_state_dir);
+  if (demo->parsed()) return ringmaster::RunDemo(global, demo_cluster);
+  if (submit->parsed()) return ringmaster::RunSubmit(global, file, follow);
+  if (status->parsed()) return ringmaster::RunStatus(global, job_id);
+  if (logs->parsed()) return ringmaster::RunLogs(global, job_id, rank, follow_logs);
+  if (cancel->parsed()) return ringmaster::RunCancel(global, job_id);
+  if (app.got_subcommand("jobs")) return ringmaster::RunJobs(global);
+  if (app.got_subcommand("workers")) return ringmaster::RunWorkers(global);
+  return 2;
+}

@@ -1,0 +1,158 @@
+#include "client/output.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace ringmaster {
+
+void PrintTable(std::ostream& out, const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> widths;
+  for (const auto& row : rows) {
+    if (widths.size() < row.size()) widths.resize(row.size(), 0);
+    for (size_t c = 0; c < row.size(); ++c) widths[c] = std::max(widths[c], row[c].size());
+  }
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t c = 0; c < row.size(); ++c) {
+      line += row[c];
+      if (c + 1 < row.size()) line += std::string(widths[c] - row[c].size() + 2, ' ');
+    }
+    out << line << "\n";
+  }
+}
+
+std::string ToJson(const google::protobuf::Message& message) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  options.preserve_proto_field_names = true;
+  std::string json;
+  (void)google::protobuf::util::MessageToJsonString(message, &json, options);
+  return json;
+}
+
+std::string ShortDuration(absl::Duration d) {
+  int64_t s = std::max<int64_t>(0, absl::ToInt64Seconds(d));
+  if (s < 60) return absl::StrCat(s, "s");
+  if (s < 3600) return absl::StrFormat("%dm%02ds", s / 60, s % 60);
+  if (s < 86400) return absl::StrFormat("%dh%02dm", s / 3600, (s % 3600) / 60);
+  return absl::StrFormat("%dd%02dh", s / 86400, (s % 86400) / 3600);
+}
+
+std::string JobStateLabel(v1::JobState state) { return v1::JobState_Name(state); }
+
+std::string WorkerStateLabel(v1::WorkerState state) {
+  switch (state) {
+    case v1::WORKER_STATE_ALIVE: return "ALIVE";
+    case v1::WORKER_STATE_LOST: return "LOST";
+    default: return "UNKNOWN";
+  }
+}
+
+std::string ProgressLine(const v1::Progress& p) {
+  if (p.step() == 0 && p.total_steps() == 0) return "";
+  std::string line = absl::StrCat("step ", p.step());
+  if (p.total_steps() > 0) absl::StrAppend(&line, "/", p.total_steps());
+  absl::StrAppend(&line, absl::StrFormat("  loss %.4f  %.0f samples/s", p.loss(),
+                                         p.samples_per_second()));
+  return line;
+}
+
+namespace {
+
+std::string LastMessage(const v1::Job& job) {
+  if (job.state() == v1::PENDING && !job.pending_reason().empty()) return job.pending_reason();
+  return job.history_size() > 0 ? job.history(job.history_size() - 1).message() : "";
+}
+
+std::string RankStateLabel(v1::RankState state) {
+  std::string name = v1::RankState_Name(state);
+  return name.substr(name.find('_') + 1);
+}
+
+}  // namespace
+
+void PrintJobsTable(std::ostream& out, const std::vector<v1::Job>& jobs, absl::Time now) {
+  std::vector<std::vector<std::string>> rows = {
+      {"JOB", "STATE", "RANKS", "RESTARTS", "AGE", "PROGRESS", "MESSAGE"}};
+  for (const v1::Job& job : jobs) {
+    std::string progress = ProgressLine(job.progress());
+    rows.push_back({job.id(), JobStateLabel(job.state()),
+                    absl::StrCat(job.world_size()), absl::StrCat(job.attempt()),
+                    ShortDuration(now - absl::FromUnixMillis(job.create_unix_ms())),
+                    progress.empty() ? "-" : progress, LastMessage(job)});
+  }
+  PrintTable(out, rows);
+}
+
+void PrintJobDetail(std::ostream& out, const v1::Job& job, absl::Time now) {
+  out << "job:       " << job.id() << "\n"
+      << "state:     " << JobStateLabel(job.state()) << "\n";
+  if (job.state() == v1::PENDING && !job.pending_reason().empty()) {
+    out << "waiting:   " << job.pending_reason() << "\n";
+  }
+  out << "attempt:   " << job.attempt() << " (max_restarts " << job.spec().max_restarts()
+      << ")\n"
+      << "age:       " << ShortDuration(now - absl::FromUnixMillis(job.create_unix_ms()))
+      << "\n";
+  if (!job.master_addr().empty()) {
+    out << "master:    " << job.master_addr() << ":" << job.master_port() << "\n";
+  }
+  const v1::Progress& p = job.progress();
+  if (p.step() > 0) {
+    out << absl::StrFormat("progress:  step %d/%d  epoch %d  loss %.4f  %.0f samples/s\n",
+                           p.step(), p.total_steps(), p.epoch(), p.loss(),
+                           p.samples_per_second());
+    if (p.allreduce_seconds() > 0) {
+      out << absl::StrFormat("allreduce: %.1f MB in %.2f s (%.1f MB/s)\n",
+                             p.allreduce_bytes() / 1e6, p.allreduce_seconds(),
+                             p.allreduce_bytes() / 1e6 / p.allreduce_seconds());
+    }
+  }
+  if (job.ranks_size() > 0) {
+    out << "ranks:\n";
+    std::vector<std::vector<std::string>> rows = {
+        {"  RANK", "WORKER", "SLOT", "STATE", "PID", "EXIT"}};
+    for (const v1::RankStatus& r : job.ranks()) {
+      std::string exit = "-";
+      if (r.state() == v1::RANK_SUCCEEDED || r.state() == v1::RANK_FAILED ||
+          r.state() == v1::RANK_STOPPED) {
+        exit = r.signal() ? absl::StrCat("signal ", r.signal())
+                          : absl::StrCat("code ", r.exit_code());
+      }
+      std::string slot = r.gpus_size() ? absl::StrCat("gpu ", absl::StrJoin(r.gpus(), ","))
+                                       : absl::StrCat(r.slot());
+      rows.push_back({absl::StrCat("  ", r.rank()), r.worker_id(), slot,
+                      RankStateLabel(r.state()), r.pid() ? absl::StrCat(r.pid()) : "-",
+                      exit});
+    }
+    PrintTable(out, rows);
+  }
+  out << "history:\n";
+  std::vector<std::vector<std::string>> rows;
+  for (const v1::StateChange& c : job.history()) {
+    rows.push_back({absl::StrCat("  ", absl::FormatTime("%H:%M:%S",
+                                                        absl::FromUnixMillis(c.time_unix_ms()),
+                                                        absl::LocalTimeZone())),
+                    JobStateLabel(c.state()), v1::Reason_Name(c.reason()), c.message()});
+  }
+  PrintTable(out, rows);
+}
+
+void PrintWorkersTable(std::ostream& out, const std::vector<v1::Worker>& workers) {
+  std::vector<std::vector<std::string>> rows = {
+      {"WORKER", "STATE", "ADDRESS", "SLOTS", "GPUS", "HEARTBEAT"}};
+  for (const v1::Worker& w : workers) {
+    rows.push_back({w.id(), WorkerStateLabel(w.state()), w.address(),
+                    absl::StrCat(w.slots_used(), "/", w.slots()),
+                    absl::StrCat(w.gpus_size()),
+                    absl::StrFormat("%.1fs ago", w.heartbeat_age_seconds())});
+  }
+  PrintTable(out, rows);
+}
+
+}  // namespace ringmaster

@@ -1,0 +1,39 @@
+// How the CLI prints: aligned tables for people, JSON for programs.
+#ifndef RINGMASTER_CLIENT_OUTPUT_H_
+#define RINGMASTER_CLIENT_OUTPUT_H_
+
+#include <google/protobuf/message.h>
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "proto/cluster.pb.h"
+#include "proto/job.pb.h"
+
+namespace ringmaster {
+
+// Columns padded to their widest cell; the last column is not padded.
+void PrintTable(std::ostream& out, const std::vector<std::vector<std::string>>& rows);
+
+// The message as JSON with proto field names, one document.
+std::string ToJson(const google::protobuf::Message& message);
+
+// "4s", "2m05s", "3h10m".
+std::string ShortDuration(absl::Duration d);
+
+std::string JobStateLabel(v1::JobState state);
+std::string WorkerStateLabel(v1::WorkerState state);
+
+// One line per job, with a header.
+void PrintJobsTable(std::ostream& out, const std::vector<v1::Job>& jobs, absl::Time now);
+// The detail of `ringmaster status`.
+void PrintJobDetail(std::ostream& out, const v1::Job& job, absl::Time now);
+void PrintWorkersTable(std::ostream& out, const std::vector<v1::Worker>& workers);
+// "step 120/600  loss 0.3124  1834 samples/s" (empty without progress).
+std::string ProgressLine(const v1::Progress& progress);
+
+}  // namespace ringmaster
+
+#endif  // RINGMASTER_CLIENT_OUTPUT_H_

@@ -1,0 +1,283 @@
+// End to end: a local cluster started by `ringmaster up`, real daemons and
+// rank processes on loopback, driven through the CLI and the client library.
+#include <signal.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "client/client.h"
+#include "common/net.h"
+#include "common/subprocess.h"
+#include "tests/test_util.h"
+
+namespace ringmaster {
+namespace {
+
+using testing::CommandResult;
+
+class ClusterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    state_dir_ = testing::MakeTempDir("cluster");
+    auto port = PickFreePort("127.0.0.1");
+    ASSERT_TRUE(port.ok());
+    address_ = absl::StrCat("127.0.0.1:", *port);
+    CommandResult up =
+        Cli({"up", "--workers", "2", "--slots", "1", "--state-dir", state_dir_});
+    ASSERT_EQ(up.exit_code, 0) << up.err;
+    EXPECT_NE(up.out.find(address_), std::string::npos) << up.out;
+    client_ = std::make_unique<Client>(address_);
+  }
+
+  void TearDown() override {
+    Cli({"down", "--state-dir", state_dir_});
+    for (int pid : extra_pids_) kill(pid, SIGKILL);
+  }
+
+  CommandResult Cli(std::vector<std::string> args) {
+    args.insert(args.begin(), testing::Runfile("client/ringmaster"));
+    return testing::RunCommand(args, {{"RINGMASTER_COORDINATOR", address_}});
+  }
+
+  std::string WriteSpec(const std::string& name, const std::string& yaml) {
+    const std::string path = absl::StrCat(state_dir_, "/", name, ".yaml");
+    std::ofstream(path) << yaml;
+    return path;
+  }
+
+  std::string Submit(const std::string& yaml) {
+    CommandResult r = Cli({"submit", WriteSpec("job", yaml)});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return std::string(absl::StripAsciiWhitespace(r.out));
+  }
+
+  v1::Job WaitJob(const std::string& id, const std::function<bool(const v1::Job&)>& done) {
+    v1::Job job;
+    bool ok = testing::WaitFor(
+        [&] {
+          auto j = client_->GetJob(id);
+          if (!j.ok()) return false;
+          job = *j;
+          return done(job);
+        },
+        absl::Seconds(60));
+    EXPECT_TRUE(ok) << "job " << id << " stuck in " << v1::JobState_Name(job.state());
+    return job;
+  }
+
+  static bool AllRanksEnded(const v1::Job& job) {
+    for (const auto& r : job.ranks()) {
+      if (r.state() == v1::RANK_ASSIGNED || r.state() == v1::RANK_RUNNING) return false;
+    }
+    return true;
+  }
+
+  // pid of each daemon of the cluster file, by role.
+  std::vector<std::pair<std::string, int>> Daemons() {
+    std::ifstream in(state_dir_ + "/cluster");
+    std::vector<std::pair<std::string, int>> out;
+    std::string role, address;
+    int pid;
+    while (in >> role >> pid >> address) out.push_back({role, pid});
+    return out;
+  }
+
+  std::string SleeperSpec(const std::string& name) {
+    return absl::StrCat("name: ", name,
+                        "\nranks: 2\ncommand: [sh, -c, 'sleep 300 & sleep 300 & wait']\n");
+  }
+
+  std::string state_dir_;
+  std::string address_;
+  std::unique_ptr<Client> client_;
+  std::vector<int> extra_pids_;
+};
+
+TEST_F(ClusterTest, TwoRankJobSeesTheWholeEnvironmentContract) {
+  const std::string spec = absl::StrCat("name: contract\nranks: 2\ncommand: [",
+                                        testing::Runfile("tests/env_check"), "]\n");
+  CommandResult r = Cli({"submit", WriteSpec("contract", spec), "--follow"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::string id = r.out.substr(0, r.out.find('\n'));
+  auto job = client_->GetJob(id);
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->state(), v1::SUCCEEDED);
+  ASSERT_EQ(job->ranks_size(), 2);
+  EXPECT_NE(job->ranks(0).worker_id(), job->ranks(1).worker_id())
+      << "one slot per worker: the ranks must be on different workers";
+
+  CommandResult logs = Cli({"logs", id});
+  EXPECT_EQ(logs.exit_code, 0) << logs.err;
+  EXPECT_NE(logs.out.find("[rank 0] rank 0 of 2: contract holds"), std::string::npos)
+      << logs.out;
+  EXPECT_NE(logs.out.find("[rank 1] rank 1 of 2: contract holds"), std::string::npos)
+      << logs.out;
+  CommandResult one = Cli({"logs", id, "--rank", "1"});
+  EXPECT_EQ(one.out.find("[rank 0]"), std::string::npos) << one.out;
+}
+
+TEST_F(ClusterTest, FailingRankFailsTheJobAndStopsTheOtherRank) {
+  const std::string spec =
+      "name: failing\nranks: 2\ncommand: [sh, -c, 'if [ \"$RANK\" = 1 ]; then sleep 0.5; "
+      "exit 3; fi; exec sleep 300']\n";
+  CommandResult r = Cli({"submit", WriteSpec("failing", spec), "--follow"});
+  EXPECT_EQ(r.exit_code, 1) << "a failed job's exit code";
+  const std::string id = r.out.substr(0, r.out.find('\n'));
+  v1::Job job = WaitJob(id, AllRanksEnded);
+  EXPECT_EQ(job.state(), v1::FAILED);
+  const v1::StateChange& last = *job.history().rbegin();
+  EXPECT_EQ(last.reason(), v1::RANK_EXITED);
+  EXPECT_EQ(last.message(), "rank 1 exited with code 3");
+  EXPECT_EQ(job.ranks(0).state(), v1::RANK_STOPPED);
+  EXPECT_FALSE(testing::ProcessGroupAlive(job.ranks(0).pid()));
+  CommandResult status = Cli({"status", id});
+  EXPECT_NE(status.out.find("rank 1 exited with code 3"), std::string::npos) << status.out;
+}
+
+TEST_F(ClusterTest, CancelStopsEveryProcessOfTheJob) {
+  const std::string id = Submit(SleeperSpec("sleeper"));
+  v1::Job job = WaitJob(id, [](const v1::Job& j) { return j.state() == v1::RUNNING; });
+  std::vector<int> groups;
+  for (const auto& r : job.ranks()) groups.push_back(r.pid());
+  for (int g : groups) ASSERT_TRUE(testing::ProcessGroupAlive(g));
+
+  CommandResult r = Cli({"cancel", id});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  job = WaitJob(id, AllRanksEnded);
+  EXPECT_EQ(job.state(), v1::CANCELLED);
+  EXPECT_EQ(job.history().rbegin()->reason(), v1::CANCEL_REQUESTED);
+  for (const auto& rank : job.ranks()) EXPECT_EQ(rank.state(), v1::RANK_STOPPED);
+  for (int g : groups) {
+    EXPECT_FALSE(testing::ProcessGroupAlive(g)) << "process group " << g << " survived";
+  }
+  CommandResult again = Cli({"cancel", id});
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_NE(again.err.find("already ended"), std::string::npos) << again.err;
+}
+
+TEST_F(ClusterTest, KilledCoordinatorRestartsWithTheSameJobsAndHistory) {
+  CommandResult done = Cli({"submit", WriteSpec("quick", "name: quick\nranks: 1\n"
+                                                         "command: [true]\n"),
+                            "--follow"});
+  ASSERT_EQ(done.exit_code, 0) << done.err;
+  const std::string running = Submit(SleeperSpec("survivor"));
+  WaitJob(running, [](const v1::Job& j) { return j.state() == v1::RUNNING; });
+  auto before = client_->ListJobs();
+  ASSERT_TRUE(before.ok());
+
+  int coordinator = 0;
+  for (auto& [role, pid] : Daemons()) {
+    if (role == "coordinator") coordinator = pid;
+  }
+  ASSERT_GT(coordinator, 0);
+  std::ifstream cmdline(absl::StrCat("/proc/", coordinator, "/cmdline"));
+  std::string raw((std::istreambuf_iterator<char>(cmdline)), {});
+  std::vector<std::string> argv = absl::StrSplit(raw, '\0', absl::SkipEmpty());
+  ASSERT_EQ(kill(coordinator, SIGKILL), 0);
+  ASSERT_TRUE(testing::WaitFor([&] { return !testing::ProcessAlive(coordinator); },
+                               absl::Seconds(10)));
+
+  SubprocessSpec restart;
+  restart.argv = argv;
+  restart.env = CurrentEnvironment();
+  restart.output_path = state_dir_ + "/logs/coordinator-restarted.log";
+  restart.detach = SubprocessSpec::Detach::kSession;
+  auto pid = SpawnProcess(restart);
+  ASSERT_TRUE(pid.ok()) << pid.status();
+  extra_pids_.push_back(*pid);
+
+  std::vector<v1::Job> after;
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        auto jobs = client_->ListJobs();
+        if (jobs.ok()) after = *jobs;
+        return jobs.ok();
+      },
+      absl::Seconds(30)));
+  ASSERT_EQ(after.size(), before->size());
+  for (size_t i = 0; i < after.size(); ++i) {
+    EXPECT_EQ(after[i].id(), (*before)[i].id());
+    EXPECT_EQ(after[i].state(), (*before)[i].state());
+    ASSERT_EQ(after[i].history_size(), (*before)[i].history_size());
+    for (int h = 0; h < after[i].history_size(); ++h) {
+      EXPECT_EQ(after[i].history(h).SerializeAsString(),
+                (*before)[i].history(h).SerializeAsString());
+    }
+  }
+  // The workers come back and the running job carries on under the new
+  // coordinator, which can still stop it.
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        auto workers = client_->ListWorkers();
+        return workers.ok() && workers->size() == 2 &&
+               (*workers)[0].state() == v1::WORKER_STATE_ALIVE &&
+               (*workers)[1].state() == v1::WORKER_STATE_ALIVE;
+      },
+      absl::Seconds(30)));
+  EXPECT_EQ(client_->GetJob(running)->state(), v1::RUNNING);
+  ASSERT_TRUE(client_->CancelJob(running).ok());
+  v1::Job job = WaitJob(running, AllRanksEnded);
+  for (const auto& r : job.ranks()) EXPECT_FALSE(testing::ProcessGroupAlive(r.pid()));
+}
+
+TEST_F(ClusterTest, DownLeavesNoProcessBehind) {
+  const std::string id = Submit(SleeperSpec("abandoned"));
+  v1::Job job = WaitJob(id, [](const v1::Job& j) { return j.state() == v1::RUNNING; });
+  auto daemons = Daemons();
+  ASSERT_EQ(daemons.size(), 3u);
+  CommandResult r = Cli({"down", "--state-dir", state_dir_});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  for (auto& [role, pid] : daemons) {
+    EXPECT_FALSE(testing::ProcessAlive(pid)) << role << " " << pid << " survived down";
+  }
+  for (const auto& rank : job.ranks()) {
+    EXPECT_FALSE(testing::ProcessGroupAlive(rank.pid()))
+        << "rank " << rank.rank() << " survived down";
+  }
+  CommandResult twice = Cli({"down", "--state-dir", state_dir_});
+  EXPECT_EQ(twice.exit_code, 0) << "down is idempotent";
+}
+
+TEST_F(ClusterTest, UpIsIdempotent) {
+  CommandResult again =
+      Cli({"up", "--workers", "2", "--slots", "1", "--state-dir", state_dir_});
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.out.find("already running"), std::string::npos) << again.out;
+  EXPECT_EQ(Daemons().size(), 3u);
+}
+
+TEST_F(ClusterTest, MalformedYamlIsOneLineAndExitCodeTwo) {
+  CommandResult r = Cli({"submit", WriteSpec("broken", "name: x\nranks: [2\n")});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find("broken.yaml: line "), std::string::npos) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
+TEST_F(ClusterTest, InvalidSpecNamesTheFieldAndCreatesNothing) {
+  CommandResult r =
+      Cli({"submit", WriteSpec("invalid", "name: x\nranks: 0\ncommand: [true]\n")});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("ranks: must be in [1, 4096], got 0"), std::string::npos) << r.err;
+  auto jobs = client_->ListJobs();
+  ASSERT_TRUE(jobs.ok());
+  EXPECT_TRUE(jobs->empty());
+  CommandResult unknown = Cli({"status", "nope-1"});
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_NE(unknown.err.find("no job \"nope-1\""), std::string::npos) << unknown.err;
+}
+
+TEST_F(ClusterTest, JsonOutputIsMachineReadable) {
+  CommandResult r = Cli({"--output", "json", "workers"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"workers\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"id\": \"local-0\""), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace ringmaster

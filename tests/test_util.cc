@@ -1,0 +1,102 @@
+#include "tests/test_util.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "common/subprocess.h"
+
+namespace ringmaster::testing {
+namespace {
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+int counter = 0;
+
+}  // namespace
+
+std::string MakeTempDir(const std::string& name) {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  std::string dir = absl::StrCat(tmp ? tmp : "/tmp", "/", name, "-", getpid(), "-", counter++);
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+std::string Runfile(const std::string& path) {
+  const char* srcdir = std::getenv("TEST_SRCDIR");
+  const char* workspace = std::getenv("TEST_WORKSPACE");
+  return absl::StrCat(srcdir ? srcdir : ".", "/", workspace ? workspace : "ringmaster", "/",
+                      path);
+}
+
+CommandResult RunCommand(const std::vector<std::string>& argv,
+                         const std::map<std::string, std::string>& env,
+                         absl::Duration timeout) {
+  const std::string dir = MakeTempDir("cmd");
+  // stdout and stderr go to separate files: a wrapper shell splits them.
+  SubprocessSpec spec;
+  spec.argv = {"/bin/sh", "-c", "\"$@\" 2>\"$RM_ERR\"", "sh"};
+  spec.argv.insert(spec.argv.end(), argv.begin(), argv.end());
+  spec.env = CurrentEnvironment();
+  for (const auto& [k, v] : env) spec.env[k] = v;
+  spec.env["RM_ERR"] = dir + "/err";
+  spec.output_path = dir + "/out";
+  CommandResult result;
+  absl::StatusOr<pid_t> pid = SpawnProcess(spec);
+  if (!pid.ok()) {
+    result.err = std::string(pid.status().message());
+    return result;
+  }
+  const absl::Time deadline = absl::Now() + timeout;
+  int status = 0;
+  for (;;) {
+    pid_t r = waitpid(*pid, &status, WNOHANG);
+    if (r == *pid) break;
+    if (absl::Now() > deadline) {
+      kill(-*pid, SIGKILL);
+      waitpid(*pid, &status, 0);
+      result.err = "timed out\n";
+      break;
+    }
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  result.out = ReadFile(dir + "/out");
+  result.err += ReadFile(dir + "/err");
+  return result;
+}
+
+bool WaitFor(const std::function<bool()>& condition, absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  for (;;) {
+    if (condition()) return true;
+    if (absl::Now() >= deadline) return false;
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+}
+
+bool ProcessGroupAlive(int pgid) { return kill(-pgid, 0) == 0 || errno != ESRCH; }
+
+bool ProcessAlive(int pid) {
+  std::ifstream stat(absl::StrCat("/proc/", pid, "/stat"));
+  std::string line;
+  if (!std::getline(stat, line)) return false;
+  // A zombie is dead for our purposes.
+  size_t close = line.rfind(')');
+  return close != std::string::npos && line.size() > close + 2 && line[close + 2] != 'Z';
+}
+
+}  // namespace ringmaster::testing

@@ -1,0 +1,42 @@
+// Helpers for integration tests that run Ringmaster's real programs.
+#ifndef RINGMASTER_TESTS_TEST_UTIL_H_
+#define RINGMASTER_TESTS_TEST_UTIL_H_
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+
+namespace ringmaster::testing {
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs a program to completion (bounded by `timeout`, then SIGKILL) with the
+// test's environment plus `env`, capturing its output.
+CommandResult RunCommand(const std::vector<std::string>& argv,
+                         const std::map<std::string, std::string>& env = {},
+                         absl::Duration timeout = absl::Seconds(120));
+
+// A path of a program built by Bazel, from the test's runfiles
+// ("client/ringmaster").
+std::string Runfile(const std::string& path);
+
+// A fresh directory under the test's temporary directory.
+std::string MakeTempDir(const std::string& name);
+
+// Polls `condition` every 20 ms until it holds or `timeout` passes.
+bool WaitFor(const std::function<bool()>& condition, absl::Duration timeout);
+
+// True while any process is in process group `pgid`.
+bool ProcessGroupAlive(int pgid);
+bool ProcessAlive(int pid);
+
+}  // namespace ringmaster::testing
+
+#endif  // RINGMASTER_TESTS_TEST_UTIL_H_
