@@ -57,4 +57,19 @@ std::string AdvertisableHost(const std::string& bind_host) {
   return bind_host;
 }
 
+absl::StatusOr<ServingAddresses> ResolveServingAddresses(const std::string& bind, int port,
+                                                         const std::string& advertise) {
+  ServingAddresses out;
+  out.port = port;
+  if (out.port == 0) {
+    absl::StatusOr<int> free_port = PickFreePort(bind);
+    if (!free_port.ok()) return free_port.status();
+    out.port = *free_port;
+  }
+  out.listen = absl::StrCat(bind, ":", out.port);
+  out.advertise =
+      advertise.empty() ? absl::StrCat(AdvertisableHost(bind), ":", out.port) : advertise;
+  return out;
+}
+
 }  // namespace ringmaster

@@ -22,6 +22,18 @@ std::string Hostname();
 // `host` unless it is a wildcard address, in which case this host's name.
 std::string AdvertisableHost(const std::string& bind_host);
 
+struct ServingAddresses {
+  std::string listen;     // bind:port
+  std::string advertise;  // what peers dial
+  int port = 0;
+};
+
+// The addresses a daemon serves on, from its --bind, --port (0 picks a free
+// port) and --advertise-address (empty: the bind host, or this host's name
+// for a wildcard bind, at the port).
+absl::StatusOr<ServingAddresses> ResolveServingAddresses(const std::string& bind, int port,
+                                                         const std::string& advertise);
+
 }  // namespace ringmaster
 
 #endif  // RINGMASTER_COMMON_NET_H_

@@ -51,18 +51,14 @@ int main(int argc, char** argv) {
   config.manager.rank_env.checkpoint_dir =
       checkpoint_dir.empty() ? config.state_dir + "/checkpoints" : checkpoint_dir;
 
-  if (port == 0) {
-    auto free_port = ringmaster::PickFreePort(bind);
-    if (!free_port.ok()) {
-      spdlog::critical("{}", free_port.status().ToString());
-      return 1;
-    }
-    port = *free_port;
+  absl::StatusOr<ringmaster::ServingAddresses> addresses =
+      ringmaster::ResolveServingAddresses(bind, port, advertise);
+  if (!addresses.ok()) {
+    spdlog::critical("{}", addresses.status().ToString());
+    return 1;
   }
-  config.listen_address = absl::StrCat(bind, ":", port);
-  config.manager.rank_env.coordinator_address =
-      advertise.empty() ? absl::StrCat(ringmaster::AdvertisableHost(bind), ":", port)
-                        : advertise;
+  config.listen_address = addresses->listen;
+  config.manager.rank_env.coordinator_address = addresses->advertise;
   auto server = ringmaster::CoordinatorServer::Start(config);
   if (!server.ok()) {
     spdlog::critical("{}", server.status().ToString());

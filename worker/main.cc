@@ -48,18 +48,15 @@ int main(int argc, char** argv) {
 
   ringmaster::InitLogging("worker", log_level);
   ringmaster::BlockTerminationSignals();
-  if (port == 0) {
-    auto free_port = ringmaster::PickFreePort(bind);
-    if (!free_port.ok()) {
-      spdlog::critical("{}", free_port.status().ToString());
-      return 1;
-    }
-    port = *free_port;
+  absl::StatusOr<ringmaster::ServingAddresses> addresses =
+      ringmaster::ResolveServingAddresses(bind, port, advertise);
+  if (!addresses.ok()) {
+    spdlog::critical("{}", addresses.status().ToString());
+    return 1;
   }
-  config.listen_address = absl::StrCat(bind, ":", port);
-  config.advertise_address =
-      advertise.empty() ? absl::StrCat(ringmaster::AdvertisableHost(bind), ":", port)
-                        : advertise;
+  config.listen_address = addresses->listen;
+  config.advertise_address = addresses->advertise;
+  port = addresses->port;
   if (config.worker_id.empty()) {
     config.worker_id = absl::StrCat(ringmaster::Hostname(), "-", port);
   }
