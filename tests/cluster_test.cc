@@ -13,6 +13,7 @@
 #include "client/client.h"
 #include "common/net.h"
 #include "common/subprocess.h"
+#include "tests/health.grpc.pb.h"
 #include "tests/test_util.h"
 
 namespace ringmaster {
@@ -270,6 +271,25 @@ TEST_F(ClusterTest, InvalidSpecNamesTheFieldAndCreatesNothing) {
   CommandResult unknown = Cli({"status", "nope-1"});
   EXPECT_EQ(unknown.exit_code, 1);
   EXPECT_NE(unknown.err.find("no job \"nope-1\""), std::string::npos) << unknown.err;
+}
+
+TEST_F(ClusterTest, EveryServerServesGrpcHealth) {
+  std::vector<std::string> addresses = {address_};
+  auto workers = client_->ListWorkers();
+  ASSERT_TRUE(workers.ok());
+  for (const auto& w : *workers) addresses.push_back(w.address());
+  ASSERT_EQ(addresses.size(), 3u);
+  for (const std::string& address : addresses) {
+    auto health = grpc::health::v1::Health::NewStub(
+        grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    grpc::health::v1::HealthCheckResponse response;
+    grpc::Status status =
+        health->Check(&context, grpc::health::v1::HealthCheckRequest(), &response);
+    EXPECT_TRUE(status.ok()) << address << ": " << status.error_message();
+    EXPECT_EQ(response.status(), grpc::health::v1::HealthCheckResponse::SERVING) << address;
+  }
 }
 
 TEST_F(ClusterTest, JsonOutputIsMachineReadable) {
