@@ -49,6 +49,7 @@ std::string WorkerStateLabel(v1::WorkerState state) {
   switch (state) {
     case v1::WORKER_STATE_ALIVE: return "ALIVE";
     case v1::WORKER_STATE_LOST: return "LOST";
+    case v1::WORKER_STATE_DISCONNECTED: return "DISCONNECTED";
     default: return "UNKNOWN";
   }
 }

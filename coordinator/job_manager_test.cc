@@ -284,6 +284,34 @@ TEST_F(JobManagerTest, RestartKeepsJobsAndReattachesRunningRanks) {
   EXPECT_EQ(Job(running).state(), v1::SUCCEEDED);
 }
 
+TEST_F(JobManagerTest, CancelWhileAWorkerIsAwayStopsItsRanksWhenItReturns) {
+  std::string id;
+  {
+    FakeWorkerLink w1, w2;
+    Register(w1, "w1", 1);
+    Register(w2, "w2", 1);
+    id = Submit(2);
+    Started(w1, id, 0, 0);
+    Started(w2, id, 0, 1);
+  }
+  Restart();
+  FakeWorkerLink w1;
+  Register(w1, "w1", 1, {Ref(id, 0, 0)});
+  auto workers = manager_->ListWorkers();
+  ASSERT_EQ(workers.size(), 2u);
+  EXPECT_EQ(workers[0].state(), v1::WORKER_STATE_ALIVE);
+  EXPECT_EQ(workers[1].state(), v1::WORKER_STATE_DISCONNECTED) << "w2 is not back yet";
+
+  ASSERT_TRUE(manager_->Cancel(id).ok());
+  FakeWorkerLink w2;
+  Register(w2, "w2", 1, {Ref(id, 0, 1)});
+  EXPECT_EQ(Stops(w2), 1) << "the stop w2 missed is sent when it returns";
+  EXPECT_EQ(Job(id).ranks(1).state(), v1::RANK_RUNNING)
+      << "the rank still runs until w2 reports its exit";
+  Exited(w2, id, 0, 1, 0, /*stopped=*/true);
+  EXPECT_EQ(Job(id).ranks(1).state(), v1::RANK_STOPPED);
+}
+
 TEST_F(JobManagerTest, RanksNotFoundAfterRestartAreLost) {
   std::string id;
   {

@@ -87,13 +87,17 @@ void JobManager::OnRegister(WorkerLink* link, const v1::RegisterWorker& request)
   std::set<std::pair<std::string, int>> stop;  // job, attempt
   for (const v1::RankRef& ref : request.running()) {
     auto it = jobs_.find(ref.job_id());
-    v1::RankStatus* rank = nullptr;
+    const v1::RankStatus* rank = nullptr;
     if (it != jobs_.end() && IsCurrentAttempt(it->second.job, ref)) {
-      rank = it->second.job.mutable_ranks(ref.rank());
+      rank = &it->second.job.ranks(ref.rank());
     }
-    if (rank != nullptr && RankHoldsSlot(*rank) && rank->worker_id() == worker_id &&
-        !IsTerminal(it->second.job.state())) {
+    if (rank != nullptr && RankHoldsSlot(*rank) && rank->worker_id() == worker_id) {
       reported.insert({ref.job_id(), ref.rank()});
+      const v1::JobState state = it->second.job.state();
+      // A stop sent while the worker was away may never have arrived.
+      if (state != v1::STARTING && state != v1::RUNNING) {
+        stop.insert({ref.job_id(), ref.attempt()});
+      }
     } else {
       stop.insert({ref.job_id(), ref.attempt()});
     }

@@ -97,6 +97,9 @@ std::vector<v1::Worker> WorkerRegistry::List() const {
   const absl::Time now = clock_->Now();
   for (const auto& [id, w] : workers_) {
     v1::Worker info = w.info;
+    if (info.state() == v1::WORKER_STATE_ALIVE && w.link == nullptr) {
+      info.set_state(v1::WORKER_STATE_DISCONNECTED);
+    }
     info.set_last_heartbeat_unix_ms(absl::ToUnixMillis(w.last_heartbeat));
     info.set_heartbeat_age_seconds(absl::ToDoubleSeconds(now - w.last_heartbeat));
     ordered.emplace_back(w.order, std::move(info));
