@@ -187,8 +187,7 @@ absl::StatusOr<LocalCluster> StartLocalCluster(const LocalClusterOptions& option
     return absl::FailedPreconditionError(
         absl::StrCat("cannot create ", options.state_dir, ": ", error.message()));
   }
-  const std::string host = options.coordinator_address.substr(
-      0, options.coordinator_address.rfind(':'));
+  const std::string host = HostOfAddress(options.coordinator_address);
   const std::string port = options.coordinator_address.substr(
       options.coordinator_address.rfind(':') + 1);
 

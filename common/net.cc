@@ -49,6 +49,13 @@ std::string Hostname() {
   return name;
 }
 
+std::string HostOfAddress(const std::string& address) {
+  if (!address.empty() && address[0] == '[') {
+    return address.substr(1, address.find(']') - 1);
+  }
+  return address.substr(0, address.rfind(':'));
+}
+
 std::string AdvertisableHost(const std::string& bind_host) {
   if (bind_host.empty() || bind_host == "0.0.0.0" || bind_host == "::" ||
       bind_host == "[::]") {

@@ -19,6 +19,9 @@ std::vector<int> PickFreePorts(int count, const std::string& host = "0.0.0.0");
 
 std::string Hostname();
 
+// "host" of "host:port" (also "[v6]:port").
+std::string HostOfAddress(const std::string& address);
+
 // `host` unless it is a wildcard address, in which case this host's name.
 std::string AdvertisableHost(const std::string& bind_host);
 

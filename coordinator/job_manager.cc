@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
+#include "common/net.h"
 #include "common/status_macros.h"
 #include "coordinator/job_state.h"
 #include "coordinator/spec_validation.h"
@@ -278,7 +279,7 @@ void JobManager::StartAttempt(JobEntry& entry,
     rank->set_state(v1::RANK_ASSIGNED);
   }
   job.set_world_size(static_cast<int>(placement.size()));
-  job.set_master_addr(HostOf(registry_.Find(master_worker)->info.address()));
+  job.set_master_addr(HostOfAddress(registry_.Find(master_worker)->info.address()));
   job.set_master_port(*port);
   entry.rank_progress.clear();
   job.clear_progress();

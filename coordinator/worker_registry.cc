@@ -6,13 +6,6 @@
 
 namespace ringmaster {
 
-std::string HostOf(const std::string& address) {
-  if (!address.empty() && address[0] == '[') {
-    return address.substr(1, address.find(']') - 1);
-  }
-  return address.substr(0, address.rfind(':'));
-}
-
 WorkerRecord& WorkerRegistry::Register(const v1::RegisterWorker& request,
                                        WorkerLink* link) {
   auto [it, inserted] = workers_.try_emplace(request.worker_id());

@@ -64,9 +64,6 @@ class WorkerRegistry {
   std::map<std::string, WorkerRecord> workers_;
 };
 
-// "host" of "host:port" (also "[v6]:port").
-std::string HostOf(const std::string& address);
-
 }  // namespace ringmaster
 
 #endif  // RINGMASTER_COORDINATOR_WORKER_REGISTRY_H_

@@ -46,3 +46,16 @@ grpc::ServerUnaryReactor* AgentServiceImpl::ReadLog(grpc::CallbackServerContext*
 }
 
 }  // namespace ringmaster
+
+namespace ringmaster {
+
+grpc::ServerUnaryReactor* AgentServiceImpl::ReportProgress(
+    grpc::CallbackServerContext* context, const v1::RankProgress* request,
+    v1::ReportProgressResponse*) {
+  progress_->Report(*request);
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+}  // namespace ringmaster

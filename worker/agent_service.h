@@ -6,6 +6,7 @@
 
 #include "absl/status/statusor.h"
 #include "proto/worker.grpc.pb.h"
+#include "worker/progress_board.h"
 #include "worker/rank_supervisor.h"
 
 namespace ringmaster {
@@ -17,14 +18,18 @@ absl::StatusOr<v1::ReadLogResponse> ReadLogFile(const std::string& path,
 
 class AgentServiceImpl final : public v1::WorkerAgentService::CallbackService {
  public:
-  explicit AgentServiceImpl(const RankSupervisor* supervisor)
-      : supervisor_(supervisor) {}
+  AgentServiceImpl(const RankSupervisor* supervisor, ProgressBoard* progress)
+      : supervisor_(supervisor), progress_(progress) {}
   grpc::ServerUnaryReactor* ReadLog(grpc::CallbackServerContext* context,
                                     const v1::ReadLogRequest* request,
                                     v1::ReadLogResponse* response) override;
+  grpc::ServerUnaryReactor* ReportProgress(grpc::CallbackServerContext* context,
+                                           const v1::RankProgress* request,
+                                           v1::ReportProgressResponse* response) override;
 
  private:
   const RankSupervisor* const supervisor_;
+  ProgressBoard* const progress_;
 };
 
 }  // namespace ringmaster

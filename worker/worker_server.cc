@@ -43,6 +43,9 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
   RankSupervisorOptions supervisor_options;
   supervisor_options.log_dir = log_dir;
   supervisor_options.trainer_program = config.trainer_program;
+  // Ranks report progress to this worker and bind collectives on its host.
+  supervisor_options.base_env["RINGMASTER_WORKER_ADDRESS"] = config.advertise_address;
+  supervisor_options.base_env["RINGMASTER_HOST"] = HostOfAddress(config.advertise_address);
   for (const char* name : {"PATH", "HOME", "LANG", "TMPDIR", "USER"}) {
     if (const char* value = std::getenv(name)) supervisor_options.base_env[name] = value;
   }
@@ -59,6 +62,7 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
             self->link_->Send(m);
           },
           [self](const v1::RankExited& exited) {
+            self->progress_.Forget(exited.rank());
             v1::WorkerMessage m;
             *m.mutable_rank_exited() = exited;
             self->link_->Send(m);
@@ -80,9 +84,10 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
             }
           },
           [self] { return self->supervisor_->Running(); },
-          nullptr});
+          [self] { return self->progress_.TakeChanged(); }});
 
-  server->agent_ = std::make_unique<AgentServiceImpl>(server->supervisor_.get());
+  server->agent_ =
+      std::make_unique<AgentServiceImpl>(server->supervisor_.get(), &server->progress_);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;

@@ -13,6 +13,7 @@
 #include "worker/agent_service.h"
 #include "worker/coordinator_link.h"
 #include "worker/process_launcher.h"
+#include "worker/progress_board.h"
 #include "worker/rank_supervisor.h"
 
 namespace ringmaster {
@@ -38,6 +39,7 @@ class WorkerServer {
   WorkerServer() = default;
 
   PosixProcessLauncher launcher_;
+  ProgressBoard progress_;
   std::unique_ptr<RankSupervisor> supervisor_;
   std::unique_ptr<CoordinatorLink> link_;
   std::unique_ptr<AgentServiceImpl> agent_;

@@ -1,0 +1,46 @@
+// Training checkpoints: <dir>/step-<N>/state.bin, written by rank 0 to a
+// temporary directory, fsynced, then renamed into place, so a reader sees
+// a whole checkpoint or none. Each file ends with a CRC-32 of its contents.
+#ifndef RINGMASTER_TRAINER_CHECKPOINT_H_
+#define RINGMASTER_TRAINER_CHECKPOINT_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace ringmaster {
+
+struct TrainingState {
+  int64_t step = 0;             // optimizer steps done
+  int64_t epoch = 0;            // the epoch to continue in
+  int64_t next_batch = 0;       // sampler position: next micro-batch of that epoch
+  uint64_t seed = 0;            // all randomness derives from it (init, shuffles)
+  int64_t optimizer_steps = 0;  // the optimizer's own count (AdamW bias correction)
+  std::vector<float> params;
+  std::vector<float> optimizer_state;
+};
+
+// Writes the checkpoint of `state.step` under `dir` and keeps the newest
+// `keep` checkpoints.
+absl::Status WriteCheckpoint(const std::string& dir, const TrainingState& state, int keep = 3);
+
+struct LoadedCheckpoint {
+  TrainingState state;
+  std::string path;
+  std::vector<std::string> skipped;  // unreadable newer checkpoints, with why
+};
+
+// The newest checkpoint under `dir` that reads back whole with a matching
+// checksum; NOT_FOUND when there is none. A truncated or corrupt newer one
+// is listed in `skipped` and passed over.
+absl::StatusOr<LoadedCheckpoint> LoadLatestCheckpoint(const std::string& dir);
+
+// One checkpoint file; DATA_LOSS naming what is wrong.
+absl::StatusOr<TrainingState> ReadCheckpointFile(const std::string& path);
+
+}  // namespace ringmaster
+
+#endif  // RINGMASTER_TRAINER_CHECKPOINT_H_

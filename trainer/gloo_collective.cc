@@ -1,0 +1,96 @@
+#include "trainer/gloo_collective.h"
+
+#include <gloo/allreduce.h>
+#include <gloo/barrier.h>
+#include <gloo/broadcast.h>
+#include <gloo/rendezvous/prefix_store.h>
+#include <gloo/transport/tcp/device.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace ringmaster {
+namespace {
+
+// Gloo reports errors by exception; this is where they become Status,
+// with the operation named.
+template <typename F>
+absl::Status GlooCall(const char* what, F body) {
+  try {
+    body();
+    return absl::OkStatus();
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(absl::StrCat("gloo ", what, ": ", e.what()));
+  }
+}
+
+void SumBf16(void* out, const void* a, const void* b, size_t n) {
+  auto* o = static_cast<uint16_t*>(out);
+  auto* x = static_cast<const uint16_t*>(a);
+  auto* y = static_cast<const uint16_t*>(b);
+  for (size_t i = 0; i < n; ++i) o[i] = FloatToBf16(Bf16ToFloat(x[i]) + Bf16ToFloat(y[i]));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<GlooCollective>> GlooCollective::Connect(
+    gloo::rendezvous::Store& store, int rank, int size, const GlooOptions& options) {
+  auto context = std::make_shared<gloo::rendezvous::Context>(rank, size);
+  context->setTimeout(options.timeout);
+  absl::Status status = GlooCall("rendezvous", [&] {
+    gloo::transport::tcp::attr attr(options.hostname.c_str());
+    auto device = gloo::transport::tcp::CreateDevice(attr);
+    gloo::rendezvous::PrefixStore prefixed(options.prefix, store);
+    context->connectFullMesh(prefixed, device);
+  });
+  if (!status.ok()) return status;
+  return std::unique_ptr<GlooCollective>(new GlooCollective(context, options.timeout));
+}
+
+absl::Status GlooCollective::AllReduceSum(float* data, size_t n) {
+  if (size() == 1 || n == 0) return absl::OkStatus();
+  return GlooCall("allreduce", [&] {
+    gloo::AllreduceOptions opts(context_);
+    opts.setOutput(data, n);
+    opts.setReduceFunction(
+        static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<float>));
+    opts.setTag(next_tag_++);
+    opts.setTimeout(timeout_);
+    gloo::allreduce(opts);
+  });
+}
+
+absl::Status GlooCollective::AllReduceSumBf16(uint16_t* data, size_t n) {
+  if (size() == 1 || n == 0) return absl::OkStatus();
+  return GlooCall("allreduce (bf16)", [&] {
+    gloo::AllreduceOptions opts(context_);
+    opts.setOutput(data, n);
+    opts.setReduceFunction(&SumBf16);
+    opts.setTag(next_tag_++);
+    opts.setTimeout(timeout_);
+    gloo::allreduce(opts);
+  });
+}
+
+absl::Status GlooCollective::Broadcast(void* data, size_t bytes, int root) {
+  if (size() == 1 || bytes == 0) return absl::OkStatus();
+  return GlooCall("broadcast", [&] {
+    gloo::BroadcastOptions opts(context_);
+    opts.setOutput(static_cast<uint8_t*>(data), bytes);
+    opts.setRoot(root);
+    opts.setTag(next_tag_++);
+    opts.setTimeout(timeout_);
+    gloo::broadcast(opts);
+  });
+}
+
+absl::Status GlooCollective::Barrier() {
+  if (size() == 1) return absl::OkStatus();
+  return GlooCall("barrier", [&] {
+    gloo::BarrierOptions opts(context_);
+    opts.setTag(next_tag_++);
+    opts.setTimeout(timeout_);
+    gloo::barrier(opts);
+  });
+}
+
+}  // namespace ringmaster

@@ -1,0 +1,109 @@
+#include "trainer/optimizer.h"
+
+#include <cmath>
+
+namespace ringmaster {
+namespace {
+
+constexpr double kPi = 3.14159265358979323846;
+
+class Sgd final : public Optimizer {
+ public:
+  Sgd(double momentum, double weight_decay, size_t n)
+      : momentum_(static_cast<float>(momentum)),
+        weight_decay_(static_cast<float>(weight_decay)),
+        velocity_(momentum > 0 ? n : 0, 0.0f) {}
+
+  void Step(float* params, const float* grads, size_t n, float lr) override {
+    for (size_t i = 0; i < n; ++i) {
+      float g = grads[i] + weight_decay_ * params[i];
+      if (momentum_ > 0) {
+        // PyTorch: the first step takes the gradient as the buffer.
+        velocity_[i] = steps_ == 0 ? g : momentum_ * velocity_[i] + g;
+        g = velocity_[i];
+      }
+      params[i] -= lr * g;
+    }
+    ++steps_;
+  }
+  std::vector<float>* mutable_state() override { return &velocity_; }
+  int64_t steps() const override { return steps_; }
+  void set_steps(int64_t steps) override { steps_ = steps; }
+
+ private:
+  const float momentum_;
+  const float weight_decay_;
+  std::vector<float> velocity_;
+  int64_t steps_ = 0;
+};
+
+class AdamW final : public Optimizer {
+ public:
+  AdamW(const v1::TrainerSpec::Optimizer& spec, size_t n)
+      : beta1_(spec.beta1() > 0 ? spec.beta1() : 0.9),
+        beta2_(spec.beta2() > 0 ? spec.beta2() : 0.999),
+        eps_(spec.eps() > 0 ? spec.eps() : 1e-8),
+        weight_decay_(spec.weight_decay()),
+        moments_(2 * n, 0.0f),
+        n_(n) {}
+
+  void Step(float* params, const float* grads, size_t n, float lr) override {
+    ++steps_;
+    const float b1 = static_cast<float>(beta1_), b2 = static_cast<float>(beta2_);
+    const double correction1 = 1 - std::pow(beta1_, static_cast<double>(steps_));
+    const double correction2 = 1 - std::pow(beta2_, static_cast<double>(steps_));
+    const float step_size = static_cast<float>(lr / correction1);
+    const float inv_sqrt_c2 = static_cast<float>(1 / std::sqrt(correction2));
+    const float decay = static_cast<float>(1 - lr * weight_decay_);
+    const float eps = static_cast<float>(eps_);
+    float* m = moments_.data();
+    float* v = moments_.data() + n_;
+    for (size_t i = 0; i < n; ++i) {
+      const float g = grads[i];
+      m[i] = b1 * m[i] + (1 - b1) * g;
+      v[i] = b2 * v[i] + (1 - b2) * g * g;
+      params[i] = params[i] * decay - step_size * m[i] / (std::sqrt(v[i]) * inv_sqrt_c2 + eps);
+    }
+  }
+  std::vector<float>* mutable_state() override { return &moments_; }
+  int64_t steps() const override { return steps_; }
+  void set_steps(int64_t steps) override { steps_ = steps; }
+
+ private:
+  const double beta1_, beta2_, eps_, weight_decay_;
+  std::vector<float> moments_;  // m then v
+  const size_t n_;
+  int64_t steps_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Optimizer> MakeOptimizer(const v1::TrainerSpec::Optimizer& spec, size_t n) {
+  if (spec.type() == "sgd") return std::make_unique<Sgd>(spec.momentum(), spec.weight_decay(), n);
+  return std::make_unique<AdamW>(spec, n);
+}
+
+double LrSchedule::At(int64_t step) const {
+  double lr = base_lr;
+  if (scaling == "linear") lr *= world_size;
+  if (scaling == "sqrt") lr *= std::sqrt(static_cast<double>(world_size));
+  if (step < warmup_steps) return lr * static_cast<double>(step + 1) / (warmup_steps + 1);
+  const int64_t decay_steps = total_steps - warmup_steps;
+  if (decay_steps <= 0) return lr;
+  const double progress =
+      std::min(1.0, static_cast<double>(step - warmup_steps) / decay_steps);
+  return lr * 0.5 * (1 + std::cos(kPi * progress));
+}
+
+double ClipGradNorm(float* grads, size_t n, double max_norm) {
+  double sum = 0;
+  for (size_t i = 0; i < n; ++i) sum += static_cast<double>(grads[i]) * grads[i];
+  const double norm = std::sqrt(sum);
+  if (max_norm > 0 && norm > max_norm) {
+    const float scale = static_cast<float>(max_norm / (norm + 1e-6));
+    for (size_t i = 0; i < n; ++i) grads[i] *= scale;
+  }
+  return norm;
+}
+
+}  // namespace ringmaster

@@ -1,0 +1,93 @@
+// Gradient buckets all-reduced while the backward pass is still running,
+// after PyTorch DDP's Reducer: parameters are grouped in backward order
+// into buckets of about `bucket_bytes` (the first one small, so that
+// communication starts early); when the last gradient of a bucket is final,
+// the bucket's all-reduce starts on a communication thread.
+#ifndef RINGMASTER_TRAINER_REDUCER_H_
+#define RINGMASTER_TRAINER_REDUCER_H_
+
+#include <cstdint>
+#include <deque>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "trainer/collective.h"
+#include "trainer/event_log.h"
+#include "trainer/mlp.h"
+
+namespace ringmaster {
+
+struct ReducerOptions {
+  size_t bucket_bytes = 25u << 20;
+  size_t first_bucket_bytes = 1u << 20;
+  bool bf16_compression = false;
+};
+
+struct Bucket {
+  size_t offset = 0;           // floats, into the gradient buffer
+  size_t size = 0;             // floats
+  std::vector<int> params;     // parameter indices, backward order
+};
+
+// Threading: Prepare, MarkReady and Finish are called by the training
+// thread; the collectives run on the reducer's own thread, which is the
+// only user of the Collective while a backward pass is in flight.
+class Reducer {
+ public:
+  Reducer(Collective* comm, const std::vector<ParamSpan>& params, float* grads,
+          ReducerOptions options, EventLog* events = nullptr);
+  ~Reducer();
+
+  const std::vector<Bucket>& buckets() const { return buckets_; }
+
+  // Before a backward pass that communicates: the reduced gradients will be
+  // divided by `divisor` (world size x accumulation steps).
+  void Prepare(float divisor);
+  // Parameter `param`'s gradient is final for this pass.
+  void MarkReady(int param);
+  // Waits for every bucket; returns the first collective error.
+  absl::Status Finish();
+
+  // Totals since construction.
+  double bytes_total() const { return bytes_total_; }
+  double seconds_total() const { return seconds_total_; }
+  // Of the last Finish: the wall time spent in all-reduce per bucket.
+  const std::vector<double>& last_bucket_seconds() const { return last_bucket_seconds_; }
+
+ private:
+  void CommLoop();
+  absl::Status Reduce(const Bucket& bucket);
+
+  Collective* const comm_;
+  float* const grads_;
+  const ReducerOptions options_;
+  EventLog* const events_;
+  std::vector<Bucket> buckets_;
+  std::vector<int> bucket_of_param_;
+  std::vector<int> pending_;     // per bucket: gradients not yet final
+  int next_launch_ = 0;          // buckets launch in order
+  float divisor_ = 1;
+  std::vector<uint16_t> bf16_;   // compression scratch
+  double bytes_total_ = 0;
+  double seconds_total_ = 0;
+  std::vector<double> last_bucket_seconds_;
+
+  absl::Mutex mu_;
+  std::deque<int> queue_ ABSL_GUARDED_BY(mu_);
+  int done_ ABSL_GUARDED_BY(mu_) = 0;  // buckets reduced in this pass
+  absl::Status error_ ABSL_GUARDED_BY(mu_);
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;
+};
+
+// Buckets over `params` (memory order) in reverse order, each at most
+// `bucket_bytes` (the first `first_bucket_bytes`) unless one parameter is
+// larger.
+std::vector<Bucket> AssignBuckets(const std::vector<ParamSpan>& params, size_t bucket_bytes,
+                                  size_t first_bucket_bytes);
+
+}  // namespace ringmaster
+
+#endif  // RINGMASTER_TRAINER_REDUCER_H_

@@ -1,0 +1,21 @@
+#include "trainer/sampler.h"
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+
+namespace ringmaster {
+
+std::vector<int64_t> DistributedSampler::Indices(int64_t epoch) const {
+  std::vector<int64_t> all(rows_);
+  std::iota(all.begin(), all.end(), 0);
+  std::mt19937_64 rng(seed_ + static_cast<uint64_t>(epoch));
+  std::shuffle(all.begin(), all.end(), rng);
+  std::vector<int64_t> mine;
+  mine.reserve(rows_per_rank());
+  const int64_t used = rows_per_rank() * world_size_;
+  for (int64_t i = rank_; i < used; i += world_size_) mine.push_back(all[i]);
+  return mine;
+}
+
+}  // namespace ringmaster

@@ -1,0 +1,55 @@
+// The data-parallel training loop of one rank: sharded batches, forward and
+// backward, gradients reduced in buckets during backward, the optimizer
+// step, evaluation on rank 0, checkpoints and progress.
+#ifndef RINGMASTER_TRAINER_TRAINER_H_
+#define RINGMASTER_TRAINER_TRAINER_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "proto/job.pb.h"
+#include "trainer/collective.h"
+#include "trainer/dataset.h"
+#include "trainer/event_log.h"
+
+namespace ringmaster {
+
+struct TrainerContext {
+  Collective* comm = nullptr;         // the job's world
+  std::string checkpoint_dir;         // empty: no checkpoints
+  // Called with progress at most every `progress_interval` and at every
+  // epoch end; may be empty.
+  std::function<void(const v1::Progress&)> on_progress;
+  double progress_interval_seconds = 0.5;
+  std::function<void(const std::string&)> log;  // human-readable lines; may be empty
+  EventLog* events = nullptr;         // tests: order of backward and all-reduce
+  int64_t stop_after_step = -1;       // tests: end as if interrupted after this step
+};
+
+struct TrainResult {
+  std::vector<float> params;   // final weights
+  int64_t steps = 0;
+  double train_loss = 0;       // last step's, this rank
+  double eval_accuracy = -1;   // rank 0, last epoch; -1 elsewhere
+  double eval_loss = -1;
+  double samples_per_second = 0;  // this rank's training throughput
+  double allreduce_bytes = 0;
+  double allreduce_seconds = 0;
+  int64_t resumed_from_step = -1;
+};
+
+// The input width and classes of the model come from `data`.
+absl::StatusOr<TrainResult> Train(const v1::TrainerSpec& spec, const TrainTestSplit& data,
+                                  const TrainerContext& context);
+
+// Accuracy and mean loss of `params` (in the layout of an MLP of `widths`)
+// on `data`.
+std::pair<double, double> Evaluate(const std::vector<int>& widths,
+                                   const std::vector<float>& params, const Dataset& data);
+
+}  // namespace ringmaster
+
+#endif  // RINGMASTER_TRAINER_TRAINER_H_

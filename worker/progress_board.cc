@@ -1,0 +1,35 @@
+#include "worker/progress_board.h"
+
+namespace ringmaster {
+
+void ProgressBoard::Report(const v1::RankProgress& progress) {
+  absl::MutexLock lock(&mu_);
+  Entry& e = entries_[KeyOf(progress.rank())];
+  e.progress = progress;
+  e.changed = true;
+}
+
+std::vector<v1::RankProgress> ProgressBoard::TakeChanged() {
+  absl::MutexLock lock(&mu_);
+  std::vector<v1::RankProgress> out;
+  for (auto& [key, e] : entries_) {
+    if (!e.changed) continue;
+    out.push_back(e.progress);
+    e.changed = false;
+  }
+  return out;
+}
+
+void ProgressBoard::Forget(const v1::RankRef& rank) {
+  absl::MutexLock lock(&mu_);
+  entries_.erase(KeyOf(rank));
+}
+
+std::vector<v1::RankProgress> ProgressBoard::All() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<v1::RankProgress> out;
+  for (const auto& [key, e] : entries_) out.push_back(e.progress);
+  return out;
+}
+
+}  // namespace ringmaster
