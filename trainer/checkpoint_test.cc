@@ -1,0 +1,85 @@
+#include "trainer/checkpoint.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+namespace ringmaster {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string FreshDir(const std::string& name) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  std::string path = std::string(dir ? dir : "/tmp") + "/" + name;
+  fs::remove_all(path);
+  return path;
+}
+
+TrainingState State(int64_t step) {
+  TrainingState s;
+  s.step = step;
+  s.epoch = 2;
+  s.next_batch = 7;
+  s.seed = 42;
+  s.optimizer_steps = step;
+  s.params = {1.5f, -2.0f, static_cast<float>(step)};
+  s.optimizer_state = {0.25f, 0.5f};
+  return s;
+}
+
+TEST(CheckpointTest, RoundTripsAndKeepsTheNewest) {
+  const std::string dir = FreshDir("ckpt");
+  for (int64_t step : {10, 20, 30, 40}) ASSERT_TRUE(WriteCheckpoint(dir, State(step), 3).ok());
+  EXPECT_FALSE(fs::exists(dir + "/step-10")) << "only the newest 3 are kept";
+  EXPECT_TRUE(fs::exists(dir + "/step-20/state.bin"));
+  auto loaded = LoadLatestCheckpoint(dir);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->path, dir + "/step-40");
+  EXPECT_EQ(loaded->state.step, 40);
+  EXPECT_EQ(loaded->state.epoch, 2);
+  EXPECT_EQ(loaded->state.next_batch, 7);
+  EXPECT_EQ(loaded->state.seed, 42u);
+  EXPECT_EQ(loaded->state.params, State(40).params);
+  EXPECT_EQ(loaded->state.optimizer_state, State(40).optimizer_state);
+  EXPECT_TRUE(loaded->skipped.empty());
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    EXPECT_EQ(entry.path().filename().string().find(".tmp"), std::string::npos)
+        << "no temporary directory is left";
+  }
+}
+
+TEST(CheckpointTest, CorruptOrTruncatedNewestFallsBackToThePrevious) {
+  const std::string dir = FreshDir("ckpt-corrupt");
+  ASSERT_TRUE(WriteCheckpoint(dir, State(10)).ok());
+  ASSERT_TRUE(WriteCheckpoint(dir, State(20)).ok());
+  ASSERT_TRUE(WriteCheckpoint(dir, State(30)).ok());
+  {  // flip a byte in step-30
+    std::fstream f(dir + "/step-30/state.bin", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(20);
+    f.put('\x7f');
+  }
+  fs::resize_file(dir + "/step-20/state.bin", 30);  // truncate step-20
+  auto loaded = LoadLatestCheckpoint(dir);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->state.step, 10);
+  ASSERT_EQ(loaded->skipped.size(), 2u);
+  EXPECT_NE(loaded->skipped[0].find("step-30/state.bin: checksum mismatch"), std::string::npos)
+      << loaded->skipped[0];
+  EXPECT_NE(loaded->skipped[1].find("step-20"), std::string::npos) << loaded->skipped[1];
+}
+
+TEST(CheckpointTest, NoneReadableIsNotFound) {
+  const std::string dir = FreshDir("ckpt-none");
+  EXPECT_EQ(LoadLatestCheckpoint(dir).status().code(), absl::StatusCode::kNotFound);
+  ASSERT_TRUE(WriteCheckpoint(dir, State(5)).ok());
+  fs::resize_file(dir + "/step-5/state.bin", 0);
+  auto loaded = LoadLatestCheckpoint(dir);
+  EXPECT_EQ(loaded.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(loaded.status().message().find("skipped"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ringmaster

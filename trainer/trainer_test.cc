@@ -1,0 +1,218 @@
+#include "trainer/trainer.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include <gtest/gtest.h>
+
+#include "trainer/checkpoint.h"
+#include "trainer/test_world.h"
+
+namespace ringmaster {
+namespace {
+
+namespace fs = std::filesystem;
+
+TrainTestSplit Data(int rows = 512) {
+  auto all = MakeSynthetic(absl::StrCat("synthetic:rows=", rows, ",features=16,classes=4"));
+  EXPECT_TRUE(all.ok());
+  return SplitAndStandardize(*all, 0.2, 1);
+}
+
+v1::TrainerSpec SgdSpec(int batch, int epochs) {
+  v1::TrainerSpec spec;
+  spec.mutable_model()->add_hidden(32);
+  spec.mutable_model()->add_hidden(24);
+  spec.set_batch_size(batch);
+  spec.set_epochs(epochs);
+  spec.mutable_optimizer()->set_type("sgd");
+  spec.mutable_optimizer()->set_lr(0.05);
+  spec.mutable_optimizer()->set_momentum(0.9);
+  spec.set_lr_scaling("none");
+  spec.set_grad_accum_steps(1);
+  spec.set_bucket_mb(0.001);  // several buckets even for a small model
+  spec.set_seed(7);
+  return spec;
+}
+
+std::vector<float> TrainWorld(const v1::TrainerSpec& spec, const TrainTestSplit& data,
+                              int world, TrainerContext base = {}) {
+  std::vector<std::vector<float>> params(world);
+  RunWorld(world, [&](int rank, Collective* comm) {
+    TrainerContext context = base;
+    context.comm = comm;
+    if (rank != 0) context.log = nullptr;
+    auto result = Train(spec, data, context);
+    ASSERT_TRUE(result.ok()) << result.status();
+    params[rank] = result->params;
+  });
+  for (int r = 1; r < world; ++r) EXPECT_EQ(params[r], params[0]) << "rank " << r;
+  return params[0];
+}
+
+double MaxRelativeDifference(const std::vector<float>& a, const std::vector<float>& b) {
+  double max = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const double scale = std::max(1e-3, static_cast<double>(std::fabs(b[i])));
+    max = std::max(max, std::fabs(a[i] - b[i]) / scale);
+  }
+  return max;
+}
+
+TEST(TrainerTest, TwoRanksWithBatchBEqualOneRankWithBatch2B) {
+  const TrainTestSplit data = Data(512);  // 409 training rows
+  TrainerContext stop;
+  stop.stop_after_step = 20;
+  v1::TrainerSpec one = SgdSpec(20, 2);  // 20 steps per epoch
+  v1::TrainerSpec two = SgdSpec(10, 2);
+  const std::vector<float> single = TrainWorld(one, data, 1, stop);
+  const std::vector<float> pair = TrainWorld(two, data, 2, stop);
+  ASSERT_EQ(single.size(), pair.size());
+  const double diff = MaxRelativeDifference(pair, single);
+  std::cout << "world 2 vs world 1 after 20 SGD steps: max relative difference " << diff
+            << std::endl;
+  EXPECT_LE(diff, 1e-5) << "world 2 drifted from world 1";
+  // The comparison is not vacuous: training moved the weights.
+  const std::vector<float> init = TrainWorld(one, data, 1, [] {
+    TrainerContext c;
+    c.stop_after_step = 0;
+    return c;
+  }());
+  EXPECT_GT(MaxRelativeDifference(single, init), 1e-2);
+}
+
+TEST(TrainerTest, AccumulationEqualsALargerBatch) {
+  const TrainTestSplit data = Data(512);
+  TrainerContext stop;
+  stop.stop_after_step = 10;
+  v1::TrainerSpec big = SgdSpec(40, 1);
+  v1::TrainerSpec accumulated = SgdSpec(20, 1);
+  accumulated.set_grad_accum_steps(2);
+  const double diff =
+      MaxRelativeDifference(TrainWorld(accumulated, data, 2, stop), TrainWorld(big, data, 2, stop));
+  EXPECT_LE(diff, 1e-5);
+}
+
+TEST(TrainerTest, FirstBucketAllReduceStartsBeforeBackwardEnds) {
+  const TrainTestSplit data = Data(2048);
+  v1::TrainerSpec spec = SgdSpec(64, 1);
+  spec.mutable_model()->clear_hidden();
+  for (int w : {512, 512, 512}) spec.mutable_model()->add_hidden(w);
+  spec.set_bucket_mb(0.5);
+  std::vector<std::unique_ptr<EventLog>> logs;
+  for (int r = 0; r < 2; ++r) logs.push_back(std::make_unique<EventLog>());
+  RunWorld(2, [&](int rank, Collective* comm) {
+    TrainerContext context;
+    context.comm = comm;
+    context.events = logs[rank].get();
+    context.stop_after_step = 1;
+    ASSERT_TRUE(Train(spec, data, context).ok());
+  });
+  for (const auto& log : logs) {
+    const int start = log->IndexOf("bucket 0 allreduce start");
+    const int backward_end = log->IndexOf("backward end");
+    ASSERT_GE(start, 0);
+    ASSERT_GE(backward_end, 0);
+    EXPECT_LT(start, backward_end)
+        << "the first bucket must be on the wire while backward still runs";
+    EXPECT_GE(log->IndexOf("bucket 2 ready"), 0) << "the model has several buckets";
+  }
+}
+
+std::string FreshDir(const std::string& name) {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  std::string dir = std::string(tmp ? tmp : "/tmp") + "/" + name;
+  fs::remove_all(dir);
+  return dir;
+}
+
+v1::TrainerSpec AdamSpec() {
+  v1::TrainerSpec spec = SgdSpec(16, 3);
+  spec.mutable_optimizer()->set_type("adamw");
+  spec.mutable_optimizer()->set_lr(0.01);
+  spec.mutable_optimizer()->set_weight_decay(0.01);
+  spec.set_warmup_steps(5);
+  spec.set_checkpoint_every_steps(7);
+  return spec;
+}
+
+TEST(TrainerTest, InterruptedRunResumesToTheSameWeights) {
+  const TrainTestSplit data = Data(512);  // 12 steps per epoch per rank at world 2
+  const v1::TrainerSpec spec = AdamSpec();
+  TrainerContext plain;
+  plain.checkpoint_dir = FreshDir("uninterrupted");
+  const std::vector<float> uninterrupted = TrainWorld(spec, data, 2, plain);
+
+  TrainerContext crash;
+  crash.checkpoint_dir = FreshDir("interrupted");
+  crash.stop_after_step = 17;  // mid-epoch 2; the newest checkpoint is step 14
+  TrainWorld(spec, data, 2, crash);
+  ASSERT_TRUE(fs::exists(crash.checkpoint_dir + "/step-14"));
+  TrainerContext resume;
+  resume.checkpoint_dir = crash.checkpoint_dir;
+  const std::vector<float> resumed = TrainWorld(spec, data, 2, resume);
+  EXPECT_EQ(resumed, uninterrupted) << "max relative difference "
+                                    << MaxRelativeDifference(resumed, uninterrupted);
+}
+
+TEST(TrainerTest, CorruptNewestCheckpointFallsBackToThePrevious) {
+  const TrainTestSplit data = Data(512);
+  const v1::TrainerSpec spec = AdamSpec();
+  TrainerContext plain;
+  plain.checkpoint_dir = FreshDir("reference");
+  const std::vector<float> reference = TrainWorld(spec, data, 2, plain);
+
+  TrainerContext crash;
+  crash.checkpoint_dir = FreshDir("corrupt");
+  crash.stop_after_step = 22;  // checkpoints at 7, 14, 21
+  TrainWorld(spec, data, 2, crash);
+  fs::resize_file(crash.checkpoint_dir + "/step-21/state.bin", 100);
+  std::vector<std::string> lines;
+  TrainerContext resume;
+  resume.checkpoint_dir = crash.checkpoint_dir;
+  resume.log = [&](const std::string& line) { lines.push_back(line); };
+  const std::vector<float> resumed = TrainWorld(spec, data, 2, resume);
+  EXPECT_EQ(resumed, reference);
+  bool reported = false, fell_back = false;
+  for (const auto& line : lines) {
+    reported |= line.find("checkpoint skipped") != std::string::npos &&
+                line.find("step-21") != std::string::npos;
+    fell_back |= line.find("resuming from " + crash.checkpoint_dir + "/step-14") !=
+                 std::string::npos;
+  }
+  EXPECT_TRUE(reported) << "the corrupt checkpoint must be reported";
+  EXPECT_TRUE(fell_back) << "training must resume from step-14";
+}
+
+TEST(TrainerTest, LearnsDigits) {
+  auto all = LoadCsv(DigitsPath(), -1);
+  if (!all.ok()) GTEST_SKIP() << "python3-sklearn not installed: " << all.status();
+  const TrainTestSplit data = SplitAndStandardize(*all, 0.2, 1);
+  v1::TrainerSpec spec;
+  // The demo's configuration.
+  spec.mutable_model()->add_hidden(256);
+  spec.mutable_model()->add_hidden(256);
+  spec.set_batch_size(64);
+  spec.set_epochs(20);
+  spec.set_warmup_steps(20);
+  spec.mutable_optimizer()->set_type("adamw");
+  spec.mutable_optimizer()->set_lr(0.001);
+  spec.set_lr_scaling("linear");
+  spec.set_bucket_mb(25);
+  spec.set_seed(1);
+  double accuracy = 0;
+  RunWorld(2, [&](int rank, Collective* comm) {
+    TrainerContext context;
+    context.comm = comm;
+    auto result = Train(spec, data, context);
+    ASSERT_TRUE(result.ok()) << result.status();
+    if (rank == 0) accuracy = result->eval_accuracy;
+  });
+  EXPECT_GE(accuracy, 0.95);
+}
+
+}  // namespace
+}  // namespace ringmaster
