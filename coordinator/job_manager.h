@@ -114,6 +114,9 @@ class JobManager {
   void OnRankStarted(const v1::RankStarted& started)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OnRankExited(const v1::RankExited& exited) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Records a rank's report and recomputes the job's progress.
+  void ApplyProgress(JobEntry& entry, int rank, const v1::Progress& progress)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A rank of the current attempt ended (or was lost): update the job.
   void OnRankEnded(JobEntry& entry, int rank, v1::Reason reason,
                    const std::string& message) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

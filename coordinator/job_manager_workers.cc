@@ -133,19 +133,19 @@ void JobManager::OnHeartbeat(const std::string& worker_id,
   for (const v1::RankProgress& p : beat.progress()) {
     auto it = jobs_.find(p.rank().job_id());
     if (it == jobs_.end() || !IsCurrentAttempt(it->second.job, p.rank())) continue;
-    JobEntry& entry = it->second;
-    entry.rank_progress[p.rank().rank()] = p.progress();
-    // The job's progress is rank 0's, with throughput summed over ranks.
-    v1::Progress total = entry.rank_progress.count(0) ? entry.rank_progress[0]
-                                                      : p.progress();
-    double samples_per_second = 0;
-    for (const auto& [rank, progress] : entry.rank_progress) {
-      samples_per_second += progress.samples_per_second();
-    }
-    total.set_samples_per_second(samples_per_second);
-    *entry.job.mutable_progress() = total;
-    Notify(entry);
+    ApplyProgress(it->second, p.rank().rank(), p.progress());
+    Notify(it->second);
   }
+}
+
+void JobManager::ApplyProgress(JobEntry& entry, int rank, const v1::Progress& progress) {
+  entry.rank_progress[rank] = progress;
+  // The job's progress is rank 0's, with throughput summed over ranks.
+  v1::Progress total = entry.rank_progress.count(0) ? entry.rank_progress[0] : progress;
+  double samples_per_second = 0;
+  for (const auto& [r, p] : entry.rank_progress) samples_per_second += p.samples_per_second();
+  total.set_samples_per_second(samples_per_second);
+  *entry.job.mutable_progress() = total;
 }
 
 v1::RankStatus* JobManager::FindRank(const v1::RankRef& ref, JobEntry** entry) {
@@ -180,6 +180,9 @@ void JobManager::OnRankExited(const v1::RankExited& exited) {
   if (rank == nullptr || !RankHoldsSlot(*rank)) return;
   rank->set_exit_code(exited.exit_code());
   rank->set_signal(exited.signal());
+  if (exited.has_last_progress()) {
+    ApplyProgress(*entry, exited.rank().rank(), exited.last_progress());
+  }
   v1::Reason reason;
   const std::string message = ExitMessage(exited, exited.rank().rank(), &reason);
   if (exited.stopped()) {

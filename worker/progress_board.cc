@@ -20,9 +20,13 @@ std::vector<v1::RankProgress> ProgressBoard::TakeChanged() {
   return out;
 }
 
-void ProgressBoard::Forget(const v1::RankRef& rank) {
+std::optional<v1::Progress> ProgressBoard::Forget(const v1::RankRef& rank) {
   absl::MutexLock lock(&mu_);
-  entries_.erase(KeyOf(rank));
+  auto it = entries_.find(KeyOf(rank));
+  if (it == entries_.end()) return std::nullopt;
+  v1::Progress last = it->second.progress.progress();
+  entries_.erase(it);
+  return last;
 }
 
 std::vector<v1::RankProgress> ProgressBoard::All() const {

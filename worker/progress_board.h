@@ -4,6 +4,7 @@
 #define RINGMASTER_WORKER_PROGRESS_BOARD_H_
 
 #include <map>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -19,8 +20,8 @@ class ProgressBoard {
   void Report(const v1::RankProgress& progress);
   // Reports that changed since the last call.
   std::vector<v1::RankProgress> TakeChanged();
-  // Forgets a rank (it exited).
-  void Forget(const v1::RankRef& rank);
+  // Forgets a rank (it exited) and returns its latest report, if any.
+  std::optional<v1::Progress> Forget(const v1::RankRef& rank);
   // Every rank's latest report.
   std::vector<v1::RankProgress> All() const;
 

@@ -62,9 +62,13 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
             self->link_->Send(m);
           },
           [self](const v1::RankExited& exited) {
-            self->progress_.Forget(exited.rank());
             v1::WorkerMessage m;
             *m.mutable_rank_exited() = exited;
+            // The final report travels with the exit, so it cannot miss the
+            // job's last transition.
+            if (auto last = self->progress_.Forget(exited.rank())) {
+              *m.mutable_rank_exited()->mutable_last_progress() = *last;
+            }
             self->link_->Send(m);
           }});
 

@@ -1,0 +1,106 @@
+// A local cluster (coordinator and two one-slot workers started by
+// `ringmaster up` on free ports) for each test, stopped by `ringmaster
+// down` even when the test fails.
+#ifndef RINGMASTER_TESTS_CLUSTER_FIXTURE_H_
+#define RINGMASTER_TESTS_CLUSTER_FIXTURE_H_
+
+#include <signal.h>
+
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "client/client.h"
+#include "common/net.h"
+#include "tests/test_util.h"
+
+namespace ringmaster {
+
+class ClusterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    state_dir_ = testing::MakeTempDir("cluster");
+    auto port = PickFreePort("127.0.0.1");
+    ASSERT_TRUE(port.ok());
+    address_ = absl::StrCat("127.0.0.1:", *port);
+    testing::CommandResult up =
+        Cli({"up", "--workers", "2", "--slots", "1", "--state-dir", state_dir_});
+    ASSERT_EQ(up.exit_code, 0) << up.err;
+    EXPECT_NE(up.out.find(address_), std::string::npos) << up.out;
+    client_ = std::make_unique<Client>(address_);
+  }
+
+  void TearDown() override {
+    Cli({"down", "--state-dir", state_dir_});
+    for (int pid : extra_pids_) kill(pid, SIGKILL);
+  }
+
+  testing::CommandResult Cli(std::vector<std::string> args) {
+    args.insert(args.begin(), testing::Runfile("client/ringmaster"));
+    return testing::RunCommand(args, {{"RINGMASTER_COORDINATOR", address_}});
+  }
+
+  std::string WriteSpec(const std::string& name, const std::string& yaml) {
+    const std::string path = absl::StrCat(state_dir_, "/", name, ".yaml");
+    std::ofstream(path) << yaml;
+    return path;
+  }
+
+  std::string Submit(const std::string& yaml) {
+    testing::CommandResult r = Cli({"submit", WriteSpec("job", yaml)});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return std::string(absl::StripAsciiWhitespace(r.out));
+  }
+
+  v1::Job WaitJob(const std::string& id, const std::function<bool(const v1::Job&)>& done) {
+    v1::Job job;
+    bool ok = testing::WaitFor(
+        [&] {
+          auto j = client_->GetJob(id);
+          if (!j.ok()) return false;
+          job = *j;
+          return done(job);
+        },
+        absl::Seconds(60));
+    EXPECT_TRUE(ok) << "job " << id << " stuck in " << v1::JobState_Name(job.state());
+    return job;
+  }
+
+  static bool AllRanksEnded(const v1::Job& job) {
+    for (const auto& r : job.ranks()) {
+      if (r.state() == v1::RANK_ASSIGNED || r.state() == v1::RANK_RUNNING) return false;
+    }
+    return true;
+  }
+
+  // pid of each daemon of the cluster file, by role.
+  std::vector<std::pair<std::string, int>> Daemons() {
+    std::ifstream in(state_dir_ + "/cluster");
+    std::vector<std::pair<std::string, int>> out;
+    std::string role, address;
+    int pid;
+    while (in >> role >> pid >> address) out.push_back({role, pid});
+    return out;
+  }
+
+  std::string SleeperSpec(const std::string& name) {
+    return absl::StrCat("name: ", name,
+                        "\nranks: 2\ncommand: [sh, -c, 'sleep 300 & sleep 300 & wait']\n");
+  }
+
+  std::string state_dir_;
+  std::string address_;
+  std::unique_ptr<Client> client_;
+  std::vector<int> extra_pids_;
+};
+
+}  // namespace ringmaster
+
+#endif  // RINGMASTER_TESTS_CLUSTER_FIXTURE_H_
