@@ -2,6 +2,7 @@
 
 #include <cblas.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -39,14 +40,17 @@ const float* Mlp::Forward(const float* x, int rows) {
     out.resize(static_cast<size_t>(rows) * n_out);
     const float* w = params_.data() + spans_[2 * l].offset;
     const float* b = params_.data() + spans_[2 * l + 1].offset;
-    // out = bias broadcast, then out += in * W.
-    for (int r = 0; r < rows; ++r) {
-      std::copy(b, b + n_out, out.data() + static_cast<size_t>(r) * n_out);
-    }
+    // out = in * W, then bias and ReLU in one pass over the output.
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, n_out, n_in, 1.0f, in,
-                n_in, w, n_out, 1.0f, out.data(), n_out);
-    if (l + 1 < layers()) {
-      for (float& v : out) v = v > 0.0f ? v : 0.0f;
+                n_in, w, n_out, 0.0f, out.data(), n_out);
+    const bool relu = l + 1 < layers();
+    for (int r = 0; r < rows; ++r) {
+      float* o = out.data() + static_cast<size_t>(r) * n_out;
+      if (relu) {
+        for (int j = 0; j < n_out; ++j) o[j] = std::max(o[j] + b[j], 0.0f);
+      } else {
+        for (int j = 0; j < n_out; ++j) o[j] += b[j];
+      }
     }
     in = out.data();
   }
@@ -83,10 +87,9 @@ void Mlp::Backward(const float* dlogits, bool accumulate,
     next_delta_.resize(static_cast<size_t>(rows) * n_in);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, n_in, n_out, 1.0f,
                 delta_.data(), n_out, w, n_out, 0.0f, next_delta_.data(), n_in);
-    const std::vector<float>& act = activations_[l - 1];  // post-ReLU
-    for (size_t i = 0; i < next_delta_.size(); ++i) {
-      if (act[i] <= 0.0f) next_delta_[i] = 0.0f;
-    }
+    const float* act = activations_[l - 1].data();  // post-ReLU
+    float* d = next_delta_.data();
+    for (size_t i = 0; i < next_delta_.size(); ++i) d[i] = act[i] > 0.0f ? d[i] : 0.0f;
     delta_.swap(next_delta_);
   }
 }

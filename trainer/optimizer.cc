@@ -14,9 +14,10 @@ class Sgd final : public Optimizer {
         weight_decay_(static_cast<float>(weight_decay)),
         velocity_(momentum > 0 ? n : 0, 0.0f) {}
 
-  void Step(float* params, const float* grads, size_t n, float lr) override {
+  void Step(float* params, const float* grads, size_t n, float lr,
+            float grad_scale) override {
     for (size_t i = 0; i < n; ++i) {
-      float g = grads[i] + weight_decay_ * params[i];
+      float g = grad_scale * grads[i] + weight_decay_ * params[i];
       if (momentum_ > 0) {
         // PyTorch: the first step takes the gradient as the buffer.
         velocity_[i] = steps_ == 0 ? g : momentum_ * velocity_[i] + g;
@@ -47,7 +48,8 @@ class AdamW final : public Optimizer {
         moments_(2 * n, 0.0f),
         n_(n) {}
 
-  void Step(float* params, const float* grads, size_t n, float lr) override {
+  void Step(float* params, const float* grads, size_t n, float lr,
+            float grad_scale) override {
     ++steps_;
     const float b1 = static_cast<float>(beta1_), b2 = static_cast<float>(beta2_);
     const double correction1 = 1 - std::pow(beta1_, static_cast<double>(steps_));
@@ -59,7 +61,7 @@ class AdamW final : public Optimizer {
     float* m = moments_.data();
     float* v = moments_.data() + n_;
     for (size_t i = 0; i < n; ++i) {
-      const float g = grads[i];
+      const float g = grad_scale * grads[i];
       m[i] = b1 * m[i] + (1 - b1) * g;
       v[i] = b2 * v[i] + (1 - b2) * g * g;
       params[i] = params[i] * decay - step_size * m[i] / (std::sqrt(v[i]) * inv_sqrt_c2 + eps);
@@ -95,15 +97,15 @@ double LrSchedule::At(int64_t step) const {
   return lr * 0.5 * (1 + std::cos(kPi * progress));
 }
 
-double ClipGradNorm(float* grads, size_t n, double max_norm) {
+double GradNorm(const float* grads, size_t n) {
   double sum = 0;
   for (size_t i = 0; i < n; ++i) sum += static_cast<double>(grads[i]) * grads[i];
-  const double norm = std::sqrt(sum);
-  if (max_norm > 0 && norm > max_norm) {
-    const float scale = static_cast<float>(max_norm / (norm + 1e-6));
-    for (size_t i = 0; i < n; ++i) grads[i] *= scale;
-  }
-  return norm;
+  return std::sqrt(sum);
+}
+
+double ClipFactor(double norm, double max_norm) {
+  // PyTorch's clip_grad_norm_: max_norm / (norm + 1e-6) when above.
+  return max_norm > 0 && norm > max_norm ? max_norm / (norm + 1e-6) : 1.0;
 }
 
 }  // namespace ringmaster

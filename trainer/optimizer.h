@@ -16,8 +16,11 @@ namespace ringmaster {
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
-  // One update of `params` from `grads` at learning rate `lr`.
-  virtual void Step(float* params, const float* grads, size_t n, float lr) = 0;
+  // One update of `params` from `grad_scale` x `grads` at learning rate
+  // `lr`. The scale (1 / world size, times a clipping factor) is applied in
+  // the same pass as the update rather than in one of its own.
+  virtual void Step(float* params, const float* grads, size_t n, float lr,
+                    float grad_scale = 1.0f) = 0;
   // The state a checkpoint must hold (momentum, moments, step count).
   virtual std::vector<float>* mutable_state() = 0;
   virtual int64_t steps() const = 0;
@@ -41,9 +44,12 @@ struct LrSchedule {
   double At(int64_t step) const;
 };
 
-// Scales `grads` so that their global L2 norm is at most `max_norm`;
-// returns the norm before clipping. No-op when max_norm <= 0.
-double ClipGradNorm(float* grads, size_t n, double max_norm);
+// The L2 norm of `grads`.
+double GradNorm(const float* grads, size_t n);
+
+// The factor that brings a gradient of L2 norm `norm` to at most
+// `max_norm` (1 when it is within, or when max_norm <= 0).
+double ClipFactor(double norm, double max_norm);
 
 }  // namespace ringmaster
 

@@ -46,13 +46,23 @@ TEST(LrScheduleTest, ScalingWarmupAndCosine) {
   EXPECT_NEAR((LrSchedule{0.1, "none", 4, 0, 1}.At(0)), 0.1, 1e-12);
 }
 
-TEST(ClipTest, ScalesToMaxNorm) {
-  float g[2] = {3, 4};
-  EXPECT_NEAR(ClipGradNorm(g, 2, 1.0), 5.0, 1e-9);
-  EXPECT_NEAR(std::hypot(g[0], g[1]), 1.0, 1e-5);
-  float h[2] = {3, 4};
-  ClipGradNorm(h, 2, 0);
-  EXPECT_EQ(h[0], 3);
+TEST(ClipTest, FactorBringsTheNormToMax) {
+  const float g[2] = {3, 4};
+  EXPECT_NEAR(GradNorm(g, 2), 5.0, 1e-9);
+  EXPECT_NEAR(5.0 * ClipFactor(5.0, 1.0), 1.0, 1e-6);
+  EXPECT_EQ(ClipFactor(5.0, 10.0), 1.0);
+  EXPECT_EQ(ClipFactor(5.0, 0.0), 1.0) << "0 disables clipping";
+}
+
+TEST(OptimizerTest, GradScaleIsAppliedToTheGradientOnly) {
+  v1::TrainerSpec::Optimizer spec;
+  spec.set_type("sgd");
+  spec.set_weight_decay(0.5);
+  auto opt = MakeOptimizer(spec, 1);
+  float p = 2.0f;
+  const float g = 4.0f;
+  opt->Step(&p, &g, 1, 0.1f, 0.25f);  // g' = 0.25 * 4 + 0.5 * 2 = 2
+  EXPECT_FLOAT_EQ(p, 2.0f - 0.1f * 2.0f);
 }
 
 }  // namespace

@@ -117,11 +117,7 @@ void Reducer::CommLoop() {
 absl::Status Reducer::Reduce(const Bucket& bucket) {
   float* data = grads_ + bucket.offset;
   const float scale = 1.0f / divisor_;
-  if (!options_.bf16_compression) {
-    absl::Status status = comm_->AllReduceSum(data, bucket.size);
-    for (size_t i = 0; i < bucket.size; ++i) data[i] *= scale;
-    return status;
-  }
+  if (!options_.bf16_compression) return comm_->AllReduceSum(data, bucket.size);
   // Average before compressing: bf16 keeps 8 bits of mantissa, and values
   // of one scale lose less when summed.
   for (size_t i = 0; i < bucket.size; ++i) bf16_[i] = FloatToBf16(data[i] * scale);

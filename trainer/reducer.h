@@ -42,13 +42,17 @@ class Reducer {
 
   const std::vector<Bucket>& buckets() const { return buckets_; }
 
-  // Before a backward pass that communicates: the reduced gradients will be
-  // divided by `divisor` (world size x accumulation steps).
+  // Before a backward pass that communicates. The mean gradient is the
+  // reduced sum divided by `divisor` (the world size); see grad_scale().
   void Prepare(float divisor);
   // Parameter `param`'s gradient is final for this pass.
   void MarkReady(int param);
   // Waits for every bucket; returns the first collective error.
   absl::Status Finish();
+  // What the reduced gradients must be multiplied by to be the mean: the
+  // fp32 path leaves the division to the optimizer's pass over them (one
+  // pass fewer); the bf16 path divides before compressing and returns 1.
+  float grad_scale() const { return options_.bf16_compression ? 1.0f : 1.0f / divisor_; }
 
   // Totals since construction.
   double bytes_total() const { return bytes_total_; }

@@ -180,9 +180,13 @@ absl::StatusOr<TrainResult> Train(const v1::TrainerSpec& spec, const TrainTestSp
       epoch_samples += batch;
       if (!communicate) continue;
       RETURN_IF_ERROR(reducer.Finish());
-      ClipGradNorm(model.grads().data(), n, spec.grad_clip_norm());
+      double grad_scale = reducer.grad_scale();
+      if (spec.grad_clip_norm() > 0) {
+        const double norm = grad_scale * GradNorm(model.grads().data(), n);
+        grad_scale *= ClipFactor(norm, spec.grad_clip_norm());
+      }
       optimizer->Step(model.params().data(), model.grads().data(), n,
-                      static_cast<float>(schedule.At(step)));
+                      static_cast<float>(schedule.At(step)), static_cast<float>(grad_scale));
       ++step;
       result.train_loss = loss.loss;
 

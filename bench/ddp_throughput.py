@@ -1,0 +1,121 @@
+#!/usr/bin/python3
+"""Training throughput: Ringmaster's trainer against PyTorch DDP, side by side.
+
+Both train the same MLP (256 -> 2048 -> 2048 -> 2048 -> 10) with SGD and
+momentum on synthetic data, batch 256 per rank, one BLAS thread per rank,
+Gloo on the CPU, at world 1 and 2. Prints samples/s of each, the ratio,
+and the scaling efficiency from world 1 to world 2.
+
+    bazel build -c opt //bench:trainer_throughput
+    /usr/bin/python3 bench/ddp_throughput.py [--steps 30] [--warmup 5] [--repeats 3]
+"""
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+FEATURES, HIDDEN, CLASSES, BATCH = 256, [2048, 2048, 2048], 10, 256
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def torch_rank(rank, world, port, steps, warmup, out):
+    import torch
+    import torch.distributed as dist
+    import torch.nn as nn
+    import torch.nn.functional as F
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}",
+                            rank=rank, world_size=world)
+    torch.manual_seed(1)
+    widths = [FEATURES] + HIDDEN + [CLASSES]
+    layers = []
+    for i in range(len(widths) - 1):
+        layers.append(nn.Linear(widths[i], widths[i + 1]))
+        if i + 2 < len(widths):
+            layers.append(nn.ReLU())
+    model = DDP(nn.Sequential(*layers), bucket_cap_mb=25)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    g = torch.Generator().manual_seed(rank)
+    rows = steps * BATCH
+    x = torch.randn(rows, FEATURES, generator=g)
+    y = torch.randint(0, CLASSES, (rows,), generator=g)
+    times = []
+    for step in range(steps):
+        idx = torch.arange(step * BATCH, (step + 1) * BATCH)
+        opt.zero_grad(set_to_none=True)
+        loss = F.cross_entropy(model(x[idx]), y[idx])
+        loss.backward()
+        opt.step()
+        times.append(time.perf_counter())
+    rate = (steps - warmup) * BATCH / (times[-1] - times[warmup - 1])
+    out.put((rank, rate))
+    dist.destroy_process_group()
+
+
+def torch_throughput(world, steps, warmup):
+    import torch.multiprocessing as mp
+    ctx = mp.get_context("spawn")
+    out = ctx.Queue()
+    port = free_port()
+    procs = [ctx.Process(target=torch_rank, args=(r, world, port, steps, warmup, out))
+             for r in range(world)]
+    for p in procs:
+        p.start()
+    rates = [out.get() for _ in procs]
+    for p in procs:
+        p.join()
+        if p.exitcode != 0:
+            sys.exit(f"PyTorch rank exited with {p.exitcode}")
+    return sum(rate for _, rate in rates)
+
+
+def ours_throughput(binary, world, steps, warmup):
+    out = subprocess.run(
+        [binary, "--world", str(world), "--steps", str(steps), "--warmup", str(warmup),
+         "--batch", str(BATCH), "--features", str(FEATURES), "--classes", str(CLASSES),
+         "--hidden", ",".join(map(str, HIDDEN))],
+        check=True, capture_output=True, text=True, env=os.environ).stdout
+    return json.loads(out)["samples_per_second"]
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=3, help="best of N runs each")
+    parser.add_argument("--binary", default="bazel-bin/bench/trainer_throughput")
+    args = parser.parse_args()
+    # One BLAS thread per rank on both sides, as the trainer runs in a job.
+    os.environ["OMP_NUM_THREADS"] = "1"
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+
+    results = {}
+    for world in (1, 2):
+        ours, peer = [], []
+        for _ in range(args.repeats):  # interleaved, so drift hits both alike
+            ours.append(ours_throughput(args.binary, world, args.steps, args.warmup))
+            peer.append(torch_throughput(world, args.steps, args.warmup))
+        results[world] = (max(ours), max(peer))
+
+    print(f"MLP {FEATURES}->{'->'.join(map(str, HIDDEN))}->{CLASSES}, batch {BATCH}/rank, "
+          f"SGD, Gloo, 1 thread/rank, best of {args.repeats}")
+    print(f"{'world':>5}  {'ringmaster':>12}  {'pytorch ddp':>12}  {'ratio':>6}")
+    for world, (ours, peer) in results.items():
+        print(f"{world:>5}  {ours:>10.0f}/s  {peer:>10.0f}/s  {ours / peer:>5.2f}x")
+    eff_ours = results[2][0] / (2 * results[1][0])
+    eff_peer = results[2][1] / (2 * results[1][1])
+    print(f"scaling efficiency 1->2: ringmaster {eff_ours:.0%}, pytorch ddp {eff_peer:.0%}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,139 @@
+// Training throughput of the built-in trainer's engine: N rank processes
+// (fork) joined by Gloo through a file store, the trainer loop exactly as a
+// job runs it, on synthetic data. Prints one JSON line; bench/ddp_throughput.py
+// runs it beside PyTorch DDP.
+//
+//   trainer_throughput --world 2 --steps 30 --warmup 5
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gloo/rendezvous/file_store.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "trainer/dataset.h"
+#include "trainer/gloo_collective.h"
+#include "trainer/trainer.h"
+
+namespace ringmaster {
+namespace {
+
+struct Config {
+  int world = 2;
+  int steps = 30;
+  int warmup = 5;
+  int batch = 256;
+  int features = 256;
+  int classes = 10;
+  std::string hidden = "2048,2048,2048";
+  double bucket_mb = 25;
+  std::string compression = "none";
+};
+
+// One rank: returns samples per second of this rank over the timed steps.
+double RunRank(const Config& c, int rank, const std::string& store_dir) {
+  gloo::rendezvous::FileStore store(store_dir);
+  auto comm = GlooCollective::Connect(store, rank, c.world, GlooOptions{});
+  if (!comm.ok()) {
+    std::fprintf(stderr, "rank %d: %s\n", rank, comm.status().ToString().c_str());
+    return -1;
+  }
+  v1::TrainerSpec spec;
+  for (absl::string_view w : absl::StrSplit(c.hidden, ',')) {
+    spec.mutable_model()->add_hidden(std::stoi(std::string(w)));
+  }
+  spec.set_epochs(1);
+  spec.set_batch_size(c.batch);
+  spec.mutable_optimizer()->set_type("sgd");
+  spec.mutable_optimizer()->set_lr(0.01);
+  spec.mutable_optimizer()->set_momentum(0.9);
+  spec.set_lr_scaling("none");
+  spec.set_bucket_mb(c.bucket_mb);
+  spec.set_grad_compression(c.compression);
+  spec.set_seed(1);
+  const int64_t rows = static_cast<int64_t>(c.steps) * c.batch * c.world;
+  auto all = MakeSynthetic(absl::StrCat("synthetic:rows=", rows, ",features=", c.features,
+                                        ",classes=", c.classes));
+  TrainTestSplit data = SplitAndStandardize(*all, 0.0, 1);
+
+  using Clock = std::chrono::steady_clock;
+  std::vector<Clock::time_point> step_times;
+  TrainerContext context;
+  context.comm = comm->get();
+  context.progress_interval_seconds = 0;  // a callback after every step
+  context.on_progress = [&](const v1::Progress&) { step_times.push_back(Clock::now()); };
+  auto result = Train(spec, data, context);
+  if (!result.ok()) {
+    std::fprintf(stderr, "rank %d: %s\n", rank, result.status().ToString().c_str());
+    return -1;
+  }
+  // Step k's time is taken after its optimizer update; the timed window
+  // runs from the end of warm-up to the last step.
+  const int first = c.warmup - 1, last = c.steps - 1;
+  const double seconds =
+      std::chrono::duration<double>(step_times[last] - step_times[first]).count();
+  return static_cast<double>(last - first) * c.batch / seconds;
+}
+
+int Main(int argc, char** argv) {
+  Config c;
+  CLI::App app{"Trainer throughput, N rank processes over Gloo"};
+  app.add_option("--world", c.world);
+  app.add_option("--steps", c.steps);
+  app.add_option("--warmup", c.warmup);
+  app.add_option("--batch", c.batch);
+  app.add_option("--features", c.features);
+  app.add_option("--classes", c.classes);
+  app.add_option("--hidden", c.hidden);
+  app.add_option("--bucket-mb", c.bucket_mb);
+  app.add_option("--compression", c.compression);
+  CLI11_PARSE(app, argc, argv);
+
+  char dir_template[] = "/tmp/ringmaster-bench-XXXXXX";
+  const std::string store_dir = mkdtemp(dir_template);
+  std::vector<int> pipes;
+  std::vector<pid_t> pids;
+  for (int rank = 0; rank < c.world; ++rank) {
+    int fds[2];
+    if (pipe(fds) != 0) return 1;
+    pid_t pid = fork();
+    if (pid == 0) {
+      close(fds[0]);
+      double rate = RunRank(c, rank, store_dir);
+      (void)!write(fds[1], &rate, sizeof(rate));
+      _exit(rate > 0 ? 0 : 1);
+    }
+    close(fds[1]);
+    pipes.push_back(fds[0]);
+    pids.push_back(pid);
+  }
+  double total = 0;
+  bool ok = true;
+  for (int rank = 0; rank < c.world; ++rank) {
+    double rate = -1;
+    if (read(pipes[rank], &rate, sizeof(rate)) != sizeof(rate)) rate = -1;
+    int status;
+    waitpid(pids[rank], &status, 0);
+    ok &= rate > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    total += rate;
+  }
+  std::filesystem::remove_all(store_dir);
+  if (!ok) return 1;
+  std::printf("{\"world\": %d, \"samples_per_second\": %.1f, \"batch_per_rank\": %d}\n",
+              c.world, total, c.batch);
+  return 0;
+}
+
+}  // namespace
+}  // namespace ringmaster
+
+int main(int argc, char** argv) { return ringmaster::Main(argc, argv); }
