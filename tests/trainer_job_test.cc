@@ -42,6 +42,9 @@ TEST_F(TrainerJobTest, TwoRankProcessesMatchOneRankWithDoubleBatch) {
   EXPECT_EQ(job->progress().step(), 20);
   EXPECT_EQ(job->progress().total_steps(), 20);
   EXPECT_GT(job->progress().allreduce_bytes(), 0);
+  testing::CommandResult logs = Cli({"logs", id, "--rank", "0"});
+  EXPECT_NE(logs.out.find("all-reduce over shared memory"), std::string::npos)
+      << "two ranks on one host share memory: " << logs.out;
 
   auto checkpoint = ReadCheckpointFile(
       absl::StrCat(state_dir_, "/coordinator/checkpoints/", id, "/step-20/state.bin"));

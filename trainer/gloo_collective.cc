@@ -43,11 +43,24 @@ absl::StatusOr<std::unique_ptr<GlooCollective>> GlooCollective::Connect(
     context->connectFullMesh(prefixed, device);
   });
   if (!status.ok()) return status;
-  return std::unique_ptr<GlooCollective>(new GlooCollective(context, options.timeout));
+  std::unique_ptr<GlooCollective> collective(new GlooCollective(context, options.timeout));
+  if (options.shared_memory && size > 1) {
+    gloo::rendezvous::PrefixStore prefixed(options.prefix, store);
+    absl::StatusOr<bool> local = AllRanksOnThisHost(prefixed, "shm", rank, size);
+    if (!local.ok()) return local.status();
+    if (*local) {
+      absl::StatusOr<std::unique_ptr<ShmAllReduce>> shm =
+          ShmAllReduce::Create(prefixed, "shm", rank, size, options.timeout);
+      if (!shm.ok()) return shm.status();
+      collective->shm_ = *std::move(shm);
+    }
+  }
+  return collective;
 }
 
 absl::Status GlooCollective::AllReduceSum(float* data, size_t n) {
   if (size() == 1 || n == 0) return absl::OkStatus();
+  if (shm_) return shm_->AllReduceSum(data, n);
   return GlooCall("allreduce", [&] {
     gloo::AllreduceOptions opts(context_);
     opts.setOutput(data, n);

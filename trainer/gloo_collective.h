@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "trainer/collective.h"
+#include "trainer/shm_allreduce.h"
 
 namespace ringmaster {
 
@@ -20,6 +21,9 @@ struct GlooOptions {
   std::string hostname = "127.0.0.1";  // this rank's address for its peers
   std::string prefix = "gloo";         // keys in the store
   std::chrono::milliseconds timeout{std::chrono::seconds(120)};
+  // When every rank is on this host, float all-reduces go through shared
+  // memory (ShmAllReduce) instead of loopback TCP.
+  bool shared_memory = true;
 };
 
 class GlooCollective final : public Collective {
@@ -32,6 +36,8 @@ class GlooCollective final : public Collective {
   int rank() const override { return context_->rank; }
   int size() const override { return context_->size; }
   std::string backend() const override { return "gloo"; }
+  // How float all-reduces travel: "shared memory" or "tcp".
+  std::string transport() const { return shm_ ? "shared memory" : "tcp"; }
   absl::Status AllReduceSum(float* data, size_t n) override;
   absl::Status AllReduceSumBf16(uint16_t* data, size_t n) override;
   absl::Status Broadcast(void* data, size_t bytes, int root) override;
@@ -43,6 +49,7 @@ class GlooCollective final : public Collective {
       : context_(std::move(context)), timeout_(timeout) {}
 
   std::shared_ptr<gloo::rendezvous::Context> context_;
+  std::unique_ptr<ShmAllReduce> shm_;
   std::chrono::milliseconds timeout_;
   uint32_t next_tag_ = 0;
 };

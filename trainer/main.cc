@@ -97,6 +97,10 @@ int Run(int argc, char** argv) {
     absl::StatusOr<std::unique_ptr<GlooCollective>> gloo =
         GlooCollective::Connect(*store, rank, world, options);
     if (!gloo.ok()) return Fail(gloo.status());
+    if (rank == 0) {
+      Log(absl::StrCat("collectives: gloo, ", world, " ranks, all-reduce over ",
+                       (*gloo)->transport()));
+    }
     comm = *std::move(gloo);
   }
 

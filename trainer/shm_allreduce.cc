@@ -1,0 +1,207 @@
+#include "trainer/shm_allreduce.h"
+
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <fstream>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "common/net.h"
+
+namespace ringmaster {
+
+// At the start of the segment; the slots follow, 64-byte aligned.
+struct ShmAllReduce::Header {
+  std::atomic<uint32_t> arrived;
+  std::atomic<uint32_t> generation;  // futex word: bumped by the last arrival
+  uint32_t size;
+};
+
+namespace {
+
+constexpr size_t kHeaderBytes = 64;
+
+long Futex(std::atomic<uint32_t>* word, int op, uint32_t value, const timespec* timeout) {
+  // Shared (not FUTEX_PRIVATE): the word lives in memory of several processes.
+  return syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), op, value, timeout, nullptr, 0);
+}
+
+// Two sets (one per chunk parity) of `size` slots and a result.
+size_t SegmentBytes(int size) {
+  return kHeaderBytes +
+         2 * (static_cast<size_t>(size) + 1) * ShmAllReduce::kChunkFloats * sizeof(float);
+}
+
+std::string HostIdentity() {
+  std::ifstream boot("/proc/sys/kernel/random/boot_id");
+  std::string boot_id;
+  std::getline(boot, boot_id);
+  return absl::StrCat(Hostname(), "/", boot_id);
+}
+
+template <typename F>
+absl::Status StoreCall(F body) {
+  try {
+    body();
+    return absl::OkStatus();
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(absl::StrCat("rendezvous store: ", e.what()));
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<bool> AllRanksOnThisHost(gloo::rendezvous::Store& store,
+                                        const std::string& key, int rank, int size) {
+  const std::string mine = HostIdentity();
+  bool same = true;
+  absl::Status status = StoreCall([&] {
+    store.set(absl::StrCat(key, "/host/", rank), std::vector<char>(mine.begin(), mine.end()));
+    for (int r = 0; r < size; ++r) {
+      // Not every Store's get waits for the key (HashStore's does not).
+      store.wait({absl::StrCat(key, "/host/", r)});
+      std::vector<char> theirs = store.get(absl::StrCat(key, "/host/", r));
+      same &= std::string(theirs.begin(), theirs.end()) == mine;
+    }
+  });
+  if (!status.ok()) return status;
+  return same;
+}
+
+absl::StatusOr<std::unique_ptr<ShmAllReduce>> ShmAllReduce::Create(
+    gloo::rendezvous::Store& store, const std::string& key, int rank, int size,
+    std::chrono::milliseconds timeout) {
+  const size_t bytes = SegmentBytes(size);
+  std::string name;
+  int fd = -1;
+  if (rank == 0) {
+    std::random_device random;
+    name = absl::StrCat("/ringmaster-", getpid(), "-", random(), random());
+    fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+      return absl::UnavailableError(absl::StrCat("shm_open ", name, ": ", strerror(errno)));
+    }
+    if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+      const int error = errno;
+      close(fd);
+      shm_unlink(name.c_str());
+      return absl::ResourceExhaustedError(
+          absl::StrCat("cannot size shared memory to ", bytes, " bytes: ", strerror(error)));
+    }
+    absl::Status published = StoreCall([&] {
+      store.set(absl::StrCat(key, "/name"), std::vector<char>(name.begin(), name.end()));
+    });
+    if (!published.ok()) {
+      close(fd);
+      shm_unlink(name.c_str());
+      return published;
+    }
+  } else {
+    std::vector<char> published;
+    absl::Status status =
+        StoreCall([&] {
+          store.wait({absl::StrCat(key, "/name")});
+          published = store.get(absl::StrCat(key, "/name"));
+        });
+    if (!status.ok()) return status;
+    name.assign(published.begin(), published.end());
+    fd = shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0600);
+    if (fd < 0) {
+      return absl::UnavailableError(absl::StrCat("shm_open ", name, ": ", strerror(errno)));
+    }
+  }
+  void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (base == MAP_FAILED) {
+    if (rank == 0) shm_unlink(name.c_str());
+    return absl::UnavailableError(absl::StrCat("mmap ", name, ": ", strerror(errno)));
+  }
+  std::unique_ptr<ShmAllReduce> shm(new ShmAllReduce(base, bytes, rank, size, timeout));
+  // Everyone has it mapped once all arrive; then the name can go.
+  if (!shm->Barrier()) {
+    if (rank == 0) shm_unlink(name.c_str());
+    return absl::DeadlineExceededError("not every rank mapped the shared memory in time");
+  }
+  if (rank == 0) shm_unlink(name.c_str());
+  return shm;
+}
+
+ShmAllReduce::ShmAllReduce(void* base, size_t bytes, int rank, int size,
+                           std::chrono::milliseconds timeout)
+    : base_(base),
+      bytes_(bytes),
+      header_(static_cast<Header*>(base)),
+      rank_(rank),
+      size_(size),
+      timeout_(timeout) {}
+
+ShmAllReduce::~ShmAllReduce() { munmap(base_, bytes_); }
+
+float* ShmAllReduce::Slot(int set, int rank) const {
+  return reinterpret_cast<float*>(static_cast<char*>(base_) + kHeaderBytes) +
+         (static_cast<size_t>(set) * (size_ + 1) + rank) * kChunkFloats;
+}
+
+float* ShmAllReduce::Result(int set) const { return Slot(set, size_); }
+
+bool ShmAllReduce::Barrier() {
+  const uint32_t generation = header_->generation.load(std::memory_order_acquire);
+  if (header_->arrived.fetch_add(1, std::memory_order_acq_rel) + 1 ==
+      static_cast<uint32_t>(size_)) {
+    header_->arrived.store(0, std::memory_order_relaxed);
+    header_->generation.fetch_add(1, std::memory_order_release);
+    Futex(&header_->generation, FUTEX_WAKE, INT_MAX, nullptr);
+    return true;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + timeout_;
+  for (int spin = 0; header_->generation.load(std::memory_order_acquire) == generation;
+       ++spin) {
+    if (spin < 200) continue;  // a short spin: the peer is often just behind
+    const auto left = deadline - std::chrono::steady_clock::now();
+    if (left <= std::chrono::nanoseconds::zero()) return false;
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+        std::min<std::chrono::nanoseconds>(left, std::chrono::milliseconds(100)));
+    timespec wait{static_cast<time_t>(ns.count() / 1000000000),
+                  static_cast<long>(ns.count() % 1000000000)};
+    Futex(&header_->generation, FUTEX_WAIT, generation, &wait);
+  }
+  return true;
+}
+
+absl::Status ShmAllReduce::AllReduceSum(float* data, size_t n) {
+  // Chunks alternate between two sets of buffers. A rank copies chunk k's
+  // result out before it copies chunk k+1 in and reaches that chunk's first
+  // barrier; so once that barrier passes, every rank is done with chunk
+  // k's set, which chunk k+2 (or the next call) may then overwrite. Two
+  // barriers per chunk suffice.
+  int set = 0;
+  for (size_t start = 0; start < n; start += kChunkFloats, set ^= 1) {
+    const size_t count = std::min(kChunkFloats, n - start);
+    std::memcpy(Slot(set, rank_), data + start, count * sizeof(float));
+    if (!Barrier()) return absl::DeadlineExceededError("shared-memory all-reduce: peer missing");
+    // This rank's share of the chunk, summed over every rank's slot in rank
+    // order, so every rank gets bit-identical sums.
+    const size_t share = (count + size_ - 1) / size_;
+    const size_t begin = std::min(count, share * rank_);
+    const size_t end = std::min(count, begin + share);
+    float* out = Result(set);
+    std::memcpy(out + begin, Slot(set, 0) + begin, (end - begin) * sizeof(float));
+    for (int r = 1; r < size_; ++r) {
+      const float* in = Slot(set, r);
+      for (size_t i = begin; i < end; ++i) out[i] += in[i];
+    }
+    if (!Barrier()) return absl::DeadlineExceededError("shared-memory all-reduce: peer missing");
+    std::memcpy(data + start, out, count * sizeof(float));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace ringmaster

@@ -1,0 +1,57 @@
+#include "trainer/shm_allreduce.h"
+
+#include <gloo/rendezvous/hash_store.h>
+
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace ringmaster {
+namespace {
+
+// Ranks as threads: they share the segment exactly as processes would.
+TEST(ShmAllReduceTest, SumsAcrossRanksInChunks) {
+  constexpr int kWorld = 3;
+  // Over two chunks, and not a multiple of the world size.
+  const size_t n = ShmAllReduce::kChunkFloats + 1001;
+  gloo::rendezvous::HashStore store;
+  std::vector<std::vector<float>> data(kWorld, std::vector<float>(n));
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < kWorld; ++rank) {
+    threads.emplace_back([&, rank] {
+      auto local = AllRanksOnThisHost(store, "t", rank, kWorld);
+      ASSERT_TRUE(local.ok() && *local);
+      auto shm = ShmAllReduce::Create(store, "t", rank, kWorld, std::chrono::seconds(30));
+      ASSERT_TRUE(shm.ok()) << shm.status();
+      for (int round = 0; round < 2; ++round) {
+        for (size_t i = 0; i < n; ++i) data[rank][i] = (rank + 1) * float(i % 97) + round;
+        ASSERT_TRUE((*shm)->AllReduceSum(data[rank].data(), n).ok());
+        for (size_t i = 0; i < n; i += 7) {
+          ASSERT_EQ(data[rank][i], 6 * float(i % 97) + 3 * round) << "rank " << rank << " i " << i;
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+}
+
+TEST(ShmAllReduceTest, MissingPeerTimesOut) {
+  gloo::rendezvous::HashStore store;
+  std::unique_ptr<ShmAllReduce> shm0, shm1;
+  std::thread t1([&] {
+    auto s = ShmAllReduce::Create(store, "m", 1, 2, std::chrono::milliseconds(300));
+    ASSERT_TRUE(s.ok());
+    shm1 = *std::move(s);
+  });
+  auto s = ShmAllReduce::Create(store, "m", 0, 2, std::chrono::milliseconds(300));
+  t1.join();
+  ASSERT_TRUE(s.ok()) << s.status();
+  float x[4] = {1, 2, 3, 4};
+  // Rank 1 never calls: rank 0 must give up, not hang.
+  absl::Status status = (*s)->AllReduceSum(x, 4);
+  EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded) << status;
+}
+
+}  // namespace
+}  // namespace ringmaster
