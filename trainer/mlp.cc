@@ -75,18 +75,22 @@ void Mlp::Backward(const float* dlogits, bool accumulate,
       const float* d = delta_.data() + static_cast<size_t>(r) * n_out;
       for (int j = 0; j < n_out; ++j) db[j] += d[j];
     }
-    // The layer's gradients are final: their bucket may start reducing
-    // while the rest of the backward pass runs.
+    if (l > 0) {
+      // delta_prev = delta * W^T, before W may change (below).
+      const float* w = params_.data() + spans_[2 * l].offset;
+      next_delta_.resize(static_cast<size_t>(rows) * n_in);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, n_in, n_out, 1.0f,
+                  delta_.data(), n_out, w, n_out, 0.0f, next_delta_.data(), n_in);
+    }
+    // The layer's gradients are final and its weights are no longer read
+    // by this pass: its bucket may be reduced, and even applied, while the
+    // rest of the backward pass runs.
     if (on_ready) {
       on_ready(2 * l + 1);
       on_ready(2 * l);
     }
     if (l == 0) break;
-    // delta_prev = (delta * W^T) masked by ReLU'(pre-activation of l-1).
-    const float* w = params_.data() + spans_[2 * l].offset;
-    next_delta_.resize(static_cast<size_t>(rows) * n_in);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, n_in, n_out, 1.0f,
-                delta_.data(), n_out, w, n_out, 0.0f, next_delta_.data(), n_in);
+    // Mask by ReLU'(pre-activation of l-1).
     const float* act = activations_[l - 1].data();  // post-ReLU
     float* d = next_delta_.data();
     for (size_t i = 0; i < next_delta_.size(); ++i) d[i] = act[i] > 0.0f ? d[i] : 0.0f;

@@ -41,7 +41,8 @@ class Mlp {
   // Back-propagates `dlogits` [rows x classes] (the gradient of the loss
   // with respect to the logits of the last Forward). With `accumulate`
   // the gradients are added to those already in grads(). `on_ready(p)` is
-  // called as soon as parameter p's gradient is final, last layer first.
+  // called as soon as parameter p's gradient is final and the pass will no
+  // longer read p itself, last layer first.
   void Backward(const float* dlogits, bool accumulate,
                 const std::function<void(int param)>& on_ready);
 

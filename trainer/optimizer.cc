@@ -14,19 +14,28 @@ class Sgd final : public Optimizer {
         weight_decay_(static_cast<float>(weight_decay)),
         velocity_(momentum > 0 ? n : 0, 0.0f) {}
 
-  void Step(float* params, const float* grads, size_t n, float lr,
-            float grad_scale) override {
-    for (size_t i = 0; i < n; ++i) {
-      float g = grad_scale * grads[i] + weight_decay_ * params[i];
-      if (momentum_ > 0) {
-        // PyTorch: the first step takes the gradient as the buffer.
-        velocity_[i] = steps_ == 0 ? g : momentum_ * velocity_[i] + g;
-        g = velocity_[i];
-      }
-      params[i] -= lr * g;
-    }
+  void BeginStep(float lr, float grad_scale) override {
+    lr_ = lr;
+    grad_scale_ = grad_scale;
+    first_ = steps_ == 0;  // PyTorch: the first step takes the gradient as the buffer
     ++steps_;
   }
+
+  void Update(size_t offset, size_t n, float* params, const float* grads) override {
+    float* p = params + offset;
+    const float* g = grads + offset;
+    if (momentum_ == 0) {
+      for (size_t i = 0; i < n; ++i) p[i] -= lr_ * (grad_scale_ * g[i] + weight_decay_ * p[i]);
+      return;
+    }
+    float* v = velocity_.data() + offset;
+    const float keep = first_ ? 0.0f : momentum_;
+    for (size_t i = 0; i < n; ++i) {
+      v[i] = keep * v[i] + grad_scale_ * g[i] + weight_decay_ * p[i];
+      p[i] -= lr_ * v[i];
+    }
+  }
+
   std::vector<float>* mutable_state() override { return &velocity_; }
   int64_t steps() const override { return steps_; }
   void set_steps(int64_t steps) override { steps_ = steps; }
@@ -36,6 +45,8 @@ class Sgd final : public Optimizer {
   const float weight_decay_;
   std::vector<float> velocity_;
   int64_t steps_ = 0;
+  float lr_ = 0, grad_scale_ = 1;
+  bool first_ = true;
 };
 
 class AdamW final : public Optimizer {
@@ -48,25 +59,31 @@ class AdamW final : public Optimizer {
         moments_(2 * n, 0.0f),
         n_(n) {}
 
-  void Step(float* params, const float* grads, size_t n, float lr,
-            float grad_scale) override {
+  void BeginStep(float lr, float grad_scale) override {
     ++steps_;
-    const float b1 = static_cast<float>(beta1_), b2 = static_cast<float>(beta2_);
     const double correction1 = 1 - std::pow(beta1_, static_cast<double>(steps_));
     const double correction2 = 1 - std::pow(beta2_, static_cast<double>(steps_));
-    const float step_size = static_cast<float>(lr / correction1);
-    const float inv_sqrt_c2 = static_cast<float>(1 / std::sqrt(correction2));
-    const float decay = static_cast<float>(1 - lr * weight_decay_);
+    step_size_ = static_cast<float>(lr / correction1);
+    inv_sqrt_c2_ = static_cast<float>(1 / std::sqrt(correction2));
+    decay_ = static_cast<float>(1 - lr * weight_decay_);
+    grad_scale_ = grad_scale;
+  }
+
+  void Update(size_t offset, size_t n, float* params, const float* grads) override {
+    const float b1 = static_cast<float>(beta1_), b2 = static_cast<float>(beta2_);
     const float eps = static_cast<float>(eps_);
-    float* m = moments_.data();
-    float* v = moments_.data() + n_;
+    float* p = params + offset;
+    const float* gr = grads + offset;
+    float* m = moments_.data() + offset;
+    float* v = moments_.data() + n_ + offset;
     for (size_t i = 0; i < n; ++i) {
-      const float g = grad_scale * grads[i];
+      const float g = grad_scale_ * gr[i];
       m[i] = b1 * m[i] + (1 - b1) * g;
       v[i] = b2 * v[i] + (1 - b2) * g * g;
-      params[i] = params[i] * decay - step_size * m[i] / (std::sqrt(v[i]) * inv_sqrt_c2 + eps);
+      p[i] = p[i] * decay_ - step_size_ * m[i] / (std::sqrt(v[i]) * inv_sqrt_c2_ + eps);
     }
   }
+
   std::vector<float>* mutable_state() override { return &moments_; }
   int64_t steps() const override { return steps_; }
   void set_steps(int64_t steps) override { steps_ = steps; }
@@ -76,6 +93,7 @@ class AdamW final : public Optimizer {
   std::vector<float> moments_;  // m then v
   const size_t n_;
   int64_t steps_ = 0;
+  float step_size_ = 0, inv_sqrt_c2_ = 1, decay_ = 1, grad_scale_ = 1;
 };
 
 }  // namespace

@@ -12,15 +12,24 @@
 
 namespace ringmaster {
 
-// Not thread-safe.
+// A step is BeginStep, then Update over ranges that together cover every
+// parameter once; the ranges may be updated from another thread than the
+// one that began the step (the reducer's, as each bucket is reduced), one
+// range at a time, never two overlapping ranges at once.
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
-  // One update of `params` from `grad_scale` x `grads` at learning rate
-  // `lr`. The scale (1 / world size, times a clipping factor) is applied in
-  // the same pass as the update rather than in one of its own.
-  virtual void Step(float* params, const float* grads, size_t n, float lr,
-                    float grad_scale = 1.0f) = 0;
+  // Starts a step at learning rate `lr`; the gradients are multiplied by
+  // `grad_scale` (1 / world size, times a clipping factor) in the same pass
+  // as the update rather than in one of their own.
+  virtual void BeginStep(float lr, float grad_scale) = 0;
+  // Updates params[offset, offset + n) from grads of the same range.
+  virtual void Update(size_t offset, size_t n, float* params, const float* grads) = 0;
+  // The whole step at once.
+  void Step(float* params, const float* grads, size_t n, float lr, float grad_scale = 1.0f) {
+    BeginStep(lr, grad_scale);
+    Update(0, n, params, grads);
+  }
   // The state a checkpoint must hold (momentum, moments, step count).
   virtual std::vector<float>* mutable_state() = 0;
   virtual int64_t steps() const = 0;

@@ -54,8 +54,9 @@ Reducer::~Reducer() {
   thread_.join();
 }
 
-void Reducer::Prepare(float divisor) {
+void Reducer::Prepare(float divisor, std::function<void(const Bucket&)> on_reduced) {
   divisor_ = divisor;
+  on_reduced_ = std::move(on_reduced);
   for (size_t b = 0; b < buckets_.size(); ++b) {
     pending_[b] = static_cast<int>(buckets_[b].params.size());
   }
@@ -104,6 +105,7 @@ void Reducer::CommLoop() {
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (events_) events_->Record(absl::StrCat("bucket ", b, " allreduce end"));
+    if (status.ok() && on_reduced_) on_reduced_(buckets_[b]);
     last_bucket_seconds_[b] = seconds;
     seconds_total_ += seconds;
     bytes_total_ += static_cast<double>(buckets_[b].size) *

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <thread>
 #include <vector>
 
@@ -44,7 +45,10 @@ class Reducer {
 
   // Before a backward pass that communicates. The mean gradient is the
   // reduced sum divided by `divisor` (the world size); see grad_scale().
-  void Prepare(float divisor);
+  // `on_reduced`, when set, runs on the communication thread for each
+  // bucket right after its all-reduce (the trainer applies the optimizer
+  // there, overlapping it with the rest of the backward pass).
+  void Prepare(float divisor, std::function<void(const Bucket&)> on_reduced = nullptr);
   // Parameter `param`'s gradient is final for this pass.
   void MarkReady(int param);
   // Waits for every bucket; returns the first collective error.
@@ -73,6 +77,7 @@ class Reducer {
   std::vector<int> pending_;     // per bucket: gradients not yet final
   int next_launch_ = 0;          // buckets launch in order
   float divisor_ = 1;
+  std::function<void(const Bucket&)> on_reduced_;
   std::vector<uint16_t> bf16_;   // compression scratch
   double bytes_total_ = 0;
   double seconds_total_ = 0;

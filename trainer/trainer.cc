@@ -172,7 +172,21 @@ absl::StatusOr<TrainResult> Train(const v1::TrainerSpec& spec, const TrainTestSp
                                             dlogits.data(), 1.0f / accum);
       loss_sum += loss.loss;
       ++loss_count;
-      if (communicate) reducer.Prepare(static_cast<float>(world));
+      // Without clipping, each bucket is applied as soon as it is reduced;
+      // clipping needs the global norm, so then the step waits for all.
+      const bool fused = spec.grad_clip_norm() <= 0;
+      if (communicate) {
+        if (fused) {
+          reducer.Prepare(static_cast<float>(world), [&](const Bucket& bucket) {
+            optimizer->Update(bucket.offset, bucket.size, model.params().data(),
+                              model.grads().data());
+          });
+          // Before backward marks the first bucket ready.
+          optimizer->BeginStep(static_cast<float>(schedule.At(step)), reducer.grad_scale());
+        } else {
+          reducer.Prepare(static_cast<float>(world));
+        }
+      }
       // Only the last micro-step communicates (DDP's no_sync for the rest).
       model.Backward(dlogits.data(), micro > 0,
                      communicate ? std::function<void(int)>(mark_ready) : nullptr);
@@ -180,13 +194,13 @@ absl::StatusOr<TrainResult> Train(const v1::TrainerSpec& spec, const TrainTestSp
       epoch_samples += batch;
       if (!communicate) continue;
       RETURN_IF_ERROR(reducer.Finish());
-      double grad_scale = reducer.grad_scale();
-      if (spec.grad_clip_norm() > 0) {
+      if (!fused) {
+        double grad_scale = reducer.grad_scale();
         const double norm = grad_scale * GradNorm(model.grads().data(), n);
         grad_scale *= ClipFactor(norm, spec.grad_clip_norm());
+        optimizer->Step(model.params().data(), model.grads().data(), n,
+                        static_cast<float>(schedule.At(step)), static_cast<float>(grad_scale));
       }
-      optimizer->Step(model.params().data(), model.grads().data(), n,
-                      static_cast<float>(schedule.At(step)), static_cast<float>(grad_scale));
       ++step;
       result.train_loss = loss.loss;
 

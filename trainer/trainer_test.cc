@@ -216,3 +216,29 @@ TEST(TrainerTest, LearnsDigits) {
 
 }  // namespace
 }  // namespace ringmaster
+
+namespace ringmaster {
+namespace {
+
+// Clipping needs the global norm, so its step waits for every bucket; the
+// result must still be the same at any world size.
+TEST(TrainerTest, ClippedTwoRanksEqualOneRankWithDoubleBatch) {
+  const TrainTestSplit data = Data(512);
+  TrainerContext stop;
+  stop.stop_after_step = 15;
+  v1::TrainerSpec one = SgdSpec(20, 2);
+  v1::TrainerSpec two = SgdSpec(10, 2);
+  one.set_grad_clip_norm(0.5);
+  two.set_grad_clip_norm(0.5);
+  const double diff = MaxRelativeDifference(TrainWorld(two, data, 2, stop),
+                                            TrainWorld(one, data, 1, stop));
+  EXPECT_LE(diff, 1e-5);
+  v1::TrainerSpec unclipped = SgdSpec(20, 2);
+  EXPECT_GT(MaxRelativeDifference(TrainWorld(one, data, 1, stop),
+                                  TrainWorld(unclipped, data, 1, stop)),
+            1e-3)
+      << "clipping at 0.5 must change the trajectory, or this test proves nothing";
+}
+
+}  // namespace
+}  // namespace ringmaster
