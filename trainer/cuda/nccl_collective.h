@@ -1,0 +1,76 @@
+// Collective on NCCL for GPU ranks. The ncclUniqueId is exchanged through a
+// gloo::rendezvous::Store (the coordinator's store in jobs), every NCCL and
+// CUDA return code becomes a Status naming the call, and a watchdog aborts
+// the communicator when NCCL reports an asynchronous error or an operation
+// outlives the timeout, so a dead peer fails the rank instead of hanging it.
+#ifndef RINGMASTER_TRAINER_CUDA_NCCL_COLLECTIVE_H_
+#define RINGMASTER_TRAINER_CUDA_NCCL_COLLECTIVE_H_
+
+#include <cuda_runtime.h>
+#include <gloo/rendezvous/store.h>
+#include <nccl.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "trainer/collective.h"
+
+namespace ringmaster {
+
+struct NcclOptions {
+  std::string prefix = "nccl";
+  std::chrono::milliseconds timeout{std::chrono::seconds(300)};
+  std::chrono::milliseconds watchdog_interval{std::chrono::milliseconds(100)};
+};
+
+// Pointers passed to the collectives are device memory on `device`.
+// Threading: one thread issues collectives (the Collective contract); the
+// watchdog thread only reads the communicator's error state and may abort
+// it, under the mutex.
+class NcclCollective final : public Collective {
+ public:
+  static absl::StatusOr<std::unique_ptr<NcclCollective>> Connect(
+      gloo::rendezvous::Store& store, int rank, int size, int device,
+      const NcclOptions& options);
+  ~NcclCollective() override;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string backend() const override { return "nccl"; }
+  cudaStream_t stream() const { return stream_; }
+
+  absl::Status AllReduceSum(float* data, size_t n) override;
+  absl::Status AllReduceSumBf16(uint16_t* data, size_t n) override;
+  absl::Status Broadcast(void* data, size_t bytes, int root) override;
+  absl::Status Barrier() override;
+
+ private:
+  NcclCollective(int rank, int size, int device, const NcclOptions& options);
+  // Marks an operation in flight, enqueues it, and waits for the stream;
+  // the watchdog may abort it meanwhile.
+  template <typename F>
+  absl::Status Run(const char* what, F enqueue);
+  void Watchdog();
+
+  const int rank_, size_, device_;
+  const NcclOptions options_;
+  ncclComm_t comm_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+  float* scratch_ = nullptr;  // one float, for Barrier
+
+  absl::Mutex mu_;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  bool aborted_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status error_ ABSL_GUARDED_BY(mu_);  // the first error, kept
+  std::chrono::steady_clock::time_point inflight_since_ ABSL_GUARDED_BY(mu_);
+  bool inflight_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread watchdog_;
+};
+
+}  // namespace ringmaster
+
+#endif  // RINGMASTER_TRAINER_CUDA_NCCL_COLLECTIVE_H_
