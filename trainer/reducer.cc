@@ -54,7 +54,7 @@ Reducer::~Reducer() {
   thread_.join();
 }
 
-void Reducer::Prepare(float divisor, std::function<void(const Bucket&)> on_reduced) {
+void Reducer::Prepare(float divisor, std::function<absl::Status(const Bucket&)> on_reduced) {
   divisor_ = divisor;
   on_reduced_ = std::move(on_reduced);
   for (size_t b = 0; b < buckets_.size(); ++b) {
@@ -101,11 +101,13 @@ void Reducer::CommLoop() {
     }
     const auto start = std::chrono::steady_clock::now();
     if (events_) events_->Record(absl::StrCat("bucket ", b, " allreduce start"));
-    absl::Status status = Reduce(buckets_[b]);
+    absl::Status status = options_.before_reduce ? options_.before_reduce(buckets_[b])
+                                                 : absl::OkStatus();
+    if (status.ok()) status = Reduce(buckets_[b]);
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (events_) events_->Record(absl::StrCat("bucket ", b, " allreduce end"));
-    if (status.ok() && on_reduced_) on_reduced_(buckets_[b]);
+    if (status.ok() && on_reduced_) status = on_reduced_(buckets_[b]);
     last_bucket_seconds_[b] = seconds;
     seconds_total_ += seconds;
     bytes_total_ += static_cast<double>(buckets_[b].size) *

@@ -20,10 +20,15 @@
 
 namespace ringmaster {
 
+struct Bucket;
+
 struct ReducerOptions {
   size_t bucket_bytes = 25u << 20;
   size_t first_bucket_bytes = 1u << 20;
   bool bf16_compression = false;
+  // Runs on the reducer's thread before a bucket's all-reduce (a GPU orders
+  // the collective after the kernels that wrote the bucket).
+  std::function<absl::Status(const Bucket&)> before_reduce;
 };
 
 struct Bucket {
@@ -48,7 +53,7 @@ class Reducer {
   // `on_reduced`, when set, runs on the communication thread for each
   // bucket right after its all-reduce (the trainer applies the optimizer
   // there, overlapping it with the rest of the backward pass).
-  void Prepare(float divisor, std::function<void(const Bucket&)> on_reduced = nullptr);
+  void Prepare(float divisor, std::function<absl::Status(const Bucket&)> on_reduced = nullptr);
   // Parameter `param`'s gradient is final for this pass.
   void MarkReady(int param);
   // Waits for every bucket; returns the first collective error.
@@ -77,7 +82,7 @@ class Reducer {
   std::vector<int> pending_;     // per bucket: gradients not yet final
   int next_launch_ = 0;          // buckets launch in order
   float divisor_ = 1;
-  std::function<void(const Bucket&)> on_reduced_;
+  std::function<absl::Status(const Bucket&)> on_reduced_;
   std::vector<uint16_t> bf16_;   // compression scratch
   double bytes_total_ = 0;
   double seconds_total_ = 0;

@@ -8,8 +8,6 @@
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
 #include "trainer/checkpoint.h"
-#include "trainer/loss.h"
-#include "trainer/mlp.h"
 #include "trainer/optimizer.h"
 #include "trainer/reducer.h"
 #include "trainer/sampler.h"
@@ -19,25 +17,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr int kEvalChunk = 1024;
-
 double Seconds(Clock::time_point since) {
   return std::chrono::duration<double>(Clock::now() - since).count();
-}
-
-std::pair<double, double> EvaluateModel(Mlp& model, const Dataset& data) {
-  if (data.rows == 0) return {0, 0};
-  double loss = 0;
-  int64_t correct = 0;
-  for (int64_t start = 0; start < data.rows; start += kEvalChunk) {
-    const int rows = static_cast<int>(std::min<int64_t>(kEvalChunk, data.rows - start));
-    const float* logits = model.Forward(data.row(start), rows);
-    LossResult r = SoftmaxCrossEntropy(logits, data.y.data() + start, rows, data.classes,
-                                       nullptr);
-    loss += r.loss * rows;
-    correct += r.correct;
-  }
-  return {static_cast<double>(correct) / data.rows, loss / data.rows};
 }
 
 std::vector<int> Widths(const v1::TrainerSpec& spec, const Dataset& data) {
@@ -51,8 +32,7 @@ std::vector<int> Widths(const v1::TrainerSpec& spec, const Dataset& data) {
 // state (or rank 0's initial weights) by broadcast, so ranks need not share
 // a file system.
 absl::StatusOr<int64_t> ResumeOrBroadcast(const TrainerContext& context, uint64_t seed,
-                                          Mlp& model, Optimizer& optimizer,
-                                          TrainingState* position) {
+                                          ModelRunner& runner, TrainingState* position) {
   Collective* comm = context.comm;
   int64_t header[5] = {0, 0, 0, 0, -1};  // step, epoch, next_batch, optimizer steps, found
   if (comm->rank() == 0 && !context.checkpoint_dir.empty()) {
@@ -62,17 +42,16 @@ absl::StatusOr<int64_t> ResumeOrBroadcast(const TrainerContext& context, uint64_
         if (context.log) context.log(absl::StrCat("checkpoint skipped: ", skipped));
       }
       TrainingState& s = loaded->state;
-      if (s.params.size() != model.params().size() ||
-          s.optimizer_state.size() != optimizer.mutable_state()->size()) {
+      if (s.params.size() != runner.size() ||
+          s.optimizer_state.size() != runner.optimizer_state_size()) {
         return absl::FailedPreconditionError(absl::StrCat(
             "checkpoint ", loaded->path, " does not fit this model (", s.params.size(),
-            " parameters, the model has ", model.params().size(), ")"));
+            " parameters, the model has ", runner.size(), ")"));
       }
       if (s.seed != seed && context.log) {
         context.log(absl::StrCat("checkpoint was written with seed ", s.seed, ", not ", seed));
       }
-      model.params() = std::move(s.params);
-      *optimizer.mutable_state() = std::move(s.optimizer_state);
+      RETURN_IF_ERROR(runner.WriteState(s.params, &s.optimizer_state));
       header[0] = s.step;
       header[1] = s.epoch;
       header[2] = s.next_batch;
@@ -84,11 +63,11 @@ absl::StatusOr<int64_t> ResumeOrBroadcast(const TrainerContext& context, uint64_
     }
   }
   RETURN_IF_ERROR(comm->Broadcast(header, sizeof(header), 0));
-  RETURN_IF_ERROR(comm->Broadcast(model.params().data(), model.params().size() * sizeof(float), 0));
+  RETURN_IF_ERROR(comm->Broadcast(runner.params(), runner.size() * sizeof(float), 0));
   if (header[4] == 1) {
-    std::vector<float>& state = *optimizer.mutable_state();
-    RETURN_IF_ERROR(comm->Broadcast(state.data(), state.size() * sizeof(float), 0));
-    optimizer.set_steps(header[3]);
+    RETURN_IF_ERROR(comm->Broadcast(runner.optimizer_state(),
+                                    runner.optimizer_state_size() * sizeof(float), 0));
+    runner.set_optimizer_steps(header[3]);
   }
   position->step = header[0];
   position->epoch = header[1];
@@ -96,13 +75,27 @@ absl::StatusOr<int64_t> ResumeOrBroadcast(const TrainerContext& context, uint64_
   return header[4] == 1 ? header[0] : -1;
 }
 
+absl::Status SaveCheckpoint(const TrainerContext& context, ModelRunner& runner, uint64_t seed,
+                            int64_t step, int64_t epoch, int64_t next_batch) {
+  TrainingState state;
+  state.step = step;
+  state.epoch = epoch;
+  state.next_batch = next_batch;
+  state.seed = seed;
+  state.optimizer_steps = runner.optimizer_steps();
+  RETURN_IF_ERROR(runner.ReadState(&state.params, &state.optimizer_state));
+  return WriteCheckpoint(context.checkpoint_dir, state);
+}
+
 }  // namespace
 
 std::pair<double, double> Evaluate(const std::vector<int>& widths,
                                    const std::vector<float>& params, const Dataset& data) {
-  Mlp model(widths, 0);
-  model.params() = params;
-  return EvaluateModel(model, data);
+  v1::TrainerSpec spec;
+  auto runner = MakeCpuRunner(spec, widths);
+  if (!runner.ok() || !(*runner)->WriteState(params, nullptr).ok()) return {0, 0};
+  auto result = (*runner)->Evaluate(data);
+  return result.ok() ? *result : std::make_pair(0.0, 0.0);
 }
 
 absl::StatusOr<TrainResult> Train(const v1::TrainerSpec& spec, const TrainTestSplit& data,
@@ -111,9 +104,8 @@ absl::StatusOr<TrainResult> Train(const v1::TrainerSpec& spec, const TrainTestSp
   const int rank = comm->rank(), world = comm->size();
   const Dataset& train = data.train;
   const uint64_t seed = static_cast<uint64_t>(spec.seed());
-  Mlp model(Widths(spec, train), seed);
-  const size_t n = model.params().size();
-  std::unique_ptr<Optimizer> optimizer = MakeOptimizer(spec.optimizer(), n);
+  const RunnerFactory make_runner = context.make_runner ? context.make_runner : MakeCpuRunner;
+  ASSIGN_OR_RETURN(std::unique_ptr<ModelRunner> runner, make_runner(spec, Widths(spec, train)));
 
   const int batch = std::max(1, spec.batch_size());
   const int accum = std::max(1, spec.grad_accum_steps());
@@ -131,19 +123,22 @@ absl::StatusOr<TrainResult> Train(const v1::TrainerSpec& spec, const TrainTestSp
   TrainResult result;
   TrainingState position;
   ASSIGN_OR_RETURN(result.resumed_from_step,
-                   ResumeOrBroadcast(context, seed, model, *optimizer, &position));
+                   ResumeOrBroadcast(context, seed, *runner, &position));
 
   ReducerOptions reducer_options;
   reducer_options.bucket_bytes = static_cast<size_t>(std::max(0.01, spec.bucket_mb()) * (1 << 20));
   reducer_options.first_bucket_bytes = std::min<size_t>(1 << 20, reducer_options.bucket_bytes);
   reducer_options.bf16_compression = spec.grad_compression() == "bf16";
-  Reducer reducer(comm, model.param_spans(), model.grads().data(), reducer_options,
-                  context.events);
+  reducer_options.before_reduce = [&runner](const Bucket& b) { return runner->BeforeReduce(b); };
+  Reducer reducer(comm, runner->param_spans(), runner->grads(), reducer_options, context.events);
   auto mark_ready = [&reducer](int param) { reducer.MarkReady(param); };
+  auto apply_bucket = [&runner](const Bucket& b) { return runner->UpdateRange(b.offset, b.size); };
+  // Without clipping, each bucket is applied as soon as it is reduced;
+  // clipping needs the global norm, so then the step waits for all.
+  const bool fused = spec.grad_clip_norm() <= 0;
 
   std::vector<float> xb(static_cast<size_t>(batch) * train.features);
   std::vector<int32_t> yb(batch);
-  std::vector<float> dlogits(static_cast<size_t>(batch) * train.classes);
   v1::Progress progress;
   progress.set_total_steps(schedule.total_steps);
   int64_t step = position.step;
@@ -167,55 +162,43 @@ absl::StatusOr<TrainResult> Train(const v1::TrainerSpec& spec, const TrainTestSp
       }
       const int micro = static_cast<int>(b % accum);
       const bool communicate = micro == accum - 1;
-      const float* logits = model.Forward(xb.data(), batch);
-      LossResult loss = SoftmaxCrossEntropy(logits, yb.data(), batch, train.classes,
-                                            dlogits.data(), 1.0f / accum);
-      loss_sum += loss.loss;
-      ++loss_count;
-      // Without clipping, each bucket is applied as soon as it is reduced;
-      // clipping needs the global norm, so then the step waits for all.
-      const bool fused = spec.grad_clip_norm() <= 0;
       if (communicate) {
         if (fused) {
-          reducer.Prepare(static_cast<float>(world), [&](const Bucket& bucket) {
-            optimizer->Update(bucket.offset, bucket.size, model.params().data(),
-                              model.grads().data());
-          });
+          reducer.Prepare(static_cast<float>(world), apply_bucket);
           // Before backward marks the first bucket ready.
-          optimizer->BeginStep(static_cast<float>(schedule.At(step)), reducer.grad_scale());
+          runner->BeginStep(static_cast<float>(schedule.At(step)), reducer.grad_scale());
         } else {
           reducer.Prepare(static_cast<float>(world));
         }
       }
       // Only the last micro-step communicates (DDP's no_sync for the rest).
-      model.Backward(dlogits.data(), micro > 0,
-                     communicate ? std::function<void(int)>(mark_ready) : nullptr);
+      ASSIGN_OR_RETURN(const double loss,
+                       runner->ForwardBackward(
+                           xb.data(), yb.data(), batch, 1.0f / accum, micro > 0,
+                           communicate ? std::function<void(int)>(mark_ready) : nullptr));
       if (context.events) context.events->Record("backward end");
+      loss_sum += loss;
+      ++loss_count;
       epoch_samples += batch;
       if (!communicate) continue;
       RETURN_IF_ERROR(reducer.Finish());
       if (!fused) {
         double grad_scale = reducer.grad_scale();
-        const double norm = grad_scale * GradNorm(model.grads().data(), n);
-        grad_scale *= ClipFactor(norm, spec.grad_clip_norm());
-        optimizer->Step(model.params().data(), model.grads().data(), n,
-                        static_cast<float>(schedule.At(step)), static_cast<float>(grad_scale));
+        ASSIGN_OR_RETURN(const double norm, runner->GradNorm());
+        grad_scale *= ClipFactor(grad_scale * norm, spec.grad_clip_norm());
+        runner->BeginStep(static_cast<float>(schedule.At(step)), static_cast<float>(grad_scale));
+        RETURN_IF_ERROR(runner->UpdateRange(0, runner->size()));
       }
+      RETURN_IF_ERROR(runner->AfterStep());
       ++step;
-      result.train_loss = loss.loss;
+      result.train_loss = loss;
 
       const bool epoch_done = b + 1 == batches_per_epoch;
       if (rank == 0 && spec.checkpoint_every_steps() > 0 &&
           step % spec.checkpoint_every_steps() == 0 && !context.checkpoint_dir.empty()) {
-        TrainingState state;
-        state.step = step;
-        state.epoch = epoch_done ? epoch + 1 : epoch;
-        state.next_batch = epoch_done ? 0 : b + 1;
-        state.seed = seed;
-        state.optimizer_steps = optimizer->steps();
-        state.params = model.params();
-        state.optimizer_state = *optimizer->mutable_state();
-        RETURN_IF_ERROR(WriteCheckpoint(context.checkpoint_dir, state));
+        RETURN_IF_ERROR(SaveCheckpoint(context, *runner, seed, step,
+                                       epoch_done ? epoch + 1 : epoch,
+                                       epoch_done ? 0 : b + 1));
       }
       const double elapsed = train_seconds + Seconds(epoch_start);
       if (context.on_progress &&
@@ -233,7 +216,7 @@ absl::StatusOr<TrainResult> Train(const v1::TrainerSpec& spec, const TrainTestSp
         last_report = Clock::now();
       }
       if (step == context.stop_after_step) {
-        result.params = model.params();
+        RETURN_IF_ERROR(runner->ReadState(&result.params, &position.optimizer_state));
         result.steps = step;
         return result;
       }
@@ -242,7 +225,8 @@ absl::StatusOr<TrainResult> Train(const v1::TrainerSpec& spec, const TrainTestSp
     samples += epoch_samples;
     result.samples_per_second = train_seconds > 0 ? samples / train_seconds : 0;
     if (rank == 0) {
-      auto [accuracy, eval_loss] = EvaluateModel(model, data.test);
+      ASSIGN_OR_RETURN(auto evaluation, runner->Evaluate(data.test));
+      const auto [accuracy, eval_loss] = evaluation;
       result.eval_accuracy = accuracy;
       result.eval_loss = eval_loss;
       progress.set_eval_accuracy(accuracy);
@@ -267,7 +251,7 @@ absl::StatusOr<TrainResult> Train(const v1::TrainerSpec& spec, const TrainTestSp
     }
   }
   RETURN_IF_ERROR(comm->Barrier());
-  result.params = model.params();
+  RETURN_IF_ERROR(runner->ReadState(&result.params, &position.optimizer_state));
   result.steps = step;
   result.allreduce_bytes = reducer.bytes_total();
   result.allreduce_seconds = reducer.seconds_total();

@@ -14,6 +14,7 @@
 #include "trainer/collective.h"
 #include "trainer/dataset.h"
 #include "trainer/event_log.h"
+#include "trainer/model_runner.h"
 
 namespace ringmaster {
 
@@ -27,6 +28,8 @@ struct TrainerContext {
   std::function<void(const std::string&)> log;  // human-readable lines; may be empty
   EventLog* events = nullptr;         // tests: order of backward and all-reduce
   int64_t stop_after_step = -1;       // tests: end as if interrupted after this step
+  // Where the model runs; empty: the CPU (MakeCpuRunner).
+  RunnerFactory make_runner;
 };
 
 struct TrainResult {

@@ -1,0 +1,80 @@
+// The per-rank compute the training loop drives: a model, its loss and its
+// optimizer, on the CPU (CpuRunner) or a GPU (cuda/gpu_runner). The loop
+// itself (sharding, buckets, overlap, resume, checkpoints, progress) is
+// shared and is tested on the CPU.
+#ifndef RINGMASTER_TRAINER_MODEL_RUNNER_H_
+#define RINGMASTER_TRAINER_MODEL_RUNNER_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "proto/job.pb.h"
+#include "trainer/dataset.h"
+#include "trainer/mlp.h"
+#include "trainer/reducer.h"
+
+namespace ringmaster {
+
+// Threading: the training thread calls everything except BeforeReduce and
+// UpdateRange, which the reducer's thread calls per bucket while the
+// training thread runs the rest of the backward pass.
+class ModelRunner {
+ public:
+  virtual ~ModelRunner() = default;
+
+  virtual const std::vector<ParamSpan>& param_spans() const = 0;
+  virtual size_t size() const = 0;
+  // What the collectives work on: host memory on the CPU, device memory on
+  // a GPU.
+  virtual float* params() = 0;
+  virtual float* grads() = 0;
+  virtual float* optimizer_state() = 0;
+  virtual size_t optimizer_state_size() const = 0;
+  virtual int64_t optimizer_steps() const = 0;
+  virtual void set_optimizer_steps(int64_t steps) = 0;
+
+  // One micro-batch of host rows: forward, loss, backward; gradients are
+  // those of loss x loss_scale, added to the previous ones when
+  // `accumulate`. `on_ready(p)` as in Mlp::Backward. Returns the mean loss.
+  virtual absl::StatusOr<double> ForwardBackward(
+      const float* x, const int32_t* y, int rows, float loss_scale, bool accumulate,
+      const std::function<void(int param)>& on_ready) = 0;
+
+  // Reducer's thread, before bucket's all-reduce: order it after the work
+  // that wrote its gradients.
+  virtual absl::Status BeforeReduce(const Bucket& bucket) { return absl::OkStatus(); }
+  // Starts an optimizer step at `lr` with gradients scaled by `grad_scale`.
+  virtual void BeginStep(float lr, float grad_scale) = 0;
+  // Applies the step to [offset, offset + n); reducer's or training thread.
+  virtual absl::Status UpdateRange(size_t offset, size_t n) = 0;
+  // Training thread, after every range of the step: the next forward must
+  // see the updated parameters.
+  virtual absl::Status AfterStep() { return absl::OkStatus(); }
+  virtual absl::StatusOr<double> GradNorm() = 0;
+
+  // Host copies, for checkpoints and resume.
+  virtual absl::Status ReadState(std::vector<float>* params,
+                                 std::vector<float>* optimizer_state) = 0;
+  virtual absl::Status WriteState(const std::vector<float>& params,
+                                  const std::vector<float>* optimizer_state) = 0;
+
+  // Accuracy and mean loss on `data`.
+  virtual absl::StatusOr<std::pair<double, double>> Evaluate(const Dataset& data) = 0;
+};
+
+// Builds the runner for a model of `widths` (input, hidden..., classes).
+using RunnerFactory = std::function<absl::StatusOr<std::unique_ptr<ModelRunner>>(
+    const v1::TrainerSpec& spec, const std::vector<int>& widths)>;
+
+// The CPU runner: Mlp on OpenBLAS and the host optimizers.
+absl::StatusOr<std::unique_ptr<ModelRunner>> MakeCpuRunner(const v1::TrainerSpec& spec,
+                                                           const std::vector<int>& widths);
+
+}  // namespace ringmaster
+
+#endif  // RINGMASTER_TRAINER_MODEL_RUNNER_H_
