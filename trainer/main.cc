@@ -20,6 +20,11 @@
 #include "trainer/gloo_collective.h"
 #include "trainer/progress_reporter.h"
 #include "trainer/trainer.h"
+#ifdef RINGMASTER_WITH_CUDA
+#include "common/cuda/cuda_check.h"
+#include "trainer/cuda/gpu_runner.h"
+#include "trainer/cuda/nccl_collective.h"
+#endif
 
 namespace ringmaster {
 namespace {
@@ -86,12 +91,40 @@ int Run(int argc, char** argv) {
   std::unique_ptr<Collective> comm;
   std::unique_ptr<RendezvousClient> rendezvous;
   std::unique_ptr<CoordinatorGlooStore> store;
-  {
-    absl::StatusOr<std::unique_ptr<RendezvousClient>> client =
-        RendezvousClient::FromEnvironment();
-    if (!client.ok()) return Fail(client.status());
-    rendezvous = *std::move(client);
-    store = std::make_unique<CoordinatorGlooStore>(rendezvous.get());
+  TrainerContext context;
+  absl::StatusOr<std::unique_ptr<RendezvousClient>> client = RendezvousClient::FromEnvironment();
+  if (!client.ok()) return Fail(client.status());
+  rendezvous = *std::move(client);
+  store = std::make_unique<CoordinatorGlooStore>(rendezvous.get());
+  // A rank given GPUs (CUDA_VISIBLE_DEVICES) trains on its first one with
+  // NCCL; a CPU slot gets an empty list and trains with Gloo.
+  const bool gpu = !Env("CUDA_VISIBLE_DEVICES").empty();
+#ifdef RINGMASTER_WITH_CUDA
+  if (gpu) {
+    int devices = 0;
+    if (absl::Status s = CudaDeviceCount(&devices); !s.ok() || devices == 0) {
+      return Fail(absl::FailedPreconditionError(absl::StrCat(
+          "CUDA_VISIBLE_DEVICES=", Env("CUDA_VISIBLE_DEVICES"), " but no usable GPU: ",
+          s.ok() ? "none seen" : std::string(s.message()))));
+    }
+    absl::StatusOr<std::unique_ptr<NcclCollective>> nccl =
+        NcclCollective::Connect(*store, rank, world, /*device=*/0, NcclOptions{});
+    if (!nccl.ok()) return Fail(nccl.status());
+    cudaStream_t comm_stream = (*nccl)->stream();
+    context.make_runner = [comm_stream](const v1::TrainerSpec& s, const std::vector<int>& w) {
+      return MakeGpuRunner(s, w, comm_stream);
+    };
+    if (rank == 0) Log(absl::StrCat("collectives: nccl, ", world, " ranks"));
+    comm = *std::move(nccl);
+  }
+#else
+  if (gpu) {
+    return Fail(absl::FailedPreconditionError(
+        "this rank was given GPUs but the trainer was built without CUDA; build it with "
+        "bazel build --config=cuda //trainer:ringmaster-trainer"));
+  }
+#endif
+  if (!gpu) {
     GlooOptions options;
     options.hostname = Env("RINGMASTER_HOST", "127.0.0.1");
     absl::StatusOr<std::unique_ptr<GlooCollective>> gloo =
@@ -112,7 +145,6 @@ int Run(int argc, char** argv) {
     ref.set_rank(rank);
     reporter = std::make_unique<ProgressReporter>(worker, ref);
   }
-  TrainerContext context;
   context.comm = comm.get();
   context.checkpoint_dir = Env("RINGMASTER_CHECKPOINT_DIR");
   if (reporter) context.on_progress = [&](const v1::Progress& p) { reporter->Report(p); };

@@ -106,10 +106,34 @@ absl::Status NcclCollective::Run(const char* what, F enqueue) {
   return status;
 }
 
+template <typename F>
+absl::Status NcclCollective::OnDevice(void* data, size_t bytes, F op) {
+  cudaPointerAttributes attributes{};
+  if (cudaPointerGetAttributes(&attributes, data) == cudaSuccess &&
+      attributes.type == cudaMemoryTypeDevice) {
+    return op(data);
+  }
+  cudaGetLastError();  // clear the error a host pointer may leave
+  void* device = nullptr;
+  CUDA_RETURN_IF_ERROR(cudaMalloc(&device, bytes));
+  absl::Status status =
+      CudaStatus(cudaMemcpy(device, data, bytes, cudaMemcpyHostToDevice), "cudaMemcpy", __FILE__,
+                 __LINE__);
+  if (status.ok()) status = op(device);
+  if (status.ok()) {
+    status = CudaStatus(cudaMemcpy(data, device, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy",
+                        __FILE__, __LINE__);
+  }
+  cudaFree(device);
+  return status;
+}
+
 absl::Status NcclCollective::AllReduceSum(float* data, size_t n) {
   if (n == 0) return absl::OkStatus();
-  return Run("ncclAllReduce", [&] {
-    return ncclAllReduce(data, data, n, ncclFloat32, ncclSum, comm_, stream_);
+  return OnDevice(data, n * sizeof(float), [&](void* d) {
+    return Run("ncclAllReduce", [&] {
+      return ncclAllReduce(d, d, n, ncclFloat32, ncclSum, comm_, stream_);
+    });
   });
 }
 
@@ -122,8 +146,10 @@ absl::Status NcclCollective::AllReduceSumBf16(uint16_t* data, size_t n) {
 
 absl::Status NcclCollective::Broadcast(void* data, size_t bytes, int root) {
   if (bytes == 0) return absl::OkStatus();
-  return Run("ncclBroadcast", [&] {
-    return ncclBroadcast(data, data, bytes, ncclUint8, root, comm_, stream_);
+  return OnDevice(data, bytes, [&](void* d) {
+    return Run("ncclBroadcast", [&] {
+      return ncclBroadcast(d, d, bytes, ncclUint8, root, comm_, stream_);
+    });
   });
 }
 

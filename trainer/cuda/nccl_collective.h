@@ -27,7 +27,8 @@ struct NcclOptions {
   std::chrono::milliseconds watchdog_interval{std::chrono::milliseconds(100)};
 };
 
-// Pointers passed to the collectives are device memory on `device`.
+// Pointers passed to the collectives are device memory on `device`, or
+// host memory, which is staged through a device copy (small values only).
 // Threading: one thread issues collectives (the Collective contract); the
 // watchdog thread only reads the communicator's error state and may abort
 // it, under the mutex.
@@ -54,6 +55,10 @@ class NcclCollective final : public Collective {
   // the watchdog may abort it meanwhile.
   template <typename F>
   absl::Status Run(const char* what, F enqueue);
+  // Runs `op` on device memory: `data` itself, or a device copy of host
+  // memory that is copied back afterwards.
+  template <typename F>
+  absl::Status OnDevice(void* data, size_t bytes, F op);
   void Watchdog();
 
   const int rank_, size_, device_;

@@ -1,0 +1,237 @@
+#include "trainer/cuda/gpu_runner.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/status_macros.h"
+#include "trainer/cuda/kernels.h"
+#include "trainer/cuda/mlp_cuda.h"
+#include "trainer/cuda/nccl_check.h"
+
+namespace ringmaster {
+namespace {
+
+constexpr int kEvalChunk = 1024;
+
+class GpuRunner final : public ModelRunner {
+ public:
+  GpuRunner(const v1::TrainerSpec& spec, cudaStream_t comm_stream)
+      : opt_(spec.optimizer()), comm_stream_(comm_stream) {}
+
+  absl::Status Init(const v1::TrainerSpec& spec, const std::vector<int>& widths) {
+    input_ = widths.front();
+    classes_ = widths.back();
+    max_rows_ = std::max(std::max(1, spec.batch_size()), kEvalChunk);
+    CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&step_done_, cudaEventDisableTiming));
+    ASSIGN_OR_RETURN(model_, MlpCuda::Create(widths, static_cast<uint64_t>(spec.seed()),
+                                             max_rows_, spec.precision() == "bf16", stream_));
+    const size_t n = model_->size();
+    state_size_ = opt_.type() == "sgd" ? (opt_.momentum() > 0 ? n : 0) : 2 * n;
+    CUDA_RETURN_IF_ERROR(cudaMalloc(&state_, std::max<size_t>(1, state_size_) * sizeof(float)));
+    CUDA_RETURN_IF_ERROR(cudaMemsetAsync(state_, 0, std::max<size_t>(1, state_size_) * sizeof(float),
+                                         stream_));
+    CUDA_RETURN_IF_ERROR(cudaMalloc(&x_, static_cast<size_t>(max_rows_) * widths[0] * sizeof(float)));
+    CUDA_RETURN_IF_ERROR(cudaMalloc(&y_, max_rows_ * sizeof(int32_t)));
+    CUDA_RETURN_IF_ERROR(cudaMalloc(&dlogits_, static_cast<size_t>(max_rows_) * classes_ * sizeof(float)));
+    CUDA_RETURN_IF_ERROR(cudaMalloc(&loss_, max_rows_ * sizeof(float)));
+    CUDA_RETURN_IF_ERROR(cudaMalloc(&correct_, max_rows_ * sizeof(float)));
+    events_.resize(model_->param_spans().size());
+    for (cudaEvent_t& e : events_) {
+      CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    }
+    CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+    return absl::OkStatus();
+  }
+
+  ~GpuRunner() override {
+    for (cudaEvent_t e : events_) cudaEventDestroy(e);
+    for (void* p : {static_cast<void*>(state_), static_cast<void*>(x_), static_cast<void*>(y_),
+                    static_cast<void*>(dlogits_), static_cast<void*>(loss_),
+                    static_cast<void*>(correct_)}) {
+      if (p != nullptr) cudaFree(p);
+    }
+    model_.reset();
+    if (step_done_ != nullptr) cudaEventDestroy(step_done_);
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  }
+
+  const std::vector<ParamSpan>& param_spans() const override { return model_->param_spans(); }
+  size_t size() const override { return model_->size(); }
+  float* params() override { return model_->params(); }
+  float* grads() override { return model_->grads(); }
+  float* optimizer_state() override { return state_; }
+  size_t optimizer_state_size() const override { return state_size_; }
+  int64_t optimizer_steps() const override { return steps_; }
+  void set_optimizer_steps(int64_t steps) override { steps_ = steps; }
+
+  absl::StatusOr<double> ForwardBackward(const float* x, const int32_t* y, int rows,
+                                         float loss_scale, bool accumulate,
+                                         const std::function<void(int)>& on_ready) override {
+    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(x_, x, static_cast<size_t>(rows) * input_ * sizeof(float),
+                                         cudaMemcpyHostToDevice, stream_));
+    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(y_, y, rows * sizeof(int32_t), cudaMemcpyHostToDevice,
+                                         stream_));
+    ASSIGN_OR_RETURN(const float* logits, model_->Forward(x_, rows));
+    CUDA_RETURN_IF_ERROR(cuda::SoftmaxCrossEntropy(logits, y_, rows, classes_, dlogits_,
+                                                   loss_scale, loss_, correct_, stream_));
+    // Each parameter's event marks the end of the kernels that wrote its
+    // gradient; BeforeReduce makes the collective's stream wait for it.
+    auto record_then_mark = [&](int param) {
+      cudaEventRecord(events_[param], stream_);
+      if (on_ready) on_ready(param);
+    };
+    RETURN_IF_ERROR(model_->Backward(dlogits_, accumulate,
+                                     on_ready ? std::function<void(int)>(record_then_mark)
+                                              : nullptr));
+    std::vector<float> losses(rows);
+    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(losses.data(), loss_, rows * sizeof(float),
+                                         cudaMemcpyDeviceToHost, stream_));
+    CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+    double sum = 0;
+    for (float l : losses) sum += l;
+    return sum / rows;
+  }
+
+  absl::Status BeforeReduce(const Bucket& bucket) override {
+    CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(comm_stream_, events_[bucket.params.back()], 0));
+    return absl::OkStatus();
+  }
+
+  void BeginStep(float lr, float grad_scale) override {
+    lr_ = lr;
+    grad_scale_ = grad_scale;
+    first_ = steps_ == 0;
+    ++steps_;
+  }
+
+  absl::Status UpdateRange(size_t offset, size_t n) override {
+    // On the collective's stream, after the bucket's all-reduce.
+    float* p = model_->params() + offset;
+    const float* g = model_->grads() + offset;
+    if (opt_.type() == "sgd") {
+      CUDA_RETURN_IF_ERROR(cuda::SgdUpdate(p, g, state_ + offset, n, lr_, grad_scale_,
+                                           static_cast<float>(opt_.weight_decay()),
+                                           static_cast<float>(opt_.momentum()), first_,
+                                           comm_stream_));
+      return absl::OkStatus();
+    }
+    const double b1 = opt_.beta1() > 0 ? opt_.beta1() : 0.9;
+    const double b2 = opt_.beta2() > 0 ? opt_.beta2() : 0.999;
+    const double c1 = 1 - std::pow(b1, static_cast<double>(steps_));
+    const double c2 = 1 - std::pow(b2, static_cast<double>(steps_));
+    CUDA_RETURN_IF_ERROR(cuda::AdamWUpdate(
+        p, g, state_ + offset, state_ + model_->size() + offset, n,
+        static_cast<float>(lr_ / c1), static_cast<float>(1 / std::sqrt(c2)),
+        static_cast<float>(1 - lr_ * opt_.weight_decay()), static_cast<float>(b1),
+        static_cast<float>(b2), static_cast<float>(opt_.eps() > 0 ? opt_.eps() : 1e-8),
+        grad_scale_, comm_stream_));
+    return absl::OkStatus();
+  }
+
+  absl::Status AfterStep() override {
+    CUDA_RETURN_IF_ERROR(cudaEventRecord(step_done_, comm_stream_));
+    CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(stream_, step_done_, 0));
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<double> GradNorm() override {
+    // Gradients are reduced on the collective's stream.
+    CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(comm_stream_));
+    std::vector<float> host;
+    RETURN_IF_ERROR(model_->CopyGradsToHost(&host));
+    double sum = 0;
+    for (float g : host) sum += static_cast<double>(g) * g;
+    return std::sqrt(sum);
+  }
+
+  absl::Status ReadState(std::vector<float>* params, std::vector<float>* state) override {
+    CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(comm_stream_));
+    RETURN_IF_ERROR(model_->CopyParamsToHost(params));
+    state->resize(state_size_);
+    if (state_size_ > 0) {
+      CUDA_RETURN_IF_ERROR(cudaMemcpy(state->data(), state_, state_size_ * sizeof(float),
+                                      cudaMemcpyDeviceToHost));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status WriteState(const std::vector<float>& params,
+                          const std::vector<float>* state) override {
+    RETURN_IF_ERROR(model_->CopyParamsFromHost(params));
+    if (state != nullptr) {
+      if (state->size() != state_size_) {
+        return absl::InvalidArgumentError("optimizer state size mismatch");
+      }
+      if (state_size_ > 0) {
+        CUDA_RETURN_IF_ERROR(cudaMemcpy(state_, state->data(), state_size_ * sizeof(float),
+                                        cudaMemcpyHostToDevice));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::pair<double, double>> Evaluate(const Dataset& data) override {
+    if (data.rows == 0) return std::make_pair(0.0, 0.0);
+    double loss = 0, correct = 0;
+    std::vector<float> l(kEvalChunk), c(kEvalChunk);
+    for (int64_t start = 0; start < data.rows; start += kEvalChunk) {
+      const int rows = static_cast<int>(std::min<int64_t>(kEvalChunk, data.rows - start));
+      CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(x_, data.row(start),
+                                           static_cast<size_t>(rows) * data.features * sizeof(float),
+                                           cudaMemcpyHostToDevice, stream_));
+      CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(y_, data.y.data() + start, rows * sizeof(int32_t),
+                                           cudaMemcpyHostToDevice, stream_));
+      ASSIGN_OR_RETURN(const float* logits, model_->Forward(x_, rows));
+      CUDA_RETURN_IF_ERROR(cuda::SoftmaxCrossEntropy(logits, y_, rows, classes_, nullptr, 1.0f,
+                                                     loss_, correct_, stream_));
+      CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(l.data(), loss_, rows * sizeof(float),
+                                           cudaMemcpyDeviceToHost, stream_));
+      CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(c.data(), correct_, rows * sizeof(float),
+                                           cudaMemcpyDeviceToHost, stream_));
+      CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+      for (int i = 0; i < rows; ++i) {
+        loss += l[i];
+        correct += c[i];
+      }
+    }
+    return std::make_pair(correct / data.rows, loss / data.rows);
+  }
+
+ private:
+  const v1::TrainerSpec::Optimizer opt_;
+  cudaStream_t comm_stream_;
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t step_done_ = nullptr;
+  std::unique_ptr<MlpCuda> model_;
+  std::vector<cudaEvent_t> events_;
+  float* state_ = nullptr;
+  size_t state_size_ = 0;
+  float* x_ = nullptr;
+  int32_t* y_ = nullptr;
+  float* dlogits_ = nullptr;
+  float* loss_ = nullptr;
+  float* correct_ = nullptr;
+  int input_ = 0;
+  int classes_ = 0;
+  int max_rows_ = 0;
+  int64_t steps_ = 0;
+  float lr_ = 0, grad_scale_ = 1;
+  bool first_ = true;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ModelRunner>> MakeGpuRunner(const v1::TrainerSpec& spec,
+                                                           const std::vector<int>& widths,
+                                                           cudaStream_t comm_stream) {
+  if (spec.grad_compression() == "bf16") {
+    return absl::FailedPreconditionError(
+        "grad_compression bf16 runs on the CPU (Gloo) path only; use none on GPUs");
+  }
+  auto runner = std::make_unique<GpuRunner>(spec, comm_stream);
+  RETURN_IF_ERROR(runner->Init(spec, widths));
+  return std::unique_ptr<ModelRunner>(std::move(runner));
+}
+
+}  // namespace ringmaster

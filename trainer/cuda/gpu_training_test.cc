@@ -1,0 +1,80 @@
+#include <gloo/rendezvous/hash_store.h>
+
+#include <cmath>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "common/cuda/cuda_check.h"
+#include "trainer/cuda/gpu_runner.h"
+#include "trainer/cuda/nccl_collective.h"
+#include "trainer/test_world.h"
+#include "trainer/trainer.h"
+
+namespace ringmaster {
+namespace {
+
+v1::TrainerSpec Spec() {
+  v1::TrainerSpec spec;
+  spec.mutable_model()->add_hidden(64);
+  spec.set_batch_size(16);
+  spec.set_epochs(1);
+  spec.mutable_optimizer()->set_type("sgd");
+  spec.mutable_optimizer()->set_lr(0.05);
+  spec.mutable_optimizer()->set_momentum(0.9);
+  spec.set_lr_scaling("none");
+  spec.set_bucket_mb(0.01);
+  spec.set_seed(3);
+  return spec;
+}
+
+// One rank per GPU through NCCL against the same ranks on the CPU through
+// Gloo: after 10 steps the weights agree to fp32 rounding.
+TEST(GpuTrainingTest, NcclRanksMatchCpuRanks) {
+  int gpus = 0;
+  absl::Status s = CudaDeviceCount(&gpus);
+  if (!s.ok() || gpus == 0) GTEST_SKIP() << "no GPU: " << (s.ok() ? "none seen" : s.message());
+  const int world = gpus;
+  auto all = MakeSynthetic("synthetic:rows=2048,features=32,classes=5");
+  ASSERT_TRUE(all.ok());
+  const TrainTestSplit data = SplitAndStandardize(*all, 0.2, 1);
+  const v1::TrainerSpec spec = Spec();
+
+  std::vector<float> cpu;
+  RunWorld(world, [&](int rank, Collective* comm) {
+    TrainerContext context;
+    context.comm = comm;
+    context.stop_after_step = 10;
+    auto r = Train(spec, data, context);
+    ASSERT_TRUE(r.ok()) << r.status();
+    if (rank == 0) cpu = r->params;
+  });
+
+  std::vector<float> gpu;
+  gloo::rendezvous::HashStore store;
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < world; ++rank) {
+    threads.emplace_back([&, rank] {
+      auto nccl = NcclCollective::Connect(store, rank, world, rank, NcclOptions{});
+      ASSERT_TRUE(nccl.ok()) << nccl.status();
+      TrainerContext context;
+      context.comm = nccl->get();
+      context.stop_after_step = 10;
+      cudaStream_t comm_stream = (*nccl)->stream();
+      context.make_runner = [comm_stream](const v1::TrainerSpec& sp, const std::vector<int>& w) {
+        return MakeGpuRunner(sp, w, comm_stream);
+      };
+      auto r = Train(spec, data, context);
+      ASSERT_TRUE(r.ok()) << r.status();
+      if (rank == 0) gpu = r->params;
+    });
+  }
+  for (auto& t : threads) t.join();
+  ASSERT_EQ(cpu.size(), gpu.size());
+  for (size_t i = 0; i < cpu.size(); ++i) {
+    ASSERT_NEAR(gpu[i], cpu[i], 1e-4 * (1 + std::fabs(cpu[i]))) << "parameter " << i;
+  }
+}
+
+}  // namespace
+}  // namespace ringmaster
