@@ -29,6 +29,11 @@ class Collective {
   // Copies `bytes` from `root` to every rank, in place.
   virtual absl::Status Broadcast(void* data, size_t bytes, int root) = 0;
   virtual absl::Status Barrier() = 0;
+
+  // Optional: `n` floats that AllReduceSum reduces in place without copies
+  // when its data lies inside them (memory shared by the ranks of one
+  // host). Every rank calls it at the same point; null when unsupported.
+  virtual float* SharedBuffer(size_t n) { return nullptr; }
 };
 
 // bfloat16 <-> float, round to nearest even.

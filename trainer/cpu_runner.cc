@@ -19,7 +19,11 @@ class CpuRunner final : public ModelRunner {
   const std::vector<ParamSpan>& param_spans() const override { return model_.param_spans(); }
   size_t size() const override { return model_.params().size(); }
   float* params() override { return model_.params().data(); }
-  float* grads() override { return model_.grads().data(); }
+  float* grads() override { return model_.grads(); }
+  bool UseGradientBuffer(float* buffer) override {
+    model_.UseGradientBuffer(buffer);
+    return true;
+  }
   float* optimizer_state() override { return optimizer_->mutable_state()->data(); }
   size_t optimizer_state_size() const override { return optimizer_->mutable_state()->size(); }
   int64_t optimizer_steps() const override { return optimizer_->steps(); }
@@ -37,11 +41,11 @@ class CpuRunner final : public ModelRunner {
 
   void BeginStep(float lr, float grad_scale) override { optimizer_->BeginStep(lr, grad_scale); }
   absl::Status UpdateRange(size_t offset, size_t n) override {
-    optimizer_->Update(offset, n, model_.params().data(), model_.grads().data());
+    optimizer_->Update(offset, n, model_.params().data(), model_.grads());
     return absl::OkStatus();
   }
   absl::StatusOr<double> GradNorm() override {
-    return ringmaster::GradNorm(model_.grads().data(), size());
+    return ringmaster::GradNorm(model_.grads(), size());
   }
 
   absl::Status ReadState(std::vector<float>* params, std::vector<float>* state) override {

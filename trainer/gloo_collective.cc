@@ -44,6 +44,8 @@ absl::StatusOr<std::unique_ptr<GlooCollective>> GlooCollective::Connect(
   });
   if (!status.ok()) return status;
   std::unique_ptr<GlooCollective> collective(new GlooCollective(context, options.timeout));
+  collective->store_ = &store;
+  collective->prefix_ = options.prefix;
   if (options.shared_memory && size > 1) {
     gloo::rendezvous::PrefixStore prefixed(options.prefix, store);
     absl::StatusOr<bool> local = AllRanksOnThisHost(prefixed, "shm", rank, size);
@@ -70,6 +72,13 @@ absl::Status GlooCollective::AllReduceSum(float* data, size_t n) {
     opts.setTimeout(timeout_);
     gloo::allreduce(opts);
   });
+}
+
+float* GlooCollective::SharedBuffer(size_t n) {
+  if (!shm_) return nullptr;
+  gloo::rendezvous::PrefixStore prefixed(prefix_, *store_);
+  absl::StatusOr<float*> buffer = shm_->MapBuffers(prefixed, "shared-buffer", n);
+  return buffer.ok() ? *buffer : nullptr;
 }
 
 absl::Status GlooCollective::AllReduceSumBf16(uint16_t* data, size_t n) {

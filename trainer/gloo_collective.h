@@ -28,8 +28,9 @@ struct GlooOptions {
 
 class GlooCollective final : public Collective {
  public:
-  // Connects every pair of ranks through `store`; blocks until all `size`
-  // ranks have done the same (or the timeout).
+  // Connects every pair of ranks through `store`, which must outlive the
+  // collective; blocks until all `size` ranks have done the same (or the
+  // timeout).
   static absl::StatusOr<std::unique_ptr<GlooCollective>> Connect(
       gloo::rendezvous::Store& store, int rank, int size, const GlooOptions& options);
 
@@ -42,11 +43,16 @@ class GlooCollective final : public Collective {
   absl::Status AllReduceSumBf16(uint16_t* data, size_t n) override;
   absl::Status Broadcast(void* data, size_t bytes, int root) override;
   absl::Status Barrier() override;
+  float* SharedBuffer(size_t n) override;
 
  private:
   GlooCollective(std::shared_ptr<gloo::rendezvous::Context> context,
                  std::chrono::milliseconds timeout)
       : context_(std::move(context)), timeout_(timeout) {}
+
+  // For SharedBuffer's rendezvous; the store outlives the collective.
+  gloo::rendezvous::Store* store_ = nullptr;
+  std::string prefix_;
 
   std::shared_ptr<gloo::rendezvous::Context> context_;
   std::unique_ptr<ShmAllReduce> shm_;

@@ -18,7 +18,8 @@ Mlp::Mlp(std::vector<int> widths, uint64_t seed) : widths_(std::move(widths)) {
     offset += widths_[l + 1];
   }
   params_.assign(offset, 0.0f);
-  grads_.assign(offset, 0.0f);
+  owned_grads_.assign(offset, 0.0f);
+  grads_ = owned_grads_.data();
   std::mt19937_64 rng(seed);
   for (int l = 0; l < layers(); ++l) {
     // PyTorch's nn.Linear default: U(-1/sqrt(in), 1/sqrt(in)).
@@ -28,6 +29,13 @@ Mlp::Mlp(std::vector<int> widths, uint64_t seed) : widths_(std::move(widths)) {
     for (size_t i = 0; i < w.size; ++i) params_[w.offset + i] = uniform(rng);
   }
   activations_.resize(layers());
+}
+
+void Mlp::UseGradientBuffer(float* buffer) {
+  std::copy(grads_, grads_ + params_.size(), buffer);
+  grads_ = buffer;
+  owned_grads_.clear();
+  owned_grads_.shrink_to_fit();
 }
 
 const float* Mlp::Forward(const float* x, int rows) {
@@ -65,8 +73,8 @@ void Mlp::Backward(const float* dlogits, bool accumulate,
   for (int l = layers() - 1; l >= 0; --l) {
     const int n_in = widths_[l], n_out = widths_[l + 1];
     const float* in = l == 0 ? input_ : activations_[l - 1].data();
-    float* dw = grads_.data() + spans_[2 * l].offset;
-    float* db = grads_.data() + spans_[2 * l + 1].offset;
+    float* dw = grads_ + spans_[2 * l].offset;
+    float* db = grads_ + spans_[2 * l + 1].offset;
     // dW = in^T * delta; db = column sums of delta.
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n_in, n_out, rows, 1.0f, in, n_in,
                 delta_.data(), n_out, beta, dw, n_out);

@@ -32,7 +32,10 @@ class Mlp {
   const std::vector<ParamSpan>& param_spans() const { return spans_; }
   std::vector<float>& params() { return params_; }
   const std::vector<float>& params() const { return params_; }
-  std::vector<float>& grads() { return grads_; }
+  float* grads() { return grads_; }
+  // Moves the gradient buffer to `buffer` (size floats, owned by the
+  // caller, e.g. memory shared with the other ranks on this host).
+  void UseGradientBuffer(float* buffer);
 
   // Computes logits [rows x classes] for `x` [rows x input], keeping the
   // activations the next Backward needs. Returns a pointer into the model.
@@ -50,7 +53,8 @@ class Mlp {
   std::vector<int> widths_;
   std::vector<ParamSpan> spans_;
   std::vector<float> params_;
-  std::vector<float> grads_;
+  std::vector<float> owned_grads_;
+  float* grads_ = nullptr;
   // activations_[l]: input of layer l ([rows x widths_[l]]); the last one
   // holds the logits. activations_[0] points at the caller's input.
   const float* input_ = nullptr;

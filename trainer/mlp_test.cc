@@ -44,7 +44,7 @@ TEST(MlpTest, BackwardMatchesFiniteDifferences) {
                       dlogits.data());
   std::vector<int> order;
   model.Backward(dlogits.data(), false, [&](int p) { order.push_back(p); });
-  const std::vector<float> analytic = model.grads();
+  const std::vector<float> analytic(model.grads(), model.grads() + model.params().size());
 
   const float eps = 1e-3f;
   int checked = 0;
@@ -70,7 +70,7 @@ TEST(MlpTest, AccumulateAddsGradients) {
   std::vector<float> d(8);
   SoftmaxCrossEntropy(model.Forward(b.x.data(), 4), b.y.data(), 4, 2, d.data());
   model.Backward(d.data(), false, nullptr);
-  const std::vector<float> once = model.grads();
+  const std::vector<float> once(model.grads(), model.grads() + model.params().size());
   model.Forward(b.x.data(), 4);
   model.Backward(d.data(), true, nullptr);
   for (size_t i = 0; i < once.size(); ++i) EXPECT_FLOAT_EQ(model.grads()[i], 2 * once[i]);

@@ -33,6 +33,9 @@ class ModelRunner {
   // a GPU.
   virtual float* params() = 0;
   virtual float* grads() = 0;
+  // Moves the gradients into `buffer` (from Collective::SharedBuffer);
+  // false when this runner cannot (its gradients live on a device).
+  virtual bool UseGradientBuffer(float* buffer) { return false; }
   virtual float* optimizer_state() = 0;
   virtual size_t optimizer_state_size() const = 0;
   virtual int64_t optimizer_steps() const = 0;

@@ -76,62 +76,120 @@ absl::StatusOr<bool> AllRanksOnThisHost(gloo::rendezvous::Store& store,
   return same;
 }
 
-absl::StatusOr<std::unique_ptr<ShmAllReduce>> ShmAllReduce::Create(
-    gloo::rendezvous::Store& store, const std::string& key, int rank, int size,
-    std::chrono::milliseconds timeout) {
-  const size_t bytes = SegmentBytes(size);
+namespace {
+
+struct Segment {
+  void* base = nullptr;
   std::string name;
+};
+
+// Rank 0 creates a shared-memory object of `bytes` and publishes its name
+// under `key`; the others open it. Everyone maps it. The caller unlinks the
+// name (rank 0) once every rank has mapped it.
+absl::StatusOr<Segment> MapSegment(gloo::rendezvous::Store& store, const std::string& key,
+                                   int rank, size_t bytes) {
+  Segment segment;
   int fd = -1;
   if (rank == 0) {
     std::random_device random;
-    name = absl::StrCat("/ringmaster-", getpid(), "-", random(), random());
-    fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    segment.name = absl::StrCat("/ringmaster-", getpid(), "-", random(), random());
+    fd = shm_open(segment.name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0) {
-      return absl::UnavailableError(absl::StrCat("shm_open ", name, ": ", strerror(errno)));
+      return absl::UnavailableError(
+          absl::StrCat("shm_open ", segment.name, ": ", strerror(errno)));
     }
     if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
       const int error = errno;
       close(fd);
-      shm_unlink(name.c_str());
+      shm_unlink(segment.name.c_str());
       return absl::ResourceExhaustedError(
           absl::StrCat("cannot size shared memory to ", bytes, " bytes: ", strerror(error)));
     }
     absl::Status published = StoreCall([&] {
-      store.set(absl::StrCat(key, "/name"), std::vector<char>(name.begin(), name.end()));
+      store.set(key, std::vector<char>(segment.name.begin(), segment.name.end()));
     });
     if (!published.ok()) {
       close(fd);
-      shm_unlink(name.c_str());
+      shm_unlink(segment.name.c_str());
       return published;
     }
   } else {
     std::vector<char> published;
-    absl::Status status =
-        StoreCall([&] {
-          store.wait({absl::StrCat(key, "/name")});
-          published = store.get(absl::StrCat(key, "/name"));
-        });
+    absl::Status status = StoreCall([&] {
+      store.wait({key});
+      published = store.get(key);
+    });
     if (!status.ok()) return status;
-    name.assign(published.begin(), published.end());
-    fd = shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0600);
+    segment.name.assign(published.begin(), published.end());
+    fd = shm_open(segment.name.c_str(), O_RDWR | O_CLOEXEC, 0600);
     if (fd < 0) {
-      return absl::UnavailableError(absl::StrCat("shm_open ", name, ": ", strerror(errno)));
+      return absl::UnavailableError(
+          absl::StrCat("shm_open ", segment.name, ": ", strerror(errno)));
     }
   }
-  void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  segment.base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   close(fd);
-  if (base == MAP_FAILED) {
-    if (rank == 0) shm_unlink(name.c_str());
-    return absl::UnavailableError(absl::StrCat("mmap ", name, ": ", strerror(errno)));
+  if (segment.base == MAP_FAILED) {
+    if (rank == 0) shm_unlink(segment.name.c_str());
+    return absl::UnavailableError(absl::StrCat("mmap ", segment.name, ": ", strerror(errno)));
   }
-  std::unique_ptr<ShmAllReduce> shm(new ShmAllReduce(base, bytes, rank, size, timeout));
+  return segment;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ShmAllReduce>> ShmAllReduce::Create(
+    gloo::rendezvous::Store& store, const std::string& key, int rank, int size,
+    std::chrono::milliseconds timeout) {
+  const size_t bytes = SegmentBytes(size);
+  absl::StatusOr<Segment> segment = MapSegment(store, absl::StrCat(key, "/name"), rank, bytes);
+  if (!segment.ok()) return segment.status();
+  std::unique_ptr<ShmAllReduce> shm(new ShmAllReduce(segment->base, bytes, rank, size, timeout));
   // Everyone has it mapped once all arrive; then the name can go.
-  if (!shm->Barrier()) {
-    if (rank == 0) shm_unlink(name.c_str());
+  const bool all_mapped = shm->Barrier();
+  if (rank == 0) shm_unlink(segment->name.c_str());
+  if (!all_mapped) {
     return absl::DeadlineExceededError("not every rank mapped the shared memory in time");
   }
-  if (rank == 0) shm_unlink(name.c_str());
   return shm;
+}
+
+absl::StatusOr<float*> ShmAllReduce::MapBuffers(gloo::rendezvous::Store& store,
+                                                const std::string& key, size_t n) {
+  if (buffers_ != nullptr) return absl::FailedPreconditionError("buffers are already mapped");
+  const size_t bytes = std::max<size_t>(1, n * size_) * sizeof(float);
+  absl::StatusOr<Segment> segment = MapSegment(store, key, rank_, bytes);
+  if (!segment.ok()) return segment.status();
+  const bool all_mapped = Barrier();
+  if (rank_ == 0) shm_unlink(segment->name.c_str());
+  if (!all_mapped) {
+    munmap(segment->base, bytes);
+    return absl::DeadlineExceededError("not every rank mapped the shared buffers in time");
+  }
+  buffers_ = static_cast<float*>(segment->base);
+  buffer_floats_ = n;
+  return Buffer(rank_);
+}
+
+absl::Status ShmAllReduce::ReduceInBuffers(size_t offset, size_t n) {
+  // Once every rank has arrived, every rank's values are final; each rank
+  // then sums its share of the range over all buffers (in rank order, so
+  // every rank sees the same bits) and writes the sum into every buffer.
+  if (!Barrier()) return absl::DeadlineExceededError("shared-memory all-reduce: peer missing");
+  const size_t share = (n + size_ - 1) / size_;
+  const size_t begin = offset + std::min(n, share * rank_);
+  const size_t end = offset + std::min(n, share * rank_ + share);
+  float* sum = Buffer(0);
+  for (int r = 1; r < size_; ++r) {
+    const float* in = Buffer(r);
+    for (size_t i = begin; i < end; ++i) sum[i] += in[i];
+  }
+  for (int r = 1; r < size_; ++r) {
+    std::memcpy(Buffer(r) + begin, sum + begin, (end - begin) * sizeof(float));
+  }
+  // Nobody reads another rank's buffer until every share is written.
+  if (!Barrier()) return absl::DeadlineExceededError("shared-memory all-reduce: peer missing");
+  return absl::OkStatus();
 }
 
 ShmAllReduce::ShmAllReduce(void* base, size_t bytes, int rank, int size,
@@ -143,7 +201,12 @@ ShmAllReduce::ShmAllReduce(void* base, size_t bytes, int rank, int size,
       size_(size),
       timeout_(timeout) {}
 
-ShmAllReduce::~ShmAllReduce() { munmap(base_, bytes_); }
+ShmAllReduce::~ShmAllReduce() {
+  munmap(base_, bytes_);
+  if (buffers_ != nullptr) {
+    munmap(buffers_, std::max<size_t>(1, buffer_floats_ * size_) * sizeof(float));
+  }
+}
 
 float* ShmAllReduce::Slot(int set, int rank) const {
   return reinterpret_cast<float*>(static_cast<char*>(base_) + kHeaderBytes) +
@@ -177,6 +240,10 @@ bool ShmAllReduce::Barrier() {
 }
 
 absl::Status ShmAllReduce::AllReduceSum(float* data, size_t n) {
+  float* mine = buffer();
+  if (mine != nullptr && data >= mine && data + n <= mine + buffer_floats_) {
+    return ReduceInBuffers(static_cast<size_t>(data - mine), n);
+  }
   // Chunks alternate between two sets of buffers. A rank copies chunk k's
   // result out before it copies chunk k+1 in and reaches that chunk's first
   // barrier; so once that barrier passes, every rank is done with chunk

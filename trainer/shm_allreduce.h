@@ -32,8 +32,16 @@ class ShmAllReduce {
   ~ShmAllReduce();
 
   // In-place sum over ranks. DEADLINE_EXCEEDED when a peer does not arrive
-  // within the timeout (it died or diverged).
+  // within the timeout (it died or diverged). Data inside buffer() is
+  // reduced where it lies, without copies.
   absl::Status AllReduceSum(float* data, size_t n);
+
+  // Maps `n` floats per rank that every rank can read and write; returns
+  // this rank's part (valid until destruction). Every rank calls it once,
+  // with the same n, at the same point.
+  absl::StatusOr<float*> MapBuffers(gloo::rendezvous::Store& store, const std::string& key,
+                                    size_t n);
+  float* buffer() const { return buffers_ == nullptr ? nullptr : Buffer(rank_); }
 
  private:
   struct Header;
@@ -43,6 +51,8 @@ class ShmAllReduce {
   bool Barrier();
   float* Slot(int set, int rank) const;
   float* Result(int set) const;
+  float* Buffer(int rank) const { return buffers_ + static_cast<size_t>(rank) * buffer_floats_; }
+  absl::Status ReduceInBuffers(size_t offset, size_t n);
 
   void* base_;
   size_t bytes_;
@@ -50,6 +60,8 @@ class ShmAllReduce {
   int rank_;
   int size_;
   std::chrono::milliseconds timeout_;
+  float* buffers_ = nullptr;  // size_ parts of buffer_floats_ each
+  size_t buffer_floats_ = 0;
 };
 
 // True when every rank reported the same host identity through `store`

@@ -55,3 +55,38 @@ TEST(ShmAllReduceTest, MissingPeerTimesOut) {
 
 }  // namespace
 }  // namespace ringmaster
+
+namespace ringmaster {
+namespace {
+
+TEST(ShmAllReduceTest, ReducesSharedBuffersInPlace) {
+  constexpr int kWorld = 3;
+  const size_t n = 10007;
+  gloo::rendezvous::HashStore store;
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < kWorld; ++rank) {
+    threads.emplace_back([&, rank] {
+      auto shm = ShmAllReduce::Create(store, "b", rank, kWorld, std::chrono::seconds(30));
+      ASSERT_TRUE(shm.ok()) << shm.status();
+      auto buffer = (*shm)->MapBuffers(store, "b/buffers", n);
+      ASSERT_TRUE(buffer.ok()) << buffer.status();
+      float* mine = *buffer;
+      for (int round = 0; round < 3; ++round) {
+        for (size_t i = 0; i < n; ++i) mine[i] = (rank + 1) * float(i % 31) + round;
+        // Two ranges, as two buckets would be.
+        ASSERT_TRUE((*shm)->AllReduceSum(mine + 5000, n - 5000).ok());
+        ASSERT_TRUE((*shm)->AllReduceSum(mine, 5000).ok());
+        for (size_t i = 0; i < n; ++i) {
+          ASSERT_EQ(mine[i], 6 * float(i % 31) + 3 * round) << "rank " << rank << " i " << i;
+        }
+        // Everyone checks before the next round rewrites the buffers.
+        float barrier = 0;
+        ASSERT_TRUE((*shm)->AllReduceSum(&barrier, 1).ok());
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+}
+
+}  // namespace
+}  // namespace ringmaster

@@ -125,6 +125,12 @@ absl::StatusOr<TrainResult> Train(const v1::TrainerSpec& spec, const TrainTestSp
   ASSIGN_OR_RETURN(result.resumed_from_step,
                    ResumeOrBroadcast(context, seed, *runner, &position));
 
+  // Ranks on one host reduce their gradients where they lie.
+  if (float* shared = comm->SharedBuffer(runner->size()); shared != nullptr) {
+    if (!runner->UseGradientBuffer(shared)) {
+      return absl::InternalError("the collective offers shared gradients the runner cannot use");
+    }
+  }
   ReducerOptions reducer_options;
   reducer_options.bucket_bytes = static_cast<size_t>(std::max(0.01, spec.bucket_mb()) * (1 << 20));
   reducer_options.first_bucket_bytes = std::min<size_t>(1 << 20, reducer_options.bucket_bytes);
