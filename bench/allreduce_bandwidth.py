@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """All-reduce bandwidth, 1 to 64 MB, 2 ranks on this host: Ringmaster's
-collective layer (as the trainer uses it: shared memory between local ranks;
-and over TCP like Gloo) against raw Gloo and torch.distributed's Gloo, run
-side by side. Bandwidths as nccl-tests reports them: algbw = bytes / time,
+collective layer (as the trainer uses it: gradients in memory the local ranks
+share, reduced in place; on ordinary buffers through shared memory; and over
+TCP like Gloo) against raw Gloo and torch.distributed's Gloo, side by side. Bandwidths as nccl-tests reports them: algbw = bytes / time,
 busbw = algbw * 2(n-1)/n.
 
     bazel build -c opt //bench:allreduce_bandwidth
@@ -86,17 +86,19 @@ def main():
 
     print(f"all-reduce, {WORLD} ranks on this host, median of {args.iterations}; "
           "GB/s as algbw / busbw")
-    print(f"{'size':>6}  {'ours (shm)':>13}  {'ours (tcp)':>13}  {'raw gloo':>13}  "
-          f"{'torch gloo':>13}  {'shm/raw':>7}  {'tcp/raw':>7}  {'shm/torch':>9}")
+    print(f"{'size':>6}  {'ours (shared)':>13}  {'ours (shm)':>13}  {'ours (tcp)':>13}  "
+          f"{'raw gloo':>13}  {'torch gloo':>13}  {'shared/raw':>10}  {'tcp/raw':>7}  "
+          f"{'shared/torch':>12}")
     for mb in SIZES_MB:
         nbytes = mb << 20
         row = ours[mb]
-        shm, tcp, raw = (row["ours_shm_seconds"], row["ours_tcp_seconds"],
-                         row["raw_gloo_seconds"])
+        shared, shm, tcp, raw = (row["ours_shared_seconds"], row["ours_shm_seconds"],
+                                 row["ours_tcp_seconds"], row["raw_gloo_seconds"])
         peer = torch[mb]
-        cells = [bw(nbytes, s) for s in (shm, tcp, raw, peer)]
+        cells = [bw(nbytes, s) for s in (shared, shm, tcp, raw, peer)]
         text = "  ".join(f"{a:5.2f} / {b:5.2f}" for a, b in cells)
-        print(f"{mb:>4}MB  {text}  {raw / shm:6.2f}x  {raw / tcp:6.2f}x  {peer / shm:8.2f}x")
+        print(f"{mb:>4}MB  {text}  {raw / shared:9.2f}x  {raw / tcp:6.2f}x  "
+              f"{peer / shared:11.2f}x")
 
 
 if __name__ == "__main__":
