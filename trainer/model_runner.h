@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "proto/job.pb.h"
+#include "trainer/collective.h"
 #include "trainer/dataset.h"
 #include "trainer/mlp.h"
 #include "trainer/reducer.h"
@@ -59,6 +60,12 @@ class ModelRunner {
   // see the updated parameters.
   virtual absl::Status AfterStep() { return absl::OkStatus(); }
   virtual absl::StatusOr<double> GradNorm() = 0;
+  // For bf16 gradient compression where the gradients are not host memory:
+  // see ReducerOptions::reduce_bf16. Empty: the reducer's host path.
+  virtual std::function<absl::Status(float* data, size_t n, float scale)> Bf16Reduce(
+      Collective* comm) {
+    return nullptr;
+  }
 
   // Host copies, for checkpoints and resume.
   virtual absl::Status ReadState(std::vector<float>* params,

@@ -41,7 +41,7 @@ Reducer::Reducer(Collective* comm, const std::vector<ParamSpan>& params, float* 
     for (int p : buckets_[b].params) bucket_of_param_[p] = static_cast<int>(b);
     largest = std::max(largest, buckets_[b].size);
   }
-  if (options_.bf16_compression) bf16_.resize(largest);
+  if (options_.bf16_compression && !options_.reduce_bf16) bf16_.resize(largest);
   last_bucket_seconds_.assign(buckets_.size(), 0);
   thread_ = std::thread([this] { CommLoop(); });
 }
@@ -124,6 +124,7 @@ absl::Status Reducer::Reduce(const Bucket& bucket) {
   if (!options_.bf16_compression) return comm_->AllReduceSum(data, bucket.size);
   // Average before compressing: bf16 keeps 8 bits of mantissa, and values
   // of one scale lose less when summed.
+  if (options_.reduce_bf16) return options_.reduce_bf16(data, bucket.size, scale);
   for (size_t i = 0; i < bucket.size; ++i) bf16_[i] = FloatToBf16(data[i] * scale);
   absl::Status status = comm_->AllReduceSumBf16(bf16_.data(), bucket.size);
   for (size_t i = 0; i < bucket.size; ++i) data[i] = Bf16ToFloat(bf16_[i]);

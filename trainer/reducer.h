@@ -29,6 +29,9 @@ struct ReducerOptions {
   // Runs on the reducer's thread before a bucket's all-reduce (a GPU orders
   // the collective after the kernels that wrote the bucket).
   std::function<absl::Status(const Bucket&)> before_reduce;
+  // With bf16_compression: scales `n` gradients at `data` by `scale`,
+  // all-reduces them as bfloat16 and widens them back. Empty: on the host.
+  std::function<absl::Status(float* data, size_t n, float scale)> reduce_bf16;
 };
 
 struct Bucket {

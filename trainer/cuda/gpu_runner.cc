@@ -48,7 +48,7 @@ class GpuRunner final : public ModelRunner {
     for (cudaEvent_t e : events_) cudaEventDestroy(e);
     for (void* p : {static_cast<void*>(state_), static_cast<void*>(x_), static_cast<void*>(y_),
                     static_cast<void*>(dlogits_), static_cast<void*>(loss_),
-                    static_cast<void*>(correct_)}) {
+                    static_cast<void*>(correct_), static_cast<void*>(bf16_)}) {
       if (p != nullptr) cudaFree(p);
     }
     model_.reset();
@@ -127,6 +127,19 @@ class GpuRunner final : public ModelRunner {
         static_cast<float>(b2), static_cast<float>(opt_.eps() > 0 ? opt_.eps() : 1e-8),
         grad_scale_, comm_stream_));
     return absl::OkStatus();
+  }
+
+  std::function<absl::Status(float*, size_t, float)> Bf16Reduce(Collective* comm) override {
+    return [this, comm](float* data, size_t n, float scale) -> absl::Status {
+      if (bf16_ == nullptr) {
+        CUDA_RETURN_IF_ERROR(cudaMalloc(&bf16_, model_->size() * sizeof(uint16_t)));
+      }
+      // All on the collective's stream, after the bucket's gradients.
+      CUDA_RETURN_IF_ERROR(cuda::FloatToBf16(data, bf16_, n, comm_stream_, scale));
+      RETURN_IF_ERROR(comm->AllReduceSumBf16(bf16_, n));
+      CUDA_RETURN_IF_ERROR(cuda::Bf16ToFloat(bf16_, data, n, comm_stream_));
+      return absl::OkStatus();
+    };
   }
 
   absl::Status AfterStep() override {
@@ -212,6 +225,7 @@ class GpuRunner final : public ModelRunner {
   float* dlogits_ = nullptr;
   float* loss_ = nullptr;
   float* correct_ = nullptr;
+  uint16_t* bf16_ = nullptr;  // compression scratch, one bucket at a time
   int input_ = 0;
   int classes_ = 0;
   int max_rows_ = 0;
@@ -225,10 +239,6 @@ class GpuRunner final : public ModelRunner {
 absl::StatusOr<std::unique_ptr<ModelRunner>> MakeGpuRunner(const v1::TrainerSpec& spec,
                                                            const std::vector<int>& widths,
                                                            cudaStream_t comm_stream) {
-  if (spec.grad_compression() == "bf16") {
-    return absl::FailedPreconditionError(
-        "grad_compression bf16 runs on the CPU (Gloo) path only; use none on GPUs");
-  }
   auto runner = std::make_unique<GpuRunner>(spec, comm_stream);
   RETURN_IF_ERROR(runner->Init(spec, widths));
   return std::unique_ptr<ModelRunner>(std::move(runner));

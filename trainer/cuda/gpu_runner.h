@@ -12,8 +12,7 @@
 namespace ringmaster {
 
 // `comm_stream` is the stream the collective runs on (NcclCollective's).
-// The runner uses the current CUDA device. FAILED_PRECONDITION for
-// configurations the GPU path does not have (bf16 gradient compression).
+// The runner uses the current CUDA device.
 absl::StatusOr<std::unique_ptr<ModelRunner>> MakeGpuRunner(const v1::TrainerSpec& spec,
                                                            const std::vector<int>& widths,
                                                            cudaStream_t comm_stream);

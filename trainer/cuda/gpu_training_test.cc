@@ -78,3 +78,47 @@ TEST(GpuTrainingTest, NcclRanksMatchCpuRanks) {
 
 }  // namespace
 }  // namespace ringmaster
+
+namespace ringmaster {
+namespace {
+
+// bf16 gradient compression through NCCL stays close to the fp32 run.
+TEST(GpuTrainingTest, Bf16CompressionStaysCloseToFp32) {
+  int gpus = 0;
+  absl::Status s = CudaDeviceCount(&gpus);
+  if (!s.ok() || gpus == 0) GTEST_SKIP() << "no GPU: " << (s.ok() ? "none seen" : s.message());
+  auto all = MakeSynthetic("synthetic:rows=2048,features=32,classes=5");
+  ASSERT_TRUE(all.ok());
+  const TrainTestSplit data = SplitAndStandardize(*all, 0.2, 1);
+  std::vector<float> results[2];
+  for (int compressed = 0; compressed < 2; ++compressed) {
+    v1::TrainerSpec spec = Spec();
+    if (compressed) spec.set_grad_compression("bf16");
+    gloo::rendezvous::HashStore store;
+    std::vector<std::thread> threads;
+    for (int rank = 0; rank < gpus; ++rank) {
+      threads.emplace_back([&, rank] {
+        auto nccl = NcclCollective::Connect(store, rank, gpus, rank, NcclOptions{});
+        ASSERT_TRUE(nccl.ok()) << nccl.status();
+        TrainerContext context;
+        context.comm = nccl->get();
+        context.stop_after_step = 10;
+        cudaStream_t comm_stream = (*nccl)->stream();
+        context.make_runner = [comm_stream](const v1::TrainerSpec& sp, const std::vector<int>& w) {
+          return MakeGpuRunner(sp, w, comm_stream);
+        };
+        auto r = Train(spec, data, context);
+        ASSERT_TRUE(r.ok()) << r.status();
+        if (rank == 0) results[compressed] = r->params;
+      });
+    }
+    for (auto& t : threads) t.join();
+  }
+  ASSERT_EQ(results[0].size(), results[1].size());
+  for (size_t i = 0; i < results[0].size(); ++i) {
+    ASSERT_NEAR(results[1][i], results[0][i], 2e-2 * (1 + std::fabs(results[0][i]))) << i;
+  }
+}
+
+}  // namespace
+}  // namespace ringmaster

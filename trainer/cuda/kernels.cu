@@ -89,8 +89,8 @@ __global__ void AdamWKernel(float* p, const float* g, float* m, float* v, int64_
   }
 }
 
-__global__ void ToBf16Kernel(const float* in, __nv_bfloat16* out, int64_t n) {
-  GRID_LOOP(i, n) { out[i] = __float2bfloat16_rn(in[i]); }
+__global__ void ToBf16Kernel(const float* in, __nv_bfloat16* out, int64_t n, float scale) {
+  GRID_LOOP(i, n) { out[i] = __float2bfloat16_rn(in[i] * scale); }
 }
 
 __global__ void FromBf16Kernel(const __nv_bfloat16* in, float* out, int64_t n) {
@@ -142,8 +142,10 @@ cudaError_t AdamWUpdate(float* params, const float* grads, float* m, float* v, i
   return cudaGetLastError();
 }
 
-cudaError_t FloatToBf16(const float* in, uint16_t* out, int64_t n, cudaStream_t stream) {
-  ToBf16Kernel<<<Blocks(n), kThreads, 0, stream>>>(in, reinterpret_cast<__nv_bfloat16*>(out), n);
+cudaError_t FloatToBf16(const float* in, uint16_t* out, int64_t n, cudaStream_t stream,
+                        float scale) {
+  ToBf16Kernel<<<Blocks(n), kThreads, 0, stream>>>(in, reinterpret_cast<__nv_bfloat16*>(out), n,
+                                                   scale);
   return cudaGetLastError();
 }
 

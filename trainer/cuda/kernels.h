@@ -30,8 +30,9 @@ cudaError_t SgdUpdate(float* params, const float* grads, float* velocity, int64_
 cudaError_t AdamWUpdate(float* params, const float* grads, float* m, float* v, int64_t n,
                         float step_size, float inv_sqrt_c2, float decay, float beta1,
                         float beta2, float eps, float grad_scale, cudaStream_t stream);
-// bfloat16 conversions, round to nearest even.
-cudaError_t FloatToBf16(const float* in, uint16_t* out, int64_t n, cudaStream_t stream);
+// bfloat16 conversions, round to nearest even; the first scales as well.
+cudaError_t FloatToBf16(const float* in, uint16_t* out, int64_t n, cudaStream_t stream,
+                        float scale = 1.0f);
 cudaError_t Bf16ToFloat(const uint16_t* in, float* out, int64_t n, cudaStream_t stream);
 
 }  // namespace ringmaster::cuda
