@@ -28,6 +28,33 @@ v1::TrainerSpec Spec() {
   return spec;
 }
 
+// One rank per GPU as threads, NCCL between them: rank 0's weights after 10
+// steps.
+std::vector<float> TrainOnGpus(const v1::TrainerSpec& spec, const TrainTestSplit& data,
+                               int world) {
+  std::vector<float> params;
+  gloo::rendezvous::HashStore store;
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < world; ++rank) {
+    threads.emplace_back([&, rank] {
+      auto nccl = NcclCollective::Connect(store, rank, world, rank, NcclOptions{});
+      ASSERT_TRUE(nccl.ok()) << nccl.status();
+      TrainerContext context;
+      context.comm = nccl->get();
+      context.stop_after_step = 10;
+      cudaStream_t comm_stream = (*nccl)->stream();
+      context.make_runner = [comm_stream](const v1::TrainerSpec& sp, const std::vector<int>& w) {
+        return MakeGpuRunner(sp, w, comm_stream);
+      };
+      auto r = Train(spec, data, context);
+      ASSERT_TRUE(r.ok()) << r.status();
+      if (rank == 0) params = r->params;
+    });
+  }
+  for (auto& t : threads) t.join();
+  return params;
+}
+
 // One rank per GPU through NCCL against the same ranks on the CPU through
 // Gloo: after 10 steps the weights agree to fp32 rounding.
 TEST(GpuTrainingTest, NcclRanksMatchCpuRanks) {
@@ -50,26 +77,7 @@ TEST(GpuTrainingTest, NcclRanksMatchCpuRanks) {
     if (rank == 0) cpu = r->params;
   });
 
-  std::vector<float> gpu;
-  gloo::rendezvous::HashStore store;
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < world; ++rank) {
-    threads.emplace_back([&, rank] {
-      auto nccl = NcclCollective::Connect(store, rank, world, rank, NcclOptions{});
-      ASSERT_TRUE(nccl.ok()) << nccl.status();
-      TrainerContext context;
-      context.comm = nccl->get();
-      context.stop_after_step = 10;
-      cudaStream_t comm_stream = (*nccl)->stream();
-      context.make_runner = [comm_stream](const v1::TrainerSpec& sp, const std::vector<int>& w) {
-        return MakeGpuRunner(sp, w, comm_stream);
-      };
-      auto r = Train(spec, data, context);
-      ASSERT_TRUE(r.ok()) << r.status();
-      if (rank == 0) gpu = r->params;
-    });
-  }
-  for (auto& t : threads) t.join();
+  const std::vector<float> gpu = TrainOnGpus(spec, data, world);
   ASSERT_EQ(cpu.size(), gpu.size());
   for (size_t i = 0; i < cpu.size(); ++i) {
     ASSERT_NEAR(gpu[i], cpu[i], 1e-4 * (1 + std::fabs(cpu[i]))) << "parameter " << i;
@@ -94,25 +102,7 @@ TEST(GpuTrainingTest, Bf16CompressionStaysCloseToFp32) {
   for (int compressed = 0; compressed < 2; ++compressed) {
     v1::TrainerSpec spec = Spec();
     if (compressed) spec.set_grad_compression("bf16");
-    gloo::rendezvous::HashStore store;
-    std::vector<std::thread> threads;
-    for (int rank = 0; rank < gpus; ++rank) {
-      threads.emplace_back([&, rank] {
-        auto nccl = NcclCollective::Connect(store, rank, gpus, rank, NcclOptions{});
-        ASSERT_TRUE(nccl.ok()) << nccl.status();
-        TrainerContext context;
-        context.comm = nccl->get();
-        context.stop_after_step = 10;
-        cudaStream_t comm_stream = (*nccl)->stream();
-        context.make_runner = [comm_stream](const v1::TrainerSpec& sp, const std::vector<int>& w) {
-          return MakeGpuRunner(sp, w, comm_stream);
-        };
-        auto r = Train(spec, data, context);
-        ASSERT_TRUE(r.ok()) << r.status();
-        if (rank == 0) results[compressed] = r->params;
-      });
-    }
-    for (auto& t : threads) t.join();
+    results[compressed] = TrainOnGpus(spec, data, gpus);
   }
   ASSERT_EQ(results[0].size(), results[1].size());
   for (size_t i = 0; i < results[0].size(); ++i) {
