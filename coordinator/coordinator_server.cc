@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
+#include "common/grpc_metrics.h"
 #include "common/status_macros.h"
 
 namespace ringmaster {
@@ -24,9 +25,18 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   std::unique_ptr<CoordinatorServer> server(new CoordinatorServer);
   ASSIGN_OR_RETURN(server->store_, JobStore::Open(config.state_dir + "/coordinator.db"));
   const Clock* clock = RealClock::Get();
+  server->metrics_ = std::make_unique<CoordinatorMetrics>(&server->registry_);
+  JobManagerOptions manager_options = config.manager;
+  manager_options.on_transition = [m = server->metrics_.get()](const v1::Job& before,
+                                                               const v1::StateChange& change) {
+    m->OnTransition(before, change);
+  };
   server->rendezvous_ = std::make_unique<RendezvousStore>(clock);
   server->manager_ = std::make_unique<JobManager>(
-      server->store_.get(), server->rendezvous_.get(), clock, config.manager);
+      server->store_.get(), server->rendezvous_.get(), clock, manager_options);
+  JobManager* manager = server->manager_.get();
+  server->metrics_->SetSources([manager] { return manager->List(); },
+                               [manager] { return manager->ListWorkers(); });
   RETURN_IF_ERROR(server->manager_->Recover());
   server->logs_ = std::make_unique<LogRelay>(server->manager_.get());
   server->job_service_ =
@@ -45,6 +55,9 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   builder.RegisterService(server->cluster_service_.get());
   builder.RegisterService(server->worker_service_.get());
   builder.RegisterService(server->rendezvous_service_.get());
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  interceptors.push_back(RpcLatencyInterceptor(&server->registry_));
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
   // Workers keep their stream open; keepalive finds dead peers.
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
@@ -53,6 +66,10 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   if (server->server_ == nullptr || server->port_ == 0) {
     return absl::UnavailableError(
         absl::StrCat("cannot listen on ", config.listen_address));
+  }
+  if (!config.metrics_address.empty()) {
+    ASSIGN_OR_RETURN(server->metrics_server_,
+                     MetricsServer::Start(config.metrics_address, &server->registry_));
   }
   server->ticker_ = std::thread([s = server.get()] { s->TickLoop(); });
   spdlog::info("coordinator serving on port {}, state in {}", server->port_,
@@ -76,6 +93,7 @@ void CoordinatorServer::Shutdown() {
 CoordinatorServer::~CoordinatorServer() {
   Shutdown();
   if (ticker_.joinable()) ticker_.join();
+  metrics_server_.reset();  // its scrapes read the manager
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
 }
 

@@ -11,6 +11,9 @@
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/notification.h"
+#include "common/metrics.h"
+#include "common/metrics_server.h"
+#include "coordinator/coordinator_metrics.h"
 #include "coordinator/job_manager.h"
 #include "coordinator/job_service.h"
 #include "coordinator/log_relay.h"
@@ -21,6 +24,7 @@ namespace ringmaster {
 
 struct CoordinatorConfig {
   std::string listen_address = "0.0.0.0:7070";
+  std::string metrics_address = "0.0.0.0:7071";  // empty: no /metrics
   std::string state_dir;  // holds coordinator.db
   JobManagerOptions manager;
 };
@@ -42,6 +46,9 @@ class CoordinatorServer {
   CoordinatorServer() = default;
   void TickLoop();
 
+  metrics::Registry registry_;
+  std::unique_ptr<CoordinatorMetrics> metrics_;
+  std::unique_ptr<MetricsServer> metrics_server_;
   std::unique_ptr<JobStore> store_;
   std::unique_ptr<RendezvousStore> rendezvous_;
   std::unique_ptr<JobManager> manager_;

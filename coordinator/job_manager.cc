@@ -71,6 +71,7 @@ absl::Status JobManager::Transition(JobEntry& entry, v1::JobState to,
   spdlog::info("job {}: {} -> {} ({}: {})", entry.job.id(),
                StateName(entry.job.state()), StateName(to), ReasonName(reason),
                message);
+  if (options_.on_transition) options_.on_transition(entry.job, change);
   entry.job = std::move(next);
   Notify(entry);
   return absl::OkStatus();

@@ -37,6 +37,9 @@ struct JobManagerOptions {
   absl::Duration restart_backoff_max = absl::Seconds(60);
   RankEnvContext rank_env;
   std::string trainer_program = "ringmaster-trainer";
+  // Called under the manager's mutex after each stored transition, with the
+  // job as it was before it; must only record (metrics).
+  std::function<void(const v1::Job& before, const v1::StateChange& change)> on_transition;
 };
 
 // Where one rank's log can be read.

@@ -16,6 +16,7 @@
 int main(int argc, char** argv) {
   ringmaster::CoordinatorConfig config;
   int port = 7070;
+  int metrics_port = 7071;
   std::string bind = "0.0.0.0";
   std::string advertise;
   std::string checkpoint_dir;
@@ -27,6 +28,8 @@ int main(int argc, char** argv) {
   CLI::App app{"Ringmaster coordinator: queues, schedules and supervises jobs"};
   app.add_option("--port", port, "gRPC port (0 picks a free one)")->capture_default_str();
   app.add_option("--bind", bind, "address to listen on")->capture_default_str();
+  app.add_option("--metrics-port", metrics_port, "Prometheus /metrics port (0: none)")
+      ->capture_default_str();
   app.add_option("--advertise-address", advertise,
                  "host:port ranks use to reach this coordinator "
                  "(default: the bind address, or this host's name)");
@@ -58,6 +61,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   config.listen_address = addresses->listen;
+  config.metrics_address = metrics_port > 0 ? absl::StrCat(bind, ":", metrics_port) : "";
   config.manager.rank_env.coordinator_address = addresses->advertise;
   auto server = ringmaster::CoordinatorServer::Start(config);
   if (!server.ok()) {

@@ -1,0 +1,74 @@
+#include "coordinator/coordinator_metrics.h"
+
+#include <map>
+
+#include "coordinator/job_state.h"
+
+namespace ringmaster {
+namespace {
+
+std::string WorkerStateLabel(v1::WorkerState state) {
+  switch (state) {
+    case v1::WORKER_STATE_ALIVE: return "ALIVE";
+    case v1::WORKER_STATE_LOST: return "LOST";
+    case v1::WORKER_STATE_DISCONNECTED: return "DISCONNECTED";
+    default: return "UNKNOWN";
+  }
+}
+
+}  // namespace
+
+CoordinatorMetrics::CoordinatorMetrics(metrics::Registry* registry)
+    : registry_(registry),
+      jobs_(registry->AddGauge("ringmaster_jobs", "Jobs by state.")),
+      workers_(registry->AddGauge("ringmaster_workers", "Workers by state.")),
+      heartbeat_age_(registry->AddGauge("ringmaster_worker_heartbeat_age_seconds",
+                                        "Seconds since the worker's last heartbeat.")),
+      restarts_(registry->AddCounter("ringmaster_job_restarts_total",
+                                     "Job restarts, by job and the reason of the failure.")),
+      queue_wait_(registry
+                      ->AddHistogram("ringmaster_job_queue_wait_seconds",
+                                     "Time from PENDING until the job's ranks are placed.")
+                      .Add({}, metrics::Histogram::ExponentialBuckets(0.01, 4, 10))) {
+  registry_->AddCollectCallback([this] { Collect(); });
+}
+
+void CoordinatorMetrics::SetSources(std::function<std::vector<v1::Job>()> jobs,
+                                    std::function<std::vector<v1::Worker>()> workers) {
+  job_source_ = std::move(jobs);
+  worker_source_ = std::move(workers);
+}
+
+void CoordinatorMetrics::OnTransition(const v1::Job& before, const v1::StateChange& change) {
+  if (change.state() == v1::RESTARTING) {
+    restarts_.Add({{"job", before.id()}, {"reason", ReasonName(change.reason())}}).Increment();
+  }
+  if (before.state() == v1::PENDING && change.state() == v1::STARTING) {
+    // From the transition that made the job PENDING (submission or restart).
+    for (auto it = before.history().rbegin(); it != before.history().rend(); ++it) {
+      if (it->state() == v1::PENDING) {
+        queue_wait_.Observe((change.time_unix_ms() - it->time_unix_ms()) / 1000.0);
+        break;
+      }
+    }
+  }
+}
+
+void CoordinatorMetrics::Collect() {
+  if (!job_source_ || !worker_source_) return;
+  std::map<std::string, int> jobs;
+  for (int s = v1::PENDING; s <= v1::RESTARTING; ++s) {
+    jobs[StateName(static_cast<v1::JobState>(s))] = 0;
+  }
+  for (const v1::Job& job : job_source_()) ++jobs[StateName(job.state())];
+  for (const auto& [state, count] : jobs) jobs_.Add({{"state", state}}).Set(count);
+
+  std::map<std::string, int> workers = {{"ALIVE", 0}, {"DISCONNECTED", 0}, {"LOST", 0}};
+  for (const v1::Worker& w : worker_source_()) {
+    ++workers[WorkerStateLabel(w.state())];
+    heartbeat_age_.Add({{"worker", w.id()}}).Set(w.heartbeat_age_seconds());
+  }
+  for (const auto& [state, count] : workers) workers_.Add({{"state", state}}).Set(count);
+}
+
+}  // namespace ringmaster

@@ -1,0 +1,51 @@
+#include "coordinator/coordinator_metrics.h"
+
+#include <gtest/gtest.h>
+
+namespace ringmaster {
+namespace {
+
+v1::StateChange Change(v1::JobState state, v1::Reason reason, int64_t ms) {
+  v1::StateChange c;
+  c.set_state(state);
+  c.set_reason(reason);
+  c.set_time_unix_ms(ms);
+  return c;
+}
+
+TEST(CoordinatorMetricsTest, GaugesRestartsAndQueueWait) {
+  metrics::Registry registry;
+  CoordinatorMetrics m(&registry);
+  v1::Job running;
+  running.set_id("a-1");
+  running.set_state(v1::RUNNING);
+  v1::Job pending = running;
+  pending.set_id("b-2");
+  pending.set_state(v1::PENDING);
+  v1::Worker w;
+  w.set_id("w1");
+  w.set_state(v1::WORKER_STATE_ALIVE);
+  w.set_heartbeat_age_seconds(1.5);
+  m.SetSources([&] { return std::vector<v1::Job>{running, pending}; },
+               [&] { return std::vector<v1::Worker>{w}; });
+
+  m.OnTransition(running, Change(v1::RESTARTING, v1::RANK_EXITED, 0));
+  v1::Job queued = pending;
+  *queued.add_history() = Change(v1::PENDING, v1::SUBMITTED, 1000);
+  m.OnTransition(queued, Change(v1::STARTING, v1::SCHEDULED, 3500));
+
+  const std::string text = registry.Serialize();
+  EXPECT_NE(text.find("ringmaster_jobs{state=\"RUNNING\"} 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("ringmaster_jobs{state=\"PENDING\"} 1\n"), std::string::npos);
+  EXPECT_NE(text.find("ringmaster_jobs{state=\"FAILED\"} 0\n"), std::string::npos)
+      << "every state has a series, so dashboards see zeros";
+  EXPECT_NE(text.find("ringmaster_workers{state=\"ALIVE\"} 1\n"), std::string::npos);
+  EXPECT_NE(text.find("ringmaster_worker_heartbeat_age_seconds{worker=\"w1\"} 1.5\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("ringmaster_job_restarts_total{job=\"a-1\",reason=\"RANK_EXITED\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("ringmaster_job_queue_wait_seconds_sum 2.5\n"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace ringmaster
