@@ -1,0 +1,46 @@
+// GPU telemetry through NVML, loaded with dlopen at run time so the worker
+// runs (and reports no GPU series) where the NVIDIA driver is absent.
+#ifndef RINGMASTER_WORKER_NVML_H_
+#define RINGMASTER_WORKER_NVML_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace ringmaster {
+
+struct GpuSample {
+  int index = 0;
+  std::string uuid;
+  std::string name;
+  double utilization_ratio = 0;  // 0..1, over NVML's last sample period
+  double memory_used_bytes = 0;
+  double memory_total_bytes = 0;
+  double power_watts = 0;
+  double temperature_celsius = 0;
+  double sm_clock_hertz = 0;
+};
+
+// Thread-compatible: the worker samples from one thread (its scrapes).
+class Nvml {
+ public:
+  // Opens `library` (libnvidia-ml.so.1 by default) and initializes it.
+  // UNAVAILABLE naming the library and the reason when it cannot.
+  static absl::StatusOr<std::unique_ptr<Nvml>> Load(const std::string& library);
+  ~Nvml();
+
+  // One sample per device; a device whose query fails is left out.
+  std::vector<GpuSample> Sample();
+
+ private:
+  struct Api;
+  Nvml() = default;
+  void* handle_ = nullptr;
+  std::unique_ptr<Api> api_;
+};
+
+}  // namespace ringmaster
+
+#endif  // RINGMASTER_WORKER_NVML_H_

@@ -1,0 +1,98 @@
+// A stand-in for libnvidia-ml.so.1 with set values, for tests of the
+// worker's GPU metrics on machines without a GPU. The devices come from
+// FAKE_NVML_DEVICES: "uuid:util%:mem_used:mem_total:power_mW:temp_C:sm_MHz"
+// entries separated by ';'.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct Device {
+  std::string uuid;
+  unsigned util = 0;
+  unsigned long long used = 0, total = 0;
+  unsigned power = 0, temp = 0, clock = 0;
+};
+
+std::vector<Device>& Devices() {
+  static std::vector<Device>* devices = [] {
+    auto* out = new std::vector<Device>;
+    const char* spec = std::getenv("FAKE_NVML_DEVICES");
+    std::string rest = spec ? spec : "";
+    while (!rest.empty()) {
+      const size_t end = rest.find(';');
+      const std::string item = rest.substr(0, end);
+      rest = end == std::string::npos ? "" : rest.substr(end + 1);
+      char uuid[64] = {};
+      Device d;
+      if (std::sscanf(item.c_str(), "%63[^:]:%u:%llu:%llu:%u:%u:%u", uuid, &d.util, &d.used,
+                      &d.total, &d.power, &d.temp, &d.clock) == 7) {
+        d.uuid = uuid;
+        out->push_back(d);
+      }
+    }
+    return out;
+  }();
+  return *devices;
+}
+
+struct Utilization {
+  unsigned int gpu, memory;
+};
+struct Memory {
+  unsigned long long total, free, used;
+};
+
+Device* At(void* handle) { return static_cast<Device*>(handle); }
+
+}  // namespace
+
+extern "C" {
+
+int nvmlInit_v2() { return 0; }
+int nvmlShutdown() { return 0; }
+int nvmlDeviceGetCount_v2(unsigned int* count) {
+  *count = static_cast<unsigned int>(Devices().size());
+  return 0;
+}
+int nvmlDeviceGetHandleByIndex_v2(unsigned int index, void** device) {
+  if (index >= Devices().size()) return 2;  // NVML_ERROR_INVALID_ARGUMENT
+  *device = &Devices()[index];
+  return 0;
+}
+int nvmlDeviceGetUtilizationRates(void* d, Utilization* u) {
+  u->gpu = At(d)->util;
+  u->memory = 0;
+  return 0;
+}
+int nvmlDeviceGetMemoryInfo(void* d, Memory* m) {
+  m->total = At(d)->total;
+  m->used = At(d)->used;
+  m->free = m->total - m->used;
+  return 0;
+}
+int nvmlDeviceGetPowerUsage(void* d, unsigned int* milliwatts) {
+  *milliwatts = At(d)->power;
+  return 0;
+}
+int nvmlDeviceGetTemperature(void* d, unsigned int, unsigned int* celsius) {
+  *celsius = At(d)->temp;
+  return 0;
+}
+int nvmlDeviceGetClockInfo(void* d, unsigned int, unsigned int* mhz) {
+  *mhz = At(d)->clock;
+  return 0;
+}
+int nvmlDeviceGetUUID(void* d, char* out, unsigned int length) {
+  std::snprintf(out, length, "%s", At(d)->uuid.c_str());
+  return 0;
+}
+int nvmlDeviceGetName(void*, char* out, unsigned int length) {
+  std::snprintf(out, length, "Fake GPU");
+  return 0;
+}
+
+}  // extern "C"

@@ -1,0 +1,133 @@
+#include "worker/worker_metrics.h"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+
+namespace ringmaster {
+namespace {
+
+// A cumulative figure reported by a rank turned into a counter increment:
+// a value below the last one means the rank started over (a new attempt).
+template <typename T>
+T Delta(T now, T* last) {
+  const T delta = now >= *last ? now - *last : now;
+  *last = now;
+  return delta;
+}
+
+metrics::Histogram::BucketBoundaries StepBuckets() {
+  return metrics::Histogram::ExponentialBuckets(0.001, 2, 16);  // 1 ms .. 33 s
+}
+
+}  // namespace
+
+uint64_t ProcessCpuTicks(pid_t pid) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
+  std::string line;
+  if (!std::getline(in, line)) return 0;
+  // Fields after the command (which may hold spaces) start after ") ".
+  const size_t close = line.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream fields(line.substr(close + 2));
+  std::string skip;
+  for (int i = 3; i < 14; ++i) fields >> skip;  // state .. cmajflt
+  uint64_t user = 0, system = 0;
+  fields >> user >> system;
+  return user + system;
+}
+
+WorkerMetrics::WorkerMetrics(metrics::Registry* registry, std::string worker_id,
+                             std::unique_ptr<Nvml> nvml,
+                             std::function<std::vector<RankProcess>()> ranks)
+    : worker_(std::move(worker_id)),
+      nvml_(std::move(nvml)),
+      ranks_(std::move(ranks)),
+      gpu_utilization_(registry->AddGauge("ringmaster_gpu_utilization_ratio",
+                                          "Share of time a kernel ran on the GPU (NVML).")),
+      gpu_memory_used_(registry->AddGauge("ringmaster_gpu_memory_used_bytes",
+                                          "GPU memory in use (NVML).")),
+      gpu_memory_total_(registry->AddGauge("ringmaster_gpu_memory_total_bytes",
+                                           "GPU memory in all (NVML).")),
+      gpu_power_(registry->AddGauge("ringmaster_gpu_power_watts", "GPU power draw (NVML).")),
+      gpu_temperature_(registry->AddGauge("ringmaster_gpu_temperature_celsius",
+                                          "GPU core temperature (NVML).")),
+      gpu_sm_clock_(registry->AddGauge("ringmaster_gpu_sm_clock_hertz",
+                                       "GPU streaming-multiprocessor clock (NVML).")),
+      rank_cpu_(registry->AddGauge("ringmaster_rank_cpu_utilization_ratio",
+                                   "CPU time of a rank's process per second of wall time.")),
+      steps_(registry->AddCounter("ringmaster_train_steps_total", "Optimizer steps taken.")),
+      samples_(registry->AddCounter("ringmaster_train_samples_total", "Training samples seen.")),
+      loss_(registry->AddGauge("ringmaster_train_loss", "Mean training loss, latest report.")),
+      step_duration_(registry->AddHistogram("ringmaster_step_duration_seconds",
+                                            "Wall time of one optimizer step.")),
+      allreduce_bytes_(registry->AddCounter("ringmaster_allreduce_bytes_total",
+                                            "Gradient bytes all-reduced.")),
+      allreduce_seconds_(registry->AddCounter("ringmaster_allreduce_seconds_total",
+                                              "Seconds spent in gradient all-reduces.")),
+      busbw_(registry->AddGauge(
+          "ringmaster_allreduce_bus_bandwidth_bytes_per_second",
+          "All-reduce bus bandwidth over the last report (nccl-tests busbw: algbw*2(n-1)/n).")) {
+  registry->AddCollectCallback([this] { Collect(); });
+}
+
+void WorkerMetrics::OnProgress(const v1::RankProgress& report) {
+  const v1::Progress& p = report.progress();
+  const metrics::Labels labels = {{"job", report.rank().job_id()},
+                                  {"rank", absl::StrCat(report.rank().rank())}};
+  metrics::Labels comm = labels;
+  comm["backend"] = p.backend().empty() ? "gloo" : p.backend();
+  for (double seconds : p.step_seconds()) {
+    step_duration_.Add(labels, StepBuckets()).Observe(seconds);
+  }
+  loss_.Add(labels).Set(p.loss());
+  absl::MutexLock lock(&mu_);
+  RankTotals& t = totals_[{report.rank().job_id(), report.rank().rank()}];
+  steps_.Add(labels).Increment(static_cast<double>(Delta<int64_t>(p.step(), &t.steps)));
+  samples_.Add(labels).Increment(static_cast<double>(Delta<int64_t>(p.samples(), &t.samples)));
+  const double bytes = Delta(p.allreduce_bytes(), &t.allreduce_bytes);
+  const double seconds = Delta(p.allreduce_seconds(), &t.allreduce_seconds);
+  allreduce_bytes_.Add(comm).Increment(bytes);
+  allreduce_seconds_.Add(comm).Increment(seconds);
+  const int n = std::max(1, p.world_size());
+  if (seconds > 0) busbw_.Add(comm).Set(bytes / seconds * 2.0 * (n - 1) / n);
+}
+
+void WorkerMetrics::Collect() {
+  if (nvml_) {
+    for (const GpuSample& s : nvml_->Sample()) {
+      const metrics::Labels labels = {
+          {"worker", worker_}, {"gpu", absl::StrCat(s.index)}, {"uuid", s.uuid}};
+      gpu_utilization_.Add(labels).Set(s.utilization_ratio);
+      gpu_memory_used_.Add(labels).Set(s.memory_used_bytes);
+      gpu_memory_total_.Add(labels).Set(s.memory_total_bytes);
+      gpu_power_.Add(labels).Set(s.power_watts);
+      gpu_temperature_.Add(labels).Set(s.temperature_celsius);
+      gpu_sm_clock_.Add(labels).Set(s.sm_clock_hertz);
+    }
+  }
+  static const double ticks_per_second = static_cast<double>(sysconf(_SC_CLK_TCK));
+  const auto now = std::chrono::steady_clock::now();
+  absl::MutexLock lock(&mu_);
+  std::map<pid_t, CpuTicks> seen;
+  for (const RankProcess& r : ranks_()) {
+    const CpuTicks current{ProcessCpuTicks(r.pid), now};
+    auto last = cpu_.find(r.pid);
+    if (last != cpu_.end() && current.at > last->second.at && current.ticks >= last->second.ticks) {
+      const double wall = std::chrono::duration<double>(current.at - last->second.at).count();
+      rank_cpu_
+          .Add({{"worker", worker_},
+                {"job", r.rank.job_id()},
+                {"rank", absl::StrCat(r.rank.rank())},
+                {"slot", absl::StrCat(r.slot)}})
+          .Set((current.ticks - last->second.ticks) / ticks_per_second / wall);
+    }
+    seen[r.pid] = current;
+  }
+  cpu_ = std::move(seen);
+}
+
+}  // namespace ringmaster

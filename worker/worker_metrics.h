@@ -1,0 +1,82 @@
+// The worker's Prometheus metrics: per-GPU telemetry from NVML, CPU use of
+// its ranks from /proc, and the training figures its ranks report
+// (all-reduce bytes, seconds and bus bandwidth; steps, samples, loss, step
+// durations).
+#ifndef RINGMASTER_WORKER_WORKER_METRICS_H_
+#define RINGMASTER_WORKER_WORKER_METRICS_H_
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "common/metrics.h"
+#include "proto/worker.pb.h"
+#include "worker/nvml.h"
+
+namespace ringmaster {
+
+struct RankProcess {
+  v1::RankRef rank;
+  pid_t pid = 0;
+  int slot = 0;
+};
+
+// Thread-safe: OnProgress runs on gRPC threads, Collect on scrapes.
+class WorkerMetrics {
+ public:
+  // `nvml` may be null (no driver): then there are no GPU series.
+  WorkerMetrics(metrics::Registry* registry, std::string worker_id, std::unique_ptr<Nvml> nvml,
+                std::function<std::vector<RankProcess>()> ranks);
+
+  void OnProgress(const v1::RankProgress& report);
+
+ private:
+  struct RankTotals {
+    int64_t steps = 0;
+    int64_t samples = 0;
+    double allreduce_bytes = 0;
+    double allreduce_seconds = 0;
+  };
+  struct CpuTicks {
+    uint64_t ticks = 0;
+    std::chrono::steady_clock::time_point at;
+  };
+  void Collect();
+
+  const std::string worker_;
+  std::unique_ptr<Nvml> nvml_;
+  std::function<std::vector<RankProcess>()> ranks_;
+
+  metrics::Family<metrics::Gauge>& gpu_utilization_;
+  metrics::Family<metrics::Gauge>& gpu_memory_used_;
+  metrics::Family<metrics::Gauge>& gpu_memory_total_;
+  metrics::Family<metrics::Gauge>& gpu_power_;
+  metrics::Family<metrics::Gauge>& gpu_temperature_;
+  metrics::Family<metrics::Gauge>& gpu_sm_clock_;
+  metrics::Family<metrics::Gauge>& rank_cpu_;
+  metrics::Family<metrics::Counter>& steps_;
+  metrics::Family<metrics::Counter>& samples_;
+  metrics::Family<metrics::Gauge>& loss_;
+  metrics::Family<metrics::Histogram>& step_duration_;
+  metrics::Family<metrics::Counter>& allreduce_bytes_;
+  metrics::Family<metrics::Counter>& allreduce_seconds_;
+  metrics::Family<metrics::Gauge>& busbw_;
+
+  absl::Mutex mu_;
+  std::map<std::pair<std::string, int>, RankTotals> totals_ ABSL_GUARDED_BY(mu_);
+  std::map<pid_t, CpuTicks> cpu_ ABSL_GUARDED_BY(mu_);
+};
+
+// user + system CPU ticks of a process (all its threads), from
+// /proc/<pid>/stat; 0 when it is gone.
+uint64_t ProcessCpuTicks(pid_t pid);
+
+}  // namespace ringmaster
+
+#endif  // RINGMASTER_WORKER_WORKER_METRICS_H_
