@@ -25,6 +25,7 @@ struct Daemon {
   std::string role;  // "coordinator" | "worker"
   pid_t pid = 0;
   std::string address;
+  std::string metrics_address;
 };
 
 std::string ClusterFile(const std::string& state_dir) { return state_dir + "/cluster"; }
@@ -32,9 +33,9 @@ std::string ClusterFile(const std::string& state_dir) { return state_dir + "/clu
 std::vector<Daemon> ReadClusterFile(const std::string& state_dir) {
   std::vector<Daemon> daemons;
   std::ifstream in(ClusterFile(state_dir));
-  std::string role, address;
+  std::string role, address, metrics;
   pid_t pid;
-  while (in >> role >> pid >> address) daemons.push_back({role, pid, address});
+  while (in >> role >> pid >> address >> metrics) daemons.push_back({role, pid, address, metrics});
   return daemons;
 }
 
@@ -44,7 +45,9 @@ absl::Status WriteClusterFile(const std::string& state_dir,
   const std::string temp = path + ".tmp";
   {
     std::ofstream out(temp, std::ios::trunc);
-    for (const Daemon& d : daemons) out << d.role << " " << d.pid << " " << d.address << "\n";
+    for (const Daemon& d : daemons) {
+      out << d.role << " " << d.pid << " " << d.address << " " << d.metrics_address << "\n";
+    }
     if (!out) return absl::InternalError(absl::StrCat("cannot write ", temp));
   }
   std::error_code error;
@@ -200,12 +203,18 @@ absl::StatusOr<LocalCluster> StartLocalCluster(const LocalClusterOptions& option
     fs::remove(ClusterFile(options.state_dir), error);
     return status;
   };
+  std::vector<int> metrics_ports = PickFreePorts(options.workers + 1, host);
+  if (static_cast<int>(metrics_ports.size()) < options.workers + 1) {
+    return fail(absl::UnavailableError("cannot find free ports for /metrics"));
+  }
   absl::StatusOr<pid_t> pid = StartDaemon(
-      {coordinator_bin, "--bind", host, "--port", port, "--advertise-address",
-       options.coordinator_address, "--state-dir", options.state_dir + "/coordinator"},
+      {coordinator_bin, "--bind", host, "--port", port, "--metrics-port",
+       absl::StrCat(metrics_ports[0]), "--advertise-address", options.coordinator_address,
+       "--state-dir", options.state_dir + "/coordinator"},
       options.state_dir + "/logs/coordinator.log");
   if (!pid.ok()) return fail(pid.status());
-  daemons.push_back({"coordinator", *pid, options.coordinator_address});
+  daemons.push_back({"coordinator", *pid, options.coordinator_address,
+                     absl::StrCat(host, ":", metrics_ports[0])});
 
   for (int i = 0; i < options.workers; ++i) {
     absl::StatusOr<int> worker_port = PickFreePort(host);
@@ -213,7 +222,8 @@ absl::StatusOr<LocalCluster> StartLocalCluster(const LocalClusterOptions& option
     const std::string address = absl::StrCat(host, ":", *worker_port);
     std::vector<std::string> argv = {
         worker_bin, "--coordinator", options.coordinator_address, "--bind", host,
-        "--port", absl::StrCat(*worker_port), "--id", absl::StrCat("local-", i),
+        "--port", absl::StrCat(*worker_port), "--metrics-port",
+        absl::StrCat(metrics_ports[i + 1]), "--id", absl::StrCat("local-", i),
         "--slots", absl::StrCat(options.slots), "--state-dir",
         absl::StrCat(options.state_dir, "/worker-", i)};
     if (trainer_bin.ok()) {
@@ -222,7 +232,7 @@ absl::StatusOr<LocalCluster> StartLocalCluster(const LocalClusterOptions& option
     }
     pid = StartDaemon(argv, absl::StrCat(options.state_dir, "/logs/worker-", i, ".log"));
     if (!pid.ok()) return fail(pid.status());
-    daemons.push_back({"worker", *pid, address});
+    daemons.push_back({"worker", *pid, address, absl::StrCat(host, ":", metrics_ports[i + 1])});
   }
   if (absl::Status s = WriteClusterFile(options.state_dir, daemons); !s.ok()) return fail(s);
   if (absl::Status s = WaitReady(options, daemons); !s.ok()) return fail(s);

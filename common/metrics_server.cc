@@ -1,6 +1,14 @@
 #include "common/metrics_server.h"
 
+#include <arpa/inet.h>
 #include <civetweb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <thread>
+
+#include "absl/time/clock.h"
 
 #include "absl/strings/str_cat.h"
 
@@ -20,11 +28,33 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(
                                                " (address in use?)"));
   }
   mg_set_request_handler(server->context_, "/metrics", &MetricsServer::Handle, server.get());
+  server->port_ = std::stoi(address.substr(address.rfind(':') + 1));
+  server->host_ = address.substr(0, address.rfind(':'));
   return server;
 }
 
 MetricsServer::~MetricsServer() {
-  if (context_ != nullptr) mg_stop(context_);
+  if (context_ == nullptr) return;
+  // civetweb's listener polls in 2 s quanta and mg_stop waits for it; a
+  // connection made while it stops wakes it at once.
+  std::thread poke([port = port_, host = host_] {
+    for (int i = 0; i < 50; ++i) {
+      absl::SleepFor(absl::Milliseconds(10));
+      int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      sockaddr_in addr{};
+      addr.sin_family = AF_INET;
+      addr.sin_port = htons(static_cast<uint16_t>(port));
+      if (inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1 ||
+          addr.sin_addr.s_addr == htonl(INADDR_ANY)) {
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      }
+      const bool connected = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+      close(fd);
+      if (!connected) return;  // the listener is gone
+    }
+  });
+  mg_stop(context_);
+  poke.join();
 }
 
 int MetricsServer::Handle(::mg_connection* connection, void* self) {

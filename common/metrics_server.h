@@ -27,6 +27,8 @@ class MetricsServer {
   static int Handle(::mg_connection* connection, void* self);
 
   metrics::Registry* registry_ = nullptr;
+  int port_ = 0;
+  std::string host_;
   ::mg_context* context_ = nullptr;
 };
 

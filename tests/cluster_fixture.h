@@ -82,11 +82,22 @@ class ClusterTest : public ::testing::Test {
 
   // pid of each daemon of the cluster file, by role.
   std::vector<std::pair<std::string, int>> Daemons() {
-    std::ifstream in(state_dir_ + "/cluster");
     std::vector<std::pair<std::string, int>> out;
-    std::string role, address;
-    int pid;
-    while (in >> role >> pid >> address) out.push_back({role, pid});
+    for (const auto& d : DaemonRecords()) out.push_back({d.role, d.pid});
+    return out;
+  }
+
+  struct DaemonRecord {
+    std::string role;
+    int pid = 0;
+    std::string address;
+    std::string metrics_address;
+  };
+  std::vector<DaemonRecord> DaemonRecords() {
+    std::ifstream in(state_dir_ + "/cluster");
+    std::vector<DaemonRecord> out;
+    DaemonRecord d;
+    while (in >> d.role >> d.pid >> d.address >> d.metrics_address) out.push_back(d);
     return out;
   }
 

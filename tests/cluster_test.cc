@@ -215,6 +215,48 @@ TEST_F(ClusterTest, EveryServerServesGrpcHealth) {
   }
 }
 
+// Every daemon serves /metrics in a form Prometheus' own checker accepts,
+// while a trainer job runs (so the trainer's series are there too).
+TEST_F(ClusterTest, EveryDaemonsMetricsPassPromtool) {
+  const std::string id = Submit(
+      "name: metrics\nranks: 2\ntrainer:\n  data: {path: \"synthetic:rows=20000,features=32,"
+      "classes=4\"}\n  model: {hidden: [64]}\n  epochs: 30\n  batch_size: 32\n");
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        auto job = client_->GetJob(id);
+        return job.ok() && job->progress().step() > 0;
+      },
+      absl::Seconds(60)));
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        for (const auto& d : DaemonRecords()) {
+          if (d.role == "worker" &&
+              testing::HttpGet(d.metrics_address, "/metrics").find("ringmaster_train_steps_total") !=
+                  std::string::npos) {
+            return true;
+          }
+        }
+        return false;
+      },
+      absl::Seconds(30)))
+      << "no worker relays the trainer's figures";
+  for (const auto& d : DaemonRecords()) {
+    const std::string text = testing::HttpGet(d.metrics_address, "/metrics");
+    ASSERT_FALSE(text.empty()) << d.role << " at " << d.metrics_address;
+    const std::string path = absl::StrCat(state_dir_, "/", d.role, "-", d.pid, ".prom");
+    std::ofstream(path) << text;
+    testing::CommandResult check = testing::Shell("promtool check metrics < " + path);
+    EXPECT_EQ(check.exit_code, 0) << d.role << ": " << check.out << check.err;
+    if (d.role == "coordinator") {
+      EXPECT_NE(text.find("ringmaster_jobs{state=\"RUNNING\"} 1"), std::string::npos) << text;
+      EXPECT_NE(text.find("ringmaster_rpc_duration_seconds_bucket{method=\"/ringmaster.v1."),
+                std::string::npos)
+          << text;
+    }
+  }
+  ASSERT_TRUE(client_->CancelJob(id).ok());
+}
+
 TEST_F(ClusterTest, JsonOutputIsMachineReadable) {
   CommandResult r = Cli({"--output", "json", "workers"});
   EXPECT_EQ(r.exit_code, 0) << r.err;

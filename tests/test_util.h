@@ -35,6 +35,12 @@ bool WaitFor(const std::function<bool()>& condition, absl::Duration timeout);
 
 // True while any process is in process group `pgid`.
 bool ProcessGroupAlive(int pgid);
+
+// The body of GET http://<address><path>, or empty when it fails.
+std::string HttpGet(const std::string& address, const std::string& path);
+
+// Runs a shell command line, returning its exit code and output.
+CommandResult Shell(const std::string& command_line);
 bool ProcessAlive(int pid);
 
 }  // namespace ringmaster::testing

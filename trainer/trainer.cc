@@ -148,6 +148,9 @@ absl::StatusOr<TrainResult> Train(const v1::TrainerSpec& spec, const TrainTestSp
   std::vector<int32_t> yb(batch);
   v1::Progress progress;
   progress.set_total_steps(schedule.total_steps);
+  progress.set_world_size(world);
+  progress.set_backend(comm->backend());
+  Clock::time_point step_start = Clock::now();
   int64_t step = position.step;
   int64_t samples = 0;
   double train_seconds = 0;
@@ -198,6 +201,11 @@ absl::StatusOr<TrainResult> Train(const v1::TrainerSpec& spec, const TrainTestSp
       }
       RETURN_IF_ERROR(runner->AfterStep());
       ++step;
+      {
+        const Clock::time_point now = Clock::now();
+        progress.add_step_seconds(std::chrono::duration<double>(now - step_start).count());
+        step_start = now;
+      }
       result.train_loss = loss;
 
       const bool epoch_done = b + 1 == batches_per_epoch;
@@ -217,7 +225,9 @@ absl::StatusOr<TrainResult> Train(const v1::TrainerSpec& spec, const TrainTestSp
         progress.set_samples_per_second(elapsed > 0 ? (samples + epoch_samples) / elapsed : 0);
         progress.set_allreduce_bytes(reducer.bytes_total());
         progress.set_allreduce_seconds(reducer.seconds_total());
+        progress.set_samples(samples + epoch_samples);
         context.on_progress(progress);
+        progress.clear_step_seconds();
         loss_sum = 0;
         loss_count = 0;
         last_report = Clock::now();
@@ -253,9 +263,12 @@ absl::StatusOr<TrainResult> Train(const v1::TrainerSpec& spec, const TrainTestSp
       progress.set_samples_per_second(result.samples_per_second);
       progress.set_allreduce_bytes(reducer.bytes_total());
       progress.set_allreduce_seconds(reducer.seconds_total());
+      progress.set_samples(samples);
       context.on_progress(progress);
+      progress.clear_step_seconds();
       last_report = Clock::now();
     }
+    step_start = Clock::now();  // evaluation is not a step
   }
   RETURN_IF_ERROR(comm->Barrier());
   RETURN_IF_ERROR(runner->ReadState(&result.params, &position.optimizer_state));

@@ -53,6 +53,7 @@ grpc::ServerUnaryReactor* AgentServiceImpl::ReportProgress(
     grpc::CallbackServerContext* context, const v1::RankProgress* request,
     v1::ReportProgressResponse*) {
   progress_->Report(*request);
+  if (on_progress_) on_progress_(*request);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(grpc::Status::OK);
   return reactor;

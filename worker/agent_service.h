@@ -2,6 +2,7 @@
 #ifndef RINGMASTER_WORKER_AGENT_SERVICE_H_
 #define RINGMASTER_WORKER_AGENT_SERVICE_H_
 
+#include <functional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -18,8 +19,10 @@ absl::StatusOr<v1::ReadLogResponse> ReadLogFile(const std::string& path,
 
 class AgentServiceImpl final : public v1::WorkerAgentService::CallbackService {
  public:
-  AgentServiceImpl(const RankSupervisor* supervisor, ProgressBoard* progress)
-      : supervisor_(supervisor), progress_(progress) {}
+  // `on_progress` also sees every report (the worker's metrics).
+  AgentServiceImpl(const RankSupervisor* supervisor, ProgressBoard* progress,
+                   std::function<void(const v1::RankProgress&)> on_progress)
+      : supervisor_(supervisor), progress_(progress), on_progress_(std::move(on_progress)) {}
   grpc::ServerUnaryReactor* ReadLog(grpc::CallbackServerContext* context,
                                     const v1::ReadLogRequest* request,
                                     v1::ReadLogResponse* response) override;
@@ -30,6 +33,7 @@ class AgentServiceImpl final : public v1::WorkerAgentService::CallbackService {
  private:
   const RankSupervisor* const supervisor_;
   ProgressBoard* const progress_;
+  const std::function<void(const v1::RankProgress&)> on_progress_;
 };
 
 }  // namespace ringmaster

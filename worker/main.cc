@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   config.state_dir = "/var/lib/ringmaster-worker";
   config.trainer_program = "ringmaster-trainer";
   int port = 7080;
+  int metrics_port = 7081;
   std::string bind = "0.0.0.0";
   std::string advertise;
   std::string log_level = "info";
@@ -28,6 +29,11 @@ int main(int argc, char** argv) {
   app.add_option("--port", port, "agent gRPC port (0 picks a free one)")
       ->capture_default_str();
   app.add_option("--bind", bind, "address to listen on")->capture_default_str();
+  app.add_option("--metrics-port", metrics_port, "Prometheus /metrics port (0: none)")
+      ->capture_default_str();
+  app.add_option("--nvml-library", config.nvml_library,
+                 "NVML to load for GPU metrics (a missing one means no GPU series)")
+      ->capture_default_str();
   app.add_option("--advertise-address", advertise,
                  "host:port the coordinator reaches this worker at; its host is "
                  "MASTER_ADDR when rank 0 runs here (default: bind host or hostname)");
@@ -55,6 +61,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   config.listen_address = addresses->listen;
+  config.metrics_address = metrics_port > 0 ? absl::StrCat(bind, ":", metrics_port) : "";
   config.advertise_address = addresses->advertise;
   port = addresses->port;
   if (config.worker_id.empty()) {

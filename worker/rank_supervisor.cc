@@ -171,6 +171,17 @@ std::vector<v1::RankRef> RankSupervisor::Running() {
   return out;
 }
 
+std::vector<RankSupervisor::Process> RankSupervisor::RunningProcesses() {
+  absl::MutexLock lock(&mu_);
+  std::vector<Process> out;
+  for (auto& [key, rank] : ranks_) {
+    if (!rank->exited && rank->pid != 0) {
+      out.push_back({RefOf(rank->start), rank->pid, rank->start.slot()});
+    }
+  }
+  return out;
+}
+
 void RankSupervisor::ReapFinishedThreads() {
   for (auto it = ranks_.begin(); it != ranks_.end();) {
     Rank& rank = *it->second;

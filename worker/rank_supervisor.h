@@ -51,6 +51,13 @@ class RankSupervisor {
   bool WaitAllExited(absl::Duration timeout);
 
   std::vector<v1::RankRef> Running();
+  // Running ranks with their process and slot.
+  struct Process {
+    v1::RankRef rank;
+    pid_t pid = 0;
+    int slot = 0;
+  };
+  std::vector<Process> RunningProcesses();
   std::string LogPath(const std::string& job_id, int rank) const;
 
  private:

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/net.h"
 #include "worker/gpu_discovery.h"
+#include "worker/nvml.h"
 
 namespace ringmaster {
 
@@ -90,8 +91,25 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
           [self] { return self->supervisor_->Running(); },
           [self] { return self->progress_.TakeChanged(); }});
 
-  server->agent_ =
-      std::make_unique<AgentServiceImpl>(server->supervisor_.get(), &server->progress_);
+  absl::StatusOr<std::unique_ptr<Nvml>> nvml = Nvml::Load(config.nvml_library);
+  if (!nvml.ok()) spdlog::info("no GPU metrics: {}", nvml.status().ToString());
+  server->metrics_ = std::make_unique<WorkerMetrics>(
+      &server->registry_, config.worker_id, nvml.ok() ? *std::move(nvml) : nullptr, [self] {
+        std::vector<RankProcess> out;
+        for (const auto& p : self->supervisor_->RunningProcesses()) {
+          out.push_back({p.rank, p.pid, p.slot});
+        }
+        return out;
+      });
+  server->agent_ = std::make_unique<AgentServiceImpl>(
+      server->supervisor_.get(), &server->progress_,
+      [self](const v1::RankProgress& p) { self->metrics_->OnProgress(p); });
+  if (!config.metrics_address.empty()) {
+    absl::StatusOr<std::unique_ptr<MetricsServer>> metrics_server =
+        MetricsServer::Start(config.metrics_address, &server->registry_);
+    if (!metrics_server.ok()) return metrics_server.status();
+    server->metrics_server_ = *std::move(metrics_server);
+  }
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
@@ -109,6 +127,7 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
 }
 
 void WorkerServer::Shutdown(absl::Duration grace) {
+  metrics_server_.reset();
   supervisor_->StopAll(grace);
   if (!supervisor_->WaitAllExited(grace + absl::Seconds(5))) {
     spdlog::error("ranks still running after shutdown grace");

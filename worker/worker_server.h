@@ -15,6 +15,9 @@
 #include "worker/process_launcher.h"
 #include "worker/progress_board.h"
 #include "worker/rank_supervisor.h"
+#include "worker/worker_metrics.h"
+#include "common/metrics.h"
+#include "common/metrics_server.h"
 
 namespace ringmaster {
 
@@ -26,6 +29,8 @@ struct WorkerConfig {
   std::string state_dir;          // logs below it
   std::string trainer_program;
   int slots = 0;                  // 0: one per GPU, or 1 without GPUs
+  std::string metrics_address;    // host:port of /metrics; empty: none
+  std::string nvml_library = "libnvidia-ml.so.1";
 };
 
 class WorkerServer {
@@ -40,6 +45,9 @@ class WorkerServer {
 
   PosixProcessLauncher launcher_;
   ProgressBoard progress_;
+  metrics::Registry registry_;
+  std::unique_ptr<WorkerMetrics> metrics_;
+  std::unique_ptr<MetricsServer> metrics_server_;
   std::unique_ptr<RankSupervisor> supervisor_;
   std::unique_ptr<CoordinatorLink> link_;
   std::unique_ptr<AgentServiceImpl> agent_;
