@@ -1,5 +1,6 @@
 // ringmaster-worker: one per machine; runs the ranks the coordinator places
 // on its slots.
+#include <cstdlib>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -16,6 +17,9 @@ int main(int argc, char** argv) {
   config.coordinator_address = "127.0.0.1:7070";
   config.state_dir = "/var/lib/ringmaster-worker";
   config.trainer_program = "ringmaster-trainer";
+  if (const char* nvml = std::getenv("RINGMASTER_NVML_LIBRARY"); nvml && *nvml) {
+    config.nvml_library = nvml;
+  }
   int port = 7080;
   int metrics_port = 7081;
   std::string bind = "0.0.0.0";
@@ -32,7 +36,8 @@ int main(int argc, char** argv) {
   app.add_option("--metrics-port", metrics_port, "Prometheus /metrics port (0: none)")
       ->capture_default_str();
   app.add_option("--nvml-library", config.nvml_library,
-                 "NVML to load for GPU metrics (a missing one means no GPU series)")
+                 "NVML to load for GPU metrics (env RINGMASTER_NVML_LIBRARY; a missing "
+                 "one means no GPU series)")
       ->capture_default_str();
   app.add_option("--advertise-address", advertise,
                  "host:port the coordinator reaches this worker at; its host is "
