@@ -44,7 +44,9 @@ class ClusterTest : public ::testing::Test {
 
   testing::CommandResult Cli(std::vector<std::string> args) {
     args.insert(args.begin(), testing::Runfile("client/ringmaster"));
-    return testing::RunCommand(args, {{"RINGMASTER_COORDINATOR", address_}});
+    std::map<std::string, std::string> env = extra_env_;
+    env["RINGMASTER_COORDINATOR"] = address_;
+    return testing::RunCommand(args, env);
   }
 
   std::string WriteSpec(const std::string& name, const std::string& yaml) {
@@ -110,6 +112,8 @@ class ClusterTest : public ::testing::Test {
   std::string address_;
   std::unique_ptr<Client> client_;
   std::vector<int> extra_pids_;
+  // Set before ClusterTest::SetUp to give the daemons more environment.
+  std::map<std::string, std::string> extra_env_;
 };
 
 }  // namespace ringmaster

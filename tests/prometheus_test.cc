@@ -1,0 +1,134 @@
+// A real Prometheus (Debian's) scrapes a local cluster whose workers load a
+// fake NVML, while a trainer job and a restarting job run; every PromQL
+// query of the Grafana dashboard must then return data.
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <fstream>
+#include <sstream>
+
+#include <google/protobuf/struct.pb.h>
+#include <google/protobuf/util/json_util.h>
+#include <gtest/gtest.h>
+
+#include "common/subprocess.h"
+#include "tests/cluster_fixture.h"
+
+namespace ringmaster {
+namespace {
+
+using google::protobuf::Struct;
+using google::protobuf::Value;
+
+std::string UrlEncode(const std::string& s) {
+  std::string out;
+  char hex[4];
+  for (unsigned char c : s) {
+    if (isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      std::snprintf(hex, sizeof(hex), "%%%02X", c);
+      out += hex;
+    }
+  }
+  return out;
+}
+
+// Every "expr" under the dashboard's panels.
+std::vector<std::string> DashboardQueries() {
+  std::ifstream in(testing::Runfile("deploy/grafana/ringmaster.json"));
+  std::stringstream text;
+  text << in.rdbuf();
+  Struct dashboard;
+  EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(text.str(), &dashboard).ok());
+  std::vector<std::string> queries;
+  for (const Value& panel : dashboard.fields().at("panels").list_value().values()) {
+    for (const Value& target : panel.struct_value().fields().at("targets").list_value().values()) {
+      queries.push_back(target.struct_value().fields().at("expr").string_value());
+    }
+  }
+  return queries;
+}
+
+class PrometheusTest : public ClusterTest {
+ protected:
+  void SetUp() override {
+    extra_env_["RINGMASTER_NVML_LIBRARY"] = testing::Runfile("worker/testing/libfake_nvml.so");
+    extra_env_["FAKE_NVML_DEVICES"] = "GPU-aaaa:42:2147483648:17179869184:150000:55:1500";
+    ClusterTest::SetUp();
+  }
+  void TearDown() override {
+    if (prometheus_ > 0) {
+      kill(-prometheus_, SIGKILL);
+      waitpid(prometheus_, nullptr, 0);
+    }
+    ClusterTest::TearDown();
+  }
+  pid_t prometheus_ = 0;
+};
+
+TEST_F(PrometheusTest, EveryDashboardQueryReturnsData) {
+  const std::vector<std::string> queries = DashboardQueries();
+  ASSERT_GE(queries.size(), 15u);
+
+  // Prometheus scraping every daemon of the cluster each second.
+  std::string targets;
+  for (const auto& d : DaemonRecords()) {
+    absl::StrAppend(&targets, targets.empty() ? "" : ", ", "\"", d.metrics_address, "\"");
+  }
+  const std::string config = state_dir_ + "/prometheus.yml";
+  std::ofstream(config) << "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
+                        << "scrape_configs:\n  - job_name: ringmaster\n"
+                        << "    static_configs: [{targets: [" << targets << "]}]\n";
+  auto port = PickFreePort("127.0.0.1");
+  ASSERT_TRUE(port.ok());
+  const std::string web = absl::StrCat("127.0.0.1:", *port);
+  SubprocessSpec spec;
+  spec.argv = {"prometheus", "--config.file=" + config,
+               "--storage.tsdb.path=" + state_dir_ + "/tsdb", "--web.listen-address=" + web};
+  spec.env = CurrentEnvironment();
+  spec.output_path = state_dir_ + "/logs/prometheus.log";
+  auto pid = SpawnProcess(spec);
+  ASSERT_TRUE(pid.ok()) << pid.status() << " (Debian's prometheus; ./dev installs it)";
+  prometheus_ = *pid;
+  ASSERT_TRUE(testing::WaitFor(
+      [&] { return testing::HttpGet(web, "/-/ready").find("Ready") != std::string::npos; },
+      absl::Seconds(60)))
+      << "Prometheus never became ready";
+
+  // A trainer job long enough to be scraped, and a job that restarts once.
+  Submit(
+      "name: watched\nranks: 2\ntrainer:\n  data: {path: \"synthetic:rows=50000,features=32,"
+      "classes=4\"}\n  model: {hidden: [64]}\n  epochs: 100\n  batch_size: 32\n");
+  Submit(
+      "name: flaky\nranks: 1\nmax_restarts: 1\ncommand: [sh, -c, "
+      "'[ \"$TORCHELASTIC_RESTART_COUNT\" = 1 ] || exit 1']\n");
+
+  std::map<std::string, std::string> missing;
+  const bool all = testing::WaitFor(
+      [&] {
+        missing.clear();
+        for (const std::string& q : queries) {
+          const std::string body = testing::HttpGet(web, "/api/v1/query?query=" + UrlEncode(q));
+          Struct response;
+          if (!google::protobuf::util::JsonStringToMessage(body, &response).ok() ||
+              response.fields().at("data").struct_value().fields().at("result")
+                      .list_value()
+                      .values_size() == 0) {
+            missing[q] = body;
+          }
+        }
+        return missing.empty();
+      },
+      absl::Seconds(120));
+  for (const auto& [q, body] : missing) ADD_FAILURE() << "no data for " << q << ": " << body;
+  EXPECT_TRUE(all);
+
+  // The fake GPU's values arrive as they were set.
+  const std::string power = testing::HttpGet(
+      web, "/api/v1/query?query=" + UrlEncode("ringmaster_gpu_power_watts{uuid=\"GPU-aaaa\"}"));
+  EXPECT_NE(power.find("\"150\""), std::string::npos) << power;
+}
+
+}  // namespace
+}  // namespace ringmaster
