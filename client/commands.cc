@@ -12,6 +12,7 @@
 #include "client/client.h"
 #include "client/job_spec_yaml.h"
 #include "client/output.h"
+#include "client/top.h"
 
 namespace ringmaster {
 namespace {
@@ -259,6 +260,11 @@ int RunWorkers(const GlobalOptions& global) {
     PrintWorkersTable(std::cout, *workers);
   }
   return kOk;
+}
+
+int RunTop(const GlobalOptions& global, int iterations) {
+  Client client = MakeClient(global);
+  return ringmaster::RunTop(client, iterations);
 }
 
 }  // namespace ringmaster

@@ -26,6 +26,7 @@ int RunLogs(const GlobalOptions& global, const std::string& job_id, std::optiona
             bool follow);
 int RunCancel(const GlobalOptions& global, const std::string& job_id);
 int RunWorkers(const GlobalOptions& global);
+int RunTop(const GlobalOptions& global, int iterations);
 
 }  // namespace ringmaster
 

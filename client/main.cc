@@ -74,6 +74,10 @@ int main(int argc, char** argv) {
 
   app.add_subcommand("workers", "list workers");
 
+  int iterations = 0;
+  auto* top = app.add_subcommand("top", "live view of jobs and workers (q to quit)");
+  top->add_option("--iterations", iterations, "stop after this many frames (0: until q)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
@@ -97,5 +101,6 @@ int main(int argc, char** argv) {
   if (cancel->parsed()) return ringmaster::RunCancel(global, job_id);
   if (app.got_subcommand("jobs")) return ringmaster::RunJobs(global);
   if (app.got_subcommand("workers")) return ringmaster::RunWorkers(global);
+  if (top->parsed()) return ringmaster::RunTop(global, iterations);
   return 2;
 }

@@ -44,6 +44,8 @@ absl::Status WorkerRegistry::Heartbeat(const std::string& worker_id,
   if (beat.free_ports_size() > 0) {
     w->free_ports.assign(beat.free_ports().begin(), beat.free_ports().end());
   }
+  *w->info.mutable_gpu_usage() = beat.gpu_usage();
+  w->info.set_cpu_utilization_ratio(beat.cpu_utilization_ratio());
   return absl::OkStatus();
 }
 

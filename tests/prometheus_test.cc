@@ -132,3 +132,39 @@ TEST_F(PrometheusTest, EveryDashboardQueryReturnsData) {
 
 }  // namespace
 }  // namespace ringmaster
+
+namespace ringmaster {
+namespace {
+
+// `ringmaster top` on a real terminal (a pty from util-linux's script):
+// jobs with their rates, workers with their (fake) GPU, and the terminal
+// handed back as it was.
+TEST_F(PrometheusTest, TopShowsJobsAndGpusAndRestoresTheTerminal) {
+  const std::string id = Submit(
+      "name: topped\nranks: 2\ntrainer:\n  data: {path: \"synthetic:rows=50000,features=32,"
+      "classes=4\"}\n  model: {hidden: [64]}\n  epochs: 100\n  batch_size: 32\n");
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        auto job = client_->GetJob(id);
+        auto workers = client_->ListWorkers();
+        return job.ok() && job->progress().step() > 0 && workers.ok() &&
+               workers->size() == 2 && (*workers)[0].gpu_usage_size() == 1;
+      },
+      absl::Seconds(60)));
+  const std::string command = absl::StrCat(
+      "RINGMASTER_COORDINATOR=", address_, " script -qec '",
+      testing::Runfile("client/ringmaster"), " top --iterations 2' /dev/null");
+  testing::CommandResult r = testing::Shell(command);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out.find("\x1b[?1049h"), r.out.find("\x1b")) << "enters the alternate screen first";
+  const size_t leave = r.out.rfind("\x1b[?25h\x1b[?1049l");
+  ASSERT_NE(leave, std::string::npos) << "cursor and screen restored";
+  EXPECT_EQ(r.out.find("\x1b[H", leave), std::string::npos) << "nothing drawn after leaving";
+  EXPECT_NE(r.out.find(id), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("0:42%"), std::string::npos) << "the fake GPU's utilization: " << r.out;
+  EXPECT_NE(r.out.find("STEPS/S"), std::string::npos);
+  ASSERT_TRUE(client_->CancelJob(id).ok());
+}
+
+}  // namespace
+}  // namespace ringmaster

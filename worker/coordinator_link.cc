@@ -130,6 +130,7 @@ void CoordinatorLink::HeartbeatLoop() {
     if (hooks_.progress) {
       for (auto& p : hooks_.progress()) *beat.mutable_heartbeat()->add_progress() = p;
     }
+    if (hooks_.usage) hooks_.usage(beat.mutable_heartbeat());
     WriteLocked(beat);
   }
 }

@@ -33,6 +33,7 @@ class CoordinatorLink {
     std::function<void(const v1::CoordinatorMessage&)> on_command;
     std::function<std::vector<v1::RankRef>()> running_ranks;
     std::function<std::vector<v1::RankProgress>()> progress;  // may be empty
+    std::function<void(v1::Heartbeat*)> usage;                 // may be empty
   };
 
   CoordinatorLink(CoordinatorLinkOptions options, Hooks hooks);

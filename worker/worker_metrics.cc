@@ -40,6 +40,36 @@ uint64_t ProcessCpuTicks(pid_t pid) {
   return user + system;
 }
 
+std::pair<uint64_t, uint64_t> MachineCpuTicks() {
+  std::ifstream in("/proc/stat");
+  std::string cpu;
+  uint64_t user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
+  in >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq >> steal;
+  const uint64_t busy = user + nice + system + irq + softirq + steal;
+  return {busy, busy + idle + iowait};
+}
+
+void WorkerMetrics::FillUsage(v1::Heartbeat* beat) {
+  if (nvml_) {
+    for (const GpuSample& s : nvml_->Sample()) {
+      v1::GpuUsage* g = beat->add_gpu_usage();
+      g->set_index(s.index);
+      g->set_uuid(s.uuid);
+      g->set_utilization_ratio(s.utilization_ratio);
+      g->set_memory_used_bytes(s.memory_used_bytes);
+      g->set_memory_total_bytes(s.memory_total_bytes);
+    }
+  }
+  const auto [busy, total] = MachineCpuTicks();
+  absl::MutexLock lock(&mu_);
+  if (total > machine_total_) {
+    beat->set_cpu_utilization_ratio(static_cast<double>(busy - machine_busy_) /
+                                    static_cast<double>(total - machine_total_));
+  }
+  machine_busy_ = busy;
+  machine_total_ = total;
+}
+
 WorkerMetrics::WorkerMetrics(metrics::Registry* registry, std::string worker_id,
                              std::unique_ptr<Nvml> nvml,
                              std::function<std::vector<RankProcess>()> ranks)

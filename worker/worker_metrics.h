@@ -36,6 +36,9 @@ class WorkerMetrics {
 
   void OnProgress(const v1::RankProgress& report);
 
+  // GPU and machine CPU use for a heartbeat (samples NVML and /proc/stat).
+  void FillUsage(v1::Heartbeat* beat);
+
  private:
   struct RankTotals {
     int64_t steps = 0;
@@ -71,11 +74,16 @@ class WorkerMetrics {
   absl::Mutex mu_;
   std::map<std::pair<std::string, int>, RankTotals> totals_ ABSL_GUARDED_BY(mu_);
   std::map<pid_t, CpuTicks> cpu_ ABSL_GUARDED_BY(mu_);
+  uint64_t machine_busy_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t machine_total_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // user + system CPU ticks of a process (all its threads), from
 // /proc/<pid>/stat; 0 when it is gone.
 uint64_t ProcessCpuTicks(pid_t pid);
+
+// Busy and total CPU ticks of the machine, from the first line of /proc/stat.
+std::pair<uint64_t, uint64_t> MachineCpuTicks();
 
 }  // namespace ringmaster
 

@@ -89,7 +89,8 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
             }
           },
           [self] { return self->supervisor_->Running(); },
-          [self] { return self->progress_.TakeChanged(); }});
+          [self] { return self->progress_.TakeChanged(); },
+          [self](v1::Heartbeat* beat) { self->metrics_->FillUsage(beat); }});
 
   absl::StatusOr<std::unique_ptr<Nvml>> nvml = Nvml::Load(config.nvml_library);
   if (!nvml.ok()) spdlog::info("no GPU metrics: {}", nvml.status().ToString());
