@@ -20,7 +20,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include <atomic>
+#include <thread>
+
+#include "common/metrics.h"
 #include "trainer/dataset.h"
+#include "worker/worker_metrics.h"
 #include "trainer/gloo_collective.h"
 #include "trainer/trainer.h"
 
@@ -37,6 +42,7 @@ struct Config {
   std::string hidden = "2048,2048,2048";
   double bucket_mb = 25;
   std::string compression = "none";
+  bool metrics = false;  // the progress relay and 1 Hz scrapes of a metrics registry
 };
 
 // One rank: returns samples per second of this rank over the timed steps.
@@ -67,11 +73,40 @@ double RunRank(const Config& c, int rank, const std::string& store_dir) {
 
   using Clock = std::chrono::steady_clock;
   std::vector<Clock::time_point> step_times;
+  // With metrics: every half second (as the trainer reports to its worker)
+  // the progress goes into a worker's metrics, which a thread scrapes every
+  // second (as Prometheus does).
+  metrics::Registry registry;
+  WorkerMetrics worker_metrics(&registry, "bench", nullptr,
+                               [] { return std::vector<RankProcess>{}; });
+  std::atomic<bool> done{false};
+  std::thread scraper;
+  if (c.metrics) {
+    scraper = std::thread([&] {
+      while (!done) {
+        for (int i = 0; i < 20 && !done; ++i) usleep(50000);
+        registry.Serialize();
+      }
+    });
+  }
+  Clock::time_point last_report = Clock::now();
   TrainerContext context;
   context.comm = comm->get();
-  context.progress_interval_seconds = 0;  // a callback after every step
-  context.on_progress = [&](const v1::Progress&) { step_times.push_back(Clock::now()); };
+  context.progress_interval_seconds = 0;  // a callback after every step, for the timing
+  context.on_progress = [&](const v1::Progress& p) {
+    step_times.push_back(Clock::now());
+    if (c.metrics && step_times.back() - last_report > std::chrono::milliseconds(500)) {
+      v1::RankProgress report;
+      report.mutable_rank()->set_job_id("bench");
+      report.mutable_rank()->set_rank(rank);
+      *report.mutable_progress() = p;
+      worker_metrics.OnProgress(report);
+      last_report = step_times.back();
+    }
+  };
   auto result = Train(spec, data, context);
+  done = true;
+  if (scraper.joinable()) scraper.join();
   if (!result.ok()) {
     std::fprintf(stderr, "rank %d: %s\n", rank, result.status().ToString().c_str());
     return -1;
@@ -96,6 +131,7 @@ int Main(int argc, char** argv) {
   app.add_option("--hidden", c.hidden);
   app.add_option("--bucket-mb", c.bucket_mb);
   app.add_option("--compression", c.compression);
+  app.add_flag("--metrics", c.metrics, "relay progress into metrics and scrape them");
   CLI11_PARSE(app, argc, argv);
 
   char dir_template[] = "/tmp/ringmaster-bench-XXXXXX";
