@@ -220,7 +220,7 @@ TEST_F(ClusterTest, EveryServerServesGrpcHealth) {
 TEST_F(ClusterTest, EveryDaemonsMetricsPassPromtool) {
   const std::string id = Submit(
       "name: metrics\nranks: 2\ntrainer:\n  data: {path: \"synthetic:rows=20000,features=32,"
-      "classes=4\"}\n  model: {hidden: [64]}\n  epochs: 30\n  batch_size: 32\n");
+      "classes=4\"}\n  model: {hidden: [64]}\n  epochs: 100000\n  batch_size: 32\n");
   ASSERT_TRUE(testing::WaitFor(
       [&] {
         auto job = client_->GetJob(id);
