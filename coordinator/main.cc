@@ -1,38 +1,26 @@
 // ringmaster-coordinator: the job queue, scheduler, rendezvous store and
 // health checker of a Ringmaster cluster.
-#include <csignal>
 #include <string>
-#include <thread>
 
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
-#include "absl/strings/str_cat.h"
-#include "common/logging.h"
-#include "common/net.h"
+#include "common/daemon_flags.h"
 #include "common/signals.h"
 #include "coordinator/coordinator_server.h"
 
 int main(int argc, char** argv) {
   ringmaster::CoordinatorConfig config;
-  int port = 7070;
-  int metrics_port = 7071;
-  std::string bind = "0.0.0.0";
-  std::string advertise;
+  ringmaster::DaemonFlags daemon(7070, 7071);
   std::string checkpoint_dir;
-  std::string log_level = "info";
   int64_t heartbeat_timeout_ms = 10000;
   int64_t stop_grace_ms = 10000;
   config.state_dir = "/var/lib/ringmaster";
 
   CLI::App app{"Ringmaster coordinator: queues, schedules and supervises jobs"};
-  app.add_option("--port", port, "gRPC port (0 picks a free one)")->capture_default_str();
-  app.add_option("--bind", bind, "address to listen on")->capture_default_str();
-  app.add_option("--metrics-port", metrics_port, "Prometheus /metrics port (0: none)")
-      ->capture_default_str();
-  app.add_option("--advertise-address", advertise,
-                 "host:port ranks use to reach this coordinator "
-                 "(default: the bind address, or this host's name)");
+  daemon.AddTo(app,
+               "host:port ranks use to reach this coordinator "
+               "(default: the bind address, or this host's name)");
   app.add_option("--state-dir", config.state_dir, "holds coordinator.db")
       ->capture_default_str();
   app.add_option("--checkpoint-dir", checkpoint_dir,
@@ -43,26 +31,20 @@ int main(int argc, char** argv) {
   app.add_option("--stop-grace-ms", stop_grace_ms,
                  "SIGTERM to SIGKILL grace when stopping ranks")
       ->capture_default_str();
-  app.add_option("--log-level", log_level, "trace|debug|info|warn|error")
-      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
-  ringmaster::InitLogging("coordinator", log_level);
-  ringmaster::BlockTerminationSignals();
-  config.manager.heartbeat_timeout = absl::Milliseconds(heartbeat_timeout_ms);
-  config.manager.stop_grace = absl::Milliseconds(stop_grace_ms);
-  config.manager.rank_env.checkpoint_dir =
-      checkpoint_dir.empty() ? config.state_dir + "/checkpoints" : checkpoint_dir;
-
-  absl::StatusOr<ringmaster::ServingAddresses> addresses =
-      ringmaster::ResolveServingAddresses(bind, port, advertise);
+  absl::StatusOr<ringmaster::DaemonAddresses> addresses = daemon.Start("coordinator");
   if (!addresses.ok()) {
     spdlog::critical("{}", addresses.status().ToString());
     return 1;
   }
   config.listen_address = addresses->listen;
-  config.metrics_address = metrics_port > 0 ? absl::StrCat(bind, ":", metrics_port) : "";
+  config.metrics_address = addresses->metrics;
   config.manager.rank_env.coordinator_address = addresses->advertise;
+  config.manager.heartbeat_timeout = absl::Milliseconds(heartbeat_timeout_ms);
+  config.manager.stop_grace = absl::Milliseconds(stop_grace_ms);
+  config.manager.rank_env.checkpoint_dir =
+      checkpoint_dir.empty() ? config.state_dir + "/checkpoints" : checkpoint_dir;
   auto server = ringmaster::CoordinatorServer::Start(config);
   if (!server.ok()) {
     spdlog::critical("{}", server.status().ToString());

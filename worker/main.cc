@@ -7,7 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
-#include "common/logging.h"
+#include "common/daemon_flags.h"
 #include "common/net.h"
 #include "common/signals.h"
 #include "worker/worker_server.h"
@@ -20,57 +20,41 @@ int main(int argc, char** argv) {
   if (const char* nvml = std::getenv("RINGMASTER_NVML_LIBRARY"); nvml && *nvml) {
     config.nvml_library = nvml;
   }
-  int port = 7080;
-  int metrics_port = 7081;
-  std::string bind = "0.0.0.0";
-  std::string advertise;
-  std::string log_level = "info";
+  ringmaster::DaemonFlags daemon(7080, 7081);
   int64_t stop_grace_ms = 10000;
 
   CLI::App app{"Ringmaster worker: runs and supervises rank processes"};
+  daemon.AddTo(app,
+               "host:port the coordinator reaches this worker at; its host is "
+               "MASTER_ADDR when rank 0 runs here (default: bind host or hostname)");
   app.add_option("--coordinator", config.coordinator_address, "coordinator host:port")
-      ->capture_default_str();
-  app.add_option("--port", port, "agent gRPC port (0 picks a free one)")
-      ->capture_default_str();
-  app.add_option("--bind", bind, "address to listen on")->capture_default_str();
-  app.add_option("--metrics-port", metrics_port, "Prometheus /metrics port (0: none)")
       ->capture_default_str();
   app.add_option("--nvml-library", config.nvml_library,
                  "NVML to load for GPU metrics (env RINGMASTER_NVML_LIBRARY; a missing "
                  "one means no GPU series)")
       ->capture_default_str();
-  app.add_option("--advertise-address", advertise,
-                 "host:port the coordinator reaches this worker at; its host is "
-                 "MASTER_ADDR when rank 0 runs here (default: bind host or hostname)");
   app.add_option("--id", config.worker_id, "worker id (default: hostname-port)");
   app.add_option("--slots", config.slots,
                  "CPU slots (default: one per GPU, or 1 without GPUs)");
   app.add_option("--state-dir", config.state_dir, "rank logs live below it")
       ->capture_default_str();
-  app.add_option("--trainer-bin", config.trainer_program,
-                 "the built-in trainer's path")
+  app.add_option("--trainer-bin", config.trainer_program, "the built-in trainer's path")
       ->capture_default_str();
   app.add_option("--shutdown-grace-ms", stop_grace_ms,
                  "on SIGTERM, ranks get this long before SIGKILL")
       ->capture_default_str();
-  app.add_option("--log-level", log_level, "trace|debug|info|warn|error")
-      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
-  ringmaster::InitLogging("worker", log_level);
-  ringmaster::BlockTerminationSignals();
-  absl::StatusOr<ringmaster::ServingAddresses> addresses =
-      ringmaster::ResolveServingAddresses(bind, port, advertise);
+  absl::StatusOr<ringmaster::DaemonAddresses> addresses = daemon.Start("worker");
   if (!addresses.ok()) {
     spdlog::critical("{}", addresses.status().ToString());
     return 1;
   }
   config.listen_address = addresses->listen;
-  config.metrics_address = metrics_port > 0 ? absl::StrCat(bind, ":", metrics_port) : "";
   config.advertise_address = addresses->advertise;
-  port = addresses->port;
+  config.metrics_address = addresses->metrics;
   if (config.worker_id.empty()) {
-    config.worker_id = absl::StrCat(ringmaster::Hostname(), "-", port);
+    config.worker_id = absl::StrCat(ringmaster::Hostname(), "-", addresses->port);
   }
   auto server = ringmaster::WorkerServer::Start(config);
   if (!server.ok()) {

@@ -1,0 +1,33 @@
+#include "common/daemon_flags.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/logging.h"
+#include "common/net.h"
+#include "common/signals.h"
+
+namespace ringmaster {
+
+void DaemonFlags::AddTo(CLI::App& app, const std::string& advertise_help) {
+  app.add_option("--port", port_, "gRPC port (0 picks a free one)")->capture_default_str();
+  app.add_option("--bind", bind_, "address to listen on")->capture_default_str();
+  app.add_option("--metrics-port", metrics_port_, "Prometheus /metrics port (0: none)")
+      ->capture_default_str();
+  app.add_option("--advertise-address", advertise_, advertise_help);
+  app.add_option("--log-level", log_level_, "trace|debug|info|warn|error")
+      ->capture_default_str();
+}
+
+absl::StatusOr<DaemonAddresses> DaemonFlags::Start(const std::string& name) {
+  InitLogging(name, log_level_);
+  BlockTerminationSignals();
+  absl::StatusOr<ServingAddresses> serving = ResolveServingAddresses(bind_, port_, advertise_);
+  if (!serving.ok()) return serving.status();
+  DaemonAddresses out;
+  out.listen = serving->listen;
+  out.advertise = serving->advertise;
+  out.port = serving->port;
+  out.metrics = metrics_port_ > 0 ? absl::StrCat(bind_, ":", metrics_port_) : "";
+  return out;
+}
+
+}  // namespace ringmaster
