@@ -87,6 +87,7 @@ int Follow(Client& client, const std::string& job_id, bool json) {
 
 int RunUp(const GlobalOptions& global, LocalClusterOptions options) {
   options.coordinator_address = global.coordinator;
+  options.token = global.token;
   absl::StatusOr<LocalCluster> cluster = StartLocalCluster(options);
   if (!cluster.ok()) return Fail(cluster.status());
   if (global.json) {
@@ -132,6 +133,7 @@ int RunDemo(const GlobalOptions& global, LocalClusterOptions options) {
   absl::StatusOr<std::string> trainer = FindProgram("ringmaster-trainer");
   if (!trainer.ok()) return Fail(trainer.status());
   options.coordinator_address = global.coordinator;
+  options.token = global.token;
   absl::StatusOr<LocalCluster> cluster = StartLocalCluster(options);
   if (!cluster.ok()) return Fail(cluster.status());
   std::cout << (cluster->already_running ? "using the running cluster at "

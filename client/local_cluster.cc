@@ -91,10 +91,13 @@ bool WaitGone(const std::vector<Daemon>& daemons, const std::string& role,
   }
 }
 
-absl::StatusOr<pid_t> StartDaemon(std::vector<std::string> argv, const std::string& log) {
+absl::StatusOr<pid_t> StartDaemon(std::vector<std::string> argv, const std::string& log,
+                                  const std::string& token) {
   SubprocessSpec spec;
   spec.argv = std::move(argv);
   spec.env = CurrentEnvironment();
+  // By environment, not argv, which any user can read with ps.
+  if (!token.empty()) spec.env["RINGMASTER_TOKEN"] = token;
   spec.output_path = log;
   spec.detach = SubprocessSpec::Detach::kSession;
   return SpawnProcess(spec);
@@ -102,7 +105,8 @@ absl::StatusOr<pid_t> StartDaemon(std::vector<std::string> argv, const std::stri
 
 absl::Status WaitReady(const LocalClusterOptions& options,
                        const std::vector<Daemon>& daemons) {
-  auto client = std::make_unique<Client>(options.coordinator_address, "", absl::Seconds(2));
+  auto client =
+      std::make_unique<Client>(options.coordinator_address, options.token, absl::Seconds(2));
   const absl::Time deadline = absl::Now() + options.ready_timeout;
   std::string last_error;
   for (;;) {
@@ -116,7 +120,8 @@ absl::Status WaitReady(const LocalClusterOptions& options,
       last_error = std::string(workers.status().message());
       // A channel whose first connection was refused can stay failed for
       // seconds of back-off; a fresh one connects as soon as the port opens.
-      client = std::make_unique<Client>(options.coordinator_address, "", absl::Seconds(2));
+      client =
+          std::make_unique<Client>(options.coordinator_address, options.token, absl::Seconds(2));
     }
     for (const Daemon& d : daemons) {
       if (!IsOurs(d)) {
@@ -211,7 +216,7 @@ absl::StatusOr<LocalCluster> StartLocalCluster(const LocalClusterOptions& option
       {coordinator_bin, "--bind", host, "--port", port, "--metrics-port",
        absl::StrCat(metrics_ports[0]), "--advertise-address", options.coordinator_address,
        "--state-dir", options.state_dir + "/coordinator"},
-      options.state_dir + "/logs/coordinator.log");
+      options.state_dir + "/logs/coordinator.log", options.token);
   if (!pid.ok()) return fail(pid.status());
   daemons.push_back({"coordinator", *pid, options.coordinator_address,
                      absl::StrCat(host, ":", metrics_ports[0])});
@@ -230,7 +235,8 @@ absl::StatusOr<LocalCluster> StartLocalCluster(const LocalClusterOptions& option
       argv.push_back("--trainer-bin");
       argv.push_back(*trainer_bin);
     }
-    pid = StartDaemon(argv, absl::StrCat(options.state_dir, "/logs/worker-", i, ".log"));
+    pid = StartDaemon(argv, absl::StrCat(options.state_dir, "/logs/worker-", i, ".log"),
+                      options.token);
     if (!pid.ok()) return fail(pid.status());
     daemons.push_back({"worker", *pid, address, absl::StrCat(host, ":", metrics_ports[i + 1])});
   }

@@ -18,6 +18,7 @@ struct LocalClusterOptions {
   std::string coordinator_address = "127.0.0.1:7070";  // it listens here
   int workers = 1;
   int slots = 1;  // per worker
+  std::string token;  // required by the coordinator, given to the workers; empty: none
   absl::Duration ready_timeout = absl::Seconds(30);
 };
 

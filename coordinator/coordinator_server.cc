@@ -38,13 +38,15 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   server->metrics_->SetSources([manager] { return manager->List(); },
                                [manager] { return manager->ListWorkers(); });
   RETURN_IF_ERROR(server->manager_->Recover());
+  server->auth_ = std::make_unique<TokenCheck>(config.token);
+  const TokenCheck* auth = server->auth_.get();
   server->logs_ = std::make_unique<LogRelay>(server->manager_.get());
   server->job_service_ =
-      std::make_unique<JobServiceImpl>(server->manager_.get(), server->logs_.get());
-  server->cluster_service_ = std::make_unique<ClusterServiceImpl>(server->manager_.get());
-  server->worker_service_ = std::make_unique<WorkerServiceImpl>(server->manager_.get());
+      std::make_unique<JobServiceImpl>(server->manager_.get(), server->logs_.get(), auth);
+  server->cluster_service_ = std::make_unique<ClusterServiceImpl>(server->manager_.get(), auth);
+  server->worker_service_ = std::make_unique<WorkerServiceImpl>(server->manager_.get(), auth);
   server->rendezvous_service_ =
-      std::make_unique<RendezvousServiceImpl>(server->rendezvous_.get(), clock);
+      std::make_unique<RendezvousServiceImpl>(server->rendezvous_.get(), clock, auth);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

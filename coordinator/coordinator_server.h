@@ -26,6 +26,7 @@ struct CoordinatorConfig {
   std::string listen_address = "0.0.0.0:7070";
   std::string metrics_address = "0.0.0.0:7071";  // empty: no /metrics
   std::string state_dir;  // holds coordinator.db
+  std::string token;      // required of every caller when set
   JobManagerOptions manager;
 };
 
@@ -46,6 +47,7 @@ class CoordinatorServer {
   CoordinatorServer() = default;
   void TickLoop();
 
+  std::unique_ptr<TokenCheck> auth_;
   metrics::Registry registry_;
   std::unique_ptr<CoordinatorMetrics> metrics_;
   std::unique_ptr<MetricsServer> metrics_server_;

@@ -89,6 +89,7 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::JobEvent> {
 grpc::ServerUnaryReactor* JobServiceImpl::SubmitJob(
     grpc::CallbackServerContext* context, const v1::SubmitJobRequest* request,
     v1::SubmitJobResponse* response) {
+  if (absl::Status s = auth_->Check(context); !s.ok()) return Done(context, s);
   absl::StatusOr<std::string> id = manager_->Submit(request->spec());
   if (id.ok()) response->set_job_id(*id);
   return Done(context, id.status());
@@ -97,6 +98,7 @@ grpc::ServerUnaryReactor* JobServiceImpl::SubmitJob(
 grpc::ServerUnaryReactor* JobServiceImpl::GetJob(grpc::CallbackServerContext* context,
                                                  const v1::GetJobRequest* request,
                                                  v1::Job* response) {
+  if (absl::Status s = auth_->Check(context); !s.ok()) return Done(context, s);
   absl::StatusOr<v1::Job> job = manager_->Get(request->job_id());
   if (job.ok()) *response = *std::move(job);
   return Done(context, job.status());
@@ -105,6 +107,7 @@ grpc::ServerUnaryReactor* JobServiceImpl::GetJob(grpc::CallbackServerContext* co
 grpc::ServerUnaryReactor* JobServiceImpl::ListJobs(
     grpc::CallbackServerContext* context, const v1::ListJobsRequest*,
     v1::ListJobsResponse* response) {
+  if (absl::Status s = auth_->Check(context); !s.ok()) return Done(context, s);
   for (v1::Job& job : manager_->List()) *response->add_jobs() = std::move(job);
   return Done(context, absl::OkStatus());
 }
@@ -112,24 +115,32 @@ grpc::ServerUnaryReactor* JobServiceImpl::ListJobs(
 grpc::ServerUnaryReactor* JobServiceImpl::CancelJob(
     grpc::CallbackServerContext* context, const v1::CancelJobRequest* request,
     v1::Job* response) {
+  if (absl::Status s = auth_->Check(context); !s.ok()) return Done(context, s);
   absl::StatusOr<v1::Job> job = manager_->Cancel(request->job_id());
   if (job.ok()) *response = *std::move(job);
   return Done(context, job.status());
 }
 
 grpc::ServerWriteReactor<v1::JobEvent>* JobServiceImpl::WatchJob(
-    grpc::CallbackServerContext*, const v1::WatchJobRequest* request) {
+    grpc::CallbackServerContext* context, const v1::WatchJobRequest* request) {
+  if (absl::Status s = auth_->Check(context); !s.ok()) {
+    return new RefusedWriteReactor<v1::JobEvent>(ToGrpcStatus(s));
+  }
   return new WatchReactor(manager_, request->job_id());
 }
 
 grpc::ServerWriteReactor<v1::LogChunk>* JobServiceImpl::StreamLogs(
-    grpc::CallbackServerContext*, const v1::StreamLogsRequest* request) {
+    grpc::CallbackServerContext* context, const v1::StreamLogsRequest* request) {
+  if (absl::Status s = auth_->Check(context); !s.ok()) {
+    return new RefusedWriteReactor<v1::LogChunk>(ToGrpcStatus(s));
+  }
   return logs_->Stream(*request);
 }
 
 grpc::ServerUnaryReactor* ClusterServiceImpl::ListWorkers(
     grpc::CallbackServerContext* context, const v1::ListWorkersRequest*,
     v1::ListWorkersResponse* response) {
+  if (absl::Status s = auth_->Check(context); !s.ok()) return Done(context, s);
   for (v1::Worker& w : manager_->ListWorkers()) *response->add_workers() = std::move(w);
   return Done(context, absl::OkStatus());
 }

@@ -1,5 +1,6 @@
 // ringmaster-coordinator: the job queue, scheduler, rendezvous store and
 // health checker of a Ringmaster cluster.
+#include <cstdlib>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -28,6 +29,10 @@ int main(int argc, char** argv) {
   app.add_option("--heartbeat-timeout-ms", heartbeat_timeout_ms,
                  "a worker silent this long is lost")
       ->capture_default_str();
+  if (const char* token = std::getenv("RINGMASTER_TOKEN"); token && *token) config.token = token;
+  app.add_option("--token", config.token,
+                 "require this bearer token of every caller (env RINGMASTER_TOKEN); ranks get "
+                 "it for the rendezvous store");
   app.add_option("--stop-grace-ms", stop_grace_ms,
                  "SIGTERM to SIGKILL grace when stopping ranks")
       ->capture_default_str();
@@ -41,6 +46,7 @@ int main(int argc, char** argv) {
   config.listen_address = addresses->listen;
   config.metrics_address = addresses->metrics;
   config.manager.rank_env.coordinator_address = addresses->advertise;
+  config.manager.rank_env.token = config.token;
   config.manager.heartbeat_timeout = absl::Milliseconds(heartbeat_timeout_ms);
   config.manager.stop_grace = absl::Milliseconds(stop_grace_ms);
   config.manager.rank_env.checkpoint_dir =

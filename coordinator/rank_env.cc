@@ -49,6 +49,7 @@ std::map<std::string, std::string> BuildRankEnv(const v1::Job& job, int rank,
   env["RINGMASTER_COORDINATOR"] = context.coordinator_address;
   env["RINGMASTER_CHECKPOINT_DIR"] =
       absl::StrCat(context.checkpoint_dir, "/", job.id());
+  if (!context.token.empty()) env["RINGMASTER_TOKEN"] = context.token;
   return env;
 }
 

@@ -13,6 +13,7 @@ namespace ringmaster {
 struct RankEnvContext {
   std::string coordinator_address;  // RINGMASTER_COORDINATOR
   std::string checkpoint_dir;       // root; the job's directory is below it
+  std::string token;                // RINGMASTER_TOKEN for the rendezvous store, when set
 };
 
 // The variables for `rank` of `job`'s current attempt. `job.ranks()` holds

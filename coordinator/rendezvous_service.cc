@@ -26,6 +26,7 @@ grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context,
 grpc::ServerUnaryReactor* RendezvousServiceImpl::Set(
     grpc::CallbackServerContext* context, const v1::SetRequest* request,
     v1::SetResponse*) {
+  if (absl::Status s = auth_->Check(context); !s.ok()) return Done(context, s);
   return Done(context, store_->Set(Scope(request->scope()), request->key(),
                                    request->value()));
 }
@@ -33,6 +34,7 @@ grpc::ServerUnaryReactor* RendezvousServiceImpl::Set(
 grpc::ServerUnaryReactor* RendezvousServiceImpl::Get(
     grpc::CallbackServerContext* context, const v1::GetRequest* request,
     v1::GetResponse* response) {
+  if (absl::Status s = auth_->Check(context); !s.ok()) return Done(context, s);
   absl::StatusOr<std::string> value = store_->Get(Scope(request->scope()), request->key());
   if (value.ok()) response->set_value(*std::move(value));
   return Done(context, value.status());
@@ -41,6 +43,7 @@ grpc::ServerUnaryReactor* RendezvousServiceImpl::Get(
 grpc::ServerUnaryReactor* RendezvousServiceImpl::Wait(
     grpc::CallbackServerContext* context, const v1::WaitRequest* request,
     v1::WaitResponse*) {
+  if (absl::Status s = auth_->Check(context); !s.ok()) return Done(context, s);
   absl::Duration timeout = request->timeout_ms() > 0
                                ? absl::Milliseconds(request->timeout_ms())
                                : kDefaultWait;
@@ -56,6 +59,7 @@ grpc::ServerUnaryReactor* RendezvousServiceImpl::Wait(
 grpc::ServerUnaryReactor* RendezvousServiceImpl::Add(
     grpc::CallbackServerContext* context, const v1::AddRequest* request,
     v1::AddResponse* response) {
+  if (absl::Status s = auth_->Check(context); !s.ok()) return Done(context, s);
   absl::StatusOr<int64_t> sum =
       store_->Add(Scope(request->scope()), request->key(), request->delta());
   if (sum.ok()) response->set_value(*sum);

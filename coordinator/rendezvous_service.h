@@ -3,6 +3,7 @@
 #ifndef RINGMASTER_COORDINATOR_RENDEZVOUS_SERVICE_H_
 #define RINGMASTER_COORDINATOR_RENDEZVOUS_SERVICE_H_
 
+#include "common/auth.h"
 #include "common/clock.h"
 #include "coordinator/rendezvous_store.h"
 #include "proto/rendezvous.grpc.pb.h"
@@ -11,8 +12,8 @@ namespace ringmaster {
 
 class RendezvousServiceImpl final : public v1::RendezvousService::CallbackService {
  public:
-  RendezvousServiceImpl(RendezvousStore* store, const Clock* clock)
-      : store_(store), clock_(clock) {}
+  RendezvousServiceImpl(RendezvousStore* store, const Clock* clock, const TokenCheck* auth)
+      : store_(store), clock_(clock), auth_(auth) {}
 
   grpc::ServerUnaryReactor* Set(grpc::CallbackServerContext* context,
                                 const v1::SetRequest* request,
@@ -30,6 +31,7 @@ class RendezvousServiceImpl final : public v1::RendezvousService::CallbackServic
  private:
   RendezvousStore* const store_;
   const Clock* const clock_;
+  const TokenCheck* const auth_;
 };
 
 }  // namespace ringmaster

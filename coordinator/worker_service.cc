@@ -96,7 +96,10 @@ class WorkerStream final
 }  // namespace
 
 grpc::ServerBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage>*
-WorkerServiceImpl::Connect(grpc::CallbackServerContext*) {
+WorkerServiceImpl::Connect(grpc::CallbackServerContext* context) {
+  if (absl::Status s = auth_->Check(context); !s.ok()) {
+    return new RefusedBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage>(ToGrpcStatus(s));
+  }
   return new WorkerStream(manager_);
 }
 

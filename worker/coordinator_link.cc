@@ -58,6 +58,7 @@ void CoordinatorLink::Run() {
 void CoordinatorLink::Serve(v1::WorkerService::Stub* stub) {
   grpc::ClientContext context;
   context.set_wait_for_ready(true);
+  if (!options_.token.empty()) context.AddMetadata("authorization", "Bearer " + options_.token);
   std::unique_ptr<grpc::ClientReaderWriter<v1::WorkerMessage, v1::CoordinatorMessage>>
       stream;
   {

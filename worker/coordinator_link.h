@@ -20,6 +20,7 @@ namespace ringmaster {
 
 struct CoordinatorLinkOptions {
   std::string coordinator_address;
+  std::string token;  // sent as "authorization: Bearer"; empty: none
   v1::RegisterWorker identity;  // id, address, hostname, slots, gpus
   absl::Duration reconnect_initial = absl::Milliseconds(200);
   absl::Duration reconnect_max = absl::Seconds(5);

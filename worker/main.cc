@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   if (const char* nvml = std::getenv("RINGMASTER_NVML_LIBRARY"); nvml && *nvml) {
     config.nvml_library = nvml;
   }
+  if (const char* token = std::getenv("RINGMASTER_TOKEN"); token && *token) config.token = token;
   ringmaster::DaemonFlags daemon(7080, 7081);
   int64_t stop_grace_ms = 10000;
 
@@ -33,6 +34,8 @@ int main(int argc, char** argv) {
                  "NVML to load for GPU metrics (env RINGMASTER_NVML_LIBRARY; a missing "
                  "one means no GPU series)")
       ->capture_default_str();
+  app.add_option("--token", config.token,
+                 "the coordinator's token (env RINGMASTER_TOKEN)");
   app.add_option("--id", config.worker_id, "worker id (default: hostname-port)");
   app.add_option("--slots", config.slots,
                  "CPU slots (default: one per GPU, or 1 without GPUs)");

@@ -75,6 +75,7 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
 
   CoordinatorLinkOptions link_options;
   link_options.coordinator_address = config.coordinator_address;
+  link_options.token = config.token;
   link_options.identity = identity;
   server->link_ = std::make_unique<CoordinatorLink>(
       link_options,

@@ -31,6 +31,7 @@ struct WorkerConfig {
   int slots = 0;                  // 0: one per GPU, or 1 without GPUs
   std::string metrics_address;    // host:port of /metrics; empty: none
   std::string nvml_library = "libnvidia-ml.so.1";
+  std::string token;              // the coordinator's, when it requires one
 };
 
 class WorkerServer {

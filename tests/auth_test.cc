@@ -1,0 +1,51 @@
+// A cluster whose coordinator requires a token: callers without it or with
+// a wrong one are refused as UNAUTHENTICATED; the workers and the ranks
+// (rendezvous store) get it and work.
+#include <gtest/gtest.h>
+
+#include "tests/cluster_fixture.h"
+
+namespace ringmaster {
+namespace {
+
+class AuthTest : public ClusterTest {
+ protected:
+  void SetUp() override {
+    extra_env_["RINGMASTER_TOKEN"] = "s3cret";
+    ClusterTest::SetUp();
+    client_ = std::make_unique<Client>(address_, "s3cret");
+  }
+  testing::CommandResult CliWithToken(const std::string& token, std::vector<std::string> args) {
+    args.insert(args.begin(), testing::Runfile("client/ringmaster"));
+    return testing::RunCommand(args,
+                               {{"RINGMASTER_COORDINATOR", address_}, {"RINGMASTER_TOKEN", token}});
+  }
+};
+
+TEST_F(AuthTest, CallsWithoutTheTokenAreRefused) {
+  testing::CommandResult none = CliWithToken("", {"jobs"});
+  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_NE(none.err.find("needs a token"), std::string::npos) << none.err;
+  testing::CommandResult wrong = CliWithToken("guess", {"workers"});
+  EXPECT_EQ(wrong.exit_code, 1);
+  EXPECT_NE(wrong.err.find("wrong token"), std::string::npos) << wrong.err;
+  testing::CommandResult logs = CliWithToken("guess", {"logs", "x-1"});
+  EXPECT_EQ(logs.exit_code, 1) << "streams are refused too";
+  Client anonymous(address_);
+  EXPECT_EQ(anonymous.ListJobs().status().code(), absl::StatusCode::kUnauthenticated);
+  RendezvousClient store(address_, "x-1", 0);
+  EXPECT_EQ(store.Set("k", "v").code(), absl::StatusCode::kUnauthenticated);
+}
+
+TEST_F(AuthTest, WorkersAndRanksCarryTheToken) {
+  auto workers = client_->ListWorkers();
+  ASSERT_TRUE(workers.ok()) << workers.status();
+  EXPECT_EQ(workers->size(), 2u) << "both workers registered with the token";
+  const std::string spec = absl::StrCat("name: contract\nranks: 2\ncommand: [",
+                                        testing::Runfile("tests/env_check"), "]\n");
+  testing::CommandResult r = Cli({"submit", WriteSpec("contract", spec), "--follow"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err << "ranks reach the rendezvous store with it";
+}
+
+}  // namespace
+}  // namespace ringmaster
