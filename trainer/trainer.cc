@@ -89,15 +89,6 @@ absl::Status SaveCheckpoint(const TrainerContext& context, ModelRunner& runner, 
 
 }  // namespace
 
-std::pair<double, double> Evaluate(const std::vector<int>& widths,
-                                   const std::vector<float>& params, const Dataset& data) {
-  v1::TrainerSpec spec;
-  auto runner = MakeCpuRunner(spec, widths);
-  if (!runner.ok() || !(*runner)->WriteState(params, nullptr).ok()) return {0, 0};
-  auto result = (*runner)->Evaluate(data);
-  return result.ok() ? *result : std::make_pair(0.0, 0.0);
-}
-
 absl::StatusOr<TrainResult> Train(const v1::TrainerSpec& spec, const TrainTestSplit& data,
                                   const TrainerContext& context) {
   Collective* comm = context.comm;

@@ -48,11 +48,6 @@ struct TrainResult {
 absl::StatusOr<TrainResult> Train(const v1::TrainerSpec& spec, const TrainTestSplit& data,
                                   const TrainerContext& context);
 
-// Accuracy and mean loss of `params` (in the layout of an MLP of `widths`)
-// on `data`.
-std::pair<double, double> Evaluate(const std::vector<int>& widths,
-                                   const std::vector<float>& params, const Dataset& data);
-
 }  // namespace ringmaster
 
 #endif  // RINGMASTER_TRAINER_TRAINER_H_
