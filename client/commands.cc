@@ -97,7 +97,9 @@ int RunUp(const GlobalOptions& global, LocalClusterOptions options) {
         cluster->coordinator_address, cluster->workers, options.state_dir,
         cluster->already_running ? "true" : "false");
   } else {
-    std::cout << (cluster->already_running ? "already running: " : "cluster up: ")
+    std::cout << (cluster->already_running ? "already running: "
+                  : cluster->restarted       ? "cluster restarted (part of it had stopped): "
+                                             : "cluster up: ")
               << "coordinator " << cluster->coordinator_address << ", "
               << cluster->workers << " workers (state in " << options.state_dir << ")"
               << std::endl;

@@ -66,6 +66,13 @@ bool IsOurs(const Daemon& d) {
          fs::path(argv0).filename().string() == absl::StrCat("ringmaster-", d.role);
 }
 
+bool AllAlive(const std::vector<Daemon>& daemons) {
+  for (const Daemon& d : daemons) {
+    if (!IsOurs(d)) return false;
+  }
+  return true;
+}
+
 bool AnyAlive(const std::vector<Daemon>& daemons) {
   for (const Daemon& d : daemons) {
     if (IsOurs(d)) return true;
@@ -176,7 +183,7 @@ absl::StatusOr<LocalCluster> StartLocalCluster(const LocalClusterOptions& option
   if (options.workers < 1) return absl::InvalidArgumentError("--workers must be >= 1");
   if (options.slots < 1) return absl::InvalidArgumentError("--slots must be >= 1");
   std::vector<Daemon> existing = ReadClusterFile(options.state_dir);
-  if (AnyAlive(existing)) {
+  if (!existing.empty() && AllAlive(existing)) {
     for (const Daemon& d : existing) {
       if (d.role == "coordinator") {
         int workers = 0;
@@ -184,6 +191,13 @@ absl::StatusOr<LocalCluster> StartLocalCluster(const LocalClusterOptions& option
         return LocalCluster{d.address, workers, true};
       }
     }
+  }
+  // Part of a cluster is no cluster: stop what is left and start anew. Jobs
+  // and their history are kept in the coordinator's database.
+  bool restarted = false;
+  if (AnyAlive(existing)) {
+    RETURN_IF_ERROR(StopLocalCluster(options.state_dir));
+    restarted = true;
   }
   ASSIGN_OR_RETURN(std::string coordinator_bin, FindProgram("ringmaster-coordinator"));
   ASSIGN_OR_RETURN(std::string worker_bin, FindProgram("ringmaster-worker"));
@@ -242,7 +256,7 @@ absl::StatusOr<LocalCluster> StartLocalCluster(const LocalClusterOptions& option
   }
   if (absl::Status s = WriteClusterFile(options.state_dir, daemons); !s.ok()) return fail(s);
   if (absl::Status s = WaitReady(options, daemons); !s.ok()) return fail(s);
-  return LocalCluster{options.coordinator_address, options.workers, false};
+  return LocalCluster{options.coordinator_address, options.workers, false, restarted};
 }
 
 absl::Status StopLocalCluster(const std::string& state_dir, absl::Duration grace) {

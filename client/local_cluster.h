@@ -26,6 +26,7 @@ struct LocalCluster {
   std::string coordinator_address;
   int workers = 0;
   bool already_running = false;
+  bool restarted = false;  // part of an earlier cluster was running and was stopped
 };
 
 // ${RINGMASTER_STATE_DIR}, else ${XDG_STATE_HOME:-$HOME/.local/state}/ringmaster.
@@ -37,8 +38,9 @@ std::string DefaultStateDir();
 absl::StatusOr<std::string> FindProgram(const std::string& name);
 
 // Starts the cluster and waits until every worker has registered. When the
-// state dir already has a live cluster, returns it with already_running.
-// On failure nothing started is left running.
+// state dir already has a live cluster, returns it with already_running;
+// when only some of its daemons live, stops them and starts the cluster
+// anew (restarted). On failure nothing started is left running.
 absl::StatusOr<LocalCluster> StartLocalCluster(const LocalClusterOptions& options);
 
 // Stops what StartLocalCluster started: workers first (they stop their

@@ -175,6 +175,34 @@ TEST_F(ClusterTest, UpIsIdempotent) {
   EXPECT_EQ(Daemons().size(), 3u);
 }
 
+TEST_F(ClusterTest, UpRestartsAClusterWithADeadDaemon) {
+  CommandResult done =
+      Cli({"submit", WriteSpec("quick", "name: quick\nranks: 1\ncommand: [true]\n"), "--follow"});
+  ASSERT_EQ(done.exit_code, 0) << done.err;
+  int coordinator = 0;
+  for (auto& [role, pid] : Daemons()) {
+    if (role == "coordinator") coordinator = pid;
+  }
+  ASSERT_EQ(kill(coordinator, SIGKILL), 0);
+  ASSERT_TRUE(testing::WaitFor([&] { return !testing::ProcessAlive(coordinator); },
+                               absl::Seconds(10)));
+  const auto before = Daemons();
+  CommandResult again =
+      Cli({"up", "--workers", "2", "--slots", "1", "--state-dir", state_dir_});
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.out.find("cluster restarted"), std::string::npos) << again.out;
+  for (auto& [role, pid] : before) {
+    EXPECT_FALSE(testing::ProcessAlive(pid)) << "the old " << role << " was stopped";
+  }
+  for (auto& [role, pid] : Daemons()) EXPECT_TRUE(testing::ProcessAlive(pid)) << role;
+  auto workers = client_->ListWorkers();
+  ASSERT_TRUE(workers.ok()) << workers.status();
+  auto jobs = client_->ListJobs();
+  ASSERT_TRUE(jobs.ok());
+  ASSERT_EQ(jobs->size(), 1u) << "jobs survive in the coordinator's database";
+  EXPECT_EQ((*jobs)[0].state(), v1::SUCCEEDED);
+}
+
 TEST_F(ClusterTest, MalformedYamlIsOneLineAndExitCodeTwo) {
   CommandResult r = Cli({"submit", WriteSpec("broken", "name: x\nranks: [2\n")});
   EXPECT_EQ(r.exit_code, 2);
