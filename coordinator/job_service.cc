@@ -9,13 +9,6 @@
 namespace ringmaster {
 namespace {
 
-grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context,
-                               const absl::Status& status) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(status));
-  return reactor;
-}
-
 // Streams job snapshots until the job ends. Consecutive snapshots in the
 // same state are coalesced while a write is in flight, so a slow reader
 // sees every state change but not every progress tick.
@@ -89,36 +82,36 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::JobEvent> {
 grpc::ServerUnaryReactor* JobServiceImpl::SubmitJob(
     grpc::CallbackServerContext* context, const v1::SubmitJobRequest* request,
     v1::SubmitJobResponse* response) {
-  if (absl::Status s = auth_->Check(context); !s.ok()) return Done(context, s);
+  if (absl::Status s = auth_->Check(context); !s.ok()) return FinishUnary(context, s);
   absl::StatusOr<std::string> id = manager_->Submit(request->spec());
   if (id.ok()) response->set_job_id(*id);
-  return Done(context, id.status());
+  return FinishUnary(context, id.status());
 }
 
 grpc::ServerUnaryReactor* JobServiceImpl::GetJob(grpc::CallbackServerContext* context,
                                                  const v1::GetJobRequest* request,
                                                  v1::Job* response) {
-  if (absl::Status s = auth_->Check(context); !s.ok()) return Done(context, s);
+  if (absl::Status s = auth_->Check(context); !s.ok()) return FinishUnary(context, s);
   absl::StatusOr<v1::Job> job = manager_->Get(request->job_id());
   if (job.ok()) *response = *std::move(job);
-  return Done(context, job.status());
+  return FinishUnary(context, job.status());
 }
 
 grpc::ServerUnaryReactor* JobServiceImpl::ListJobs(
     grpc::CallbackServerContext* context, const v1::ListJobsRequest*,
     v1::ListJobsResponse* response) {
-  if (absl::Status s = auth_->Check(context); !s.ok()) return Done(context, s);
+  if (absl::Status s = auth_->Check(context); !s.ok()) return FinishUnary(context, s);
   for (v1::Job& job : manager_->List()) *response->add_jobs() = std::move(job);
-  return Done(context, absl::OkStatus());
+  return FinishUnary(context, absl::OkStatus());
 }
 
 grpc::ServerUnaryReactor* JobServiceImpl::CancelJob(
     grpc::CallbackServerContext* context, const v1::CancelJobRequest* request,
     v1::Job* response) {
-  if (absl::Status s = auth_->Check(context); !s.ok()) return Done(context, s);
+  if (absl::Status s = auth_->Check(context); !s.ok()) return FinishUnary(context, s);
   absl::StatusOr<v1::Job> job = manager_->Cancel(request->job_id());
   if (job.ok()) *response = *std::move(job);
-  return Done(context, job.status());
+  return FinishUnary(context, job.status());
 }
 
 grpc::ServerWriteReactor<v1::JobEvent>* JobServiceImpl::WatchJob(
@@ -140,9 +133,9 @@ grpc::ServerWriteReactor<v1::LogChunk>* JobServiceImpl::StreamLogs(
 grpc::ServerUnaryReactor* ClusterServiceImpl::ListWorkers(
     grpc::CallbackServerContext* context, const v1::ListWorkersRequest*,
     v1::ListWorkersResponse* response) {
-  if (absl::Status s = auth_->Check(context); !s.ok()) return Done(context, s);
+  if (absl::Status s = auth_->Check(context); !s.ok()) return FinishUnary(context, s);
   for (v1::Worker& w : manager_->ListWorkers()) *response->add_workers() = std::move(w);
-  return Done(context, absl::OkStatus());
+  return FinishUnary(context, absl::OkStatus());
 }
 
 }  // namespace ringmaster

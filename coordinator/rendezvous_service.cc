@@ -14,41 +14,34 @@ ScopeId Scope(const v1::RendezvousScope& scope) {
   return {scope.job_id(), scope.attempt()};
 }
 
-grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context,
-                               const absl::Status& status) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(status));
-  return reactor;
-}
-
 }  // namespace
 
 grpc::ServerUnaryReactor* RendezvousServiceImpl::Set(
     grpc::CallbackServerContext* context, const v1::SetRequest* request,
     v1::SetResponse*) {
-  if (absl::Status s = auth_->Check(context); !s.ok()) return Done(context, s);
-  return Done(context, store_->Set(Scope(request->scope()), request->key(),
+  if (absl::Status s = auth_->Check(context); !s.ok()) return FinishUnary(context, s);
+  return FinishUnary(context, store_->Set(Scope(request->scope()), request->key(),
                                    request->value()));
 }
 
 grpc::ServerUnaryReactor* RendezvousServiceImpl::Get(
     grpc::CallbackServerContext* context, const v1::GetRequest* request,
     v1::GetResponse* response) {
-  if (absl::Status s = auth_->Check(context); !s.ok()) return Done(context, s);
+  if (absl::Status s = auth_->Check(context); !s.ok()) return FinishUnary(context, s);
   absl::StatusOr<std::string> value = store_->Get(Scope(request->scope()), request->key());
   if (value.ok()) response->set_value(*std::move(value));
-  return Done(context, value.status());
+  return FinishUnary(context, value.status());
 }
 
 grpc::ServerUnaryReactor* RendezvousServiceImpl::Wait(
     grpc::CallbackServerContext* context, const v1::WaitRequest* request,
     v1::WaitResponse*) {
-  if (absl::Status s = auth_->Check(context); !s.ok()) return Done(context, s);
+  if (absl::Status s = auth_->Check(context); !s.ok()) return FinishUnary(context, s);
   absl::Duration timeout = request->timeout_ms() > 0
                                ? absl::Milliseconds(request->timeout_ms())
                                : kDefaultWait;
   timeout = std::min(timeout, kMaxWait);
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();  // finished by the store
   store_->Wait(Scope(request->scope()),
                {request->keys().begin(), request->keys().end()},
                clock_->Now() + timeout,
@@ -59,11 +52,11 @@ grpc::ServerUnaryReactor* RendezvousServiceImpl::Wait(
 grpc::ServerUnaryReactor* RendezvousServiceImpl::Add(
     grpc::CallbackServerContext* context, const v1::AddRequest* request,
     v1::AddResponse* response) {
-  if (absl::Status s = auth_->Check(context); !s.ok()) return Done(context, s);
+  if (absl::Status s = auth_->Check(context); !s.ok()) return FinishUnary(context, s);
   absl::StatusOr<int64_t> sum =
       store_->Add(Scope(request->scope()), request->key(), request->delta());
   if (sum.ok()) response->set_value(*sum);
-  return Done(context, sum.status());
+  return FinishUnary(context, sum.status());
 }
 
 }  // namespace ringmaster

@@ -40,9 +40,7 @@ grpc::ServerUnaryReactor* AgentServiceImpl::ReadLog(grpc::CallbackServerContext*
       ReadLogFile(supervisor_->LogPath(request->job_id(), request->rank()),
                   request->offset(), request->max_bytes());
   if (read.ok()) *response = *std::move(read);
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(read.status()));
-  return reactor;
+  return FinishUnary(context, read.status());
 }
 
 }  // namespace ringmaster
@@ -54,9 +52,7 @@ grpc::ServerUnaryReactor* AgentServiceImpl::ReportProgress(
     v1::ReportProgressResponse*) {
   progress_->Report(*request);
   if (on_progress_) on_progress_(*request);
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(grpc::Status::OK);
-  return reactor;
+  return FinishUnary(context, absl::OkStatus());
 }
 
 }  // namespace ringmaster
