@@ -130,11 +130,6 @@ TEST_F(PrometheusTest, EveryDashboardQueryReturnsData) {
   EXPECT_NE(power.find("\"150\""), std::string::npos) << power;
 }
 
-}  // namespace
-}  // namespace ringmaster
-
-namespace ringmaster {
-namespace {
 
 // `ringmaster top` on a real terminal (a pty from util-linux's script):
 // jobs with their rates, workers with their (fake) GPU, and the terminal

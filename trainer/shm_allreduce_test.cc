@@ -53,11 +53,6 @@ TEST(ShmAllReduceTest, MissingPeerTimesOut) {
   EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded) << status;
 }
 
-}  // namespace
-}  // namespace ringmaster
-
-namespace ringmaster {
-namespace {
 
 TEST(ShmAllReduceTest, ReducesSharedBuffersInPlace) {
   constexpr int kWorld = 3;

@@ -214,11 +214,6 @@ TEST(TrainerTest, LearnsDigits) {
   EXPECT_GE(accuracy, 0.95);
 }
 
-}  // namespace
-}  // namespace ringmaster
-
-namespace ringmaster {
-namespace {
 
 // Clipping needs the global norm, so its step waits for every bucket; the
 // result must still be the same at any world size.

@@ -84,11 +84,6 @@ TEST(GpuTrainingTest, NcclRanksMatchCpuRanks) {
   }
 }
 
-}  // namespace
-}  // namespace ringmaster
-
-namespace ringmaster {
-namespace {
 
 // bf16 gradient compression through NCCL stays close to the fp32 run.
 TEST(GpuTrainingTest, Bf16CompressionStaysCloseToFp32) {
