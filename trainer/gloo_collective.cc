@@ -7,20 +7,14 @@
 #include <gloo/transport/tcp/device.h>
 
 #include "absl/strings/str_cat.h"
+#include "trainer/catch_status.h"
 
 namespace ringmaster {
 namespace {
 
-// Gloo reports errors by exception; this is where they become Status,
-// with the operation named.
 template <typename F>
 absl::Status GlooCall(const char* what, F body) {
-  try {
-    body();
-    return absl::OkStatus();
-  } catch (const std::exception& e) {
-    return absl::UnavailableError(absl::StrCat("gloo ", what, ": ", e.what()));
-  }
+  return CatchAsStatus(absl::StrCat("gloo ", what), body);
 }
 
 void SumBf16(void* out, const void* a, const void* b, size_t n) {

@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/net.h"
+#include "trainer/catch_status.h"
 
 namespace ringmaster {
 
@@ -49,12 +50,7 @@ std::string HostIdentity() {
 
 template <typename F>
 absl::Status StoreCall(F body) {
-  try {
-    body();
-    return absl::OkStatus();
-  } catch (const std::exception& e) {
-    return absl::UnavailableError(absl::StrCat("rendezvous store: ", e.what()));
-  }
+  return CatchAsStatus("rendezvous store", body);
 }
 
 }  // namespace
