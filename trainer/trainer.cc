@@ -192,7 +192,8 @@ absl::StatusOr<TrainResult> Train(const v1::TrainerSpec& spec, const TrainTestSp
       }
       RETURN_IF_ERROR(runner->AfterStep());
       ++step;
-      {
+      if (context.on_progress) {
+        // Kept only until the next report clears them; without reports, not kept.
         const Clock::time_point now = Clock::now();
         progress.add_step_seconds(std::chrono::duration<double>(now - step_start).count());
         step_start = now;
