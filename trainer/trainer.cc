@@ -148,6 +148,19 @@ absl::StatusOr<TrainResult> Train(const v1::TrainerSpec& spec, const TrainTestSp
   double loss_sum = 0;
   int loss_count = 0;
   Clock::time_point last_report = Clock::now();
+  // Sends the progress with these figures and starts the next report's.
+  auto report = [&](int64_t epoch, double loss, double samples_per_second, int64_t seen) {
+    progress.set_step(step);
+    progress.set_epoch(static_cast<int>(epoch));
+    progress.set_loss(loss);
+    progress.set_samples_per_second(samples_per_second);
+    progress.set_allreduce_bytes(reducer.bytes_total());
+    progress.set_allreduce_seconds(reducer.seconds_total());
+    progress.set_samples(seen);
+    context.on_progress(progress);
+    progress.clear_step_seconds();
+    last_report = Clock::now();
+  };
 
   for (int64_t epoch = position.epoch; epoch < spec.epochs(); ++epoch) {
     const std::vector<int64_t> indices = sampler.Indices(epoch);
@@ -211,18 +224,10 @@ absl::StatusOr<TrainResult> Train(const v1::TrainerSpec& spec, const TrainTestSp
       if (context.on_progress &&
           std::chrono::duration<double>(Clock::now() - last_report).count() >=
               context.progress_interval_seconds) {
-        progress.set_step(step);
-        progress.set_epoch(static_cast<int>(epoch));
-        progress.set_loss(loss_sum / std::max(1, loss_count));
-        progress.set_samples_per_second(elapsed > 0 ? (samples + epoch_samples) / elapsed : 0);
-        progress.set_allreduce_bytes(reducer.bytes_total());
-        progress.set_allreduce_seconds(reducer.seconds_total());
-        progress.set_samples(samples + epoch_samples);
-        context.on_progress(progress);
-        progress.clear_step_seconds();
+        report(epoch, loss_sum / std::max(1, loss_count),
+               elapsed > 0 ? (samples + epoch_samples) / elapsed : 0, samples + epoch_samples);
         loss_sum = 0;
         loss_count = 0;
-        last_report = Clock::now();
       }
       if (step == context.stop_after_step) {
         RETURN_IF_ERROR(runner->ReadState(&result.params, &position.optimizer_state));
@@ -249,16 +254,7 @@ absl::StatusOr<TrainResult> Train(const v1::TrainerSpec& spec, const TrainTestSp
       }
     }
     if (context.on_progress) {
-      progress.set_step(step);
-      progress.set_epoch(static_cast<int>(epoch + 1));
-      progress.set_loss(result.train_loss);
-      progress.set_samples_per_second(result.samples_per_second);
-      progress.set_allreduce_bytes(reducer.bytes_total());
-      progress.set_allreduce_seconds(reducer.seconds_total());
-      progress.set_samples(samples);
-      context.on_progress(progress);
-      progress.clear_step_seconds();
-      last_report = Clock::now();
+      report(epoch + 1, result.train_loss, result.samples_per_second, samples);
     }
     step_start = Clock::now();  // evaluation is not a step
   }
