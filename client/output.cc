@@ -49,7 +49,7 @@ std::string WorkerStateLabel(v1::WorkerState state) {
   switch (state) {
     case v1::WORKER_STATE_ALIVE: return "ALIVE";
     case v1::WORKER_STATE_LOST: return "LOST";
-    case v1::WORKER_STATE_DISCONNECTED: return "DISCONNECTED";
+    case v1::WORKER_STATE_SUSPECT: return "SUSPECT";
     default: return "UNKNOWN";
   }
 }
@@ -83,7 +83,7 @@ void PrintJobsTable(std::ostream& out, const std::vector<v1::Job>& jobs, absl::T
   for (const v1::Job& job : jobs) {
     std::string progress = ProgressLine(job.progress());
     rows.push_back({job.id(), JobStateLabel(job.state()),
-                    absl::StrCat(job.world_size()), absl::StrCat(job.attempt()),
+                    absl::StrCat(job.world_size()), absl::StrCat(job.restarts()),
                     ShortDuration(now - absl::FromUnixMillis(job.create_unix_ms())),
                     progress.empty() ? "-" : progress, LastMessage(job)});
   }
@@ -96,9 +96,13 @@ void PrintJobDetail(std::ostream& out, const v1::Job& job, absl::Time now) {
   if (job.state() == v1::PENDING && !job.pending_reason().empty()) {
     out << "waiting:   " << job.pending_reason() << "\n";
   }
-  out << "attempt:   " << job.attempt() << " (max_restarts " << job.spec().max_restarts()
-      << ")\n"
-      << "age:       " << ShortDuration(now - absl::FromUnixMillis(job.create_unix_ms()))
+  out << "attempt:   " << job.attempt() << " (" << job.restarts() << " of "
+      << job.spec().max_restarts() << " restarts after failures)\n";
+  if (job.world_size() != job.spec().ranks()) {
+    out << "ranks:     " << job.world_size() << " of " << job.spec().ranks()
+        << " (elastic, min " << job.spec().min_ranks() << ")\n";
+  }
+  out << "age:       " << ShortDuration(now - absl::FromUnixMillis(job.create_unix_ms()))
       << "\n";
   if (!job.master_addr().empty()) {
     out << "master:    " << job.master_addr() << ":" << job.master_port() << "\n";
@@ -146,12 +150,13 @@ void PrintJobDetail(std::ostream& out, const v1::Job& job, absl::Time now) {
 
 void PrintWorkersTable(std::ostream& out, const std::vector<v1::Worker>& workers) {
   std::vector<std::vector<std::string>> rows = {
-      {"WORKER", "STATE", "ADDRESS", "SLOTS", "GPUS", "HEARTBEAT"}};
+      {"WORKER", "STATE", "ADDRESS", "SLOTS", "GPUS", "HEARTBEAT", "WHY"}};
   for (const v1::Worker& w : workers) {
     rows.push_back({w.id(), WorkerStateLabel(w.state()), w.address(),
                     absl::StrCat(w.slots_used(), "/", w.slots()),
                     absl::StrCat(w.gpus_size()),
-                    absl::StrFormat("%.1fs ago", w.heartbeat_age_seconds())});
+                    absl::StrFormat("%.1fs ago", w.heartbeat_age_seconds()),
+                    w.state_reason().empty() ? "-" : w.state_reason()});
   }
   PrintTable(out, rows);
 }

@@ -1,11 +1,30 @@
 #include "common/daemon_flags.h"
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "common/net.h"
 #include "common/signals.h"
 
 namespace ringmaster {
+
+CLI::Option* AddDurationOption(CLI::App& app, const std::string& name, absl::Duration* value,
+                               const std::string& help) {
+  CLI::Option* option = app.add_option_function<std::string>(
+      name,
+      [name, value](const std::string& text) {
+        double seconds;
+        if (absl::SimpleAtod(text, &seconds)) {
+          *value = absl::Seconds(seconds);
+        } else if (!absl::ParseDuration(text, value)) {
+          throw CLI::ValidationError(
+              name, absl::StrCat("\"", text, "\" is not a duration such as 3s, 500ms or 1m30s"));
+        }
+      },
+      help);
+  option->default_str(absl::FormatDuration(*value));
+  return option;
+}
 
 void DaemonFlags::AddTo(CLI::App& app, const std::string& advertise_help) {
   app.add_option("--port", port_, "gRPC port (0 picks a free one)")->capture_default_str();

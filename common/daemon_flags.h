@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 
 namespace ringmaster {
 
@@ -18,6 +19,11 @@ struct DaemonAddresses {
   std::string metrics;    // bind:metrics_port, empty when metrics are off
   int port = 0;
 };
+
+// A flag holding a duration: "3s", "500ms", "1m30s", or a plain number of
+// seconds. A malformed value is a parse error naming the flag.
+CLI::Option* AddDurationOption(CLI::App& app, const std::string& name, absl::Duration* value,
+                               const std::string& help);
 
 class DaemonFlags {
  public:

@@ -11,7 +11,7 @@ std::string WorkerStateLabel(v1::WorkerState state) {
   switch (state) {
     case v1::WORKER_STATE_ALIVE: return "ALIVE";
     case v1::WORKER_STATE_LOST: return "LOST";
-    case v1::WORKER_STATE_DISCONNECTED: return "DISCONNECTED";
+    case v1::WORKER_STATE_SUSPECT: return "SUSPECT";
     default: return "UNKNOWN";
   }
 }
@@ -63,7 +63,7 @@ void CoordinatorMetrics::Collect() {
   for (const v1::Job& job : job_source_()) ++jobs[StateName(job.state())];
   for (const auto& [state, count] : jobs) jobs_.Add({{"state", state}}).Set(count);
 
-  std::map<std::string, int> workers = {{"ALIVE", 0}, {"DISCONNECTED", 0}, {"LOST", 0}};
+  std::map<std::string, int> workers = {{"ALIVE", 0}, {"SUSPECT", 0}, {"LOST", 0}};
   for (const v1::Worker& w : worker_source_()) {
     ++workers[WorkerStateLabel(w.state())];
     heartbeat_age_.Add({{"worker", w.id()}}).Set(w.heartbeat_age_seconds());

@@ -32,8 +32,10 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     m->OnTransition(before, change);
   };
   server->rendezvous_ = std::make_unique<RendezvousStore>(clock);
-  server->manager_ = std::make_unique<JobManager>(
-      server->store_.get(), server->rendezvous_.get(), clock, manager_options);
+  server->membership_ = std::make_unique<WorkerMembership>(clock, config.membership);
+  server->manager_ = std::make_unique<JobManager>(server->store_.get(), server->rendezvous_.get(),
+                                                  server->membership_.get(), clock,
+                                                  manager_options);
   JobManager* manager = server->manager_.get();
   server->metrics_->SetSources([manager] { return manager->List(); },
                                [manager] { return manager->ListWorkers(); });
@@ -44,7 +46,8 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   server->job_service_ =
       std::make_unique<JobServiceImpl>(server->manager_.get(), server->logs_.get(), auth);
   server->cluster_service_ = std::make_unique<ClusterServiceImpl>(server->manager_.get(), auth);
-  server->worker_service_ = std::make_unique<WorkerServiceImpl>(server->manager_.get(), auth);
+  server->worker_service_ = std::make_unique<WorkerServiceImpl>(
+      server->manager_.get(), server->membership_.get(), auth);
   server->rendezvous_service_ =
       std::make_unique<RendezvousServiceImpl>(server->rendezvous_.get(), clock, auth);
 
@@ -62,6 +65,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
   // Workers keep their stream open; keepalive finds dead peers.
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   server->server_ = builder.BuildAndStart();

@@ -27,6 +27,7 @@ struct CoordinatorConfig {
   std::string metrics_address = "0.0.0.0:7071";  // empty: no /metrics
   std::string state_dir;  // holds coordinator.db
   std::string token;      // required of every caller when set
+  MembershipOptions membership;
   JobManagerOptions manager;
 };
 
@@ -53,6 +54,7 @@ class CoordinatorServer {
   std::unique_ptr<MetricsServer> metrics_server_;
   std::unique_ptr<JobStore> store_;
   std::unique_ptr<RendezvousStore> rendezvous_;
+  std::unique_ptr<WorkerMembership> membership_;
   std::unique_ptr<JobManager> manager_;
   std::unique_ptr<LogRelay> logs_;
   std::unique_ptr<JobServiceImpl> job_service_;

@@ -1,14 +1,18 @@
 // The coordinator's core: jobs from submission to their end. It owns the
 // in-memory view of every job, stores each transition before acting on it,
 // places jobs with the scheduler, tells workers to start and stop ranks,
-// reacts to rank exits and lost workers, and restarts failed attempts with
-// exponential back-off.
+// reacts to rank events and lost workers, ends attempts that do not start,
+// hang or lose a worker, restarts them with jittered back-off, and regrows
+// elastic jobs. Which workers exist and whether they are healthy is
+// WorkerMembership's; this class asks it.
 #ifndef RINGMASTER_COORDINATOR_JOB_MANAGER_H_
 #define RINGMASTER_COORDINATOR_JOB_MANAGER_H_
 
 #include <functional>
 #include <map>
-#include <memory>
+#include <optional>
+#include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -18,11 +22,13 @@
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "coordinator/job_store.h"
+#include "coordinator/progress_watch.h"
 #include "coordinator/rank_env.h"
 #include "coordinator/rendezvous_store.h"
+#include "coordinator/restart_policy.h"
 #include "coordinator/scheduler.h"
 #include "coordinator/worker_link.h"
-#include "coordinator/worker_registry.h"
+#include "coordinator/worker_membership.h"
 #include "proto/cluster.pb.h"
 #include "proto/job.pb.h"
 #include "proto/worker.pb.h"
@@ -30,13 +36,15 @@
 namespace ringmaster {
 
 struct JobManagerOptions {
-  absl::Duration heartbeat_interval = absl::Seconds(1);
-  absl::Duration heartbeat_timeout = absl::Seconds(10);
   absl::Duration stop_grace = absl::Seconds(10);  // SIGTERM to SIGKILL
-  absl::Duration restart_backoff_initial = absl::Seconds(1);
-  absl::Duration restart_backoff_max = absl::Seconds(60);
+  BackoffOptions backoff;
+  // A plain non-zero exit waits this long for a more telling cause (a
+  // signal, a lost worker) before it ends the attempt, unless every rank
+  // has ended by then.
+  absl::Duration failure_settle = absl::Seconds(1);
   RankEnvContext rank_env;
-  std::string trainer_program = "ringmaster-trainer";
+  // Uniform in [0, 1), for back-off jitter; empty: a random generator.
+  std::function<double()> random;
   // Called under the manager's mutex after each stored transition, with the
   // job as it was before it; must only record (metrics).
   std::function<void(const v1::Job& before, const v1::StateChange& change)> on_transition;
@@ -48,15 +56,16 @@ struct RankLogSource {
   std::string worker_address;
 };
 
-// Thread-safe: one mutex guards all state. Called by the gRPC handlers (any
-// thread) and by a timer thread (Tick). Calls into WorkerLink::Send and job
-// observers happen under the mutex; both must only queue work.
+// Thread-safe: one mutex guards all job state. Called by the gRPC handlers
+// (any thread) and by a timer thread (Tick). While holding its mutex it
+// calls into WorkerMembership (whose mutex comes after this one), the job
+// store, and watchers, which must only queue work.
 class JobManager {
  public:
   using JobObserver = std::function<void(const v1::Job&)>;
 
-  JobManager(JobStore* store, RendezvousStore* rendezvous, const Clock* clock,
-             JobManagerOptions options);
+  JobManager(JobStore* store, RendezvousStore* rendezvous, WorkerMembership* membership,
+             const Clock* clock, JobManagerOptions options);
 
   // Loads stored jobs. Workers that ran active ranks are expected back
   // within the heartbeat timeout; ranks not reported by then are lost.
@@ -73,11 +82,20 @@ class JobManager {
 
   std::vector<v1::Worker> ListWorkers();
 
-  // The worker stream: Register must be the first message on a link.
-  absl::Status OnWorkerMessage(WorkerLink* link, const v1::WorkerMessage& message);
-  void OnWorkerDisconnected(WorkerLink* link);
+  // The worker streams. RegisterWorker opens a session for `link` (see
+  // WorkerMembership::Register for refusals), applies the events the worker
+  // still holds, reconciles the ranks it runs with those placed on it, and
+  // only then makes it schedulable. *ack is the highest event number to
+  // acknowledge (0: none).
+  absl::StatusOr<WorkerSession> RegisterWorker(WorkerLink* link,
+                                               const v1::RegisterWorker& request, int64_t* ack);
+  // A rank event; returns its number when it is to be acknowledged, else 0.
+  int64_t OnRankEvent(const WorkerSession& session, const v1::WorkerMessage& message);
+  // False when the session has ended (the stream should close).
+  bool OnHeartbeat(const WorkerSession& session, const v1::Heartbeat& beat);
 
-  // Health checks, restart back-off and scheduling; called periodically.
+  // Worker health, timeouts, hangs, restart back-off, elastic regrowth and
+  // scheduling; called periodically.
   void Tick();
 
  private:
@@ -85,6 +103,13 @@ class JobManager {
     v1::Job job;
     absl::Time restart_at;  // while RESTARTING
     std::map<int, v1::Progress> rank_progress;
+    ProgressWatch watch;    // of the current attempt
+    // The current attempt is failing: the most telling cause so far, final
+    // at decide_at or once every rank has ended.
+    std::optional<FailureCause> ending;
+    absl::Time decide_at;
+    std::optional<FailureCause> last_failure;  // of the previous attempt
+    absl::Time regrow_since = absl::InfiniteFuture();  // elastic: room for `ranks` since
   };
   struct Watcher {
     std::string job_id;
@@ -94,60 +119,77 @@ class JobManager {
   // Stores the transition and its reason, then applies it in memory. The
   // caller acts on it only when this returns OK.
   absl::Status Transition(JobEntry& entry, v1::JobState to, v1::Reason reason,
-                          const std::string& message)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+                          const std::string& message) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Persist(JobEntry& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Notify(const JobEntry& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  JobEntry* FindJob(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  // Scheduling (job_manager_schedule.cc).
   void ScheduleLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  std::vector<WorkerCapacity> CapacityLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Free slots of schedulable workers, leaving out the ranks of `except`.
+  std::vector<WorkerCapacity> CapacityLocked(const std::string& except = "")
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void StartAttempt(JobEntry& entry, const std::vector<RankPlacement>& placement)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Ends the attempt after a failure: RESTARTING while restarts remain,
-  // else FAILED. Stops the ranks still running either way.
-  void FailAttempt(JobEntry& entry, v1::Reason reason, const std::string& message)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void StopRanks(JobEntry& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void AdvanceRestarts() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void SendStart(const JobEntry& entry, int rank) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Elastic: restarts a smaller attempt at full size once room for it has
+  // lasted scale_up_after_s.
+  void CheckRegrowth(JobEntry& entry, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  void OnRegister(WorkerLink* link, const v1::RegisterWorker& request)
+  // Failing and restarting attempts.
+  // A failure of the current attempt: keeps the most telling cause and
+  // ends the attempt when the cause is decisive or no rank runs on.
+  void NoteFailure(JobEntry& entry, FailureCause cause) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // RESTARTING while restarts remain (and the failure is no repeat without
+  // progress), else FAILED; stops the ranks still running either way.
+  void EndAttempt(JobEntry& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void StopRanks(JobEntry& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void CheckTimeouts(JobEntry& entry, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void AdvanceRestarts(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Worker events (job_manager_workers.cc).
+  void ApplyRankEvent(const std::string& worker_id, const v1::WorkerMessage& message)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void OnHeartbeat(const std::string& worker_id, const v1::Heartbeat& beat)
+  void OnRankStarted(const std::string& worker_id, const v1::RankStarted& started)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void OnRankStarted(const v1::RankStarted& started)
+  void OnRankExited(const std::string& worker_id, const v1::RankExited& exited)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void OnRankExited(const v1::RankExited& exited) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A rank of the current attempt ended (or was lost): update the job.
+  void OnRankEnded(JobEntry& entry, int rank, const FailureCause& cause)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void OnWorkerLost(const LostWorker& lost) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Stops ranks a worker runs that belong to no active attempt.
+  void StopStrays(const std::string& worker_id,
+                  const google::protobuf::RepeatedPtrField<v1::RunningRank>& running)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Records a rank's report and recomputes the job's progress.
   void ApplyProgress(JobEntry& entry, int rank, const v1::Progress& progress)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // A rank of the current attempt ended (or was lost): update the job.
-  void OnRankEnded(JobEntry& entry, int rank, v1::Reason reason,
-                   const std::string& message) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void OnWorkerLost(const std::string& worker_id, const std::string& why)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-
-  // The rank `ref` names, when it belongs to the job's current attempt.
-  v1::RankStatus* FindRank(const v1::RankRef& ref, JobEntry** entry)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  v1::StartRank MakeStartRank(const JobEntry& entry, int rank)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The rank `ref` names, when it belongs to the job's current attempt and
+  // was placed on `worker_id`.
+  v1::RankStatus* FindRank(const std::string& worker_id, const v1::RankRef& ref,
+                           JobEntry** entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   JobStore* const store_;
   RendezvousStore* const rendezvous_;
+  WorkerMembership* const membership_;
   const Clock* const clock_;
   const JobManagerOptions options_;
 
   absl::Mutex mu_;
   std::map<std::string, JobEntry> jobs_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> job_order_ ABSL_GUARDED_BY(mu_);  // submission order
-  WorkerRegistry registry_ ABSL_GUARDED_BY(mu_);
-  std::map<const WorkerLink*, std::string> link_workers_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, Watcher> watchers_ ABSL_GUARDED_BY(mu_);
   int64_t next_watch_id_ ABSL_GUARDED_BY(mu_) = 1;
+  std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);  // back-off jitter
 };
 
 // True while a rank holds its slot: placed and not yet reported ended.
 bool RankHoldsSlot(const v1::RankStatus& rank);
+// STARTING or RUNNING: the attempt's ranks are meant to run.
+bool IsActive(v1::JobState state);
+// What counts as progress for the job's ranks.
+ProgressWatch::Kind WatchKind(const v1::JobSpec& spec);
 
 }  // namespace ringmaster
 

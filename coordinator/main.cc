@@ -14,9 +14,9 @@ int main(int argc, char** argv) {
   ringmaster::CoordinatorConfig config;
   ringmaster::DaemonFlags daemon(7070, 7071);
   std::string checkpoint_dir;
-  int64_t heartbeat_timeout_ms = 10000;
-  int64_t stop_grace_ms = 10000;
   config.state_dir = "/var/lib/ringmaster";
+  ringmaster::MembershipOptions& membership = config.membership;
+  ringmaster::JobManagerOptions& manager = config.manager;
 
   CLI::App app{"Ringmaster coordinator: queues, schedules and supervises jobs"};
   daemon.AddTo(app,
@@ -26,16 +26,22 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--checkpoint-dir", checkpoint_dir,
                  "checkpoint root given to ranks (default: <state-dir>/checkpoints)");
-  app.add_option("--heartbeat-timeout-ms", heartbeat_timeout_ms,
-                 "a worker silent this long is lost")
-      ->capture_default_str();
+  ringmaster::AddDurationOption(app, "--heartbeat-interval", &membership.heartbeat_interval,
+                                "how often workers heartbeat");
+  ringmaster::AddDurationOption(app, "--heartbeat-timeout", &membership.heartbeat_timeout,
+                                "a worker without a heartbeat this long is LOST");
+  ringmaster::AddDurationOption(app, "--worker-grace", &membership.worker_grace,
+                                "a worker whose stream broke is LOST this long after");
+  ringmaster::AddDurationOption(app, "--stop-grace", &manager.stop_grace,
+                                "SIGTERM to SIGKILL when stopping ranks");
+  ringmaster::AddDurationOption(app, "--restart-backoff-base", &manager.backoff.base,
+                                "wait before the first restart (then doubling, jittered)");
+  ringmaster::AddDurationOption(app, "--restart-backoff-max", &manager.backoff.max,
+                                "longest wait between restarts");
   if (const char* token = std::getenv("RINGMASTER_TOKEN"); token && *token) config.token = token;
   app.add_option("--token", config.token,
                  "require this bearer token of every caller (env RINGMASTER_TOKEN); ranks get "
                  "it for the rendezvous store");
-  app.add_option("--stop-grace-ms", stop_grace_ms,
-                 "SIGTERM to SIGKILL grace when stopping ranks")
-      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   absl::StatusOr<ringmaster::DaemonAddresses> addresses = daemon.Start("coordinator");
@@ -45,11 +51,9 @@ int main(int argc, char** argv) {
   }
   config.listen_address = addresses->listen;
   config.metrics_address = addresses->metrics;
-  config.manager.rank_env.coordinator_address = addresses->advertise;
-  config.manager.rank_env.token = config.token;
-  config.manager.heartbeat_timeout = absl::Milliseconds(heartbeat_timeout_ms);
-  config.manager.stop_grace = absl::Milliseconds(stop_grace_ms);
-  config.manager.rank_env.checkpoint_dir =
+  manager.rank_env.coordinator_address = addresses->advertise;
+  manager.rank_env.token = config.token;
+  manager.rank_env.checkpoint_dir =
       checkpoint_dir.empty() ? config.state_dir + "/checkpoints" : checkpoint_dir;
   auto server = ringmaster::CoordinatorServer::Start(config);
   if (!server.ok()) {

@@ -2,6 +2,8 @@
 
 #include <vector>
 
+#include <google/protobuf/util/json_util.h>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -51,6 +53,35 @@ std::map<std::string, std::string> BuildRankEnv(const v1::Job& job, int rank,
       absl::StrCat(context.checkpoint_dir, "/", job.id());
   if (!context.token.empty()) env["RINGMASTER_TOKEN"] = context.token;
   return env;
+}
+
+int64_t CollectiveTimeoutSeconds(const v1::JobSpec& spec) {
+  return spec.hang_timeout_s() > 0 ? spec.hang_timeout_s() + 30 : 1800;
+}
+
+v1::StartRank BuildStartRank(const v1::Job& job, int rank, const RankEnvContext& context) {
+  v1::StartRank start;
+  start.mutable_rank()->set_job_id(job.id());
+  start.mutable_rank()->set_attempt(job.attempt());
+  start.mutable_rank()->set_rank(rank);
+  for (auto& [key, value] : BuildRankEnv(job, rank, context)) {
+    (*start.mutable_env())[key] = value;
+  }
+  if (job.spec().has_trainer()) {
+    start.add_argv("ringmaster-trainer");
+    std::string json;
+    (void)google::protobuf::util::MessageToJsonString(job.spec().trainer(), &json);
+    (*start.mutable_env())["RINGMASTER_TRAINER_SPEC"] = json;
+    (*start.mutable_env())["RINGMASTER_COLLECTIVE_TIMEOUT_S"] =
+        absl::StrCat(CollectiveTimeoutSeconds(job.spec()));
+  } else {
+    *start.mutable_argv() = job.spec().command();
+  }
+  start.set_working_dir(job.spec().working_dir());
+  start.set_slot(job.ranks(rank).slot());
+  *start.mutable_gpus() = job.ranks(rank).gpus();
+  start.set_memory_bytes(job.spec().resources().memory_mb() * (int64_t{1} << 20));
+  return start;
 }
 
 }  // namespace ringmaster

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "proto/job.pb.h"
+#include "proto/worker.pb.h"
 
 namespace ringmaster {
 
@@ -23,6 +24,16 @@ struct RankEnvContext {
 // spec sets it.
 std::map<std::string, std::string> BuildRankEnv(const v1::Job& job, int rank,
                                                  const RankEnvContext& context);
+
+// The command that starts `rank` of the job's current attempt: its program
+// (the built-in trainer, whose spec goes in RINGMASTER_TRAINER_SPEC, or the
+// spec's command), environment, slot, GPUs and memory limit.
+v1::StartRank BuildStartRank(const v1::Job& job, int rank, const RankEnvContext& context);
+
+// How long the trainer's collectives wait for a peer: past the job's hang
+// timeout, so that the coordinator names a hung rank before its peers time
+// out; 30 minutes when hang detection is off.
+int64_t CollectiveTimeoutSeconds(const v1::JobSpec& spec);
 
 }  // namespace ringmaster
 

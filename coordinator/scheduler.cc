@@ -26,7 +26,9 @@ std::string SlotWord(int gpus_per_rank) {
 }  // namespace
 
 absl::StatusOr<std::vector<RankPlacement>> PlaceGang(
-    const std::vector<WorkerCapacity>& workers, int ranks, int gpus_per_rank) {
+    const std::vector<WorkerCapacity>& workers, int ranks, int gpus_per_rank,
+    int min_ranks) {
+  if (min_ranks <= 0 || min_ranks > ranks) min_ranks = ranks;
   std::vector<int> candidates;  // indices into workers
   int total_room = 0;
   for (int i = 0; i < static_cast<int>(workers.size()); ++i) {
@@ -34,6 +36,7 @@ absl::StatusOr<std::vector<RankPlacement>> PlaceGang(
     if (room > 0) candidates.push_back(i);
     total_room += room;
   }
+  if (total_room < ranks && total_room >= min_ranks) ranks = total_room;
   if (total_room < ranks) {
     const int per_rank = SlotsPerRank(gpus_per_rank);
     int free = 0;
@@ -41,7 +44,7 @@ absl::StatusOr<std::vector<RankPlacement>> PlaceGang(
       if (Eligible(w, gpus_per_rank)) free += static_cast<int>(w.free_slots.size());
     }
     return absl::ResourceExhaustedError(absl::StrCat(
-        "needs ", ranks * per_rank, " free ", SlotWord(gpus_per_rank), ", ",
+        "needs ", min_ranks * per_rank, " free ", SlotWord(gpus_per_rank), ", ",
         free, " free on ", workers.size(), " alive workers"));
   }
   // Best fit on one worker when possible; otherwise roomiest first, which
@@ -91,13 +94,14 @@ ScheduleResult Schedule(const std::vector<QueuedJob>& queue,
       result.waiting[job.job_id] = absl::StrCat("queued behind ", blocked_by);
       continue;
     }
-    auto placement = PlaceGang(workers, job.ranks, job.gpus_per_rank);
+    auto placement = PlaceGang(workers, job.ranks, job.gpus_per_rank, job.min_ranks);
     if (!placement.ok()) {
       int cluster_slots = 0;
       for (const auto& w : workers) {
         if (Eligible(w, job.gpus_per_rank)) cluster_slots += w.total_slots;
       }
-      const int needed = job.ranks * SlotsPerRank(job.gpus_per_rank);
+      const int fewest = job.min_ranks > 0 ? std::min(job.min_ranks, job.ranks) : job.ranks;
+      const int needed = fewest * SlotsPerRank(job.gpus_per_rank);
       if (needed > cluster_slots) {
         result.waiting[job.job_id] = absl::StrCat(
             "needs ", needed, " ", SlotWord(job.gpus_per_rank),

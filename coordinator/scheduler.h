@@ -28,18 +28,21 @@ struct RankPlacement {
 };
 
 // Places `ranks` ranks, each needing max(1, gpus_per_rank) slots (GPU slots
-// when gpus_per_rank > 0). Uses the fewest workers: one worker when any can
+// when gpus_per_rank > 0); an elastic job (0 < min_ranks < ranks) gets as
+// many ranks as fit, when at least min_ranks do. Uses the fewest workers: one worker when any can
 // hold the whole job (the one with least room that fits, to keep large
 // holes for large jobs), else the roomiest workers first. Ranks are numbered
 // by worker order, then slot. RESOURCE_EXHAUSTED with a person-readable
 // reason when the job does not fit.
 absl::StatusOr<std::vector<RankPlacement>> PlaceGang(
-    const std::vector<WorkerCapacity>& workers, int ranks, int gpus_per_rank);
+    const std::vector<WorkerCapacity>& workers, int ranks, int gpus_per_rank,
+    int min_ranks = 0);
 
 struct QueuedJob {
   std::string job_id;
   int ranks = 0;
   int gpus_per_rank = 0;
+  int min_ranks = 0;  // 0: ranks
 };
 
 struct ScheduleResult {

@@ -1,5 +1,6 @@
 #include "coordinator/spec_validation.h"
 
+#include <algorithm>
 #include <set>
 #include <string>
 
@@ -13,6 +14,7 @@ namespace {
 
 constexpr int kMaxRanks = 4096;
 constexpr int kMaxNameLength = 53;  // leaves room for "-<number>" in job ids
+constexpr int kMaxTimeoutSeconds = 30 * 24 * 3600;
 
 absl::Status Bad(const std::string& field, const std::string& why) {
   return absl::InvalidArgumentError(
@@ -151,6 +153,30 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
     return Bad("max_restarts", absl::StrCat("must be in [0, 1000], got ",
                                             spec.max_restarts()));
   }
+  for (const auto& [field, seconds] :
+       {std::pair<const char*, int>{"start_timeout_s", spec.start_timeout_s()},
+        {"hang_timeout_s", spec.hang_timeout_s()},
+        {"scale_up_after_s", spec.scale_up_after_s()}}) {
+    if (seconds < 0 || seconds > kMaxTimeoutSeconds) {
+      return Bad(field, absl::StrCat("must be in [0, ", kMaxTimeoutSeconds,
+                                     "] seconds (0 turns it off), got ", seconds));
+    }
+  }
+  const v1::Resources& resources = spec.resources();
+  if (resources.memory_mb() < 0) {
+    return Bad("resources.memory_mb", absl::StrCat("must be >= 0, got ", resources.memory_mb()));
+  }
+  if (resources.cpus() < 0) {
+    return Bad("resources.cpus", absl::StrCat("must be >= 0, got ", resources.cpus()));
+  }
+  if (resources.gpus() != 0 && spec.gpus_per_rank() != 0 &&
+      resources.gpus() != spec.gpus_per_rank()) {
+    return Bad("resources.gpus", absl::StrCat("is ", resources.gpus(), " but gpus_per_rank is ",
+                                              spec.gpus_per_rank(), "; set one of them"));
+  }
+  if (resources.gpus() < 0 || resources.gpus() > 16) {
+    return Bad("resources.gpus", absl::StrCat("must be in [0, 16], got ", resources.gpus()));
+  }
   for (const auto& [name, value] : spec.env()) {
     if (!IsValidEnvName(name)) {
       return Bad(absl::StrCat("env.", name),
@@ -173,12 +199,20 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
     return Bad("working_dir", absl::StrCat("must be an absolute path, got \"",
                                            spec.working_dir(), "\""));
   }
-  if (has_trainer) return ValidateTrainer(spec.trainer(), spec.gpus_per_rank());
+  if (has_trainer) {
+    return ValidateTrainer(spec.trainer(), std::max(spec.gpus_per_rank(), resources.gpus()));
+  }
   return absl::OkStatus();
 }
 
 void ApplyJobSpecDefaults(v1::JobSpec* spec) {
   if (spec->min_ranks() == 0) spec->set_min_ranks(spec->ranks());
+  if (spec->gpus_per_rank() == 0) spec->set_gpus_per_rank(spec->resources().gpus());
+  spec->mutable_resources()->set_gpus(spec->gpus_per_rank());
+  if (!spec->has_start_timeout_s()) spec->set_start_timeout_s(120);
+  if (!spec->has_scale_up_after_s()) spec->set_scale_up_after_s(30);
+  // A command may run quietly for long; a trainer reports every step.
+  if (!spec->has_hang_timeout_s()) spec->set_hang_timeout_s(spec->has_trainer() ? 600 : 0);
   if (!spec->has_trainer()) return;
   v1::TrainerSpec* t = spec->mutable_trainer();
   if (t->model().type().empty()) t->mutable_model()->set_type("mlp");

@@ -9,12 +9,14 @@ namespace ringmaster {
 namespace {
 
 // Reads worker messages into the JobManager one at a time; writes queued
-// commands one at a time, in order.
+// commands one at a time, in order. The first message must register; the
+// session it opens goes with every later message.
 class WorkerStream final
     : public grpc::ServerBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage>,
       public WorkerLink {
  public:
-  explicit WorkerStream(JobManager* manager) : manager_(manager) {
+  WorkerStream(JobManager* manager, WorkerMembership* membership)
+      : manager_(manager), membership_(membership) {
     StartRead(&in_);
   }
 
@@ -30,7 +32,7 @@ class WorkerStream final
       FinishOnce(grpc::Status::OK);
       return;
     }
-    absl::Status status = manager_->OnWorkerMessage(this, in_);
+    absl::Status status = Handle(in_);
     if (!status.ok()) {
       FinishOnce(ToGrpcStatus(status));
       return;
@@ -56,11 +58,40 @@ class WorkerStream final
   void OnCancel() override { FinishOnce(grpc::Status::CANCELLED); }
 
   void OnDone() override {
-    manager_->OnWorkerDisconnected(this);
+    membership_->Disconnect(this);
     delete this;
   }
 
  private:
+  // Only the one outstanding read calls it, so session_ needs no lock.
+  absl::Status Handle(const v1::WorkerMessage& message) {
+    int64_t ack = 0;
+    if (session_.epoch == 0) {
+      if (!message.has_register_()) {
+        return absl::FailedPreconditionError(
+            "the first message on a worker stream must be register");
+      }
+      absl::StatusOr<WorkerSession> session =
+          manager_->RegisterWorker(this, message.register_(), &ack);
+      if (!session.ok()) return session.status();
+      session_ = *session;
+    } else if (message.has_heartbeat()) {
+      if (!manager_->OnHeartbeat(session_, message.heartbeat())) {
+        return absl::AbortedError("this worker session has ended; register again");
+      }
+    } else if (message.has_rank_started() || message.has_rank_exited()) {
+      ack = manager_->OnRankEvent(session_, message);
+    } else {
+      return absl::InvalidArgumentError("unexpected worker message");
+    }
+    if (ack > 0) {
+      v1::CoordinatorMessage out;
+      out.mutable_acknowledged()->set_seq(ack);
+      Send(out);
+    }
+    return absl::OkStatus();
+  }
+
   void MaybeWrite() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (writing_ || queue_.empty()) return;
     out_ = std::move(queue_.front());
@@ -83,6 +114,8 @@ class WorkerStream final
   }
 
   JobManager* const manager_;
+  WorkerMembership* const membership_;
+  WorkerSession session_;  // epoch 0 until registered
   v1::WorkerMessage in_;  // used by the one outstanding read
   absl::Mutex mu_;
   std::deque<v1::CoordinatorMessage> queue_ ABSL_GUARDED_BY(mu_);
@@ -100,7 +133,7 @@ WorkerServiceImpl::Connect(grpc::CallbackServerContext* context) {
   if (absl::Status s = auth_->Check(context); !s.ok()) {
     return new RefusedBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage>(ToGrpcStatus(s));
   }
-  return new WorkerStream(manager_);
+  return new WorkerStream(manager_, membership_);
 }
 
 }  // namespace ringmaster

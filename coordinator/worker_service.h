@@ -1,5 +1,6 @@
-// gRPC edge of WorkerService: one Connect stream per worker, handed to the
-// JobManager as that worker's WorkerLink.
+// gRPC edge of WorkerService: one Connect stream per worker, registered
+// with WorkerMembership as that worker's WorkerLink; its messages go to the
+// JobManager with the stream's session.
 #ifndef RINGMASTER_COORDINATOR_WORKER_SERVICE_H_
 #define RINGMASTER_COORDINATOR_WORKER_SERVICE_H_
 
@@ -11,13 +12,14 @@ namespace ringmaster {
 
 class WorkerServiceImpl final : public v1::WorkerService::CallbackService {
  public:
-  WorkerServiceImpl(JobManager* manager, const TokenCheck* auth)
-      : manager_(manager), auth_(auth) {}
+  WorkerServiceImpl(JobManager* manager, WorkerMembership* membership, const TokenCheck* auth)
+      : manager_(manager), membership_(membership), auth_(auth) {}
   grpc::ServerBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage>* Connect(
       grpc::CallbackServerContext* context) override;
 
  private:
   JobManager* const manager_;
+  WorkerMembership* const membership_;
   const TokenCheck* const auth_;
 };
 

@@ -20,16 +20,17 @@ void CoordinatorLink::Shutdown() {
   if (context_ != nullptr) context_->TryCancel();
 }
 
-void CoordinatorLink::Send(const v1::WorkerMessage& message) {
+void CoordinatorLink::Send(v1::WorkerMessage event) {
+  v1::WorkerMessage numbered = outbox_.Add(std::move(event));
   absl::MutexLock lock(&mu_);
-  if (stream_ == nullptr || !WriteLocked(message)) unsent_.push_back(message);
+  WriteLocked(numbered);  // if not now, then inside the next registration
 }
 
 bool CoordinatorLink::WriteLocked(const v1::WorkerMessage& message) {
   return stream_ != nullptr && stream_->Write(message);
 }
 
-void CoordinatorLink::Run() {
+absl::Status CoordinatorLink::Run() {
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
@@ -40,22 +41,31 @@ void CoordinatorLink::Run() {
                                            grpc::InsecureChannelCredentials(), args);
   auto stub = v1::WorkerService::NewStub(channel);
   absl::Duration backoff = options_.reconnect_initial;
+  bool ever_registered = false;
   for (;;) {
     {
       absl::MutexLock lock(&mu_);
-      if (shutdown_) return;
+      if (shutdown_) return absl::OkStatus();
     }
     const absl::Time started = absl::Now();
-    Serve(stub.get());
+    bool registered = false;
+    grpc::Status status = Serve(stub.get(), &registered);
+    ever_registered |= registered;
+    if (status.error_code() == grpc::StatusCode::ALREADY_EXISTS) {
+      // Before this process ever registered, the id belongs to another
+      // worker; later, it may be our own old stream not yet seen closed.
+      if (!ever_registered) return absl::AlreadyExistsError(status.error_message());
+      spdlog::warn("registration refused, retrying: {}", status.error_message());
+    }
     // A long healthy connection resets the back-off.
     if (absl::Now() - started > absl::Seconds(10)) backoff = options_.reconnect_initial;
     absl::MutexLock lock(&mu_);
-    if (mu_.AwaitWithTimeout(absl::Condition(&shutdown_), backoff)) return;
+    if (mu_.AwaitWithTimeout(absl::Condition(&shutdown_), backoff)) return absl::OkStatus();
     backoff = std::min(backoff * 2, options_.reconnect_max);
   }
 }
 
-void CoordinatorLink::Serve(v1::WorkerService::Stub* stub) {
+grpc::Status CoordinatorLink::Serve(v1::WorkerService::Stub* stub, bool* registered) {
   grpc::ClientContext context;
   context.set_wait_for_ready(true);
   if (!options_.token.empty()) context.AddMetadata("authorization", "Bearer " + options_.token);
@@ -63,45 +73,41 @@ void CoordinatorLink::Serve(v1::WorkerService::Stub* stub) {
       stream;
   {
     absl::MutexLock lock(&mu_);
-    if (shutdown_) return;
+    if (shutdown_) return grpc::Status::CANCELLED;
     context_ = &context;
   }
+  v1::WorkerMessage hello;
+  v1::RegisterWorker* r = hello.mutable_register_();
+  *r = options_.identity;
+  for (v1::RunningRank& rank : hooks_.running_ranks()) *r->add_running() = std::move(rank);
+  for (int port : PickFreePorts(kFreePortsReported)) r->add_free_ports(port);
   stream = stub->Connect(&context);
   {
+    // The events the coordinator has not acknowledged travel inside the
+    // registration, so it applies them before it judges which ranks it
+    // placed here are gone. Taken under the lock: an event added later is
+    // written after the registration by Send.
     absl::MutexLock lock(&mu_);
-    // Ranks whose exit is not delivered yet still count as running, so the
-    // coordinator hears the exit itself rather than a lost rank.
-    v1::WorkerMessage hello;
-    *hello.mutable_register_() = options_.identity;
-    for (const v1::RankRef& ref : hooks_.running_ranks()) {
-      *hello.mutable_register_()->add_running() = ref;
+    for (v1::WorkerMessage& event : outbox_.Unacknowledged()) {
+      *r->add_unacked() = std::move(event);
     }
-    for (const v1::WorkerMessage& m : unsent_) {
-      if (m.has_rank_exited()) {
-        *hello.mutable_register_()->add_running() = m.rank_exited().rank();
-      }
-    }
-    for (int port : PickFreePorts(kFreePortsReported)) {
-      hello.mutable_register_()->add_free_ports(port);
-    }
-    if (stream->Write(hello)) {
-      stream_ = stream.get();
-      while (!unsent_.empty() && stream_->Write(unsent_.front())) unsent_.pop_front();
-    }
+    if (stream->Write(hello)) stream_ = stream.get();
     heartbeat_stop_ = false;
   }
   std::thread heartbeat([this] { HeartbeatLoop(); });
   v1::CoordinatorMessage command;
-  bool registered = false;
   while (stream->Read(&command)) {
     if (command.has_registered()) {
-      if (!registered) {
-        spdlog::info("registered with coordinator {}", options_.coordinator_address);
-      }
-      registered = true;
+      spdlog::info("registered with coordinator {} (session {})", options_.coordinator_address,
+                   command.registered().session());
+      *registered = true;
       absl::MutexLock lock(&mu_);
       heartbeat_interval_ =
           absl::Milliseconds(std::max<int64_t>(50, command.registered().heartbeat_interval_ms()));
+      continue;
+    }
+    if (command.has_acknowledged()) {
+      outbox_.Acknowledge(command.acknowledged().seq());
       continue;
     }
     hooks_.on_command(command);
@@ -116,23 +122,29 @@ void CoordinatorLink::Serve(v1::WorkerService::Stub* stub) {
   grpc::Status status = stream->Finish();
   spdlog::warn("coordinator stream ended: {}",
                status.ok() ? "closed" : status.error_message());
+  return status;
 }
 
 void CoordinatorLink::HeartbeatLoop() {
-  absl::MutexLock lock(&mu_);
   for (;;) {
-    if (mu_.AwaitWithTimeout(absl::Condition(&heartbeat_stop_), heartbeat_interval_)) {
-      return;
+    {
+      absl::MutexLock lock(&mu_);
+      if (mu_.AwaitWithTimeout(absl::Condition(&heartbeat_stop_), heartbeat_interval_)) {
+        return;
+      }
     }
-    v1::WorkerMessage beat;
-    for (int port : PickFreePorts(kFreePortsReported)) {
-      beat.mutable_heartbeat()->add_free_ports(port);
-    }
+    // Sampled without the lock: NVML, /proc and the ranks' logs.
+    v1::WorkerMessage message;
+    v1::Heartbeat* beat = message.mutable_heartbeat();
+    for (int port : PickFreePorts(kFreePortsReported)) beat->add_free_ports(port);
     if (hooks_.progress) {
-      for (auto& p : hooks_.progress()) *beat.mutable_heartbeat()->add_progress() = p;
+      for (auto& p : hooks_.progress()) *beat->add_progress() = std::move(p);
     }
-    if (hooks_.usage) hooks_.usage(beat.mutable_heartbeat());
-    WriteLocked(beat);
+    if (hooks_.usage) hooks_.usage(beat);
+    for (v1::RunningRank& rank : hooks_.running_ranks()) *beat->add_running() = std::move(rank);
+    absl::MutexLock lock(&mu_);
+    if (heartbeat_stop_) return;
+    WriteLocked(message);
   }
 }
 

@@ -1,10 +1,9 @@
 // The worker's end of its Connect stream to the coordinator: registers,
-// heartbeats, relays rank events, receives commands, and reconnects with
-// back-off when the coordinator goes away.
+// heartbeats, relays rank events until they are acknowledged, receives
+// commands, and reconnects with back-off when the coordinator goes away.
 #ifndef RINGMASTER_WORKER_COORDINATOR_LINK_H_
 #define RINGMASTER_WORKER_COORDINATOR_LINK_H_
 
-#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -12,16 +11,18 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "proto/worker.grpc.pb.h"
+#include "worker/event_outbox.h"
 
 namespace ringmaster {
 
 struct CoordinatorLinkOptions {
   std::string coordinator_address;
   std::string token;  // sent as "authorization: Bearer"; empty: none
-  v1::RegisterWorker identity;  // id, address, hostname, slots, gpus
+  v1::RegisterWorker identity;  // id, address, hostname, slots, gpus, incarnation
   absl::Duration reconnect_initial = absl::Milliseconds(200);
   absl::Duration reconnect_max = absl::Seconds(5);
 };
@@ -32,23 +33,27 @@ class CoordinatorLink {
  public:
   struct Hooks {
     std::function<void(const v1::CoordinatorMessage&)> on_command;
-    std::function<std::vector<v1::RankRef>()> running_ranks;
+    // Rank processes alive now, with their output and report counters.
+    std::function<std::vector<v1::RunningRank>()> running_ranks;
     std::function<std::vector<v1::RankProgress>()> progress;  // may be empty
     std::function<void(v1::Heartbeat*)> usage;                 // may be empty
   };
 
   CoordinatorLink(CoordinatorLinkOptions options, Hooks hooks);
 
-  // Connects and serves until Shutdown.
-  void Run();
+  // Connects and serves until Shutdown. Returns early, with the refusal,
+  // when the coordinator refuses the first registration (another worker
+  // holds the id); a refusal after that is retried.
+  absl::Status Run();
   void Shutdown();
 
-  // Rank events; kept and sent after reconnecting when the stream is down.
-  void Send(const v1::WorkerMessage& message);
+  // A rank event: numbered, kept until acknowledged, sent now when the
+  // stream is up and again inside the next registration otherwise.
+  void Send(v1::WorkerMessage event);
 
  private:
-  // One connection's lifetime; returns when the stream ends.
-  void Serve(v1::WorkerService::Stub* stub);
+  // One connection's lifetime; returns how the stream ended.
+  grpc::Status Serve(v1::WorkerService::Stub* stub, bool* registered);
   void HeartbeatLoop();
   bool WriteLocked(const v1::WorkerMessage& message) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -60,7 +65,7 @@ class CoordinatorLink {
   grpc::ClientContext* context_ ABSL_GUARDED_BY(mu_) = nullptr;
   grpc::ClientReaderWriter<v1::WorkerMessage, v1::CoordinatorMessage>* stream_
       ABSL_GUARDED_BY(mu_) = nullptr;
-  std::deque<v1::WorkerMessage> unsent_ ABSL_GUARDED_BY(mu_);
+  EventOutbox outbox_;
   absl::Duration heartbeat_interval_ ABSL_GUARDED_BY(mu_) = absl::Seconds(1);
   bool heartbeat_stop_ ABSL_GUARDED_BY(mu_) = false;
 };

@@ -22,7 +22,7 @@ int main(int argc, char** argv) {
   }
   if (const char* token = std::getenv("RINGMASTER_TOKEN"); token && *token) config.token = token;
   ringmaster::DaemonFlags daemon(7080, 7081);
-  int64_t stop_grace_ms = 10000;
+  absl::Duration shutdown_grace = absl::Seconds(10);
 
   CLI::App app{"Ringmaster worker: runs and supervises rank processes"};
   daemon.AddTo(app,
@@ -43,9 +43,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--trainer-bin", config.trainer_program, "the built-in trainer's path")
       ->capture_default_str();
-  app.add_option("--shutdown-grace-ms", stop_grace_ms,
-                 "on SIGTERM, ranks get this long before SIGKILL")
-      ->capture_default_str();
+  ringmaster::AddDurationOption(app, "--shutdown-grace", &shutdown_grace,
+                                "on SIGTERM, ranks get this long before SIGKILL");
   CLI11_PARSE(app, argc, argv);
 
   absl::StatusOr<ringmaster::DaemonAddresses> addresses = daemon.Start("worker");
@@ -65,7 +64,11 @@ int main(int argc, char** argv) {
     return 1;
   }
   int signal = ringmaster::WaitForTerminationSignal();
+  if (absl::Status fatal = (*server)->fatal(); !fatal.ok()) {
+    (*server)->Shutdown(absl::ZeroDuration());
+    return 1;
+  }
   spdlog::info("signal {}: stopping ranks and shutting down", signal);
-  (*server)->Shutdown(absl::Milliseconds(stop_grace_ms));
+  (*server)->Shutdown(shutdown_grace);
   return 0;
 }

@@ -7,6 +7,13 @@ void ProgressBoard::Report(const v1::RankProgress& progress) {
   Entry& e = entries_[KeyOf(progress.rank())];
   e.progress = progress;
   e.changed = true;
+  ++e.reports;
+}
+
+int64_t ProgressBoard::Reports(const v1::RankRef& rank) const {
+  absl::MutexLock lock(&mu_);
+  auto it = entries_.find(KeyOf(rank));
+  return it == entries_.end() ? 0 : it->second.reports;
 }
 
 std::vector<v1::RankProgress> ProgressBoard::TakeChanged() {

@@ -24,12 +24,16 @@ class ProgressBoard {
   std::optional<v1::Progress> Forget(const v1::RankRef& rank);
   // Every rank's latest report.
   std::vector<v1::RankProgress> All() const;
+  // How many reports the rank has sent; a rank still reporting is alive
+  // even when its step does not move.
+  int64_t Reports(const v1::RankRef& rank) const;
 
  private:
   using Key = std::tuple<std::string, int, int>;
   struct Entry {
     v1::RankProgress progress;
     bool changed = false;
+    int64_t reports = 0;
   };
   static Key KeyOf(const v1::RankRef& r) { return {r.job_id(), r.attempt(), r.rank()}; }
 

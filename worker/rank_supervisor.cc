@@ -89,7 +89,8 @@ void RankSupervisor::Supervise(Key key) {
       Rank& rank = *ranks_[key];
       rank.pid = *pid;
       stop_early = rank.stop_requested;
-      if (stop_early) RequestStop(rank, rank.kill_at - absl::Now());
+      // A stop that came before the process: deliver it now.
+      if (stop_early) launcher_->SignalGroup(rank.pid, rank.kill_at > absl::Now() ? SIGTERM : SIGKILL);
     }
     spdlog::info("job {} rank {}: started pid {}", ref.job_id(), ref.rank(), *pid);
     v1::RankStarted started;
@@ -127,8 +128,10 @@ void RankSupervisor::Supervise(Key key) {
 }
 
 void RankSupervisor::RequestStop(Rank& rank, absl::Duration grace) {
+  const bool repeated = rank.stop_requested;
   rank.stop_requested = true;
   const absl::Time kill_at = absl::Now() + std::max(grace, absl::ZeroDuration());
+  if (repeated && kill_at >= rank.kill_at) return;  // already asked, as soon or sooner
   rank.kill_at = std::min(rank.kill_at, kill_at);
   if (rank.pid == 0 || rank.exited) return;
   launcher_->SignalGroup(rank.pid, grace > absl::ZeroDuration() ? SIGTERM : SIGKILL);
@@ -162,21 +165,13 @@ bool RankSupervisor::WaitAllExited(absl::Duration timeout) {
   return mu_.AwaitWithTimeout(absl::Condition(&none_running), timeout);
 }
 
-std::vector<v1::RankRef> RankSupervisor::Running() {
-  absl::MutexLock lock(&mu_);
-  std::vector<v1::RankRef> out;
-  for (auto& [key, rank] : ranks_) {
-    if (!rank->exited) out.push_back(RefOf(rank->start));
-  }
-  return out;
-}
-
 std::vector<RankSupervisor::Process> RankSupervisor::RunningProcesses() {
   absl::MutexLock lock(&mu_);
   std::vector<Process> out;
   for (auto& [key, rank] : ranks_) {
     if (!rank->exited && rank->pid != 0) {
-      out.push_back({RefOf(rank->start), rank->pid, rank->start.slot()});
+      out.push_back({RefOf(rank->start), rank->pid, rank->start.slot(),
+                     {rank->start.gpus().begin(), rank->start.gpus().end()}});
     }
   }
   return out;

@@ -50,12 +50,12 @@ class RankSupervisor {
   // Blocks until no rank is running or `timeout` passes; true when none is.
   bool WaitAllExited(absl::Duration timeout);
 
-  std::vector<v1::RankRef> Running();
   // Running ranks with their process and slot.
   struct Process {
     v1::RankRef rank;
     pid_t pid = 0;
     int slot = 0;
+    std::vector<int> gpus;
   };
   std::vector<Process> RunningProcesses();
   std::string LogPath(const std::string& job_id, int rank) const;

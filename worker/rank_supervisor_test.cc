@@ -79,7 +79,7 @@ TEST_F(RankSupervisorTest, ReportsStartAndExitWithCodeAndLog) {
   EXPECT_EQ(exits[0].exit_code(), 4);
   EXPECT_FALSE(exits[0].stopped());
   EXPECT_EQ(ReadLog("job-a", 1), "rank=1\n");
-  EXPECT_TRUE(supervisor_->Running().empty());
+  EXPECT_TRUE(supervisor_->RunningProcesses().empty());
 }
 
 TEST_F(RankSupervisorTest, StopEscalatesToSigkillAfterGrace) {
@@ -91,7 +91,7 @@ TEST_F(RankSupervisorTest, StopEscalatesToSigkillAfterGrace) {
     ASSERT_LT(absl::Now(), deadline) << "the rank never printed ready";
     absl::SleepFor(absl::Milliseconds(5));
   }
-  EXPECT_EQ(supervisor_->Running().size(), 1u);
+  EXPECT_EQ(supervisor_->RunningProcesses().size(), 1u);
   supervisor_->StopJob("job-b", 0, absl::Milliseconds(300));
   auto exits = WaitExits(1);
   ASSERT_EQ(exits.size(), 1u);

@@ -1,18 +1,32 @@
 #include "worker/worker_server.h"
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <filesystem>
+#include <random>
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/net.h"
 #include "worker/gpu_discovery.h"
 #include "worker/nvml.h"
 
 namespace ringmaster {
+namespace {
+
+// Names this worker process: a restarted worker is a new incarnation.
+std::string NewIncarnation() {
+  std::random_device random;
+  return absl::StrFormat("%08x%08x", random(), random());
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
     const WorkerConfig& config) {
@@ -32,6 +46,7 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
   identity.set_worker_id(config.worker_id);
   identity.set_address(config.advertise_address);
   identity.set_hostname(Hostname());
+  identity.set_incarnation(NewIncarnation());
   identity.set_slots(config.slots > 0 ? config.slots
                                       : std::max<int>(1, static_cast<int>(gpus.size())));
   for (auto& gpu : gpus) *identity.add_gpus() = gpu;
@@ -89,7 +104,7 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
                                          absl::Milliseconds(stop.grace_ms()));
             }
           },
-          [self] { return self->supervisor_->Running(); },
+          [self] { return self->RunningRanks(); },
           [self] { return self->progress_.TakeChanged(); },
           [self](v1::Heartbeat* beat) { self->metrics_->FillUsage(beat); }});
 
@@ -122,10 +137,41 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
   if (server->server_ == nullptr || port == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", config.listen_address));
   }
-  server->link_thread_ = std::thread([self] { self->link_->Run(); });
+  server->link_thread_ = std::thread([self] {
+    absl::Status status = self->link_->Run();
+    if (!status.ok()) {
+      spdlog::critical("{}", std::string(status.message()));
+      absl::MutexLock lock(&self->mu_);
+      self->fatal_ = status;
+      kill(getpid(), SIGTERM);  // wakes main's wait for a termination signal
+    }
+  });
   spdlog::info("worker {} serving on {} with {} slots; coordinator {}", config.worker_id,
                config.listen_address, identity.slots(), config.coordinator_address);
   return server;
+}
+
+std::vector<v1::RunningRank> WorkerServer::RunningRanks() {
+  std::vector<v1::RunningRank> out;
+  for (const RankSupervisor::Process& p : supervisor_->RunningProcesses()) {
+    v1::RunningRank r;
+    *r.mutable_rank() = p.rank;
+    r.set_slot(p.slot);
+    for (int gpu : p.gpus) r.add_gpus(gpu);
+    r.set_pid(p.pid);
+    std::error_code error;
+    const auto bytes =
+        std::filesystem::file_size(supervisor_->LogPath(p.rank.job_id(), p.rank.rank()), error);
+    r.set_output_bytes(error ? 0 : static_cast<int64_t>(bytes));
+    r.set_progress_reports(progress_.Reports(p.rank));
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+absl::Status WorkerServer::fatal() {
+  absl::MutexLock lock(&mu_);
+  return fatal_;
 }
 
 void WorkerServer::Shutdown(absl::Duration grace) {

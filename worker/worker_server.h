@@ -39,10 +39,15 @@ class WorkerServer {
   static absl::StatusOr<std::unique_ptr<WorkerServer>> Start(const WorkerConfig& config);
   // Stops every rank (SIGTERM, then SIGKILL after `grace`) and disconnects.
   void Shutdown(absl::Duration grace);
+  // Why the worker must stop on its own (the coordinator refused its id);
+  // it sends this process SIGTERM when that happens.
+  absl::Status fatal();
   ~WorkerServer();
 
  private:
   WorkerServer() = default;
+  // Rank processes alive now, for registrations and heartbeats.
+  std::vector<v1::RunningRank> RunningRanks();
 
   PosixProcessLauncher launcher_;
   ProgressBoard progress_;
@@ -54,6 +59,8 @@ class WorkerServer {
   std::unique_ptr<AgentServiceImpl> agent_;
   std::unique_ptr<grpc::Server> server_;
   std::thread link_thread_;
+  absl::Mutex mu_;
+  absl::Status fatal_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace ringmaster

@@ -1,0 +1,43 @@
+#include "coordinator/restart_policy.h"
+
+#include <algorithm>
+
+namespace ringmaster {
+namespace {
+
+int Priority(v1::Reason reason) {
+  switch (reason) {
+    case v1::WORKER_LOST: return 6;
+    case v1::RANK_OOM: return 5;
+    case v1::RANK_HUNG: return 4;
+    case v1::RANK_SIGNALED: return 3;
+    case v1::RANK_START_FAILED: return 2;
+    case v1::RANK_START_TIMEOUT: return 2;
+    case v1::RANK_EXITED: return 1;
+    default: return 0;
+  }
+}
+
+}  // namespace
+
+absl::Duration RestartBackoff(const BackoffOptions& options, int restarts, double unit) {
+  absl::Duration d = options.base;
+  for (int i = 0; i < restarts && d < options.max; ++i) d *= 2;
+  d = std::min(d, options.max);
+  unit = std::clamp(unit, 0.0, 1.0);
+  return d / 2 + (d / 2) * unit;
+}
+
+bool MoreTelling(const FailureCause& candidate, const FailureCause& current) {
+  return Priority(candidate.reason) > Priority(current.reason);
+}
+
+bool Decisive(const FailureCause& cause) { return Priority(cause.reason) > 1; }
+
+bool RepeatsWithoutProgress(const FailureCause& previous, const FailureCause& current) {
+  if (current.progressed || current.reason == v1::WORKER_LOST) return false;
+  return previous.reason == current.reason && previous.rank == current.rank &&
+         previous.exit_code == current.exit_code && previous.signal == current.signal;
+}
+
+}  // namespace ringmaster

@@ -1,0 +1,267 @@
+#include "coordinator/worker_membership.h"
+
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace ringmaster {
+namespace {
+
+std::tuple<std::string, int, int> KeyOf(const v1::RankRef& r) {
+  return {r.job_id(), r.attempt(), r.rank()};
+}
+
+std::string StateWord(v1::WorkerState state) {
+  switch (state) {
+    case v1::WORKER_STATE_ALIVE: return "ALIVE";
+    case v1::WORKER_STATE_SUSPECT: return "SUSPECT";
+    case v1::WORKER_STATE_LOST: return "LOST";
+    default: return "UNKNOWN";
+  }
+}
+
+}  // namespace
+
+WorkerMembership::WorkerMembership(const Clock* clock, MembershipOptions options)
+    : clock_(clock), options_(options) {}
+
+WorkerMembership::Member* WorkerMembership::Find(const std::string& worker_id) {
+  auto it = members_.find(worker_id);
+  return it == members_.end() ? nullptr : &it->second;
+}
+
+const WorkerMembership::Member* WorkerMembership::Find(const std::string& worker_id) const {
+  auto it = members_.find(worker_id);
+  return it == members_.end() ? nullptr : &it->second;
+}
+
+WorkerMembership::Member* WorkerMembership::Current(const WorkerSession& session) {
+  Member* m = Find(session.worker_id);
+  return m != nullptr && m->info.session() == session.epoch ? m : nullptr;
+}
+
+void WorkerMembership::SetState(Member& m, v1::WorkerState state, const std::string& reason) {
+  if (m.info.state() != state) {
+    const std::string why = reason.empty() ? "" : absl::StrCat(": ", reason);
+    if (state == v1::WORKER_STATE_ALIVE) {
+      spdlog::info("worker {} is ALIVE{}", m.info.id(), why);
+    } else {
+      spdlog::warn("worker {} is {}{}", m.info.id(), StateWord(state), why);
+    }
+  }
+  m.info.set_state(state);
+  m.info.set_state_reason(reason);
+}
+
+absl::StatusOr<WorkerSession> WorkerMembership::Register(WorkerLink* link,
+                                                         const v1::RegisterWorker& request) {
+  absl::MutexLock lock(&mu_);
+  auto [it, inserted] = members_.try_emplace(request.worker_id());
+  Member& m = it->second;
+  if (m.link != nullptr) {
+    return absl::AlreadyExistsError(absl::StrCat(
+        "worker id \"", request.worker_id(), "\" is held by the worker at ",
+        m.info.address(), " (session ", m.info.session(),
+        ", its stream still open); give this worker another --id, or stop that one"));
+  }
+  if (inserted) m.order = next_order_++;
+  const bool new_incarnation = m.incarnation.empty() || m.incarnation != request.incarnation();
+  if (new_incarnation) {
+    m.incarnation = request.incarnation();
+    m.applied_seq = 0;
+  }
+  m.info.set_id(request.worker_id());
+  m.info.set_address(request.address());
+  m.info.set_hostname(request.hostname());
+  m.info.set_slots(request.slots());
+  *m.info.mutable_gpus() = request.gpus();
+  m.info.set_session(m.info.session() + 1);
+  m.link = link;
+  m.admitted = false;
+  m.last_heartbeat = clock_->Now();
+  m.lose_at = absl::InfiniteFuture();
+  m.free_ports.assign(request.free_ports().begin(), request.free_ports().end());
+  m.running.clear();
+  for (const v1::RunningRank& r : request.running()) m.running[KeyOf(r.rank())] = r;
+  SetState(m, v1::WORKER_STATE_ALIVE, "");
+  return WorkerSession{m.info.id(), m.info.session(), m.incarnation, new_incarnation};
+}
+
+void WorkerMembership::Admit(const WorkerSession& session) {
+  absl::MutexLock lock(&mu_);
+  if (Member* m = Current(session)) m->admitted = true;
+}
+
+void WorkerMembership::Disconnect(const WorkerLink* link) {
+  absl::MutexLock lock(&mu_);
+  for (auto& [id, m] : members_) {
+    if (m.link != link) continue;
+    m.link = nullptr;
+    m.admitted = false;
+    m.lose_at = clock_->Now() + options_.worker_grace;
+    if (m.info.state() != v1::WORKER_STATE_LOST) {
+      SetState(m, v1::WORKER_STATE_SUSPECT, "its stream broke");
+    }
+  }
+}
+
+bool WorkerMembership::Heartbeat(const WorkerSession& session, const v1::Heartbeat& beat,
+                                 bool* revived) {
+  absl::MutexLock lock(&mu_);
+  *revived = false;
+  Member* m = Current(session);
+  if (m == nullptr || m->link == nullptr) return false;
+  m->last_heartbeat = clock_->Now();
+  if (beat.free_ports_size() > 0) {
+    m->free_ports.assign(beat.free_ports().begin(), beat.free_ports().end());
+  }
+  *m->info.mutable_gpu_usage() = beat.gpu_usage();
+  m->info.set_cpu_utilization_ratio(beat.cpu_utilization_ratio());
+  m->running.clear();
+  for (const v1::RunningRank& r : beat.running()) m->running[KeyOf(r.rank())] = r;
+  *revived = m->info.state() == v1::WORKER_STATE_LOST;
+  Evaluate(*m, clock_->Now());
+  return true;
+}
+
+EventVerdict WorkerMembership::AcceptEvent(const WorkerSession& session,
+                                           const v1::WorkerMessage& message) {
+  absl::MutexLock lock(&mu_);
+  Member* m = Current(session);
+  if (m == nullptr) return EventVerdict::kStale;
+  if (message.seq() <= m->applied_seq) return EventVerdict::kDuplicate;
+  m->applied_seq = message.seq();
+  // An exited rank's slot is free now, not at the next heartbeat.
+  if (message.has_rank_exited()) m->running.erase(KeyOf(message.rank_exited().rank()));
+  return EventVerdict::kApply;
+}
+
+bool WorkerMembership::Evaluate(Member& m, absl::Time now) {
+  const v1::WorkerState before = m.info.state();
+  if (m.link == nullptr) {
+    if (now >= m.lose_at) {
+      if (before != v1::WORKER_STATE_LOST) {
+        SetState(m, v1::WORKER_STATE_LOST,
+                 m.info.state_reason().empty()
+                     ? "it did not come back"
+                     : absl::StrCat(m.info.state_reason(), " and it did not come back"));
+      }
+    } else if (before == v1::WORKER_STATE_ALIVE) {
+      SetState(m, v1::WORKER_STATE_SUSPECT, "it has no stream");
+    }
+  } else {
+    const absl::Duration age = now - m.last_heartbeat;
+    if (age >= options_.heartbeat_timeout) {
+      if (before != v1::WORKER_STATE_LOST) {
+        SetState(m, v1::WORKER_STATE_LOST,
+                 absl::StrCat("no heartbeat for ", absl::FormatDuration(age)));
+      }
+    } else if (age > 2 * options_.heartbeat_interval) {
+      if (before == v1::WORKER_STATE_ALIVE) {
+        SetState(m, v1::WORKER_STATE_SUSPECT,
+                 absl::StrCat("heartbeats late: the last came ", absl::FormatDuration(age),
+                              " ago"));
+      }
+    } else {
+      SetState(m, v1::WORKER_STATE_ALIVE, "");
+    }
+  }
+  return before != v1::WORKER_STATE_LOST && m.info.state() == v1::WORKER_STATE_LOST;
+}
+
+std::vector<LostWorker> WorkerMembership::Expire() {
+  absl::MutexLock lock(&mu_);
+  std::vector<LostWorker> lost;
+  const absl::Time now = clock_->Now();
+  for (auto& [id, m] : members_) {
+    if (Evaluate(m, now)) lost.push_back({id, m.info.state_reason()});
+  }
+  return lost;
+}
+
+void WorkerMembership::Expect(const std::string& worker_id, const std::string& address) {
+  absl::MutexLock lock(&mu_);
+  auto [it, inserted] = members_.try_emplace(worker_id);
+  if (!inserted) return;
+  Member& m = it->second;
+  m.order = next_order_++;
+  m.info.set_id(worker_id);
+  m.info.set_address(address);
+  m.last_heartbeat = clock_->Now();
+  m.lose_at = clock_->Now() + options_.heartbeat_timeout;
+  SetState(m, v1::WORKER_STATE_SUSPECT, "not registered since the coordinator started");
+}
+
+bool WorkerMembership::Send(const std::string& worker_id,
+                            const v1::CoordinatorMessage& message) {
+  absl::MutexLock lock(&mu_);
+  Member* m = Find(worker_id);
+  if (m == nullptr || m->link == nullptr) return false;
+  m->link->Send(message);
+  return true;
+}
+
+bool WorkerMembership::Connected(const std::string& worker_id) const {
+  absl::MutexLock lock(&mu_);
+  const Member* m = Find(worker_id);
+  return m != nullptr && m->link != nullptr;
+}
+
+std::string WorkerMembership::Address(const std::string& worker_id) const {
+  absl::MutexLock lock(&mu_);
+  const Member* m = Find(worker_id);
+  return m == nullptr ? "" : m->info.address();
+}
+
+std::vector<SchedulableWorker> WorkerMembership::Schedulable() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<std::pair<int64_t, SchedulableWorker>> ordered;
+  for (const auto& [id, m] : members_) {
+    if (m.info.state() != v1::WORKER_STATE_ALIVE || m.link == nullptr || !m.admitted) continue;
+    SchedulableWorker w;
+    w.worker_id = id;
+    w.incarnation = m.incarnation;
+    w.slots = m.info.slots();
+    for (const v1::Gpu& gpu : m.info.gpus()) w.gpu_indices.push_back(gpu.index());
+    for (const auto& [key, rank] : m.running) w.running.push_back(rank);
+    ordered.emplace_back(m.order, std::move(w));
+  }
+  std::sort(ordered.begin(), ordered.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<SchedulableWorker> out;
+  for (auto& [order, w] : ordered) out.push_back(std::move(w));
+  return out;
+}
+
+std::vector<v1::Worker> WorkerMembership::List() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<std::pair<int64_t, v1::Worker>> ordered;
+  const absl::Time now = clock_->Now();
+  for (const auto& [id, m] : members_) {
+    v1::Worker info = m.info;
+    info.set_last_heartbeat_unix_ms(absl::ToUnixMillis(m.last_heartbeat));
+    info.set_heartbeat_age_seconds(absl::ToDoubleSeconds(now - m.last_heartbeat));
+    ordered.emplace_back(m.order, std::move(info));
+  }
+  std::sort(ordered.begin(), ordered.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<v1::Worker> out;
+  for (auto& [order, info] : ordered) out.push_back(std::move(info));
+  return out;
+}
+
+absl::StatusOr<int> WorkerMembership::PickFreePort(const std::string& worker_id,
+                                                   const std::set<int>& in_use) const {
+  absl::MutexLock lock(&mu_);
+  if (const Member* m = Find(worker_id)) {
+    for (int port : m->free_ports) {
+      if (in_use.count(port) == 0) return port;
+    }
+  }
+  return absl::FailedPreconditionError(
+      absl::StrCat("worker ", worker_id, " reported no free port for MASTER_PORT"));
+}
+
+}  // namespace ringmaster
