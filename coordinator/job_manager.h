@@ -21,9 +21,12 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "coordinator/job_state.h"
 #include "coordinator/job_store.h"
+#include "coordinator/job_table.h"
 #include "coordinator/progress_watch.h"
 #include "coordinator/rank_env.h"
+#include "coordinator/reconcile.h"
 #include "coordinator/rendezvous_store.h"
 #include "coordinator/restart_policy.h"
 #include "coordinator/scheduler.h"
@@ -99,52 +102,29 @@ class JobManager {
   void Tick();
 
  private:
-  struct JobEntry {
-    v1::Job job;
-    absl::Time restart_at;  // while RESTARTING
-    std::map<int, v1::Progress> rank_progress;
-    ProgressWatch watch;    // of the current attempt
-    // The current attempt is failing: the most telling cause so far, final
-    // at decide_at or once every rank has ended.
-    std::optional<FailureCause> ending;
-    absl::Time decide_at;
-    std::optional<FailureCause> last_failure;  // of the previous attempt
-    absl::Time regrow_since = absl::InfiniteFuture();  // elastic: room for `ranks` since
-  };
-  struct Watcher {
-    std::string job_id;
-    JobObserver observer;
-  };
-
-  // Stores the transition and its reason, then applies it in memory. The
-  // caller acts on it only when this returns OK.
-  absl::Status Transition(JobEntry& entry, v1::JobState to, v1::Reason reason,
-                          const std::string& message) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void Persist(JobEntry& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void Notify(const JobEntry& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  JobEntry* FindJob(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-
   // Scheduling (job_manager_schedule.cc).
   void ScheduleLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Free slots of schedulable workers, leaving out the ranks of `except`.
   std::vector<WorkerCapacity> CapacityLocked(const std::string& except = "")
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void StartAttempt(JobEntry& entry, const std::vector<RankPlacement>& placement)
+  void StartAttempt(JobRecord& entry, const std::vector<RankPlacement>& placement)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void SendStart(const JobEntry& entry, int rank) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void SendStart(const JobRecord& entry, int rank) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Elastic: restarts a smaller attempt at full size once room for it has
   // lasted scale_up_after_s.
-  void CheckRegrowth(JobEntry& entry, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void CheckRegrowth(JobRecord& entry, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Failing and restarting attempts.
   // A failure of the current attempt: keeps the most telling cause and
   // ends the attempt when the cause is decisive or no rank runs on.
-  void NoteFailure(JobEntry& entry, FailureCause cause) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void NoteFailure(JobRecord& entry, FailureCause cause) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // RESTARTING while restarts remain (and the failure is no repeat without
   // progress), else FAILED; stops the ranks still running either way.
-  void EndAttempt(JobEntry& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void StopRanks(JobEntry& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void CheckTimeouts(JobEntry& entry, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void EndAttempt(JobRecord& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void StopRanks(JobRecord& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // SIGTERM to the attempt's ranks on a worker, SIGKILL after the grace.
+  v1::CoordinatorMessage StopMessage(const std::string& job_id, int attempt) const;
+  void CheckTimeouts(JobRecord& entry, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AdvanceRestarts(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Worker events (job_manager_workers.cc).
@@ -155,39 +135,22 @@ class JobManager {
   void OnRankExited(const std::string& worker_id, const v1::RankExited& exited)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A rank of the current attempt ended (or was lost): update the job.
-  void OnRankEnded(JobEntry& entry, int rank, const FailureCause& cause)
+  void OnRankEnded(JobRecord& entry, int rank, const FailureCause& cause)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OnWorkerLost(const LostWorker& lost) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Stops ranks a worker runs that belong to no active attempt.
-  void StopStrays(const std::string& worker_id,
-                  const google::protobuf::RepeatedPtrField<v1::RunningRank>& running)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Records a rank's report and recomputes the job's progress.
-  void ApplyProgress(JobEntry& entry, int rank, const v1::Progress& progress)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The rank `ref` names, when it belongs to the job's current attempt and
-  // was placed on `worker_id`.
-  v1::RankStatus* FindRank(const std::string& worker_id, const v1::RankRef& ref,
-                           JobEntry** entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Finds jobs in the table; to be called only while holding mu_.
+  JobLookup FindJobLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  JobStore* const store_;
   RendezvousStore* const rendezvous_;
   WorkerMembership* const membership_;
   const Clock* const clock_;
   const JobManagerOptions options_;
 
   absl::Mutex mu_;
-  std::map<std::string, JobEntry> jobs_ ABSL_GUARDED_BY(mu_);
-  std::vector<std::string> job_order_ ABSL_GUARDED_BY(mu_);  // submission order
-  std::map<int64_t, Watcher> watchers_ ABSL_GUARDED_BY(mu_);
-  int64_t next_watch_id_ ABSL_GUARDED_BY(mu_) = 1;
+  JobTable table_ ABSL_GUARDED_BY(mu_);
   std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);  // back-off jitter
 };
 
-// True while a rank holds its slot: placed and not yet reported ended.
-bool RankHoldsSlot(const v1::RankStatus& rank);
-// STARTING or RUNNING: the attempt's ranks are meant to run.
-bool IsActive(v1::JobState state);
 // What counts as progress for the job's ranks.
 ProgressWatch::Kind WatchKind(const v1::JobSpec& spec);
 

@@ -16,74 +16,47 @@ ProgressWatch::Kind WatchKind(const v1::JobSpec& spec) {
 }
 
 std::vector<WorkerCapacity> JobManager::CapacityLocked(const std::string& except) {
-  const std::vector<SchedulableWorker> workers = membership_->Schedulable();
-  std::map<std::string, std::set<int>> used;  // worker -> slots
-  auto hold = [&](const SchedulableWorker& w, int slot, const auto& gpus) {
-    if (gpus.empty()) used[w.worker_id].insert(slot);
-    for (int gpu : gpus) {  // a GPU rank holds the slot of each of its GPUs
-      auto it = std::find(w.gpu_indices.begin(), w.gpu_indices.end(), gpu);
-      if (it != w.gpu_indices.end()) used[w.worker_id].insert(it - w.gpu_indices.begin());
-    }
-  };
-  std::map<std::string, const SchedulableWorker*> by_id;
-  for (const SchedulableWorker& w : workers) {
-    by_id[w.worker_id] = &w;
-    // Rank processes the worker reports hold their slots until they exit,
-    // also those of attempts that ended while it was away.
-    for (const v1::RunningRank& r : w.running) {
-      if (r.rank().job_id() != except) hold(w, r.slot(), r.gpus());
+  std::vector<HeldSlots> held;
+  for (const auto& record : table_.records()) {
+    if (record->job.id() == except) continue;
+    for (const v1::RankStatus& rank : record->job.ranks()) {
+      if (RankHoldsSlot(rank)) {
+        held.push_back({rank.worker_id(), rank.slot(), {rank.gpus().begin(), rank.gpus().end()}});
+      }
     }
   }
-  for (const auto& [id, entry] : jobs_) {
-    if (id == except) continue;
-    for (const v1::RankStatus& rank : entry.job.ranks()) {
-      auto w = by_id.find(rank.worker_id());
-      if (RankHoldsSlot(rank) && w != by_id.end()) hold(*w->second, rank.slot(), rank.gpus());
-    }
-  }
-  std::vector<WorkerCapacity> capacity;
-  for (const SchedulableWorker& w : workers) {
-    WorkerCapacity c;
-    c.worker_id = w.worker_id;
-    c.total_slots = w.slots;
-    c.gpu_slots = !w.gpu_indices.empty();
-    for (int s = 0; s < w.slots; ++s) {
-      if (used[c.worker_id].count(s) == 0) c.free_slots.push_back(s);
-    }
-    capacity.push_back(std::move(c));
-  }
-  return capacity;
+  return FreeCapacity(membership_->Schedulable(), held, except);
 }
 
 void JobManager::ScheduleLocked() {
   std::vector<QueuedJob> queue;
-  for (const std::string& id : job_order_) {
-    const v1::Job& job = jobs_[id].job;
+  for (const auto& record : table_.records()) {
+    const v1::Job& job = record->job;
     if (job.state() == v1::PENDING) {
-      queue.push_back({id, job.spec().ranks(), job.spec().gpus_per_rank(),
+      queue.push_back({job.id(), job.spec().ranks(), job.spec().gpus_per_rank(),
                        job.spec().min_ranks()});
     }
   }
   if (queue.empty()) return;
   ScheduleResult result = Schedule(queue, CapacityLocked());
   for (const auto& [id, reason] : result.waiting) {
-    JobEntry& entry = jobs_[id];
+    JobRecord& entry = *table_.Find(id);
     if (entry.job.pending_reason() != reason) {
       entry.job.set_pending_reason(reason);
-      Notify(entry);
+      table_.Notify(entry);
     }
   }
-  for (const auto& [id, placement] : result.placed) StartAttempt(jobs_[id], placement);
+  for (const auto& [id, placement] : result.placed) StartAttempt(*table_.Find(id), placement);
 }
 
-void JobManager::StartAttempt(JobEntry& entry, const std::vector<RankPlacement>& placement) {
+void JobManager::StartAttempt(JobRecord& entry, const std::vector<RankPlacement>& placement) {
   v1::Job& job = entry.job;
   std::set<int> ports_in_use;
   const std::string& master_worker = placement[0].worker_id;
-  for (const auto& [id, other] : jobs_) {
-    if (!IsTerminal(other.job.state()) && other.job.ranks_size() > 0 &&
-        other.job.ranks(0).worker_id() == master_worker) {
-      ports_in_use.insert(other.job.master_port());
+  for (const auto& other : table_.records()) {
+    if (!IsTerminal(other->job.state()) && other->job.ranks_size() > 0 &&
+        other->job.ranks(0).worker_id() == master_worker) {
+      ports_in_use.insert(other->job.master_port());
     }
   }
   absl::StatusOr<int> port = membership_->PickFreePort(master_worker, ports_in_use);
@@ -126,7 +99,7 @@ void JobManager::StartAttempt(JobEntry& entry, const std::vector<RankPlacement>&
     message = absl::StrCat("elastic: ", world, " of ", job.spec().ranks(),
                            " ranks fit (min_ranks ", job.spec().min_ranks(), "); ", message);
   }
-  if (!Transition(entry, v1::STARTING, reason, message).ok()) {
+  if (!table_.Transition(entry, v1::STARTING, reason, message).ok()) {
     job.clear_ranks();  // not stored, so not acted on
     return;
   }
@@ -136,13 +109,13 @@ void JobManager::StartAttempt(JobEntry& entry, const std::vector<RankPlacement>&
   for (int r = 0; r < world; ++r) SendStart(entry, r);
 }
 
-void JobManager::SendStart(const JobEntry& entry, int rank) {
+void JobManager::SendStart(const JobRecord& entry, int rank) {
   v1::CoordinatorMessage message;
   *message.mutable_start_rank() = BuildStartRank(entry.job, rank, options_.rank_env);
   membership_->Send(entry.job.ranks(rank).worker_id(), message);
 }
 
-void JobManager::CheckRegrowth(JobEntry& entry, absl::Time now) {
+void JobManager::CheckRegrowth(JobRecord& entry, absl::Time now) {
   v1::Job& job = entry.job;
   if (job.world_size() >= job.spec().ranks() ||
       !PlaceGang(CapacityLocked(job.id()), job.spec().ranks(), job.spec().gpus_per_rank())
@@ -153,7 +126,7 @@ void JobManager::CheckRegrowth(JobEntry& entry, absl::Time now) {
   if (entry.regrow_since == absl::InfiniteFuture()) entry.regrow_since = now;
   const absl::Duration wait = absl::Seconds(job.spec().scale_up_after_s());
   if (now - entry.regrow_since < wait) return;
-  if (!Transition(entry, v1::RESTARTING, v1::SCALING_UP,
+  if (!table_.Transition(entry, v1::RESTARTING, v1::SCALING_UP,
                   absl::StrCat("room for all ", job.spec().ranks(), " ranks for ",
                                absl::FormatDuration(wait), ": restarting at full size from a "
                                "checkpoint taken on stop (now ", job.world_size(), ")"))

@@ -11,6 +11,12 @@ bool IsTerminal(JobState state) {
          state == v1::CANCELLED;
 }
 
+bool IsActive(JobState state) { return state == v1::STARTING || state == v1::RUNNING; }
+
+bool RankHoldsSlot(const v1::RankStatus& rank) {
+  return rank.state() == v1::RANK_ASSIGNED || rank.state() == v1::RANK_RUNNING;
+}
+
 bool IsLegalTransition(JobState from, JobState to) {
   switch (from) {
     case v1::PENDING:

@@ -17,6 +17,10 @@
 namespace ringmaster {
 
 bool IsTerminal(v1::JobState state);
+// STARTING or RUNNING: the attempt's ranks are meant to run.
+bool IsActive(v1::JobState state);
+// True while a rank holds its slot: placed and not yet reported ended.
+bool RankHoldsSlot(const v1::RankStatus& rank);
 
 bool IsLegalTransition(v1::JobState from, v1::JobState to);
 

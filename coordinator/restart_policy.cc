@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
+
 namespace ringmaster {
 namespace {
 
@@ -26,6 +28,29 @@ absl::Duration RestartBackoff(const BackoffOptions& options, int restarts, doubl
   d = std::min(d, options.max);
   unit = std::clamp(unit, 0.0, 1.0);
   return d / 2 + (d / 2) * unit;
+}
+
+FailureCause CauseOfExit(const v1::RankExited& exited, int rank) {
+  FailureCause cause;
+  cause.rank = rank;
+  cause.exit_code = exited.exit_code();
+  cause.signal = exited.signal();
+  if (exited.start_failed()) {
+    cause.reason = v1::RANK_START_FAILED;
+    cause.message = absl::StrCat("rank ", rank, " could not start: ", exited.message());
+  } else if (exited.oom_killed()) {
+    cause.reason = v1::RANK_OOM;
+    cause.message = absl::StrCat("rank ", rank, " was killed for exceeding its memory limit",
+                                 exited.message().empty() ? "" : ": ", exited.message());
+  } else if (exited.signal() != 0) {
+    cause.reason = v1::RANK_SIGNALED;
+    cause.message = absl::StrCat("rank ", rank, " was killed by signal ", exited.signal(),
+                                 exited.message().empty() ? "" : ": ", exited.message());
+  } else {
+    cause.reason = exited.exit_code() == 0 ? v1::RANKS_SUCCEEDED : v1::RANK_EXITED;
+    cause.message = absl::StrCat("rank ", rank, " exited with code ", exited.exit_code());
+  }
+  return cause;
 }
 
 bool MoreTelling(const FailureCause& candidate, const FailureCause& current) {

@@ -8,6 +8,7 @@
 
 #include "absl/time/time.h"
 #include "proto/job.pb.h"
+#include "proto/worker.pb.h"
 
 namespace ringmaster {
 
@@ -30,6 +31,10 @@ struct FailureCause {
   int signal = 0;
   bool progressed = false;  // the attempt made progress before it
 };
+
+// What a rank's exit says: a start failure, an OOM kill, a signal, or its
+// exit code (RANKS_SUCCEEDED for 0).
+FailureCause CauseOfExit(const v1::RankExited& exited, int rank);
 
 // Whether `candidate` explains the attempt's end better than `current`:
 // a lost worker over an OOM kill over a hang over a signal over a start

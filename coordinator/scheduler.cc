@@ -1,6 +1,7 @@
 #include "coordinator/scheduler.h"
 
 #include <algorithm>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 
@@ -24,6 +25,42 @@ std::string SlotWord(int gpus_per_rank) {
 }
 
 }  // namespace
+
+std::vector<WorkerCapacity> FreeCapacity(const std::vector<SchedulableWorker>& workers,
+                                         const std::vector<HeldSlots>& held,
+                                         const std::string& except_job) {
+  std::map<std::string, const SchedulableWorker*> by_id;
+  for (const SchedulableWorker& w : workers) by_id[w.worker_id] = &w;
+  std::map<std::string, std::set<int>> used;
+  auto hold = [&](const std::string& worker_id, int slot, const auto& gpus) {
+    auto w = by_id.find(worker_id);
+    if (w == by_id.end()) return;
+    const std::vector<int>& indices = w->second->gpu_indices;
+    if (gpus.empty()) used[worker_id].insert(slot);
+    for (int gpu : gpus) {
+      auto it = std::find(indices.begin(), indices.end(), gpu);
+      if (it != indices.end()) used[worker_id].insert(it - indices.begin());
+    }
+  };
+  for (const SchedulableWorker& w : workers) {
+    for (const v1::RunningRank& r : w.running) {
+      if (r.rank().job_id() != except_job) hold(w.worker_id, r.slot(), r.gpus());
+    }
+  }
+  for (const HeldSlots& h : held) hold(h.worker_id, h.slot, h.gpus);
+  std::vector<WorkerCapacity> capacity;
+  for (const SchedulableWorker& w : workers) {
+    WorkerCapacity c;
+    c.worker_id = w.worker_id;
+    c.total_slots = w.slots;
+    c.gpu_slots = !w.gpu_indices.empty();
+    for (int s = 0; s < w.slots; ++s) {
+      if (used[c.worker_id].count(s) == 0) c.free_slots.push_back(s);
+    }
+    capacity.push_back(std::move(c));
+  }
+  return capacity;
+}
 
 absl::StatusOr<std::vector<RankPlacement>> PlaceGang(
     const std::vector<WorkerCapacity>& workers, int ranks, int gpus_per_rank,

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "coordinator/worker_membership.h"
 
 namespace ringmaster {
 
@@ -20,6 +21,21 @@ struct WorkerCapacity {
   std::vector<int> free_slots;  // ascending slot indices
   bool gpu_slots = false;       // each slot is one GPU
 };
+
+// A slot (or the GPUs) a placed rank holds.
+struct HeldSlots {
+  std::string worker_id;
+  int slot = 0;
+  std::vector<int> gpus;  // GPU indices; a GPU rank holds the slot of each
+};
+
+// What each schedulable worker has free: its slots minus those `held` by
+// placed ranks and those of rank processes the worker reports running
+// (ranks of attempts that ended while it was away keep their slots until
+// they exit), except the reports of `except_job`.
+std::vector<WorkerCapacity> FreeCapacity(const std::vector<SchedulableWorker>& workers,
+                                         const std::vector<HeldSlots>& held,
+                                         const std::string& except_job);
 
 struct RankPlacement {
   int rank = 0;

@@ -81,5 +81,51 @@ TEST(ScheduleTest, EmptyClusterKeepsJobsPendingWithReason) {
   EXPECT_NE(r.waiting["a"].find("waiting for workers"), std::string::npos);
 }
 
+TEST(PlaceGangTest, ElasticJobTakesAsManyRanksAsFitDownToItsMinimum) {
+  const std::vector<WorkerCapacity> two_free = {Worker("w1", 1, {0}), Worker("w2", 1, {0}),
+                                                Worker("w3", 1, {})};
+  auto p = PlaceGang(two_free, 3, 0, /*min_ranks=*/2);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(WorkersOf(*p), (std::vector<std::string>{"w1", "w2"}));
+  auto none = PlaceGang(two_free, 3, 0, /*min_ranks=*/3);
+  EXPECT_EQ(none.status().message(), "needs 3 free slots, 2 free on 3 alive workers");
+  auto full = PlaceGang({Worker("w1", 4, {0, 1, 2, 3})}, 3, 0, /*min_ranks=*/2);
+  ASSERT_TRUE(full.ok());
+  EXPECT_EQ(full->size(), 3u) << "never fewer than fit";
+}
+
+TEST(ScheduleTest, ElasticJobIsNotBlockedByItsFullSize) {
+  ScheduleResult r = Schedule({{"elastic", 3, 0, 2}, {"next", 1, 0, 0}},
+                              {Worker("w1", 1, {0}), Worker("w2", 1, {0})});
+  ASSERT_EQ(r.placed.count("elastic"), 1u);
+  EXPECT_EQ(r.placed["elastic"].size(), 2u);
+  EXPECT_EQ(r.waiting["next"], "needs 1 free slots, 0 free on 2 alive workers");
+}
+
+TEST(FreeCapacityTest, PlacedAndReportedRanksHoldTheirSlots) {
+  SchedulableWorker w;
+  w.worker_id = "w1";
+  w.slots = 4;
+  v1::RunningRank stale;  // a rank of an attempt that ended while w1 was away
+  stale.mutable_rank()->set_job_id("old");
+  stale.set_slot(3);
+  w.running.push_back(stale);
+  std::vector<WorkerCapacity> c = FreeCapacity({w}, {{"w1", 1, {}}}, "");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].free_slots, (std::vector<int>{0, 2}));
+  EXPECT_EQ(FreeCapacity({w}, {}, "old")[0].free_slots, (std::vector<int>{0, 1, 2, 3}))
+      << "a job's own ranks are left out when asking whether it could grow";
+}
+
+TEST(FreeCapacityTest, GpuRanksHoldTheSlotsOfTheirGpus) {
+  SchedulableWorker w;
+  w.worker_id = "g1";
+  w.slots = 4;
+  w.gpu_indices = {0, 1, 2, 3};
+  std::vector<WorkerCapacity> c = FreeCapacity({w}, {{"g1", 0, {0, 1}}}, "");
+  EXPECT_TRUE(c[0].gpu_slots);
+  EXPECT_EQ(c[0].free_slots, (std::vector<int>{2, 3}));
+}
+
 }  // namespace
 }  // namespace ringmaster
