@@ -13,6 +13,7 @@
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 
 extern char** environ;
@@ -20,29 +21,35 @@ extern char** environ;
 namespace ringmaster {
 namespace {
 
-enum Step { kDetach, kDeathSignal, kRedirect, kStdin, kChdir, kExec, kSteps };
-const char* const kStepNames[kSteps] = {"detach", "prctl", "redirect output",
+enum Step { kDetach, kDeathSignal, kCgroup, kRedirect, kStdin, kChdir, kExec, kSteps };
+const char* const kStepNames[kSteps] = {"detach", "prctl", "join cgroup", "redirect output",
                                         "open /dev/null", "chdir", "execve"};
 
 // Between fork and exec only async-signal-safe calls are allowed, so
 // everything is prepared before fork. On failure the child writes errno and
 // the step to `error_fd` and exits.
 [[noreturn]] void ExecChild(SubprocessSpec::Detach detach, pid_t parent, int output_fd,
-                            int error_fd, const char* dir, const char* program,
-                            char* const* argv, char* const* envp) {
+                            int error_fd, const std::vector<int>& cgroup_fds, const char* dir,
+                            const char* program, char* const* argv, char* const* envp) {
   Step step = kDetach;
   auto fail = [&]() {
     int report[2] = {errno, step};
     (void)!write(error_fd, report, sizeof(report));
     _exit(127);
   };
-  if (detach == SubprocessSpec::Detach::kSession) {
-    if (setsid() < 0) fail();
-  } else {
+  if (detach == SubprocessSpec::Detach::kProcessGroup) {
     if (setpgid(0, 0) != 0) fail();
+  } else {
+    if (setsid() < 0) fail();
+  }
+  if (detach != SubprocessSpec::Detach::kSession) {
     step = kDeathSignal;
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail();
     if (getppid() != parent) _exit(128 + SIGKILL);  // the parent is already gone
+  }
+  step = kCgroup;
+  for (int fd : cgroup_fds) {
+    if (write(fd, "0", 1) != 1) fail();
   }
   step = kRedirect;
   if (dup2(output_fd, STDOUT_FILENO) < 0 || dup2(output_fd, STDERR_FILENO) < 0) fail();
@@ -99,6 +106,18 @@ absl::StatusOr<pid_t> SpawnProcess(const SubprocessSpec& spec) {
         absl::StrCat("cannot open ", spec.output_path, ": ", strerror(errno)));
   }
   absl::Cleanup close_output = [output_fd] { close(output_fd); };
+  std::vector<int> cgroup_fds;
+  absl::Cleanup close_cgroups = [&cgroup_fds] {
+    for (int fd : cgroup_fds) close(fd);
+  };
+  for (const std::string& procs : spec.cgroup_procs) {
+    int fd = open(procs.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot open ", procs, ": ", strerror(errno)));
+    }
+    cgroup_fds.push_back(fd);
+  }
   int pipe_fds[2];
   if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
     return absl::InternalError(absl::StrCat("pipe2: ", strerror(errno)));
@@ -120,7 +139,7 @@ absl::StatusOr<pid_t> SpawnProcess(const SubprocessSpec& spec) {
     return absl::ResourceExhaustedError(absl::StrCat("fork: ", strerror(errno)));
   }
   if (pid == 0) {
-    ExecChild(spec.detach, parent, output_fd, pipe_fds[1], spec.working_dir.c_str(),
+    ExecChild(spec.detach, parent, output_fd, pipe_fds[1], cgroup_fds, spec.working_dir.c_str(),
               program->c_str(), argv.data(), envp.data());
   }
   if (spec.detach == SubprocessSpec::Detach::kProcessGroup) {
@@ -138,7 +157,10 @@ absl::StatusOr<pid_t> SpawnProcess(const SubprocessSpec& spec) {
   waitpid(pid, nullptr, 0);
   const int step = report[1] >= 0 && report[1] < kSteps ? report[1] : kExec;
   return absl::FailedPreconditionError(
-      absl::StrCat(kStepNames[step], " ", step == kChdir ? spec.working_dir : *program,
+      absl::StrCat(kStepNames[step], " ",
+                   step == kChdir ? spec.working_dir
+                                  : step == kCgroup ? absl::StrJoin(spec.cgroup_procs, " ")
+                                                    : *program,
                    ": ", strerror(report[0])));
 }
 

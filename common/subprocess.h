@@ -22,8 +22,12 @@ struct SubprocessSpec {
   enum class Detach {
     kProcessGroup,  // leads a new process group; killed when the spawning thread ends
     kSession,       // leads a new session and outlives the caller (a daemon)
+    kOwnSession,    // leads a new session; killed when the spawning thread ends
   };
   Detach detach = Detach::kProcessGroup;
+  // cgroup.procs files the child joins before it executes the program, so
+  // that it and everything it starts are in those cgroups.
+  std::vector<std::string> cgroup_procs;
 };
 
 // Starts the process; stdin is /dev/null and no descriptor of the caller

@@ -10,6 +10,7 @@
 #include "common/daemon_flags.h"
 #include "common/net.h"
 #include "common/signals.h"
+#include "worker/death_watch.h"
 #include "worker/worker_server.h"
 
 int main(int argc, char** argv) {
@@ -57,6 +58,11 @@ int main(int argc, char** argv) {
   config.metrics_address = addresses->metrics;
   if (config.worker_id.empty()) {
     config.worker_id = absl::StrCat(ringmaster::Hostname(), "-", addresses->port);
+  }
+  // Forked while this process has one thread; it outlives a killed worker
+  // to end the ranks' processes.
+  if (absl::Status s = ringmaster::StartDeathWatch(config.worker_id); !s.ok()) {
+    spdlog::warn("no watcher for this worker's death: {}", s.ToString());
   }
   auto server = ringmaster::WorkerServer::Start(config);
   if (!server.ok()) {

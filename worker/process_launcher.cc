@@ -9,11 +9,34 @@
 
 #include <cerrno>
 
+#include <spdlog/spdlog.h>
+
 #include "common/subprocess.h"
 
 namespace ringmaster {
 
-PosixProcessLauncher::PosixProcessLauncher() { prctl(PR_SET_CHILD_SUBREAPER, 1); }
+PosixProcessLauncher::PosixProcessLauncher(const std::string& worker_id) {
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+  if (worker_id.empty()) return;
+  absl::StatusOr<std::unique_ptr<RankCgroups>> cgroups = RankCgroups::Open(worker_id);
+  if (!cgroups.ok()) {
+    spdlog::warn("ranks run in sessions of their own, without cgroups: {}",
+                 cgroups.status().ToString());
+    return;
+  }
+  cgroups_ = *std::move(cgroups);
+  spdlog::info("ranks run in cgroups under {}", cgroups_->Describe());
+  // What a previous worker of this id left running: its ranks outlived it.
+  for (const std::string& rank : cgroups_->Existing()) {
+    const size_t left = cgroups_->Processes(rank).size();
+    if (!cgroups_->Kill(rank, absl::Seconds(10))) {
+      spdlog::error("cgroup {} of an earlier worker survived SIGKILL", rank);
+      continue;
+    }
+    cgroups_->Remove(rank);
+    if (left > 0) spdlog::warn("killed {} processes an earlier worker left in {}", left, rank);
+  }
+}
 
 absl::StatusOr<pid_t> PosixProcessLauncher::Spawn(const LaunchSpec& spec) {
   SubprocessSpec sub;
@@ -21,8 +44,31 @@ absl::StatusOr<pid_t> PosixProcessLauncher::Spawn(const LaunchSpec& spec) {
   sub.env = spec.env;
   sub.working_dir = spec.working_dir;
   sub.output_path = spec.log_path;
-  sub.detach = SubprocessSpec::Detach::kProcessGroup;
-  return SpawnProcess(sub);
+  sub.detach = SubprocessSpec::Detach::kOwnSession;
+  const bool contain = cgroups_ != nullptr && !spec.name.empty();
+  if (spec.memory_bytes > 0 && !contain) {
+    return absl::FailedPreconditionError(
+        "a memory limit needs cgroups, which this worker cannot use (see its log)");
+  }
+  if (contain) {
+    if (absl::Status s = cgroups_->Create(spec.name, spec.memory_bytes); !s.ok()) return s;
+    sub.cgroup_procs = cgroups_->ProcsFiles(spec.name);
+  }
+  absl::StatusOr<pid_t> pid = SpawnProcess(sub);
+  if (!contain) return pid;
+  if (!pid.ok()) {
+    cgroups_->Remove(spec.name);
+    return pid;
+  }
+  absl::MutexLock lock(&mu_);
+  cgroup_of_[*pid] = spec.name;
+  return pid;
+}
+
+std::string PosixProcessLauncher::CgroupOf(pid_t pid) {
+  absl::MutexLock lock(&mu_);
+  auto it = cgroup_of_.find(pid);
+  return it == cgroup_of_.end() ? "" : it->second;
 }
 
 bool PosixProcessLauncher::WaitExit(pid_t pid, absl::Duration timeout,
@@ -49,10 +95,34 @@ bool PosixProcessLauncher::WaitExit(pid_t pid, absl::Duration timeout,
   return true;
 }
 
-void PosixProcessLauncher::SignalGroup(pid_t pgid, int signal) { kill(-pgid, signal); }
+void PosixProcessLauncher::SignalGroup(pid_t pgid, int signal) {
+  const std::string cgroup = CgroupOf(pgid);
+  for (int sig : {signal, signal == SIGTERM ? SIGCONT : 0}) {
+    if (sig == 0) continue;
+    kill(-pgid, sig);
+    if (!cgroup.empty()) cgroups_->Signal(cgroup, sig);
+  }
+}
+
+bool PosixProcessLauncher::OomKilled(pid_t pgid) {
+  const std::string cgroup = CgroupOf(pgid);
+  return !cgroup.empty() && cgroups_->OomKilled(cgroup);
+}
 
 bool PosixProcessLauncher::ClearGroup(pid_t pgid, absl::Duration timeout) {
   const absl::Time deadline = absl::Now() + timeout;
+  const std::string cgroup = CgroupOf(pgid);
+  if (!cgroup.empty()) {
+    const bool empty = cgroups_->Kill(cgroup, timeout);
+    while (waitpid(-pgid, nullptr, WNOHANG) > 0) {
+    }
+    if (empty) {
+      cgroups_->Remove(cgroup);
+      absl::MutexLock lock(&mu_);
+      cgroup_of_.erase(pgid);
+    }
+    if (!empty) return false;
+  }
   for (;;) {
     kill(-pgid, SIGKILL);
     while (waitpid(-pgid, nullptr, WNOHANG) > 0) {

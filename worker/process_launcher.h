@@ -6,11 +6,14 @@
 #include <sys/types.h>
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "worker/rank_cgroups.h"
 
 namespace ringmaster {
 
@@ -19,6 +22,8 @@ struct LaunchSpec {
   std::map<std::string, std::string> env;  // the whole environment
   std::string working_dir;        // empty: the worker's own
   std::string log_path;           // stdout and stderr, appended
+  std::string name;               // of its cgroup: unique among running processes
+  int64_t memory_bytes = 0;       // limit for it and its descendants; 0: none
 };
 
 struct ExitStatus {
@@ -31,26 +36,44 @@ struct ExitStatus {
 class ProcessLauncher {
  public:
   virtual ~ProcessLauncher() = default;
-  // Starts the process as the leader of a new process group, killed if the
-  // worker dies. An exec failure is an error naming the program, not a
-  // process that exits 127.
+  // Starts the process as the leader of a new process group (and, where it
+  // can, in a cgroup of its own), killed if the worker dies. An exec
+  // failure is an error naming the program, not a process that exits 127.
   virtual absl::StatusOr<pid_t> Spawn(const LaunchSpec& spec) = 0;
   // Waits up to `timeout` for the leader to exit; false when it has not.
   virtual bool WaitExit(pid_t pid, absl::Duration timeout, ExitStatus* status) = 0;
+  // Signals every process the leader started; a SIGTERM is followed by
+  // SIGCONT, so that a stopped process can act on it.
   virtual void SignalGroup(pid_t pgid, int signal) = 0;
-  // Kills and reaps what is left of the group; true when it is empty.
+  // Whether the memory limit made the kernel kill one of its processes.
+  virtual bool OomKilled(pid_t pgid) = 0;
+  // Kills and reaps everything it started; true when nothing is left.
   virtual bool ClearGroup(pid_t pgid, absl::Duration timeout) = 0;
 };
 
-// fork/exec on Linux. The worker process is made a child subreaper so that
-// orphaned descendants of a rank stay reapable by their process group.
+// fork/exec on Linux. Each process leads a session of its own and, where
+// the host allows, a cgroup of its own (RankCgroups), which finds every
+// descendant even when it left the session. The worker process is made a
+// child subreaper so that orphaned descendants stay reapable.
 class PosixProcessLauncher final : public ProcessLauncher {
  public:
-  PosixProcessLauncher();
+  // With `worker_id`, processes go into cgroups named after it, and what a
+  // previous worker of that id left in them is killed now.
+  explicit PosixProcessLauncher(const std::string& worker_id = "");
   absl::StatusOr<pid_t> Spawn(const LaunchSpec& spec) override;
   bool WaitExit(pid_t pid, absl::Duration timeout, ExitStatus* status) override;
   void SignalGroup(pid_t pgid, int signal) override;
+  bool OomKilled(pid_t pgid) override;
   bool ClearGroup(pid_t pgid, absl::Duration timeout) override;
+
+  bool contained() const { return cgroups_ != nullptr; }
+
+ private:
+  std::string CgroupOf(pid_t pid);
+
+  std::unique_ptr<RankCgroups> cgroups_;  // null: sessions only
+  absl::Mutex mu_;
+  std::map<pid_t, std::string> cgroup_of_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace ringmaster

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -118,6 +119,108 @@ TEST(ResolveProgramTest, LooksUpPath) {
   EXPECT_EQ(*sh, "/bin/sh");
   EXPECT_EQ(*ResolveProgram("./x", ""), "./x");
   EXPECT_FALSE(ResolveProgram("sh", "/nonexistent").ok());
+}
+
+// The pids a log holds, one per line.
+std::vector<pid_t> PidsIn(const std::string& path) {
+  std::vector<pid_t> pids;
+  std::istringstream in(ReadFile(path));
+  pid_t pid;
+  while (in >> pid) pids.push_back(pid);
+  return pids;
+}
+
+bool Alive(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return false;
+  const size_t close = line.rfind(')');
+  return close != std::string::npos && line.size() > close + 2 && line[close + 2] != 'Z';
+}
+
+// Waits (with a deadline) for the script to have written `n` pids.
+std::vector<pid_t> WaitForPids(const std::string& path, size_t n) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  std::vector<pid_t> pids;
+  while ((pids = PidsIn(path)).size() < n && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  return pids;
+}
+
+class ContainedLauncherTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    launcher_ = std::make_unique<PosixProcessLauncher>(
+        "test-" + std::to_string(getpid()) + "-" +
+        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    if (!launcher_->contained()) GTEST_SKIP() << "no writable cgroup hierarchy on this host";
+  }
+  std::unique_ptr<PosixProcessLauncher> launcher_;
+};
+
+TEST_F(ContainedLauncherTest, ClearKillsDescendantsThatLeftTheSession) {
+  // A grandchild in a session of its own escapes kill(-pgid); its cgroup
+  // still holds it.
+  LaunchSpec spec = Shell("setsid sh -c 'echo $$; exec sleep 300' & echo $$; exec sleep 300",
+                          "escape.log");
+  spec.name = "escape";
+  auto pid = launcher_->Spawn(spec);
+  ASSERT_TRUE(pid.ok()) << pid.status();
+  std::vector<pid_t> pids = WaitForPids(spec.log_path, 2);
+  ASSERT_EQ(pids.size(), 2u) << ReadFile(spec.log_path);
+  for (pid_t p : pids) ASSERT_TRUE(Alive(p));
+  launcher_->SignalGroup(*pid, SIGKILL);
+  WaitFor(*launcher_, *pid);
+  ASSERT_TRUE(launcher_->ClearGroup(*pid, absl::Seconds(10)));
+  for (pid_t p : pids) EXPECT_FALSE(Alive(p)) << "pid " << p << " survived";
+}
+
+TEST_F(ContainedLauncherTest, MemoryLimitKillsAndIsReportedAsOom) {
+  LaunchSpec spec = Shell("head -c 400M /dev/zero | tail", "oom.log");
+  spec.name = "hungry";
+  spec.memory_bytes = 64 << 20;
+  auto pid = launcher_->Spawn(spec);
+  ASSERT_TRUE(pid.ok()) << pid.status();
+  ExitStatus status = WaitFor(*launcher_, *pid);
+  EXPECT_NE(status.exit_code + status.signal, 0) << "it cannot have finished";
+  EXPECT_TRUE(launcher_->OomKilled(*pid));
+  EXPECT_TRUE(launcher_->ClearGroup(*pid, absl::Seconds(10)));
+}
+
+TEST_F(ContainedLauncherTest, WithinItsLimitNoOom) {
+  LaunchSpec spec = Shell("head -c 1M /dev/zero | tail > /dev/null", "fits.log");
+  spec.name = "modest";
+  spec.memory_bytes = 64 << 20;
+  auto pid = launcher_->Spawn(spec);
+  ASSERT_TRUE(pid.ok()) << pid.status();
+  EXPECT_EQ(WaitFor(*launcher_, *pid).exit_code, 0);
+  EXPECT_FALSE(launcher_->OomKilled(*pid));
+  EXPECT_TRUE(launcher_->ClearGroup(*pid, absl::Seconds(10)));
+}
+
+TEST_F(ContainedLauncherTest, RestartedWorkerEndsWhatItsPreviousLifeLeft) {
+  LaunchSpec spec = Shell("sleep 300 & echo $!; sleep 300 & echo $!; wait", "left.log");
+  spec.name = "left-behind";
+  auto pid = launcher_->Spawn(spec);
+  ASSERT_TRUE(pid.ok()) << pid.status();
+  std::vector<pid_t> pids = WaitForPids(spec.log_path, 2);
+  ASSERT_EQ(pids.size(), 2u);
+  // A worker with the same id starts (the first one died without cleaning).
+  const std::string id = "test-" + std::to_string(getpid()) + "-" +
+                         ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  PosixProcessLauncher restarted(id);
+  for (pid_t p : pids) EXPECT_FALSE(Alive(p)) << "pid " << p << " survived the restart";
+  ExitStatus status = WaitFor(*launcher_, *pid);
+  EXPECT_EQ(status.signal, SIGKILL);
+}
+
+TEST(ProcessLauncherTest, MemoryLimitWithoutCgroupsIsRefused) {
+  PosixProcessLauncher launcher;  // no worker id: no cgroups
+  LaunchSpec spec = Shell("true", "refused.log");
+  spec.memory_bytes = 1 << 20;
+  auto pid = launcher.Spawn(spec);
+  EXPECT_EQ(pid.status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
 }  // namespace

@@ -69,6 +69,8 @@ void RankSupervisor::Supervise(Key key) {
                      ".error.json");
     spec.working_dir = start.working_dir();
     spec.log_path = LogPath(ref.job_id(), ref.rank());
+    spec.name = absl::StrCat(ref.job_id(), ".", ref.attempt(), ".", ref.rank());
+    spec.memory_bytes = start.memory_bytes();
   }
   std::error_code error;
   std::filesystem::create_directories(
@@ -107,6 +109,7 @@ void RankSupervisor::Supervise(Key key) {
         rank.kill_at = absl::InfiniteFuture();
       }
     }
+    exited.set_oom_killed(launcher_->OomKilled(*pid));
     if (!launcher_->ClearGroup(*pid, options_.clear_group_timeout)) {
       spdlog::error("job {} rank {}: process group {} survived SIGKILL",
                     ref.job_id(), ref.rank(), *pid);

@@ -69,8 +69,10 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
     supervisor_options.base_env["PATH"] = "/usr/local/bin:/usr/bin:/bin";
   }
   WorkerServer* self = server.get();
+  // Kills what an earlier worker of this id left before anything registers.
+  server->launcher_ = std::make_unique<PosixProcessLauncher>(config.worker_id);
   server->supervisor_ = std::make_unique<RankSupervisor>(
-      &server->launcher_, supervisor_options,
+      server->launcher_.get(), supervisor_options,
       RankSupervisor::Callbacks{
           [self](const v1::RankStarted& started) {
             v1::WorkerMessage m;

@@ -49,7 +49,7 @@ class WorkerServer {
   // Rank processes alive now, for registrations and heartbeats.
   std::vector<v1::RunningRank> RunningRanks();
 
-  PosixProcessLauncher launcher_;
+  std::unique_ptr<PosixProcessLauncher> launcher_;
   ProgressBoard progress_;
   metrics::Registry registry_;
   std::unique_ptr<WorkerMetrics> metrics_;
