@@ -15,7 +15,7 @@
 namespace ringmaster {
 namespace {
 
-[[noreturn]] void Watch(int pipe_read, const std::string& worker_id) {
+[[noreturn]] void Watch(int pipe_read, const std::string& cgroup_name) {
   // Not part of the worker's session: a signal to the worker's process
   // group or a terminal hang-up must not take the watcher too.
   setsid();
@@ -32,19 +32,21 @@ namespace {
     const ssize_t n = read(pipe_read, &byte, 1);
     if (n == 0 || (n < 0 && errno != EINTR)) break;  // the worker is gone
   }
-  absl::StatusOr<std::unique_ptr<RankCgroups>> cgroups = RankCgroups::Open(worker_id);
-  if (cgroups.ok()) {
-    for (const std::string& rank : (*cgroups)->Existing()) {
-      (*cgroups)->Kill(rank, absl::Seconds(10));
-      (*cgroups)->Remove(rank);
+  {
+    absl::StatusOr<std::unique_ptr<RankCgroups>> cgroups = RankCgroups::Open(cgroup_name);
+    if (cgroups.ok()) {
+      for (const std::string& rank : (*cgroups)->Existing()) {
+        (*cgroups)->Kill(rank, absl::Seconds(10));
+        (*cgroups)->Remove(rank);
+      }
     }
-  }
+  }  // and the worker's directories go with RankCgroups
   _exit(0);
 }
 
 }  // namespace
 
-absl::Status StartDeathWatch(const std::string& worker_id) {
+absl::Status StartDeathWatch(const std::string& cgroup_name) {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) {
     return absl::InternalError(absl::StrCat("pipe2: ", strerror(errno)));
@@ -53,7 +55,7 @@ absl::Status StartDeathWatch(const std::string& worker_id) {
   if (pid < 0) return absl::InternalError(absl::StrCat("fork: ", strerror(errno)));
   if (pid == 0) {
     close(fds[1]);
-    Watch(fds[0], worker_id);
+    Watch(fds[0], cgroup_name);
   }
   // The worker keeps the write end open for life (close-on-exec, so ranks
   // do not inherit it); the watcher's read returns 0 once it is gone.

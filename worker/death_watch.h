@@ -12,9 +12,10 @@
 
 namespace ringmaster {
 
-// Forks the watcher for the worker `worker_id`. Call before any thread
-// starts (the watcher is a fork without exec).
-absl::Status StartDeathWatch(const std::string& worker_id);
+// Forks the watcher of the worker whose rank cgroups are below
+// `cgroup_name` (RankCgroups::NameFor). Call before any thread starts (the
+// watcher is a fork without exec).
+absl::Status StartDeathWatch(const std::string& cgroup_name);
 
 }  // namespace ringmaster
 

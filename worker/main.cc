@@ -11,6 +11,7 @@
 #include "common/net.h"
 #include "common/signals.h"
 #include "worker/death_watch.h"
+#include "worker/rank_cgroups.h"
 #include "worker/worker_server.h"
 
 int main(int argc, char** argv) {
@@ -61,7 +62,9 @@ int main(int argc, char** argv) {
   }
   // Forked while this process has one thread; it outlives a killed worker
   // to end the ranks' processes.
-  if (absl::Status s = ringmaster::StartDeathWatch(config.worker_id); !s.ok()) {
+  if (absl::Status s = ringmaster::StartDeathWatch(
+          ringmaster::RankCgroups::NameFor(config.worker_id, config.state_dir));
+      !s.ok()) {
     spdlog::warn("no watcher for this worker's death: {}", s.ToString());
   }
   auto server = ringmaster::WorkerServer::Start(config);

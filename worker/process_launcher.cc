@@ -15,10 +15,10 @@
 
 namespace ringmaster {
 
-PosixProcessLauncher::PosixProcessLauncher(const std::string& worker_id) {
+PosixProcessLauncher::PosixProcessLauncher(const std::string& cgroup_name) {
   prctl(PR_SET_CHILD_SUBREAPER, 1);
-  if (worker_id.empty()) return;
-  absl::StatusOr<std::unique_ptr<RankCgroups>> cgroups = RankCgroups::Open(worker_id);
+  if (cgroup_name.empty()) return;
+  absl::StatusOr<std::unique_ptr<RankCgroups>> cgroups = RankCgroups::Open(cgroup_name);
   if (!cgroups.ok()) {
     spdlog::warn("ranks run in sessions of their own, without cgroups: {}",
                  cgroups.status().ToString());

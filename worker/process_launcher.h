@@ -57,9 +57,9 @@ class ProcessLauncher {
 // child subreaper so that orphaned descendants stay reapable.
 class PosixProcessLauncher final : public ProcessLauncher {
  public:
-  // With `worker_id`, processes go into cgroups named after it, and what a
-  // previous worker of that id left in them is killed now.
-  explicit PosixProcessLauncher(const std::string& worker_id = "");
+  // With a `cgroup_name` (RankCgroups::NameFor), processes go into cgroups
+  // below it, and what a previous worker left in them is killed now.
+  explicit PosixProcessLauncher(const std::string& cgroup_name = "");
   absl::StatusOr<pid_t> Spawn(const LaunchSpec& spec) override;
   bool WaitExit(pid_t pid, absl::Duration timeout, ExitStatus* status) override;
   void SignalGroup(pid_t pgid, int signal) override;

@@ -75,9 +75,16 @@ bool Usable(const std::string& dir) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<RankCgroups>> RankCgroups::Open(const std::string& worker_id) {
+std::string RankCgroups::NameFor(const std::string& worker_id, const std::string& state_dir) {
+  std::error_code error;
+  const std::string path = fs::absolute(state_dir, error).lexically_normal().string();
+  uint32_t hash = 2166136261u;  // FNV-1a: stable across builds and upgrades
+  for (unsigned char c : path) hash = (hash ^ c) * 16777619u;
+  return absl::StrCat("ringmaster-", worker_id, "-", absl::Hex(hash, absl::kZeroPad8));
+}
+
+absl::StatusOr<std::unique_ptr<RankCgroups>> RankCgroups::Open(const std::string& name) {
   const std::map<std::string, std::string> own = OwnCgroups();
-  const std::string name = absl::StrCat("ringmaster-", worker_id);
   std::vector<Hierarchy> found;
   const std::string v2_controllers = ReadFile(absl::StrCat(kRoot, "/cgroup.controllers"));
   if (v2_controllers.find("memory") != std::string::npos && own.count("")) {

@@ -3,8 +3,10 @@
 // it. Uses cgroup v2 where the host has it with the memory controller;
 // otherwise the v1 memory, pids and freezer hierarchies, and the v2 tree
 // beside them for cgroup.kill when the kernel has it. A worker's rank
-// cgroups live below its own cgroup in a directory named after the worker,
-// so a restarted worker finds what its previous life left.
+// cgroups live below its own cgroup in a directory named after the worker
+// and its state directory, so a restarted worker finds what its previous
+// life left, and two workers of one id on a host (two local clusters) do
+// not meet.
 #ifndef RINGMASTER_WORKER_RANK_CGROUPS_H_
 #define RINGMASTER_WORKER_RANK_CGROUPS_H_
 
@@ -23,9 +25,11 @@ namespace ringmaster {
 // Thread-safe: it holds no state that changes after Open.
 class RankCgroups {
  public:
-  // Prepares <own cgroup>/ringmaster-<worker_id> in every usable hierarchy.
-  // UNAVAILABLE when the host offers none this process may write.
-  static absl::StatusOr<std::unique_ptr<RankCgroups>> Open(const std::string& worker_id);
+  // "ringmaster-<worker_id>-<hash of the state directory's path>".
+  static std::string NameFor(const std::string& worker_id, const std::string& state_dir);
+  // Prepares <own cgroup>/<name> in every usable hierarchy. UNAVAILABLE
+  // when the host offers none this process may write.
+  static absl::StatusOr<std::unique_ptr<RankCgroups>> Open(const std::string& name);
   // Removes the worker's directories when no rank cgroup is left in them.
   ~RankCgroups();
 

@@ -70,7 +70,8 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
   }
   WorkerServer* self = server.get();
   // Kills what an earlier worker of this id left before anything registers.
-  server->launcher_ = std::make_unique<PosixProcessLauncher>(config.worker_id);
+  server->launcher_ = std::make_unique<PosixProcessLauncher>(
+      RankCgroups::NameFor(config.worker_id, config.state_dir));
   server->supervisor_ = std::make_unique<RankSupervisor>(
       server->launcher_.get(), supervisor_options,
       RankSupervisor::Callbacks{
