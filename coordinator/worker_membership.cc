@@ -13,13 +13,9 @@ std::tuple<std::string, int, int> KeyOf(const v1::RankRef& r) {
   return {r.job_id(), r.attempt(), r.rank()};
 }
 
+// "ALIVE", "SUSPECT", "LOST" from the proto's own names.
 std::string StateWord(v1::WorkerState state) {
-  switch (state) {
-    case v1::WORKER_STATE_ALIVE: return "ALIVE";
-    case v1::WORKER_STATE_SUSPECT: return "SUSPECT";
-    case v1::WORKER_STATE_LOST: return "LOST";
-    default: return "UNKNOWN";
-  }
+  return v1::WorkerState_Name(state).substr(sizeof("WORKER_STATE_") - 1);
 }
 
 }  // namespace
