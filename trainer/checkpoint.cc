@@ -21,7 +21,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr char kMagic[8] = {'R', 'M', 'C', 'K', 'P', 'T', '0', '1'};
+constexpr char kMagic[8] = {'R', 'M', 'C', 'K', 'P', 'T', '0', '2'};
 constexpr char kFile[] = "state.bin";
 
 void Put(std::string* out, const void* data, size_t bytes) {
@@ -119,7 +119,8 @@ absl::Status WriteCheckpoint(const std::string& dir, const TrainingState& state,
   Put(&data, kMagic, sizeof(kMagic));
   PutValue<int64_t>(&data, state.step);
   PutValue<int64_t>(&data, state.epoch);
-  PutValue<int64_t>(&data, state.next_batch);
+  PutValue<int64_t>(&data, state.epoch_rows);
+  PutValue<int64_t>(&data, state.world_size);
   PutValue<uint64_t>(&data, state.seed);
   PutValue<int64_t>(&data, state.optimizer_steps);
   PutFloats(&data, state.params);
@@ -155,7 +156,9 @@ absl::StatusOr<TrainingState> ReadCheckpointFile(const std::string& path) {
   std::string data((std::istreambuf_iterator<char>(in)), {});
   if (data.size() < sizeof(kMagic) + sizeof(uint32_t) ||
       std::memcmp(data.data(), kMagic, sizeof(kMagic)) != 0) {
-    return absl::DataLossError(absl::StrCat(path, ": not a checkpoint or truncated"));
+    return absl::DataLossError(absl::StrCat(
+        path, ": not a checkpoint of this trainer version (format ",
+        absl::string_view(kMagic + 6, 2), ") or truncated"));
   }
   uint32_t stored;
   std::memcpy(&stored, data.data() + data.size() - sizeof(stored), sizeof(stored));
@@ -169,7 +172,8 @@ absl::StatusOr<TrainingState> ReadCheckpointFile(const std::string& path) {
   TrainingState state;
   char magic[sizeof(kMagic)];
   if (!reader.Value(&magic) || !reader.Value(&state.step) || !reader.Value(&state.epoch) ||
-      !reader.Value(&state.next_batch) || !reader.Value(&state.seed) ||
+      !reader.Value(&state.epoch_rows) || !reader.Value(&state.world_size) ||
+      !reader.Value(&state.seed) ||
       !reader.Value(&state.optimizer_steps) || !reader.Floats(&state.params) ||
       !reader.Floats(&state.optimizer_state) || reader.pos() != data.size()) {
     return absl::DataLossError(absl::StrCat(path, ": malformed contents"));

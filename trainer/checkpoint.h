@@ -16,7 +16,8 @@ namespace ringmaster {
 struct TrainingState {
   int64_t step = 0;             // optimizer steps done
   int64_t epoch = 0;            // the epoch to continue in
-  int64_t next_batch = 0;       // sampler position: next micro-batch of that epoch
+  int64_t epoch_rows = 0;       // rows of that epoch's permutation the world consumed
+  int64_t world_size = 0;       // ranks that wrote it (a resume may have other counts)
   uint64_t seed = 0;            // all randomness derives from it (init, shuffles)
   int64_t optimizer_steps = 0;  // the optimizer's own count (AdamW bias correction)
   std::vector<float> params;

@@ -22,7 +22,8 @@ TrainingState State(int64_t step) {
   TrainingState s;
   s.step = step;
   s.epoch = 2;
-  s.next_batch = 7;
+  s.epoch_rows = 7;
+  s.world_size = 3;
   s.seed = 42;
   s.optimizer_steps = step;
   s.params = {1.5f, -2.0f, static_cast<float>(step)};
@@ -40,7 +41,8 @@ TEST(CheckpointTest, RoundTripsAndKeepsTheNewest) {
   EXPECT_EQ(loaded->path, dir + "/step-40");
   EXPECT_EQ(loaded->state.step, 40);
   EXPECT_EQ(loaded->state.epoch, 2);
-  EXPECT_EQ(loaded->state.next_batch, 7);
+  EXPECT_EQ(loaded->state.epoch_rows, 7);
+  EXPECT_EQ(loaded->state.world_size, 3);
   EXPECT_EQ(loaded->state.seed, 42u);
   EXPECT_EQ(loaded->state.params, State(40).params);
   EXPECT_EQ(loaded->state.optimizer_state, State(40).optimizer_state);

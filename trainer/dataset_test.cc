@@ -108,5 +108,41 @@ TEST(SamplerTest, TwoRanksCoverWhatOneRankSeesWithDoubleBatch) {
   }
 }
 
+// A world of 3 that consumed the first 30 rows of an epoch, resumed as a
+// world of 2, sees every other row of that epoch once.
+TEST(SamplerTest, ResumingAtAnotherWorldSizeSeesTheRestOfTheEpochOnce) {
+  const int64_t rows = 100;
+  const int64_t consumed = 30;
+  std::multiset<int64_t> before;
+  for (int rank = 0; rank < 3; ++rank) {
+    auto idx = DistributedSampler(rows, rank, 3, 9).Indices(4);
+    before.insert(idx.begin(), idx.begin() + consumed / 3);
+  }
+  std::multiset<int64_t> after;
+  for (int rank = 0; rank < 2; ++rank) {
+    DistributedSampler s(rows, rank, 2, 9);
+    auto idx = s.Indices(4, consumed);
+    EXPECT_EQ(static_cast<int64_t>(idx.size()), s.rows_per_rank(consumed));
+    after.insert(idx.begin(), idx.end());
+  }
+  EXPECT_EQ(before.size(), 30u);
+  EXPECT_EQ(after.size(), 70u);
+  for (int64_t row : after) EXPECT_EQ(before.count(row), 0u) << row << " seen twice";
+  std::set<int64_t> all(before.begin(), before.end());
+  all.insert(after.begin(), after.end());
+  EXPECT_EQ(all.size(), 100u) << "every row of the epoch once";
+}
+
+// At the same world size, a start that is a whole number of batches gives
+// each rank the rows it had left.
+TEST(SamplerTest, ResumingAtTheSameSizeKeepsEachRanksRows) {
+  for (int rank = 0; rank < 2; ++rank) {
+    DistributedSampler s(64, rank, 2, 1);
+    auto whole = s.Indices(0);
+    auto rest = s.Indices(0, 2 * 8);
+    EXPECT_EQ(rest, std::vector<int64_t>(whole.begin() + 8, whole.end())) << "rank " << rank;
+  }
+}
+
 }  // namespace
 }  // namespace ringmaster

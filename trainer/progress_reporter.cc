@@ -5,24 +5,82 @@
 #include <grpcpp/grpcpp.h>
 
 namespace ringmaster {
+namespace {
 
-ProgressReporter::ProgressReporter(const std::string& worker_address, v1::RankRef rank)
-    : stub_(v1::WorkerAgentService::NewStub(
-          grpc::CreateChannel(worker_address, grpc::InsecureChannelCredentials()))),
-      rank_(std::move(rank)) {}
+ProgressReporter::Send WorkerAgentSender(const std::string& worker_address) {
+  std::shared_ptr<v1::WorkerAgentService::Stub> stub = v1::WorkerAgentService::NewStub(
+      grpc::CreateChannel(worker_address, grpc::InsecureChannelCredentials()));
+  return [stub](const v1::RankProgress& request) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
+    v1::ReportProgressResponse response;
+    (void)stub->ReportProgress(&context, request, &response);
+  };
+}
+
+}  // namespace
+
+ProgressReporter::ProgressReporter(const std::string& worker_address, v1::RankRef rank,
+                                   absl::Duration keepalive)
+    : ProgressReporter(WorkerAgentSender(worker_address), std::move(rank), keepalive) {}
+
+ProgressReporter::ProgressReporter(Send send, v1::RankRef rank, absl::Duration keepalive)
+    : send_(std::move(send)), rank_(std::move(rank)), keepalive_(keepalive) {
+  sender_ = std::thread([this] { Run(); });
+}
+
+ProgressReporter::~ProgressReporter() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  sender_.join();
+}
 
 void ProgressReporter::Report(const v1::Progress& progress) {
-  v1::RankProgress request;
-  *request.mutable_rank() = rank_;
-  *request.mutable_progress() = progress;
-  request.mutable_progress()->set_update_unix_ms(
-      std::chrono::duration_cast<std::chrono::milliseconds>(
-          std::chrono::system_clock::now().time_since_epoch())
-          .count());
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
-  v1::ReportProgressResponse response;
-  (void)stub_->ReportProgress(&context, request, &response);
+  absl::MutexLock lock(&mu_);
+  if (pending_.has_value()) {
+    // The durations of the replaced report's steps are kept, not lost.
+    v1::Progress merged = progress;
+    merged.mutable_step_seconds()->Clear();
+    merged.mutable_step_seconds()->MergeFrom(pending_->step_seconds());
+    merged.mutable_step_seconds()->MergeFrom(progress.step_seconds());
+    pending_ = std::move(merged);
+  } else {
+    pending_ = progress;
+  }
+}
+
+void ProgressReporter::Run() {
+  std::optional<v1::Progress> last;
+  for (;;) {
+    v1::RankProgress request;
+    {
+      absl::MutexLock lock(&mu_);
+      auto ready = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+        return pending_.has_value() || stopping_;
+      };
+      mu_.AwaitWithTimeout(absl::Condition(&ready), keepalive_);
+      if (pending_.has_value()) {
+        last = *std::move(pending_);
+        pending_.reset();
+        *request.mutable_progress() = *last;
+        last->mutable_step_seconds()->Clear();  // a repeat carries no steps
+      } else if (stopping_) {
+        return;
+      } else if (last.has_value()) {
+        *request.mutable_progress() = *last;
+      } else {
+        continue;  // nothing reported yet
+      }
+    }
+    *request.mutable_rank() = rank_;
+    request.mutable_progress()->set_update_unix_ms(
+        std::chrono::duration_cast<std::chrono::milliseconds>(
+            std::chrono::system_clock::now().time_since_epoch())
+            .count());
+    send_(request);
+  }
 }
 
 }  // namespace ringmaster

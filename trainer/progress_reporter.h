@@ -1,24 +1,53 @@
-// Sends a rank's training progress to the worker that runs it.
+// Sends a rank's training progress to the worker that runs it, from a
+// thread of its own so the training thread never waits on the network.
 #ifndef RINGMASTER_TRAINER_PROGRESS_REPORTER_H_
 #define RINGMASTER_TRAINER_PROGRESS_REPORTER_H_
 
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <thread>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "proto/worker.grpc.pb.h"
 
 namespace ringmaster {
 
-// Thread-compatible. Reports are best effort: a worker that does not
-// answer within a short deadline is skipped, never waited for.
+// Thread-safe. Report() hands the newest progress to the sender thread and
+// returns at once; a report not yet sent is replaced by a newer one, so at
+// most one waits. When the trainer reports nothing for `keepalive` (a long
+// evaluation, a collective blocked on a peer) the sender repeats the last
+// progress without its step durations: the worker, and through it the
+// coordinator, keep seeing a rank that is alive but not advancing, which is
+// how a hang is pinned on the peer that stopped rather than on its waiters.
 class ProgressReporter {
  public:
-  ProgressReporter(const std::string& worker_address, v1::RankRef rank);
+  using Send = std::function<void(const v1::RankProgress&)>;
+
+  // Reports to the worker agent at `worker_address`, each call given a
+  // short deadline: a worker that does not answer is skipped, not waited for.
+  ProgressReporter(const std::string& worker_address, v1::RankRef rank,
+                   absl::Duration keepalive = absl::Seconds(1));
+  // Tests: `send` instead of the worker agent.
+  ProgressReporter(Send send, v1::RankRef rank, absl::Duration keepalive);
+  // Sends what is pending, then stops the sender.
+  ~ProgressReporter();
+
   void Report(const v1::Progress& progress);
 
  private:
-  std::unique_ptr<v1::WorkerAgentService::Stub> stub_;
-  v1::RankRef rank_;
+  void Run();
+
+  const Send send_;
+  const v1::RankRef rank_;
+  const absl::Duration keepalive_;
+  absl::Mutex mu_;
+  std::optional<v1::Progress> pending_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread sender_;
 };
 
 }  // namespace ringmaster

@@ -17,8 +17,14 @@ class DistributedSampler {
   // truncated to a multiple of the world size so every rank gets the same
   // count, then every world_size-th row from the rank's offset. No row goes
   // to two ranks.
-  std::vector<int64_t> Indices(int64_t epoch) const;
-  int64_t rows_per_rank() const { return rows_ / world_size_; }
+  //
+  // `start` skips the first rows of the permutation: those the world (of
+  // any size) consumed before a restart. The rest is dealt out as above, so
+  // a job resumed with a different number of ranks sees each remaining row
+  // of the epoch once, and at the same size it sees exactly the rows it
+  // would have.
+  std::vector<int64_t> Indices(int64_t epoch, int64_t start = 0) const;
+  int64_t rows_per_rank(int64_t start = 0) const { return (rows_ - start) / world_size_; }
 
  private:
   int64_t rows_;

@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -15,6 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/net.h"
+#include "common/status_macros.h"
 #include "trainer/catch_status.h"
 
 namespace ringmaster {
@@ -24,6 +27,7 @@ struct ShmAllReduce::Header {
   std::atomic<uint32_t> arrived;
   std::atomic<uint32_t> generation;  // futex word: bumped by the last arrival
   uint32_t size;
+  std::atomic<int32_t> departed;     // 1 + the first rank that left; 0 while all are here
 };
 
 namespace {
@@ -142,11 +146,13 @@ absl::StatusOr<std::unique_ptr<ShmAllReduce>> ShmAllReduce::Create(
   if (!segment.ok()) return segment.status();
   std::unique_ptr<ShmAllReduce> shm(new ShmAllReduce(segment->base, bytes, rank, size, timeout));
   // Everyone has it mapped once all arrive; then the name can go.
-  const bool all_mapped = shm->Barrier();
+  absl::Status all_mapped = shm->Barrier();
   if (rank == 0) shm_unlink(segment->name.c_str());
-  if (!all_mapped) {
-    return absl::DeadlineExceededError("not every rank mapped the shared memory in time");
+  if (!all_mapped.ok()) {
+    return absl::Status(all_mapped.code(), absl::StrCat("not every rank mapped the shared "
+                                                        "memory: ", all_mapped.message()));
   }
+  if (absl::Status s = shm->WatchPeers(store, absl::StrCat(key, "/pid")); !s.ok()) return s;
   return shm;
 }
 
@@ -156,11 +162,12 @@ absl::StatusOr<float*> ShmAllReduce::MapBuffers(gloo::rendezvous::Store& store,
   const size_t bytes = std::max<size_t>(1, n * size_) * sizeof(float);
   absl::StatusOr<Segment> segment = MapSegment(store, key, rank_, bytes);
   if (!segment.ok()) return segment.status();
-  const bool all_mapped = Barrier();
+  absl::Status all_mapped = Barrier();
   if (rank_ == 0) shm_unlink(segment->name.c_str());
-  if (!all_mapped) {
+  if (!all_mapped.ok()) {
     munmap(segment->base, bytes);
-    return absl::DeadlineExceededError("not every rank mapped the shared buffers in time");
+    return absl::Status(all_mapped.code(), absl::StrCat("not every rank mapped the shared "
+                                                        "buffers: ", all_mapped.message()));
   }
   buffers_ = static_cast<float*>(segment->base);
   buffer_floats_ = n;
@@ -171,7 +178,7 @@ absl::Status ShmAllReduce::ReduceInBuffers(size_t offset, size_t n) {
   // Once every rank has arrived, every rank's values are final; each rank
   // then sums its share of the range over all buffers (in rank order, so
   // every rank sees the same bits) and writes the sum into every buffer.
-  if (!Barrier()) return absl::DeadlineExceededError("shared-memory all-reduce: peer missing");
+  RETURN_IF_ERROR(Barrier());
   const size_t share = (n + size_ - 1) / size_;
   const size_t begin = offset + std::min(n, share * rank_);
   const size_t end = offset + std::min(n, share * rank_ + share);
@@ -184,8 +191,7 @@ absl::Status ShmAllReduce::ReduceInBuffers(size_t offset, size_t n) {
     std::memcpy(Buffer(r) + begin, sum + begin, (end - begin) * sizeof(float));
   }
   // Nobody reads another rank's buffer until every share is written.
-  if (!Barrier()) return absl::DeadlineExceededError("shared-memory all-reduce: peer missing");
-  return absl::OkStatus();
+  return Barrier();
 }
 
 ShmAllReduce::ShmAllReduce(void* base, size_t bytes, int rank, int size,
@@ -198,6 +204,12 @@ ShmAllReduce::ShmAllReduce(void* base, size_t bytes, int rank, int size,
       timeout_(timeout) {}
 
 ShmAllReduce::~ShmAllReduce() {
+  // Peers waiting for this rank learn at once that it will not come.
+  int32_t none = 0;
+  header_->departed.compare_exchange_strong(none, rank_ + 1);
+  header_->generation.fetch_add(0, std::memory_order_seq_cst);
+  Futex(&header_->generation, FUTEX_WAKE, INT_MAX, nullptr);
+  for (const auto& [rank, fd] : peer_pidfds_) close(fd);
   munmap(base_, bytes_);
   if (buffers_ != nullptr) {
     munmap(buffers_, std::max<size_t>(1, buffer_floats_ * size_) * sizeof(float));
@@ -211,28 +223,77 @@ float* ShmAllReduce::Slot(int set, int rank) const {
 
 float* ShmAllReduce::Result(int set) const { return Slot(set, size_); }
 
-bool ShmAllReduce::Barrier() {
+absl::Status ShmAllReduce::WatchPeers(gloo::rendezvous::Store& store, const std::string& key) {
+  const pid_t self = getpid();
+  const std::string mine = std::to_string(self);
+  std::vector<pid_t> pids(size_);
+  absl::Status status = StoreCall([&] {
+    store.set(absl::StrCat(key, "/", rank_), std::vector<char>(mine.begin(), mine.end()));
+    for (int r = 0; r < size_; ++r) {
+      store.wait({absl::StrCat(key, "/", r)});
+      std::vector<char> theirs = store.get(absl::StrCat(key, "/", r));
+      pids[r] = static_cast<pid_t>(std::stol(std::string(theirs.begin(), theirs.end())));
+    }
+  });
+  if (!status.ok()) return status;
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_ || pids[r] == self) continue;
+    // Every peer is alive here: it published its pid and mapped the segment.
+    const int fd = static_cast<int>(syscall(SYS_pidfd_open, pids[r], 0));
+    if (fd >= 0) peer_pidfds_.push_back({r, fd});
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ShmAllReduce::PeersGone() const {
+  if (const int32_t departed = header_->departed.load(std::memory_order_acquire); departed) {
+    return absl::AbortedError(absl::StrCat("shared-memory all-reduce: rank ", departed - 1,
+                                           " has left"));
+  }
+  // A pidfd becomes readable when its process ends, killed or not.
+  for (const auto& [rank, fd] : peer_pidfds_) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 0) == 1) {
+      return absl::AbortedError(
+          absl::StrCat("shared-memory all-reduce: the process of rank ", rank, " ended"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ShmAllReduce::Barrier() {
   const uint32_t generation = header_->generation.load(std::memory_order_acquire);
   if (header_->arrived.fetch_add(1, std::memory_order_acq_rel) + 1 ==
       static_cast<uint32_t>(size_)) {
     header_->arrived.store(0, std::memory_order_relaxed);
     header_->generation.fetch_add(1, std::memory_order_release);
     Futex(&header_->generation, FUTEX_WAKE, INT_MAX, nullptr);
-    return true;
+    return absl::OkStatus();
   }
   const auto deadline = std::chrono::steady_clock::now() + timeout_;
   for (int spin = 0; header_->generation.load(std::memory_order_acquire) == generation;
        ++spin) {
     if (spin < 200) continue;  // a short spin: the peer is often just behind
+    // Waits are sliced so a peer that is gone is noticed within a slice.
+    // One that left after the last arrival released this barrier is no
+    // error: the generation moved.
+    if (absl::Status gone = PeersGone(); !gone.ok()) {
+      if (header_->generation.load(std::memory_order_acquire) != generation) break;
+      return gone;
+    }
     const auto left = deadline - std::chrono::steady_clock::now();
-    if (left <= std::chrono::nanoseconds::zero()) return false;
+    if (left <= std::chrono::nanoseconds::zero()) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          "shared-memory all-reduce: a peer did not arrive within ",
+          std::chrono::duration_cast<std::chrono::seconds>(timeout_).count(), " s"));
+    }
     const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
         std::min<std::chrono::nanoseconds>(left, std::chrono::milliseconds(100)));
     timespec wait{static_cast<time_t>(ns.count() / 1000000000),
                   static_cast<long>(ns.count() % 1000000000)};
     Futex(&header_->generation, FUTEX_WAIT, generation, &wait);
   }
-  return true;
+  return absl::OkStatus();
 }
 
 absl::Status ShmAllReduce::AllReduceSum(float* data, size_t n) {
@@ -249,7 +310,7 @@ absl::Status ShmAllReduce::AllReduceSum(float* data, size_t n) {
   for (size_t start = 0; start < n; start += kChunkFloats, set ^= 1) {
     const size_t count = std::min(kChunkFloats, n - start);
     std::memcpy(Slot(set, rank_), data + start, count * sizeof(float));
-    if (!Barrier()) return absl::DeadlineExceededError("shared-memory all-reduce: peer missing");
+    RETURN_IF_ERROR(Barrier());
     // This rank's share of the chunk, summed over every rank's slot in rank
     // order, so every rank gets bit-identical sums.
     const size_t share = (count + size_ - 1) / size_;
@@ -261,7 +322,7 @@ absl::Status ShmAllReduce::AllReduceSum(float* data, size_t n) {
       const float* in = Slot(set, r);
       for (size_t i = begin; i < end; ++i) out[i] += in[i];
     }
-    if (!Barrier()) return absl::DeadlineExceededError("shared-memory all-reduce: peer missing");
+    RETURN_IF_ERROR(Barrier());
     std::memcpy(data + start, out, count * sizeof(float));
   }
   return absl::OkStatus();

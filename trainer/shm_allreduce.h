@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -31,9 +33,11 @@ class ShmAllReduce {
       std::chrono::milliseconds timeout);
   ~ShmAllReduce();
 
-  // In-place sum over ranks. DEADLINE_EXCEEDED when a peer does not arrive
-  // within the timeout (it died or diverged). Data inside buffer() is
-  // reduced where it lies, without copies.
+  // In-place sum over ranks. Data inside buffer() is reduced where it
+  // lies, without copies. ABORTED as soon as a peer has left (ended, or
+  // exited or was killed: its process is watched); DEADLINE_EXCEEDED when a
+  // live peer does not arrive within the timeout (it hangs or diverged).
+  // After an error the all-reduce is unusable.
   absl::Status AllReduceSum(float* data, size_t n);
 
   // Maps `n` floats per rank that every rank can read and write; returns
@@ -47,8 +51,13 @@ class ShmAllReduce {
   struct Header;
   ShmAllReduce(void* base, size_t bytes, int rank, int size,
                std::chrono::milliseconds timeout);
-  // All ranks wait here; false on timeout.
-  bool Barrier();
+  // All ranks wait here.
+  absl::Status Barrier();
+  // Why a peer is gone, or OK while every peer is there.
+  absl::Status PeersGone() const;
+  // Peers' processes by pidfd, for ranks that are processes (threads of
+  // one process in tests share a pid and watch nothing).
+  absl::Status WatchPeers(gloo::rendezvous::Store& store, const std::string& key);
   float* Slot(int set, int rank) const;
   float* Result(int set) const;
   float* Buffer(int rank) const { return buffers_ + static_cast<size_t>(rank) * buffer_floats_; }
@@ -62,6 +71,7 @@ class ShmAllReduce {
   std::chrono::milliseconds timeout_;
   float* buffers_ = nullptr;  // size_ parts of buffer_floats_ each
   size_t buffer_floats_ = 0;
+  std::vector<std::pair<int, int>> peer_pidfds_;  // (rank, pidfd)
 };
 
 // True when every rank reported the same host identity through `store`

@@ -1,6 +1,13 @@
 #include "trainer/shm_allreduce.h"
 
+#include <gloo/rendezvous/file_store.h>
 #include <gloo/rendezvous/hash_store.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
 
 #include <thread>
 #include <vector>
@@ -53,6 +60,57 @@ TEST(ShmAllReduceTest, MissingPeerTimesOut) {
   EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded) << status;
 }
 
+
+// A peer that ends (its collective destroyed) fails the others' next
+// all-reduce at once, not after the timeout.
+TEST(ShmAllReduceTest, PeerThatLeftAbortsTheOthersAtOnce) {
+  gloo::rendezvous::HashStore store;
+  std::unique_ptr<ShmAllReduce> shm1;
+  std::thread t1([&] {
+    auto s = ShmAllReduce::Create(store, "l", 1, 2, std::chrono::seconds(60));
+    ASSERT_TRUE(s.ok());
+    shm1 = *std::move(s);
+  });
+  auto shm0 = ShmAllReduce::Create(store, "l", 0, 2, std::chrono::seconds(60));
+  t1.join();
+  ASSERT_TRUE(shm0.ok()) << shm0.status();
+  shm1.reset();
+  float x[4] = {1, 2, 3, 4};
+  const auto start = std::chrono::steady_clock::now();
+  absl::Status status = (*shm0)->AllReduceSum(x, 4);
+  EXPECT_EQ(status.code(), absl::StatusCode::kAborted) << status;
+  EXPECT_NE(status.message().find("rank 1"), std::string::npos) << status;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30))
+      << "waited for the timeout";
+}
+
+// A peer process killed with SIGKILL (no destructor runs) is seen through
+// its pidfd within a wait slice.
+TEST(ShmAllReduceTest, KilledPeerProcessAbortsTheOthers) {
+  const std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/killed-peer";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    gloo::rendezvous::FileStore store(dir);
+    auto s = ShmAllReduce::Create(store, "k", 1, 2, std::chrono::seconds(60));
+    if (!s.ok()) _exit(1);
+    pause();  // until killed
+    _exit(0);
+  }
+  gloo::rendezvous::FileStore store(dir);
+  auto shm = ShmAllReduce::Create(store, "k", 0, 2, std::chrono::seconds(60));
+  ASSERT_TRUE(shm.ok()) << shm.status();
+  kill(child, SIGKILL);
+  float x[4] = {1, 2, 3, 4};
+  absl::Status status = (*shm)->AllReduceSum(x, 4);
+  int wstatus = 0;
+  waitpid(child, &wstatus, 0);
+  EXPECT_EQ(status.code(), absl::StatusCode::kAborted) << status;
+  EXPECT_NE(status.message().find("process of rank 1 ended"), std::string::npos) << status;
+  EXPECT_TRUE(WIFSIGNALED(wstatus)) << "the child must have been killed, not failed";
+}
 
 TEST(ShmAllReduceTest, ReducesSharedBuffersInPlace) {
   constexpr int kWorld = 3;

@@ -30,11 +30,13 @@ std::vector<int> Widths(const v1::TrainerSpec& spec, const Dataset& data) {
 
 // Rank 0 reads the newest valid checkpoint and every rank receives its
 // state (or rank 0's initial weights) by broadcast, so ranks need not share
-// a file system.
+// a file system. The checkpoint may come from a world of another size: its
+// position is counted in rows of the epoch, which any world can resume.
 absl::StatusOr<int64_t> ResumeOrBroadcast(const TrainerContext& context, uint64_t seed,
                                           ModelRunner& runner, TrainingState* position) {
   Collective* comm = context.comm;
-  int64_t header[5] = {0, 0, 0, 0, -1};  // step, epoch, next_batch, optimizer steps, found
+  // step, epoch, epoch_rows, optimizer steps, world size, found
+  int64_t header[6] = {0, 0, 0, 0, 0, -1};
   if (comm->rank() == 0 && !context.checkpoint_dir.empty()) {
     absl::StatusOr<LoadedCheckpoint> loaded = LoadLatestCheckpoint(context.checkpoint_dir);
     if (loaded.ok()) {
@@ -54,33 +56,42 @@ absl::StatusOr<int64_t> ResumeOrBroadcast(const TrainerContext& context, uint64_
       RETURN_IF_ERROR(runner.WriteState(s.params, &s.optimizer_state));
       header[0] = s.step;
       header[1] = s.epoch;
-      header[2] = s.next_batch;
+      header[2] = s.epoch_rows;
       header[3] = s.optimizer_steps;
-      header[4] = 1;
-      if (context.log) context.log(absl::StrCat("resuming from ", loaded->path));
+      header[4] = s.world_size;
+      header[5] = 1;
+      if (context.log) {
+        context.log(absl::StrCat("resuming from ", loaded->path,
+                                 s.world_size != comm->size()
+                                     ? absl::StrCat(" (written by ", s.world_size,
+                                                    " ranks, resumed by ", comm->size(), ")")
+                                     : ""));
+      }
     } else if (context.log && loaded.status().message().find("skipped") != std::string::npos) {
       context.log(std::string(loaded.status().message()));
     }
   }
   RETURN_IF_ERROR(comm->Broadcast(header, sizeof(header), 0));
   RETURN_IF_ERROR(comm->Broadcast(runner.params(), runner.size() * sizeof(float), 0));
-  if (header[4] == 1) {
+  if (header[5] == 1) {
     RETURN_IF_ERROR(comm->Broadcast(runner.optimizer_state(),
                                     runner.optimizer_state_size() * sizeof(float), 0));
     runner.set_optimizer_steps(header[3]);
   }
   position->step = header[0];
   position->epoch = header[1];
-  position->next_batch = header[2];
-  return header[4] == 1 ? header[0] : -1;
+  position->epoch_rows = header[2];
+  position->world_size = header[4];
+  return header[5] == 1 ? header[0] : -1;
 }
 
 absl::Status SaveCheckpoint(const TrainerContext& context, ModelRunner& runner, uint64_t seed,
-                            int64_t step, int64_t epoch, int64_t next_batch) {
+                            int64_t step, int64_t epoch, int64_t epoch_rows) {
   TrainingState state;
   state.step = step;
   state.epoch = epoch;
-  state.next_batch = next_batch;
+  state.epoch_rows = epoch_rows;
+  state.world_size = context.comm->size();
   state.seed = seed;
   state.optimizer_steps = runner.optimizer_steps();
   RETURN_IF_ERROR(runner.ReadState(&state.params, &state.optimizer_state));
@@ -101,20 +112,31 @@ absl::StatusOr<TrainResult> Train(const v1::TrainerSpec& spec, const TrainTestSp
   const int batch = std::max(1, spec.batch_size());
   const int accum = std::max(1, spec.grad_accum_steps());
   DistributedSampler sampler(train.rows, rank, world, seed);
-  const int64_t steps_per_epoch = sampler.rows_per_rank() / batch / accum;
+  // Steps of an epoch from its row `start` on, at this world size.
+  auto steps_from = [&](int64_t start) { return sampler.rows_per_rank(start) / batch / accum; };
+  const int64_t steps_per_epoch = steps_from(0);
   if (steps_per_epoch == 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "batch_size ", batch, " x grad_accum_steps ", accum, " x ", world,
         " ranks is more than the ", train.rows, " training rows"));
   }
-  const int64_t batches_per_epoch = steps_per_epoch * accum;
-  LrSchedule schedule{spec.optimizer().lr(), spec.lr_scaling(), world,
-                      spec.warmup_steps(), spec.epochs() * steps_per_epoch};
+  const int64_t rows_per_step = static_cast<int64_t>(batch) * accum * world;
 
   TrainResult result;
   TrainingState position;
   ASSIGN_OR_RETURN(result.resumed_from_step,
                    ResumeOrBroadcast(context, seed, *runner, &position));
+  // The last step: those done, the rest of this epoch and whole epochs
+  // after it, at this world size (a resize changes the steps still to go,
+  // not the data still to see).
+  const int64_t total_steps =
+      position.epoch >= spec.epochs()
+          ? position.step
+          : position.step + steps_from(position.epoch_rows) +
+                (spec.epochs() - position.epoch - 1) * steps_per_epoch;
+  result.total_steps = total_steps;
+  LrSchedule schedule{spec.optimizer().lr(), spec.lr_scaling(), world, spec.warmup_steps(),
+                      total_steps};
 
   // Ranks on one host reduce their gradients where they lie.
   if (float* shared = comm->SharedBuffer(runner->size()); shared != nullptr) {
@@ -138,7 +160,7 @@ absl::StatusOr<TrainResult> Train(const v1::TrainerSpec& spec, const TrainTestSp
   std::vector<float> xb(static_cast<size_t>(batch) * train.features);
   std::vector<int32_t> yb(batch);
   v1::Progress progress;
-  progress.set_total_steps(schedule.total_steps);
+  progress.set_total_steps(total_steps);
   progress.set_world_size(world);
   progress.set_backend(comm->backend());
   Clock::time_point step_start = Clock::now();
@@ -163,11 +185,12 @@ absl::StatusOr<TrainResult> Train(const v1::TrainerSpec& spec, const TrainTestSp
   };
 
   for (int64_t epoch = position.epoch; epoch < spec.epochs(); ++epoch) {
-    const std::vector<int64_t> indices = sampler.Indices(epoch);
-    const int64_t first = epoch == position.epoch ? position.next_batch : 0;
+    const int64_t start = epoch == position.epoch ? position.epoch_rows : 0;
+    const std::vector<int64_t> indices = sampler.Indices(epoch, start);
+    const int64_t batches = steps_from(start) * accum;
     const Clock::time_point epoch_start = Clock::now();
     int64_t epoch_samples = 0;
-    for (int64_t b = first; b < batches_per_epoch; ++b) {
+    for (int64_t b = 0; b < batches; ++b) {
       for (int i = 0; i < batch; ++i) {
         const int64_t row = indices[b * batch + i];
         std::memcpy(xb.data() + static_cast<size_t>(i) * train.features, train.row(row),
@@ -213,12 +236,14 @@ absl::StatusOr<TrainResult> Train(const v1::TrainerSpec& spec, const TrainTestSp
       }
       result.train_loss = loss;
 
-      const bool epoch_done = b + 1 == batches_per_epoch;
-      if (rank == 0 && spec.checkpoint_every_steps() > 0 &&
-          step % spec.checkpoint_every_steps() == 0 && !context.checkpoint_dir.empty()) {
+      const bool epoch_done = b + 1 == batches;
+      const bool stop = rank == 0 && context.stop_requested && context.stop_requested();
+      if (rank == 0 && !context.checkpoint_dir.empty() &&
+          (stop || (spec.checkpoint_every_steps() > 0 &&
+                    step % spec.checkpoint_every_steps() == 0))) {
         RETURN_IF_ERROR(SaveCheckpoint(context, *runner, seed, step,
                                        epoch_done ? epoch + 1 : epoch,
-                                       epoch_done ? 0 : b + 1));
+                                       epoch_done ? 0 : start + (b + 1) / accum * rows_per_step));
       }
       const double elapsed = train_seconds + Seconds(epoch_start);
       if (context.on_progress &&
@@ -229,9 +254,11 @@ absl::StatusOr<TrainResult> Train(const v1::TrainerSpec& spec, const TrainTestSp
         loss_sum = 0;
         loss_count = 0;
       }
-      if (step == context.stop_after_step) {
+      if (stop || step == context.stop_after_step) {
+        if (stop && context.log) context.log(absl::StrCat("stopped after step ", step));
         RETURN_IF_ERROR(runner->ReadState(&result.params, &position.optimizer_state));
         result.steps = step;
+        result.stopped = stop;
         return result;
       }
     }

@@ -28,6 +28,11 @@ struct TrainerContext {
   std::function<void(const std::string&)> log;  // human-readable lines; may be empty
   EventLog* events = nullptr;         // tests: order of backward and all-reduce
   int64_t stop_after_step = -1;       // tests: end as if interrupted after this step
+  // Asked at every step boundary on rank 0: once true, rank 0 checkpoints
+  // and Train returns with `stopped` set. The other ranks go on until their
+  // next collective fails for want of rank 0, so every rank stops after the
+  // same step without a collective of its own to agree on it. May be empty.
+  std::function<bool()> stop_requested;
   // Where the model runs; empty: the CPU (MakeCpuRunner).
   RunnerFactory make_runner;
 };
@@ -42,6 +47,8 @@ struct TrainResult {
   double allreduce_bytes = 0;
   double allreduce_seconds = 0;
   int64_t resumed_from_step = -1;
+  int64_t total_steps = 0;     // the run's last step, at this world size
+  bool stopped = false;        // rank 0 ended early on stop_requested
 };
 
 // The input width and classes of the model come from `data`.

@@ -187,6 +187,69 @@ TEST(TrainerTest, CorruptNewestCheckpointFallsBackToThePrevious) {
   EXPECT_TRUE(fell_back) << "training must resume from step-14";
 }
 
+// A job that lost a rank resumes with fewer, or regains one and resumes
+// with more: the position is in rows of the epoch, so the new world sees
+// the rest of the data once and re-derives its steps and LR.
+TEST(TrainerTest, ResumesAtAnotherWorldSizeWithTheRestOfTheEpoch) {
+  const TrainTestSplit data = Data(512);  // 409 training rows
+  v1::TrainerSpec spec = SgdSpec(10, 2);
+  spec.set_checkpoint_every_steps(1);
+  TrainerContext crash;
+  crash.checkpoint_dir = FreshDir("resize");
+  crash.stop_after_step = 5;  // world 2: 20 rows a step, so 100 rows of epoch 0 seen
+  TrainWorld(spec, data, 2, crash);
+
+  std::vector<TrainResult> results(3);
+  RunWorld(3, [&](int rank, Collective* comm) {
+    TrainerContext context;
+    context.comm = comm;
+    context.checkpoint_dir = crash.checkpoint_dir;
+    auto result = Train(spec, data, context);
+    ASSERT_TRUE(result.ok()) << result.status();
+    results[rank] = *std::move(result);
+  });
+  // World 3: (409 - 100) / 3 = 103 rows a rank, 10 steps to end epoch 0;
+  // 409 / 3 = 136 rows a rank, 13 steps for epoch 1.
+  EXPECT_EQ(results[0].resumed_from_step, 5);
+  EXPECT_EQ(results[0].total_steps, 5 + 10 + 13);
+  for (const TrainResult& r : results) {
+    EXPECT_EQ(r.steps, r.total_steps);
+    EXPECT_EQ(r.params, results[0].params);
+  }
+  EXPECT_GT(results[0].eval_accuracy, 0.5) << "4 balanced classes: chance is 0.25";
+}
+
+// Stopping (SIGTERM in the binary): rank 0 checkpoints after the step it is
+// in and returns; the other rank's next collective fails instead of waiting
+// out its timeout; a resume from that checkpoint continues the same run.
+TEST(TrainerTest, StopRequestCheckpointsAtTheStepBoundaryAndEndsEveryRank) {
+  const TrainTestSplit data = Data(512);
+  v1::TrainerSpec spec = SgdSpec(10, 1);
+  TrainerContext plain;
+  plain.checkpoint_dir = FreshDir("unstopped");
+  const std::vector<float> unstopped = TrainWorld(spec, data, 2, plain);
+
+  const std::string dir = FreshDir("stopped");
+  std::vector<absl::StatusOr<TrainResult>> results(2, absl::UnknownError("not run"));
+  RunWorld(2, [&](int rank, Collective* comm) {
+    TrainerContext context;
+    context.comm = comm;
+    context.checkpoint_dir = dir;
+    int asked = 0;
+    context.stop_requested = [&asked] { return ++asked == 4; };
+    results[rank] = Train(spec, data, context);
+  });
+  ASSERT_TRUE(results[0].ok()) << results[0].status();
+  EXPECT_TRUE(results[0]->stopped);
+  EXPECT_EQ(results[0]->steps, 4);
+  EXPECT_TRUE(fs::exists(dir + "/step-4"));
+  EXPECT_FALSE(results[1].ok()) << "rank 1 ran on without rank 0";
+
+  TrainerContext resume;
+  resume.checkpoint_dir = dir;
+  EXPECT_EQ(TrainWorld(spec, data, 2, resume), unstopped);
+}
+
 TEST(TrainerTest, LearnsDigits) {
   auto all = LoadCsv(DigitsPath(), -1);
   if (!all.ok()) GTEST_SKIP() << "python3-sklearn not installed: " << all.status();
