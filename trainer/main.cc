@@ -19,7 +19,9 @@
 #include "trainer/dataset.h"
 #include "trainer/gloo_collective.h"
 #include "trainer/progress_reporter.h"
+#include "trainer/stop_signal.h"
 #include "trainer/trainer.h"
+#include "trainer/trainer_env.h"
 #ifdef RINGMASTER_WITH_CUDA
 #include "common/cuda/cuda_check.h"
 #include "trainer/cuda/gpu_runner.h"
@@ -29,16 +31,6 @@
 namespace ringmaster {
 namespace {
 
-std::string Env(const char* name, const std::string& fallback = "") {
-  const char* v = std::getenv(name);
-  return v && *v ? v : fallback;
-}
-
-int EnvInt(const char* name, int fallback) {
-  int v;
-  return absl::SimpleAtoi(Env(name), &v) ? v : fallback;
-}
-
 void Log(const std::string& line) { std::cout << line << std::endl; }
 
 int Fail(const absl::Status& status) {
@@ -46,7 +38,7 @@ int Fail(const absl::Status& status) {
   return 1;
 }
 
-absl::StatusOr<v1::TrainerSpec> ReadSpec(int argc, char** argv) {
+absl::StatusOr<v1::TrainerSpec> ReadSpec(int argc, char** argv, const TrainerEnv& env) {
   if (argc == 3 && std::string(argv[1]) == "--spec") {
     std::ifstream in(argv[2]);
     std::stringstream text;
@@ -55,14 +47,13 @@ absl::StatusOr<v1::TrainerSpec> ReadSpec(int argc, char** argv) {
     if (!job.ok()) return job.status();
     return job->trainer();
   }
-  const std::string json = Env("RINGMASTER_TRAINER_SPEC");
-  if (json.empty()) {
+  if (env.spec_json.empty()) {
     return absl::InvalidArgumentError(
         "no trainer spec: set RINGMASTER_TRAINER_SPEC (as the worker does) or pass "
         "--spec FILE.yaml");
   }
   v1::TrainerSpec spec;
-  auto status = google::protobuf::util::JsonStringToMessage(json, &spec);
+  auto status = google::protobuf::util::JsonStringToMessage(env.spec_json, &spec);
   if (!status.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("RINGMASTER_TRAINER_SPEC: ", status.message().as_string()));
@@ -70,11 +61,79 @@ absl::StatusOr<v1::TrainerSpec> ReadSpec(int argc, char** argv) {
   return spec;
 }
 
+// The job's world: NCCL on the rank's GPU when it was given one (CUDA
+// builds), else Gloo. Sets context->make_runner for the GPU.
+absl::StatusOr<std::unique_ptr<Collective>> Connect(const TrainerEnv& env,
+                                                    gloo::rendezvous::Store& store,
+                                                    TrainerContext* context) {
+  const bool gpu = !env.visible_gpus.empty();
+#ifdef RINGMASTER_WITH_CUDA
+  if (gpu) {
+    int devices = 0;
+    if (absl::Status s = CudaDeviceCount(&devices); !s.ok() || devices == 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("CUDA_VISIBLE_DEVICES=", env.visible_gpus, " but no usable GPU: ",
+                       s.ok() ? "none seen" : std::string(s.message())));
+    }
+    NcclOptions options;
+    options.timeout = absl::ToChronoMilliseconds(env.collective_timeout);
+    absl::StatusOr<std::unique_ptr<NcclCollective>> nccl =
+        NcclCollective::Connect(store, env.rank, env.world_size, /*device=*/0, options);
+    if (!nccl.ok()) return nccl.status();
+    cudaStream_t comm_stream = (*nccl)->stream();
+    context->make_runner = [comm_stream](const v1::TrainerSpec& s, const std::vector<int>& w) {
+      return MakeGpuRunner(s, w, comm_stream);
+    };
+    if (env.rank == 0) Log(absl::StrCat("collectives: nccl, ", env.world_size, " ranks"));
+    return std::unique_ptr<Collective>(*std::move(nccl));
+  }
+#else
+  if (gpu) {
+    return absl::FailedPreconditionError(
+        "this rank was given GPUs but the trainer was built without CUDA; build it with "
+        "bazel build --config=cuda //trainer:ringmaster-trainer");
+  }
+#endif
+  GlooOptions options;
+  options.hostname = env.host;
+  options.timeout = absl::ToChronoMilliseconds(env.collective_timeout);
+  absl::StatusOr<std::unique_ptr<GlooCollective>> gloo =
+      GlooCollective::Connect(store, env.rank, env.world_size, options);
+  if (!gloo.ok()) return gloo.status();
+  if (env.rank == 0) {
+    Log(absl::StrCat("collectives: gloo, ", env.world_size, " ranks, all-reduce over ",
+                     (*gloo)->transport()));
+  }
+  return std::unique_ptr<Collective>(*std::move(gloo));
+}
+
+// Rank 0 prints the run's figures (world throughput: every rank's samples
+// per second, summed) and saves the weights when asked to.
+absl::Status Finish(const TrainerEnv& env, Collective& comm, const TrainResult& result) {
+  float throughput = static_cast<float>(result.samples_per_second);
+  if (absl::Status s = comm.AllReduceSum(&throughput, 1); !s.ok()) return s;
+  if (env.rank != 0) return absl::OkStatus();
+  Log(absl::StrFormat(
+      "final: test accuracy %.4f  test loss %.4f  throughput %.0f samples/s  "
+      "all-reduce %.1f MB in %.2f s",
+      result.eval_accuracy, result.eval_loss, throughput, result.allreduce_bytes / 1e6,
+      result.allreduce_seconds));
+  if (!env.save_weights.empty()) {
+    std::ofstream out(env.save_weights, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(result.params.data()),
+              result.params.size() * sizeof(float));
+  }
+  return absl::OkStatus();
+}
+
 int Run(int argc, char** argv) {
-  absl::StatusOr<v1::TrainerSpec> spec = ReadSpec(argc, argv);
+  absl::StatusOr<TrainerEnv> env = ReadTrainerEnv(std::getenv);
+  if (!env.ok()) return Fail(env.status());
+  // Before any thread starts, so that every thread leaves SIGTERM to it.
+  std::unique_ptr<StopSignal> stop_signal = StopSignal::Install(env->stop_grace);
+  const StopSignal& stop = *stop_signal;
+  absl::StatusOr<v1::TrainerSpec> spec = ReadSpec(argc, argv, *env);
   if (!spec.ok()) return Fail(spec.status());
-  const int rank = EnvInt("RANK", 0);
-  const int world = EnvInt("WORLD_SIZE", 1);
 
   absl::StatusOr<Dataset> all = LoadDataset(spec->data());
   if (!all.ok()) return Fail(all.status());
@@ -82,91 +141,39 @@ int Run(int argc, char** argv) {
       spec->data().test_fraction() > 0 ? spec->data().test_fraction() : 0.2;
   TrainTestSplit data =
       SplitAndStandardize(*all, test_fraction, static_cast<uint64_t>(spec->seed()));
-  if (rank == 0) {
+  if (env->rank == 0) {
     Log(absl::StrFormat("data %s: %d train rows, %d test rows, %d features, %d classes",
                         spec->data().path(), data.train.rows, data.test.rows,
                         data.train.features, data.train.classes));
   }
 
-  std::unique_ptr<Collective> comm;
-  std::unique_ptr<RendezvousClient> rendezvous;
-  std::unique_ptr<CoordinatorGlooStore> store;
+  absl::StatusOr<std::unique_ptr<RendezvousClient>> rendezvous =
+      RendezvousClient::FromEnvironment();
+  if (!rendezvous.ok()) return Fail(rendezvous.status());
+  CoordinatorGlooStore store(rendezvous->get());
   TrainerContext context;
-  absl::StatusOr<std::unique_ptr<RendezvousClient>> client = RendezvousClient::FromEnvironment();
-  if (!client.ok()) return Fail(client.status());
-  rendezvous = *std::move(client);
-  store = std::make_unique<CoordinatorGlooStore>(rendezvous.get());
-  // A rank given GPUs (CUDA_VISIBLE_DEVICES) trains on its first one with
-  // NCCL; a CPU slot gets an empty list and trains with Gloo.
-  const bool gpu = !Env("CUDA_VISIBLE_DEVICES").empty();
-#ifdef RINGMASTER_WITH_CUDA
-  if (gpu) {
-    int devices = 0;
-    if (absl::Status s = CudaDeviceCount(&devices); !s.ok() || devices == 0) {
-      return Fail(absl::FailedPreconditionError(absl::StrCat(
-          "CUDA_VISIBLE_DEVICES=", Env("CUDA_VISIBLE_DEVICES"), " but no usable GPU: ",
-          s.ok() ? "none seen" : std::string(s.message()))));
-    }
-    absl::StatusOr<std::unique_ptr<NcclCollective>> nccl =
-        NcclCollective::Connect(*store, rank, world, /*device=*/0, NcclOptions{});
-    if (!nccl.ok()) return Fail(nccl.status());
-    cudaStream_t comm_stream = (*nccl)->stream();
-    context.make_runner = [comm_stream](const v1::TrainerSpec& s, const std::vector<int>& w) {
-      return MakeGpuRunner(s, w, comm_stream);
-    };
-    if (rank == 0) Log(absl::StrCat("collectives: nccl, ", world, " ranks"));
-    comm = *std::move(nccl);
-  }
-#else
-  if (gpu) {
-    return Fail(absl::FailedPreconditionError(
-        "this rank was given GPUs but the trainer was built without CUDA; build it with "
-        "bazel build --config=cuda //trainer:ringmaster-trainer"));
-  }
-#endif
-  if (!gpu) {
-    GlooOptions options;
-    options.hostname = Env("RINGMASTER_HOST", "127.0.0.1");
-    absl::StatusOr<std::unique_ptr<GlooCollective>> gloo =
-        GlooCollective::Connect(*store, rank, world, options);
-    if (!gloo.ok()) return Fail(gloo.status());
-    if (rank == 0) {
-      Log(absl::StrCat("collectives: gloo, ", world, " ranks, all-reduce over ",
-                       (*gloo)->transport()));
-    }
-    comm = *std::move(gloo);
-  }
+  absl::StatusOr<std::unique_ptr<Collective>> comm = Connect(*env, store, &context);
+  if (!comm.ok()) return Fail(comm.status());
 
   std::unique_ptr<ProgressReporter> reporter;
-  if (const std::string worker = Env("RINGMASTER_WORKER_ADDRESS"); !worker.empty()) {
+  if (!env->worker_address.empty()) {
     v1::RankRef ref;
-    ref.set_job_id(Env("RINGMASTER_JOB_ID"));
-    ref.set_attempt(EnvInt("TORCHELASTIC_RESTART_COUNT", 0));
-    ref.set_rank(rank);
-    reporter = std::make_unique<ProgressReporter>(worker, ref);
+    ref.set_job_id(env->job_id);
+    ref.set_attempt(env->attempt);
+    ref.set_rank(env->rank);
+    reporter = std::make_unique<ProgressReporter>(env->worker_address, ref);
+    context.on_progress = [&](const v1::Progress& p) { reporter->Report(p); };
   }
-  context.comm = comm.get();
-  context.checkpoint_dir = Env("RINGMASTER_CHECKPOINT_DIR");
-  if (reporter) context.on_progress = [&](const v1::Progress& p) { reporter->Report(p); };
-  if (rank == 0) context.log = Log;
+  context.comm = comm->get();
+  context.checkpoint_dir = env->checkpoint_dir;
+  context.stop_requested = [&stop] { return stop.requested(); };
+  if (env->rank == 0) context.log = Log;
   absl::StatusOr<TrainResult> result = Train(*spec, data, context);
+  // Asked to stop, a rank ends as the signal would have ended it: rank 0
+  // after its checkpoint, the others when rank 0 is gone.
+  if (stop.requested() && (!result.ok() || result->stopped)) return 128 + stop.signal();
   if (!result.ok()) return Fail(result.status());
-
-  // World throughput: every rank's samples per second, summed.
-  float throughput = static_cast<float>(result->samples_per_second);
-  if (absl::Status s = comm->AllReduceSum(&throughput, 1); !s.ok()) return Fail(s);
-  if (rank == 0) {
-    Log(absl::StrFormat(
-        "final: test accuracy %.4f  test loss %.4f  throughput %.0f samples/s  "
-        "all-reduce %.1f MB in %.2f s",
-        result->eval_accuracy, result->eval_loss, throughput, result->allreduce_bytes / 1e6,
-        result->allreduce_seconds));
-    if (const std::string path = Env("RINGMASTER_TRAINER_SAVE_WEIGHTS"); !path.empty()) {
-      std::ofstream out(path, std::ios::binary);
-      out.write(reinterpret_cast<const char*>(result->params.data()),
-                result->params.size() * sizeof(float));
-    }
-  }
+  if (absl::Status s = Finish(*env, **comm, *result); !s.ok()) return Fail(s);
   return 0;
 }
 

@@ -1,0 +1,41 @@
+// What a rank learns from its environment, read and checked once: the
+// torchrun variables and Ringmaster's own (as a worker sets them).
+#ifndef RINGMASTER_TRAINER_TRAINER_ENV_H_
+#define RINGMASTER_TRAINER_TRAINER_ENV_H_
+
+#include <functional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace ringmaster {
+
+struct TrainerEnv {
+  int rank = 0;                  // RANK
+  int world_size = 1;            // WORLD_SIZE
+  int attempt = 0;               // TORCHELASTIC_RESTART_COUNT
+  std::string job_id;            // RINGMASTER_JOB_ID
+  std::string spec_json;         // RINGMASTER_TRAINER_SPEC
+  std::string host = "127.0.0.1";  // RINGMASTER_HOST: this rank's address for peers
+  std::string worker_address;    // RINGMASTER_WORKER_ADDRESS: where progress goes
+  std::string checkpoint_dir;    // RINGMASTER_CHECKPOINT_DIR
+  std::string save_weights;      // RINGMASTER_TRAINER_SAVE_WEIGHTS: rank 0 writes them
+  std::string visible_gpus;      // CUDA_VISIBLE_DEVICES; empty: train on the CPU
+  // RINGMASTER_COLLECTIVE_TIMEOUT_S: how long a collective waits for a peer.
+  absl::Duration collective_timeout = absl::Seconds(120);
+  // RINGMASTER_STOP_GRACE_S: after SIGTERM, how long rank 0 has to reach a
+  // step boundary and checkpoint (and any rank to end) before it exits
+  // anyway.
+  absl::Duration stop_grace = absl::Seconds(5);
+};
+
+using GetEnv = std::function<const char*(const char*)>;
+
+// INVALID_ARGUMENT naming the variable and its value when one is malformed
+// or out of range (RANK outside [0, WORLD_SIZE), a timeout <= 0).
+absl::StatusOr<TrainerEnv> ReadTrainerEnv(const GetEnv& getenv);
+
+}  // namespace ringmaster
+
+#endif  // RINGMASTER_TRAINER_TRAINER_ENV_H_
