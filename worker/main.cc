@@ -12,6 +12,7 @@
 #include "common/signals.h"
 #include "worker/death_watch.h"
 #include "worker/rank_cgroups.h"
+#include "worker/state_dir_lock.h"
 #include "worker/worker_server.h"
 
 int main(int argc, char** argv) {
@@ -48,6 +49,11 @@ int main(int argc, char** argv) {
   ringmaster::AddDurationOption(app, "--shutdown-grace", &shutdown_grace,
                                 "on SIGTERM, ranks get this long before SIGKILL");
   CLI11_PARSE(app, argc, argv);
+  // Held for the process's life; before anything that acts on the state dir.
+  if (absl::StatusOr<int> lock = ringmaster::LockStateDir(config.state_dir); !lock.ok()) {
+    spdlog::critical("{}", std::string(lock.status().message()));
+    return 1;
+  }
 
   absl::StatusOr<ringmaster::DaemonAddresses> addresses = daemon.Start("worker");
   if (!addresses.ok()) {

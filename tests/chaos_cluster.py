@@ -1,0 +1,243 @@
+"""A Ringmaster cluster of real daemons on loopback for failure tests and
+the recovery benchmark: a coordinator and N one-slot workers started here
+with chosen flags, so that each can be killed, paused and started again.
+
+Every process is started in a session of its own and all of them (ranks
+included, found by the coordinator address in their environment) are
+killed by stop(), which a `with` block calls even when the body fails.
+"""
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import time
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(condition, timeout, what, interval=0.05):
+    """Polls `condition` until it returns a true value, which is returned;
+    raises TimeoutError naming `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what}: not within {timeout:.0f} s")
+        time.sleep(interval)
+
+
+def bin_dir():
+    """Where the programs are: the test's runfiles, else bazel-bin."""
+    for d in (".", "bazel-bin"):
+        if os.path.exists(os.path.join(d, "client/ringmaster")):
+            return os.path.abspath(d)
+    raise FileNotFoundError("client/ringmaster: build with `bazel build //...`")
+
+
+def environ_of(pid):
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            raw = f.read()
+    except OSError:
+        return None
+    env = {}
+    for item in raw.split(b"\0"):
+        key, _, value = item.partition(b"=")
+        if key:
+            env[key.decode(errors="replace")] = value.decode(errors="replace")
+    return env
+
+
+def alive(pid):
+    """True while `pid` exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+class Cluster:
+    def __init__(self, root, workers=3, coordinator_flags=(), worker_flags=()):
+        self.root = root
+        self.bins = bin_dir()
+        self.port = free_port()
+        self.address = f"127.0.0.1:{self.port}"
+        self.coordinator_flags = list(coordinator_flags)
+        self.worker_flags = list(worker_flags)
+        self.workers = workers
+        self.coordinator = None
+        self.worker_procs = {}
+        os.makedirs(os.path.join(root, "logs"), exist_ok=True)
+
+    # -- daemons ---------------------------------------------------------
+
+    def _spawn(self, argv, log_name):
+        log = open(os.path.join(self.root, "logs", log_name), "ab")
+        env = dict(os.environ, RINGMASTER_COORDINATOR=self.address)
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                start_new_session=True)
+        log.close()
+        return proc
+
+    def start_coordinator(self):
+        self.coordinator = self._spawn(
+            [f"{self.bins}/coordinator/ringmaster-coordinator", "--bind", "127.0.0.1",
+             "--port", str(self.port), "--metrics-port", "0",
+             "--state-dir", os.path.join(self.root, "coordinator")] + self.coordinator_flags,
+            "coordinator.log")
+        wait_for(lambda: self.cli("workers", check=False).returncode == 0, 30,
+                 "the coordinator answers")
+
+    def worker_id(self, i):
+        return f"chaos-{i}"
+
+    def worker_argv(self, i):
+        return [f"{self.bins}/worker/ringmaster-worker", "--coordinator", self.address,
+                "--bind", "127.0.0.1", "--port", str(free_port()), "--metrics-port", "0",
+                "--id", self.worker_id(i), "--slots", "1",
+                "--state-dir", os.path.join(self.root, f"worker-{i}"),
+                "--trainer-bin", f"{self.bins}/trainer/ringmaster-trainer"] + self.worker_flags
+
+    def start_worker(self, i):
+        self.worker_procs[i] = self._spawn(self.worker_argv(i), f"worker-{i}.log")
+
+    def start(self):
+        self.start_coordinator()
+        for i in range(self.workers):
+            self.start_worker(i)
+        self.wait_workers_alive(range(self.workers))
+        return self
+
+    def wait_workers_alive(self, indices, timeout=30):
+        wanted = {self.worker_id(i) for i in indices}
+        wait_for(lambda: wanted <= {w["id"] for w in self.worker_list()
+                                    if w.get("state") == "WORKER_STATE_ALIVE"},
+                 timeout, f"workers {sorted(wanted)} ALIVE")
+
+    def worker_list(self):
+        r = self.cli("--output", "json", "workers", check=False)
+        return json.loads(r.stdout).get("workers", []) if r.returncode == 0 else []
+
+    def worker_index(self, worker_id):
+        return int(worker_id.rsplit("-", 1)[1])
+
+    def signal_worker(self, i, sig):
+        os.kill(self.worker_procs[i].pid, sig)
+        if sig == signal.SIGKILL:
+            self.worker_procs[i].wait()
+
+    def kill_coordinator(self):
+        self.coordinator.kill()
+        self.coordinator.wait()
+
+    def stop(self):
+        procs = list(self.worker_procs.values()) + [self.coordinator]
+        for p in procs:
+            if p is not None and p.poll() is None:
+                try:
+                    os.kill(p.pid, signal.SIGCONT)
+                    p.terminate()
+                except ProcessLookupError:
+                    pass
+        for p in procs:
+            if p is None:
+                continue
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        # Whatever of this cluster is left (ranks, their children) goes too.
+        for pid in self.processes():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    # -- client ----------------------------------------------------------
+
+    def cli(self, *args, check=True, timeout=60):
+        r = subprocess.run([f"{self.bins}/client/ringmaster", "--coordinator", self.address,
+                            *args], capture_output=True, text=True, timeout=timeout)
+        if check and r.returncode != 0:
+            raise RuntimeError(f"ringmaster {' '.join(args)}: exit {r.returncode}: {r.stderr}")
+        return r
+
+    def submit(self, yaml_text, name="job"):
+        path = os.path.join(self.root, f"{name}.yaml")
+        with open(path, "w") as f:
+            f.write(yaml_text)
+        return self.cli("submit", path).stdout.strip()
+
+    def job(self, job_id):
+        r = self.cli("--output", "json", "status", job_id, check=False)
+        return json.loads(r.stdout) if r.returncode == 0 else None
+
+    def wait_job(self, job_id, condition, timeout, what):
+        def check():
+            job = self.job(job_id)
+            return job if job is not None and condition(job) else None
+        return wait_for(check, timeout, f"job {job_id}: {what}")
+
+    def logs(self, job_id):
+        return self.cli("logs", job_id, check=False).stdout
+
+    # -- processes -------------------------------------------------------
+
+    def processes(self, job_id=None):
+        """pids of this cluster's ranks and everything they started (they
+        inherit the environment), those of `job_id` only when given."""
+        found = []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            env = environ_of(int(entry))
+            if not env or env.get("RINGMASTER_COORDINATOR") != self.address:
+                continue
+            if "RINGMASTER_JOB_ID" not in env:
+                continue  # a daemon or a client
+            if job_id is None or env["RINGMASTER_JOB_ID"] == job_id:
+                if alive(int(entry)):
+                    found.append(int(entry))
+        return found
+
+    def checkpoints(self, job_id):
+        """Steps of the job's checkpoints on disk, ascending."""
+        d = os.path.join(self.root, "coordinator", "checkpoints", job_id)
+        try:
+            names = os.listdir(d)
+        except OSError:
+            return []
+        return sorted(int(m.group(1)) for m in map(re.compile(r"^step-(\d+)$").match, names)
+                      if m)
+
+
+def state(job):
+    return job.get("state", "")
+
+
+def attempt(job):
+    return int(job.get("attempt", 0))
+
+
+def step(job):
+    return int(job.get("progress", {}).get("step", 0))
+
+
+def history_reasons(job):
+    return [h.get("reason", "") for h in job.get("history", [])]

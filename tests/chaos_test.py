@@ -1,0 +1,268 @@
+"""Chaos suite: real daemons (a coordinator and three one-slot workers on
+loopback, short timeouts), a trainer job of about a minute with
+checkpoints, and one failure per case: a rank or a worker killed or
+paused, the coordinator killed during a burst of jobs, a duplicate worker
+id, a job shrunk below its ranks and grown back.
+
+After each case the job ended SUCCEEDED at its last step, the failure is in
+`ringmaster status` with its reason, training resumed from no earlier than
+the newest checkpoint at the failure, the test accuracy is within a point
+of an undisturbed run's, and no process of the job is left, children of
+ranks included.
+
+    bazel test //tests:chaos_test          (or /usr/bin/python3 tests/chaos_test.py
+                                            after bazel build //...)
+"""
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import chaos_cluster  # noqa: E402
+from chaos_cluster import Cluster, attempt, history_reasons, state, step, wait_for  # noqa: E402
+
+COORDINATOR_FLAGS = [
+    "--heartbeat-interval", "250ms", "--heartbeat-timeout", "3s", "--worker-grace", "1s",
+    "--stop-grace", "5s", "--restart-backoff-base", "250ms", "--restart-backoff-max", "2s",
+]
+WORKER_FLAGS = ["--shutdown-grace", "5s"]
+ENDED = ("SUCCEEDED", "FAILED", "CANCELLED")
+# About a minute of training on two ranks of this machine; a checkpoint every
+# two seconds or so.
+EPOCHS = 400
+CHECKPOINT_EVERY = 500
+
+
+def trainer_spec(name, ranks=2, min_ranks=None):
+    return f"""
+name: {name}
+ranks: {ranks}
+min_ranks: {min_ranks or ranks}
+max_restarts: 10
+start_timeout_s: 60
+hang_timeout_s: 6
+scale_up_after_s: 5
+trainer:
+  model: {{type: mlp, hidden: [512, 512]}}
+  data: {{path: digits, test_fraction: 0.2}}
+  epochs: {EPOCHS}
+  batch_size: 16
+  optimizer: {{type: adamw, lr: 0.0005, weight_decay: 0.01}}
+  lr_scaling: linear
+  warmup_steps: 20
+  checkpoint_every_steps: {CHECKPOINT_EVERY}
+  seed: 1
+"""
+
+
+def final_accuracy(logs):
+    found = re.findall(r"final: test accuracy ([0-9.]+)", logs)
+    return float(found[-1]) if found else None
+
+
+def resumed_steps(logs):
+    return [int(s) for s in re.findall(r"resuming from \S*/step-(\d+)", logs)]
+
+
+class ChaosTest(unittest.TestCase):
+    reference = None  # (accuracy, total steps, seconds) of an undisturbed run
+
+    def setUp(self):
+        self.root = tempfile.mkdtemp(prefix=f"chaos-{self._testMethodName}-",
+                                     dir=os.environ.get("TEST_TMPDIR"))
+        self.cluster = Cluster(self.root, workers=3, coordinator_flags=COORDINATOR_FLAGS,
+                               worker_flags=WORKER_FLAGS)
+        self.addCleanup(shutil.rmtree, self.root, ignore_errors=True)
+        self.addCleanup(self.cluster.stop)
+        self.cluster.start()
+
+    @classmethod
+    def undisturbed(cls, test):
+        if cls.reference is None:
+            c = test.cluster
+            began = time.monotonic()
+            job_id = c.submit(trainer_spec("reference"), "reference")
+            job = c.wait_job(job_id, lambda j: state(j) in ENDED, 600, "ended")
+            test.assertEqual(state(job), "SUCCEEDED", c.cli("status", job_id).stdout)
+            cls.reference = (final_accuracy(c.logs(job_id)), step(job),
+                             time.monotonic() - began)
+            print(f"undisturbed run: accuracy {cls.reference[0]:.4f}, "
+                  f"{cls.reference[1]} steps, {cls.reference[2]:.0f} s", flush=True)
+            test.assert_no_process_left(job_id)
+        return cls.reference
+
+    # -- what every case checks -------------------------------------------
+
+    def assert_no_process_left(self, job_id):
+        wait_for(lambda: not self.cluster.processes(job_id), 30,
+                 f"every process of {job_id} gone")
+
+    def run_until_checkpointed(self, job_id):
+        """Waits until the job runs past its first checkpoint; returns it."""
+        return self.cluster.wait_job(
+            job_id, lambda j: state(j) == "RUNNING" and step(j) > CHECKPOINT_EVERY + 100, 120,
+            "running past its first checkpoint")
+
+    def assert_recovered(self, job_id, reasons, checkpoint_at_failure, same_world=True):
+        c = self.cluster
+        job = c.wait_job(job_id, lambda j: state(j) in ENDED, 600, "ended")
+        status = c.cli("status", job_id).stdout
+        self.assertEqual(state(job), "SUCCEEDED", status)
+        progress = job.get("progress", {})
+        self.assertEqual(int(progress.get("step", 0)), int(progress.get("total_steps", -1)),
+                         status)
+        accuracy, planned_steps, _ = self.reference
+        if same_world:
+            self.assertEqual(step(job), planned_steps, "not the planned final step")
+        for reason in reasons:
+            self.assertIn(reason, history_reasons(job), status)
+            self.assertIn(reason, status, "the reason is not shown by `ringmaster status`")
+        logs = c.logs(job_id)
+        resumed = resumed_steps(logs)
+        self.assertTrue(resumed, "the job restarted without resuming from a checkpoint")
+        self.assertGreaterEqual(
+            resumed[0], checkpoint_at_failure,
+            f"resumed from step {resumed[0]}, before the checkpoint of step "
+            f"{checkpoint_at_failure} that existed at the failure")
+        self.assertIsNotNone(final_accuracy(logs), logs[-2000:])
+        self.assertLessEqual(abs(final_accuracy(logs) - accuracy), 0.01,
+                             f"accuracy {final_accuracy(logs)} against {accuracy} undisturbed")
+        self.assert_no_process_left(job_id)
+        return job
+
+    def rank_of(self, job, rank):
+        for r in job.get("ranks", []):
+            if int(r.get("rank", 0)) == rank:
+                return r
+        self.fail(f"rank {rank} not in {job}")
+
+    def start_job(self, name, **kw):
+        self.undisturbed(self)
+        job_id = self.cluster.submit(trainer_spec(name, **kw), name)
+        return job_id, self.run_until_checkpointed(job_id)
+
+    # -- the cases -------------------------------------------------------
+
+    def test_kill_rank(self):
+        job_id, job = self.start_job("kill-rank")
+        pid = int(self.rank_of(job, 1)["pid"])
+        checkpoint = self.cluster.checkpoints(job_id)[-1]
+        os.kill(pid, signal.SIGKILL)
+        job = self.assert_recovered(job_id, ["RANK_SIGNALED"], checkpoint)
+        self.assertGreaterEqual(attempt(job), 1)
+
+    def test_kill_worker(self):
+        c = self.cluster
+        job_id, job = self.start_job("kill-worker")
+        worker = c.worker_index(self.rank_of(job, 1)["worker_id"])
+        checkpoint = c.checkpoints(job_id)[-1]
+        c.signal_worker(worker, signal.SIGKILL)
+        self.assert_recovered(job_id, ["WORKER_LOST"], checkpoint)
+
+    def test_stop_rank(self):
+        c = self.cluster
+        job_id, job = self.start_job("stop-rank")
+        pid = int(self.rank_of(job, 1)["pid"])
+        checkpoint = c.checkpoints(job_id)[-1]
+        os.kill(pid, signal.SIGSTOP)
+        job = self.assert_recovered(job_id, ["RANK_HUNG"], checkpoint)
+        hung = [h for h in job["history"] if h.get("reason") == "RANK_HUNG"]
+        self.assertIn("rank 1", hung[0].get("message", ""), "the hung rank is not named")
+        self.assertFalse(chaos_cluster.alive(pid), "the stopped rank was left")
+
+    def test_stop_worker_past_the_timeout(self):
+        c = self.cluster
+        job_id, job = self.start_job("stop-worker")
+        worker = c.worker_index(self.rank_of(job, 1)["worker_id"])
+        old_rank = int(self.rank_of(job, 1)["pid"])
+        checkpoint = c.checkpoints(job_id)[-1]
+        c.signal_worker(worker, signal.SIGSTOP)
+        try:
+            c.wait_job(job_id, lambda j: "WORKER_LOST" in history_reasons(j), 15,
+                       "WORKER_LOST")
+            c.wait_job(job_id, lambda j: state(j) == "RUNNING" and attempt(j) >= 1, 30,
+                       "running again without the paused worker")
+        finally:
+            c.signal_worker(worker, signal.SIGCONT)
+        c.wait_workers_alive([worker])
+        wait_for(lambda: not chaos_cluster.alive(old_rank), 30,
+                 "the paused worker's rank of the ended attempt stopped")
+        self.assert_recovered(job_id, ["WORKER_LOST"], checkpoint)
+
+    def test_duplicate_worker_id(self):
+        c = self.cluster
+        job_id, job = self.start_job("duplicate")
+        holder = c.worker_index(self.rank_of(job, 0)["worker_id"])
+        # Another machine claiming the id, and a second process on the same
+        # state dir: both refused, neither disturbs the worker or its ranks.
+        other_host = c.worker_argv(holder)
+        other_host[other_host.index("--state-dir") + 1] = os.path.join(self.root, "impostor")
+        holder_address = self.rank_of(job, 0)["worker_address"]
+        for argv, expected in ((other_host, ["ALREADY_EXISTS", holder_address]),
+                               (c.worker_argv(holder), ["in use by another worker"])):
+            r = subprocess.run(argv, capture_output=True, text=True, timeout=30,
+                               env=dict(os.environ, RINGMASTER_COORDINATOR=c.address))
+            self.assertNotEqual(r.returncode, 0, r.stderr)
+            for text in expected:
+                self.assertIn(text, r.stdout + r.stderr)
+        job = c.wait_job(job_id, lambda j: state(j) in ENDED, 600, "ended")
+        self.assertEqual(state(job), "SUCCEEDED", c.cli("status", job_id).stdout)
+        self.assertEqual(attempt(job), 0, "the duplicate disturbed the job")
+        self.assertEqual(step(job), self.reference[1])
+        self.assert_no_process_left(job_id)
+
+    def test_shrink_below_ranks_and_grow_back(self):
+        c = self.cluster
+        job_id, job = self.start_job("elastic", ranks=2, min_ranks=1)
+        holders = {c.worker_index(r["worker_id"]) for r in job["ranks"]}
+        spare = ({0, 1, 2} - holders).pop()
+        lost = c.worker_index(self.rank_of(job, 1)["worker_id"])
+        checkpoint = c.checkpoints(job_id)[-1]
+        c.signal_worker(spare, signal.SIGKILL)
+        c.signal_worker(lost, signal.SIGKILL)
+        shrunk = c.wait_job(job_id, lambda j: state(j) == "RUNNING" and
+                            int(j.get("world_size", 0)) == 1, 60, "running on one rank")
+        began = step(shrunk)
+        c.wait_job(job_id, lambda j: step(j) > began + 200, 60, "training on one rank")
+        c.start_worker(spare)
+        c.start_worker(lost)
+        c.wait_job(job_id, lambda j: state(j) == "RUNNING" and
+                   int(j.get("world_size", 0)) == 2, 90, "grown back to two ranks")
+        job = self.assert_recovered(job_id, ["WORKER_LOST", "SCALED_DOWN", "SCALING_UP"],
+                                    checkpoint, same_world=False)
+        self.assertEqual(int(job.get("world_size", 0)), 2)
+
+    def test_kill_coordinator_during_a_burst(self):
+        c = self.cluster
+        ids = [c.submit("name: burst\nranks: 1\ncommand: [sh, -c, 'sleep 0.1']\n", "burst")
+               for _ in range(100)]
+
+        def succeeded():
+            listing = c.cli("--output", "json", "jobs", check=False)
+            return listing.stdout.count('"SUCCEEDED"') if listing.returncode == 0 else 0
+        wait_for(lambda: succeeded() >= 20, 120, "20 of the burst's jobs done")
+        c.kill_coordinator()
+        c.start_coordinator()
+        states = {}
+
+        def all_ended():
+            for job_id in ids:
+                if states.get(job_id) not in ENDED:
+                    job = c.job(job_id)
+                    states[job_id] = state(job) if job else ""
+            return all(s in ENDED for s in states.values())
+        wait_for(all_ended, 300, "every job of the burst ended")
+        failed = {j: s for j, s in states.items() if s != "SUCCEEDED"}
+        self.assertEqual(failed, {}, "\n".join(c.cli("status", j).stdout for j in failed))
+        for job_id in ids:
+            self.assertFalse(c.processes(job_id), job_id)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -1,0 +1,32 @@
+#include "worker/state_dir_lock.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace ringmaster {
+namespace {
+
+TEST(StateDirLockTest, ASecondHolderIsRefusedUntilTheFirstLetsGo) {
+  const std::string dir = absl::StrCat(std::getenv("TEST_TMPDIR"), "/w/state");
+  absl::StatusOr<int> first = LockStateDir(dir);
+  ASSERT_TRUE(first.ok()) << first.status();
+  absl::StatusOr<int> second = LockStateDir(dir);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(second.status().message(),
+            absl::StrCat("state dir ", dir, " is in use by another worker (pid ", getpid(),
+                         "); give each worker its own --state-dir"));
+  close(*first);
+  absl::StatusOr<int> third = LockStateDir(dir);
+  ASSERT_TRUE(third.ok()) << third.status();
+  close(*third);
+}
+
+}  // namespace
+}  // namespace ringmaster
