@@ -204,7 +204,7 @@ class ChaosTest(unittest.TestCase):
         other_host = c.worker_argv(holder)
         other_host[other_host.index("--state-dir") + 1] = os.path.join(self.root, "impostor")
         holder_address = self.rank_of(job, 0)["worker_address"]
-        for argv, expected in ((other_host, ["ALREADY_EXISTS", holder_address]),
+        for argv, expected in ((other_host, [f"is held by the worker at {holder_address}"]),
                                (c.worker_argv(holder), ["in use by another worker"])):
             r = subprocess.run(argv, capture_output=True, text=True, timeout=30,
                                env=dict(os.environ, RINGMASTER_COORDINATOR=c.address))

@@ -169,7 +169,9 @@ absl::StatusOr<TrainResult> Train(const v1::TrainerSpec& spec, const TrainTestSp
   double train_seconds = 0;
   double loss_sum = 0;
   int loss_count = 0;
-  Clock::time_point last_report = Clock::now();
+  // The first step is reported at once: after a restart, the step it
+  // resumed at shows without waiting out an interval.
+  Clock::time_point last_report{};
   // Sends the progress with these figures and starts the next report's.
   auto report = [&](int64_t epoch, double loss, double samples_per_second, int64_t seen) {
     progress.set_step(step);
