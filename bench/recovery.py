@@ -15,9 +15,9 @@ first checkpoint, injects the failure and watches the job's progress:
 "first step" is the time the rank reported its first step of the new
 attempt (the trainer reports the first step of an attempt at once); for
 the coordinator restart, the first step reported to the new coordinator.
-"steps redone" is the last step the job reported before the failure minus
-the step the new attempt resumed from (reports come every 0.5 s, so the
-steps done after the last report are not counted).
+"steps redone" is the step the failed attempt reached (its rank 0 logs
+"failed after step N" or, stopped, "stopped after step N"; else the last
+step it reported) minus the step the new attempt resumed from.
 
 The killed-rank row is also run under torchrun (torch.distributed.run,
 --max-restarts 3, its default monitor interval) with a DDP script doing
@@ -105,9 +105,12 @@ def measure(kind):
         else:
             job = poll(c, job_id, lambda j: attempt(j) > old_attempt and
                        update_ms(j) > failed_at * 1000, 120)
-            resumed = [int(s) for s in re.findall(r"resuming from \S*/step-(\d+)",
-                                                  c.logs(job_id))]
-            redone = last_step - resumed[-1]
+            logs = c.logs(job_id)
+            resumed = [int(s) for s in re.findall(r"resuming from \S*/step-(\d+)", logs)]
+            # Where the failed attempt got to, as its rank 0 said on its way
+            # out; else its last report.
+            ended = [int(s) for s in re.findall(r"(?:failed|stopped) after step (\d+)", logs)]
+            redone = (ended[-1] if ended else last_step) - resumed[-1]
         seconds = update_ms(job) / 1000 - failed_at
         c.cli("cancel", job_id, check=False)
     return seconds, redone

@@ -167,12 +167,18 @@ int Run(int argc, char** argv) {
   context.comm = comm->get();
   context.checkpoint_dir = env->checkpoint_dir;
   context.stop_requested = [&stop] { return stop.requested(); };
+  std::atomic<int64_t> steps_done{0};
+  context.steps_done = &steps_done;
   if (env->rank == 0) context.log = Log;
   absl::StatusOr<TrainResult> result = Train(*spec, data, context);
   // Asked to stop, a rank ends as the signal would have ended it: rank 0
   // after its checkpoint, the others when rank 0 is gone.
   if (stop.requested() && (!result.ok() || result->stopped)) return 128 + stop.signal();
-  if (!result.ok()) return Fail(result.status());
+  if (!result.ok()) {
+    return Fail(absl::Status(result.status().code(),
+                             absl::StrCat("failed after step ", steps_done.load(), ": ",
+                                          result.status().message())));
+  }
   if (absl::Status s = Finish(*env, **comm, *result); !s.ok()) return Fail(s);
   return 0;
 }

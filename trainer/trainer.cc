@@ -126,6 +126,7 @@ absl::StatusOr<TrainResult> Train(const v1::TrainerSpec& spec, const TrainTestSp
   TrainingState position;
   ASSIGN_OR_RETURN(result.resumed_from_step,
                    ResumeOrBroadcast(context, seed, *runner, &position));
+  if (context.steps_done) context.steps_done->store(position.step, std::memory_order_relaxed);
   // The last step: those done, the rest of this epoch and whole epochs
   // after it, at this world size (a resize changes the steps still to go,
   // not the data still to see).
@@ -230,6 +231,7 @@ absl::StatusOr<TrainResult> Train(const v1::TrainerSpec& spec, const TrainTestSp
       }
       RETURN_IF_ERROR(runner->AfterStep());
       ++step;
+      if (context.steps_done) context.steps_done->store(step, std::memory_order_relaxed);
       if (context.on_progress) {
         // Kept only until the next report clears them; without reports, not kept.
         const Clock::time_point now = Clock::now();

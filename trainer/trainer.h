@@ -4,6 +4,7 @@
 #ifndef RINGMASTER_TRAINER_TRAINER_H_
 #define RINGMASTER_TRAINER_TRAINER_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -33,6 +34,8 @@ struct TrainerContext {
   // next collective fails for want of rank 0, so every rank stops after the
   // same step without a collective of its own to agree on it. May be empty.
   std::function<bool()> stop_requested;
+  // When set, holds the steps done so far: how far a run got when it fails.
+  std::atomic<int64_t>* steps_done = nullptr;
   // Where the model runs; empty: the CPU (MakeCpuRunner).
   RunnerFactory make_runner;
 };
