@@ -123,8 +123,11 @@ def torchrun_killed_rank(peer):
     env = dict(os.environ, PEER_EVENTS=events, PEER_CHECKPOINTS=os.path.join(work, "ckpt"),
                OMP_NUM_THREADS="1")
     proc = subprocess.Popen(
+        # --redirects/--tee 1: Debian's torch 1.13 under Python 3.11 cannot
+        # parse their default, 0.
         [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
-         "--max_restarts", "3", peer], env=env, stdout=subprocess.DEVNULL,
+         "--max_restarts", "3", "--redirects", "1", "--tee", "1",
+         "--log_dir", os.path.join(work, "logs"), peer], env=env, stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL, start_new_session=True)
 
     def read():
