@@ -15,14 +15,15 @@ first checkpoint, injects the failure and watches the job's progress:
 "first step" is the time the rank reported its first step of the new
 attempt (the trainer reports the first step of an attempt at once); for
 the coordinator restart, the first step reported to the new coordinator.
-"steps redone" is the step the failed attempt reached (its rank 0 logs
-"failed after step N" or, stopped, "stopped after step N"; else the last
-step it reported) minus the step the new attempt resumed from.
+"steps redone" is the step the failed attempt reached (its ranks log
+"failed after step N", or "stopped after step N" when stopped; else the
+last step it reported) minus the step the new attempt resumed from.
 
 The killed-rank row is also run under torchrun (torch.distributed.run,
 --max-restarts 3, its default monitor interval) with a DDP script doing
 the same training and checkpointing (bench/torchrun_peer.py), and the
-ratio is printed.
+ratio is printed. torchrun's step at the failure is the last of the steps
+its rank 0 notes every 50, so its steps redone may be short by up to 50.
 
     bazel build -c opt //...
     /usr/bin/python3 bench/recovery.py [--repeats 3]
@@ -107,10 +108,10 @@ def measure(kind):
                        update_ms(j) > failed_at * 1000, 120)
             logs = c.logs(job_id)
             resumed = [int(s) for s in re.findall(r"resuming from \S*/step-(\d+)", logs)]
-            # Where the failed attempt got to, as its rank 0 said on its way
+            # Where the failed attempt got to, as its ranks said on their way
             # out; else its last report.
             ended = [int(s) for s in re.findall(r"(?:failed|stopped) after step (\d+)", logs)]
-            redone = (ended[-1] if ended else last_step) - resumed[-1]
+            redone = (max(ended) if ended else last_step) - resumed[-1]
         seconds = update_ms(job) / 1000 - failed_at
         c.cli("cancel", job_id, check=False)
     return seconds, redone

@@ -76,7 +76,7 @@ def main():
                 if step % 50 == 0:
                     event("step", restart, step)
                 if step % CHECKPOINT_EVERY == 0:
-                    tmp = os.path.join(ckpt_dir, f".tmp-{step}")
+                    tmp = os.path.join(ckpt_dir, f"partial-{step}.pt")
                     torch.save({"model": model.module.state_dict(), "opt": opt.state_dict(),
                                 "step": step, "epoch": epoch, "batch": b + 1}, tmp)
                     os.replace(tmp, os.path.join(ckpt_dir, f"step-{step}.pt"))

@@ -173,12 +173,14 @@ int Run(int argc, char** argv) {
   absl::StatusOr<TrainResult> result = Train(*spec, data, context);
   // Asked to stop, a rank ends as the signal would have ended it: rank 0
   // after its checkpoint, the others when rank 0 is gone.
-  if (stop.requested() && (!result.ok() || result->stopped)) return 128 + stop.signal();
+  const int stopped_code = 128 + stop.signal();
   if (!result.ok()) {
-    return Fail(absl::Status(result.status().code(),
-                             absl::StrCat("failed after step ", steps_done.load(), ": ",
-                                          result.status().message())));
+    std::cerr << "ringmaster-trainer: " << (stop.requested() ? "stopped" : "failed")
+              << " after step " << steps_done.load() << ": " << result.status().message()
+              << std::endl;
+    return stop.requested() ? stopped_code : 1;
   }
+  if (result->stopped) return stopped_code;
   if (absl::Status s = Finish(*env, **comm, *result); !s.ok()) return Fail(s);
   return 0;
 }
