@@ -35,8 +35,7 @@ std::vector<int> Widths(const v1::TrainerSpec& spec, const Dataset& data) {
 absl::StatusOr<int64_t> ResumeOrBroadcast(const TrainerContext& context, uint64_t seed,
                                           ModelRunner& runner, TrainingState* position) {
   Collective* comm = context.comm;
-  // step, epoch, epoch_rows, optimizer steps, world size, found
-  int64_t header[6] = {0, 0, 0, 0, 0, -1};
+  int64_t header[5] = {0, 0, 0, 0, -1};  // step, epoch, epoch_rows, optimizer steps, found
   if (comm->rank() == 0 && !context.checkpoint_dir.empty()) {
     absl::StatusOr<LoadedCheckpoint> loaded = LoadLatestCheckpoint(context.checkpoint_dir);
     if (loaded.ok()) {
@@ -58,8 +57,7 @@ absl::StatusOr<int64_t> ResumeOrBroadcast(const TrainerContext& context, uint64_
       header[1] = s.epoch;
       header[2] = s.epoch_rows;
       header[3] = s.optimizer_steps;
-      header[4] = s.world_size;
-      header[5] = 1;
+      header[4] = 1;
       if (context.log) {
         context.log(absl::StrCat("resuming from ", loaded->path,
                                  s.world_size != comm->size()
@@ -73,7 +71,7 @@ absl::StatusOr<int64_t> ResumeOrBroadcast(const TrainerContext& context, uint64_
   }
   RETURN_IF_ERROR(comm->Broadcast(header, sizeof(header), 0));
   RETURN_IF_ERROR(comm->Broadcast(runner.params(), runner.size() * sizeof(float), 0));
-  if (header[5] == 1) {
+  if (header[4] == 1) {
     RETURN_IF_ERROR(comm->Broadcast(runner.optimizer_state(),
                                     runner.optimizer_state_size() * sizeof(float), 0));
     runner.set_optimizer_steps(header[3]);
@@ -81,8 +79,7 @@ absl::StatusOr<int64_t> ResumeOrBroadcast(const TrainerContext& context, uint64_
   position->step = header[0];
   position->epoch = header[1];
   position->epoch_rows = header[2];
-  position->world_size = header[4];
-  return header[5] == 1 ? header[0] : -1;
+  return header[4] == 1 ? header[0] : -1;
 }
 
 absl::Status SaveCheckpoint(const TrainerContext& context, ModelRunner& runner, uint64_t seed,
