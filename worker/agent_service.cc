@@ -9,23 +9,29 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
+#include "common/job_id.h"
 
 namespace ringmaster {
 
 constexpr int kMaxReadBytes = 1 << 20;
 
 absl::StatusOr<v1::ReadLogResponse> ReadLogFile(const std::string& path,
-                                                int64_t offset, int max_bytes) {
+                                                const std::string& what, int64_t offset,
+                                                int max_bytes) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
-    if (errno == ENOENT) return absl::NotFoundError(absl::StrCat("no log at ", path));
-    return absl::InternalError(absl::StrCat("open ", path, ": ", strerror(errno)));
+    if (errno == ENOENT) return absl::NotFoundError(absl::StrCat("no log of ", what));
+    return absl::InternalError(
+        absl::StrCat("cannot open the log of ", what, ": ", strerror(errno)));
   }
   std::string data(std::clamp(max_bytes, 1, kMaxReadBytes), '\0');
   ssize_t n = pread(fd, data.data(), data.size(), std::max<int64_t>(offset, 0));
   int saved = errno;
   close(fd);
-  if (n < 0) return absl::InternalError(absl::StrCat("read ", path, ": ", strerror(saved)));
+  if (n < 0) {
+    return absl::InternalError(
+        absl::StrCat("cannot read the log of ", what, ": ", strerror(saved)));
+  }
   data.resize(n);
   v1::ReadLogResponse response;
   response.set_next_offset(std::max<int64_t>(offset, 0) + n);
@@ -36,8 +42,13 @@ absl::StatusOr<v1::ReadLogResponse> ReadLogFile(const std::string& path,
 grpc::ServerUnaryReactor* AgentServiceImpl::ReadLog(grpc::CallbackServerContext* context,
                                                     const v1::ReadLogRequest* request,
                                                     v1::ReadLogResponse* response) {
+  // The path is built from the request only once its parts are checked.
+  if (absl::Status valid = ValidateRankRef(request->job_id(), request->rank()); !valid.ok()) {
+    return FinishUnary(context, valid);
+  }
   absl::StatusOr<v1::ReadLogResponse> read =
       ReadLogFile(supervisor_->LogPath(request->job_id(), request->rank()),
+                  absl::StrCat("job ", request->job_id(), " rank ", request->rank()),
                   request->offset(), request->max_bytes());
   if (read.ok()) *response = *std::move(read);
   return FinishUnary(context, read.status());
@@ -50,6 +61,10 @@ namespace ringmaster {
 grpc::ServerUnaryReactor* AgentServiceImpl::ReportProgress(
     grpc::CallbackServerContext* context, const v1::RankProgress* request,
     v1::ReportProgressResponse*) {
+  if (absl::Status valid = ValidateRankRef(request->rank().job_id(), request->rank().rank());
+      !valid.ok()) {
+    return FinishUnary(context, valid);
+  }
   progress_->Report(*request);
   if (on_progress_) on_progress_(*request);
   return FinishUnary(context, absl::OkStatus());

@@ -13,8 +13,9 @@
 namespace ringmaster {
 
 // Up to `max_bytes` of the file at `path` from `offset`. NOT_FOUND when the
-// file does not exist.
-absl::StatusOr<v1::ReadLogResponse> ReadLogFile(const std::string& path,
+// file does not exist. Errors name the log as `what` ("job J rank R"),
+// never by its path.
+absl::StatusOr<v1::ReadLogResponse> ReadLogFile(const std::string& path, const std::string& what,
                                                 int64_t offset, int max_bytes);
 
 class AgentServiceImpl final : public v1::WorkerAgentService::CallbackService {
