@@ -4,6 +4,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "common/grpc_status.h"
+#include "common/job_id.h"
 #include "coordinator/job_state.h"
 
 namespace ringmaster {
@@ -92,6 +93,7 @@ grpc::ServerUnaryReactor* JobServiceImpl::GetJob(grpc::CallbackServerContext* co
                                                  const v1::GetJobRequest* request,
                                                  v1::Job* response) {
   if (absl::Status s = auth_->Check(context); !s.ok()) return FinishUnary(context, s);
+  if (absl::Status s = ValidateJobId(request->job_id()); !s.ok()) return FinishUnary(context, s);
   absl::StatusOr<v1::Job> job = manager_->Get(request->job_id());
   if (job.ok()) *response = *std::move(job);
   return FinishUnary(context, job.status());
@@ -109,6 +111,7 @@ grpc::ServerUnaryReactor* JobServiceImpl::CancelJob(
     grpc::CallbackServerContext* context, const v1::CancelJobRequest* request,
     v1::Job* response) {
   if (absl::Status s = auth_->Check(context); !s.ok()) return FinishUnary(context, s);
+  if (absl::Status s = ValidateJobId(request->job_id()); !s.ok()) return FinishUnary(context, s);
   absl::StatusOr<v1::Job> job = manager_->Cancel(request->job_id());
   if (job.ok()) *response = *std::move(job);
   return FinishUnary(context, job.status());
@@ -116,17 +119,17 @@ grpc::ServerUnaryReactor* JobServiceImpl::CancelJob(
 
 grpc::ServerWriteReactor<v1::JobEvent>* JobServiceImpl::WatchJob(
     grpc::CallbackServerContext* context, const v1::WatchJobRequest* request) {
-  if (absl::Status s = auth_->Check(context); !s.ok()) {
-    return new RefusedWriteReactor<v1::JobEvent>(ToGrpcStatus(s));
-  }
+  absl::Status s = auth_->Check(context);
+  if (s.ok()) s = ValidateJobId(request->job_id());
+  if (!s.ok()) return new RefusedWriteReactor<v1::JobEvent>(ToGrpcStatus(s));
   return new WatchReactor(manager_, request->job_id());
 }
 
 grpc::ServerWriteReactor<v1::LogChunk>* JobServiceImpl::StreamLogs(
     grpc::CallbackServerContext* context, const v1::StreamLogsRequest* request) {
-  if (absl::Status s = auth_->Check(context); !s.ok()) {
-    return new RefusedWriteReactor<v1::LogChunk>(ToGrpcStatus(s));
-  }
+  absl::Status s = auth_->Check(context);
+  if (s.ok()) s = ValidateRankRef(request->job_id(), request->all_ranks() ? 0 : request->rank());
+  if (!s.ok()) return new RefusedWriteReactor<v1::LogChunk>(ToGrpcStatus(s));
   return logs_->Stream(*request);
 }
 

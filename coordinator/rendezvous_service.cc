@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/grpc_status.h"
+#include "common/job_id.h"
 
 namespace ringmaster {
 namespace {
@@ -14,12 +15,21 @@ ScopeId Scope(const v1::RendezvousScope& scope) {
   return {scope.job_id(), scope.attempt()};
 }
 
+// The caller's credential, then the scope's job id.
+absl::Status Admit(const TokenCheck& auth, const grpc::CallbackServerContext* context,
+                   const v1::RendezvousScope& scope) {
+  if (absl::Status s = auth.Check(context); !s.ok()) return s;
+  return ValidateJobId(scope.job_id());
+}
+
 }  // namespace
 
 grpc::ServerUnaryReactor* RendezvousServiceImpl::Set(
     grpc::CallbackServerContext* context, const v1::SetRequest* request,
     v1::SetResponse*) {
-  if (absl::Status s = auth_->Check(context); !s.ok()) return FinishUnary(context, s);
+  if (absl::Status s = Admit(*auth_, context, request->scope()); !s.ok()) {
+    return FinishUnary(context, s);
+  }
   return FinishUnary(context, store_->Set(Scope(request->scope()), request->key(),
                                    request->value()));
 }
@@ -27,7 +37,9 @@ grpc::ServerUnaryReactor* RendezvousServiceImpl::Set(
 grpc::ServerUnaryReactor* RendezvousServiceImpl::Get(
     grpc::CallbackServerContext* context, const v1::GetRequest* request,
     v1::GetResponse* response) {
-  if (absl::Status s = auth_->Check(context); !s.ok()) return FinishUnary(context, s);
+  if (absl::Status s = Admit(*auth_, context, request->scope()); !s.ok()) {
+    return FinishUnary(context, s);
+  }
   absl::StatusOr<std::string> value = store_->Get(Scope(request->scope()), request->key());
   if (value.ok()) response->set_value(*std::move(value));
   return FinishUnary(context, value.status());
@@ -36,7 +48,9 @@ grpc::ServerUnaryReactor* RendezvousServiceImpl::Get(
 grpc::ServerUnaryReactor* RendezvousServiceImpl::Wait(
     grpc::CallbackServerContext* context, const v1::WaitRequest* request,
     v1::WaitResponse*) {
-  if (absl::Status s = auth_->Check(context); !s.ok()) return FinishUnary(context, s);
+  if (absl::Status s = Admit(*auth_, context, request->scope()); !s.ok()) {
+    return FinishUnary(context, s);
+  }
   absl::Duration timeout = request->timeout_ms() > 0
                                ? absl::Milliseconds(request->timeout_ms())
                                : kDefaultWait;
@@ -52,7 +66,9 @@ grpc::ServerUnaryReactor* RendezvousServiceImpl::Wait(
 grpc::ServerUnaryReactor* RendezvousServiceImpl::Add(
     grpc::CallbackServerContext* context, const v1::AddRequest* request,
     v1::AddResponse* response) {
-  if (absl::Status s = auth_->Check(context); !s.ok()) return FinishUnary(context, s);
+  if (absl::Status s = Admit(*auth_, context, request->scope()); !s.ok()) {
+    return FinishUnary(context, s);
+  }
   absl::StatusOr<int64_t> sum =
       store_->Add(Scope(request->scope()), request->key(), request->delta());
   if (sum.ok()) response->set_value(*sum);
