@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include "client/commands.h"
+#include "common/token_file.h"
 
 namespace {
 
@@ -19,7 +20,6 @@ std::string EnvOr(const char* name, const std::string& fallback) {
 int main(int argc, char** argv) {
   ringmaster::GlobalOptions global;
   global.coordinator = EnvOr("RINGMASTER_COORDINATOR", "127.0.0.1:7070");
-  global.token = EnvOr("RINGMASTER_TOKEN", "");
   std::string output = "table";
 
   CLI::App app{"ringmaster: run distributed data-parallel training jobs"};
@@ -27,7 +27,9 @@ int main(int argc, char** argv) {
   app.add_option("--coordinator", global.coordinator,
                  "coordinator HOST:PORT (env RINGMASTER_COORDINATOR)")
       ->capture_default_str();
-  app.add_option("--token", global.token, "access token (env RINGMASTER_TOKEN)");
+  std::string token_file;
+  app.add_option("--token-file", token_file,
+                 "access token, in a file of mode 600 (else env RINGMASTER_TOKEN)");
   app.add_option("--output", output, "table or json")
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();
@@ -91,6 +93,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   global.json = output == "json";
+  absl::StatusOr<std::string> token = ringmaster::ReadToken(token_file);
+  if (!token.ok()) {
+    std::cerr << "ringmaster: " << token.status().message() << std::endl;
+    return 2;
+  }
+  global.token = *token;
 
   if (up->parsed()) return ringmaster::RunUp(global, cluster);
   if (down->parsed()) return ringmaster::RunDown(global, down_state_dir);

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/daemon_flags.h"
+#include "common/token_file.h"
 #include "common/signals.h"
 #include "coordinator/coordinator_server.h"
 
@@ -38,11 +39,17 @@ int main(int argc, char** argv) {
                                 "wait before the first restart (then doubling, jittered)");
   ringmaster::AddDurationOption(app, "--restart-backoff-max", &manager.backoff.max,
                                 "longest wait between restarts");
-  if (const char* token = std::getenv("RINGMASTER_TOKEN"); token && *token) config.token = token;
-  app.add_option("--token", config.token,
-                 "require this bearer token of every caller (env RINGMASTER_TOKEN); ranks get "
-                 "it for the rendezvous store");
+  std::string token_file;
+  app.add_option("--token-file", token_file,
+                 "require the bearer token in this file (mode 600) of every caller (else env "
+                 "RINGMASTER_TOKEN); ranks get it for the rendezvous store");
   CLI11_PARSE(app, argc, argv);
+  absl::StatusOr<std::string> token = ringmaster::ReadToken(token_file);
+  if (!token.ok()) {
+    spdlog::critical("{}", std::string(token.status().message()));
+    return 2;
+  }
+  config.token = *token;
 
   absl::StatusOr<ringmaster::DaemonAddresses> addresses = daemon.Start("coordinator");
   if (!addresses.ok()) {

@@ -1,6 +1,10 @@
 // A cluster whose coordinator requires a token: callers without it or with
 // a wrong one are refused as UNAUTHENTICATED; the workers and the ranks
 // (rendezvous store) get it and work.
+#include <sys/stat.h>
+
+#include <fstream>
+
 #include <gtest/gtest.h>
 
 #include "tests/cluster_fixture.h"
@@ -45,6 +49,27 @@ TEST_F(AuthTest, WorkersAndRanksCarryTheToken) {
                                         testing::Runfile("tests/env_check"), "]\n");
   testing::CommandResult r = Cli({"submit", WriteSpec("contract", spec), "--follow"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err << "ranks reach the rendezvous store with it";
+}
+
+TEST_F(AuthTest, TheCliReadsTheTokenFromAnOwnerOnlyFileNeverFromItsArguments) {
+  const std::string file = state_dir_ + "/token";
+  std::ofstream(file) << "s3cret\n";
+  chmod(file.c_str(), 0600);
+  testing::CommandResult ok = testing::RunCommand(
+      {testing::Runfile("client/ringmaster"), "--token-file", file, "workers"},
+      {{"RINGMASTER_COORDINATOR", address_}, {"RINGMASTER_TOKEN", ""}});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  chmod(file.c_str(), 0644);
+  testing::CommandResult open = testing::RunCommand(
+      {testing::Runfile("client/ringmaster"), "--token-file", file, "workers"},
+      {{"RINGMASTER_COORDINATOR", address_}});
+  EXPECT_EQ(open.exit_code, 2);
+  EXPECT_NE(open.err.find("is open to group or others (mode 0644)"), std::string::npos)
+      << open.err;
+  testing::CommandResult argv = testing::RunCommand(
+      {testing::Runfile("client/ringmaster"), "--token", "s3cret", "workers"},
+      {{"RINGMASTER_COORDINATOR", address_}});
+  EXPECT_EQ(argv.exit_code, 2) << "a token on the command line shows in ps";
 }
 
 }  // namespace

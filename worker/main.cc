@@ -10,6 +10,7 @@
 #include "common/daemon_flags.h"
 #include "common/net.h"
 #include "common/signals.h"
+#include "common/token_file.h"
 #include "worker/death_watch.h"
 #include "worker/rank_cgroups.h"
 #include "worker/state_dir_lock.h"
@@ -23,7 +24,6 @@ int main(int argc, char** argv) {
   if (const char* nvml = std::getenv("RINGMASTER_NVML_LIBRARY"); nvml && *nvml) {
     config.nvml_library = nvml;
   }
-  if (const char* token = std::getenv("RINGMASTER_TOKEN"); token && *token) config.token = token;
   ringmaster::DaemonFlags daemon(7080, 7081);
   absl::Duration shutdown_grace = absl::Seconds(10);
 
@@ -37,8 +37,9 @@ int main(int argc, char** argv) {
                  "NVML to load for GPU metrics (env RINGMASTER_NVML_LIBRARY; a missing "
                  "one means no GPU series)")
       ->capture_default_str();
-  app.add_option("--token", config.token,
-                 "the coordinator's token (env RINGMASTER_TOKEN)");
+  std::string token_file;
+  app.add_option("--token-file", token_file,
+                 "the coordinator's token, in a file of mode 600 (else env RINGMASTER_TOKEN)");
   app.add_option("--id", config.worker_id, "worker id (default: hostname-port)");
   app.add_option("--slots", config.slots,
                  "CPU slots (default: one per GPU, or 1 without GPUs)");
@@ -49,6 +50,12 @@ int main(int argc, char** argv) {
   ringmaster::AddDurationOption(app, "--shutdown-grace", &shutdown_grace,
                                 "on SIGTERM, ranks get this long before SIGKILL");
   CLI11_PARSE(app, argc, argv);
+  absl::StatusOr<std::string> token = ringmaster::ReadToken(token_file);
+  if (!token.ok()) {
+    spdlog::critical("{}", std::string(token.status().message()));
+    return 2;
+  }
+  config.token = *token;
   // Held for the process's life; before anything that acts on the state dir.
   if (absl::StatusOr<int> lock = ringmaster::LockStateDir(config.state_dir); !lock.ok()) {
     spdlog::critical("{}", std::string(lock.status().message()));

@@ -1,0 +1,49 @@
+#include "common/token_file.h"
+
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+namespace ringmaster {
+namespace {
+
+std::string Write(const std::string& name, const std::string& text, mode_t mode) {
+  const std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/" + name;
+  std::ofstream(path) << text;
+  chmod(path.c_str(), mode);
+  return path;
+}
+
+TEST(TokenFileTest, ReadsAnOwnerOnlyFile) {
+  absl::StatusOr<std::string> token = ReadToken(Write("ok", "  s3cret\n", 0600));
+  ASSERT_TRUE(token.ok()) << token.status();
+  EXPECT_EQ(*token, "s3cret");
+  EXPECT_TRUE(ReadToken(Write("ro", "s3cret", 0400)).ok());
+}
+
+TEST(TokenFileTest, RefusesFilesOthersCanReadAndSaysWhy) {
+  const std::string open = Write("open", "s3cret", 0644);
+  EXPECT_EQ(ReadToken(open).status().message(),
+            "token file " + open + " is open to group or others (mode 0644); chmod 600 " + open);
+  EXPECT_FALSE(ReadToken(Write("group", "s3cret", 0640)).ok());
+  const std::string empty = Write("empty", "\n", 0600);
+  EXPECT_EQ(ReadToken(empty).status().message(), "token file " + empty + " is empty");
+  EXPECT_EQ(ReadToken("/nonexistent/token").status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_FALSE(ReadToken(std::getenv("TEST_TMPDIR")).ok()) << "a directory";
+}
+
+TEST(TokenFileTest, WithoutAFileTheEnvironmentOrNothing) {
+  unsetenv("RINGMASTER_TOKEN");
+  EXPECT_EQ(*ReadToken(""), "");
+  setenv("RINGMASTER_TOKEN", "from-env", 1);
+  EXPECT_EQ(*ReadToken(""), "from-env");
+  unsetenv("RINGMASTER_TOKEN");
+}
+
+}  // namespace
+}  // namespace ringmaster
