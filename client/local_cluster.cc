@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "client/client.h"
 #include "common/net.h"
+#include "common/private_dir.h"
 #include "common/status_macros.h"
 #include "common/subprocess.h"
 
@@ -203,12 +204,9 @@ absl::StatusOr<LocalCluster> StartLocalCluster(const LocalClusterOptions& option
   ASSIGN_OR_RETURN(std::string worker_bin, FindProgram("ringmaster-worker"));
   absl::StatusOr<std::string> trainer_bin = FindProgram("ringmaster-trainer");
 
+  RETURN_IF_ERROR(MakePrivateDir(options.state_dir));
+  RETURN_IF_ERROR(MakePrivateDir(options.state_dir + "/logs"));
   std::error_code error;
-  fs::create_directories(options.state_dir + "/logs", error);
-  if (error) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("cannot create ", options.state_dir, ": ", error.message()));
-  }
   const std::string host = HostOfAddress(options.coordinator_address);
   const std::string port = options.coordinator_address.substr(
       options.coordinator_address.rfind(':') + 1);

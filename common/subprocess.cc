@@ -100,7 +100,7 @@ absl::StatusOr<pid_t> SpawnProcess(const SubprocessSpec& spec) {
   if (!program.ok()) return program.status();
 
   int output_fd =
-      open(spec.output_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+      open(spec.output_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
   if (output_fd < 0) {
     return absl::FailedPreconditionError(
         absl::StrCat("cannot open ", spec.output_path, ": ", strerror(errno)));

@@ -1,5 +1,7 @@
 #include "coordinator/coordinator_server.h"
 
+#include "common/private_dir.h"
+
 #include <filesystem>
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
@@ -16,12 +18,8 @@ constexpr absl::Duration kTickInterval = absl::Milliseconds(50);
 
 absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     const CoordinatorConfig& config) {
-  std::error_code error;
-  std::filesystem::create_directories(config.state_dir, error);
-  if (error) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "cannot create state directory ", config.state_dir, ": ", error.message()));
-  }
+  // Job specs and their environments live here: the owner's only.
+  RETURN_IF_ERROR(MakePrivateDir(config.state_dir));
   std::unique_ptr<CoordinatorServer> server(new CoordinatorServer);
   ASSIGN_OR_RETURN(server->store_, JobStore::Open(config.state_dir + "/coordinator.db"));
   const Clock* clock = RealClock::Get();

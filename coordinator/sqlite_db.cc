@@ -1,10 +1,27 @@
 #include "coordinator/sqlite_db.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
 #include "absl/strings/str_cat.h"
 
 namespace ringmaster {
 
 absl::StatusOr<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path) {
+  // The owner's only, before SQLite creates it 0644; its journal files take
+  // the database's mode.
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0 || fchmod(fd, 0600) != 0) {
+    const int error = errno;
+    if (fd >= 0) close(fd);
+    return absl::UnavailableError(
+        absl::StrCat("cannot create SQLite database ", path, ": ", strerror(error)));
+  }
+  close(fd);
   sqlite3* db = nullptr;
   int rc = sqlite3_open_v2(path.c_str(), &db,
                            SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |

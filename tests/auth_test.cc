@@ -2,6 +2,7 @@
 // a wrong one are refused as UNAUTHENTICATED; the workers and the ranks
 // (rendezvous store) get it and work.
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <fstream>
 
@@ -70,6 +71,34 @@ TEST_F(AuthTest, TheCliReadsTheTokenFromAnOwnerOnlyFileNeverFromItsArguments) {
       {testing::Runfile("client/ringmaster"), "--token", "s3cret", "workers"},
       {{"RINGMASTER_COORDINATOR", address_}});
   EXPECT_EQ(argv.exit_code, 2) << "a token on the command line shows in ps";
+}
+
+mode_t ModeOf(const std::string& path) {
+  struct stat st;
+  EXPECT_EQ(stat(path.c_str(), &st), 0) << path;
+  return st.st_mode & 07777;
+}
+
+// Job specs (with their env values) and rank output are the owner's: the
+// state dirs 0700, the database 0600, rank logs 0640 in 0750 directories.
+TEST_F(AuthTest, StateAndLogsAreNotWorldReadable) {
+  testing::CommandResult r = Cli(
+      {"submit", WriteSpec("quiet", "name: quiet\nranks: 1\ncommand: [echo, hi]\n"), "--follow"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(ModeOf(state_dir_), 0700u);
+  EXPECT_EQ(ModeOf(state_dir_ + "/coordinator"), 0700u);
+  EXPECT_EQ(ModeOf(state_dir_ + "/coordinator/coordinator.db"), 0600u);
+  std::string log;
+  for (const char* worker : {"/worker-0", "/worker-1"}) {
+    EXPECT_EQ(ModeOf(state_dir_ + worker), 0700u) << worker;
+    EXPECT_EQ(ModeOf(state_dir_ + worker + "/logs"), 0750u) << worker;
+    if (access((state_dir_ + worker + "/logs/quiet-1/rank-0.log").c_str(), F_OK) == 0) {
+      log = state_dir_ + worker + "/logs/quiet-1/rank-0.log";
+    }
+  }
+  ASSERT_FALSE(log.empty()) << "no rank log found";
+  EXPECT_EQ(ModeOf(log), 0640u);
+  EXPECT_EQ(ModeOf(log.substr(0, log.rfind('/'))), 0750u);
 }
 
 }  // namespace

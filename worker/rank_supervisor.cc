@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
+#include "common/private_dir.h"
 
 namespace ringmaster {
 namespace {
@@ -72,9 +73,8 @@ void RankSupervisor::Supervise(Key key) {
     spec.name = absl::StrCat(ref.job_id(), ".", ref.attempt(), ".", ref.rank());
     spec.memory_bytes = start.memory_bytes();
   }
-  std::error_code error;
-  std::filesystem::create_directories(
-      std::filesystem::path(spec.log_path).parent_path(), error);
+  // A failure shows as the launcher's when it opens the log.
+  (void)MakePrivateDir(std::filesystem::path(spec.log_path).parent_path().string(), 0750);
 
   v1::RankExited exited;
   *exited.mutable_rank() = ref;

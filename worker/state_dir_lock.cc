@@ -6,18 +6,16 @@
 
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
 #include <string>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "common/private_dir.h"
 
 namespace ringmaster {
 
 absl::StatusOr<int> LockStateDir(const std::string& dir) {
-  std::error_code error;
-  std::filesystem::create_directories(dir, error);
-  if (error) return absl::FailedPreconditionError(absl::StrCat("create ", dir, ": ", error.message()));
+  if (absl::Status s = MakePrivateDir(dir); !s.ok()) return s;
   const std::string path = absl::StrCat(dir, "/worker.lock");
   const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0) return absl::FailedPreconditionError(absl::StrCat("open ", path, ": ", strerror(errno)));

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/net.h"
+#include "common/private_dir.h"
 #include "worker/gpu_discovery.h"
 #include "worker/nvml.h"
 
@@ -30,13 +31,8 @@ std::string NewIncarnation() {
 
 absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
     const WorkerConfig& config) {
-  std::error_code error;
   const std::string log_dir = config.state_dir + "/logs";
-  std::filesystem::create_directories(log_dir, error);
-  if (error) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("cannot create ", log_dir, ": ", error.message()));
-  }
+  if (absl::Status s = MakePrivateDir(log_dir, 0750); !s.ok()) return s;
   std::unique_ptr<WorkerServer> server(new WorkerServer);
 
   std::string why_no_gpu;

@@ -1,0 +1,32 @@
+#include "common/private_dir.h"
+
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include <gtest/gtest.h>
+
+namespace ringmaster {
+namespace {
+
+mode_t ModeOf(const std::string& path) {
+  struct stat st;
+  EXPECT_EQ(stat(path.c_str(), &st), 0) << path;
+  return st.st_mode & 07777;
+}
+
+TEST(PrivateDirTest, CreatesWithTheModeAndTightensAnOpenOne) {
+  const std::string root = std::getenv("TEST_TMPDIR");
+  ASSERT_TRUE(MakePrivateDir(root + "/a/b").ok());
+  EXPECT_EQ(ModeOf(root + "/a/b"), 0700u);
+  std::filesystem::create_directories(root + "/open");
+  chmod((root + "/open").c_str(), 0777);
+  ASSERT_TRUE(MakePrivateDir(root + "/open", 0750).ok());
+  EXPECT_EQ(ModeOf(root + "/open"), 0750u);
+  EXPECT_EQ(MakePrivateDir("/proc/self/nope").code(), absl::StatusCode::kFailedPrecondition);
+}
+
+}  // namespace
+}  // namespace ringmaster
