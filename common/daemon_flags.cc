@@ -1,5 +1,11 @@
 #include "common/daemon_flags.h"
 
+#include <chrono>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
@@ -28,7 +34,10 @@ CLI::Option* AddDurationOption(CLI::App& app, const std::string& name, absl::Dur
 
 void DaemonFlags::AddTo(CLI::App& app, const std::string& advertise_help) {
   app.add_option("--port", port_, "gRPC port (0 picks a free one)")->capture_default_str();
-  app.add_option("--bind", bind_, "address to listen on")->capture_default_str();
+  app.add_option("--bind", bind_, "address to listen on (beyond loopback needs --insecure)")
+      ->capture_default_str();
+  app.add_flag("--insecure", insecure_,
+               "allow a --bind beyond loopback although the API is served without TLS");
   app.add_option("--metrics-port", metrics_port_, "Prometheus /metrics port (0: none)")
       ->capture_default_str();
   app.add_option("--advertise-address", advertise_, advertise_help);
@@ -36,8 +45,18 @@ void DaemonFlags::AddTo(CLI::App& app, const std::string& advertise_help) {
       ->capture_default_str();
 }
 
+bool IsLoopbackHost(const std::string& host) {
+  return host == "localhost" || host == "::1" || host == "[::1]" ||
+         absl::StartsWith(host, "127.");
+}
+
 absl::StatusOr<DaemonAddresses> DaemonFlags::Start(const std::string& name) {
   InitLogging(name, log_level_);
+  if (!IsLoopbackHost(bind_) && !insecure_) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--bind ", bind_, " would serve this ", name,
+        "'s API beyond this machine without TLS; pass --insecure to do so anyway"));
+  }
   BlockTerminationSignals();
   absl::StatusOr<ServingAddresses> serving = ResolveServingAddresses(bind_, port_, advertise_);
   if (!serving.ok()) return serving.status();
@@ -47,6 +66,19 @@ absl::StatusOr<DaemonAddresses> DaemonFlags::Start(const std::string& name) {
   out.port = serving->port;
   out.metrics = metrics_port_ > 0 ? absl::StrCat(bind_, ":", metrics_port_) : "";
   return out;
+}
+
+void DaemonFlags::WarnWhileInsecure(const std::string& name) const {
+  if (IsLoopbackHost(bind_)) return;
+  // Every hour, so that it is in any window of the log.
+  std::thread([name, bind = bind_] {
+    for (;;) {
+      spdlog::warn("--insecure: the {} API on {} is served without TLS to anyone who can "
+                   "reach it",
+                   name, bind);
+      std::this_thread::sleep_for(std::chrono::hours(1));
+    }
+  }).detach();
 }
 
 }  // namespace ringmaster

@@ -20,6 +20,9 @@ struct DaemonAddresses {
   int port = 0;
 };
 
+// Whether `host` (a --bind value) is reachable from this machine only.
+bool IsLoopbackHost(const std::string& host);
+
 // A flag holding a duration: "3s", "500ms", "1m30s", or a plain number of
 // seconds. A malformed value is a parse error naming the flag.
 CLI::Option* AddDurationOption(CLI::App& app, const std::string& name, absl::Duration* value,
@@ -31,13 +34,19 @@ class DaemonFlags {
 
   void AddTo(CLI::App& app, const std::string& advertise_help);
   // After parsing: sets up logging as `name`, blocks SIGTERM/SIGINT for
-  // WaitForTerminationSignal, and resolves the addresses.
+  // WaitForTerminationSignal, and resolves the addresses. A --bind beyond
+  // loopback is refused (FAILED_PRECONDITION saying why) unless --insecure
+  // was given: the API is served without TLS.
   absl::StatusOr<DaemonAddresses> Start(const std::string& name);
+  // With such a --bind, logs a warning now and every hour on a thread of
+  // its own: call it once the daemon may have threads.
+  void WarnWhileInsecure(const std::string& name) const;
 
  private:
   int port_;
   int metrics_port_;
-  std::string bind_ = "0.0.0.0";
+  std::string bind_ = "127.0.0.1";
+  bool insecure_ = false;
   std::string advertise_;
   std::string log_level_ = "info";
 };

@@ -56,6 +56,7 @@ int main(int argc, char** argv) {
     spdlog::critical("{}", addresses.status().ToString());
     return 1;
   }
+  daemon.WarnWhileInsecure("coordinator");
   config.listen_address = addresses->listen;
   config.metrics_address = addresses->metrics;
   manager.rank_env.coordinator_address = addresses->advertise;

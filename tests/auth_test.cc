@@ -101,5 +101,34 @@ TEST_F(AuthTest, StateAndLogsAreNotWorldReadable) {
   EXPECT_EQ(ModeOf(log.substr(0, log.rfind('/'))), 0750u);
 }
 
+// Daemons listen on loopback unless told otherwise; beyond it, without TLS,
+// only with --insecure, which they then warn about.
+TEST(BindTest, BeyondLoopbackWithoutTlsNeedsInsecure) {
+  const std::string coordinator = testing::Runfile("coordinator/ringmaster-coordinator");
+  const std::string state = testing::MakeTempDir("bind");
+  testing::CommandResult refused = testing::RunCommand(
+      {coordinator, "--bind", "0.0.0.0", "--port", "0", "--metrics-port", "0", "--state-dir",
+       state});
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_NE((refused.out + refused.err).find("--bind 0.0.0.0 would serve this coordinator's API "
+                                             "beyond this machine without TLS; pass --insecure"),
+            std::string::npos)
+      << refused.out << refused.err;
+  testing::CommandResult refused_worker = testing::RunCommand(
+      {testing::Runfile("worker/ringmaster-worker"), "--bind", "0.0.0.0", "--port", "0",
+       "--metrics-port", "0", "--state-dir", state + "/w"});
+  EXPECT_EQ(refused_worker.exit_code, 1) << refused_worker.err;
+
+  // Started with --insecure it serves, and says it is exposed: polled for
+  // ten seconds at most, then stopped.
+  testing::CommandResult insecure = testing::Shell(absl::StrCat(
+      coordinator, " --bind 0.0.0.0 --insecure --port 0 --metrics-port 0 --state-dir ", state,
+      " > ", state, "/log 2>&1 & pid=$!; for i in $(seq 100); do grep -q 'served without TLS' ",
+      state, "/log && break; sleep 0.1; done; kill $pid; wait $pid; cat ", state, "/log"));
+  EXPECT_NE(insecure.out.find("--insecure: the coordinator API on 0.0.0.0 is served without TLS"),
+            std::string::npos)
+      << insecure.out;
+}
+
 }  // namespace
 }  // namespace ringmaster

@@ -80,6 +80,7 @@ int main(int argc, char** argv) {
       !s.ok()) {
     spdlog::warn("no watcher for this worker's death: {}", s.ToString());
   }
+  daemon.WarnWhileInsecure("worker");
   auto server = ringmaster::WorkerServer::Start(config);
   if (!server.ok()) {
     spdlog::critical("{}", server.status().ToString());
