@@ -40,7 +40,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   RETURN_IF_ERROR(server->manager_->Recover());
   server->auth_ = std::make_unique<TokenCheck>(config.token);
   const TokenCheck* auth = server->auth_.get();
-  server->logs_ = std::make_unique<LogRelay>(server->manager_.get());
+  server->logs_ = std::make_unique<LogRelay>(server->manager_.get(), config.token);
   server->job_service_ =
       std::make_unique<JobServiceImpl>(server->manager_.get(), server->logs_.get(), auth);
   server->cluster_service_ = std::make_unique<ClusterServiceImpl>(server->manager_.get(), auth);

@@ -20,16 +20,20 @@ namespace ringmaster {
 // logs; a follow stream ends once the job has ended and every log is read.
 class LogRelay {
  public:
-  explicit LogRelay(JobManager* manager) : manager_(manager) {}
+  // `token`: sent to the workers' agents, which require the cluster's.
+  LogRelay(JobManager* manager, std::string token)
+      : manager_(manager), token_(std::move(token)) {}
 
   // A reactor that deletes itself when the RPC is done.
   grpc::ServerWriteReactor<v1::LogChunk>* Stream(const v1::StreamLogsRequest& request);
 
   JobManager* manager() const { return manager_; }
+  const std::string& token() const { return token_; }
   v1::WorkerAgentService::Stub* AgentFor(const std::string& address);
 
  private:
   JobManager* const manager_;
+  const std::string token_;
   absl::Mutex mu_;
   std::map<std::string, std::unique_ptr<v1::WorkerAgentService::Stub>> agents_
       ABSL_GUARDED_BY(mu_);

@@ -6,8 +6,10 @@
 
 #include <fstream>
 
+#include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include "proto/worker.grpc.pb.h"
 #include "tests/cluster_fixture.h"
 
 namespace ringmaster {
@@ -71,6 +73,48 @@ TEST_F(AuthTest, TheCliReadsTheTokenFromAnOwnerOnlyFileNeverFromItsArguments) {
       {testing::Runfile("client/ringmaster"), "--token", "s3cret", "workers"},
       {{"RINGMASTER_COORDINATOR", address_}});
   EXPECT_EQ(argv.exit_code, 2) << "a token on the command line shows in ps";
+}
+
+// The workers' agent service takes the cluster's token like the
+// coordinator; the coordinator's log relay and the trainer's progress
+// reports carry it.
+TEST_F(AuthTest, TheWorkerAgentRequiresTheTokenAndItsCallersCarryIt) {
+  std::string worker_address;
+  for (const DaemonRecord& d : DaemonRecords()) {
+    if (d.role == "worker") worker_address = d.address;
+  }
+  auto agent = v1::WorkerAgentService::NewStub(
+      grpc::CreateChannel(worker_address, grpc::InsecureChannelCredentials()));
+  {
+    grpc::ClientContext context;
+    v1::ReadLogRequest request;
+    request.set_job_id("any-1");
+    v1::ReadLogResponse response;
+    EXPECT_EQ(agent->ReadLog(&context, request, &response).error_code(),
+              grpc::StatusCode::UNAUTHENTICATED);
+  }
+  {
+    grpc::ClientContext context;
+    v1::RankProgress report;
+    report.mutable_rank()->set_job_id("any-1");
+    report.mutable_progress()->set_step(999999);
+    v1::ReportProgressResponse response;
+    EXPECT_EQ(agent->ReportProgress(&context, report, &response).error_code(),
+              grpc::StatusCode::UNAUTHENTICATED);
+  }
+  const std::string spec =
+      "name: digits-mlp\nranks: 2\ntrainer:\n  model: {type: mlp, hidden: [16]}\n"
+      "  data: {path: 'synthetic:rows=512,features=8,classes=2'}\n  epochs: 2\n"
+      "  batch_size: 32\n";
+  testing::CommandResult r = Cli({"submit", WriteSpec("reporting", spec), "--follow"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto job = client_->GetJob("digits-mlp-1");
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_GT(job->progress().step(), 0) << "progress reports were refused";
+  EXPECT_EQ(job->progress().step(), job->progress().total_steps());
+  testing::CommandResult logs = Cli({"logs", "digits-mlp-1"});
+  EXPECT_EQ(logs.exit_code, 0) << logs.err;
+  EXPECT_NE(logs.out.find("final: test accuracy"), std::string::npos) << logs.out << logs.err;
 }
 
 mode_t ModeOf(const std::string& path) {

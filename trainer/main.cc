@@ -161,7 +161,7 @@ int Run(int argc, char** argv) {
     ref.set_job_id(env->job_id);
     ref.set_attempt(env->attempt);
     ref.set_rank(env->rank);
-    reporter = std::make_unique<ProgressReporter>(env->worker_address, ref);
+    reporter = std::make_unique<ProgressReporter>(env->worker_address, env->token, ref);
     context.on_progress = [&](const v1::Progress& p) { reporter->Report(p); };
   }
   context.comm = comm->get();

@@ -7,12 +7,14 @@
 namespace ringmaster {
 namespace {
 
-ProgressReporter::Send WorkerAgentSender(const std::string& worker_address) {
+ProgressReporter::Send WorkerAgentSender(const std::string& worker_address,
+                                         const std::string& token) {
   std::shared_ptr<v1::WorkerAgentService::Stub> stub = v1::WorkerAgentService::NewStub(
       grpc::CreateChannel(worker_address, grpc::InsecureChannelCredentials()));
-  return [stub](const v1::RankProgress& request) {
+  return [stub, token](const v1::RankProgress& request) {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
+    if (!token.empty()) context.AddMetadata("authorization", "Bearer " + token);
     v1::ReportProgressResponse response;
     (void)stub->ReportProgress(&context, request, &response);
   };
@@ -20,9 +22,9 @@ ProgressReporter::Send WorkerAgentSender(const std::string& worker_address) {
 
 }  // namespace
 
-ProgressReporter::ProgressReporter(const std::string& worker_address, v1::RankRef rank,
-                                   absl::Duration keepalive)
-    : ProgressReporter(WorkerAgentSender(worker_address), std::move(rank), keepalive) {}
+ProgressReporter::ProgressReporter(const std::string& worker_address, const std::string& token,
+                                   v1::RankRef rank, absl::Duration keepalive)
+    : ProgressReporter(WorkerAgentSender(worker_address, token), std::move(rank), keepalive) {}
 
 ProgressReporter::ProgressReporter(Send send, v1::RankRef rank, absl::Duration keepalive)
     : send_(std::move(send)), rank_(std::move(rank)), keepalive_(keepalive) {

@@ -29,7 +29,8 @@ class ProgressReporter {
 
   // Reports to the worker agent at `worker_address`, each call given a
   // short deadline: a worker that does not answer is skipped, not waited for.
-  ProgressReporter(const std::string& worker_address, v1::RankRef rank,
+  // `token`, when not empty, is sent as the worker requires.
+  ProgressReporter(const std::string& worker_address, const std::string& token, v1::RankRef rank,
                    absl::Duration keepalive = absl::Seconds(1));
   // Tests: `send` instead of the worker agent.
   ProgressReporter(Send send, v1::RankRef rank, absl::Duration keepalive);

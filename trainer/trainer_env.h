@@ -19,6 +19,7 @@ struct TrainerEnv {
   std::string spec_json;         // RINGMASTER_TRAINER_SPEC
   std::string host = "127.0.0.1";  // RINGMASTER_HOST: this rank's address for peers
   std::string worker_address;    // RINGMASTER_WORKER_ADDRESS: where progress goes
+  std::string token;             // RINGMASTER_TOKEN: what the worker requires, if anything
   std::string checkpoint_dir;    // RINGMASTER_CHECKPOINT_DIR
   std::string save_weights;      // RINGMASTER_TRAINER_SAVE_WEIGHTS: rank 0 writes them
   std::string visible_gpus;      // CUDA_VISIBLE_DEVICES; empty: train on the CPU

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "common/auth.h"
 #include "proto/worker.grpc.pb.h"
 #include "worker/progress_board.h"
 #include "worker/rank_supervisor.h"
@@ -21,9 +22,14 @@ absl::StatusOr<v1::ReadLogResponse> ReadLogFile(const std::string& path, const s
 class AgentServiceImpl final : public v1::WorkerAgentService::CallbackService {
  public:
   // `on_progress` also sees every report (the worker's metrics).
+  // With a token, every call must carry it, as the coordinator's do.
   AgentServiceImpl(const RankSupervisor* supervisor, ProgressBoard* progress,
-                   std::function<void(const v1::RankProgress&)> on_progress)
-      : supervisor_(supervisor), progress_(progress), on_progress_(std::move(on_progress)) {}
+                   std::function<void(const v1::RankProgress&)> on_progress,
+                   std::string token = "")
+      : supervisor_(supervisor),
+        progress_(progress),
+        on_progress_(std::move(on_progress)),
+        auth_(std::move(token)) {}
   grpc::ServerUnaryReactor* ReadLog(grpc::CallbackServerContext* context,
                                     const v1::ReadLogRequest* request,
                                     v1::ReadLogResponse* response) override;
@@ -35,6 +41,7 @@ class AgentServiceImpl final : public v1::WorkerAgentService::CallbackService {
   const RankSupervisor* const supervisor_;
   ProgressBoard* const progress_;
   const std::function<void(const v1::RankProgress&)> on_progress_;
+  const TokenCheck auth_;
 };
 
 }  // namespace ringmaster

@@ -119,7 +119,7 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
       });
   server->agent_ = std::make_unique<AgentServiceImpl>(
       server->supervisor_.get(), &server->progress_,
-      [self](const v1::RankProgress& p) { self->metrics_->OnProgress(p); });
+      [self](const v1::RankProgress& p) { self->metrics_->OnProgress(p); }, config.token);
   if (!config.metrics_address.empty()) {
     absl::StatusOr<std::unique_ptr<MetricsServer>> metrics_server =
         MetricsServer::Start(config.metrics_address, &server->registry_);
