@@ -15,6 +15,36 @@ std::string EnvOr(const char* name, const std::string& fallback) {
   return value && *value ? value : fallback;
 }
 
+// Parses the command line; an exit code when that already ends the run
+// (help printed, or a parse error).
+std::optional<int> Parse(CLI::App& app, int argc, char** argv) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app.help();
+    return 0;
+  } catch (const CLI::CallForAllHelp&) {
+    std::cout << app.help("", CLI::AppFormatMode::All);
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "ringmaster: " << e.what() << " (see ringmaster --help)" << std::endl;
+    return 2;
+  }
+  return std::nullopt;
+}
+
+// The token from --token-file or RINGMASTER_TOKEN; false, said on stderr,
+// when the file will not do.
+bool LoadToken(const std::string& file, ringmaster::GlobalOptions* global) {
+  absl::StatusOr<std::string> token = ringmaster::ReadToken(file);
+  if (!token.ok()) {
+    std::cerr << "ringmaster: " << token.status().message() << std::endl;
+    return false;
+  }
+  global->token = *token;
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -80,25 +110,9 @@ int main(int argc, char** argv) {
   auto* top = app.add_subcommand("top", "live view of jobs and workers (q to quit)");
   top->add_option("--iterations", iterations, "stop after this many frames (0: until q)");
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp&) {
-    std::cout << app.help();
-    return 0;
-  } catch (const CLI::CallForAllHelp&) {
-    std::cout << app.help("", CLI::AppFormatMode::All);
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    std::cerr << "ringmaster: " << e.what() << " (see ringmaster --help)" << std::endl;
-    return 2;
-  }
+  if (std::optional<int> done = Parse(app, argc, argv)) return *done;
   global.json = output == "json";
-  absl::StatusOr<std::string> token = ringmaster::ReadToken(token_file);
-  if (!token.ok()) {
-    std::cerr << "ringmaster: " << token.status().message() << std::endl;
-    return 2;
-  }
-  global.token = *token;
+  if (!LoadToken(token_file, &global)) return 2;
 
   if (up->parsed()) return ringmaster::RunUp(global, cluster);
   if (down->parsed()) return ringmaster::RunDown(global, down_state_dir);
