@@ -4,6 +4,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/auth.h"
 #include "common/grpc_status.h"
 
 namespace ringmaster {
@@ -11,10 +12,6 @@ namespace {
 
 std::chrono::system_clock::time_point DeadlineIn(absl::Duration d) {
   return absl::ToChronoTime(absl::Now() + d);
-}
-
-void AddToken(grpc::ClientContext* context, const std::string& token) {
-  if (!token.empty()) context->AddMetadata("authorization", "Bearer " + token);
 }
 
 // A CLI and a rank retry a coordinator that is starting within a second,
@@ -49,7 +46,7 @@ Client::Client(const std::string& address, const std::string& token,
 
 void Client::Prepare(grpc::ClientContext* context, bool bounded) const {
   if (bounded) context->set_deadline(DeadlineIn(rpc_timeout_));
-  AddToken(context, token_);
+  AddBearerToken(context, token_);
 }
 
 absl::StatusOr<std::string> Client::Submit(const v1::JobSpec& spec) {
@@ -165,7 +162,7 @@ absl::StatusOr<std::unique_ptr<RendezvousClient>> RendezvousClient::FromEnvironm
 void RendezvousClient::Prepare(grpc::ClientContext* context, absl::Duration timeout) const {
   context->set_deadline(DeadlineIn(timeout));
   context->set_wait_for_ready(true);
-  AddToken(context, token_);
+  AddBearerToken(context, token_);
 }
 
 absl::Status RendezvousClient::Set(const std::string& key, const std::string& value) {

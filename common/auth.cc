@@ -13,6 +13,10 @@ bool SameSecret(const std::string& a, const std::string& b) {
 
 }  // namespace
 
+void AddBearerToken(grpc::ClientContext* context, const std::string& token) {
+  if (!token.empty()) context->AddMetadata("authorization", "Bearer " + token);
+}
+
 absl::Status TokenCheck::Check(const grpc::CallbackServerContext* context) const {
   if (token_.empty()) return absl::OkStatus();
   const auto& metadata = context->client_metadata();

@@ -25,6 +25,10 @@ class TokenCheck {
   const std::string token_;
 };
 
+// The client side: makes `context` carry `token` as TokenCheck expects it
+// (nothing when the token is empty).
+void AddBearerToken(grpc::ClientContext* context, const std::string& token);
+
 // A stream reactor that ends at once with `status`: what a streaming
 // handler returns for a call it refuses.
 template <typename Response>

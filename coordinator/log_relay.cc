@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "common/auth.h"
 #include "common/grpc_status.h"
 #include "coordinator/job_state.h"
 
@@ -94,9 +95,7 @@ class LogStream final : public grpc::ServerWriteReactor<v1::LogChunk> {
     v1::ReadLogResponse response;
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-    if (!relay_->token().empty()) {
-      context.AddMetadata("authorization", "Bearer " + relay_->token());
-    }
+    AddBearerToken(&context, relay_->token());
     grpc::Status status =
         relay_->AgentFor(rank.worker_address)->ReadLog(&context, read, &response);
     if (!status.ok() || response.data().empty()) return false;

@@ -4,6 +4,8 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "common/auth.h"
+
 namespace ringmaster {
 namespace {
 
@@ -14,7 +16,7 @@ ProgressReporter::Send WorkerAgentSender(const std::string& worker_address,
   return [stub, token](const v1::RankProgress& request) {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
-    if (!token.empty()) context.AddMetadata("authorization", "Bearer " + token);
+    AddBearerToken(&context, token);
     v1::ReportProgressResponse response;
     (void)stub->ReportProgress(&context, request, &response);
   };

@@ -5,6 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/auth.h"
 #include "common/net.h"
 
 namespace ringmaster {
@@ -68,7 +69,7 @@ absl::Status CoordinatorLink::Run() {
 grpc::Status CoordinatorLink::Serve(v1::WorkerService::Stub* stub, bool* registered) {
   grpc::ClientContext context;
   context.set_wait_for_ready(true);
-  if (!options_.token.empty()) context.AddMetadata("authorization", "Bearer " + options_.token);
+  AddBearerToken(&context, options_.token);
   std::unique_ptr<grpc::ClientReaderWriter<v1::WorkerMessage, v1::CoordinatorMessage>>
       stream;
   {
