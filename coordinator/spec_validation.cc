@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/job_id.h"
 
 namespace ringmaster {
 namespace {
@@ -22,16 +23,10 @@ absl::Status Bad(const std::string& field, const std::string& why) {
 }
 
 // A DNS-1123 label: job ids, checkpoint directories and metric labels are
-// built from it.
+// built from it. A valid job id that leaves room for "-<number>".
 bool IsValidName(const std::string& name) {
-  if (name.empty() || name.size() > kMaxNameLength) return false;
-  if (name.front() == '-' || name.back() == '-') return false;
-  for (char c : name) {
-    if (!absl::ascii_islower(c) && !absl::ascii_isdigit(c) && c != '-') {
-      return false;
-    }
-  }
-  return true;
+  return name.size() <= kMaxNameLength && !name.empty() && name.back() != '-' &&
+         ValidateJobId(name).ok();
 }
 
 bool IsValidEnvName(const std::string& name) {
