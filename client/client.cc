@@ -4,7 +4,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "common/auth.h"
+#include "common/credentials.h"
 #include "common/grpc_status.h"
 
 namespace ringmaster {
@@ -14,33 +14,26 @@ std::chrono::system_clock::time_point DeadlineIn(absl::Duration d) {
   return absl::ToChronoTime(absl::Now() + d);
 }
 
-// A CLI and a rank retry a coordinator that is starting within a second,
-// not after gRPC's default back-off of up to two minutes.
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {
-  grpc::ChannelArguments args;
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
-}
-
-// UNAVAILABLE from the channel reads as the coordinator being down.
-absl::Status Explain(const grpc::Status& status, const std::string& address) {
+// UNAVAILABLE from the channel reads as the coordinator being down, or as
+// TLS on one side only.
+absl::Status Explain(const grpc::Status& status, const std::string& address, bool tls) {
   if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
+    const std::string why = ExplainTlsFailure(address, tls, status.error_message());
     return absl::UnavailableError(absl::StrCat("cannot reach the coordinator at ", address,
-                                               ": ", status.error_message()));
+                                               ": ", why.empty() ? status.error_message() : why));
   }
   return FromGrpcStatus(status);
 }
 
 }  // namespace
 
-Client::Client(const std::string& address, const std::string& token,
+Client::Client(const std::string& address, const std::string& token, Tls tls,
                absl::Duration rpc_timeout)
     : address_(address),
       token_(token),
+      tls_(tls.has_value()),
       rpc_timeout_(rpc_timeout),
-      channel_(MakeChannel(address)),
+      channel_(MakeChannel(address, tls)),
       jobs_(v1::JobService::NewStub(channel_)),
       cluster_(v1::ClusterService::NewStub(channel_)) {}
 
@@ -56,7 +49,7 @@ absl::StatusOr<std::string> Client::Submit(const v1::JobSpec& spec) {
   *request.mutable_spec() = spec;
   v1::SubmitJobResponse response;
   grpc::Status status = jobs_->SubmitJob(&context, request, &response);
-  if (!status.ok()) return Explain(status, address_);
+  if (!status.ok()) return Explain(status, address_, tls_);
   return response.job_id();
 }
 
@@ -67,7 +60,7 @@ absl::StatusOr<v1::Job> Client::GetJob(const std::string& job_id) {
   request.set_job_id(job_id);
   v1::Job job;
   grpc::Status status = jobs_->GetJob(&context, request, &job);
-  if (!status.ok()) return Explain(status, address_);
+  if (!status.ok()) return Explain(status, address_, tls_);
   return job;
 }
 
@@ -76,7 +69,7 @@ absl::StatusOr<std::vector<v1::Job>> Client::ListJobs() {
   Prepare(&context, true);
   v1::ListJobsResponse response;
   grpc::Status status = jobs_->ListJobs(&context, v1::ListJobsRequest(), &response);
-  if (!status.ok()) return Explain(status, address_);
+  if (!status.ok()) return Explain(status, address_, tls_);
   return std::vector<v1::Job>(response.jobs().begin(), response.jobs().end());
 }
 
@@ -87,7 +80,7 @@ absl::StatusOr<v1::Job> Client::CancelJob(const std::string& job_id) {
   request.set_job_id(job_id);
   v1::Job job;
   grpc::Status status = jobs_->CancelJob(&context, request, &job);
-  if (!status.ok()) return Explain(status, address_);
+  if (!status.ok()) return Explain(status, address_, tls_);
   return job;
 }
 
@@ -97,7 +90,7 @@ absl::StatusOr<std::vector<v1::Worker>> Client::ListWorkers() {
   v1::ListWorkersResponse response;
   grpc::Status status =
       cluster_->ListWorkers(&context, v1::ListWorkersRequest(), &response);
-  if (!status.ok()) return Explain(status, address_);
+  if (!status.ok()) return Explain(status, address_, tls_);
   return std::vector<v1::Worker>(response.workers().begin(), response.workers().end());
 }
 
@@ -116,7 +109,7 @@ absl::Status Client::WatchJob(const std::string& job_id,
       return absl::OkStatus();
     }
   }
-  return Explain(reader->Finish(), address_);
+  return Explain(reader->Finish(), address_, tls_);
 }
 
 absl::Status Client::StreamLogs(const std::string& job_id, std::optional<int> rank,
@@ -132,13 +125,13 @@ absl::Status Client::StreamLogs(const std::string& job_id, std::optional<int> ra
   auto reader = jobs_->StreamLogs(&context, request);
   v1::LogChunk chunk;
   while (reader->Read(&chunk)) on_chunk(chunk);
-  return Explain(reader->Finish(), address_);
+  return Explain(reader->Finish(), address_, tls_);
 }
 
 RendezvousClient::RendezvousClient(const std::string& address, std::string job_id,
-                                   int attempt, const std::string& token)
+                                   int attempt, const std::string& token, const Tls& tls)
     : token_(token),
-      stub_(v1::RendezvousService::NewStub(MakeChannel(address))) {
+      stub_(v1::RendezvousService::NewStub(MakeChannel(address, tls))) {
   scope_.set_job_id(std::move(job_id));
   scope_.set_attempt(attempt);
 }
@@ -154,9 +147,12 @@ absl::StatusOr<std::unique_ptr<RendezvousClient>> RendezvousClient::FromEnvironm
         "RINGMASTER_COORDINATOR, RINGMASTER_JOB_ID and TORCHELASTIC_RESTART_COUNT "
         "must be set (as they are for a rank started by a Ringmaster worker)");
   }
-  const char* token = std::getenv("RINGMASTER_TOKEN");
-  return std::make_unique<RendezvousClient>(address, job, attempt_number,
-                                            token ? token : "");
+  const char* token = std::getenv("RINGMASTER_JOB_TOKEN");
+  const char* ca = std::getenv("RINGMASTER_TLS_CA");
+  Tls tls;
+  if (ca != nullptr && *ca != '\0') tls = TlsFiles{ca, "", ""};
+  return std::make_unique<RendezvousClient>(address, job, attempt_number, token ? token : "",
+                                            tls);
 }
 
 void RendezvousClient::Prepare(grpc::ClientContext* context, absl::Duration timeout) const {

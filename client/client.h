@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/tls.h"
 #include "proto/cluster.grpc.pb.h"
 #include "proto/job.grpc.pb.h"
 #include "proto/rendezvous.grpc.pb.h"
@@ -25,7 +26,9 @@ namespace ringmaster {
 // and Wait, which have their own limits.
 class Client {
  public:
-  explicit Client(const std::string& address, const std::string& token = "",
+  // `token` and `tls` (with a client certificate or without) identify the
+  // caller; see common/credentials.h.
+  explicit Client(const std::string& address, const std::string& token = "", Tls tls = {},
                   absl::Duration rpc_timeout = absl::Seconds(10));
 
   const std::string& address() const { return address_; }
@@ -50,6 +53,7 @@ class Client {
 
   const std::string address_;
   const std::string token_;
+  const bool tls_;
   const absl::Duration rpc_timeout_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::JobService::Stub> jobs_;
@@ -60,10 +64,11 @@ class Client {
 class RendezvousClient {
  public:
   RendezvousClient(const std::string& address, std::string job_id, int attempt,
-                   const std::string& token = "");
+                   const std::string& token = "", const Tls& tls = {});
 
-  // Reads RINGMASTER_COORDINATOR, RINGMASTER_JOB_ID and
-  // TORCHELASTIC_RESTART_COUNT, as a rank process has them.
+  // Reads RINGMASTER_COORDINATOR, RINGMASTER_JOB_ID,
+  // TORCHELASTIC_RESTART_COUNT, RINGMASTER_JOB_TOKEN and RINGMASTER_TLS_CA,
+  // as a rank process has them.
   static absl::StatusOr<std::unique_ptr<RendezvousClient>> FromEnvironment();
 
   absl::Status Set(const std::string& key, const std::string& value);

@@ -1,5 +1,6 @@
 #include "client/commands.h"
 
+#include <pwd.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -13,6 +14,7 @@
 #include "client/job_spec_yaml.h"
 #include "client/output.h"
 #include "client/top.h"
+#include "common/status_macros.h"
 
 namespace ringmaster {
 namespace {
@@ -26,7 +28,27 @@ int Fail(const absl::Status& status) {
   return status.code() == absl::StatusCode::kInvalidArgument ? kUsage : kFailed;
 }
 
-Client MakeClient(const GlobalOptions& global) { return Client(global.coordinator, global.token); }
+Client MakeClient(const GlobalOptions& global) {
+  return Client(global.coordinator, global.token, global.tls);
+}
+
+// Ranks of a local cluster run as the user who starts it, as torchrun's do.
+std::string CurrentUser() {
+  const passwd* user = getpwuid(geteuid());
+  return user != nullptr ? user->pw_name : "";
+}
+
+// `up` and `demo`: the local cluster, and the CLI's view of it.
+absl::StatusOr<LocalCluster> Up(GlobalOptions* global, LocalClusterOptions options) {
+  options.coordinator_address = global->coordinator;
+  options.token = global->token;
+  if (options.rank_user.empty()) options.rank_user = CurrentUser();
+  ASSIGN_OR_RETURN(LocalCluster cluster, StartLocalCluster(options));
+  if (options.tls) {
+    ASSIGN_OR_RETURN(global->tls, LoadClientTls(TlsDirOf(options.state_dir)));
+  }
+  return cluster;
+}
 
 // A bar for terminals: "[#######.............]  35%".
 std::string Bar(const v1::Progress& p) {
@@ -86,9 +108,8 @@ int Follow(Client& client, const std::string& job_id, bool json) {
 }  // namespace
 
 int RunUp(const GlobalOptions& global, LocalClusterOptions options) {
-  options.coordinator_address = global.coordinator;
-  options.token = global.token;
-  absl::StatusOr<LocalCluster> cluster = StartLocalCluster(options);
+  GlobalOptions cli = global;
+  absl::StatusOr<LocalCluster> cluster = Up(&cli, options);
   if (!cluster.ok()) return Fail(cluster.status());
   if (global.json) {
     std::cout << absl::StrFormat(
@@ -103,6 +124,20 @@ int RunUp(const GlobalOptions& global, LocalClusterOptions options) {
               << "coordinator " << cluster->coordinator_address << ", "
               << cluster->workers << " workers (state in " << options.state_dir << ")"
               << std::endl;
+    if (options.tls && options.state_dir != DefaultStateDir()) {
+      std::cout << "TLS: export RINGMASTER_TLS_DIR=" << TlsDirOf(options.state_dir)
+                << std::endl;
+    }
+  }
+  return kOk;
+}
+
+int RunCertsInit(const std::string& dir, const CertsOptions& options) {
+  absl::StatusOr<std::vector<std::string>> written = InitCertificates(dir, options);
+  if (!written.ok()) return Fail(written.status());
+  for (const std::string& file : *written) std::cout << "wrote " << file << std::endl;
+  if (written->empty()) {
+    std::cout << "nothing to do: " << dir << " has every certificate asked for" << std::endl;
   }
   return kOk;
 }
@@ -134,9 +169,8 @@ trainer:
 int RunDemo(const GlobalOptions& global, LocalClusterOptions options) {
   absl::StatusOr<std::string> trainer = FindProgram("ringmaster-trainer");
   if (!trainer.ok()) return Fail(trainer.status());
-  options.coordinator_address = global.coordinator;
-  options.token = global.token;
-  absl::StatusOr<LocalCluster> cluster = StartLocalCluster(options);
+  GlobalOptions cli = global;
+  absl::StatusOr<LocalCluster> cluster = Up(&cli, options);
   if (!cluster.ok()) return Fail(cluster.status());
   std::cout << (cluster->already_running ? "using the running cluster at "
                                          : "started a local cluster at ")
@@ -144,7 +178,7 @@ int RunDemo(const GlobalOptions& global, LocalClusterOptions options) {
             << std::endl;
   absl::StatusOr<v1::JobSpec> spec = ParseJobSpecYaml(kDemoSpec);
   if (!spec.ok()) return Fail(spec.status());
-  Client client = MakeClient(global);
+  Client client = MakeClient(cli);
   absl::StatusOr<std::string> id = client.Submit(*spec);
   int code = id.ok() ? Follow(client, *id, global.json) : Fail(id.status());
   if (id.ok()) {

@@ -6,17 +6,21 @@
 #include <optional>
 #include <string>
 
+#include "client/certs.h"
 #include "client/local_cluster.h"
+#include "common/tls.h"
 
 namespace ringmaster {
 
 struct GlobalOptions {
   std::string coordinator = "127.0.0.1:7070";
   std::string token;
+  Tls tls;  // the admin certificate or only the CA; nullopt: plaintext
   bool json = false;
 };
 
 int RunUp(const GlobalOptions& global, LocalClusterOptions options);
+int RunCertsInit(const std::string& dir, const CertsOptions& options);
 int RunDown(const GlobalOptions& global, const std::string& state_dir);
 int RunDemo(const GlobalOptions& global, LocalClusterOptions options);
 int RunSubmit(const GlobalOptions& global, const std::string& file, bool follow);

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "client/certs.h"
 #include "client/client.h"
 #include "common/net.h"
 #include "common/private_dir.h"
@@ -21,6 +22,8 @@ namespace ringmaster {
 namespace {
 
 namespace fs = std::filesystem;
+
+std::string LocalWorkerId(int i) { return absl::StrCat("local-", i); }
 
 struct Daemon {
   std::string role;  // "coordinator" | "worker"
@@ -104,7 +107,9 @@ absl::StatusOr<pid_t> StartDaemon(std::vector<std::string> argv, const std::stri
   SubprocessSpec spec;
   spec.argv = std::move(argv);
   spec.env = CurrentEnvironment();
-  // By environment, not argv, which any user can read with ps.
+  // By environment, not argv, which any user can read with ps; never an
+  // inherited one: a daemon's credential is what `up` gives it.
+  spec.env.erase("RINGMASTER_TOKEN");
   if (!token.empty()) spec.env["RINGMASTER_TOKEN"] = token;
   spec.output_path = log;
   spec.detach = SubprocessSpec::Detach::kSession;
@@ -113,8 +118,9 @@ absl::StatusOr<pid_t> StartDaemon(std::vector<std::string> argv, const std::stri
 
 absl::Status WaitReady(const LocalClusterOptions& options,
                        const std::vector<Daemon>& daemons) {
-  auto client =
-      std::make_unique<Client>(options.coordinator_address, options.token, absl::Seconds(2));
+  ASSIGN_OR_RETURN(Tls tls, LoadClientTls(options.tls ? TlsDirOf(options.state_dir) : ""));
+  auto client = std::make_unique<Client>(options.coordinator_address, options.token, tls,
+                                         absl::Seconds(2));
   const absl::Time deadline = absl::Now() + options.ready_timeout;
   std::string last_error;
   for (;;) {
@@ -128,8 +134,8 @@ absl::Status WaitReady(const LocalClusterOptions& options,
       last_error = std::string(workers.status().message());
       // A channel whose first connection was refused can stay failed for
       // seconds of back-off; a fresh one connects as soon as the port opens.
-      client =
-          std::make_unique<Client>(options.coordinator_address, options.token, absl::Seconds(2));
+      client = std::make_unique<Client>(options.coordinator_address, options.token, tls,
+                                        absl::Seconds(2));
     }
     for (const Daemon& d : daemons) {
       if (!IsOurs(d)) {
@@ -147,7 +153,63 @@ absl::Status WaitReady(const LocalClusterOptions& options,
   }
 }
 
+// The coordinator's and the workers' command lines: TLS from the state
+// dir's certificates, or the admin token by environment.
+absl::Status StartDaemons(const LocalClusterOptions& options, std::vector<Daemon>* daemons) {
+  ASSIGN_OR_RETURN(std::string coordinator_bin, FindProgram("ringmaster-coordinator"));
+  ASSIGN_OR_RETURN(std::string worker_bin, FindProgram("ringmaster-worker"));
+  absl::StatusOr<std::string> trainer_bin = FindProgram("ringmaster-trainer");
+  const std::string host = HostOfAddress(options.coordinator_address);
+  const std::string port =
+      options.coordinator_address.substr(options.coordinator_address.rfind(':') + 1);
+  std::vector<std::string> tls_flags;
+  std::string worker_token = options.token;
+  if (options.tls) {
+    CertsOptions certs;
+    certs.hosts = {host};
+    for (int i = 0; i < options.workers; ++i) certs.worker_ids.push_back(LocalWorkerId(i));
+    RETURN_IF_ERROR(InitCertificates(TlsDirOf(options.state_dir), certs).status());
+    tls_flags = {"--tls-dir", TlsDirOf(options.state_dir)};
+    worker_token.clear();  // their certificates name them
+  }
+  std::vector<int> metrics_ports = PickFreePorts(options.workers + 1, host);
+  if (static_cast<int>(metrics_ports.size()) < options.workers + 1) {
+    return absl::UnavailableError("cannot find free ports for /metrics");
+  }
+  std::vector<std::string> argv = {
+      coordinator_bin, "--bind", host, "--port", port, "--metrics-port",
+      absl::StrCat(metrics_ports[0]), "--advertise-address", options.coordinator_address,
+      "--state-dir", options.state_dir + "/coordinator"};
+  argv.insert(argv.end(), tls_flags.begin(), tls_flags.end());
+  ASSIGN_OR_RETURN(pid_t pid, StartDaemon(argv, options.state_dir + "/logs/coordinator.log",
+                                          options.token));
+  daemons->push_back({"coordinator", pid, options.coordinator_address,
+                      absl::StrCat(host, ":", metrics_ports[0])});
+
+  for (int i = 0; i < options.workers; ++i) {
+    ASSIGN_OR_RETURN(int worker_port, PickFreePort(host));
+    argv = {worker_bin, "--coordinator", options.coordinator_address, "--bind", host,
+            "--port", absl::StrCat(worker_port), "--metrics-port",
+            absl::StrCat(metrics_ports[i + 1]), "--id", LocalWorkerId(i),
+            "--slots", absl::StrCat(options.slots), "--state-dir",
+            absl::StrCat(options.state_dir, "/worker-", i)};
+    argv.insert(argv.end(), tls_flags.begin(), tls_flags.end());
+    if (!options.rank_user.empty()) {
+      argv.insert(argv.end(), {"--rank-user", options.rank_user});
+    }
+    if (trainer_bin.ok()) argv.insert(argv.end(), {"--trainer-bin", *trainer_bin});
+    ASSIGN_OR_RETURN(pid, StartDaemon(argv,
+                                      absl::StrCat(options.state_dir, "/logs/worker-", i, ".log"),
+                                      worker_token));
+    daemons->push_back({"worker", pid, absl::StrCat(host, ":", worker_port),
+                        absl::StrCat(host, ":", metrics_ports[i + 1])});
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+std::string TlsDirOf(const std::string& state_dir) { return state_dir + "/tls"; }
 
 std::string DefaultStateDir() {
   if (const char* dir = std::getenv("RINGMASTER_STATE_DIR"); dir && *dir) return dir;
@@ -200,16 +262,9 @@ absl::StatusOr<LocalCluster> StartLocalCluster(const LocalClusterOptions& option
     RETURN_IF_ERROR(StopLocalCluster(options.state_dir));
     restarted = true;
   }
-  ASSIGN_OR_RETURN(std::string coordinator_bin, FindProgram("ringmaster-coordinator"));
-  ASSIGN_OR_RETURN(std::string worker_bin, FindProgram("ringmaster-worker"));
-  absl::StatusOr<std::string> trainer_bin = FindProgram("ringmaster-trainer");
-
   RETURN_IF_ERROR(MakePrivateDir(options.state_dir));
   RETURN_IF_ERROR(MakePrivateDir(options.state_dir + "/logs"));
   std::error_code error;
-  const std::string host = HostOfAddress(options.coordinator_address);
-  const std::string port = options.coordinator_address.substr(
-      options.coordinator_address.rfind(':') + 1);
 
   std::vector<Daemon> daemons;
   auto fail = [&](absl::Status status) {
@@ -220,38 +275,7 @@ absl::StatusOr<LocalCluster> StartLocalCluster(const LocalClusterOptions& option
     fs::remove(ClusterFile(options.state_dir), error);
     return status;
   };
-  std::vector<int> metrics_ports = PickFreePorts(options.workers + 1, host);
-  if (static_cast<int>(metrics_ports.size()) < options.workers + 1) {
-    return fail(absl::UnavailableError("cannot find free ports for /metrics"));
-  }
-  absl::StatusOr<pid_t> pid = StartDaemon(
-      {coordinator_bin, "--bind", host, "--port", port, "--metrics-port",
-       absl::StrCat(metrics_ports[0]), "--advertise-address", options.coordinator_address,
-       "--state-dir", options.state_dir + "/coordinator"},
-      options.state_dir + "/logs/coordinator.log", options.token);
-  if (!pid.ok()) return fail(pid.status());
-  daemons.push_back({"coordinator", *pid, options.coordinator_address,
-                     absl::StrCat(host, ":", metrics_ports[0])});
-
-  for (int i = 0; i < options.workers; ++i) {
-    absl::StatusOr<int> worker_port = PickFreePort(host);
-    if (!worker_port.ok()) return fail(worker_port.status());
-    const std::string address = absl::StrCat(host, ":", *worker_port);
-    std::vector<std::string> argv = {
-        worker_bin, "--coordinator", options.coordinator_address, "--bind", host,
-        "--port", absl::StrCat(*worker_port), "--metrics-port",
-        absl::StrCat(metrics_ports[i + 1]), "--id", absl::StrCat("local-", i),
-        "--slots", absl::StrCat(options.slots), "--state-dir",
-        absl::StrCat(options.state_dir, "/worker-", i)};
-    if (trainer_bin.ok()) {
-      argv.push_back("--trainer-bin");
-      argv.push_back(*trainer_bin);
-    }
-    pid = StartDaemon(argv, absl::StrCat(options.state_dir, "/logs/worker-", i, ".log"),
-                      options.token);
-    if (!pid.ok()) return fail(pid.status());
-    daemons.push_back({"worker", *pid, address, absl::StrCat(host, ":", metrics_ports[i + 1])});
-  }
+  if (absl::Status s = StartDaemons(options, &daemons); !s.ok()) return fail(s);
   if (absl::Status s = WriteClusterFile(options.state_dir, daemons); !s.ok()) return fail(s);
   if (absl::Status s = WaitReady(options, daemons); !s.ok()) return fail(s);
   return LocalCluster{options.coordinator_address, options.workers, false, restarted};

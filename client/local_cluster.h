@@ -18,7 +18,12 @@ struct LocalClusterOptions {
   std::string coordinator_address = "127.0.0.1:7070";  // it listens here
   int workers = 1;
   int slots = 1;  // per worker
-  std::string token;  // required by the coordinator, given to the workers; empty: none
+  std::string token;  // the admin credential; empty: none (see below)
+  // TLS with certificates made in <state_dir>/tls (a CA, the coordinator's,
+  // one per worker, the admin's): workers identify by certificate and the
+  // CLI by the admin's. Without TLS, workers get `token`, if any.
+  bool tls = true;
+  std::string rank_user;  // the workers' --rank-user; empty: theirs
   absl::Duration ready_timeout = absl::Seconds(30);
 };
 
@@ -31,6 +36,9 @@ struct LocalCluster {
 
 // ${RINGMASTER_STATE_DIR}, else ${XDG_STATE_HOME:-$HOME/.local/state}/ringmaster.
 std::string DefaultStateDir();
+
+// Where `up` keeps the TLS files of the cluster in `state_dir`.
+std::string TlsDirOf(const std::string& state_dir);
 
 // Finds a Ringmaster program (ringmaster-coordinator, ringmaster-worker,
 // ringmaster-trainer): in $RINGMASTER_BIN_DIR, beside this executable, or

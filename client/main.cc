@@ -1,4 +1,6 @@
 // ringmaster: the command-line interface of a Ringmaster cluster.
+#include <unistd.h>
+
 #include <cstdlib>
 #include <iostream>
 #include <optional>
@@ -45,6 +47,44 @@ bool LoadToken(const std::string& file, ringmaster::GlobalOptions* global) {
   return true;
 }
 
+// TLS from --tls-dir (RINGMASTER_TLS_DIR; by default the local cluster's of
+// `up`, when it has one); false, said on stderr, when a file will not do.
+bool LoadTls(const std::optional<std::string>& tls_dir, ringmaster::GlobalOptions* global) {
+  std::string dir = ringmaster::TlsDirOf(ringmaster::DefaultStateDir());
+  if (tls_dir) {
+    dir = *tls_dir;
+  } else if (access((dir + "/ca.crt").c_str(), F_OK) != 0) {
+    dir.clear();
+  }
+  absl::StatusOr<ringmaster::Tls> tls = ringmaster::LoadClientTls(dir);
+  if (!tls.ok()) {
+    std::cerr << "ringmaster: " << tls.status().message() << std::endl;
+    return false;
+  }
+  global->tls = *std::move(tls);
+  return true;
+}
+
+// `certs init`: its options, and whether it was asked for.
+struct CertsCommand {
+  CLI::App* init = nullptr;
+  std::string dir;
+  ringmaster::CertsOptions options;
+};
+
+void AddCerts(CLI::App& app, CertsCommand* certs) {
+  auto* group = app.add_subcommand("certs", "TLS certificates of a cluster");
+  group->require_subcommand(1);
+  certs->init = group->add_subcommand(
+      "init", "make a CA and the coordinator's, admin's and workers' certificates "
+              "(keeps what exists, so it also adds workers)");
+  certs->init->add_option("--dir", certs->dir, "where to write them")->required();
+  certs->init->add_option("--host", certs->options.hosts,
+                          "a name or IP peers dial the coordinator and workers at (repeat)");
+  certs->init->add_option("--worker", certs->options.worker_ids,
+                          "a worker id to make a certificate for (repeat)");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -60,6 +100,11 @@ int main(int argc, char** argv) {
   std::string token_file;
   app.add_option("--token-file", token_file,
                  "access token, in a file of mode 600 (else env RINGMASTER_TOKEN)");
+  std::optional<std::string> tls_dir;
+  if (const char* env = std::getenv("RINGMASTER_TLS_DIR")) tls_dir = env;
+  app.add_option("--tls-dir", tls_dir,
+                 "TLS files of the cluster (env RINGMASTER_TLS_DIR; default: those of `up`; "
+                 "\"\" for plaintext)");
   app.add_option("--output", output, "table or json")
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();
@@ -71,6 +116,9 @@ int main(int argc, char** argv) {
   up->add_option("--slots", cluster.slots, "slots per worker")->capture_default_str();
   up->add_option("--state-dir", cluster.state_dir, "where the cluster keeps its state")
       ->capture_default_str();
+  up->add_option("--rank-user", cluster.rank_user, "user[:group] ranks run as (default: you)");
+  bool no_tls = false;
+  up->add_flag("--no-tls", no_tls, "plaintext on loopback, without certificates");
 
   std::string down_state_dir = cluster.state_dir;
   auto* down = app.add_subcommand("down", "stop the local cluster started by up");
@@ -106,17 +154,23 @@ int main(int argc, char** argv) {
 
   app.add_subcommand("workers", "list workers");
 
+  CertsCommand certs;
+  AddCerts(app, &certs);
+
   int iterations = 0;
   auto* top = app.add_subcommand("top", "live view of jobs and workers (q to quit)");
   top->add_option("--iterations", iterations, "stop after this many frames (0: until q)");
 
   if (std::optional<int> done = Parse(app, argc, argv)) return *done;
   global.json = output == "json";
+  cluster.tls = !no_tls;
+  if (certs.init->parsed()) return ringmaster::RunCertsInit(certs.dir, certs.options);
   if (!LoadToken(token_file, &global)) return 2;
-
+  // A local cluster's commands make and use its own certificates.
   if (up->parsed()) return ringmaster::RunUp(global, cluster);
   if (down->parsed()) return ringmaster::RunDown(global, down_state_dir);
   if (demo->parsed()) return ringmaster::RunDemo(global, demo_cluster);
+  if (!LoadTls(tls_dir, &global)) return 2;
   if (submit->parsed()) return ringmaster::RunSubmit(global, file, follow);
   if (status->parsed()) return ringmaster::RunStatus(global, job_id);
   if (logs->parsed()) return ringmaster::RunLogs(global, job_id, rank, follow_logs);

@@ -34,10 +34,13 @@ CLI::Option* AddDurationOption(CLI::App& app, const std::string& name, absl::Dur
 
 void DaemonFlags::AddTo(CLI::App& app, const std::string& advertise_help) {
   app.add_option("--port", port_, "gRPC port (0 picks a free one)")->capture_default_str();
-  app.add_option("--bind", bind_, "address to listen on (beyond loopback needs --insecure)")
+  app.add_option("--bind", bind_,
+                 "address to listen on (beyond loopback needs --tls-dir or --insecure)")
       ->capture_default_str();
+  app.add_option("--tls-dir", tls_dir_,
+                 "serve TLS and require credentials, with the files of `ringmaster certs init`");
   app.add_flag("--insecure", insecure_,
-               "allow a --bind beyond loopback although the API is served without TLS");
+               "allow a --bind beyond loopback without TLS: anyone who reaches it may call it");
   app.add_option("--metrics-port", metrics_port_, "Prometheus /metrics port (0: none)")
       ->capture_default_str();
   app.add_option("--advertise-address", advertise_, advertise_help);
@@ -52,10 +55,11 @@ bool IsLoopbackHost(const std::string& host) {
 
 absl::StatusOr<DaemonAddresses> DaemonFlags::Start(const std::string& name) {
   InitLogging(name, log_level_);
-  if (!IsLoopbackHost(bind_) && !insecure_) {
+  if (!IsLoopbackHost(bind_) && tls_dir_.empty() && !insecure_) {
     return absl::FailedPreconditionError(absl::StrCat(
         "--bind ", bind_, " would serve this ", name,
-        "'s API beyond this machine without TLS; pass --insecure to do so anyway"));
+        "'s API beyond this machine without TLS; give --tls-dir, or pass --insecure to do so "
+        "anyway"));
   }
   BlockTerminationSignals();
   absl::StatusOr<ServingAddresses> serving = ResolveServingAddresses(bind_, port_, advertise_);
@@ -69,7 +73,7 @@ absl::StatusOr<DaemonAddresses> DaemonFlags::Start(const std::string& name) {
 }
 
 void DaemonFlags::WarnWhileInsecure(const std::string& name) const {
-  if (IsLoopbackHost(bind_)) return;
+  if (IsLoopbackHost(bind_) || !tls_dir_.empty()) return;
   // Every hour, so that it is in any window of the log.
   std::thread([name, bind = bind_] {
     for (;;) {

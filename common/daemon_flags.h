@@ -35,18 +35,22 @@ class DaemonFlags {
   void AddTo(CLI::App& app, const std::string& advertise_help);
   // After parsing: sets up logging as `name`, blocks SIGTERM/SIGINT for
   // WaitForTerminationSignal, and resolves the addresses. A --bind beyond
-  // loopback is refused (FAILED_PRECONDITION saying why) unless --insecure
-  // was given: the API is served without TLS.
+  // loopback is refused (FAILED_PRECONDITION saying why) without --tls-dir,
+  // unless --insecure was given.
   absl::StatusOr<DaemonAddresses> Start(const std::string& name);
   // With such a --bind, logs a warning now and every hour on a thread of
   // its own: call it once the daemon may have threads.
   void WarnWhileInsecure(const std::string& name) const;
+
+  // The --tls-dir given; empty: plaintext.
+  const std::string& tls_dir() const { return tls_dir_; }
 
  private:
   int port_;
   int metrics_port_;
   std::string bind_ = "127.0.0.1";
   bool insecure_ = false;
+  std::string tls_dir_;
   std::string advertise_;
   std::string log_level_ = "info";
 };

@@ -31,6 +31,22 @@ inline grpc::ServerUnaryReactor* FinishUnary(grpc::CallbackServerContext* contex
   return reactor;
 }
 
+// Stream reactors that end at once with `status`: what a streaming handler
+// returns for a call it refuses.
+template <typename Response>
+class RefusedWriteReactor final : public grpc::ServerWriteReactor<Response> {
+ public:
+  explicit RefusedWriteReactor(const grpc::Status& status) { this->Finish(status); }
+  void OnDone() override { delete this; }
+};
+
+template <typename Request, typename Response>
+class RefusedBidiReactor final : public grpc::ServerBidiReactor<Request, Response> {
+ public:
+  explicit RefusedBidiReactor(const grpc::Status& status) { this->Finish(status); }
+  void OnDone() override { delete this; }
+};
+
 }  // namespace ringmaster
 
 #endif  // RINGMASTER_COMMON_GRPC_STATUS_H_

@@ -1,6 +1,8 @@
 #include "common/subprocess.h"
 
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <linux/close_range.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -12,6 +14,7 @@
 #include <cstring>
 
 #include "absl/cleanup/cleanup.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -21,43 +24,70 @@ extern char** environ;
 namespace ringmaster {
 namespace {
 
-enum Step { kDetach, kDeathSignal, kCgroup, kRedirect, kStdin, kChdir, kExec, kSteps };
-const char* const kStepNames[kSteps] = {"detach", "prctl", "join cgroup", "redirect output",
-                                        "open /dev/null", "chdir", "execve"};
+enum Step {
+  kDetach, kDeathSignal, kCgroup, kRedirect, kStdin, kNoNewPrivs, kRunAs, kChdir, kExec, kSteps
+};
+const char* const kStepNames[kSteps] = {
+    "detach", "prctl", "join cgroup", "redirect output", "open /dev/null",
+    "no_new_privs", "switch to user", "chdir", "execve"};
+
+// What the child does between fork and exec, prepared before fork.
+struct ChildPlan {
+  SubprocessSpec::Detach detach;
+  pid_t parent;
+  int output_fd;
+  int error_fd;
+  const std::vector<int>* cgroup_fds;
+  const RunAs* run_as;  // null: stay
+  bool no_new_privs;
+  const char* dir;
+  const char* program;
+  char* const* argv;
+  char* const* envp;
+};
 
 // Between fork and exec only async-signal-safe calls are allowed, so
 // everything is prepared before fork. On failure the child writes errno and
 // the step to `error_fd` and exits.
-[[noreturn]] void ExecChild(SubprocessSpec::Detach detach, pid_t parent, int output_fd,
-                            int error_fd, const std::vector<int>& cgroup_fds, const char* dir,
-                            const char* program, char* const* argv, char* const* envp) {
+[[noreturn]] void ExecChild(const ChildPlan& plan) {
   Step step = kDetach;
   auto fail = [&]() {
     int report[2] = {errno, step};
-    (void)!write(error_fd, report, sizeof(report));
+    (void)!write(plan.error_fd, report, sizeof(report));
     _exit(127);
   };
-  if (detach == SubprocessSpec::Detach::kProcessGroup) {
+  if (plan.detach == SubprocessSpec::Detach::kProcessGroup) {
     if (setpgid(0, 0) != 0) fail();
   } else {
     if (setsid() < 0) fail();
   }
-  if (detach != SubprocessSpec::Detach::kSession) {
+  if (plan.detach != SubprocessSpec::Detach::kSession) {
     step = kDeathSignal;
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail();
-    if (getppid() != parent) _exit(128 + SIGKILL);  // the parent is already gone
+    if (getppid() != plan.parent) _exit(128 + SIGKILL);  // the parent is already gone
   }
   step = kCgroup;
-  for (int fd : cgroup_fds) {
+  for (int fd : *plan.cgroup_fds) {
     if (write(fd, "0", 1) != 1) fail();
   }
   step = kRedirect;
-  if (dup2(output_fd, STDOUT_FILENO) < 0 || dup2(output_fd, STDERR_FILENO) < 0) fail();
+  if (dup2(plan.output_fd, STDOUT_FILENO) < 0 || dup2(plan.output_fd, STDERR_FILENO) < 0) fail();
   step = kStdin;
   int devnull = open("/dev/null", O_RDONLY);
   if (devnull < 0 || dup2(devnull, STDIN_FILENO) < 0) fail();
+  step = kNoNewPrivs;
+  if (plan.no_new_privs && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail();
+  step = kRunAs;
+  if (plan.run_as != nullptr) {
+    // Groups first: once the user id is dropped they can no longer change.
+    const RunAs& as = *plan.run_as;
+    if (setgroups(as.groups.size(), as.groups.data()) != 0 ||
+        setresgid(as.gid, as.gid, as.gid) != 0 || setresuid(as.uid, as.uid, as.uid) != 0) {
+      fail();
+    }
+  }
   step = kChdir;
-  if (dir[0] != '\0' && chdir(dir) != 0) fail();
+  if (plan.dir[0] != '\0' && chdir(plan.dir) != 0) fail();
   // Nothing else of the caller's open files reaches the child; the error
   // pipe is close-on-exec and so closes itself on success.
   syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
@@ -65,12 +95,54 @@ const char* const kStepNames[kSteps] = {"detach", "prctl", "join cgroup", "redir
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
   step = kExec;
-  execve(program, argv, envp);
+  execve(plan.program, plan.argv, plan.envp);
   fail();
   _exit(127);
 }
 
 }  // namespace
+
+absl::StatusOr<RunAs> ResolveRunAs(const std::string& user_and_group) {
+  const size_t colon = user_and_group.find(':');
+  const std::string user = user_and_group.substr(0, colon);
+  RunAs as;
+  as.name = user_and_group;
+  std::vector<char> buffer(16384);
+  passwd pw;
+  passwd* found = nullptr;
+  uid_t numeric_uid = 0;
+  if (getpwnam_r(user.c_str(), &pw, buffer.data(), buffer.size(), &found) == 0 &&
+      found != nullptr) {
+    as.uid = pw.pw_uid;
+    as.gid = pw.pw_gid;
+    as.home = pw.pw_dir;
+    int count = 64;
+    as.groups.resize(count);
+    if (getgrouplist(pw.pw_name, pw.pw_gid, as.groups.data(), &count) < 0) count = 0;
+    as.groups.resize(count);
+  } else if (absl::SimpleAtoi(user, &numeric_uid)) {
+    as.uid = numeric_uid;
+    as.gid = numeric_uid;
+    as.home = "/";
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat("no user \"", user, "\" on this host"));
+  }
+  if (colon == std::string::npos) return as;
+  const std::string group_name = user_and_group.substr(colon + 1);
+  struct group gr;
+  struct group* found_group = nullptr;
+  gid_t numeric_gid = 0;
+  if (getgrnam_r(group_name.c_str(), &gr, buffer.data(), buffer.size(), &found_group) == 0 &&
+      found_group != nullptr) {
+    as.gid = gr.gr_gid;
+  } else if (absl::SimpleAtoi(group_name, &numeric_gid)) {
+    as.gid = numeric_gid;
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat("no group \"", group_name, "\" on this host"));
+  }
+  as.groups = {as.gid};
+  return as;
+}
 
 absl::StatusOr<std::string> ResolveProgram(const std::string& program,
                                            const std::string& path) {
@@ -139,8 +211,9 @@ absl::StatusOr<pid_t> SpawnProcess(const SubprocessSpec& spec) {
     return absl::ResourceExhaustedError(absl::StrCat("fork: ", strerror(errno)));
   }
   if (pid == 0) {
-    ExecChild(spec.detach, parent, output_fd, pipe_fds[1], cgroup_fds, spec.working_dir.c_str(),
-              program->c_str(), argv.data(), envp.data());
+    ExecChild({spec.detach, parent, output_fd, pipe_fds[1], &cgroup_fds,
+               spec.run_as ? &*spec.run_as : nullptr, spec.no_new_privs,
+               spec.working_dir.c_str(), program->c_str(), argv.data(), envp.data()});
   }
   if (spec.detach == SubprocessSpec::Detach::kProcessGroup) {
     // Also from the parent, so that signalling -pid works at once.
@@ -158,9 +231,10 @@ absl::StatusOr<pid_t> SpawnProcess(const SubprocessSpec& spec) {
   const int step = report[1] >= 0 && report[1] < kSteps ? report[1] : kExec;
   return absl::FailedPreconditionError(
       absl::StrCat(kStepNames[step], " ",
-                   step == kChdir ? spec.working_dir
-                                  : step == kCgroup ? absl::StrJoin(spec.cgroup_procs, " ")
-                                                    : *program,
+                   step == kChdir    ? spec.working_dir
+                   : step == kCgroup ? absl::StrJoin(spec.cgroup_procs, " ")
+                   : step == kRunAs  ? spec.run_as->name
+                                     : *program,
                    ": ", strerror(report[0])));
 }
 

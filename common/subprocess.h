@@ -7,12 +7,27 @@
 #include <sys/types.h>
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 
 namespace ringmaster {
+
+// Who a child process runs as.
+struct RunAs {
+  std::string name;  // for messages
+  std::string home;  // HOME; "/" when the user has none
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::vector<gid_t> groups;  // supplementary
+};
+
+// "user" or "user:group" (names or numbers) as RunAs: the user's primary
+// group and its supplementary groups unless a group is given.
+// INVALID_ARGUMENT naming what does not exist.
+absl::StatusOr<RunAs> ResolveRunAs(const std::string& user_and_group);
 
 struct SubprocessSpec {
   std::vector<std::string> argv;           // argv[0] without '/' is looked up on PATH
@@ -28,6 +43,13 @@ struct SubprocessSpec {
   // cgroup.procs files the child joins before it executes the program, so
   // that it and everything it starts are in those cgroups.
   std::vector<std::string> cgroup_procs;
+  // Set once the child is in its cgroups and its output is open, before
+  // chdir and exec (so it can open only what that user may); nullopt: the
+  // caller's.
+  std::optional<RunAs> run_as;
+  // PR_SET_NO_NEW_PRIVS: nothing the child executes (set-user-ID programs
+  // included) gains privileges.
+  bool no_new_privs = false;
 };
 
 // Starts the process; stdin is /dev/null and no descriptor of the caller

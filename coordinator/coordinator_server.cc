@@ -16,15 +16,24 @@ namespace ringmaster {
 
 constexpr absl::Duration kTickInterval = absl::Milliseconds(50);
 
+absl::StatusOr<std::string> LoadCredentialKey(const std::string& state_dir) {
+  // Job specs and their environments live here: the owner's only.
+  RETURN_IF_ERROR(MakePrivateDir(state_dir));
+  return LoadOrCreateKey(state_dir + "/credential.key");
+}
+
 absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     const CoordinatorConfig& config) {
-  // Job specs and their environments live here: the owner's only.
-  RETURN_IF_ERROR(MakePrivateDir(config.state_dir));
+  ASSIGN_OR_RETURN(std::string key, LoadCredentialKey(config.state_dir));
   std::unique_ptr<CoordinatorServer> server(new CoordinatorServer);
+  server->access_ = std::make_unique<AccessPolicy>(
+      AccessOptions{config.admin_token, key, config.tls.has_value()});
+  const AccessPolicy* access = server->access_.get();
   ASSIGN_OR_RETURN(server->store_, JobStore::Open(config.state_dir + "/coordinator.db"));
   const Clock* clock = RealClock::Get();
   server->metrics_ = std::make_unique<CoordinatorMetrics>(&server->registry_);
   JobManagerOptions manager_options = config.manager;
+  manager_options.rank_env.signer = &access->signer();
   manager_options.on_transition = [m = server->metrics_.get()](const v1::Job& before,
                                                                const v1::StateChange& change) {
     m->OnTransition(before, change);
@@ -38,21 +47,24 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   server->metrics_->SetSources([manager] { return manager->List(); },
                                [manager] { return manager->ListWorkers(); });
   RETURN_IF_ERROR(server->manager_->Recover());
-  server->auth_ = std::make_unique<TokenCheck>(config.token);
-  const TokenCheck* auth = server->auth_.get();
-  server->logs_ = std::make_unique<LogRelay>(server->manager_.get(), config.token);
+  // Workers' agents are checked against the CA; the coordinator shows them
+  // its agent credential, not a certificate.
+  Tls agent_tls;
+  if (config.tls) agent_tls = TlsFiles{config.tls->ca_pem, "", ""};
+  server->logs_ =
+      std::make_unique<LogRelay>(server->manager_.get(), &access->signer(), agent_tls);
   server->job_service_ =
-      std::make_unique<JobServiceImpl>(server->manager_.get(), server->logs_.get(), auth);
-  server->cluster_service_ = std::make_unique<ClusterServiceImpl>(server->manager_.get(), auth);
+      std::make_unique<JobServiceImpl>(server->manager_.get(), server->logs_.get(), access);
+  server->cluster_service_ = std::make_unique<ClusterServiceImpl>(server->manager_.get(), access);
   server->worker_service_ = std::make_unique<WorkerServiceImpl>(
-      server->manager_.get(), server->membership_.get(), auth);
+      server->manager_.get(), server->membership_.get(), access);
   server->rendezvous_service_ =
-      std::make_unique<RendezvousServiceImpl>(server->rendezvous_.get(), clock, auth);
+      std::make_unique<RendezvousServiceImpl>(server->rendezvous_.get(), clock, access);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(config.listen_address, grpc::InsecureServerCredentials(),
+  builder.AddListeningPort(config.listen_address, ServerCredentials(config.tls),
                            &server->port_);
   builder.RegisterService(server->job_service_.get());
   builder.RegisterService(server->cluster_service_.get());
@@ -76,8 +88,11 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
                      MetricsServer::Start(config.metrics_address, &server->registry_));
   }
   server->ticker_ = std::thread([s = server.get()] { s->TickLoop(); });
-  spdlog::info("coordinator serving on port {}, state in {}", server->port_,
-               config.state_dir);
+  spdlog::info("coordinator serving {} on port {}, state in {}",
+               config.tls ? "TLS" : "plaintext", server->port_, config.state_dir);
+  if (access->open()) {
+    spdlog::warn("no admin token and no TLS: every caller may do everything");
+  }
   return server;
 }
 

@@ -13,6 +13,8 @@
 #include "absl/synchronization/notification.h"
 #include "common/metrics.h"
 #include "common/metrics_server.h"
+#include "common/tls.h"
+#include "coordinator/access_policy.h"
 #include "coordinator/coordinator_metrics.h"
 #include "coordinator/job_manager.h"
 #include "coordinator/job_service.h"
@@ -26,10 +28,15 @@ struct CoordinatorConfig {
   std::string listen_address = "0.0.0.0:7070";
   std::string metrics_address = "0.0.0.0:7071";  // empty: no /metrics
   std::string state_dir;  // holds coordinator.db
-  std::string token;      // required of every caller when set
+  std::string admin_token;  // the admin credential; empty: none
+  Tls tls;                  // coordinator.crt/.key and ca.crt; nullopt: plaintext
   MembershipOptions membership;
   JobManagerOptions manager;
 };
+
+// The key that signs worker, job and agent credentials:
+// <state_dir>/credential.key, made on first use.
+absl::StatusOr<std::string> LoadCredentialKey(const std::string& state_dir);
 
 class CoordinatorServer {
  public:
@@ -48,7 +55,7 @@ class CoordinatorServer {
   CoordinatorServer() = default;
   void TickLoop();
 
-  std::unique_ptr<TokenCheck> auth_;
+  std::unique_ptr<AccessPolicy> access_;
   metrics::Registry registry_;
   std::unique_ptr<CoordinatorMetrics> metrics_;
   std::unique_ptr<MetricsServer> metrics_server_;

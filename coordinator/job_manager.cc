@@ -101,7 +101,8 @@ absl::StatusOr<std::vector<RankLogSource>> JobManager::LogSources(const std::str
   std::vector<RankLogSource> sources;
   for (const v1::RankStatus& rank : entry->job.ranks()) {
     const std::string address = membership_->Address(rank.worker_id());
-    sources.push_back({rank.rank(), address.empty() ? rank.worker_address() : address});
+    sources.push_back(
+        {rank.rank(), rank.worker_id(), address.empty() ? rank.worker_address() : address});
   }
   return sources;
 }

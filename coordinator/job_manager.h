@@ -56,6 +56,7 @@ struct JobManagerOptions {
 // Where one rank's log can be read.
 struct RankLogSource {
   int rank = 0;
+  std::string worker_id;
   std::string worker_address;
 };
 

@@ -23,6 +23,9 @@ absl::StatusOr<WorkerSession> JobManager::RegisterWorker(WorkerLink* link,
   hello.mutable_registered()->set_heartbeat_interval_ms(
       absl::ToInt64Milliseconds(membership_->options().heartbeat_interval));
   hello.mutable_registered()->set_session(session->epoch);
+  if (options_.rank_env.signer != nullptr) {
+    hello.mutable_registered()->set_agent_credential(options_.rank_env.signer->Agent(worker_id));
+  }
   link->Send(hello);
 
   absl::MutexLock lock(&mu_);

@@ -83,7 +83,7 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::JobEvent> {
 grpc::ServerUnaryReactor* JobServiceImpl::SubmitJob(
     grpc::CallbackServerContext* context, const v1::SubmitJobRequest* request,
     v1::SubmitJobResponse* response) {
-  if (absl::Status s = auth_->Check(context); !s.ok()) return FinishUnary(context, s);
+  if (absl::Status s = access_->RequireAdmin(*context); !s.ok()) return FinishUnary(context, s);
   absl::StatusOr<std::string> id = manager_->Submit(request->spec());
   if (id.ok()) response->set_job_id(*id);
   return FinishUnary(context, id.status());
@@ -92,7 +92,7 @@ grpc::ServerUnaryReactor* JobServiceImpl::SubmitJob(
 grpc::ServerUnaryReactor* JobServiceImpl::GetJob(grpc::CallbackServerContext* context,
                                                  const v1::GetJobRequest* request,
                                                  v1::Job* response) {
-  if (absl::Status s = auth_->Check(context); !s.ok()) return FinishUnary(context, s);
+  if (absl::Status s = access_->RequireAdmin(*context); !s.ok()) return FinishUnary(context, s);
   if (absl::Status s = ValidateJobId(request->job_id()); !s.ok()) return FinishUnary(context, s);
   absl::StatusOr<v1::Job> job = manager_->Get(request->job_id());
   if (job.ok()) *response = *std::move(job);
@@ -102,7 +102,7 @@ grpc::ServerUnaryReactor* JobServiceImpl::GetJob(grpc::CallbackServerContext* co
 grpc::ServerUnaryReactor* JobServiceImpl::ListJobs(
     grpc::CallbackServerContext* context, const v1::ListJobsRequest*,
     v1::ListJobsResponse* response) {
-  if (absl::Status s = auth_->Check(context); !s.ok()) return FinishUnary(context, s);
+  if (absl::Status s = access_->RequireAdmin(*context); !s.ok()) return FinishUnary(context, s);
   for (v1::Job& job : manager_->List()) *response->add_jobs() = std::move(job);
   return FinishUnary(context, absl::OkStatus());
 }
@@ -110,7 +110,7 @@ grpc::ServerUnaryReactor* JobServiceImpl::ListJobs(
 grpc::ServerUnaryReactor* JobServiceImpl::CancelJob(
     grpc::CallbackServerContext* context, const v1::CancelJobRequest* request,
     v1::Job* response) {
-  if (absl::Status s = auth_->Check(context); !s.ok()) return FinishUnary(context, s);
+  if (absl::Status s = access_->RequireAdmin(*context); !s.ok()) return FinishUnary(context, s);
   if (absl::Status s = ValidateJobId(request->job_id()); !s.ok()) return FinishUnary(context, s);
   absl::StatusOr<v1::Job> job = manager_->Cancel(request->job_id());
   if (job.ok()) *response = *std::move(job);
@@ -119,7 +119,7 @@ grpc::ServerUnaryReactor* JobServiceImpl::CancelJob(
 
 grpc::ServerWriteReactor<v1::JobEvent>* JobServiceImpl::WatchJob(
     grpc::CallbackServerContext* context, const v1::WatchJobRequest* request) {
-  absl::Status s = auth_->Check(context);
+  absl::Status s = access_->RequireAdmin(*context);
   if (s.ok()) s = ValidateJobId(request->job_id());
   if (!s.ok()) return new RefusedWriteReactor<v1::JobEvent>(ToGrpcStatus(s));
   return new WatchReactor(manager_, request->job_id());
@@ -127,7 +127,7 @@ grpc::ServerWriteReactor<v1::JobEvent>* JobServiceImpl::WatchJob(
 
 grpc::ServerWriteReactor<v1::LogChunk>* JobServiceImpl::StreamLogs(
     grpc::CallbackServerContext* context, const v1::StreamLogsRequest* request) {
-  absl::Status s = auth_->Check(context);
+  absl::Status s = access_->RequireAdmin(*context);
   if (s.ok()) s = ValidateRankRef(request->job_id(), request->all_ranks() ? 0 : request->rank());
   if (!s.ok()) return new RefusedWriteReactor<v1::LogChunk>(ToGrpcStatus(s));
   return logs_->Stream(*request);
@@ -136,7 +136,7 @@ grpc::ServerWriteReactor<v1::LogChunk>* JobServiceImpl::StreamLogs(
 grpc::ServerUnaryReactor* ClusterServiceImpl::ListWorkers(
     grpc::CallbackServerContext* context, const v1::ListWorkersRequest*,
     v1::ListWorkersResponse* response) {
-  if (absl::Status s = auth_->Check(context); !s.ok()) return FinishUnary(context, s);
+  if (absl::Status s = access_->RequireAdmin(*context); !s.ok()) return FinishUnary(context, s);
   for (v1::Worker& w : manager_->ListWorkers()) *response->add_workers() = std::move(w);
   return FinishUnary(context, absl::OkStatus());
 }

@@ -3,7 +3,7 @@
 #ifndef RINGMASTER_COORDINATOR_JOB_SERVICE_H_
 #define RINGMASTER_COORDINATOR_JOB_SERVICE_H_
 
-#include "common/auth.h"
+#include "coordinator/access_policy.h"
 #include "coordinator/job_manager.h"
 #include "coordinator/log_relay.h"
 #include "proto/cluster.grpc.pb.h"
@@ -13,8 +13,8 @@ namespace ringmaster {
 
 class JobServiceImpl final : public v1::JobService::CallbackService {
  public:
-  JobServiceImpl(JobManager* manager, LogRelay* logs, const TokenCheck* auth)
-      : manager_(manager), logs_(logs), auth_(auth) {}
+  JobServiceImpl(JobManager* manager, LogRelay* logs, const AccessPolicy* access)
+      : manager_(manager), logs_(logs), access_(access) {}
 
   grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* context,
                                       const v1::SubmitJobRequest* request,
@@ -38,20 +38,20 @@ class JobServiceImpl final : public v1::JobService::CallbackService {
  private:
   JobManager* const manager_;
   LogRelay* const logs_;
-  const TokenCheck* const auth_;
+  const AccessPolicy* const access_;
 };
 
 class ClusterServiceImpl final : public v1::ClusterService::CallbackService {
  public:
-  ClusterServiceImpl(JobManager* manager, const TokenCheck* auth)
-      : manager_(manager), auth_(auth) {}
+  ClusterServiceImpl(JobManager* manager, const AccessPolicy* access)
+      : manager_(manager), access_(access) {}
   grpc::ServerUnaryReactor* ListWorkers(grpc::CallbackServerContext* context,
                                         const v1::ListWorkersRequest* request,
                                         v1::ListWorkersResponse* response) override;
 
  private:
   JobManager* const manager_;
-  const TokenCheck* const auth_;
+  const AccessPolicy* const access_;
 };
 
 }  // namespace ringmaster

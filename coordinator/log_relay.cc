@@ -4,7 +4,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "common/auth.h"
+#include "common/credentials.h"
 #include "common/grpc_status.h"
 #include "coordinator/job_state.h"
 
@@ -95,9 +95,9 @@ class LogStream final : public grpc::ServerWriteReactor<v1::LogChunk> {
     v1::ReadLogResponse response;
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-    AddBearerToken(&context, relay_->token());
+    AddBearerToken(&context, relay_->signer().Agent(rank.worker_id));
     grpc::Status status =
-        relay_->AgentFor(rank.worker_address)->ReadLog(&context, read, &response);
+        relay_->AgentFor(rank.worker_address, rank.worker_id)->ReadLog(&context, read, &response);
     if (!status.ok() || response.data().empty()) return false;
     source->offset = response.next_offset();
     source->partial += response.data();
@@ -164,12 +164,12 @@ grpc::ServerWriteReactor<v1::LogChunk>* LogRelay::Stream(
   return new LogStream(this, request);
 }
 
-v1::WorkerAgentService::Stub* LogRelay::AgentFor(const std::string& address) {
+v1::WorkerAgentService::Stub* LogRelay::AgentFor(const std::string& address,
+                                                 const std::string& worker_id) {
   absl::MutexLock lock(&mu_);
-  auto& stub = agents_[address];
+  auto& stub = agents_[{address, worker_id}];
   if (stub == nullptr) {
-    stub = v1::WorkerAgentService::NewStub(
-        grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+    stub = v1::WorkerAgentService::NewStub(MakeChannel(address, tls_, worker_id));
   }
   return stub.get();
 }

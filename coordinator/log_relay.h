@@ -10,6 +10,8 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/synchronization/mutex.h"
+#include "common/credentials.h"
+#include "common/tls.h"
 #include "coordinator/job_manager.h"
 #include "proto/job.pb.h"
 #include "proto/worker.grpc.pb.h"
@@ -20,22 +22,28 @@ namespace ringmaster {
 // logs; a follow stream ends once the job has ended and every log is read.
 class LogRelay {
  public:
-  // `token`: sent to the workers' agents, which require the cluster's.
-  LogRelay(JobManager* manager, std::string token)
-      : manager_(manager), token_(std::move(token)) {}
+  // `signer` makes the agent credential each worker's agent expects;
+  // `tls` (the CA only) checks the agents' certificates.
+  LogRelay(JobManager* manager, const CredentialSigner* signer, Tls tls)
+      : manager_(manager), signer_(signer), tls_(std::move(tls)) {}
 
   // A reactor that deletes itself when the RPC is done.
   grpc::ServerWriteReactor<v1::LogChunk>* Stream(const v1::StreamLogsRequest& request);
 
   JobManager* manager() const { return manager_; }
-  const std::string& token() const { return token_; }
-  v1::WorkerAgentService::Stub* AgentFor(const std::string& address);
+  const CredentialSigner& signer() const { return *signer_; }
+  // The agent of `worker_id` at `address`; with TLS its certificate must
+  // name that worker.
+  v1::WorkerAgentService::Stub* AgentFor(const std::string& address,
+                                         const std::string& worker_id);
 
  private:
   JobManager* const manager_;
-  const std::string token_;
+  const CredentialSigner* const signer_;
+  const Tls tls_;
   absl::Mutex mu_;
-  std::map<std::string, std::unique_ptr<v1::WorkerAgentService::Stub>> agents_
+  std::map<std::pair<std::string, std::string>, std::unique_ptr<v1::WorkerAgentService::Stub>>
+      agents_
       ABSL_GUARDED_BY(mu_);
 };
 

@@ -1,6 +1,7 @@
 // ringmaster-coordinator: the job queue, scheduler, rendezvous store and
 // health checker of a Ringmaster cluster.
 #include <cstdlib>
+#include <iostream>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -10,6 +11,21 @@
 #include "common/token_file.h"
 #include "common/signals.h"
 #include "coordinator/coordinator_server.h"
+
+namespace {
+
+// Prints the worker's credential, signed with the key in `state_dir`.
+int IssueWorkerToken(const std::string& state_dir, const std::string& worker_id) {
+  absl::StatusOr<std::string> key = ringmaster::LoadCredentialKey(state_dir);
+  if (!key.ok()) {
+    std::cerr << "ringmaster-coordinator: " << key.status().message() << std::endl;
+    return 1;
+  }
+  std::cout << ringmaster::CredentialSigner(*key).Worker(worker_id) << std::endl;
+  return 0;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   ringmaster::CoordinatorConfig config;
@@ -41,15 +57,27 @@ int main(int argc, char** argv) {
                                 "longest wait between restarts");
   std::string token_file;
   app.add_option("--token-file", token_file,
-                 "require the bearer token in this file (mode 600) of every caller (else env "
-                 "RINGMASTER_TOKEN); ranks get it for the rendezvous store");
+                 "the admin credential: a token in this file (mode 600), else env "
+                 "RINGMASTER_TOKEN; with one, every caller needs a credential");
+  std::string issue_worker_token;
+  app.add_option("--issue-worker-token", issue_worker_token,
+                 "print the credential of the worker with this id, and exit");
   CLI11_PARSE(app, argc, argv);
+  if (!issue_worker_token.empty()) return IssueWorkerToken(config.state_dir, issue_worker_token);
   absl::StatusOr<std::string> token = ringmaster::ReadToken(token_file);
   if (!token.ok()) {
     spdlog::critical("{}", std::string(token.status().message()));
     return 2;
   }
-  config.token = *token;
+  config.admin_token = *token;
+  if (!daemon.tls_dir().empty()) {
+    absl::StatusOr<ringmaster::TlsFiles> tls = ringmaster::LoadTls(daemon.tls_dir(), "coordinator");
+    if (!tls.ok()) {
+      spdlog::critical("{}", std::string(tls.status().message()));
+      return 2;
+    }
+    config.tls = *std::move(tls);
+  }
 
   absl::StatusOr<ringmaster::DaemonAddresses> addresses = daemon.Start("coordinator");
   if (!addresses.ok()) {
@@ -60,7 +88,6 @@ int main(int argc, char** argv) {
   config.listen_address = addresses->listen;
   config.metrics_address = addresses->metrics;
   manager.rank_env.coordinator_address = addresses->advertise;
-  manager.rank_env.token = config.token;
   manager.rank_env.checkpoint_dir =
       checkpoint_dir.empty() ? config.state_dir + "/checkpoints" : checkpoint_dir;
   auto server = ringmaster::CoordinatorServer::Start(config);

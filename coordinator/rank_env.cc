@@ -51,7 +51,9 @@ std::map<std::string, std::string> BuildRankEnv(const v1::Job& job, int rank,
   env["RINGMASTER_COORDINATOR"] = context.coordinator_address;
   env["RINGMASTER_CHECKPOINT_DIR"] =
       absl::StrCat(context.checkpoint_dir, "/", job.id());
-  if (!context.token.empty()) env["RINGMASTER_TOKEN"] = context.token;
+  if (context.signer != nullptr) {
+    env["RINGMASTER_JOB_TOKEN"] = context.signer->Job(job.id(), job.attempt());
+  }
   return env;
 }
 

@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 
+#include "common/credentials.h"
 #include "proto/job.pb.h"
 #include "proto/worker.pb.h"
 
@@ -14,7 +15,8 @@ namespace ringmaster {
 struct RankEnvContext {
   std::string coordinator_address;  // RINGMASTER_COORDINATOR
   std::string checkpoint_dir;       // root; the job's directory is below it
-  std::string token;                // RINGMASTER_TOKEN for the rendezvous store, when set
+  // Signs RINGMASTER_JOB_TOKEN, the attempt's credential; null: none.
+  const CredentialSigner* signer = nullptr;
 };
 
 // The variables for `rank` of `job`'s current attempt. `job.ranks()` holds

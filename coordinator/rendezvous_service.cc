@@ -4,6 +4,7 @@
 
 #include "common/grpc_status.h"
 #include "common/job_id.h"
+#include "common/status_macros.h"
 
 namespace ringmaster {
 namespace {
@@ -15,11 +16,11 @@ ScopeId Scope(const v1::RendezvousScope& scope) {
   return {scope.job_id(), scope.attempt()};
 }
 
-// The caller's credential, then the scope's job id.
-absl::Status Admit(const TokenCheck& auth, const grpc::CallbackServerContext* context,
+// The scope's job id, then the caller's credential for that scope.
+absl::Status Admit(const AccessPolicy& access, const grpc::CallbackServerContext* context,
                    const v1::RendezvousScope& scope) {
-  if (absl::Status s = auth.Check(context); !s.ok()) return s;
-  return ValidateJobId(scope.job_id());
+  RETURN_IF_ERROR(ValidateJobId(scope.job_id()));
+  return access.RequireJob(*context, scope.job_id(), scope.attempt());
 }
 
 }  // namespace
@@ -27,7 +28,7 @@ absl::Status Admit(const TokenCheck& auth, const grpc::CallbackServerContext* co
 grpc::ServerUnaryReactor* RendezvousServiceImpl::Set(
     grpc::CallbackServerContext* context, const v1::SetRequest* request,
     v1::SetResponse*) {
-  if (absl::Status s = Admit(*auth_, context, request->scope()); !s.ok()) {
+  if (absl::Status s = Admit(*access_, context, request->scope()); !s.ok()) {
     return FinishUnary(context, s);
   }
   return FinishUnary(context, store_->Set(Scope(request->scope()), request->key(),
@@ -37,7 +38,7 @@ grpc::ServerUnaryReactor* RendezvousServiceImpl::Set(
 grpc::ServerUnaryReactor* RendezvousServiceImpl::Get(
     grpc::CallbackServerContext* context, const v1::GetRequest* request,
     v1::GetResponse* response) {
-  if (absl::Status s = Admit(*auth_, context, request->scope()); !s.ok()) {
+  if (absl::Status s = Admit(*access_, context, request->scope()); !s.ok()) {
     return FinishUnary(context, s);
   }
   absl::StatusOr<std::string> value = store_->Get(Scope(request->scope()), request->key());
@@ -48,7 +49,7 @@ grpc::ServerUnaryReactor* RendezvousServiceImpl::Get(
 grpc::ServerUnaryReactor* RendezvousServiceImpl::Wait(
     grpc::CallbackServerContext* context, const v1::WaitRequest* request,
     v1::WaitResponse*) {
-  if (absl::Status s = Admit(*auth_, context, request->scope()); !s.ok()) {
+  if (absl::Status s = Admit(*access_, context, request->scope()); !s.ok()) {
     return FinishUnary(context, s);
   }
   absl::Duration timeout = request->timeout_ms() > 0
@@ -66,7 +67,7 @@ grpc::ServerUnaryReactor* RendezvousServiceImpl::Wait(
 grpc::ServerUnaryReactor* RendezvousServiceImpl::Add(
     grpc::CallbackServerContext* context, const v1::AddRequest* request,
     v1::AddResponse* response) {
-  if (absl::Status s = Admit(*auth_, context, request->scope()); !s.ok()) {
+  if (absl::Status s = Admit(*access_, context, request->scope()); !s.ok()) {
     return FinishUnary(context, s);
   }
   absl::StatusOr<int64_t> sum =

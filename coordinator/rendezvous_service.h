@@ -3,7 +3,7 @@
 #ifndef RINGMASTER_COORDINATOR_RENDEZVOUS_SERVICE_H_
 #define RINGMASTER_COORDINATOR_RENDEZVOUS_SERVICE_H_
 
-#include "common/auth.h"
+#include "coordinator/access_policy.h"
 #include "common/clock.h"
 #include "coordinator/rendezvous_store.h"
 #include "proto/rendezvous.grpc.pb.h"
@@ -12,8 +12,8 @@ namespace ringmaster {
 
 class RendezvousServiceImpl final : public v1::RendezvousService::CallbackService {
  public:
-  RendezvousServiceImpl(RendezvousStore* store, const Clock* clock, const TokenCheck* auth)
-      : store_(store), clock_(clock), auth_(auth) {}
+  RendezvousServiceImpl(RendezvousStore* store, const Clock* clock, const AccessPolicy* access)
+      : store_(store), clock_(clock), access_(access) {}
 
   grpc::ServerUnaryReactor* Set(grpc::CallbackServerContext* context,
                                 const v1::SetRequest* request,
@@ -31,7 +31,7 @@ class RendezvousServiceImpl final : public v1::RendezvousService::CallbackServic
  private:
   RendezvousStore* const store_;
   const Clock* const clock_;
-  const TokenCheck* const auth_;
+  const AccessPolicy* const access_;
 };
 
 }  // namespace ringmaster

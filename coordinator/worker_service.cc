@@ -4,6 +4,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "common/grpc_status.h"
+#include "common/status_macros.h"
 
 namespace ringmaster {
 namespace {
@@ -15,8 +16,9 @@ class WorkerStream final
     : public grpc::ServerBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage>,
       public WorkerLink {
  public:
-  WorkerStream(JobManager* manager, WorkerMembership* membership)
-      : manager_(manager), membership_(membership) {
+  WorkerStream(JobManager* manager, WorkerMembership* membership, const AccessPolicy* access,
+               Caller caller)
+      : manager_(manager), membership_(membership), access_(access), caller_(std::move(caller)) {
     StartRead(&in_);
   }
 
@@ -71,6 +73,7 @@ class WorkerStream final
         return absl::FailedPreconditionError(
             "the first message on a worker stream must be register");
       }
+      RETURN_IF_ERROR(access_->RequireWorkerId(caller_, message.register_().worker_id()));
       absl::StatusOr<WorkerSession> session =
           manager_->RegisterWorker(this, message.register_(), &ack);
       if (!session.ok()) return session.status();
@@ -115,6 +118,8 @@ class WorkerStream final
 
   JobManager* const manager_;
   WorkerMembership* const membership_;
+  const AccessPolicy* const access_;
+  const Caller caller_;    // who opened the stream
   WorkerSession session_;  // epoch 0 until registered
   v1::WorkerMessage in_;  // used by the one outstanding read
   absl::Mutex mu_;
@@ -130,10 +135,11 @@ class WorkerStream final
 
 grpc::ServerBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage>*
 WorkerServiceImpl::Connect(grpc::CallbackServerContext* context) {
-  if (absl::Status s = auth_->Check(context); !s.ok()) {
+  Caller caller;
+  if (absl::Status s = access_->RequireWorker(*context, &caller); !s.ok()) {
     return new RefusedBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage>(ToGrpcStatus(s));
   }
-  return new WorkerStream(manager_, membership_);
+  return new WorkerStream(manager_, membership_, access_, std::move(caller));
 }
 
 }  // namespace ringmaster

@@ -4,7 +4,7 @@
 #ifndef RINGMASTER_COORDINATOR_WORKER_SERVICE_H_
 #define RINGMASTER_COORDINATOR_WORKER_SERVICE_H_
 
-#include "common/auth.h"
+#include "coordinator/access_policy.h"
 #include "coordinator/job_manager.h"
 #include "proto/worker.grpc.pb.h"
 
@@ -12,15 +12,15 @@ namespace ringmaster {
 
 class WorkerServiceImpl final : public v1::WorkerService::CallbackService {
  public:
-  WorkerServiceImpl(JobManager* manager, WorkerMembership* membership, const TokenCheck* auth)
-      : manager_(manager), membership_(membership), auth_(auth) {}
+  WorkerServiceImpl(JobManager* manager, WorkerMembership* membership, const AccessPolicy* access)
+      : manager_(manager), membership_(membership), access_(access) {}
   grpc::ServerBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage>* Connect(
       grpc::CallbackServerContext* context) override;
 
  private:
   JobManager* const manager_;
   WorkerMembership* const membership_;
-  const TokenCheck* const auth_;
+  const AccessPolicy* const access_;
 };
 
 }  // namespace ringmaster

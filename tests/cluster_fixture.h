@@ -1,6 +1,7 @@
 // A local cluster (coordinator and two one-slot workers started by
-// `ringmaster up` on free ports) for each test, stopped by `ringmaster
-// down` even when the test fails.
+// `ringmaster up` on free ports, with TLS as `up` makes it) for each test,
+// stopped by `ringmaster down` even when the test fails. The CLI and
+// client_ use the admin certificate.
 #ifndef RINGMASTER_TESTS_CLUSTER_FIXTURE_H_
 #define RINGMASTER_TESTS_CLUSTER_FIXTURE_H_
 
@@ -18,7 +19,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "client/client.h"
+#include "common/credentials.h"
 #include "common/net.h"
+#include "common/tls.h"
+#include "proto/worker.grpc.pb.h"
 #include "tests/test_util.h"
 
 namespace ringmaster {
@@ -34,7 +38,11 @@ class ClusterTest : public ::testing::Test {
         Cli({"up", "--workers", "2", "--slots", "1", "--state-dir", state_dir_});
     ASSERT_EQ(up.exit_code, 0) << up.err;
     EXPECT_NE(up.out.find(address_), std::string::npos) << up.out;
-    client_ = std::make_unique<Client>(address_);
+    absl::StatusOr<Tls> tls = LoadClientTls(state_dir_ + "/tls");
+    ASSERT_TRUE(tls.ok()) << tls.status();
+    tls_ = *std::move(tls);
+    extra_env_["RINGMASTER_TLS_DIR"] = state_dir_ + "/tls";
+    client_ = std::make_unique<Client>(address_, "", tls_);
   }
 
   void TearDown() override {
@@ -103,6 +111,32 @@ class ClusterTest : public ::testing::Test {
     return out;
   }
 
+  // The agent service of worker `index` ("local-<index>"), checked
+  // against the cluster's CA, and the credential the coordinator shows it.
+  std::unique_ptr<v1::WorkerAgentService::Stub> WorkerAgent(int index) {
+    const std::vector<DaemonRecord> workers = WorkerRecords();
+    if (index >= static_cast<int>(workers.size())) {
+      ADD_FAILURE() << "no worker " << index << " in the cluster file";
+      return nullptr;
+    }
+    return v1::WorkerAgentService::NewStub(
+        MakeChannel(workers[index].address, CaOnly(), absl::StrCat("local-", index)));
+  }
+  std::string AgentCredential(int index) {
+    absl::StatusOr<std::string> key =
+        LoadOrCreateKey(state_dir_ + "/coordinator/credential.key");
+    EXPECT_TRUE(key.ok()) << key.status();
+    return CredentialSigner(key.ok() ? *key : "").Agent(absl::StrCat("local-", index));
+  }
+  Tls CaOnly() const { return TlsFiles{tls_->ca_pem, "", ""}; }
+  std::vector<DaemonRecord> WorkerRecords() {
+    std::vector<DaemonRecord> workers;
+    for (const DaemonRecord& d : DaemonRecords()) {
+      if (d.role == "worker") workers.push_back(d);
+    }
+    return workers;
+  }
+
   std::string SleeperSpec(const std::string& name) {
     return absl::StrCat("name: ", name,
                         "\nranks: 2\ncommand: [sh, -c, 'sleep 300 & sleep 300 & wait']\n");
@@ -110,6 +144,7 @@ class ClusterTest : public ::testing::Test {
 
   std::string state_dir_;
   std::string address_;
+  Tls tls_;  // the admin's certificate
   std::unique_ptr<Client> client_;
   std::vector<int> extra_pids_;
   // Set before ClusterTest::SetUp to give the daemons more environment.

@@ -116,13 +116,17 @@ TEST_F(ClusterTest, KilledCoordinatorRestartsWithTheSameJobsAndHistory) {
   extra_pids_.push_back(*pid);
 
   std::vector<v1::Job> after;
+  absl::Status last;
   ASSERT_TRUE(testing::WaitFor(
       [&] {
         auto jobs = client_->ListJobs();
         if (jobs.ok()) after = *jobs;
+        last = jobs.status();
         return jobs.ok();
       },
-      absl::Seconds(30)));
+      absl::Seconds(30)))
+      << last << "\n"
+      << testing::Shell("tail -n 20 " + restart.output_path).out;
   ASSERT_EQ(after.size(), before->size());
   for (size_t i = 0; i < after.size(); ++i) {
     EXPECT_EQ(after[i].id(), (*before)[i].id());
@@ -231,8 +235,8 @@ TEST_F(ClusterTest, EveryServerServesGrpcHealth) {
   for (const auto& w : *workers) addresses.push_back(w.address());
   ASSERT_EQ(addresses.size(), 3u);
   for (const std::string& address : addresses) {
-    auto health = grpc::health::v1::Health::NewStub(
-        grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+    // Anyone may ask: no credential, only the CA to check the server.
+    auto health = grpc::health::v1::Health::NewStub(MakeChannel(address, CaOnly(), "localhost"));
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     grpc::health::v1::HealthCheckResponse response;

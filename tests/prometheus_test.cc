@@ -147,7 +147,7 @@ TEST_F(PrometheusTest, TopShowsJobsAndGpusAndRestoresTheTerminal) {
       },
       absl::Seconds(60)));
   const std::string command = absl::StrCat(
-      "RINGMASTER_COORDINATOR=", address_, " script -qec '",
+      "RINGMASTER_COORDINATOR=", address_, " RINGMASTER_TLS_DIR=", state_dir_, "/tls script -qec '",
       testing::Runfile("client/ringmaster"), " top --iterations 2' /dev/null");
   testing::CommandResult r = testing::Shell(command);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;

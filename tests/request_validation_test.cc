@@ -20,19 +20,10 @@ const std::vector<std::string>& BadIds() {
 
 class RequestValidationTest : public ClusterTest {
  protected:
-  std::unique_ptr<v1::WorkerAgentService::Stub> Worker() {
-    for (const DaemonRecord& d : DaemonRecords()) {
-      if (d.role == "worker") {
-        return v1::WorkerAgentService::NewStub(
-            grpc::CreateChannel(d.address, grpc::InsecureChannelCredentials()));
-      }
-    }
-    ADD_FAILURE() << "no worker in the cluster file";
-    return nullptr;
-  }
-  static grpc::StatusCode ReadLog(v1::WorkerAgentService::Stub& worker, const std::string& id,
-                                  int rank, std::string* message = nullptr) {
+  grpc::StatusCode ReadLog(v1::WorkerAgentService::Stub& worker, const std::string& id,
+                           int rank, std::string* message = nullptr) {
     grpc::ClientContext context;
+    AddBearerToken(&context, AgentCredential(0));
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     v1::ReadLogRequest request;
     request.set_job_id(id);
@@ -54,7 +45,7 @@ TEST_F(RequestValidationTest, CoordinatorServicesRefuseMalformedJobIds) {
     EXPECT_EQ(client_->StreamLogs(id, std::nullopt, false, [](const v1::LogChunk&) {}).code(),
               absl::StatusCode::kInvalidArgument)
         << id;
-    RendezvousClient store(address_, id, 0);
+    RendezvousClient store(address_, id, 0, "", CaOnly());
     EXPECT_EQ(store.Set("k", "v").code(), absl::StatusCode::kInvalidArgument) << id;
   }
   EXPECT_EQ(client_->GetJob("no-such-job-1").status().code(), absl::StatusCode::kNotFound)
@@ -62,7 +53,7 @@ TEST_F(RequestValidationTest, CoordinatorServicesRefuseMalformedJobIds) {
 }
 
 TEST_F(RequestValidationTest, WorkerLogServiceRefusesPathsAndShowsNone) {
-  auto worker = Worker();
+  auto worker = WorkerAgent(0);
   ASSERT_NE(worker, nullptr);
   for (const std::string& id : BadIds()) {
     EXPECT_EQ(ReadLog(*worker, id, 0), grpc::StatusCode::INVALID_ARGUMENT) << id;
@@ -77,8 +68,9 @@ TEST_F(RequestValidationTest, WorkerLogServiceRefusesPathsAndShowsNone) {
   report.mutable_rank()->set_job_id("../../x");
   report.mutable_progress()->set_step(999999);
   v1::ReportProgressResponse response;
+  // No rank of a job "../../x" runs here, so no credential could be its.
   EXPECT_EQ(worker->ReportProgress(&context, report, &response).error_code(),
-            grpc::StatusCode::INVALID_ARGUMENT);
+            grpc::StatusCode::UNAUTHENTICATED);
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "client/client.h"
 #include "client/job_spec_yaml.h"
+#include "common/tls.h"
 #include "trainer/coordinator_gloo_store.h"
 #include "trainer/dataset.h"
 #include "trainer/gloo_collective.h"
@@ -32,6 +33,12 @@ namespace ringmaster {
 namespace {
 
 void Log(const std::string& line) { std::cout << line << std::endl; }
+
+// The cluster's CA, when its channels are TLS; a rank shows no certificate.
+Tls TrainerTls(const TrainerEnv& env) {
+  if (env.tls_ca.empty()) return std::nullopt;
+  return TlsFiles{env.tls_ca, "", ""};
+}
 
 int Fail(const absl::Status& status) {
   std::cerr << "ringmaster-trainer: " << status.message() << std::endl;
@@ -161,7 +168,8 @@ int Run(int argc, char** argv) {
     ref.set_job_id(env->job_id);
     ref.set_attempt(env->attempt);
     ref.set_rank(env->rank);
-    reporter = std::make_unique<ProgressReporter>(env->worker_address, env->token, ref);
+    reporter = std::make_unique<ProgressReporter>(
+        MakeChannel(env->worker_address, TrainerTls(*env), env->worker_id), env->token, ref);
     context.on_progress = [&](const v1::Progress& p) { reporter->Report(p); };
   }
   context.comm = comm->get();

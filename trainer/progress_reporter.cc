@@ -4,15 +4,15 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include "common/auth.h"
+#include "common/credentials.h"
 
 namespace ringmaster {
 namespace {
 
-ProgressReporter::Send WorkerAgentSender(const std::string& worker_address,
+ProgressReporter::Send WorkerAgentSender(std::shared_ptr<grpc::Channel> channel,
                                          const std::string& token) {
-  std::shared_ptr<v1::WorkerAgentService::Stub> stub = v1::WorkerAgentService::NewStub(
-      grpc::CreateChannel(worker_address, grpc::InsecureChannelCredentials()));
+  std::shared_ptr<v1::WorkerAgentService::Stub> stub =
+      v1::WorkerAgentService::NewStub(std::move(channel));
   return [stub, token](const v1::RankProgress& request) {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
@@ -24,9 +24,9 @@ ProgressReporter::Send WorkerAgentSender(const std::string& worker_address,
 
 }  // namespace
 
-ProgressReporter::ProgressReporter(const std::string& worker_address, const std::string& token,
+ProgressReporter::ProgressReporter(std::shared_ptr<grpc::Channel> agent, const std::string& token,
                                    v1::RankRef rank, absl::Duration keepalive)
-    : ProgressReporter(WorkerAgentSender(worker_address, token), std::move(rank), keepalive) {}
+    : ProgressReporter(WorkerAgentSender(std::move(agent), token), std::move(rank), keepalive) {}
 
 ProgressReporter::ProgressReporter(Send send, v1::RankRef rank, absl::Duration keepalive)
     : send_(std::move(send)), rank_(std::move(rank)), keepalive_(keepalive) {

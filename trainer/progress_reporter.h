@@ -9,6 +9,8 @@
 #include <string>
 #include <thread>
 
+#include <grpcpp/grpcpp.h>
+
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -27,11 +29,11 @@ class ProgressReporter {
  public:
   using Send = std::function<void(const v1::RankProgress&)>;
 
-  // Reports to the worker agent at `worker_address`, each call given a
-  // short deadline: a worker that does not answer is skipped, not waited for.
-  // `token`, when not empty, is sent as the worker requires.
-  ProgressReporter(const std::string& worker_address, const std::string& token, v1::RankRef rank,
-                   absl::Duration keepalive = absl::Seconds(1));
+  // Reports to the worker agent on `agent`, each call given a short
+  // deadline: a worker that does not answer is skipped, not waited for.
+  // `token` (the attempt's job credential), when not empty, goes with each.
+  ProgressReporter(std::shared_ptr<grpc::Channel> agent, const std::string& token,
+                   v1::RankRef rank, absl::Duration keepalive = absl::Seconds(1));
   // Tests: `send` instead of the worker agent.
   ProgressReporter(Send send, v1::RankRef rank, absl::Duration keepalive);
   // Sends what is pending, then stops the sender.

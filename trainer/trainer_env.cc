@@ -53,7 +53,9 @@ absl::StatusOr<TrainerEnv> ReadTrainerEnv(const GetEnv& getenv) {
   read.String("RINGMASTER_TRAINER_SPEC", &env.spec_json);
   read.String("RINGMASTER_HOST", &env.host);
   read.String("RINGMASTER_WORKER_ADDRESS", &env.worker_address);
-  read.String("RINGMASTER_TOKEN", &env.token);
+  read.String("RINGMASTER_WORKER_ID", &env.worker_id);
+  read.String("RINGMASTER_TLS_CA", &env.tls_ca);
+  read.String("RINGMASTER_JOB_TOKEN", &env.token);
   read.String("RINGMASTER_CHECKPOINT_DIR", &env.checkpoint_dir);
   read.String("RINGMASTER_TRAINER_SAVE_WEIGHTS", &env.save_weights);
   read.String("CUDA_VISIBLE_DEVICES", &env.visible_gpus);

@@ -19,7 +19,9 @@ struct TrainerEnv {
   std::string spec_json;         // RINGMASTER_TRAINER_SPEC
   std::string host = "127.0.0.1";  // RINGMASTER_HOST: this rank's address for peers
   std::string worker_address;    // RINGMASTER_WORKER_ADDRESS: where progress goes
-  std::string token;             // RINGMASTER_TOKEN: what the worker requires, if anything
+  std::string worker_id;         // RINGMASTER_WORKER_ID: the name in its TLS certificate
+  std::string tls_ca;            // RINGMASTER_TLS_CA: the cluster's CA (PEM); empty: plaintext
+  std::string token;             // RINGMASTER_JOB_TOKEN: this attempt's credential, if any
   std::string checkpoint_dir;    // RINGMASTER_CHECKPOINT_DIR
   std::string save_weights;      // RINGMASTER_TRAINER_SAVE_WEIGHTS: rank 0 writes them
   std::string visible_gpus;      // CUDA_VISIBLE_DEVICES; empty: train on the CPU

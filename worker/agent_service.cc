@@ -42,7 +42,9 @@ absl::StatusOr<v1::ReadLogResponse> ReadLogFile(const std::string& path,
 grpc::ServerUnaryReactor* AgentServiceImpl::ReadLog(grpc::CallbackServerContext* context,
                                                     const v1::ReadLogRequest* request,
                                                     v1::ReadLogResponse* response) {
-  if (absl::Status s = auth_.Check(context); !s.ok()) return FinishUnary(context, s);
+  if (absl::Status s = access_->RequireCoordinator(*context); !s.ok()) {
+    return FinishUnary(context, s);
+  }
   // The path is built from the request only once its parts are checked.
   if (absl::Status valid = ValidateRankRef(request->job_id(), request->rank()); !valid.ok()) {
     return FinishUnary(context, valid);
@@ -62,7 +64,9 @@ namespace ringmaster {
 grpc::ServerUnaryReactor* AgentServiceImpl::ReportProgress(
     grpc::CallbackServerContext* context, const v1::RankProgress* request,
     v1::ReportProgressResponse*) {
-  if (absl::Status s = auth_.Check(context); !s.ok()) return FinishUnary(context, s);
+  if (absl::Status s = access_->RequireRank(*context, request->rank()); !s.ok()) {
+    return FinishUnary(context, s);
+  }
   if (absl::Status valid = ValidateRankRef(request->rank().job_id(), request->rank().rank());
       !valid.ok()) {
     return FinishUnary(context, valid);

@@ -1,4 +1,5 @@
-// gRPC edge of WorkerAgentService: serves rank logs to the coordinator.
+// gRPC edge of WorkerAgentService: serves rank logs to the coordinator and
+// takes the ranks' progress reports; AgentAccess says who may call.
 #ifndef RINGMASTER_WORKER_AGENT_SERVICE_H_
 #define RINGMASTER_WORKER_AGENT_SERVICE_H_
 
@@ -6,7 +7,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "common/auth.h"
+#include "worker/agent_access.h"
 #include "proto/worker.grpc.pb.h"
 #include "worker/progress_board.h"
 #include "worker/rank_supervisor.h"
@@ -22,14 +23,13 @@ absl::StatusOr<v1::ReadLogResponse> ReadLogFile(const std::string& path, const s
 class AgentServiceImpl final : public v1::WorkerAgentService::CallbackService {
  public:
   // `on_progress` also sees every report (the worker's metrics).
-  // With a token, every call must carry it, as the coordinator's do.
   AgentServiceImpl(const RankSupervisor* supervisor, ProgressBoard* progress,
                    std::function<void(const v1::RankProgress&)> on_progress,
-                   std::string token = "")
+                   const AgentAccess* access)
       : supervisor_(supervisor),
         progress_(progress),
         on_progress_(std::move(on_progress)),
-        auth_(std::move(token)) {}
+        access_(access) {}
   grpc::ServerUnaryReactor* ReadLog(grpc::CallbackServerContext* context,
                                     const v1::ReadLogRequest* request,
                                     v1::ReadLogResponse* response) override;
@@ -41,7 +41,7 @@ class AgentServiceImpl final : public v1::WorkerAgentService::CallbackService {
   const RankSupervisor* const supervisor_;
   ProgressBoard* const progress_;
   const std::function<void(const v1::RankProgress&)> on_progress_;
-  const TokenCheck auth_;
+  const AgentAccess* const access_;
 };
 
 }  // namespace ringmaster

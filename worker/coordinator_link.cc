@@ -5,7 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "common/auth.h"
+#include "common/credentials.h"
 #include "common/net.h"
 
 namespace ringmaster {
@@ -39,7 +39,7 @@ absl::Status CoordinatorLink::Run() {
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
   auto channel = grpc::CreateCustomChannel(options_.coordinator_address,
-                                           grpc::InsecureChannelCredentials(), args);
+                                           ChannelCredentials(options_.tls), args);
   auto stub = v1::WorkerService::NewStub(channel);
   absl::Duration backoff = options_.reconnect_initial;
   bool ever_registered = false;
@@ -102,6 +102,7 @@ grpc::Status CoordinatorLink::Serve(v1::WorkerService::Stub* stub, bool* registe
       spdlog::info("registered with coordinator {} (session {})", options_.coordinator_address,
                    command.registered().session());
       *registered = true;
+      if (hooks_.registered) hooks_.registered(command.registered());
       absl::MutexLock lock(&mu_);
       heartbeat_interval_ =
           absl::Milliseconds(std::max<int64_t>(50, command.registered().heartbeat_interval_ms()));

@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/tls.h"
 #include "proto/worker.grpc.pb.h"
 #include "worker/event_outbox.h"
 
@@ -22,6 +23,7 @@ namespace ringmaster {
 struct CoordinatorLinkOptions {
   std::string coordinator_address;
   std::string token;  // sent as "authorization: Bearer"; empty: none
+  Tls tls;            // this worker's certificate, shown to the coordinator
   v1::RegisterWorker identity;  // id, address, hostname, slots, gpus, incarnation
   absl::Duration reconnect_initial = absl::Milliseconds(200);
   absl::Duration reconnect_max = absl::Seconds(5);
@@ -37,6 +39,7 @@ class CoordinatorLink {
     std::function<std::vector<v1::RunningRank>()> running_ranks;
     std::function<std::vector<v1::RankProgress>()> progress;  // may be empty
     std::function<void(v1::Heartbeat*)> usage;                 // may be empty
+    std::function<void(const v1::Registered&)> registered;    // may be empty
   };
 
   CoordinatorLink(CoordinatorLinkOptions options, Hooks hooks);

@@ -10,11 +10,30 @@
 #include "common/daemon_flags.h"
 #include "common/net.h"
 #include "common/signals.h"
+#include "common/tls.h"
 #include "common/token_file.h"
 #include "worker/death_watch.h"
 #include "worker/rank_cgroups.h"
 #include "worker/state_dir_lock.h"
 #include "worker/worker_server.h"
+
+namespace {
+
+// The worker's credential (token) and, with --tls-dir, its certificate.
+absl::Status LoadCredentials(const std::string& token_file, const std::string& tls_dir,
+                             ringmaster::WorkerConfig* config) {
+  absl::StatusOr<std::string> token = ringmaster::ReadToken(token_file);
+  if (!token.ok()) return token.status();
+  config->token = *token;
+  if (tls_dir.empty()) return absl::OkStatus();
+  absl::StatusOr<ringmaster::TlsFiles> tls =
+      ringmaster::LoadTls(tls_dir, "worker-" + config->worker_id);
+  if (!tls.ok()) return tls.status();
+  config->tls = *std::move(tls);
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   ringmaster::WorkerConfig config;
@@ -39,8 +58,12 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   std::string token_file;
   app.add_option("--token-file", token_file,
-                 "the coordinator's token, in a file of mode 600 (else env RINGMASTER_TOKEN)");
+                 "this worker's credential (from ringmaster-coordinator --issue-worker-token "
+                 "ID), in a file of mode 600; else env RINGMASTER_TOKEN");
   app.add_option("--id", config.worker_id, "worker id (default: hostname-port)");
+  app.add_option("--rank-user", config.rank_user,
+                 "user[:group] ranks run as (default: nobody when the worker is root, else "
+                 "the worker's user)");
   app.add_option("--slots", config.slots,
                  "CPU slots (default: one per GPU, or 1 without GPUs)");
   app.add_option("--state-dir", config.state_dir, "rank logs live below it")
@@ -50,12 +73,6 @@ int main(int argc, char** argv) {
   ringmaster::AddDurationOption(app, "--shutdown-grace", &shutdown_grace,
                                 "on SIGTERM, ranks get this long before SIGKILL");
   CLI11_PARSE(app, argc, argv);
-  absl::StatusOr<std::string> token = ringmaster::ReadToken(token_file);
-  if (!token.ok()) {
-    spdlog::critical("{}", std::string(token.status().message()));
-    return 2;
-  }
-  config.token = *token;
   // Held for the process's life; before anything that acts on the state dir.
   if (absl::StatusOr<int> lock = ringmaster::LockStateDir(config.state_dir); !lock.ok()) {
     spdlog::critical("{}", std::string(lock.status().message()));
@@ -72,6 +89,10 @@ int main(int argc, char** argv) {
   config.metrics_address = addresses->metrics;
   if (config.worker_id.empty()) {
     config.worker_id = absl::StrCat(ringmaster::Hostname(), "-", addresses->port);
+  }
+  if (absl::Status s = LoadCredentials(token_file, daemon.tls_dir(), &config); !s.ok()) {
+    spdlog::critical("{}", std::string(s.message()));
+    return 2;
   }
   // Forked while this process has one thread; it outlives a killed worker
   // to end the ranks' processes.

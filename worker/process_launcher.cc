@@ -45,6 +45,8 @@ absl::StatusOr<pid_t> PosixProcessLauncher::Spawn(const LaunchSpec& spec) {
   sub.working_dir = spec.working_dir;
   sub.output_path = spec.log_path;
   sub.detach = SubprocessSpec::Detach::kOwnSession;
+  sub.run_as = spec.run_as;
+  sub.no_new_privs = true;
   const bool contain = cgroups_ != nullptr && !spec.name.empty();
   if (spec.memory_bytes > 0 && !contain) {
     return absl::FailedPreconditionError(

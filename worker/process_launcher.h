@@ -7,12 +7,14 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/subprocess.h"
 #include "worker/rank_cgroups.h"
 
 namespace ringmaster {
@@ -24,6 +26,7 @@ struct LaunchSpec {
   std::string log_path;           // stdout and stderr, appended
   std::string name;               // of its cgroup: unique among running processes
   int64_t memory_bytes = 0;       // limit for it and its descendants; 0: none
+  std::optional<RunAs> run_as;    // its user; nullopt: the worker's
 };
 
 struct ExitStatus {

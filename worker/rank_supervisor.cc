@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
+#include "common/credentials.h"
 #include "common/private_dir.h"
 
 namespace ringmaster {
@@ -65,6 +66,7 @@ void RankSupervisor::Supervise(Key key) {
     }
     spec.env = options_.base_env;
     for (const auto& [k, v] : start.env()) spec.env[k] = v;
+    spec.run_as = options_.run_as;
     spec.env["TORCHELASTIC_ERROR_FILE"] =
         absl::StrCat(options_.log_dir, "/", ref.job_id(), "/rank-", ref.rank(),
                      ".error.json");
@@ -178,6 +180,17 @@ std::vector<RankSupervisor::Process> RankSupervisor::RunningProcesses() {
     }
   }
   return out;
+}
+
+std::optional<v1::RankRef> RankSupervisor::RankOfJobToken(const std::string& token) const {
+  absl::MutexLock lock(&mu_);
+  for (const auto& [key, rank] : ranks_) {
+    auto it = rank->start.env().find("RINGMASTER_JOB_TOKEN");
+    if (!rank->exited && it != rank->start.env().end() && SameSecret(it->second, token)) {
+      return RefOf(rank->start);
+    }
+  }
+  return std::nullopt;
 }
 
 void RankSupervisor::ReapFinishedThreads() {

@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -23,6 +24,7 @@ struct RankSupervisorOptions {
   std::string log_dir;            // <log_dir>/<job>/rank-<R>.log
   std::string trainer_program;    // run for argv[0] == "ringmaster-trainer"
   std::map<std::string, std::string> base_env;  // PATH and HOME of the worker
+  std::optional<RunAs> run_as;    // the ranks' user (HOME and USER follow); nullopt: the worker's
   absl::Duration clear_group_timeout = absl::Seconds(10);
 };
 
@@ -58,6 +60,8 @@ class RankSupervisor {
     std::vector<int> gpus;
   };
   std::vector<Process> RunningProcesses();
+  // The running rank whose job credential (RINGMASTER_JOB_TOKEN) is `token`.
+  std::optional<v1::RankRef> RankOfJobToken(const std::string& token) const;
   std::string LogPath(const std::string& job_id, int rank) const;
 
  private:
@@ -81,7 +85,7 @@ class RankSupervisor {
   const RankSupervisorOptions options_;
   const Callbacks callbacks_;
 
-  absl::Mutex mu_;
+  mutable absl::Mutex mu_;
   std::map<Key, std::unique_ptr<Rank>> ranks_ ABSL_GUARDED_BY(mu_);
 };
 

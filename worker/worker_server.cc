@@ -15,6 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "common/net.h"
 #include "common/private_dir.h"
+#include "common/status_macros.h"
 #include "worker/gpu_discovery.h"
 #include "worker/nvml.h"
 
@@ -28,6 +29,25 @@ std::string NewIncarnation() {
 }
 
 }  // namespace
+
+absl::StatusOr<std::optional<RunAs>> RankIdentity(const std::string& rank_user) {
+  const bool root = geteuid() == 0;
+  if (rank_user.empty() && !root) return std::nullopt;
+  absl::StatusOr<RunAs> as = ResolveRunAs(rank_user.empty() ? "nobody" : rank_user);
+  if (!as.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--rank-user: ", as.status().message(),
+                     rank_user.empty() ? " (a root worker runs ranks as nobody by default)" : ""));
+  }
+  if (as->uid == geteuid() && !root) return std::nullopt;
+  if (!root) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--rank-user ", rank_user, " needs a worker running as root (this one runs as uid ",
+        geteuid(), ")"));
+  }
+  if (as->uid == 0) spdlog::warn("--rank-user {}: ranks run as root", rank_user);
+  return as;
+}
 
 absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
     const WorkerConfig& config) {
@@ -57,12 +77,21 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
   supervisor_options.trainer_program = config.trainer_program;
   // Ranks report progress to this worker and bind collectives on its host.
   supervisor_options.base_env["RINGMASTER_WORKER_ADDRESS"] = config.advertise_address;
+  supervisor_options.base_env["RINGMASTER_WORKER_ID"] = config.worker_id;
+  // Ranks check this worker's agent and the coordinator against the CA.
+  if (config.tls) supervisor_options.base_env["RINGMASTER_TLS_CA"] = config.tls->ca_pem;
   supervisor_options.base_env["RINGMASTER_HOST"] = HostOfAddress(config.advertise_address);
   for (const char* name : {"PATH", "HOME", "LANG", "TMPDIR", "USER"}) {
     if (const char* value = std::getenv(name)) supervisor_options.base_env[name] = value;
   }
   if (supervisor_options.base_env.count("PATH") == 0) {
     supervisor_options.base_env["PATH"] = "/usr/local/bin:/usr/bin:/bin";
+  }
+  ASSIGN_OR_RETURN(supervisor_options.run_as, RankIdentity(config.rank_user));
+  if (const std::optional<RunAs>& as = supervisor_options.run_as) {
+    supervisor_options.base_env["HOME"] = as->home;
+    supervisor_options.base_env["USER"] = as->name.substr(0, as->name.find(':'));
+    spdlog::info("ranks run as {} (uid {}, gid {})", as->name, as->uid, as->gid);
   }
   WorkerServer* self = server.get();
   // Kills what an earlier worker of this id left before anything registers.
@@ -90,6 +119,7 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
   CoordinatorLinkOptions link_options;
   link_options.coordinator_address = config.coordinator_address;
   link_options.token = config.token;
+  link_options.tls = config.tls;
   link_options.identity = identity;
   server->link_ = std::make_unique<CoordinatorLink>(
       link_options,
@@ -105,7 +135,10 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
           },
           [self] { return self->RunningRanks(); },
           [self] { return self->progress_.TakeChanged(); },
-          [self](v1::Heartbeat* beat) { self->metrics_->FillUsage(beat); }});
+          [self](v1::Heartbeat* beat) { self->metrics_->FillUsage(beat); },
+          [self](const v1::Registered& registered) {
+            self->access_->SetAgentCredential(registered.agent_credential());
+          }});
 
   absl::StatusOr<std::unique_ptr<Nvml>> nvml = Nvml::Load(config.nvml_library);
   if (!nvml.ok()) spdlog::info("no GPU metrics: {}", nvml.status().ToString());
@@ -117,9 +150,15 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
         }
         return out;
       });
+  // A worker with a credential of its own belongs to a cluster that checks
+  // callers; so does its agent.
+  server->access_ = std::make_unique<AgentAccess>(
+      !config.token.empty() || config.tls.has_value(),
+      [self](const std::string& token) { return self->supervisor_->RankOfJobToken(token); });
   server->agent_ = std::make_unique<AgentServiceImpl>(
       server->supervisor_.get(), &server->progress_,
-      [self](const v1::RankProgress& p) { self->metrics_->OnProgress(p); }, config.token);
+      [self](const v1::RankProgress& p) { self->metrics_->OnProgress(p); },
+      server->access_.get());
   if (!config.metrics_address.empty()) {
     absl::StatusOr<std::unique_ptr<MetricsServer>> metrics_server =
         MetricsServer::Start(config.metrics_address, &server->registry_);
@@ -130,7 +169,7 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(config.listen_address, grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(config.listen_address, ServerCredentials(config.tls), &port);
   builder.RegisterService(server->agent_.get());
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || port == 0) {

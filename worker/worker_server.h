@@ -18,6 +18,7 @@
 #include "worker/worker_metrics.h"
 #include "common/metrics.h"
 #include "common/metrics_server.h"
+#include "common/tls.h"
 
 namespace ringmaster {
 
@@ -31,8 +32,17 @@ struct WorkerConfig {
   int slots = 0;                  // 0: one per GPU, or 1 without GPUs
   std::string metrics_address;    // host:port of /metrics; empty: none
   std::string nvml_library = "libnvidia-ml.so.1";
-  std::string token;              // the coordinator's, when it requires one
+  std::string token;              // this worker's credential, when the cluster checks callers
+  Tls tls;                        // worker-<id>.crt/.key and ca.crt; nullopt: plaintext
+  // "user[:group]" ranks run as; empty: "nobody" when the worker is root,
+  // else the worker's own user.
+  std::string rank_user;
 };
+
+// Who ranks run as under `rank_user` (see WorkerConfig): nullopt when they
+// run as the worker does. FAILED_PRECONDITION when a worker that is not
+// root is asked for another user, INVALID_ARGUMENT for an unknown one.
+absl::StatusOr<std::optional<RunAs>> RankIdentity(const std::string& rank_user);
 
 class WorkerServer {
  public:
@@ -56,6 +66,7 @@ class WorkerServer {
   std::unique_ptr<MetricsServer> metrics_server_;
   std::unique_ptr<RankSupervisor> supervisor_;
   std::unique_ptr<CoordinatorLink> link_;
+  std::unique_ptr<AgentAccess> access_;
   std::unique_ptr<AgentServiceImpl> agent_;
   std::unique_ptr<grpc::Server> server_;
   std::thread link_thread_;

@@ -1,0 +1,146 @@
+#include "common/credentials.h"
+
+#include <fcntl.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/strip.h"
+#include "absl/strings/str_cat.h"
+
+namespace ringmaster {
+namespace {
+
+constexpr absl::string_view kWorkerKind = "rmw.";
+constexpr absl::string_view kAgentKind = "rma.";
+constexpr absl::string_view kJobKind = "rmj.";
+constexpr size_t kKeyBytes = 32;
+
+}  // namespace
+
+bool SameSecret(absl::string_view a, absl::string_view b) {
+  // Every byte of the longer one is looked at, whatever the other holds.
+  const size_t n = std::max(a.size(), b.size());
+  unsigned char differ = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < n; ++i) {
+    const unsigned char x = i < a.size() ? a[i] : 0;
+    const unsigned char y = i < b.size() ? b[i] : 0;
+    differ |= x ^ y;
+  }
+  return differ == 0;
+}
+
+std::string CredentialSigner::Sign(absl::string_view payload) const {
+  unsigned char mac[EVP_MAX_MD_SIZE];
+  unsigned int mac_len = 0;
+  HMAC(EVP_sha256(), key_.data(), static_cast<int>(key_.size()),
+       reinterpret_cast<const unsigned char*>(payload.data()), payload.size(), mac, &mac_len);
+  return absl::StrCat(payload, ".",
+                      absl::BytesToHexString(absl::string_view(
+                          reinterpret_cast<const char*>(mac), mac_len)));
+}
+
+std::string CredentialSigner::Worker(absl::string_view worker_id) const {
+  return Sign(absl::StrCat(kWorkerKind, worker_id));
+}
+
+std::string CredentialSigner::Agent(absl::string_view worker_id) const {
+  return Sign(absl::StrCat(kAgentKind, worker_id));
+}
+
+std::string CredentialSigner::Job(absl::string_view job_id, int attempt) const {
+  return Sign(absl::StrCat(kJobKind, attempt, ".", job_id));
+}
+
+std::optional<Caller> CredentialSigner::Verify(absl::string_view token) const {
+  const size_t dot = token.rfind('.');
+  if (key_.empty() || dot == absl::string_view::npos) return std::nullopt;
+  const absl::string_view payload = token.substr(0, dot);
+  if (!SameSecret(Sign(payload), token)) return std::nullopt;
+  Caller caller;
+  if (absl::StartsWith(payload, kWorkerKind)) {
+    caller.role = Caller::Role::kWorker;
+    caller.id = std::string(payload.substr(kWorkerKind.size()));
+  } else if (absl::StartsWith(payload, kAgentKind)) {
+    caller.role = Caller::Role::kAgent;
+    caller.id = std::string(payload.substr(kAgentKind.size()));
+  } else if (absl::StartsWith(payload, kJobKind)) {
+    const absl::string_view rest = payload.substr(kJobKind.size());
+    const size_t sep = rest.find('.');
+    if (sep == absl::string_view::npos ||
+        !absl::SimpleAtoi(rest.substr(0, sep), &caller.attempt)) {
+      return std::nullopt;
+    }
+    caller.role = Caller::Role::kJob;
+    caller.id = std::string(rest.substr(sep + 1));
+  } else {
+    return std::nullopt;
+  }
+  return caller;
+}
+
+absl::StatusOr<std::string> LoadOrCreateKey(const std::string& path) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd >= 0) {
+    unsigned char key[kKeyBytes];
+    const bool made = RAND_bytes(key, sizeof(key)) == 1 &&
+                      write(fd, key, sizeof(key)) == static_cast<ssize_t>(sizeof(key)) &&
+                      fsync(fd) == 0;
+    close(fd);
+    if (!made) {
+      unlink(path.c_str());
+      return absl::FailedPreconditionError(absl::StrCat("cannot write the key ", path));
+    }
+    return std::string(reinterpret_cast<const char*>(key), sizeof(key));
+  }
+  if (errno != EEXIST) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot create the key ", path, ": ", strerror(errno)));
+  }
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0 || (st.st_mode & 077) != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the key ", path, " must be readable by its owner only (chmod 600)"));
+  }
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream key;
+  key << in.rdbuf();
+  if (!in || key.str().size() != kKeyBytes) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the key ", path, " is unreadable or not ", kKeyBytes, " bytes"));
+  }
+  return key.str();
+}
+
+std::optional<std::string> BearerToken(const grpc::ServerContextBase& context) {
+  const auto& metadata = context.client_metadata();
+  auto it = metadata.find("authorization");
+  if (it == metadata.end()) return std::nullopt;
+  absl::string_view value(it->second.data(), it->second.size());
+  if (!absl::ConsumePrefix(&value, "Bearer ")) return std::nullopt;
+  return std::string(value);
+}
+
+std::optional<std::string> PeerCertificateName(const grpc::ServerContextBase& context) {
+  std::shared_ptr<const grpc::AuthContext> auth = context.auth_context();
+  if (auth == nullptr || !auth->IsPeerAuthenticated()) return std::nullopt;
+  std::vector<grpc::string_ref> names = auth->FindPropertyValues("x509_common_name");
+  if (names.empty()) return std::nullopt;
+  return std::string(names.front().data(), names.front().size());
+}
+
+void AddBearerToken(grpc::ClientContext* context, const std::string& token) {
+  if (!token.empty()) context->AddMetadata("authorization", "Bearer " + token);
+}
+
+}  // namespace ringmaster

@@ -1,0 +1,78 @@
+// The credentials of a Ringmaster cluster and who a caller is.
+//
+//   admin   the cluster's admin token (--token-file / RINGMASTER_TOKEN), or a
+//           client certificate named "ringmaster:admin": every verb.
+//   worker  a token signed for one worker id, or a client certificate named
+//           "ringmaster:worker:<id>": registers and streams as that id only.
+//   job     signed by the coordinator for one attempt of one job and given
+//           to its ranks (RINGMASTER_JOB_TOKEN): that attempt's rendezvous
+//           scope and its ranks' progress reports, nothing else.
+//   agent   signed for one worker id and handed to that worker when it
+//           registers: the coordinator's calls to the worker's agent.
+//
+// Signed tokens are "<kind>.<fields>.<HMAC-SHA256 in hex>" under the
+// coordinator's key (<state-dir>/credential.key), so the coordinator checks
+// them without storing them. A job token names its attempt; the attempt's
+// rendezvous scope and running ranks end with it, and so does what the
+// token opens.
+#ifndef RINGMASTER_COMMON_CREDENTIALS_H_
+#define RINGMASTER_COMMON_CREDENTIALS_H_
+
+#include <optional>
+#include <string>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace ringmaster {
+
+struct Caller {
+  enum class Role { kNone, kAdmin, kWorker, kJob, kAgent };
+  Role role = Role::kNone;
+  std::string id;   // the worker id (kWorker, kAgent) or the job id (kJob)
+  int attempt = 0;  // kJob
+};
+
+// Thread-safe (immutable).
+class CredentialSigner {
+ public:
+  explicit CredentialSigner(std::string key) : key_(std::move(key)) {}
+
+  std::string Worker(absl::string_view worker_id) const;
+  std::string Job(absl::string_view job_id, int attempt) const;
+  std::string Agent(absl::string_view worker_id) const;
+  // The caller `token` names when this key signed it; nullopt otherwise.
+  std::optional<Caller> Verify(absl::string_view token) const;
+
+ private:
+  std::string Sign(absl::string_view payload) const;
+  const std::string key_;
+};
+
+// The signing key in `path`, made (32 random bytes, mode 0600) when there
+// is none. FAILED_PRECONDITION naming the file when it cannot be read or
+// written, or when others may read it.
+absl::StatusOr<std::string> LoadOrCreateKey(const std::string& path);
+
+// Equal, compared in time that depends only on the lengths' sum, not on
+// where they first differ.
+bool SameSecret(absl::string_view a, absl::string_view b);
+
+// The token of the "authorization: Bearer <token>" header, if any.
+std::optional<std::string> BearerToken(const grpc::ServerContextBase& context);
+// The common name of the caller's verified TLS client certificate, if any.
+std::optional<std::string> PeerCertificateName(const grpc::ServerContextBase& context);
+
+// What a client puts on a call: "authorization: Bearer <token>" (nothing
+// when `token` is empty).
+void AddBearerToken(grpc::ClientContext* context, const std::string& token);
+
+// Certificate common names: "ringmaster:admin", "ringmaster:worker:<id>".
+inline constexpr absl::string_view kAdminCertificateName = "ringmaster:admin";
+inline constexpr absl::string_view kWorkerCertificatePrefix = "ringmaster:worker:";
+
+}  // namespace ringmaster
+
+#endif  // RINGMASTER_COMMON_CREDENTIALS_H_

@@ -1,0 +1,86 @@
+#include "common/credentials.h"
+
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <string>
+
+#include <gtest/gtest.h>
+
+namespace ringmaster {
+namespace {
+
+TEST(CredentialSignerTest, EachKindNamesItsHolder) {
+  CredentialSigner signer("k1");
+  std::optional<Caller> worker = signer.Verify(signer.Worker("gpu-7.example.com"));
+  ASSERT_TRUE(worker.has_value());
+  EXPECT_EQ(worker->role, Caller::Role::kWorker);
+  EXPECT_EQ(worker->id, "gpu-7.example.com");
+
+  std::optional<Caller> job = signer.Verify(signer.Job("mnist-3", 2));
+  ASSERT_TRUE(job.has_value());
+  EXPECT_EQ(job->role, Caller::Role::kJob);
+  EXPECT_EQ(job->id, "mnist-3");
+  EXPECT_EQ(job->attempt, 2);
+
+  std::optional<Caller> agent = signer.Verify(signer.Agent("w1"));
+  ASSERT_TRUE(agent.has_value());
+  EXPECT_EQ(agent->role, Caller::Role::kAgent);
+  EXPECT_EQ(agent->id, "w1");
+}
+
+TEST(CredentialSignerTest, RefusesWhatItDidNotSign) {
+  CredentialSigner signer("k1");
+  const std::string job = signer.Job("mnist-3", 2);
+  EXPECT_FALSE(CredentialSigner("k2").Verify(job).has_value());
+  // Another attempt, job or kind under the same MAC.
+  std::string other = job;
+  other.replace(other.find(".2."), 3, ".3.");
+  EXPECT_FALSE(signer.Verify(other).has_value());
+  std::string renamed = job;
+  renamed.replace(renamed.find("mnist-3"), 7, "mnist-4");
+  EXPECT_FALSE(signer.Verify(renamed).has_value());
+  std::string as_worker = signer.Worker("w1");
+  as_worker[2] = 'a';  // rmw -> rma
+  EXPECT_FALSE(signer.Verify(as_worker).has_value());
+  EXPECT_FALSE(signer.Verify("").has_value());
+  EXPECT_FALSE(signer.Verify("no-dot").has_value());
+  EXPECT_FALSE(signer.Verify(job.substr(0, job.size() - 1)).has_value());
+  // An empty key signs nothing a caller could use.
+  EXPECT_FALSE(CredentialSigner("").Verify(CredentialSigner("").Worker("w1")).has_value());
+}
+
+TEST(SameSecretTest, ComparesWholeStringsIncludingLength) {
+  EXPECT_TRUE(SameSecret("abc", "abc"));
+  EXPECT_FALSE(SameSecret("abc", "abd"));
+  EXPECT_FALSE(SameSecret("abc", "abcd"));
+  EXPECT_FALSE(SameSecret("abcd", "abc"));
+  EXPECT_FALSE(SameSecret("", "a"));
+  EXPECT_TRUE(SameSecret("", ""));
+  EXPECT_FALSE(SameSecret(std::string("a\0b", 3), "a"));
+}
+
+TEST(LoadOrCreateKeyTest, MakesAPrivateKeyOnceAndReadsItBack) {
+  const std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/made.key";
+  absl::StatusOr<std::string> made = LoadOrCreateKey(path);
+  ASSERT_TRUE(made.ok()) << made.status();
+  EXPECT_EQ(made->size(), 32u);
+  struct stat st;
+  ASSERT_EQ(stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600);
+  absl::StatusOr<std::string> again = LoadOrCreateKey(path);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(*again, *made);
+}
+
+TEST(LoadOrCreateKeyTest, RefusesAKeyOthersCanRead) {
+  const std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/open.key";
+  ASSERT_TRUE(LoadOrCreateKey(path).ok());
+  chmod(path.c_str(), 0644);
+  absl::StatusOr<std::string> key = LoadOrCreateKey(path);
+  EXPECT_EQ(key.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(key.status().message().find("chmod 600"), absl::string_view::npos) << key.status();
+}
+
+}  // namespace
+}  // namespace ringmaster

@@ -1,0 +1,62 @@
+// Who may call what on the coordinator (see common/credentials.h for the
+// credentials themselves):
+//
+//   JobService, ClusterService            admin
+//   WorkerService.Connect                 admin, or the worker whose id it registers
+//   RendezvousService                     admin, or a job token of the scope's attempt
+//   grpc.health.v1.Health, reflection     anyone
+//
+// An open cluster (no admin token and no TLS) lets every caller do
+// everything: the daemons refuse to serve it beyond loopback without
+// --insecure.
+#ifndef RINGMASTER_COORDINATOR_ACCESS_POLICY_H_
+#define RINGMASTER_COORDINATOR_ACCESS_POLICY_H_
+
+#include <string>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/status/statusor.h"
+#include "common/credentials.h"
+
+namespace ringmaster {
+
+struct AccessOptions {
+  std::string admin_token;  // empty: none
+  std::string key;          // signs worker, job and agent tokens
+  bool tls = false;         // callers may present client certificates
+};
+
+// Thread-safe (immutable).
+class AccessPolicy {
+ public:
+  explicit AccessPolicy(AccessOptions options)
+      : options_(std::move(options)), signer_(options_.key) {}
+
+  bool open() const { return options_.admin_token.empty() && !options_.tls; }
+  const CredentialSigner& signer() const { return signer_; }
+
+  // Each is OK, UNAUTHENTICATED (no credential, or one this cluster did not
+  // issue) or PERMISSION_DENIED (a credential of another scope), the
+  // message naming the credential the call needs.
+  absl::Status RequireAdmin(const grpc::ServerContextBase& context) const;
+  // Before the worker says its id: admin or some worker. The caller is
+  // stored in `*caller` for RequireWorkerId.
+  absl::Status RequireWorker(const grpc::ServerContextBase& context, Caller* caller) const;
+  absl::Status RequireWorkerId(const Caller& caller, const std::string& worker_id) const;
+  absl::Status RequireJob(const grpc::ServerContextBase& context, const std::string& job_id,
+                          int attempt) const;
+
+ private:
+  // The caller its certificate or token names; kNone when it shows none,
+  // UNAUTHENTICATED when what it shows is not this cluster's.
+  absl::StatusOr<Caller> Identify(const grpc::ServerContextBase& context,
+                                  absl::string_view needed) const;
+
+  const AccessOptions options_;
+  const CredentialSigner signer_;
+};
+
+}  // namespace ringmaster
+
+#endif  // RINGMASTER_COORDINATOR_ACCESS_POLICY_H_

@@ -1,0 +1,74 @@
+#include "worker/agent_access.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/credentials.h"
+
+namespace ringmaster {
+namespace {
+
+constexpr absl::string_view kCoordinatorNeeded =
+    "the coordinator's agent credential for this worker";
+constexpr absl::string_view kRankNeeded =
+    "the job credential (RINGMASTER_JOB_TOKEN) of a rank running on this worker";
+
+}  // namespace
+
+void AgentAccess::SetAgentCredential(std::string credential) {
+  absl::MutexLock lock(&mu_);
+  agent_credential_ = std::move(credential);
+}
+
+bool AgentAccess::IsAgentCredential(const std::string& token) const {
+  absl::MutexLock lock(&mu_);
+  return !agent_credential_.empty() && SameSecret(token, agent_credential_);
+}
+
+absl::Status AgentAccess::RequireCoordinator(const grpc::ServerContextBase& context) const {
+  return RequireCoordinatorToken(BearerToken(context));
+}
+
+absl::Status AgentAccess::RequireRank(const grpc::ServerContextBase& context,
+                                      const v1::RankRef& rank) const {
+  return RequireRankToken(BearerToken(context), rank);
+}
+
+absl::Status AgentAccess::RequireCoordinatorToken(const std::optional<std::string>& token) const {
+  if (!secure_) return absl::OkStatus();
+  if (!token) {
+    return absl::UnauthenticatedError(
+        absl::StrCat("no credential given; this call needs ", kCoordinatorNeeded));
+  }
+  if (IsAgentCredential(*token)) return absl::OkStatus();
+  if (rank_of_token_(*token)) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("a job credential cannot make this call; it needs ", kCoordinatorNeeded));
+  }
+  return absl::UnauthenticatedError(absl::StrCat(
+      "the token given is not a credential of this worker; this call needs ", kCoordinatorNeeded));
+}
+
+absl::Status AgentAccess::RequireRankToken(const std::optional<std::string>& token,
+                                           const v1::RankRef& rank) const {
+  if (!secure_) return absl::OkStatus();
+  if (!token) {
+    return absl::UnauthenticatedError(
+        absl::StrCat("no credential given; this call needs ", kRankNeeded));
+  }
+  if (std::optional<v1::RankRef> holder = rank_of_token_(*token)) {
+    if (holder->job_id() == rank.job_id() && holder->attempt() == rank.attempt()) {
+      return absl::OkStatus();
+    }
+    return absl::PermissionDeniedError(absl::StrCat(
+        "the job credential of ", holder->job_id(), " attempt ", holder->attempt(),
+        " cannot report for ", rank.job_id(), " attempt ", rank.attempt()));
+  }
+  if (IsAgentCredential(*token)) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("the agent credential cannot make this call; it needs ", kRankNeeded));
+  }
+  return absl::UnauthenticatedError(absl::StrCat(
+      "the token given is not a credential of a rank running here; this call needs ",
+      kRankNeeded));
+}
+
+}  // namespace ringmaster

@@ -1,0 +1,69 @@
+#include "worker/agent_access.h"
+
+#include <gtest/gtest.h>
+
+namespace ringmaster {
+namespace {
+
+v1::RankRef Ref(const std::string& job, int attempt) {
+  v1::RankRef ref;
+  ref.set_job_id(job);
+  ref.set_attempt(attempt);
+  return ref;
+}
+
+class AgentAccessTest : public ::testing::Test {
+ protected:
+  AgentAccessTest()
+      : access_(true, [this](const std::string& token) -> std::optional<v1::RankRef> {
+          if (token == "job-a-token") return Ref("a", 1);
+          return std::nullopt;
+        }) {
+    access_.SetAgentCredential("agent-token");
+  }
+
+  absl::Status Coordinator(const std::string& token) {
+    return access_.RequireCoordinatorToken(Token(token));
+  }
+  absl::Status Rank(const std::string& token, const v1::RankRef& ref) {
+    return access_.RequireRankToken(Token(token), ref);
+  }
+  static std::optional<std::string> Token(const std::string& token) {
+    return token.empty() ? std::nullopt : std::optional<std::string>(token);
+  }
+
+  AgentAccess access_;
+};
+
+TEST_F(AgentAccessTest, ReadLogTakesOnlyTheAgentCredential) {
+  EXPECT_TRUE(Coordinator("agent-token").ok());
+  absl::Status none = Coordinator("");
+  EXPECT_EQ(none.code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_NE(none.message().find("agent credential"), absl::string_view::npos) << none;
+  EXPECT_EQ(Coordinator("guess").code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_EQ(Coordinator("job-a-token").code(), absl::StatusCode::kPermissionDenied);
+}
+
+TEST_F(AgentAccessTest, ProgressTakesOnlyTheRunningAttemptsCredential) {
+  EXPECT_TRUE(Rank("job-a-token", Ref("a", 1)).ok());
+  EXPECT_EQ(Rank("job-a-token", Ref("b", 1)).code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(Rank("job-a-token", Ref("a", 2)).code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(Rank("agent-token", Ref("a", 1)).code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(Rank("", Ref("a", 1)).code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_EQ(Rank("job-b-token", Ref("a", 1)).code(), absl::StatusCode::kUnauthenticated);
+}
+
+TEST(AgentAccessOpenTest, AWorkerWithoutCredentialsLetsEveryoneThrough) {
+  AgentAccess open(false, [](const std::string&) { return std::nullopt; });
+  EXPECT_TRUE(open.RequireCoordinatorToken(std::nullopt).ok());
+  EXPECT_TRUE(open.RequireRankToken(std::nullopt, Ref("a", 1)).ok());
+}
+
+TEST(AgentAccessUnregisteredTest, NoAgentCredentialBeforeRegistration) {
+  AgentAccess access(true, [](const std::string&) { return std::nullopt; });
+  EXPECT_EQ(access.RequireCoordinatorToken(std::string("")).code(),
+            absl::StatusCode::kUnauthenticated);
+}
+
+}  // namespace
+}  // namespace ringmaster
