@@ -6,6 +6,7 @@
 #include <optional>
 
 #include <CLI/CLI.hpp>
+#include <grpc/support/log.h>
 
 #include "client/commands.h"
 #include "common/token_file.h"
@@ -88,6 +89,8 @@ void AddCerts(CLI::App& app, CertsCommand* certs) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Errors reach the user as one line of ours, not as gRPC's own log.
+  gpr_set_log_function([](gpr_log_func_args*) {});
   ringmaster::GlobalOptions global;
   global.coordinator = EnvOr("RINGMASTER_COORDINATOR", "127.0.0.1:7070");
   std::string output = "table";

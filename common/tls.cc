@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "absl/cleanup/cleanup.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/net.h"
@@ -126,31 +127,24 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address, const Tls
 
 std::string ExplainTlsFailure(const std::string& address, bool tls,
                               const std::string& grpc_message) {
+  const Speaks speaks = Probe(address);
+  if (tls && speaks == Speaks::kPlaintext) {
+    return absl::StrCat(address, " serves plaintext, not TLS: this side has --tls-dir, "
+                                 "the server was started without it");
+  }
+  if (!tls && speaks == Speaks::kOther) {
+    return absl::StrCat(address, " requires TLS: give --tls-dir (or RINGMASTER_TLS_DIR) "
+                                 "the directory of `ringmaster certs init`");
+  }
   if (absl::StrContains(grpc_message, "certificate verify failed") ||
       absl::StrContains(grpc_message, "CERTIFICATE_VERIFY_FAILED")) {
     return absl::StrCat("the TLS certificate of ", address,
                         " is not signed by this cluster's CA (ca.crt of --tls-dir)");
   }
-  if (absl::StrContains(grpc_message, "Handshake") || absl::StrContains(grpc_message, "handshake") ||
+  if (absl::StrContains(absl::AsciiStrToLower(grpc_message), "handshake") ||
       absl::StrContains(grpc_message, "alert")) {
     return absl::StrCat("the TLS handshake with ", address,
-                        " failed: is --tls-dir the cluster's? (", grpc_message, ")");
-  }
-  switch (Probe(address)) {
-    case Speaks::kPlaintext:
-      if (tls) {
-        return absl::StrCat(address, " serves plaintext, not TLS: this side has --tls-dir, "
-                                     "the server was started without it");
-      }
-      return "";
-    case Speaks::kOther:
-      if (!tls) {
-        return absl::StrCat(address, " requires TLS: give --tls-dir (or RINGMASTER_TLS_DIR) "
-                                     "the directory of `ringmaster certs init`");
-      }
-      return "";
-    case Speaks::kNothing:
-      return "";
+                        " failed; is --tls-dir this cluster's? (", grpc_message, ")");
   }
   return "";
 }

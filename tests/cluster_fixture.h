@@ -34,8 +34,10 @@ class ClusterTest : public ::testing::Test {
     auto port = PickFreePort("127.0.0.1");
     ASSERT_TRUE(port.ok());
     address_ = absl::StrCat("127.0.0.1:", *port);
-    testing::CommandResult up =
-        Cli({"up", "--workers", "2", "--slots", "1", "--state-dir", state_dir_});
+    std::vector<std::string> args = {"up", "--workers", "2", "--slots", "1", "--state-dir",
+                                     state_dir_};
+    args.insert(args.end(), up_args_.begin(), up_args_.end());
+    testing::CommandResult up = Cli(args);
     ASSERT_EQ(up.exit_code, 0) << up.err;
     EXPECT_NE(up.out.find(address_), std::string::npos) << up.out;
     absl::StatusOr<Tls> tls = LoadClientTls(state_dir_ + "/tls");
@@ -147,8 +149,10 @@ class ClusterTest : public ::testing::Test {
   Tls tls_;  // the admin's certificate
   std::unique_ptr<Client> client_;
   std::vector<int> extra_pids_;
-  // Set before ClusterTest::SetUp to give the daemons more environment.
+  // Set before ClusterTest::SetUp to give the daemons more environment, or
+  // `up` more arguments.
   std::map<std::string, std::string> extra_env_;
+  std::vector<std::string> up_args_;
 };
 
 }  // namespace ringmaster
