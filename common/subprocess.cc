@@ -29,7 +29,7 @@ enum Step {
 };
 const char* const kStepNames[kSteps] = {
     "detach", "prctl", "join cgroup", "redirect output", "open /dev/null",
-    "no_new_privs", "switch to user", "chdir", "execve"};
+    "drop privileges", "switch to user", "chdir", "execve"};
 
 // What the child does between fork and exec, prepared before fork.
 struct ChildPlan {
@@ -77,6 +77,9 @@ struct ChildPlan {
   if (devnull < 0 || dup2(devnull, STDIN_FILENO) < 0) fail();
   step = kNoNewPrivs;
   if (plan.no_new_privs && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail();
+  // A worker that switches users by ambient capabilities does not hand them
+  // on (EINVAL: a kernel without ambient capabilities has none to clear).
+  if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL) fail();
   step = kRunAs;
   if (plan.run_as != nullptr) {
     // Groups first: once the user id is dropped they can no longer change.

@@ -48,7 +48,8 @@ struct SubprocessSpec {
   // caller's.
   std::optional<RunAs> run_as;
   // PR_SET_NO_NEW_PRIVS: nothing the child executes (set-user-ID programs
-  // included) gains privileges.
+  // and file capabilities included) gains privileges. Ambient capabilities
+  // are always cleared.
   bool no_new_privs = false;
 };
 

@@ -6,6 +6,7 @@ Every process is started in a session of its own and all of them (ranks
 included, found by the coordinator address in their environment) are
 killed by stop(), which a `with` block calls even when the body fails.
 """
+import getpass
 import json
 import os
 import re
@@ -105,7 +106,10 @@ class Cluster:
                 "--bind", "127.0.0.1", "--port", str(free_port()), "--metrics-port", "0",
                 "--id", self.worker_id(i), "--slots", "1",
                 "--state-dir", os.path.join(self.root, f"worker-{i}"),
-                "--trainer-bin", f"{self.bins}/trainer/ringmaster-trainer"] + self.worker_flags
+                "--trainer-bin", f"{self.bins}/trainer/ringmaster-trainer",
+                # Ranks run as whoever runs the suite: the trainer lives in
+                # its build tree, which another user may not read.
+                "--rank-user", getpass.getuser()] + self.worker_flags
 
     def start_worker(self, i):
         self.worker_procs[i] = self._spawn(self.worker_argv(i), f"worker-{i}.log")

@@ -17,6 +17,7 @@
 #include "common/private_dir.h"
 #include "common/status_macros.h"
 #include "worker/gpu_discovery.h"
+#include "worker/rank_identity.h"
 #include "worker/nvml.h"
 
 namespace ringmaster {
@@ -29,25 +30,6 @@ std::string NewIncarnation() {
 }
 
 }  // namespace
-
-absl::StatusOr<std::optional<RunAs>> RankIdentity(const std::string& rank_user) {
-  const bool root = geteuid() == 0;
-  if (rank_user.empty() && !root) return std::nullopt;
-  absl::StatusOr<RunAs> as = ResolveRunAs(rank_user.empty() ? "nobody" : rank_user);
-  if (!as.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--rank-user: ", as.status().message(),
-                     rank_user.empty() ? " (a root worker runs ranks as nobody by default)" : ""));
-  }
-  if (as->uid == geteuid() && !root) return std::nullopt;
-  if (!root) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "--rank-user ", rank_user, " needs a worker running as root (this one runs as uid ",
-        geteuid(), ")"));
-  }
-  if (as->uid == 0) spdlog::warn("--rank-user {}: ranks run as root", rank_user);
-  return as;
-}
 
 absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
     const WorkerConfig& config) {

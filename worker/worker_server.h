@@ -39,11 +39,6 @@ struct WorkerConfig {
   std::string rank_user;
 };
 
-// Who ranks run as under `rank_user` (see WorkerConfig): nullopt when they
-// run as the worker does. FAILED_PRECONDITION when a worker that is not
-// root is asked for another user, INVALID_ARGUMENT for an unknown one.
-absl::StatusOr<std::optional<RunAs>> RankIdentity(const std::string& rank_user);
-
 class WorkerServer {
  public:
   static absl::StatusOr<std::unique_ptr<WorkerServer>> Start(const WorkerConfig& config);
