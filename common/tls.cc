@@ -15,6 +15,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/net.h"
+#include "common/status_macros.h"
+#include "common/token_file.h"
 
 namespace ringmaster {
 namespace {
@@ -26,10 +28,7 @@ absl::StatusOr<std::string> ReadPem(const std::string& path, bool secret) {
         absl::StrCat("cannot read ", path, ": ", strerror(errno),
                      " (make it with `ringmaster certs init`)"));
   }
-  if (secret && (st.st_mode & 077) != 0) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("the key ", path, " must be readable by its owner only (chmod 600)"));
-  }
+  if (secret) RETURN_IF_ERROR(CheckSecretFileMode(path, "TLS key"));
   std::ifstream in(path);
   std::stringstream pem;
   pem << in.rdbuf();

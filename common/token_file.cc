@@ -13,25 +13,33 @@
 
 namespace ringmaster {
 
+absl::Status CheckSecretFileMode(const std::string& path, const std::string& what) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrFormat("%s %s: %s", what, path, strerror(errno)));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return absl::FailedPreconditionError(
+        absl::StrFormat("%s %s is not a regular file", what, path));
+  }
+  const bool others = (st.st_mode & 007) != 0;
+  const bool group = (st.st_mode & 070) != 0;
+  const bool root_group_read_only = st.st_uid == 0 && (st.st_mode & 030) == 0;
+  if (others || (group && !root_group_read_only)) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "%s %s is open to group or others (mode %04o); chmod 600 %s", what, path,
+        st.st_mode & 07777, path));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::string> ReadToken(const std::string& path) {
   if (path.empty()) {
     const char* env = std::getenv("RINGMASTER_TOKEN");
     return std::string(env ? env : "");
   }
-  struct stat st;
-  if (stat(path.c_str(), &st) != 0) {
-    return absl::FailedPreconditionError(
-        absl::StrFormat("token file %s: %s", path, strerror(errno)));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    return absl::FailedPreconditionError(
-        absl::StrFormat("token file %s is not a regular file", path));
-  }
-  if ((st.st_mode & 077) != 0) {
-    return absl::FailedPreconditionError(absl::StrFormat(
-        "token file %s is open to group or others (mode %04o); chmod 600 %s", path,
-        st.st_mode & 07777, path));
-  }
+  if (absl::Status s = CheckSecretFileMode(path, "token file"); !s.ok()) return s;
   std::ifstream in(path);
   std::stringstream text;
   text << in.rdbuf();

@@ -12,9 +12,15 @@ namespace ringmaster {
 
 // The token in `path` (surrounding whitespace dropped) when `path` is not
 // empty, else $RINGMASTER_TOKEN, else "" (no token). FAILED_PRECONDITION
-// naming the file when it cannot be read, is not a regular file, is
-// readable or writable by group or others, or holds no token.
+// naming the file when it cannot be read, is not a regular file, breaks
+// CheckSecretFileMode, or holds no token.
 absl::StatusOr<std::string> ReadToken(const std::string& path);
+
+// The rule for a file holding a secret (a token, a TLS key): nothing for
+// others, and nothing for its group unless root owns it and the group may
+// only read it (root:fsGroup 0440, as Kubernetes mounts a Secret).
+// FAILED_PRECONDITION naming `what`, its mode and the fix otherwise.
+absl::Status CheckSecretFileMode(const std::string& path, const std::string& what);
 
 }  // namespace ringmaster
 

@@ -1,6 +1,7 @@
 #include "common/token_file.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -29,12 +30,23 @@ TEST(TokenFileTest, RefusesFilesOthersCanReadAndSaysWhy) {
   const std::string open = Write("open", "s3cret", 0644);
   EXPECT_EQ(ReadToken(open).status().message(),
             "token file " + open + " is open to group or others (mode 0644); chmod 600 " + open);
-  EXPECT_FALSE(ReadToken(Write("group", "s3cret", 0640)).ok());
+  EXPECT_FALSE(ReadToken(Write("group-writable", "s3cret", 0660)).ok());
   const std::string empty = Write("empty", "\n", 0600);
   EXPECT_EQ(ReadToken(empty).status().message(), "token file " + empty + " is empty");
   EXPECT_EQ(ReadToken("/nonexistent/token").status().code(),
             absl::StatusCode::kFailedPrecondition);
   EXPECT_FALSE(ReadToken(std::getenv("TEST_TMPDIR")).ok()) << "a directory";
+}
+
+// A Kubernetes Secret mounted for a non-root container: root:fsGroup 0440.
+TEST(TokenFileTest, GroupMayReadOnlyARootOwnedFile) {
+  const std::string mounted = Write("mounted", "s3cret", 0440);
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to own the file as root and as another user";
+  ASSERT_EQ(chown(mounted.c_str(), 0, 65534), 0);
+  EXPECT_TRUE(ReadToken(mounted).ok());
+  ASSERT_EQ(chown(mounted.c_str(), 65534, 65534), 0);
+  EXPECT_EQ(ReadToken(mounted).status().code(), absl::StatusCode::kFailedPrecondition)
+      << "a group may read only what root owns";
 }
 
 TEST(TokenFileTest, WithoutAFileTheEnvironmentOrNothing) {
