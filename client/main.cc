@@ -86,6 +86,53 @@ void AddCerts(CLI::App& app, CertsCommand* certs) {
                           "a worker id to make a certificate for (repeat)");
 }
 
+// `up`, `down` and `demo`: their options, and which was asked for.
+struct LocalClusterCommands {
+  ringmaster::LocalClusterOptions cluster;
+  bool no_tls = false;
+  std::string down_state_dir;
+  ringmaster::LocalClusterOptions demo_cluster;
+  CLI::App* up = nullptr;
+  CLI::App* down = nullptr;
+  CLI::App* demo = nullptr;
+};
+
+void AddLocalClusterCommands(CLI::App& app, LocalClusterCommands* local) {
+  ringmaster::LocalClusterOptions& cluster = local->cluster;
+  cluster.state_dir = ringmaster::DefaultStateDir();
+  local->up = app.add_subcommand("up", "start a local cluster in the background");
+  local->up->add_option("--workers", cluster.workers, "number of workers")->capture_default_str();
+  local->up->add_option("--slots", cluster.slots, "slots per worker")->capture_default_str();
+  local->up->add_option("--state-dir", cluster.state_dir, "where the cluster keeps its state")
+      ->capture_default_str();
+  local->up->add_option("--rank-user", cluster.rank_user,
+                        "user[:group] ranks run as (default: you)");
+  local->up->add_flag("--no-tls", local->no_tls, "plaintext on loopback, without certificates");
+
+  local->down_state_dir = cluster.state_dir;
+  local->down = app.add_subcommand("down", "stop the local cluster started by up");
+  local->down->add_option("--state-dir", local->down_state_dir, "the state dir given to up")
+      ->capture_default_str();
+
+  local->demo_cluster = cluster;
+  local->demo_cluster.workers = 2;
+  local->demo = app.add_subcommand("demo", "train on a real data set on a local cluster");
+  local->demo
+      ->add_option("--state-dir", local->demo_cluster.state_dir,
+                   "where the cluster keeps its state")
+      ->capture_default_str();
+}
+
+// The exit code of `up`, `down` or `demo` when one was asked for.
+std::optional<int> RunLocalCluster(LocalClusterCommands& local,
+                                   const ringmaster::GlobalOptions& global) {
+  local.cluster.tls = !local.no_tls;
+  if (local.up->parsed()) return ringmaster::RunUp(global, local.cluster);
+  if (local.down->parsed()) return ringmaster::RunDown(global, local.down_state_dir);
+  if (local.demo->parsed()) return ringmaster::RunDemo(global, local.demo_cluster);
+  return std::nullopt;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -112,27 +159,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();
 
-  ringmaster::LocalClusterOptions cluster;
-  cluster.state_dir = ringmaster::DefaultStateDir();
-  auto* up = app.add_subcommand("up", "start a local cluster in the background");
-  up->add_option("--workers", cluster.workers, "number of workers")->capture_default_str();
-  up->add_option("--slots", cluster.slots, "slots per worker")->capture_default_str();
-  up->add_option("--state-dir", cluster.state_dir, "where the cluster keeps its state")
-      ->capture_default_str();
-  up->add_option("--rank-user", cluster.rank_user, "user[:group] ranks run as (default: you)");
-  bool no_tls = false;
-  up->add_flag("--no-tls", no_tls, "plaintext on loopback, without certificates");
-
-  std::string down_state_dir = cluster.state_dir;
-  auto* down = app.add_subcommand("down", "stop the local cluster started by up");
-  down->add_option("--state-dir", down_state_dir, "the state dir given to up")
-      ->capture_default_str();
-
-  ringmaster::LocalClusterOptions demo_cluster = cluster;
-  demo_cluster.workers = 2;
-  auto* demo = app.add_subcommand("demo", "train on a real data set on a local cluster");
-  demo->add_option("--state-dir", demo_cluster.state_dir, "where the cluster keeps its state")
-      ->capture_default_str();
+  LocalClusterCommands local;
+  AddLocalClusterCommands(app, &local);
 
   std::string file;
   bool follow = false;
@@ -166,13 +194,10 @@ int main(int argc, char** argv) {
 
   if (std::optional<int> done = Parse(app, argc, argv)) return *done;
   global.json = output == "json";
-  cluster.tls = !no_tls;
   if (certs.init->parsed()) return ringmaster::RunCertsInit(certs.dir, certs.options);
   if (!LoadToken(token_file, &global)) return 2;
   // A local cluster's commands make and use its own certificates.
-  if (up->parsed()) return ringmaster::RunUp(global, cluster);
-  if (down->parsed()) return ringmaster::RunDown(global, down_state_dir);
-  if (demo->parsed()) return ringmaster::RunDemo(global, demo_cluster);
+  if (std::optional<int> done = RunLocalCluster(local, global)) return *done;
   if (!LoadTls(tls_dir, &global)) return 2;
   if (submit->parsed()) return ringmaster::RunSubmit(global, file, follow);
   if (status->parsed()) return ringmaster::RunStatus(global, job_id);

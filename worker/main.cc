@@ -33,6 +33,26 @@ absl::Status LoadCredentials(const std::string& token_file, const std::string& t
   return absl::OkStatus();
 }
 
+// The flags that fill WorkerConfig directly.
+void AddWorkerFlags(CLI::App& app, ringmaster::WorkerConfig* config) {
+  app.add_option("--coordinator", config->coordinator_address, "coordinator host:port")
+      ->capture_default_str();
+  app.add_option("--nvml-library", config->nvml_library,
+                 "NVML to load for GPU metrics (env RINGMASTER_NVML_LIBRARY; a missing "
+                 "one means no GPU series)")
+      ->capture_default_str();
+  app.add_option("--id", config->worker_id, "worker id (default: hostname-port)");
+  app.add_option("--rank-user", config->rank_user,
+                 "user[:group] ranks run as (default: nobody when the worker may switch "
+                 "users, as root or with CAP_SETUID and CAP_SETGID; else its own)");
+  app.add_option("--slots", config->slots,
+                 "CPU slots (default: one per GPU, or 1 without GPUs)");
+  app.add_option("--state-dir", config->state_dir, "rank logs live below it")
+      ->capture_default_str();
+  app.add_option("--trainer-bin", config->trainer_program, "the built-in trainer's path")
+      ->capture_default_str();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -50,26 +70,11 @@ int main(int argc, char** argv) {
   daemon.AddTo(app,
                "host:port the coordinator reaches this worker at; its host is "
                "MASTER_ADDR when rank 0 runs here (default: bind host or hostname)");
-  app.add_option("--coordinator", config.coordinator_address, "coordinator host:port")
-      ->capture_default_str();
-  app.add_option("--nvml-library", config.nvml_library,
-                 "NVML to load for GPU metrics (env RINGMASTER_NVML_LIBRARY; a missing "
-                 "one means no GPU series)")
-      ->capture_default_str();
+  AddWorkerFlags(app, &config);
   std::string token_file;
   app.add_option("--token-file", token_file,
                  "this worker's credential (from ringmaster-coordinator --issue-worker-token "
                  "ID), in a file of mode 600; else env RINGMASTER_TOKEN");
-  app.add_option("--id", config.worker_id, "worker id (default: hostname-port)");
-  app.add_option("--rank-user", config.rank_user,
-                 "user[:group] ranks run as (default: nobody when the worker is root, else "
-                 "the worker's user)");
-  app.add_option("--slots", config.slots,
-                 "CPU slots (default: one per GPU, or 1 without GPUs)");
-  app.add_option("--state-dir", config.state_dir, "rank logs live below it")
-      ->capture_default_str();
-  app.add_option("--trainer-bin", config.trainer_program, "the built-in trainer's path")
-      ->capture_default_str();
   ringmaster::AddDurationOption(app, "--shutdown-grace", &shutdown_grace,
                                 "on SIGTERM, ranks get this long before SIGKILL");
   CLI11_PARSE(app, argc, argv);
