@@ -113,6 +113,9 @@ CoordinatorServer::~CoordinatorServer() {
   Shutdown();
   if (ticker_.joinable()) ticker_.join();
   metrics_server_.reset();  // its scrapes read the manager
+  // The server's shutdown waits for every call to finish: a rendezvous Wait
+  // would otherwise hold it until its own deadline, up to an hour away.
+  rendezvous_->Close();
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
 }
 

@@ -12,6 +12,10 @@ absl::Status ScopeNotOpen(const ScopeId& scope) {
                                           " of job ", scope.job_id));
 }
 
+absl::Status ShuttingDown() {
+  return absl::UnavailableError("the coordinator is shutting down; wait again once it is back");
+}
+
 }  // namespace
 
 bool RendezvousStore::AllSet(const Scope& scope,
@@ -114,7 +118,9 @@ void RendezvousStore::Wait(const ScopeId& scope, std::vector<std::string> keys,
   {
     absl::MutexLock lock(&mu_);
     auto it = scopes_.find(scope);
-    if (it == scopes_.end()) {
+    if (closed_) {
+      status = ShuttingDown();
+    } else if (it == scopes_.end()) {
       status = ScopeNotOpen(scope);
     } else if (AllSet(it->second, keys)) {
       status = absl::OkStatus();
@@ -139,6 +145,19 @@ absl::Status RendezvousStore::WaitBlocking(const ScopeId& scope,
   });
   notified.WaitForNotification();
   return result;
+}
+
+void RendezvousStore::Close() {
+  Ready ready;
+  {
+    absl::MutexLock lock(&mu_);
+    closed_ = true;
+    for (auto& [id, scope] : scopes_) {
+      for (Waiter& w : scope.waiters) ready.emplace_back(std::move(w.done), ShuttingDown());
+      scope.waiters.clear();
+    }
+  }
+  Run(ready);
 }
 
 void RendezvousStore::ExpireWaiters() {

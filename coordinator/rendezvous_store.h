@@ -61,6 +61,11 @@ class RendezvousStore {
   // Finishes waiters whose deadline has passed. Called by a timer.
   void ExpireWaiters();
 
+  // For shutdown: finishes every pending waiter, and every later Wait at
+  // once, with UNAVAILABLE, so that no call is left for the server to wait
+  // on.
+  void Close();
+
  private:
   struct Waiter {
     std::vector<std::string> keys;
@@ -81,6 +86,7 @@ class RendezvousStore {
   const Clock* const clock_;
   absl::Mutex mu_;
   std::map<ScopeId, Scope> scopes_ ABSL_GUARDED_BY(mu_);
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace ringmaster

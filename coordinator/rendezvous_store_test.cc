@@ -112,3 +112,28 @@ TEST_F(RendezvousStoreTest, ScopesAreIsolatedAndDroppingAbortsWaiters) {
 
 }  // namespace
 }  // namespace ringmaster
+
+namespace ringmaster {
+namespace {
+
+// Shutdown: a waiter an hour from its deadline ends now, once; so does a
+// Wait that arrives after.
+TEST_F(RendezvousStoreTest, CloseEndsEveryWaiterNowAndLaterOnesAtOnce) {
+  std::vector<absl::Status> results;
+  store_.Wait(kScope, {"never"}, clock_.Now() + absl::Hours(1),
+              [&](absl::Status s) { results.push_back(s); });
+  EXPECT_TRUE(results.empty());
+  store_.Close();
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].code(), absl::StatusCode::kUnavailable);
+  store_.Wait(kScope, {"never"}, clock_.Now() + absl::Hours(1),
+              [&](absl::Status s) { results.push_back(s); });
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[1].code(), absl::StatusCode::kUnavailable);
+  clock_.Advance(absl::Hours(2));
+  store_.ExpireWaiters();
+  EXPECT_EQ(results.size(), 2u) << "each waiter is called exactly once";
+}
+
+}  // namespace
+}  // namespace ringmaster
