@@ -1,6 +1,7 @@
 #include "coordinator/spec_validation.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 #include <string>
 
@@ -9,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/job_id.h"
+#include "common/status_macros.h"
 
 namespace ringmaster {
 namespace {
@@ -44,7 +46,42 @@ absl::Status CheckOneOf(const std::string& field, const std::string& value,
                                  ", got \"", value, "\""));
 }
 
+// Every floating-point field of `message` (at any depth) is finite: a NaN
+// passes every `< 0` check and trains to a loss of nan.
+absl::Status CheckFinite(const google::protobuf::Message& message, const std::string& prefix) {
+  const google::protobuf::Reflection* reflection = message.GetReflection();
+  std::vector<const google::protobuf::FieldDescriptor*> fields;
+  reflection->ListFields(message, &fields);
+  for (const google::protobuf::FieldDescriptor* field : fields) {
+    const std::string name = absl::StrCat(prefix, ".", field->name());
+    using Type = google::protobuf::FieldDescriptor::CppType;
+    if (field->cpp_type() == Type::CPPTYPE_MESSAGE && !field->is_repeated()) {
+      RETURN_IF_ERROR(CheckFinite(reflection->GetMessage(message, field), name));
+      continue;
+    }
+    if (field->cpp_type() != Type::CPPTYPE_DOUBLE && field->cpp_type() != Type::CPPTYPE_FLOAT) {
+      continue;
+    }
+    const int count = field->is_repeated() ? reflection->FieldSize(message, field) : 1;
+    for (int i = 0; i < count; ++i) {
+      const bool is_double = field->cpp_type() == Type::CPPTYPE_DOUBLE;
+      const double value =
+          field->is_repeated()
+              ? (is_double ? reflection->GetRepeatedDouble(message, field, i)
+                           : reflection->GetRepeatedFloat(message, field, i))
+              : (is_double ? reflection->GetDouble(message, field)
+                           : reflection->GetFloat(message, field));
+      if (!std::isfinite(value)) {
+        return Bad(field->is_repeated() ? absl::StrCat(name, "[", i, "]") : name,
+                   absl::StrCat("must be a finite number, got ", value));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateTrainer(const v1::TrainerSpec& t, int gpus_per_rank) {
+  RETURN_IF_ERROR(CheckFinite(t, "trainer"));
   if (!t.model().type().empty() && t.model().type() != "mlp") {
     return Bad("trainer.model.type",
                absl::StrCat("must be mlp, got \"", t.model().type(), "\""));

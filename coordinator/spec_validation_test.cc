@@ -1,6 +1,8 @@
 #include "coordinator/spec_validation.h"
 
+#include <cmath>
 #include <functional>
+#include <limits>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -108,6 +110,31 @@ TEST(SpecValidationTest, EachBadTrainerFieldIsNamed) {
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << c.field;
     EXPECT_NE(status.message().find(c.field + ":"), std::string::npos)
         << "want field " << c.field << " in: " << status.message();
+  }
+}
+
+// NaN passes every comparison, so each number is checked for being finite.
+TEST(SpecValidationTest, NumbersMustBeFinite) {
+  const double nan = std::nan("");
+  const double inf = std::numeric_limits<double>::infinity();
+  const BadCase cases[] = {
+      {"trainer.optimizer.lr",
+       [=](v1::JobSpec* s) { s->mutable_trainer()->mutable_optimizer()->set_lr(nan); }},
+      {"trainer.optimizer.lr",
+       [=](v1::JobSpec* s) { s->mutable_trainer()->mutable_optimizer()->set_lr(inf); }},
+      {"trainer.data.test_fraction",
+       [=](v1::JobSpec* s) { s->mutable_trainer()->mutable_data()->set_test_fraction(nan); }},
+      {"trainer.bucket_mb", [=](v1::JobSpec* s) { s->mutable_trainer()->set_bucket_mb(-inf); }},
+      {"trainer.grad_clip_norm",
+       [=](v1::JobSpec* s) { s->mutable_trainer()->set_grad_clip_norm(nan); }},
+  };
+  for (const BadCase& c : cases) {
+    v1::JobSpec spec = TrainerJobSpec();
+    c.mutate(&spec);
+    absl::Status status = ValidateJobSpec(spec);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << c.field;
+    EXPECT_NE(status.message().find(c.field + ": must be a finite number"), std::string::npos)
+        << status.message();
   }
 }
 
