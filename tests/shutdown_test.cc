@@ -10,7 +10,6 @@
 #include <iostream>
 #include <thread>
 
-#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "client/client.h"
@@ -21,57 +20,80 @@
 namespace ringmaster {
 namespace {
 
-TEST(ShutdownTest, SigtermEndsPendingWaitsAndStopsWithinFiveSeconds) {
-  const std::string state = testing::MakeTempDir("shutdown");
-  absl::StatusOr<int> port = PickFreePort("127.0.0.1");
-  ASSERT_TRUE(port.ok());
-  const std::string address = absl::StrCat("127.0.0.1:", *port);
-  SubprocessSpec spec;
-  spec.argv = {testing::Runfile("coordinator/ringmaster-coordinator"), "--port",
-               absl::StrCat(*port), "--metrics-port", "0", "--state-dir", state + "/c"};
-  spec.env = CurrentEnvironment();
-  spec.output_path = state + "/log";
-  absl::StatusOr<pid_t> pid = SpawnProcess(spec);
-  ASSERT_TRUE(pid.ok()) << pid.status();
-  bool reaped = false;
-  SubprocessSpec worker_spec = spec;
-  worker_spec.argv = {testing::Runfile("worker/ringmaster-worker"), "--coordinator", address,
-                      "--port", "0", "--metrics-port", "0", "--state-dir", state + "/w"};
-  worker_spec.output_path = state + "/worker.log";
-  absl::StatusOr<pid_t> worker = SpawnProcess(worker_spec);
-  ASSERT_TRUE(worker.ok()) << worker.status();
-  absl::Cleanup stop = [&] {
-    kill(*worker, SIGKILL);
-    waitpid(*worker, nullptr, 0);
-    if (!reaped) {
-      kill(*pid, SIGKILL);
-      waitpid(*pid, nullptr, 0);
+// A coordinator and one worker as processes on a free port; killed when
+// the test ends, unless the coordinator was reaped already.
+struct Daemons {
+  Daemons() {
+    state = testing::MakeTempDir("shutdown");
+    absl::StatusOr<int> port = PickFreePort("127.0.0.1");
+    EXPECT_TRUE(port.ok());
+    address = absl::StrCat("127.0.0.1:", port.value_or(0));
+    SubprocessSpec spec;
+    spec.argv = {testing::Runfile("coordinator/ringmaster-coordinator"), "--port",
+                 absl::StrCat(port.value_or(0)), "--metrics-port", "0", "--state-dir",
+                 state + "/c"};
+    spec.env = CurrentEnvironment();
+    spec.output_path = state + "/log";
+    coordinator = SpawnProcess(spec).value_or(0);
+    spec.argv = {testing::Runfile("worker/ringmaster-worker"), "--coordinator", address,
+                 "--port", "0", "--metrics-port", "0", "--state-dir", state + "/w"};
+    spec.output_path = state + "/worker.log";
+    worker = SpawnProcess(spec).value_or(0);
+  }
+  ~Daemons() {
+    for (pid_t pid : {worker, reaped ? 0 : coordinator}) {
+      if (pid > 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, nullptr, 0);
+      }
     }
-  };
+  }
+  std::string Log() const { return testing::Shell("tail -n 20 " + state + "/log").out; }
+
+  std::string state;
+  std::string address;
+  pid_t coordinator = 0;
+  pid_t worker = 0;
+  bool reaped = false;
+};
+
+// A running one-rank job: its attempt's rendezvous scope is open.
+absl::StatusOr<std::string> StartSleeper(Client& client) {
+  if (!testing::WaitFor(
+          [&] {
+            auto workers = client.ListWorkers();
+            return workers.ok() && workers->size() == 1;
+          },
+          absl::Seconds(20))) {
+    return absl::DeadlineExceededError("the worker did not register");
+  }
+  v1::JobSpec spec;
+  spec.set_name("waits");
+  spec.set_ranks(1);
+  spec.set_working_dir("/");
+  spec.add_command("sleep");
+  spec.add_command("300");
+  absl::StatusOr<std::string> job = client.Submit(spec);
+  if (!job.ok()) return job;
+  if (!testing::WaitFor(
+          [&] {
+            auto j = client.GetJob(*job);
+            return j.ok() && j->state() == v1::RUNNING;
+          },
+          absl::Seconds(20))) {
+    return absl::DeadlineExceededError("the job did not start");
+  }
+  return job;
+}
+
+TEST(ShutdownTest, SigtermEndsPendingWaitsAndStopsWithinFiveSeconds) {
+  Daemons daemons;
+  ASSERT_GT(daemons.coordinator, 0);
+  ASSERT_GT(daemons.worker, 0);
+  const std::string& address = daemons.address;
   Client client(address);
-  ASSERT_TRUE(testing::WaitFor(
-      [&] {
-        auto workers = client.ListWorkers();
-        return workers.ok() && workers->size() == 1;
-      },
-      absl::Seconds(20)));
-  absl::StatusOr<std::string> job = client.Submit([] {
-    v1::JobSpec s;
-    s.set_name("waits");
-    s.set_ranks(1);
-    s.set_working_dir("/");
-    s.add_command("sleep");
-    s.add_command("300");
-    return s;
-  }());
-  ASSERT_TRUE(job.ok()) << job.status();
-  // Running: its attempt's rendezvous scope is open, so a Wait there pends.
-  ASSERT_TRUE(testing::WaitFor(
-      [&] {
-        auto j = client.GetJob(*job);
-        return j.ok() && j->state() == v1::RUNNING;
-      },
-      absl::Seconds(20)));
+  absl::StatusOr<std::string> job = StartSleeper(client);
+  ASSERT_TRUE(job.ok()) << job.status() << "\n" << daemons.Log();
   absl::Status wait_status;
   absl::Notification waited;
   std::thread waiter([&] {
@@ -85,21 +107,25 @@ TEST(ShutdownTest, SigtermEndsPendingWaitsAndStopsWithinFiveSeconds) {
     watch_status = client.WatchJob(*job, [](const v1::Job&) { return true; });
     watched.Notify();
   });
-  // Both calls are in the server: the Wait has not ended, the watch has
-  // had its first snapshot.
+  // The Wait is pending in the server.
   EXPECT_FALSE(waited.WaitForNotificationWithTimeout(absl::Milliseconds(500)));
 
   const absl::Time signalled = absl::Now();
-  ASSERT_EQ(kill(*pid, SIGTERM), 0);
+  EXPECT_EQ(kill(daemons.coordinator, SIGTERM), 0);
   int status = 0;
-  ASSERT_TRUE(testing::WaitFor([&] { return waitpid(*pid, &status, WNOHANG) == *pid; },
-                               absl::Seconds(10)))
-      << "the coordinator did not stop within 10 s of SIGTERM\n"
-      << testing::Shell("tail -n 20 " + state + "/log").out;
-  reaped = true;
+  const bool stopped = testing::WaitFor(
+      [&] { return waitpid(daemons.coordinator, &status, WNOHANG) == daemons.coordinator; },
+      absl::Seconds(10));
+  EXPECT_TRUE(stopped) << "the coordinator did not stop within 10 s of SIGTERM\n"
+                       << daemons.Log();
+  if (!stopped) {  // so that the calls end and the threads can be joined
+    kill(daemons.coordinator, SIGKILL);
+    waitpid(daemons.coordinator, nullptr, 0);
+  }
+  daemons.reaped = true;
   const absl::Duration took = absl::Now() - signalled;
   std::cout << "stopped " << absl::FormatDuration(took) << " after SIGTERM" << std::endl;
-  EXPECT_LT(took, absl::Seconds(5)) << testing::Shell("tail -n 20 " + state + "/log").out;
+  EXPECT_LT(took, absl::Seconds(5)) << daemons.Log();
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
   EXPECT_TRUE(waited.WaitForNotificationWithTimeout(absl::Seconds(10)));
   EXPECT_TRUE(watched.WaitForNotificationWithTimeout(absl::Seconds(10)));
