@@ -1,12 +1,16 @@
 #include "client/job_spec_yaml.h"
 
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/message.h>
 
+#include <map>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/limits.h"
 #include "common/status_macros.h"
 
 namespace ringmaster {
@@ -22,6 +26,27 @@ absl::Status Bad(const std::string& path, const std::string& why) {
 
 std::string Join(const std::string& path, const std::string& name) {
   return path.empty() ? name : absl::StrCat(path, ".", name);
+}
+
+// "line L, column C: " of a node, for errors about where it stands.
+std::string Where(const YAML::Node& node) {
+  const YAML::Mark mark = node.Mark();
+  return absl::StrCat("line ", mark.line + 1, ", column ", mark.column + 1, ": ");
+}
+
+// INVALID_ARGUMENT at the second of two equal keys of one mapping: YAML
+// says keys are unique, and keeping the last would drop the first unseen.
+absl::Status CheckUniqueKeys(const YAML::Node& map, const std::string& path) {
+  std::map<std::string, int> first_line;
+  for (const auto& item : map) {
+    const std::string& key = item.first.Scalar();
+    auto [it, inserted] = first_line.emplace(key, item.first.Mark().line + 1);
+    if (!inserted) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          Where(item.first), Join(path, key), ": duplicate key (first at line ", it->second, ")"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 std::string Describe(const YAML::Node& node) {
@@ -88,6 +113,7 @@ absl::Status SetScalar(const YAML::Node& node, const FieldDescriptor* field,
 absl::Status SetMap(const YAML::Node& node, const FieldDescriptor* field,
                     Message* message, const std::string& path) {
   if (!node.IsMap()) return Bad(path, absl::StrCat("expected a mapping, got ", Describe(node)));
+  RETURN_IF_ERROR(CheckUniqueKeys(node, path));
   const FieldDescriptor* key_field = field->message_type()->map_key();
   const FieldDescriptor* value_field = field->message_type()->map_value();
   for (const auto& item : node) {
@@ -108,6 +134,7 @@ absl::Status SetMessage(const YAML::Node& node, Message* message, const std::str
     return Bad(path.empty() ? "job spec" : path,
                absl::StrCat("expected a mapping, got ", Describe(node)));
   }
+  RETURN_IF_ERROR(CheckUniqueKeys(node, path));
   const auto* descriptor = message->GetDescriptor();
   for (const auto& item : node) {
     const std::string name = item.first.Scalar();
@@ -136,9 +163,16 @@ absl::Status SetMessage(const YAML::Node& node, Message* message, const std::str
 }  // namespace
 
 absl::StatusOr<v1::JobSpec> ParseJobSpecYaml(const std::string& text) {
+  if (static_cast<int64_t>(text.size()) > kDefaultMaxSpecBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the job spec is ", text.size(), " bytes; the limit is ", kDefaultMaxSpecBytes));
+  }
   YAML::Node root;
   try {
     root = YAML::Load(text);
+  } catch (const YAML::DeepRecursion& e) {
+    return absl::InvalidArgumentError(absl::StrCat("line ", e.mark.line + 1, ", column ",
+                                                   e.mark.column + 1, ": nested too deep"));
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(absl::StrCat("line ", e.mark.line + 1, ", column ",
                                                    e.mark.column + 1, ": ", e.msg));

@@ -12,7 +12,9 @@ namespace ringmaster {
 // INVALID_ARGUMENT with one line naming the place: "line 3, column 5:
 // ..." for syntax, or the field's path ("trainer.optimizer.lr: expected a
 // number, got \"fast\"", "trainer.optimiser: unknown field") for content.
-// Only the shape is checked here; the coordinator validates values.
+// Duplicate keys, documents nested too deep and specs over
+// kDefaultMaxSpecBytes are refused. Only the shape is checked here; the
+// coordinator validates values.
 absl::StatusOr<v1::JobSpec> ParseJobSpecYaml(const std::string& text);
 
 }  // namespace ringmaster

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
+#include "common/limits.h"
+
 namespace ringmaster {
 namespace {
 
@@ -57,6 +60,34 @@ TEST(JobSpecYamlTest, ErrorsNameThePlace) {
     EXPECT_NE(spec.status().message().find(want), std::string::npos)
         << "want \"" << want << "\" in: " << spec.status().message();
   }
+}
+
+TEST(JobSpecYamlTest, DuplicateKeysAreRefusedWithTheirPlace) {
+  auto twice = ParseJobSpecYaml("name: a\nranks: 1\nname: b\n");
+  EXPECT_EQ(twice.status().message(), "line 3, column 1: name: duplicate key (first at line 1)");
+  auto nested = ParseJobSpecYaml("trainer:\n  optimizer: {lr: 1, lr: 2}\n");
+  EXPECT_EQ(nested.status().message(),
+            "line 2, column 22: trainer.optimizer.lr: duplicate key (first at line 2)");
+  auto env = ParseJobSpecYaml("env:\n  A: 1\n  A: 2\n");
+  EXPECT_EQ(env.status().message(), "line 3, column 3: env.A: duplicate key (first at line 2)");
+}
+
+TEST(JobSpecYamlTest, DeepDocumentsAreRefusedWithTheirPlace) {
+  const std::string deep = "command: " + std::string(100000, '[') + std::string(100000, ']');
+  auto spec = ParseJobSpecYaml(deep);
+  EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(spec.status().message().find("line 1, column"), std::string::npos)
+      << spec.status();
+  EXPECT_NE(spec.status().message().find("nested too deep"), std::string::npos)
+      << spec.status();
+}
+
+TEST(JobSpecYamlTest, SpecsOverTheLimitAreRefusedBeforeParsing) {
+  const std::string big = "name: x\nenv: {A: \"" + std::string(kDefaultMaxSpecBytes, 'x') + "\"}\n";
+  auto spec = ParseJobSpecYaml(big);
+  EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(spec.status().message(),
+            absl::StrCat("the job spec is ", big.size(), " bytes; the limit is 1048576"));
 }
 
 }  // namespace
