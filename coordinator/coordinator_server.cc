@@ -2,6 +2,7 @@
 
 #include "common/private_dir.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
@@ -38,7 +39,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
                                                                const v1::StateChange& change) {
     m->OnTransition(before, change);
   };
-  server->rendezvous_ = std::make_unique<RendezvousStore>(clock);
+  server->rendezvous_ = std::make_unique<RendezvousStore>(clock, config.rendezvous);
   server->membership_ = std::make_unique<WorkerMembership>(clock, config.membership);
   server->manager_ = std::make_unique<JobManager>(server->store_.get(), server->rendezvous_.get(),
                                                   server->membership_.get(), clock,
@@ -51,8 +52,8 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   // its agent credential, not a certificate.
   Tls agent_tls;
   if (config.tls) agent_tls = TlsFiles{config.tls->ca_pem, "", ""};
-  server->logs_ =
-      std::make_unique<LogRelay>(server->manager_.get(), &access->signer(), agent_tls);
+  server->logs_ = std::make_unique<LogRelay>(server->manager_.get(), &access->signer(),
+                                            agent_tls, config.max_log_line_bytes);
   server->job_service_ =
       std::make_unique<JobServiceImpl>(server->manager_.get(), server->logs_.get(), access);
   server->cluster_service_ = std::make_unique<ClusterServiceImpl>(server->manager_.get(), access);
@@ -66,6 +67,11 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   grpc::ServerBuilder builder;
   builder.AddListeningPort(config.listen_address, ServerCredentials(config.tls),
                            &server->port_);
+  // A request may carry a spec or a rendezvous value at their limits (and a
+  // worker's registration its unacknowledged events: gRPC's 4 MiB at least).
+  builder.SetMaxReceiveMessageSize(static_cast<int>(
+      std::max({int64_t{4} << 20, config.manager.spec_limits.max_spec_bytes + (64 << 10),
+                config.rendezvous.max_value_bytes + (64 << 10)})));
   builder.RegisterService(server->job_service_.get());
   builder.RegisterService(server->cluster_service_.get());
   builder.RegisterService(server->worker_service_.get());

@@ -30,6 +30,8 @@ struct CoordinatorConfig {
   std::string state_dir;  // holds coordinator.db
   std::string admin_token;  // the admin credential; empty: none
   Tls tls;                  // coordinator.crt/.key and ca.crt; nullopt: plaintext
+  RendezvousLimits rendezvous;
+  int64_t max_log_line_bytes = kDefaultMaxLogLineBytes;  // longer lines are relayed split
   MembershipOptions membership;
   JobManagerOptions manager;
 };

@@ -49,7 +49,7 @@ absl::Status JobManager::Recover() {
 }
 
 absl::StatusOr<std::string> JobManager::Submit(v1::JobSpec spec) {
-  RETURN_IF_ERROR(ValidateJobSpec(spec));
+  RETURN_IF_ERROR(ValidateJobSpec(spec, options_.spec_limits));
   ApplyJobSpecDefaults(&spec);
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(JobRecord * record, table_.Create(std::move(spec)));

@@ -30,6 +30,7 @@
 #include "coordinator/rendezvous_store.h"
 #include "coordinator/restart_policy.h"
 #include "coordinator/scheduler.h"
+#include "coordinator/spec_validation.h"
 #include "coordinator/worker_link.h"
 #include "coordinator/worker_membership.h"
 #include "proto/cluster.pb.h"
@@ -46,6 +47,7 @@ struct JobManagerOptions {
   // has ended by then.
   absl::Duration failure_settle = absl::Seconds(1);
   RankEnvContext rank_env;
+  SpecLimits spec_limits;
   // Uniform in [0, 1), for back-off jitter; empty: a random generator.
   std::function<double()> random;
   // Called under the manager's mutex after each stored transition, with the

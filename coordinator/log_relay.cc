@@ -106,6 +106,13 @@ class LogStream final : public grpc::ServerWriteReactor<v1::LogChunk> {
       Emit(rank.rank, source->partial.substr(0, end + 1));
       source->partial.erase(0, end + 1);
     }
+    // A line without an end (a progress bar redrawn with \r) is split, so
+    // what is held stays under the limit plus one read.
+    const size_t max_line = static_cast<size_t>(relay_->max_line_bytes());
+    while (source->partial.size() >= max_line) {
+      Emit(rank.rank, source->partial.substr(0, max_line) + "\n");
+      source->partial.erase(0, max_line);
+    }
     return true;
   }
 

@@ -3,6 +3,7 @@
 #ifndef RINGMASTER_COORDINATOR_LOG_RELAY_H_
 #define RINGMASTER_COORDINATOR_LOG_RELAY_H_
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <string>
@@ -11,6 +12,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "common/credentials.h"
+#include "common/limits.h"
 #include "common/tls.h"
 #include "coordinator/job_manager.h"
 #include "proto/job.pb.h"
@@ -23,15 +25,21 @@ namespace ringmaster {
 class LogRelay {
  public:
   // `signer` makes the agent credential each worker's agent expects;
-  // `tls` (the CA only) checks the agents' certificates.
-  LogRelay(JobManager* manager, const CredentialSigner* signer, Tls tls)
-      : manager_(manager), signer_(signer), tls_(std::move(tls)) {}
+  // `tls` (the CA only) checks the agents' certificates. Lines longer than
+  // `max_line_bytes` are relayed in pieces of that size.
+  LogRelay(JobManager* manager, const CredentialSigner* signer, Tls tls,
+           int64_t max_line_bytes = kDefaultMaxLogLineBytes)
+      : manager_(manager),
+        signer_(signer),
+        tls_(std::move(tls)),
+        max_line_bytes_(std::max<int64_t>(1, max_line_bytes)) {}
 
   // A reactor that deletes itself when the RPC is done.
   grpc::ServerWriteReactor<v1::LogChunk>* Stream(const v1::StreamLogsRequest& request);
 
   JobManager* manager() const { return manager_; }
   const CredentialSigner& signer() const { return *signer_; }
+  int64_t max_line_bytes() const { return max_line_bytes_; }
   // The agent of `worker_id` at `address`; with TLS its certificate must
   // name that worker.
   v1::WorkerAgentService::Stub* AgentFor(const std::string& address,
@@ -41,6 +49,7 @@ class LogRelay {
   JobManager* const manager_;
   const CredentialSigner* const signer_;
   const Tls tls_;
+  const int64_t max_line_bytes_;
   absl::Mutex mu_;
   std::map<std::pair<std::string, std::string>, std::unique_ptr<v1::WorkerAgentService::Stub>>
       agents_

@@ -14,6 +14,25 @@
 
 namespace {
 
+// The bounds on what callers send: each a flag naming itself in refusals.
+void AddLimitFlags(CLI::App& app, ringmaster::CoordinatorConfig* config) {
+  ringmaster::SpecLimits& spec = config->manager.spec_limits;
+  app.add_option("--max-spec-bytes", spec.max_spec_bytes, "largest job spec accepted")
+      ->capture_default_str();
+  app.add_option("--max-env-bytes", spec.max_env_bytes,
+                 "largest env plus command of a job spec, in bytes")
+      ->capture_default_str();
+  app.add_option("--max-rendezvous-value-bytes", config->rendezvous.max_value_bytes,
+                 "largest rendezvous value")
+      ->capture_default_str();
+  app.add_option("--max-rendezvous-scope-bytes", config->rendezvous.max_scope_bytes,
+                 "most bytes of keys and values one job attempt may store")
+      ->capture_default_str();
+  app.add_option("--max-log-line-bytes", config->max_log_line_bytes,
+                 "longest line `logs` relays whole; longer ones come in pieces")
+      ->capture_default_str();
+}
+
 // Prints the worker's credential, signed with the key in `state_dir`.
 int IssueWorkerToken(const std::string& state_dir, const std::string& worker_id) {
   absl::StatusOr<std::string> key = ringmaster::LoadCredentialKey(state_dir);
@@ -59,6 +78,7 @@ int main(int argc, char** argv) {
   app.add_option("--token-file", token_file,
                  "the admin credential: a token in this file (mode 600), else env "
                  "RINGMASTER_TOKEN; with one, every caller needs a credential");
+  AddLimitFlags(app, &config);
   std::string issue_worker_token;
   app.add_option("--issue-worker-token", issue_worker_token,
                  "print the credential of the worker with this id, and exit");

@@ -3,6 +3,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "common/status_macros.h"
 
 namespace ringmaster {
 namespace {
@@ -70,7 +71,7 @@ absl::Status RendezvousStore::Set(const ScopeId& scope, const std::string& key,
     absl::MutexLock lock(&mu_);
     auto it = scopes_.find(scope);
     if (it == scopes_.end()) return ScopeNotOpen(scope);
-    it->second.values[key] = std::move(value);
+    RETURN_IF_ERROR(Put(it->second, key, std::move(value)));
     CollectReady(it->second, &ready);
   }
   Run(ready);
@@ -98,14 +99,15 @@ absl::StatusOr<int64_t> RendezvousStore::Add(const ScopeId& scope,
     absl::MutexLock lock(&mu_);
     auto it = scopes_.find(scope);
     if (it == scopes_.end()) return ScopeNotOpen(scope);
-    std::string& value = it->second.values[key];
+    auto held = it->second.values.find(key);
     int64_t current = 0;
-    if (!value.empty() && !absl::SimpleAtoi(value, &current)) {
+    if (held != it->second.values.end() && !held->second.empty() &&
+        !absl::SimpleAtoi(held->second, &current)) {
       return absl::InvalidArgumentError(
           absl::StrCat("key \"", key, "\" does not hold an integer"));
     }
     sum = current + delta;
-    value = absl::StrCat(sum);
+    RETURN_IF_ERROR(Put(it->second, key, absl::StrCat(sum)));
     CollectReady(it->second, &ready);
   }
   Run(ready);
@@ -145,6 +147,29 @@ absl::Status RendezvousStore::WaitBlocking(const ScopeId& scope,
   });
   notified.WaitForNotification();
   return result;
+}
+
+absl::Status RendezvousStore::Put(Scope& scope, const std::string& key,
+                                  std::string value) const {
+  if (static_cast<int64_t>(value.size()) > limits_.max_value_bytes) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("a value of ", value.size(), " bytes for key \"", key.substr(0, 64),
+                     "\"; the limit is ", limits_.max_value_bytes,
+                     " (coordinator --max-rendezvous-value-bytes)"));
+  }
+  auto it = scope.values.find(key);
+  const int64_t before = it == scope.values.end()
+                             ? 0
+                             : static_cast<int64_t>(key.size() + it->second.size());
+  const int64_t after = scope.bytes - before + static_cast<int64_t>(key.size() + value.size());
+  if (after > limits_.max_scope_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "this attempt's keys and values would hold ", after, " bytes; the limit is ",
+        limits_.max_scope_bytes, " (coordinator --max-rendezvous-scope-bytes)"));
+  }
+  scope.bytes = after;
+  scope.values[key] = std::move(value);
+  return absl::OkStatus();
 }
 
 void RendezvousStore::Close() {

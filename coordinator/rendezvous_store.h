@@ -17,6 +17,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "common/limits.h"
 
 namespace ringmaster {
 
@@ -28,6 +29,11 @@ struct ScopeId {
   }
 };
 
+struct RendezvousLimits {
+  int64_t max_value_bytes = kDefaultMaxRendezvousValueBytes;
+  int64_t max_scope_bytes = kDefaultMaxRendezvousScopeBytes;  // an attempt's keys and values
+};
+
 // Thread-safe: one mutex guards all scopes. Wait callbacks run on the
 // calling thread of Set/Add/ExpireWaiters/DropScope, outside the mutex, and
 // must not block.
@@ -35,13 +41,16 @@ class RendezvousStore {
  public:
   using WaitCallback = std::function<void(absl::Status)>;
 
-  explicit RendezvousStore(const Clock* clock) : clock_(clock) {}
+  explicit RendezvousStore(const Clock* clock, RendezvousLimits limits = {})
+      : clock_(clock), limits_(limits) {}
 
   void OpenScope(const ScopeId& scope);
   // Drops every key; pending waiters finish with ABORTED.
   void DropScope(const ScopeId& scope);
 
-  // Each of these is NOT_FOUND when the scope is not open.
+  // Each of these is NOT_FOUND when the scope is not open. Set and Add are
+  // RESOURCE_EXHAUSTED, naming the limit, when the value or the scope's
+  // bytes would pass it.
   absl::Status Set(const ScopeId& scope, const std::string& key, std::string value);
   // NOT_FOUND when the key is not set.
   absl::StatusOr<std::string> Get(const ScopeId& scope, const std::string& key);
@@ -74,6 +83,7 @@ class RendezvousStore {
   };
   struct Scope {
     std::map<std::string, std::string> values;
+    int64_t bytes = 0;  // of its keys and values
     std::list<Waiter> waiters;
   };
   using Ready = std::vector<std::pair<WaitCallback, absl::Status>>;
@@ -83,7 +93,11 @@ class RendezvousStore {
   static void CollectReady(Scope& scope, Ready* ready);
   static void Run(Ready& ready);
 
+  // Stores `value` at `key`, within the limits.
+  absl::Status Put(Scope& scope, const std::string& key, std::string value) const;
+
   const Clock* const clock_;
+  const RendezvousLimits limits_;
   absl::Mutex mu_;
   std::map<ScopeId, Scope> scopes_ ABSL_GUARDED_BY(mu_);
   bool closed_ ABSL_GUARDED_BY(mu_) = false;

@@ -137,3 +137,36 @@ TEST_F(RendezvousStoreTest, CloseEndsEveryWaiterNowAndLaterOnesAtOnce) {
 
 }  // namespace
 }  // namespace ringmaster
+
+namespace ringmaster {
+namespace {
+
+TEST(RendezvousLimitsTest, ValuesAndScopesAreBoundedAndRefusalsNameTheLimit) {
+  FakeClock clock;
+  RendezvousStore store(&clock, {/*max_value_bytes=*/100, /*max_scope_bytes=*/250});
+  store.OpenScope(kScope);
+  absl::Status big = store.Set(kScope, "k", std::string(101, 'x'));
+  EXPECT_EQ(big.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(big.message(),
+            "a value of 101 bytes for key \"k\"; the limit is 100 "
+            "(coordinator --max-rendezvous-value-bytes)");
+  EXPECT_EQ(store.Get(kScope, "k").status().code(), absl::StatusCode::kNotFound)
+      << "nothing stored";
+  ASSERT_TRUE(store.Set(kScope, "a", std::string(100, 'a')).ok());  // 101 bytes
+  ASSERT_TRUE(store.Set(kScope, "b", std::string(100, 'b')).ok());  // 202
+  absl::Status full = store.Set(kScope, "c", std::string(100, 'c'));
+  EXPECT_EQ(full.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(full.message().find("the limit is 250 (coordinator --max-rendezvous-scope-bytes)"),
+            absl::string_view::npos)
+      << full;
+  // Replacing a value counts its new size, not both.
+  EXPECT_TRUE(store.Set(kScope, "a", std::string(40, 'a')).ok());
+  EXPECT_TRUE(store.Set(kScope, "c", std::string(40, 'c')).ok());  // 41 + 101 + 41 = 183
+  EXPECT_TRUE(store.Add(kScope, "n", 1).ok());                          // 185
+  EXPECT_EQ(store.Set(kScope, "d", std::string(65, 'd')).code(),       // 251
+            absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(store.Set(kScope, "d", std::string(64, 'd')).ok());      // 250
+}
+
+}  // namespace
+}  // namespace ringmaster

@@ -162,7 +162,43 @@ bool IsReservedEnvName(const std::string& name) {
   return reserved->count(name) > 0 || absl::StartsWith(name, "RINGMASTER_");
 }
 
-absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
+// What execve is given must fit: each "KEY=VALUE" and each argument below
+// Linux's MAX_ARG_STRLEN, all of them below `max_bytes` (else the rank
+// would fail at exec with "Argument list too long").
+absl::Status CheckExecSize(const v1::JobSpec& spec, int64_t max_bytes) {
+  int64_t total = 0;
+  for (const auto& [name, value] : spec.env()) {
+    const int64_t bytes = static_cast<int64_t>(name.size() + value.size() + 2);
+    if (bytes > kMaxEnvEntryBytes) {
+      return Bad(absl::StrCat("env.", name), absl::StrCat("is ", bytes, " bytes; a variable may "
+                                                          "hold at most ", kMaxEnvEntryBytes));
+    }
+    total += bytes;
+  }
+  for (int i = 0; i < spec.command_size(); ++i) {
+    const int64_t bytes = static_cast<int64_t>(spec.command(i).size() + 1);
+    if (bytes > kMaxEnvEntryBytes) {
+      return Bad(absl::StrCat("command[", i, "]"),
+                 absl::StrCat("is ", bytes, " bytes; an argument may hold at most ",
+                              kMaxEnvEntryBytes));
+    }
+    total += bytes;
+  }
+  if (total > max_bytes) {
+    return Bad("env and command", absl::StrCat("hold ", total, " bytes; the limit is ",
+                                               max_bytes, " (coordinator --max-env-bytes)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateJobSpec(const v1::JobSpec& spec, const SpecLimits& limits) {
+  const int64_t spec_bytes = static_cast<int64_t>(spec.ByteSizeLong());
+  if (spec_bytes > limits.max_spec_bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the job spec is ", spec_bytes, " bytes; the limit is ",
+                     limits.max_spec_bytes, " (coordinator --max-spec-bytes)"));
+  }
+  RETURN_IF_ERROR(CheckExecSize(spec, limits.max_env_bytes));
   if (!IsValidName(spec.name())) {
     return Bad("name", absl::StrCat("must be 1-", kMaxNameLength,
                                     " lowercase letters, digits or '-', not "

@@ -138,6 +138,30 @@ TEST(SpecValidationTest, NumbersMustBeFinite) {
   }
 }
 
+TEST(SpecValidationTest, SizesAreBoundedAndRefusalsNameTheLimit) {
+  v1::JobSpec big = CommandSpec();
+  (*big.mutable_env())["BLOB"] = std::string(100000, 'x');
+  (*big.mutable_env())["MORE"] = std::string(100000, 'x');
+  absl::Status spec = ValidateJobSpec(big, {/*max_spec_bytes=*/150000, kDefaultMaxEnvBytes});
+  EXPECT_EQ(spec.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(spec.message().find("the limit is 150000 (coordinator --max-spec-bytes)"),
+            absl::string_view::npos)
+      << spec;
+  absl::Status env = ValidateJobSpec(big, {kDefaultMaxSpecBytes, /*max_env_bytes=*/150000});
+  EXPECT_NE(env.message().find("env and command: hold 200029 bytes; the limit is 150000 "
+                               "(coordinator --max-env-bytes)"),
+            absl::string_view::npos)
+      << env;
+  EXPECT_TRUE(ValidateJobSpec(big).ok()) << "200 KB of env is within the defaults";
+
+  v1::JobSpec one = CommandSpec();
+  (*one.mutable_env())["HUGE"] = std::string(kMaxEnvEntryBytes, 'x');
+  absl::Status entry = ValidateJobSpec(one);
+  EXPECT_NE(entry.message().find("env.HUGE: is 131078 bytes; a variable may hold at most 131072"),
+            absl::string_view::npos)
+      << entry;
+}
+
 TEST(SpecValidationTest, DefaultsFillTheGaps) {
   v1::JobSpec spec = TrainerJobSpec();
   ApplyJobSpecDefaults(&spec);

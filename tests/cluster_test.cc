@@ -298,3 +298,60 @@ TEST_F(ClusterTest, JsonOutputIsMachineReadable) {
 
 }  // namespace
 }  // namespace ringmaster
+
+namespace ringmaster {
+namespace {
+
+// 300,000 bytes without a newline (as a progress bar redrawn with \r
+// writes) come through `logs` whole, in lines of at most 64 KiB.
+TEST_F(ClusterTest, ALineWithoutEndIsRelayedInPieces) {
+  const std::string id = Submit(
+      "name: noline\nranks: 1\ncommand: [sh, -c, \"head -c 300000 /dev/zero | tr '\\\\0' x\"]\n");
+  WaitJob(id, [](const v1::Job& j) { return j.state() == v1::SUCCEEDED; });
+  CommandResult logs = Cli({"logs", id});
+  ASSERT_EQ(logs.exit_code, 0) << logs.err;
+  size_t xs = 0;
+  int lines = 0;
+  for (absl::string_view line : absl::StrSplit(logs.out, '\n', absl::SkipEmpty())) {
+    ASSERT_TRUE(absl::ConsumePrefix(&line, "[rank 0] ")) << line.substr(0, 40);
+    EXPECT_LE(line.size(), 65536u);
+    EXPECT_EQ(line.find_first_not_of('x'), absl::string_view::npos);
+    xs += line.size();
+    ++lines;
+  }
+  EXPECT_EQ(xs, 300000u) << "every byte relayed once";
+  EXPECT_EQ(lines, 5) << "four full pieces and the rest";
+}
+
+}  // namespace
+}  // namespace ringmaster
+
+namespace ringmaster {
+namespace {
+
+// Specs past the limits get one line and exit 2, and nothing is stored.
+TEST_F(ClusterTest, OversizedSpecsAreRefusedWithTheLimit) {
+  const std::string huge = WriteSpec(
+      "huge", "name: huge\nranks: 1\ncommand: [true]\nenv: {BLOB: \"" +
+                  std::string(10 << 20, 'x') + "\"}\n");
+  CommandResult r = Cli({"submit", huge});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("bytes; the limit is 1048576"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+
+  v1::JobSpec env;  // within the spec's size, past exec's
+  env.set_name("wide");
+  env.set_ranks(1);
+  env.add_command("true");
+  for (int i = 0; i < 4; ++i) (*env.mutable_env())[absl::StrCat("V", i)] = std::string(100000, 'x');
+  absl::StatusOr<std::string> id = client_->Submit(env);
+  EXPECT_EQ(id.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(id.status().message().find("(coordinator --max-env-bytes)"), absl::string_view::npos)
+      << id.status();
+  auto jobs = client_->ListJobs();
+  ASSERT_TRUE(jobs.ok());
+  EXPECT_TRUE(jobs->empty()) << "nothing stored";
+}
+
+}  // namespace
+}  // namespace ringmaster
