@@ -164,7 +164,10 @@ std::string Registry::Serialize() const {
   for (const auto& callback : callbacks) callback();
   std::string out;
   absl::MutexLock lock(&mu_);
-  for (const auto& [name, entry] : families_) {
+  for (const auto& family : families_) {
+    // Named, not structured bindings: lambdas below capture them (C++17).
+    const std::string& name = family.first;
+    const auto& entry = family.second;
     switch (entry.type) {
       case MetricType::kCounter: {
         auto& f = *std::static_pointer_cast<Family<Counter>>(entry.family);

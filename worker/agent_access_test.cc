@@ -15,7 +15,7 @@ v1::RankRef Ref(const std::string& job, int attempt) {
 class AgentAccessTest : public ::testing::Test {
  protected:
   AgentAccessTest()
-      : access_(true, [this](const std::string& token) -> std::optional<v1::RankRef> {
+      : access_(true, [](const std::string& token) -> std::optional<v1::RankRef> {
           if (token == "job-a-token") return Ref("a", 1);
           return std::nullopt;
         }) {

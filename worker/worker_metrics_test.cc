@@ -103,7 +103,7 @@ TEST(WorkerMetricsTest, RankCpuUtilizationFromProc) {
   registry.Serialize();
   // Burn some CPU so the second sample differs.
   volatile double x = 0;
-  for (int i = 0; i < 50000000; ++i) x += i * 0.5;
+  for (int i = 0; i < 50000000; ++i) x = x + i * 0.5;
   const std::string text = registry.Serialize();
   EXPECT_NE(text.find("ringmaster_rank_cpu_utilization_ratio{job=\"j\",rank=\"0\",slot=\"0\","
                       "worker=\"w1\"}"),
