@@ -64,13 +64,25 @@ absl::StatusOr<v1::Job> Client::GetJob(const std::string& job_id) {
   return job;
 }
 
-absl::StatusOr<std::vector<v1::Job>> Client::ListJobs() {
+absl::StatusOr<v1::ListJobsResponse> Client::ListJobsPage(const v1::ListJobsRequest& request) {
   grpc::ClientContext context;
   Prepare(&context, true);
   v1::ListJobsResponse response;
-  grpc::Status status = jobs_->ListJobs(&context, v1::ListJobsRequest(), &response);
+  grpc::Status status = jobs_->ListJobs(&context, request, &response);
   if (!status.ok()) return Explain(status, address_, tls_);
-  return std::vector<v1::Job>(response.jobs().begin(), response.jobs().end());
+  return response;
+}
+
+absl::StatusOr<std::vector<v1::Job>> Client::ListJobs() {
+  std::vector<v1::Job> jobs;
+  v1::ListJobsRequest request;
+  do {
+    absl::StatusOr<v1::ListJobsResponse> page = ListJobsPage(request);
+    if (!page.ok()) return page.status();
+    for (v1::Job& job : *page->mutable_jobs()) jobs.push_back(std::move(job));
+    request.set_page_token(page->next_page_token());
+  } while (!request.page_token().empty());
+  return jobs;
 }
 
 absl::StatusOr<v1::Job> Client::CancelJob(const std::string& job_id) {

@@ -35,7 +35,10 @@ class Client {
 
   absl::StatusOr<std::string> Submit(const v1::JobSpec& spec);
   absl::StatusOr<v1::Job> GetJob(const std::string& job_id);
+  // Every job, newest first, read page by page.
   absl::StatusOr<std::vector<v1::Job>> ListJobs();
+  // One page (see ListJobsRequest).
+  absl::StatusOr<v1::ListJobsResponse> ListJobsPage(const v1::ListJobsRequest& request);
   absl::StatusOr<v1::Job> CancelJob(const std::string& job_id);
   absl::StatusOr<std::vector<v1::Worker>> ListWorkers();
 

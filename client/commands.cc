@@ -8,6 +8,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/client.h"
@@ -231,16 +232,35 @@ int RunSubmit(const GlobalOptions& global, const std::string& file, bool follow)
   return follow ? Follow(client, *id, global.json) : kOk;
 }
 
-int RunJobs(const GlobalOptions& global) {
+int RunJobs(const GlobalOptions& global, const JobsOptions& options) {
+  v1::ListJobsRequest request;
+  for (const std::string& name : options.states) {
+    v1::JobState state;
+    if (!v1::JobState_Parse(absl::AsciiStrToUpper(name), &state)) {
+      return Fail(absl::InvalidArgumentError(absl::StrCat("--state ", name, ": no such state")));
+    }
+    request.add_states(state);
+  }
+  if (options.limit < 1) return Fail(absl::InvalidArgumentError("--limit must be >= 1"));
   Client client = MakeClient(global);
-  absl::StatusOr<std::vector<v1::Job>> jobs = client.ListJobs();
-  if (!jobs.ok()) return Fail(jobs.status());
+  v1::ListJobsResponse shown;
+  do {
+    const int room = options.limit - shown.jobs_size();
+    request.set_page_size(options.all ? 0 : std::min(room, 500));
+    absl::StatusOr<v1::ListJobsResponse> page = client.ListJobsPage(request);
+    if (!page.ok()) return Fail(page.status());
+    for (v1::Job& job : *page->mutable_jobs()) *shown.add_jobs() = std::move(job);
+    shown.set_next_page_token(page->next_page_token());
+    request.set_page_token(page->next_page_token());
+  } while (!request.page_token().empty() && (options.all || shown.jobs_size() < options.limit));
   if (global.json) {
-    v1::ListJobsResponse response;
-    for (auto& job : *jobs) *response.add_jobs() = job;
-    std::cout << ToJson(response) << std::endl;
-  } else {
-    PrintJobsTable(std::cout, *jobs, absl::Now());
+    std::cout << ToJson(shown) << std::endl;
+    return kOk;
+  }
+  PrintJobsTable(std::cout, {shown.jobs().begin(), shown.jobs().end()}, absl::Now());
+  if (!shown.next_page_token().empty()) {
+    std::cerr << "the newest " << shown.jobs_size() << " jobs; --all shows every one"
+              << std::endl;
   }
   return kOk;
 }

@@ -24,7 +24,13 @@ int RunCertsInit(const std::string& dir, const CertsOptions& options);
 int RunDown(const GlobalOptions& global, const std::string& state_dir);
 int RunDemo(const GlobalOptions& global, LocalClusterOptions options);
 int RunSubmit(const GlobalOptions& global, const std::string& file, bool follow);
-int RunJobs(const GlobalOptions& global);
+// `jobs`: the newest `limit` jobs (every one with `all`), of `states` if any.
+struct JobsOptions {
+  int limit = 50;
+  bool all = false;
+  std::vector<std::string> states;  // names, as JobState spells them or lower case
+};
+int RunJobs(const GlobalOptions& global, const JobsOptions& options);
 int RunStatus(const GlobalOptions& global, const std::string& job_id);
 int RunLogs(const GlobalOptions& global, const std::string& job_id, std::optional<int> rank,
             bool follow);

@@ -168,7 +168,11 @@ int main(int argc, char** argv) {
   submit->add_option("FILE", file, "job spec file")->required();
   submit->add_flag("--follow,-f", follow, "stream progress until the job ends");
 
-  app.add_subcommand("jobs", "list jobs");
+  ringmaster::JobsOptions jobs_options;
+  auto* jobs = app.add_subcommand("jobs", "list jobs, newest first");
+  jobs->add_option("--limit", jobs_options.limit, "how many")->capture_default_str();
+  jobs->add_flag("--all", jobs_options.all, "every job");
+  jobs->add_option("--state", jobs_options.states, "only jobs in this state (repeat)");
   std::string job_id;
   auto* status = app.add_subcommand("status", "show one job");
   status->add_option("JOB", job_id, "job id")->required();
@@ -203,7 +207,7 @@ int main(int argc, char** argv) {
   if (status->parsed()) return ringmaster::RunStatus(global, job_id);
   if (logs->parsed()) return ringmaster::RunLogs(global, job_id, rank, follow_logs);
   if (cancel->parsed()) return ringmaster::RunCancel(global, job_id);
-  if (app.got_subcommand("jobs")) return ringmaster::RunJobs(global);
+  if (jobs->parsed()) return ringmaster::RunJobs(global, jobs_options);
   if (app.got_subcommand("workers")) return ringmaster::RunWorkers(global);
   if (top->parsed()) return ringmaster::RunTop(global, iterations);
   return 2;

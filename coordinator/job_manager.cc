@@ -9,6 +9,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
@@ -69,6 +70,25 @@ std::vector<v1::Job> JobManager::List() {
   std::vector<v1::Job> out;
   for (const auto& record : table_.records()) out.push_back(record->job);
   return out;
+}
+
+JobPage JobManager::ListPage(const JobQuery& query) {
+  absl::MutexLock lock(&mu_);
+  JobPage page;
+  const auto& records = table_.records();  // in submission order: numbers increase
+  for (auto it = records.rbegin(); it != records.rend(); ++it) {
+    const v1::Job& job = (*it)->job;
+    const int64_t number = JobNumber(job.id());
+    if (number >= query.before_number) continue;
+    if (!query.states.empty() && query.states.count(job.state()) == 0) continue;
+    if (!absl::StartsWith(job.spec().name(), query.name_prefix)) continue;
+    if (static_cast<int>(page.jobs.size()) == query.page_size) {
+      page.next_before_number = JobNumber(page.jobs.back().id());
+      break;
+    }
+    page.jobs.push_back(job);
+  }
+  return page;
 }
 
 absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& job_id) {

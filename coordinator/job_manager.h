@@ -55,6 +55,19 @@ struct JobManagerOptions {
   std::function<void(const v1::Job& before, const v1::StateChange& change)> on_transition;
 };
 
+// Which jobs ListJobs returns (see ListJobsRequest).
+struct JobQuery {
+  int page_size = 100;
+  int64_t before_number = INT64_MAX;  // only jobs numbered below (the page token)
+  std::set<v1::JobState> states;      // empty: any
+  std::string name_prefix;
+};
+
+struct JobPage {
+  std::vector<v1::Job> jobs;
+  int64_t next_before_number = 0;  // 0: no page after this one
+};
+
 // Where one rank's log can be read.
 struct RankLogSource {
   int rank = 0;
@@ -80,6 +93,8 @@ class JobManager {
   absl::StatusOr<std::string> Submit(v1::JobSpec spec);
   absl::StatusOr<v1::Job> Get(const std::string& job_id);
   std::vector<v1::Job> List();
+  // Newest first: up to page_size jobs matching `query`.
+  JobPage ListPage(const JobQuery& query);
   absl::StatusOr<v1::Job> Cancel(const std::string& job_id);
   // Calls `observer` with the current snapshot, then after every change.
   absl::StatusOr<int64_t> Watch(const std::string& job_id, JobObserver observer);

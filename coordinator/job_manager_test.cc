@@ -200,3 +200,49 @@ TEST_F(JobManagerTest, WatchSeesEveryChange) {
 
 }  // namespace
 }  // namespace ringmaster
+
+namespace ringmaster {
+namespace {
+
+std::vector<std::string> Ids(const JobPage& page) {
+  std::vector<std::string> ids;
+  for (const v1::Job& job : page.jobs) ids.push_back(job.id());
+  return ids;
+}
+
+// Newest first, a page at a time, each page going on where the last ended,
+// whatever was submitted meanwhile; filters by state and name prefix.
+TEST_F(JobManagerTest, ListsPagesNewestFirstWithFilters) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < 7; ++i) {
+    v1::JobSpec spec;
+    spec.set_name(i % 2 == 0 ? "even" : "odd");
+    spec.set_ranks(1);
+    spec.add_command("true");
+    ids.push_back(Submit(spec));
+  }
+  ASSERT_TRUE(manager_->Cancel(ids[5]).ok());
+  JobQuery query;
+  query.page_size = 3;
+  JobPage first = manager_->ListPage(query);
+  EXPECT_EQ(Ids(first), (std::vector<std::string>{ids[6], ids[5], ids[4]}));
+  ASSERT_GT(first.next_before_number, 0);
+  Submit(1);  // a newer job does not shift the pages after the first
+  query.before_number = first.next_before_number;
+  JobPage second = manager_->ListPage(query);
+  EXPECT_EQ(Ids(second), (std::vector<std::string>{ids[3], ids[2], ids[1]}));
+  query.before_number = second.next_before_number;
+  JobPage last = manager_->ListPage(query);
+  EXPECT_EQ(Ids(last), (std::vector<std::string>{ids[0]}));
+  EXPECT_EQ(last.next_before_number, 0) << "no page after the last";
+
+  JobQuery odd;
+  odd.name_prefix = "od";
+  EXPECT_EQ(Ids(manager_->ListPage(odd)), (std::vector<std::string>{ids[5], ids[3], ids[1]}));
+  JobQuery cancelled;
+  cancelled.states = {v1::CANCELLED};
+  EXPECT_EQ(Ids(manager_->ListPage(cancelled)), (std::vector<std::string>{ids[5]}));
+}
+
+}  // namespace
+}  // namespace ringmaster

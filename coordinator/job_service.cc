@@ -2,6 +2,8 @@
 
 #include <deque>
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/grpc_status.h"
 #include "common/job_id.h"
@@ -99,11 +101,41 @@ grpc::ServerUnaryReactor* JobServiceImpl::GetJob(grpc::CallbackServerContext* co
   return FinishUnary(context, job.status());
 }
 
+namespace {
+
+constexpr int kMaxPageSize = 500;
+
+absl::StatusOr<JobQuery> ToQuery(const v1::ListJobsRequest& request) {
+  JobQuery query;
+  if (request.page_size() < 0 || request.page_size() > kMaxPageSize) {
+    return absl::InvalidArgumentError(absl::StrCat("page_size must be in [0, ", kMaxPageSize,
+                                                   "], got ", request.page_size()));
+  }
+  if (request.page_size() > 0) query.page_size = request.page_size();
+  if (!request.page_token().empty() &&
+      (!absl::SimpleAtoi(request.page_token(), &query.before_number) ||
+       query.before_number <= 0)) {
+    return absl::InvalidArgumentError(
+        "page_token: not one this API gave (pass a next_page_token back as it is)");
+  }
+  for (int state : request.states()) query.states.insert(static_cast<v1::JobState>(state));
+  query.name_prefix = request.name_prefix();
+  return query;
+}
+
+}  // namespace
+
 grpc::ServerUnaryReactor* JobServiceImpl::ListJobs(
-    grpc::CallbackServerContext* context, const v1::ListJobsRequest*,
+    grpc::CallbackServerContext* context, const v1::ListJobsRequest* request,
     v1::ListJobsResponse* response) {
   if (absl::Status s = access_->RequireAdmin(*context); !s.ok()) return FinishUnary(context, s);
-  for (v1::Job& job : manager_->List()) *response->add_jobs() = std::move(job);
+  absl::StatusOr<JobQuery> query = ToQuery(*request);
+  if (!query.ok()) return FinishUnary(context, query.status());
+  JobPage page = manager_->ListPage(*query);
+  for (v1::Job& job : page.jobs) *response->add_jobs() = std::move(job);
+  if (page.next_before_number > 0) {
+    response->set_next_page_token(absl::StrCat(page.next_before_number));
+  }
   return FinishUnary(context, absl::OkStatus());
 }
 

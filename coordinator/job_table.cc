@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "coordinator/job_state.h"
@@ -29,6 +30,13 @@ absl::Status JobTable::Load() {
   ASSIGN_OR_RETURN(std::vector<v1::Job> jobs, store_->LoadAll());
   for (v1::Job& job : jobs) Add(std::move(job));
   return absl::OkStatus();
+}
+
+int64_t JobNumber(const std::string& job_id) {
+  int64_t number = 0;
+  const size_t dash = job_id.rfind('-');
+  if (dash == std::string::npos || !absl::SimpleAtoi(job_id.substr(dash + 1), &number)) return 0;
+  return number;
 }
 
 absl::StatusOr<JobRecord*> JobTable::Create(v1::JobSpec spec) {

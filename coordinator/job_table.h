@@ -43,6 +43,10 @@ struct JobRecord {
   void SetRankProgress(int rank, const v1::Progress& progress);
 };
 
+// The number in a job id ("<name>-<number>", numbers increasing with
+// submission); 0 for an id without one.
+int64_t JobNumber(const std::string& job_id);
+
 // Thread-compatible: the JobManager calls it under its mutex. Observers and
 // the transition hook run under that mutex and must only queue or record.
 class JobTable {

@@ -355,3 +355,42 @@ TEST_F(ClusterTest, OversizedSpecsAreRefusedWithTheLimit) {
 
 }  // namespace
 }  // namespace ringmaster
+
+namespace ringmaster {
+namespace {
+
+// `jobs` shows the newest page and says there is more; --all shows every
+// job; --state filters. A page token the API did not give is refused.
+TEST_F(ClusterTest, JobsArePagedNewestFirst) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < 3; ++i) {
+    CommandResult r = Cli({"submit", WriteSpec("quick", "name: quick\nranks: 1\n"
+                                                        "command: [true]\n"),
+                           "--follow"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    ids.push_back(r.out.substr(0, r.out.find('\n')));
+  }
+  CommandResult two = Cli({"jobs", "--limit", "2"});
+  EXPECT_EQ(two.exit_code, 0) << two.err;
+  EXPECT_LT(two.out.find(ids[2]), two.out.find(ids[1])) << "newest first: " << two.out;
+  EXPECT_EQ(two.out.find(ids[0]), std::string::npos) << two.out;
+  EXPECT_NE(two.err.find("the newest 2 jobs; --all shows every one"), std::string::npos)
+      << two.err;
+  CommandResult all = Cli({"jobs", "--all", "--state", "succeeded"});
+  for (const std::string& id : ids) EXPECT_NE(all.out.find(id), std::string::npos) << all.out;
+  EXPECT_TRUE(all.err.empty()) << all.err;
+  CommandResult none = Cli({"jobs", "--state", "running"});
+  for (const std::string& id : ids) EXPECT_EQ(none.out.find(id), std::string::npos) << none.out;
+  CommandResult bad = Cli({"jobs", "--state", "sleepy"});
+  EXPECT_EQ(bad.exit_code, 2);
+
+  v1::ListJobsRequest forged;
+  forged.set_page_token("../x");
+  EXPECT_EQ(client_->ListJobsPage(forged).status().code(), absl::StatusCode::kInvalidArgument);
+  v1::ListJobsRequest huge;
+  huge.set_page_size(100000);
+  EXPECT_EQ(client_->ListJobsPage(huge).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace ringmaster
