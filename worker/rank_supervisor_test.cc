@@ -85,13 +85,15 @@ TEST_F(RankSupervisorTest, ReportsStartAndExitWithCodeAndLog) {
 TEST_F(RankSupervisorTest, StopEscalatesToSigkillAfterGrace) {
   // Ignores SIGTERM, so only SIGKILL ends it.
   supervisor_->Start(Rank("job-b", 0, "trap '' TERM; echo ready; sleep 300 & wait"));
-  // Stop only once the trap is set: the shell prints "ready" after it.
+  // Stop only once the trap is set (the shell prints "ready" after it) and
+  // the supervisor has recorded the process (which it does once exec has
+  // happened, possibly after the shell has printed).
   const absl::Time deadline = absl::Now() + absl::Seconds(30);
-  while (ReadLog("job-b", 0).find("ready") == std::string::npos) {
-    ASSERT_LT(absl::Now(), deadline) << "the rank never printed ready";
+  while (ReadLog("job-b", 0).find("ready") == std::string::npos ||
+         supervisor_->RunningProcesses().size() != 1) {
+    ASSERT_LT(absl::Now(), deadline) << "the rank never printed ready or never showed running";
     absl::SleepFor(absl::Milliseconds(5));
   }
-  EXPECT_EQ(supervisor_->RunningProcesses().size(), 1u);
   supervisor_->StopJob("job-b", 0, absl::Milliseconds(300));
   auto exits = WaitExits(1);
   ASSERT_EQ(exits.size(), 1u);
