@@ -85,6 +85,17 @@ absl::StatusOr<std::vector<v1::Job>> Client::ListJobs() {
   return jobs;
 }
 
+absl::Status Client::DeleteJob(const std::string& job_id) {
+  grpc::ClientContext context;
+  Prepare(&context, true);
+  v1::DeleteJobRequest request;
+  request.set_job_id(job_id);
+  v1::DeleteJobResponse response;
+  grpc::Status status = jobs_->DeleteJob(&context, request, &response);
+  if (!status.ok()) return Explain(status, address_, tls_);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<v1::Job> Client::CancelJob(const std::string& job_id) {
   grpc::ClientContext context;
   Prepare(&context, true);

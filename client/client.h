@@ -40,6 +40,7 @@ class Client {
   // One page (see ListJobsRequest).
   absl::StatusOr<v1::ListJobsResponse> ListJobsPage(const v1::ListJobsRequest& request);
   absl::StatusOr<v1::Job> CancelJob(const std::string& job_id);
+  absl::Status DeleteJob(const std::string& job_id);
   absl::StatusOr<std::vector<v1::Worker>> ListWorkers();
 
   // Calls `on_event` for each snapshot until the job ends (the stream

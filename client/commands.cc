@@ -265,6 +265,17 @@ int RunJobs(const GlobalOptions& global, const JobsOptions& options) {
   return kOk;
 }
 
+int RunDelete(const GlobalOptions& global, const std::string& job_id) {
+  Client client = MakeClient(global);
+  if (absl::Status s = client.DeleteJob(job_id); !s.ok()) return Fail(s);
+  if (global.json) {
+    std::cout << "{\"deleted\": \"" << job_id << "\"}" << std::endl;
+  } else {
+    std::cout << "deleted " << job_id << std::endl;
+  }
+  return kOk;
+}
+
 int RunStatus(const GlobalOptions& global, const std::string& job_id) {
   Client client = MakeClient(global);
   absl::StatusOr<v1::Job> job = client.GetJob(job_id);

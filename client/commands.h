@@ -35,6 +35,7 @@ int RunStatus(const GlobalOptions& global, const std::string& job_id);
 int RunLogs(const GlobalOptions& global, const std::string& job_id, std::optional<int> rank,
             bool follow);
 int RunCancel(const GlobalOptions& global, const std::string& job_id);
+int RunDelete(const GlobalOptions& global, const std::string& job_id);
 int RunWorkers(const GlobalOptions& global);
 int RunTop(const GlobalOptions& global, int iterations);
 

@@ -187,6 +187,9 @@ int main(int argc, char** argv) {
   auto* cancel = app.add_subcommand("cancel", "stop every rank of a job");
   cancel->add_option("JOB", job_id, "job id")->required();
 
+  auto* remove = app.add_subcommand("delete", "forget an ended job: history, keys and logs");
+  remove->add_option("JOB", job_id, "job id")->required();
+
   app.add_subcommand("workers", "list workers");
 
   CertsCommand certs;
@@ -207,6 +210,7 @@ int main(int argc, char** argv) {
   if (status->parsed()) return ringmaster::RunStatus(global, job_id);
   if (logs->parsed()) return ringmaster::RunLogs(global, job_id, rank, follow_logs);
   if (cancel->parsed()) return ringmaster::RunCancel(global, job_id);
+  if (remove->parsed()) return ringmaster::RunDelete(global, job_id);
   if (jobs->parsed()) return ringmaster::RunJobs(global, jobs_options);
   if (app.got_subcommand("workers")) return ringmaster::RunWorkers(global);
   if (top->parsed()) return ringmaster::RunTop(global, iterations);

@@ -156,6 +156,51 @@ void JobManager::Tick() {
   }
   AdvanceRestarts(now);
   ScheduleLocked();
+  if (now >= next_prune_) {
+    next_prune_ = now + absl::Minutes(1);
+    PruneLocked(now);
+  }
+}
+
+absl::Status JobManager::Delete(const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(JobRecord * entry, table_.Get(job_id));
+  if (!IsTerminal(entry->job.state())) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", job_id, " is ", StateName(entry->job.state()),
+                     "; cancel it before deleting it"));
+  }
+  return DeleteLocked(*entry);
+}
+
+absl::Status JobManager::DeleteLocked(JobRecord& entry) {
+  const std::string job_id = entry.job.id();
+  rendezvous_->DropScope({job_id, entry.job.attempt()});
+  RETURN_IF_ERROR(table_.Delete(job_id));
+  v1::CoordinatorMessage forget;
+  forget.mutable_delete_job_logs()->set_job_id(job_id);
+  for (const v1::Worker& worker : membership_->List()) membership_->Send(worker.id(), forget);
+  spdlog::info("job {}: deleted", job_id);
+  return absl::OkStatus();
+}
+
+void JobManager::PruneLocked(absl::Time now) {
+  std::vector<JobRecord*> ended;  // oldest first
+  for (const auto& record : table_.records()) {
+    if (IsTerminal(record->job.state())) ended.push_back(record.get());
+  }
+  const int over = static_cast<int>(ended.size()) - options_.retain_finished_jobs;
+  for (int i = 0; i < static_cast<int>(ended.size()); ++i) {
+    const v1::Job& job = ended[i]->job;
+    const absl::Time ended_at =
+        absl::FromUnixMillis(job.history().empty() ? job.create_unix_ms()
+                                                   : job.history().rbegin()->time_unix_ms());
+    if (i >= over && now - ended_at < options_.retain_finished) continue;
+    if (absl::Status s = DeleteLocked(*ended[i]); !s.ok()) {
+      spdlog::warn("could not prune job {}: {}", job.id(), s.ToString());
+      return;
+    }
+  }
 }
 
 void JobManager::CheckTimeouts(JobRecord& entry, absl::Time now) {

@@ -48,6 +48,10 @@ struct JobManagerOptions {
   absl::Duration failure_settle = absl::Seconds(1);
   RankEnvContext rank_env;
   SpecLimits spec_limits;
+  // Ended jobs are deleted this long after they ended, and beyond this many
+  // (the oldest first).
+  absl::Duration retain_finished = absl::Hours(24 * 7);
+  int retain_finished_jobs = 10000;
   // Uniform in [0, 1), for back-off jitter; empty: a random generator.
   std::function<double()> random;
   // Called under the manager's mutex after each stored transition, with the
@@ -96,6 +100,9 @@ class JobManager {
   // Newest first: up to page_size jobs matching `query`.
   JobPage ListPage(const JobQuery& query);
   absl::StatusOr<v1::Job> Cancel(const std::string& job_id);
+  // Forgets an ended job: its stored history, and (by telling the connected
+  // workers) its ranks' logs. FAILED_PRECONDITION while it is active.
+  absl::Status Delete(const std::string& job_id);
   // Calls `observer` with the current snapshot, then after every change.
   absl::StatusOr<int64_t> Watch(const std::string& job_id, JobObserver observer);
   void Unwatch(int64_t watch_id);
@@ -115,11 +122,16 @@ class JobManager {
   // False when the session has ended (the stream should close).
   bool OnHeartbeat(const WorkerSession& session, const v1::Heartbeat& beat);
 
-  // Worker health, timeouts, hangs, restart back-off, elastic regrowth and
-  // scheduling; called periodically.
+  // Worker health, timeouts, hangs, restart back-off, elastic regrowth,
+  // scheduling and (once a minute) pruning of ended jobs; called
+  // periodically.
   void Tick();
 
  private:
+  absl::Status DeleteLocked(JobRecord& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Deletes ended jobs past the retention (job_manager.cc).
+  void PruneLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   // Scheduling (job_manager_schedule.cc).
   void ScheduleLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Free slots of schedulable workers, leaving out the ranks of `except`.
@@ -167,6 +179,7 @@ class JobManager {
   absl::Mutex mu_;
   JobTable table_ ABSL_GUARDED_BY(mu_);
   std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);  // back-off jitter
+  absl::Time next_prune_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
 };
 
 // What counts as progress for the job's ranks.

@@ -246,3 +246,51 @@ TEST_F(JobManagerTest, ListsPagesNewestFirstWithFilters) {
 
 }  // namespace
 }  // namespace ringmaster
+
+namespace ringmaster {
+namespace {
+
+TEST_F(JobManagerTest, DeleteForgetsAnEndedJobOnlyAndForGood) {
+  const std::string active = Submit(1);  // no worker: stays PENDING
+  absl::Status refused = manager_->Delete(active);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(refused.message(),
+            absl::StrCat("job ", active, " is PENDING; cancel it before deleting it"));
+  ASSERT_TRUE(manager_->Cancel(active).ok());
+  ASSERT_TRUE(manager_->Delete(active).ok());
+  EXPECT_EQ(manager_->Get(active).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(manager_->Delete(active).code(), absl::StatusCode::kNotFound);
+  Restart();
+  EXPECT_EQ(manager_->Get(active).status().code(), absl::StatusCode::kNotFound)
+      << "deleted from the store, not only from memory";
+}
+
+TEST_F(JobManagerTest, EndedJobsArePrunedByAgeAndByCount) {
+  options_.retain_finished = absl::Hours(24);
+  options_.retain_finished_jobs = 2;
+  Restart();
+  std::vector<std::string> ids;
+  for (int i = 0; i < 4; ++i) {
+    ids.push_back(Submit(1));
+    ASSERT_TRUE(manager_->Cancel(ids.back()).ok());
+    clock_.Advance(absl::Minutes(1));
+  }
+  const std::string pending = Submit(1);
+  manager_->Tick();
+  // Four ended, two kept: the two oldest go.
+  EXPECT_EQ(manager_->Get(ids[0]).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(manager_->Get(ids[1]).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(manager_->Get(ids[2]).ok());
+  EXPECT_TRUE(manager_->Get(ids[3]).ok());
+  // ids[2] ended 2 minutes after the first, ids[3] 3: a day and 30 s after
+  // ids[2] ended, only it is past the age.
+  clock_.Advance(absl::Hours(24) - absl::Minutes(2) + absl::Seconds(30));
+  manager_->Tick();
+  EXPECT_EQ(manager_->Get(ids[2]).status().code(), absl::StatusCode::kNotFound)
+      << "ended a day ago";
+  EXPECT_TRUE(manager_->Get(ids[3]).ok()) << "ended a minute later";
+  EXPECT_TRUE(manager_->Get(pending).ok()) << "an active job is never pruned";
+}
+
+}  // namespace
+}  // namespace ringmaster

@@ -149,6 +149,14 @@ grpc::ServerUnaryReactor* JobServiceImpl::CancelJob(
   return FinishUnary(context, job.status());
 }
 
+grpc::ServerUnaryReactor* JobServiceImpl::DeleteJob(grpc::CallbackServerContext* context,
+                                                     const v1::DeleteJobRequest* request,
+                                                     v1::DeleteJobResponse*) {
+  if (absl::Status s = access_->RequireAdmin(*context); !s.ok()) return FinishUnary(context, s);
+  if (absl::Status s = ValidateJobId(request->job_id()); !s.ok()) return FinishUnary(context, s);
+  return FinishUnary(context, manager_->Delete(request->job_id()));
+}
+
 grpc::ServerWriteReactor<v1::JobEvent>* JobServiceImpl::WatchJob(
     grpc::CallbackServerContext* context, const v1::WatchJobRequest* request) {
   absl::Status s = access_->RequireAdmin(*context);

@@ -107,6 +107,15 @@ absl::Status JobStore::RecordTransition(const v1::Job& job,
 
 absl::Status JobStore::Update(const v1::Job& job) { return WriteSnapshot(job); }
 
+absl::Status JobStore::Delete(const std::string& job_id) {
+  return db_->Transaction([&]() -> absl::Status {
+    ASSIGN_OR_RETURN(auto transitions, db_->Prepare("DELETE FROM transitions WHERE job_id = ?"));
+    RETURN_IF_ERROR(transitions.Bind(1, job_id).Run());
+    ASSIGN_OR_RETURN(auto job, db_->Prepare("DELETE FROM jobs WHERE id = ?"));
+    return job.Bind(1, job_id).Run();
+  });
+}
+
 absl::StatusOr<std::vector<v1::Job>> JobStore::LoadAll() {
   std::vector<v1::Job> jobs;
   ASSIGN_OR_RETURN(auto query,

@@ -37,6 +37,9 @@ class JobStore {
   // Stores the job's snapshot (ranks, progress) without a transition.
   absl::Status Update(const v1::Job& job);
 
+  // Removes the job and its history.
+  absl::Status Delete(const std::string& job_id);
+
   // Every job in submission order, each with its full history.
   absl::StatusOr<std::vector<v1::Job>> LoadAll();
 

@@ -1,5 +1,7 @@
 #include "coordinator/job_table.h"
 
+#include <algorithm>
+
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/numbers.h"
@@ -54,6 +56,17 @@ absl::StatusOr<JobRecord*> JobTable::Create(v1::JobSpec spec) {
   change->set_time_unix_ms(job.create_unix_ms());
   RETURN_IF_ERROR(store_->Create(job));
   return &Add(std::move(job));
+}
+
+absl::Status JobTable::Delete(const std::string& job_id) {
+  auto it = by_id_.find(job_id);
+  if (it == by_id_.end()) return absl::NotFoundError(absl::StrCat("no job \"", job_id, "\""));
+  RETURN_IF_ERROR(store_->Delete(job_id));
+  const JobRecord* record = it->second;
+  by_id_.erase(it);
+  records_.erase(std::find_if(records_.begin(), records_.end(),
+                              [record](const auto& r) { return r.get() == record; }));
+  return absl::OkStatus();
 }
 
 JobRecord* JobTable::Find(const std::string& job_id) {

@@ -81,6 +81,9 @@ class JobTable {
   // Tells the watchers only (progress between snapshots).
   void Notify(const JobRecord& record);
 
+  // Deletes the job from the store, then forgets it.
+  absl::Status Delete(const std::string& job_id);
+
   // Calls `observer` with the job now, then after every change.
   absl::StatusOr<int64_t> Watch(const std::string& job_id, Observer observer);
   void Unwatch(int64_t watch_id);

@@ -28,6 +28,11 @@ void AddLimitFlags(CLI::App& app, ringmaster::CoordinatorConfig* config) {
   app.add_option("--max-rendezvous-scope-bytes", config->rendezvous.max_scope_bytes,
                  "most bytes of keys and values one job attempt may store")
       ->capture_default_str();
+  ringmaster::AddDurationOption(app, "--retain-finished", &config->manager.retain_finished,
+                                "ended jobs are deleted (history, keys, logs) this long after");
+  app.add_option("--retain-finished-jobs", config->manager.retain_finished_jobs,
+                 "and beyond this many ended jobs, the oldest first")
+      ->capture_default_str();
   app.add_option("--max-log-line-bytes", config->max_log_line_bytes,
                  "longest line `logs` relays whole; longer ones come in pieces")
       ->capture_default_str();

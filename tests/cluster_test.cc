@@ -394,3 +394,37 @@ TEST_F(ClusterTest, JobsArePagedNewestFirst) {
 
 }  // namespace
 }  // namespace ringmaster
+
+namespace ringmaster {
+namespace {
+
+// `delete` forgets an ended job: its history and its logs on the worker;
+// an active job must be cancelled first.
+TEST_F(ClusterTest, DeleteForgetsAnEndedJobAndItsLogs) {
+  CommandResult done = Cli({"submit", WriteSpec("gone", "name: gone\nranks: 1\n"
+                                                        "command: [echo, hi]\n"),
+                            "--follow"});
+  ASSERT_EQ(done.exit_code, 0) << done.err;
+  const std::string id = done.out.substr(0, done.out.find('\n'));
+  std::string log_dir;
+  for (const char* worker : {"/worker-0", "/worker-1"}) {
+    const std::string dir = state_dir_ + worker + "/logs/" + id;
+    if (access(dir.c_str(), F_OK) == 0) log_dir = dir;
+  }
+  ASSERT_FALSE(log_dir.empty()) << "no log dir of " << id;
+
+  const std::string running = Submit(SleeperSpec("busy"));
+  CommandResult refused = Cli({"delete", running});
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_NE(refused.err.find("cancel it before deleting it"), std::string::npos) << refused.err;
+
+  CommandResult deleted = Cli({"delete", id});
+  EXPECT_EQ(deleted.exit_code, 0) << deleted.err;
+  EXPECT_EQ(client_->GetJob(id).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(testing::WaitFor([&] { return access(log_dir.c_str(), F_OK) != 0; },
+                               absl::Seconds(10)))
+      << log_dir << " still there";
+}
+
+}  // namespace
+}  // namespace ringmaster

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/credentials.h"
+#include "common/job_id.h"
 #include "common/private_dir.h"
 
 namespace ringmaster {
@@ -180,6 +181,20 @@ std::vector<RankSupervisor::Process> RankSupervisor::RunningProcesses() {
     }
   }
   return out;
+}
+
+bool RankSupervisor::DeleteLogs(const std::string& job_id) {
+  if (!ValidateJobId(job_id).ok()) return false;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [key, rank] : ranks_) {
+      if (std::get<0>(key) == job_id && !rank->reported) return false;
+    }
+  }
+  std::error_code error;
+  std::filesystem::remove_all(std::filesystem::path(options_.log_dir) / job_id, error);
+  if (error) spdlog::warn("job {}: cannot remove its logs: {}", job_id, error.message());
+  return !error;
 }
 
 std::optional<v1::RankRef> RankSupervisor::RankOfJobToken(const std::string& token) const {

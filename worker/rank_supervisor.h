@@ -63,6 +63,9 @@ class RankSupervisor {
   // The running rank whose job credential (RINGMASTER_JOB_TOKEN) is `token`.
   std::optional<v1::RankRef> RankOfJobToken(const std::string& token) const;
   std::string LogPath(const std::string& job_id, int rank) const;
+  // Removes the job's log directory, unless a rank of it still runs (or
+  // `job_id` is not a valid id); false when it did not.
+  bool DeleteLogs(const std::string& job_id);
 
  private:
   using Key = std::tuple<std::string, int, int>;  // job, attempt, rank

@@ -113,6 +113,8 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
               const auto& stop = command.stop_job();
               self->supervisor_->StopJob(stop.job_id(), stop.attempt(),
                                          absl::Milliseconds(stop.grace_ms()));
+            } else if (command.has_delete_job_logs()) {
+              self->supervisor_->DeleteLogs(command.delete_job_logs().job_id());
             }
           },
           [self] { return self->RunningRanks(); },
