@@ -128,8 +128,9 @@ std::string ExplainTlsFailure(const std::string& address, bool tls,
                               const std::string& grpc_message) {
   const Speaks speaks = Probe(address);
   if (tls && speaks == Speaks::kPlaintext) {
-    return absl::StrCat(address, " serves plaintext, not TLS: this side has --tls-dir, "
-                                 "the server was started without it");
+    return absl::StrCat(address, " serves plaintext, not TLS: this side uses TLS (--tls-dir, "
+                                 "RINGMASTER_TLS_DIR or the files of `ringmaster up`); "
+                                 "--tls-dir \"\" speaks plaintext");
   }
   if (!tls && speaks == Speaks::kOther) {
     return absl::StrCat(address, " requires TLS: give --tls-dir (or RINGMASTER_TLS_DIR) "

@@ -482,9 +482,11 @@ TEST(TlsMismatchTest, ATlsClientIsToldTheServerIsPlaintext) {
       {testing::Runfile("client/ringmaster"), "--tls-dir", state + "/tls", "jobs"},
       {{"RINGMASTER_COORDINATOR", address}});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.err, absl::StrCat("ringmaster: cannot reach the coordinator at ", address, ": ",
-                                address, " serves plaintext, not TLS: this side has --tls-dir, "
-                                         "the server was started without it\n"));
+  EXPECT_EQ(r.err,
+            absl::StrCat("ringmaster: cannot reach the coordinator at ", address, ": ", address,
+                         " serves plaintext, not TLS: this side uses TLS (--tls-dir, "
+                         "RINGMASTER_TLS_DIR or the files of `ringmaster up`); --tls-dir \"\" "
+                         "speaks plaintext\n"));
 }
 
 }  // namespace
