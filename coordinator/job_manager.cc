@@ -75,6 +75,7 @@ std::vector<v1::Job> JobManager::List() {
 JobPage JobManager::ListPage(const JobQuery& query) {
   absl::MutexLock lock(&mu_);
   JobPage page;
+  int64_t page_bytes = 0;
   const auto& records = table_.records();  // in submission order: numbers increase
   for (auto it = records.rbegin(); it != records.rend(); ++it) {
     const v1::Job& job = (*it)->job;
@@ -82,10 +83,13 @@ JobPage JobManager::ListPage(const JobQuery& query) {
     if (number >= query.before_number) continue;
     if (!query.states.empty() && query.states.count(job.state()) == 0) continue;
     if (!absl::StartsWith(job.spec().name(), query.name_prefix)) continue;
-    if (static_cast<int>(page.jobs.size()) == query.page_size) {
+    const int64_t bytes = static_cast<int64_t>(job.ByteSizeLong());
+    if (static_cast<int>(page.jobs.size()) == query.page_size ||
+        (!page.jobs.empty() && page_bytes + bytes > query.max_page_bytes)) {
       page.next_before_number = JobNumber(page.jobs.back().id());
       break;
     }
+    page_bytes += bytes;
     page.jobs.push_back(job);
   }
   return page;

@@ -62,6 +62,9 @@ struct JobManagerOptions {
 // Which jobs ListJobs returns (see ListJobsRequest).
 struct JobQuery {
   int page_size = 100;
+  // A page ends early rather than pass this many bytes of jobs, so that it
+  // fits a client's default 4 MiB message whatever the jobs hold.
+  int64_t max_page_bytes = 2 << 20;
   int64_t before_number = INT64_MAX;  // only jobs numbered below (the page token)
   std::set<v1::JobState> states;      // empty: any
   std::string name_prefix;

@@ -294,3 +294,36 @@ TEST_F(JobManagerTest, EndedJobsArePrunedByAgeAndByCount) {
 
 }  // namespace
 }  // namespace ringmaster
+
+namespace ringmaster {
+namespace {
+
+// Big jobs make short pages, never a message past the page's byte bound.
+TEST_F(JobManagerTest, PagesEndBeforeTheirByteBound) {
+  for (int i = 0; i < 30; ++i) {
+    v1::JobSpec spec;
+    spec.set_name("big");
+    spec.set_ranks(1);
+    spec.add_command("true");
+    (*spec.mutable_env())["BLOB"] = std::string(100000, 'x');
+    Submit(spec);
+  }
+  JobQuery query;
+  query.page_size = 500;
+  query.max_page_bytes = 1 << 20;
+  int seen = 0;
+  for (int pages = 0; pages < 30; ++pages) {
+    JobPage page = manager_->ListPage(query);
+    int64_t bytes = 0;
+    for (const v1::Job& job : page.jobs) bytes += static_cast<int64_t>(job.ByteSizeLong());
+    EXPECT_LE(bytes, query.max_page_bytes);
+    EXPECT_FALSE(page.jobs.empty());
+    seen += static_cast<int>(page.jobs.size());
+    if (page.next_before_number == 0) break;
+    query.before_number = page.next_before_number;
+  }
+  EXPECT_EQ(seen, 30) << "every job on some page, once";
+}
+
+}  // namespace
+}  // namespace ringmaster
