@@ -172,10 +172,8 @@ absl::StatusOr<std::unique_ptr<RendezvousClient>> RendezvousClient::FromEnvironm
   }
   const char* token = std::getenv("RINGMASTER_JOB_TOKEN");
   const char* ca = std::getenv("RINGMASTER_TLS_CA");
-  Tls tls;
-  if (ca != nullptr && *ca != '\0') tls = TlsFiles{ca, "", ""};
   return std::make_unique<RendezvousClient>(address, job, attempt_number, token ? token : "",
-                                            tls);
+                                            CaOnly(ca ? ca : ""));
 }
 
 void RendezvousClient::Prepare(grpc::ClientContext* context, absl::Duration timeout) const {

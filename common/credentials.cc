@@ -11,7 +11,6 @@
 #include <fstream>
 #include <sstream>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"

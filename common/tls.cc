@@ -87,6 +87,11 @@ absl::StatusOr<TlsFiles> LoadTls(const std::string& dir, const std::string& name
   return files;
 }
 
+Tls CaOnly(std::string ca_pem) {
+  if (ca_pem.empty()) return std::nullopt;
+  return TlsFiles{std::move(ca_pem), "", ""};
+}
+
 absl::StatusOr<Tls> LoadClientTls(const std::string& dir) {
   if (dir.empty()) return Tls();
   const bool admin = access((dir + "/admin.crt").c_str(), F_OK) == 0;

@@ -38,6 +38,10 @@ using Tls = std::optional<TlsFiles>;
 // or the key when others may read it.
 absl::StatusOr<TlsFiles> LoadTls(const std::string& dir, const std::string& name);
 
+// Only a CA: a client that checks the server and shows no certificate (it
+// identifies by token). Plaintext (nullopt) when `ca_pem` is empty.
+Tls CaOnly(std::string ca_pem);
+
 // A client's: ca.crt and, when `dir` has them, admin.crt and admin.key;
 // nullopt (plaintext) when `dir` is empty.
 absl::StatusOr<Tls> LoadClientTls(const std::string& dir);

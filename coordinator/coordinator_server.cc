@@ -50,8 +50,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   RETURN_IF_ERROR(server->manager_->Recover());
   // Workers' agents are checked against the CA; the coordinator shows them
   // its agent credential, not a certificate.
-  Tls agent_tls;
-  if (config.tls) agent_tls = TlsFiles{config.tls->ca_pem, "", ""};
+  const Tls agent_tls = CaOnly(config.tls ? config.tls->ca_pem : "");
   server->logs_ = std::make_unique<LogRelay>(server->manager_.get(), &access->signer(),
                                             agent_tls, config.max_log_line_bytes);
   server->job_service_ =

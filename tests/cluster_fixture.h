@@ -130,7 +130,7 @@ class ClusterTest : public ::testing::Test {
     EXPECT_TRUE(key.ok()) << key.status();
     return CredentialSigner(key.ok() ? *key : "").Agent(absl::StrCat("local-", index));
   }
-  Tls CaOnly() const { return TlsFiles{tls_->ca_pem, "", ""}; }
+  Tls CaOnly() const { return ringmaster::CaOnly(tls_->ca_pem); }
   std::vector<DaemonRecord> WorkerRecords() {
     std::vector<DaemonRecord> workers;
     for (const DaemonRecord& d : DaemonRecords()) {

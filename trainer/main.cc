@@ -34,12 +34,6 @@ namespace {
 
 void Log(const std::string& line) { std::cout << line << std::endl; }
 
-// The cluster's CA, when its channels are TLS; a rank shows no certificate.
-Tls TrainerTls(const TrainerEnv& env) {
-  if (env.tls_ca.empty()) return std::nullopt;
-  return TlsFiles{env.tls_ca, "", ""};
-}
-
 int Fail(const absl::Status& status) {
   std::cerr << "ringmaster-trainer: " << status.message() << std::endl;
   return 1;
@@ -169,7 +163,7 @@ int Run(int argc, char** argv) {
     ref.set_attempt(env->attempt);
     ref.set_rank(env->rank);
     reporter = std::make_unique<ProgressReporter>(
-        MakeChannel(env->worker_address, TrainerTls(*env), env->worker_id), env->token, ref);
+        MakeChannel(env->worker_address, CaOnly(env->tls_ca), env->worker_id), env->token, ref);
     context.on_progress = [&](const v1::Progress& p) { reporter->Report(p); };
   }
   context.comm = comm->get();
