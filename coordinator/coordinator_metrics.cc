@@ -33,7 +33,7 @@ CoordinatorMetrics::CoordinatorMetrics(metrics::Registry* registry)
   registry_->AddCollectCallback([this] { Collect(); });
 }
 
-void CoordinatorMetrics::SetSources(std::function<std::vector<v1::Job>()> jobs,
+void CoordinatorMetrics::SetSources(std::function<std::map<v1::JobState, int>()> jobs,
                                     std::function<std::vector<v1::Worker>()> workers) {
   job_source_ = std::move(jobs);
   worker_source_ = std::move(workers);
@@ -60,7 +60,7 @@ void CoordinatorMetrics::Collect() {
   for (int s = v1::PENDING; s <= v1::RESTARTING; ++s) {
     jobs[StateName(static_cast<v1::JobState>(s))] = 0;
   }
-  for (const v1::Job& job : job_source_()) ++jobs[StateName(job.state())];
+  for (const auto& [state, count] : job_source_()) jobs[StateName(state)] += count;
   for (const auto& [state, count] : jobs) jobs_.Add({{"state", state}}).Set(count);
 
   std::map<std::string, int> workers = {{"ALIVE", 0}, {"SUSPECT", 0}, {"LOST", 0}};

@@ -4,6 +4,7 @@
 #define RINGMASTER_COORDINATOR_COORDINATOR_METRICS_H_
 
 #include <functional>
+#include <map>
 #include <vector>
 
 #include "common/metrics.h"
@@ -17,8 +18,9 @@ class CoordinatorMetrics {
  public:
   explicit CoordinatorMetrics(metrics::Registry* registry);
 
-  // The sources of the gauges computed at each scrape.
-  void SetSources(std::function<std::vector<v1::Job>()> jobs,
+  // The sources of the gauges computed at each scrape: jobs counted by
+  // state, and the workers.
+  void SetSources(std::function<std::map<v1::JobState, int>()> jobs,
                   std::function<std::vector<v1::Worker>()> workers);
 
   // JobManagerOptions::on_transition.
@@ -33,7 +35,7 @@ class CoordinatorMetrics {
   metrics::Family<metrics::Gauge>& heartbeat_age_;
   metrics::Family<metrics::Counter>& restarts_;
   metrics::Histogram& queue_wait_;
-  std::function<std::vector<v1::Job>()> job_source_;
+  std::function<std::map<v1::JobState, int>()> job_source_;
   std::function<std::vector<v1::Worker>()> worker_source_;
 };
 

@@ -45,7 +45,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
                                                   server->membership_.get(), clock,
                                                   manager_options);
   JobManager* manager = server->manager_.get();
-  server->metrics_->SetSources([manager] { return manager->List(); },
+  server->metrics_->SetSources([manager] { return manager->CountByState(); },
                                [manager] { return manager->ListWorkers(); });
   RETURN_IF_ERROR(server->manager_->Recover());
   // Workers' agents are checked against the CA; the coordinator shows them

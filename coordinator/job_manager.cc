@@ -18,71 +18,28 @@
 
 namespace ringmaster {
 
-JobManager::JobManager(JobStore* store, RendezvousStore* rendezvous,
-                       WorkerMembership* membership, const Clock* clock,
-                       JobManagerOptions options)
-    : rendezvous_(rendezvous),
-      membership_(membership),
-      clock_(clock),
-      options_(std::move(options)),
-      table_(store, clock, options_.on_transition),
-      rng_(std::random_device{}()) {}
+namespace {
 
-absl::Status JobManager::Recover() {
-  absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(table_.Load());
-  const absl::Time now = clock_->Now();
-  for (const auto& record : table_.records()) {
-    JobRecord& entry = *record;
-    entry.restart_at = now;
-    if (IsTerminal(entry.job.state())) continue;
-    if (IsActive(entry.job.state())) {
-      rendezvous_->OpenScope({entry.job.id(), entry.job.attempt()});
-      entry.watch.Begin(WatchKind(entry.job.spec()), entry.job.ranks_size(), now);
-    }
-    for (const v1::RankStatus& rank : entry.job.ranks()) {
-      if (rank.state() != v1::RANK_ASSIGNED) entry.watch.Started(rank.rank());
-      if (RankHoldsSlot(rank)) membership_->Expect(rank.worker_id(), rank.worker_address());
-    }
+// Two lists of jobs, each newest first, as one; a job in both (retired
+// between the two reads) is taken from `retired`, the later read.
+std::vector<v1::Job> MergeNewestFirst(std::vector<v1::Job> resident,
+                                      std::vector<v1::Job> retired) {
+  std::vector<v1::Job> merged;
+  auto r = resident.begin();
+  auto e = retired.begin();
+  while (r != resident.end() || e != retired.end()) {
+    const int64_t rn = r == resident.end() ? 0 : JobNumber(r->id());
+    const int64_t en = e == retired.end() ? 0 : JobNumber(e->id());
+    if (rn == en) ++r;
+    merged.push_back(std::move(rn > en ? *r++ : *e++));
   }
-  spdlog::info("recovered {} jobs from the job store", table_.records().size());
-  return absl::OkStatus();
+  return merged;
 }
 
-absl::StatusOr<std::string> JobManager::Submit(v1::JobSpec spec) {
-  RETURN_IF_ERROR(ValidateJobSpec(spec, options_.spec_limits));
-  ApplyJobSpecDefaults(&spec);
-  absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(JobRecord * record, table_.Create(std::move(spec)));
-  spdlog::info("job {}: submitted ({} ranks)", record->job.id(), record->job.spec().ranks());
-  ScheduleLocked();
-  return record->job.id();
-}
-
-absl::StatusOr<v1::Job> JobManager::Get(const std::string& job_id) {
-  absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(JobRecord * record, table_.Get(job_id));
-  return record->job;
-}
-
-std::vector<v1::Job> JobManager::List() {
-  absl::MutexLock lock(&mu_);
-  std::vector<v1::Job> out;
-  for (const auto& record : table_.records()) out.push_back(record->job);
-  return out;
-}
-
-JobPage JobManager::ListPage(const JobQuery& query) {
-  absl::MutexLock lock(&mu_);
+JobPage PageOf(const std::vector<v1::Job>& jobs, const JobQuery& query) {
   JobPage page;
   int64_t page_bytes = 0;
-  const auto& records = table_.records();  // in submission order: numbers increase
-  for (auto it = records.rbegin(); it != records.rend(); ++it) {
-    const v1::Job& job = (*it)->job;
-    const int64_t number = JobNumber(job.id());
-    if (number >= query.before_number) continue;
-    if (!query.states.empty() && query.states.count(job.state()) == 0) continue;
-    if (!absl::StartsWith(job.spec().name(), query.name_prefix)) continue;
+  for (const v1::Job& job : jobs) {
     const int64_t bytes = static_cast<int64_t>(job.ByteSizeLong());
     if (static_cast<int>(page.jobs.size()) == query.page_size ||
         (!page.jobs.empty() && page_bytes + bytes > query.max_page_bytes)) {
@@ -95,35 +52,150 @@ JobPage JobManager::ListPage(const JobQuery& query) {
   return page;
 }
 
-absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& job_id) {
+}  // namespace
+
+JobManager::JobManager(JobStore* store, RendezvousStore* rendezvous,
+                       WorkerMembership* membership, const Clock* clock,
+                       JobManagerOptions options)
+    : store_(store),
+      rendezvous_(rendezvous),
+      membership_(membership),
+      clock_(clock),
+      options_(std::move(options)),
+      outbox_([store] { return store->Sync(); },
+              [membership](const std::string& worker_id, const v1::CoordinatorMessage& message) {
+                membership->Send(worker_id, message);
+              }),
+      table_(store, &outbox_, clock, options_.on_transition),
+      rng_(std::random_device{}()) {}
+
+absl::Status JobManager::Recover() {
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(JobRecord * entry, table_.Get(job_id));
-  if (IsTerminal(entry->job.state())) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "job ", job_id, " already ended: ", StateName(entry->job.state())));
+  RETURN_IF_ERROR(table_.Load());
+  const absl::Time now = clock_->Now();
+  for (const auto& [number, record] : table_.resident()) {
+    JobRecord& entry = *record;
+    entry.restart_at = now;
+    if (IsTerminal(entry.job.state())) continue;
+    if (IsActive(entry.job.state())) {
+      rendezvous_->OpenScope({entry.job.id(), entry.job.attempt()});
+      entry.watch.Begin(WatchKind(entry.job.spec()), entry.job.ranks_size(), now);
+    }
+    for (const v1::RankStatus& rank : entry.job.ranks()) {
+      if (rank.state() != v1::RANK_ASSIGNED) entry.watch.Started(rank.rank());
+      if (RankHoldsSlot(rank)) membership_->Expect(rank.worker_id(), rank.worker_address());
+    }
   }
-  RETURN_IF_ERROR(
-      table_.Transition(*entry, v1::CANCELLED, v1::CANCEL_REQUESTED, "cancelled by user"));
-  StopRanks(*entry);
-  ScheduleLocked();  // its queue position may have blocked others
-  return entry->job;
+  spdlog::info("recovered {} jobs from the job store ({} ended and retired from memory)",
+               table_.resident().size() + table_.retired().size(), table_.retired().size());
+  return store_->Sync();
+}
+
+absl::StatusOr<std::string> JobManager::Submit(v1::JobSpec spec) {
+  RETURN_IF_ERROR(ValidateJobSpec(spec, options_.spec_limits));
+  ApplyJobSpecDefaults(&spec);
+  std::string job_id;
+  {
+    absl::MutexLock lock(&mu_);
+    ASSIGN_OR_RETURN(JobRecord * record, table_.Create(std::move(spec)));
+    job_id = record->job.id();
+    spdlog::info("job {}: submitted ({} ranks)", job_id, record->job.spec().ranks());
+    ScheduleLocked();
+  }
+  outbox_.Flush();
+  return job_id;
+}
+
+absl::StatusOr<v1::Job> JobManager::Get(const std::string& job_id) {
+  std::optional<v1::Job> job;
+  {
+    absl::MutexLock lock(&mu_);
+    if (const JobRecord* record = table_.Find(job_id)) {
+      job = record->job;
+    } else if (table_.FindRetired(job_id) == nullptr) {
+      return absl::NotFoundError(absl::StrCat("no job \"", job_id, "\""));
+    }
+  }
+  outbox_.Flush();
+  if (job) return *job;
+  return store_->Load(job_id);
+}
+
+std::map<v1::JobState, int> JobManager::CountByState() {
+  absl::MutexLock lock(&mu_);
+  std::map<v1::JobState, int> counts;
+  for (const auto& [number, record] : table_.resident()) ++counts[record->job.state()];
+  for (const auto& [number, job] : table_.retired()) ++counts[job.state];
+  return counts;
+}
+
+absl::StatusOr<JobPage> JobManager::ListPage(const JobQuery& query) {
+  std::vector<v1::Job> resident;  // newest first
+  {
+    absl::MutexLock lock(&mu_);
+    const auto& records = table_.resident();
+    for (auto it = records.rbegin(); it != records.rend(); ++it) {
+      const v1::Job& job = it->second->job;
+      if (it->first >= query.before_number) continue;
+      if (!query.states.empty() && query.states.count(job.state()) == 0) continue;
+      if (!absl::StartsWith(job.spec().name(), query.name_prefix)) continue;
+      resident.push_back(job);
+      if (static_cast<int>(resident.size()) > query.page_size) break;
+    }
+  }
+  outbox_.Flush();
+  ASSIGN_OR_RETURN(std::vector<v1::Job> retired,
+                   store_->ListRetired({query.before_number, query.states, query.name_prefix,
+                                        query.page_size + 1}));
+  return PageOf(MergeNewestFirst(std::move(resident), std::move(retired)), query);
+}
+
+absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& job_id) {
+  v1::Job cancelled;
+  {
+    absl::MutexLock lock(&mu_);
+    if (const RetiredJob* retired = table_.FindRetired(job_id)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("job ", job_id, " already ended: ", StateName(retired->state)));
+    }
+    ASSIGN_OR_RETURN(JobRecord * entry, table_.Get(job_id));
+    if (IsTerminal(entry->job.state())) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "job ", job_id, " already ended: ", StateName(entry->job.state())));
+    }
+    RETURN_IF_ERROR(
+        table_.Transition(*entry, v1::CANCELLED, v1::CANCEL_REQUESTED, "cancelled by user"));
+    StopRanks(*entry);
+    ScheduleLocked();  // its queue position may have blocked others
+    cancelled = entry->job;
+  }
+  outbox_.Flush();
+  return cancelled;
 }
 
 absl::StatusOr<int64_t> JobManager::Watch(const std::string& job_id, JobObserver observer) {
-  absl::MutexLock lock(&mu_);
-  return table_.Watch(job_id, std::move(observer));
+  int64_t watch_id = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    if (const JobRecord* record = table_.Find(job_id)) {
+      watch_id = table_.Watch(*record, std::move(observer));
+    } else if (table_.FindRetired(job_id) == nullptr) {
+      return absl::NotFoundError(absl::StrCat("no job \"", job_id, "\""));
+    }
+  }
+  outbox_.Flush();  // delivers the first snapshot
+  if (watch_id != 0) return watch_id;
+  ASSIGN_OR_RETURN(v1::Job ended, store_->Load(job_id));
+  observer(ended);
+  return 0;
 }
 
-void JobManager::Unwatch(int64_t watch_id) {
-  absl::MutexLock lock(&mu_);
-  table_.Unwatch(watch_id);
-}
+void JobManager::Unwatch(int64_t watch_id) { outbox_.Unwatch(watch_id); }
 
 absl::StatusOr<std::vector<RankLogSource>> JobManager::LogSources(const std::string& job_id) {
-  absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(JobRecord * entry, table_.Get(job_id));
+  ASSIGN_OR_RETURN(v1::Job job, Get(job_id));
   std::vector<RankLogSource> sources;
-  for (const v1::RankStatus& rank : entry->job.ranks()) {
+  for (const v1::RankStatus& rank : job.ranks()) {
     const std::string address = membership_->Address(rank.worker_id());
     sources.push_back(
         {rank.rank(), rank.worker_id(), address.empty() ? rank.worker_address() : address});
@@ -133,22 +205,41 @@ absl::StatusOr<std::vector<RankLogSource>> JobManager::LogSources(const std::str
 
 std::vector<v1::Worker> JobManager::ListWorkers() {
   std::vector<v1::Worker> workers = membership_->List();
-  absl::MutexLock lock(&mu_);
   std::map<std::string, int> used;
-  for (const auto& record : table_.records()) {
-    for (const v1::RankStatus& rank : record->job.ranks()) {
-      if (RankHoldsSlot(rank)) used[rank.worker_id()] += std::max(1, rank.gpus_size());
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [number, record] : table_.resident()) {
+      for (const v1::RankStatus& rank : record->job.ranks()) {
+        if (RankHoldsSlot(rank)) used[rank.worker_id()] += std::max(1, rank.gpus_size());
+      }
     }
   }
+  outbox_.Flush();
   for (v1::Worker& w : workers) w.set_slots_used(used[w.id()]);
   return workers;
 }
 
 void JobManager::Tick() {
-  absl::MutexLock lock(&mu_);
+  {
+    absl::MutexLock lock(&mu_);
+    // The tick's changes are one transaction.
+    absl::Status stored = store_->Batch([&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+      TickLocked();
+      return absl::OkStatus();
+    });
+    if (!stored.ok()) {
+      spdlog::critical("cannot commit the job store: {}; exiting: a restart recovers the "
+                       "stored state", stored.ToString());
+      std::abort();
+    }
+  }
+  outbox_.Flush();
+}
+
+void JobManager::TickLocked() {
   for (const LostWorker& lost : membership_->Expire()) OnWorkerLost(lost);
   const absl::Time now = clock_->Now();
-  for (const auto& record : table_.records()) {
+  for (const auto& [number, record] : table_.resident()) {
     JobRecord& entry = *record;
     if (!IsActive(entry.job.state())) continue;
     if (entry.ending && now >= entry.decide_at) {
@@ -160,6 +251,7 @@ void JobManager::Tick() {
   }
   AdvanceRestarts(now);
   ScheduleLocked();
+  table_.RetireEnded();
   if (now >= next_prune_) {
     next_prune_ = now + absl::Minutes(1);
     PruneLocked(now);
@@ -167,41 +259,53 @@ void JobManager::Tick() {
 }
 
 absl::Status JobManager::Delete(const std::string& job_id) {
-  absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(JobRecord * entry, table_.Get(job_id));
-  if (!IsTerminal(entry->job.state())) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("job ", job_id, " is ", StateName(entry->job.state()),
-                     "; cancel it before deleting it"));
+  {
+    absl::MutexLock lock(&mu_);
+    std::optional<RetiredJob> ended;
+    if (const JobRecord* entry = table_.Find(job_id)) {
+      const v1::Job& job = entry->job;
+      if (!IsTerminal(job.state())) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "job ", job_id, " is ", StateName(job.state()), "; cancel it before deleting it"));
+      }
+      if (std::any_of(job.ranks().begin(), job.ranks().end(), RankHoldsSlot)) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "job ", job_id, " has ended but its ranks are still stopping; delete it once "
+            "they have"));
+      }
+      ended = RetiredJob{0, job_id, job.state(), 0, WorkersOf(job)};
+    } else if (const RetiredJob* retired = table_.FindRetired(job_id)) {
+      ended = *retired;
+    } else {
+      return absl::NotFoundError(absl::StrCat("no job \"", job_id, "\""));
+    }
+    RETURN_IF_ERROR(DeleteLocked(*ended));
   }
-  return DeleteLocked(*entry);
+  outbox_.Flush();
+  return absl::OkStatus();
 }
 
-absl::Status JobManager::DeleteLocked(JobRecord& entry) {
-  const std::string job_id = entry.job.id();
-  rendezvous_->DropScope({job_id, entry.job.attempt()});
-  RETURN_IF_ERROR(table_.Delete(job_id));
+absl::Status JobManager::DeleteLocked(RetiredJob job) {
+  RETURN_IF_ERROR(table_.Delete(job.id));
   v1::CoordinatorMessage forget;
-  forget.mutable_delete_job_logs()->set_job_id(job_id);
-  for (const v1::Worker& worker : membership_->List()) membership_->Send(worker.id(), forget);
-  spdlog::info("job {}: deleted", job_id);
+  forget.mutable_delete_job_logs()->set_job_id(job.id);
+  for (const std::string& worker : job.workers) SendLocked(worker, forget);
+  spdlog::info("job {}: deleted", job.id);
   return absl::OkStatus();
 }
 
 void JobManager::PruneLocked(absl::Time now) {
-  std::vector<JobRecord*> ended;  // oldest first
-  for (const auto& record : table_.records()) {
-    if (IsTerminal(record->job.state())) ended.push_back(record.get());
+  std::vector<RetiredJob> expired;  // oldest first
+  const int over = static_cast<int>(table_.retired().size()) - options_.retain_finished_jobs;
+  for (const auto& [number, job] : table_.retired()) {
+    const bool too_many = static_cast<int>(expired.size()) < over;
+    if (too_many || now - absl::FromUnixMillis(job.ended_unix_ms) >= options_.retain_finished) {
+      expired.push_back(job);
+    }
   }
-  const int over = static_cast<int>(ended.size()) - options_.retain_finished_jobs;
-  for (int i = 0; i < static_cast<int>(ended.size()); ++i) {
-    const v1::Job& job = ended[i]->job;
-    const absl::Time ended_at =
-        absl::FromUnixMillis(job.history().empty() ? job.create_unix_ms()
-                                                   : job.history().rbegin()->time_unix_ms());
-    if (i >= over && now - ended_at < options_.retain_finished) continue;
-    if (absl::Status s = DeleteLocked(*ended[i]); !s.ok()) {
-      spdlog::warn("could not prune job {}: {}", job.id(), s.ToString());
+  for (const RetiredJob& job : expired) {
+    if (absl::Status s = DeleteLocked(job); !s.ok()) {
+      spdlog::warn("could not prune job {}: {}", job.id, s.ToString());
       return;
     }
   }
@@ -295,7 +399,7 @@ void JobManager::StopRanks(JobRecord& entry) {
     if (RankHoldsSlot(rank)) workers.insert(rank.worker_id());
   }
   const v1::CoordinatorMessage message = StopMessage(entry.job.id(), entry.job.attempt());
-  for (const std::string& worker_id : workers) membership_->Send(worker_id, message);
+  for (const std::string& worker_id : workers) SendLocked(worker_id, message);
 }
 
 v1::CoordinatorMessage JobManager::StopMessage(const std::string& job_id, int attempt) const {
@@ -307,7 +411,7 @@ v1::CoordinatorMessage JobManager::StopMessage(const std::string& job_id, int at
 }
 
 void JobManager::AdvanceRestarts(absl::Time now) {
-  for (const auto& record : table_.records()) {
+  for (const auto& [number, record] : table_.resident()) {
     JobRecord& entry = *record;
     if (entry.job.state() != v1::RESTARTING || now < entry.restart_at) continue;
     // Wait for the ranks being stopped, except those on a worker that has

@@ -24,6 +24,7 @@
 #include "coordinator/job_state.h"
 #include "coordinator/job_store.h"
 #include "coordinator/job_table.h"
+#include "coordinator/outbox.h"
 #include "coordinator/progress_watch.h"
 #include "coordinator/rank_env.h"
 #include "coordinator/reconcile.h"
@@ -84,8 +85,10 @@ struct RankLogSource {
 
 // Thread-safe: one mutex guards all job state. Called by the gRPC handlers
 // (any thread) and by a timer thread (Tick). While holding its mutex it
-// calls into WorkerMembership (whose mutex comes after this one), the job
-// store, and watchers, which must only queue work.
+// calls into WorkerMembership (whose mutex comes after this one) and writes
+// to the job store without waiting for the disk; what it does about a
+// change (messages to workers, snapshots to watchers, its reply) waits for
+// the store's sync, which runs after the mutex is released (Outbox).
 class JobManager {
  public:
   using JobObserver = std::function<void(const v1::Job&)>;
@@ -99,14 +102,16 @@ class JobManager {
 
   absl::StatusOr<std::string> Submit(v1::JobSpec spec);
   absl::StatusOr<v1::Job> Get(const std::string& job_id);
-  std::vector<v1::Job> List();
   // Newest first: up to page_size jobs matching `query`.
-  JobPage ListPage(const JobQuery& query);
+  absl::StatusOr<JobPage> ListPage(const JobQuery& query);
+  // How many jobs are in each state, ended ones included.
+  std::map<v1::JobState, int> CountByState();
   absl::StatusOr<v1::Job> Cancel(const std::string& job_id);
   // Forgets an ended job: its stored history, and (by telling the connected
   // workers) its ranks' logs. FAILED_PRECONDITION while it is active.
   absl::Status Delete(const std::string& job_id);
-  // Calls `observer` with the current snapshot, then after every change.
+  // Calls `observer` with the current snapshot, then after every change;
+  // the id is 0 when the job has ended (one call, nothing to unwatch).
   absl::StatusOr<int64_t> Watch(const std::string& job_id, JobObserver observer);
   void Unwatch(int64_t watch_id);
   absl::StatusOr<std::vector<RankLogSource>> LogSources(const std::string& job_id);
@@ -131,9 +136,16 @@ class JobManager {
   void Tick();
 
  private:
-  absl::Status DeleteLocked(JobRecord& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void TickLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status DeleteLocked(RetiredJob job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Deletes ended jobs past the retention (job_manager.cc).
   void PruneLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Queues a message for the worker, sent once what led to it is stored.
+  void SendLocked(const std::string& worker_id, v1::CoordinatorMessage message)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    outbox_.Send(worker_id, std::move(message));
+  }
 
   // Scheduling (job_manager_schedule.cc).
   void ScheduleLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -161,6 +173,10 @@ class JobManager {
   void AdvanceRestarts(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Worker events (job_manager_workers.cc).
+  void ReconcileLocked(const WorkerSession& session, const v1::RegisterWorker& request,
+                       int64_t* ack) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void HeartbeatLocked(const WorkerSession& session, const v1::Heartbeat& beat, bool revived)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ApplyRankEvent(const std::string& worker_id, const v1::WorkerMessage& message)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OnRankStarted(const std::string& worker_id, const v1::RankStarted& started)
@@ -174,10 +190,13 @@ class JobManager {
   // Finds jobs in the table; to be called only while holding mu_.
   JobLookup FindJobLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  JobStore* const store_;
   RendezvousStore* const rendezvous_;
   WorkerMembership* const membership_;
   const Clock* const clock_;
   const JobManagerOptions options_;
+  // Every public call that changes jobs flushes it after releasing mu_.
+  Outbox outbox_;
 
   absl::Mutex mu_;
   JobTable table_ ABSL_GUARDED_BY(mu_);

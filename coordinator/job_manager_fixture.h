@@ -173,6 +173,22 @@ class JobManagerTest : public ::testing::Test {
   }
 
   v1::Job Job(const std::string& id) { return manager_->Get(id).value(); }
+  JobPage Page(const JobQuery& query) {
+    absl::StatusOr<JobPage> page = manager_->ListPage(query);
+    EXPECT_TRUE(page.ok()) << page.status();
+    return page.ok() ? *std::move(page) : JobPage{};
+  }
+  // Every job, oldest first.
+  std::vector<v1::Job> AllJobs() {
+    std::vector<v1::Job> jobs;
+    JobQuery query;
+    for (;;) {
+      JobPage page = Page(query);
+      jobs.insert(jobs.begin(), page.jobs.rbegin(), page.jobs.rend());
+      if (page.next_before_number == 0) return jobs;
+      query.before_number = page.next_before_number;
+    }
+  }
   v1::StateChange Last(const std::string& id) { return *Job(id).history().rbegin(); }
 
   static std::vector<v1::StartRank> Starts(TestWorker& w) {

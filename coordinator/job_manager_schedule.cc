@@ -17,7 +17,7 @@ ProgressWatch::Kind WatchKind(const v1::JobSpec& spec) {
 
 std::vector<WorkerCapacity> JobManager::CapacityLocked(const std::string& except) {
   std::vector<HeldSlots> held;
-  for (const auto& record : table_.records()) {
+  for (const auto& [number, record] : table_.resident()) {
     if (record->job.id() == except) continue;
     for (const v1::RankStatus& rank : record->job.ranks()) {
       if (RankHoldsSlot(rank)) {
@@ -30,12 +30,10 @@ std::vector<WorkerCapacity> JobManager::CapacityLocked(const std::string& except
 
 void JobManager::ScheduleLocked() {
   std::vector<QueuedJob> queue;
-  for (const auto& record : table_.records()) {
-    const v1::Job& job = record->job;
-    if (job.state() == v1::PENDING) {
-      queue.push_back({job.id(), job.spec().ranks(), job.spec().gpus_per_rank(),
-                       job.spec().min_ranks()});
-    }
+  for (int64_t number : table_.pending()) {
+    const v1::Job& job = table_.resident().at(number)->job;
+    queue.push_back(
+        {job.id(), job.spec().ranks(), job.spec().gpus_per_rank(), job.spec().min_ranks()});
   }
   if (queue.empty()) return;
   ScheduleResult result = Schedule(queue, CapacityLocked());
@@ -53,7 +51,7 @@ void JobManager::StartAttempt(JobRecord& entry, const std::vector<RankPlacement>
   v1::Job& job = entry.job;
   std::set<int> ports_in_use;
   const std::string& master_worker = placement[0].worker_id;
-  for (const auto& other : table_.records()) {
+  for (const auto& [number, other] : table_.resident()) {
     if (!IsTerminal(other->job.state()) && other->job.ranks_size() > 0 &&
         other->job.ranks(0).worker_id() == master_worker) {
       ports_in_use.insert(other->job.master_port());
@@ -112,7 +110,7 @@ void JobManager::StartAttempt(JobRecord& entry, const std::vector<RankPlacement>
 void JobManager::SendStart(const JobRecord& entry, int rank) {
   v1::CoordinatorMessage message;
   *message.mutable_start_rank() = BuildStartRank(entry.job, rank, options_.rank_env);
-  membership_->Send(entry.job.ranks(rank).worker_id(), message);
+  SendLocked(entry.job.ranks(rank).worker_id(), message);
 }
 
 void JobManager::CheckRegrowth(JobRecord& entry, absl::Time now) {

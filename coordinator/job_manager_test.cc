@@ -96,9 +96,9 @@ TEST_F(JobManagerTest, BadSpecStoresNothing) {
   spec.set_ranks(0);
   spec.add_command("true");
   EXPECT_EQ(manager_->Submit(spec).status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_TRUE(manager_->List().empty());
+  EXPECT_TRUE(AllJobs().empty());
   Restart();
-  EXPECT_TRUE(manager_->List().empty());
+  EXPECT_TRUE(AllJobs().empty());
 }
 
 TEST_F(JobManagerTest, RestartKeepsJobsAndReattachesRunningRanks) {
@@ -122,7 +122,7 @@ TEST_F(JobManagerTest, RestartKeepsJobsAndReattachesRunningRanks) {
   }
   const v1::Job before = Job(running);
   Restart();
-  auto jobs = manager_->List();
+  auto jobs = AllJobs();
   ASSERT_EQ(jobs.size(), 2u);
   EXPECT_EQ(jobs[0].id(), done);
   EXPECT_EQ(jobs[0].state(), v1::SUCCEEDED);
@@ -224,24 +224,24 @@ TEST_F(JobManagerTest, ListsPagesNewestFirstWithFilters) {
   ASSERT_TRUE(manager_->Cancel(ids[5]).ok());
   JobQuery query;
   query.page_size = 3;
-  JobPage first = manager_->ListPage(query);
+  JobPage first = Page(query);
   EXPECT_EQ(Ids(first), (std::vector<std::string>{ids[6], ids[5], ids[4]}));
   ASSERT_GT(first.next_before_number, 0);
   Submit(1);  // a newer job does not shift the pages after the first
   query.before_number = first.next_before_number;
-  JobPage second = manager_->ListPage(query);
+  JobPage second = Page(query);
   EXPECT_EQ(Ids(second), (std::vector<std::string>{ids[3], ids[2], ids[1]}));
   query.before_number = second.next_before_number;
-  JobPage last = manager_->ListPage(query);
+  JobPage last = Page(query);
   EXPECT_EQ(Ids(last), (std::vector<std::string>{ids[0]}));
   EXPECT_EQ(last.next_before_number, 0) << "no page after the last";
 
   JobQuery odd;
   odd.name_prefix = "od";
-  EXPECT_EQ(Ids(manager_->ListPage(odd)), (std::vector<std::string>{ids[5], ids[3], ids[1]}));
+  EXPECT_EQ(Ids(Page(odd)), (std::vector<std::string>{ids[5], ids[3], ids[1]}));
   JobQuery cancelled;
   cancelled.states = {v1::CANCELLED};
-  EXPECT_EQ(Ids(manager_->ListPage(cancelled)), (std::vector<std::string>{ids[5]}));
+  EXPECT_EQ(Ids(Page(cancelled)), (std::vector<std::string>{ids[5]}));
 }
 
 }  // namespace
@@ -313,7 +313,7 @@ TEST_F(JobManagerTest, PagesEndBeforeTheirByteBound) {
   query.max_page_bytes = 1 << 20;
   int seen = 0;
   for (int pages = 0; pages < 30; ++pages) {
-    JobPage page = manager_->ListPage(query);
+    JobPage page = Page(query);
     int64_t bytes = 0;
     for (const v1::Job& job : page.jobs) bytes += static_cast<int64_t>(job.ByteSizeLong());
     EXPECT_LE(bytes, query.max_page_bytes);
@@ -323,6 +323,56 @@ TEST_F(JobManagerTest, PagesEndBeforeTheirByteBound) {
     query.before_number = page.next_before_number;
   }
   EXPECT_EQ(seen, 30) << "every job on some page, once";
+}
+
+}  // namespace
+}  // namespace ringmaster
+
+namespace ringmaster {
+namespace {
+
+// An ended job leaves memory at the next tick but not the API: it is read
+// back whole, listed in its place among live jobs, watched once, and
+// counted; cancelling it says it has ended.
+TEST_F(JobManagerTest, EndedJobsAreRetiredFromMemoryAndReadBackWhole) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < 5; ++i) ids.push_back(Submit(1));  // no worker: PENDING
+  ASSERT_TRUE(manager_->Cancel(ids[1]).ok());
+  ASSERT_TRUE(manager_->Cancel(ids[3]).ok());
+  const v1::Job before = Job(ids[3]);
+  manager_->Tick();  // retires ids[1] and ids[3]
+
+  const v1::Job after = Job(ids[3]);
+  EXPECT_EQ(after.SerializeAsString(), before.SerializeAsString());
+  absl::Status cancel = manager_->Cancel(ids[3]).status();
+  EXPECT_EQ(cancel.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(cancel.message(), absl::StrCat("job ", ids[3], " already ended: CANCELLED"));
+
+  JobQuery query;
+  query.page_size = 2;
+  std::vector<std::string> listed;
+  for (;;) {
+    JobPage page = Page(query);
+    for (const v1::Job& job : page.jobs) listed.push_back(job.id());
+    if (page.next_before_number == 0) break;
+    query.before_number = page.next_before_number;
+  }
+  EXPECT_EQ(listed, (std::vector<std::string>{ids[4], ids[3], ids[2], ids[1], ids[0]}));
+  JobQuery cancelled;
+  cancelled.states = {v1::CANCELLED};
+  EXPECT_EQ(Ids(Page(cancelled)), (std::vector<std::string>{ids[3], ids[1]}));
+
+  std::vector<v1::JobState> seen;
+  auto watch = manager_->Watch(ids[1], [&](const v1::Job& job) { seen.push_back(job.state()); });
+  ASSERT_TRUE(watch.ok());
+  EXPECT_EQ(*watch, 0) << "nothing to unwatch";
+  EXPECT_EQ(seen, (std::vector<v1::JobState>{v1::CANCELLED}));
+
+  Restart();
+  std::map<v1::JobState, int> counts = manager_->CountByState();
+  EXPECT_EQ(counts[v1::PENDING], 3);
+  EXPECT_EQ(counts[v1::CANCELLED], 2);
+  EXPECT_EQ(Job(ids[1]).history_size(), 2) << "history read back after a restart";
 }
 
 }  // namespace

@@ -27,12 +27,21 @@ absl::StatusOr<WorkerSession> JobManager::RegisterWorker(WorkerLink* link,
     hello.mutable_registered()->set_agent_credential(options_.rank_env.signer->Agent(worker_id));
   }
   link->Send(hello);
+  {
+    absl::MutexLock lock(&mu_);
+    ReconcileLocked(*session, request, ack);
+  }
+  outbox_.Flush();  // before the acknowledgement
+  return session;
+}
 
-  absl::MutexLock lock(&mu_);
+void JobManager::ReconcileLocked(const WorkerSession& session, const v1::RegisterWorker& request,
+                                 int64_t* ack) {
+  const std::string& worker_id = session.worker_id;
   // First what happened while the worker was away, then what it runs now.
   *ack = 0;
   for (const v1::WorkerMessage& m : request.unacked()) {
-    if (membership_->AcceptEvent(*session, m) == EventVerdict::kApply) {
+    if (membership_->AcceptEvent(session, m) == EventVerdict::kApply) {
       ApplyRankEvent(worker_id, m);
     }
     *ack = std::max(*ack, m.seq());
@@ -40,9 +49,9 @@ absl::StatusOr<WorkerSession> JobManager::RegisterWorker(WorkerLink* link,
   // Decide about every rank placed here before acting on any, so that no
   // job is placed on this worker while it is being reconciled.
   std::vector<const v1::Job*> jobs;
-  for (const auto& record : table_.records()) jobs.push_back(&record->job);
+  for (const auto& [number, record] : table_.resident()) jobs.push_back(&record->job);
   const Reconciliation plan =
-      ReconcileWorker(jobs, FindJobLocked(), worker_id, session->incarnation, request.running());
+      ReconcileWorker(jobs, FindJobLocked(), worker_id, session.incarnation, request.running());
   for (const auto& [job_id, rank] : plan.resend) SendStart(*table_.Find(job_id), rank);
   for (const auto& [job_id, rank] : plan.gone) {
     JobRecord& entry = *table_.Find(job_id);
@@ -54,25 +63,27 @@ absl::StatusOr<WorkerSession> JobManager::RegisterWorker(WorkerLink* link,
                  rank});
   }
   for (const auto& [job_id, attempt] : plan.stop) {
-    membership_->Send(worker_id, StopMessage(job_id, attempt));
+    SendLocked(worker_id, StopMessage(job_id, attempt));
   }
-  membership_->Admit(*session);
+  membership_->Admit(session);
   ScheduleLocked();
-  return session;
 }
 
 int64_t JobManager::OnRankEvent(const WorkerSession& session, const v1::WorkerMessage& message) {
-  absl::MutexLock lock(&mu_);
-  switch (membership_->AcceptEvent(session, message)) {
-    case EventVerdict::kStale:
-      return 0;
-    case EventVerdict::kDuplicate:
-      return message.seq();
-    case EventVerdict::kApply:
-      break;
+  {
+    absl::MutexLock lock(&mu_);
+    switch (membership_->AcceptEvent(session, message)) {
+      case EventVerdict::kStale:
+        return 0;
+      case EventVerdict::kDuplicate:
+        break;
+      case EventVerdict::kApply:
+        ApplyRankEvent(session.worker_id, message);
+        ScheduleLocked();  // an exit may have freed slots
+        break;
+    }
   }
-  ApplyRankEvent(session.worker_id, message);
-  ScheduleLocked();  // an exit may have freed slots
+  outbox_.Flush();  // the event is stored before it is acknowledged
   return message.seq();
 }
 
@@ -80,7 +91,16 @@ bool JobManager::OnHeartbeat(const WorkerSession& session, const v1::Heartbeat& 
   bool revived = false;
   if (!membership_->Heartbeat(session, beat, &revived)) return false;
   if (beat.progress_size() == 0 && beat.running_size() == 0 && !revived) return true;
-  absl::MutexLock lock(&mu_);
+  {
+    absl::MutexLock lock(&mu_);
+    HeartbeatLocked(session, beat, revived);
+  }
+  outbox_.Flush();
+  return true;
+}
+
+void JobManager::HeartbeatLocked(const WorkerSession& session, const v1::Heartbeat& beat,
+                                 bool revived) {
   const absl::Time now = clock_->Now();
   for (const v1::RankProgress& p : beat.progress()) {
     JobRecord* entry = nullptr;
@@ -96,10 +116,9 @@ bool JobManager::OnHeartbeat(const WorkerSession& session, const v1::Heartbeat& 
   }
   for (const auto& [job_id, attempt] :
        StrayAttempts(FindJobLocked(), session.worker_id, beat.running())) {
-    membership_->Send(session.worker_id, StopMessage(job_id, attempt));
+    SendLocked(session.worker_id, StopMessage(job_id, attempt));
   }
   if (revived) ScheduleLocked();  // its slots are back
-  return true;
 }
 
 JobLookup JobManager::FindJobLocked() {
@@ -189,7 +208,7 @@ void JobManager::OnRankEnded(JobRecord& entry, int rank, const FailureCause& cau
 }
 
 void JobManager::OnWorkerLost(const LostWorker& lost) {
-  for (const auto& record : table_.records()) {
+  for (const auto& [number, record] : table_.resident()) {
     JobRecord& entry = *record;
     for (int r = 0; r < entry.job.ranks_size(); ++r) {
       if (entry.job.ranks(r).worker_id() != lost.worker_id ||

@@ -131,10 +131,11 @@ grpc::ServerUnaryReactor* JobServiceImpl::ListJobs(
   if (absl::Status s = access_->RequireAdmin(*context); !s.ok()) return FinishUnary(context, s);
   absl::StatusOr<JobQuery> query = ToQuery(*request);
   if (!query.ok()) return FinishUnary(context, query.status());
-  JobPage page = manager_->ListPage(*query);
-  for (v1::Job& job : page.jobs) *response->add_jobs() = std::move(job);
-  if (page.next_before_number > 0) {
-    response->set_next_page_token(absl::StrCat(page.next_before_number));
+  absl::StatusOr<JobPage> page = manager_->ListPage(*query);
+  if (!page.ok()) return FinishUnary(context, page.status());
+  for (v1::Job& job : page->jobs) *response->add_jobs() = std::move(job);
+  if (page->next_before_number > 0) {
+    response->set_next_page_token(absl::StrCat(page->next_before_number));
   }
   return FinishUnary(context, absl::OkStatus());
 }

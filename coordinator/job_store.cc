@@ -1,61 +1,165 @@
 #include "coordinator/job_store.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <vector>
+
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "common/status_macros.h"
 
 namespace ringmaster {
 
+namespace {
+
+constexpr off_t kCheckpointWalBytes = 8 << 20;
+
+// The number that ends a job id ("<name>-<number>"); 0 when it has none.
+int64_t NumberOf(const std::string& job_id) {
+  int64_t number = 0;
+  const size_t dash = job_id.rfind('-');
+  if (dash == std::string::npos || !absl::SimpleAtoi(job_id.substr(dash + 1), &number)) return 0;
+  return number;
+}
+
+absl::Status SyncDirectoryOf(const std::string& path) {
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  const int fd = open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0 || fsync(fd) != 0) {
+    const int error = errno;
+    if (fd >= 0) close(fd);
+    return absl::UnavailableError(absl::StrCat("cannot sync directory of ", path, ": ",
+                                               strerror(error)));
+  }
+  close(fd);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<JobStore>> JobStore::Open(const std::string& path) {
-  ASSIGN_OR_RETURN(auto db, SqliteDb::Open(path));
-  // WAL keeps readers off the writer's back; FULL sync makes each
-  // committed transition survive a power cut, not only a process kill.
-  RETURN_IF_ERROR(db->Exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"));
-  std::unique_ptr<JobStore> store(new JobStore(std::move(db)));
+  ASSIGN_OR_RETURN(auto writer, SqliteDb::Open(path));
+  // WAL keeps readers off the writer's back. Commits do not sync
+  // (synchronous=NORMAL): Sync makes them durable with one fdatasync of the
+  // log for many commits, outside the caller's locks, and checkpoints run
+  // there too rather than inside a commit.
+  RETURN_IF_ERROR(writer->Exec(
+      "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA wal_autocheckpoint=0;"));
+  const std::string wal_path = path + "-wal";
+  const int wal_fd = open(wal_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (wal_fd < 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot open ", wal_path, ": ", strerror(errno)));
+  }
+  absl::StatusOr<std::unique_ptr<SqliteDb>> reader = SqliteDb::Open(path);
+  if (!reader.ok()) {
+    close(wal_fd);
+    return reader.status();
+  }
+  std::unique_ptr<JobStore> store(new JobStore(std::move(writer), std::move(*reader), wal_fd));
+  RETURN_IF_ERROR(SyncDirectoryOf(path));
+  RETURN_IF_ERROR(store->reader_->Exec("PRAGMA synchronous=NORMAL;"));
   RETURN_IF_ERROR(store->Migrate());
+  RETURN_IF_ERROR(store->Sync());
   return store;
 }
 
-absl::Status JobStore::Migrate() {
-  RETURN_IF_ERROR(db_->Exec(
-      "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"));
-  ASSIGN_OR_RETURN(auto query, db_->Prepare("SELECT version FROM schema_version"));
-  ASSIGN_OR_RETURN(bool has_row, query.Step());
-  if (has_row) {
-    int64_t version = query.ColumnInt(0);
-    if (version != kSchemaVersion) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "job store schema version ", version, " is not ", kSchemaVersion,
-          " (this build's); use a matching coordinator or another --state-dir"));
-    }
-    return absl::OkStatus();
+JobStore::~JobStore() { close(wal_fd_); }
+
+absl::Status JobStore::Sync() {
+  absl::MutexLock lock(&sync_mu_);
+  const int64_t commits = writer_->commits();
+  if (commits == synced_commits_) return absl::OkStatus();
+  if (fdatasync(wal_fd_) != 0) {
+    return absl::DataLossError(
+        absl::StrCat("cannot sync the job store's log: ", strerror(errno)));
   }
-  return db_->Transaction([&]() -> absl::Status {
-    RETURN_IF_ERROR(db_->Exec(
-        "CREATE TABLE jobs ("
-        "  number INTEGER PRIMARY KEY,"
-        "  id TEXT NOT NULL UNIQUE,"
-        "  state INTEGER NOT NULL,"
-        "  snapshot BLOB NOT NULL);"
-        "CREATE TABLE transitions ("
-        "  seq INTEGER PRIMARY KEY AUTOINCREMENT,"
-        "  job_id TEXT NOT NULL REFERENCES jobs(id),"
-        "  change BLOB NOT NULL);"
-        "CREATE INDEX transitions_by_job ON transitions(job_id, seq);"
-        "CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);"));
-    ASSIGN_OR_RETURN(auto insert,
-                     db_->Prepare("INSERT INTO schema_version VALUES (?)"));
-    return insert.Bind(1, int64_t{kSchemaVersion}).Run();
+  synced_commits_ = commits;
+  ++syncs_;
+  struct stat wal;
+  if (fstat(wal_fd_, &wal) == 0 && wal.st_size > kCheckpointWalBytes) {
+    // Copies the log into the database so that the log is reused from its
+    // start; PASSIVE never waits for the writer.
+    absl::MutexLock read_lock(&read_mu_);
+    RETURN_IF_ERROR(reader_->Exec("PRAGMA wal_checkpoint(PASSIVE)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status JobStore::Migrate() {
+  RETURN_IF_ERROR(
+      writer_->Exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"));
+  ASSIGN_OR_RETURN(auto query, writer_->Prepare("SELECT version FROM schema_version"));
+  ASSIGN_OR_RETURN(bool has_row, query.Step());
+  const int64_t version = has_row ? query.ColumnInt(0) : 0;
+  if (version == kSchemaVersion) return absl::OkStatus();
+  if (version > kSchemaVersion) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job store schema version ", version, " is newer than ", kSchemaVersion,
+                     " (this build's); use a matching coordinator or another --state-dir"));
+  }
+  return writer_->Transaction([&]() -> absl::Status {
+    if (version == 0) {
+      RETURN_IF_ERROR(writer_->Exec(
+          "CREATE TABLE jobs ("
+          "  number INTEGER PRIMARY KEY,"
+          "  id TEXT NOT NULL UNIQUE,"
+          "  state INTEGER NOT NULL,"
+          "  snapshot BLOB NOT NULL);"
+          "CREATE TABLE transitions ("
+          "  seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+          "  job_id TEXT NOT NULL REFERENCES jobs(id),"
+          "  change BLOB NOT NULL);"
+          "CREATE INDEX transitions_by_job ON transitions(job_id, seq);"
+          "CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);"
+          "INSERT INTO schema_version VALUES (1);"));
+    }
+    // Version 2: a job's number is its id's (version 1 took the next row
+    // id, which can differ after a delete); retired jobs (resident = 0)
+    // stay out of memory.
+    if (version == 1) RETURN_IF_ERROR(RenumberJobs());
+    RETURN_IF_ERROR(writer_->Exec(
+        "ALTER TABLE jobs ADD COLUMN resident INTEGER NOT NULL DEFAULT 1;"
+        "ALTER TABLE jobs ADD COLUMN ended_unix_ms INTEGER NOT NULL DEFAULT 0;"
+        "ALTER TABLE jobs ADD COLUMN workers TEXT NOT NULL DEFAULT '';"
+        "CREATE INDEX resident_jobs ON jobs(number) WHERE resident = 1;"
+        "UPDATE schema_version SET version = 2;"));
+    return absl::OkStatus();
   });
+}
+
+absl::Status JobStore::RenumberJobs() {
+  std::vector<std::pair<int64_t, std::string>> jobs;
+  ASSIGN_OR_RETURN(auto select, writer_->Prepare("SELECT number, id FROM jobs"));
+  for (;;) {
+    ASSIGN_OR_RETURN(bool has_row, select.Step());
+    if (!has_row) break;
+    jobs.emplace_back(select.ColumnInt(0), select.ColumnText(1));
+  }
+  // Through negative numbers, so that no two rows share one on the way.
+  for (const auto& [number, id] : jobs) {
+    ASSIGN_OR_RETURN(auto update, writer_->Prepare("UPDATE jobs SET number = ? WHERE id = ?"));
+    RETURN_IF_ERROR(update.Bind(1, -NumberOf(id)).Bind(2, id).Run());
+  }
+  return writer_->Exec("UPDATE jobs SET number = -number");
 }
 
 absl::StatusOr<int64_t> JobStore::NextJobNumber() {
   int64_t number = 0;
-  RETURN_IF_ERROR(db_->Transaction([&]() -> absl::Status {
-    RETURN_IF_ERROR(db_->Exec(
+  RETURN_IF_ERROR(writer_->Transaction([&]() -> absl::Status {
+    RETURN_IF_ERROR(writer_->Exec(
         "INSERT INTO counters VALUES ('job', 0) ON CONFLICT(name) DO "
         "UPDATE SET value = value + 1"));
     ASSIGN_OR_RETURN(auto query,
-                     db_->Prepare("SELECT value FROM counters WHERE name = 'job'"));
+                     writer_->Prepare("SELECT value FROM counters WHERE name = 'job'"));
     ASSIGN_OR_RETURN(bool has_row, query.Step());
     if (!has_row) return absl::InternalError("job counter vanished");
     number = query.ColumnInt(0) + 1;
@@ -68,7 +172,7 @@ absl::Status JobStore::WriteSnapshot(const v1::Job& job) {
   v1::Job snapshot = job;
   snapshot.clear_history();  // history lives in the transitions table
   ASSIGN_OR_RETURN(auto update,
-                   db_->Prepare("UPDATE jobs SET state = ?, snapshot = ? WHERE id = ?"));
+                   writer_->Prepare("UPDATE jobs SET state = ?, snapshot = ? WHERE id = ?"));
   return update.Bind(1, int64_t{job.state()})
       .BindBlob(2, snapshot.SerializeAsString())
       .Bind(3, job.id())
@@ -77,18 +181,17 @@ absl::Status JobStore::WriteSnapshot(const v1::Job& job) {
 
 absl::Status JobStore::AppendTransition(const std::string& job_id,
                                         const v1::StateChange& change) {
-  ASSIGN_OR_RETURN(auto insert, db_->Prepare(
-                                    "INSERT INTO transitions (job_id, change) "
-                                    "VALUES (?, ?)"));
+  ASSIGN_OR_RETURN(auto insert,
+                   writer_->Prepare("INSERT INTO transitions (job_id, change) VALUES (?, ?)"));
   return insert.Bind(1, job_id).BindBlob(2, change.SerializeAsString()).Run();
 }
 
 absl::Status JobStore::Create(const v1::Job& job) {
-  return db_->Transaction([&]() -> absl::Status {
-    ASSIGN_OR_RETURN(auto insert,
-                     db_->Prepare("INSERT INTO jobs (id, state, snapshot) "
-                                  "VALUES (?, ?, x'')"));
-    RETURN_IF_ERROR(insert.Bind(1, job.id()).Bind(2, int64_t{job.state()}).Run());
+  return writer_->Transaction([&]() -> absl::Status {
+    ASSIGN_OR_RETURN(auto insert, writer_->Prepare("INSERT INTO jobs (number, id, state, "
+                                                   "snapshot) VALUES (?, ?, ?, x'')"));
+    RETURN_IF_ERROR(
+        insert.Bind(1, NumberOf(job.id())).Bind(2, job.id()).Bind(3, int64_t{job.state()}).Run());
     RETURN_IF_ERROR(WriteSnapshot(job));
     for (const auto& change : job.history()) {
       RETURN_IF_ERROR(AppendTransition(job.id(), change));
@@ -97,30 +200,44 @@ absl::Status JobStore::Create(const v1::Job& job) {
   });
 }
 
-absl::Status JobStore::RecordTransition(const v1::Job& job,
-                                        const v1::StateChange& change) {
-  return db_->Transaction([&]() -> absl::Status {
+absl::Status JobStore::RecordTransition(const v1::Job& job, const v1::StateChange& change) {
+  return writer_->Transaction([&]() -> absl::Status {
     RETURN_IF_ERROR(WriteSnapshot(job));
     return AppendTransition(job.id(), change);
   });
 }
 
-absl::Status JobStore::Update(const v1::Job& job) { return WriteSnapshot(job); }
+absl::Status JobStore::Update(const v1::Job& job) {
+  return writer_->Transaction([&] { return WriteSnapshot(job); });
+}
 
 absl::Status JobStore::Delete(const std::string& job_id) {
-  return db_->Transaction([&]() -> absl::Status {
-    ASSIGN_OR_RETURN(auto transitions, db_->Prepare("DELETE FROM transitions WHERE job_id = ?"));
+  return writer_->Transaction([&]() -> absl::Status {
+    ASSIGN_OR_RETURN(auto transitions,
+                     writer_->Prepare("DELETE FROM transitions WHERE job_id = ?"));
     RETURN_IF_ERROR(transitions.Bind(1, job_id).Run());
-    ASSIGN_OR_RETURN(auto job, db_->Prepare("DELETE FROM jobs WHERE id = ?"));
+    ASSIGN_OR_RETURN(auto job, writer_->Prepare("DELETE FROM jobs WHERE id = ?"));
     return job.Bind(1, job_id).Run();
   });
 }
 
-absl::StatusOr<std::vector<v1::Job>> JobStore::LoadAll() {
+absl::Status JobStore::Retire(const RetiredJob& job) {
+  return writer_->Transaction([&]() -> absl::Status {
+    ASSIGN_OR_RETURN(auto update, writer_->Prepare(
+                                      "UPDATE jobs SET resident = 0, ended_unix_ms = ?, "
+                                      "workers = ? WHERE id = ?"));
+    return update.Bind(1, job.ended_unix_ms)
+        .Bind(2, absl::StrJoin(job.workers, " "))
+        .Bind(3, job.id)
+        .Run();
+  });
+}
+
+absl::StatusOr<std::vector<v1::Job>> JobStore::LoadResident() {
   std::vector<v1::Job> jobs;
-  ASSIGN_OR_RETURN(auto query,
-                   db_->Prepare("SELECT id, snapshot FROM jobs ORDER BY number"));
   std::map<std::string, size_t> index;
+  ASSIGN_OR_RETURN(auto query, writer_->Prepare("SELECT id, snapshot FROM jobs "
+                                                "WHERE resident = 1 ORDER BY number"));
   for (;;) {
     ASSIGN_OR_RETURN(bool has_row, query.Step());
     if (!has_row) break;
@@ -132,9 +249,10 @@ absl::StatusOr<std::vector<v1::Job>> JobStore::LoadAll() {
     index[job.id()] = jobs.size();
     jobs.push_back(std::move(job));
   }
-  ASSIGN_OR_RETURN(auto history, db_->Prepare(
-                                     "SELECT job_id, change FROM transitions "
-                                     "ORDER BY seq"));
+  ASSIGN_OR_RETURN(auto history, writer_->Prepare(
+                                     "SELECT t.job_id, t.change FROM transitions t "
+                                     "JOIN jobs j ON j.id = t.job_id "
+                                     "WHERE j.resident = 1 ORDER BY t.seq"));
   for (;;) {
     ASSIGN_OR_RETURN(bool has_row, history.Step());
     if (!has_row) break;
@@ -145,6 +263,76 @@ absl::StatusOr<std::vector<v1::Job>> JobStore::LoadAll() {
           absl::StrCat("job ", it->first, " has an unreadable transition"));
     }
   }
+  return jobs;
+}
+
+absl::StatusOr<std::vector<RetiredJob>> JobStore::LoadRetired() {
+  std::vector<RetiredJob> jobs;
+  ASSIGN_OR_RETURN(auto query,
+                   writer_->Prepare("SELECT number, id, state, ended_unix_ms, workers "
+                                    "FROM jobs WHERE resident = 0 ORDER BY number"));
+  for (;;) {
+    ASSIGN_OR_RETURN(bool has_row, query.Step());
+    if (!has_row) break;
+    jobs.push_back({query.ColumnInt(0), query.ColumnText(1),
+                    static_cast<v1::JobState>(query.ColumnInt(2)), query.ColumnInt(3),
+                    absl::StrSplit(query.ColumnText(4), ' ', absl::SkipEmpty())});
+  }
+  return jobs;
+}
+
+absl::Status JobStore::ReadHistory(v1::Job* job) {
+  ASSIGN_OR_RETURN(auto history, reader_->Prepare("SELECT change FROM transitions "
+                                                  "WHERE job_id = ? ORDER BY seq"));
+  history.Bind(1, job->id());
+  for (;;) {
+    ASSIGN_OR_RETURN(bool has_row, history.Step());
+    if (!has_row) return absl::OkStatus();
+    if (!job->add_history()->ParseFromString(history.ColumnBlob(0))) {
+      return absl::DataLossError(absl::StrCat("job ", job->id(), " has an unreadable transition"));
+    }
+  }
+}
+
+absl::StatusOr<v1::Job> JobStore::Load(const std::string& job_id) {
+  absl::MutexLock lock(&read_mu_);
+  ASSIGN_OR_RETURN(auto query, reader_->Prepare("SELECT snapshot FROM jobs WHERE id = ?"));
+  query.Bind(1, job_id);
+  ASSIGN_OR_RETURN(bool has_row, query.Step());
+  if (!has_row) return absl::NotFoundError(absl::StrCat("no job \"", job_id, "\""));
+  v1::Job job;
+  if (!job.ParseFromString(query.ColumnBlob(0))) {
+    return absl::DataLossError(absl::StrCat("job ", job_id, " has an unreadable snapshot"));
+  }
+  RETURN_IF_ERROR(ReadHistory(&job));
+  return job;
+}
+
+absl::StatusOr<std::vector<v1::Job>> JobStore::ListRetired(const RetiredQuery& query) {
+  // A job's name is its id without "-<number>".
+  std::string sql =
+      "SELECT snapshot FROM jobs WHERE resident = 0 AND number < ?1 "
+      "AND substr(id, 1, length(?2)) = ?2 AND length(?2) < length(id) - length(number) ";
+  if (!query.states.empty()) {
+    std::vector<std::string> states;
+    for (v1::JobState state : query.states) states.push_back(absl::StrCat(int{state}));
+    absl::StrAppend(&sql, "AND state IN (", absl::StrJoin(states, ", "), ") ");
+  }
+  absl::StrAppend(&sql, "ORDER BY number DESC LIMIT ?3");
+  absl::MutexLock lock(&read_mu_);
+  ASSIGN_OR_RETURN(auto select, reader_->Prepare(sql));
+  select.Bind(1, query.before_number).Bind(2, query.name_prefix).Bind(3, int64_t{query.limit});
+  std::vector<v1::Job> jobs;
+  for (;;) {
+    ASSIGN_OR_RETURN(bool has_row, select.Step());
+    if (!has_row) break;
+    v1::Job job;
+    if (!job.ParseFromString(select.ColumnBlob(0))) {
+      return absl::DataLossError("a retired job has an unreadable snapshot");
+    }
+    jobs.push_back(std::move(job));
+  }
+  for (v1::Job& job : jobs) RETURN_IF_ERROR(ReadHistory(&job));
   return jobs;
 }
 

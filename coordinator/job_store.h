@@ -1,28 +1,60 @@
 // Durable job state in SQLite: every job, its current snapshot, and the
 // full history of its state transitions. A coordinator restart reloads it.
+//
+// Writes do not wait for the disk: they are durable once Sync returns
+// (group commit: one fdatasync of the write-ahead log covers every
+// transaction committed before it). The JobManager acts on a change only
+// after a Sync that follows it.
+//
+// Ended jobs whose ranks have all stopped are retired: the coordinator keeps
+// only a summary of them in memory and reads them back from here.
 #ifndef RINGMASTER_COORDINATOR_JOB_STORE_H_
 #define RINGMASTER_COORDINATOR_JOB_STORE_H_
 
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "coordinator/sqlite_db.h"
 #include "proto/job.pb.h"
 
 namespace ringmaster {
 
-// Not thread-safe: the JobManager calls it under its own mutex.
+// What is kept in memory of a retired job.
+struct RetiredJob {
+  int64_t number = 0;
+  std::string id;
+  v1::JobState state = v1::JOB_STATE_UNSPECIFIED;
+  int64_t ended_unix_ms = 0;
+  std::vector<std::string> workers;  // that ran its ranks, and so hold its logs
+};
+
+// Which retired jobs ListRetired returns, newest first.
+struct RetiredQuery {
+  int64_t before_number = INT64_MAX;
+  std::set<v1::JobState> states;  // empty: any
+  std::string name_prefix;
+  int limit = 100;
+};
+
+// The writing calls (Create to Retire, Batch) are made by one owner at a
+// time (the JobManager, under its mutex). Sync and the reading calls (Load,
+// ListRetired) are thread-safe and use a connection of their own.
 class JobStore {
  public:
-  static constexpr int kSchemaVersion = 1;
+  static constexpr int kSchemaVersion = 2;
 
-  // Opens or creates the database at `path` (WAL mode). FAILED_PRECONDITION
-  // when the file has a schema version this build does not know.
+  // Opens or creates the database at `path` (WAL mode), upgrading a
+  // version 1 store. FAILED_PRECONDITION when the file has a schema version
+  // this build does not know.
   static absl::StatusOr<std::unique_ptr<JobStore>> Open(const std::string& path);
+  ~JobStore();
 
   // A number never handed out before, for the next job id.
   absl::StatusOr<int64_t> NextJobNumber();
@@ -40,17 +72,52 @@ class JobStore {
   // Removes the job and its history.
   absl::Status Delete(const std::string& job_id);
 
-  // Every job in submission order, each with its full history.
-  absl::StatusOr<std::vector<v1::Job>> LoadAll();
+  // Marks an ended job as no longer held in memory.
+  absl::Status Retire(const RetiredJob& job);
+
+  // Runs `body`'s writes as one transaction (one commit for a whole tick).
+  absl::Status Batch(const std::function<absl::Status()>& body) {
+    return writer_->Transaction(body);
+  }
+
+  // Makes every transaction committed so far durable. Returns at once when
+  // an earlier Sync covered them all.
+  absl::Status Sync();
+  // How many times Sync went to the disk.
+  int64_t syncs() {
+    absl::MutexLock lock(&sync_mu_);
+    return syncs_;
+  }
+
+  // Jobs not retired, in submission order, each with its full history.
+  absl::StatusOr<std::vector<v1::Job>> LoadResident();
+  // Summaries of retired jobs in submission order.
+  absl::StatusOr<std::vector<RetiredJob>> LoadRetired();
+
+  // One job with its history; NOT_FOUND when there is none.
+  absl::StatusOr<v1::Job> Load(const std::string& job_id);
+  // Retired jobs matching `query`, newest first, with their histories.
+  absl::StatusOr<std::vector<v1::Job>> ListRetired(const RetiredQuery& query);
 
  private:
-  explicit JobStore(std::unique_ptr<SqliteDb> db) : db_(std::move(db)) {}
+  JobStore(std::unique_ptr<SqliteDb> writer, std::unique_ptr<SqliteDb> reader, int wal_fd)
+      : writer_(std::move(writer)), reader_(std::move(reader)), wal_fd_(wal_fd) {}
   absl::Status Migrate();
+  absl::Status RenumberJobs();
   absl::Status WriteSnapshot(const v1::Job& job);
-  absl::Status AppendTransition(const std::string& job_id,
-                                const v1::StateChange& change);
+  absl::Status AppendTransition(const std::string& job_id, const v1::StateChange& change);
+  // Appends the job's transitions to its history (reader connection).
+  absl::Status ReadHistory(v1::Job* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(read_mu_);
 
-  std::unique_ptr<SqliteDb> db_;
+  const std::unique_ptr<SqliteDb> writer_;
+
+  absl::Mutex read_mu_;  // the reading connection is used by one call at a time
+  const std::unique_ptr<SqliteDb> reader_ ABSL_PT_GUARDED_BY(read_mu_);
+
+  absl::Mutex sync_mu_;  // one fdatasync at a time; callers waiting share the next
+  const int wal_fd_;     // the write-ahead log, opened for fdatasync
+  int64_t synced_commits_ ABSL_GUARDED_BY(sync_mu_) = 0;
+  int64_t syncs_ ABSL_GUARDED_BY(sync_mu_) = 0;
 };
 
 }  // namespace ringmaster

@@ -52,7 +52,7 @@ TEST(JobStoreTest, JobsAndHistorySurviveReopen) {
   }
   auto store = JobStore::Open(path);
   ASSERT_TRUE(store.ok());
-  auto jobs = (*store)->LoadAll();
+  auto jobs = (*store)->LoadResident();
   ASSERT_TRUE(jobs.ok()) << jobs.status();
   ASSERT_EQ(jobs->size(), 1u);
   const v1::Job& job = (*jobs)[0];
@@ -77,6 +77,158 @@ TEST(JobStoreTest, RefusesUnknownSchemaVersion) {
   }
   auto store = JobStore::Open(path);
   EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+
+v1::Job EndedJob(const std::string& name, int64_t number, v1::JobState state) {
+  v1::Job job;
+  job.set_id(name + "-" + std::to_string(number));
+  job.mutable_spec()->set_name(name);
+  job.set_state(state);
+  *job.add_history() = Change(v1::PENDING, v1::SUBMITTED, "submitted");
+  *job.add_history() = Change(state, v1::CANCEL_REQUESTED, "ended");
+  return job;
+}
+
+std::vector<std::string> Ids(const std::vector<v1::Job>& jobs) {
+  std::vector<std::string> ids;
+  for (const v1::Job& job : jobs) ids.push_back(job.id());
+  return ids;
+}
+
+// Retired jobs load as summaries; they are read back whole, one or a page
+// at a time, newest first, filtered by state and by name prefix (a name,
+// not an id: "a-1" is no prefix of the name of job "a-12").
+TEST(JobStoreTest, RetiredJobsAreSummariesInMemoryAndWholeOnDisk) {
+  const std::string path = TempDbPath("retired.db");
+  {
+    auto store = JobStore::Open(path);
+    ASSERT_TRUE(store.ok()) << store.status();
+    const std::vector<v1::Job> jobs = {
+        EndedJob("a", 1, v1::SUCCEEDED), EndedJob("a-1", 2, v1::FAILED),
+        EndedJob("b", 3, v1::CANCELLED), EndedJob("a", 12, v1::FAILED)};
+    for (const v1::Job& job : jobs) {
+      ASSERT_TRUE((*store)->Create(job).ok());
+      ASSERT_TRUE((*store)->Retire({0, job.id(), job.state(), 500, {"w1", "w2"}}).ok());
+    }
+    v1::Job live = EndedJob("a", 13, v1::RUNNING);
+    ASSERT_TRUE((*store)->Create(live).ok());
+    ASSERT_TRUE((*store)->Sync().ok());
+  }
+  auto store = JobStore::Open(path);
+  ASSERT_TRUE(store.ok());
+  auto resident = (*store)->LoadResident();
+  ASSERT_TRUE(resident.ok());
+  EXPECT_EQ(Ids(*resident), (std::vector<std::string>{"a-13"}));
+  auto retired = (*store)->LoadRetired();
+  ASSERT_TRUE(retired.ok());
+  ASSERT_EQ(retired->size(), 4u);
+  EXPECT_EQ((*retired)[3].id, "a-12");
+  EXPECT_EQ((*retired)[3].state, v1::FAILED);
+  EXPECT_EQ((*retired)[3].ended_unix_ms, 500);
+  EXPECT_EQ((*retired)[3].workers, (std::vector<std::string>{"w1", "w2"}));
+
+  auto whole = (*store)->Load("a-12");
+  ASSERT_TRUE(whole.ok());
+  EXPECT_EQ(whole->history_size(), 2);
+  EXPECT_EQ((*store)->Load("a-99").status().code(), absl::StatusCode::kNotFound);
+
+  auto list = [&](RetiredQuery query) {
+    auto jobs = (*store)->ListRetired(query);
+    EXPECT_TRUE(jobs.ok()) << jobs.status();
+    return jobs.ok() ? Ids(*jobs) : std::vector<std::string>{};
+  };
+  EXPECT_EQ(list({}), (std::vector<std::string>{"a-12", "b-3", "a-1-2", "a-1"}));
+  EXPECT_EQ(list({INT64_MAX, {}, "", 2}), (std::vector<std::string>{"a-12", "b-3"}));
+  EXPECT_EQ(list({12, {}, "", 2}), (std::vector<std::string>{"b-3", "a-1-2"}));
+  EXPECT_EQ(list({INT64_MAX, {v1::FAILED}, "", 10}), (std::vector<std::string>{"a-12", "a-1-2"}));
+  EXPECT_EQ(list({INT64_MAX, {}, "a-1", 10}), (std::vector<std::string>{"a-1-2"}));
+  EXPECT_EQ(list({INT64_MAX, {}, "a", 10}), (std::vector<std::string>{"a-12", "a-1-2", "a-1"}));
+  EXPECT_EQ(list({INT64_MAX, {}, "b-3", 10}), (std::vector<std::string>{}));
+}
+
+// One fdatasync covers every commit before it; a Sync with nothing new
+// does not touch the disk.
+TEST(JobStoreTest, OneSyncCoversEveryEarlierCommit) {
+  auto store = JobStore::Open(TempDbPath("sync.db"));
+  ASSERT_TRUE(store.ok());
+  const int64_t before = (*store)->syncs();
+  for (int i = 1; i <= 20; ++i) ASSERT_TRUE((*store)->Create(EndedJob("j", i, v1::PENDING)).ok());
+  ASSERT_TRUE((*store)->Sync().ok());
+  ASSERT_TRUE((*store)->Sync().ok());
+  EXPECT_EQ((*store)->syncs(), before + 1);
+  ASSERT_TRUE((*store)->Batch([&]() -> absl::Status {
+    for (int i = 21; i <= 30; ++i) {
+      if (absl::Status s = (*store)->Create(EndedJob("j", i, v1::PENDING)); !s.ok()) return s;
+    }
+    return absl::OkStatus();
+  }).ok());
+  ASSERT_TRUE((*store)->Sync().ok());
+  EXPECT_EQ((*store)->syncs(), before + 2);
+}
+
+// A failed write inside a batch is undone alone; the batch's other writes
+// commit.
+TEST(JobStoreTest, AFailedWriteInABatchIsUndoneAlone) {
+  auto store = JobStore::Open(TempDbPath("batch.db"));
+  ASSERT_TRUE(store.ok());
+  ASSERT_TRUE((*store)->Batch([&]() -> absl::Status {
+    EXPECT_TRUE((*store)->Create(EndedJob("j", 1, v1::PENDING)).ok());
+    EXPECT_FALSE((*store)->Create(EndedJob("j", 1, v1::PENDING)).ok()) << "duplicate id";
+    EXPECT_TRUE((*store)->Create(EndedJob("j", 2, v1::PENDING)).ok());
+    return absl::OkStatus();
+  }).ok());
+  auto jobs = (*store)->LoadResident();
+  ASSERT_TRUE(jobs.ok());
+  EXPECT_EQ(Ids(*jobs), (std::vector<std::string>{"j-1", "j-2"}));
+  EXPECT_EQ((*jobs)[0].history_size(), 2) << "the duplicate's transitions were undone";
+}
+
+// A store written by the version before (no retired jobs) opens, with
+// every job resident.
+TEST(JobStoreTest, UpgradesAVersionOneStore) {
+  const std::string path = TempDbPath("v1.db");
+  {
+    auto db = SqliteDb::Open(path);
+    ASSERT_TRUE(db.ok());
+    v1::Job job = EndedJob("old", 1, v1::SUCCEEDED);
+    job.clear_history();
+    ASSERT_TRUE((*db)->Exec(
+        "CREATE TABLE schema_version (version INTEGER NOT NULL);"
+        "INSERT INTO schema_version VALUES (1);"
+        "CREATE TABLE jobs (number INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE,"
+        "  state INTEGER NOT NULL, snapshot BLOB NOT NULL);"
+        "CREATE TABLE transitions (seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+        "  job_id TEXT NOT NULL REFERENCES jobs(id), change BLOB NOT NULL);"
+        "CREATE INDEX transitions_by_job ON transitions(job_id, seq);"
+        "CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);"
+        "INSERT INTO counters VALUES ('job', 1);").ok());
+    // Row numbers that differ from the ids' numbers, as a delete could
+    // leave them in version 1.
+    for (const auto& [row, id] : {std::pair<int, std::string>{1, "old-2"}, {2, "old-1"}}) {
+      auto insert = (*db)->Prepare("INSERT INTO jobs VALUES (?, ?, 4, ?)");
+      ASSERT_TRUE(insert.ok());
+      job.set_id(id);
+      ASSERT_TRUE(
+          insert->Bind(1, int64_t{row}).Bind(2, id).BindBlob(3, job.SerializeAsString()).Run().ok());
+    }
+  }
+  auto store = JobStore::Open(path);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto jobs = (*store)->LoadResident();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  EXPECT_EQ(Ids(*jobs), (std::vector<std::string>{"old-1", "old-2"})) << "in their ids' order";
+  auto next = (*store)->NextJobNumber();
+  ASSERT_TRUE(next.ok());
+  EXPECT_EQ(*next, 3);
+  RetiredQuery query;
+  query.before_number = 2;
+  ASSERT_TRUE((*store)->Retire({0, "old-1", v1::SUCCEEDED, 0, {}}).ok());
+  ASSERT_TRUE((*store)->Retire({0, "old-2", v1::SUCCEEDED, 0, {}}).ok());
+  auto below_two = (*store)->ListRetired(query);
+  ASSERT_TRUE(below_two.ok());
+  ASSERT_EQ(below_two->size(), 1u);
+  EXPECT_EQ((*below_two)[0].id(), "old-1");
 }
 
 }  // namespace

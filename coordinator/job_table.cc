@@ -20,18 +20,22 @@ void JobRecord::SetRankProgress(int rank, const v1::Progress& progress) {
   *job.mutable_progress() = total;
 }
 
-JobRecord& JobTable::Add(v1::Job job) {
-  records_.push_back(std::make_unique<JobRecord>());
-  JobRecord& record = *records_.back();
-  record.job = std::move(job);
-  by_id_[record.job.id()] = &record;
-  return record;
+namespace {
+
+bool HoldsSlots(const v1::Job& job) {
+  return std::any_of(job.ranks().begin(), job.ranks().end(), RankHoldsSlot);
 }
 
-absl::Status JobTable::Load() {
-  ASSIGN_OR_RETURN(std::vector<v1::Job> jobs, store_->LoadAll());
-  for (v1::Job& job : jobs) Add(std::move(job));
-  return absl::OkStatus();
+int64_t EndedUnixMs(const v1::Job& job) {
+  return job.history().empty() ? job.create_unix_ms() : job.history().rbegin()->time_unix_ms();
+}
+
+}  // namespace
+
+std::vector<std::string> WorkersOf(const v1::Job& job) {
+  std::set<std::string> workers;
+  for (const v1::RankStatus& rank : job.ranks()) workers.insert(rank.worker_id());
+  return {workers.begin(), workers.end()};
 }
 
 int64_t JobNumber(const std::string& job_id) {
@@ -41,31 +45,78 @@ int64_t JobNumber(const std::string& job_id) {
   return number;
 }
 
+JobRecord& JobTable::Add(v1::Job job) {
+  const int64_t number = JobNumber(job.id());
+  auto record = std::make_unique<JobRecord>();
+  record->job = std::move(job);
+  JobRecord& added = *record;
+  resident_[number] = std::move(record);
+  by_id_[added.job.id()] = &added;
+  if (added.job.state() == v1::PENDING) pending_.insert(number);
+  return added;
+}
+
+absl::Status JobTable::Load() {
+  ASSIGN_OR_RETURN(std::vector<RetiredJob> retired, store_->LoadRetired());
+  for (RetiredJob& job : retired) retired_[job.number] = std::move(job);
+  ASSIGN_OR_RETURN(std::vector<v1::Job> jobs, store_->LoadResident());
+  for (v1::Job& job : jobs) Add(std::move(job));
+  RetireEnded();
+  return absl::OkStatus();
+}
+
 absl::StatusOr<JobRecord*> JobTable::Create(v1::JobSpec spec) {
-  ASSIGN_OR_RETURN(int64_t number, store_->NextJobNumber());
   v1::Job job;
-  job.set_id(absl::StrCat(spec.name(), "-", number));
-  *job.mutable_spec() = std::move(spec);
   job.set_state(v1::PENDING);
-  job.set_world_size(job.spec().ranks());
   job.set_create_unix_ms(absl::ToUnixMillis(clock_->Now()));
   v1::StateChange* change = job.add_history();
   change->set_state(v1::PENDING);
   change->set_reason(v1::SUBMITTED);
   change->set_message("submitted");
   change->set_time_unix_ms(job.create_unix_ms());
-  RETURN_IF_ERROR(store_->Create(job));
+  RETURN_IF_ERROR(store_->Batch([&]() -> absl::Status {
+    ASSIGN_OR_RETURN(int64_t number, store_->NextJobNumber());
+    job.set_id(absl::StrCat(spec.name(), "-", number));
+    *job.mutable_spec() = std::move(spec);
+    job.set_world_size(job.spec().ranks());
+    return store_->Create(job);
+  }));
   return &Add(std::move(job));
 }
 
+void JobTable::RetireEnded() {
+  std::vector<JobRecord*> ended;
+  for (const auto& [number, record] : resident_) {
+    if (IsTerminal(record->job.state()) && !HoldsSlots(record->job)) ended.push_back(record.get());
+  }
+  for (JobRecord* record : ended) {
+    const v1::Job& job = record->job;
+    const RetiredJob summary{JobNumber(job.id()), job.id(), job.state(), EndedUnixMs(job),
+                             WorkersOf(job)};
+    if (absl::Status s = store_->Retire(summary); !s.ok()) {
+      spdlog::warn("job {}: cannot retire it from memory: {}", job.id(), s.ToString());
+      return;
+    }
+    by_id_.erase(job.id());
+    resident_.erase(summary.number);  // destroys *record
+    retired_[summary.number] = summary;
+  }
+}
+
 absl::Status JobTable::Delete(const std::string& job_id) {
-  auto it = by_id_.find(job_id);
-  if (it == by_id_.end()) return absl::NotFoundError(absl::StrCat("no job \"", job_id, "\""));
+  const int64_t number = JobNumber(job_id);
+  const bool retired = FindRetired(job_id) != nullptr;
+  if (!retired && Find(job_id) == nullptr) {
+    return absl::NotFoundError(absl::StrCat("no job \"", job_id, "\""));
+  }
   RETURN_IF_ERROR(store_->Delete(job_id));
-  const JobRecord* record = it->second;
-  by_id_.erase(it);
-  records_.erase(std::find_if(records_.begin(), records_.end(),
-                              [record](const auto& r) { return r.get() == record; }));
+  if (retired) {
+    retired_.erase(number);
+  } else {
+    by_id_.erase(job_id);
+    pending_.erase(number);
+    resident_.erase(number);
+  }
   return absl::OkStatus();
 }
 
@@ -78,6 +129,11 @@ absl::StatusOr<JobRecord*> JobTable::Get(const std::string& job_id) {
   JobRecord* record = Find(job_id);
   if (record == nullptr) return absl::NotFoundError(absl::StrCat("no job \"", job_id, "\""));
   return record;
+}
+
+const RetiredJob* JobTable::FindRetired(const std::string& job_id) const {
+  auto it = retired_.find(JobNumber(job_id));
+  return it == retired_.end() || it->second.id != job_id ? nullptr : &it->second;
 }
 
 v1::RankStatus* JobTable::FindRank(const std::string& worker_id, const v1::RankRef& ref,
@@ -114,6 +170,12 @@ absl::Status JobTable::Transition(JobRecord& record, v1::JobState to, v1::Reason
   spdlog::info("job {}: {} -> {} ({}: {})", job.id(), StateName(job.state()), StateName(to),
                ReasonName(reason), message);
   if (on_transition_) on_transition_(job, change);
+  const int64_t number = JobNumber(job.id());
+  if (to == v1::PENDING) {
+    pending_.insert(number);
+  } else {
+    pending_.erase(number);
+  }
   record.job = std::move(next);
   Notify(record);
   return absl::OkStatus();
@@ -126,20 +188,10 @@ void JobTable::Persist(JobRecord& record) {
   Notify(record);
 }
 
-void JobTable::Notify(const JobRecord& record) {
-  for (const auto& [id, watcher] : watchers_) {
-    if (watcher.job_id == record.job.id()) watcher.observer(record.job);
-  }
-}
+void JobTable::Notify(const JobRecord& record) { outbox_->Notify(record.job); }
 
-absl::StatusOr<int64_t> JobTable::Watch(const std::string& job_id, Observer observer) {
-  ASSIGN_OR_RETURN(JobRecord * record, Get(job_id));
-  observer(record->job);
-  const int64_t id = next_watch_id_++;
-  watchers_[id] = Watcher{job_id, std::move(observer)};
-  return id;
+int64_t JobTable::Watch(const JobRecord& record, Outbox::Observer observer) {
+  return outbox_->Watch(record.job, std::move(observer));
 }
-
-void JobTable::Unwatch(int64_t watch_id) { watchers_.erase(watch_id); }
 
 }  // namespace ringmaster

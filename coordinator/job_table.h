@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "coordinator/job_store.h"
+#include "coordinator/outbox.h"
 #include "coordinator/progress_watch.h"
 #include "coordinator/restart_policy.h"
 #include "proto/job.pb.h"
@@ -47,30 +49,46 @@ struct JobRecord {
 // submission); 0 for an id without one.
 int64_t JobNumber(const std::string& job_id);
 
-// Thread-compatible: the JobManager calls it under its mutex. Observers and
-// the transition hook run under that mutex and must only queue or record.
+// The workers that ran the job's current attempt.
+std::vector<std::string> WorkersOf(const v1::Job& job);
+
+// Thread-compatible: the JobManager calls it under its mutex. Jobs are
+// resident (held whole in memory) until they have ended and none of their
+// ranks holds a slot; then RetireEnded keeps only a summary of them, and the
+// rest is read from the store. Work per tick thus follows the live jobs, not
+// the history.
 class JobTable {
  public:
-  using Observer = std::function<void(const v1::Job&)>;
+  using Records = std::map<int64_t, std::unique_ptr<JobRecord>>;  // by job number
   using TransitionHook = std::function<void(const v1::Job& before, const v1::StateChange&)>;
 
-  JobTable(JobStore* store, const Clock* clock, TransitionHook on_transition)
-      : store_(store), clock_(clock), on_transition_(std::move(on_transition)) {}
+  // Changes reach watchers through `outbox`, after they are durable.
+  JobTable(JobStore* store, Outbox* outbox, const Clock* clock, TransitionHook on_transition)
+      : store_(store), outbox_(outbox), clock_(clock), on_transition_(std::move(on_transition)) {}
 
-  // Loads every stored job.
+  // Loads the resident jobs and the summaries of retired ones, and retires
+  // those that have ended since.
   absl::Status Load();
   // Stores a new PENDING job for a validated spec, with an id of its name
   // and a number never used before.
   absl::StatusOr<JobRecord*> Create(v1::JobSpec spec);
+  // A resident job, or null.
   JobRecord* Find(const std::string& job_id);
-  // NOT_FOUND naming the job when there is none.
+  // NOT_FOUND naming the job when no resident job has the id.
   absl::StatusOr<JobRecord*> Get(const std::string& job_id);
+  // A retired job's summary, or null.
+  const RetiredJob* FindRetired(const std::string& job_id) const;
   // The rank `ref` names when it belongs to its job's current attempt and
   // was placed on `worker_id`, with its job in *record; else null.
   v1::RankStatus* FindRank(const std::string& worker_id, const v1::RankRef& ref,
                            JobRecord** record);
-  // In submission order.
-  const std::vector<std::unique_ptr<JobRecord>>& records() const { return records_; }
+
+  // Resident jobs in submission order.
+  const Records& resident() const { return resident_; }
+  // Numbers of PENDING jobs, oldest first.
+  const std::set<int64_t>& pending() const { return pending_; }
+  // Retired jobs by number.
+  const std::map<int64_t, RetiredJob>& retired() const { return retired_; }
 
   // Stores the transition and its reason, then applies it in memory and
   // tells the watchers. The caller acts on it only when this returns OK.
@@ -81,28 +99,27 @@ class JobTable {
   // Tells the watchers only (progress between snapshots).
   void Notify(const JobRecord& record);
 
-  // Deletes the job from the store, then forgets it.
+  // Retires every resident job that has ended with no rank holding a slot.
+  // Invalidates references to those records.
+  void RetireEnded();
+  // Deletes a retired job, or an ended resident one, from the store, then
+  // forgets it.
   absl::Status Delete(const std::string& job_id);
 
   // Calls `observer` with the job now, then after every change.
-  absl::StatusOr<int64_t> Watch(const std::string& job_id, Observer observer);
-  void Unwatch(int64_t watch_id);
+  int64_t Watch(const JobRecord& record, Outbox::Observer observer);
 
  private:
-  struct Watcher {
-    std::string job_id;
-    Observer observer;
-  };
-
   JobRecord& Add(v1::Job job);
 
   JobStore* const store_;
+  Outbox* const outbox_;
   const Clock* const clock_;
   const TransitionHook on_transition_;
-  std::vector<std::unique_ptr<JobRecord>> records_;
-  std::map<std::string, JobRecord*> by_id_;
-  std::map<int64_t, Watcher> watchers_;
-  int64_t next_watch_id_ = 1;
+  Records resident_;
+  std::map<std::string, JobRecord*> by_id_;  // resident
+  std::set<int64_t> pending_;
+  std::map<int64_t, RetiredJob> retired_;
 };
 
 }  // namespace ringmaster

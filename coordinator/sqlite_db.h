@@ -5,6 +5,7 @@
 
 #include <sqlite3.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -28,23 +29,32 @@ class SqliteDb {
   absl::Status Exec(const std::string& sql);
   absl::StatusOr<SqliteStatement> Prepare(const std::string& sql);
 
-  // Runs `body` inside BEGIN IMMEDIATE ... COMMIT; rolls back when it fails.
+  // Runs `body` inside a savepoint: all of it or, when it fails, none of
+  // it. Transactions nest; the outermost commits.
   template <typename F>
   absl::Status Transaction(F body) {
-    if (auto s = Exec("BEGIN IMMEDIATE"); !s.ok()) return s;
+    if (auto s = Exec("SAVEPOINT tx"); !s.ok()) return s;
+    ++depth_;
     absl::Status s = body();
+    --depth_;
     if (!s.ok()) {
-      Exec("ROLLBACK").IgnoreError();
+      Exec("ROLLBACK TO tx; RELEASE tx").IgnoreError();
       return s;
     }
-    return Exec("COMMIT");
+    if (s = Exec("RELEASE tx"); s.ok() && depth_ == 0) commits_.fetch_add(1);
+    return s;
   }
+
+  // Outermost transactions committed so far; readable from any thread.
+  int64_t commits() const { return commits_.load(); }
 
   absl::Status Error(const std::string& what) const;
 
  private:
   explicit SqliteDb(sqlite3* db) : db_(db) {}
   sqlite3* db_;
+  int depth_ = 0;
+  std::atomic<int64_t> commits_{0};
 };
 
 // A prepared statement; bind parameters are 1-based, columns 0-based.

@@ -1,0 +1,84 @@
+// What the JobManager does once a change is durable: messages to workers
+// and job snapshots to watchers. They are queued under the manager's mutex
+// as changes are stored, and delivered by Flush, in the order queued, after
+// a Sync of the job store that covers them. The Sync (an fdatasync) thus
+// runs outside the manager's mutex, and callers flushing at the same time
+// share it (group commit).
+#ifndef RINGMASTER_COORDINATOR_OUTBOX_H_
+#define RINGMASTER_COORDINATOR_OUTBOX_H_
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "proto/job.pb.h"
+#include "proto/worker.pb.h"
+
+namespace ringmaster {
+
+// Thread-safe. Send, Notify, Watch and Unwatch may be called under the
+// manager's mutex; Flush must not be. Observers are called under mu_ and
+// must only queue.
+class Outbox {
+ public:
+  using Deliver = std::function<void(const std::string& worker_id,
+                                     const v1::CoordinatorMessage& message)>;
+  using Observer = std::function<void(const v1::Job&)>;
+
+  // `sync` makes every change stored so far durable; `deliver` hands a
+  // message to a worker's stream and must not block.
+  Outbox(std::function<absl::Status()> sync, Deliver deliver)
+      : sync_(std::move(sync)), deliver_(std::move(deliver)) {}
+
+  void Send(const std::string& worker_id, v1::CoordinatorMessage message);
+  // Queues the job as it is now for its watchers (nothing when it has none).
+  void Notify(const v1::Job& job);
+
+  // Registers `observer` for the job; its first call is `job` as it is now,
+  // delivered like a change, and it sees no change queued before.
+  int64_t Watch(const v1::Job& job, Observer observer);
+  // After this returns the observer is not called again.
+  void Unwatch(int64_t watch_id);
+
+  // Syncs the store, then delivers everything queued before the call. A
+  // store that cannot be synced cannot be trusted with what is in memory:
+  // the process exits so that a restart recovers the stored state.
+  void Flush();
+
+ private:
+  struct Item {
+    int64_t seq = 0;
+    std::string worker_id;                // a message for this worker, or
+    v1::CoordinatorMessage message;
+    std::shared_ptr<const v1::Job> job;   // a snapshot for the job's watchers
+    int64_t only_watch = 0;               // this watcher alone (its first call)
+  };
+  struct Watcher {
+    std::string job_id;
+    int64_t since = 0;  // sees items numbered from here
+    Observer observer;
+  };
+
+  void DeliverLocked(const Item& item) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const std::function<absl::Status()> sync_;
+  const Deliver deliver_;
+
+  absl::Mutex flush_mu_;  // one Flush delivers at a time, keeping the order
+  absl::Mutex mu_;
+  std::deque<Item> queue_ ABSL_GUARDED_BY(mu_);
+  int64_t next_seq_ ABSL_GUARDED_BY(mu_) = 1;
+  std::map<int64_t, Watcher> watchers_ ABSL_GUARDED_BY(mu_);
+  std::multimap<std::string, int64_t> watched_jobs_ ABSL_GUARDED_BY(mu_);  // job id -> watch id
+  int64_t next_watch_id_ ABSL_GUARDED_BY(mu_) = 1;
+};
+
+}  // namespace ringmaster
+
+#endif  // RINGMASTER_COORDINATOR_OUTBOX_H_
