@@ -14,6 +14,7 @@ inline constexpr int64_t kMaxEnvEntryBytes = 128 << 10;           // one KEY=VAL
 inline constexpr int64_t kDefaultMaxRendezvousValueBytes = 1 << 20;   // one value
 inline constexpr int64_t kDefaultMaxRendezvousScopeBytes = 16 << 20;  // keys and values of an attempt
 inline constexpr int64_t kDefaultMaxLogLineBytes = 64 << 10;      // longer lines are split
+inline constexpr int kDefaultMaxStreamQueue = 10000;  // messages waiting on one stream
 
 }  // namespace ringmaster
 

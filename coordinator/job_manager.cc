@@ -62,7 +62,7 @@ JobManager::JobManager(JobStore* store, RendezvousStore* rendezvous,
       membership_(membership),
       clock_(clock),
       options_(std::move(options)),
-      outbox_([store] { return store->Sync(); },
+      outbox_([store] { return store->Sync(); }, [store] { return store->Synced(); },
               [membership](const std::string& worker_id, const v1::CoordinatorMessage& message) {
                 membership->Send(worker_id, message);
               }),
@@ -100,7 +100,6 @@ absl::StatusOr<std::string> JobManager::Submit(v1::JobSpec spec) {
     ASSIGN_OR_RETURN(JobRecord * record, table_.Create(std::move(spec)));
     job_id = record->job.id();
     spdlog::info("job {}: submitted ({} ranks)", job_id, record->job.spec().ranks());
-    ScheduleLocked();
   }
   outbox_.Flush();
   return job_id;
@@ -166,7 +165,6 @@ absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& job_id) {
     RETURN_IF_ERROR(
         table_.Transition(*entry, v1::CANCELLED, v1::CANCEL_REQUESTED, "cancelled by user"));
     StopRanks(*entry);
-    ScheduleLocked();  // its queue position may have blocked others
     cancelled = entry->job;
   }
   outbox_.Flush();

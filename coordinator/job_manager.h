@@ -132,7 +132,9 @@ class JobManager {
 
   // Worker health, timeouts, hangs, restart back-off, elastic regrowth,
   // scheduling and (once a minute) pruning of ended jobs; called
-  // periodically.
+  // periodically. Jobs are placed here only, a tick's worth at a time, so
+  // that submitting and rank events do not pay for a pass over every
+  // worker.
   void Tick();
 
  private:
@@ -149,10 +151,12 @@ class JobManager {
 
   // Scheduling (job_manager_schedule.cc).
   void ScheduleLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Free slots of schedulable workers, leaving out the ranks of `except`.
-  std::vector<WorkerCapacity> CapacityLocked(const std::string& except = "")
+  // Free slots of `workers`, leaving out the ranks of `except`.
+  std::vector<WorkerCapacity> CapacityLocked(const std::vector<SchedulableWorker>& workers,
+                                             const std::string& except = "")
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void StartAttempt(JobRecord& entry, const std::vector<RankPlacement>& placement)
+  void StartAttempt(JobRecord& entry, const std::vector<RankPlacement>& placement,
+                    const std::vector<SchedulableWorker>& workers)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void SendStart(const JobRecord& entry, int rank) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Elastic: restarts a smaller attempt at full size once room for it has
@@ -175,7 +179,7 @@ class JobManager {
   // Worker events (job_manager_workers.cc).
   void ReconcileLocked(const WorkerSession& session, const v1::RegisterWorker& request,
                        int64_t* ack) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void HeartbeatLocked(const WorkerSession& session, const v1::Heartbeat& beat, bool revived)
+  void HeartbeatLocked(const WorkerSession& session, const v1::Heartbeat& beat)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ApplyRankEvent(const std::string& worker_id, const v1::WorkerMessage& message)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -243,6 +243,7 @@ TEST_F(JobManagerTest, PausedWorkerIsTakenBackAndItsStaleRankStopped) {
   EXPECT_EQ(Stops(w1), 1) << "the rank of the ended attempt is stopped";
   EXPECT_EQ(Job(id).state(), v1::PENDING) << "its slot is busy until the old rank exits";
   Exited(w1, id, 0, 0, 0, /*stopped=*/true);
+  manager_->Tick();
   EXPECT_EQ(Job(id).state(), v1::STARTING);
   EXPECT_EQ(Job(id).attempt(), 1);
 }
@@ -312,6 +313,7 @@ TEST_F(JobManagerTest, ReconcileNeverPlacesNewJobsOnTheWorkerItReconciles) {
   Restart();
   TestWorker w1;
   ASSERT_TRUE(Register(w1, "w1", 1, {}, {}, "restarted-process").ok());
+  manager_->Tick();
   EXPECT_EQ(Job(lost).state(), v1::FAILED);
   EXPECT_EQ(Last(lost).message(), "rank 0 was gone when worker w1 registered again");
   EXPECT_EQ(Job(queued).state(), v1::STARTING)

@@ -169,6 +169,7 @@ class JobManagerTest : public ::testing::Test {
   std::string Submit(const v1::JobSpec& spec) {
     auto id = manager_->Submit(spec);
     EXPECT_TRUE(id.ok()) << id.status();
+    manager_->Tick();  // places it, as the coordinator's next tick would
     return id.value_or("");
   }
 

@@ -15,7 +15,8 @@ ProgressWatch::Kind WatchKind(const v1::JobSpec& spec) {
   return spec.has_trainer() ? ProgressWatch::Kind::kTrainer : ProgressWatch::Kind::kCommand;
 }
 
-std::vector<WorkerCapacity> JobManager::CapacityLocked(const std::string& except) {
+std::vector<WorkerCapacity> JobManager::CapacityLocked(
+    const std::vector<SchedulableWorker>& workers, const std::string& except) {
   std::vector<HeldSlots> held;
   for (const auto& [number, record] : table_.resident()) {
     if (record->job.id() == except) continue;
@@ -25,7 +26,7 @@ std::vector<WorkerCapacity> JobManager::CapacityLocked(const std::string& except
       }
     }
   }
-  return FreeCapacity(membership_->Schedulable(), held, except);
+  return FreeCapacity(workers, held, except);
 }
 
 void JobManager::ScheduleLocked() {
@@ -36,7 +37,8 @@ void JobManager::ScheduleLocked() {
         {job.id(), job.spec().ranks(), job.spec().gpus_per_rank(), job.spec().min_ranks()});
   }
   if (queue.empty()) return;
-  ScheduleResult result = Schedule(queue, CapacityLocked());
+  const std::vector<SchedulableWorker> workers = membership_->Schedulable();
+  ScheduleResult result = Schedule(queue, CapacityLocked(workers));
   for (const auto& [id, reason] : result.waiting) {
     JobRecord& entry = *table_.Find(id);
     if (entry.job.pending_reason() != reason) {
@@ -44,10 +46,13 @@ void JobManager::ScheduleLocked() {
       table_.Notify(entry);
     }
   }
-  for (const auto& [id, placement] : result.placed) StartAttempt(*table_.Find(id), placement);
+  for (const auto& [id, placement] : result.placed) {
+    StartAttempt(*table_.Find(id), placement, workers);
+  }
 }
 
-void JobManager::StartAttempt(JobRecord& entry, const std::vector<RankPlacement>& placement) {
+void JobManager::StartAttempt(JobRecord& entry, const std::vector<RankPlacement>& placement,
+                              const std::vector<SchedulableWorker>& workers) {
   v1::Job& job = entry.job;
   std::set<int> ports_in_use;
   const std::string& master_worker = placement[0].worker_id;
@@ -62,7 +67,6 @@ void JobManager::StartAttempt(JobRecord& entry, const std::vector<RankPlacement>
     job.set_pending_reason(std::string(port.status().message()));
     return;
   }
-  const std::vector<SchedulableWorker> workers = membership_->Schedulable();
   auto worker = [&](const std::string& id) -> const SchedulableWorker& {
     return *std::find_if(workers.begin(), workers.end(),
                          [&](const SchedulableWorker& w) { return w.worker_id == id; });
@@ -116,7 +120,8 @@ void JobManager::SendStart(const JobRecord& entry, int rank) {
 void JobManager::CheckRegrowth(JobRecord& entry, absl::Time now) {
   v1::Job& job = entry.job;
   if (job.world_size() >= job.spec().ranks() ||
-      !PlaceGang(CapacityLocked(job.id()), job.spec().ranks(), job.spec().gpus_per_rank())
+      !PlaceGang(CapacityLocked(membership_->Schedulable(), job.id()), job.spec().ranks(),
+                 job.spec().gpus_per_rank())
            .ok()) {
     entry.regrow_since = absl::InfiniteFuture();
     return;

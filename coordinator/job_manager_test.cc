@@ -45,6 +45,7 @@ TEST_F(JobManagerTest, WaitsForSlotsWithAReason) {
             "workers to join");
   EXPECT_TRUE(Starts(w1).empty());
   ASSERT_TRUE(Register(w2, "w2", 1).ok());
+  manager_->Tick();
   EXPECT_EQ(Job(id).state(), v1::STARTING);
   EXPECT_EQ(Starts(w1).size(), 1u);
   EXPECT_EQ(Starts(w2).size(), 1u);

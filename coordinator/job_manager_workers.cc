@@ -66,7 +66,6 @@ void JobManager::ReconcileLocked(const WorkerSession& session, const v1::Registe
     SendLocked(worker_id, StopMessage(job_id, attempt));
   }
   membership_->Admit(session);
-  ScheduleLocked();
 }
 
 int64_t JobManager::OnRankEvent(const WorkerSession& session, const v1::WorkerMessage& message) {
@@ -79,7 +78,6 @@ int64_t JobManager::OnRankEvent(const WorkerSession& session, const v1::WorkerMe
         break;
       case EventVerdict::kApply:
         ApplyRankEvent(session.worker_id, message);
-        ScheduleLocked();  // an exit may have freed slots
         break;
     }
   }
@@ -88,19 +86,18 @@ int64_t JobManager::OnRankEvent(const WorkerSession& session, const v1::WorkerMe
 }
 
 bool JobManager::OnHeartbeat(const WorkerSession& session, const v1::Heartbeat& beat) {
-  bool revived = false;
+  bool revived = false;  // its slots are back: the next tick schedules
   if (!membership_->Heartbeat(session, beat, &revived)) return false;
-  if (beat.progress_size() == 0 && beat.running_size() == 0 && !revived) return true;
+  if (beat.progress_size() == 0 && beat.running_size() == 0) return true;
   {
     absl::MutexLock lock(&mu_);
-    HeartbeatLocked(session, beat, revived);
+    HeartbeatLocked(session, beat);
   }
   outbox_.Flush();
   return true;
 }
 
-void JobManager::HeartbeatLocked(const WorkerSession& session, const v1::Heartbeat& beat,
-                                 bool revived) {
+void JobManager::HeartbeatLocked(const WorkerSession& session, const v1::Heartbeat& beat) {
   const absl::Time now = clock_->Now();
   for (const v1::RankProgress& p : beat.progress()) {
     JobRecord* entry = nullptr;
@@ -118,7 +115,6 @@ void JobManager::HeartbeatLocked(const WorkerSession& session, const v1::Heartbe
        StrayAttempts(FindJobLocked(), session.worker_id, beat.running())) {
     SendLocked(session.worker_id, StopMessage(job_id, attempt));
   }
-  if (revived) ScheduleLocked();  // its slots are back
 }
 
 JobLookup JobManager::FindJobLocked() {

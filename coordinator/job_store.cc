@@ -10,6 +10,8 @@
 #include <map>
 #include <vector>
 
+#include <spdlog/spdlog.h>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -60,38 +62,70 @@ absl::StatusOr<std::unique_ptr<JobStore>> JobStore::Open(const std::string& path
         absl::StrCat("cannot open ", wal_path, ": ", strerror(errno)));
   }
   absl::StatusOr<std::unique_ptr<SqliteDb>> reader = SqliteDb::Open(path);
-  if (!reader.ok()) {
+  absl::StatusOr<std::unique_ptr<SqliteDb>> checkpointer =
+      reader.ok() ? SqliteDb::Open(path) : reader.status();
+  if (!checkpointer.ok()) {
     close(wal_fd);
-    return reader.status();
+    return checkpointer.status();
   }
-  std::unique_ptr<JobStore> store(new JobStore(std::move(writer), std::move(*reader), wal_fd));
+  std::unique_ptr<JobStore> store(
+      new JobStore(std::move(writer), std::move(*reader), std::move(*checkpointer), wal_fd));
   RETURN_IF_ERROR(SyncDirectoryOf(path));
   RETURN_IF_ERROR(store->reader_->Exec("PRAGMA synchronous=NORMAL;"));
+  RETURN_IF_ERROR(store->checkpointer_->Exec("PRAGMA synchronous=NORMAL;"));
   RETURN_IF_ERROR(store->Migrate());
   RETURN_IF_ERROR(store->Sync());
   return store;
 }
 
-JobStore::~JobStore() { close(wal_fd_); }
+JobStore::JobStore(std::unique_ptr<SqliteDb> writer, std::unique_ptr<SqliteDb> reader,
+                   std::unique_ptr<SqliteDb> checkpointer, int wal_fd)
+    : writer_(std::move(writer)),
+      reader_(std::move(reader)),
+      wal_fd_(wal_fd),
+      checkpointer_(std::move(checkpointer)),
+      checkpoint_thread_([this] { CheckpointLoop(); }) {}
+
+JobStore::~JobStore() {
+  {
+    absl::MutexLock lock(&checkpoint_mu_);
+    closing_ = true;
+  }
+  checkpoint_thread_.join();
+  close(wal_fd_);
+}
 
 absl::Status JobStore::Sync() {
   absl::MutexLock lock(&sync_mu_);
   const int64_t commits = writer_->commits();
-  if (commits == synced_commits_) return absl::OkStatus();
+  if (commits == synced_commits_.load()) return absl::OkStatus();
   if (fdatasync(wal_fd_) != 0) {
     return absl::DataLossError(
         absl::StrCat("cannot sync the job store's log: ", strerror(errno)));
   }
-  synced_commits_ = commits;
+  synced_commits_.store(commits);
   ++syncs_;
   struct stat wal;
   if (fstat(wal_fd_, &wal) == 0 && wal.st_size > kCheckpointWalBytes) {
-    // Copies the log into the database so that the log is reused from its
-    // start; PASSIVE never waits for the writer.
-    absl::MutexLock read_lock(&read_mu_);
-    RETURN_IF_ERROR(reader_->Exec("PRAGMA wal_checkpoint(PASSIVE)"));
+    absl::MutexLock checkpoint_lock(&checkpoint_mu_);
+    checkpoint_wanted_ = true;
   }
   return absl::OkStatus();
+}
+
+void JobStore::CheckpointLoop() {
+  for (;;) {
+    {
+      absl::MutexLock lock(&checkpoint_mu_);
+      checkpoint_mu_.Await(absl::Condition(this, &JobStore::CheckpointDue));
+      if (closing_) return;
+      checkpoint_wanted_ = false;
+    }
+    // PASSIVE: copies what no reader needs and never waits for the writer.
+    if (absl::Status s = checkpointer_->Exec("PRAGMA wal_checkpoint(PASSIVE)"); !s.ok()) {
+      spdlog::warn("job store checkpoint: {}", s.ToString());
+    }
+  }
 }
 
 absl::Status JobStore::Migrate() {

@@ -11,10 +11,13 @@
 #ifndef RINGMASTER_COORDINATOR_JOB_STORE_H_
 #define RINGMASTER_COORDINATOR_JOB_STORE_H_
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -83,6 +86,8 @@ class JobStore {
   // Makes every transaction committed so far durable. Returns at once when
   // an earlier Sync covered them all.
   absl::Status Sync();
+  // Whether every committed transaction is durable; never waits.
+  bool Synced() const { return writer_->commits() == synced_commits_.load(); }
   // How many times Sync went to the disk.
   int64_t syncs() {
     absl::MutexLock lock(&sync_mu_);
@@ -100,8 +105,15 @@ class JobStore {
   absl::StatusOr<std::vector<v1::Job>> ListRetired(const RetiredQuery& query);
 
  private:
-  JobStore(std::unique_ptr<SqliteDb> writer, std::unique_ptr<SqliteDb> reader, int wal_fd)
-      : writer_(std::move(writer)), reader_(std::move(reader)), wal_fd_(wal_fd) {}
+  JobStore(std::unique_ptr<SqliteDb> writer, std::unique_ptr<SqliteDb> reader,
+           std::unique_ptr<SqliteDb> checkpointer, int wal_fd);
+  // Copies the log into the database whenever it has grown past a bound,
+  // so that the log is reused from its start; a thread of its own, off
+  // every caller's path.
+  void CheckpointLoop();
+  bool CheckpointDue() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(checkpoint_mu_) {
+    return checkpoint_wanted_ || closing_;
+  }
   absl::Status Migrate();
   absl::Status RenumberJobs();
   absl::Status WriteSnapshot(const v1::Job& job);
@@ -116,8 +128,14 @@ class JobStore {
 
   absl::Mutex sync_mu_;  // one fdatasync at a time; callers waiting share the next
   const int wal_fd_;     // the write-ahead log, opened for fdatasync
-  int64_t synced_commits_ ABSL_GUARDED_BY(sync_mu_) = 0;
+  std::atomic<int64_t> synced_commits_{0};  // written under sync_mu_
   int64_t syncs_ ABSL_GUARDED_BY(sync_mu_) = 0;
+
+  absl::Mutex checkpoint_mu_;
+  bool checkpoint_wanted_ ABSL_GUARDED_BY(checkpoint_mu_) = false;
+  bool closing_ ABSL_GUARDED_BY(checkpoint_mu_) = false;
+  const std::unique_ptr<SqliteDb> checkpointer_;  // used by the checkpoint thread only
+  std::thread checkpoint_thread_;
 };
 
 }  // namespace ringmaster

@@ -54,6 +54,10 @@ void Outbox::Unwatch(int64_t watch_id) {
 }
 
 void Outbox::Flush() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (queue_.empty() && synced_()) return;  // most heartbeats
+  }
   absl::MutexLock flush_lock(&flush_mu_);
   std::deque<Item> items;
   {

@@ -31,10 +31,11 @@ class Outbox {
                                      const v1::CoordinatorMessage& message)>;
   using Observer = std::function<void(const v1::Job&)>;
 
-  // `sync` makes every change stored so far durable; `deliver` hands a
-  // message to a worker's stream and must not block.
-  Outbox(std::function<absl::Status()> sync, Deliver deliver)
-      : sync_(std::move(sync)), deliver_(std::move(deliver)) {}
+  // `sync` makes every change stored so far durable, `synced` tells
+  // without waiting whether all are; `deliver` hands a message to a
+  // worker's stream and must not block.
+  Outbox(std::function<absl::Status()> sync, std::function<bool()> synced, Deliver deliver)
+      : sync_(std::move(sync)), synced_(std::move(synced)), deliver_(std::move(deliver)) {}
 
   void Send(const std::string& worker_id, v1::CoordinatorMessage message);
   // Queues the job as it is now for its watchers (nothing when it has none).
@@ -46,7 +47,8 @@ class Outbox {
   // After this returns the observer is not called again.
   void Unwatch(int64_t watch_id);
 
-  // Syncs the store, then delivers everything queued before the call. A
+  // Syncs the store, then delivers everything queued before the call; at
+  // once when nothing is queued or unsynced. A
   // store that cannot be synced cannot be trusted with what is in memory:
   // the process exits so that a restart recovers the stored state.
   void Flush();
@@ -68,6 +70,7 @@ class Outbox {
   void DeliverLocked(const Item& item) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::function<absl::Status()> sync_;
+  const std::function<bool()> synced_;
   const Deliver deliver_;
 
   absl::Mutex flush_mu_;  // one Flush delivers at a time, keeping the order

@@ -45,6 +45,7 @@ class OutboxTest : public ::testing::Test {
                    recorder_.Add("sync");
                    return absl::OkStatus();
                  },
+                 [] { return false; },
                  [this](const std::string& worker, const v1::CoordinatorMessage& m) {
                    recorder_.Add(worker + " stop " + m.stop_job().job_id());
                  }};

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <set>
+#include <string_view>
+#include <unordered_map>
 
 #include "absl/strings/str_cat.h"
 
@@ -29,35 +31,40 @@ std::string SlotWord(int gpus_per_rank) {
 std::vector<WorkerCapacity> FreeCapacity(const std::vector<SchedulableWorker>& workers,
                                          const std::vector<HeldSlots>& held,
                                          const std::string& except_job) {
-  std::map<std::string, const SchedulableWorker*> by_id;
-  for (const SchedulableWorker& w : workers) by_id[w.worker_id] = &w;
-  std::map<std::string, std::set<int>> used;
-  auto hold = [&](const std::string& worker_id, int slot, const auto& gpus) {
-    auto w = by_id.find(worker_id);
-    if (w == by_id.end()) return;
-    const std::vector<int>& indices = w->second->gpu_indices;
-    if (gpus.empty()) used[worker_id].insert(slot);
+  std::unordered_map<std::string_view, size_t> index;
+  index.reserve(workers.size());
+  std::vector<std::vector<bool>> used(workers.size());
+  for (size_t i = 0; i < workers.size(); ++i) {
+    index.emplace(workers[i].worker_id, i);
+    used[i].assign(std::max(0, workers[i].slots), false);
+  }
+  auto hold = [&](size_t i, int slot, const auto& gpus) {
+    const std::vector<int>& indices = workers[i].gpu_indices;
+    std::vector<bool>& slots = used[i];
+    if (gpus.empty() && slot >= 0 && slot < static_cast<int>(slots.size())) slots[slot] = true;
     for (int gpu : gpus) {
       auto it = std::find(indices.begin(), indices.end(), gpu);
-      if (it != indices.end()) used[worker_id].insert(it - indices.begin());
+      if (it != indices.end()) slots[it - indices.begin()] = true;
     }
   };
-  for (const SchedulableWorker& w : workers) {
-    for (const v1::RunningRank& r : w.running) {
-      if (r.rank().job_id() != except_job) hold(w.worker_id, r.slot(), r.gpus());
+  for (size_t i = 0; i < workers.size(); ++i) {
+    for (const v1::RunningRank& r : workers[i].running) {
+      if (r.rank().job_id() != except_job) hold(i, r.slot(), r.gpus());
     }
   }
-  for (const HeldSlots& h : held) hold(h.worker_id, h.slot, h.gpus);
-  std::vector<WorkerCapacity> capacity;
-  for (const SchedulableWorker& w : workers) {
-    WorkerCapacity c;
-    c.worker_id = w.worker_id;
-    c.total_slots = w.slots;
-    c.gpu_slots = !w.gpu_indices.empty();
-    for (int s = 0; s < w.slots; ++s) {
-      if (used[c.worker_id].count(s) == 0) c.free_slots.push_back(s);
+  for (const HeldSlots& h : held) {
+    auto it = index.find(h.worker_id);
+    if (it != index.end()) hold(it->second, h.slot, h.gpus);
+  }
+  std::vector<WorkerCapacity> capacity(workers.size());
+  for (size_t i = 0; i < workers.size(); ++i) {
+    WorkerCapacity& c = capacity[i];
+    c.worker_id = workers[i].worker_id;
+    c.total_slots = workers[i].slots;
+    c.gpu_slots = !workers[i].gpu_indices.empty();
+    for (int s = 0; s < static_cast<int>(used[i].size()); ++s) {
+      if (!used[i][s]) c.free_slots.push_back(s);
     }
-    capacity.push_back(std::move(c));
   }
   return capacity;
 }

@@ -213,21 +213,25 @@ std::string WorkerMembership::Address(const std::string& worker_id) const {
 
 std::vector<SchedulableWorker> WorkerMembership::Schedulable() const {
   absl::MutexLock lock(&mu_);
-  std::vector<std::pair<int64_t, SchedulableWorker>> ordered;
+  std::vector<const Member*> ordered;
+  ordered.reserve(members_.size());
   for (const auto& [id, m] : members_) {
-    if (m.info.state() != v1::WORKER_STATE_ALIVE || m.link == nullptr || !m.admitted) continue;
-    SchedulableWorker w;
-    w.worker_id = id;
+    if (m.info.state() == v1::WORKER_STATE_ALIVE && m.link != nullptr && m.admitted) {
+      ordered.push_back(&m);
+    }
+  }
+  std::sort(ordered.begin(), ordered.end(),
+            [](const Member* a, const Member* b) { return a->order < b->order; });
+  std::vector<SchedulableWorker> out(ordered.size());
+  for (size_t i = 0; i < ordered.size(); ++i) {
+    const Member& m = *ordered[i];
+    SchedulableWorker& w = out[i];
+    w.worker_id = m.info.id();
     w.incarnation = m.incarnation;
     w.slots = m.info.slots();
     for (const v1::Gpu& gpu : m.info.gpus()) w.gpu_indices.push_back(gpu.index());
     for (const auto& [key, rank] : m.running) w.running.push_back(rank);
-    ordered.emplace_back(m.order, std::move(w));
   }
-  std::sort(ordered.begin(), ordered.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::vector<SchedulableWorker> out;
-  for (auto& [order, w] : ordered) out.push_back(std::move(w));
   return out;
 }
 

@@ -2,6 +2,7 @@
 
 #include <deque>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/grpc_status.h"
 #include "common/status_macros.h"
@@ -9,37 +10,53 @@
 namespace ringmaster {
 namespace {
 
-// Reads worker messages into the JobManager one at a time; writes queued
-// commands one at a time, in order. The first message must register; the
-// session it opens goes with every later message.
+// Reads worker messages one at a time and hands each to `inbox`, which
+// runs it into the JobManager off gRPC's threads (the manager may wait for
+// its mutex and for the store's sync); the next read starts once it is
+// handled. Writes queued commands one at a time, in order, at most
+// `max_queued` of them: a worker that falls that far behind is cut off and
+// resynchronizes when it registers again. The first message must register;
+// the session it opens goes with every later message.
 class WorkerStream final
     : public grpc::ServerBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage>,
       public WorkerLink {
  public:
   WorkerStream(JobManager* manager, WorkerMembership* membership, const AccessPolicy* access,
-               Caller caller)
-      : manager_(manager), membership_(membership), access_(access), caller_(std::move(caller)) {
+               SerialExecutor* inbox, int max_queued, Caller caller)
+      : manager_(manager),
+        membership_(membership),
+        access_(access),
+        inbox_(inbox),
+        max_queued_(max_queued),
+        caller_(std::move(caller)) {
     StartRead(&in_);
   }
 
   void Send(const v1::CoordinatorMessage& message) override {
     absl::MutexLock lock(&mu_);
     if (finishing_) return;
+    if (static_cast<int>(queue_.size()) >= max_queued_) {
+      FinishLocked(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                                absl::StrCat("more than ", max_queued_,
+                                             " messages queued for this worker (it reads too "
+                                             "slowly); register again")));
+      return;
+    }
     queue_.push_back(message);
     MaybeWrite();
   }
 
   void OnReadDone(bool ok) override {
     if (!ok) {
-      FinishOnce(grpc::Status::OK);
+      absl::MutexLock lock(&mu_);
+      FinishLocked(grpc::Status::OK);
       return;
     }
-    absl::Status status = Handle(in_);
-    if (!status.ok()) {
-      FinishOnce(ToGrpcStatus(status));
-      return;
+    {
+      absl::MutexLock lock(&mu_);
+      handling_ = true;
     }
-    StartRead(&in_);
+    inbox_->Post([this] { HandleAndReadOn(); });
   }
 
   void OnWriteDone(bool ok) override {
@@ -57,15 +74,41 @@ class WorkerStream final
     MaybeWrite();
   }
 
-  void OnCancel() override { FinishOnce(grpc::Status::CANCELLED); }
+  void OnCancel() override {
+    absl::MutexLock lock(&mu_);
+    FinishLocked(grpc::Status::CANCELLED);
+  }
 
   void OnDone() override {
+    bool handling = false;
+    {
+      absl::MutexLock lock(&mu_);
+      done_ = true;
+      handling = handling_;
+    }
     membership_->Disconnect(this);
-    delete this;
+    if (!handling) delete this;  // else the inbox deletes it
   }
 
  private:
-  // Only the one outstanding read calls it, so session_ needs no lock.
+  // On the inbox's thread.
+  void HandleAndReadOn() {
+    const absl::Status status = Handle(in_);
+    bool done = false;
+    {
+      absl::MutexLock lock(&mu_);
+      handling_ = false;
+      done = done_;
+      if (!done && !status.ok()) FinishLocked(ToGrpcStatus(status));
+      if (!done && !finishing_) StartRead(&in_);
+    }
+    if (done) {
+      membership_->Disconnect(this);  // a registration may have come meanwhile
+      delete this;
+    }
+  }
+
+  // Only the one message being handled calls it, so session_ needs no lock.
   absl::Status Handle(const v1::WorkerMessage& message) {
     int64_t ack = 0;
     if (session_.epoch == 0) {
@@ -104,8 +147,7 @@ class WorkerStream final
   }
 
   // Finishes now, or after the write in flight completes.
-  void FinishOnce(grpc::Status status) {
-    absl::MutexLock lock(&mu_);
+  void FinishLocked(grpc::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (finishing_) return;
     finishing_ = true;
     final_status_ = std::move(status);
@@ -119,15 +161,19 @@ class WorkerStream final
   JobManager* const manager_;
   WorkerMembership* const membership_;
   const AccessPolicy* const access_;
+  SerialExecutor* const inbox_;
+  const int max_queued_;
   const Caller caller_;    // who opened the stream
-  WorkerSession session_;  // epoch 0 until registered
-  v1::WorkerMessage in_;  // used by the one outstanding read
+  WorkerSession session_;  // epoch 0 until registered; the inbox's
+  v1::WorkerMessage in_;   // the one read, then handled, at a time
   absl::Mutex mu_;
   std::deque<v1::CoordinatorMessage> queue_ ABSL_GUARDED_BY(mu_);
   v1::CoordinatorMessage out_ ABSL_GUARDED_BY(mu_);
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool handling_ ABSL_GUARDED_BY(mu_) = false;  // in_ is with the inbox
   bool finishing_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
   grpc::Status final_status_ ABSL_GUARDED_BY(mu_);
 };
 
@@ -139,7 +185,8 @@ WorkerServiceImpl::Connect(grpc::CallbackServerContext* context) {
   if (absl::Status s = access_->RequireWorker(*context, &caller); !s.ok()) {
     return new RefusedBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage>(ToGrpcStatus(s));
   }
-  return new WorkerStream(manager_, membership_, access_, std::move(caller));
+  return new WorkerStream(manager_, membership_, access_, &inbox_, max_queued_,
+                          std::move(caller));
 }
 
 }  // namespace ringmaster

@@ -4,6 +4,8 @@
 #ifndef RINGMASTER_COORDINATOR_WORKER_SERVICE_H_
 #define RINGMASTER_COORDINATOR_WORKER_SERVICE_H_
 
+#include "common/limits.h"
+#include "common/serial_executor.h"
 #include "coordinator/access_policy.h"
 #include "coordinator/job_manager.h"
 #include "proto/worker.grpc.pb.h"
@@ -12,8 +14,11 @@ namespace ringmaster {
 
 class WorkerServiceImpl final : public v1::WorkerService::CallbackService {
  public:
-  WorkerServiceImpl(JobManager* manager, WorkerMembership* membership, const AccessPolicy* access)
-      : manager_(manager), membership_(membership), access_(access) {}
+  // A worker stream with more than `max_queued` messages waiting to be
+  // written is ended (RESOURCE_EXHAUSTED).
+  WorkerServiceImpl(JobManager* manager, WorkerMembership* membership, const AccessPolicy* access,
+                    int max_queued = kDefaultMaxStreamQueue)
+      : manager_(manager), membership_(membership), access_(access), max_queued_(max_queued) {}
   grpc::ServerBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage>* Connect(
       grpc::CallbackServerContext* context) override;
 
@@ -21,6 +26,10 @@ class WorkerServiceImpl final : public v1::WorkerService::CallbackService {
   JobManager* const manager_;
   WorkerMembership* const membership_;
   const AccessPolicy* const access_;
+  const int max_queued_;
+  // Handles every worker's messages, one at a time, off gRPC's threads.
+  // Each stream has at most one message in it.
+  SerialExecutor inbox_;
 };
 
 }  // namespace ringmaster
