@@ -409,3 +409,27 @@ TEST_F(JobManagerTest, ElasticJobShrinksWhenAWorkerIsLost) {
 
 }  // namespace
 }  // namespace ringmaster
+
+namespace ringmaster {
+namespace {
+
+// A rank's report carries each step's duration since the last one (for the
+// worker's histogram); the job keeps the report without them, so that a
+// fast trainer does not grow every stored job by hundreds of numbers.
+TEST_F(JobManagerTest, JobsKeepProgressWithoutStepDurations) {
+  TestWorker w1;
+  ASSERT_TRUE(Register(w1, "w1", 1).ok());
+  const std::string id = Submit(1);
+  Started(w1, id, 0, 0);
+  v1::Heartbeat beat;
+  v1::RankProgress* p = beat.add_progress();
+  *p->mutable_rank() = Ref(id, 0, 0);
+  p->mutable_progress()->set_step(600);
+  for (int i = 0; i < 600; ++i) p->mutable_progress()->add_step_seconds(0.0016);
+  ASSERT_TRUE(manager_->OnHeartbeat(w1.session, beat));
+  EXPECT_EQ(Job(id).progress().step(), 600);
+  EXPECT_EQ(Job(id).progress().step_seconds_size(), 0);
+}
+
+}  // namespace
+}  // namespace ringmaster

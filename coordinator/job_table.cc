@@ -13,6 +13,9 @@ namespace ringmaster {
 
 void JobRecord::SetRankProgress(int rank, const v1::Progress& progress) {
   rank_progress[rank] = progress;
+  // The durations of each step since the last report feed the worker's
+  // histogram; kept with the job they would grow it by hundreds of numbers.
+  rank_progress[rank].clear_step_seconds();
   v1::Progress total = rank_progress.count(0) ? rank_progress[0] : progress;
   double samples_per_second = 0;
   for (const auto& [r, p] : rank_progress) samples_per_second += p.samples_per_second();
