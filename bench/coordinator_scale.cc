@@ -232,7 +232,10 @@ struct Children {
   }
 };
 
-absl::StatusOr<std::unique_ptr<CoordinatorServer>> StartCoordinator(const Options& options) {
+// Writes the history, then starts the coordinator over it; *start_seconds:
+// how long the start took (the history's recovery included).
+absl::StatusOr<std::unique_ptr<CoordinatorServer>> StartCoordinator(const Options& options,
+                                                                    double* start_seconds) {
   const std::string db = options.state_dir + "/coordinator.db";
   ASSIGN_OR_RETURN(HistoryStats history, WriteHistory(db, options.history));
   std::printf("history: %d ended jobs, %.0f bytes each on average, written in %.1f s\n",
@@ -243,7 +246,10 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> StartCoordinator(const Option
   config.state_dir = options.state_dir;
   config.manager.retain_finished_jobs = options.history * 2;
   config.manager.retain_finished = absl::Hours(24 * 365);
-  return CoordinatorServer::Start(config);
+  const absl::Time start = absl::Now();
+  absl::StatusOr<std::unique_ptr<CoordinatorServer>> server = CoordinatorServer::Start(config);
+  *start_seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  return server;
 }
 
 int Run(const Options& options) {
@@ -255,13 +261,13 @@ int Run(const Options& options) {
   if (std::freopen(log.c_str(), "w", stderr) == nullptr) return 1;
   InitLogging("coordinator", "info");
   std::printf("coordinator log: %s\n", log.c_str());
-  const absl::Time start = absl::Now();
-  absl::StatusOr<std::unique_ptr<CoordinatorServer>> server = StartCoordinator(options);
+  double recover_seconds = 0;
+  absl::StatusOr<std::unique_ptr<CoordinatorServer>> server =
+      StartCoordinator(options, &recover_seconds);
   if (!server.ok()) {
     std::printf("error: %s\n", server.status().ToString().c_str());
     return 1;
   }
-  const double recover_seconds = absl::ToDoubleSeconds(absl::Now() - start);
   const double rss_at_start = StatusMiB("VmRSS");
   const int port = (*server)->port();
 
