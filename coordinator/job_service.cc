@@ -7,45 +7,37 @@
 #include "absl/synchronization/mutex.h"
 #include "common/grpc_status.h"
 #include "common/job_id.h"
+#include "common/stream_writer.h"
 #include "coordinator/job_state.h"
 
 namespace ringmaster {
 namespace {
 
-// Streams job snapshots until the job ends. Consecutive snapshots in the
-// same state are coalesced while a write is in flight, so a slow reader
-// sees every state change but not every progress tick.
+// Streams job snapshots until the job ends. A snapshot in the same state
+// as the last one queued replaces it, so a slow reader sees every state
+// change but not every progress tick; one more than kMaxQueuedChanges
+// changes behind, the watch ends (RESOURCE_EXHAUSTED).
 class WatchReactor final : public grpc::ServerWriteReactor<v1::JobEvent> {
  public:
-  WatchReactor(JobManager* manager, const std::string& job_id) : manager_(manager) {
+  static constexpr size_t kMaxQueuedChanges = 256;
+
+  WatchReactor(JobManager* manager, const std::string& job_id)
+      : manager_(manager),
+        writer_([this](const v1::JobEvent* event) { StartWrite(event); },
+                [this](const grpc::Status& status) { Finish(status); }, kMaxQueuedChanges,
+                Overflow::kEnd, [](const v1::JobEvent& queued, const v1::JobEvent& next) {
+                  return queued.job().state() == next.job().state();
+                }) {
     auto watch = manager_->Watch(job_id, [this](const v1::Job& job) { Push(job); });
     if (!watch.ok()) {
-      Finish(ToGrpcStatus(watch.status()));
+      writer_.Finish(ToGrpcStatus(watch.status()), /*drain=*/false);
       return;
     }
     watch_id_ = *watch;
   }
 
-  void OnWriteDone(bool ok) override {
-    absl::MutexLock lock(&mu_);
-    writing_ = false;
-    if (!ok) return;  // the client went away; OnCancel finishes
-    if (IsTerminal(event_.job().state())) {
-      finished_ = true;
-      Finish(grpc::Status::OK);
-      return;
-    }
-    MaybeWrite();
-  }
-
-  void OnCancel() override {
-    absl::MutexLock lock(&mu_);
-    if (!finished_) {
-      finished_ = true;
-      Finish(grpc::Status::CANCELLED);
-    }
-  }
-
+  void OnWriteDone(bool ok) override { writer_.OnWriteDone(ok); }
+  void OnCancel() override { writer_.OnCancel(); }
   void OnDone() override {
     if (watch_id_ != 0) manager_->Unwatch(watch_id_);
     delete this;
@@ -53,31 +45,15 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::JobEvent> {
 
  private:
   void Push(const v1::Job& job) {
-    absl::MutexLock lock(&mu_);
-    if (finished_) return;
-    if (!pending_.empty() && pending_.back().state() == job.state()) {
-      pending_.back() = job;
-    } else {
-      pending_.push_back(job);
-    }
-    MaybeWrite();
-  }
-
-  void MaybeWrite() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (writing_ || finished_ || pending_.empty()) return;
-    *event_.mutable_job() = std::move(pending_.front());
-    pending_.pop_front();
-    writing_ = true;
-    StartWrite(&event_);
+    v1::JobEvent event;
+    *event.mutable_job() = job;
+    writer_.Write(std::move(event));
+    if (IsTerminal(job.state())) writer_.Finish(grpc::Status::OK, /*drain=*/true);
   }
 
   JobManager* const manager_;
-  int64_t watch_id_ = 0;
-  absl::Mutex mu_;
-  std::deque<v1::Job> pending_ ABSL_GUARDED_BY(mu_);
-  v1::JobEvent event_ ABSL_GUARDED_BY(mu_);
-  bool writing_ ABSL_GUARDED_BY(mu_) = false;
-  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t watch_id_ = 0;  // OnDone runs only after the constructor returned
+  StreamWriter<v1::JobEvent> writer_;
 };
 
 }  // namespace

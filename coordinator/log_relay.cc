@@ -1,11 +1,12 @@
 #include "coordinator/log_relay.h"
 
 #include <deque>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "common/credentials.h"
 #include "common/grpc_status.h"
+#include "common/status_macros.h"
+#include "common/stream_writer.h"
 #include "coordinator/job_state.h"
 
 namespace ringmaster {
@@ -14,77 +15,104 @@ namespace {
 constexpr int kReadBytes = 256 * 1024;
 constexpr size_t kMaxQueued = 16;
 constexpr absl::Duration kPollInterval = absl::Milliseconds(200);
+constexpr absl::Duration kRoomInterval = absl::Milliseconds(20);
 
+// Relays one StreamLogs call in rounds on the relay's shared pool: a round
+// reads what is new in each rank's log (while the client has room for it)
+// and queues whole lines; the next round follows at once when there was
+// data, after kPollInterval when there was none, and after kRoomInterval
+// when the client is behind. No thread waits for a stream between rounds.
 class LogStream final : public grpc::ServerWriteReactor<v1::LogChunk> {
  public:
   LogStream(LogRelay* relay, v1::StreamLogsRequest request)
-      : relay_(relay), request_(std::move(request)) {
-    thread_ = std::thread([this] { Run(); });
+      : relay_(relay),
+        request_(std::move(request)),
+        writer_([this](const v1::LogChunk* chunk) { StartWrite(chunk); },
+                [this](const grpc::Status& status) { Finish(status); }, kMaxQueued,
+                Overflow::kRefuse) {
+    relay_->pool()->Post([this] { Round(); });
   }
 
-  void OnWriteDone(bool ok) override {
-    absl::MutexLock lock(&mu_);
-    writing_ = false;
-    if (!ok) stopped_ = true;
-    MaybeWriteOrFinish();
-  }
-
-  void OnCancel() override {
-    absl::MutexLock lock(&mu_);
-    stopped_ = true;
-    MaybeWriteOrFinish();
-  }
-
+  void OnWriteDone(bool ok) override { writer_.OnWriteDone(ok); }
+  void OnCancel() override { writer_.OnCancel(); }
   void OnDone() override {
+    bool in_pool = false;
     {
       absl::MutexLock lock(&mu_);
-      stopped_ = true;
+      done_ = true;
+      in_pool = in_pool_;
     }
-    thread_.join();
-    delete this;
+    if (!in_pool) delete this;  // else the pool's next round deletes it
   }
 
  private:
+  enum class Next { kAgain, kPoll, kWaitForRoom, kEnd };
+
   struct Source {
     int64_t offset = 0;
     std::string partial;  // bytes after the last newline
   };
 
-  void Run() {
-    absl::Status status = Relay();
-    absl::MutexLock lock(&mu_);
-    producer_done_ = true;
-    final_status_ = ToGrpcStatus(status);
-    MaybeWriteOrFinish();
+  // On a pool thread.
+  void Round() {
+    bool done = false;
+    {
+      absl::MutexLock lock(&mu_);
+      done = done_;
+      if (done) in_pool_ = false;
+    }
+    if (done) {
+      delete this;
+      return;
+    }
+    Next next = Next::kEnd;
+    if (!writer_.finishing()) {
+      absl::StatusOr<Next> read = Read();
+      if (!read.ok()) writer_.Finish(ToGrpcStatus(read.status()), /*drain=*/true);
+      next = read.value_or(Next::kEnd);
+    }
+    if (next == Next::kEnd) {
+      {
+        absl::MutexLock lock(&mu_);
+        in_pool_ = false;
+        done = done_;
+      }
+      if (done) delete this;
+      return;
+    }
+    const absl::Duration delay = next == Next::kAgain  ? absl::ZeroDuration()
+                                 : next == Next::kPoll ? kPollInterval
+                                                       : kRoomInterval;
+    relay_->pool()->PostAfter(delay, [this] { Round(); });
   }
 
-  absl::Status Relay() {
-    std::map<std::pair<int, std::string>, Source> sources;
-    for (;;) {
-      absl::StatusOr<v1::Job> job = relay_->manager()->Get(request_.job_id());
-      if (!job.ok()) return job.status();
-      const bool ended = IsTerminal(job->state());
-      auto ranks = relay_->manager()->LogSources(request_.job_id());
-      if (!ranks.ok()) return ranks.status();
-      bool got_data = false;
-      for (const RankLogSource& rank : *ranks) {
-        if (!request_.all_ranks() && rank.rank != request_.rank()) continue;
-        Source& source = sources[{rank.rank, rank.worker_address}];
-        if (ReadMore(rank, &source)) got_data = true;
-      }
-      if (Stopped()) return absl::CancelledError("client went away");
-      if (got_data) continue;
-      if (ended || !request_.follow()) break;
-      absl::MutexLock lock(&mu_);
-      mu_.AwaitWithTimeout(absl::Condition(&stopped_), kPollInterval);
+  // Queues what is new; kEnd once everything of an ended (or, without
+  // follow, any) job is relayed and the stream is finishing.
+  absl::StatusOr<Next> Read() {
+    while (!unsent_.empty()) {
+      if (!writer_.Write(unsent_.front())) return Next::kWaitForRoom;
+      unsent_.pop_front();
     }
-    for (auto& [key, source] : sources) {
+    ASSIGN_OR_RETURN(v1::Job job, relay_->manager()->Get(request_.job_id()));
+    ASSIGN_OR_RETURN(std::vector<RankLogSource> ranks,
+                     relay_->manager()->LogSources(request_.job_id()));
+    bool got_data = false;
+    for (const RankLogSource& rank : ranks) {
+      if (!request_.all_ranks() && rank.rank != request_.rank()) continue;
+      if (!writer_.HasRoom()) return Next::kWaitForRoom;
+      if (ReadMore(rank, &sources_[{rank.rank, rank.worker_address}])) got_data = true;
+    }
+    if (got_data) return Next::kAgain;
+    if (!IsTerminal(job.state()) && request_.follow()) return Next::kPoll;
+    for (auto& [key, source] : sources_) {
       if (!source.partial.empty()) Emit(key.first, source.partial + "\n");
     }
-    return absl::OkStatus();
+    for (const v1::LogChunk& chunk : unsent_) writer_.Write(chunk);  // room or not: the end
+    writer_.Finish(grpc::Status::OK, /*drain=*/true);
+    return Next::kEnd;
   }
 
-  // Reads what is new in one rank's log; emits whole lines. False when
+  // Reads what is new in one rank's log; queues whole lines. False when
   // there was nothing new (or the worker could not be reached).
   bool ReadMore(const RankLogSource& rank, Source* source) {
     v1::ReadLogRequest read;
@@ -94,7 +122,7 @@ class LogStream final : public grpc::ServerWriteReactor<v1::LogChunk> {
     read.set_max_bytes(kReadBytes);
     v1::ReadLogResponse response;
     grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
     AddBearerToken(&context, relay_->signer().Agent(rank.worker_id));
     grpc::Status status =
         relay_->AgentFor(rank.worker_address, rank.worker_id)->ReadLog(&context, read, &response);
@@ -116,52 +144,24 @@ class LogStream final : public grpc::ServerWriteReactor<v1::LogChunk> {
     return true;
   }
 
-  bool Stopped() {
-    absl::MutexLock lock(&mu_);
-    return stopped_;
-  }
-
-  // Queues a chunk, waiting while the client is behind.
+  // Queues a chunk, or keeps it for the next round when the client is
+  // behind (at most one read's worth: rounds read only when there is room).
   void Emit(int rank, std::string data) {
-    absl::MutexLock lock(&mu_);
-    auto room = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return stopped_ || queue_.size() < kMaxQueued;
-    };
-    mu_.Await(absl::Condition(&room));
-    if (stopped_) return;
     v1::LogChunk chunk;
     chunk.set_rank(rank);
     chunk.set_data(std::move(data));
-    queue_.push_back(std::move(chunk));
-    MaybeWriteOrFinish();
-  }
-
-  void MaybeWriteOrFinish() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (writing_ || finished_) return;
-    if (!queue_.empty() && !stopped_) {
-      out_ = std::move(queue_.front());
-      queue_.pop_front();
-      writing_ = true;
-      StartWrite(&out_);
-      return;
-    }
-    if (producer_done_ || stopped_) {
-      finished_ = true;
-      Finish(stopped_ && !producer_done_ ? grpc::Status::CANCELLED : final_status_);
-    }
+    if (!unsent_.empty() || !writer_.Write(chunk)) unsent_.push_back(std::move(chunk));
   }
 
   LogRelay* const relay_;
   const v1::StreamLogsRequest request_;
-  std::thread thread_;
+  // Used by one round at a time.
+  std::map<std::pair<int, std::string>, Source> sources_;
+  std::deque<v1::LogChunk> unsent_;
+  StreamWriter<v1::LogChunk> writer_;
   absl::Mutex mu_;
-  std::deque<v1::LogChunk> queue_ ABSL_GUARDED_BY(mu_);
-  v1::LogChunk out_ ABSL_GUARDED_BY(mu_);
-  bool writing_ ABSL_GUARDED_BY(mu_) = false;
-  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
-  bool producer_done_ ABSL_GUARDED_BY(mu_) = false;
-  bool finished_ ABSL_GUARDED_BY(mu_) = false;
-  grpc::Status final_status_ ABSL_GUARDED_BY(mu_);
+  bool in_pool_ ABSL_GUARDED_BY(mu_) = true;  // a round is queued or running
+  bool done_ ABSL_GUARDED_BY(mu_) = false;    // OnDone has run
 };
 
 }  // namespace

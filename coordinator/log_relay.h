@@ -13,6 +13,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/credentials.h"
 #include "common/limits.h"
+#include "common/task_pool.h"
 #include "common/tls.h"
 #include "coordinator/job_manager.h"
 #include "proto/job.pb.h"
@@ -20,10 +21,13 @@
 
 namespace ringmaster {
 
-// Thread-safe. Each stream runs one relay thread that polls its ranks'
-// logs; a follow stream ends once the job has ended and every log is read.
+// Thread-safe. The streams poll their ranks' logs in rounds on a pool of
+// kThreads threads (a read may wait up to 2 s for a worker); a follow
+// stream ends once the job has ended and every log is read.
 class LogRelay {
  public:
+  static constexpr int kThreads = 4;
+
   // `signer` makes the agent credential each worker's agent expects;
   // `tls` (the CA only) checks the agents' certificates. Lines longer than
   // `max_line_bytes` are relayed in pieces of that size.
@@ -40,6 +44,7 @@ class LogRelay {
   JobManager* manager() const { return manager_; }
   const CredentialSigner& signer() const { return *signer_; }
   int64_t max_line_bytes() const { return max_line_bytes_; }
+  TaskPool* pool() { return &pool_; }
   // The agent of `worker_id` at `address`; with TLS its certificate must
   // name that worker.
   v1::WorkerAgentService::Stub* AgentFor(const std::string& address,
@@ -54,6 +59,7 @@ class LogRelay {
   std::map<std::pair<std::string, std::string>, std::unique_ptr<v1::WorkerAgentService::Stub>>
       agents_
       ABSL_GUARDED_BY(mu_);
+  TaskPool pool_{kThreads};  // last: its destructor runs the last rounds
 };
 
 }  // namespace ringmaster

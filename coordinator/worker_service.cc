@@ -1,11 +1,9 @@
 #include "coordinator/worker_service.h"
 
-#include <deque>
-
-#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/grpc_status.h"
 #include "common/status_macros.h"
+#include "common/stream_writer.h"
 
 namespace ringmaster {
 namespace {
@@ -22,34 +20,23 @@ class WorkerStream final
       public WorkerLink {
  public:
   WorkerStream(JobManager* manager, WorkerMembership* membership, const AccessPolicy* access,
-               SerialExecutor* inbox, int max_queued, Caller caller)
+               TaskPool* inbox, int max_queued, Caller caller)
       : manager_(manager),
         membership_(membership),
         access_(access),
         inbox_(inbox),
-        max_queued_(max_queued),
-        caller_(std::move(caller)) {
+        caller_(std::move(caller)),
+        writer_([this](const v1::CoordinatorMessage* m) { StartWrite(m); },
+                [this](const grpc::Status& status) { Finish(status); }, max_queued,
+                Overflow::kEnd) {
     StartRead(&in_);
   }
 
-  void Send(const v1::CoordinatorMessage& message) override {
-    absl::MutexLock lock(&mu_);
-    if (finishing_) return;
-    if (static_cast<int>(queue_.size()) >= max_queued_) {
-      FinishLocked(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                                absl::StrCat("more than ", max_queued_,
-                                             " messages queued for this worker (it reads too "
-                                             "slowly); register again")));
-      return;
-    }
-    queue_.push_back(message);
-    MaybeWrite();
-  }
+  void Send(const v1::CoordinatorMessage& message) override { writer_.Write(message); }
 
   void OnReadDone(bool ok) override {
     if (!ok) {
-      absl::MutexLock lock(&mu_);
-      FinishLocked(grpc::Status::OK);
+      writer_.Finish(grpc::Status::OK, /*drain=*/false);
       return;
     }
     {
@@ -59,25 +46,8 @@ class WorkerStream final
     inbox_->Post([this] { HandleAndReadOn(); });
   }
 
-  void OnWriteDone(bool ok) override {
-    absl::MutexLock lock(&mu_);
-    writing_ = false;
-    if (!ok) {
-      finishing_ = true;
-      queue_.clear();
-    }
-    if (finishing_ && !finished_) {
-      finished_ = true;
-      Finish(final_status_);
-      return;
-    }
-    MaybeWrite();
-  }
-
-  void OnCancel() override {
-    absl::MutexLock lock(&mu_);
-    FinishLocked(grpc::Status::CANCELLED);
-  }
+  void OnWriteDone(bool ok) override { writer_.OnWriteDone(ok); }
+  void OnCancel() override { writer_.OnCancel(); }
 
   void OnDone() override {
     bool handling = false;
@@ -94,13 +64,13 @@ class WorkerStream final
   // On the inbox's thread.
   void HandleAndReadOn() {
     const absl::Status status = Handle(in_);
+    if (!status.ok()) writer_.Finish(ToGrpcStatus(status), /*drain=*/false);
     bool done = false;
     {
       absl::MutexLock lock(&mu_);
       handling_ = false;
       done = done_;
-      if (!done && !status.ok()) FinishLocked(ToGrpcStatus(status));
-      if (!done && !finishing_) StartRead(&in_);
+      if (!done && !writer_.finishing()) StartRead(&in_);
     }
     if (done) {
       membership_->Disconnect(this);  // a registration may have come meanwhile
@@ -138,43 +108,17 @@ class WorkerStream final
     return absl::OkStatus();
   }
 
-  void MaybeWrite() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (writing_ || queue_.empty()) return;
-    out_ = std::move(queue_.front());
-    queue_.pop_front();
-    writing_ = true;
-    StartWrite(&out_);
-  }
-
-  // Finishes now, or after the write in flight completes.
-  void FinishLocked(grpc::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (finishing_) return;
-    finishing_ = true;
-    final_status_ = std::move(status);
-    queue_.clear();
-    if (!writing_) {
-      finished_ = true;
-      Finish(final_status_);
-    }
-  }
-
   JobManager* const manager_;
   WorkerMembership* const membership_;
   const AccessPolicy* const access_;
-  SerialExecutor* const inbox_;
-  const int max_queued_;
+  TaskPool* const inbox_;
   const Caller caller_;    // who opened the stream
   WorkerSession session_;  // epoch 0 until registered; the inbox's
   v1::WorkerMessage in_;   // the one read, then handled, at a time
+  StreamWriter<v1::CoordinatorMessage> writer_;
   absl::Mutex mu_;
-  std::deque<v1::CoordinatorMessage> queue_ ABSL_GUARDED_BY(mu_);
-  v1::CoordinatorMessage out_ ABSL_GUARDED_BY(mu_);
-  bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool handling_ ABSL_GUARDED_BY(mu_) = false;  // in_ is with the inbox
-  bool finishing_ ABSL_GUARDED_BY(mu_) = false;
-  bool finished_ ABSL_GUARDED_BY(mu_) = false;
-  bool done_ ABSL_GUARDED_BY(mu_) = false;
-  grpc::Status final_status_ ABSL_GUARDED_BY(mu_);
+  bool done_ ABSL_GUARDED_BY(mu_) = false;      // OnDone has run
 };
 
 }  // namespace

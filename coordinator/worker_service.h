@@ -5,7 +5,7 @@
 #define RINGMASTER_COORDINATOR_WORKER_SERVICE_H_
 
 #include "common/limits.h"
-#include "common/serial_executor.h"
+#include "common/task_pool.h"
 #include "coordinator/access_policy.h"
 #include "coordinator/job_manager.h"
 #include "proto/worker.grpc.pb.h"
@@ -29,7 +29,7 @@ class WorkerServiceImpl final : public v1::WorkerService::CallbackService {
   const int max_queued_;
   // Handles every worker's messages, one at a time, off gRPC's threads.
   // Each stream has at most one message in it.
-  SerialExecutor inbox_;
+  TaskPool inbox_{1};
 };
 
 }  // namespace ringmaster
