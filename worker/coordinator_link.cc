@@ -24,11 +24,48 @@ void CoordinatorLink::Shutdown() {
 void CoordinatorLink::Send(v1::WorkerMessage event) {
   v1::WorkerMessage numbered = outbox_.Add(std::move(event));
   absl::MutexLock lock(&mu_);
-  WriteLocked(numbered);  // if not now, then inside the next registration
+  QueueLocked(std::move(numbered));  // if not now, then inside the next registration
 }
 
-bool CoordinatorLink::WriteLocked(const v1::WorkerMessage& message) {
-  return stream_ != nullptr && stream_->Write(message);
+bool CoordinatorLink::QueueLocked(v1::WorkerMessage message) {
+  if (!writable_) return false;
+  if (message.has_heartbeat()) {
+    for (v1::WorkerMessage& queued : queued_) {
+      if (queued.has_heartbeat()) {
+        queued = std::move(message);
+        return true;
+      }
+    }
+  } else if (queued_.size() >= kMaxQueuedEvents) {
+    spdlog::warn("more than {} rank events waiting to be written: reconnecting",
+                 kMaxQueuedEvents);
+    writable_ = false;
+    queued_.clear();
+    if (context_ != nullptr) context_->TryCancel();
+    return false;
+  }
+  queued_.push_back(std::move(message));
+  return true;
+}
+
+void CoordinatorLink::WriteLoop(
+    grpc::ClientReaderWriter<v1::WorkerMessage, v1::CoordinatorMessage>* stream) {
+  for (;;) {
+    v1::WorkerMessage message;
+    {
+      absl::MutexLock lock(&mu_);
+      mu_.Await(absl::Condition(this, &CoordinatorLink::WriterHasWork));
+      if (!writable_) return;
+      message = std::move(queued_.front());
+      queued_.pop_front();
+    }
+    if (!stream->Write(message)) {
+      absl::MutexLock lock(&mu_);
+      writable_ = false;
+      queued_.clear();
+      return;
+    }
+  }
 }
 
 absl::Status CoordinatorLink::Run() {
@@ -87,14 +124,17 @@ grpc::Status CoordinatorLink::Serve(v1::WorkerService::Stub* stub, bool* registe
     // The events the coordinator has not acknowledged travel inside the
     // registration, so it applies them before it judges which ranks it
     // placed here are gone. Taken under the lock: an event added later is
-    // written after the registration by Send.
+    // queued by Send, and written after the registration.
     absl::MutexLock lock(&mu_);
     for (v1::WorkerMessage& event : outbox_.Unacknowledged()) {
       *r->add_unacked() = std::move(event);
     }
-    if (stream->Write(hello)) stream_ = stream.get();
+    queued_.clear();
+    queued_.push_back(std::move(hello));
+    writable_ = true;
     heartbeat_stop_ = false;
   }
+  std::thread writer([this, s = stream.get()] { WriteLoop(s); });
   std::thread heartbeat([this] { HeartbeatLoop(); });
   v1::CoordinatorMessage command;
   while (stream->Read(&command)) {
@@ -116,11 +156,13 @@ grpc::Status CoordinatorLink::Serve(v1::WorkerService::Stub* stub, bool* registe
   }
   {
     absl::MutexLock lock(&mu_);
-    stream_ = nullptr;
+    writable_ = false;
+    queued_.clear();
     context_ = nullptr;
     heartbeat_stop_ = true;
   }
   heartbeat.join();
+  writer.join();
   grpc::Status status = stream->Finish();
   spdlog::warn("coordinator stream ended: {}",
                status.ok() ? "closed" : status.error_message());
@@ -146,7 +188,7 @@ void CoordinatorLink::HeartbeatLoop() {
     for (v1::RunningRank& rank : hooks_.running_ranks()) *beat->add_running() = std::move(rank);
     absl::MutexLock lock(&mu_);
     if (heartbeat_stop_) return;
-    WriteLocked(message);
+    QueueLocked(std::move(message));
   }
 }
 

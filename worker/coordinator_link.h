@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <memory>
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -30,9 +31,15 @@ struct CoordinatorLinkOptions {
 };
 
 // Thread-safe. Run() owns the stream on its thread; Send() may be called
-// from any thread. Commands are delivered on the Run() thread.
+// from any thread. Commands are delivered on the Run() thread. Writes go
+// through a bounded queue to a writer thread, so no caller waits for the
+// network under the mutex: at most one heartbeat is queued (a newer one
+// replaces it), and past kMaxQueuedEvents rank events the stream is
+// dropped and made again (the events travel in the registration).
 class CoordinatorLink {
  public:
+  static constexpr size_t kMaxQueuedEvents = 1000;
+
   struct Hooks {
     std::function<void(const v1::CoordinatorMessage&)> on_command;
     // Rank processes alive now, with their output and report counters.
@@ -58,7 +65,13 @@ class CoordinatorLink {
   // One connection's lifetime; returns how the stream ended.
   grpc::Status Serve(v1::WorkerService::Stub* stub, bool* registered);
   void HeartbeatLoop();
-  bool WriteLocked(const v1::WorkerMessage& message) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Writes what is queued, in order, until the stream ends.
+  void WriteLoop(grpc::ClientReaderWriter<v1::WorkerMessage, v1::CoordinatorMessage>* stream);
+  // Queues a message for the writer; false when there is no stream.
+  bool QueueLocked(v1::WorkerMessage message) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool WriterHasWork() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return !writable_ || !queued_.empty();
+  }
 
   const CoordinatorLinkOptions options_;
   const Hooks hooks_;
@@ -66,8 +79,8 @@ class CoordinatorLink {
   absl::Mutex mu_;
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
   grpc::ClientContext* context_ ABSL_GUARDED_BY(mu_) = nullptr;
-  grpc::ClientReaderWriter<v1::WorkerMessage, v1::CoordinatorMessage>* stream_
-      ABSL_GUARDED_BY(mu_) = nullptr;
+  bool writable_ ABSL_GUARDED_BY(mu_) = false;  // a stream is up and takes writes
+  std::deque<v1::WorkerMessage> queued_ ABSL_GUARDED_BY(mu_);
   EventOutbox outbox_;
   absl::Duration heartbeat_interval_ ABSL_GUARDED_BY(mu_) = absl::Seconds(1);
   bool heartbeat_stop_ ABSL_GUARDED_BY(mu_) = false;
