@@ -71,7 +71,10 @@ absl::StatusOr<std::unique_ptr<JobStore>> JobStore::Open(const std::string& path
   std::unique_ptr<JobStore> store(
       new JobStore(std::move(writer), std::move(*reader), std::move(*checkpointer), wal_fd));
   RETURN_IF_ERROR(SyncDirectoryOf(path));
-  RETURN_IF_ERROR(store->reader_->Exec("PRAGMA synchronous=NORMAL;"));
+  {
+    absl::MutexLock lock(&store->read_mu_);
+    RETURN_IF_ERROR(store->reader_->Exec("PRAGMA synchronous=NORMAL;"));
+  }
   RETURN_IF_ERROR(store->checkpointer_->Exec("PRAGMA synchronous=NORMAL;"));
   RETURN_IF_ERROR(store->Migrate());
   RETURN_IF_ERROR(store->Sync());

@@ -42,7 +42,10 @@ Reducer::Reducer(Collective* comm, const std::vector<ParamSpan>& params, float* 
     largest = std::max(largest, buckets_[b].size);
   }
   if (options_.bf16_compression && !options_.reduce_bf16) bf16_.resize(largest);
-  last_bucket_seconds_.assign(buckets_.size(), 0);
+  {
+    absl::MutexLock lock(&mu_);
+    last_bucket_seconds_.assign(buckets_.size(), 0);
+  }
   thread_ = std::thread([this] { CommLoop(); });
 }
 
@@ -55,23 +58,23 @@ Reducer::~Reducer() {
 }
 
 void Reducer::Prepare(float divisor, std::function<absl::Status(const Bucket&)> on_reduced) {
+  absl::MutexLock lock(&mu_);
   divisor_ = divisor;
   on_reduced_ = std::move(on_reduced);
   for (size_t b = 0; b < buckets_.size(); ++b) {
     pending_[b] = static_cast<int>(buckets_[b].params.size());
   }
   next_launch_ = 0;
-  absl::MutexLock lock(&mu_);
   done_ = 0;
   error_ = absl::OkStatus();
 }
 
 void Reducer::MarkReady(int param) {
   const int b = bucket_of_param_[param];
-  --pending_[b];
   // Launch every leading bucket that is complete, in bucket order, so that
   // all ranks issue the same collectives in the same order.
   absl::MutexLock lock(&mu_);
+  --pending_[b];
   while (next_launch_ < static_cast<int>(buckets_.size()) && pending_[next_launch_] == 0) {
     if (events_) events_->Record(absl::StrCat("bucket ", next_launch_, " ready"));
     queue_.push_back(next_launch_++);
@@ -89,6 +92,8 @@ absl::Status Reducer::Finish() {
 void Reducer::CommLoop() {
   for (;;) {
     int b;
+    float scale;
+    std::function<absl::Status(const Bucket&)> on_reduced;
     {
       absl::MutexLock lock(&mu_);
       auto has_work = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -98,29 +103,30 @@ void Reducer::CommLoop() {
       if (queue_.empty()) return;  // stopping
       b = queue_.front();
       queue_.pop_front();
+      scale = 1.0f / divisor_;
+      on_reduced = on_reduced_;
     }
     const auto start = std::chrono::steady_clock::now();
     if (events_) events_->Record(absl::StrCat("bucket ", b, " allreduce start"));
     absl::Status status = options_.before_reduce ? options_.before_reduce(buckets_[b])
                                                  : absl::OkStatus();
-    if (status.ok()) status = Reduce(buckets_[b]);
+    if (status.ok()) status = Reduce(buckets_[b], scale);
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (events_) events_->Record(absl::StrCat("bucket ", b, " allreduce end"));
-    if (status.ok() && on_reduced_) status = on_reduced_(buckets_[b]);
+    if (status.ok() && on_reduced) status = on_reduced(buckets_[b]);
+    absl::MutexLock lock(&mu_);
     last_bucket_seconds_[b] = seconds;
     seconds_total_ += seconds;
     bytes_total_ += static_cast<double>(buckets_[b].size) *
                     (options_.bf16_compression ? sizeof(uint16_t) : sizeof(float));
-    absl::MutexLock lock(&mu_);
     if (error_.ok() && !status.ok()) error_ = status;
     ++done_;
   }
 }
 
-absl::Status Reducer::Reduce(const Bucket& bucket) {
+absl::Status Reducer::Reduce(const Bucket& bucket, float scale) {
   float* data = grads_ + bucket.offset;
-  const float scale = 1.0f / divisor_;
   if (!options_.bf16_compression) return comm_->AllReduceSum(data, bucket.size);
   // Average before compressing: bf16 keeps 8 bits of mantissa, and values
   // of one scale lose less when summed.

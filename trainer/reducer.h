@@ -64,34 +64,47 @@ class Reducer {
   // What the reduced gradients must be multiplied by to be the mean: the
   // fp32 path leaves the division to the optimizer's pass over them (one
   // pass fewer); the bf16 path divides before compressing and returns 1.
-  float grad_scale() const { return options_.bf16_compression ? 1.0f : 1.0f / divisor_; }
+  float grad_scale() const {
+    absl::MutexLock lock(&mu_);
+    return options_.bf16_compression ? 1.0f : 1.0f / divisor_;
+  }
 
   // Totals since construction.
-  double bytes_total() const { return bytes_total_; }
-  double seconds_total() const { return seconds_total_; }
+  double bytes_total() const {
+    absl::MutexLock lock(&mu_);
+    return bytes_total_;
+  }
+  double seconds_total() const {
+    absl::MutexLock lock(&mu_);
+    return seconds_total_;
+  }
   // Of the last Finish: the wall time spent in all-reduce per bucket.
-  const std::vector<double>& last_bucket_seconds() const { return last_bucket_seconds_; }
+  std::vector<double> last_bucket_seconds() const {
+    absl::MutexLock lock(&mu_);
+    return last_bucket_seconds_;
+  }
 
  private:
   void CommLoop();
-  absl::Status Reduce(const Bucket& bucket);
+  // Sums the bucket over the ranks; `scale` is 1/divisor (bf16 only).
+  absl::Status Reduce(const Bucket& bucket, float scale);
 
   Collective* const comm_;
   float* const grads_;
   const ReducerOptions options_;
   EventLog* const events_;
-  std::vector<Bucket> buckets_;
-  std::vector<int> bucket_of_param_;
-  std::vector<int> pending_;     // per bucket: gradients not yet final
-  int next_launch_ = 0;          // buckets launch in order
-  float divisor_ = 1;
-  std::function<absl::Status(const Bucket&)> on_reduced_;
-  std::vector<uint16_t> bf16_;   // compression scratch
-  double bytes_total_ = 0;
-  double seconds_total_ = 0;
-  std::vector<double> last_bucket_seconds_;
+  std::vector<Bucket> buckets_;        // fixed after construction
+  std::vector<int> bucket_of_param_;   // fixed after construction
+  std::vector<uint16_t> bf16_;         // compression scratch: the reducer's thread only
 
-  absl::Mutex mu_;
+  mutable absl::Mutex mu_;
+  std::vector<int> pending_ ABSL_GUARDED_BY(mu_);  // per bucket: gradients not yet final
+  int next_launch_ ABSL_GUARDED_BY(mu_) = 0;       // buckets launch in order
+  float divisor_ ABSL_GUARDED_BY(mu_) = 1;
+  std::function<absl::Status(const Bucket&)> on_reduced_ ABSL_GUARDED_BY(mu_);
+  double bytes_total_ ABSL_GUARDED_BY(mu_) = 0;
+  double seconds_total_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<double> last_bucket_seconds_ ABSL_GUARDED_BY(mu_);
   std::deque<int> queue_ ABSL_GUARDED_BY(mu_);
   int done_ ABSL_GUARDED_BY(mu_) = 0;  // buckets reduced in this pass
   absl::Status error_ ABSL_GUARDED_BY(mu_);
