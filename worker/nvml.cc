@@ -3,26 +3,15 @@
 #include <dlfcn.h>
 
 #include "absl/strings/str_cat.h"
+#include "worker/nvml_abi.h"
 
 namespace ringmaster {
-namespace {
 
-// NVML's C ABI, as far as it is used: opaque device handles, return code 0
-// for success.
-using Device = void*;
-struct Utilization {
-  unsigned int gpu;
-  unsigned int memory;
-};
-struct Memory {
-  unsigned long long total;
-  unsigned long long free;
-  unsigned long long used;
-};
-constexpr unsigned kTemperatureGpu = 0;
-constexpr unsigned kClockSm = 1;
-
-}  // namespace
+using nvml_abi::Device;
+using nvml_abi::Memory;
+using nvml_abi::Utilization;
+using nvml_abi::kClockSm;
+using nvml_abi::kTemperatureGpu;
 
 struct Nvml::Api {
   int (*init)();

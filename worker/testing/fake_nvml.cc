@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "worker/nvml_abi.h"
+
 namespace {
 
 struct Device {
@@ -17,34 +19,33 @@ struct Device {
   unsigned power = 0, temp = 0, clock = 0;
 };
 
-std::vector<Device>& Devices() {
-  static std::vector<Device>* devices = [] {
-    auto* out = new std::vector<Device>;
-    const char* spec = std::getenv("FAKE_NVML_DEVICES");
-    std::string rest = spec ? spec : "";
-    while (!rest.empty()) {
-      const size_t end = rest.find(';');
-      const std::string item = rest.substr(0, end);
-      rest = end == std::string::npos ? "" : rest.substr(end + 1);
-      char uuid[64] = {};
-      Device d;
-      if (std::sscanf(item.c_str(), "%63[^:]:%u:%llu:%llu:%u:%u:%u", uuid, &d.util, &d.used,
-                      &d.total, &d.power, &d.temp, &d.clock) == 7) {
-        d.uuid = uuid;
-        out->push_back(d);
-      }
+std::vector<Device> ParseDevices() {
+  std::vector<Device> devices;
+  const char* spec = std::getenv("FAKE_NVML_DEVICES");
+  std::string rest = spec ? spec : "";
+  while (!rest.empty()) {
+    const size_t end = rest.find(';');
+    const std::string item = rest.substr(0, end);
+    rest = end == std::string::npos ? "" : rest.substr(end + 1);
+    char uuid[64] = {};
+    Device d;
+    if (std::sscanf(item.c_str(), "%63[^:]:%u:%llu:%llu:%u:%u:%u", uuid, &d.util, &d.used,
+                    &d.total, &d.power, &d.temp, &d.clock) == 7) {
+      d.uuid = uuid;
+      devices.push_back(d);
     }
-    return out;
-  }();
-  return *devices;
+  }
+  return devices;
 }
 
-struct Utilization {
-  unsigned int gpu, memory;
-};
-struct Memory {
-  unsigned long long total, free, used;
-};
+// Destroyed with the library when it is unloaded.
+std::vector<Device>& Devices() {
+  static std::vector<Device> devices = ParseDevices();
+  return devices;
+}
+
+using ringmaster::nvml_abi::Memory;
+using ringmaster::nvml_abi::Utilization;
 
 Device* At(void* handle) { return static_cast<Device*>(handle); }
 
