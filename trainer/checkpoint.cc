@@ -114,7 +114,7 @@ std::vector<std::pair<int64_t, fs::path>> ListCheckpoints(const std::string& dir
 
 }  // namespace
 
-absl::Status WriteCheckpoint(const std::string& dir, const TrainingState& state, int keep) {
+std::string EncodeCheckpoint(const TrainingState& state) {
   std::string data;
   Put(&data, kMagic, sizeof(kMagic));
   PutValue<int64_t>(&data, state.step);
@@ -128,7 +128,11 @@ absl::Status WriteCheckpoint(const std::string& dir, const TrainingState& state,
   const uint32_t crc = static_cast<uint32_t>(
       crc32(0, reinterpret_cast<const Bytef*>(data.data()), static_cast<uInt>(data.size())));
   PutValue<uint32_t>(&data, crc);
+  return data;
+}
 
+absl::Status WriteCheckpoint(const std::string& dir, const TrainingState& state, int keep) {
+  const std::string data = EncodeCheckpoint(state);
   std::error_code error;
   fs::create_directories(dir, error);
   if (error) return absl::InternalError(absl::StrCat("create ", dir, ": ", error.message()));
@@ -153,7 +157,10 @@ absl::Status WriteCheckpoint(const std::string& dir, const TrainingState& state,
 absl::StatusOr<TrainingState> ReadCheckpointFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
-  std::string data((std::istreambuf_iterator<char>(in)), {});
+  return DecodeCheckpoint(std::string((std::istreambuf_iterator<char>(in)), {}), path);
+}
+
+absl::StatusOr<TrainingState> DecodeCheckpoint(std::string data, const std::string& path) {
   if (data.size() < sizeof(kMagic) + sizeof(uint32_t) ||
       std::memcmp(data.data(), kMagic, sizeof(kMagic)) != 0) {
     return absl::DataLossError(absl::StrCat(

@@ -42,6 +42,10 @@ absl::StatusOr<LoadedCheckpoint> LoadLatestCheckpoint(const std::string& dir);
 // One checkpoint file; DATA_LOSS naming what is wrong.
 absl::StatusOr<TrainingState> ReadCheckpointFile(const std::string& path);
 
+// A checkpoint file's bytes, and back (`path` only names it in errors).
+std::string EncodeCheckpoint(const TrainingState& state);
+absl::StatusOr<TrainingState> DecodeCheckpoint(std::string data, const std::string& path);
+
 }  // namespace ringmaster
 
 #endif  // RINGMASTER_TRAINER_CHECKPOINT_H_

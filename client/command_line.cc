@@ -1,0 +1,146 @@
+#include "client/command_line.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+
+#include <CLI/CLI.hpp>
+
+namespace ringmaster {
+namespace {
+
+std::string EnvOr(const char* name, const std::string& fallback) {
+  const char* value = std::getenv(name);
+  return value && *value ? value : fallback;
+}
+
+void AddGlobalOptions(CLI::App& app, Invocation* run, std::string* output) {
+  run->coordinator = EnvOr("RINGMASTER_COORDINATOR", "127.0.0.1:7070");
+  if (const char* env = std::getenv("RINGMASTER_TLS_DIR")) run->tls_dir = env;
+  app.require_subcommand(1);
+  app.add_option("--coordinator", run->coordinator,
+                 "coordinator HOST:PORT (env RINGMASTER_COORDINATOR)")
+      ->capture_default_str();
+  app.add_option("--token-file", run->token_file,
+                 "access token, in a file of mode 600 (else env RINGMASTER_TOKEN)");
+  app.add_option("--tls-dir", run->tls_dir,
+                 "TLS files of the cluster (env RINGMASTER_TLS_DIR; default: those of `up`; "
+                 "\"\" for plaintext)");
+  app.add_option("--output", *output, "table or json")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->capture_default_str();
+}
+
+void AddLocalClusterCommands(CLI::App& app, Invocation* run,
+                             std::map<Command, CLI::App*>* commands) {
+  LocalClusterOptions& cluster = run->cluster;
+  cluster.state_dir = DefaultStateDir();
+  CLI::App* up = app.add_subcommand("up", "start a local cluster in the background");
+  up->add_option("--workers", cluster.workers, "number of workers")->capture_default_str();
+  up->add_option("--slots", cluster.slots, "slots per worker")->capture_default_str();
+  up->add_option("--state-dir", cluster.state_dir, "where the cluster keeps its state")
+      ->capture_default_str();
+  up->add_option("--rank-user", cluster.rank_user, "user[:group] ranks run as (default: you)");
+  up->add_flag("--no-tls", run->no_tls, "plaintext on loopback, without certificates");
+  (*commands)[Command::kUp] = up;
+
+  run->down_state_dir = cluster.state_dir;
+  CLI::App* down = app.add_subcommand("down", "stop the local cluster started by up");
+  down->add_option("--state-dir", run->down_state_dir, "the state dir given to up")
+      ->capture_default_str();
+  (*commands)[Command::kDown] = down;
+
+  run->demo_cluster = cluster;
+  run->demo_cluster.workers = 2;
+  CLI::App* demo = app.add_subcommand("demo", "train on a real data set on a local cluster");
+  demo->add_option("--state-dir", run->demo_cluster.state_dir,
+                   "where the cluster keeps its state")
+      ->capture_default_str();
+  (*commands)[Command::kDemo] = demo;
+
+  CLI::App* certs = app.add_subcommand("certs", "TLS certificates of a cluster");
+  certs->require_subcommand(1);
+  CLI::App* init = certs->add_subcommand(
+      "init", "make a CA and the coordinator's, admin's and workers' certificates "
+              "(keeps what exists, so it also adds workers)");
+  init->add_option("--dir", run->certs_dir, "where to write them")->required();
+  init->add_option("--host", run->certs.hosts,
+                   "a name or IP peers dial the coordinator and workers at (repeat)");
+  init->add_option("--worker", run->certs.worker_ids,
+                   "a worker id to make a certificate for (repeat)");
+  (*commands)[Command::kCertsInit] = init;
+}
+
+void AddJobCommands(CLI::App& app, Invocation* run, std::map<Command, CLI::App*>* commands) {
+  CLI::App* submit = app.add_subcommand("submit", "submit a job spec (YAML or JSON; - = stdin)");
+  submit->add_option("FILE", run->file, "job spec file")->required();
+  submit->add_flag("--follow,-f", run->follow, "stream progress until the job ends");
+  (*commands)[Command::kSubmit] = submit;
+
+  CLI::App* jobs = app.add_subcommand("jobs", "list jobs, newest first");
+  jobs->add_option("--limit", run->jobs.limit, "how many")->capture_default_str();
+  jobs->add_flag("--all", run->jobs.all, "every job");
+  jobs->add_option("--state", run->jobs.states, "only jobs in this state (repeat)");
+  (*commands)[Command::kJobs] = jobs;
+
+  CLI::App* status = app.add_subcommand("status", "show one job");
+  status->add_option("JOB", run->job_id, "job id")->required();
+  (*commands)[Command::kStatus] = status;
+
+  CLI::App* logs = app.add_subcommand("logs", "print a job's output, each line [rank R]");
+  logs->add_option("JOB", run->job_id, "job id")->required();
+  logs->add_option("--rank", run->rank, "only this rank");
+  logs->add_flag("--follow,-f", run->follow, "keep printing until the job ends");
+  (*commands)[Command::kLogs] = logs;
+
+  CLI::App* cancel = app.add_subcommand("cancel", "stop every rank of a job");
+  cancel->add_option("JOB", run->job_id, "job id")->required();
+  (*commands)[Command::kCancel] = cancel;
+
+  CLI::App* remove = app.add_subcommand("delete", "forget an ended job: history, keys and logs");
+  remove->add_option("JOB", run->job_id, "job id")->required();
+  (*commands)[Command::kDelete] = remove;
+
+  (*commands)[Command::kWorkers] = app.add_subcommand("workers", "list workers");
+
+  CLI::App* top = app.add_subcommand("top", "live view of jobs and workers (q to quit)");
+  top->add_option("--iterations", run->iterations, "stop after this many frames (0: until q)");
+  (*commands)[Command::kTop] = top;
+}
+
+}  // namespace
+
+ParsedCommandLine ParseCommandLine(const std::vector<std::string>& args) {
+  Invocation run;
+  std::string output = "table";
+  std::map<Command, CLI::App*> commands;
+  CLI::App app{"ringmaster: run distributed data-parallel training jobs", "ringmaster"};
+  AddGlobalOptions(app, &run, &output);
+  AddLocalClusterCommands(app, &run, &commands);
+  AddJobCommands(app, &run, &commands);
+
+  ParsedCommandLine parsed;
+  std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 reads from the back
+  try {
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    parsed.out = app.help();
+    return parsed;
+  } catch (const CLI::CallForAllHelp&) {
+    parsed.out = app.help("", CLI::AppFormatMode::All);
+    return parsed;
+  } catch (const CLI::ParseError& e) {
+    parsed.exit_code = 2;
+    parsed.err = std::string("ringmaster: ") + e.what() + " (see ringmaster --help)\n";
+    return parsed;
+  }
+  run.json = output == "json";
+  run.cluster.tls = !run.no_tls;
+  for (const auto& [command, sub] : commands) {
+    if (sub->parsed()) run.command = command;
+  }
+  parsed.invocation = std::move(run);
+  return parsed;
+}
+
+}  // namespace ringmaster

@@ -1,0 +1,56 @@
+// The CLI's command line, parsed into what to run without running it (so
+// that parsing is tested and fuzzed on its own).
+#ifndef RINGMASTER_CLIENT_COMMAND_LINE_H_
+#define RINGMASTER_CLIENT_COMMAND_LINE_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "client/certs.h"
+#include "client/commands.h"
+#include "client/local_cluster.h"
+
+namespace ringmaster {
+
+enum class Command {
+  kUp, kDown, kDemo, kCertsInit, kSubmit, kJobs, kStatus, kLogs, kCancel, kDelete, kWorkers, kTop,
+};
+
+// One run of the CLI: the command and every option given or defaulted.
+struct Invocation {
+  Command command = Command::kWorkers;
+  std::string coordinator;  // --coordinator, else RINGMASTER_COORDINATOR, else 127.0.0.1:7070
+  std::string token_file;
+  std::optional<std::string> tls_dir;  // --tls-dir, else RINGMASTER_TLS_DIR
+  bool json = false;                   // --output json
+  LocalClusterOptions cluster;         // up
+  bool no_tls = false;                 // up --no-tls
+  std::string down_state_dir;          // down
+  LocalClusterOptions demo_cluster;    // demo
+  std::string certs_dir;               // certs init
+  CertsOptions certs;
+  std::string file;                    // submit
+  bool follow = false;                 // submit, logs
+  JobsOptions jobs;
+  std::string job_id;                  // status, logs, cancel, delete
+  std::optional<int> rank;             // logs
+  int iterations = 0;                  // top
+};
+
+// What parsing ended with: an invocation to run, or an exit code with what
+// to print (help on stdout with 0; a one-line error on stderr with 2).
+struct ParsedCommandLine {
+  std::optional<Invocation> invocation;
+  int exit_code = 0;
+  std::string out;
+  std::string err;
+};
+
+// `args` without the program name. Reads RINGMASTER_COORDINATOR and
+// RINGMASTER_TLS_DIR for their defaults.
+ParsedCommandLine ParseCommandLine(const std::vector<std::string>& args);
+
+}  // namespace ringmaster
+
+#endif  // RINGMASTER_CLIENT_COMMAND_LINE_H_

@@ -1,0 +1,23 @@
+// The job spec parser (YAML, and JSON which YAML contains) on any bytes:
+// it returns a spec or an error naming a place, never crashes; a spec it
+// returns goes through the coordinator's validation, which must not crash
+// either and must give one line.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+#include "client/job_spec_yaml.h"
+#include "coordinator/spec_validation.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  absl::StatusOr<ringmaster::v1::JobSpec> spec = ringmaster::ParseJobSpecYaml(text);
+  if (!spec.ok()) {
+    if (spec.status().message().empty()) std::abort();  // an error says what is wrong
+    return 0;
+  }
+  const absl::Status valid = ringmaster::ValidateJobSpec(*spec);
+  if (!valid.ok() && valid.message().empty()) std::abort();
+  return 0;
+}
