@@ -57,7 +57,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
       std::make_unique<JobServiceImpl>(server->manager_.get(), server->logs_.get(), access);
   server->cluster_service_ = std::make_unique<ClusterServiceImpl>(server->manager_.get(), access);
   server->worker_service_ = std::make_unique<WorkerServiceImpl>(
-      server->manager_.get(), server->membership_.get(), access);
+      server->manager_.get(), server->membership_.get(), access, config.max_stream_queue);
   server->rendezvous_service_ =
       std::make_unique<RendezvousServiceImpl>(server->rendezvous_.get(), clock, access);
 

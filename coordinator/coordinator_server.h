@@ -32,6 +32,7 @@ struct CoordinatorConfig {
   Tls tls;                  // coordinator.crt/.key and ca.crt; nullopt: plaintext
   RendezvousLimits rendezvous;
   int64_t max_log_line_bytes = kDefaultMaxLogLineBytes;  // longer lines are relayed split
+  int max_stream_queue = kDefaultMaxStreamQueue;  // messages waiting on one worker stream
   MembershipOptions membership;
   JobManagerOptions manager;
 };

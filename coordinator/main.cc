@@ -36,6 +36,11 @@ void AddLimitFlags(CLI::App& app, ringmaster::CoordinatorConfig* config) {
   app.add_option("--max-log-line-bytes", config->max_log_line_bytes,
                  "longest line `logs` relays whole; longer ones come in pieces")
       ->capture_default_str();
+  app.add_option("--max-stream-queue", config->max_stream_queue,
+                 "messages waiting to be written to one worker; past this its stream ends "
+                 "and the worker registers again")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
 }
 
 // Prints the worker's credential, signed with the key in `state_dir`.
