@@ -6,6 +6,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "absl/strings/str_format.h"
+
 namespace ringmaster {
 namespace {
 
@@ -108,6 +110,20 @@ void AddJobCommands(CLI::App& app, Invocation* run, std::map<Command, CLI::App*>
   (*commands)[Command::kTop] = top;
 }
 
+// The text with control characters (a newline, an escape sequence from a
+// pasted argument) shown as \xNN, so that an error is one plain line.
+std::string Printable(const std::string& text) {
+  std::string out;
+  for (unsigned char c : text) {
+    if (c < 0x20 || c == 0x7f) {
+      out += absl::StrFormat("\\x%02x", c);
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 ParsedCommandLine ParseCommandLine(const std::vector<std::string>& args) {
@@ -131,7 +147,7 @@ ParsedCommandLine ParseCommandLine(const std::vector<std::string>& args) {
     return parsed;
   } catch (const CLI::ParseError& e) {
     parsed.exit_code = 2;
-    parsed.err = std::string("ringmaster: ") + e.what() + " (see ringmaster --help)\n";
+    parsed.err = "ringmaster: " + Printable(e.what()) + " (see ringmaster --help)\n";
     return parsed;
   }
   run.json = output == "json";

@@ -29,6 +29,7 @@ struct TestWorker {
   WorkerSession session;
   int64_t seq = 0;
   int64_t acked = 0;
+  std::vector<std::string> logs_of;  // jobs whose logs it holds, told at registration
 };
 
 class JobManagerTest : public ::testing::Test {
@@ -83,6 +84,7 @@ class JobManagerTest : public ::testing::Test {
     for (int i = 0; i < 3; ++i) r.add_free_ports(40000 + static_cast<int>(id.back()) + 100 * i);
     for (auto& rank : running) *r.add_running() = rank;
     for (auto& m : unacked) *r.add_unacked() = m;
+    for (const std::string& job_id : w.logs_of) r.add_logs_of(job_id);
     int64_t ack = 0;
     absl::StatusOr<WorkerSession> session = manager_->RegisterWorker(&w.link, r, &ack);
     if (!session.ok()) return session.status();

@@ -378,3 +378,31 @@ TEST_F(JobManagerTest, EndedJobsAreRetiredFromMemoryAndReadBackWhole) {
 
 }  // namespace
 }  // namespace ringmaster
+
+namespace ringmaster {
+namespace {
+
+// A worker that was away when a job was deleted still holds its logs; it
+// says which jobs it holds logs of when it registers, and is told to delete
+// those the coordinator no longer knows, not the others.
+TEST_F(JobManagerTest, LogsOfJobsDeletedWhileAWorkerWasAwayAreDeletedOnItsReturn) {
+  const std::string kept = Submit(1);  // no worker: PENDING
+  const std::string ended = Submit(1);
+  ASSERT_TRUE(manager_->Cancel(ended).ok());
+  manager_->Tick();  // retired
+  const std::string deleted = Submit(1);
+  ASSERT_TRUE(manager_->Cancel(deleted).ok());
+  ASSERT_TRUE(manager_->Delete(deleted).ok());
+
+  TestWorker w1;
+  w1.logs_of = {kept, ended, deleted, "never-existed-7"};
+  ASSERT_TRUE(Register(w1, "w1", 0).ok());
+  std::vector<std::string> told;
+  for (const v1::CoordinatorMessage& m : w1.link.Take()) {
+    if (m.has_delete_job_logs()) told.push_back(m.delete_job_logs().job_id());
+  }
+  EXPECT_EQ(told, (std::vector<std::string>{deleted, "never-existed-7"}));
+}
+
+}  // namespace
+}  // namespace ringmaster

@@ -65,6 +65,12 @@ void JobManager::ReconcileLocked(const WorkerSession& session, const v1::Registe
   for (const auto& [job_id, attempt] : plan.stop) {
     SendLocked(worker_id, StopMessage(job_id, attempt));
   }
+  for (const std::string& job_id : request.logs_of()) {
+    if (table_.Find(job_id) != nullptr || table_.FindRetired(job_id) != nullptr) continue;
+    v1::CoordinatorMessage forget;
+    forget.mutable_delete_job_logs()->set_job_id(job_id);
+    SendLocked(worker_id, std::move(forget));  // deleted while the worker was away
+  }
   membership_->Admit(session);
 }
 

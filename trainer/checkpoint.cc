@@ -25,7 +25,7 @@ constexpr char kMagic[8] = {'R', 'M', 'C', 'K', 'P', 'T', '0', '2'};
 constexpr char kFile[] = "state.bin";
 
 void Put(std::string* out, const void* data, size_t bytes) {
-  out->append(static_cast<const char*>(data), bytes);
+  if (bytes > 0) out->append(static_cast<const char*>(data), bytes);
 }
 template <typename T>
 void PutValue(std::string* out, T v) {
@@ -50,7 +50,7 @@ class Reader {
     uint64_t n;
     if (!Value(&n) || n > (data_.size() - pos_) / sizeof(float)) return false;
     v->resize(n);
-    std::memcpy(v->data(), data_.data() + pos_, n * sizeof(float));
+    if (n > 0) std::memcpy(v->data(), data_.data() + pos_, n * sizeof(float));  // not null
     pos_ += n * sizeof(float);
     return true;
   }

@@ -119,6 +119,9 @@ grpc::Status CoordinatorLink::Serve(v1::WorkerService::Stub* stub, bool* registe
   *r = options_.identity;
   for (v1::RunningRank& rank : hooks_.running_ranks()) *r->add_running() = std::move(rank);
   for (int port : PickFreePorts(kFreePortsReported)) r->add_free_ports(port);
+  if (hooks_.logged_jobs) {
+    for (std::string& job_id : hooks_.logged_jobs()) r->add_logs_of(std::move(job_id));
+  }
   stream = stub->Connect(&context);
   {
     // The events the coordinator has not acknowledged travel inside the

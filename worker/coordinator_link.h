@@ -47,6 +47,7 @@ class CoordinatorLink {
     std::function<std::vector<v1::RankProgress>()> progress;  // may be empty
     std::function<void(v1::Heartbeat*)> usage;                 // may be empty
     std::function<void(const v1::Registered&)> registered;    // may be empty
+    std::function<std::vector<std::string>()> logged_jobs;     // may be empty
   };
 
   CoordinatorLink(CoordinatorLinkOptions options, Hooks hooks);

@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include <spdlog/spdlog.h>
@@ -195,6 +196,17 @@ bool RankSupervisor::DeleteLogs(const std::string& job_id) {
   std::filesystem::remove_all(std::filesystem::path(options_.log_dir) / job_id, error);
   if (error) spdlog::warn("job {}: cannot remove its logs: {}", job_id, error.message());
   return !error;
+}
+
+std::vector<std::string> RankSupervisor::LoggedJobs() const {
+  std::vector<std::string> jobs;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(options_.log_dir, error)) {
+    const std::string name = entry.path().filename().string();
+    if (entry.is_directory() && ValidateJobId(name).ok()) jobs.push_back(name);
+  }
+  std::sort(jobs.begin(), jobs.end());
+  return jobs;
 }
 
 std::optional<v1::RankRef> RankSupervisor::RankOfJobToken(const std::string& token) const {

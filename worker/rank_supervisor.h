@@ -66,6 +66,8 @@ class RankSupervisor {
   // Removes the job's log directory, unless a rank of it still runs (or
   // `job_id` is not a valid id); false when it did not.
   bool DeleteLogs(const std::string& job_id);
+  // The jobs that have a log directory here.
+  std::vector<std::string> LoggedJobs() const;
 
  private:
   using Key = std::tuple<std::string, int, int>;  // job, attempt, rank

@@ -2,7 +2,9 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -111,6 +113,37 @@ TEST_F(RankSupervisorTest, UnstartableProgramIsReportedAsStartFailure) {
   EXPECT_TRUE(exits[0].start_failed());
   EXPECT_NE(exits[0].message().find("definitely-not-a-program"), std::string::npos);
   EXPECT_EQ(Started(), 0u);
+}
+
+}  // namespace
+}  // namespace ringmaster
+
+namespace ringmaster {
+namespace {
+
+// What a worker reports holding logs of when it registers: the jobs with a
+// log directory, and nothing else there (a stray file, a name that is no
+// job id); a deleted job's logs are no longer listed.
+TEST_F(RankSupervisorTest, ListsTheJobsItHoldsLogsOf) {
+  supervisor_->Start(Rank("logged-1", 0, "echo hello"));
+  WaitExits(1);
+  const std::string logs = std::filesystem::path(supervisor_->LogPath("logged-1", 0))
+                               .parent_path()
+                               .parent_path()
+                               .string();
+  std::filesystem::create_directories(logs + "/older-2");
+  std::filesystem::create_directories(logs + "/not a job id");
+  std::ofstream(logs + "/stray-3") << "x";
+  auto listed = [&](const std::string& job) {
+    const std::vector<std::string> jobs = supervisor_->LoggedJobs();  // other tests' too
+    return std::count(jobs.begin(), jobs.end(), job) == 1;
+  };
+  EXPECT_TRUE(listed("logged-1"));
+  EXPECT_TRUE(listed("older-2"));
+  EXPECT_FALSE(listed("not a job id"));
+  EXPECT_FALSE(listed("stray-3")) << "a file, not a log directory";
+  EXPECT_TRUE(supervisor_->DeleteLogs("older-2"));
+  EXPECT_FALSE(listed("older-2"));
 }
 
 }  // namespace

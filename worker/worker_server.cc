@@ -122,7 +122,8 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
           [self](v1::Heartbeat* beat) { self->metrics_->FillUsage(beat); },
           [self](const v1::Registered& registered) {
             self->access_->SetAgentCredential(registered.agent_credential());
-          }});
+          },
+          [self] { return self->supervisor_->LoggedJobs(); }});
 
   absl::StatusOr<std::unique_ptr<Nvml>> nvml = Nvml::Load(config.nvml_library);
   if (!nvml.ok()) spdlog::info("no GPU metrics: {}", nvml.status().ToString());

@@ -3,9 +3,9 @@
 // bytes.
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <string>
 
+#include "tests/fuzz/require.h"
 #include "trainer/checkpoint.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -13,9 +13,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   absl::StatusOr<ringmaster::TrainingState> state =
       ringmaster::DecodeCheckpoint(bytes, "fuzz");
   if (!state.ok()) {
-    if (state.status().code() != absl::StatusCode::kDataLoss) std::abort();
+    ringmaster::Require(state.status().code() == absl::StatusCode::kDataLoss,
+                        "bad bytes are DATA_LOSS");
     return 0;
   }
-  if (ringmaster::EncodeCheckpoint(*state) != bytes) std::abort();
+  ringmaster::Require(ringmaster::EncodeCheckpoint(*state) == bytes,
+                      "an accepted checkpoint encodes back to its bytes");
   return 0;
 }

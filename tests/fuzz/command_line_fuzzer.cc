@@ -3,11 +3,11 @@
 // a crash or an exception out of the parser.
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "client/command_line.h"
+#include "tests/fuzz/require.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<std::string> args(1);
@@ -20,11 +20,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   const ringmaster::ParsedCommandLine parsed = ringmaster::ParseCommandLine(args);
   if (parsed.invocation) {
-    if (parsed.exit_code != 0 || !parsed.err.empty()) std::abort();
+    ringmaster::Require(parsed.exit_code == 0 && parsed.err.empty(), "a run says nothing yet");
     return 0;
   }
-  if (parsed.exit_code == 0 && parsed.out.empty()) std::abort();  // help printed
-  if (parsed.exit_code == 2 && parsed.err.find('\n') != parsed.err.size() - 1) std::abort();
-  if (parsed.exit_code != 0 && parsed.exit_code != 2) std::abort();
+  ringmaster::Require(parsed.exit_code == 0 || parsed.exit_code == 2, "exit 0 or 2");
+  ringmaster::Require(parsed.exit_code != 0 || !parsed.out.empty(), "help is printed");
+  ringmaster::Require(parsed.exit_code != 2 || parsed.err.find('\n') == parsed.err.size() - 1,
+                      "an error is one line");
   return 0;
 }

@@ -10,7 +10,7 @@ def ringmaster_fuzzer(name, srcs, deps):
     native.cc_library(
         name = name + "_lib",
         testonly = True,
-        srcs = srcs,
+        srcs = srcs + ["require.h"],
         deps = deps,
         alwayslink = True,
     )

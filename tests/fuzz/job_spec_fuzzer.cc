@@ -4,20 +4,20 @@
 // either and must give one line.
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <string>
 
 #include "client/job_spec_yaml.h"
 #include "coordinator/spec_validation.h"
+#include "tests/fuzz/require.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   absl::StatusOr<ringmaster::v1::JobSpec> spec = ringmaster::ParseJobSpecYaml(text);
   if (!spec.ok()) {
-    if (spec.status().message().empty()) std::abort();  // an error says what is wrong
+    ringmaster::Require(!spec.status().message().empty(), "a parse error says what is wrong");
     return 0;
   }
   const absl::Status valid = ringmaster::ValidateJobSpec(*spec);
-  if (!valid.ok() && valid.message().empty()) std::abort();
+  ringmaster::Require(valid.ok() || !valid.message().empty(), "a refusal says what is wrong");
   return 0;
 }

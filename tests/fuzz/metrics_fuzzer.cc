@@ -3,11 +3,11 @@
 // value cannot end its sample line or forge another sample.
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "common/metrics.h"
+#include "tests/fuzz/require.h"
 
 namespace {
 
@@ -59,16 +59,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   while ((pos = text.find("\nfuzz_gauge{job_id=\"", pos)) != std::string::npos) {
     pos += std::string("\nfuzz_gauge{job_id=\"").size();
     std::string value;
-    if (!Unescape(text, &pos, &value)) std::abort();
+    ringmaster::Require(Unescape(text, &pos, &value), "a label value unescapes");
     bool known = false;
     for (const std::string& v : values) known |= v == value;
-    if (!known) std::abort();  // read back as something not given
-    // The value ended where it should: the next label follows.
-    if (text.compare(pos, 7, ",rank=\"") != 0) std::abort();
+    ringmaster::Require(known, "a label value reads back as given");
+    ringmaster::Require(text.compare(pos, 7, ",rank=\"") == 0,
+                        "a label value ends where it should");
     const size_t end = text.find('\n', pos);
     pos = end == std::string::npos ? text.size() : end;
     ++samples;
   }
-  if (samples != values.size()) std::abort();  // one line per series, none forged
+  ringmaster::Require(samples == values.size(), "one line per series, none forged");
   return 0;
 }
