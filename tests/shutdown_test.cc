@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <iostream>
+#include <optional>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -86,7 +87,7 @@ absl::StatusOr<std::string> StartSleeper(Client& client) {
   return job;
 }
 
-TEST(ShutdownTest, SigtermEndsPendingWaitsAndStopsWithinFiveSeconds) {
+TEST(ShutdownTest, SigtermEndsPendingWaitsWatchesAndLogStreamsWithinFiveSeconds) {
   Daemons daemons;
   ASSERT_GT(daemons.coordinator, 0);
   ASSERT_GT(daemons.worker, 0);
@@ -107,8 +108,16 @@ TEST(ShutdownTest, SigtermEndsPendingWaitsAndStopsWithinFiveSeconds) {
     watch_status = client.WatchJob(*job, [](const v1::Job&) { return true; });
     watched.Notify();
   });
-  // The Wait is pending in the server.
+  absl::Status logs_status;
+  absl::Notification followed;
+  std::thread follower([&] {
+    logs_status = client.StreamLogs(*job, std::nullopt, /*follow=*/true,
+                                    [](const v1::LogChunk&) {});
+    followed.Notify();
+  });
+  // The Wait, the watch and the log stream are pending in the server.
   EXPECT_FALSE(waited.WaitForNotificationWithTimeout(absl::Milliseconds(500)));
+  EXPECT_FALSE(followed.HasBeenNotified());
 
   const absl::Time signalled = absl::Now();
   EXPECT_EQ(kill(daemons.coordinator, SIGTERM), 0);
@@ -129,10 +138,13 @@ TEST(ShutdownTest, SigtermEndsPendingWaitsAndStopsWithinFiveSeconds) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
   EXPECT_TRUE(waited.WaitForNotificationWithTimeout(absl::Seconds(10)));
   EXPECT_TRUE(watched.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  EXPECT_TRUE(followed.WaitForNotificationWithTimeout(absl::Seconds(10)));
   waiter.join();
   watcher.join();
+  follower.join();
   EXPECT_EQ(wait_status.code(), absl::StatusCode::kUnavailable) << wait_status;
   EXPECT_FALSE(watch_status.ok());
+  EXPECT_FALSE(logs_status.ok()) << "a following log stream ends with the coordinator";
 }
 
 }  // namespace
