@@ -5,7 +5,8 @@ def ringmaster_fuzzer(name, srcs, deps):
 
     <name>_lib: the target; <name>_corpus_test: every file of corpus/<name>
     through it once, in any build; <name>: the libFuzzer binary, built only
-    with --config=fuzz (clang), so tagged manual.
+    with --config=fuzz (clang), so tagged manual (and fuzz, which the CUDA
+    build leaves out).
     """
     native.cc_library(
         name = name + "_lib",
@@ -25,6 +26,9 @@ def ringmaster_fuzzer(name, srcs, deps):
         name = name,
         testonly = True,
         linkopts = ["-fsanitize=fuzzer"],
-        tags = ["manual"],
+        tags = [
+            "fuzz",
+            "manual",
+        ],
         deps = [":" + name + "_lib"],
     )
