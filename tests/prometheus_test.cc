@@ -96,13 +96,17 @@ TEST_F(PrometheusTest, EveryDashboardQueryReturnsData) {
       absl::Seconds(60)))
       << "Prometheus never became ready";
 
-  // A trainer job long enough to be scraped, and a job that restarts once.
-  Submit(
-      "name: watched\nranks: 2\ntrainer:\n  data: {path: \"synthetic:rows=50000,features=32,"
-      "classes=4\"}\n  model: {hidden: [64]}\n  epochs: 100\n  batch_size: 32\n");
-  Submit(
+  // A job that restarts once, then a trainer job that runs until every query
+  // has data (each job takes both one-slot workers in turn).
+  const std::string flaky = Submit(
       "name: flaky\nranks: 1\nmax_restarts: 1\ncommand: [sh, -c, "
       "'[ \"$TORCHELASTIC_RESTART_COUNT\" = 1 ] || exit 1']\n");
+  const v1::Job restarted = WaitJob(
+      flaky, [](const v1::Job& j) { return j.state() == v1::SUCCEEDED || j.state() == v1::FAILED; });
+  EXPECT_EQ(restarted.state(), v1::SUCCEEDED);
+  const std::string watched = Submit(
+      "name: watched\nranks: 2\ntrainer:\n  data: {path: \"synthetic:rows=50000,features=32,"
+      "classes=4\"}\n  model: {hidden: [64]}\n  epochs: 100000\n  batch_size: 32\n");
 
   std::map<std::string, std::string> missing;
   const bool all = testing::WaitFor(
@@ -123,6 +127,9 @@ TEST_F(PrometheusTest, EveryDashboardQueryReturnsData) {
       absl::Seconds(120));
   for (const auto& [q, body] : missing) ADD_FAILURE() << "no data for " << q << ": " << body;
   EXPECT_TRUE(all);
+  EXPECT_EQ(client_->GetJob(watched)->state(), v1::RUNNING)
+      << "the trainer job ran while the queries were asked";
+  ASSERT_TRUE(client_->CancelJob(watched).ok());
 
   // The fake GPU's values arrive as they were set.
   const std::string power = testing::HttpGet(
