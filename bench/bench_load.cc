@@ -7,7 +7,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
+#include "common/mutex.h"
 #include "common/status_macros.h"
 #include "coordinator/job_store.h"
 #include "proto/job.grpc.pb.h"
@@ -124,7 +124,7 @@ LoadResult RunSubmitsAndLists(const std::string& target, double rate, absl::Dura
   auto channel = grpc::CreateChannel(target, grpc::InsecureChannelCredentials());
   auto stub = v1::JobService::NewStub(channel);
   LoadResult result;
-  absl::Mutex mu;
+  Mutex mu;
   std::atomic<int> in_flight{0};
   std::atomic<bool> stop{false};
   std::thread lister([&] {
@@ -137,7 +137,7 @@ LoadResult RunSubmitsAndLists(const std::string& target, double rate, absl::Dura
       const grpc::Status status = stub->ListJobs(&context, request, &response);
       const double ms = absl::ToDoubleMilliseconds(absl::Now() - sent);
       if (status.ok() && response.jobs_size() == 50) {
-        absl::MutexLock lock(&mu);
+        MutexLock lock(&mu);
         result.list_ms.push_back(ms);
       }
       absl::SleepFor(absl::Seconds(1));
@@ -167,7 +167,7 @@ LoadResult RunSubmitsAndLists(const std::string& target, double rate, absl::Dura
                                const double ms =
                                    absl::ToDoubleMilliseconds(absl::Now() - call->sent);
                                {
-                                 absl::MutexLock lock(&mu);
+                                 MutexLock lock(&mu);
                                  if (status.ok()) {
                                    result.submit_ms.push_back(ms);
                                  } else {
@@ -181,7 +181,7 @@ LoadResult RunSubmitsAndLists(const std::string& target, double rate, absl::Dura
   while (in_flight.load() > 0) absl::SleepFor(absl::Milliseconds(10));
   stop = true;
   lister.join();
-  absl::MutexLock lock(&mu);
+  MutexLock lock(&mu);
   return result;
 }
 

@@ -18,7 +18,7 @@ void SimWorker::Start(v1::WorkerService::Stub* stub) {
   reg->set_incarnation(absl::StrCat(id_, "-", absl::ToUnixNanos(absl::Now())));
   for (int p = 0; p < 16; ++p) reg->add_free_ports(30000 + p);
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     Queue(std::move(hello));
   }
   StartRead(&incoming_);
@@ -37,7 +37,7 @@ void SimWorker::QueueEvent(v1::WorkerMessage message) {
 }
 
 void SimWorker::OnWriteDone(bool ok) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   outgoing_.pop_front();
   if (!ok) {
     closed_ = true;
@@ -50,7 +50,7 @@ void SimWorker::OnWriteDone(bool ok) {
 void SimWorker::OnReadDone(bool ok) {
   if (!ok) return;  // OnDone follows
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     Handle(incoming_);
   }
   StartRead(&incoming_);
@@ -88,7 +88,7 @@ void SimWorker::Handle(const v1::CoordinatorMessage& message) {
 }
 
 void SimWorker::Beat(absl::Time now) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (!registered_ || closed_) return;
   for (auto it = ranks_.begin(); it != ranks_.end();) {
     if (now - it->started < rank_runtime_) {

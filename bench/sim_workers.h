@@ -15,8 +15,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
+#include "common/mutex.h"
 #include "absl/time/time.h"
 #include "proto/worker.grpc.pb.h"
 
@@ -65,9 +64,9 @@ class SimWorker final
   FleetCounters* const counters_;
   grpc::ClientContext context_;
   v1::CoordinatorMessage incoming_;  // owned by the read in flight
-  absl::Notification done_;
+  Notification done_;
 
-  absl::Mutex mu_;
+  Mutex mu_;
   std::deque<v1::WorkerMessage> outgoing_ ABSL_GUARDED_BY(mu_);  // front: being written
   bool registered_ ABSL_GUARDED_BY(mu_) = false;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;

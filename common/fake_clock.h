@@ -2,7 +2,7 @@
 #ifndef RINGMASTER_COMMON_FAKE_CLOCK_H_
 #define RINGMASTER_COMMON_FAKE_CLOCK_H_
 
-#include "absl/synchronization/mutex.h"
+#include "common/mutex.h"
 #include "common/clock.h"
 
 namespace ringmaster {
@@ -14,16 +14,16 @@ class FakeClock final : public Clock {
       : now_(start) {}
 
   absl::Time Now() const override {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return now_;
   }
   void Advance(absl::Duration d) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     now_ += d;
   }
 
  private:
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   absl::Time now_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -8,6 +8,7 @@
 #include <grpcpp/support/status.h>
 
 #include "absl/status/status.h"
+#include "common/grpc_handoff.h"
 
 namespace ringmaster {
 
@@ -36,15 +37,27 @@ inline grpc::ServerUnaryReactor* FinishUnary(grpc::CallbackServerContext* contex
 template <typename Response>
 class RefusedWriteReactor final : public grpc::ServerWriteReactor<Response> {
  public:
-  explicit RefusedWriteReactor(const grpc::Status& status) { this->Finish(status); }
-  void OnDone() override { delete this; }
+  explicit RefusedWriteReactor(const grpc::Status& status) {
+    HandToGrpc(this);
+    this->Finish(status);
+  }
+  void OnDone() override {
+    BackFromGrpc(this);
+    delete this;
+  }
 };
 
 template <typename Request, typename Response>
 class RefusedBidiReactor final : public grpc::ServerBidiReactor<Request, Response> {
  public:
-  explicit RefusedBidiReactor(const grpc::Status& status) { this->Finish(status); }
-  void OnDone() override { delete this; }
+  explicit RefusedBidiReactor(const grpc::Status& status) {
+    HandToGrpc(this);
+    this->Finish(status);
+  }
+  void OnDone() override {
+    BackFromGrpc(this);
+    delete this;
+  }
 };
 
 }  // namespace ringmaster

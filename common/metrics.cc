@@ -120,7 +120,7 @@ Histogram::BucketBoundaries Histogram::ExponentialBuckets(double start, double f
 template <typename T>
 Family<T>& Registry::Add(MetricType type, const std::string& name, const std::string& help,
                          const Labels& constant) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto it = families_.find(name);
   if (it != families_.end()) {
     if (it->second.type != type) {
@@ -151,19 +151,19 @@ Family<Histogram>& Registry::AddHistogram(const std::string& name, const std::st
 }
 
 void Registry::AddCollectCallback(std::function<void()> callback) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   callbacks_.push_back(std::move(callback));
 }
 
 std::string Registry::Serialize() const {
   std::vector<std::function<void()>> callbacks;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     callbacks = callbacks_;
   }
   for (const auto& callback : callbacks) callback();
   std::string out;
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   for (const auto& family : families_) {
     // Named, not structured bindings: lambdas below capture them (C++17).
     const std::string& name = family.first;

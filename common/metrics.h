@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
+#include "common/mutex.h"
 
 namespace ringmaster::metrics {
 
@@ -98,14 +98,14 @@ class Family {
   // The metric for `labels`, created on first use.
   template <typename... Args>
   T& Add(const Labels& labels, Args&&... args) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     auto& slot = metrics_[labels];
     if (slot == nullptr) slot = std::make_unique<T>(std::forward<Args>(args)...);
     return *slot;
   }
   // Forgets the series (for example a job that is gone).
   void Remove(const Labels& labels) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     metrics_.erase(labels);
   }
 
@@ -113,7 +113,7 @@ class Family {
   const std::string& help() const { return help_; }
   // Calls `f(labels, metric)` for every series, under the family's mutex.
   void ForEach(const std::function<void(const Labels&, const T&)>& f) const {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     for (const auto& [labels, metric] : metrics_) {
       Labels all = constant_;
       all.insert(labels.begin(), labels.end());
@@ -125,7 +125,7 @@ class Family {
   const std::string name_;
   const std::string help_;
   const Labels constant_;
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   std::map<Labels, std::unique_ptr<T>> metrics_ ABSL_GUARDED_BY(mu_);
 };
 
@@ -156,7 +156,7 @@ class Registry {
   Family<T>& Add(MetricType type, const std::string& name, const std::string& help,
                  const Labels& constant);
 
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   std::map<std::string, Entry> families_ ABSL_GUARDED_BY(mu_);
   std::vector<std::function<void()>> callbacks_ ABSL_GUARDED_BY(mu_);
 };

@@ -15,7 +15,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
+#include "common/mutex.h"
 
 namespace ringmaster {
 
@@ -46,7 +46,7 @@ class StreamWriter {
   // Queues `message`. False when the stream is finishing, or when the queue
   // is full and the rule is kRefuse (or kEnd, which also ends the stream).
   bool Write(Message message) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (finishing_) return false;
     if (coalesce_ && !queue_.empty() && coalesce_(queue_.back(), message)) {
       queue_.back() = std::move(message);
@@ -70,23 +70,23 @@ class StreamWriter {
   // Finishes with `status`: after every queued message is written when
   // `drain`, else at once, dropping them. Later calls change nothing.
   void Finish(grpc::Status status, bool drain) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     FinishLocked(std::move(status), drain);
   }
 
   // Whether a Write would be queued now (kRefuse producers poll this).
   bool HasRoom() {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return !finishing_ && queue_.size() < max_queued_;
   }
   bool finishing() {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return finishing_;
   }
 
   // The reactor's OnWriteDone and OnCancel.
   void OnWriteDone(bool ok) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     writing_ = false;
     if (!ok) FinishLocked(grpc::Status(grpc::StatusCode::UNAVAILABLE, "write failed"), false);
     MaybeWriteLocked();
@@ -124,7 +124,7 @@ class StreamWriter {
   const Overflow overflow_;
   const Coalesce coalesce_;
 
-  absl::Mutex mu_;
+  Mutex mu_;
   std::deque<Message> queue_ ABSL_GUARDED_BY(mu_);
   Message out_ ABSL_GUARDED_BY(mu_);  // the write in flight
   bool writing_ ABSL_GUARDED_BY(mu_) = false;

@@ -8,19 +8,19 @@ TaskPool::TaskPool(int threads) {
 
 TaskPool::~TaskPool() {
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     stopping_ = true;
   }
   for (std::thread& thread : threads_) thread.join();
 }
 
 void TaskPool::PostAfter(absl::Duration delay, std::function<void()> work) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   queue_.emplace(std::make_pair(absl::Now() + delay, posted_++), std::move(work));
 }
 
 std::function<void()> TaskPool::Next() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   for (;;) {
     if (queue_.empty()) {
       if (stopping_) return nullptr;

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
+#include "common/mutex.h"
 #include "absl/time/time.h"
 
 namespace ringmaster {
@@ -38,7 +38,7 @@ class TaskPool {
     return !queue_.empty() || stopping_;
   }
 
-  absl::Mutex mu_;
+  Mutex mu_;
   // By due time, then by the order posted.
   std::map<std::pair<absl::Time, int64_t>, std::function<void()>> queue_ ABSL_GUARDED_BY(mu_);
   int64_t posted_ ABSL_GUARDED_BY(mu_) = 0;

@@ -6,8 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
+#include "common/mutex.h"
 
 namespace ringmaster {
 namespace {
@@ -19,7 +18,7 @@ TEST(TaskPoolTest, OneThreadRunsWorkInOrderOneAtATimeOffTheCallersThread) {
   int most_at_once = 0;
   {
     TaskPool pool(1);
-    absl::Notification blocked;
+    Notification blocked;
     pool.Post([&] { blocked.WaitForNotification(); });
     for (int i = 0; i < 4; ++i) {
       pool.Post([&, i] {
@@ -41,23 +40,23 @@ TEST(TaskPoolTest, OneThreadRunsWorkInOrderOneAtATimeOffTheCallersThread) {
 // runs once it is due.
 TEST(TaskPoolTest, DelayedWorkRunsWhenDueAndLetsEarlierWorkPass) {
   TaskPool pool(1);
-  absl::Mutex mu;
+  Mutex mu;
   std::vector<std::string> ran;
-  absl::Notification late_ran;
+  Notification late_ran;
   const absl::Time start = absl::Now();
   absl::Time late_at;
   pool.PostAfter(absl::Milliseconds(300), [&] {
-    absl::MutexLock lock(&mu);
+    MutexLock lock(&mu);
     ran.push_back("late");
     late_at = absl::Now();
     late_ran.Notify();
   });
   pool.Post([&] {
-    absl::MutexLock lock(&mu);
+    MutexLock lock(&mu);
     ran.push_back("now");
   });
   ASSERT_TRUE(late_ran.WaitForNotificationWithTimeout(absl::Seconds(10)));
-  absl::MutexLock lock(&mu);
+  MutexLock lock(&mu);
   EXPECT_EQ(ran, (std::vector<std::string>{"now", "late"}));
   EXPECT_GE(late_at - start, absl::Milliseconds(300));
 }

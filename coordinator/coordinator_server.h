@@ -10,7 +10,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/status/statusor.h"
-#include "absl/synchronization/notification.h"
+#include "common/mutex.h"
 #include "common/metrics.h"
 #include "common/metrics_server.h"
 #include "common/tls.h"
@@ -73,7 +73,7 @@ class CoordinatorServer {
   std::unique_ptr<RendezvousServiceImpl> rendezvous_service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
-  absl::Notification stop_;
+  Notification stop_;
   std::thread ticker_;
 };
 

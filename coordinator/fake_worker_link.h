@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
+#include "common/mutex.h"
 #include "coordinator/worker_link.h"
 
 namespace ringmaster {
@@ -12,17 +12,17 @@ namespace ringmaster {
 class FakeWorkerLink final : public WorkerLink {
  public:
   void Send(const v1::CoordinatorMessage& message) override {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     sent_.push_back(message);
   }
   // Returns and forgets what was sent so far.
   std::vector<v1::CoordinatorMessage> Take() {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return std::move(sent_);
   }
 
  private:
-  absl::Mutex mu_;
+  Mutex mu_;
   std::vector<v1::CoordinatorMessage> sent_ ABSL_GUARDED_BY(mu_);
 };
 

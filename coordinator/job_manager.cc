@@ -70,7 +70,7 @@ JobManager::JobManager(JobStore* store, RendezvousStore* rendezvous,
       rng_(std::random_device{}()) {}
 
 absl::Status JobManager::Recover() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   RETURN_IF_ERROR(table_.Load());
   const absl::Time now = clock_->Now();
   for (const auto& [number, record] : table_.resident()) {
@@ -96,7 +96,7 @@ absl::StatusOr<std::string> JobManager::Submit(v1::JobSpec spec) {
   ApplyJobSpecDefaults(&spec);
   std::string job_id;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     ASSIGN_OR_RETURN(JobRecord * record, table_.Create(std::move(spec)));
     job_id = record->job.id();
     spdlog::info("job {}: submitted ({} ranks)", job_id, record->job.spec().ranks());
@@ -108,7 +108,7 @@ absl::StatusOr<std::string> JobManager::Submit(v1::JobSpec spec) {
 absl::StatusOr<v1::Job> JobManager::Get(const std::string& job_id) {
   std::optional<v1::Job> job;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (const JobRecord* record = table_.Find(job_id)) {
       job = record->job;
     } else if (table_.FindRetired(job_id) == nullptr) {
@@ -121,7 +121,7 @@ absl::StatusOr<v1::Job> JobManager::Get(const std::string& job_id) {
 }
 
 std::map<v1::JobState, int> JobManager::CountByState() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   std::map<v1::JobState, int> counts;
   for (const auto& [number, record] : table_.resident()) ++counts[record->job.state()];
   for (const auto& [number, job] : table_.retired()) ++counts[job.state];
@@ -131,7 +131,7 @@ std::map<v1::JobState, int> JobManager::CountByState() {
 absl::StatusOr<JobPage> JobManager::ListPage(const JobQuery& query) {
   std::vector<v1::Job> resident;  // newest first
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     const auto& records = table_.resident();
     for (auto it = records.rbegin(); it != records.rend(); ++it) {
       const v1::Job& job = it->second->job;
@@ -152,7 +152,7 @@ absl::StatusOr<JobPage> JobManager::ListPage(const JobQuery& query) {
 absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& job_id) {
   v1::Job cancelled;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (const RetiredJob* retired = table_.FindRetired(job_id)) {
       return absl::FailedPreconditionError(
           absl::StrCat("job ", job_id, " already ended: ", StateName(retired->state)));
@@ -174,7 +174,7 @@ absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& job_id) {
 absl::StatusOr<int64_t> JobManager::Watch(const std::string& job_id, JobObserver observer) {
   int64_t watch_id = 0;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (const JobRecord* record = table_.Find(job_id)) {
       watch_id = table_.Watch(*record, std::move(observer));
     } else if (table_.FindRetired(job_id) == nullptr) {
@@ -205,7 +205,7 @@ std::vector<v1::Worker> JobManager::ListWorkers() {
   std::vector<v1::Worker> workers = membership_->List();
   std::map<std::string, int> used;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     for (const auto& [number, record] : table_.resident()) {
       for (const v1::RankStatus& rank : record->job.ranks()) {
         if (RankHoldsSlot(rank)) used[rank.worker_id()] += std::max(1, rank.gpus_size());
@@ -219,7 +219,7 @@ std::vector<v1::Worker> JobManager::ListWorkers() {
 
 void JobManager::Tick() {
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     // The tick's changes are one transaction.
     absl::Status stored = store_->Batch([&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
       TickLocked();
@@ -258,7 +258,7 @@ void JobManager::TickLocked() {
 
 absl::Status JobManager::Delete(const std::string& job_id) {
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     std::optional<RetiredJob> ended;
     if (const JobRecord* entry = table_.Find(job_id)) {
       const v1::Job& job = entry->job;

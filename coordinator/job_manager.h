@@ -18,7 +18,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
+#include "common/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "coordinator/job_state.h"
@@ -202,7 +202,7 @@ class JobManager {
   // Every public call that changes jobs flushes it after releasing mu_.
   Outbox outbox_;
 
-  absl::Mutex mu_;
+  Mutex mu_;
   JobTable table_ ABSL_GUARDED_BY(mu_);
   std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);  // back-off jitter
   absl::Time next_prune_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();

@@ -28,7 +28,7 @@ absl::StatusOr<WorkerSession> JobManager::RegisterWorker(WorkerLink* link,
   }
   link->Send(hello);
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     ReconcileLocked(*session, request, ack);
   }
   outbox_.Flush();  // before the acknowledgement
@@ -76,7 +76,7 @@ void JobManager::ReconcileLocked(const WorkerSession& session, const v1::Registe
 
 int64_t JobManager::OnRankEvent(const WorkerSession& session, const v1::WorkerMessage& message) {
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     switch (membership_->AcceptEvent(session, message)) {
       case EventVerdict::kStale:
         return 0;
@@ -96,7 +96,7 @@ bool JobManager::OnHeartbeat(const WorkerSession& session, const v1::Heartbeat& 
   if (!membership_->Heartbeat(session, beat, &revived)) return false;
   if (beat.progress_size() == 0 && beat.running_size() == 0) return true;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     HeartbeatLocked(session, beat);
   }
   outbox_.Flush();

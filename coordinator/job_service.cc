@@ -4,7 +4,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
+#include "common/grpc_handoff.h"
 #include "common/grpc_status.h"
 #include "common/job_id.h"
 #include "common/stream_writer.h"
@@ -23,8 +23,16 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::JobEvent> {
 
   WatchReactor(JobManager* manager, const std::string& job_id)
       : manager_(manager),
-        writer_([this](const v1::JobEvent* event) { StartWrite(event); },
-                [this](const grpc::Status& status) { Finish(status); }, kMaxQueuedChanges,
+        writer_(
+            [this](const v1::JobEvent* event) {
+              HandToGrpc(this);
+              StartWrite(event);
+            },
+            [this](const grpc::Status& status) {
+              HandToGrpc(this);
+              Finish(status);
+            },
+            kMaxQueuedChanges,
                 Overflow::kEnd, [](const v1::JobEvent& queued, const v1::JobEvent& next) {
                   return queued.job().state() == next.job().state();
                 }) {
@@ -34,11 +42,19 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::JobEvent> {
       return;
     }
     watch_id_ = *watch;
+    HandToGrpc(this);
   }
 
-  void OnWriteDone(bool ok) override { writer_.OnWriteDone(ok); }
-  void OnCancel() override { writer_.OnCancel(); }
+  void OnWriteDone(bool ok) override {
+    GrpcCallback callback(this);
+    writer_.OnWriteDone(ok);
+  }
+  void OnCancel() override {
+    GrpcCallback callback(this);
+    writer_.OnCancel();
+  }
   void OnDone() override {
+    BackFromGrpc(this);
     if (watch_id_ != 0) manager_->Unwatch(watch_id_);
     delete this;
   }

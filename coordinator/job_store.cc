@@ -72,7 +72,7 @@ absl::StatusOr<std::unique_ptr<JobStore>> JobStore::Open(const std::string& path
       new JobStore(std::move(writer), std::move(*reader), std::move(*checkpointer), wal_fd));
   RETURN_IF_ERROR(SyncDirectoryOf(path));
   {
-    absl::MutexLock lock(&store->read_mu_);
+    MutexLock lock(&store->read_mu_);
     RETURN_IF_ERROR(store->reader_->Exec("PRAGMA synchronous=NORMAL;"));
   }
   RETURN_IF_ERROR(store->checkpointer_->Exec("PRAGMA synchronous=NORMAL;"));
@@ -91,7 +91,7 @@ JobStore::JobStore(std::unique_ptr<SqliteDb> writer, std::unique_ptr<SqliteDb> r
 
 JobStore::~JobStore() {
   {
-    absl::MutexLock lock(&checkpoint_mu_);
+    MutexLock lock(&checkpoint_mu_);
     closing_ = true;
   }
   checkpoint_thread_.join();
@@ -99,7 +99,7 @@ JobStore::~JobStore() {
 }
 
 absl::Status JobStore::Sync() {
-  absl::MutexLock lock(&sync_mu_);
+  MutexLock lock(&sync_mu_);
   const int64_t commits = writer_->commits();
   if (commits == synced_commits_.load()) return absl::OkStatus();
   if (fdatasync(wal_fd_) != 0) {
@@ -110,7 +110,7 @@ absl::Status JobStore::Sync() {
   ++syncs_;
   struct stat wal;
   if (fstat(wal_fd_, &wal) == 0 && wal.st_size > kCheckpointWalBytes) {
-    absl::MutexLock checkpoint_lock(&checkpoint_mu_);
+    MutexLock checkpoint_lock(&checkpoint_mu_);
     checkpoint_wanted_ = true;
   }
   return absl::OkStatus();
@@ -119,7 +119,7 @@ absl::Status JobStore::Sync() {
 void JobStore::CheckpointLoop() {
   for (;;) {
     {
-      absl::MutexLock lock(&checkpoint_mu_);
+      MutexLock lock(&checkpoint_mu_);
       checkpoint_mu_.Await(absl::Condition(this, &JobStore::CheckpointDue));
       if (closing_) return;
       checkpoint_wanted_ = false;
@@ -332,7 +332,7 @@ absl::Status JobStore::ReadHistory(v1::Job* job) {
 }
 
 absl::StatusOr<v1::Job> JobStore::Load(const std::string& job_id) {
-  absl::MutexLock lock(&read_mu_);
+  MutexLock lock(&read_mu_);
   ASSIGN_OR_RETURN(auto query, reader_->Prepare("SELECT snapshot FROM jobs WHERE id = ?"));
   query.Bind(1, job_id);
   ASSIGN_OR_RETURN(bool has_row, query.Step());
@@ -356,7 +356,7 @@ absl::StatusOr<std::vector<v1::Job>> JobStore::ListRetired(const RetiredQuery& q
     absl::StrAppend(&sql, "AND state IN (", absl::StrJoin(states, ", "), ") ");
   }
   absl::StrAppend(&sql, "ORDER BY number DESC LIMIT ?3");
-  absl::MutexLock lock(&read_mu_);
+  MutexLock lock(&read_mu_);
   ASSIGN_OR_RETURN(auto select, reader_->Prepare(sql));
   select.Bind(1, query.before_number).Bind(2, query.name_prefix).Bind(3, int64_t{query.limit});
   std::vector<v1::Job> jobs;

@@ -23,7 +23,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
+#include "common/mutex.h"
 #include "coordinator/sqlite_db.h"
 #include "proto/job.pb.h"
 
@@ -90,7 +90,7 @@ class JobStore {
   bool Synced() const { return writer_->commits() == synced_commits_.load(); }
   // How many times Sync went to the disk.
   int64_t syncs() {
-    absl::MutexLock lock(&sync_mu_);
+    MutexLock lock(&sync_mu_);
     return syncs_;
   }
 
@@ -123,15 +123,15 @@ class JobStore {
 
   const std::unique_ptr<SqliteDb> writer_;
 
-  absl::Mutex read_mu_;  // the reading connection is used by one call at a time
+  Mutex read_mu_;  // the reading connection is used by one call at a time
   const std::unique_ptr<SqliteDb> reader_ ABSL_PT_GUARDED_BY(read_mu_);
 
-  absl::Mutex sync_mu_;  // one fdatasync at a time; callers waiting share the next
+  Mutex sync_mu_;  // one fdatasync at a time; callers waiting share the next
   const int wal_fd_;     // the write-ahead log, opened for fdatasync
   std::atomic<int64_t> synced_commits_{0};  // written under sync_mu_
   int64_t syncs_ ABSL_GUARDED_BY(sync_mu_) = 0;
 
-  absl::Mutex checkpoint_mu_;
+  Mutex checkpoint_mu_;
   bool checkpoint_wanted_ ABSL_GUARDED_BY(checkpoint_mu_) = false;
   bool closing_ ABSL_GUARDED_BY(checkpoint_mu_) = false;
   const std::unique_ptr<SqliteDb> checkpointer_;  // used by the checkpoint thread only

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/credentials.h"
+#include "common/grpc_handoff.h"
 #include "common/grpc_status.h"
 #include "common/status_macros.h"
 #include "common/stream_writer.h"
@@ -27,18 +28,33 @@ class LogStream final : public grpc::ServerWriteReactor<v1::LogChunk> {
   LogStream(LogRelay* relay, v1::StreamLogsRequest request)
       : relay_(relay),
         request_(std::move(request)),
-        writer_([this](const v1::LogChunk* chunk) { StartWrite(chunk); },
-                [this](const grpc::Status& status) { Finish(status); }, kMaxQueued,
-                Overflow::kRefuse) {
+        writer_(
+            [this](const v1::LogChunk* chunk) {
+              HandToGrpc(this);
+              StartWrite(chunk);
+            },
+            [this](const grpc::Status& status) {
+              HandToGrpc(this);
+              Finish(status);
+            },
+            kMaxQueued, Overflow::kRefuse) {
+    HandToGrpc(this);
     relay_->pool()->Post([this] { Round(); });
   }
 
-  void OnWriteDone(bool ok) override { writer_.OnWriteDone(ok); }
-  void OnCancel() override { writer_.OnCancel(); }
+  void OnWriteDone(bool ok) override {
+    GrpcCallback callback(this);
+    writer_.OnWriteDone(ok);
+  }
+  void OnCancel() override {
+    GrpcCallback callback(this);
+    writer_.OnCancel();
+  }
   void OnDone() override {
+    BackFromGrpc(this);
     bool in_pool = false;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       done_ = true;
       in_pool = in_pool_;
     }
@@ -57,7 +73,7 @@ class LogStream final : public grpc::ServerWriteReactor<v1::LogChunk> {
   void Round() {
     bool done = false;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       done = done_;
       if (done) in_pool_ = false;
     }
@@ -73,7 +89,7 @@ class LogStream final : public grpc::ServerWriteReactor<v1::LogChunk> {
     }
     if (next == Next::kEnd) {
       {
-        absl::MutexLock lock(&mu_);
+        MutexLock lock(&mu_);
         in_pool_ = false;
         done = done_;
       }
@@ -159,7 +175,7 @@ class LogStream final : public grpc::ServerWriteReactor<v1::LogChunk> {
   std::map<std::pair<int, std::string>, Source> sources_;
   std::deque<v1::LogChunk> unsent_;
   StreamWriter<v1::LogChunk> writer_;
-  absl::Mutex mu_;
+  Mutex mu_;
   bool in_pool_ ABSL_GUARDED_BY(mu_) = true;  // a round is queued or running
   bool done_ ABSL_GUARDED_BY(mu_) = false;    // OnDone has run
 };
@@ -173,7 +189,7 @@ grpc::ServerWriteReactor<v1::LogChunk>* LogRelay::Stream(
 
 v1::WorkerAgentService::Stub* LogRelay::AgentFor(const std::string& address,
                                                  const std::string& worker_id) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto& stub = agents_[{address, worker_id}];
   if (stub == nullptr) {
     stub = v1::WorkerAgentService::NewStub(MakeChannel(address, tls_, worker_id));

@@ -10,7 +10,7 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include "absl/synchronization/mutex.h"
+#include "common/mutex.h"
 #include "common/credentials.h"
 #include "common/limits.h"
 #include "common/task_pool.h"
@@ -55,7 +55,7 @@ class LogRelay {
   const CredentialSigner* const signer_;
   const Tls tls_;
   const int64_t max_line_bytes_;
-  absl::Mutex mu_;
+  Mutex mu_;
   std::map<std::pair<std::string, std::string>, std::unique_ptr<v1::WorkerAgentService::Stub>>
       agents_
       ABSL_GUARDED_BY(mu_);

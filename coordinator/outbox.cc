@@ -9,7 +9,7 @@
 namespace ringmaster {
 
 void Outbox::Send(const std::string& worker_id, v1::CoordinatorMessage message) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   Item item;
   item.seq = next_seq_++;
   item.worker_id = worker_id;
@@ -18,7 +18,7 @@ void Outbox::Send(const std::string& worker_id, v1::CoordinatorMessage message) 
 }
 
 void Outbox::Notify(const v1::Job& job) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (watched_jobs_.count(job.id()) == 0) return;
   Item item;
   item.seq = next_seq_++;
@@ -27,7 +27,7 @@ void Outbox::Notify(const v1::Job& job) {
 }
 
 int64_t Outbox::Watch(const v1::Job& job, Observer observer) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   const int64_t id = next_watch_id_++;
   Item first;
   first.seq = next_seq_++;
@@ -40,7 +40,7 @@ int64_t Outbox::Watch(const v1::Job& job, Observer observer) {
 }
 
 void Outbox::Unwatch(int64_t watch_id) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto it = watchers_.find(watch_id);
   if (it == watchers_.end()) return;
   auto [begin, end] = watched_jobs_.equal_range(it->second.job_id);
@@ -55,13 +55,13 @@ void Outbox::Unwatch(int64_t watch_id) {
 
 void Outbox::Flush() {
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (queue_.empty() && synced_()) return;  // most heartbeats
   }
-  absl::MutexLock flush_lock(&flush_mu_);
+  MutexLock flush_lock(&flush_mu_);
   std::deque<Item> items;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     items.swap(queue_);
   }
   // Every change queued above was stored before it was queued.
@@ -74,7 +74,7 @@ void Outbox::Flush() {
       deliver_(item.worker_id, item.message);
       continue;
     }
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     DeliverLocked(item);
   }
 }

@@ -16,7 +16,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
+#include "common/mutex.h"
 #include "proto/job.pb.h"
 #include "proto/worker.pb.h"
 
@@ -73,8 +73,8 @@ class Outbox {
   const std::function<bool()> synced_;
   const Deliver deliver_;
 
-  absl::Mutex flush_mu_;  // one Flush delivers at a time, keeping the order
-  absl::Mutex mu_;
+  Mutex flush_mu_;  // one Flush delivers at a time, keeping the order
+  Mutex mu_;
   std::deque<Item> queue_ ABSL_GUARDED_BY(mu_);
   int64_t next_seq_ ABSL_GUARDED_BY(mu_) = 1;
   std::map<int64_t, Watcher> watchers_ ABSL_GUARDED_BY(mu_);

@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "absl/synchronization/mutex.h"
+#include "common/mutex.h"
 
 namespace ringmaster {
 namespace {
@@ -25,15 +25,15 @@ v1::CoordinatorMessage Stop(const std::string& job_id) {
 
 // Records what reached workers and watchers, and when the store synced.
 struct Recorder {
-  absl::Mutex mu;
+  Mutex mu;
   std::vector<std::string> events ABSL_GUARDED_BY(mu);
 
   void Add(std::string event) {
-    absl::MutexLock lock(&mu);
+    MutexLock lock(&mu);
     events.push_back(std::move(event));
   }
   std::vector<std::string> Events() {
-    absl::MutexLock lock(&mu);
+    MutexLock lock(&mu);
     return events;
   }
 };

@@ -2,7 +2,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/notification.h"
+#include "common/mutex.h"
 #include "common/status_macros.h"
 
 namespace ringmaster {
@@ -43,14 +43,14 @@ void RendezvousStore::Run(Ready& ready) {
 }
 
 void RendezvousStore::OpenScope(const ScopeId& scope) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   scopes_[scope];
 }
 
 void RendezvousStore::DropScope(const ScopeId& scope) {
   Ready ready;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     auto it = scopes_.find(scope);
     if (it == scopes_.end()) return;
     for (Waiter& w : it->second.waiters) {
@@ -68,7 +68,7 @@ absl::Status RendezvousStore::Set(const ScopeId& scope, const std::string& key,
                                   std::string value) {
   Ready ready;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     auto it = scopes_.find(scope);
     if (it == scopes_.end()) return ScopeNotOpen(scope);
     RETURN_IF_ERROR(Put(it->second, key, std::move(value)));
@@ -80,7 +80,7 @@ absl::Status RendezvousStore::Set(const ScopeId& scope, const std::string& key,
 
 absl::StatusOr<std::string> RendezvousStore::Get(const ScopeId& scope,
                                                  const std::string& key) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto it = scopes_.find(scope);
   if (it == scopes_.end()) return ScopeNotOpen(scope);
   auto value = it->second.values.find(key);
@@ -96,7 +96,7 @@ absl::StatusOr<int64_t> RendezvousStore::Add(const ScopeId& scope,
   Ready ready;
   int64_t sum = 0;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     auto it = scopes_.find(scope);
     if (it == scopes_.end()) return ScopeNotOpen(scope);
     auto held = it->second.values.find(key);
@@ -118,7 +118,7 @@ void RendezvousStore::Wait(const ScopeId& scope, std::vector<std::string> keys,
                            absl::Time deadline, WaitCallback done) {
   absl::Status status;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     auto it = scopes_.find(scope);
     if (closed_) {
       status = ShuttingDown();
@@ -139,7 +139,7 @@ void RendezvousStore::Wait(const ScopeId& scope, std::vector<std::string> keys,
 absl::Status RendezvousStore::WaitBlocking(const ScopeId& scope,
                                            std::vector<std::string> keys,
                                            absl::Time deadline) {
-  absl::Notification notified;
+  Notification notified;
   absl::Status result;
   Wait(scope, std::move(keys), deadline, [&](absl::Status s) {
     result = std::move(s);
@@ -175,7 +175,7 @@ absl::Status RendezvousStore::Put(Scope& scope, const std::string& key,
 void RendezvousStore::Close() {
   Ready ready;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     closed_ = true;
     for (auto& [id, scope] : scopes_) {
       for (Waiter& w : scope.waiters) ready.emplace_back(std::move(w.done), ShuttingDown());
@@ -188,7 +188,7 @@ void RendezvousStore::Close() {
 void RendezvousStore::ExpireWaiters() {
   Ready ready;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     const absl::Time now = clock_->Now();
     for (auto& [id, scope] : scopes_) {
       for (auto it = scope.waiters.begin(); it != scope.waiters.end();) {

@@ -14,7 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
+#include "common/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "common/limits.h"
@@ -98,7 +98,7 @@ class RendezvousStore {
 
   const Clock* const clock_;
   const RendezvousLimits limits_;
-  absl::Mutex mu_;
+  Mutex mu_;
   std::map<ScopeId, Scope> scopes_ ABSL_GUARDED_BY(mu_);
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
 };

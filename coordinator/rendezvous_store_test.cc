@@ -5,7 +5,6 @@
 
 #include <gtest/gtest.h>
 
-#include "absl/synchronization/notification.h"
 #include "common/fake_clock.h"
 
 namespace ringmaster {

@@ -53,7 +53,7 @@ void WorkerMembership::SetState(Member& m, v1::WorkerState state, const std::str
 
 absl::StatusOr<WorkerSession> WorkerMembership::Register(WorkerLink* link,
                                                          const v1::RegisterWorker& request) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto [it, inserted] = members_.try_emplace(request.worker_id());
   Member& m = it->second;
   if (m.link != nullptr) {
@@ -86,12 +86,12 @@ absl::StatusOr<WorkerSession> WorkerMembership::Register(WorkerLink* link,
 }
 
 void WorkerMembership::Admit(const WorkerSession& session) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (Member* m = Current(session)) m->admitted = true;
 }
 
 void WorkerMembership::Disconnect(const WorkerLink* link) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   for (auto& [id, m] : members_) {
     if (m.link != link) continue;
     m.link = nullptr;
@@ -105,7 +105,7 @@ void WorkerMembership::Disconnect(const WorkerLink* link) {
 
 bool WorkerMembership::Heartbeat(const WorkerSession& session, const v1::Heartbeat& beat,
                                  bool* revived) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   *revived = false;
   Member* m = Current(session);
   if (m == nullptr || m->link == nullptr) return false;
@@ -124,7 +124,7 @@ bool WorkerMembership::Heartbeat(const WorkerSession& session, const v1::Heartbe
 
 EventVerdict WorkerMembership::AcceptEvent(const WorkerSession& session,
                                            const v1::WorkerMessage& message) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   Member* m = Current(session);
   if (m == nullptr) return EventVerdict::kStale;
   if (message.seq() <= m->applied_seq) return EventVerdict::kDuplicate;
@@ -168,7 +168,7 @@ bool WorkerMembership::Evaluate(Member& m, absl::Time now) {
 }
 
 std::vector<LostWorker> WorkerMembership::Expire() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   std::vector<LostWorker> lost;
   const absl::Time now = clock_->Now();
   for (auto& [id, m] : members_) {
@@ -178,7 +178,7 @@ std::vector<LostWorker> WorkerMembership::Expire() {
 }
 
 void WorkerMembership::Expect(const std::string& worker_id, const std::string& address) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto [it, inserted] = members_.try_emplace(worker_id);
   if (!inserted) return;
   Member& m = it->second;
@@ -192,7 +192,7 @@ void WorkerMembership::Expect(const std::string& worker_id, const std::string& a
 
 bool WorkerMembership::Send(const std::string& worker_id,
                             const v1::CoordinatorMessage& message) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   Member* m = Find(worker_id);
   if (m == nullptr || m->link == nullptr) return false;
   m->link->Send(message);
@@ -200,19 +200,19 @@ bool WorkerMembership::Send(const std::string& worker_id,
 }
 
 bool WorkerMembership::Connected(const std::string& worker_id) const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   const Member* m = Find(worker_id);
   return m != nullptr && m->link != nullptr;
 }
 
 std::string WorkerMembership::Address(const std::string& worker_id) const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   const Member* m = Find(worker_id);
   return m == nullptr ? "" : m->info.address();
 }
 
 std::vector<SchedulableWorker> WorkerMembership::Schedulable() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   std::vector<const Member*> ordered;
   ordered.reserve(members_.size());
   for (const auto& [id, m] : members_) {
@@ -236,7 +236,7 @@ std::vector<SchedulableWorker> WorkerMembership::Schedulable() const {
 }
 
 std::vector<v1::Worker> WorkerMembership::List() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   std::vector<std::pair<int64_t, v1::Worker>> ordered;
   const absl::Time now = clock_->Now();
   for (const auto& [id, m] : members_) {
@@ -254,7 +254,7 @@ std::vector<v1::Worker> WorkerMembership::List() const {
 
 absl::StatusOr<int> WorkerMembership::PickFreePort(const std::string& worker_id,
                                                    const std::set<int>& in_use) const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (const Member* m = Find(worker_id)) {
     for (int port : m->free_ports) {
       if (in_use.count(port) == 0) return port;

@@ -22,7 +22,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
+#include "common/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "coordinator/worker_link.h"
@@ -146,7 +146,7 @@ class WorkerMembership {
   const Clock* const clock_;
   const MembershipOptions options_;
 
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   std::map<std::string, Member> members_ ABSL_GUARDED_BY(mu_);
   int64_t next_order_ ABSL_GUARDED_BY(mu_) = 0;
 };

@@ -1,7 +1,8 @@
 #include "coordinator/worker_service.h"
 
-#include "absl/synchronization/mutex.h"
+#include "common/grpc_handoff.h"
 #include "common/grpc_status.h"
+#include "common/mutex.h"
 #include "common/status_macros.h"
 #include "common/stream_writer.h"
 
@@ -26,33 +27,49 @@ class WorkerStream final
         access_(access),
         inbox_(inbox),
         caller_(std::move(caller)),
-        writer_([this](const v1::CoordinatorMessage* m) { StartWrite(m); },
-                [this](const grpc::Status& status) { Finish(status); }, max_queued,
-                Overflow::kEnd) {
+        writer_(
+            [this](const v1::CoordinatorMessage* m) {
+              HandToGrpc(this);
+              StartWrite(m);
+            },
+            [this](const grpc::Status& status) {
+              HandToGrpc(this);
+              Finish(status);
+            },
+            max_queued, Overflow::kEnd) {
+    HandToGrpc(this);
     StartRead(&in_);
   }
 
   void Send(const v1::CoordinatorMessage& message) override { writer_.Write(message); }
 
   void OnReadDone(bool ok) override {
+    GrpcCallback callback(this);
     if (!ok) {
       writer_.Finish(grpc::Status::OK, /*drain=*/false);
       return;
     }
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       handling_ = true;
     }
     inbox_->Post([this] { HandleAndReadOn(); });
   }
 
-  void OnWriteDone(bool ok) override { writer_.OnWriteDone(ok); }
-  void OnCancel() override { writer_.OnCancel(); }
+  void OnWriteDone(bool ok) override {
+    GrpcCallback callback(this);
+    writer_.OnWriteDone(ok);
+  }
+  void OnCancel() override {
+    GrpcCallback callback(this);
+    writer_.OnCancel();
+  }
 
   void OnDone() override {
+    BackFromGrpc(this);
     bool handling = false;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       done_ = true;
       handling = handling_;
     }
@@ -67,10 +84,13 @@ class WorkerStream final
     if (!status.ok()) writer_.Finish(ToGrpcStatus(status), /*drain=*/false);
     bool done = false;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       handling_ = false;
       done = done_;
-      if (!done && !writer_.finishing()) StartRead(&in_);
+      if (!done && !writer_.finishing()) {
+        HandToGrpc(this);
+        StartRead(&in_);
+      }
     }
     if (done) {
       membership_->Disconnect(this);  // a registration may have come meanwhile
@@ -116,7 +136,7 @@ class WorkerStream final
   WorkerSession session_;  // epoch 0 until registered; the inbox's
   v1::WorkerMessage in_;   // the one read, then handled, at a time
   StreamWriter<v1::CoordinatorMessage> writer_;
-  absl::Mutex mu_;
+  Mutex mu_;
   bool handling_ ABSL_GUARDED_BY(mu_) = false;  // in_ is with the inbox
   bool done_ ABSL_GUARDED_BY(mu_) = false;      // OnDone has run
 };

@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/notification.h"
+#include "common/mutex.h"
 #include "client/client.h"
 #include "common/net.h"
 #include "common/subprocess.h"
@@ -96,20 +96,20 @@ TEST(ShutdownTest, SigtermEndsPendingWaitsWatchesAndLogStreamsWithinFiveSeconds)
   absl::StatusOr<std::string> job = StartSleeper(client);
   ASSERT_TRUE(job.ok()) << job.status() << "\n" << daemons.Log();
   absl::Status wait_status;
-  absl::Notification waited;
+  Notification waited;
   std::thread waiter([&] {
     RendezvousClient store(address, *job, 0);
     wait_status = store.Wait({"never-set"}, absl::Hours(1));
     waited.Notify();
   });
   absl::Status watch_status;
-  absl::Notification watched;
+  Notification watched;
   std::thread watcher([&] {
     watch_status = client.WatchJob(*job, [](const v1::Job&) { return true; });
     watched.Notify();
   });
   absl::Status logs_status;
-  absl::Notification followed;
+  Notification followed;
   std::thread follower([&] {
     logs_status = client.StreamLogs(*job, std::nullopt, /*follow=*/true,
                                     [](const v1::LogChunk&) {});

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
+#include "common/mutex.h"
 
 namespace ringmaster {
 
@@ -18,16 +18,16 @@ class EventLog {
     std::chrono::steady_clock::time_point time;
   };
   void Record(std::string name) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     events_.push_back({std::move(name), std::chrono::steady_clock::now()});
   }
   std::vector<Event> events() const {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return events_;
   }
   // Index of the first event named `name`, or -1.
   int IndexOf(const std::string& name) const {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     for (size_t i = 0; i < events_.size(); ++i) {
       if (events_[i].name == name) return static_cast<int>(i);
     }
@@ -35,7 +35,7 @@ class EventLog {
   }
 
  private:
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   std::vector<Event> events_ ABSL_GUARDED_BY(mu_);
 };
 

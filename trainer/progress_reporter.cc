@@ -35,14 +35,14 @@ ProgressReporter::ProgressReporter(Send send, v1::RankRef rank, absl::Duration k
 
 ProgressReporter::~ProgressReporter() {
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     stopping_ = true;
   }
   sender_.join();
 }
 
 void ProgressReporter::Report(const v1::Progress& progress) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (pending_.has_value()) {
     // The durations of the replaced report's steps are kept, not lost.
     v1::Progress merged = progress;
@@ -60,7 +60,7 @@ void ProgressReporter::Run() {
   for (;;) {
     v1::RankProgress request;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       auto ready = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
         return pending_.has_value() || stopping_;
       };

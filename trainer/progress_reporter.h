@@ -12,7 +12,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
+#include "common/mutex.h"
 #include "absl/time/time.h"
 #include "proto/worker.grpc.pb.h"
 
@@ -47,7 +47,7 @@ class ProgressReporter {
   const Send send_;
   const v1::RankRef rank_;
   const absl::Duration keepalive_;
-  absl::Mutex mu_;
+  Mutex mu_;
   std::optional<v1::Progress> pending_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread sender_;

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "absl/synchronization/mutex.h"
+#include "common/mutex.h"
 
 namespace ringmaster {
 namespace {
@@ -14,24 +14,24 @@ class Sent {
  public:
   ProgressReporter::Send Sender() {
     return [this](const v1::RankProgress& p) {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       sent_.push_back(p);
     };
   }
   // The first `n` reports, once they are sent (empty after 10 s).
   std::vector<v1::RankProgress> First(size_t n) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     auto enough = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return sent_.size() >= n; };
     if (!mu_.AwaitWithTimeout(absl::Condition(&enough), absl::Seconds(10))) return {};
     return std::vector<v1::RankProgress>(sent_.begin(), sent_.begin() + n);
   }
   std::vector<v1::RankProgress> All() {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return sent_;
   }
 
  private:
-  absl::Mutex mu_;
+  Mutex mu_;
   std::vector<v1::RankProgress> sent_ ABSL_GUARDED_BY(mu_);
 };
 
@@ -71,14 +71,14 @@ TEST(ProgressReporterTest, NothingIsSentBeforeTheFirstReport) {
 // A report waiting behind a slow send is replaced by the newer one, its
 // step durations kept, and the last one is sent before the reporter ends.
 TEST(ProgressReporterTest, NewerReportsReplaceOlderOnesAndTheLastIsFlushed) {
-  absl::Mutex gate_mu;
+  Mutex gate_mu;
   bool open = false;
   Sent sent;
   ProgressReporter::Send record = sent.Sender();
   auto reporter = std::make_unique<ProgressReporter>(
       [&](const v1::RankProgress& p) {
         {
-          absl::MutexLock lock(&gate_mu);
+          MutexLock lock(&gate_mu);
           gate_mu.Await(absl::Condition(&open));
         }
         record(p);
@@ -92,7 +92,7 @@ TEST(ProgressReporterTest, NewerReportsReplaceOlderOnesAndTheLastIsFlushed) {
     reporter->Report(p);
   }
   {
-    absl::MutexLock lock(&gate_mu);
+    MutexLock lock(&gate_mu);
     open = true;
   }
   reporter.reset();  // sends what is pending before it returns

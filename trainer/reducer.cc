@@ -43,7 +43,7 @@ Reducer::Reducer(Collective* comm, const std::vector<ParamSpan>& params, float* 
   }
   if (options_.bf16_compression && !options_.reduce_bf16) bf16_.resize(largest);
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     last_bucket_seconds_.assign(buckets_.size(), 0);
   }
   thread_ = std::thread([this] { CommLoop(); });
@@ -51,14 +51,14 @@ Reducer::Reducer(Collective* comm, const std::vector<ParamSpan>& params, float* 
 
 Reducer::~Reducer() {
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     stop_ = true;
   }
   thread_.join();
 }
 
 void Reducer::Prepare(float divisor, std::function<absl::Status(const Bucket&)> on_reduced) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   divisor_ = divisor;
   on_reduced_ = std::move(on_reduced);
   for (size_t b = 0; b < buckets_.size(); ++b) {
@@ -73,7 +73,7 @@ void Reducer::MarkReady(int param) {
   const int b = bucket_of_param_[param];
   // Launch every leading bucket that is complete, in bucket order, so that
   // all ranks issue the same collectives in the same order.
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   --pending_[b];
   while (next_launch_ < static_cast<int>(buckets_.size()) && pending_[next_launch_] == 0) {
     if (events_) events_->Record(absl::StrCat("bucket ", next_launch_, " ready"));
@@ -82,7 +82,7 @@ void Reducer::MarkReady(int param) {
 }
 
 absl::Status Reducer::Finish() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   const int total = static_cast<int>(buckets_.size());
   auto all_done = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return done_ == total; };
   mu_.Await(absl::Condition(&all_done));
@@ -95,7 +95,7 @@ void Reducer::CommLoop() {
     float scale;
     std::function<absl::Status(const Bucket&)> on_reduced;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       auto has_work = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
         return stop_ || !queue_.empty();
       };
@@ -115,7 +115,7 @@ void Reducer::CommLoop() {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (events_) events_->Record(absl::StrCat("bucket ", b, " allreduce end"));
     if (status.ok() && on_reduced) status = on_reduced(buckets_[b]);
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     last_bucket_seconds_[b] = seconds;
     seconds_total_ += seconds;
     bytes_total_ += static_cast<double>(buckets_[b].size) *

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
+#include "common/mutex.h"
 #include "trainer/collective.h"
 #include "trainer/event_log.h"
 #include "trainer/mlp.h"
@@ -65,22 +65,22 @@ class Reducer {
   // fp32 path leaves the division to the optimizer's pass over them (one
   // pass fewer); the bf16 path divides before compressing and returns 1.
   float grad_scale() const {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return options_.bf16_compression ? 1.0f : 1.0f / divisor_;
   }
 
   // Totals since construction.
   double bytes_total() const {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return bytes_total_;
   }
   double seconds_total() const {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return seconds_total_;
   }
   // Of the last Finish: the wall time spent in all-reduce per bucket.
   std::vector<double> last_bucket_seconds() const {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return last_bucket_seconds_;
   }
 
@@ -97,7 +97,7 @@ class Reducer {
   std::vector<int> bucket_of_param_;   // fixed after construction
   std::vector<uint16_t> bf16_;         // compression scratch: the reducer's thread only
 
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   std::vector<int> pending_ ABSL_GUARDED_BY(mu_);  // per bucket: gradients not yet final
   int next_launch_ ABSL_GUARDED_BY(mu_) = 0;       // buckets launch in order
   float divisor_ ABSL_GUARDED_BY(mu_) = 1;

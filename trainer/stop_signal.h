@@ -9,7 +9,7 @@
 #include <memory>
 #include <thread>
 
-#include "absl/synchronization/notification.h"
+#include "common/mutex.h"
 #include "absl/time/time.h"
 
 namespace ringmaster {
@@ -35,7 +35,7 @@ class StopSignal {
   const sigset_t set_;
   const absl::Duration grace_;
   std::atomic<int> signal_{0};
-  absl::Notification done_;
+  Notification done_;
   std::thread thread_;
 };
 

@@ -14,12 +14,12 @@ constexpr absl::string_view kRankNeeded =
 }  // namespace
 
 void AgentAccess::SetAgentCredential(std::string credential) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   agent_credential_ = std::move(credential);
 }
 
 bool AgentAccess::IsAgentCredential(const std::string& token) const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return !agent_credential_.empty() && SameSecret(token, agent_credential_);
 }
 

@@ -22,7 +22,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
+#include "common/mutex.h"
 #include "proto/worker.pb.h"
 
 namespace ringmaster {
@@ -55,7 +55,7 @@ class AgentAccess {
 
   const bool secure_;
   const RankOfToken rank_of_token_;
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   std::string agent_credential_ ABSL_GUARDED_BY(mu_);
 };
 

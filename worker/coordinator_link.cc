@@ -16,14 +16,14 @@ CoordinatorLink::CoordinatorLink(CoordinatorLinkOptions options, Hooks hooks)
     : options_(std::move(options)), hooks_(std::move(hooks)) {}
 
 void CoordinatorLink::Shutdown() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   shutdown_ = true;
   if (context_ != nullptr) context_->TryCancel();
 }
 
 void CoordinatorLink::Send(v1::WorkerMessage event) {
   v1::WorkerMessage numbered = outbox_.Add(std::move(event));
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   QueueLocked(std::move(numbered));  // if not now, then inside the next registration
 }
 
@@ -53,14 +53,14 @@ void CoordinatorLink::WriteLoop(
   for (;;) {
     v1::WorkerMessage message;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       mu_.Await(absl::Condition(this, &CoordinatorLink::WriterHasWork));
       if (!writable_) return;
       message = std::move(queued_.front());
       queued_.pop_front();
     }
     if (!stream->Write(message)) {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       writable_ = false;
       queued_.clear();
       return;
@@ -82,7 +82,7 @@ absl::Status CoordinatorLink::Run() {
   bool ever_registered = false;
   for (;;) {
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       if (shutdown_) return absl::OkStatus();
     }
     const absl::Time started = absl::Now();
@@ -97,7 +97,7 @@ absl::Status CoordinatorLink::Run() {
     }
     // A long healthy connection resets the back-off.
     if (absl::Now() - started > absl::Seconds(10)) backoff = options_.reconnect_initial;
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (mu_.AwaitWithTimeout(absl::Condition(&shutdown_), backoff)) return absl::OkStatus();
     backoff = std::min(backoff * 2, options_.reconnect_max);
   }
@@ -110,7 +110,7 @@ grpc::Status CoordinatorLink::Serve(v1::WorkerService::Stub* stub, bool* registe
   std::unique_ptr<grpc::ClientReaderWriter<v1::WorkerMessage, v1::CoordinatorMessage>>
       stream;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (shutdown_) return grpc::Status::CANCELLED;
     context_ = &context;
   }
@@ -128,7 +128,7 @@ grpc::Status CoordinatorLink::Serve(v1::WorkerService::Stub* stub, bool* registe
     // registration, so it applies them before it judges which ranks it
     // placed here are gone. Taken under the lock: an event added later is
     // queued by Send, and written after the registration.
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     for (v1::WorkerMessage& event : outbox_.Unacknowledged()) {
       *r->add_unacked() = std::move(event);
     }
@@ -146,7 +146,7 @@ grpc::Status CoordinatorLink::Serve(v1::WorkerService::Stub* stub, bool* registe
                    command.registered().session());
       *registered = true;
       if (hooks_.registered) hooks_.registered(command.registered());
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       heartbeat_interval_ =
           absl::Milliseconds(std::max<int64_t>(50, command.registered().heartbeat_interval_ms()));
       continue;
@@ -158,7 +158,7 @@ grpc::Status CoordinatorLink::Serve(v1::WorkerService::Stub* stub, bool* registe
     hooks_.on_command(command);
   }
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     writable_ = false;
     queued_.clear();
     context_ = nullptr;
@@ -175,7 +175,7 @@ grpc::Status CoordinatorLink::Serve(v1::WorkerService::Stub* stub, bool* registe
 void CoordinatorLink::HeartbeatLoop() {
   for (;;) {
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       if (mu_.AwaitWithTimeout(absl::Condition(&heartbeat_stop_), heartbeat_interval_)) {
         return;
       }
@@ -189,7 +189,7 @@ void CoordinatorLink::HeartbeatLoop() {
     }
     if (hooks_.usage) hooks_.usage(beat);
     for (v1::RunningRank& rank : hooks_.running_ranks()) *beat->add_running() = std::move(rank);
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (heartbeat_stop_) return;
     QueueLocked(std::move(message));
   }

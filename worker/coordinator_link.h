@@ -13,7 +13,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
+#include "common/mutex.h"
 #include "absl/time/time.h"
 #include "common/tls.h"
 #include "proto/worker.grpc.pb.h"
@@ -77,7 +77,7 @@ class CoordinatorLink {
   const CoordinatorLinkOptions options_;
   const Hooks hooks_;
 
-  absl::Mutex mu_;
+  Mutex mu_;
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
   grpc::ClientContext* context_ ABSL_GUARDED_BY(mu_) = nullptr;
   bool writable_ ABSL_GUARDED_BY(mu_) = false;  // a stream is up and takes writes

@@ -9,7 +9,7 @@
 #include <deque>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
+#include "common/mutex.h"
 #include "proto/worker.pb.h"
 
 namespace ringmaster {
@@ -27,7 +27,7 @@ class EventOutbox {
   std::vector<v1::WorkerMessage> Unacknowledged() const;
 
  private:
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   int64_t next_seq_ ABSL_GUARDED_BY(mu_) = 1;
   std::deque<v1::WorkerMessage> pending_ ABSL_GUARDED_BY(mu_);
 };

@@ -62,13 +62,13 @@ absl::StatusOr<pid_t> PosixProcessLauncher::Spawn(const LaunchSpec& spec) {
     cgroups_->Remove(spec.name);
     return pid;
   }
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   cgroup_of_[*pid] = spec.name;
   return pid;
 }
 
 std::string PosixProcessLauncher::CgroupOf(pid_t pid) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto it = cgroup_of_.find(pid);
   return it == cgroup_of_.end() ? "" : it->second;
 }
@@ -120,7 +120,7 @@ bool PosixProcessLauncher::ClearGroup(pid_t pgid, absl::Duration timeout) {
     }
     if (empty) {
       cgroups_->Remove(cgroup);
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       cgroup_of_.erase(pgid);
     }
     if (!empty) return false;

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
+#include "common/mutex.h"
 #include "absl/time/time.h"
 #include "common/subprocess.h"
 #include "worker/rank_cgroups.h"
@@ -75,7 +75,7 @@ class PosixProcessLauncher final : public ProcessLauncher {
   std::string CgroupOf(pid_t pid);
 
   std::unique_ptr<RankCgroups> cgroups_;  // null: sessions only
-  absl::Mutex mu_;
+  Mutex mu_;
   std::map<pid_t, std::string> cgroup_of_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -3,7 +3,7 @@
 namespace ringmaster {
 
 void ProgressBoard::Report(const v1::RankProgress& progress) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   Entry& e = entries_[KeyOf(progress.rank())];
   e.progress = progress;
   e.changed = true;
@@ -11,13 +11,13 @@ void ProgressBoard::Report(const v1::RankProgress& progress) {
 }
 
 int64_t ProgressBoard::Reports(const v1::RankRef& rank) const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto it = entries_.find(KeyOf(rank));
   return it == entries_.end() ? 0 : it->second.reports;
 }
 
 std::vector<v1::RankProgress> ProgressBoard::TakeChanged() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   std::vector<v1::RankProgress> out;
   for (auto& [key, e] : entries_) {
     if (!e.changed) continue;
@@ -28,7 +28,7 @@ std::vector<v1::RankProgress> ProgressBoard::TakeChanged() {
 }
 
 std::optional<v1::Progress> ProgressBoard::Forget(const v1::RankRef& rank) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto it = entries_.find(KeyOf(rank));
   if (it == entries_.end()) return std::nullopt;
   v1::Progress last = it->second.progress.progress();
@@ -37,7 +37,7 @@ std::optional<v1::Progress> ProgressBoard::Forget(const v1::RankRef& rank) {
 }
 
 std::vector<v1::RankProgress> ProgressBoard::All() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   std::vector<v1::RankProgress> out;
   for (const auto& [key, e] : entries_) out.push_back(e.progress);
   return out;

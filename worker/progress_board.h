@@ -9,7 +9,7 @@
 #include <tuple>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
+#include "common/mutex.h"
 #include "proto/worker.pb.h"
 
 namespace ringmaster {
@@ -37,7 +37,7 @@ class ProgressBoard {
   };
   static Key KeyOf(const v1::RankRef& r) { return {r.job_id(), r.attempt(), r.rank()}; }
 
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   std::map<Key, Entry> entries_ ABSL_GUARDED_BY(mu_);
 };
 

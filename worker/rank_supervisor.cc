@@ -32,7 +32,7 @@ RankSupervisor::~RankSupervisor() {
   StopAll(absl::ZeroDuration());
   std::vector<std::thread> threads;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     for (auto& [key, rank] : ranks_) {
       if (rank->thread.joinable()) threads.push_back(std::move(rank->thread));
     }
@@ -46,7 +46,7 @@ std::string RankSupervisor::LogPath(const std::string& job_id, int rank) const {
 
 void RankSupervisor::Start(const v1::StartRank& start) {
   Key key{start.rank().job_id(), start.rank().attempt(), start.rank().rank()};
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   ReapFinishedThreads();
   auto& slot = ranks_[key];
   if (slot != nullptr) return;  // a repeated command
@@ -59,7 +59,7 @@ void RankSupervisor::Supervise(Key key) {
   LaunchSpec spec;
   v1::RankRef ref;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     const v1::StartRank& start = ranks_[key]->start;
     ref = RefOf(start);
     spec.argv.assign(start.argv().begin(), start.argv().end());
@@ -91,7 +91,7 @@ void RankSupervisor::Supervise(Key key) {
   } else {
     bool stop_early = false;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       Rank& rank = *ranks_[key];
       rank.pid = *pid;
       stop_early = rank.stop_requested;
@@ -106,7 +106,7 @@ void RankSupervisor::Supervise(Key key) {
 
     ExitStatus status;
     while (!launcher_->WaitExit(*pid, kPollInterval, &status)) {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       Rank& rank = *ranks_[key];
       if (absl::Now() >= rank.kill_at) {
         launcher_->SignalGroup(*pid, SIGKILL);
@@ -124,13 +124,13 @@ void RankSupervisor::Supervise(Key key) {
                  ref.rank(), status.exit_code, status.signal);
   }
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     Rank& rank = *ranks_[key];
     exited.set_stopped(rank.stop_requested);
     rank.exited = true;
   }
   callbacks_.exited(exited);
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   ranks_[key]->reported = true;
 }
 
@@ -146,7 +146,7 @@ void RankSupervisor::RequestStop(Rank& rank, absl::Duration grace) {
 
 void RankSupervisor::StopJob(const std::string& job_id, int attempt,
                              absl::Duration grace) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   for (auto& [key, rank] : ranks_) {
     if (std::get<0>(key) != job_id) continue;
     if (attempt >= 0 && std::get<1>(key) != attempt) continue;
@@ -155,14 +155,14 @@ void RankSupervisor::StopJob(const std::string& job_id, int attempt,
 }
 
 void RankSupervisor::StopAll(absl::Duration grace) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   for (auto& [key, rank] : ranks_) {
     if (!rank->exited) RequestStop(*rank, grace);
   }
 }
 
 bool RankSupervisor::WaitAllExited(absl::Duration timeout) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto none_running = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     for (auto& [key, rank] : ranks_) {
       if (!rank->exited) return false;
@@ -173,7 +173,7 @@ bool RankSupervisor::WaitAllExited(absl::Duration timeout) {
 }
 
 std::vector<RankSupervisor::Process> RankSupervisor::RunningProcesses() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   std::vector<Process> out;
   for (auto& [key, rank] : ranks_) {
     if (!rank->exited && rank->pid != 0) {
@@ -187,7 +187,7 @@ std::vector<RankSupervisor::Process> RankSupervisor::RunningProcesses() {
 bool RankSupervisor::DeleteLogs(const std::string& job_id) {
   if (!ValidateJobId(job_id).ok()) return false;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     for (const auto& [key, rank] : ranks_) {
       if (std::get<0>(key) == job_id && !rank->reported) return false;
     }
@@ -210,7 +210,7 @@ std::vector<std::string> RankSupervisor::LoggedJobs() const {
 }
 
 std::optional<v1::RankRef> RankSupervisor::RankOfJobToken(const std::string& token) const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   for (const auto& [key, rank] : ranks_) {
     auto it = rank->start.env().find("RINGMASTER_JOB_TOKEN");
     if (!rank->exited && it != rank->start.env().end() && SameSecret(it->second, token)) {

@@ -13,7 +13,7 @@
 #include <tuple>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
+#include "common/mutex.h"
 #include "absl/time/time.h"
 #include "proto/worker.pb.h"
 #include "worker/process_launcher.h"
@@ -90,7 +90,7 @@ class RankSupervisor {
   const RankSupervisorOptions options_;
   const Callbacks callbacks_;
 
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   std::map<Key, std::unique_ptr<Rank>> ranks_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -10,7 +10,7 @@
 
 #include <gtest/gtest.h>
 
-#include "absl/synchronization/mutex.h"
+#include "common/mutex.h"
 
 namespace ringmaster {
 namespace {
@@ -26,11 +26,11 @@ class RankSupervisorTest : public ::testing::Test {
         &launcher_, options,
         RankSupervisor::Callbacks{
             [this](const v1::RankStarted& s) {
-              absl::MutexLock lock(&mu_);
+              MutexLock lock(&mu_);
               started_.push_back(s);
             },
             [this](const v1::RankExited& e) {
-              absl::MutexLock lock(&mu_);
+              MutexLock lock(&mu_);
               exited_.push_back(e);
             }});
   }
@@ -48,7 +48,7 @@ class RankSupervisorTest : public ::testing::Test {
 
   // Waits (bounded) until `n` exits were reported.
   std::vector<v1::RankExited> WaitExits(size_t n) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     auto enough = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return exited_.size() >= n; };
     EXPECT_TRUE(mu_.AwaitWithTimeout(absl::Condition(&enough), absl::Seconds(30)));
     return exited_;
@@ -62,12 +62,12 @@ class RankSupervisorTest : public ::testing::Test {
   }
 
   size_t Started() {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return started_.size();
   }
 
   PosixProcessLauncher launcher_;
-  absl::Mutex mu_;
+  Mutex mu_;
   std::vector<v1::RankStarted> started_ ABSL_GUARDED_BY(mu_);
   std::vector<v1::RankExited> exited_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<RankSupervisor> supervisor_;

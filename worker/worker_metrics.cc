@@ -61,7 +61,7 @@ void WorkerMetrics::FillUsage(v1::Heartbeat* beat) {
     }
   }
   const auto [busy, total] = MachineCpuTicks();
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (total > machine_total_) {
     beat->set_cpu_utilization_ratio(static_cast<double>(busy - machine_busy_) /
                                     static_cast<double>(total - machine_total_));
@@ -114,7 +114,7 @@ void WorkerMetrics::OnProgress(const v1::RankProgress& report) {
     step_duration_.Add(labels, StepBuckets()).Observe(seconds);
   }
   loss_.Add(labels).Set(p.loss());
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   RankTotals& t = totals_[{report.rank().job_id(), report.rank().rank()}];
   steps_.Add(labels).Increment(static_cast<double>(Delta<int64_t>(p.step(), &t.steps)));
   samples_.Add(labels).Increment(static_cast<double>(Delta<int64_t>(p.samples(), &t.samples)));
@@ -141,7 +141,7 @@ void WorkerMetrics::Collect() {
   }
   static const double ticks_per_second = static_cast<double>(sysconf(_SC_CLK_TCK));
   const auto now = std::chrono::steady_clock::now();
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   std::map<pid_t, CpuTicks> seen;
   for (const RankProcess& r : ranks_()) {
     const CpuTicks current{ProcessCpuTicks(r.pid), now};

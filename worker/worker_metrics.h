@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
+#include "common/mutex.h"
 #include "common/metrics.h"
 #include "proto/worker.pb.h"
 #include "worker/nvml.h"
@@ -71,7 +71,7 @@ class WorkerMetrics {
   metrics::Family<metrics::Counter>& allreduce_seconds_;
   metrics::Family<metrics::Gauge>& busbw_;
 
-  absl::Mutex mu_;
+  Mutex mu_;
   std::map<std::pair<std::string, int>, RankTotals> totals_ ABSL_GUARDED_BY(mu_);
   std::map<pid_t, CpuTicks> cpu_ ABSL_GUARDED_BY(mu_);
   uint64_t machine_busy_ ABSL_GUARDED_BY(mu_) = 0;

@@ -63,7 +63,10 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
   // Ranks check this worker's agent and the coordinator against the CA.
   if (config.tls) supervisor_options.base_env["RINGMASTER_TLS_CA"] = config.tls->ca_pem;
   supervisor_options.base_env["RINGMASTER_HOST"] = HostOfAddress(config.advertise_address);
-  for (const char* name : {"PATH", "HOME", "LANG", "TMPDIR", "USER"}) {
+  // The sanitizers' options too, so that ranks of a sanitizer build of the
+  // trainer run as the worker does.
+  for (const char* name : {"PATH", "HOME", "LANG", "TMPDIR", "USER", "ASAN_OPTIONS",
+                           "LSAN_OPTIONS", "TSAN_OPTIONS", "UBSAN_OPTIONS"}) {
     if (const char* value = std::getenv(name)) supervisor_options.base_env[name] = value;
   }
   if (supervisor_options.base_env.count("PATH") == 0) {
@@ -164,7 +167,7 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
     absl::Status status = self->link_->Run();
     if (!status.ok()) {
       spdlog::critical("{}", std::string(status.message()));
-      absl::MutexLock lock(&self->mu_);
+      MutexLock lock(&self->mu_);
       self->fatal_ = status;
       kill(getpid(), SIGTERM);  // wakes main's wait for a termination signal
     }
@@ -193,7 +196,7 @@ std::vector<v1::RunningRank> WorkerServer::RunningRanks() {
 }
 
 absl::Status WorkerServer::fatal() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return fatal_;
 }
 

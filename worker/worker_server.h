@@ -17,6 +17,7 @@
 #include "worker/rank_supervisor.h"
 #include "worker/worker_metrics.h"
 #include "common/metrics.h"
+#include "common/mutex.h"
 #include "common/metrics_server.h"
 #include "common/tls.h"
 
@@ -65,7 +66,7 @@ class WorkerServer {
   std::unique_ptr<AgentServiceImpl> agent_;
   std::unique_ptr<grpc::Server> server_;
   std::thread link_thread_;
-  absl::Mutex mu_;
+  Mutex mu_;
   absl::Status fatal_ ABSL_GUARDED_BY(mu_);
 };
 

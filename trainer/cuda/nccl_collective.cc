@@ -44,7 +44,7 @@ absl::StatusOr<std::unique_ptr<NcclCollective>> NcclCollective::Connect(
 NcclCollective::~NcclCollective() {
   bool aborted;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     stop_ = true;
     aborted = aborted_;
   }
@@ -58,7 +58,7 @@ NcclCollective::~NcclCollective() {
 }
 
 void NcclCollective::Watchdog() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   for (;;) {
     if (mu_.AwaitWithTimeout(absl::Condition(&stop_), absl::FromChrono(options_.watchdog_interval))) {
       return;
@@ -89,7 +89,7 @@ void NcclCollective::Watchdog() {
 template <typename F>
 absl::Status NcclCollective::Run(const char* what, F enqueue) {
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (aborted_) return error_;
     inflight_ = true;
     inflight_since_ = std::chrono::steady_clock::now();
@@ -99,7 +99,7 @@ absl::Status NcclCollective::Run(const char* what, F enqueue) {
     status = CudaStatus(cudaStreamSynchronize(stream_), "cudaStreamSynchronize", __FILE__,
                         __LINE__);
   }
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   inflight_ = false;
   if (aborted_) return error_;  // the watchdog's reason is the real one
   if (!status.ok() && error_.ok()) error_ = status;

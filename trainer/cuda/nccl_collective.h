@@ -16,7 +16,7 @@
 #include <thread>
 
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
+#include "common/mutex.h"
 #include "trainer/collective.h"
 
 namespace ringmaster {
@@ -67,7 +67,7 @@ class NcclCollective final : public Collective {
   cudaStream_t stream_ = nullptr;
   float* scratch_ = nullptr;  // one float, for Barrier
 
-  absl::Mutex mu_;
+  Mutex mu_;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   bool aborted_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status error_ ABSL_GUARDED_BY(mu_);  // the first error, kept
