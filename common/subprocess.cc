@@ -25,11 +25,12 @@ namespace ringmaster {
 namespace {
 
 enum Step {
-  kDetach, kDeathSignal, kCgroup, kRedirect, kStdin, kNoNewPrivs, kRunAs, kChdir, kExec, kSteps
+  kDetach, kDeathSignal, kCgroup, kRedirect, kStdin, kNoNewPrivs, kRunAs, kChdir, kAccess,
+  kExec, kSteps
 };
 const char* const kStepNames[kSteps] = {
     "detach", "prctl", "join cgroup", "redirect output", "open /dev/null",
-    "drop privileges", "switch to user", "chdir", "execve"};
+    "drop privileges", "switch to user", "chdir", "access", "execve"};
 
 // What the child does between fork and exec, prepared before fork.
 struct ChildPlan {
@@ -41,18 +42,20 @@ struct ChildPlan {
   const RunAs* run_as;  // null: stay
   bool no_new_privs;
   const char* dir;
+  const std::vector<PathAccess>* required_access;
   const char* program;
   char* const* argv;
   char* const* envp;
 };
 
 // Between fork and exec only async-signal-safe calls are allowed, so
-// everything is prepared before fork. On failure the child writes errno and
-// the step to `error_fd` and exits.
+// everything is prepared before fork. On failure the child writes errno,
+// the step and which required path failed to `error_fd` and exits.
 [[noreturn]] void ExecChild(const ChildPlan& plan) {
   Step step = kDetach;
+  int path_index = 0;
   auto fail = [&]() {
-    int report[2] = {errno, step};
+    int report[3] = {errno, step, path_index};
     (void)!write(plan.error_fd, report, sizeof(report));
     _exit(127);
   };
@@ -91,6 +94,11 @@ struct ChildPlan {
   }
   step = kChdir;
   if (plan.dir[0] != '\0' && chdir(plan.dir) != 0) fail();
+  step = kAccess;
+  for (const PathAccess& required : *plan.required_access) {
+    if (access(required.path.c_str(), required.mode) != 0) fail();
+    ++path_index;
+  }
   // Nothing else of the caller's open files reaches the child; the error
   // pipe is close-on-exec and so closes itself on success.
   syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
@@ -216,14 +224,15 @@ absl::StatusOr<pid_t> SpawnProcess(const SubprocessSpec& spec) {
   if (pid == 0) {
     ExecChild({spec.detach, parent, output_fd, pipe_fds[1], &cgroup_fds,
                spec.run_as ? &*spec.run_as : nullptr, spec.no_new_privs,
-               spec.working_dir.c_str(), program->c_str(), argv.data(), envp.data()});
+               spec.working_dir.c_str(), &spec.required_access, program->c_str(), argv.data(),
+               envp.data()});
   }
   if (spec.detach == SubprocessSpec::Detach::kProcessGroup) {
     // Also from the parent, so that signalling -pid works at once.
     setpgid(pid, pid);
   }
   close(pipe_fds[1]);
-  int report[2];
+  int report[3];
   ssize_t n;
   do {
     n = read(pipe_fds[0], report, sizeof(report));
@@ -232,6 +241,13 @@ absl::StatusOr<pid_t> SpawnProcess(const SubprocessSpec& spec) {
   if (n != sizeof(report)) return pid;  // the pipe closed on exec
   waitpid(pid, nullptr, 0);
   const int step = report[1] >= 0 && report[1] < kSteps ? report[1] : kExec;
+  if (step == kAccess && report[2] >= 0 &&
+      report[2] < static_cast<int>(spec.required_access.size())) {
+    const PathAccess& required = spec.required_access[report[2]];
+    return absl::FailedPreconditionError(absl::StrCat(
+        required.what, " ", required.path, ": ", strerror(report[0]),
+        (required.mode & W_OK) != 0 ? " (needs to be writable)" : ""));
+  }
   return absl::FailedPreconditionError(
       absl::StrCat(kStepNames[step], " ",
                    step == kChdir    ? spec.working_dir

@@ -29,6 +29,14 @@ struct RunAs {
 // INVALID_ARGUMENT naming what does not exist.
 absl::StatusOr<RunAs> ResolveRunAs(const std::string& user_and_group);
 
+// A path the program needs: access(2) with `mode` (R_OK, W_OK, X_OK) as
+// the program's user. `what` names it in the error ("checkpoint_dir").
+struct PathAccess {
+  std::string what;
+  std::string path;
+  int mode = 0;
+};
+
 struct SubprocessSpec {
   std::vector<std::string> argv;           // argv[0] without '/' is looked up on PATH
   std::map<std::string, std::string> env;  // the whole environment
@@ -51,6 +59,9 @@ struct SubprocessSpec {
   // and file capabilities included) gains privileges. Ambient capabilities
   // are always cleared.
   bool no_new_privs = false;
+  // Checked in order after chdir, as the child's user: the first it may
+  // not access fails the spawn, naming it.
+  std::vector<PathAccess> required_access;
 };
 
 // Starts the process; stdin is /dev/null and no descriptor of the caller

@@ -1,6 +1,7 @@
 // ringmaster-coordinator: the job queue, scheduler, rendezvous store and
 // health checker of a Ringmaster cluster.
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <string>
 
@@ -120,6 +121,14 @@ int main(int argc, char** argv) {
   manager.rank_env.coordinator_address = addresses->advertise;
   manager.rank_env.checkpoint_dir =
       checkpoint_dir.empty() ? config.state_dir + "/checkpoints" : checkpoint_dir;
+  // Ranks check at start that the root is there (a job's own
+  // checkpoint_dir is the user's to create, on storage every host mounts).
+  std::error_code error;
+  std::filesystem::create_directories(manager.rank_env.checkpoint_dir, error);
+  if (error) {
+    spdlog::critical("--checkpoint-dir {}: {}", manager.rank_env.checkpoint_dir, error.message());
+    return 2;
+  }
   auto server = ringmaster::CoordinatorServer::Start(config);
   if (!server.ok()) {
     spdlog::critical("{}", server.status().ToString());

@@ -49,12 +49,16 @@ std::map<std::string, std::string> BuildRankEnv(const v1::Job& job, int rank,
   env["CUDA_VISIBLE_DEVICES"] = absl::StrJoin(self.gpus(), ",");
   env["RINGMASTER_JOB_ID"] = job.id();
   env["RINGMASTER_COORDINATOR"] = context.coordinator_address;
-  env["RINGMASTER_CHECKPOINT_DIR"] =
-      absl::StrCat(context.checkpoint_dir, "/", job.id());
+  env["RINGMASTER_CHECKPOINT_DIR"] = absl::StrCat(CheckpointRoot(job, context), "/", job.id());
   if (context.signer != nullptr) {
     env["RINGMASTER_JOB_TOKEN"] = context.signer->Job(job.id(), job.attempt());
   }
   return env;
+}
+
+std::string CheckpointRoot(const v1::Job& job, const RankEnvContext& context) {
+  return job.spec().checkpoint_dir().empty() ? context.checkpoint_dir
+                                             : job.spec().checkpoint_dir();
 }
 
 int64_t CollectiveTimeoutSeconds(const v1::JobSpec& spec) {
@@ -80,6 +84,10 @@ v1::StartRank BuildStartRank(const v1::Job& job, int rank, const RankEnvContext&
     *start.mutable_argv() = job.spec().command();
   }
   start.set_working_dir(job.spec().working_dir());
+  // The trainer checkpoints; a program checkpoints where the spec says.
+  if (job.spec().has_trainer() || !job.spec().checkpoint_dir().empty()) {
+    start.set_checkpoint_dir(CheckpointRoot(job, context));
+  }
   start.set_slot(job.ranks(rank).slot());
   *start.mutable_gpus() = job.ranks(rank).gpus();
   start.set_memory_bytes(job.spec().resources().memory_mb() * (int64_t{1} << 20));

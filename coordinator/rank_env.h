@@ -32,6 +32,10 @@ std::map<std::string, std::string> BuildRankEnv(const v1::Job& job, int rank,
 // spec's command), environment, slot, GPUs and memory limit.
 v1::StartRank BuildStartRank(const v1::Job& job, int rank, const RankEnvContext& context);
 
+// Where the job's checkpoint directory lies: the spec's checkpoint_dir, else
+// the coordinator's.
+std::string CheckpointRoot(const v1::Job& job, const RankEnvContext& context);
+
 // How long the trainer's collectives wait for a peer: past the job's hang
 // timeout, so that the coordinator names a hung rank before its peers time
 // out; 30 minutes when hang detection is off.

@@ -66,5 +66,23 @@ TEST(RankEnvTest, SpecKeepsItsOwnThreadCount) {
   EXPECT_EQ(BuildRankEnv(job, 0, {"c:1", "/ckpt"})["OMP_NUM_THREADS"], "4");
 }
 
+TEST(RankEnvTest, TheSpecsCheckpointDirOverridesTheCoordinatorsAndIsCheckedForTheTrainer) {
+  v1::Job job = TwoWorkerJob();
+  job.mutable_spec()->add_command("train.py");
+  EXPECT_EQ(BuildStartRank(job, 0, {"c:1", "/ckpt"}).checkpoint_dir(), "")
+      << "a program that was not given a checkpoint_dir is not held to one";
+  job.mutable_spec()->set_checkpoint_dir("/shared/ckpt");
+  v1::StartRank start = BuildStartRank(job, 1, {"c:1", "/ckpt"});
+  EXPECT_EQ(start.env().at("RINGMASTER_CHECKPOINT_DIR"), "/shared/ckpt/ddp-7");
+  EXPECT_EQ(start.checkpoint_dir(), "/shared/ckpt");
+
+  job.mutable_spec()->clear_command();
+  job.mutable_spec()->clear_checkpoint_dir();
+  job.mutable_spec()->mutable_trainer()->set_epochs(1);
+  start = BuildStartRank(job, 0, {"c:1", "/ckpt"});
+  EXPECT_EQ(start.env().at("RINGMASTER_CHECKPOINT_DIR"), "/ckpt/ddp-7");
+  EXPECT_EQ(start.checkpoint_dir(), "/ckpt") << "the trainer always checkpoints";
+}
+
 }  // namespace
 }  // namespace ringmaster

@@ -267,6 +267,10 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec, const SpecLimits& limits) 
     return Bad("working_dir", absl::StrCat("must be an absolute path, got \"",
                                            spec.working_dir(), "\""));
   }
+  if (!spec.checkpoint_dir().empty() && spec.checkpoint_dir()[0] != '/') {
+    return Bad("checkpoint_dir", absl::StrCat("must be an absolute path, got \"",
+                                              spec.checkpoint_dir(), "\""));
+  }
   if (has_trainer) {
     return ValidateTrainer(spec.trainer(), std::max(spec.gpus_per_rank(), resources.gpus()));
   }

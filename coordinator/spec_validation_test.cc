@@ -57,6 +57,7 @@ TEST(SpecValidationTest, EachBadFieldIsNamed) {
        [](v1::JobSpec* s) { s->mutable_trainer()->mutable_data()->set_path("d"); }},
       {"command[0]", [](v1::JobSpec* s) { s->set_command(0, ""); }},
       {"working_dir", [](v1::JobSpec* s) { s->set_working_dir("relative"); }},
+      {"checkpoint_dir", [](v1::JobSpec* s) { s->set_checkpoint_dir("ckpt"); }},
   };
   for (const BadCase& c : cases) {
     v1::JobSpec spec = CommandSpec();

@@ -47,6 +47,7 @@ absl::StatusOr<pid_t> PosixProcessLauncher::Spawn(const LaunchSpec& spec) {
   sub.detach = SubprocessSpec::Detach::kOwnSession;
   sub.run_as = spec.run_as;
   sub.no_new_privs = true;
+  sub.required_access = spec.required_access;
   const bool contain = cgroups_ != nullptr && !spec.name.empty();
   if (spec.memory_bytes > 0 && !contain) {
     return absl::FailedPreconditionError(

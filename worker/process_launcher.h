@@ -27,6 +27,7 @@ struct LaunchSpec {
   std::string name;               // of its cgroup: unique among running processes
   int64_t memory_bytes = 0;       // limit for it and its descendants; 0: none
   std::optional<RunAs> run_as;    // its user; nullopt: the worker's
+  std::vector<PathAccess> required_access;  // checked as its user before exec
 };
 
 struct ExitStatus {

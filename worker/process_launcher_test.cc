@@ -6,11 +6,14 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
+
+#include "absl/strings/str_cat.h"
 
 namespace ringmaster {
 namespace {
@@ -81,6 +84,31 @@ TEST(ProcessLauncherTest, BadWorkingDirIsAnError) {
   EXPECT_FALSE(pid.ok());
   EXPECT_NE(pid.status().message().find("chdir /nonexistent-dir"), std::string::npos)
       << pid.status();
+}
+
+TEST(ProcessLauncherTest, APathTheProgramNeedsIsCheckedAsItsUser) {
+  PosixProcessLauncher launcher;
+  LaunchSpec spec = Shell("true", "access.log");
+  spec.required_access = {{"checkpoint_dir", "/nonexistent-ckpt", R_OK | X_OK}};
+  auto pid = launcher.Spawn(spec);
+  EXPECT_EQ(pid.status().message(), "checkpoint_dir /nonexistent-ckpt: No such file or directory");
+
+  const std::string dir = TempPath("root-only");
+  std::filesystem::create_directories(dir);
+  std::filesystem::permissions(dir, std::filesystem::perms(0755));
+  spec.required_access = {{"checkpoint_dir", dir, R_OK | X_OK}};
+  pid = launcher.Spawn(spec);
+  ASSERT_TRUE(pid.ok()) << pid.status();
+  EXPECT_EQ(WaitFor(launcher, *pid).exit_code, 0);
+
+  if (geteuid() != 0) GTEST_SKIP() << "switching to another user needs root";
+  auto nobody = ResolveRunAs("nobody");
+  ASSERT_TRUE(nobody.ok());
+  spec.run_as = *nobody;
+  spec.required_access = {{"checkpoint_dir", dir, W_OK | X_OK}};
+  pid = launcher.Spawn(spec);
+  EXPECT_EQ(pid.status().message(),
+            absl::StrCat("checkpoint_dir ", dir, ": Permission denied (needs to be writable)"));
 }
 
 TEST(ProcessLauncherTest, SignallingTheGroupReachesChildrenAndClearLeavesNothing) {

@@ -1,6 +1,7 @@
 #include "worker/rank_supervisor.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -19,6 +20,15 @@ constexpr absl::Duration kPollInterval = absl::Milliseconds(50);
 constexpr char kTrainerName[] = "ringmaster-trainer";
 
 v1::RankRef RefOf(const v1::StartRank& start) { return start.rank(); }
+
+// What the rank needs of its job's checkpoint directory, <root>/<job id>:
+// rank 0 writes in it (or creates it in the root), the others read it.
+PathAccess CheckpointAccess(const std::string& root, const v1::RankRef& ref) {
+  const std::string job_dir = absl::StrCat(root, "/", ref.job_id());
+  std::error_code error;
+  const std::string path = std::filesystem::is_directory(job_dir, error) ? job_dir : root;
+  return {"checkpoint_dir", path, ref.rank() == 0 ? W_OK | X_OK : R_OK | X_OK};
+}
 
 }  // namespace
 
@@ -58,6 +68,7 @@ void RankSupervisor::Start(const v1::StartRank& start) {
 void RankSupervisor::Supervise(Key key) {
   LaunchSpec spec;
   v1::RankRef ref;
+  std::string checkpoint_dir;
   {
     MutexLock lock(&mu_);
     const v1::StartRank& start = ranks_[key]->start;
@@ -76,6 +87,10 @@ void RankSupervisor::Supervise(Key key) {
     spec.log_path = LogPath(ref.job_id(), ref.rank());
     spec.name = absl::StrCat(ref.job_id(), ".", ref.attempt(), ".", ref.rank());
     spec.memory_bytes = start.memory_bytes();
+    checkpoint_dir = start.checkpoint_dir();
+  }
+  if (!checkpoint_dir.empty()) {
+    spec.required_access.push_back(CheckpointAccess(checkpoint_dir, ref));
   }
   // A failure shows as the launcher's when it opens the log.
   (void)MakePrivateDir(std::filesystem::path(spec.log_path).parent_path().string(), 0750);
