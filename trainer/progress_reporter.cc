@@ -14,8 +14,11 @@ ProgressReporter::Send WorkerAgentSender(std::shared_ptr<grpc::Channel> channel,
   std::shared_ptr<v1::WorkerAgentService::Stub> stub =
       v1::WorkerAgentService::NewStub(std::move(channel));
   return [stub, token](const v1::RankProgress& request) {
+    // The sender thread may wait: reports that come meanwhile are merged.
+    // A short deadline would lose the final report when the worker is slow
+    // (it is sent as the rank exits, and the job keeps the step it carries).
     grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
     AddBearerToken(&context, token);
     v1::ReportProgressResponse response;
     (void)stub->ReportProgress(&context, request, &response);

@@ -29,8 +29,9 @@ class ProgressReporter {
  public:
   using Send = std::function<void(const v1::RankProgress&)>;
 
-  // Reports to the worker agent on `agent`, each call given a short
-  // deadline: a worker that does not answer is skipped, not waited for.
+  // Reports to the worker agent on `agent`, each call given a deadline of
+  // 2 s: a worker that does not answer is skipped (on the sender thread;
+  // training never waits for it).
   // `token` (the attempt's job credential), when not empty, goes with each.
   ProgressReporter(std::shared_ptr<grpc::Channel> agent, const std::string& token,
                    v1::RankRef rank, absl::Duration keepalive = absl::Seconds(1));

@@ -1,0 +1,183 @@
+"""Ringmaster across simulated hosts (tests/multihost.py): a coordinator on
+host0 and workers on host1 and host2, each host a network namespace with
+its own address, hostname, /tmp and /dev/shm, joined by a bridge.
+
+    bazel test //tests:multihost_test      (or /usr/bin/python3 tests/multihost_test.py
+                                            after bazel build //...)
+"""
+import os
+import struct
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import multihost  # noqa: E402
+from multihost import Cluster, Hosts  # noqa: E402
+
+ENDED = ("SUCCEEDED", "FAILED", "CANCELLED")
+CHECKPOINT_EVERY = 200
+# About half a minute of training on two ranks of this machine.
+LONG_TRAINER_SPEC = """
+name: long
+ranks: 2
+checkpoint_dir: {checkpoint_dir}
+max_restarts: 5
+start_timeout_s: 60
+hang_timeout_s: 6
+trainer:
+  model: {{type: mlp, hidden: [256, 256]}}
+  data: {{path: "synthetic:rows=20000,features=32,classes=4"}}
+  epochs: 20
+  batch_size: 32
+  checkpoint_every_steps: %d
+  seed: 3
+""" % CHECKPOINT_EVERY
+
+
+def read_checkpoint_params(path):
+    """The parameters of a trainer checkpoint (trainer/checkpoint.h: magic,
+    six 64-bit counters, then the parameters and the optimizer state as a
+    64-bit count and float32s each, then a CRC-32)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:8] != b"RMCKPT02":
+        raise ValueError(f"{path}: not a format-02 checkpoint")
+    (count,) = struct.unpack_from("<Q", data, 8 + 6 * 8)
+    return struct.unpack_from(f"<{count}f", data, 8 + 7 * 8)
+
+
+def equivalence_spec(name, ranks, batch_size):
+    return f"""
+name: {name}
+ranks: {ranks}
+trainer:
+  model: {{type: mlp, hidden: [256, 128]}}
+  data: {{path: "synthetic:rows=1024,features=16,classes=4"}}
+  epochs: 1
+  batch_size: {batch_size}
+  optimizer: {{type: sgd, lr: 0.05, momentum: 0.9}}
+  lr_scaling: none
+  bucket_mb: 0.05
+  checkpoint_every_steps: 20
+  seed: 7
+"""
+
+
+class MultiHostTest(unittest.TestCase):
+    def setUp(self):
+        reason = multihost.unavailable()
+        if reason:
+            self.skipTest(reason)
+        # Not under /tmp, which each host has of its own.
+        self.root = tempfile.mkdtemp(prefix=f"multihost-{self._testMethodName}-",
+                                     dir=os.environ.get("TEST_TMPDIR", "/var/tmp"))
+        self.hosts = Hosts(4)
+        self.addCleanup(self.hosts.close)
+
+    def start_cluster(self, worker_hosts=(1, 2), slots=2, coordinator_flags=()):
+        self.cluster = Cluster(self.hosts, self.root, worker_hosts=worker_hosts, slots=slots,
+                               coordinator_flags=coordinator_flags)
+        self.addCleanup(self.cluster.stop)
+        self.cluster.start()
+
+    def finish(self, job_id, timeout=180):
+        return self.cluster.wait_job(job_id, lambda j: j.get("state") in ENDED, timeout,
+                                     "ends")
+
+    def checkpoint(self, job_id, step):
+        return read_checkpoint_params(os.path.join(
+            self.root, "coordinator", "checkpoints", job_id, f"step-{step}", "state.bin"))
+
+    def test_four_ranks_on_two_hosts_match_one_rank_with_four_times_the_batch(self):
+        self.start_cluster()
+        before = [self.hosts.traffic(h) for h in (1, 2)]
+        four = self.cluster.submit(equivalence_spec("four", 4, 10))
+        job = self.finish(four)
+        self.assertEqual(job["state"], "SUCCEEDED", (job, self.cluster.logs(four)))
+        self.assertEqual(int(job["progress"]["step"]), 20)
+        after = [self.hosts.traffic(h) for h in (1, 2)]
+        hosts_of_ranks = {r["worker_id"] for r in job["ranks"]}
+        self.assertEqual(hosts_of_ranks, {"host1", "host2"}, job["ranks"])
+
+        one = self.cluster.submit(equivalence_spec("one", 1, 40))
+        self.assertEqual(self.finish(one)["state"], "SUCCEEDED", self.cluster.logs(one))
+
+        spread, single = self.checkpoint(four, 20), self.checkpoint(one, 20)
+        self.assertEqual(len(spread), len(single))
+        worst = max(abs(a - b) / max(1e-3, abs(b)) for a, b in zip(spread, single))
+        self.assertLess(worst, 1e-3, "relative difference of the weights")
+
+        # The gradients crossed the bridge: each worker host sent and
+        # received at least half a gradient per step (far more than the
+        # daemons' own traffic of those seconds).
+        gradient_bytes = 4 * len(spread)
+        for h, (b, a) in zip((1, 2), zip(before, after)):
+            print(f"host{h}: sent {a[0] - b[0]} B, received {a[1] - b[1]} B; "
+                  f"gradient {gradient_bytes} B x 20 steps")
+            self.assertGreater(a[0] - b[0], 20 * gradient_bytes // 2, f"host{h} sent")
+            self.assertGreater(a[1] - b[1], 20 * gradient_bytes // 2, f"host{h} received")
+
+    def test_unmodified_pytorch_ddp_script_over_two_hosts(self):
+        self.start_cluster()
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ddp_train.py")
+        job_id = self.cluster.submit(
+            f"name: torch-ddp\nranks: 4\ncommand: [/usr/bin/python3, {script}]\n")
+        job = self.finish(job_id)
+        logs = self.cluster.logs(job_id)
+        self.assertEqual(job["state"], "SUCCEEDED", logs)
+        for rank in range(4):
+            self.assertIn(f"[rank {rank}] rank {rank}/4 local_rank {rank % 2}: replicas agree",
+                          logs)
+        self.assertEqual({r["worker_id"] for r in job["ranks"]}, {"host1", "host2"})
+
+    def test_a_host_cut_off_during_a_job_and_the_job_resumes_on_the_others(self):
+        self.start_cluster(worker_hosts=(1, 2, 3), slots=1, coordinator_flags=[
+            "--heartbeat-interval", "250ms", "--heartbeat-timeout", "3s",
+            "--worker-grace", "1s", "--stop-grace", "3s",
+            "--restart-backoff-base", "250ms", "--restart-backoff-max", "1s"])
+        # Checkpoints on storage every host shares.
+        shared = os.path.join(self.root, "shared-checkpoints")
+        os.makedirs(shared)
+        job_id = self.cluster.submit(LONG_TRAINER_SPEC.format(checkpoint_dir=shared))
+        job = self.cluster.wait_job(
+            job_id, lambda j: int(j.get("progress", {}).get("step", 0)) >= 2 * CHECKPOINT_EVERY,
+            120, "two checkpoints written")
+        placed = {r["worker_id"] for r in job["ranks"]}
+        victim = 1 if "host1" in placed else 2
+        self.hosts.cut(victim)
+
+        # The coordinator loses the host, and the job runs again on the two
+        # others from its newest checkpoint.
+        survivors = {self.cluster.worker_id(h) for h in (1, 2, 3)} - {f"host{victim}"}
+        job = self.cluster.wait_job(
+            job_id, lambda j: j.get("state") == "RUNNING" and int(j.get("attempt", 0)) >= 1,
+            60, "running again")
+        self.assertEqual({r["worker_id"] for r in job["ranks"]}, survivors)
+        self.assertIn("WORKER_LOST", [h.get("reason") for h in job.get("history", [])])
+        job = self.finish(job_id, timeout=300)
+        logs = self.cluster.logs(job_id)
+        self.assertEqual(job["state"], "SUCCEEDED", logs)
+        self.assertRegex(logs, rf"resuming from {shared}/{job_id}/step-[1-9]\d*")
+
+        # With its link back, the host registers again and keeps nothing of
+        # the job running.
+        self.hosts.restore(victim)
+        self.cluster.wait_workers_alive([1, 2, 3], timeout=60)
+        multihost.wait_for(lambda: not self.hosts.processes(victim, job_id), 30,
+                           f"the job's old ranks on host{victim} gone")
+
+    def test_a_checkpoint_dir_missing_on_the_hosts_fails_the_job_at_start(self):
+        self.start_cluster()
+        missing = os.path.join(self.root, "not-mounted")
+        job_id = self.cluster.submit(
+            LONG_TRAINER_SPEC.format(checkpoint_dir=missing).replace("ranks: 2", "ranks: 4"))
+        job = self.finish(job_id, timeout=60)
+        self.assertEqual(job["state"], "FAILED")
+        self.assertIn(f"could not start: checkpoint_dir {missing}: No such file or directory",
+                      job["history"][-1]["message"])
+        self.assertEqual(int(job.get("progress", {}).get("step", 0)), 0)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
