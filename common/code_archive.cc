@@ -1,0 +1,388 @@
+#include "common/code_archive.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+#include <set>
+#include <vector>
+
+#include "absl/cleanup/cleanup.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/status_macros.h"
+
+namespace ringmaster {
+namespace {
+
+// The ustar header: field offsets and widths from POSIX.1-1988.
+constexpr size_t kBlock = 512;
+struct Field {
+  size_t offset;
+  size_t width;
+};
+constexpr Field kName{0, 100};
+constexpr Field kMode{100, 8};
+constexpr Field kUid{108, 8};
+constexpr Field kGid{116, 8};
+constexpr Field kSize{124, 12};
+constexpr Field kMtime{136, 12};
+constexpr Field kChecksum{148, 8};
+constexpr size_t kTypeOffset = 156;
+constexpr Field kLinkName{157, 100};
+constexpr Field kMagic{257, 6};
+constexpr Field kVersion{263, 2};
+constexpr Field kPrefix{345, 155};
+
+constexpr char kFile = '0';
+constexpr char kOldFile = '\0';
+constexpr char kSymlink = '2';
+constexpr char kDirectory = '5';
+
+using Block = std::array<char, kBlock>;
+
+bool PutOctal(Block& block, Field field, uint64_t value) {
+  // width - 1 digits and a NUL.
+  char digits[32];
+  const int n = snprintf(digits, sizeof digits, "%0*llo", static_cast<int>(field.width - 1),
+                         static_cast<unsigned long long>(value));
+  if (n < 0 || static_cast<size_t>(n) != field.width - 1) return false;
+  memcpy(block.data() + field.offset, digits, field.width);  // with the NUL
+  return true;
+}
+
+void PutString(Block& block, Field field, const std::string& s) {
+  memcpy(block.data() + field.offset, s.data(), std::min(s.size(), field.width));
+}
+
+std::string GetString(const Block& block, Field field) {
+  const char* begin = block.data() + field.offset;
+  return std::string(begin, strnlen(begin, field.width));
+}
+
+// An octal number, optionally padded with spaces and ended by NUL or space.
+std::optional<uint64_t> GetOctal(const Block& block, Field field) {
+  const char* p = block.data() + field.offset;
+  const char* end = p + field.width;
+  while (p < end && *p == ' ') ++p;
+  uint64_t value = 0;
+  bool any = false;
+  for (; p < end && *p >= '0' && *p <= '7'; ++p) {
+    if (value > (UINT64_MAX >> 3)) return std::nullopt;
+    value = value * 8 + static_cast<uint64_t>(*p - '0');
+    any = true;
+  }
+  if (!any || (p < end && *p != '\0' && *p != ' ')) return std::nullopt;
+  return value;
+}
+
+uint64_t Checksum(const Block& block) {
+  uint64_t sum = 0;
+  for (size_t i = 0; i < kBlock; ++i) {
+    const bool in_field = i >= kChecksum.offset && i < kChecksum.offset + kChecksum.width;
+    sum += in_field ? ' ' : static_cast<unsigned char>(block[i]);
+  }
+  return sum;
+}
+
+// Splits a name of up to 255 bytes into ustar's prefix and name fields.
+bool SplitName(const std::string& full, std::string* prefix, std::string* name) {
+  if (full.size() <= kName.width) {
+    *name = full;
+    return true;
+  }
+  for (size_t slash = full.find('/'); slash != std::string::npos;
+       slash = full.find('/', slash + 1)) {
+    if (slash > kPrefix.width) return false;
+    if (full.size() - slash - 1 <= kName.width) {
+      *prefix = full.substr(0, slash);
+      *name = full.substr(slash + 1);
+      return true;
+    }
+  }
+  return false;
+}
+
+absl::Status Errno(const std::string& what) {
+  return absl::InternalError(absl::StrCat(what, ": ", strerror(errno)));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ArchiveWriter>> ArchiveWriter::Create(const std::string& path) {
+  gzFile gz = gzopen(path.c_str(), "wb6");
+  if (gz == nullptr) return Errno(absl::StrCat("cannot create ", path));
+  return std::unique_ptr<ArchiveWriter>(new ArchiveWriter(gz, path));
+}
+
+ArchiveWriter::~ArchiveWriter() {
+  if (gz_ != nullptr) gzclose(static_cast<gzFile>(gz_));
+}
+
+absl::Status ArchiveWriter::Write(const void* data, size_t size) {
+  if (size == 0) return absl::OkStatus();
+  if (gzwrite(static_cast<gzFile>(gz_), data, static_cast<unsigned>(size)) !=
+      static_cast<int>(size)) {
+    int code = 0;
+    const char* message = gzerror(static_cast<gzFile>(gz_), &code);
+    return absl::InternalError(absl::StrCat("writing ", path_, ": ",
+                                            code == Z_ERRNO ? strerror(errno) : message));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ArchiveWriter::WriteHeader(const std::string& name, char type, int64_t size,
+                                        int mode, const std::string& link) {
+  Block block{};
+  std::string prefix, short_name;
+  if (!SplitName(name, &prefix, &short_name)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, ": the name is too long for the archive (at most 255 bytes, "
+                     "with a '/' within the first 156)"));
+  }
+  if (link.size() > kLinkName.width) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        name, ": the link's target is too long for the archive (at most 100 bytes)"));
+  }
+  PutString(block, kName, short_name);
+  PutString(block, kPrefix, prefix);
+  PutString(block, kLinkName, link);
+  if (!PutOctal(block, kSize, static_cast<uint64_t>(size))) {
+    return absl::InvalidArgumentError(absl::StrCat(name, ": too large for the archive"));
+  }
+  PutOctal(block, kMode, static_cast<uint64_t>(mode));
+  PutOctal(block, kUid, 0);
+  PutOctal(block, kGid, 0);
+  PutOctal(block, kMtime, 0);
+  block[kTypeOffset] = type;
+  memcpy(block.data() + kMagic.offset, "ustar", 6);  // with its NUL
+  memcpy(block.data() + kVersion.offset, "00", 2);
+  // Six digits, NUL, space.
+  snprintf(block.data() + kChecksum.offset, kChecksum.width, "%06llo",
+           static_cast<unsigned long long>(Checksum(block)));
+  block[kChecksum.offset + 7] = ' ';
+  return Write(block.data(), block.size());
+}
+
+absl::Status ArchiveWriter::AddDirectory(const std::string& name) {
+  return WriteHeader(name + "/", kDirectory, 0, 0755, "");
+}
+
+absl::Status ArchiveWriter::AddSymlink(const std::string& name, const std::string& target) {
+  return WriteHeader(name, kSymlink, 0, 0777, target);
+}
+
+absl::Status ArchiveWriter::AddFile(const std::string& name, const std::string& source,
+                                    int64_t size, bool executable) {
+  const int fd = open(source.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return Errno(absl::StrCat("cannot read ", source));
+  absl::Cleanup close_fd = [fd] { close(fd); };
+  RETURN_IF_ERROR(WriteHeader(name, kFile, size, executable ? 0755 : 0644, ""));
+  std::vector<char> buffer(1 << 16);
+  int64_t left = size;
+  while (left > 0) {
+    const ssize_t n = read(fd, buffer.data(),
+                           static_cast<size_t>(std::min<int64_t>(left, buffer.size())));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Errno(absl::StrCat("reading ", source));
+    if (n == 0) {
+      return absl::AbortedError(absl::StrCat(source, " shrank while it was being packed"));
+    }
+    RETURN_IF_ERROR(Write(buffer.data(), static_cast<size_t>(n)));
+    left -= n;
+  }
+  const char zeros[kBlock] = {};
+  return Write(zeros, (kBlock - static_cast<size_t>(size) % kBlock) % kBlock);
+}
+
+absl::Status ArchiveWriter::Finish() {
+  const char zeros[2 * kBlock] = {};
+  RETURN_IF_ERROR(Write(zeros, sizeof zeros));
+  const int code = gzclose(static_cast<gzFile>(gz_));
+  gz_ = nullptr;
+  if (code != Z_OK) return absl::InternalError(absl::StrCat("closing ", path_, ": zlib ", code));
+  return absl::OkStatus();
+}
+
+namespace {
+
+// Reads an archive entry by entry into a fresh directory.
+class Unpacker {
+ public:
+  Unpacker(gzFile gz, std::string archive, std::string dir, const UnpackLimits& limits,
+           const std::optional<UnpackOwner>& owner)
+      : gz_(gz), archive_(std::move(archive)), dir_(std::move(dir)), limits_(limits),
+        owner_(owner) {}
+
+  absl::Status Run() {
+    for (;;) {
+      Block block;
+      RETURN_IF_ERROR(Read(block.data(), block.size()));
+      if (std::all_of(block.begin(), block.end(), [](char c) { return c == 0; })) {
+        return absl::OkStatus();  // the end
+      }
+      if (++entries_ > limits_.max_entries) {
+        return Bad(absl::StrCat("more than ", limits_.max_entries, " entries"));
+      }
+      RETURN_IF_ERROR(Entry(block));
+    }
+  }
+
+ private:
+  absl::Status Bad(const std::string& why) const {
+    return absl::InvalidArgumentError(absl::StrCat("archive ", archive_, ": ", why));
+  }
+
+  absl::Status Read(char* data, size_t size) {
+    while (size > 0) {
+      const int n = gzread(gz_, data, static_cast<unsigned>(size));
+      if (n < 0) {
+        int code = 0;
+        const char* message = gzerror(gz_, &code);
+        return Bad(code == Z_ERRNO ? strerror(errno) : message);
+      }
+      if (n == 0) return Bad("it ends in the middle of an entry");
+      data += n;
+      size -= static_cast<size_t>(n);
+    }
+    return absl::OkStatus();
+  }
+
+  // The entry's name checked: relative, no "." or "..", its parent one of
+  // the directories unpacked before it.
+  absl::StatusOr<std::string> CheckedName(const Block& block) {
+    std::string name = GetString(block, kName);
+    const std::string prefix = GetString(block, kPrefix);
+    if (!prefix.empty()) name = absl::StrCat(prefix, "/", name);
+    if (!name.empty() && name.back() == '/') name.pop_back();
+    if (name.empty()) return Bad("an entry without a name");
+    for (absl::string_view part : absl::StrSplit(name, '/')) {
+      if (part.empty() || part == "." || part == "..") {
+        return Bad(absl::StrCat("entry \"", name, "\": not a plain relative name"));
+      }
+    }
+    const size_t slash = name.rfind('/');
+    if (slash != std::string::npos && directories_.count(name.substr(0, slash)) == 0) {
+      return Bad(absl::StrCat("entry \"", name, "\": its directory is not in the archive"));
+    }
+    return name;
+  }
+
+  absl::Status Entry(const Block& block) {
+    const std::optional<uint64_t> checksum = GetOctal(block, kChecksum);
+    if (!checksum.has_value() || *checksum != Checksum(block)) {
+      return Bad("a header's checksum does not match");
+    }
+    if (GetString(block, kMagic).rfind("ustar", 0) != 0) return Bad("not a ustar archive");
+    ASSIGN_OR_RETURN(const std::string name, CheckedName(block));
+    const std::string path = absl::StrCat(dir_, "/", name);
+    const std::optional<uint64_t> size = GetOctal(block, kSize);
+    const char type = block[kTypeOffset];
+    if (type == kDirectory) {
+      if (mkdir(path.c_str(), 0755) != 0 || chmod(path.c_str(), 0755) != 0) {
+        return Bad(absl::StrCat("entry \"", name, "\": ", strerror(errno)));
+      }
+      directories_.insert(name);
+      return Own(path, name);
+    }
+    if (type == kSymlink) {
+      const std::string target = GetString(block, kLinkName);
+      if (target.empty()) return Bad(absl::StrCat("entry \"", name, "\": a link to nothing"));
+      if (symlink(target.c_str(), path.c_str()) != 0) {
+        return Bad(absl::StrCat("entry \"", name, "\": ", strerror(errno)));
+      }
+      return Own(path, name);
+    }
+    if (type != kFile && type != kOldFile) {
+      return Bad(absl::StrCat("entry \"", name, "\": type '", std::string(1, type),
+                              "' is not a file, directory or link"));
+    }
+    if (!size.has_value()) return Bad(absl::StrCat("entry \"", name, "\": a bad size"));
+    if (*size > static_cast<uint64_t>(limits_.max_file_bytes - file_bytes_)) {
+      return Bad(absl::StrCat("its files hold more than ", limits_.max_file_bytes, " bytes"));
+    }
+    file_bytes_ += static_cast<int64_t>(*size);
+    const std::optional<uint64_t> mode = GetOctal(block, kMode);
+    return File(path, name, *size, mode.has_value() && (*mode & 0111) != 0);
+  }
+
+  absl::Status File(const std::string& path, const std::string& name, uint64_t size,
+                    bool executable) {
+    const mode_t mode = executable ? 0755 : 0644;
+    // O_EXCL: never through a link, never over an earlier entry.
+    const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+    if (fd < 0) return Bad(absl::StrCat("entry \"", name, "\": ", strerror(errno)));
+    absl::Cleanup close_fd = [fd] { close(fd); };
+    std::vector<char> buffer(1 << 16);
+    for (uint64_t left = size; left > 0;) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(left, buffer.size()));
+      RETURN_IF_ERROR(Read(buffer.data(), n));
+      for (size_t done = 0; done < n;) {
+        const ssize_t w = write(fd, buffer.data() + done, n - done);
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0) return Errno(absl::StrCat("writing ", path));
+        done += static_cast<size_t>(w);
+      }
+      left -= n;
+    }
+    char padding[kBlock];
+    RETURN_IF_ERROR(Read(padding, (kBlock - size % kBlock) % kBlock));
+    if (fchmod(fd, mode) != 0) return Errno(absl::StrCat("chmod ", path));
+    if (owner_.has_value() && fchown(fd, owner_->uid, owner_->gid) != 0) {
+      return Errno(absl::StrCat("chown ", path));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Own(const std::string& path, const std::string& name) {
+    if (owner_.has_value() && lchown(path.c_str(), owner_->uid, owner_->gid) != 0) {
+      return Errno(absl::StrCat("chown ", name));
+    }
+    return absl::OkStatus();
+  }
+
+  gzFile gz_;
+  const std::string archive_;
+  const std::string dir_;
+  const UnpackLimits limits_;
+  const std::optional<UnpackOwner> owner_;
+  std::set<std::string> directories_;
+  int64_t entries_ = 0;
+  int64_t file_bytes_ = 0;
+};
+
+}  // namespace
+
+absl::Status UnpackArchive(const std::string& archive, const std::string& dir,
+                           const UnpackLimits& limits, const std::optional<UnpackOwner>& owner) {
+  gzFile gz = gzopen(archive.c_str(), "rb");
+  if (gz == nullptr) return Errno(absl::StrCat("cannot open ", archive));
+  absl::Cleanup close_gz = [gz] { gzclose(gz); };
+  if (gzdirect(gz)) {
+    // gzread would pass plain bytes through; only our gzip archives are taken.
+    return absl::InvalidArgumentError(absl::StrCat("archive ", archive, ": not gzip-compressed"));
+  }
+  if (mkdir(dir.c_str(), 0755) != 0 || chmod(dir.c_str(), 0755) != 0) {
+    return Errno(absl::StrCat("cannot create ", dir));
+  }
+  if (owner.has_value() && lchown(dir.c_str(), owner->uid, owner->gid) != 0) {
+    const absl::Status error = Errno(absl::StrCat("chown ", dir));
+    rmdir(dir.c_str());
+    return error;
+  }
+  absl::Status status = Unpacker(gz, archive, dir, limits, owner).Run();
+  if (!status.ok()) {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir, ignored);
+  }
+  return status;
+}
+
+}  // namespace ringmaster

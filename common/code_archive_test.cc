@@ -1,0 +1,210 @@
+#include "common/code_archive.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "common/sha256.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace ringmaster {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+class CodeArchiveTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (fs::temp_directory_path() / "code_archive_test.XXXXXX").string();
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+    root_ = pattern;
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  std::string Write(const std::string& name, const std::string& content) {
+    const std::string path = root_ + "/src-" + name;
+    std::ofstream(path, std::ios::binary) << content;
+    return path;
+  }
+
+  static std::string Read(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+
+  // An archive with a directory, files of awkward sizes, an executable, a
+  // link and a name longer than ustar's 100-byte name field.
+  std::string Sample(const std::string& name) {
+    const std::string archive = root_ + "/" + name;
+    auto writer = ArchiveWriter::Create(archive);
+    EXPECT_TRUE(writer.ok());
+    const std::string block(512, 'b');
+    const std::string odd(1000, 'o');
+    EXPECT_TRUE((*writer)->AddDirectory("pkg").ok());
+    EXPECT_TRUE((*writer)->AddFile("pkg/empty", Write("empty", ""), 0, false).ok());
+    EXPECT_TRUE((*writer)->AddFile("pkg/block", Write("block", block), 512, false).ok());
+    EXPECT_TRUE((*writer)->AddFile("pkg/odd", Write("odd", odd), 1000, false).ok());
+    EXPECT_TRUE((*writer)->AddFile("run.sh", Write("run", "#!/bin/sh\n"), 10, true).ok());
+    EXPECT_TRUE((*writer)->AddSymlink("latest", "pkg/odd").ok());
+    EXPECT_TRUE((*writer)->AddDirectory(long_dir_).ok());
+    EXPECT_TRUE((*writer)->AddFile(long_dir_ + "/" + std::string(90, 'f'), Write("long", "x"),
+                                   1, false)
+                    .ok());
+    EXPECT_TRUE((*writer)->Finish().ok());
+    return archive;
+  }
+
+  std::string root_;
+  const std::string long_dir_ = std::string(120, 'd');
+};
+
+TEST_F(CodeArchiveTest, WhatIsPackedUnpacksTheSame) {
+  const std::string archive = Sample("a.tar.gz");
+  const std::string out = root_ + "/out";
+  ASSERT_TRUE(UnpackArchive(archive, out, UnpackLimits{}).ok());
+  EXPECT_EQ(Read(out + "/pkg/empty"), "");
+  EXPECT_EQ(Read(out + "/pkg/block"), std::string(512, 'b'));
+  EXPECT_EQ(Read(out + "/pkg/odd"), std::string(1000, 'o'));
+  EXPECT_EQ(Read(out + "/run.sh"), "#!/bin/sh\n");
+  EXPECT_EQ(fs::status(out + "/run.sh").permissions() & fs::perms::owner_exec,
+            fs::perms::owner_exec);
+  EXPECT_EQ(fs::status(out + "/pkg/odd").permissions() & fs::perms::owner_exec,
+            fs::perms::none);
+  EXPECT_EQ(fs::read_symlink(out + "/latest"), "pkg/odd");
+  EXPECT_EQ(Read(out + "/" + long_dir_ + "/" + std::string(90, 'f')), "x");
+}
+
+TEST_F(CodeArchiveTest, TheSameTreePacksToTheSameBytes) {
+  const auto first = Sha256OfFile(Sample("1.tar.gz"));
+  const auto second = Sha256OfFile(Sample("2.tar.gz"));
+  ASSERT_TRUE(first.ok() && second.ok());
+  EXPECT_EQ(*first, *second);
+  EXPECT_TRUE(IsSha256Hex(*first));
+}
+
+TEST_F(CodeArchiveTest, SystemTarReadsIt) {
+  const std::string archive = Sample("a.tar.gz");
+  const std::string out = root_ + "/by-tar";
+  fs::create_directory(out);
+  ASSERT_EQ(std::system(("tar -xzf " + archive + " -C " + out).c_str()), 0);
+  EXPECT_EQ(Read(out + "/pkg/odd"), std::string(1000, 'o'));
+  EXPECT_EQ(Read(out + "/" + long_dir_ + "/" + std::string(90, 'f')), "x");
+  EXPECT_EQ(fs::read_symlink(out + "/latest"), "pkg/odd");
+}
+
+TEST_F(CodeArchiveTest, TooLongNamesAreRefusedNamingTheEntry) {
+  auto writer = ArchiveWriter::Create(root_ + "/long.tar.gz");
+  ASSERT_TRUE(writer.ok());
+  const std::string name = std::string(200, 'n');  // no '/' to split at
+  absl::Status status = (*writer)->AddDirectory(name);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr(name + "/: the name is too long"));
+  status = (*writer)->AddSymlink("l", std::string(101, 't'));
+  EXPECT_THAT(status.message(), HasSubstr("l: the link's target is too long"));
+}
+
+// Archives a hostile or broken packer could send: each is refused, naming
+// what is wrong, and leaves nothing behind.
+class HostileArchiveTest : public CodeArchiveTest {
+ protected:
+  void ExpectRefused(const std::string& archive, const std::string& why,
+                     UnpackLimits limits = UnpackLimits{}) {
+    const std::string out = root_ + "/out";
+    const absl::Status status = UnpackArchive(archive, out, limits);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+    EXPECT_THAT(status.message(), HasSubstr(why));
+    EXPECT_FALSE(fs::exists(out));
+  }
+
+  std::string WithFile(const std::string& name) {
+    const std::string archive = root_ + "/hostile.tar.gz";
+    auto writer = ArchiveWriter::Create(archive);
+    EXPECT_TRUE(writer.ok());
+    EXPECT_TRUE((*writer)->AddFile(name, Write("x", "x"), 1, false).ok());
+    EXPECT_TRUE((*writer)->Finish().ok());
+    return archive;
+  }
+
+  // Rewrites the archive's uncompressed bytes through `edit`.
+  std::string Edited(const std::string& archive, void (*edit)(std::string*)) {
+    gzFile in = gzopen(archive.c_str(), "rb");
+    std::string tar;
+    char buffer[4096];
+    for (int n; (n = gzread(in, buffer, sizeof buffer)) > 0;) tar.append(buffer, n);
+    gzclose(in);
+    edit(&tar);
+    const std::string edited = archive + ".edited.tar.gz";
+    gzFile out = gzopen(edited.c_str(), "wb");
+    gzwrite(out, tar.data(), static_cast<unsigned>(tar.size()));
+    gzclose(out);
+    return edited;
+  }
+};
+
+TEST_F(HostileArchiveTest, NamesOutsideTheDirectory) {
+  ExpectRefused(WithFile("../escaped"), "entry \"../escaped\": not a plain relative name");
+  ExpectRefused(WithFile("/etc/escaped"), "entry \"/etc/escaped\": not a plain relative name");
+  ExpectRefused(WithFile("a/./b"), "not a plain relative name");
+  EXPECT_FALSE(fs::exists(root_ + "/escaped"));
+}
+
+TEST_F(HostileArchiveTest, AFileUnderALinkIsNotWrittenThroughIt) {
+  const std::string archive = root_ + "/through.tar.gz";
+  auto writer = ArchiveWriter::Create(archive);
+  ASSERT_TRUE(writer.ok());
+  ASSERT_TRUE((*writer)->AddSymlink("link", root_).ok());
+  ASSERT_TRUE((*writer)->AddFile("link/planted", Write("x", "x"), 1, false).ok());
+  ASSERT_TRUE((*writer)->Finish().ok());
+  ExpectRefused(archive, "entry \"link/planted\": its directory is not in the archive");
+  EXPECT_FALSE(fs::exists(root_ + "/planted"));
+}
+
+TEST_F(HostileArchiveTest, ALinkIsNotReplacedByALaterFile) {
+  const std::string archive = root_ + "/over.tar.gz";
+  auto writer = ArchiveWriter::Create(archive);
+  ASSERT_TRUE(writer.ok());
+  ASSERT_TRUE((*writer)->AddSymlink("victim", root_ + "/outside").ok());
+  ASSERT_TRUE((*writer)->AddFile("victim", Write("x", "x"), 1, false).ok());
+  ASSERT_TRUE((*writer)->Finish().ok());
+  ExpectRefused(archive, "entry \"victim\": File exists");
+  EXPECT_FALSE(fs::exists(root_ + "/outside"));
+}
+
+TEST_F(HostileArchiveTest, LimitsOnBytesAndEntries) {
+  const std::string archive = Sample("a.tar.gz");
+  ExpectRefused(archive, "its files hold more than 1000 bytes", UnpackLimits{1000, 100});
+  ExpectRefused(archive, "more than 3 entries", UnpackLimits{1 << 20, 3});
+}
+
+TEST_F(HostileArchiveTest, BrokenArchives) {
+  const std::string archive = Sample("a.tar.gz");
+  ExpectRefused(Edited(archive, [](std::string* tar) { (*tar)[0] ^= 1; }),
+                "a header's checksum does not match");
+  ExpectRefused(Edited(archive, [](std::string* tar) { tar->resize(700); }),
+                "it ends in the middle of an entry");
+  ExpectRefused(Edited(archive,
+                       [](std::string* tar) {
+                         (*tar)[156] = '3';  // a character device
+                         // Fix the checksum so that the type is what is refused.
+                         unsigned sum = 0;
+                         for (int i = 0; i < 512; ++i) {
+                           sum += (i >= 148 && i < 156) ? ' ' : static_cast<unsigned char>((*tar)[i]);
+                         }
+                         snprintf(&(*tar)[148], 8, "%06o", sum);
+                       }),
+                "type '3' is not a file, directory or link");
+  ExpectRefused(Write("plain", std::string(2048, 'p')), "not gzip-compressed");
+}
+
+}  // namespace
+}  // namespace ringmaster
