@@ -1,0 +1,119 @@
+#include "client/code_package.h"
+
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "common/code_archive.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace ringmaster {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+class PackDirectoryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (fs::temp_directory_path() / "code_package_test.XXXXXX").string();
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+    root_ = pattern;
+    dir_ = root_ + "/project";
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  void Put(const std::string& name, const std::string& content) {
+    fs::create_directories(fs::path(dir_ + "/" + name).parent_path());
+    std::ofstream(dir_ + "/" + name, std::ios::binary) << content;
+  }
+
+  std::string root_;
+  std::string dir_;
+};
+
+TEST_F(PackDirectoryTest, PacksWhatTheIgnoreFileDoesNotLeaveOut) {
+  Put("train.py", "print('hi')\n");
+  Put("lib/model.py", "x = 1\n");
+  Put("lib/model.pyc", "compiled");
+  Put("data/big.bin", std::string(4096, 'd'));
+  Put(".git/HEAD", "ref: refs/heads/main\n");
+  Put(".ringmasterignore", "*.pyc\ndata/\n");
+  fs::create_symlink("lib/model.py", dir_ + "/model.py");
+  fs::permissions(dir_ + "/train.py", fs::perms::owner_exec, fs::perm_options::add);
+
+  auto packed = PackDirectory(dir_, 1 << 20, root_ + "/code.tar.gz");
+  ASSERT_TRUE(packed.ok()) << packed.status();
+  EXPECT_EQ(packed->files, 3);  // train.py, lib/model.py, .ringmasterignore
+  EXPECT_EQ(packed->sha256.size(), 64u);
+
+  ASSERT_TRUE(UnpackArchive(root_ + "/code.tar.gz", root_ + "/out", UnpackLimits{}).ok());
+  EXPECT_TRUE(fs::exists(root_ + "/out/train.py"));
+  EXPECT_TRUE(fs::exists(root_ + "/out/lib/model.py"));
+  EXPECT_FALSE(fs::exists(root_ + "/out/lib/model.pyc"));
+  EXPECT_FALSE(fs::exists(root_ + "/out/data"));
+  EXPECT_FALSE(fs::exists(root_ + "/out/.git"));
+  EXPECT_EQ(fs::read_symlink(root_ + "/out/model.py"), "lib/model.py");
+  EXPECT_NE(fs::status(root_ + "/out/train.py").permissions() & fs::perms::owner_exec,
+            fs::perms::none);
+}
+
+TEST_F(PackDirectoryTest, TheSameContentHasTheSameHash) {
+  Put("a.py", "a");
+  Put("sub/b.py", "b");
+  auto first = PackDirectory(dir_, 1 << 20, root_ + "/1.tar.gz");
+  // Touched, not changed: the same hash.
+  Put("a.py", "a");
+  auto second = PackDirectory(dir_, 1 << 20, root_ + "/2.tar.gz");
+  Put("a.py", "changed");
+  auto third = PackDirectory(dir_, 1 << 20, root_ + "/3.tar.gz");
+  ASSERT_TRUE(first.ok() && second.ok() && third.ok());
+  EXPECT_EQ(first->sha256, second->sha256);
+  EXPECT_NE(first->sha256, third->sha256);
+}
+
+TEST_F(PackDirectoryTest, OverTheLimitNamesTheLargestEntries) {
+  Put("checkpoints/a.bin", std::string(600'000, 'c'));
+  Put("checkpoints/b.bin", std::string(600'000, 'c'));
+  Put("dataset.csv", std::string(300'000, 'd'));
+  Put("train.py", "x");
+  auto packed = PackDirectory(dir_, 1'000'000, root_ + "/code.tar.gz");
+  EXPECT_EQ(packed.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(packed.status().message(),
+              HasSubstr("holds 1.5 MB to upload, more than the 1.0 MB limit (--upload-limit-mb)"));
+  EXPECT_THAT(packed.status().message(),
+              HasSubstr("the largest: checkpoints/ 1.2 MB, dataset.csv 0.3 MB, train.py 0.0 MB"));
+  EXPECT_THAT(packed.status().message(), HasSubstr(dir_ + "/.ringmasterignore"));
+  EXPECT_FALSE(fs::exists(root_ + "/code.tar.gz"));  // nothing written
+}
+
+TEST_F(PackDirectoryTest, SocketsStayBehind) {
+  Put("train.py", "x");
+  const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  const std::string path = dir_ + "/agent.sock";
+  ASSERT_LT(path.size(), sizeof address.sun_path);
+  memcpy(address.sun_path, path.c_str(), path.size() + 1);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  auto packed = PackDirectory(dir_, 1 << 20, root_ + "/code.tar.gz");
+  close(fd);
+  ASSERT_TRUE(packed.ok()) << packed.status();
+  EXPECT_EQ(packed->files, 1);
+}
+
+TEST_F(PackDirectoryTest, AnUnreadableDirectoryIsAnError) {
+  auto packed = PackDirectory(root_ + "/missing", 1 << 20, root_ + "/code.tar.gz");
+  EXPECT_EQ(packed.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(packed.status().message(), HasSubstr(root_ + "/missing"));
+}
+
+}  // namespace
+}  // namespace ringmaster
