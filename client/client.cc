@@ -1,6 +1,7 @@
 #include "client/client.h"
 
 #include <cstdlib>
+#include <fstream>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -51,6 +52,45 @@ absl::StatusOr<std::string> Client::Submit(const v1::JobSpec& spec) {
   grpc::Status status = jobs_->SubmitJob(&context, request, &response);
   if (!status.ok()) return Explain(status, address_, tls_);
   return response.job_id();
+}
+
+absl::StatusOr<bool> Client::UploadCode(const std::string& path, const std::string& sha256,
+                                        int64_t archive_bytes) {
+  {
+    grpc::ClientContext context;
+    Prepare(&context, true);
+    v1::StatCodeRequest request;
+    request.set_sha256(sha256);
+    v1::StatCodeResponse response;
+    grpc::Status status = jobs_->StatCode(&context, request, &response);
+    if (!status.ok()) return Explain(status, address_, tls_);
+    if (response.stored()) return true;
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
+  grpc::ClientContext context;
+  Prepare(&context, false);
+  v1::UploadCodeResponse response;
+  std::unique_ptr<grpc::ClientWriter<v1::UploadCodeRequest>> writer =
+      jobs_->UploadCode(&context, &response);
+  v1::UploadCodeRequest piece;
+  piece.set_sha256(sha256);
+  piece.set_archive_bytes(archive_bytes);
+  std::string buffer(1 << 20, '\0');
+  bool first = true;
+  while (in || first) {
+    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+    piece.set_data(buffer.data(), static_cast<size_t>(in.gcount()));
+    // A refused upload ends the stream; Finish says why.
+    if (!writer->Write(piece)) break;
+    piece.clear_sha256();
+    piece.clear_archive_bytes();
+    first = false;
+  }
+  writer->WritesDone();
+  grpc::Status status = writer->Finish();
+  if (!status.ok()) return Explain(status, address_, tls_);
+  return response.already_stored();
 }
 
 absl::StatusOr<v1::Job> Client::GetJob(const std::string& job_id) {

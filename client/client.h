@@ -42,6 +42,10 @@ class Client {
   absl::StatusOr<v1::Job> CancelJob(const std::string& job_id);
   absl::Status DeleteJob(const std::string& job_id);
   absl::StatusOr<std::vector<v1::Worker>> ListWorkers();
+  // Uploads the code archive at `path` unless the coordinator has it
+  // already (then true). Unbounded in time: it takes what the bytes take.
+  absl::StatusOr<bool> UploadCode(const std::string& path, const std::string& sha256,
+                                  int64_t archive_bytes);
 
   // Calls `on_event` for each snapshot until the job ends (the stream
   // closes) or `on_event` returns false.

@@ -75,8 +75,17 @@ void AddLocalClusterCommands(CLI::App& app, Invocation* run,
 
 void AddJobCommands(CLI::App& app, Invocation* run, std::map<Command, CLI::App*>* commands) {
   CLI::App* submit = app.add_subcommand("submit", "submit a job spec (YAML or JSON; - = stdin)");
-  submit->add_option("FILE", run->file, "job spec file")->required();
-  submit->add_flag("--follow,-f", run->follow, "stream progress until the job ends");
+  submit->add_option("FILE", run->submit.file, "job spec file")->required();
+  submit->add_flag("--follow,-f", run->submit.follow, "stream progress until the job ends");
+  submit->add_flag("--no-upload", [run](int64_t) { run->submit.upload = false; },
+                   "do not ship the current directory: without working_dir in the spec, "
+                   "ranks start in this same path on their hosts (shared storage)");
+  submit
+      ->add_option_function<int64_t>(
+          "--upload-limit-mb",
+          [run](int64_t mb) { run->submit.upload_limit_bytes = mb << 20; },
+          "most MiB of files the shipped directory may hold (default 100)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   (*commands)[Command::kSubmit] = submit;
 
   CLI::App* jobs = app.add_subcommand("jobs", "list jobs, newest first");

@@ -30,8 +30,8 @@ struct Invocation {
   LocalClusterOptions demo_cluster;    // demo
   std::string certs_dir;               // certs init
   CertsOptions certs;
-  std::string file;                    // submit
-  bool follow = false;                 // submit, logs
+  SubmitOptions submit;
+  bool follow = false;                 // logs
   JobsOptions jobs;
   std::string job_id;                  // status, logs, cancel, delete
   std::optional<int> rank;             // logs

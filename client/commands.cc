@@ -3,18 +3,23 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/client.h"
+#include "client/code_package.h"
 #include "client/job_spec_yaml.h"
 #include "client/output.h"
 #include "client/top.h"
+#include "common/net.h"
 #include "common/status_macros.h"
 
 namespace ringmaster {
@@ -204,7 +209,34 @@ int RunDemo(const GlobalOptions& global, LocalClusterOptions options) {
   return code;
 }
 
-int RunSubmit(const GlobalOptions& global, const std::string& file, bool follow) {
+namespace {
+
+// Ships `dir` with the job: packs it, uploads it unless the coordinator has
+// it, and names it in the spec.
+absl::Status ShipWorkingDirectory(Client& client, const std::string& dir,
+                                  int64_t limit_bytes, v1::JobSpec* spec) {
+  std::string archive =
+      (std::filesystem::temp_directory_path() / "ringmaster-code.XXXXXX").string();
+  const int fd = mkstemp(archive.data());
+  if (fd < 0) return absl::InternalError(absl::StrCat("mkstemp: ", strerror(errno)));
+  close(fd);
+  absl::Cleanup remove_archive = [&archive] { unlink(archive.c_str()); };
+  ASSIGN_OR_RETURN(PackedDirectory packed, PackDirectory(dir, limit_bytes, archive));
+  ASSIGN_OR_RETURN(bool already, client.UploadCode(archive, packed.sha256, packed.archive_bytes));
+  std::cerr << (already ? "code already on the coordinator: " : "uploaded ") << dir << " ("
+            << packed.files << " files, " << absl::StrFormat("%.1f", packed.file_bytes / 1e6)
+            << " MB; " << packed.sha256.substr(0, 12) << ")" << std::endl;
+  v1::CodePackage* code = spec->mutable_code();
+  code->set_sha256(packed.sha256);
+  code->set_archive_bytes(packed.archive_bytes);
+  code->set_source(absl::StrCat(Hostname(), ":", dir));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int RunSubmit(const GlobalOptions& global, const SubmitOptions& options) {
+  const std::string& file = options.file;
   std::stringstream text;
   if (file == "-") {
     text << std::cin.rdbuf();
@@ -217,19 +249,26 @@ int RunSubmit(const GlobalOptions& global, const std::string& file, bool follow)
   if (!spec.ok()) {
     return Fail(absl::InvalidArgumentError(absl::StrCat(file, ": ", spec.status().message())));
   }
+  Client client = MakeClient(global);
   if (spec->working_dir().empty()) {
     std::error_code error;
-    spec->set_working_dir(std::filesystem::current_path(error).string());
+    const std::string here = std::filesystem::current_path(error).string();
+    if (!options.upload) {
+      spec->set_working_dir(here);
+    } else if (absl::Status s = ShipWorkingDirectory(client, here, options.upload_limit_bytes,
+                                                     &*spec);
+               !s.ok()) {
+      return Fail(s);
+    }
   }
-  Client client = MakeClient(global);
   absl::StatusOr<std::string> id = client.Submit(*spec);
   if (!id.ok()) return Fail(id.status());
-  if (global.json && !follow) {
+  if (global.json && !options.follow) {
     std::cout << "{\"job_id\": \"" << *id << "\"}" << std::endl;
   } else {
     std::cout << *id << std::endl;
   }
-  return follow ? Follow(client, *id, global.json) : kOk;
+  return options.follow ? Follow(client, *id, global.json) : kOk;
 }
 
 int RunJobs(const GlobalOptions& global, const JobsOptions& options) {

@@ -23,7 +23,16 @@ int RunUp(const GlobalOptions& global, LocalClusterOptions options);
 int RunCertsInit(const std::string& dir, const CertsOptions& options);
 int RunDown(const GlobalOptions& global, const std::string& state_dir);
 int RunDemo(const GlobalOptions& global, LocalClusterOptions options);
-int RunSubmit(const GlobalOptions& global, const std::string& file, bool follow);
+// `submit`: a spec without working_dir ships the current directory with the
+// job (client/code_package.h) unless `upload` is false; then its ranks
+// start in the same path on their hosts.
+struct SubmitOptions {
+  std::string file;  // "-": stdin
+  bool follow = false;
+  bool upload = true;
+  int64_t upload_limit_bytes = int64_t{100} << 20;
+};
+int RunSubmit(const GlobalOptions& global, const SubmitOptions& options);
 // `jobs`: the newest `limit` jobs (every one with `all`), of `states` if any.
 struct JobsOptions {
   int limit = 50;

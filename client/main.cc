@@ -64,7 +64,7 @@ int Run(const ringmaster::Invocation& run) {
   if (!LoadTls(run.tls_dir, &global)) return 2;
   switch (run.command) {
     case Command::kSubmit:
-      return ringmaster::RunSubmit(global, run.file, run.follow);
+      return ringmaster::RunSubmit(global, run.submit);
     case Command::kStatus:
       return ringmaster::RunStatus(global, run.job_id);
     case Command::kLogs:

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/cleanup/cleanup.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/status_macros.h"
@@ -45,6 +46,8 @@ constexpr char kFile = '0';
 constexpr char kOldFile = '\0';
 constexpr char kSymlink = '2';
 constexpr char kDirectory = '5';
+constexpr char kPax = 'x';  // POSIX.1-2001: records for the next entry
+constexpr uint64_t kMaxPaxBytes = 64 << 10;
 
 using Block = std::array<char, kBlock>;
 
@@ -90,6 +93,14 @@ uint64_t Checksum(const Block& block) {
     sum += in_field ? ' ' : static_cast<unsigned char>(block[i]);
   }
   return sum;
+}
+
+// "<length> key=value\n", the length counting itself.
+std::string PaxRecord(const std::string& key, const std::string& value) {
+  const size_t body = key.size() + value.size() + 3;  // ' ', '=', '\n'
+  size_t length = body + 1;
+  while (std::to_string(length).size() + body != length) ++length;
+  return absl::StrCat(length, " ", key, "=", value, "\n");
 }
 
 // Splits a name of up to 255 bytes into ustar's prefix and name fields.
@@ -142,14 +153,22 @@ absl::Status ArchiveWriter::WriteHeader(const std::string& name, char type, int6
                                         int mode, const std::string& link) {
   Block block{};
   std::string prefix, short_name;
+  std::string pax;  // what ustar's fields cannot hold
   if (!SplitName(name, &prefix, &short_name)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(name, ": the name is too long for the archive (at most 255 bytes, "
-                     "with a '/' within the first 156)"));
+    pax += PaxRecord("path", name);
+    prefix.clear();
+    short_name = name.substr(0, kName.width);
   }
-  if (link.size() > kLinkName.width) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        name, ": the link's target is too long for the archive (at most 100 bytes)"));
+  if (link.size() > kLinkName.width) pax += PaxRecord("linkpath", link);
+  if (pax.size() > kMaxPaxBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(name.substr(0, 200),
+                                                   "...: the name is too long for the archive"));
+  }
+  if (!pax.empty()) {
+    RETURN_IF_ERROR(WriteHeader("PaxHeader", kPax, static_cast<int64_t>(pax.size()), 0644, ""));
+    RETURN_IF_ERROR(Write(pax.data(), pax.size()));
+    const char zeros[kBlock] = {};
+    RETURN_IF_ERROR(Write(zeros, (kBlock - pax.size() % kBlock) % kBlock));
   }
   PutString(block, kName, short_name);
   PutString(block, kPrefix, prefix);
@@ -261,6 +280,9 @@ class Unpacker {
     std::string name = GetString(block, kName);
     const std::string prefix = GetString(block, kPrefix);
     if (!prefix.empty()) name = absl::StrCat(prefix, "/", name);
+    if (pax_path_.has_value()) name = *std::move(pax_path_);
+    pax_path_.reset();
+    if (name.find('\0') != std::string::npos) return Bad("a name with a NUL byte");
     if (!name.empty() && name.back() == '/') name.pop_back();
     if (name.empty()) return Bad("an entry without a name");
     for (absl::string_view part : absl::StrSplit(name, '/')) {
@@ -281,10 +303,14 @@ class Unpacker {
       return Bad("a header's checksum does not match");
     }
     if (GetString(block, kMagic).rfind("ustar", 0) != 0) return Bad("not a ustar archive");
-    ASSIGN_OR_RETURN(const std::string name, CheckedName(block));
-    const std::string path = absl::StrCat(dir_, "/", name);
     const std::optional<uint64_t> size = GetOctal(block, kSize);
     const char type = block[kTypeOffset];
+    if (type == kPax) return Pax(size);
+    ASSIGN_OR_RETURN(const std::string name, CheckedName(block));
+    const std::string path = absl::StrCat(dir_, "/", name);
+    std::string link = GetString(block, kLinkName);
+    if (pax_link_.has_value()) link = *std::move(pax_link_);
+    pax_link_.reset();
     if (type == kDirectory) {
       if (mkdir(path.c_str(), 0755) != 0 || chmod(path.c_str(), 0755) != 0) {
         return Bad(absl::StrCat("entry \"", name, "\": ", strerror(errno)));
@@ -293,9 +319,10 @@ class Unpacker {
       return Own(path, name);
     }
     if (type == kSymlink) {
-      const std::string target = GetString(block, kLinkName);
-      if (target.empty()) return Bad(absl::StrCat("entry \"", name, "\": a link to nothing"));
-      if (symlink(target.c_str(), path.c_str()) != 0) {
+      if (link.empty() || link.find('\0') != std::string::npos) {
+        return Bad(absl::StrCat("entry \"", name, "\": a link to nothing"));
+      }
+      if (symlink(link.c_str(), path.c_str()) != 0) {
         return Bad(absl::StrCat("entry \"", name, "\": ", strerror(errno)));
       }
       return Own(path, name);
@@ -311,6 +338,35 @@ class Unpacker {
     file_bytes_ += static_cast<int64_t>(*size);
     const std::optional<uint64_t> mode = GetOctal(block, kMode);
     return File(path, name, *size, mode.has_value() && (*mode & 0111) != 0);
+  }
+
+  // A pax header: its path and linkpath records name the next entry.
+  absl::Status Pax(std::optional<uint64_t> size) {
+    if (!size.has_value() || *size > kMaxPaxBytes) return Bad("a pax header of a bad size");
+    std::string records(*size, '\0');
+    RETURN_IF_ERROR(Read(records.data(), records.size()));
+    char padding[kBlock];
+    RETURN_IF_ERROR(Read(padding, (kBlock - *size % kBlock) % kBlock));
+    absl::string_view rest = records;
+    while (!rest.empty()) {
+      const size_t space = rest.find(' ');
+      size_t length = 0;
+      if (space == absl::string_view::npos ||
+          !absl::SimpleAtoi(rest.substr(0, space), &length) || length <= space + 2 ||
+          length > rest.size() || rest[length - 1] != '\n') {
+        return Bad("a malformed pax record");
+      }
+      const absl::string_view record = rest.substr(space + 1, length - space - 2);
+      rest.remove_prefix(length);
+      const size_t equals = record.find('=');
+      if (equals == absl::string_view::npos) return Bad("a malformed pax record");
+      const absl::string_view key = record.substr(0, equals);
+      const std::string value(record.substr(equals + 1));
+      if (key == "path") pax_path_ = value;
+      if (key == "linkpath") pax_link_ = value;
+      // Other keys (times, owners) mean nothing here.
+    }
+    return absl::OkStatus();
   }
 
   absl::Status File(const std::string& path, const std::string& name, uint64_t size,
@@ -354,6 +410,8 @@ class Unpacker {
   const UnpackLimits limits_;
   const std::optional<UnpackOwner> owner_;
   std::set<std::string> directories_;
+  std::optional<std::string> pax_path_;  // for the next entry
+  std::optional<std::string> pax_link_;
   int64_t entries_ = 0;
   int64_t file_bytes_ = 0;
 };

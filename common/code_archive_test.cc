@@ -102,15 +102,35 @@ TEST_F(CodeArchiveTest, SystemTarReadsIt) {
   EXPECT_EQ(fs::read_symlink(out + "/latest"), "pkg/odd");
 }
 
-TEST_F(CodeArchiveTest, TooLongNamesAreRefusedNamingTheEntry) {
-  auto writer = ArchiveWriter::Create(root_ + "/long.tar.gz");
+TEST_F(CodeArchiveTest, LongNamesAndLinkTargetsTravelInPaxRecords) {
+  const std::string archive = root_ + "/long.tar.gz";
+  auto writer = ArchiveWriter::Create(archive);
   ASSERT_TRUE(writer.ok());
-  const std::string name = std::string(200, 'n');  // no '/' to split at
-  absl::Status status = (*writer)->AddDirectory(name);
-  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(status.message(), HasSubstr(name + "/: the name is too long"));
-  status = (*writer)->AddSymlink("l", std::string(101, 't'));
-  EXPECT_THAT(status.message(), HasSubstr("l: the link's target is too long"));
+  const std::string name(200, 'n');  // no '/' to split at
+  const std::string target = "/" + std::string(150, 't') + "/" + std::string(150, 'u');
+  ASSERT_TRUE((*writer)->AddFile(name, Write("n", "long"), 4, false).ok());
+  ASSERT_TRUE((*writer)->AddSymlink("link", target).ok());
+  ASSERT_TRUE((*writer)->Finish().ok());
+  ASSERT_TRUE(UnpackArchive(archive, root_ + "/out", UnpackLimits{}).ok());
+  EXPECT_EQ(Read(root_ + "/out/" + name), "long");
+  EXPECT_EQ(fs::read_symlink(root_ + "/out/link"), target);
+  // And system tar reads them the same.
+  fs::create_directory(root_ + "/by-tar");
+  ASSERT_EQ(std::system(("tar -xzf " + archive + " -C " + root_ + "/by-tar").c_str()), 0);
+  EXPECT_EQ(Read(root_ + "/by-tar/" + name), "long");
+  EXPECT_EQ(fs::read_symlink(root_ + "/by-tar/link"), target);
+}
+
+TEST_F(CodeArchiveTest, APaxNameIsCheckedLikeAnyOther) {
+  const std::string archive = root_ + "/long.tar.gz";
+  auto writer = ArchiveWriter::Create(archive);
+  ASSERT_TRUE(writer.ok());
+  const std::string name = "../" + std::string(300, 'e');
+  ASSERT_TRUE((*writer)->AddFile(name, Write("e", "x"), 1, false).ok());
+  ASSERT_TRUE((*writer)->Finish().ok());
+  const absl::Status status = UnpackArchive(archive, root_ + "/out", UnpackLimits{});
+  EXPECT_THAT(status.message(), HasSubstr("not a plain relative name"));
+  EXPECT_FALSE(fs::exists(root_ + "/out"));
 }
 
 // Archives a hostile or broken packer could send: each is refused, naming

@@ -47,6 +47,19 @@ class RefusedWriteReactor final : public grpc::ServerWriteReactor<Response> {
   }
 };
 
+template <typename Request>
+class RefusedReadReactor final : public grpc::ServerReadReactor<Request> {
+ public:
+  explicit RefusedReadReactor(const grpc::Status& status) {
+    HandToGrpc(this);
+    this->Finish(status);
+  }
+  void OnDone() override {
+    BackFromGrpc(this);
+    delete this;
+  }
+};
+
 template <typename Request, typename Response>
 class RefusedBidiReactor final : public grpc::ServerBidiReactor<Request, Response> {
  public:

@@ -53,11 +53,15 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   const Tls agent_tls = CaOnly(config.tls ? config.tls->ca_pem : "");
   server->logs_ = std::make_unique<LogRelay>(server->manager_.get(), &access->signer(),
                                             agent_tls, config.max_log_line_bytes);
-  server->job_service_ =
-      std::make_unique<JobServiceImpl>(server->manager_.get(), server->logs_.get(), access);
+  server->code_ = std::make_unique<CodeStore>(
+      CodeStoreOptions{config.state_dir + "/code", config.max_upload_bytes}, clock);
+  RETURN_IF_ERROR(server->code_->Init());
+  server->job_service_ = std::make_unique<JobServiceImpl>(
+      server->manager_.get(), server->logs_.get(), server->code_.get(), access);
   server->cluster_service_ = std::make_unique<ClusterServiceImpl>(server->manager_.get(), access);
   server->worker_service_ = std::make_unique<WorkerServiceImpl>(
-      server->manager_.get(), server->membership_.get(), access, config.max_stream_queue);
+      server->manager_.get(), server->membership_.get(), server->code_.get(), access,
+      config.max_stream_queue);
   server->rendezvous_service_ =
       std::make_unique<RendezvousServiceImpl>(server->rendezvous_.get(), clock, access);
 
@@ -102,9 +106,16 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
 }
 
 void CoordinatorServer::TickLoop() {
+  absl::Time next_code_prune = absl::Now();
   while (!stop_.WaitForNotificationWithTimeout(kTickInterval)) {
     rendezvous_->ExpireWaiters();
     manager_->Tick();
+    if (absl::Now() >= next_code_prune) {
+      next_code_prune = absl::Now() + absl::Minutes(1);
+      if (int removed = code_->Prune(manager_->CodeInUse()); removed > 0) {
+        spdlog::info("removed {} unused code archive(s)", removed);
+      }
+    }
   }
 }
 

@@ -15,6 +15,7 @@
 #include "common/metrics_server.h"
 #include "common/tls.h"
 #include "coordinator/access_policy.h"
+#include "coordinator/code_store.h"
 #include "coordinator/coordinator_metrics.h"
 #include "coordinator/job_manager.h"
 #include "coordinator/job_service.h"
@@ -33,6 +34,7 @@ struct CoordinatorConfig {
   RendezvousLimits rendezvous;
   int64_t max_log_line_bytes = kDefaultMaxLogLineBytes;  // longer lines are relayed split
   int max_stream_queue = kDefaultMaxStreamQueue;  // messages waiting on one worker stream
+  int64_t max_upload_bytes = kDefaultMaxUploadBytes;  // largest code archive stored
   MembershipOptions membership;
   JobManagerOptions manager;
 };
@@ -67,6 +69,7 @@ class CoordinatorServer {
   std::unique_ptr<WorkerMembership> membership_;
   std::unique_ptr<JobManager> manager_;
   std::unique_ptr<LogRelay> logs_;
+  std::unique_ptr<CodeStore> code_;
   std::unique_ptr<JobServiceImpl> job_service_;
   std::unique_ptr<ClusterServiceImpl> cluster_service_;
   std::unique_ptr<WorkerServiceImpl> worker_service_;

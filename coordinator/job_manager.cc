@@ -201,6 +201,16 @@ absl::StatusOr<std::vector<RankLogSource>> JobManager::LogSources(const std::str
   return sources;
 }
 
+std::set<std::string> JobManager::CodeInUse() {
+  std::set<std::string> in_use;
+  MutexLock lock(&mu_);
+  for (const auto& [number, record] : table_.resident()) {
+    const std::string& code = record->job.spec().code().sha256();
+    if (!code.empty() && !IsTerminal(record->job.state())) in_use.insert(code);
+  }
+  return in_use;
+}
+
 std::vector<v1::Worker> JobManager::ListWorkers() {
   std::vector<v1::Worker> workers = membership_->List();
   std::map<std::string, int> used;

@@ -117,6 +117,8 @@ class JobManager {
   absl::StatusOr<std::vector<RankLogSource>> LogSources(const std::string& job_id);
 
   std::vector<v1::Worker> ListWorkers();
+  // The code archives (CodePackage.sha256) of the jobs not yet ended.
+  std::set<std::string> CodeInUse();
 
   // The worker streams. RegisterWorker opens a session for `link` (see
   // WorkerMembership::Register for refusals), applies the events the worker

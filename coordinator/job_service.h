@@ -4,6 +4,7 @@
 #define RINGMASTER_COORDINATOR_JOB_SERVICE_H_
 
 #include "coordinator/access_policy.h"
+#include "coordinator/code_store.h"
 #include "coordinator/job_manager.h"
 #include "coordinator/log_relay.h"
 #include "proto/cluster.grpc.pb.h"
@@ -13,8 +14,9 @@ namespace ringmaster {
 
 class JobServiceImpl final : public v1::JobService::CallbackService {
  public:
-  JobServiceImpl(JobManager* manager, LogRelay* logs, const AccessPolicy* access)
-      : manager_(manager), logs_(logs), access_(access) {}
+  JobServiceImpl(JobManager* manager, LogRelay* logs, CodeStore* code,
+                 const AccessPolicy* access)
+      : manager_(manager), logs_(logs), code_(code), access_(access) {}
 
   grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* context,
                                       const v1::SubmitJobRequest* request,
@@ -37,10 +39,16 @@ class JobServiceImpl final : public v1::JobService::CallbackService {
   grpc::ServerWriteReactor<v1::LogChunk>* StreamLogs(
       grpc::CallbackServerContext* context,
       const v1::StreamLogsRequest* request) override;
+  grpc::ServerUnaryReactor* StatCode(grpc::CallbackServerContext* context,
+                                     const v1::StatCodeRequest* request,
+                                     v1::StatCodeResponse* response) override;
+  grpc::ServerReadReactor<v1::UploadCodeRequest>* UploadCode(
+      grpc::CallbackServerContext* context, v1::UploadCodeResponse* response) override;
 
  private:
   JobManager* const manager_;
   LogRelay* const logs_;
+  CodeStore* const code_;
   const AccessPolicy* const access_;
 };
 

@@ -34,6 +34,11 @@ void AddLimitFlags(CLI::App& app, ringmaster::CoordinatorConfig* config) {
   app.add_option("--retain-finished-jobs", config->manager.retain_finished_jobs,
                  "and beyond this many ended jobs, the oldest first")
       ->capture_default_str();
+  app.add_option_function<int64_t>(
+         "--max-upload-mb",
+         [config](int64_t mb) { config->max_upload_bytes = mb << 20; },
+         "largest code archive `submit` may upload with a job, in MiB (default 200)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   app.add_option("--max-log-line-bytes", config->max_log_line_bytes,
                  "longest line `logs` relays whole; longer ones come in pieces")
       ->capture_default_str();

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/job_id.h"
+#include "common/sha256.h"
 #include "common/status_macros.h"
 
 namespace ringmaster {
@@ -266,6 +267,15 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec, const SpecLimits& limits) 
   if (!spec.working_dir().empty() && spec.working_dir()[0] != '/') {
     return Bad("working_dir", absl::StrCat("must be an absolute path, got \"",
                                            spec.working_dir(), "\""));
+  }
+  if (spec.has_code()) {
+    if (!IsSha256Hex(spec.code().sha256())) {
+      return Bad("code.sha256", absl::StrCat("must be 64 lowercase hex digits, got \"",
+                                             spec.code().sha256(), "\""));
+    }
+    if (!spec.working_dir().empty()) {
+      return Bad("working_dir", "a job with uploaded code starts in it; give one or the other");
+    }
   }
   if (!spec.checkpoint_dir().empty() && spec.checkpoint_dir()[0] != '/') {
     return Bad("checkpoint_dir", absl::StrCat("must be an absolute path, got \"",

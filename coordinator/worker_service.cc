@@ -153,4 +153,21 @@ WorkerServiceImpl::Connect(grpc::CallbackServerContext* context) {
                           std::move(caller));
 }
 
+grpc::ServerUnaryReactor* WorkerServiceImpl::ReadCode(grpc::CallbackServerContext* context,
+                                                      const v1::ReadCodeRequest* request,
+                                                      v1::ReadCodeResponse* response) {
+  Caller caller;
+  if (absl::Status s = access_->RequireWorker(*context, &caller); !s.ok()) {
+    return FinishUnary(context, s);
+  }
+  int64_t archive_bytes = 0;
+  absl::StatusOr<std::string> data =
+      code_->Read(request->sha256(), request->offset(), request->max_bytes(), &archive_bytes);
+  if (data.ok()) {
+    response->set_data(*std::move(data));
+    response->set_archive_bytes(archive_bytes);
+  }
+  return FinishUnary(context, data.status());
+}
+
 }  // namespace ringmaster

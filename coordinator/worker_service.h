@@ -7,6 +7,7 @@
 #include "common/limits.h"
 #include "common/task_pool.h"
 #include "coordinator/access_policy.h"
+#include "coordinator/code_store.h"
 #include "coordinator/job_manager.h"
 #include "proto/worker.grpc.pb.h"
 
@@ -16,15 +17,21 @@ class WorkerServiceImpl final : public v1::WorkerService::CallbackService {
  public:
   // A worker stream with more than `max_queued` messages waiting to be
   // written is ended (RESOURCE_EXHAUSTED).
-  WorkerServiceImpl(JobManager* manager, WorkerMembership* membership, const AccessPolicy* access,
-                    int max_queued = kDefaultMaxStreamQueue)
-      : manager_(manager), membership_(membership), access_(access), max_queued_(max_queued) {}
+  WorkerServiceImpl(JobManager* manager, WorkerMembership* membership, CodeStore* code,
+                    const AccessPolicy* access, int max_queued = kDefaultMaxStreamQueue)
+      : manager_(manager), membership_(membership), code_(code), access_(access),
+        max_queued_(max_queued) {}
   grpc::ServerBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage>* Connect(
       grpc::CallbackServerContext* context) override;
+  // For any worker: code archives are not secret among the cluster's hosts.
+  grpc::ServerUnaryReactor* ReadCode(grpc::CallbackServerContext* context,
+                                     const v1::ReadCodeRequest* request,
+                                     v1::ReadCodeResponse* response) override;
 
  private:
   JobManager* const manager_;
   WorkerMembership* const membership_;
+  CodeStore* const code_;
   const AccessPolicy* const access_;
   const int max_queued_;
   // Handles every worker's messages, one at a time, off gRPC's threads.

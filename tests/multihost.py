@@ -230,8 +230,10 @@ class Hosts:
         """The argv prefix that runs a program on host i, in `cwd` (default
         this process's working directory; the hosts share the file system
         but for /tmp and /dev/shm)."""
+        # nsenter opens --wd before it enters the mount namespace: a
+        # directory in the host's own /tmp is entered afterwards.
         return ["nsenter", "-t", str(self.holders[i].pid), "-n", "-u", "-m",
-                f"--wd={cwd or os.getcwd()}", "--"]
+                f"--wd={os.getcwd()}", "--", "env", f"--chdir={cwd or os.getcwd()}"]
 
     def popen(self, i, argv, cwd=None, **kwargs):
         """Starts `argv` on host i in a session of its own; close() kills it."""
@@ -402,14 +404,15 @@ class Cluster:
     def __exit__(self, *exc):
         self.stop()
 
-    def cli(self, *args, host=None, cwd=None, check=True, timeout=120):
+    def cli(self, *args, host=None, cwd=None, check=True, timeout=120, input=None):
         """`ringmaster ARGS` from this process, or from simulated `host`."""
         argv = [f"{self.bins}/client/ringmaster", "--coordinator", self.address, *args]
         if host is None:
             r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
-                               cwd=cwd, env=self.env())
+                               cwd=cwd, env=self.env(), input=input)
         else:
-            r = self.hosts.run(host, argv, cwd=cwd, timeout=timeout, env=self.env())
+            r = self.hosts.run(host, argv, cwd=cwd, timeout=timeout, env=self.env(),
+                               input=input)
         if check and r.returncode != 0:
             raise RuntimeError(f"ringmaster {' '.join(args)}: exit {r.returncode}: {r.stderr}")
         return r

@@ -131,6 +131,59 @@ class MultiHostTest(unittest.TestCase):
                           logs)
         self.assertEqual({r["worker_id"] for r in job["ranks"]}, {"host1", "host2"})
 
+    def test_code_submitted_from_a_directory_only_the_submitting_host_has(self):
+        self.start_cluster()
+        submitter, project = 3, "/tmp/project"  # host3's own /tmp; no worker there
+        files = {
+            "train.py": "import os, helper\n"
+                        "rank = os.environ['RANK']\n"
+                        "data = open('data/input.txt').read().strip()\n"
+                        "print(f'rank {rank}: {helper.greeting()} {data}; '\n"
+                        "      f'left out: {not os.path.exists(\"big\")}; in {os.getcwd()}')\n",
+            "helper.py": "def greeting():\n    return 'shipped'\n",
+            "data/input.txt": "with its data\n",
+            "big/weights.bin": "x" * 4096,
+            ".ringmasterignore": "big/\n",
+        }
+        for name, content in files.items():
+            self.hosts.run(submitter, ["sh", "-c", 'mkdir -p "$(dirname "$0")" && cat > "$0"',
+                                       f"{project}/{name}"], input=content, check=True)
+        for h in (1, 2):
+            self.assertNotEqual(self.hosts.run(h, ["test", "-e", project]).returncode, 0)
+
+        spec = "name: shipped\nranks: 4\ncommand: [python3, train.py]\n"
+        first = self.cluster.cli("submit", "-", host=submitter, cwd=project, input=spec)
+        self.assertRegex(first.stderr, rf"uploaded {project} \(4 files, ")
+        job_id = first.stdout.strip()
+        job = self.finish(job_id)
+        logs = self.cluster.logs(job_id)
+        self.assertEqual(job["state"], "SUCCEEDED", logs)
+        for rank in range(4):
+            self.assertRegex(logs, rf"\[rank {rank}\] rank {rank}: shipped with its data; "
+                                   rf"left out: True; in /\S+/jobs/{job_id}/code")
+        self.assertEqual(job["spec"]["code"]["source"], f"host{submitter}:{project}")
+
+        # The same content again: not uploaded a second time.
+        again = self.cluster.cli("submit", "-", host=submitter, cwd=project, input=spec)
+        self.assertIn(f"code already on the coordinator: {project}", again.stderr)
+        self.assertEqual(self.finish(again.stdout.strip())["state"], "SUCCEEDED")
+
+        # Over the limit: refused before anything is sent, naming the largest.
+        self.hosts.run(submitter, ["sh", "-c", f"head -c 2200000 /dev/zero > {project}/model.pt"],
+                       check=True)
+        big = self.cluster.cli("submit", "-", "--upload-limit-mb", "1", host=submitter,
+                               cwd=project, input=spec, check=False)
+        self.assertEqual(big.returncode, 1, big.stderr)
+        self.assertIn("more than the 1.0 MB limit (--upload-limit-mb); the largest: model.pt 2.2 MB",
+                      big.stderr)
+
+        # --no-upload: the path itself, which the workers do not have.
+        kept = self.cluster.cli("submit", "-", "--no-upload", host=submitter, cwd=project,
+                                input=spec)
+        job = self.finish(kept.stdout.strip())
+        self.assertEqual(job["state"], "FAILED")
+        self.assertIn(f"{project}: No such file or directory", job["history"][-1]["message"])
+
     def test_a_host_cut_off_during_a_job_and_the_job_resumes_on_the_others(self):
         self.start_cluster(worker_hosts=(1, 2, 3), slots=1, coordinator_flags=[
             "--heartbeat-interval", "250ms", "--heartbeat-timeout", "3s",

@@ -45,6 +45,10 @@ void AddWorkerFlags(CLI::App& app, ringmaster::WorkerConfig* config) {
   app.add_option("--rank-user", config->rank_user,
                  "user[:group] ranks run as (default: nobody when the worker may switch "
                  "users, as root or with CAP_SETUID and CAP_SETGID; else its own)");
+  app.add_option_function<int64_t>(
+         "--max-code-mb", [config](int64_t mb) { config->max_code_bytes = mb << 20; },
+         "most MiB of files a job's uploaded code may unpack to (default 1024)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
   app.add_option("--slots", config->slots,
                  "CPU slots (default: one per GPU, or 1 without GPUs)");
   app.add_option("--state-dir", config->state_dir, "rank logs live below it")

@@ -69,6 +69,7 @@ void RankSupervisor::Supervise(Key key) {
   LaunchSpec spec;
   v1::RankRef ref;
   std::string checkpoint_dir;
+  std::optional<v1::CodePackage> code;
   {
     MutexLock lock(&mu_);
     const v1::StartRank& start = ranks_[key]->start;
@@ -88,16 +89,29 @@ void RankSupervisor::Supervise(Key key) {
     spec.name = absl::StrCat(ref.job_id(), ".", ref.attempt(), ".", ref.rank());
     spec.memory_bytes = start.memory_bytes();
     checkpoint_dir = start.checkpoint_dir();
+    if (start.has_code()) code = start.code();
   }
   if (!checkpoint_dir.empty()) {
     spec.required_access.push_back(CheckpointAccess(checkpoint_dir, ref));
+  }
+  absl::Status code_ready = absl::OkStatus();
+  if (code.has_value()) {
+    // The rank's thread may wait: the first rank of the job fetches.
+    absl::StatusOr<std::string> dir =
+        options_.code != nullptr ? options_.code->Prepare(ref.job_id(), *code)
+                                 : absl::FailedPreconditionError("this worker takes no code");
+    if (dir.ok()) {
+      spec.working_dir = *dir;
+    } else {
+      code_ready = dir.status();
+    }
   }
   // A failure shows as the launcher's when it opens the log.
   (void)MakePrivateDir(std::filesystem::path(spec.log_path).parent_path().string(), 0750);
 
   v1::RankExited exited;
   *exited.mutable_rank() = ref;
-  absl::StatusOr<pid_t> pid = launcher_->Spawn(spec);
+  absl::StatusOr<pid_t> pid = code_ready.ok() ? launcher_->Spawn(spec) : code_ready;
   if (!pid.ok()) {
     spdlog::warn("job {} rank {}: cannot start: {}", ref.job_id(), ref.rank(),
                  pid.status().ToString());
@@ -207,6 +221,7 @@ bool RankSupervisor::DeleteLogs(const std::string& job_id) {
       if (std::get<0>(key) == job_id && !rank->reported) return false;
     }
   }
+  if (options_.code != nullptr) options_.code->Delete(job_id);
   std::error_code error;
   std::filesystem::remove_all(std::filesystem::path(options_.log_dir) / job_id, error);
   if (error) spdlog::warn("job {}: cannot remove its logs: {}", job_id, error.message());

@@ -16,6 +16,7 @@
 #include "common/mutex.h"
 #include "absl/time/time.h"
 #include "proto/worker.pb.h"
+#include "worker/job_code.h"
 #include "worker/process_launcher.h"
 
 namespace ringmaster {
@@ -26,6 +27,8 @@ struct RankSupervisorOptions {
   std::map<std::string, std::string> base_env;  // PATH and HOME of the worker
   std::optional<RunAs> run_as;    // the ranks' user (HOME and USER follow); nullopt: the worker's
   absl::Duration clear_group_timeout = absl::Seconds(10);
+  // Unpacks the code of jobs that come with it (StartRank.code); not owned.
+  JobCode* code = nullptr;
 };
 
 // Thread-safe. The callbacks run on the rank threads, never under the
@@ -63,7 +66,7 @@ class RankSupervisor {
   // The running rank whose job credential (RINGMASTER_JOB_TOKEN) is `token`.
   std::optional<v1::RankRef> RankOfJobToken(const std::string& token) const;
   std::string LogPath(const std::string& job_id, int rank) const;
-  // Removes the job's log directory, unless a rank of it still runs (or
+  // Removes the job's log directory (and its code), unless a rank of it still runs (or
   // `job_id` is not a valid id); false when it did not.
   bool DeleteLogs(const std::string& job_id);
   // The jobs that have a log directory here.

@@ -16,6 +16,8 @@
 #include "common/net.h"
 #include "common/private_dir.h"
 #include "common/status_macros.h"
+#include "common/tls.h"
+#include "worker/code_fetch.h"
 #include "worker/gpu_discovery.h"
 #include "worker/rank_identity.h"
 #include "worker/nvml.h"
@@ -78,6 +80,16 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
     supervisor_options.base_env["USER"] = as->name.substr(0, as->name.find(':'));
     spdlog::info("ranks run as {} (uid {}, gid {})", as->name, as->uid, as->gid);
   }
+  std::optional<UnpackOwner> code_owner;
+  if (const std::optional<RunAs>& as = supervisor_options.run_as) {
+    code_owner = UnpackOwner{as->uid, as->gid};
+  }
+  server->code_ = std::make_unique<JobCode>(
+      config.state_dir + "/jobs", code_owner, UnpackLimits{config.max_code_bytes},
+      CoordinatorCodeFetch(grpc::CreateChannel(config.coordinator_address,
+                                               ChannelCredentials(config.tls)),
+                           config.token));
+  supervisor_options.code = server->code_.get();
   WorkerServer* self = server.get();
   // Kills what an earlier worker of this id left before anything registers.
   server->launcher_ = std::make_unique<PosixProcessLauncher>(

@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "worker/agent_service.h"
+#include "worker/job_code.h"
 #include "worker/coordinator_link.h"
 #include "worker/process_launcher.h"
 #include "worker/progress_board.h"
@@ -38,6 +39,7 @@ struct WorkerConfig {
   // "user[:group]" ranks run as; empty: "nobody" when the worker is root,
   // else the worker's own user.
   std::string rank_user;
+  int64_t max_code_bytes = int64_t{1} << 30;  // a job's unpacked code, at most
 };
 
 class WorkerServer {
@@ -60,6 +62,7 @@ class WorkerServer {
   metrics::Registry registry_;
   std::unique_ptr<WorkerMetrics> metrics_;
   std::unique_ptr<MetricsServer> metrics_server_;
+  std::unique_ptr<JobCode> code_;
   std::unique_ptr<RankSupervisor> supervisor_;
   std::unique_ptr<CoordinatorLink> link_;
   std::unique_ptr<AgentAccess> access_;

@@ -1,0 +1,102 @@
+// The code archives jobs are submitted with (proto CodePackage), in
+// <state_dir>/code/<sha256>.tar.gz: uploaded by `submit` once per content,
+// read by the workers that run the job. An archive is removed once no
+// active job uses it and nobody has used it (stat, upload, submit, read)
+// for an hour, so the store holds what live jobs need and little more.
+#ifndef RINGMASTER_COORDINATOR_CODE_STORE_H_
+#define RINGMASTER_COORDINATOR_CODE_STORE_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "common/mutex.h"
+#include "common/sha256.h"
+
+namespace ringmaster {
+
+inline constexpr int64_t kDefaultMaxUploadBytes = 200LL << 20;
+inline constexpr int kMaxChunkBytes = 1 << 20;
+
+struct CodeStoreOptions {
+  std::string dir;
+  int64_t max_archive_bytes = kDefaultMaxUploadBytes;
+  int max_concurrent_uploads = 8;
+  absl::Duration keep_unused = absl::Hours(1);
+};
+
+// Thread-safe: one mutex over the index of archives and the count of
+// uploads; file I/O happens outside it.
+class CodeStore {
+ public:
+  CodeStore(CodeStoreOptions options, const Clock* clock);
+  // Creates the directory, drops uploads a crash left unfinished and indexes
+  // what is stored.
+  absl::Status Init();
+
+  // The stored archive's size, marking it used; nullopt when not stored.
+  std::optional<int64_t> Use(const std::string& sha256);
+
+  // One upload in progress; not thread-safe. Destroying it uncommitted
+  // leaves nothing.
+  class Upload {
+   public:
+    ~Upload();
+    // INVALID_ARGUMENT when the bytes go past the size declared.
+    absl::Status Append(absl::string_view data);
+    // Checks the size and the hash and stores the archive. Returns false,
+    // or true when an upload of the same archive got there first.
+    absl::StatusOr<bool> Commit();
+
+   private:
+    friend class CodeStore;
+    Upload(CodeStore* store, std::string sha256, int64_t bytes, std::string temp_path, int fd);
+
+    CodeStore* const store_;
+    const std::string sha256_;
+    const int64_t bytes_;
+    const std::string temp_path_;
+    int fd_;
+    int64_t written_ = 0;
+    Sha256 hash_;
+  };
+  // INVALID_ARGUMENT for a malformed hash or a size beyond the limit,
+  // RESOURCE_EXHAUSTED with too many uploads at once.
+  absl::StatusOr<std::unique_ptr<Upload>> BeginUpload(const std::string& sha256, int64_t bytes);
+
+  // Up to `max_bytes` of the archive from `offset` (empty at its end), and
+  // its size in `*archive_bytes`. NOT_FOUND when it is not stored.
+  absl::StatusOr<std::string> Read(const std::string& sha256, int64_t offset, int max_bytes,
+                                   int64_t* archive_bytes);
+
+  // Removes the archives outside `in_use` unused for keep_unused. Returns
+  // how many went.
+  int Prune(const std::set<std::string>& in_use);
+
+ private:
+  struct Archive {
+    int64_t bytes = 0;
+    absl::Time last_used;
+  };
+  std::string PathOf(const std::string& sha256) const;
+  void UploadEnded();
+
+  const CodeStoreOptions options_;
+  const Clock* const clock_;
+  Mutex mu_;
+  std::map<std::string, Archive> archives_ ABSL_GUARDED_BY(mu_);
+  int uploads_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t next_upload_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace ringmaster
+
+#endif  // RINGMASTER_COORDINATOR_CODE_STORE_H_
