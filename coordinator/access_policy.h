@@ -3,6 +3,7 @@
 //
 //   JobService, ClusterService            admin
 //   WorkerService.Connect                 admin, or the worker whose id it registers
+//   WorkerService.ReadCode                admin, or any worker
 //   RendezvousService                     admin, or a job token of the scope's attempt
 //   grpc.health.v1.Health, reflection     anyone
 //

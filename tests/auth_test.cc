@@ -137,9 +137,28 @@ class AuthTest : public ClusterTest {
     }
     v1::ListWorkersResponse workers;
     row += Verdict(cluster->ListWorkers(Context(caller).get(), {}, &workers).error_code());
+    {
+      v1::StatCodeResponse response;
+      row += Verdict(jobs->StatCode(Context(caller).get(), {}, &response).error_code());
+    }
+    {
+      auto context = Context(caller);
+      v1::UploadCodeResponse response;
+      auto writer = jobs->UploadCode(context.get(), &response);
+      writer->WritesDone();  // nothing: refused as empty once admitted
+      row += Verdict(writer->Finish().error_code());
+    }
     row += " ";
     row += Verdict(Connect(caller, "local-0"));
     row += Verdict(Connect(caller, "local-1"));
+    {
+      v1::ReadCodeRequest read;  // no such archive: NOT_FOUND once admitted
+      read.set_sha256(std::string(64, '0'));
+      v1::ReadCodeResponse response;
+      row += Verdict(v1::WorkerService::NewStub(channel)
+                         ->ReadCode(Context(caller).get(), read, &response)
+                         .error_code());
+    }
     row += " " + RendezvousCalls(*store, caller, job_a, job_b) + " ";
     {
       v1::ReadLogRequest read;
@@ -231,22 +250,22 @@ TEST_F(AuthTest, EveryRpcAllowsExactlyTheDocumentedCredentials) {
                     .ok());
   }
   const std::vector<std::pair<Caller, std::string>> matrix = {
-      {{"no credential", CaOnly(), ""},                 "UUUUUUU UU UUUUU UU A"},
-      {{"a wrong token", CaOnly(), "guess"},            "UUUUUUU UU UUUUU UU A"},
+      {{"no credential", CaOnly(), ""},                 "UUUUUUUUU UUU UUUUU UU A"},
+      {{"a wrong token", CaOnly(), "guess"},            "UUUUUUUUU UUU UUUUU UU A"},
       {{"a forged job token", CaOnly(), CredentialSigner("other key").Job(job_a, 0)},
-                                                         "UUUUUUU UU UUUUU UU A"},
-      {{"admin token", CaOnly(), kAdminToken},          "AAAAAAA AA AAAAA UU A"},
-      {{"admin certificate", Certificate("admin"), ""}, "AAAAAAA AA AAAAA UU A"},
+                                                         "UUUUUUUUU UUU UUUUU UU A"},
+      {{"admin token", CaOnly(), kAdminToken},          "AAAAAAAAA AAA AAAAA UU A"},
+      {{"admin certificate", Certificate("admin"), ""}, "AAAAAAAAA AAA AAAAA UU A"},
       {{"worker token of local-0", CaOnly(), signer.Worker("local-0")},
-                                                         "PPPPPPP AP PPPPP UU A"},
+                                                         "PPPPPPPPP APA PPPPP UU A"},
       {{"worker certificate of local-0", Certificate("worker-local-0"), ""},
-                                                         "PPPPPPP AP PPPPP UU A"},
-      {{"job A's token", CaOnly(), token_a},            "PPPPPPP PP AAAAP PA A"},
-      {{"job B's token", CaOnly(), signer.Job(job_b, 0)}, "PPPPPPP PP PPPPA UU A"},
+                                                         "PPPPPPPPP APA PPPPP UU A"},
+      {{"job A's token", CaOnly(), token_a},            "PPPPPPPPP PPP AAAAP PA A"},
+      {{"job B's token", CaOnly(), signer.Job(job_b, 0)}, "PPPPPPPPP PPP PPPPA UU A"},
       {{"job A's token of another attempt", CaOnly(), signer.Job(job_a, 1)},
-                                                         "PPPPPPP PP PPPPP UU A"},
+                                                         "PPPPPPPPP PPP PPPPP UU A"},
       {{"the agent credential", CaOnly(), signer.Agent(absl::StrCat("local-", worker_a))},
-                                                         "PPPPPPP PP PPPPP AP A"},
+                                                         "PPPPPPPPP PPP PPPPP AP A"},
   };
   for (const auto& [caller, expected] : matrix) {
     EXPECT_EQ(Row(caller, job_a, job_b, worker_a), expected) << caller.name;
