@@ -1,5 +1,7 @@
 #include "client/local_cluster.h"
 
+#include <pwd.h>
+
 #include <signal.h>
 #include <unistd.h>
 
@@ -262,7 +264,12 @@ absl::StatusOr<LocalCluster> StartLocalCluster(const LocalClusterOptions& option
     RETURN_IF_ERROR(StopLocalCluster(options.state_dir));
     restarted = true;
   }
-  RETURN_IF_ERROR(MakePrivateDir(options.state_dir));
+  // Ranks of another user pass through (not list) it to their job's code in
+  // worker-<i>/jobs; what is inside keeps its own modes.
+  const std::string rank_user = options.rank_user.substr(0, options.rank_user.find(':'));
+  const passwd* ranks = rank_user.empty() ? nullptr : getpwnam(rank_user.c_str());
+  const bool other_user = ranks != nullptr && ranks->pw_uid != geteuid();
+  RETURN_IF_ERROR(MakePrivateDir(options.state_dir, other_user ? 0711 : 0700));
   RETURN_IF_ERROR(MakePrivateDir(options.state_dir + "/logs"));
   std::error_code error;
 

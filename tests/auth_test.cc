@@ -418,6 +418,7 @@ class RankUserTest : public ClusterTest {
   void SetUp() override {
     if (geteuid() != 0) GTEST_SKIP() << "needs root: only a root worker switches users";
     up_args_ = {"--rank-user", "nobody"};
+    state_parent_ = "/tmp";
     ClusterTest::SetUp();
   }
 };
@@ -435,6 +436,23 @@ TEST_F(RankUserTest, ARootWorkerRunsRanksAsTheConfiguredUser) {
       << status;
   EXPECT_NE(status.find("NoNewPrivs:\t1"), std::string::npos) << status;
   EXPECT_EQ(status.find("Groups:\t0"), std::string::npos) << "root's group kept: " << status;
+}
+
+// Code shipped with the job is the rank user's: a nobody rank reads it
+// and writes beside it.
+TEST_F(RankUserTest, ShippedCodeBelongsToTheRankUser) {
+  const std::string id = Submit(
+      "name: shipped\nranks: 1\n"
+      "command: [sh, -c, 'test -L client/ringmaster && echo ok > written && "
+      "stat -c \"%U %n\" . written']\n");
+  v1::Job job = WaitJob(id, [](const v1::Job& j) {
+    return j.state() == v1::SUCCEEDED || j.state() == v1::FAILED;
+  });
+  testing::CommandResult logs = Cli({"logs", id});
+  EXPECT_EQ(job.state(), v1::SUCCEEDED)
+      << logs.out << job.history(job.history_size() - 1).message();
+  EXPECT_NE(logs.out.find("[rank 0] nobody .\n[rank 0] nobody written\n"), std::string::npos)
+      << logs.out;
 }
 
 // Daemons listen on loopback unless told otherwise; beyond it, only with

@@ -8,6 +8,7 @@
 #include <signal.h>
 
 #include <fstream>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
@@ -30,7 +31,13 @@ namespace ringmaster {
 class ClusterTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    state_dir_ = testing::MakeTempDir("cluster");
+    if (state_parent_.empty()) {
+      state_dir_ = testing::MakeTempDir("cluster");
+    } else {
+      state_dir_ = absl::StrCat(state_parent_, "/ringmaster-cluster-", getpid());
+      std::filesystem::remove_all(state_dir_);
+      std::filesystem::create_directories(state_dir_);
+    }
     auto port = PickFreePort("127.0.0.1");
     ASSERT_TRUE(port.ok());
     address_ = absl::StrCat("127.0.0.1:", *port);
@@ -50,6 +57,7 @@ class ClusterTest : public ::testing::Test {
   void TearDown() override {
     Cli({"down", "--state-dir", state_dir_});
     for (int pid : extra_pids_) kill(pid, SIGKILL);
+    if (!state_parent_.empty()) std::filesystem::remove_all(state_dir_);
   }
 
   testing::CommandResult Cli(std::vector<std::string> args) {
@@ -153,6 +161,10 @@ class ClusterTest : public ::testing::Test {
   // `up` more arguments.
   std::map<std::string, std::string> extra_env_;
   std::vector<std::string> up_args_;
+  // Where the cluster's state dir goes (default: the test's temporary
+  // directory); "/tmp" for ranks of another user, who cannot pass through
+  // the test's.
+  std::string state_parent_;
 };
 
 }  // namespace ringmaster

@@ -1,9 +1,12 @@
 #include "worker/worker_server.h"
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <random>
 
@@ -81,8 +84,14 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
     spdlog::info("ranks run as {} (uid {}, gid {})", as->name, as->uid, as->gid);
   }
   std::optional<UnpackOwner> code_owner;
-  if (const std::optional<RunAs>& as = supervisor_options.run_as) {
+  if (const std::optional<RunAs>& as = supervisor_options.run_as; as && as->uid != geteuid()) {
     code_owner = UnpackOwner{as->uid, as->gid};
+    // Ranks of another user pass through the state dir to their job's code
+    // (jobs/<job>/code, theirs); they cannot list it, and logs/ stays 0750.
+    if (chmod(config.state_dir.c_str(), 0711) != 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot set the mode of ", config.state_dir, ": ", strerror(errno)));
+    }
   }
   server->code_ = std::make_unique<JobCode>(
       config.state_dir + "/jobs", code_owner, UnpackLimits{config.max_code_bytes},
