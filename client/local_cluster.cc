@@ -1,7 +1,6 @@
 #include "client/local_cluster.h"
 
 #include <pwd.h>
-
 #include <signal.h>
 #include <unistd.h>
 
