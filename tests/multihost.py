@@ -25,24 +25,13 @@ import signal
 import subprocess
 import time
 
+from chaos_cluster import bin_dir, wait_for
+
 PREFIX = "rmh"  # of every namespace and link made here: rmh<pid>-...
 COORDINATOR_PORT = 7070  # each host has ports of its own
 WORKER_PORT = 7080
 WORKER_METRICS_PORT = 7081
 COORDINATOR_METRICS_PORT = 9090
-
-
-def wait_for(condition, timeout, what, interval=0.05):
-    """Polls `condition` until it returns a true value, which is returned;
-    raises TimeoutError naming `what` after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{what}: not within {timeout:.0f} s")
-        time.sleep(interval)
 
 
 def _ip(*args, check=True):
@@ -292,14 +281,6 @@ class Hosts:
 
     def __exit__(self, *exc):
         self.close()
-
-
-def bin_dir():
-    """Where the programs are: the test's runfiles, else bazel-bin."""
-    for d in (".", "bazel-bin"):
-        if os.path.exists(os.path.join(d, "client/ringmaster")):
-            return os.path.abspath(d)
-    raise FileNotFoundError("client/ringmaster: build with `bazel build //...`")
 
 
 class Cluster:
