@@ -15,6 +15,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
+#include "common/grpc_handoff.h"
 #include "common/mutex.h"
 
 namespace ringmaster {
@@ -42,6 +43,20 @@ class StreamWriter {
         max_queued_(max_queued),
         overflow_(overflow),
         coalesce_(std::move(coalesce)) {}
+  // For `reactor` itself: its StartWrite and Finish, each marked as handed
+  // to gRPC (common/grpc_handoff.h).
+  template <typename Reactor>
+  StreamWriter(Reactor* reactor, size_t max_queued, Overflow overflow, Coalesce coalesce = nullptr)
+      : StreamWriter(
+            [reactor](const Message* message) {
+              HandToGrpc(reactor);
+              reactor->StartWrite(message);
+            },
+            [reactor](const grpc::Status& status) {
+              HandToGrpc(reactor);
+              reactor->Finish(status);
+            },
+            max_queued, overflow, std::move(coalesce)) {}
 
   // Queues `message`. False when the stream is finishing, or when the queue
   // is full and the rule is kRefuse (or kEnd, which also ends the stream).

@@ -23,17 +23,8 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::JobEvent> {
 
   WatchReactor(JobManager* manager, const std::string& job_id)
       : manager_(manager),
-        writer_(
-            [this](const v1::JobEvent* event) {
-              HandToGrpc(this);
-              StartWrite(event);
-            },
-            [this](const grpc::Status& status) {
-              HandToGrpc(this);
-              Finish(status);
-            },
-            kMaxQueuedChanges,
-                Overflow::kEnd, [](const v1::JobEvent& queued, const v1::JobEvent& next) {
+        writer_(this, kMaxQueuedChanges, Overflow::kEnd,
+                [](const v1::JobEvent& queued, const v1::JobEvent& next) {
                   return queued.job().state() == next.job().state();
                 }) {
     auto watch = manager_->Watch(job_id, [this](const v1::Job& job) { Push(job); });

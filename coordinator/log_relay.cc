@@ -28,16 +28,7 @@ class LogStream final : public grpc::ServerWriteReactor<v1::LogChunk> {
   LogStream(LogRelay* relay, v1::StreamLogsRequest request)
       : relay_(relay),
         request_(std::move(request)),
-        writer_(
-            [this](const v1::LogChunk* chunk) {
-              HandToGrpc(this);
-              StartWrite(chunk);
-            },
-            [this](const grpc::Status& status) {
-              HandToGrpc(this);
-              Finish(status);
-            },
-            kMaxQueued, Overflow::kRefuse) {
+        writer_(this, kMaxQueued, Overflow::kRefuse) {
     HandToGrpc(this);
     relay_->pool()->Post([this] { Round(); });
   }

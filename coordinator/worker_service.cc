@@ -27,16 +27,7 @@ class WorkerStream final
         access_(access),
         inbox_(inbox),
         caller_(std::move(caller)),
-        writer_(
-            [this](const v1::CoordinatorMessage* m) {
-              HandToGrpc(this);
-              StartWrite(m);
-            },
-            [this](const grpc::Status& status) {
-              HandToGrpc(this);
-              Finish(status);
-            },
-            max_queued, Overflow::kEnd) {
+        writer_(this, max_queued, Overflow::kEnd) {
     HandToGrpc(this);
     StartRead(&in_);
   }

@@ -66,7 +66,35 @@ def alive(pid):
         return False
 
 
-class Cluster:
+class ClusterQueries:
+    """What a test asks a cluster through the CLI, for a class with
+    cli(*args, check=...) and worker_id(key)."""
+
+    def wait_workers_alive(self, keys, timeout=30):
+        wanted = {self.worker_id(k) for k in keys}
+        wait_for(lambda: wanted <= {w["id"] for w in self.worker_list()
+                                    if w.get("state") == "WORKER_STATE_ALIVE"},
+                 timeout, f"workers {sorted(wanted)} ALIVE")
+
+    def worker_list(self):
+        r = self.cli("--output", "json", "workers", check=False)
+        return json.loads(r.stdout).get("workers", []) if r.returncode == 0 else []
+
+    def job(self, job_id):
+        r = self.cli("--output", "json", "status", job_id, check=False)
+        return json.loads(r.stdout) if r.returncode == 0 else None
+
+    def wait_job(self, job_id, condition, timeout, what):
+        def check():
+            job = self.job(job_id)
+            return job if job is not None and condition(job) else None
+        return wait_for(check, timeout, f"job {job_id}: {what}")
+
+    def logs(self, job_id, *args):
+        return self.cli("logs", job_id, *args, check=False).stdout
+
+
+class Cluster(ClusterQueries):
     def __init__(self, root, workers=3, coordinator_flags=(), worker_flags=()):
         self.root = root
         self.bins = bin_dir()
@@ -120,16 +148,6 @@ class Cluster:
             self.start_worker(i)
         self.wait_workers_alive(range(self.workers))
         return self
-
-    def wait_workers_alive(self, indices, timeout=30):
-        wanted = {self.worker_id(i) for i in indices}
-        wait_for(lambda: wanted <= {w["id"] for w in self.worker_list()
-                                    if w.get("state") == "WORKER_STATE_ALIVE"},
-                 timeout, f"workers {sorted(wanted)} ALIVE")
-
-    def worker_list(self):
-        r = self.cli("--output", "json", "workers", check=False)
-        return json.loads(r.stdout).get("workers", []) if r.returncode == 0 else []
 
     def worker_index(self, worker_id):
         return int(worker_id.rsplit("-", 1)[1])
@@ -187,19 +205,6 @@ class Cluster:
         with open(path, "w") as f:
             f.write(yaml_text)
         return self.cli("submit", path).stdout.strip()
-
-    def job(self, job_id):
-        r = self.cli("--output", "json", "status", job_id, check=False)
-        return json.loads(r.stdout) if r.returncode == 0 else None
-
-    def wait_job(self, job_id, condition, timeout, what):
-        def check():
-            job = self.job(job_id)
-            return job if job is not None and condition(job) else None
-        return wait_for(check, timeout, f"job {job_id}: {what}")
-
-    def logs(self, job_id):
-        return self.cli("logs", job_id, check=False).stdout
 
     # -- processes -------------------------------------------------------
 

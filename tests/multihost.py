@@ -25,7 +25,7 @@ import signal
 import subprocess
 import time
 
-from chaos_cluster import bin_dir, wait_for
+from chaos_cluster import ClusterQueries, bin_dir, wait_for
 
 PREFIX = "rmh"  # of every namespace and link made here: rmh<pid>-...
 COORDINATOR_PORT = 7070  # each host has ports of its own
@@ -283,7 +283,7 @@ class Hosts:
         self.close()
 
 
-class Cluster:
+class Cluster(ClusterQueries):
     """A coordinator on one simulated host and a worker on each of others,
     with TLS certificates naming every host's address, as an operator would
     set it up with `ringmaster certs init` and the daemons' flags."""
@@ -358,16 +358,6 @@ class Cluster:
             "--rank-user", "root",
         ] + self.worker_flags, f"worker-{host}.log")
 
-    def wait_workers_alive(self, hosts, timeout=60):
-        wanted = {self.worker_id(h) for h in hosts}
-        wait_for(lambda: wanted <= {w["id"] for w in self.worker_list()
-                                    if w.get("state") == "WORKER_STATE_ALIVE"},
-                 timeout, f"workers {sorted(wanted)} ALIVE")
-
-    def worker_list(self):
-        r = self.cli("--output", "json", "workers", check=False)
-        return json.loads(r.stdout).get("workers", []) if r.returncode == 0 else []
-
     def stop(self):
         """Workers first (they stop their ranks), then the coordinator."""
         for proc in list(self.workers.values()) + [self.coordinator]:
@@ -407,15 +397,3 @@ class Cluster:
             self.hosts.run(host, ["sh", "-c", 'cat > "$0"', path], input=yaml_text, check=True)
         return self.cli("submit", path, *extra, host=host, cwd=cwd).stdout.strip()
 
-    def job(self, job_id):
-        r = self.cli("--output", "json", "status", job_id, check=False)
-        return json.loads(r.stdout) if r.returncode == 0 else None
-
-    def wait_job(self, job_id, condition, timeout, what):
-        def check():
-            job = self.job(job_id)
-            return job if job is not None and condition(job) else None
-        return wait_for(check, timeout, f"job {job_id}: {what}")
-
-    def logs(self, job_id, *args):
-        return self.cli("logs", job_id, *args, check=False).stdout
