@@ -8,6 +8,8 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "common/daemon_flags.h"
 #include "common/token_file.h"
 #include "common/signals.h"
@@ -47,6 +49,21 @@ void AddLimitFlags(CLI::App& app, ringmaster::CoordinatorConfig* config) {
                  "and the worker registers again")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+}
+
+// The root of checkpoints ranks get (--checkpoint-dir, else in the state
+// dir), created here: ranks check at start that it is there. A job's own
+// checkpoint_dir is the user's to create, on storage every host mounts.
+absl::StatusOr<std::string> MakeCheckpointRoot(const std::string& flag,
+                                               const std::string& state_dir) {
+  const std::string root = flag.empty() ? state_dir + "/checkpoints" : flag;
+  std::error_code error;
+  std::filesystem::create_directories(root, error);
+  if (error) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("--checkpoint-dir ", root, ": ", error.message()));
+  }
+  return root;
 }
 
 // Prints the worker's credential, signed with the key in `state_dir`.
@@ -124,16 +141,12 @@ int main(int argc, char** argv) {
   config.listen_address = addresses->listen;
   config.metrics_address = addresses->metrics;
   manager.rank_env.coordinator_address = addresses->advertise;
-  manager.rank_env.checkpoint_dir =
-      checkpoint_dir.empty() ? config.state_dir + "/checkpoints" : checkpoint_dir;
-  // Ranks check at start that the root is there (a job's own
-  // checkpoint_dir is the user's to create, on storage every host mounts).
-  std::error_code error;
-  std::filesystem::create_directories(manager.rank_env.checkpoint_dir, error);
-  if (error) {
-    spdlog::critical("--checkpoint-dir {}: {}", manager.rank_env.checkpoint_dir, error.message());
+  absl::StatusOr<std::string> checkpoint_root = MakeCheckpointRoot(checkpoint_dir, config.state_dir);
+  if (!checkpoint_root.ok()) {
+    spdlog::critical("{}", std::string(checkpoint_root.status().message()));
     return 2;
   }
+  manager.rank_env.checkpoint_dir = *checkpoint_root;
   auto server = ringmaster::CoordinatorServer::Start(config);
   if (!server.ok()) {
     spdlog::critical("{}", server.status().ToString());

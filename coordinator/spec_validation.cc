@@ -151,6 +151,47 @@ absl::Status ValidateTrainer(const v1::TrainerSpec& t, int gpus_per_rank) {
   return absl::OkStatus();
 }
 
+absl::Status ValidateResources(const v1::JobSpec& spec) {
+  const v1::Resources& resources = spec.resources();
+  if (resources.memory_mb() < 0) {
+    return Bad("resources.memory_mb", absl::StrCat("must be >= 0, got ", resources.memory_mb()));
+  }
+  if (resources.cpus() < 0) {
+    return Bad("resources.cpus", absl::StrCat("must be >= 0, got ", resources.cpus()));
+  }
+  if (resources.gpus() != 0 && spec.gpus_per_rank() != 0 &&
+      resources.gpus() != spec.gpus_per_rank()) {
+    return Bad("resources.gpus", absl::StrCat("is ", resources.gpus(), " but gpus_per_rank is ",
+                                              spec.gpus_per_rank(), "; set one of them"));
+  }
+  if (resources.gpus() < 0 || resources.gpus() > 16) {
+    return Bad("resources.gpus", absl::StrCat("must be in [0, 16], got ", resources.gpus()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status AbsolutePath(const char* field, const std::string& path) {
+  if (!path.empty() && path[0] != '/') {
+    return Bad(field, absl::StrCat("must be an absolute path, got \"", path, "\""));
+  }
+  return absl::OkStatus();
+}
+
+// Where ranks start and where they checkpoint.
+absl::Status ValidateFiles(const v1::JobSpec& spec) {
+  RETURN_IF_ERROR(AbsolutePath("working_dir", spec.working_dir()));
+  RETURN_IF_ERROR(AbsolutePath("checkpoint_dir", spec.checkpoint_dir()));
+  if (!spec.has_code()) return absl::OkStatus();
+  if (!IsSha256Hex(spec.code().sha256())) {
+    return Bad("code.sha256", absl::StrCat("must be 64 lowercase hex digits, got \"",
+                                           spec.code().sha256(), "\""));
+  }
+  if (!spec.working_dir().empty()) {
+    return Bad("working_dir", "a job with uploaded code starts in it; give one or the other");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 bool IsReservedEnvName(const std::string& name) {
@@ -231,21 +272,7 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec, const SpecLimits& limits) 
                                      "] seconds (0 turns it off), got ", seconds));
     }
   }
-  const v1::Resources& resources = spec.resources();
-  if (resources.memory_mb() < 0) {
-    return Bad("resources.memory_mb", absl::StrCat("must be >= 0, got ", resources.memory_mb()));
-  }
-  if (resources.cpus() < 0) {
-    return Bad("resources.cpus", absl::StrCat("must be >= 0, got ", resources.cpus()));
-  }
-  if (resources.gpus() != 0 && spec.gpus_per_rank() != 0 &&
-      resources.gpus() != spec.gpus_per_rank()) {
-    return Bad("resources.gpus", absl::StrCat("is ", resources.gpus(), " but gpus_per_rank is ",
-                                              spec.gpus_per_rank(), "; set one of them"));
-  }
-  if (resources.gpus() < 0 || resources.gpus() > 16) {
-    return Bad("resources.gpus", absl::StrCat("must be in [0, 16], got ", resources.gpus()));
-  }
+  RETURN_IF_ERROR(ValidateResources(spec));
   for (const auto& [name, value] : spec.env()) {
     if (!IsValidEnvName(name)) {
       return Bad(absl::StrCat("env.", name),
@@ -264,25 +291,10 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec, const SpecLimits& limits) 
   if (has_command && spec.command(0).empty()) {
     return Bad("command[0]", "must name a program");
   }
-  if (!spec.working_dir().empty() && spec.working_dir()[0] != '/') {
-    return Bad("working_dir", absl::StrCat("must be an absolute path, got \"",
-                                           spec.working_dir(), "\""));
-  }
-  if (spec.has_code()) {
-    if (!IsSha256Hex(spec.code().sha256())) {
-      return Bad("code.sha256", absl::StrCat("must be 64 lowercase hex digits, got \"",
-                                             spec.code().sha256(), "\""));
-    }
-    if (!spec.working_dir().empty()) {
-      return Bad("working_dir", "a job with uploaded code starts in it; give one or the other");
-    }
-  }
-  if (!spec.checkpoint_dir().empty() && spec.checkpoint_dir()[0] != '/') {
-    return Bad("checkpoint_dir", absl::StrCat("must be an absolute path, got \"",
-                                              spec.checkpoint_dir(), "\""));
-  }
+  RETURN_IF_ERROR(ValidateFiles(spec));
   if (has_trainer) {
-    return ValidateTrainer(spec.trainer(), std::max(spec.gpus_per_rank(), resources.gpus()));
+    return ValidateTrainer(spec.trainer(),
+                           std::max(spec.gpus_per_rank(), spec.resources().gpus()));
   }
   return absl::OkStatus();
 }

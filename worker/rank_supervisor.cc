@@ -65,92 +65,60 @@ void RankSupervisor::Start(const v1::StartRank& start) {
   slot->thread = std::thread([this, key] { Supervise(key); });
 }
 
-void RankSupervisor::Supervise(Key key) {
+LaunchSpec RankSupervisor::LaunchSpecFor(const v1::StartRank& start) const {
+  const v1::RankRef& ref = start.rank();
   LaunchSpec spec;
-  v1::RankRef ref;
-  std::string checkpoint_dir;
-  std::optional<v1::CodePackage> code;
+  spec.argv.assign(start.argv().begin(), start.argv().end());
+  if (!spec.argv.empty() && spec.argv[0] == kTrainerName) {
+    spec.argv[0] = options_.trainer_program;
+  }
+  spec.env = options_.base_env;
+  for (const auto& [k, v] : start.env()) spec.env[k] = v;
+  spec.run_as = options_.run_as;
+  spec.env["TORCHELASTIC_ERROR_FILE"] =
+      absl::StrCat(options_.log_dir, "/", ref.job_id(), "/rank-", ref.rank(), ".error.json");
+  spec.working_dir = start.working_dir();
+  spec.log_path = LogPath(ref.job_id(), ref.rank());
+  spec.name = absl::StrCat(ref.job_id(), ".", ref.attempt(), ".", ref.rank());
+  spec.memory_bytes = start.memory_bytes();
+  if (!start.checkpoint_dir().empty()) {
+    spec.required_access.push_back(CheckpointAccess(start.checkpoint_dir(), ref));
+  }
+  return spec;
+}
+
+absl::Status RankSupervisor::PrepareFiles(const v1::StartRank& start, LaunchSpec* spec) {
+  // A failure shows as the launcher's when it opens the log.
+  (void)MakePrivateDir(std::filesystem::path(spec->log_path).parent_path().string(), 0750);
+  if (!start.has_code()) return absl::OkStatus();
+  if (options_.code == nullptr) return absl::FailedPreconditionError("this worker takes no code");
+  // The rank's thread may wait: the first rank of the job fetches.
+  absl::StatusOr<std::string> dir = options_.code->Prepare(start.rank().job_id(), start.code());
+  if (!dir.ok()) return dir.status();
+  spec->working_dir = *dir;
+  return absl::OkStatus();
+}
+
+void RankSupervisor::Supervise(Key key) {
+  v1::StartRank start;
   {
     MutexLock lock(&mu_);
-    const v1::StartRank& start = ranks_[key]->start;
-    ref = RefOf(start);
-    spec.argv.assign(start.argv().begin(), start.argv().end());
-    if (!spec.argv.empty() && spec.argv[0] == kTrainerName) {
-      spec.argv[0] = options_.trainer_program;
-    }
-    spec.env = options_.base_env;
-    for (const auto& [k, v] : start.env()) spec.env[k] = v;
-    spec.run_as = options_.run_as;
-    spec.env["TORCHELASTIC_ERROR_FILE"] =
-        absl::StrCat(options_.log_dir, "/", ref.job_id(), "/rank-", ref.rank(),
-                     ".error.json");
-    spec.working_dir = start.working_dir();
-    spec.log_path = LogPath(ref.job_id(), ref.rank());
-    spec.name = absl::StrCat(ref.job_id(), ".", ref.attempt(), ".", ref.rank());
-    spec.memory_bytes = start.memory_bytes();
-    checkpoint_dir = start.checkpoint_dir();
-    if (start.has_code()) code = start.code();
+    start = ranks_[key]->start;
   }
-  if (!checkpoint_dir.empty()) {
-    spec.required_access.push_back(CheckpointAccess(checkpoint_dir, ref));
-  }
-  absl::Status code_ready = absl::OkStatus();
-  if (code.has_value()) {
-    // The rank's thread may wait: the first rank of the job fetches.
-    absl::StatusOr<std::string> dir =
-        options_.code != nullptr ? options_.code->Prepare(ref.job_id(), *code)
-                                 : absl::FailedPreconditionError("this worker takes no code");
-    if (dir.ok()) {
-      spec.working_dir = *dir;
-    } else {
-      code_ready = dir.status();
-    }
-  }
-  // A failure shows as the launcher's when it opens the log.
-  (void)MakePrivateDir(std::filesystem::path(spec.log_path).parent_path().string(), 0750);
+  const v1::RankRef& ref = start.rank();
+  LaunchSpec spec = LaunchSpecFor(start);
+  absl::Status ready = PrepareFiles(start, &spec);
 
   v1::RankExited exited;
   *exited.mutable_rank() = ref;
-  absl::StatusOr<pid_t> pid = code_ready.ok() ? launcher_->Spawn(spec) : code_ready;
+  absl::StatusOr<pid_t> pid = ready.ok() ? launcher_->Spawn(spec) : ready;
   if (!pid.ok()) {
     spdlog::warn("job {} rank {}: cannot start: {}", ref.job_id(), ref.rank(),
                  pid.status().ToString());
     exited.set_start_failed(true);
     exited.set_message(std::string(pid.status().message()));
   } else {
-    bool stop_early = false;
-    {
-      MutexLock lock(&mu_);
-      Rank& rank = *ranks_[key];
-      rank.pid = *pid;
-      stop_early = rank.stop_requested;
-      // A stop that came before the process: deliver it now.
-      if (stop_early) launcher_->SignalGroup(rank.pid, rank.kill_at > absl::Now() ? SIGTERM : SIGKILL);
-    }
-    spdlog::info("job {} rank {}: started pid {}", ref.job_id(), ref.rank(), *pid);
-    v1::RankStarted started;
-    *started.mutable_rank() = ref;
-    started.set_pid(*pid);
-    callbacks_.started(started);
-
-    ExitStatus status;
-    while (!launcher_->WaitExit(*pid, kPollInterval, &status)) {
-      MutexLock lock(&mu_);
-      Rank& rank = *ranks_[key];
-      if (absl::Now() >= rank.kill_at) {
-        launcher_->SignalGroup(*pid, SIGKILL);
-        rank.kill_at = absl::InfiniteFuture();
-      }
-    }
-    exited.set_oom_killed(launcher_->OomKilled(*pid));
-    if (!launcher_->ClearGroup(*pid, options_.clear_group_timeout)) {
-      spdlog::error("job {} rank {}: process group {} survived SIGKILL",
-                    ref.job_id(), ref.rank(), *pid);
-    }
-    exited.set_exit_code(status.exit_code);
-    exited.set_signal(status.signal);
-    spdlog::info("job {} rank {}: exited (code {}, signal {})", ref.job_id(),
-                 ref.rank(), status.exit_code, status.signal);
+    RunToExit(key, ref, *pid, &exited);
   }
   {
     MutexLock lock(&mu_);
@@ -161,6 +129,43 @@ void RankSupervisor::Supervise(Key key) {
   callbacks_.exited(exited);
   MutexLock lock(&mu_);
   ranks_[key]->reported = true;
+}
+
+void RankSupervisor::RunToExit(Key key, const v1::RankRef& ref, pid_t pid,
+                               v1::RankExited* exited) {
+  {
+    MutexLock lock(&mu_);
+    Rank& rank = *ranks_[key];
+    rank.pid = pid;
+    // A stop that came before the process: deliver it now.
+    if (rank.stop_requested) {
+      launcher_->SignalGroup(rank.pid, rank.kill_at > absl::Now() ? SIGTERM : SIGKILL);
+    }
+  }
+  spdlog::info("job {} rank {}: started pid {}", ref.job_id(), ref.rank(), pid);
+  v1::RankStarted started;
+  *started.mutable_rank() = ref;
+  started.set_pid(pid);
+  callbacks_.started(started);
+
+  ExitStatus status;
+  while (!launcher_->WaitExit(pid, kPollInterval, &status)) {
+    MutexLock lock(&mu_);
+    Rank& rank = *ranks_[key];
+    if (absl::Now() >= rank.kill_at) {
+      launcher_->SignalGroup(pid, SIGKILL);
+      rank.kill_at = absl::InfiniteFuture();
+    }
+  }
+  exited->set_oom_killed(launcher_->OomKilled(pid));
+  if (!launcher_->ClearGroup(pid, options_.clear_group_timeout)) {
+    spdlog::error("job {} rank {}: process group {} survived SIGKILL", ref.job_id(), ref.rank(),
+                  pid);
+  }
+  exited->set_exit_code(status.exit_code);
+  exited->set_signal(status.signal);
+  spdlog::info("job {} rank {}: exited (code {}, signal {})", ref.job_id(), ref.rank(),
+               status.exit_code, status.signal);
 }
 
 void RankSupervisor::RequestStop(Rank& rank, absl::Duration grace) {

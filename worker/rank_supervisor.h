@@ -84,7 +84,14 @@ class RankSupervisor {
     std::thread thread;
   };
 
+  // A rank thread's life: prepare, start, wait for the exit, report it.
   void Supervise(Key key);
+  LaunchSpec LaunchSpecFor(const v1::StartRank& start) const;
+  // The log directory, and the job's code when it comes with some (this
+  // may wait for another rank's fetch).
+  absl::Status PrepareFiles(const v1::StartRank& start, LaunchSpec* spec);
+  // From a started process to its exit, stops delivered.
+  void RunToExit(Key key, const v1::RankRef& ref, pid_t pid, v1::RankExited* exited);
   // Sends SIGTERM now and SIGKILL at `grace` from now.
   void RequestStop(Rank& rank, absl::Duration grace) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ReapFinishedThreads() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
