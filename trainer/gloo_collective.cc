@@ -30,9 +30,10 @@ absl::StatusOr<std::unique_ptr<GlooCollective>> GlooCollective::Connect(
     gloo::rendezvous::Store& store, int rank, int size, const GlooOptions& options) {
   auto context = std::make_shared<gloo::rendezvous::Context>(rank, size);
   context->setTimeout(options.timeout);
+  std::shared_ptr<gloo::transport::Device> device;
   absl::Status status = GlooCall("rendezvous", [&] {
     gloo::transport::tcp::attr attr(options.hostname.c_str());
-    auto device = gloo::transport::tcp::CreateDevice(attr);
+    device = gloo::transport::tcp::CreateDevice(attr);
     gloo::rendezvous::PrefixStore prefixed(options.prefix, store);
     context->connectFullMesh(prefixed, device);
   });
@@ -42,21 +43,72 @@ absl::StatusOr<std::unique_ptr<GlooCollective>> GlooCollective::Connect(
   collective->prefix_ = options.prefix;
   if (options.shared_memory && size > 1) {
     gloo::rendezvous::PrefixStore prefixed(options.prefix, store);
-    absl::StatusOr<bool> local = AllRanksOnThisHost(prefixed, "shm", rank, size);
-    if (!local.ok()) return local.status();
-    if (*local) {
-      absl::StatusOr<std::unique_ptr<ShmAllReduce>> shm =
-          ShmAllReduce::Create(prefixed, "shm", rank, size, options.timeout);
-      if (!shm.ok()) return shm.status();
-      collective->shm_ = *std::move(shm);
-    }
+    absl::StatusOr<HostLayout> layout = ExchangeHostLayout(
+        prefixed, "host", rank, size,
+        options.host_identity.empty() ? HostIdentity() : options.host_identity);
+    if (!layout.ok()) return layout.status();
+    collective->layout_ = *layout;
+    if (absl::Status s = collective->ConnectHierarchy(prefixed, device); !s.ok()) return s;
   }
   return collective;
 }
 
+absl::Status GlooCollective::ConnectHierarchy(
+    gloo::rendezvous::Store& store, std::shared_ptr<gloo::transport::Device> device) {
+  const HostLayout& layout = layout_;
+  if (!layout.uniform) {
+    // Shares cannot line up across hosts of different sizes: one ring over
+    // every rank.
+    across_ = std::make_unique<RingAllReduce>(context_, timeout_);
+    return absl::OkStatus();
+  }
+  if (layout.local_size > 1) {
+    absl::StatusOr<std::unique_ptr<ShmAllReduce>> shm =
+        ShmAllReduce::Create(store, absl::StrCat("shm/", layout.host), layout.local_rank,
+                             layout.local_size, timeout_);
+    if (!shm.ok()) return shm.status();
+    shm_ = *std::move(shm);
+  }
+  if (layout.hosts == 1) return absl::OkStatus();
+  if (layout.local_size == 1) {
+    across_ = std::make_unique<RingAllReduce>(context_, timeout_);
+    return absl::OkStatus();
+  }
+  // Local rank i of every host: a context of its own, on the same device.
+  auto ring = std::make_shared<gloo::rendezvous::Context>(layout.host, layout.hosts);
+  ring->setTimeout(timeout_);
+  absl::Status status = GlooCall("rendezvous (between hosts)", [&] {
+    gloo::rendezvous::PrefixStore prefixed(absl::StrCat("ring/", layout.local_rank), store);
+    ring->connectFullMesh(prefixed, device);
+  });
+  if (!status.ok()) return status;
+  across_ = std::make_unique<RingAllReduce>(ring, timeout_);
+  return absl::OkStatus();
+}
+
+std::string GlooCollective::transport() const {
+  const HostLayout& l = layout_;
+  if (!l.uniform) {
+    return absl::StrCat("a tcp ring over all ranks (", l.hosts,
+                        " hosts with different numbers of ranks)");
+  }
+  if (l.hosts > 1 && l.local_size > 1) {
+    return absl::StrCat("shared memory within each of ", l.hosts, " hosts (", l.local_size,
+                        " ranks each) and ", l.local_size, " tcp rings between them");
+  }
+  if (l.hosts > 1) return absl::StrCat("a tcp ring over ", l.hosts, " hosts");
+  return shm_ ? "shared memory" : "tcp";
+}
+
 absl::Status GlooCollective::AllReduceSum(float* data, size_t n) {
   if (size() == 1 || n == 0) return absl::OkStatus();
+  if (shm_ && across_) {
+    return shm_->AllReduceSum(data, n, [this](float* share, size_t count) {
+      return across_->AllReduceSum(share, count);
+    });
+  }
   if (shm_) return shm_->AllReduceSum(data, n);
+  if (across_) return across_->AllReduceSum(data, n);
   return GlooCall("allreduce", [&] {
     gloo::AllreduceOptions opts(context_);
     opts.setOutput(data, n);
@@ -71,7 +123,7 @@ absl::Status GlooCollective::AllReduceSum(float* data, size_t n) {
 float* GlooCollective::SharedBuffer(size_t n) {
   if (!shm_) return nullptr;
   gloo::rendezvous::PrefixStore prefixed(prefix_, *store_);
-  absl::StatusOr<float*> buffer = shm_->MapBuffers(prefixed, "shared-buffer", n);
+  absl::StatusOr<float*> buffer = shm_->MapBuffers(prefixed, absl::StrCat("shared-buffer/", layout_.host), n);
   return buffer.ok() ? *buffer : nullptr;
 }
 

@@ -13,6 +13,8 @@
 
 #include "absl/status/statusor.h"
 #include "trainer/collective.h"
+#include "trainer/host_layout.h"
+#include "trainer/ring_allreduce.h"
 #include "trainer/shm_allreduce.h"
 
 namespace ringmaster {
@@ -21,9 +23,14 @@ struct GlooOptions {
   std::string hostname = "127.0.0.1";  // this rank's address for its peers
   std::string prefix = "gloo";         // keys in the store
   std::chrono::milliseconds timeout{std::chrono::seconds(120)};
-  // When every rank is on this host, float all-reduces go through shared
-  // memory (ShmAllReduce) instead of loopback TCP.
+  // Float all-reduces are hierarchical: through shared memory among the
+  // ranks of a host (ShmAllReduce), and over TCP between hosts, each local
+  // rank carrying its share in a ring of its own (RingAllReduce). False:
+  // plain Gloo over TCP between every pair of ranks.
   bool shared_memory = true;
+  // Which host this rank is on, as far as sharing memory goes; empty: this
+  // machine's (HostIdentity). Tests set it to play several hosts.
+  std::string host_identity;
 };
 
 class GlooCollective final : public Collective {
@@ -37,8 +44,9 @@ class GlooCollective final : public Collective {
   int rank() const override { return context_->rank; }
   int size() const override { return context_->size; }
   std::string backend() const override { return "gloo"; }
-  // How float all-reduces travel: "shared memory" or "tcp".
-  std::string transport() const { return shm_ ? "shared memory" : "tcp"; }
+  // How float all-reduces travel, in words.
+  std::string transport() const;
+  const HostLayout& layout() const { return layout_; }
   absl::Status AllReduceSum(float* data, size_t n) override;
   absl::Status AllReduceSumBf16(uint16_t* data, size_t n) override;
   absl::Status Broadcast(void* data, size_t bytes, int root) override;
@@ -49,13 +57,18 @@ class GlooCollective final : public Collective {
   GlooCollective(std::shared_ptr<gloo::rendezvous::Context> context,
                  std::chrono::milliseconds timeout)
       : context_(std::move(context)), timeout_(timeout) {}
+  // Sets up the hierarchical all-reduce for this rank's place in `layout_`.
+  absl::Status ConnectHierarchy(gloo::rendezvous::Store& store,
+                                std::shared_ptr<gloo::transport::Device> device);
 
   // For SharedBuffer's rendezvous; the store outlives the collective.
   gloo::rendezvous::Store* store_ = nullptr;
   std::string prefix_;
 
   std::shared_ptr<gloo::rendezvous::Context> context_;
-  std::unique_ptr<ShmAllReduce> shm_;
+  HostLayout layout_;
+  std::unique_ptr<ShmAllReduce> shm_;      // the ranks of this host, when several
+  std::unique_ptr<RingAllReduce> across_;  // this rank's peers on the other hosts
   std::chrono::milliseconds timeout_;
   uint32_t next_tag_ = 0;
 };

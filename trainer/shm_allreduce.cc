@@ -12,11 +12,9 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
-#include <fstream>
 #include <random>
 
 #include "absl/strings/str_cat.h"
-#include "common/net.h"
 #include "common/status_macros.h"
 #include "trainer/catch_status.h"
 
@@ -45,36 +43,12 @@ size_t SegmentBytes(int size) {
          2 * (static_cast<size_t>(size) + 1) * ShmAllReduce::kChunkFloats * sizeof(float);
 }
 
-std::string HostIdentity() {
-  std::ifstream boot("/proc/sys/kernel/random/boot_id");
-  std::string boot_id;
-  std::getline(boot, boot_id);
-  return absl::StrCat(Hostname(), "/", boot_id);
-}
-
 template <typename F>
 absl::Status StoreCall(F body) {
   return CatchAsStatus("rendezvous store", body);
 }
 
 }  // namespace
-
-absl::StatusOr<bool> AllRanksOnThisHost(gloo::rendezvous::Store& store,
-                                        const std::string& key, int rank, int size) {
-  const std::string mine = HostIdentity();
-  bool same = true;
-  absl::Status status = StoreCall([&] {
-    store.set(absl::StrCat(key, "/host/", rank), std::vector<char>(mine.begin(), mine.end()));
-    for (int r = 0; r < size; ++r) {
-      // Not every Store's get waits for the key (HashStore's does not).
-      store.wait({absl::StrCat(key, "/host/", r)});
-      std::vector<char> theirs = store.get(absl::StrCat(key, "/host/", r));
-      same &= std::string(theirs.begin(), theirs.end()) == mine;
-    }
-  });
-  if (!status.ok()) return status;
-  return same;
-}
 
 namespace {
 
@@ -174,7 +148,7 @@ absl::StatusOr<float*> ShmAllReduce::MapBuffers(gloo::rendezvous::Store& store,
   return Buffer(rank_);
 }
 
-absl::Status ShmAllReduce::ReduceInBuffers(size_t offset, size_t n) {
+absl::Status ShmAllReduce::ReduceInBuffers(size_t offset, size_t n, ShareReduce across) {
   // Once every rank has arrived, every rank's values are final; each rank
   // then sums its share of the range over all buffers (in rank order, so
   // every rank sees the same bits) and writes the sum into every buffer.
@@ -187,6 +161,7 @@ absl::Status ShmAllReduce::ReduceInBuffers(size_t offset, size_t n) {
     const float* in = Buffer(r);
     for (size_t i = begin; i < end; ++i) sum[i] += in[i];
   }
+  RETURN_IF_ERROR(across(sum + begin, end - begin));
   for (int r = 1; r < size_; ++r) {
     std::memcpy(Buffer(r) + begin, sum + begin, (end - begin) * sizeof(float));
   }
@@ -297,9 +272,13 @@ absl::Status ShmAllReduce::Barrier() {
 }
 
 absl::Status ShmAllReduce::AllReduceSum(float* data, size_t n) {
+  return AllReduceSum(data, n, [](float*, size_t) { return absl::OkStatus(); });
+}
+
+absl::Status ShmAllReduce::AllReduceSum(float* data, size_t n, ShareReduce across) {
   float* mine = buffer();
   if (mine != nullptr && data >= mine && data + n <= mine + buffer_floats_) {
-    return ReduceInBuffers(static_cast<size_t>(data - mine), n);
+    return ReduceInBuffers(static_cast<size_t>(data - mine), n, across);
   }
   // Chunks alternate between two sets of buffers. A rank copies chunk k's
   // result out before it copies chunk k+1 in and reaches that chunk's first
@@ -322,6 +301,7 @@ absl::Status ShmAllReduce::AllReduceSum(float* data, size_t n) {
       const float* in = Slot(set, r);
       for (size_t i = begin; i < end; ++i) out[i] += in[i];
     }
+    RETURN_IF_ERROR(across(out + begin, end - begin));
     RETURN_IF_ERROR(Barrier());
     std::memcpy(data + start, out, count * sizeof(float));
   }

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 
 namespace ringmaster {
@@ -40,6 +41,15 @@ class ShmAllReduce {
   // After an error the all-reduce is unusable.
   absl::Status AllReduceSum(float* data, size_t n);
 
+  // The hierarchical form, for ranks of one host among several hosts: once
+  // this rank has summed its share of a chunk over the ranks of its host,
+  // `across` all-reduces that share with the ranks of the other hosts that
+  // hold the same share (same local rank, same sizes), before every rank
+  // copies the whole result out. The local ranks' shares cross between
+  // hosts in parallel.
+  using ShareReduce = absl::FunctionRef<absl::Status(float* share, size_t n)>;
+  absl::Status AllReduceSum(float* data, size_t n, ShareReduce across);
+
   // Maps `n` floats per rank that every rank can read and write; returns
   // this rank's part (valid until destruction). Every rank calls it once,
   // with the same n, at the same point.
@@ -61,7 +71,7 @@ class ShmAllReduce {
   float* Slot(int set, int rank) const;
   float* Result(int set) const;
   float* Buffer(int rank) const { return buffers_ + static_cast<size_t>(rank) * buffer_floats_; }
-  absl::Status ReduceInBuffers(size_t offset, size_t n);
+  absl::Status ReduceInBuffers(size_t offset, size_t n, ShareReduce across);
 
   void* base_;
   size_t bytes_;
@@ -73,11 +83,6 @@ class ShmAllReduce {
   size_t buffer_floats_ = 0;
   std::vector<std::pair<int, int>> peer_pidfds_;  // (rank, pidfd)
 };
-
-// True when every rank reported the same host identity through `store`
-// (hostname and boot id), so that they can share memory.
-absl::StatusOr<bool> AllRanksOnThisHost(gloo::rendezvous::Store& store,
-                                        const std::string& key, int rank, int size);
 
 }  // namespace ringmaster
 

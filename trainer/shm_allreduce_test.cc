@@ -27,8 +27,6 @@ TEST(ShmAllReduceTest, SumsAcrossRanksInChunks) {
   std::vector<std::thread> threads;
   for (int rank = 0; rank < kWorld; ++rank) {
     threads.emplace_back([&, rank] {
-      auto local = AllRanksOnThisHost(store, "t", rank, kWorld);
-      ASSERT_TRUE(local.ok() && *local);
       auto shm = ShmAllReduce::Create(store, "t", rank, kWorld, std::chrono::seconds(30));
       ASSERT_TRUE(shm.ok()) << shm.status();
       for (int round = 0; round < 2; ++round) {
@@ -41,6 +39,47 @@ TEST(ShmAllReduceTest, SumsAcrossRanksInChunks) {
     });
   }
   for (auto& t : threads) t.join();
+}
+
+// The hierarchical form hands each rank's share of every chunk to
+// `across` once, after the host's sum and before the copy out: here it
+// plays a second host holding the same values (doubling the share).
+TEST(ShmAllReduceTest, AcrossSeesEachShareOnceBeforeTheCopyOut) {
+  constexpr int kWorld = 3;
+  const size_t n = ShmAllReduce::kChunkFloats + 7;
+  gloo::rendezvous::HashStore store;
+  std::vector<std::vector<float>> data(kWorld, std::vector<float>(n));
+  std::vector<size_t> floats_across(kWorld, 0);
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < kWorld; ++rank) {
+    threads.emplace_back([&, rank] {
+      auto shm = ShmAllReduce::Create(store, "h", rank, kWorld, std::chrono::seconds(30));
+      ASSERT_TRUE(shm.ok()) << shm.status();
+      for (size_t i = 0; i < n; ++i) data[rank][i] = float(i % 13);
+      absl::Status status = (*shm)->AllReduceSum(data[rank].data(), n, [&](float* share, size_t k) {
+        for (size_t i = 0; i < k; ++i) share[i] *= 2;
+        floats_across[rank] += k;
+        return absl::OkStatus();
+      });
+      ASSERT_TRUE(status.ok()) << status;
+      for (size_t i = 0; i < n; ++i) ASSERT_EQ(data[rank][i], 6 * float(i % 13)) << i;
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(floats_across[0] + floats_across[1] + floats_across[2], n);
+  EXPECT_GT(floats_across[2], 0u);
+}
+
+// An error from `across` ends the all-reduce with that error.
+TEST(ShmAllReduceTest, AcrossErrorIsReturned) {
+  gloo::rendezvous::HashStore store;
+  auto shm = ShmAllReduce::Create(store, "e", 0, 1, std::chrono::seconds(30));
+  ASSERT_TRUE(shm.ok()) << shm.status();
+  float x[3] = {1, 2, 3};
+  absl::Status status = (*shm)->AllReduceSum(x, 3, [](float*, size_t) {
+    return absl::UnavailableError("link down");
+  });
+  EXPECT_EQ(status, absl::UnavailableError("link down"));
 }
 
 TEST(ShmAllReduceTest, MissingPeerTimesOut) {

@@ -17,14 +17,18 @@
 
 namespace ringmaster {
 
-// Runs `body(rank, collective)` on `world` threads and joins them.
-inline void RunWorld(int world, const std::function<void(int, Collective*)>& body) {
+// Runs `body(rank, collective)` on `world` threads and joins them. With
+// `hosts` > 1 the ranks play that many hosts (rank r on host r % hosts), so
+// all-reduces take the hierarchical path between hosts.
+inline void RunWorld(int world, const std::function<void(int, Collective*)>& body,
+                     int hosts = 1) {
   gloo::rendezvous::HashStore store;
   std::vector<std::thread> threads;
   for (int rank = 0; rank < world; ++rank) {
     threads.emplace_back([&, rank] {
       GlooOptions options;
       options.timeout = std::chrono::seconds(60);
+      options.host_identity = "host" + std::to_string(rank % hosts);
       auto comm = GlooCollective::Connect(store, rank, world, options);
       ASSERT_TRUE(comm.ok()) << comm.status();
       body(rank, comm->get());

@@ -1,0 +1,58 @@
+#include "trainer/host_layout.h"
+
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "common/net.h"
+#include "trainer/catch_status.h"
+
+namespace ringmaster {
+
+HostLayout LayoutOf(const std::vector<std::string>& identity_of_rank, int rank) {
+  std::vector<std::string> hosts;  // in order of first appearance
+  std::vector<int> ranks_on;       // per host
+  HostLayout layout;
+  for (int r = 0; r < static_cast<int>(identity_of_rank.size()); ++r) {
+    int h = 0;
+    while (h < static_cast<int>(hosts.size()) && hosts[h] != identity_of_rank[r]) ++h;
+    if (h == static_cast<int>(hosts.size())) {
+      hosts.push_back(identity_of_rank[r]);
+      ranks_on.push_back(0);
+    }
+    if (r == rank) {
+      layout.host = h;
+      layout.local_rank = ranks_on[h];
+    }
+    ++ranks_on[h];
+  }
+  layout.hosts = static_cast<int>(hosts.size());
+  layout.local_size = ranks_on[layout.host];
+  for (int count : ranks_on) layout.uniform &= count == layout.local_size;
+  return layout;
+}
+
+std::string HostIdentity() {
+  std::ifstream boot("/proc/sys/kernel/random/boot_id");
+  std::string boot_id;
+  std::getline(boot, boot_id);
+  return absl::StrCat(Hostname(), "/", boot_id);
+}
+
+absl::StatusOr<HostLayout> ExchangeHostLayout(gloo::rendezvous::Store& store,
+                                              const std::string& key, int rank, int size,
+                                              const std::string& identity) {
+  std::vector<std::string> identities(size);
+  absl::Status status = CatchAsStatus("rendezvous store", [&] {
+    store.set(absl::StrCat(key, "/", rank), std::vector<char>(identity.begin(), identity.end()));
+    for (int r = 0; r < size; ++r) {
+      // Not every Store's get waits for the key (HashStore's does not).
+      store.wait({absl::StrCat(key, "/", r)});
+      std::vector<char> theirs = store.get(absl::StrCat(key, "/", r));
+      identities[r].assign(theirs.begin(), theirs.end());
+    }
+  });
+  if (!status.ok()) return status;
+  return LayoutOf(identities, rank);
+}
+
+}  // namespace ringmaster
