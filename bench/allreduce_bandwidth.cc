@@ -1,9 +1,14 @@
 // All-reduce time of Ringmaster's collective layer against raw Gloo, in N
-// rank processes (fork) on this host, for sizes from 1 to 64 MB. The layer
-// is measured as the trainer uses it (shared memory between local ranks)
-// and over TCP like Gloo; raw Gloo is gloo::allreduce on its own context.
-// Prints one JSON line per size; bench/allreduce_bandwidth.py adds
-// torch.distributed and the table.
+// rank processes (fork), for sizes from 1 to 64 MB. The layer is measured
+// as the trainer uses it (shared memory between local ranks, rings between
+// hosts) and over TCP like Gloo; raw Gloo is gloo::allreduce on its own
+// context. Prints one JSON line per size (from rank 0);
+// bench/allreduce_bandwidth.py and bench/multihost.py add the peers and
+// the tables.
+//
+// Across hosts, each host runs its own ranks of the world:
+//   allreduce_bandwidth --world 4 --first-rank 2 --ranks 2 --host 10.0.0.2 \
+//       --store /shared/dir
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -35,12 +40,25 @@ double Median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-int RunRank(int rank, int world, int iterations, const std::string& store_dir) {
+struct Config {
+  int world = 2;
+  int first_rank = 0;
+  int ranks = 0;  // of this process's host; 0: all
+  int iterations = 10;
+  std::string host = "127.0.0.1";
+  std::string store;  // a directory every rank sees; empty: a temporary one
+};
+
+int RunRank(int rank, const Config& c, const std::string& store_dir) {
+  const int world = c.world;
+  const int iterations = c.iterations;
   gloo::rendezvous::FileStore store(store_dir);
   GlooOptions shm_options;
   shm_options.prefix = "shm";
+  shm_options.hostname = c.host;
   GlooOptions tcp_options;
   tcp_options.prefix = "tcp";
+  tcp_options.hostname = c.host;
   tcp_options.shared_memory = false;
   auto ours_shm = GlooCollective::Connect(store, rank, world, shm_options);
   auto ours_tcp = GlooCollective::Connect(store, rank, world, tcp_options);
@@ -48,12 +66,17 @@ int RunRank(int rank, int world, int iterations, const std::string& store_dir) {
 
   auto raw = std::make_shared<gloo::rendezvous::Context>(rank, world);
   gloo::rendezvous::PrefixStore raw_store("raw", store);
-  auto device = gloo::transport::tcp::CreateDevice(gloo::transport::tcp::attr("127.0.0.1"));
+  auto device = gloo::transport::tcp::CreateDevice(gloo::transport::tcp::attr(c.host.c_str()));
   raw->connectFullMesh(raw_store, device);
 
-  // Gradients as the trainer holds them: in memory every local rank maps.
+  // Gradients as the trainer holds them: in memory every local rank maps,
+  // or (a rank alone on its host) its own.
+  std::vector<float> own;
   float* shared = (*ours_shm)->SharedBuffer(size_t{64} << 18);
-  if (shared == nullptr) return 1;
+  if (shared == nullptr) {
+    own.resize(size_t{64} << 18);
+    shared = own.data();
+  }
   for (int mb : {1, 2, 4, 8, 16, 32, 64}) {
     const size_t n = static_cast<size_t>(mb) << 18;  // floats
     std::vector<float> data(n, 1.0f);
@@ -105,19 +128,26 @@ int RunRank(int rank, int world, int iterations, const std::string& store_dir) {
 }
 
 int Main(int argc, char** argv) {
-  int world = 2;
-  int iterations = 10;
+  Config c;
   CLI::App app{"All-reduce time: Ringmaster's collective layer and raw Gloo"};
-  app.add_option("--world", world);
-  app.add_option("--iterations", iterations);
+  app.add_option("--world", c.world);
+  app.add_option("--first-rank", c.first_rank, "the first rank this host runs");
+  app.add_option("--ranks", c.ranks, "how many ranks this host runs (default: all)");
+  app.add_option("--host", c.host, "this host's address for its peers");
+  app.add_option("--store", c.store, "a directory every host sees, for the rendezvous");
+  app.add_option("--iterations", c.iterations);
   CLI11_PARSE(app, argc, argv);
+  if (c.ranks == 0) c.ranks = c.world - c.first_rank;
 
-  char dir_template[] = "/tmp/ringmaster-allreduce-XXXXXX";
-  const std::string store_dir = mkdtemp(dir_template);
+  std::string store_dir = c.store;
+  if (store_dir.empty()) {
+    char dir_template[] = "/tmp/ringmaster-allreduce-XXXXXX";
+    store_dir = mkdtemp(dir_template);
+  }
   std::vector<pid_t> pids;
-  for (int rank = 0; rank < world; ++rank) {
+  for (int rank = c.first_rank; rank < c.first_rank + c.ranks; ++rank) {
     pid_t pid = fork();
-    if (pid == 0) _exit(RunRank(rank, world, iterations, store_dir));
+    if (pid == 0) _exit(RunRank(rank, c, store_dir));
     pids.push_back(pid);
   }
   bool ok = true;
@@ -126,7 +156,7 @@ int Main(int argc, char** argv) {
     waitpid(pid, &status, 0);
     ok &= WIFEXITED(status) && WEXITSTATUS(status) == 0;
   }
-  std::filesystem::remove_all(store_dir);
+  if (c.store.empty()) std::filesystem::remove_all(store_dir);
   return ok ? 0 : 1;
 }
 

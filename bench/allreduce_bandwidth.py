@@ -26,12 +26,12 @@ def free_port():
         return s.getsockname()[1]
 
 
-def torch_rank(rank, port, iterations, out):
+def torch_rank(rank, world, master, port, iterations, out):
     import torch
     import torch.distributed as dist
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}",
-                            rank=rank, world_size=WORLD)
+    dist.init_process_group("gloo", init_method=f"tcp://{master}:{port}",
+                            rank=rank, world_size=world)
     results = {}
     for mb in SIZES_MB:
         t = torch.ones(mb << 18)
@@ -49,16 +49,20 @@ def torch_rank(rank, port, iterations, out):
     dist.destroy_process_group()
 
 
-def torch_times(iterations):
+def torch_times(iterations, world=WORLD, first=0, count=None, master="127.0.0.1", port=None):
+    """Median seconds per size (MB) of torch.distributed's all-reduce, from
+    rank 0, when ranks first..first+count-1 (default: all) run here; None
+    when rank 0 runs elsewhere."""
     import torch.multiprocessing as mp
     ctx = mp.get_context("spawn")
     out = ctx.Queue()
-    port = free_port()
-    procs = [ctx.Process(target=torch_rank, args=(r, port, iterations, out))
-             for r in range(WORLD)]
+    port = port or free_port()
+    count = world - first if count is None else count
+    procs = [ctx.Process(target=torch_rank, args=(r, world, master, port, iterations, out))
+             for r in range(first, first + count)]
     for p in procs:
         p.start()
-    results = out.get()
+    results = out.get() if first == 0 else None
     for p in procs:
         p.join()
     return results

@@ -26,7 +26,7 @@ def free_port():
         return s.getsockname()[1]
 
 
-def torch_rank(rank, world, port, steps, warmup, out):
+def torch_rank(rank, world, master, port, steps, warmup, out):
     import torch
     import torch.distributed as dist
     import torch.nn as nn
@@ -34,7 +34,7 @@ def torch_rank(rank, world, port, steps, warmup, out):
     from torch.nn.parallel import DistributedDataParallel as DDP
 
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}",
+    dist.init_process_group("gloo", init_method=f"tcp://{master}:{port}",
                             rank=rank, world_size=world)
     torch.manual_seed(1)
     widths = [FEATURES] + HIDDEN + [CLASSES]
@@ -62,13 +62,16 @@ def torch_rank(rank, world, port, steps, warmup, out):
     dist.destroy_process_group()
 
 
-def torch_throughput(world, steps, warmup):
+def torch_throughput(world, steps, warmup, first=0, count=None, master="127.0.0.1", port=None):
+    """Summed samples/s of ranks first..first+count-1 (default: all) of a
+    PyTorch DDP world whose rank 0 listens on master:port."""
     import torch.multiprocessing as mp
     ctx = mp.get_context("spawn")
     out = ctx.Queue()
-    port = free_port()
-    procs = [ctx.Process(target=torch_rank, args=(r, world, port, steps, warmup, out))
-             for r in range(world)]
+    port = port or free_port()
+    count = world - first if count is None else count
+    procs = [ctx.Process(target=torch_rank, args=(r, world, master, port, steps, warmup, out))
+             for r in range(first, first + count)]
     for p in procs:
         p.start()
     rates = [out.get() for _ in procs]

@@ -4,6 +4,11 @@
 // runs it beside PyTorch DDP.
 //
 //   trainer_throughput --world 2 --steps 30 --warmup 5
+//
+// Across hosts, each host runs its own ranks of the world and prints their
+// summed rate:
+//   trainer_throughput --world 4 --first-rank 2 --ranks 2 --host 10.0.0.2 \
+//       --store /shared/dir
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -43,12 +48,18 @@ struct Config {
   double bucket_mb = 25;
   std::string compression = "none";
   bool metrics = false;  // the progress relay and 1 Hz scrapes of a metrics registry
+  int first_rank = 0;
+  int ranks = 0;  // of this process's host; 0: all
+  std::string host = "127.0.0.1";
+  std::string store;  // a directory every rank sees; empty: a temporary one
 };
 
 // One rank: returns samples per second of this rank over the timed steps.
 double RunRank(const Config& c, int rank, const std::string& store_dir) {
   gloo::rendezvous::FileStore store(store_dir);
-  auto comm = GlooCollective::Connect(store, rank, c.world, GlooOptions{});
+  GlooOptions options;
+  options.hostname = c.host;
+  auto comm = GlooCollective::Connect(store, rank, c.world, options);
   if (!comm.ok()) {
     std::fprintf(stderr, "rank %d: %s\n", rank, comm.status().ToString().c_str());
     return -1;
@@ -132,13 +143,21 @@ int Main(int argc, char** argv) {
   app.add_option("--bucket-mb", c.bucket_mb);
   app.add_option("--compression", c.compression);
   app.add_flag("--metrics", c.metrics, "relay progress into metrics and scrape them");
+  app.add_option("--first-rank", c.first_rank, "the first rank this host runs");
+  app.add_option("--ranks", c.ranks, "how many ranks this host runs (default: all)");
+  app.add_option("--host", c.host, "this host's address for its peers");
+  app.add_option("--store", c.store, "a directory every host sees, for the rendezvous");
   CLI11_PARSE(app, argc, argv);
+  if (c.ranks == 0) c.ranks = c.world - c.first_rank;
 
-  char dir_template[] = "/tmp/ringmaster-bench-XXXXXX";
-  const std::string store_dir = mkdtemp(dir_template);
+  std::string store_dir = c.store;
+  if (store_dir.empty()) {
+    char dir_template[] = "/tmp/ringmaster-bench-XXXXXX";
+    store_dir = mkdtemp(dir_template);
+  }
   std::vector<int> pipes;
   std::vector<pid_t> pids;
-  for (int rank = 0; rank < c.world; ++rank) {
+  for (int rank = c.first_rank; rank < c.first_rank + c.ranks; ++rank) {
     int fds[2];
     if (pipe(fds) != 0) return 1;
     pid_t pid = fork();
@@ -154,18 +173,20 @@ int Main(int argc, char** argv) {
   }
   double total = 0;
   bool ok = true;
-  for (int rank = 0; rank < c.world; ++rank) {
+  for (size_t i = 0; i < pids.size(); ++i) {
     double rate = -1;
-    if (read(pipes[rank], &rate, sizeof(rate)) != sizeof(rate)) rate = -1;
+    if (read(pipes[i], &rate, sizeof(rate)) != sizeof(rate)) rate = -1;
     int status;
-    waitpid(pids[rank], &status, 0);
+    waitpid(pids[i], &status, 0);
     ok &= rate > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
     total += rate;
   }
-  std::filesystem::remove_all(store_dir);
+  if (c.store.empty()) std::filesystem::remove_all(store_dir);
   if (!ok) return 1;
-  std::printf("{\"world\": %d, \"samples_per_second\": %.1f, \"batch_per_rank\": %d}\n",
-              c.world, total, c.batch);
+  std::printf(
+      "{\"world\": %d, \"ranks\": %d, \"samples_per_second\": %.1f, \"batch_per_rank\": "
+      "%d}\n",
+      c.world, c.ranks, total, c.batch);
   return 0;
 }
 

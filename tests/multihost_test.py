@@ -99,6 +99,10 @@ class MultiHostTest(unittest.TestCase):
         after = [self.hosts.traffic(h) for h in (1, 2)]
         hosts_of_ranks = {r["worker_id"] for r in job["ranks"]}
         self.assertEqual(hosts_of_ranks, {"host1", "host2"}, job["ranks"])
+        # The hierarchical all-reduce: shared memory within each host, a
+        # ring per local rank between them.
+        self.assertIn("all-reduce over shared memory within each of 2 hosts (2 ranks each) and "
+                      "2 tcp rings between them", self.cluster.logs(four))
 
         one = self.cluster.submit(equivalence_spec("one", 1, 40))
         self.assertEqual(self.finish(one)["state"], "SUCCEEDED", self.cluster.logs(one))

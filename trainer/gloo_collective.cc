@@ -32,8 +32,8 @@ absl::StatusOr<std::unique_ptr<GlooCollective>> GlooCollective::Connect(
   context->setTimeout(options.timeout);
   std::shared_ptr<gloo::transport::Device> device;
   absl::Status status = GlooCall("rendezvous", [&] {
-    gloo::transport::tcp::attr attr(options.hostname.c_str());
-    device = gloo::transport::tcp::CreateDevice(attr);
+    device =
+        gloo::transport::tcp::CreateDevice(gloo::transport::tcp::attr(options.hostname.c_str()));
     gloo::rendezvous::PrefixStore prefixed(options.prefix, store);
     context->connectFullMesh(prefixed, device);
   });
@@ -41,6 +41,7 @@ absl::StatusOr<std::unique_ptr<GlooCollective>> GlooCollective::Connect(
   std::unique_ptr<GlooCollective> collective(new GlooCollective(context, options.timeout));
   collective->store_ = &store;
   collective->prefix_ = options.prefix;
+  collective->attr_ = gloo::transport::tcp::attr(options.hostname.c_str());
   if (options.shared_memory && size > 1) {
     gloo::rendezvous::PrefixStore prefixed(options.prefix, store);
     absl::StatusOr<HostLayout> layout = ExchangeHostLayout(
@@ -56,13 +57,7 @@ absl::StatusOr<std::unique_ptr<GlooCollective>> GlooCollective::Connect(
 absl::Status GlooCollective::ConnectHierarchy(
     gloo::rendezvous::Store& store, std::shared_ptr<gloo::transport::Device> device) {
   const HostLayout& layout = layout_;
-  if (!layout.uniform) {
-    // Shares cannot line up across hosts of different sizes: one ring over
-    // every rank.
-    across_ = std::make_unique<RingAllReduce>(context_, timeout_);
-    return absl::OkStatus();
-  }
-  if (layout.local_size > 1) {
+  if (layout.uniform && layout.local_size > 1) {
     absl::StatusOr<std::unique_ptr<ShmAllReduce>> shm =
         ShmAllReduce::Create(store, absl::StrCat("shm/", layout.host), layout.local_rank,
                              layout.local_size, timeout_);
@@ -70,19 +65,24 @@ absl::Status GlooCollective::ConnectHierarchy(
     shm_ = *std::move(shm);
   }
   if (layout.hosts == 1) return absl::OkStatus();
-  if (layout.local_size == 1) {
-    across_ = std::make_unique<RingAllReduce>(context_, timeout_);
-    return absl::OkStatus();
+  // The ring: local rank i of every host (shares cannot line up across
+  // hosts of different sizes: then every rank), on two lanes.
+  const int ring_rank = layout.uniform ? layout.host : rank();
+  const int ring_size = layout.uniform ? layout.hosts : size();
+  std::shared_ptr<gloo::Context> lanes[2];
+  for (int lane = 0; lane < 2; ++lane) {
+    auto context = std::make_shared<gloo::rendezvous::Context>(ring_rank, ring_size);
+    context->setTimeout(timeout_);
+    absl::Status status = GlooCall("rendezvous (between hosts)", [&] {
+      auto lane_device = lane == 0 ? device : gloo::transport::tcp::CreateDevice(attr_);
+      gloo::rendezvous::PrefixStore prefixed(
+          absl::StrCat("ring/", layout.uniform ? layout.local_rank : 0, "/", lane), store);
+      context->connectFullMesh(prefixed, lane_device);
+    });
+    if (!status.ok()) return status;
+    lanes[lane] = std::move(context);
   }
-  // Local rank i of every host: a context of its own, on the same device.
-  auto ring = std::make_shared<gloo::rendezvous::Context>(layout.host, layout.hosts);
-  ring->setTimeout(timeout_);
-  absl::Status status = GlooCall("rendezvous (between hosts)", [&] {
-    gloo::rendezvous::PrefixStore prefixed(absl::StrCat("ring/", layout.local_rank), store);
-    ring->connectFullMesh(prefixed, device);
-  });
-  if (!status.ok()) return status;
-  across_ = std::make_unique<RingAllReduce>(ring, timeout_);
+  across_ = std::make_unique<RingAllReduce>(lanes[0], lanes[1], timeout_);
   return absl::OkStatus();
 }
 
@@ -123,7 +123,8 @@ absl::Status GlooCollective::AllReduceSum(float* data, size_t n) {
 float* GlooCollective::SharedBuffer(size_t n) {
   if (!shm_) return nullptr;
   gloo::rendezvous::PrefixStore prefixed(prefix_, *store_);
-  absl::StatusOr<float*> buffer = shm_->MapBuffers(prefixed, absl::StrCat("shared-buffer/", layout_.host), n);
+  absl::StatusOr<float*> buffer =
+      shm_->MapBuffers(prefixed, absl::StrCat("shared-buffer/", layout_.host), n);
   return buffer.ok() ? *buffer : nullptr;
 }
 

@@ -6,6 +6,7 @@
 
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/store.h>
+#include <gloo/transport/tcp/attr.h>
 
 #include <chrono>
 #include <memory>
@@ -64,6 +65,7 @@ class GlooCollective final : public Collective {
   // For SharedBuffer's rendezvous; the store outlives the collective.
   gloo::rendezvous::Store* store_ = nullptr;
   std::string prefix_;
+  gloo::transport::tcp::attr attr_;  // for the devices of the rings
 
   std::shared_ptr<gloo::rendezvous::Context> context_;
   HostLayout layout_;

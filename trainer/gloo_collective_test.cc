@@ -40,7 +40,9 @@ void RunHosts(const Shape& shape,
   for (auto& t : threads) t.join();
 }
 
-float ValueOf(int rank, size_t i) { return static_cast<float>((rank + 1) * ((i * 7) % 101)) * 0.25f; }
+float ValueOf(int rank, size_t i) {
+  return static_cast<float>((rank + 1) * ((i * 7) % 101)) * 0.25f;
+}
 
 class HierarchyTest : public ::testing::TestWithParam<Shape> {};
 
@@ -63,7 +65,8 @@ TEST_P(HierarchyTest, EveryRankGetsTheExactSum) {
   const float ranks_sum = world * (world + 1) / 2.0f;
   for (size_t s = 0; s < sizes.size(); ++s) {
     for (size_t i = 0; i < sizes[s]; ++i) {
-      ASSERT_EQ(results[0][s][i], ranks_sum * ((i * 7) % 101) * 0.25f) << "n " << sizes[s] << " i " << i;
+      ASSERT_EQ(results[0][s][i], ranks_sum * ((i * 7) % 101) * 0.25f)
+          << "n " << sizes[s] << " i " << i;
     }
     for (int rank = 1; rank < world; ++rank) {
       ASSERT_EQ(0, std::memcmp(results[rank][s].data(), results[0][s].data(),

@@ -11,12 +11,17 @@ namespace {
 struct Range {
   size_t begin;
   size_t end;
+  size_t size() const { return end - begin; }
 };
 
 // Block b of n floats cut into `blocks`.
 Range BlockOf(size_t n, int blocks, int b) {
   const size_t share = (n + blocks - 1) / blocks;
   return {std::min(n, share * b), std::min(n, share * (b + 1))};
+}
+
+size_t Segments(size_t floats) {
+  return (floats + RingAllReduce::kSegmentFloats - 1) / RingAllReduce::kSegmentFloats;
 }
 
 void Check(bool completed, const char* what) {
@@ -27,63 +32,86 @@ void Check(bool completed, const char* what) {
 
 }  // namespace
 
-void RingAllReduce::Step(float* data, size_t n, int send_block, int recv_block, bool sum) {
-  const int next = (rank() + 1) % size();
-  const int prev = (rank() + size() - 1) % size();
-  const Range out = BlockOf(n, size(), send_block);
-  const Range in = BlockOf(n, size(), recv_block);
-  // Segment k of a step travels in slot base + k on both sides, so the
-  // sender's and the receiver's cuts match whatever order they complete in.
-  const size_t segments = (std::max(out.end - out.begin, in.end - in.begin) + kSegmentFloats - 1) /
-                          kSegmentFloats;
-  const uint64_t base = context_->nextSlot(static_cast<int>(std::max<size_t>(1, segments)));
-  float* const landing = sum ? scratch_.data() : data + in.begin;
-
-  std::vector<std::unique_ptr<gloo::transport::UnboundBuffer>> receives;
-  for (size_t begin = in.begin, k = 0; begin < in.end; begin += kSegmentFloats, ++k) {
-    const size_t count = std::min(kSegmentFloats, in.end - begin);
-    receives.push_back(context_->createUnboundBuffer(landing + (begin - in.begin),
-                                                     count * sizeof(float)));
-    receives.back()->recv(prev, base + k);
-  }
-  // The TCP transport counts completions per buffer, so one buffer can
-  // carry every send of the step.
-  auto sends = context_->createUnboundBuffer(data, n * sizeof(float));
-  size_t sent = 0;
-  for (size_t begin = out.begin, k = 0; begin < out.end; begin += kSegmentFloats, ++k) {
-    const size_t count = std::min(kSegmentFloats, out.end - begin);
-    sends->send(next, base + k, begin * sizeof(float), count * sizeof(float));
-    ++sent;
-  }
-  for (size_t k = 0; k < receives.size(); ++k) {
-    Check(receives[k]->waitRecv(timeout_), "ring all-reduce receive");
-    if (!sum) continue;
-    const size_t begin = in.begin + k * kSegmentFloats;
-    const size_t count = std::min(kSegmentFloats, in.end - begin);
-    const float* incoming = landing + k * kSegmentFloats;
-    float* mine = data + begin;
-    for (size_t i = 0; i < count; ++i) mine[i] += incoming[i];
-  }
-  for (size_t k = 0; k < sent; ++k) Check(sends->waitSend(timeout_), "ring all-reduce send");
-}
-
 absl::Status RingAllReduce::AllReduceSum(float* data, size_t n) {
   const int p = size();
   if (p == 1 || n == 0) return absl::OkStatus();
-  const Range widest = BlockOf(n, p, 0);
-  if (scratch_.size() < widest.end - widest.begin) scratch_.resize(widest.end - widest.begin);
-  return CatchAsStatus("gloo ring all-reduce", [&] {
-    const int r = rank();
-    // Reduce-scatter: after step s, block r-s-1 holds the sum of s+2 ranks;
-    // after p-1 steps this rank holds the full sum of block r+1.
-    for (int s = 0; s < p - 1; ++s) {
-      Step(data, n, (r - s + p) % p, (r - s - 1 + 2 * p) % p, /*sum=*/true);
+  const size_t widest = BlockOf(n, p, 0).size();
+  if (scratch_.size() < 2 * widest) scratch_.resize(2 * widest);
+  return CatchAsStatus("gloo ring all-reduce", [&] { Run(data, n); });
+}
+
+// Steps 0..p-2 reduce-scatter: step t receives block r-t-1 from the
+// previous rank and adds it to this rank's; after them this rank holds the
+// full sum of block r+1. Steps p-1..2p-3 all-gather: the summed blocks go
+// once round the ring. The block a step receives is the block the next step
+// sends, so each received segment is passed on as soon as it is summed
+// (or, gathering, as soon as it lands): the steps overlap, and both
+// directions of every link stay busy.
+void RingAllReduce::Run(float* data, size_t n) {
+  const int p = size();
+  const int r = rank();
+  const int next = (r + 1) % p;
+  const int prev = (r + p - 1) % p;
+  const int steps = 2 * (p - 1);
+  const auto received_block = [&](int t) {
+    return BlockOf(n, p, t < p - 1 ? (r - t - 1 + 2 * p) % p : (r - (t - (p - 1)) + 2 * p) % p);
+  };
+  const size_t widest = BlockOf(n, p, 0).size();
+  const size_t slots_per_step = std::max<size_t>(1, Segments(widest));
+  // Segment k of step t travels in slot base + t * slots_per_step + k on
+  // both sides, whatever order sends and receives complete in.
+  const uint64_t base = lanes_[0]->nextSlot(static_cast<int>(steps * slots_per_step));
+  gloo::Context* const out_lane = lanes_[r % 2].get();
+  gloo::Context* const in_lane = lanes_[prev % 2].get();
+  const auto slot = [&](int t, size_t k) { return base + t * slots_per_step + k; };
+
+  // The TCP transport counts completions per buffer, so one buffer carries
+  // every send; each receive has a buffer of its own to wait on.
+  auto sends = out_lane->createUnboundBuffer(data, n * sizeof(float));
+  size_t sent = 0;
+  const auto send = [&](int t, size_t begin, size_t count, size_t k) {
+    sends->send(next, slot(t, k), begin * sizeof(float), count * sizeof(float));
+    ++sent;
+  };
+  // Summing steps land in one half of the scratch (alternating, so the next
+  // step's receives can be posted while this step's are summed); gathering
+  // steps land in place.
+  std::vector<std::unique_ptr<gloo::transport::UnboundBuffer>> receives[2];
+  const auto post_receives = [&](int t) {
+    const Range in = received_block(t);
+    auto& posted = receives[t % 2];
+    posted.clear();
+    for (size_t begin = in.begin, k = 0; begin < in.end; begin += kSegmentFloats, ++k) {
+      const size_t count = std::min(kSegmentFloats, in.end - begin);
+      float* landing = t < p - 1 ? scratch_.data() + (t % 2) * widest + (begin - in.begin)
+                                 : data + begin;
+      posted.push_back(in_lane->createUnboundBuffer(landing, count * sizeof(float)));
+      posted.back()->recv(prev, slot(t, k));
     }
-    // All-gather: the summed blocks go once round the ring.
-    for (int s = 0; s < p - 1; ++s) {
-      Step(data, n, (r + 1 - s + p) % p, (r - s + p) % p, /*sum=*/false);
+  };
+
+  post_receives(0);
+  const Range first = BlockOf(n, p, r);
+  for (size_t begin = first.begin, k = 0; begin < first.end; begin += kSegmentFloats, ++k) {
+    send(0, begin, std::min(kSegmentFloats, first.end - begin), k);
+  }
+  for (int t = 0; t < steps; ++t) {
+    if (t + 1 < steps) post_receives(t + 1);
+    const Range in = received_block(t);
+    auto& posted = receives[t % 2];
+    for (size_t k = 0; k < posted.size(); ++k) {
+      Check(posted[k]->waitRecv(timeout_), "ring all-reduce receive");
+      const size_t begin = in.begin + k * kSegmentFloats;
+      const size_t count = std::min(kSegmentFloats, in.end - begin);
+      if (t < p - 1) {
+        const float* incoming = scratch_.data() + (t % 2) * widest + k * kSegmentFloats;
+        float* mine = data + begin;
+        for (size_t i = 0; i < count; ++i) mine[i] += incoming[i];
+      }
+      if (t + 1 < steps) send(t + 1, begin, count, k);
     }
-  });
+  }
+  for (size_t k = 0; k < sent; ++k) Check(sends->waitSend(timeout_), "ring all-reduce send");
 }
 
 }  // namespace ringmaster

@@ -1,9 +1,9 @@
 // Sum all-reduce over the TCP pairs of a Gloo context, built for the links
 // between hosts: a ring reduce-scatter then a ring all-gather, so each rank
-// sends and receives 2(P-1)/P of the data (the bandwidth optimum), with
-// every block cut into segments so that summing one segment overlaps
-// receiving the next, and every receive posted before the sends so no
-// sender waits for its peer to be ready.
+// sends and receives 2(P-1)/P of the data (the bandwidth optimum). Blocks
+// travel in segments, each passed on as soon as it is summed, so summing
+// overlaps receiving and the steps overlap one another; receives are posted
+// a step ahead, so no sender waits for its peer to be ready.
 #ifndef RINGMASTER_TRAINER_RING_ALLREDUCE_H_
 #define RINGMASTER_TRAINER_RING_ALLREDUCE_H_
 
@@ -21,13 +21,19 @@ namespace ringmaster {
 // with the same n in the same order.
 class RingAllReduce {
  public:
-  static constexpr size_t kSegmentFloats = 1 << 17;  // 512 KiB
+  static constexpr size_t kSegmentFloats = 1 << 19;  // 2 MiB
 
-  RingAllReduce(std::shared_ptr<gloo::Context> context, std::chrono::milliseconds timeout)
-      : context_(std::move(context)), timeout_(timeout) {}
+  // `lanes`: two contexts over the same ranks, each on a device of its own;
+  // a rank's messages travel on lane rank % 2, so that (for an even number
+  // of ranks) each rank sends on one device's connections while it
+  // receives on the other's, and its sends and receives are driven by
+  // different threads.
+  RingAllReduce(std::shared_ptr<gloo::Context> even, std::shared_ptr<gloo::Context> odd,
+                std::chrono::milliseconds timeout)
+      : lanes_{std::move(even), std::move(odd)}, timeout_(timeout) {}
 
-  int rank() const { return context_->rank; }
-  int size() const { return context_->size; }
+  int rank() const { return lanes_[0]->rank; }
+  int size() const { return lanes_[0]->size; }
 
   // In-place sum over the context's ranks; every rank gets the same bits
   // (each block is summed once, by one rank, then passed on). UNAVAILABLE
@@ -35,14 +41,12 @@ class RingAllReduce {
   absl::Status AllReduceSum(float* data, size_t n);
 
  private:
-  // One step of the ring: receives `recv_block` from the previous rank
-  // (into scratch and summed into data, or straight into data) while
-  // sending `send_block` to the next.
-  void Step(float* data, size_t n, int send_block, int recv_block, bool sum);
+  // The ring's steps; throws on a Gloo error.
+  void Run(float* data, size_t n);
 
-  std::shared_ptr<gloo::Context> context_;
+  std::shared_ptr<gloo::Context> lanes_[2];
   std::chrono::milliseconds timeout_;
-  std::vector<float> scratch_;  // one block
+  std::vector<float> scratch_;  // two blocks
 };
 
 }  // namespace ringmaster

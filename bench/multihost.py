@@ -1,0 +1,242 @@
+#!/usr/bin/python3
+"""Multi-host benchmarks on simulated hosts: each host is a network namespace
+with its own address on a bridge, hostname, /tmp and /dev/shm
+(tests/multihost.py), so ranks of different hosts talk only through the
+bridge and share memory only with ranks of their own host.
+
+Side by side in one run, at 2 hosts x 1 rank and 2 hosts x 2 ranks:
+- training throughput: Ringmaster's trainer against PyTorch DDP (gloo), the
+  MLP and batch of bench/ddp_throughput.py;
+- all-reduce bus bandwidth, 1 to 64 MB: Ringmaster's hierarchical all-reduce
+  (shared memory within a host, a TCP ring per local rank between hosts),
+  raw Gloo (gloo::allreduce over TCP between every pair), torch.distributed
+  (gloo) and OpenMPI's MPI_Allreduce (TCP between hosts, shared memory
+  within: btl self,vader,tcp).
+
+Needs root and iproute2 (namespaces), python3-torch, openmpi-bin and
+libopenmpi-dev.
+
+    bazel build -c opt //bench:trainer_throughput //bench:allreduce_bandwidth
+    /usr/bin/python3 bench/multihost.py [--iterations 10] [--repeats 2]
+"""
+import argparse
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TESTS = os.path.join(HERE, "..", "tests")
+sys.path.insert(0, TESTS)
+
+import allreduce_bandwidth  # noqa: E402
+import ddp_throughput  # noqa: E402
+
+HOSTS = 2
+SIZES_MB = allreduce_bandwidth.SIZES_MB
+TORCH_PORT = 29500  # every host has its own ports
+# What each rank may use of the machine, on both sides: one BLAS thread.
+RANK_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": "eth0"}
+
+
+def host_role(args):
+    """Runs this host's ranks of a PyTorch world and prints their result."""
+    first, count = args.first_rank, args.ranks
+    if args.role == "torch-ddp":
+        rate = ddp_throughput.torch_throughput(args.world, args.steps, args.warmup, first, count,
+                                               args.master, TORCH_PORT)
+        print(json.dumps({"samples_per_second": rate}))
+    else:
+        times = allreduce_bandwidth.torch_times(args.iterations, args.world, first, count,
+                                                args.master, TORCH_PORT)
+        if times is not None:
+            print(json.dumps({str(mb): s for mb, s in times.items()}))
+
+
+class Bench:
+    def __init__(self, hosts, args, work):
+        self.hosts = hosts
+        self.args = args
+        self.work = work  # a directory every host sees (not /tmp: that is per host)
+
+    def on_every_host(self, per_host, timeout=900):
+        """Runs per_host(i) -> argv on every host at once; returns stdouts."""
+        env = dict(os.environ, **RANK_ENV)
+        procs = [self.hosts.popen(i, per_host(i), stdout=subprocess.PIPE, env=env, text=True)
+                 for i in range(HOSTS)]
+        outs = []
+        for i, proc in enumerate(procs):
+            out, _ = proc.communicate(timeout=timeout)
+            if proc.returncode != 0:
+                sys.exit(f"host {i}: {per_host(i)[0]} exited with {proc.returncode}")
+            outs.append(out)
+        return outs
+
+    def store(self, name):
+        path = os.path.join(self.work, name)
+        shutil.rmtree(path, ignore_errors=True)
+        os.makedirs(path)
+        return path
+
+    def ours_trainer(self, per_host):
+        store = self.store("trainer")
+        world = HOSTS * per_host
+        outs = self.on_every_host(lambda i: [
+            self.args.trainer, "--world", str(world), "--first-rank", str(i * per_host),
+            "--ranks", str(per_host), "--host", self.hosts.address(i), "--store", store,
+            "--steps", str(self.args.steps), "--warmup", str(self.args.warmup),
+            "--batch", str(ddp_throughput.BATCH), "--features", str(ddp_throughput.FEATURES),
+            "--classes", str(ddp_throughput.CLASSES),
+            "--hidden", ",".join(map(str, ddp_throughput.HIDDEN))])
+        return sum(json.loads(out)["samples_per_second"] for out in outs)
+
+    def torch_role(self, role, per_host):
+        world = HOSTS * per_host
+        return self.on_every_host(lambda i: [
+            sys.executable, os.path.abspath(__file__), "--role", role, "--world", str(world),
+            "--first-rank", str(i * per_host), "--ranks", str(per_host),
+            "--master", self.hosts.address(0), "--steps", str(self.args.steps),
+            "--warmup", str(self.args.warmup), "--iterations", str(self.args.iterations)])
+
+    def torch_ddp(self, per_host):
+        return sum(json.loads(out)["samples_per_second"]
+                   for out in self.torch_role("torch-ddp", per_host))
+
+    def torch_allreduce(self, per_host):
+        out = self.torch_role("torch-allreduce", per_host)[0]
+        return {int(mb): s for mb, s in json.loads(out).items()}
+
+    def ours_allreduce(self, per_host):
+        store = self.store("allreduce")
+        world = HOSTS * per_host
+        outs = self.on_every_host(lambda i: [
+            self.args.allreduce, "--world", str(world), "--first-rank", str(i * per_host),
+            "--ranks", str(per_host), "--host", self.hosts.address(i), "--store", store,
+            "--iterations", str(self.args.iterations)])
+        rows = [json.loads(line) for line in outs[0].splitlines()]
+        return {row["bytes"] >> 20: row for row in rows}
+
+    def mpi_allreduce(self, per_host):
+        """mpirun on host 0 starts its daemons on the other hosts through an
+        agent that enters their namespaces (as ssh would log in)."""
+        agent = os.path.join(self.work, "enter-host")
+        with open(agent, "w") as f:
+            f.write("#!/bin/sh\n# enter-host HOST COMMAND...: runs COMMAND on simulated HOST\n"
+                    'host="$1"; shift\ncase "$host" in\n')
+            for i in range(HOSTS):
+                f.write(f"  {self.hosts.hostname(i)}) exec {' '.join(self.hosts.enter(i))} "
+                        f'sh -c "$*" ;;\n')
+            f.write('esac\necho "unknown host $host" >&2; exit 1\n')
+        os.chmod(agent, 0o755)
+        hosts = ",".join(f"{self.hosts.hostname(i)}:{per_host}" for i in range(HOSTS))
+        subnet = str(self.hosts.subnet)
+        env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+        argv = ["mpirun", "-np", str(HOSTS * per_host), "--host", hosts,
+                "--mca", "plm_rsh_agent", agent, "--mca", "btl", "self,vader,tcp",
+                "--mca", "btl_tcp_if_include", subnet, "--mca", "oob_tcp_if_include", subnet,
+                "--bind-to", "none", self.args.mpi_binary, str(self.args.iterations)]
+        r = self.hosts.run(0, argv, timeout=900, env=env)
+        if r.returncode != 0:
+            sys.exit(f"mpirun exited with {r.returncode}: {r.stderr[-2000:]}")
+        rows = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
+        return {row["bytes"] >> 20: row["mpi_seconds"] for row in rows}
+
+
+def print_throughput(results, repeats):
+    print(f"\ntraining throughput, MLP {ddp_throughput.FEATURES}->"
+          f"{'->'.join(map(str, ddp_throughput.HIDDEN))}->{ddp_throughput.CLASSES}, "
+          f"batch {ddp_throughput.BATCH}/rank, SGD, 1 thread/rank, best of {repeats}")
+    print(f"{'layout':>8}  {'ringmaster':>12}  {'pytorch ddp':>12}  {'ratio':>6}")
+    for per_host, (ours, peer) in results.items():
+        print(f"{HOSTS}x{per_host:<6}  {ours:>10.0f}/s  {peer:>10.0f}/s  {ours / peer:>5.2f}x")
+
+
+def print_allreduce(per_host, ours, torch, mpi, iterations):
+    world = HOSTS * per_host
+    factor = 2 * (world - 1) / world
+
+    def busbw(nbytes, seconds):
+        return nbytes / seconds / 1e9 * factor
+
+    print(f"\nall-reduce, {HOSTS} hosts x {per_host} ranks, median of {iterations}; busbw GB/s "
+          "(algbw x 2(n-1)/n)")
+    print(f"{'size':>6}  {'ours (shared)':>13}  {'ours':>6}  {'raw gloo':>8}  {'torch':>6}  "
+          f"{'openmpi':>7}  {'shared/raw':>10}  {'shared/mpi':>10}  {'shared/torch':>12}")
+    for mb in SIZES_MB:
+        nbytes = mb << 20
+        row = ours[mb]
+        shared, plain, raw = (row["ours_shared_seconds"], row["ours_shm_seconds"],
+                              row["raw_gloo_seconds"])
+        cells = [busbw(nbytes, s) for s in (shared, plain, raw, torch[mb], mpi[mb])]
+        print(f"{mb:>4}MB  {cells[0]:>13.2f}  {cells[1]:>6.2f}  {cells[2]:>8.2f}  "
+              f"{cells[3]:>6.2f}  {cells[4]:>7.2f}  {raw / shared:>9.2f}x  "
+              f"{mpi[mb] / shared:>9.2f}x  {torch[mb] / shared:>11.2f}x")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--iterations", type=int, default=10)
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=2, help="best of N training runs each")
+    parser.add_argument("--layouts", default="1,2", help="ranks per host to measure")
+    parser.add_argument("--only", choices=["throughput", "allreduce"])
+    parser.add_argument("--trainer", default="bazel-bin/bench/trainer_throughput")
+    parser.add_argument("--allreduce", default="bazel-bin/bench/allreduce_bandwidth")
+    parser.add_argument("--mpi-binary", help="an MPI_Allreduce timer (default: built here)")
+    # A host's share of a PyTorch world (the driver starts these).
+    parser.add_argument("--role", choices=["torch-ddp", "torch-allreduce"])
+    parser.add_argument("--world", type=int)
+    parser.add_argument("--first-rank", type=int)
+    parser.add_argument("--ranks", type=int)
+    parser.add_argument("--master")
+    args = parser.parse_args()
+    if args.role:
+        return host_role(args)
+
+    # tests/multihost.py, whose name this file shares.
+    spec = importlib.util.spec_from_file_location("simulated_hosts",
+                                                  os.path.join(TESTS, "multihost.py"))
+    simulated_hosts = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(simulated_hosts)
+    Hosts = simulated_hosts.Hosts
+    why = simulated_hosts.unavailable()
+    if why:
+        sys.exit(f"cannot simulate hosts: {why}")
+    for tool in ("mpicc", "mpirun"):
+        if shutil.which(tool) is None:
+            sys.exit(f"{tool} not found: install openmpi-bin and libopenmpi-dev")
+    args.trainer = os.path.abspath(args.trainer)
+    args.allreduce = os.path.abspath(args.allreduce)
+    layouts = [int(x) for x in args.layouts.split(",")]
+    work = tempfile.mkdtemp(prefix="ringmaster-multihost-bench-", dir="/var/tmp")
+    try:
+        if not args.mpi_binary:
+            args.mpi_binary = os.path.join(work, "mpi_allreduce")
+            subprocess.run(["mpicc", "-O2", "-o", args.mpi_binary,
+                            os.path.join(HERE, "mpi_allreduce.c")], check=True)
+        with Hosts(HOSTS) as hosts:
+            bench = Bench(hosts, args, work)
+            if args.only != "allreduce":
+                results = {}
+                for per_host in layouts:
+                    ours, peer = [], []
+                    for _ in range(args.repeats):  # interleaved, so drift hits both alike
+                        ours.append(bench.ours_trainer(per_host))
+                        peer.append(bench.torch_ddp(per_host))
+                    results[per_host] = (max(ours), max(peer))
+                print_throughput(results, args.repeats)
+            if args.only != "throughput":
+                for per_host in layouts:
+                    print_allreduce(per_host, bench.ours_allreduce(per_host),
+                                    bench.torch_allreduce(per_host),
+                                    bench.mpi_allreduce(per_host), args.iterations)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
