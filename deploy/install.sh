@@ -1,23 +1,48 @@
 #!/usr/bin/env bash
-# Installs Ringmaster's binaries and systemd units on this machine.
-#   install.sh [--prefix /usr/local] [--root /] [--bin-dir DIR]
-# --bin-dir holds ringmaster, ringmaster-coordinator, ringmaster-worker and
-# ringmaster-trainer (default: bazel-bin of this checkout). --root installs
-# below another directory (an image, or a test) and then neither creates
-# the `ringmaster` user nor reloads systemd.
+# Installs Ringmaster's binaries and systemd units on this machine, and the
+# Debian packages the binaries link against.
+#   install.sh [--prefix /usr/local] [--enable coordinator,worker]
+#              [--coordinator HOST:PORT] [--root /] [--bin-dir DIR] [--no-deps]
+# --enable      enables (and, on a running systemd, starts) those units
+# --coordinator where this machine's worker finds the coordinator; written to
+#               /etc/ringmaster/ringmaster.env, which the worker unit reads
+# --bin-dir     holds ringmaster, ringmaster-coordinator, ringmaster-worker and
+#               ringmaster-trainer (default: bin/ beside this script in a
+#               release archive, else bazel-bin of this checkout)
+# --root        installs below another directory (an image, or a test): no
+#               user is created, no package installed, no unit started
+# --no-deps     does not install the runtime packages (runtime-packages.txt)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 prefix=/usr/local
 root=/
-bin_dir="$here/../bazel-bin"
+bin_dir="$here/bin"
+[ -d "$bin_dir" ] || bin_dir="$here/../bazel-bin"
+enable=""
+coordinator=""
+deps=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --prefix) prefix=$2; shift 2 ;;
     --root) root=$2; shift 2 ;;
     --bin-dir) bin_dir=$2; shift 2 ;;
+    --enable) enable=$2; shift 2 ;;
+    --coordinator) coordinator=$2; shift 2 ;;
+    --no-deps) deps=0; shift ;;
     *) echo "install.sh: unknown argument $1 (see the header of $0)" >&2; exit 2 ;;
   esac
 done
+units=()
+for role in ${enable//,/ }; do
+  case "$role" in
+    coordinator|worker) units+=("ringmaster-$role.service") ;;
+    *) echo "install.sh: --enable takes coordinator and/or worker, not '$role'" >&2; exit 2 ;;
+  esac
+done
+case "$coordinator" in
+  ""|*:[0-9]*) ;;
+  *) echo "install.sh: --coordinator takes HOST:PORT, not '$coordinator'" >&2; exit 2 ;;
+esac
 
 find_bin() {
   for candidate in "$bin_dir/$1" "$bin_dir/client/$1" "$bin_dir/coordinator/$1" \
@@ -27,11 +52,31 @@ find_bin() {
   echo "install.sh: $1 not found in $bin_dir (build with bazel build //...)" >&2
   exit 1
 }
+# Every binary is found before anything is installed.
+programs=(ringmaster ringmaster-coordinator ringmaster-worker ringmaster-trainer)
+sources=()
+for program in "${programs[@]}"; do sources+=("$(find_bin "$program")"); done
+
+# The Debian packages of the libraries the binaries link (a release archive
+# lists them in runtime-packages.txt).
+if [ "$root" = / ] && [ $deps = 1 ] && [ -f "$here/runtime-packages.txt" ]; then
+  missing=()
+  while read -r package; do
+    [ -n "$package" ] || continue
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||
+      missing+=("$package")
+  done < "$here/runtime-packages.txt"
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "installing runtime packages: ${missing[*]}"
+    apt-get update -q
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+  fi
+fi
 
 dest="${root%/}"
 install -d -m 0755 "$dest$prefix/bin" "$dest/etc/systemd/system"
-for program in ringmaster ringmaster-coordinator ringmaster-worker ringmaster-trainer; do
-  install -m 0755 "$(find_bin "$program")" "$dest$prefix/bin/$program"
+for i in "${!programs[@]}"; do
+  install -m 0755 "${sources[$i]}" "$dest$prefix/bin/${programs[$i]}"
 done
 for unit in ringmaster-coordinator.service ringmaster-worker.service; do
   sed "s|/usr/local/bin/|$prefix/bin/|g" "$here/systemd/$unit" > "$dest/etc/systemd/system/$unit"
@@ -40,18 +85,35 @@ done
 # Credentials (TLS files, the admin token) live here; ranks write below /srv/ringmaster.
 install -d -m 0750 "$dest/etc/ringmaster"
 install -d -m 1777 "$dest/srv/ringmaster"
+if [ -n "$coordinator" ]; then
+  printf 'RINGMASTER_COORDINATOR=%s\n' "$coordinator" > "$dest/etc/ringmaster/ringmaster.env"
+  chmod 0644 "$dest/etc/ringmaster/ringmaster.env"
+fi
+if [ ${#units[@]} -gt 0 ]; then
+  if [ "$root" = / ]; then
+    systemctl enable "${units[@]}"
+  else
+    systemctl --root="$dest" enable "${units[@]}"
+  fi
+fi
 
 if [ "$root" = / ]; then
   if ! id ringmaster > /dev/null 2>&1; then
     useradd --system --home-dir /var/lib/ringmaster --shell /usr/sbin/nologin ringmaster
   fi
   chown root:ringmaster /etc/ringmaster
-  if [ -d /run/systemd/system ]; then systemctl daemon-reload; fi
+  if [ -d /run/systemd/system ]; then
+    systemctl daemon-reload
+    # Started only once their credentials exist (see below).
+    if [ ${#units[@]} -gt 0 ] && [ -f /etc/ringmaster/tls/ca.crt ]; then
+      systemctl restart "${units[@]}"
+    fi
+  fi
   cat <<NEXT
-Installed in $prefix/bin and /etc/systemd/system. Next (docs/security.md):
+Installed in $prefix/bin and /etc/systemd/system. Next (docs/security.md, docs/multi-host.md):
   ringmaster certs init --dir /etc/ringmaster/tls --host <coordinator host> --worker <each worker's hostname>
   chown -R ringmaster: /etc/ringmaster/tls
-  systemctl enable --now ringmaster-coordinator   # on the coordinator's host
-  systemctl enable --now ringmaster-worker        # on each worker
+  systemctl start ringmaster-coordinator   # on the coordinator's host
+  systemctl start ringmaster-worker        # on each worker
 NEXT
 fi

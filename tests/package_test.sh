@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# The release archive (//:package) as a user installs it: unpacked, its
+# install.sh --prefix --enable puts the binaries and units in place and
+# enables them; the binaries run with the libraries runtime-packages.txt
+# names; `systemd-analyze verify` finds nothing to say about the installed
+# units, and `systemd-analyze security` rates each unit's exposure at 3.0
+# or less (printed here). Bad arguments are refused before anything is
+# installed.
+set -euo pipefail
+if ! command -v systemd-analyze > /dev/null; then
+  echo "SKIPPED: systemd-analyze is not installed (Debian package systemd; ./dev installs it)"
+  exit 0
+fi
+src="$TEST_SRCDIR/$TEST_WORKSPACE"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+tar -xzf "$src/ringmaster-linux-x86_64.tar.gz" -C "$work"
+version=$(tr -d '[:space:]' < "$src/VERSION")
+pkg="$work/ringmaster-$version"
+[ -d "$pkg" ] || fail "the archive has no ringmaster-$version/ directory: $(ls "$work")"
+for file in install.sh Dockerfile runtime-packages.txt README.md docs/multi-host.md \
+            docs/reference.md systemd/ringmaster-worker.service kubernetes/worker.yaml \
+            slurm/ringmaster.sbatch bin/ringmaster bin/ringmaster-trainer; do
+  [ -e "$pkg/$file" ] || fail "the archive lacks $file"
+done
+grep -qx 'libgrpc++1.51' "$pkg/runtime-packages.txt" || fail "runtime-packages.txt lacks gRPC"
+while read -r package; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||
+    fail "runtime-packages.txt names $package, which is not installed here"
+done < "$pkg/runtime-packages.txt"
+
+# A bad argument installs nothing.
+root="$work/root"
+mkdir "$root"
+if out=$("$pkg/install.sh" --root "$root" --enable scheduler 2>&1); then
+  fail "install.sh accepted --enable scheduler"
+fi
+echo "$out" | grep -q "'scheduler'" || fail "the error does not name what is wrong: $out"
+[ -z "$(ls -A "$root")" ] || fail "a refused install left files: $(ls -A "$root")"
+
+# The distribution's own units, which ours are wanted by and ordered after.
+mkdir -p "$root/usr/lib/systemd"
+cp -r /usr/lib/systemd/system "$root/usr/lib/systemd/"
+"$pkg/install.sh" --root "$root" --prefix /opt/ringmaster --enable coordinator,worker \
+    --coordinator 10.1.2.3:7070
+for program in ringmaster ringmaster-coordinator ringmaster-worker ringmaster-trainer; do
+  "$root/opt/ringmaster/bin/$program" --help > /dev/null || fail "$program --help failed"
+done
+units=(ringmaster-coordinator.service ringmaster-worker.service)
+for unit in "${units[@]}"; do
+  grep -q "ExecStart=/opt/ringmaster/bin/" "$root/etc/systemd/system/$unit" ||
+    fail "$unit does not start the binary of the --prefix"
+  [ -L "$root/etc/systemd/system/multi-user.target.wants/$unit" ] || fail "$unit is not enabled"
+done
+grep -qx "RINGMASTER_COORDINATOR=10.1.2.3:7070" "$root/etc/ringmaster/ringmaster.env" ||
+  fail "the worker's coordinator address was not written"
+echo "installed from the archive: 4 binaries run, both units enabled"
+
+out=$(systemd-analyze verify --root="$root" "${units[@]}" 2>&1) || {
+  echo "FAIL: systemd-analyze verify: $out"; exit 1; }
+[ -z "$out" ] || { echo "FAIL: systemd-analyze verify had something to say: $out"; exit 1; }
+echo "systemd-analyze verify: both units clean"
+
+status=0
+for unit in "${units[@]}"; do
+  line=$(systemd-analyze security --offline=yes "$root/etc/systemd/system/$unit" 2>&1 | tail -n 1)
+  exposure=$(echo "$line" | sed -n 's/.*: \([0-9.]*\) .*/\1/p')
+  echo "$unit: exposure $exposure ($line)"
+  if [ -z "$exposure" ] || ! awk -v e="$exposure" 'BEGIN { exit !(e <= 3.0) }'; then
+    echo "FAIL: $unit exposure above 3.0"
+    status=1
+  fi
+done
+exit $status
