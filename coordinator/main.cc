@@ -58,7 +58,12 @@ absl::StatusOr<std::string> MakeCheckpointRoot(const std::string& flag,
                                                const std::string& state_dir) {
   const std::string root = flag.empty() ? state_dir + "/checkpoints" : flag;
   std::error_code error;
-  std::filesystem::create_directories(root, error);
+  // Made here, it is writable by the ranks of every user, as /tmp is (each
+  // job's directory is its rank 0's); one that exists is left as it is.
+  if (std::filesystem::create_directories(root, error)) {
+    std::filesystem::permissions(
+        root, std::filesystem::perms::all | std::filesystem::perms::sticky_bit, error);
+  }
   if (error) {
     return absl::FailedPreconditionError(
         absl::StrCat("--checkpoint-dir ", root, ": ", error.message()));

@@ -82,6 +82,11 @@ for unit in ringmaster-coordinator.service ringmaster-worker.service; do
   sed "s|/usr/local/bin/|$prefix/bin/|g" "$here/systemd/$unit" > "$dest/etc/systemd/system/$unit"
   chmod 0644 "$dest/etc/systemd/system/$unit"
 done
+# The Slurm batch script, for users of the machine.
+if [ -f "$here/slurm/ringmaster.sbatch" ]; then
+  install -D -m 0755 "$here/slurm/ringmaster.sbatch" \
+    "$dest$prefix/share/ringmaster/slurm/ringmaster.sbatch"
+fi
 # Credentials (TLS files, the admin token) live here; ranks write below /srv/ringmaster.
 install -d -m 0750 "$dest/etc/ringmaster"
 install -d -m 1777 "$dest/srv/ringmaster"

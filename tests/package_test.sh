@@ -31,6 +31,37 @@ while read -r package; do
     fail "runtime-packages.txt names $package, which is not installed here"
 done < "$pkg/runtime-packages.txt"
 
+# The Kubernetes files: no namespace of their own, a headless Service for
+# the coordinator, /dev/shm in memory and the shared checkpoint volume for
+# the ranks, the image of this version, GPUs per node in one place.
+/usr/bin/python3 - "$pkg/kubernetes" "$version" <<'PY' || fail "Kubernetes files"
+import glob, os, sys, yaml
+top, version = sys.argv[1], sys.argv[2]
+docs = {}
+for path in glob.glob(os.path.join(top, "*.yaml")):
+    for doc in yaml.safe_load_all(open(path)):
+        if doc and "kind" in doc:
+            assert "namespace" not in doc["metadata"], f"{path} names a namespace"
+            docs[(doc["kind"], doc["metadata"]["name"])] = doc
+assert docs[("Service", "ringmaster-coordinator")]["spec"]["clusterIP"] == "None"
+def pod(kind, name):
+    return docs[(kind, name)]["spec"]["template"]["spec"]
+def mounts(spec):
+    return {m["mountPath"]: m["name"] for m in spec["containers"][0]["volumeMounts"]}
+worker, coordinator = pod("DaemonSet", "ringmaster-worker"), pod("StatefulSet", "ringmaster-coordinator")
+volumes = {v["name"]: v for v in worker["volumes"]}
+assert volumes[mounts(worker)["/dev/shm"]]["emptyDir"]["medium"] == "Memory"
+for spec in (worker, coordinator):
+    claim = {v["name"]: v for v in spec["volumes"]}[mounts(spec)["/srv/ringmaster/checkpoints"]]
+    assert claim["persistentVolumeClaim"]["claimName"] == "ringmaster-checkpoints"
+assert ("PersistentVolumeClaim", "ringmaster-checkpoints") in docs
+assert "nvidia.com/gpu" not in str(worker), "GPUs are set in kubernetes/gpu only"
+kustomization = yaml.safe_load(open(os.path.join(top, "kustomization.yaml")))
+assert kustomization["images"][0]["newTag"] == version
+assert "nvidia.com/gpu" in open(os.path.join(top, "gpu", "kustomization.yaml")).read()
+print("Kubernetes files: namespace-free, headless Service, shm and checkpoint volumes")
+PY
+
 # A bad argument installs nothing.
 root="$work/root"
 mkdir "$root"
@@ -54,6 +85,8 @@ for unit in "${units[@]}"; do
     fail "$unit does not start the binary of the --prefix"
   [ -L "$root/etc/systemd/system/multi-user.target.wants/$unit" ] || fail "$unit is not enabled"
 done
+[ -x "$root/opt/ringmaster/share/ringmaster/slurm/ringmaster.sbatch" ] ||
+  fail "the Slurm batch script was not installed"
 grep -qx "RINGMASTER_COORDINATOR=10.1.2.3:7070" "$root/etc/ringmaster/ringmaster.env" ||
   fail "the worker's coordinator address was not written"
 echo "installed from the archive: 4 binaries run, both units enabled"

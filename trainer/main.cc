@@ -128,6 +128,14 @@ absl::Status Finish(const TrainerEnv& env, Collective& comm, const TrainResult& 
 }
 
 int Run(int argc, char** argv) {
+  if (argc == 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
+    std::cout << "ringmaster-trainer: the built-in rank process of Ringmaster's trainer jobs.\n"
+                 "Usage: ringmaster-trainer [--spec FILE.yaml]\n"
+                 "A worker starts it with the rank environment (docs/reference.md) and the\n"
+                 "job's trainer spec in RINGMASTER_TRAINER_SPEC; --spec reads a job spec's\n"
+                 "trainer: section from FILE instead.\n";
+    return 0;
+  }
   absl::StatusOr<TrainerEnv> env = ReadTrainerEnv(std::getenv);
   if (!env.ok()) return Fail(env.status());
   // Before any thread starts, so that every thread leaves SIGTERM to it.
