@@ -81,16 +81,22 @@ class Bench:
         os.makedirs(path)
         return path
 
-    def ours_trainer(self, per_host):
-        store = self.store("trainer")
+    def ours(self, binary, per_host, *flags):
+        """Runs one of our bench binaries on every host, each with its share
+        of a world of HOSTS * per_host ranks; returns their stdouts."""
+        store = self.store(os.path.basename(binary))
         world = HOSTS * per_host
-        outs = self.on_every_host(lambda i: [
-            self.args.trainer, "--world", str(world), "--first-rank", str(i * per_host),
+        return self.on_every_host(lambda i: [
+            binary, "--world", str(world), "--first-rank", str(i * per_host),
             "--ranks", str(per_host), "--host", self.hosts.address(i), "--store", store,
-            "--steps", str(self.args.steps), "--warmup", str(self.args.warmup),
-            "--batch", str(ddp_throughput.BATCH), "--features", str(ddp_throughput.FEATURES),
-            "--classes", str(ddp_throughput.CLASSES),
-            "--hidden", ",".join(map(str, ddp_throughput.HIDDEN))])
+            *flags])
+
+    def ours_trainer(self, per_host):
+        outs = self.ours(
+            self.args.trainer, per_host, "--steps", str(self.args.steps),
+            "--warmup", str(self.args.warmup), "--batch", str(ddp_throughput.BATCH),
+            "--features", str(ddp_throughput.FEATURES), "--classes", str(ddp_throughput.CLASSES),
+            "--hidden", ",".join(map(str, ddp_throughput.HIDDEN)))
         return sum(json.loads(out)["samples_per_second"] for out in outs)
 
     def torch_role(self, role, per_host):
@@ -110,12 +116,7 @@ class Bench:
         return {int(mb): s for mb, s in json.loads(out).items()}
 
     def ours_allreduce(self, per_host):
-        store = self.store("allreduce")
-        world = HOSTS * per_host
-        outs = self.on_every_host(lambda i: [
-            self.args.allreduce, "--world", str(world), "--first-rank", str(i * per_host),
-            "--ranks", str(per_host), "--host", self.hosts.address(i), "--store", store,
-            "--iterations", str(self.args.iterations)])
+        outs = self.ours(self.args.allreduce, per_host, "--iterations", str(self.args.iterations))
         rows = [json.loads(line) for line in outs[0].splitlines()]
         return {row["bytes"] >> 20: row for row in rows}
 
