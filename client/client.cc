@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/credentials.h"
 #include "common/grpc_status.h"
+#include "common/limits.h"
 
 namespace ringmaster {
 namespace {
@@ -76,7 +77,7 @@ absl::StatusOr<bool> Client::UploadCode(const std::string& path, const std::stri
   v1::UploadCodeRequest piece;
   piece.set_sha256(sha256);
   piece.set_archive_bytes(archive_bytes);
-  std::string buffer(1 << 20, '\0');
+  std::string buffer(kMaxCodeChunkBytes, '\0');
   bool first = true;
   while (in || first) {
     in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));

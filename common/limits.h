@@ -15,6 +15,9 @@ inline constexpr int64_t kDefaultMaxRendezvousValueBytes = 1 << 20;   // one val
 inline constexpr int64_t kDefaultMaxRendezvousScopeBytes = 16 << 20;  // keys and values of an attempt
 inline constexpr int64_t kDefaultMaxLogLineBytes = 64 << 10;      // longer lines are split
 inline constexpr int kDefaultMaxStreamQueue = 10000;  // messages waiting on one stream
+// A code archive travels in pieces of at most this many bytes: each upload
+// message, and each ReadCode answer a worker fetches.
+inline constexpr int kMaxCodeChunkBytes = 1 << 20;
 
 }  // namespace ringmaster
 

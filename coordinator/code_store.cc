@@ -172,7 +172,7 @@ absl::StatusOr<std::string> CodeStore::Read(const std::string& sha256, int64_t o
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Errno(absl::StrCat("cannot open ", path));
   std::string data(static_cast<size_t>(std::min<int64_t>(
-                       std::min(max_bytes, kMaxChunkBytes), *bytes - offset)),
+                       std::min(max_bytes, kMaxCodeChunkBytes), *bytes - offset)),
                    '\0');
   size_t done = 0;
   while (done < data.size()) {

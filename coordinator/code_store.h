@@ -18,13 +18,13 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "common/limits.h"
 #include "common/mutex.h"
 #include "common/sha256.h"
 
 namespace ringmaster {
 
 inline constexpr int64_t kDefaultMaxUploadBytes = 200LL << 20;
-inline constexpr int kMaxChunkBytes = 1 << 20;
 
 struct CodeStoreOptions {
   std::string dir;

@@ -186,7 +186,7 @@ grpc::ServerUnaryReactor* JobServiceImpl::StatCode(grpc::CallbackServerContext* 
 namespace {
 
 // Writes an uploaded code archive to the store as its pieces arrive (each
-// at most kMaxChunkBytes, written before the next is read, so one upload
+// at most kMaxCodeChunkBytes, written before the next is read, so one upload
 // holds one piece in memory).
 class UploadReactor final : public grpc::ServerReadReactor<v1::UploadCodeRequest> {
  public:
@@ -205,10 +205,10 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::UploadCodeRequest
       if (!upload.ok()) return End(upload.status());
       upload_ = *std::move(upload);
     }
-    if (request_.data().size() > static_cast<size_t>(kMaxChunkBytes)) {
+    if (request_.data().size() > static_cast<size_t>(kMaxCodeChunkBytes)) {
       return End(absl::InvalidArgumentError(
           absl::StrCat("an upload's piece is ", request_.data().size(), " bytes; at most ",
-                       kMaxChunkBytes)));
+                       kMaxCodeChunkBytes)));
     }
     if (absl::Status s = upload_->Append(request_.data()); !s.ok()) return End(s);
     HandToGrpc(this);

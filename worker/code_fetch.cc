@@ -6,6 +6,7 @@
 #include "absl/time/clock.h"
 #include "common/credentials.h"
 #include "common/grpc_status.h"
+#include "common/limits.h"
 #include "proto/worker.grpc.pb.h"
 
 namespace ringmaster {
@@ -19,7 +20,7 @@ JobCode::Fetch CoordinatorCodeFetch(std::shared_ptr<grpc::Channel> coordinator, 
     if (!out) return absl::InternalError(absl::StrCat("cannot create ", path));
     v1::ReadCodeRequest request;
     request.set_sha256(sha256);
-    request.set_max_bytes(1 << 20);
+    request.set_max_bytes(kMaxCodeChunkBytes);
     for (;;) {
       grpc::ClientContext context;
       context.set_deadline(absl::ToChronoTime(absl::Now() + call_timeout));
