@@ -121,15 +121,11 @@ bool SplitName(const std::string& full, std::string* prefix, std::string* name) 
   return false;
 }
 
-absl::Status Errno(const std::string& what) {
-  return absl::InternalError(absl::StrCat(what, ": ", strerror(errno)));
-}
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ArchiveWriter>> ArchiveWriter::Create(const std::string& path) {
   gzFile gz = gzopen(path.c_str(), "wb6");
-  if (gz == nullptr) return Errno(absl::StrCat("cannot create ", path));
+  if (gz == nullptr) return ErrnoError(absl::StrCat("cannot create ", path));
   return std::unique_ptr<ArchiveWriter>(new ArchiveWriter(gz, path));
 }
 
@@ -201,7 +197,7 @@ absl::Status ArchiveWriter::AddSymlink(const std::string& name, const std::strin
 absl::Status ArchiveWriter::AddFile(const std::string& name, const std::string& source,
                                     int64_t size, bool executable) {
   const int fd = open(source.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return Errno(absl::StrCat("cannot read ", source));
+  if (fd < 0) return ErrnoError(absl::StrCat("cannot read ", source));
   absl::Cleanup close_fd = [fd] { close(fd); };
   RETURN_IF_ERROR(WriteHeader(name, kFile, size, executable ? 0755 : 0644, ""));
   std::vector<char> buffer(1 << 16);
@@ -210,7 +206,7 @@ absl::Status ArchiveWriter::AddFile(const std::string& name, const std::string& 
     const ssize_t n = read(fd, buffer.data(),
                            static_cast<size_t>(std::min<int64_t>(left, buffer.size())));
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Errno(absl::StrCat("reading ", source));
+    if (n < 0) return ErrnoError(absl::StrCat("reading ", source));
     if (n == 0) {
       return absl::AbortedError(absl::StrCat(source, " shrank while it was being packed"));
     }
@@ -383,23 +379,23 @@ class Unpacker {
       for (size_t done = 0; done < n;) {
         const ssize_t w = write(fd, buffer.data() + done, n - done);
         if (w < 0 && errno == EINTR) continue;
-        if (w < 0) return Errno(absl::StrCat("writing ", path));
+        if (w < 0) return ErrnoError(absl::StrCat("writing ", path));
         done += static_cast<size_t>(w);
       }
       left -= n;
     }
     char padding[kBlock];
     RETURN_IF_ERROR(Read(padding, (kBlock - size % kBlock) % kBlock));
-    if (fchmod(fd, mode) != 0) return Errno(absl::StrCat("chmod ", path));
+    if (fchmod(fd, mode) != 0) return ErrnoError(absl::StrCat("chmod ", path));
     if (owner_.has_value() && fchown(fd, owner_->uid, owner_->gid) != 0) {
-      return Errno(absl::StrCat("chown ", path));
+      return ErrnoError(absl::StrCat("chown ", path));
     }
     return absl::OkStatus();
   }
 
   absl::Status Own(const std::string& path, const std::string& name) {
     if (owner_.has_value() && lchown(path.c_str(), owner_->uid, owner_->gid) != 0) {
-      return Errno(absl::StrCat("chown ", name));
+      return ErrnoError(absl::StrCat("chown ", name));
     }
     return absl::OkStatus();
   }
@@ -421,17 +417,17 @@ class Unpacker {
 absl::Status UnpackArchive(const std::string& archive, const std::string& dir,
                            const UnpackLimits& limits, const std::optional<UnpackOwner>& owner) {
   gzFile gz = gzopen(archive.c_str(), "rb");
-  if (gz == nullptr) return Errno(absl::StrCat("cannot open ", archive));
+  if (gz == nullptr) return ErrnoError(absl::StrCat("cannot open ", archive));
   absl::Cleanup close_gz = [gz] { gzclose(gz); };
   if (gzdirect(gz)) {
     // gzread would pass plain bytes through; only our gzip archives are taken.
     return absl::InvalidArgumentError(absl::StrCat("archive ", archive, ": not gzip-compressed"));
   }
   if (mkdir(dir.c_str(), 0755) != 0 || chmod(dir.c_str(), 0755) != 0) {
-    return Errno(absl::StrCat("cannot create ", dir));
+    return ErrnoError(absl::StrCat("cannot create ", dir));
   }
   if (owner.has_value() && lchown(dir.c_str(), owner->uid, owner->gid) != 0) {
-    const absl::Status error = Errno(absl::StrCat("chown ", dir));
+    const absl::Status error = ErrnoError(absl::StrCat("chown ", dir));
     rmdir(dir.c_str());
     return error;
   }

@@ -1,10 +1,24 @@
 // Early-return helpers for absl::Status and absl::StatusOr (absl 20220623
-// ships none).
+// ships none), and the status of a failed system call.
 #ifndef RINGMASTER_COMMON_STATUS_MACROS_H_
 #define RINGMASTER_COMMON_STATUS_MACROS_H_
 
+#include <cerrno>
+#include <cstring>
+#include <string>
+
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+
+namespace ringmaster {
+
+// INTERNAL "<what>: <strerror(errno)>", right after a system call failed.
+inline absl::Status ErrnoError(const std::string& what) {
+  return absl::InternalError(absl::StrCat(what, ": ", std::strerror(errno)));
+}
+
+}  // namespace ringmaster
 
 // Returns the status of `expr` from the enclosing function when it is not OK.
 #define RETURN_IF_ERROR(expr)                                 \

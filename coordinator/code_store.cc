@@ -22,10 +22,6 @@ namespace fs = std::filesystem;
 constexpr char kSuffix[] = ".tar.gz";
 constexpr char kUploadPrefix[] = ".upload-";
 
-absl::Status Errno(const std::string& what) {
-  return absl::InternalError(absl::StrCat(what, ": ", strerror(errno)));
-}
-
 }  // namespace
 
 CodeStore::CodeStore(CodeStoreOptions options, const Clock* clock)
@@ -91,7 +87,7 @@ absl::StatusOr<std::unique_ptr<CodeStore::Upload>> CodeStore::BeginUpload(
   const int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) {
     UploadEnded();
-    return Errno(absl::StrCat("cannot create ", temp));
+    return ErrnoError(absl::StrCat("cannot create ", temp));
   }
   return std::unique_ptr<Upload>(new Upload(this, sha256, bytes, temp, fd));
 }
@@ -122,7 +118,7 @@ absl::Status CodeStore::Upload::Append(absl::string_view data) {
   while (!data.empty()) {
     const ssize_t n = write(fd_, data.data(), data.size());
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Errno(absl::StrCat("writing ", temp_path_));
+    if (n < 0) return ErrnoError(absl::StrCat("writing ", temp_path_));
     data.remove_prefix(static_cast<size_t>(n));
     written_ += n;
   }
@@ -139,7 +135,7 @@ absl::StatusOr<bool> CodeStore::Upload::Commit() {
         absl::StrCat("the uploaded bytes have SHA-256 ", digest, ", not ", sha256_));
   }
   // On disk before any job can refer to it.
-  if (fsync(fd_) != 0) return Errno(absl::StrCat("fsync ", temp_path_));
+  if (fsync(fd_) != 0) return ErrnoError(absl::StrCat("fsync ", temp_path_));
   close(fd_);
   fd_ = -1;
   const std::string path = store_->PathOf(sha256_);
@@ -150,7 +146,9 @@ absl::StatusOr<bool> CodeStore::Upload::Commit() {
       return true;
     }
   }
-  if (rename(temp_path_.c_str(), path.c_str()) != 0) return Errno(absl::StrCat("rename ", path));
+  if (rename(temp_path_.c_str(), path.c_str()) != 0) {
+    return ErrnoError(absl::StrCat("rename ", path));
+  }
   MutexLock lock(&store_->mu_);
   store_->archives_[sha256_] = {bytes_, store_->clock_->Now()};
   return false;
@@ -170,7 +168,7 @@ absl::StatusOr<std::string> CodeStore::Read(const std::string& sha256, int64_t o
   }
   const std::string path = PathOf(sha256);
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Errno(absl::StrCat("cannot open ", path));
+  if (fd < 0) return ErrnoError(absl::StrCat("cannot open ", path));
   std::string data(static_cast<size_t>(std::min<int64_t>(
                        std::min(max_bytes, kMaxCodeChunkBytes), *bytes - offset)),
                    '\0');
@@ -183,7 +181,9 @@ absl::StatusOr<std::string> CodeStore::Read(const std::string& sha256, int64_t o
     done += static_cast<size_t>(n);
   }
   close(fd);
-  if (done != data.size()) return absl::DataLossError(absl::StrCat(path, " is shorter than indexed"));
+  if (done != data.size()) {
+    return absl::DataLossError(absl::StrCat(path, " is shorter than indexed"));
+  }
   return data;
 }
 

@@ -61,38 +61,34 @@ class Reader {
   size_t pos_ = 0;
 };
 
-absl::Status Errno(const std::string& what) {
-  return absl::InternalError(absl::StrCat(what, ": ", strerror(errno)));
-}
-
 absl::Status FsyncPath(const std::string& path, int flags) {
   int fd = open(path.c_str(), flags | O_CLOEXEC);
-  if (fd < 0) return Errno(absl::StrCat("open ", path));
+  if (fd < 0) return ErrnoError(absl::StrCat("open ", path));
   int rc = fsync(fd);
   close(fd);
-  return rc == 0 ? absl::OkStatus() : Errno(absl::StrCat("fsync ", path));
+  return rc == 0 ? absl::OkStatus() : ErrnoError(absl::StrCat("fsync ", path));
 }
 
 absl::Status WriteFileSynced(const std::string& path, const std::string& data) {
   int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Errno(absl::StrCat("create ", path));
+  if (fd < 0) return ErrnoError(absl::StrCat("create ", path));
   size_t written = 0;
   while (written < data.size()) {
     ssize_t n = write(fd, data.data() + written, data.size() - written);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
-      absl::Status s = Errno(absl::StrCat("write ", path));
+      absl::Status s = ErrnoError(absl::StrCat("write ", path));
       close(fd);
       return s;
     }
     written += n;
   }
   if (fsync(fd) != 0) {
-    absl::Status s = Errno(absl::StrCat("fsync ", path));
+    absl::Status s = ErrnoError(absl::StrCat("fsync ", path));
     close(fd);
     return s;
   }
-  return close(fd) == 0 ? absl::OkStatus() : Errno(absl::StrCat("close ", path));
+  return close(fd) == 0 ? absl::OkStatus() : ErrnoError(absl::StrCat("close ", path));
 }
 
 // step-<N> directories under `dir`, newest first.
