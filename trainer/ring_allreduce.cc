@@ -33,30 +33,26 @@ void Check(bool completed, const char* what) {
 }  // namespace
 
 absl::Status RingAllReduce::AllReduceSum(float* data, size_t n) {
-  const int p = size();
-  if (p == 1 || n == 0) return absl::OkStatus();
-  const size_t widest = BlockOf(n, p, 0).size();
-  if (scratch_.size() < 2 * widest) scratch_.resize(2 * widest);
+  if (size() == 1 || n == 0) return absl::OkStatus();
   return CatchAsStatus("gloo ring all-reduce", [&] { Run(data, n); });
 }
 
-// Steps 0..p-2 reduce-scatter: step t receives block r-t-1 from the
-// previous rank and adds it to this rank's; after them this rank holds the
-// full sum of block r+1. Steps p-1..2p-3 all-gather: the summed blocks go
-// once round the ring. The block a step receives is the block the next step
-// sends, so each received segment is passed on as soon as it is summed
-// (or, gathering, as soon as it lands): the steps overlap, and both
-// directions of every link stay busy.
+// Step t receives block r-t-1 (mod p) from the previous rank and sends the
+// block it received at step t-1 (step 0: block r) to the next. Steps
+// 0..p-2 reduce-scatter: each received block is added to this rank's, and
+// after them this rank holds the full sum of block r+1. Steps p-1..2p-3
+// all-gather: the summed blocks go once round the ring. Each received
+// segment is passed on as soon as it is summed (or, gathering, as soon as
+// it lands): the steps overlap, and both directions of every link stay busy.
 void RingAllReduce::Run(float* data, size_t n) {
   const int p = size();
   const int r = rank();
   const int next = (r + 1) % p;
   const int prev = (r + p - 1) % p;
   const int steps = 2 * (p - 1);
-  const auto received_block = [&](int t) {
-    return BlockOf(n, p, t < p - 1 ? (r - t - 1 + 2 * p) % p : (r - (t - (p - 1)) + 2 * p) % p);
-  };
+  const auto received_block = [&](int t) { return BlockOf(n, p, (r - t - 1 + 2 * p) % p); };
   const size_t widest = BlockOf(n, p, 0).size();
+  if (scratch_.size() < 2 * widest) scratch_.resize(2 * widest);
   const size_t slots_per_step = std::max<size_t>(1, Segments(widest));
   // Segment k of step t travels in slot base + t * slots_per_step + k on
   // both sides, whatever order sends and receives complete in.
