@@ -30,10 +30,10 @@ absl::StatusOr<std::unique_ptr<GlooCollective>> GlooCollective::Connect(
     gloo::rendezvous::Store& store, int rank, int size, const GlooOptions& options) {
   auto context = std::make_shared<gloo::rendezvous::Context>(rank, size);
   context->setTimeout(options.timeout);
+  const gloo::transport::tcp::attr attr(options.hostname.c_str());
   std::shared_ptr<gloo::transport::Device> device;
   absl::Status status = GlooCall("rendezvous", [&] {
-    device =
-        gloo::transport::tcp::CreateDevice(gloo::transport::tcp::attr(options.hostname.c_str()));
+    device = gloo::transport::tcp::CreateDevice(attr);
     gloo::rendezvous::PrefixStore prefixed(options.prefix, store);
     context->connectFullMesh(prefixed, device);
   });
@@ -41,7 +41,7 @@ absl::StatusOr<std::unique_ptr<GlooCollective>> GlooCollective::Connect(
   std::unique_ptr<GlooCollective> collective(new GlooCollective(context, options.timeout));
   collective->store_ = &store;
   collective->prefix_ = options.prefix;
-  collective->attr_ = gloo::transport::tcp::attr(options.hostname.c_str());
+  collective->attr_ = attr;
   if (options.shared_memory && size > 1) {
     gloo::rendezvous::PrefixStore prefixed(options.prefix, store);
     absl::StatusOr<HostLayout> layout = ExchangeHostLayout(

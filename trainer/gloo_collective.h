@@ -47,7 +47,6 @@ class GlooCollective final : public Collective {
   std::string backend() const override { return "gloo"; }
   // How float all-reduces travel, in words.
   std::string transport() const;
-  const HostLayout& layout() const { return layout_; }
   absl::Status AllReduceSum(float* data, size_t n) override;
   absl::Status AllReduceSumBf16(uint16_t* data, size_t n) override;
   absl::Status Broadcast(void* data, size_t bytes, int root) override;

@@ -38,21 +38,30 @@ std::string HostIdentity() {
   return absl::StrCat(Hostname(), "/", boot_id);
 }
 
-absl::StatusOr<HostLayout> ExchangeHostLayout(gloo::rendezvous::Store& store,
-                                              const std::string& key, int rank, int size,
-                                              const std::string& identity) {
-  std::vector<std::string> identities(size);
+absl::StatusOr<std::vector<std::string>> GatherFromAll(gloo::rendezvous::Store& store,
+                                                       const std::string& key, int rank,
+                                                       int size, const std::string& value) {
+  std::vector<std::string> values(size);
   absl::Status status = CatchAsStatus("rendezvous store", [&] {
-    store.set(absl::StrCat(key, "/", rank), std::vector<char>(identity.begin(), identity.end()));
+    store.set(absl::StrCat(key, "/", rank), std::vector<char>(value.begin(), value.end()));
     for (int r = 0; r < size; ++r) {
       // Not every Store's get waits for the key (HashStore's does not).
       store.wait({absl::StrCat(key, "/", r)});
       std::vector<char> theirs = store.get(absl::StrCat(key, "/", r));
-      identities[r].assign(theirs.begin(), theirs.end());
+      values[r].assign(theirs.begin(), theirs.end());
     }
   });
   if (!status.ok()) return status;
-  return LayoutOf(identities, rank);
+  return values;
+}
+
+absl::StatusOr<HostLayout> ExchangeHostLayout(gloo::rendezvous::Store& store,
+                                              const std::string& key, int rank, int size,
+                                              const std::string& identity) {
+  absl::StatusOr<std::vector<std::string>> identities =
+      GatherFromAll(store, key, rank, size, identity);
+  if (!identities.ok()) return identities.status();
+  return LayoutOf(*identities, rank);
 }
 
 }  // namespace ringmaster

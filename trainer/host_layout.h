@@ -28,8 +28,14 @@ HostLayout LayoutOf(const std::vector<std::string>& identity_of_rank, int rank);
 // hostname; a container shares its boot id with the machine).
 std::string HostIdentity();
 
-// Every rank publishes `identity` under `key` in `store` and reads the
-// others'; blocks until all `size` ranks have.
+// Every rank publishes `value` under `key` in `store`; returns every rank's
+// value, in rank order, once all `size` ranks have published (it blocks
+// until then).
+absl::StatusOr<std::vector<std::string>> GatherFromAll(gloo::rendezvous::Store& store,
+                                                       const std::string& key, int rank,
+                                                       int size, const std::string& value);
+
+// The layout from every rank's `identity`, gathered under `key`.
 absl::StatusOr<HostLayout> ExchangeHostLayout(gloo::rendezvous::Store& store,
                                               const std::string& key, int rank, int size,
                                               const std::string& identity);

@@ -14,9 +14,11 @@
 #include <cstring>
 #include <random>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "trainer/catch_status.h"
+#include "trainer/host_layout.h"
 
 namespace ringmaster {
 
@@ -200,21 +202,18 @@ float* ShmAllReduce::Result(int set) const { return Slot(set, size_); }
 
 absl::Status ShmAllReduce::WatchPeers(gloo::rendezvous::Store& store, const std::string& key) {
   const pid_t self = getpid();
-  const std::string mine = std::to_string(self);
-  std::vector<pid_t> pids(size_);
-  absl::Status status = StoreCall([&] {
-    store.set(absl::StrCat(key, "/", rank_), std::vector<char>(mine.begin(), mine.end()));
-    for (int r = 0; r < size_; ++r) {
-      store.wait({absl::StrCat(key, "/", r)});
-      std::vector<char> theirs = store.get(absl::StrCat(key, "/", r));
-      pids[r] = static_cast<pid_t>(std::stol(std::string(theirs.begin(), theirs.end())));
-    }
-  });
-  if (!status.ok()) return status;
+  absl::StatusOr<std::vector<std::string>> pids =
+      GatherFromAll(store, key, rank_, size_, std::to_string(self));
+  if (!pids.ok()) return pids.status();
   for (int r = 0; r < size_; ++r) {
-    if (r == rank_ || pids[r] == self) continue;
+    pid_t pid = 0;
+    if (!absl::SimpleAtoi((*pids)[r], &pid)) {
+      return absl::UnavailableError(
+          absl::StrCat("rendezvous store: rank ", r, " published no pid: \"", (*pids)[r], "\""));
+    }
+    if (r == rank_ || pid == self) continue;
     // Every peer is alive here: it published its pid and mapped the segment.
-    const int fd = static_cast<int>(syscall(SYS_pidfd_open, pids[r], 0));
+    const int fd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
     if (fd >= 0) peer_pidfds_.push_back({r, fd});
   }
   return absl::OkStatus();
