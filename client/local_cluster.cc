@@ -1,6 +1,5 @@
 #include "client/local_cluster.h"
 
-#include <pwd.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -265,9 +264,11 @@ absl::StatusOr<LocalCluster> StartLocalCluster(const LocalClusterOptions& option
   }
   // Ranks of another user pass through (not list) it to their job's code in
   // worker-<i>/jobs; what is inside keeps its own modes.
-  const std::string rank_user = options.rank_user.substr(0, options.rank_user.find(':'));
-  const passwd* ranks = rank_user.empty() ? nullptr : getpwnam(rank_user.c_str());
-  const bool other_user = ranks != nullptr && ranks->pw_uid != geteuid();
+  bool other_user = false;
+  if (!options.rank_user.empty()) {
+    absl::StatusOr<RunAs> ranks = ResolveRunAs(options.rank_user);
+    other_user = ranks.ok() && ranks->uid != geteuid();
+  }
   RETURN_IF_ERROR(MakePrivateDir(options.state_dir, other_user ? 0711 : 0700));
   RETURN_IF_ERROR(MakePrivateDir(options.state_dir + "/logs"));
   std::error_code error;

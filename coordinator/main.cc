@@ -146,7 +146,8 @@ int main(int argc, char** argv) {
   config.listen_address = addresses->listen;
   config.metrics_address = addresses->metrics;
   manager.rank_env.coordinator_address = addresses->advertise;
-  absl::StatusOr<std::string> checkpoint_root = MakeCheckpointRoot(checkpoint_dir, config.state_dir);
+  absl::StatusOr<std::string> checkpoint_root =
+      MakeCheckpointRoot(checkpoint_dir, config.state_dir);
   if (!checkpoint_root.ok()) {
     spdlog::critical("{}", std::string(checkpoint_root.status().message()));
     return 2;

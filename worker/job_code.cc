@@ -56,12 +56,12 @@ absl::StatusOr<std::string> JobCode::Prepare(const std::string& job_id,
   MutexLock lock(&mu_);
   Job& job = jobs_[job_id];
   job.busy = false;
-  if (unpacked.ok()) job.ready = code.sha256();
   if (!unpacked.ok()) {
     return absl::Status(unpacked.status().code(),
                         absl::StrCat("code ", code.sha256().substr(0, 12), " from ",
                                      code.source(), ": ", unpacked.status().message()));
   }
+  job.ready = code.sha256();
   return unpacked;
 }
 
