@@ -6,9 +6,7 @@
 // bench/allreduce_bandwidth.py and bench/multihost.py add the peers and
 // the tables.
 //
-// Across hosts, each host runs its own ranks of the world:
-//   allreduce_bandwidth --world 4 --first-rank 2 --ranks 2 --host 10.0.0.2 \
-//       --store /shared/dir
+// Across hosts, each host runs its own ranks of the world (bench/host_share.h).
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,12 +20,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
+#include "bench/host_share.h"
 #include "trainer/gloo_collective.h"
 
 namespace ringmaster {
@@ -40,25 +38,15 @@ double Median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-struct Config {
-  int world = 2;
-  int first_rank = 0;
-  int ranks = 0;  // of this process's host; 0: all
-  int iterations = 10;
-  std::string host = "127.0.0.1";
-  std::string store;  // a directory every rank sees; empty: a temporary one
-};
-
-int RunRank(int rank, const Config& c, const std::string& store_dir) {
-  const int world = c.world;
-  const int iterations = c.iterations;
-  gloo::rendezvous::FileStore store(store_dir);
+int RunRank(int rank, const HostShare& share, int iterations) {
+  const int world = share.world;
+  gloo::rendezvous::FileStore store(share.store);
   GlooOptions shm_options;
   shm_options.prefix = "shm";
-  shm_options.hostname = c.host;
+  shm_options.hostname = share.host;
   GlooOptions tcp_options;
   tcp_options.prefix = "tcp";
-  tcp_options.hostname = c.host;
+  tcp_options.hostname = share.host;
   tcp_options.shared_memory = false;
   auto ours_shm = GlooCollective::Connect(store, rank, world, shm_options);
   auto ours_tcp = GlooCollective::Connect(store, rank, world, tcp_options);
@@ -66,7 +54,7 @@ int RunRank(int rank, const Config& c, const std::string& store_dir) {
 
   auto raw = std::make_shared<gloo::rendezvous::Context>(rank, world);
   gloo::rendezvous::PrefixStore raw_store("raw", store);
-  auto device = gloo::transport::tcp::CreateDevice(gloo::transport::tcp::attr(c.host.c_str()));
+  auto device = gloo::transport::tcp::CreateDevice(gloo::transport::tcp::attr(share.host.c_str()));
   raw->connectFullMesh(raw_store, device);
 
   // Gradients as the trainer holds them: in memory every local rank maps,
@@ -128,26 +116,18 @@ int RunRank(int rank, const Config& c, const std::string& store_dir) {
 }
 
 int Main(int argc, char** argv) {
-  Config c;
+  HostShare share;
+  int iterations = 10;
   CLI::App app{"All-reduce time: Ringmaster's collective layer and raw Gloo"};
-  app.add_option("--world", c.world);
-  app.add_option("--first-rank", c.first_rank, "the first rank this host runs");
-  app.add_option("--ranks", c.ranks, "how many ranks this host runs (default: all)");
-  app.add_option("--host", c.host, "this host's address for its peers");
-  app.add_option("--store", c.store, "a directory every host sees, for the rendezvous");
-  app.add_option("--iterations", c.iterations);
+  share.AddOptions(app);
+  app.add_option("--iterations", iterations);
   CLI11_PARSE(app, argc, argv);
-  if (c.ranks == 0) c.ranks = c.world - c.first_rank;
+  share.Resolve();
 
-  std::string store_dir = c.store;
-  if (store_dir.empty()) {
-    char dir_template[] = "/tmp/ringmaster-allreduce-XXXXXX";
-    store_dir = mkdtemp(dir_template);
-  }
   std::vector<pid_t> pids;
-  for (int rank = c.first_rank; rank < c.first_rank + c.ranks; ++rank) {
+  for (int rank = share.first_rank; rank < share.first_rank + share.ranks; ++rank) {
     pid_t pid = fork();
-    if (pid == 0) _exit(RunRank(rank, c, store_dir));
+    if (pid == 0) _exit(RunRank(rank, share, iterations));
     pids.push_back(pid);
   }
   bool ok = true;
@@ -156,7 +136,6 @@ int Main(int argc, char** argv) {
     waitpid(pid, &status, 0);
     ok &= WIFEXITED(status) && WEXITSTATUS(status) == 0;
   }
-  if (c.store.empty()) std::filesystem::remove_all(store_dir);
   return ok ? 0 : 1;
 }
 

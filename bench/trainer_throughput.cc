@@ -5,10 +5,8 @@
 //
 //   trainer_throughput --world 2 --steps 30 --warmup 5
 //
-// Across hosts, each host runs its own ranks of the world and prints their
-// summed rate:
-//   trainer_throughput --world 4 --first-rank 2 --ranks 2 --host 10.0.0.2 \
-//       --store /shared/dir
+// Across hosts, each host runs its own ranks of the world
+// (bench/host_share.h) and prints their summed rate.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,7 +14,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -28,6 +25,7 @@
 #include <atomic>
 #include <thread>
 
+#include "bench/host_share.h"
 #include "common/metrics.h"
 #include "trainer/dataset.h"
 #include "worker/worker_metrics.h"
@@ -38,7 +36,7 @@ namespace ringmaster {
 namespace {
 
 struct Config {
-  int world = 2;
+  HostShare share;  // --world and the ranks this host runs
   int steps = 30;
   int warmup = 5;
   int batch = 256;
@@ -48,18 +46,14 @@ struct Config {
   double bucket_mb = 25;
   std::string compression = "none";
   bool metrics = false;  // the progress relay and 1 Hz scrapes of a metrics registry
-  int first_rank = 0;
-  int ranks = 0;  // of this process's host; 0: all
-  std::string host = "127.0.0.1";
-  std::string store;  // a directory every rank sees; empty: a temporary one
 };
 
 // One rank: returns samples per second of this rank over the timed steps.
-double RunRank(const Config& c, int rank, const std::string& store_dir) {
-  gloo::rendezvous::FileStore store(store_dir);
+double RunRank(const Config& c, int rank) {
+  gloo::rendezvous::FileStore store(c.share.store);
   GlooOptions options;
-  options.hostname = c.host;
-  auto comm = GlooCollective::Connect(store, rank, c.world, options);
+  options.hostname = c.share.host;
+  auto comm = GlooCollective::Connect(store, rank, c.share.world, options);
   if (!comm.ok()) {
     std::fprintf(stderr, "rank %d: %s\n", rank, comm.status().ToString().c_str());
     return -1;
@@ -77,7 +71,7 @@ double RunRank(const Config& c, int rank, const std::string& store_dir) {
   spec.set_bucket_mb(c.bucket_mb);
   spec.set_grad_compression(c.compression);
   spec.set_seed(1);
-  const int64_t rows = static_cast<int64_t>(c.steps) * c.batch * c.world;
+  const int64_t rows = static_cast<int64_t>(c.steps) * c.batch * c.share.world;
   auto all = MakeSynthetic(absl::StrCat("synthetic:rows=", rows, ",features=", c.features,
                                         ",classes=", c.classes));
   TrainTestSplit data = SplitAndStandardize(*all, 0.0, 1);
@@ -133,7 +127,7 @@ double RunRank(const Config& c, int rank, const std::string& store_dir) {
 int Main(int argc, char** argv) {
   Config c;
   CLI::App app{"Trainer throughput, N rank processes over Gloo"};
-  app.add_option("--world", c.world);
+  c.share.AddOptions(app);
   app.add_option("--steps", c.steps);
   app.add_option("--warmup", c.warmup);
   app.add_option("--batch", c.batch);
@@ -143,27 +137,18 @@ int Main(int argc, char** argv) {
   app.add_option("--bucket-mb", c.bucket_mb);
   app.add_option("--compression", c.compression);
   app.add_flag("--metrics", c.metrics, "relay progress into metrics and scrape them");
-  app.add_option("--first-rank", c.first_rank, "the first rank this host runs");
-  app.add_option("--ranks", c.ranks, "how many ranks this host runs (default: all)");
-  app.add_option("--host", c.host, "this host's address for its peers");
-  app.add_option("--store", c.store, "a directory every host sees, for the rendezvous");
   CLI11_PARSE(app, argc, argv);
-  if (c.ranks == 0) c.ranks = c.world - c.first_rank;
+  c.share.Resolve();
 
-  std::string store_dir = c.store;
-  if (store_dir.empty()) {
-    char dir_template[] = "/tmp/ringmaster-bench-XXXXXX";
-    store_dir = mkdtemp(dir_template);
-  }
   std::vector<int> pipes;
   std::vector<pid_t> pids;
-  for (int rank = c.first_rank; rank < c.first_rank + c.ranks; ++rank) {
+  for (int rank = c.share.first_rank; rank < c.share.first_rank + c.share.ranks; ++rank) {
     int fds[2];
     if (pipe(fds) != 0) return 1;
     pid_t pid = fork();
     if (pid == 0) {
       close(fds[0]);
-      double rate = RunRank(c, rank, store_dir);
+      double rate = RunRank(c, rank);
       (void)!write(fds[1], &rate, sizeof(rate));
       _exit(rate > 0 ? 0 : 1);
     }
@@ -181,12 +166,11 @@ int Main(int argc, char** argv) {
     ok &= rate > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
     total += rate;
   }
-  if (c.store.empty()) std::filesystem::remove_all(store_dir);
   if (!ok) return 1;
   std::printf(
       "{\"world\": %d, \"ranks\": %d, \"samples_per_second\": %.1f, \"batch_per_rank\": "
       "%d}\n",
-      c.world, c.ranks, total, c.batch);
+      c.share.world, c.share.ranks, total, c.batch);
   return 0;
 }
 
