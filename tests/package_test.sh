@@ -21,7 +21,7 @@ version=$(tr -d '[:space:]' < "$src/VERSION")
 pkg="$work/ringmaster-$version"
 [ -d "$pkg" ] || fail "the archive has no ringmaster-$version/ directory: $(ls "$work")"
 for file in install.sh Dockerfile runtime-packages.txt README.md docs/multi-host.md \
-            docs/reference.md systemd/ringmaster-worker.service kubernetes/worker.yaml \
+            docs/reference.md systemd/ringmaster-worker.service kubernetes/base/worker.yaml \
             slurm/ringmaster.sbatch bin/ringmaster bin/ringmaster-trainer; do
   [ -e "$pkg/$file" ] || fail "the archive lacks $file"
 done
@@ -37,8 +37,9 @@ done < "$pkg/runtime-packages.txt"
 /usr/bin/python3 - "$pkg/kubernetes" "$version" <<'PY' || fail "Kubernetes files"
 import glob, os, sys, yaml
 top, version = sys.argv[1], sys.argv[2]
+base = os.path.join(top, "base")
 docs = {}
-for path in glob.glob(os.path.join(top, "*.yaml")):
+for path in glob.glob(os.path.join(base, "*.yaml")):
     for doc in yaml.safe_load_all(open(path)):
         if doc and "kind" in doc:
             assert "namespace" not in doc["metadata"], f"{path} names a namespace"
@@ -56,11 +57,25 @@ for spec in (worker, coordinator):
     assert claim["persistentVolumeClaim"]["claimName"] == "ringmaster-checkpoints"
 assert ("PersistentVolumeClaim", "ringmaster-checkpoints") in docs
 assert "nvidia.com/gpu" not in str(worker), "GPUs are set in kubernetes/gpu only"
-kustomization = yaml.safe_load(open(os.path.join(top, "kustomization.yaml")))
+kustomization = yaml.safe_load(open(os.path.join(base, "kustomization.yaml")))
 assert kustomization["images"][0]["newTag"] == version
 assert "nvidia.com/gpu" in open(os.path.join(top, "gpu", "kustomization.yaml")).read()
 print("Kubernetes files: namespace-free, headless Service, shm and checkpoint volumes")
 PY
+# Both kustomizations build, where kubectl is installed (it is not a Debian
+# package).
+if command -v kubectl > /dev/null; then
+  for dir in kubernetes kubernetes/gpu; do
+    rendered=$(kubectl kustomize "$pkg/$dir" 2>&1) || fail "kubectl kustomize $dir: $rendered"
+    echo "$rendered" | grep -q "image: ringmaster:$version" ||
+      fail "kubectl kustomize $dir does not use the image ringmaster:$version"
+  done
+  kubectl kustomize "$pkg/kubernetes/gpu" | grep -q "nvidia.com/gpu:" ||
+    fail "kubectl kustomize kubernetes/gpu asks for no GPUs"
+  echo "kubectl kustomize: kubernetes and kubernetes/gpu build"
+else
+  echo "kubectl is not installed: the kustomizations were not built"
+fi
 
 # A bad argument installs nothing.
 root="$work/root"
