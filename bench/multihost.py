@@ -11,7 +11,8 @@ Side by side in one run, at 2 hosts x 1 rank and 2 hosts x 2 ranks:
   (shared memory within a host, a TCP ring per local rank between hosts),
   raw Gloo (gloo::allreduce over TCP between every pair), torch.distributed
   (gloo) and OpenMPI's MPI_Allreduce (TCP between hosts, shared memory
-  within: btl self,vader,tcp).
+  within: btl self,vader,tcp); at 2 x 1 also OpenMPI's exchange of the same
+  bytes each way (MPI_Sendrecv), which no all-reduce over that link beats.
 
 Needs root and iproute2 (namespaces), python3-torch, openmpi-bin and
 libopenmpi-dev.
@@ -143,7 +144,8 @@ class Bench:
         if r.returncode != 0:
             sys.exit(f"mpirun exited with {r.returncode}: {r.stderr[-2000:]}")
         rows = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
-        return {row["bytes"] >> 20: row["mpi_seconds"] for row in rows}
+        return ({row["bytes"] >> 20: row["mpi_seconds"] for row in rows},
+                {row["bytes"] >> 20: row["exchange_seconds"] for row in rows})
 
 
 def print_throughput(results, repeats):
@@ -155,7 +157,11 @@ def print_throughput(results, repeats):
         print(f"{HOSTS}x{per_host:<6}  {ours:>10.0f}/s  {peer:>10.0f}/s  {ours / peer:>5.2f}x")
 
 
-def print_allreduce(per_host, ours, torch, mpi, iterations):
+def print_allreduce(per_host, ours, torch, mpi_times, iterations):
+    """mpi_times: MPI_Allreduce's seconds per size and, with 2 ranks, those of
+    MPI_Sendrecv of the same bytes each way (the exchange no all-reduce
+    between two ranks can beat)."""
+    mpi, exchange = mpi_times
     world = HOSTS * per_host
     factor = 2 * (world - 1) / world
 
@@ -164,16 +170,22 @@ def print_allreduce(per_host, ours, torch, mpi, iterations):
 
     print(f"\nall-reduce, {HOSTS} hosts x {per_host} ranks, median of {iterations}; busbw GB/s "
           "(algbw x 2(n-1)/n)")
+    if world == 2:
+        print("exchange: MPI_Sendrecv of the same bytes each way between the two ranks, "
+              "nothing summed")
     print(f"{'size':>6}  {'ours (shared)':>13}  {'ours':>6}  {'raw gloo':>8}  {'torch':>6}  "
-          f"{'openmpi':>7}  {'shared/raw':>10}  {'shared/mpi':>10}  {'shared/torch':>12}")
+          f"{'openmpi':>7}" + (f"  {'exchange':>8}" if world == 2 else "") +
+          f"  {'shared/raw':>10}  {'shared/mpi':>10}  {'shared/torch':>12}")
     for mb in SIZES_MB:
         nbytes = mb << 20
         row = ours[mb]
         shared, plain, raw = (row["ours_shared_seconds"], row["ours_shm_seconds"],
                               row["raw_gloo_seconds"])
         cells = [busbw(nbytes, s) for s in (shared, plain, raw, torch[mb], mpi[mb])]
+        # Two ranks each send and receive n bytes: the exchange's busbw is n / time.
+        limit = f"  {busbw(nbytes, exchange[mb]):>8.2f}" if world == 2 else ""
         print(f"{mb:>4}MB  {cells[0]:>13.2f}  {cells[1]:>6.2f}  {cells[2]:>8.2f}  "
-              f"{cells[3]:>6.2f}  {cells[4]:>7.2f}  {raw / shared:>9.2f}x  "
+              f"{cells[3]:>6.2f}  {cells[4]:>7.2f}{limit}  {raw / shared:>9.2f}x  "
               f"{mpi[mb] / shared:>9.2f}x  {torch[mb] / shared:>11.2f}x")
 
 
