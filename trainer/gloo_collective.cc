@@ -41,7 +41,7 @@ absl::StatusOr<std::unique_ptr<GlooCollective>> GlooCollective::Connect(
   std::unique_ptr<GlooCollective> collective(new GlooCollective(context, options.timeout));
   collective->store_ = &store;
   collective->prefix_ = options.prefix;
-  collective->attr_ = attr;
+  collective->hostname_ = options.hostname;
   if (options.shared_memory && size > 1) {
     gloo::rendezvous::PrefixStore prefixed(options.prefix, store);
     absl::StatusOr<HostLayout> layout = ExchangeHostLayout(
@@ -49,13 +49,12 @@ absl::StatusOr<std::unique_ptr<GlooCollective>> GlooCollective::Connect(
         options.host_identity.empty() ? HostIdentity() : options.host_identity);
     if (!layout.ok()) return layout.status();
     collective->layout_ = *layout;
-    if (absl::Status s = collective->ConnectHierarchy(prefixed, device); !s.ok()) return s;
+    if (absl::Status s = collective->ConnectHierarchy(prefixed); !s.ok()) return s;
   }
   return collective;
 }
 
-absl::Status GlooCollective::ConnectHierarchy(
-    gloo::rendezvous::Store& store, std::shared_ptr<gloo::transport::Device> device) {
+absl::Status GlooCollective::ConnectHierarchy(gloo::rendezvous::Store& store) {
   const HostLayout& layout = layout_;
   if (layout.uniform && layout.local_size > 1) {
     absl::StatusOr<std::unique_ptr<ShmAllReduce>> shm =
@@ -66,23 +65,13 @@ absl::Status GlooCollective::ConnectHierarchy(
   }
   if (layout.hosts == 1) return absl::OkStatus();
   // The ring: local rank i of every host (shares cannot line up across
-  // hosts of different sizes: then every rank), on two lanes.
-  const int ring_rank = layout.uniform ? layout.host : rank();
-  const int ring_size = layout.uniform ? layout.hosts : size();
-  std::shared_ptr<gloo::Context> lanes[2];
-  for (int lane = 0; lane < 2; ++lane) {
-    auto context = std::make_shared<gloo::rendezvous::Context>(ring_rank, ring_size);
-    context->setTimeout(timeout_);
-    absl::Status status = GlooCall("rendezvous (between hosts)", [&] {
-      auto lane_device = lane == 0 ? device : gloo::transport::tcp::CreateDevice(attr_);
-      gloo::rendezvous::PrefixStore prefixed(
-          absl::StrCat("ring/", layout.uniform ? layout.local_rank : 0, "/", lane), store);
-      context->connectFullMesh(prefixed, lane_device);
-    });
-    if (!status.ok()) return status;
-    lanes[lane] = std::move(context);
-  }
-  across_ = std::make_unique<RingAllReduce>(lanes[0], lanes[1], timeout_);
+  // hosts of different sizes: then every rank).
+  absl::StatusOr<std::unique_ptr<RingAllReduce>> ring = RingAllReduce::Connect(
+      store, absl::StrCat("ring/", layout.uniform ? layout.local_rank : 0),
+      layout.uniform ? layout.host : rank(), layout.uniform ? layout.hosts : size(), hostname_,
+      timeout_);
+  if (!ring.ok()) return ring.status();
+  across_ = *std::move(ring);
   return absl::OkStatus();
 }
 

@@ -6,7 +6,6 @@
 
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/store.h>
-#include <gloo/transport/tcp/attr.h>
 
 #include <chrono>
 #include <memory>
@@ -58,13 +57,12 @@ class GlooCollective final : public Collective {
                  std::chrono::milliseconds timeout)
       : context_(std::move(context)), timeout_(timeout) {}
   // Sets up the hierarchical all-reduce for this rank's place in `layout_`.
-  absl::Status ConnectHierarchy(gloo::rendezvous::Store& store,
-                                std::shared_ptr<gloo::transport::Device> device);
+  absl::Status ConnectHierarchy(gloo::rendezvous::Store& store);
 
   // For SharedBuffer's rendezvous; the store outlives the collective.
   gloo::rendezvous::Store* store_ = nullptr;
   std::string prefix_;
-  gloo::transport::tcp::attr attr_;  // for the devices of the rings
+  std::string hostname_;  // this rank's address, for the ring between hosts
 
   std::shared_ptr<gloo::rendezvous::Context> context_;
   HostLayout layout_;

@@ -1,12 +1,36 @@
 #include "trainer/ring_allreduce.h"
 
-#include <algorithm>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "absl/cleanup/cleanup.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/status_macros.h"
 #include "trainer/catch_status.h"
 
 namespace ringmaster {
 namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// What a connecting rank sends first: who it is, so that a stray or stale
+// connection is refused rather than summed.
+struct Hello {
+  uint32_t magic;
+  uint32_t size;
+  uint32_t rank;
+};
+constexpr uint32_t kMagic = 0x524d5231;  // "RMR1"
 
 struct Range {
   size_t begin;
@@ -20,94 +44,284 @@ Range BlockOf(size_t n, int blocks, int b) {
   return {std::min(n, share * b), std::min(n, share * (b + 1))};
 }
 
-size_t Segments(size_t floats) {
-  return (floats + RingAllReduce::kSegmentFloats - 1) / RingAllReduce::kSegmentFloats;
+int MillisLeft(Clock::time_point deadline) {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  return static_cast<int>(std::max<int64_t>(0, left.count()));
 }
 
-void Check(bool completed, const char* what) {
-  // Gloo throws on a broken pair or a timeout; false is an abort, which
-  // nothing here asks for.
-  if (!completed) throw std::runtime_error(absl::StrCat(what, " aborted"));
+// Waits for `events` on fd until the deadline: true when they came.
+absl::StatusOr<bool> PollOne(int fd, short events, Clock::time_point deadline) {
+  for (;;) {
+    pollfd p{fd, events, 0};
+    const int rc = poll(&p, 1, MillisLeft(deadline));
+    if (rc > 0) return true;
+    if (rc == 0) return false;
+    if (errno != EINTR) return ErrnoError("poll");
+  }
+}
+
+absl::StatusOr<addrinfo*> Resolve(const std::string& host, const std::string& port, int flags) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = flags;
+  addrinfo* found = nullptr;
+  const int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &found);
+  if (rc != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot resolve ", host, ": ", gai_strerror(rc)));
+  }
+  return found;
+}
+
+// Connects to host:port and says who this rank is.
+absl::StatusOr<int> Dial(const std::string& host, const std::string& port, const Hello& hello,
+                         Clock::time_point deadline) {
+  ASSIGN_OR_RETURN(addrinfo * peer, Resolve(host, port, AI_NUMERICHOST | AI_NUMERICSERV));
+  absl::Cleanup free_peer = [peer] { freeaddrinfo(peer); };
+  const int fd = socket(peer->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return ErrnoError("socket");
+  const int buffer = 4 << 20;
+  setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buffer, sizeof(buffer));
+  absl::Cleanup close_fd = [fd] { close(fd); };
+  if (connect(fd, peer->ai_addr, peer->ai_addrlen) != 0 && errno != EINPROGRESS) {
+    return absl::UnavailableError(absl::StrCat("connect to ", host, " port ", port, ": ",
+                                               std::strerror(errno)));
+  }
+  ASSIGN_OR_RETURN(const bool connected, PollOne(fd, POLLOUT, deadline));
+  int error = connected ? 0 : ETIMEDOUT;
+  socklen_t length = sizeof(error);
+  if (connected) getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length);
+  if (error != 0) {
+    return absl::UnavailableError(absl::StrCat("connect to ", host, " port ", port, ": ",
+                                               std::strerror(error)));
+  }
+  // A fresh socket's buffer takes 12 bytes whole.
+  if (send(fd, &hello, sizeof(hello), MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof(hello))) {
+    return ErrnoError(absl::StrCat("send to ", host));
+  }
+  const int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  std::move(close_fd).Cancel();
+  return fd;
+}
+
+// Accepts the previous rank's connection and checks who it is.
+absl::StatusOr<int> AcceptFrom(int listener, const Hello& expected,
+                               Clock::time_point deadline) {
+  ASSIGN_OR_RETURN(const bool ready, PollOne(listener, POLLIN, deadline));
+  if (!ready) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("ring rank ", expected.rank, " did not connect in time"));
+  }
+  const int fd = accept4(listener, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+  if (fd < 0) return ErrnoError("accept");
+  absl::Cleanup close_fd = [fd] { close(fd); };
+  Hello hello{};
+  size_t got = 0;
+  while (got < sizeof(hello)) {
+    const ssize_t k = recv(fd, reinterpret_cast<char*>(&hello) + got, sizeof(hello) - got, 0);
+    if (k > 0) {
+      got += k;
+      continue;
+    }
+    if (k == 0) return absl::UnavailableError("the ring's previous rank closed at connect");
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN) return ErrnoError("recv");
+    ASSIGN_OR_RETURN(const bool readable, PollOne(fd, POLLIN, deadline));
+    if (!readable) return absl::DeadlineExceededError("the ring's previous rank said nothing");
+  }
+  if (hello.magic != expected.magic || hello.size != expected.size ||
+      hello.rank != expected.rank) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "a connection to the ring claims rank ", hello.rank, " of ", hello.size,
+        "; expected rank ", expected.rank, " of ", expected.size));
+  }
+  std::move(close_fd).Cancel();
+  return fd;
 }
 
 }  // namespace
 
-absl::Status RingAllReduce::AllReduceSum(float* data, size_t n) {
-  if (size() == 1 || n == 0) return absl::OkStatus();
-  return CatchAsStatus("gloo ring all-reduce", [&] { Run(data, n); });
+absl::StatusOr<std::unique_ptr<RingAllReduce>> RingAllReduce::Connect(
+    gloo::rendezvous::Store& store, const std::string& key, int rank, int size,
+    const std::string& address, std::chrono::milliseconds timeout) {
+  const Clock::time_point deadline = Clock::now() + timeout;
+  ASSIGN_OR_RETURN(addrinfo * local, Resolve(address, "0", AI_NUMERICSERV));
+  absl::Cleanup free_local = [local] { freeaddrinfo(local); };
+  const int listener = socket(local->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (listener < 0) return ErrnoError("socket");
+  absl::Cleanup close_listener = [listener] { close(listener); };
+  const int buffer = 4 << 20;
+  setsockopt(listener, SOL_SOCKET, SO_RCVBUF, &buffer, sizeof(buffer));
+  if (bind(listener, local->ai_addr, local->ai_addrlen) != 0) {
+    return ErrnoError(absl::StrCat("bind to ", address));
+  }
+  if (listen(listener, 4) != 0) return ErrnoError("listen");
+  sockaddr_storage bound{};
+  socklen_t length = sizeof(bound);
+  if (getsockname(listener, reinterpret_cast<sockaddr*>(&bound), &length) != 0) {
+    return ErrnoError("getsockname");
+  }
+  char host[NI_MAXHOST], port[NI_MAXSERV];
+  if (getnameinfo(reinterpret_cast<sockaddr*>(&bound), length, host, sizeof(host), port,
+                  sizeof(port), NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
+    return absl::InternalError("getnameinfo of the ring's listening socket");
+  }
+
+  const int next = (rank + 1) % size;
+  std::vector<char> peer;
+  RETURN_IF_ERROR(CatchAsStatus("rendezvous store (ring)", [&] {
+    const std::string mine = absl::StrCat(host, " ", port);
+    store.set(absl::StrCat(key, "/", rank), std::vector<char>(mine.begin(), mine.end()));
+    const std::string theirs = absl::StrCat(key, "/", next);
+    store.wait({theirs}, timeout);
+    peer = store.get(theirs);
+  }));
+  const std::vector<std::string> parts = absl::StrSplit(std::string(peer.begin(), peer.end()), ' ');
+  if (parts.size() != 2) return absl::InternalError("a malformed ring address in the store");
+
+  const auto u32 = [](int v) { return static_cast<uint32_t>(v); };
+  ASSIGN_OR_RETURN(const int out, Dial(parts[0], parts[1], {kMagic, u32(size), u32(rank)},
+                                       deadline));
+  absl::Cleanup close_out = [out] { close(out); };
+  ASSIGN_OR_RETURN(const int in, AcceptFrom(listener, {kMagic, u32(size),
+                                                       u32((rank + size - 1) % size)},
+                                            deadline));
+  std::move(close_out).Cancel();
+  return std::unique_ptr<RingAllReduce>(new RingAllReduce(rank, size, out, in, timeout));
 }
 
-// Step t receives block r-t-1 (mod p) from the previous rank and sends the
-// block it received at step t-1 (step 0: block r) to the next. Steps
-// 0..p-2 reduce-scatter: each received block is added to this rank's, and
-// after them this rank holds the full sum of block r+1. Steps p-1..2p-3
-// all-gather: the summed blocks go once round the ring. Each received
-// segment is passed on as soon as it is summed (or, gathering, as soon as
-// it lands): the steps overlap, and both directions of every link stay busy.
-void RingAllReduce::Run(float* data, size_t n) {
-  const int p = size();
-  const int r = rank();
-  const int next = (r + 1) % p;
-  const int prev = (r + p - 1) % p;
+RingAllReduce::~RingAllReduce() {
+  close(next_);
+  close(prev_);
+}
+
+absl::Status RingAllReduce::AllReduceSum(float* data, size_t n) {
+  if (!broken_.ok()) return broken_;
+  if (size_ == 1 || n == 0) return absl::OkStatus();
+  absl::Status status = Run(data, n);
+  if (!status.ok()) broken_ = status;
+  return status;
+}
+
+// Both streams are the blocks of 2(P-1) steps, in order. Step t receives
+// block r-t-1 (mod P) and sends block r-t: its own at step 0, then each
+// block it received the step before. Steps 0..P-2 reduce-scatter (a
+// received block is added to this rank's, and after them this rank holds
+// the full sum of block r+1); steps P-1..2P-3 all-gather (the summed blocks
+// go once round the ring, landing in place). So the outgoing stream is
+// block r followed by the incoming stream (but its last step), and every
+// incoming byte can go out as soon as it is summed.
+absl::Status RingAllReduce::Run(float* data, size_t n) {
+  const int p = size_, r = rank_;
   const int steps = 2 * (p - 1);
-  const auto received_block = [&](int t) { return BlockOf(n, p, (r - t - 1 + 2 * p) % p); };
-  const size_t widest = BlockOf(n, p, 0).size();
-  if (scratch_.size() < 2 * widest) scratch_.resize(2 * widest);
-  const size_t slots_per_step = std::max<size_t>(1, Segments(widest));
-  // Segment k of step t travels in slot base + t * slots_per_step + k on
-  // both sides, whatever order sends and receives complete in.
-  const uint64_t base = lanes_[0]->nextSlot(static_cast<int>(steps * slots_per_step));
-  gloo::Context* const out_lane = lanes_[r % 2].get();
-  gloo::Context* const in_lane = lanes_[prev % 2].get();
-  const auto slot = [&](int t, size_t k) { return base + t * slots_per_step + k; };
+  const auto in_block = [&](int t) { return BlockOf(n, p, ((r - t - 1) % p + p) % p); };
+  const auto out_block = [&](int t) { return BlockOf(n, p, ((r - t) % p + p) % p); };
+  scratch_.resize(BlockOf(n, p, 0).size());
+  char* const bytes = reinterpret_cast<char*>(data);
 
-  // The TCP transport counts completions per buffer, so one buffer carries
-  // every send; each receive has a buffer of its own to wait on.
-  auto sends = out_lane->createUnboundBuffer(data, n * sizeof(float));
-  size_t sent = 0;
-  const auto send = [&](int t, size_t begin, size_t count, size_t k) {
-    sends->send(next, slot(t, k), begin * sizeof(float), count * sizeof(float));
-    ++sent;
+  size_t out_total = 0;  // bytes of the outgoing stream
+  for (int t = 0; t < steps; ++t) out_total += out_block(t).size() * sizeof(float);
+  const size_t first = out_block(0).size() * sizeof(float);
+
+  // Incoming: step, bytes of it received, floats of it summed, and bytes of
+  // the whole stream that are final (summed or landed) and may go out.
+  int in_step = 0;
+  size_t in_offset = 0, summed = 0, in_done = 0, in_final = 0;
+  // Outgoing: step, bytes of it sent, bytes of the stream sent.
+  int out_step = 0;
+  size_t out_offset = 0, out_sent = 0;
+
+  // Past finished steps, and the empty blocks of a short buffer.
+  const auto skip_done_out = [&] {
+    while (out_step < steps && out_offset == out_block(out_step).size() * sizeof(float)) {
+      ++out_step;
+      out_offset = 0;
+    }
   };
-  // Summing steps land in one half of the scratch (alternating, so the next
-  // step's receives can be posted while this step's are summed); gathering
-  // steps land in place.
-  std::vector<std::unique_ptr<gloo::transport::UnboundBuffer>> receives[2];
-  const auto post_receives = [&](int t) {
-    const Range in = received_block(t);
-    auto& posted = receives[t % 2];
-    posted.clear();
-    for (size_t begin = in.begin, k = 0; begin < in.end; begin += kSegmentFloats, ++k) {
-      const size_t count = std::min(kSegmentFloats, in.end - begin);
-      float* landing = t < p - 1 ? scratch_.data() + (t % 2) * widest + (begin - in.begin)
-                                 : data + begin;
-      posted.push_back(in_lane->createUnboundBuffer(landing, count * sizeof(float)));
-      posted.back()->recv(prev, slot(t, k));
+  const auto skip_done_in = [&] {
+    while (in_step < steps && in_offset == in_block(in_step).size() * sizeof(float)) {
+      ++in_step;
+      in_done += in_offset;
+      in_offset = summed = 0;
     }
   };
 
-  post_receives(0);
-  const Range first = BlockOf(n, p, r);
-  for (size_t begin = first.begin, k = 0; begin < first.end; begin += kSegmentFloats, ++k) {
-    send(0, begin, std::min(kSegmentFloats, first.end - begin), k);
-  }
-  for (int t = 0; t < steps; ++t) {
-    if (t + 1 < steps) post_receives(t + 1);
-    const Range in = received_block(t);
-    auto& posted = receives[t % 2];
-    for (size_t k = 0; k < posted.size(); ++k) {
-      Check(posted[k]->waitRecv(timeout_), "ring all-reduce receive");
-      const size_t begin = in.begin + k * kSegmentFloats;
-      const size_t count = std::min(kSegmentFloats, in.end - begin);
-      if (t < p - 1) {
-        const float* incoming = scratch_.data() + (t % 2) * widest + k * kSegmentFloats;
-        float* mine = data + begin;
-        for (size_t i = 0; i < count; ++i) mine[i] += incoming[i];
+  Clock::time_point deadline = Clock::now() + timeout_;
+  for (;;) {
+    skip_done_out();
+    skip_done_in();
+    if (in_step == steps && out_step == steps) break;
+    bool moved = false;
+    const size_t can_send = std::min(out_total, first + in_final);
+    while (out_sent < can_send) {
+      skip_done_out();
+      const Range block = out_block(out_step);
+      const size_t len = std::min(block.size() * sizeof(float) - out_offset, can_send - out_sent);
+      const ssize_t k = send(next_, bytes + block.begin * sizeof(float) + out_offset, len,
+                             MSG_DONTWAIT | MSG_NOSIGNAL);
+      if (k < 0) {
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+        return absl::UnavailableError(absl::StrCat("ring all-reduce: sending to rank ",
+                                                   (r + 1) % p, ": ", std::strerror(errno)));
       }
-      if (t + 1 < steps) send(t + 1, begin, count, k);
+      moved = true;
+      out_sent += k;
+      out_offset += k;
+    }
+    if (in_step < steps) {
+      const Range block = in_block(in_step);
+      const size_t block_bytes = block.size() * sizeof(float);
+      const bool summing = in_step < p - 1;
+      char* landing = summing ? reinterpret_cast<char*>(scratch_.data()) + in_offset
+                              : bytes + block.begin * sizeof(float) + in_offset;
+      const ssize_t k = recv(prev_, landing, block_bytes - in_offset, MSG_DONTWAIT);
+      if (k == 0) {
+        return absl::UnavailableError(absl::StrCat("ring all-reduce: rank ", (r + p - 1) % p,
+                                                   " closed its connection"));
+      }
+      if (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+        return absl::UnavailableError(absl::StrCat("ring all-reduce: receiving from rank ",
+                                                   (r + p - 1) % p, ": ",
+                                                   std::strerror(errno)));
+      }
+      if (k > 0) {
+        moved = true;
+        in_offset += k;
+        if (summing) {
+          const size_t whole = in_offset / sizeof(float);
+          float* mine = data + block.begin;
+          const float* incoming = scratch_.data();
+          for (size_t i = summed; i < whole; ++i) mine[i] += incoming[i];
+          summed = whole;
+          in_final = in_done + summed * sizeof(float);
+        } else {
+          in_final = in_done + in_offset;
+        }
+      }
+    }
+    if (moved) {
+      deadline = Clock::now() + timeout_;
+      continue;
+    }
+    const bool sending = out_sent < std::min(out_total, first + in_final);
+    pollfd fds[2] = {{next_, static_cast<short>(sending ? POLLOUT : 0), 0},
+                     {prev_, static_cast<short>(in_step < steps ? POLLIN : 0), 0}};
+    const int rc = poll(fds, 2, MillisLeft(deadline));
+    if (rc < 0 && errno != EINTR) return ErrnoError("ring all-reduce: poll");
+    if (rc == 0) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          "ring all-reduce: nothing moved between rank ", (r + p - 1) % p, ", this rank (", r,
+          ") and rank ", (r + 1) % p, " for ", timeout_.count(), " ms"));
+    }
+    if (fds[0].revents & (POLLERR | POLLHUP)) {
+      return absl::UnavailableError(
+          absl::StrCat("ring all-reduce: the connection to rank ", (r + 1) % p, " failed"));
     }
   }
-  for (size_t k = 0; k < sent; ++k) Check(sends->waitSend(timeout_), "ring all-reduce send");
+  return absl::OkStatus();
 }
 
 }  // namespace ringmaster
