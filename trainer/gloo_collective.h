@@ -1,4 +1,6 @@
-// Collective on Gloo's TCP transport. Its rendezvous runs on any
+// Collective on Gloo's TCP transport, with float all-reduces through shared
+// memory within a host and TCP rings of their own between hosts (see
+// GlooOptions::shared_memory). Its rendezvous runs on any
 // gloo::rendezvous::Store: the coordinator's store for real jobs
 // (CoordinatorGlooStore), an in-memory HashStore for ranks-as-threads tests.
 #ifndef RINGMASTER_TRAINER_GLOO_COLLECTIVE_H_
