@@ -63,12 +63,20 @@ class FakePeer {
   int in_ = -1;
 };
 
+// Rank 0 of a ring of 2 whose rank 1 is `peer`, claiming `claimed_rank`.
+absl::StatusOr<std::unique_ptr<RingAllReduce>> JoinWith(FakePeer& peer,
+                                                        gloo::rendezvous::Store& store,
+                                                        uint32_t claimed_rank) {
+  std::thread fake([&] { peer.Join(store, claimed_rank); });
+  auto ring = RingAllReduce::Connect(store, "ring", 0, 2, "127.0.0.1", milliseconds(5000));
+  fake.join();
+  return ring;
+}
+
 TEST(RingAllReduceTest, AConnectionClaimingAnotherRankIsRefused) {
   gloo::rendezvous::HashStore store;
   FakePeer peer(store);
-  std::thread fake([&] { peer.Join(store, 5); });
-  auto ring = RingAllReduce::Connect(store, "ring", 0, 2, "127.0.0.1", milliseconds(5000));
-  fake.join();
+  auto ring = JoinWith(peer, store, 5);
   ASSERT_FALSE(ring.ok());
   EXPECT_EQ(ring.status().code(), absl::StatusCode::kFailedPrecondition) << ring.status();
   EXPECT_NE(ring.status().message().find("claims rank 5 of 2; expected rank 1 of 2"),
@@ -79,9 +87,7 @@ TEST(RingAllReduceTest, AConnectionClaimingAnotherRankIsRefused) {
 TEST(RingAllReduceTest, APeerThatClosesMidwayFailsTheCallAndEveryLaterOne) {
   gloo::rendezvous::HashStore store;
   FakePeer peer(store);
-  std::thread fake([&] { peer.Join(store, 1); });
-  auto ring = RingAllReduce::Connect(store, "ring", 0, 2, "127.0.0.1", milliseconds(5000));
-  fake.join();
+  auto ring = JoinWith(peer, store, 1);
   ASSERT_TRUE(ring.ok()) << ring.status();
   // Half of rank 1's share of the reduce-scatter, then it is gone.
   std::vector<float> half(1000, 1.0f);
