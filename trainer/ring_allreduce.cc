@@ -213,112 +213,147 @@ absl::Status RingAllReduce::AllReduceSum(float* data, size_t n) {
 // go once round the ring, landing in place). So the outgoing stream is
 // block r followed by the incoming stream (but its last step), and every
 // incoming byte can go out as soon as it is summed.
-absl::Status RingAllReduce::Run(float* data, size_t n) {
-  const int p = size_, r = rank_;
-  const int steps = 2 * (p - 1);
-  const auto in_block = [&](int t) { return BlockOf(n, p, ((r - t - 1) % p + p) % p); };
-  const auto out_block = [&](int t) { return BlockOf(n, p, ((r - t) % p + p) % p); };
-  scratch_.resize(BlockOf(n, p, 0).size());
-  char* const bytes = reinterpret_cast<char*>(data);
+class RingAllReduce::Pass {
+ public:
+  Pass(RingAllReduce& ring, float* data, size_t n)
+      : ring_(ring), data_(data), n_(n), steps_(2 * (ring.size_ - 1)) {
+    ring_.scratch_.resize(BlockOf(n, ring.size_, 0).size());
+    for (int t = 0; t < steps_; ++t) out_total_ += Bytes(OutBlock(t));
+  }
 
-  size_t out_total = 0;  // bytes of the outgoing stream
-  for (int t = 0; t < steps; ++t) out_total += out_block(t).size() * sizeof(float);
-  const size_t first = out_block(0).size() * sizeof(float);
-
-  // Incoming: step, bytes of it received, floats of it summed, and bytes of
-  // the whole stream that are final (summed or landed) and may go out.
-  int in_step = 0;
-  size_t in_offset = 0, summed = 0, in_done = 0, in_final = 0;
-  // Outgoing: step, bytes of it sent, bytes of the stream sent.
-  int out_step = 0;
-  size_t out_offset = 0, out_sent = 0;
-
-  // Past finished steps, and the empty blocks of a short buffer.
-  const auto skip_done_out = [&] {
-    while (out_step < steps && out_offset == out_block(out_step).size() * sizeof(float)) {
-      ++out_step;
-      out_offset = 0;
+  // Steps past finished ones, and the empty blocks of a short buffer; true
+  // when both streams are through.
+  bool Done() {
+    while (out_.step < steps_ && out_.offset == Bytes(OutBlock(out_.step))) {
+      ++out_.step;
+      out_.offset = 0;
     }
-  };
-  const auto skip_done_in = [&] {
-    while (in_step < steps && in_offset == in_block(in_step).size() * sizeof(float)) {
-      ++in_step;
-      in_done += in_offset;
-      in_offset = summed = 0;
+    while (in_.step < steps_ && in_.offset == Bytes(InBlock(in_.step))) {
+      ++in_.step;
+      in_.done += in_.offset;
+      in_.offset = in_.summed = 0;
     }
-  };
+    return in_.step == steps_ && out_.step == steps_;
+  }
 
-  Clock::time_point deadline = Clock::now() + timeout_;
-  for (;;) {
-    skip_done_out();
-    skip_done_in();
-    if (in_step == steps && out_step == steps) break;
+  // Sends what may go out until the socket takes no more; true if any did.
+  absl::StatusOr<bool> Send() {
     bool moved = false;
-    const size_t can_send = std::min(out_total, first + in_final);
-    while (out_sent < can_send) {
-      skip_done_out();
-      const Range block = out_block(out_step);
-      const size_t len = std::min(block.size() * sizeof(float) - out_offset, can_send - out_sent);
-      const ssize_t k = send(next_, bytes + block.begin * sizeof(float) + out_offset, len,
+    while (out_.sent < CanSend()) {
+      Done();
+      const Range block = OutBlock(out_.step);
+      const size_t len = std::min(Bytes(block) - out_.offset, CanSend() - out_.sent);
+      const ssize_t k = send(ring_.next_, At(block) + out_.offset, len,
                              MSG_DONTWAIT | MSG_NOSIGNAL);
       if (k < 0) {
         if (errno == EINTR) continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK) break;
         return absl::UnavailableError(absl::StrCat("ring all-reduce: sending to rank ",
-                                                   (r + 1) % p, ": ", std::strerror(errno)));
-      }
-      moved = true;
-      out_sent += k;
-      out_offset += k;
-    }
-    if (in_step < steps) {
-      const Range block = in_block(in_step);
-      const size_t block_bytes = block.size() * sizeof(float);
-      const bool summing = in_step < p - 1;
-      char* landing = summing ? reinterpret_cast<char*>(scratch_.data()) + in_offset
-                              : bytes + block.begin * sizeof(float) + in_offset;
-      const ssize_t k = recv(prev_, landing, block_bytes - in_offset, MSG_DONTWAIT);
-      if (k == 0) {
-        return absl::UnavailableError(absl::StrCat("ring all-reduce: rank ", (r + p - 1) % p,
-                                                   " closed its connection"));
-      }
-      if (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-        return absl::UnavailableError(absl::StrCat("ring all-reduce: receiving from rank ",
-                                                   (r + p - 1) % p, ": ",
+                                                   ring_.next_rank(), ": ",
                                                    std::strerror(errno)));
       }
-      if (k > 0) {
-        moved = true;
-        in_offset += k;
-        if (summing) {
-          const size_t whole = in_offset / sizeof(float);
-          float* mine = data + block.begin;
-          const float* incoming = scratch_.data();
-          for (size_t i = summed; i < whole; ++i) mine[i] += incoming[i];
-          summed = whole;
-          in_final = in_done + summed * sizeof(float);
-        } else {
-          in_final = in_done + in_offset;
-        }
-      }
+      moved = true;
+      out_.sent += k;
+      out_.offset += k;
     }
-    if (moved) {
-      deadline = Clock::now() + timeout_;
-      continue;
+    return moved;
+  }
+
+  // Takes what has arrived of the current step (one recv) and sums it or
+  // lands it in place; true if anything came.
+  absl::StatusOr<bool> Receive() {
+    if (in_.step == steps_) return false;
+    const Range block = InBlock(in_.step);
+    const bool summing = in_.step < ring_.size_ - 1;
+    char* landing = summing ? reinterpret_cast<char*>(ring_.scratch_.data()) + in_.offset
+                            : At(block) + in_.offset;
+    const ssize_t k = recv(ring_.prev_, landing, Bytes(block) - in_.offset, MSG_DONTWAIT);
+    if (k == 0) {
+      return absl::UnavailableError(absl::StrCat("ring all-reduce: rank ", ring_.prev_rank(),
+                                                 " closed its connection"));
     }
-    const bool sending = out_sent < std::min(out_total, first + in_final);
-    pollfd fds[2] = {{next_, static_cast<short>(sending ? POLLOUT : 0), 0},
-                     {prev_, static_cast<short>(in_step < steps ? POLLIN : 0), 0}};
+    if (k < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return false;
+      return absl::UnavailableError(absl::StrCat("ring all-reduce: receiving from rank ",
+                                                 ring_.prev_rank(), ": ",
+                                                 std::strerror(errno)));
+    }
+    in_.offset += k;
+    if (summing) {
+      const size_t whole = in_.offset / sizeof(float);
+      float* mine = data_ + block.begin;
+      const float* incoming = ring_.scratch_.data();
+      for (size_t i = in_.summed; i < whole; ++i) mine[i] += incoming[i];
+      in_.summed = whole;
+      in_.final = in_.done + in_.summed * sizeof(float);
+    } else {
+      in_.final = in_.done + in_.offset;
+    }
+    return true;
+  }
+
+  // Waits until a socket can move what is left, or the deadline.
+  absl::Status Wait(Clock::time_point deadline) const {
+    pollfd fds[2] = {
+        {ring_.next_, static_cast<short>(out_.sent < CanSend() ? POLLOUT : 0), 0},
+        {ring_.prev_, static_cast<short>(in_.step < steps_ ? POLLIN : 0), 0}};
     const int rc = poll(fds, 2, MillisLeft(deadline));
     if (rc < 0 && errno != EINTR) return ErrnoError("ring all-reduce: poll");
     if (rc == 0) {
       return absl::DeadlineExceededError(absl::StrCat(
-          "ring all-reduce: nothing moved between rank ", (r + p - 1) % p, ", this rank (", r,
-          ") and rank ", (r + 1) % p, " for ", timeout_.count(), " ms"));
+          "ring all-reduce: nothing moved between rank ", ring_.prev_rank(), ", this rank (",
+          ring_.rank_, ") and rank ", ring_.next_rank(), " for ", ring_.timeout_.count(),
+          " ms"));
     }
     if (fds[0].revents & (POLLERR | POLLHUP)) {
-      return absl::UnavailableError(
-          absl::StrCat("ring all-reduce: the connection to rank ", (r + 1) % p, " failed"));
+      return absl::UnavailableError(absl::StrCat("ring all-reduce: the connection to rank ",
+                                                 ring_.next_rank(), " failed"));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  static size_t Bytes(Range block) { return block.size() * sizeof(float); }
+  Range InBlock(int t) const { return Block(ring_.rank_ - t - 1); }
+  Range OutBlock(int t) const { return Block(ring_.rank_ - t); }
+  Range Block(int b) const {
+    const int p = ring_.size_;
+    return BlockOf(n_, p, (b % p + p) % p);
+  }
+  char* At(Range block) const { return reinterpret_cast<char*>(data_ + block.begin); }
+  // Bytes of the outgoing stream that are final: this rank's own block,
+  // then what has been summed or landed of the incoming one.
+  size_t CanSend() const { return std::min(out_total_, Bytes(OutBlock(0)) + in_.final); }
+
+  RingAllReduce& ring_;
+  float* const data_;
+  const size_t n_;
+  const int steps_;
+  size_t out_total_ = 0;  // bytes of the outgoing stream
+  struct {
+    int step = 0;
+    size_t offset = 0;  // bytes of this step sent
+    size_t sent = 0;    // bytes of the stream sent
+  } out_;
+  struct {
+    int step = 0;
+    size_t offset = 0;  // bytes of this step received
+    size_t summed = 0;  // floats of this step summed
+    size_t done = 0;    // bytes of the finished steps
+    size_t final = 0;   // bytes of the stream summed or landed: free to go on
+  } in_;
+};
+
+absl::Status RingAllReduce::Run(float* data, size_t n) {
+  Pass pass(*this, data, n);
+  Clock::time_point deadline = Clock::now() + timeout_;
+  while (!pass.Done()) {
+    ASSIGN_OR_RETURN(const bool sent, pass.Send());
+    ASSIGN_OR_RETURN(const bool received, pass.Receive());
+    if (sent || received) {
+      deadline = Clock::now() + timeout_;
+    } else {
+      RETURN_IF_ERROR(pass.Wait(deadline));
     }
   }
   return absl::OkStatus();

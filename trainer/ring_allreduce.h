@@ -50,9 +50,13 @@ class RingAllReduce {
   absl::Status AllReduceSum(float* data, size_t n);
 
  private:
+  class Pass;  // one all-reduce's two streams
+
   RingAllReduce(int rank, int size, int next, int prev, std::chrono::milliseconds timeout)
       : rank_(rank), size_(size), next_(next), prev_(prev), timeout_(timeout) {}
   absl::Status Run(float* data, size_t n);
+  int next_rank() const { return (rank_ + 1) % size_; }
+  int prev_rank() const { return (rank_ + size_ - 1) % size_; }
 
   const int rank_;
   const int size_;
