@@ -30,10 +30,9 @@ absl::StatusOr<std::unique_ptr<GlooCollective>> GlooCollective::Connect(
     gloo::rendezvous::Store& store, int rank, int size, const GlooOptions& options) {
   auto context = std::make_shared<gloo::rendezvous::Context>(rank, size);
   context->setTimeout(options.timeout);
-  const gloo::transport::tcp::attr attr(options.hostname.c_str());
-  std::shared_ptr<gloo::transport::Device> device;
   absl::Status status = GlooCall("rendezvous", [&] {
-    device = gloo::transport::tcp::CreateDevice(attr);
+    gloo::transport::tcp::attr attr(options.hostname.c_str());
+    auto device = gloo::transport::tcp::CreateDevice(attr);
     gloo::rendezvous::PrefixStore prefixed(options.prefix, store);
     context->connectFullMesh(prefixed, device);
   });
