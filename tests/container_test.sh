@@ -12,8 +12,7 @@
 # which needs root but no container engine or cgroup delegation.
 set -euo pipefail
 export PATH="$PATH:/usr/sbin:/sbin"  # debootstrap
-skip() { echo "SKIPPED: $*"; exit 0; }
-fail() { echo "FAIL: $*"; exit 1; }
+source "$TEST_SRCDIR/$TEST_WORKSPACE/tests/test_lib.sh"
 [ "$(id -u)" = 0 ] || skip "needs root (buildah's chroot isolation)"
 for tool in podman buildah debootstrap; do
   command -v "$tool" > /dev/null ||
@@ -75,9 +74,6 @@ fi
 echo "built $image from $archive"
 container=$(buildah from --pull-never "$image")
 
-free_port() {
-  /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
 for _ in 1 2 3 4; do ports+=("$(free_port)"); done
 coordinator_port=${ports[0]} worker_port=${ports[2]}
 

@@ -7,14 +7,12 @@
 # or less (printed here). Bad arguments are refused before anything is
 # installed.
 set -euo pipefail
-if ! command -v systemd-analyze > /dev/null; then
-  echo "SKIPPED: systemd-analyze is not installed (Debian package systemd; ./dev installs it)"
-  exit 0
-fi
+source "$TEST_SRCDIR/$TEST_WORKSPACE/tests/test_lib.sh"
+command -v systemd-analyze > /dev/null ||
+  skip "systemd-analyze is not installed (Debian package systemd; ./dev installs it)"
 src="$TEST_SRCDIR/$TEST_WORKSPACE"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
 
 tar -xzf "$src/ringmaster-linux-x86_64.tar.gz" -C "$work"
 version=$(tr -d '[:space:]' < "$src/VERSION")

@@ -4,7 +4,7 @@
 # configuration of their own on free ports. A 2-rank trainer job ends the
 # batch job with 0, and a job whose rank exits with 3 ends it with 3.
 set -euo pipefail
-skip() { echo "SKIPPED: $*"; exit 0; }
+source "$TEST_SRCDIR/$TEST_WORKSPACE/tests/test_lib.sh"
 export PATH="$PATH:/usr/sbin:/sbin"  # the daemons
 [ "$(id -u)" = 0 ] || skip "a private Slurm needs root (slurmd runs jobs as their users)"
 for tool in munged slurmctld slurmd sbatch sinfo scontrol srun; do
@@ -32,7 +32,6 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("", 0)); print(s.getsockname()[1])'; }
 
 # munge, with a key and socket of its own.
 dd if=/dev/urandom of="$work/munge.key" bs=1024 count=1 status=none
