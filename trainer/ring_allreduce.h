@@ -62,6 +62,7 @@ class RingAllReduce {
   const int size_;
   const int next_;  // connection to rank + 1: this rank sends on it
   const int prev_;  // connection from rank - 1: this rank receives on it
+  int low_water_ = 1;  // prev_'s SO_RCVLOWAT
   const std::chrono::milliseconds timeout_;
   absl::Status broken_;
   std::vector<float> scratch_;  // one block
