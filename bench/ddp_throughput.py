@@ -111,7 +111,8 @@ def main():
         results[world] = (max(ours), max(peer))
 
     print(f"MLP {FEATURES}->{'->'.join(map(str, HIDDEN))}->{CLASSES}, batch {BATCH}/rank, "
-          f"SGD, Gloo, 1 thread/rank, best of {args.repeats}")
+          f"SGD, Gloo, 1 thread/rank, best of {args.repeats}, "
+          f"OpenBLAS kernels: {os.environ.get('OPENBLAS_CORETYPE', 'its own choice')}")
     print(f"{'world':>5}  {'ringmaster':>12}  {'pytorch ddp':>12}  {'ratio':>6}")
     for world, (ours, peer) in results.items():
         print(f"{world:>5}  {ours:>10.0f}/s  {peer:>10.0f}/s  {ours / peer:>5.2f}x")

@@ -151,7 +151,8 @@ class Bench:
 def print_throughput(results, repeats):
     print(f"\ntraining throughput, MLP {ddp_throughput.FEATURES}->"
           f"{'->'.join(map(str, ddp_throughput.HIDDEN))}->{ddp_throughput.CLASSES}, "
-          f"batch {ddp_throughput.BATCH}/rank, SGD, 1 thread/rank, best of {repeats}")
+          f"batch {ddp_throughput.BATCH}/rank, SGD, 1 thread/rank, best of {repeats}, "
+          f"OpenBLAS kernels: {os.environ.get('OPENBLAS_CORETYPE', 'its own choice')}")
     print(f"{'layout':>8}  {'ringmaster':>12}  {'pytorch ddp':>12}  {'ratio':>6}")
     for per_host, (ours, peer) in results.items():
         print(f"{HOSTS}x{per_host:<6}  {ours:>10.0f}/s  {peer:>10.0f}/s  {ours / peer:>5.2f}x")
