@@ -43,6 +43,8 @@ void DaemonFlags::AddTo(CLI::App& app, const std::string& advertise_help) {
                "allow a --bind beyond loopback without TLS: anyone who reaches it may call it");
   app.add_option("--metrics-port", metrics_port_, "Prometheus /metrics port (0: none)")
       ->capture_default_str();
+  AddDurationOption(app, "--metrics-retention", &metrics_retention_,
+                    "how long the series of an ended job stay on /metrics");
   app.add_option("--advertise-address", advertise_, advertise_help);
   app.add_option("--log-level", log_level_, "trace|debug|info|warn|error")
       ->capture_default_str();

@@ -44,6 +44,8 @@ class DaemonFlags {
 
   // The --tls-dir given; empty: plaintext.
   const std::string& tls_dir() const { return tls_dir_; }
+  // How long the series of an ended job stay on /metrics.
+  absl::Duration metrics_retention() const { return metrics_retention_; }
 
  private:
   int port_;
@@ -53,6 +55,7 @@ class DaemonFlags {
   std::string tls_dir_;
   std::string advertise_;
   std::string log_level_ = "info";
+  absl::Duration metrics_retention_ = absl::Minutes(10);
 };
 
 }  // namespace ringmaster

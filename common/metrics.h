@@ -5,11 +5,13 @@
 //
 // Threading: everything is thread-safe. Family::Add takes the family's
 // mutex and allocates on the first use of a label set; the returned metric
-// is stable for the registry's lifetime and its updates are lock-free
-// atomics, so hot paths keep the reference and never lock.
+// stays valid until its series is removed (Remove, RemoveMatching) and its
+// updates are lock-free atomics, so hot paths keep the reference and never
+// lock. Whoever removes series must know that nobody holds them.
 #ifndef RINGMASTER_COMMON_METRICS_H_
 #define RINGMASTER_COMMON_METRICS_H_
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -107,6 +109,18 @@ class Family {
   void Remove(const Labels& labels) {
     MutexLock lock(&mu_);
     metrics_.erase(labels);
+  }
+  // Forgets every series whose labels include all of `subset`.
+  void RemoveMatching(const Labels& subset) {
+    MutexLock lock(&mu_);
+    for (auto it = metrics_.begin(); it != metrics_.end();) {
+      const Labels& labels = it->first;
+      const bool match = std::all_of(subset.begin(), subset.end(), [&](const auto& kv) {
+        auto found = labels.find(kv.first);
+        return found != labels.end() && found->second == kv.second;
+      });
+      it = match ? metrics_.erase(it) : std::next(it);
+    }
   }
 
   const std::string& name() const { return name_; }

@@ -89,6 +89,19 @@ TEST(MetricsTest, SameNameAndTypeIsOneFamilyAndRemoveForgetsASeries) {
   EXPECT_EQ(registry.Serialize(), "# HELP x x\n# TYPE x gauge\nx{k=\"2\"} 2\n");
 }
 
+TEST(MetricsTest, RemoveMatchingForgetsEverySeriesWithThoseLabels) {
+  Registry registry;
+  auto& steps = registry.AddCounter("steps_total", "steps");
+  steps.Add({{"job_id", "a"}, {"rank", "0"}}).Increment();
+  steps.Add({{"job_id", "a"}, {"rank", "1"}}).Increment();
+  steps.Add({{"job_id", "ab"}, {"rank", "0"}}).Increment(2);
+  steps.Add({{"rank", "0"}}).Increment(3);
+  steps.RemoveMatching({{"job_id", "a"}});
+  EXPECT_EQ(registry.Serialize(),
+            "# HELP steps_total steps\n# TYPE steps_total counter\n"
+            "steps_total{job_id=\"ab\",rank=\"0\"} 2\nsteps_total{rank=\"0\"} 3\n");
+}
+
 TEST(MetricsTest, CollectCallbacksRunBeforeEachScrape) {
   Registry registry;
   Gauge& age = registry.AddGauge("age_seconds", "age").Add({});

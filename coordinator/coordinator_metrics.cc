@@ -18,8 +18,11 @@ std::string WorkerStateLabel(v1::WorkerState state) {
 
 }  // namespace
 
-CoordinatorMetrics::CoordinatorMetrics(metrics::Registry* registry)
+CoordinatorMetrics::CoordinatorMetrics(metrics::Registry* registry, const Clock* clock,
+                                       absl::Duration retention)
     : registry_(registry),
+      clock_(clock),
+      retention_(retention),
       jobs_(registry->AddGauge("ringmaster_jobs", "Jobs by state.")),
       workers_(registry->AddGauge("ringmaster_workers", "Workers by state.")),
       heartbeat_age_(registry->AddGauge("ringmaster_worker_heartbeat_age_seconds",
@@ -41,7 +44,12 @@ void CoordinatorMetrics::SetSources(std::function<std::map<v1::JobState, int>()>
 
 void CoordinatorMetrics::OnTransition(const v1::Job& before, const v1::StateChange& change) {
   if (change.state() == v1::RESTARTING) {
-    restarts_.Add({{"job", before.id()}, {"reason", ReasonName(change.reason())}}).Increment();
+    restarts_.Add({{"job_id", before.id()}, {"reason", ReasonName(change.reason())}})
+        .Increment();
+  }
+  if (IsTerminal(change.state())) {
+    MutexLock lock(&mu_);
+    ended_[before.id()] = clock_->Now();
   }
   if (before.state() == v1::PENDING && change.state() == v1::STARTING) {
     // From the transition that made the job PENDING (submission or restart).
@@ -64,11 +72,28 @@ void CoordinatorMetrics::Collect() {
   for (const auto& [state, count] : jobs) jobs_.Add({{"state", state}}).Set(count);
 
   std::map<std::string, int> workers = {{"ALIVE", 0}, {"SUSPECT", 0}, {"LOST", 0}};
+  std::set<std::string> listed;
   for (const v1::Worker& w : worker_source_()) {
     ++workers[WorkerStateLabel(w.state())];
     heartbeat_age_.Add({{"worker", w.id()}}).Set(w.heartbeat_age_seconds());
+    listed.insert(w.id());
   }
   for (const auto& [state, count] : workers) workers_.Add({{"state", state}}).Set(count);
+
+  const absl::Time now = clock_->Now();
+  MutexLock lock(&mu_);
+  for (const std::string& id : workers_seen_) {
+    if (listed.count(id) == 0) heartbeat_age_.Remove({{"worker", id}});
+  }
+  workers_seen_ = std::move(listed);
+  for (auto it = ended_.begin(); it != ended_.end();) {
+    if (now - it->second < retention_) {
+      ++it;
+      continue;
+    }
+    restarts_.RemoveMatching({{"job_id", it->first}});
+    it = ended_.erase(it);
+  }
 }
 
 }  // namespace ringmaster

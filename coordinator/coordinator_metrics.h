@@ -1,13 +1,19 @@
 // The coordinator's Prometheus metrics: jobs and workers by state, restarts
 // by reason, heartbeat age per worker, queue wait, RPC latency per method.
+// A job's restart series leave /metrics the retention after it ended.
 #ifndef RINGMASTER_COORDINATOR_COORDINATOR_METRICS_H_
 #define RINGMASTER_COORDINATOR_COORDINATOR_METRICS_H_
 
 #include <functional>
 #include <map>
+#include <set>
+#include <string>
 #include <vector>
 
+#include "absl/time/time.h"
+#include "common/clock.h"
 #include "common/metrics.h"
+#include "common/mutex.h"
 #include "proto/cluster.pb.h"
 #include "proto/job.pb.h"
 
@@ -16,7 +22,8 @@ namespace ringmaster {
 // Thread-safe.
 class CoordinatorMetrics {
  public:
-  explicit CoordinatorMetrics(metrics::Registry* registry);
+  explicit CoordinatorMetrics(metrics::Registry* registry, const Clock* clock = RealClock::Get(),
+                              absl::Duration retention = absl::Minutes(10));
 
   // The sources of the gauges computed at each scrape: jobs counted by
   // state, and the workers.
@@ -30,6 +37,8 @@ class CoordinatorMetrics {
   void Collect();
 
   metrics::Registry* const registry_;
+  const Clock* const clock_;
+  const absl::Duration retention_;
   metrics::Family<metrics::Gauge>& jobs_;
   metrics::Family<metrics::Gauge>& workers_;
   metrics::Family<metrics::Gauge>& heartbeat_age_;
@@ -37,6 +46,10 @@ class CoordinatorMetrics {
   metrics::Histogram& queue_wait_;
   std::function<std::map<v1::JobState, int>()> job_source_;
   std::function<std::vector<v1::Worker>()> worker_source_;
+
+  Mutex mu_;
+  std::map<std::string, absl::Time> ended_ ABSL_GUARDED_BY(mu_);  // job id -> when
+  std::set<std::string> workers_seen_ ABSL_GUARDED_BY(mu_);       // with an age series
 };
 
 }  // namespace ringmaster

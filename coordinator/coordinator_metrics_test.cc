@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/fake_clock.h"
+
 namespace ringmaster {
 namespace {
 
@@ -42,9 +44,38 @@ TEST(CoordinatorMetricsTest, GaugesRestartsAndQueueWait) {
   EXPECT_NE(text.find("ringmaster_workers{state=\"ALIVE\"} 1\n"), std::string::npos);
   EXPECT_NE(text.find("ringmaster_worker_heartbeat_age_seconds{worker=\"w1\"} 1.5\n"),
             std::string::npos);
-  EXPECT_NE(text.find("ringmaster_job_restarts_total{job=\"a-1\",reason=\"RANK_EXITED\"} 1\n"),
+  EXPECT_NE(text.find("ringmaster_job_restarts_total{job_id=\"a-1\",reason=\"RANK_EXITED\"} 1\n"),
             std::string::npos);
   EXPECT_NE(text.find("ringmaster_job_queue_wait_seconds_sum 2.5\n"), std::string::npos) << text;
+}
+
+TEST(CoordinatorMetricsTest, EndedJobsAndForgottenWorkersLeave) {
+  metrics::Registry registry;
+  FakeClock clock;
+  CoordinatorMetrics m(&registry, &clock, absl::Minutes(10));
+  std::vector<v1::Worker> workers(2);
+  workers[0].set_id("w1");
+  workers[1].set_id("w2");
+  m.SetSources([] { return std::map<v1::JobState, int>{}; }, [&] { return workers; });
+  v1::Job a, b;
+  a.set_id("a-1");
+  b.set_id("b-2");
+  m.OnTransition(a, Change(v1::RESTARTING, v1::RANK_EXITED, 0));
+  m.OnTransition(b, Change(v1::RESTARTING, v1::WORKER_LOST, 0));
+  m.OnTransition(a, Change(v1::FAILED, v1::RANK_EXITED, 0));
+  const std::string a_series = "ringmaster_job_restarts_total{job_id=\"a-1\"";
+  const std::string b_series = "ringmaster_job_restarts_total{job_id=\"b-2\"";
+  EXPECT_NE(registry.Serialize().find("heartbeat_age_seconds{worker=\"w2\"}"), std::string::npos);
+  workers.pop_back();
+  clock.Advance(absl::Minutes(10) - absl::Seconds(1));
+  std::string text = registry.Serialize();
+  EXPECT_NE(text.find(a_series), std::string::npos) << text;
+  EXPECT_EQ(text.find("heartbeat_age_seconds{worker=\"w2\"}"), std::string::npos) << text;
+  clock.Advance(absl::Seconds(1));
+  text = registry.Serialize();
+  EXPECT_EQ(text.find(a_series), std::string::npos) << text;
+  EXPECT_NE(text.find(b_series), std::string::npos) << "b has not ended";
+  EXPECT_NE(text.find("heartbeat_age_seconds{worker=\"w1\"}"), std::string::npos);
 }
 
 }  // namespace

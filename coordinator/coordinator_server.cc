@@ -32,7 +32,8 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   const AccessPolicy* access = server->access_.get();
   ASSIGN_OR_RETURN(server->store_, JobStore::Open(config.state_dir + "/coordinator.db"));
   const Clock* clock = RealClock::Get();
-  server->metrics_ = std::make_unique<CoordinatorMetrics>(&server->registry_);
+  server->metrics_ = std::make_unique<CoordinatorMetrics>(&server->registry_, clock,
+                                                          config.metrics_retention);
   JobManagerOptions manager_options = config.manager;
   manager_options.rank_env.signer = &access->signer();
   manager_options.on_transition = [m = server->metrics_.get()](const v1::Job& before,

@@ -28,6 +28,7 @@ namespace ringmaster {
 struct CoordinatorConfig {
   std::string listen_address = "0.0.0.0:7070";
   std::string metrics_address = "0.0.0.0:7071";  // empty: no /metrics
+  absl::Duration metrics_retention = absl::Minutes(10);  // of an ended job's series
   std::string state_dir;  // holds coordinator.db
   std::string admin_token;  // the admin credential; empty: none
   Tls tls;                  // coordinator.crt/.key and ca.crt; nullopt: plaintext

@@ -145,6 +145,7 @@ int main(int argc, char** argv) {
   daemon.WarnWhileInsecure("coordinator");
   config.listen_address = addresses->listen;
   config.metrics_address = addresses->metrics;
+  config.metrics_retention = daemon.metrics_retention();
   manager.rank_env.coordinator_address = addresses->advertise;
   absl::StatusOr<std::string> checkpoint_root =
       MakeCheckpointRoot(checkpoint_dir, config.state_dir);

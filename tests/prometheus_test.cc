@@ -1,16 +1,20 @@
 // A real Prometheus (Debian's) scrapes a local cluster whose workers load a
-// fake NVML, while a trainer job and a restarting job run; every PromQL
-// query of the Grafana dashboard must then return data.
+// fake NVML, with an ordinary scrape config (its own `job` label, no
+// honor_labels), while a trainer job and a restarting job run; every PromQL
+// query of the Grafana dashboard, with its variables as Grafana fills them,
+// must then return data, and per-job queries group by our job ids.
 #include <signal.h>
 #include <sys/wait.h>
 
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_replace.h"
 #include "common/subprocess.h"
 #include "tests/cluster_fixture.h"
 
@@ -32,6 +36,13 @@ std::string UrlEncode(const std::string& s) {
     }
   }
   return out;
+}
+
+// A dashboard query with its variables ($job_id, $worker) replaced by the
+// regular expressions Grafana puts there.
+std::string Interpolate(std::string query, const std::string& job_id, const std::string& worker) {
+  absl::StrReplaceAll({{"$job_id", job_id}, {"$worker", worker}}, &query);
+  return query;
 }
 
 // Every "expr" under the dashboard's panels.
@@ -67,9 +78,39 @@ class PrometheusTest : public ClusterTest {
   pid_t prometheus_ = 0;
 };
 
+// The result vector of an instant query; empty when the answer is not one.
+std::vector<Struct> Query(const std::string& web, const std::string& query) {
+  const std::string body = testing::HttpGet(web, "/api/v1/query?query=" + UrlEncode(query));
+  Struct response;
+  std::vector<Struct> out;
+  if (!google::protobuf::util::JsonStringToMessage(body, &response).ok()) return out;
+  const auto data = response.fields().find("data");
+  if (data == response.fields().end()) return out;
+  for (const Value& v :
+       data->second.struct_value().fields().at("result").list_value().values()) {
+    out.push_back(v.struct_value());
+  }
+  return out;
+}
+
+std::string Label(const Struct& sample, const std::string& name) {
+  const auto& metric = sample.fields().at("metric").struct_value().fields();
+  const auto it = metric.find(name);
+  return it == metric.end() ? "" : it->second.string_value();
+}
+
 TEST_F(PrometheusTest, EveryDashboardQueryReturnsData) {
   const std::vector<std::string> queries = DashboardQueries();
   ASSERT_GE(queries.size(), 15u);
+  for (const std::string& q : queries) {
+    if (q.find("ringmaster_jobs") != std::string::npos ||
+        q.find("ringmaster_workers") != std::string::npos ||
+        q.find("ringmaster_rpc_") != std::string::npos) {
+      continue;  // cluster-wide panels: no job or worker in them
+    }
+    EXPECT_TRUE(q.find("$job_id") != std::string::npos || q.find("$worker") != std::string::npos)
+        << "a panel that ignores the dashboard's variables: " << q;
+  }
 
   // Prometheus scraping every daemon of the cluster each second.
   std::string targets;
@@ -108,25 +149,45 @@ TEST_F(PrometheusTest, EveryDashboardQueryReturnsData) {
       "name: watched\nranks: 2\ntrainer:\n  data: {path: \"synthetic:rows=50000,features=32,"
       "classes=4\"}\n  model: {hidden: [64]}\n  epochs: 100000\n  batch_size: 32\n");
 
-  std::map<std::string, std::string> missing;
+  std::set<std::string> missing;
   const bool all = testing::WaitFor(
       [&] {
         missing.clear();
         for (const std::string& q : queries) {
-          const std::string body = testing::HttpGet(web, "/api/v1/query?query=" + UrlEncode(q));
-          Struct response;
-          if (!google::protobuf::util::JsonStringToMessage(body, &response).ok() ||
-              response.fields().at("data").struct_value().fields().at("result")
-                      .list_value()
-                      .values_size() == 0) {
-            missing[q] = body;
-          }
+          const std::string all_of_them = Interpolate(q, ".*", ".*");
+          if (Query(web, all_of_them).empty()) missing.insert(all_of_them);
         }
         return missing.empty();
       },
       absl::Seconds(120));
-  for (const auto& [q, body] : missing) ADD_FAILURE() << "no data for " << q << ": " << body;
+  for (const std::string& q : missing) ADD_FAILURE() << "no data for " << q;
   EXPECT_TRUE(all);
+
+  // Per-job panels group by our job ids, and one job picked in $job_id
+  // is that job alone. Our series keep the scrape's `job` label.
+  for (const std::string& q : queries) {
+    if (q.find("sum by (job_id) (rate(ringmaster_train_samples_total") == std::string::npos) {
+      continue;
+    }
+    std::set<std::string> jobs;
+    for (const Struct& s : Query(web, Interpolate(q, ".*", ".*"))) jobs.insert(Label(s, "job_id"));
+    EXPECT_EQ(jobs.count(watched), 1u) << q;
+    const std::vector<Struct> one = Query(web, Interpolate(q, watched, ".*"));
+    ASSERT_EQ(one.size(), 1u) << q;
+    EXPECT_EQ(Label(one[0], "job_id"), watched);
+  }
+  const std::vector<Struct> steps =
+      Query(web, "ringmaster_train_steps_total{job_id=\"" + watched + "\"}");
+  ASSERT_EQ(steps.size(), 2u) << "one series per rank";
+  for (const Struct& s : steps) {
+    EXPECT_EQ(Label(s, "job"), "ringmaster") << "the scrape job's label, untouched";
+    EXPECT_NE(Label(s, "worker"), "");
+  }
+  EXPECT_TRUE(Query(web, "{exported_job=~\".+\"}").empty()) << "no label renamed";
+  const std::vector<Struct> restarts =
+      Query(web, "ringmaster_job_restarts_total{job_id=\"" + flaky + "\"}");
+  ASSERT_EQ(restarts.size(), 1u);
+  EXPECT_EQ(Label(restarts[0], "reason"), "RANK_EXITED");
   EXPECT_EQ(client_->GetJob(watched)->state(), v1::RUNNING)
       << "the trainer job ran while the queries were asked";
   ASSERT_TRUE(client_->CancelJob(watched).ok());

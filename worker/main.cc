@@ -96,6 +96,7 @@ int main(int argc, char** argv) {
   config.listen_address = addresses->listen;
   config.advertise_address = addresses->advertise;
   config.metrics_address = addresses->metrics;
+  config.metrics_retention = daemon.metrics_retention();
   if (config.worker_id.empty()) {
     config.worker_id = absl::StrCat(ringmaster::Hostname(), "-", addresses->port);
   }

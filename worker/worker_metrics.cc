@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -72,8 +74,11 @@ void WorkerMetrics::FillUsage(v1::Heartbeat* beat) {
 
 WorkerMetrics::WorkerMetrics(metrics::Registry* registry, std::string worker_id,
                              std::unique_ptr<Nvml> nvml,
-                             std::function<std::vector<RankProcess>()> ranks)
+                             std::function<std::vector<RankProcess>()> ranks,
+                             const Clock* clock, absl::Duration retention)
     : worker_(std::move(worker_id)),
+      clock_(clock),
+      retention_(retention),
       nvml_(std::move(nvml)),
       ranks_(std::move(ranks)),
       gpu_utilization_(registry->AddGauge("ringmaster_gpu_utilization_ratio",
@@ -89,33 +94,41 @@ WorkerMetrics::WorkerMetrics(metrics::Registry* registry, std::string worker_id,
                                        "GPU streaming-multiprocessor clock (NVML).")),
       rank_cpu_(registry->AddGauge("ringmaster_rank_cpu_utilization_ratio",
                                    "CPU time of a rank's process per second of wall time.")),
-      steps_(registry->AddCounter("ringmaster_train_steps_total", "Optimizer steps taken.")),
-      samples_(registry->AddCounter("ringmaster_train_samples_total", "Training samples seen.")),
-      loss_(registry->AddGauge("ringmaster_train_loss", "Mean training loss, latest report.")),
+      steps_(registry->AddCounter("ringmaster_train_steps_total", "Optimizer steps taken.",
+                                  {{"worker", worker_}})),
+      samples_(registry->AddCounter("ringmaster_train_samples_total", "Training samples seen.",
+                                    {{"worker", worker_}})),
+      loss_(registry->AddGauge("ringmaster_train_loss", "Mean training loss, latest report.",
+                               {{"worker", worker_}})),
       step_duration_(registry->AddHistogram("ringmaster_step_duration_seconds",
-                                            "Wall time of one optimizer step.")),
+                                            "Wall time of one optimizer step.",
+                                            {{"worker", worker_}})),
       allreduce_bytes_(registry->AddCounter("ringmaster_allreduce_bytes_total",
-                                            "Gradient bytes all-reduced.")),
+                                            "Gradient bytes all-reduced.", {{"worker", worker_}})),
       allreduce_seconds_(registry->AddCounter("ringmaster_allreduce_seconds_total",
-                                              "Seconds spent in gradient all-reduces.")),
+                                              "Seconds spent in gradient all-reduces.",
+                                              {{"worker", worker_}})),
       busbw_(registry->AddGauge(
           "ringmaster_allreduce_bus_bandwidth_bytes_per_second",
-          "All-reduce bus bandwidth over the last report (nccl-tests busbw: algbw*2(n-1)/n).")) {
+          "All-reduce bus bandwidth over the last report (nccl-tests busbw: algbw*2(n-1)/n).",
+          {{"worker", worker_}})) {
   registry->AddCollectCallback([this] { Collect(); });
 }
 
 void WorkerMetrics::OnProgress(const v1::RankProgress& report) {
   const v1::Progress& p = report.progress();
-  const metrics::Labels labels = {{"job", report.rank().job_id()},
-                                  {"rank", absl::StrCat(report.rank().rank())}};
+  const std::string& job = report.rank().job_id();
+  const metrics::Labels labels = {{"job_id", job}, {"rank", absl::StrCat(report.rank().rank())}};
   metrics::Labels comm = labels;
   comm["backend"] = p.backend().empty() ? "gloo" : p.backend();
+  // Under the mutex: Expire removes series, and with them these references.
+  MutexLock lock(&mu_);
+  jobs_[job] = absl::InfiniteFuture();
   for (double seconds : p.step_seconds()) {
     step_duration_.Add(labels, StepBuckets()).Observe(seconds);
   }
   loss_.Add(labels).Set(p.loss());
-  MutexLock lock(&mu_);
-  RankTotals& t = totals_[{report.rank().job_id(), report.rank().rank()}];
+  RankTotals& t = totals_[{job, report.rank().rank()}];
   steps_.Add(labels).Increment(static_cast<double>(Delta<int64_t>(p.step(), &t.steps)));
   samples_.Add(labels).Increment(static_cast<double>(Delta<int64_t>(p.samples(), &t.samples)));
   const double bytes = Delta(p.allreduce_bytes(), &t.allreduce_bytes);
@@ -124,6 +137,37 @@ void WorkerMetrics::OnProgress(const v1::RankProgress& report) {
   allreduce_seconds_.Add(comm).Increment(seconds);
   const int n = std::max(1, p.world_size());
   if (seconds > 0) busbw_.Add(comm).Set(bytes / seconds * 2.0 * (n - 1) / n);
+}
+
+void WorkerMetrics::Expire(const std::vector<RankProcess>& running) {
+  const absl::Time now = clock_->Now();
+  std::set<std::string> runs;
+  for (const RankProcess& r : running) runs.insert(r.rank.job_id());
+  for (auto& [job, idle_since] : jobs_) {
+    if (runs.count(job) > 0) {
+      idle_since = absl::InfiniteFuture();
+    } else if (idle_since == absl::InfiniteFuture()) {
+      idle_since = now;
+    }
+  }
+  for (auto it = jobs_.begin(); it != jobs_.end();) {
+    if (now - it->second < retention_) {
+      ++it;
+      continue;
+    }
+    const metrics::Labels of_job = {{"job_id", it->first}};
+    steps_.RemoveMatching(of_job);
+    samples_.RemoveMatching(of_job);
+    loss_.RemoveMatching(of_job);
+    step_duration_.RemoveMatching(of_job);
+    allreduce_bytes_.RemoveMatching(of_job);
+    allreduce_seconds_.RemoveMatching(of_job);
+    busbw_.RemoveMatching(of_job);
+    for (auto t = totals_.begin(); t != totals_.end();) {
+      t = t->first.first == it->first ? totals_.erase(t) : std::next(t);
+    }
+    it = jobs_.erase(it);
+  }
 }
 
 void WorkerMetrics::Collect() {
@@ -141,23 +185,30 @@ void WorkerMetrics::Collect() {
   }
   static const double ticks_per_second = static_cast<double>(sysconf(_SC_CLK_TCK));
   const auto now = std::chrono::steady_clock::now();
+  const std::vector<RankProcess> running = ranks_();
   MutexLock lock(&mu_);
   std::map<pid_t, CpuTicks> seen;
-  for (const RankProcess& r : ranks_()) {
-    const CpuTicks current{ProcessCpuTicks(r.pid), now};
+  for (const RankProcess& r : running) {
+    jobs_.emplace(r.rank.job_id(), absl::InfiniteFuture());
+    CpuTicks current{ProcessCpuTicks(r.pid), now,
+                     {{"worker", worker_},
+                      {"job_id", r.rank.job_id()},
+                      {"rank", absl::StrCat(r.rank.rank())},
+                      {"slot", absl::StrCat(r.slot)}}};
     auto last = cpu_.find(r.pid);
     if (last != cpu_.end() && current.at > last->second.at && current.ticks >= last->second.ticks) {
       const double wall = std::chrono::duration<double>(current.at - last->second.at).count();
-      rank_cpu_
-          .Add({{"worker", worker_},
-                {"job", r.rank.job_id()},
-                {"rank", absl::StrCat(r.rank.rank())},
-                {"slot", absl::StrCat(r.slot)}})
+      rank_cpu_.Add(current.labels)
           .Set((current.ticks - last->second.ticks) / ticks_per_second / wall);
     }
-    seen[r.pid] = current;
+    seen[r.pid] = std::move(current);
+  }
+  // A process that is gone uses no CPU: its series goes at once.
+  for (const auto& [pid, last] : cpu_) {
+    if (seen.count(pid) == 0) rank_cpu_.Remove(last.labels);
   }
   cpu_ = std::move(seen);
+  Expire(running);
 }
 
 }  // namespace ringmaster

@@ -1,7 +1,8 @@
 // The worker's Prometheus metrics: per-GPU telemetry from NVML, CPU use of
 // its ranks from /proc, and the training figures its ranks report
 // (all-reduce bytes, seconds and bus bandwidth; steps, samples, loss, step
-// durations).
+// durations). Series of a job leave /metrics once no rank of it has run
+// here for the retention.
 #ifndef RINGMASTER_WORKER_WORKER_METRICS_H_
 #define RINGMASTER_WORKER_WORKER_METRICS_H_
 
@@ -14,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/time/time.h"
+#include "common/clock.h"
 #include "common/mutex.h"
 #include "common/metrics.h"
 #include "proto/worker.pb.h"
@@ -30,9 +33,12 @@ struct RankProcess {
 // Thread-safe: OnProgress runs on gRPC threads, Collect on scrapes.
 class WorkerMetrics {
  public:
-  // `nvml` may be null (no driver): then there are no GPU series.
+  // `nvml` may be null (no driver): then there are no GPU series. `ranks`
+  // lists the rank processes running now.
   WorkerMetrics(metrics::Registry* registry, std::string worker_id, std::unique_ptr<Nvml> nvml,
-                std::function<std::vector<RankProcess>()> ranks);
+                std::function<std::vector<RankProcess>()> ranks,
+                const Clock* clock = RealClock::Get(),
+                absl::Duration retention = absl::Minutes(10));
 
   void OnProgress(const v1::RankProgress& report);
 
@@ -49,10 +55,15 @@ class WorkerMetrics {
   struct CpuTicks {
     uint64_t ticks = 0;
     std::chrono::steady_clock::time_point at;
+    metrics::Labels labels;  // of the process's rank_cpu_ series
   };
   void Collect();
+  // Forgets the series of jobs with no rank here for the retention.
+  void Expire(const std::vector<RankProcess>& running) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::string worker_;
+  const Clock* const clock_;
+  const absl::Duration retention_;
   std::unique_ptr<Nvml> nvml_;
   std::function<std::vector<RankProcess>()> ranks_;
 
@@ -73,6 +84,9 @@ class WorkerMetrics {
 
   Mutex mu_;
   std::map<std::pair<std::string, int>, RankTotals> totals_ ABSL_GUARDED_BY(mu_);
+  // Jobs with series here, and since when none of their ranks has run
+  // (absl::InfiniteFuture() while one does).
+  std::map<std::string, absl::Time> jobs_ ABSL_GUARDED_BY(mu_);
   std::map<pid_t, CpuTicks> cpu_ ABSL_GUARDED_BY(mu_);
   uint64_t machine_busy_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t machine_total_ ABSL_GUARDED_BY(mu_) = 0;

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/fake_clock.h"
+
 namespace ringmaster {
 namespace {
 
@@ -74,8 +76,8 @@ TEST(WorkerMetricsTest, TrainerReportsBecomeCountersAndBusBandwidth) {
   p->clear_step_seconds();
   m.OnProgress(r);
   const std::string text = registry.Serialize();
-  const std::string l = "{job=\"j-1\",rank=\"1\"}";
-  const std::string c = "{backend=\"gloo\",job=\"j-1\",rank=\"1\"}";
+  const std::string l = "{job_id=\"j-1\",rank=\"1\",worker=\"w1\"}";
+  const std::string c = "{backend=\"gloo\",job_id=\"j-1\",rank=\"1\",worker=\"w1\"}";
   EXPECT_NE(text.find("ringmaster_train_steps_total" + l + " 15\n"), std::string::npos) << text;
   EXPECT_NE(text.find("ringmaster_train_samples_total" + l + " 960\n"), std::string::npos);
   EXPECT_NE(text.find("ringmaster_allreduce_bytes_total" + c + " 600000000\n"), std::string::npos);
@@ -105,10 +107,69 @@ TEST(WorkerMetricsTest, RankCpuUtilizationFromProc) {
   volatile double x = 0;
   for (int i = 0; i < 50000000; ++i) x = x + i * 0.5;
   const std::string text = registry.Serialize();
-  EXPECT_NE(text.find("ringmaster_rank_cpu_utilization_ratio{job=\"j\",rank=\"0\",slot=\"0\","
+  EXPECT_NE(text.find("ringmaster_rank_cpu_utilization_ratio{job_id=\"j\",rank=\"0\",slot=\"0\","
                       "worker=\"w1\"}"),
             std::string::npos)
       << text;
+}
+
+// Series of a job leave /metrics once none of its ranks has run here for
+// the retention; those of a job still running stay, and a rank that is gone
+// loses its CPU series at once.
+TEST(WorkerMetricsTest, EndedJobsSeriesLeaveAfterTheRetention) {
+  metrics::Registry registry;
+  FakeClock clock;
+  Mutex mu;
+  std::vector<RankProcess> running;
+  v1::RankRef ended, live;
+  ended.set_job_id("ended");
+  live.set_job_id("live");
+  running.push_back({ended, getpid(), 0});
+  running.push_back({live, getppid(), 1});
+  WorkerMetrics m(&registry, "w1", nullptr, [&] {
+    MutexLock lock(&mu);
+    return running;
+  }, &clock, absl::Minutes(10));
+  for (const v1::RankRef& ref : {ended, live}) {
+    v1::RankProgress r;
+    *r.mutable_rank() = ref;
+    r.mutable_progress()->set_step(5);
+    r.mutable_progress()->set_allreduce_bytes(100);
+    r.mutable_progress()->set_allreduce_seconds(1);
+    r.mutable_progress()->add_step_seconds(0.1);
+    m.OnProgress(r);
+  }
+  registry.Serialize();
+  registry.Serialize();  // a second CPU sample: rank CPU series exist
+  const auto series_of = [&](const std::string& job) {
+    const std::string text = registry.Serialize();
+    int count = 0;
+    for (size_t at = text.find("job_id=\"" + job + "\""); at != std::string::npos;
+         at = text.find("job_id=\"" + job + "\"", at + 1)) {
+      ++count;
+    }
+    return count;
+  };
+  ASSERT_GT(series_of("ended"), 5);
+  const int live_series = series_of("live");
+  {
+    MutexLock lock(&mu);
+    running.erase(running.begin());
+  }
+  // The ended job's rank is gone: its CPU series at once, the rest later.
+  EXPECT_EQ(series_of("ended"), series_of("live") - 1);
+  clock.Advance(absl::Minutes(10) - absl::Seconds(1));
+  EXPECT_GT(series_of("ended"), 0);
+  clock.Advance(absl::Seconds(1));
+  EXPECT_EQ(series_of("ended"), 0) << registry.Serialize();
+  EXPECT_EQ(series_of("live"), live_series);
+  // A job that comes back (a new attempt here) reports from zero again.
+  v1::RankProgress again;
+  *again.mutable_rank() = ended;
+  again.mutable_progress()->set_step(2);
+  m.OnProgress(again);
+  EXPECT_NE(registry.Serialize().find("ringmaster_train_steps_total{job_id=\"ended\",rank=\"0\",worker=\"w1\"} 2\n"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -158,7 +158,8 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
           out.push_back({p.rank, p.pid, p.slot});
         }
         return out;
-      });
+      },
+      RealClock::Get(), config.metrics_retention);
   // A worker with a credential of its own belongs to a cluster that checks
   // callers; so does its agent.
   server->access_ = std::make_unique<AgentAccess>(

@@ -10,6 +10,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "worker/agent_service.h"
 #include "worker/job_code.h"
 #include "worker/coordinator_link.h"
@@ -33,6 +34,7 @@ struct WorkerConfig {
   std::string trainer_program;
   int slots = 0;                  // 0: one per GPU, or 1 without GPUs
   std::string metrics_address;    // host:port of /metrics; empty: none
+  absl::Duration metrics_retention = absl::Minutes(10);  // of an ended job's series
   std::string nvml_library = "libnvidia-ml.so.1";
   std::string token;              // this worker's credential, when the cluster checks callers
   Tls tls;                        // worker-<id>.crt/.key and ca.crt; nullopt: plaintext
