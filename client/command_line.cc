@@ -6,7 +6,10 @@
 
 #include <CLI/CLI.hpp>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "common/version.h"
 
 namespace ringmaster {
 namespace {
@@ -20,6 +23,10 @@ void AddGlobalOptions(CLI::App& app, Invocation* run, std::string* output) {
   run->coordinator = EnvOr("RINGMASTER_COORDINATOR", "127.0.0.1:7070");
   if (const char* env = std::getenv("RINGMASTER_TLS_DIR")) run->tls_dir = env;
   app.require_subcommand(1);
+  // Subcommands made after this pass options they do not know to this app:
+  // global options work after the verb too.
+  app.fallthrough();
+  app.set_version_flag("--version", "ringmaster " RINGMASTER_VERSION);
   app.add_option("--coordinator", run->coordinator,
                  "coordinator HOST:PORT (env RINGMASTER_COORDINATOR)")
       ->capture_default_str();
@@ -28,8 +35,8 @@ void AddGlobalOptions(CLI::App& app, Invocation* run, std::string* output) {
   app.add_option("--tls-dir", run->tls_dir,
                  "TLS files of the cluster (env RINGMASTER_TLS_DIR; default: those of `up`; "
                  "\"\" for plaintext)");
-  app.add_option("--output", *output, "table or json")
-      ->check(CLI::IsMember({"table", "json"}))
+  app.add_option("-o,--output", *output, "table, json or yaml")
+      ->check(CLI::IsMember({"table", "json", "yaml"}))
       ->capture_default_str();
 }
 
@@ -116,7 +123,62 @@ void AddJobCommands(CLI::App& app, Invocation* run, std::map<Command, CLI::App*>
 
   CLI::App* top = app.add_subcommand("top", "live view of jobs and workers (q to quit)");
   top->add_option("--iterations", run->iterations, "stop after this many frames (0: until q)");
+  top->add_flag("--all", run->all, "finished jobs too (the newest 100 jobs)");
   (*commands)[Command::kTop] = top;
+}
+
+// Words a shell may complete after `app`'s name: its subcommands, then
+// its options (long and short).
+std::vector<std::string> CompletionWords(const CLI::App& app) {
+  std::vector<std::string> words;
+  for (const CLI::App* sub : app.get_subcommands({})) words.push_back(sub->get_name());
+  for (const CLI::Option* option : app.get_options()) {
+    for (const std::string& name : option->get_lnames()) words.push_back("--" + name);
+    for (const std::string& name : option->get_snames()) words.push_back("-" + name);
+  }
+  return words;
+}
+
+// A bash completion function built from the command line itself, so it
+// knows every verb and option; zsh loads it through bashcompinit.
+std::string CompletionScript(const CLI::App& app, const std::string& shell) {
+  std::string verbs, cases;
+  const std::string global = absl::StrJoin(CompletionWords(app), " ");
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    absl::StrAppend(&verbs, verbs.empty() ? "" : "|", sub->get_name());
+    std::vector<std::string> words = CompletionWords(*sub);
+    if (sub->get_name() == "completion") words = {"bash", "zsh"};
+    absl::StrAppend(&cases, "    ", sub->get_name(), ") words=\"", absl::StrJoin(words, " "),
+                    " --coordinator --token-file --tls-dir -o --output\" ;;\n");
+  }
+  std::string script = absl::StrCat(
+      "# ringmaster ", shell, " completion: source <(ringmaster completion ", shell, ")\n");
+  if (shell == "zsh") {
+    absl::StrAppend(&script,
+                    "if ! whence compdef >/dev/null; then autoload -U +X compinit && compinit -u; fi\n"
+                    "autoload -U +X bashcompinit && bashcompinit\n");
+  }
+  absl::StrAppend(
+      &script,
+      "_ringmaster() {\n"
+      "  local cur=\"${COMP_WORDS[COMP_CWORD]}\" prev=\"${COMP_WORDS[COMP_CWORD-1]}\"\n"
+      "  local verb=\"\" words=\"\" i\n"
+      "  case \"$prev\" in\n"
+      "    -o|--output) COMPREPLY=($(compgen -W \"table json yaml\" -- \"$cur\")); return ;;\n"
+      "  esac\n"
+      "  for ((i = 1; i < COMP_CWORD; i++)); do\n"
+      "    case \"${COMP_WORDS[i]}\" in\n"
+      "      ", verbs, ") verb=\"${COMP_WORDS[i]}\"; break ;;\n"
+      "    esac\n"
+      "  done\n"
+      "  case \"$verb\" in\n"
+      "    \"\") words=\"", global, "\" ;;\n",
+      cases,
+      "  esac\n"
+      "  COMPREPLY=($(compgen -W \"$words\" -- \"$cur\"))\n"
+      "}\n"
+      "complete -o default -F _ringmaster ringmaster\n");
+  return script;
 }
 
 // The text with control characters (a newline, an escape sequence from a
@@ -143,6 +205,12 @@ ParsedCommandLine ParseCommandLine(const std::vector<std::string>& args) {
   AddGlobalOptions(app, &run, &output);
   AddLocalClusterCommands(app, &run, &commands);
   AddJobCommands(app, &run, &commands);
+  std::string shell;
+  CLI::App* completion =
+      app.add_subcommand("completion", "print a shell completion script (bash or zsh)");
+  completion->add_option("SHELL", shell, "bash or zsh")
+      ->required()
+      ->check(CLI::IsMember({"bash", "zsh"}));
 
   ParsedCommandLine parsed;
   std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 reads from the back
@@ -154,12 +222,19 @@ ParsedCommandLine ParseCommandLine(const std::vector<std::string>& args) {
   } catch (const CLI::CallForAllHelp&) {
     parsed.out = app.help("", CLI::AppFormatMode::All);
     return parsed;
+  } catch (const CLI::CallForVersion& version) {
+    parsed.out = std::string(version.what()) + "\n";
+    return parsed;
   } catch (const CLI::ParseError& e) {
     parsed.exit_code = 2;
     parsed.err = "ringmaster: " + Printable(e.what()) + " (see ringmaster --help)\n";
     return parsed;
   }
-  run.json = output == "json";
+  if (completion->parsed()) {
+    parsed.out = CompletionScript(app, shell);
+    return parsed;
+  }
+  run.output = *ParseOutputFormat(output);
   run.cluster.tls = !run.no_tls;
   for (const auto& [command, sub] : commands) {
     if (sub->parsed()) run.command = command;

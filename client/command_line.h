@@ -15,6 +15,7 @@ namespace ringmaster {
 
 enum class Command {
   kUp, kDown, kDemo, kCertsInit, kSubmit, kJobs, kStatus, kLogs, kCancel, kDelete, kWorkers, kTop,
+  kCompletion,
 };
 
 // One run of the CLI: the command and every option given or defaulted.
@@ -23,7 +24,7 @@ struct Invocation {
   std::string coordinator;  // --coordinator, else RINGMASTER_COORDINATOR, else 127.0.0.1:7070
   std::string token_file;
   std::optional<std::string> tls_dir;  // --tls-dir, else RINGMASTER_TLS_DIR
-  bool json = false;                   // --output json
+  OutputFormat output = OutputFormat::kTable;  // -o/--output
   LocalClusterOptions cluster;         // up
   bool no_tls = false;                 // up --no-tls
   std::string down_state_dir;          // down
@@ -36,6 +37,7 @@ struct Invocation {
   std::string job_id;                  // status, logs, cancel, delete
   std::optional<int> rank;             // logs
   int iterations = 0;                  // top
+  bool all = false;                    // top
 };
 
 // What parsing ended with: an invocation to run, or an exit code with what
@@ -48,7 +50,9 @@ struct ParsedCommandLine {
 };
 
 // `args` without the program name. Reads RINGMASTER_COORDINATOR and
-// RINGMASTER_TLS_DIR for their defaults.
+// RINGMASTER_TLS_DIR for their defaults. Global options may stand anywhere
+// on the line, as kubectl's do. `--version` and `completion bash|zsh` are
+// answered here, in `out`.
 ParsedCommandLine ParseCommandLine(const std::vector<std::string>& args);
 
 }  // namespace ringmaster

@@ -10,6 +10,8 @@
 #include <iostream>
 #include <sstream>
 
+#include <google/protobuf/struct.pb.h>
+
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -68,7 +70,7 @@ std::string Bar(const v1::Progress& p) {
 
 // Follows a job to its end; prints state changes, and progress as a bar
 // on a terminal or a line every few seconds otherwise.
-int Follow(Client& client, const std::string& job_id, bool json) {
+int Follow(Client& client, const std::string& job_id, OutputFormat format) {
   const bool tty = isatty(STDOUT_FILENO);
   v1::JobState last_state = v1::JOB_STATE_UNSPECIFIED;
   int last_attempt = -1;
@@ -77,8 +79,8 @@ int Follow(Client& client, const std::string& job_id, bool json) {
   v1::Job final_job;
   absl::Status status = client.WatchJob(job_id, [&](const v1::Job& job) {
     final_job = job;
-    if (json) {
-      std::cout << ToJson(job) << std::endl;
+    if (format != OutputFormat::kTable) {
+      std::cout << Render(job, format, /*stream=*/true) << std::flush;
       return true;
     }
     if (job.state() != last_state || job.attempt() != last_attempt) {
@@ -117,12 +119,14 @@ int RunUp(const GlobalOptions& global, LocalClusterOptions options) {
   GlobalOptions cli = global;
   absl::StatusOr<LocalCluster> cluster = Up(&cli, options);
   if (!cluster.ok()) return Fail(cluster.status());
-  if (global.json) {
-    std::cout << absl::StrFormat(
-        "{\"coordinator\": \"%s\", \"workers\": %d, \"state_dir\": \"%s\", "
-        "\"already_running\": %s}\n",
-        cluster->coordinator_address, cluster->workers, options.state_dir,
-        cluster->already_running ? "true" : "false");
+  if (!global.table()) {
+    google::protobuf::Struct up;
+    auto& fields = *up.mutable_fields();
+    fields["coordinator"].set_string_value(cluster->coordinator_address);
+    fields["workers"].set_number_value(cluster->workers);
+    fields["state_dir"].set_string_value(options.state_dir);
+    fields["already_running"].set_bool_value(cluster->already_running);
+    std::cout << Render(up, global.output) << std::flush;
   } else {
     std::cout << (cluster->already_running ? "already running: "
                   : cluster->restarted       ? "cluster restarted (part of it had stopped): "
@@ -186,7 +190,7 @@ int RunDemo(const GlobalOptions& global, LocalClusterOptions options) {
   if (!spec.ok()) return Fail(spec.status());
   Client client = MakeClient(cli);
   absl::StatusOr<std::string> id = client.Submit(*spec);
-  int code = id.ok() ? Follow(client, *id, global.json) : Fail(id.status());
+  int code = id.ok() ? Follow(client, *id, global.output) : Fail(id.status());
   if (id.ok()) {
     absl::StatusOr<v1::Job> job = client.GetJob(*id);
     if (job.ok() && job->state() == v1::SUCCEEDED) {
@@ -263,12 +267,14 @@ int RunSubmit(const GlobalOptions& global, const SubmitOptions& options) {
   }
   absl::StatusOr<std::string> id = client.Submit(*spec);
   if (!id.ok()) return Fail(id.status());
-  if (global.json && !options.follow) {
-    std::cout << "{\"job_id\": \"" << *id << "\"}" << std::endl;
-  } else {
+  if (global.table()) {
     std::cout << *id << std::endl;
+  } else if (!options.follow) {  // following, the first object names the job
+    v1::SubmitJobResponse response;
+    response.set_job_id(*id);
+    std::cout << Render(response, global.output) << std::flush;
   }
-  return options.follow ? Follow(client, *id, global.json) : kOk;
+  return options.follow ? Follow(client, *id, global.output) : kOk;
 }
 
 int RunJobs(const GlobalOptions& global, const JobsOptions& options) {
@@ -292,8 +298,8 @@ int RunJobs(const GlobalOptions& global, const JobsOptions& options) {
     shown.set_next_page_token(page->next_page_token());
     request.set_page_token(page->next_page_token());
   } while (!request.page_token().empty() && (options.all || shown.jobs_size() < options.limit));
-  if (global.json) {
-    std::cout << ToJson(shown) << std::endl;
+  if (!global.table()) {
+    std::cout << Render(shown, global.output) << std::flush;
     return kOk;
   }
   PrintJobsTable(std::cout, {shown.jobs().begin(), shown.jobs().end()}, absl::Now());
@@ -307,8 +313,10 @@ int RunJobs(const GlobalOptions& global, const JobsOptions& options) {
 int RunDelete(const GlobalOptions& global, const std::string& job_id) {
   Client client = MakeClient(global);
   if (absl::Status s = client.DeleteJob(job_id); !s.ok()) return Fail(s);
-  if (global.json) {
-    std::cout << "{\"deleted\": \"" << job_id << "\"}" << std::endl;
+  if (!global.table()) {
+    google::protobuf::Struct deleted;
+    (*deleted.mutable_fields())["deleted"].set_string_value(job_id);
+    std::cout << Render(deleted, global.output) << std::flush;
   } else {
     std::cout << "deleted " << job_id << std::endl;
   }
@@ -319,8 +327,8 @@ int RunStatus(const GlobalOptions& global, const std::string& job_id) {
   Client client = MakeClient(global);
   absl::StatusOr<v1::Job> job = client.GetJob(job_id);
   if (!job.ok()) return Fail(job.status());
-  if (global.json) {
-    std::cout << ToJson(*job) << std::endl;
+  if (!global.table()) {
+    std::cout << Render(*job, global.output) << std::flush;
   } else {
     PrintJobDetail(std::cout, *job, absl::Now());
   }
@@ -330,13 +338,21 @@ int RunStatus(const GlobalOptions& global, const std::string& job_id) {
 int RunLogs(const GlobalOptions& global, const std::string& job_id, std::optional<int> rank,
             bool follow) {
   Client client = MakeClient(global);
-  absl::Status status = client.StreamLogs(job_id, rank, follow, [](const v1::LogChunk& chunk) {
+  const OutputFormat format = global.output;
+  absl::Status status = client.StreamLogs(job_id, rank, follow, [format](const v1::LogChunk& chunk) {
     absl::string_view data = chunk.data();
     std::string out;
     while (!data.empty()) {
       size_t end = data.find('\n');
       absl::string_view line = data.substr(0, end);
-      absl::StrAppend(&out, "[rank ", chunk.rank(), "] ", line, "\n");
+      if (format == OutputFormat::kTable) {
+        absl::StrAppend(&out, "[rank ", chunk.rank(), "] ", line, "\n");
+      } else {  // one object per line: {"rank": R, "line": "..."}
+        google::protobuf::Struct object;
+        (*object.mutable_fields())["rank"].set_number_value(chunk.rank());
+        (*object.mutable_fields())["line"].set_string_value(std::string(line));
+        absl::StrAppend(&out, Render(object, format, /*stream=*/true));
+      }
       data.remove_prefix(end == absl::string_view::npos ? data.size() : end + 1);
     }
     std::cout << out << std::flush;
@@ -348,8 +364,8 @@ int RunCancel(const GlobalOptions& global, const std::string& job_id) {
   Client client = MakeClient(global);
   absl::StatusOr<v1::Job> job = client.CancelJob(job_id);
   if (!job.ok()) return Fail(job.status());
-  if (global.json) {
-    std::cout << ToJson(*job) << std::endl;
+  if (!global.table()) {
+    std::cout << Render(*job, global.output) << std::flush;
   } else {
     std::cout << job->id() << " " << JobStateLabel(job->state()) << std::endl;
   }
@@ -360,19 +376,19 @@ int RunWorkers(const GlobalOptions& global) {
   Client client = MakeClient(global);
   absl::StatusOr<std::vector<v1::Worker>> workers = client.ListWorkers();
   if (!workers.ok()) return Fail(workers.status());
-  if (global.json) {
+  if (!global.table()) {
     v1::ListWorkersResponse response;
     for (auto& w : *workers) *response.add_workers() = w;
-    std::cout << ToJson(response) << std::endl;
+    std::cout << Render(response, global.output) << std::flush;
   } else {
     PrintWorkersTable(std::cout, *workers);
   }
   return kOk;
 }
 
-int RunTop(const GlobalOptions& global, int iterations) {
+int RunTop(const GlobalOptions& global, int iterations, bool all) {
   Client client = MakeClient(global);
-  return ringmaster::RunTop(client, iterations);
+  return ringmaster::RunTop(client, {iterations, all, global.output});
 }
 
 }  // namespace ringmaster

@@ -8,6 +8,7 @@
 
 #include "client/certs.h"
 #include "client/local_cluster.h"
+#include "client/output.h"
 #include "common/tls.h"
 
 namespace ringmaster {
@@ -16,7 +17,8 @@ struct GlobalOptions {
   std::string coordinator = "127.0.0.1:7070";
   std::string token;
   Tls tls;  // the admin certificate or only the CA; nullopt: plaintext
-  bool json = false;
+  OutputFormat output = OutputFormat::kTable;
+  bool table() const { return output == OutputFormat::kTable; }
 };
 
 int RunUp(const GlobalOptions& global, LocalClusterOptions options);
@@ -46,7 +48,8 @@ int RunLogs(const GlobalOptions& global, const std::string& job_id, std::optiona
 int RunCancel(const GlobalOptions& global, const std::string& job_id);
 int RunDelete(const GlobalOptions& global, const std::string& job_id);
 int RunWorkers(const GlobalOptions& global);
-int RunTop(const GlobalOptions& global, int iterations);
+// `top`: active jobs (and finished ones with `all`) and the workers.
+int RunTop(const GlobalOptions& global, int iterations, bool all);
 
 }  // namespace ringmaster
 

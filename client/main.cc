@@ -47,7 +47,7 @@ int Run(const ringmaster::Invocation& run) {
   using ringmaster::Command;
   ringmaster::GlobalOptions global;
   global.coordinator = run.coordinator;
-  global.json = run.json;
+  global.output = run.output;
   if (run.command == Command::kCertsInit) return ringmaster::RunCertsInit(run.certs_dir, run.certs);
   if (!LoadToken(run.token_file, &global)) return 2;
   // A local cluster's commands make and use its own certificates.
@@ -78,7 +78,7 @@ int Run(const ringmaster::Invocation& run) {
     case Command::kWorkers:
       return ringmaster::RunWorkers(global);
     case Command::kTop:
-      return ringmaster::RunTop(global, run.iterations);
+      return ringmaster::RunTop(global, run.iterations, run.all);
     default:
       return 2;
   }

@@ -1,6 +1,7 @@
 #include "client/output.h"
 
 #include <google/protobuf/util/json_util.h>
+#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 
@@ -26,13 +27,57 @@ void PrintTable(std::ostream& out, const std::vector<std::vector<std::string>>& 
   }
 }
 
-std::string ToJson(const google::protobuf::Message& message) {
+std::optional<OutputFormat> ParseOutputFormat(const std::string& name) {
+  if (name == "table") return OutputFormat::kTable;
+  if (name == "json") return OutputFormat::kJson;
+  if (name == "yaml") return OutputFormat::kYaml;
+  return std::nullopt;
+}
+
+namespace {
+
+std::string Json(const google::protobuf::Message& message, bool indent) {
   google::protobuf::util::JsonPrintOptions options;
-  options.add_whitespace = true;
+  options.add_whitespace = indent;
   options.preserve_proto_field_names = true;
+  options.always_print_primitive_fields = true;
   std::string json;
   (void)google::protobuf::util::MessageToJsonString(message, &json, options);
+  if (!indent) return json;
+  // The printer ends an indented document with a newline; callers add theirs.
+  while (!json.empty() && json.back() == '\n') json.pop_back();
   return json;
+}
+
+// Block style all the way down (JSON parses as flow style).
+void MakeBlock(YAML::Node node) {
+  if (node.IsMap() || node.IsSequence()) {
+    node.SetStyle(YAML::EmitterStyle::Block);
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      MakeBlock(node.IsMap() ? it->second : *it);
+    }
+  }
+}
+
+}  // namespace
+
+std::string ToJson(const google::protobuf::Message& message) { return Json(message, true); }
+
+std::string ToJsonLine(const google::protobuf::Message& message) { return Json(message, false); }
+
+std::string ToYaml(const google::protobuf::Message& message) {
+  YAML::Node node = YAML::Load(Json(message, false));  // JSON is YAML
+  MakeBlock(node);
+  YAML::Emitter out;
+  out << node;
+  return out.c_str();
+}
+
+std::string Render(const google::protobuf::Message& message, OutputFormat format, bool stream) {
+  if (format == OutputFormat::kYaml) {
+    return absl::StrCat(stream ? "---\n" : "", ToYaml(message), "\n");
+  }
+  return absl::StrCat(stream ? ToJsonLine(message) : ToJson(message), "\n");
 }
 
 std::string ShortDuration(absl::Duration d) {

@@ -1,9 +1,10 @@
-// How the CLI prints: aligned tables for people, JSON for programs.
+// How the CLI prints: aligned tables for people, JSON or YAML for programs.
 #ifndef RINGMASTER_CLIENT_OUTPUT_H_
 #define RINGMASTER_CLIENT_OUTPUT_H_
 
 #include <google/protobuf/message.h>
 
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -17,8 +18,23 @@ namespace ringmaster {
 // Columns padded to their widest cell; the last column is not padded.
 void PrintTable(std::ostream& out, const std::vector<std::vector<std::string>>& rows);
 
-// The message as JSON with proto field names, one document.
+enum class OutputFormat { kTable, kJson, kYaml };
+
+// "table", "json" or "yaml"; nullopt for anything else.
+std::optional<OutputFormat> ParseOutputFormat(const std::string& name);
+
+// The message as the proto's JSON: proto field names, every field
+// (defaults included, so rank 0 has "rank": 0 and an empty list is []),
+// enums by name, 64-bit integers as strings. Indented, one document.
 std::string ToJson(const google::protobuf::Message& message);
+// The same on one line, for streams: one object per line.
+std::string ToJsonLine(const google::protobuf::Message& message);
+// The same data as a YAML block document.
+std::string ToYaml(const google::protobuf::Message& message);
+// One document in `format` (kJson or kYaml), ending in a newline; a YAML
+// document of a stream starts with "---".
+std::string Render(const google::protobuf::Message& message, OutputFormat format,
+                   bool stream = false);
 
 // "4s", "2m05s", "3h10m".
 std::string ShortDuration(absl::Duration d);

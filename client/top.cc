@@ -8,6 +8,9 @@
 #include <atomic>
 #include <iostream>
 
+#include <google/protobuf/struct.pb.h>
+#include <google/protobuf/util/json_util.h>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/output.h"
@@ -117,36 +120,85 @@ std::string TopView::Render(const std::vector<v1::Job>& jobs,
   return out;
 }
 
-int RunTop(Client& client, int iterations) {
-  const bool tty = isatty(STDOUT_FILENO);
+namespace {
+
+// The jobs a frame shows: the active ones, or the newest page of all.
+absl::StatusOr<std::vector<v1::Job>> TopJobs(Client& client, bool all) {
+  v1::ListJobsRequest request;
+  if (!all) {
+    for (v1::JobState s : {v1::PENDING, v1::STARTING, v1::RUNNING, v1::RESTARTING}) {
+      request.add_states(s);
+    }
+  }
+  std::vector<v1::Job> jobs;
+  do {
+    absl::StatusOr<v1::ListJobsResponse> page = client.ListJobsPage(request);
+    if (!page.ok()) return page.status();
+    for (v1::Job& job : *page->mutable_jobs()) jobs.push_back(std::move(job));
+    request.set_page_token(page->next_page_token());
+  } while (!all && !request.page_token().empty());
+  return jobs;
+}
+
+// A frame for programs: {"jobs": [...], "workers": [...]}.
+google::protobuf::Struct Frame(const std::vector<v1::Job>& jobs,
+                               const std::vector<v1::Worker>& workers) {
+  v1::ListJobsResponse job_list;
+  for (const v1::Job& j : jobs) *job_list.add_jobs() = j;
+  v1::ListWorkersResponse worker_list;
+  for (const v1::Worker& w : workers) *worker_list.add_workers() = w;
+  google::protobuf::Struct a, b, frame;
+  (void)google::protobuf::util::JsonStringToMessage(ToJsonLine(job_list), &a);
+  (void)google::protobuf::util::JsonStringToMessage(ToJsonLine(worker_list), &b);
+  (*frame.mutable_fields())["jobs"] = a.fields().at("jobs");
+  (*frame.mutable_fields())["workers"] = b.fields().at("workers");
+  return frame;
+}
+
+}  // namespace
+
+int RunTop(Client& client, const TopOptions& options) {
+  const bool table = options.output == OutputFormat::kTable;
+  const bool screen = table && isatty(STDOUT_FILENO);
   struct sigaction action {};
   action.sa_handler = OnStopSignal;
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
   RawInput input;
-  if (tty) std::cout << kEnterScreen << std::flush;
+  if (screen) std::cout << kEnterScreen << std::flush;
   TopView view;
   int code = 0;
-  for (int frame = 0; iterations <= 0 || frame < iterations; ++frame) {
-    auto jobs = client.ListJobs();
+  for (int frame = 0; options.iterations <= 0 || frame < options.iterations; ++frame) {
+    auto jobs = TopJobs(client, options.all);
     auto workers = client.ListWorkers();
     std::string text;
     if (!jobs.ok() || !workers.ok()) {
-      text = absl::StrCat("ringmaster: ", (!jobs.ok() ? jobs.status() : workers.status()).message(),
-                          "\n");
+      const absl::Status& failed = !jobs.ok() ? jobs.status() : workers.status();
+      if (!table) {
+        std::cerr << "ringmaster: " << failed.message() << std::endl;
+        return 1;
+      }
+      text = absl::StrCat("ringmaster: ", failed.message(), "\n");
       code = 1;
+    } else if (!table) {
+      text = Render(Frame(*jobs, *workers), options.output, /*stream=*/true);
+      code = 0;
     } else {
       text = view.Render(*jobs, *workers, absl::Now());
       code = 0;
     }
-    std::cout << (tty ? kHomeAndClear : "") << text << (tty ? "\n(q to quit)" : "\n")
-              << std::flush;
-    if (stop_requested || (iterations > 0 && frame + 1 == iterations)) break;
+    if (table) {
+      std::cout << (screen ? kHomeAndClear : "") << text << (screen ? "\n(q to quit)" : "\n");
+    } else {
+      std::cout << text;
+    }
+    std::cout << std::flush;
+    if (stop_requested || (options.iterations > 0 && frame + 1 == options.iterations)) break;
     bool quit = false;
     for (int i = 0; i < 10 && !quit && !stop_requested; ++i) quit = input.QuitWithin(100);
     if (quit || stop_requested) break;
   }
-  if (tty) std::cout << kLeaveScreen << std::flush;
+  if (screen) std::cout << kLeaveScreen << std::flush;
   return code;
 }
 

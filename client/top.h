@@ -8,6 +8,7 @@
 
 #include "absl/time/time.h"
 #include "client/client.h"
+#include "client/output.h"
 
 namespace ringmaster {
 
@@ -27,10 +28,15 @@ class TopView {
   std::map<std::string, Last> last_;
 };
 
+struct TopOptions {
+  int iterations = 0;  // > 0: stop after that many frames
+  bool all = false;    // finished jobs too (the newest 100 jobs); else the active ones
+  OutputFormat output = OutputFormat::kTable;  // json, yaml: one document per frame
+};
+
 // Runs the view: on a terminal in its alternate screen with the cursor
-// hidden, restored on exit (q, Ctrl-C or SIGTERM); `iterations` > 0 stops
-// after that many frames.
-int RunTop(Client& client, int iterations);
+// hidden, restored on exit (q, Ctrl-C or SIGTERM).
+int RunTop(Client& client, const TopOptions& options);
 
 }  // namespace ringmaster
 

@@ -1,5 +1,6 @@
 #include "coordinator/job_service.h"
 
+#include <algorithm>
 #include <deque>
 
 #include "absl/strings/numbers.h"
@@ -160,6 +161,17 @@ grpc::ServerWriteReactor<v1::LogChunk>* JobServiceImpl::StreamLogs(
     grpc::CallbackServerContext* context, const v1::StreamLogsRequest* request) {
   absl::Status s = access_->RequireAdmin(*context);
   if (s.ok()) s = ValidateRankRef(request->job_id(), request->all_ranks() ? 0 : request->rank());
+  if (s.ok() && !request->all_ranks()) {
+    // A rank the job never had would stream nothing, and look like silence.
+    absl::StatusOr<v1::Job> job = manager_->Get(request->job_id());
+    if (!job.ok()) {
+      s = job.status();
+    } else if (const int ranks = std::max(job->spec().ranks(), job->world_size());
+               request->rank() >= ranks) {
+      s = absl::NotFoundError(absl::StrCat("job ", request->job_id(), " has no rank ",
+                                           request->rank(), ": its ranks are 0..", ranks - 1));
+    }
+  }
   if (!s.ok()) return new RefusedWriteReactor<v1::LogChunk>(ToGrpcStatus(s));
   return logs_->Stream(*request);
 }

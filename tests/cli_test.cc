@@ -1,0 +1,187 @@
+// The CLI as users and scripts run it, from the binary: global options
+// anywhere on the line, table, JSON and YAML output, follow as JSON lines,
+// --version, shell completion, top with and without finished jobs, and a
+// clear error for a rank a job does not have.
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <google/protobuf/struct.pb.h>
+#include <google/protobuf/util/json_util.h>
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "tests/cluster_fixture.h"
+
+namespace ringmaster {
+namespace {
+
+using google::protobuf::Struct;
+using testing::CommandResult;
+
+Struct ParseJson(const std::string& text) {
+  Struct out;
+  EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(text, &out).ok()) << text;
+  return out;
+}
+
+std::string Ringmaster() { return testing::Runfile("client/ringmaster"); }
+
+TEST(CliTest, VersionIsTheRepositorysVersion) {
+  std::ifstream in(testing::Runfile("VERSION"));
+  std::string version;
+  in >> version;
+  ASSERT_FALSE(version.empty());
+  CommandResult r = testing::RunCommand({Ringmaster(), "--version"}, {});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, "ringmaster " + version + "\n");
+}
+
+// The words the completion function offers for `line` (the last word is
+// the one being completed), with the script loaded in `shell`.
+std::string Complete(const std::string& shell, const std::string& line) {
+  std::vector<std::string> words = absl::StrSplit(line, ' ');
+  std::string array;
+  for (const std::string& w : words) absl::StrAppend(&array, "'", w, "' ");
+  // zsh runs bash functions through bashcompinit, in sh emulation: arrays
+  // count from 0 there, as in bash.
+  const std::string script = absl::StrCat(
+      "source <(", Ringmaster(), " completion ", shell, ") && ",
+      shell == "zsh" ? "setopt ksharrays && " : "", "COMP_WORDS=(", array,
+      ") && COMP_CWORD=", words.size() - 1, " && _ringmaster && echo \"${COMPREPLY[@]}\"");
+  CommandResult r = testing::RunCommand({shell, "-c", script}, {});
+  EXPECT_EQ(r.exit_code, 0) << shell << ": " << r.err;
+  return std::string(absl::StripAsciiWhitespace(r.out));
+}
+
+TEST(CliTest, CompletionKnowsVerbsOptionsAndFormats) {
+  EXPECT_EQ(Complete("bash", "ringmaster jo"), "jobs");
+  EXPECT_EQ(Complete("bash", "ringmaster jobs --st"), "--state");
+  EXPECT_EQ(Complete("bash", "ringmaster top --a"), "--all");
+  EXPECT_EQ(Complete("bash", "ringmaster logs j-1 -o "), "table json yaml");
+  EXPECT_EQ(Complete("bash", "ringmaster completion "), "bash zsh --coordinator --token-file "
+                                                        "--tls-dir -o --output");
+  if (testing::RunCommand({"sh", "-c", "command -v zsh"}, {}).exit_code != 0) {
+    GTEST_SKIP() << "zsh is not installed (./dev installs it)";
+  }
+  // zsh's compgen offers every candidate of the context and leaves the
+  // matching of the prefix to zsh itself.
+  const auto words = [](const std::string& list) {
+    std::vector<std::string> v = absl::StrSplit(list, ' ');
+    return std::set<std::string>(v.begin(), v.end());
+  };
+  const std::set<std::string> submit = words(Complete("zsh", "ringmaster submit --fol"));
+  EXPECT_EQ(submit.count("--follow"), 1u);
+  EXPECT_EQ(submit.count("workers"), 0u) << "after submit, its options";
+  const std::set<std::string> verbs = words(Complete("zsh", "ringmaster wor"));
+  EXPECT_EQ(verbs.count("workers"), 1u);
+  EXPECT_EQ(verbs.count("--follow"), 0u);
+}
+
+class CliClusterTest : public ClusterTest {};
+
+TEST_F(CliClusterTest, GlobalOptionsGoAnywhereInEveryFormat) {
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"-o", "json", "jobs"},
+                                             {"jobs", "-o", "json"},
+                                             {"jobs", "--output=json", "--limit", "5"}}) {
+    CommandResult r = Cli(args);
+    ASSERT_EQ(r.exit_code, 0) << absl::StrJoin(args, " ") << ": " << r.err;
+    // No job yet: the list is there, empty, not left out.
+    const Struct list = ParseJson(r.out);
+    ASSERT_EQ(list.fields().count("jobs"), 1u) << r.out;
+    EXPECT_EQ(list.fields().at("jobs").list_value().values_size(), 0);
+  }
+  CommandResult yaml = Cli({"workers", "-o", "yaml", "--coordinator", address_});
+  ASSERT_EQ(yaml.exit_code, 0) << yaml.err;
+  EXPECT_EQ(yaml.out.rfind("workers:\n", 0), 0u) << yaml.out;
+  EXPECT_NE(yaml.out.find("- id: local-0\n"), std::string::npos) << yaml.out;
+  EXPECT_NE(yaml.out.find("    state: WORKER_STATE_ALIVE\n"), std::string::npos) << yaml.out;
+  CommandResult bad = Cli({"workers", "-o", "xml"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("xml"), std::string::npos) << bad.err;
+}
+
+TEST_F(CliClusterTest, JsonHasEveryFieldAndFollowPrintsOneObjectPerLine) {
+  CommandResult follow = Cli({"submit", WriteSpec("ok", "name: ok\nranks: 1\ncommand: [true]\n"),
+                              "--follow", "-o", "json"});
+  ASSERT_EQ(follow.exit_code, 0) << follow.err;
+  std::vector<std::string> lines = absl::StrSplit(follow.out, '\n', absl::SkipEmpty());
+  ASSERT_GE(lines.size(), 2u) << follow.out;
+  std::string id;
+  for (const std::string& line : lines) {
+    const Struct job = ParseJson(line);  // each line a whole object: no bare id
+    if (id.empty()) id = job.fields().at("id").string_value();
+    EXPECT_EQ(job.fields().at("id").string_value(), id);
+  }
+  EXPECT_EQ(ParseJson(lines.back()).fields().at("state").string_value(), "SUCCEEDED");
+
+  CommandResult status = Cli({"status", id, "-o", "json"});
+  ASSERT_EQ(status.exit_code, 0) << status.err;
+  const Struct job = ParseJson(status.out);
+  const auto& rank0 = job.fields().at("ranks").list_value().values(0).struct_value().fields();
+  EXPECT_EQ(rank0.at("rank").number_value(), 0) << "rank 0 has its rank";
+  EXPECT_EQ(rank0.at("exit_code").number_value(), 0) << "exit code 0 is there";
+  EXPECT_EQ(job.fields().at("restarts").number_value(), 0);
+
+  CommandResult yaml = Cli({"-o", "yaml", "status", id});
+  ASSERT_EQ(yaml.exit_code, 0) << yaml.err;
+  EXPECT_NE(yaml.out.find("\nstate: SUCCEEDED\n"), std::string::npos) << yaml.out;
+  EXPECT_NE(yaml.out.find("    exit_code: 0\n"), std::string::npos) << yaml.out;
+}
+
+TEST_F(CliClusterTest, LogsOfARankTheJobDoesNotHaveIsAnError) {
+  const std::string id = Submit("name: two\nranks: 2\ncommand: [echo, hi]\n");
+  WaitJob(id, [](const v1::Job& j) { return j.state() == v1::SUCCEEDED; });
+  CommandResult ok = Cli({"logs", id, "--rank", "1"});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_EQ(ok.out, "[rank 1] hi\n");
+  CommandResult json = Cli({"logs", id, "-o", "json"});
+  EXPECT_EQ(json.exit_code, 0) << json.err;
+  std::vector<std::string> lines = absl::StrSplit(json.out, '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 2u) << json.out;
+  std::set<double> ranks;
+  for (const std::string& line : lines) {
+    const Struct object = ParseJson(line);
+    EXPECT_EQ(object.fields().at("line").string_value(), "hi");
+    ranks.insert(object.fields().at("rank").number_value());
+  }
+  EXPECT_EQ(ranks, (std::set<double>{0, 1}));
+  CommandResult missing = Cli({"logs", id, "--rank", "5"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_EQ(missing.out, "");
+  EXPECT_EQ(missing.err, "ringmaster: job " + id + " has no rank 5: its ranks are 0..1\n");
+}
+
+TEST_F(CliClusterTest, TopHidesFinishedJobsUnlessAll) {
+  const std::string done = Submit("name: done\nranks: 1\ncommand: [true]\n");
+  WaitJob(done, [](const v1::Job& j) { return j.state() == v1::SUCCEEDED; });
+  const std::string running = Submit("name: running\nranks: 1\ncommand: [sleep, '600']\n");
+  WaitJob(running, [](const v1::Job& j) { return j.state() == v1::RUNNING; });
+
+  CommandResult top = Cli({"top", "--iterations", "1"});
+  ASSERT_EQ(top.exit_code, 0) << top.err;
+  EXPECT_NE(top.out.find(running), std::string::npos) << top.out;
+  EXPECT_EQ(top.out.find(done), std::string::npos) << top.out;
+  CommandResult all = Cli({"top", "--all", "--iterations", "1"});
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  EXPECT_NE(all.out.find(running), std::string::npos) << all.out;
+  EXPECT_NE(all.out.find(done), std::string::npos) << all.out;
+
+  CommandResult json = Cli({"top", "--iterations", "2", "-o", "json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  std::vector<std::string> frames = absl::StrSplit(json.out, '\n', absl::SkipEmpty());
+  ASSERT_EQ(frames.size(), 2u) << json.out;
+  const Struct frame = ParseJson(frames[0]);
+  ASSERT_EQ(frame.fields().at("jobs").list_value().values_size(), 1);
+  EXPECT_EQ(frame.fields().at("jobs").list_value().values(0).struct_value().fields().at("id")
+                .string_value(),
+            running);
+  EXPECT_EQ(frame.fields().at("workers").list_value().values_size(), 2);
+  ASSERT_TRUE(client_->CancelJob(running).ok());
+}
+
+}  // namespace
+}  // namespace ringmaster
