@@ -407,6 +407,28 @@ TEST_F(JobManagerTest, ElasticJobShrinksWhenAWorkerIsLost) {
   EXPECT_EQ(Job(id).world_size(), 2);
 }
 
+// One throughput figure: the ranks' mean rate times the world size, the
+// same before every rank has reported as after.
+TEST_F(JobManagerTest, ThroughputIsTheWholeJobsFromTheFirstReport) {
+  TestWorker w1;
+  ASSERT_TRUE(Register(w1, "w1", 2).ok());
+  const std::string id = Submit(2);
+  Started(w1, id, 0, 0);
+  Started(w1, id, 0, 1);
+  const auto report = [&](int rank, double rate) {
+    v1::Heartbeat beat;
+    v1::RankProgress* p = beat.add_progress();
+    *p->mutable_rank() = Ref(id, 0, rank);
+    p->mutable_progress()->set_step(10);
+    p->mutable_progress()->set_samples_per_second(rate);
+    ASSERT_TRUE(manager_->OnHeartbeat(w1.session, beat));
+  };
+  report(0, 1000);
+  EXPECT_EQ(Job(id).progress().samples_per_second(), 2000) << "rank 1 has not reported yet";
+  report(1, 1200);
+  EXPECT_EQ(Job(id).progress().samples_per_second(), 2200);
+}
+
 }  // namespace
 }  // namespace ringmaster
 

@@ -11,15 +11,25 @@
 
 namespace ringmaster {
 
+double JobSamplesPerSecond(const std::map<int, v1::Progress>& rank_progress, int world_size) {
+  double sum = 0;
+  int reporting = 0;
+  for (const auto& [rank, p] : rank_progress) {
+    if (p.samples_per_second() <= 0) continue;
+    sum += p.samples_per_second();
+    ++reporting;
+  }
+  if (reporting == 0) return 0;
+  return sum / reporting * std::max(world_size, reporting);
+}
+
 void JobRecord::SetRankProgress(int rank, const v1::Progress& progress) {
   rank_progress[rank] = progress;
   // The durations of each step since the last report feed the worker's
   // histogram; kept with the job they would grow it by hundreds of numbers.
   rank_progress[rank].clear_step_seconds();
   v1::Progress total = rank_progress.count(0) ? rank_progress[0] : progress;
-  double samples_per_second = 0;
-  for (const auto& [r, p] : rank_progress) samples_per_second += p.samples_per_second();
-  total.set_samples_per_second(samples_per_second);
+  total.set_samples_per_second(JobSamplesPerSecond(rank_progress, job.world_size()));
   *job.mutable_progress() = total;
 }
 

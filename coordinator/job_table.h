@@ -28,6 +28,12 @@ namespace ringmaster {
 
 // One job: its stored state, and what the JobManager tracks of its current
 // attempt in memory only.
+// The job's training throughput, the one figure every view shows: samples
+// per second over all ranks, as the mean rate of the ranks that report one
+// times the world size. While only some ranks have reported (or a program
+// reports from rank 0 alone), it is the whole job's, not that share's.
+double JobSamplesPerSecond(const std::map<int, v1::Progress>& rank_progress, int world_size);
+
 struct JobRecord {
   v1::Job job;
   absl::Time restart_at;  // while RESTARTING
