@@ -12,7 +12,7 @@ Side by side in one run, at 2 hosts x 1 rank and 2 hosts x 2 ranks:
   raw Gloo (gloo::allreduce over TCP between every pair), torch.distributed
   (gloo) and OpenMPI's MPI_Allreduce (TCP between hosts, shared memory
   within: btl self,vader,tcp); at 2 x 1 also OpenMPI's exchange of the same
-  bytes each way (MPI_Sendrecv), which no all-reduce over that link beats.
+  bytes each way (MPI_Sendrecv), MPI's own figure for moving them.
 
 Needs root and iproute2 (namespaces), python3-torch, openmpi-bin and
 libopenmpi-dev.
@@ -160,8 +160,7 @@ def print_throughput(results, repeats):
 
 def print_allreduce(per_host, ours, torch, mpi_times, iterations):
     """mpi_times: MPI_Allreduce's seconds per size and, with 2 ranks, those of
-    MPI_Sendrecv of the same bytes each way (the exchange no all-reduce
-    between two ranks can beat)."""
+    MPI_Sendrecv of the same bytes each way (MPI's own exchange of them)."""
     mpi, exchange = mpi_times
     world = HOSTS * per_host
     factor = 2 * (world - 1) / world
