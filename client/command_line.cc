@@ -36,7 +36,11 @@ void AddGlobalOptions(CLI::App& app, Invocation* run, std::string* output) {
                  "TLS files of the cluster (env RINGMASTER_TLS_DIR; default: those of `up`; "
                  "\"\" for plaintext)");
   app.add_option("-o,--output", *output, "table, json or yaml")
-      ->check(CLI::IsMember({"table", "json", "yaml"}))
+      ->check(CLI::Validator(
+          [](const std::string& name) {
+            return ParseOutputFormat(name) ? "" : name + " is not table, json or yaml";
+          },
+          "table|json|yaml"))
       ->capture_default_str();
 }
 
@@ -127,11 +131,9 @@ void AddJobCommands(CLI::App& app, Invocation* run, std::map<Command, CLI::App*>
   (*commands)[Command::kTop] = top;
 }
 
-// Words a shell may complete after `app`'s name: its subcommands, then
-// its options (long and short).
-std::vector<std::string> CompletionWords(const CLI::App& app) {
+// The options of `app`, long and short, as a shell completes them.
+std::vector<std::string> OptionWords(const CLI::App& app) {
   std::vector<std::string> words;
-  for (const CLI::App* sub : app.get_subcommands({})) words.push_back(sub->get_name());
   for (const CLI::Option* option : app.get_options()) {
     for (const std::string& name : option->get_lnames()) words.push_back("--" + name);
     for (const std::string& name : option->get_snames()) words.push_back("-" + name);
@@ -142,15 +144,25 @@ std::vector<std::string> CompletionWords(const CLI::App& app) {
 // A bash completion function built from the command line itself, so it
 // knows every verb and option; zsh loads it through bashcompinit.
 std::string CompletionScript(const CLI::App& app, const std::string& shell) {
-  std::string verbs, cases;
-  const std::string global = absl::StrJoin(CompletionWords(app), " ");
-  for (const CLI::App* sub : app.get_subcommands({})) {
-    absl::StrAppend(&verbs, verbs.empty() ? "" : "|", sub->get_name());
-    std::vector<std::string> words = CompletionWords(*sub);
-    if (sub->get_name() == "completion") words = {"bash", "zsh"};
-    absl::StrAppend(&cases, "    ", sub->get_name(), ") words=\"", absl::StrJoin(words, " "),
-                    " --coordinator --token-file --tls-dir -o --output\" ;;\n");
+  // The global options, without --help and --version: a verb's come after it.
+  std::vector<std::string> global;
+  for (const std::string& word : OptionWords(app)) {
+    if (word != "--help" && word != "-h" && word != "--version") global.push_back(word);
   }
+  std::vector<std::string> verbs;
+  std::string cases;
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    verbs.push_back(sub->get_name());
+    std::vector<std::string> words = OptionWords(*sub);
+    for (const CLI::App* nested : sub->get_subcommands({})) words.push_back(nested->get_name());
+    if (sub->get_name() == "completion") words = {"bash", "zsh"};
+    words.insert(words.end(), global.begin(), global.end());
+    absl::StrAppend(&cases, "    ", sub->get_name(), ") words=\"", absl::StrJoin(words, " "),
+                    "\" ;;\n");
+  }
+  std::vector<std::string> first = verbs;
+  first.insert(first.end(), {"--help", "-h", "--version"});
+  first.insert(first.end(), global.begin(), global.end());
   std::string script = absl::StrCat(
       "# ringmaster ", shell, " completion: source <(ringmaster completion ", shell, ")\n");
   if (shell == "zsh") {
@@ -168,11 +180,11 @@ std::string CompletionScript(const CLI::App& app, const std::string& shell) {
       "  esac\n"
       "  for ((i = 1; i < COMP_CWORD; i++)); do\n"
       "    case \"${COMP_WORDS[i]}\" in\n"
-      "      ", verbs, ") verb=\"${COMP_WORDS[i]}\"; break ;;\n"
+      "      ", absl::StrJoin(verbs, "|"), ") verb=\"${COMP_WORDS[i]}\"; break ;;\n"
       "    esac\n"
       "  done\n"
       "  case \"$verb\" in\n"
-      "    \"\") words=\"", global, "\" ;;\n",
+      "    \"\") words=\"", absl::StrJoin(first, " "), "\" ;;\n",
       cases,
       "  esac\n"
       "  COMPREPLY=($(compgen -W \"$words\" -- \"$cur\"))\n"

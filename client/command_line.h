@@ -15,7 +15,6 @@ namespace ringmaster {
 
 enum class Command {
   kUp, kDown, kDemo, kCertsInit, kSubmit, kJobs, kStatus, kLogs, kCancel, kDelete, kWorkers, kTop,
-  kCompletion,
 };
 
 // One run of the CLI: the command and every option given or defaulted.

@@ -62,7 +62,7 @@ TEST(CliTest, CompletionKnowsVerbsOptionsAndFormats) {
   EXPECT_EQ(Complete("bash", "ringmaster top --a"), "--all");
   EXPECT_EQ(Complete("bash", "ringmaster logs j-1 -o "), "table json yaml");
   EXPECT_EQ(Complete("bash", "ringmaster completion "), "bash zsh --coordinator --token-file "
-                                                        "--tls-dir -o --output");
+                                                        "--tls-dir --output -o");
   if (testing::RunCommand({"sh", "-c", "command -v zsh"}, {}).exit_code != 0) {
     GTEST_SKIP() << "zsh is not installed (./dev installs it)";
   }
@@ -94,6 +94,10 @@ TEST_F(CliClusterTest, GlobalOptionsGoAnywhereInEveryFormat) {
     ASSERT_EQ(list.fields().count("jobs"), 1u) << r.out;
     EXPECT_EQ(list.fields().at("jobs").list_value().values_size(), 0);
   }
+  CommandResult json = Cli({"--output", "json", "workers"});
+  EXPECT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_NE(json.out.find("\"workers\""), std::string::npos) << json.out;
+  EXPECT_NE(json.out.find("\"id\": \"local-0\""), std::string::npos) << json.out;
   CommandResult yaml = Cli({"workers", "-o", "yaml", "--coordinator", address_});
   ASSERT_EQ(yaml.exit_code, 0) << yaml.err;
   EXPECT_EQ(yaml.out.rfind("workers:\n", 0), 0u) << yaml.out;

@@ -75,6 +75,34 @@ class PrometheusTest : public ClusterTest {
     }
     ClusterTest::TearDown();
   }
+  // Prometheus scraping every daemon of the cluster each second, with an
+  // ordinary config: its own job name, no honor_labels. `web` is its address.
+  void StartPrometheus(std::string* web) {
+    std::string targets;
+    for (const auto& d : DaemonRecords()) {
+      absl::StrAppend(&targets, targets.empty() ? "" : ", ", "\"", d.metrics_address, "\"");
+    }
+    const std::string config = state_dir_ + "/prometheus.yml";
+    std::ofstream(config) << "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
+                          << "scrape_configs:\n  - job_name: ringmaster\n"
+                          << "    static_configs: [{targets: [" << targets << "]}]\n";
+    auto port = PickFreePort("127.0.0.1");
+    ASSERT_TRUE(port.ok());
+    *web = absl::StrCat("127.0.0.1:", *port);
+    SubprocessSpec spec;
+    spec.argv = {"prometheus", "--config.file=" + config,
+                 "--storage.tsdb.path=" + state_dir_ + "/tsdb", "--web.listen-address=" + *web};
+    spec.env = CurrentEnvironment();
+    spec.output_path = state_dir_ + "/logs/prometheus.log";
+    auto pid = SpawnProcess(spec);
+    ASSERT_TRUE(pid.ok()) << pid.status() << " (Debian's prometheus; ./dev installs it)";
+    prometheus_ = *pid;
+    ASSERT_TRUE(testing::WaitFor(
+        [&] { return testing::HttpGet(*web, "/-/ready").find("Ready") != std::string::npos; },
+        absl::Seconds(60)))
+        << "Prometheus never became ready";
+  }
+
   pid_t prometheus_ = 0;
 };
 
@@ -99,43 +127,55 @@ std::string Label(const Struct& sample, const std::string& name) {
   return it == metric.end() ? "" : it->second.string_value();
 }
 
-TEST_F(PrometheusTest, EveryDashboardQueryReturnsData) {
-  const std::vector<std::string> queries = DashboardQueries();
-  ASSERT_GE(queries.size(), 15u);
+// A panel's query names its job or worker through the dashboard's
+// variables, except the cluster-wide ones (no job or worker in them).
+void ExpectPanelsUseTheVariables(const std::vector<std::string>& queries) {
   for (const std::string& q : queries) {
     if (q.find("ringmaster_jobs") != std::string::npos ||
         q.find("ringmaster_workers") != std::string::npos ||
         q.find("ringmaster_rpc_") != std::string::npos) {
-      continue;  // cluster-wide panels: no job or worker in them
+      continue;
     }
     EXPECT_TRUE(q.find("$job_id") != std::string::npos || q.find("$worker") != std::string::npos)
         << "a panel that ignores the dashboard's variables: " << q;
   }
+}
 
-  // Prometheus scraping every daemon of the cluster each second.
-  std::string targets;
-  for (const auto& d : DaemonRecords()) {
-    absl::StrAppend(&targets, targets.empty() ? "" : ", ", "\"", d.metrics_address, "\"");
+// Per-job panels group by our job ids, and one job picked in $job_id is
+// that job alone; our series keep the scrape's `job` label.
+void ExpectJobsGroupedByJobId(const std::string& web, const std::vector<std::string>& queries,
+                              const std::string& watched, const std::string& flaky) {
+  for (const std::string& q : queries) {
+    if (q.find("sum by (job_id) (rate(ringmaster_train_samples_total") == std::string::npos) {
+      continue;
+    }
+    std::set<std::string> jobs;
+    for (const Struct& s : Query(web, Interpolate(q, ".*", ".*"))) jobs.insert(Label(s, "job_id"));
+    EXPECT_EQ(jobs.count(watched), 1u) << q;
+    const std::vector<Struct> one = Query(web, Interpolate(q, watched, ".*"));
+    ASSERT_EQ(one.size(), 1u) << q;
+    EXPECT_EQ(Label(one[0], "job_id"), watched);
   }
-  const std::string config = state_dir_ + "/prometheus.yml";
-  std::ofstream(config) << "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
-                        << "scrape_configs:\n  - job_name: ringmaster\n"
-                        << "    static_configs: [{targets: [" << targets << "]}]\n";
-  auto port = PickFreePort("127.0.0.1");
-  ASSERT_TRUE(port.ok());
-  const std::string web = absl::StrCat("127.0.0.1:", *port);
-  SubprocessSpec spec;
-  spec.argv = {"prometheus", "--config.file=" + config,
-               "--storage.tsdb.path=" + state_dir_ + "/tsdb", "--web.listen-address=" + web};
-  spec.env = CurrentEnvironment();
-  spec.output_path = state_dir_ + "/logs/prometheus.log";
-  auto pid = SpawnProcess(spec);
-  ASSERT_TRUE(pid.ok()) << pid.status() << " (Debian's prometheus; ./dev installs it)";
-  prometheus_ = *pid;
-  ASSERT_TRUE(testing::WaitFor(
-      [&] { return testing::HttpGet(web, "/-/ready").find("Ready") != std::string::npos; },
-      absl::Seconds(60)))
-      << "Prometheus never became ready";
+  const std::vector<Struct> steps =
+      Query(web, "ringmaster_train_steps_total{job_id=\"" + watched + "\"}");
+  ASSERT_EQ(steps.size(), 2u) << "one series per rank";
+  for (const Struct& s : steps) {
+    EXPECT_EQ(Label(s, "job"), "ringmaster") << "the scrape job's label, untouched";
+    EXPECT_NE(Label(s, "worker"), "");
+  }
+  EXPECT_TRUE(Query(web, "{exported_job=~\".+\"}").empty()) << "no label renamed";
+  const std::vector<Struct> restarts =
+      Query(web, "ringmaster_job_restarts_total{job_id=\"" + flaky + "\"}");
+  ASSERT_EQ(restarts.size(), 1u);
+  EXPECT_EQ(Label(restarts[0], "reason"), "RANK_EXITED");
+}
+
+TEST_F(PrometheusTest, EveryDashboardQueryReturnsData) {
+  const std::vector<std::string> queries = DashboardQueries();
+  ASSERT_GE(queries.size(), 15u);
+  ExpectPanelsUseTheVariables(queries);
+  std::string web;
+  ASSERT_NO_FATAL_FAILURE(StartPrometheus(&web));
 
   // A job that restarts once, then a trainer job that runs until every query
   // has data (each job takes both one-slot workers in turn).
@@ -162,32 +202,7 @@ TEST_F(PrometheusTest, EveryDashboardQueryReturnsData) {
       absl::Seconds(120));
   for (const std::string& q : missing) ADD_FAILURE() << "no data for " << q;
   EXPECT_TRUE(all);
-
-  // Per-job panels group by our job ids, and one job picked in $job_id
-  // is that job alone. Our series keep the scrape's `job` label.
-  for (const std::string& q : queries) {
-    if (q.find("sum by (job_id) (rate(ringmaster_train_samples_total") == std::string::npos) {
-      continue;
-    }
-    std::set<std::string> jobs;
-    for (const Struct& s : Query(web, Interpolate(q, ".*", ".*"))) jobs.insert(Label(s, "job_id"));
-    EXPECT_EQ(jobs.count(watched), 1u) << q;
-    const std::vector<Struct> one = Query(web, Interpolate(q, watched, ".*"));
-    ASSERT_EQ(one.size(), 1u) << q;
-    EXPECT_EQ(Label(one[0], "job_id"), watched);
-  }
-  const std::vector<Struct> steps =
-      Query(web, "ringmaster_train_steps_total{job_id=\"" + watched + "\"}");
-  ASSERT_EQ(steps.size(), 2u) << "one series per rank";
-  for (const Struct& s : steps) {
-    EXPECT_EQ(Label(s, "job"), "ringmaster") << "the scrape job's label, untouched";
-    EXPECT_NE(Label(s, "worker"), "");
-  }
-  EXPECT_TRUE(Query(web, "{exported_job=~\".+\"}").empty()) << "no label renamed";
-  const std::vector<Struct> restarts =
-      Query(web, "ringmaster_job_restarts_total{job_id=\"" + flaky + "\"}");
-  ASSERT_EQ(restarts.size(), 1u);
-  EXPECT_EQ(Label(restarts[0], "reason"), "RANK_EXITED");
+  ExpectJobsGroupedByJobId(web, queries, watched, flaky);
   EXPECT_EQ(client_->GetJob(watched)->state(), v1::RUNNING)
       << "the trainer job ran while the queries were asked";
   ASSERT_TRUE(client_->CancelJob(watched).ok());
@@ -197,7 +212,6 @@ TEST_F(PrometheusTest, EveryDashboardQueryReturnsData) {
       web, "/api/v1/query?query=" + UrlEncode("ringmaster_gpu_power_watts{uuid=\"GPU-aaaa\"}"));
   EXPECT_NE(power.find("\"150\""), std::string::npos) << power;
 }
-
 
 // `ringmaster top` on a real terminal (a pty from util-linux's script):
 // jobs with their rates, workers with their (fake) GPU, and the terminal
