@@ -36,6 +36,31 @@ trainer:
   EXPECT_DOUBLE_EQ(spec->trainer().optimizer().lr(), 0.001);
 }
 
+TEST(JobSpecYamlTest, ReadsPlacementAndPolicyFields) {
+  auto spec = ParseJobSpecYaml(R"(
+name: j
+ranks: 4
+command: [python3, t.py]
+restart_policy: on_failure
+never_retry_exit_codes: [2, 64]
+deadline_s: 3600
+labels: {team: vision}
+worker_selector: {zone: a}
+ranks_per_worker: 2
+resources: {cpus: 1, gpus: 0, memory_mb: 512}
+)");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->restart_policy(), "on_failure");
+  EXPECT_EQ(spec->never_retry_exit_codes_size(), 2);
+  EXPECT_EQ(spec->never_retry_exit_codes(1), 64);
+  EXPECT_EQ(spec->deadline_s(), 3600);
+  EXPECT_EQ(spec->labels().at("team"), "vision");
+  EXPECT_EQ(spec->worker_selector().at("zone"), "a");
+  EXPECT_EQ(spec->ranks_per_worker(), 2);
+  EXPECT_EQ(spec->resources().cpus(), 1);
+  EXPECT_EQ(spec->resources().memory_mb(), 512);
+}
+
 TEST(JobSpecYamlTest, AcceptsJson) {
   auto spec = ParseJobSpecYaml(R"({"name": "j", "ranks": 2, "command": ["python3", "t.py"]})");
   ASSERT_TRUE(spec.ok()) << spec.status();

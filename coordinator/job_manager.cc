@@ -7,8 +7,11 @@
 #include <random>
 #include <utility>
 
+#include <google/protobuf/util/message_differencer.h>
 #include <spdlog/spdlog.h>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -19,6 +22,30 @@
 namespace ringmaster {
 
 namespace {
+
+constexpr size_t kMaxRequestIdLength = 128;
+
+// 1-128 of [A-Za-z0-9._:-] (a UUID fits), or empty for none.
+absl::Status ValidateRequestId(const std::string& id) {
+  const bool valid = id.size() <= kMaxRequestIdLength &&
+                     std::all_of(id.begin(), id.end(), [](char c) {
+                       return absl::ascii_isalnum(c) || c == '.' || c == '_' || c == ':' ||
+                              c == '-';
+                     });
+  if (valid) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "request_id must be at most ", kMaxRequestIdLength,
+      " letters, digits, '.', '_', ':' or '-' (a UUID fits), got \"",
+      absl::CHexEscape(id.substr(0, 64)), id.size() > 64 ? "...\"" : "\""));
+}
+
+bool HasLabels(const v1::Job& job, const std::map<std::string, std::string>& labels) {
+  const auto& own = job.spec().labels();
+  return std::all_of(labels.begin(), labels.end(), [&](const auto& label) {
+    auto it = own.find(label.first);
+    return it != own.end() && it->second == label.second;
+  });
+}
 
 // Two lists of jobs, each newest first, as one; a job in both (retired
 // between the two reads) is taken from `retired`, the later read.
@@ -91,13 +118,28 @@ absl::Status JobManager::Recover() {
   return store_->Sync();
 }
 
-absl::StatusOr<std::string> JobManager::Submit(v1::JobSpec spec) {
+absl::StatusOr<std::string> JobManager::Submit(v1::JobSpec spec, const std::string& request_id) {
   RETURN_IF_ERROR(ValidateJobSpec(spec, options_.spec_limits));
+  RETURN_IF_ERROR(ValidateRequestId(request_id));
   ApplyJobSpecDefaults(&spec);
   std::string job_id;
   {
     MutexLock lock(&mu_);
-    ASSIGN_OR_RETURN(JobRecord * record, table_.Create(std::move(spec)));
+    if (!request_id.empty()) {
+      ASSIGN_OR_RETURN(std::string earlier, store_->FindRequest(request_id));
+      if (!earlier.empty()) {
+        const JobRecord* record = table_.Find(earlier);
+        ASSIGN_OR_RETURN(v1::Job job, record != nullptr ? absl::StatusOr<v1::Job>(record->job)
+                                                        : store_->Load(earlier));
+        if (!google::protobuf::util::MessageDifferencer::Equals(job.spec(), spec)) {
+          return absl::AlreadyExistsError(absl::StrCat(
+              "request_id \"", request_id, "\" was used for job ", earlier,
+              " with another spec; use a new request_id for a new job"));
+        }
+        return earlier;
+      }
+    }
+    ASSIGN_OR_RETURN(JobRecord * record, table_.Create(std::move(spec), request_id));
     job_id = record->job.id();
     spdlog::info("job {}: submitted ({} ranks)", job_id, record->job.spec().ranks());
   }
@@ -138,6 +180,7 @@ absl::StatusOr<JobPage> JobManager::ListPage(const JobQuery& query) {
       if (it->first >= query.before_number) continue;
       if (!query.states.empty() && query.states.count(job.state()) == 0) continue;
       if (!absl::StartsWith(job.spec().name(), query.name_prefix)) continue;
+      if (!HasLabels(job, query.labels)) continue;
       resident.push_back(job);
       if (static_cast<int>(resident.size()) > query.page_size) break;
     }
@@ -145,7 +188,7 @@ absl::StatusOr<JobPage> JobManager::ListPage(const JobQuery& query) {
   outbox_.Flush();
   ASSIGN_OR_RETURN(std::vector<v1::Job> retired,
                    store_->ListRetired({query.before_number, query.states, query.name_prefix,
-                                        query.page_size + 1}));
+                                        query.page_size + 1, query.labels}));
   return PageOf(MergeNewestFirst(std::move(resident), std::move(retired)), query);
 }
 
@@ -249,7 +292,7 @@ void JobManager::TickLocked() {
   const absl::Time now = clock_->Now();
   for (const auto& [number, record] : table_.resident()) {
     JobRecord& entry = *record;
-    if (!IsActive(entry.job.state())) continue;
+    if (CheckDeadline(entry, now) || !IsActive(entry.job.state())) continue;
     if (entry.ending && now >= entry.decide_at) {
       EndAttempt(entry);
       continue;
@@ -319,6 +362,21 @@ void JobManager::PruneLocked(absl::Time now) {
   }
 }
 
+bool JobManager::CheckDeadline(JobRecord& entry, absl::Time now) {
+  const v1::Job& job = entry.job;
+  if (job.spec().deadline_s() <= 0 || IsTerminal(job.state())) return false;
+  const std::optional<absl::Time> began = FirstStart(job);
+  const absl::Duration deadline = absl::Seconds(job.spec().deadline_s());
+  if (!began || now - *began < deadline) return false;
+  const std::string why =
+      absl::StrCat(StateName(job.state()), " at its deadline: ", job.spec().deadline_s(),
+                   "s since its ranks first started (deadline_s)");
+  if (!table_.Transition(entry, v1::FAILED, v1::DEADLINE_EXCEEDED, why).ok()) return false;
+  entry.ending.reset();
+  StopRanks(entry);
+  return true;
+}
+
 void JobManager::CheckTimeouts(JobRecord& entry, absl::Time now) {
   const v1::JobSpec& spec = entry.job.spec();
   if (entry.job.state() == v1::STARTING && spec.start_timeout_s() > 0 &&
@@ -378,7 +436,8 @@ void JobManager::EndAttempt(JobRecord& entry) {
   v1::Job& job = entry.job;
   const bool repeat = entry.last_failure && RepeatsWithoutProgress(*entry.last_failure, cause);
   entry.last_failure = cause;
-  if (!repeat && job.restarts() < job.spec().max_restarts()) {
+  const std::string refused = RestartRefusal(job);
+  if (refused.empty() && !repeat && job.restarts() < job.spec().max_restarts()) {
     job.set_restarts(job.restarts() + 1);
     if (!table_.Transition(entry, v1::RESTARTING, cause.reason, cause.message).ok()) {
       job.set_restarts(job.restarts() - 1);
@@ -389,7 +448,9 @@ void JobManager::EndAttempt(JobRecord& entry) {
     entry.restart_at = clock_->Now() + RestartBackoff(options_.backoff, job.restarts() - 1, unit);
   } else {
     std::string why = cause.message;
-    if (repeat) {
+    if (!refused.empty()) {
+      absl::StrAppend(&why, ": not restarting (", refused, ")");
+    } else if (repeat) {
       absl::StrAppend(&why, ", the same failure as the attempt before, with no progress in "
                             "between: not restarting");
     } else if (job.spec().max_restarts() > 0) {

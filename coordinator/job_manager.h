@@ -69,6 +69,7 @@ struct JobQuery {
   int64_t before_number = INT64_MAX;  // only jobs numbered below (the page token)
   std::set<v1::JobState> states;      // empty: any
   std::string name_prefix;
+  std::map<std::string, std::string> labels;  // jobs with every one of them
 };
 
 struct JobPage {
@@ -100,7 +101,10 @@ class JobManager {
   // within the heartbeat timeout; ranks not reported by then are lost.
   absl::Status Recover();
 
-  absl::StatusOr<std::string> Submit(v1::JobSpec spec);
+  // A new job's id. With a request id, a retried submission is answered
+  // with the job the first one made (while that job is stored) when the
+  // specs are the same, and ALREADY_EXISTS when they differ.
+  absl::StatusOr<std::string> Submit(v1::JobSpec spec, const std::string& request_id = "");
   absl::StatusOr<v1::Job> Get(const std::string& job_id);
   // Newest first: up to page_size jobs matching `query`.
   absl::StatusOr<JobPage> ListPage(const JobQuery& query);
@@ -176,6 +180,9 @@ class JobManager {
   // SIGTERM to the attempt's ranks on a worker, SIGKILL after the grace.
   v1::CoordinatorMessage StopMessage(const std::string& job_id, int attempt) const;
   void CheckTimeouts(JobRecord& entry, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // FAILED with DEADLINE_EXCEEDED once deadline_s has passed since the
+  // first start, whatever the state; true when it ended the job.
+  bool CheckDeadline(JobRecord& entry, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AdvanceRestarts(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Worker events (job_manager_workers.cc).

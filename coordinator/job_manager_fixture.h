@@ -22,6 +22,13 @@ namespace ringmaster {
 
 // A worker as the coordinator sees it: its stream (a FakeWorkerLink), its
 // session, and the numbers of its rank events.
+// The ids of a page's jobs, in its order.
+inline std::vector<std::string> Ids(const JobPage& page) {
+  std::vector<std::string> ids;
+  for (const v1::Job& job : page.jobs) ids.push_back(job.id());
+  return ids;
+}
+
 struct TestWorker {
   std::string id;
   std::string incarnation;  // its process; a new TestWorker is a new process
@@ -30,6 +37,9 @@ struct TestWorker {
   int64_t seq = 0;
   int64_t acked = 0;
   std::vector<std::string> logs_of;  // jobs whose logs it holds, told at registration
+  std::map<std::string, std::string> labels;  // registered, as --label gives them
+  int cpus = 0;
+  int64_t memory_mb = 0;
 };
 
 class JobManagerTest : public ::testing::Test {
@@ -85,6 +95,9 @@ class JobManagerTest : public ::testing::Test {
     for (auto& rank : running) *r.add_running() = rank;
     for (auto& m : unacked) *r.add_unacked() = m;
     for (const std::string& job_id : w.logs_of) r.add_logs_of(job_id);
+    *r.mutable_labels() = {w.labels.begin(), w.labels.end()};
+    r.set_cpus(w.cpus);
+    r.set_memory_mb(w.memory_mb);
     int64_t ack = 0;
     absl::StatusOr<WorkerSession> session = manager_->RegisterWorker(&w.link, r, &ack);
     if (!session.ok()) return session.status();

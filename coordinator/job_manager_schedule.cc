@@ -15,14 +15,32 @@ ProgressWatch::Kind WatchKind(const v1::JobSpec& spec) {
   return spec.has_trainer() ? ProgressWatch::Kind::kTrainer : ProgressWatch::Kind::kCommand;
 }
 
+namespace {
+
+GangRequest GangOf(const v1::JobSpec& spec) {
+  GangRequest request;
+  request.ranks = spec.ranks();
+  request.gpus_per_rank = spec.gpus_per_rank();
+  request.min_ranks = spec.min_ranks();
+  request.cpus = spec.resources().cpus();
+  request.memory_mb = spec.resources().memory_mb();
+  request.ranks_per_worker = spec.ranks_per_worker();
+  request.selector = {spec.worker_selector().begin(), spec.worker_selector().end()};
+  return request;
+}
+
+}  // namespace
+
 std::vector<WorkerCapacity> JobManager::CapacityLocked(
     const std::vector<SchedulableWorker>& workers, const std::string& except) {
   std::vector<HeldSlots> held;
   for (const auto& [number, record] : table_.resident()) {
     if (record->job.id() == except) continue;
+    const v1::Resources& resources = record->job.spec().resources();
     for (const v1::RankStatus& rank : record->job.ranks()) {
       if (RankHoldsSlot(rank)) {
-        held.push_back({rank.worker_id(), rank.slot(), {rank.gpus().begin(), rank.gpus().end()}});
+        held.push_back({rank.worker_id(), rank.slot(), {rank.gpus().begin(), rank.gpus().end()},
+                        resources.cpus(), resources.memory_mb()});
       }
     }
   }
@@ -33,8 +51,7 @@ void JobManager::ScheduleLocked() {
   std::vector<QueuedJob> queue;
   for (int64_t number : table_.pending()) {
     const v1::Job& job = table_.resident().at(number)->job;
-    queue.push_back(
-        {job.id(), job.spec().ranks(), job.spec().gpus_per_rank(), job.spec().min_ranks()});
+    queue.push_back({job.id(), GangOf(job.spec())});
   }
   if (queue.empty()) return;
   const std::vector<SchedulableWorker> workers = membership_->Schedulable();
@@ -119,10 +136,10 @@ void JobManager::SendStart(const JobRecord& entry, int rank) {
 
 void JobManager::CheckRegrowth(JobRecord& entry, absl::Time now) {
   v1::Job& job = entry.job;
+  GangRequest full = GangOf(job.spec());
+  full.min_ranks = 0;
   if (job.world_size() >= job.spec().ranks() ||
-      !PlaceGang(CapacityLocked(membership_->Schedulable(), job.id()), job.spec().ranks(),
-                 job.spec().gpus_per_rank())
-           .ok()) {
+      !PlaceGang(CapacityLocked(membership_->Schedulable(), job.id()), full).ok()) {
     entry.regrow_since = absl::InfiniteFuture();
     return;
   }

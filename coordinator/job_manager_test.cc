@@ -205,12 +205,6 @@ TEST_F(JobManagerTest, WatchSeesEveryChange) {
 namespace ringmaster {
 namespace {
 
-std::vector<std::string> Ids(const JobPage& page) {
-  std::vector<std::string> ids;
-  for (const v1::Job& job : page.jobs) ids.push_back(job.id());
-  return ids;
-}
-
 // Newest first, a page at a time, each page going on where the last ended,
 // whatever was submitted meanwhile; filters by state and name prefix.
 TEST_F(JobManagerTest, ListsPagesNewestFirstWithFilters) {

@@ -8,6 +8,8 @@
 #include "common/grpc_handoff.h"
 #include "common/grpc_status.h"
 #include "common/job_id.h"
+#include "common/labels.h"
+#include "common/status_macros.h"
 #include "common/stream_writer.h"
 #include "coordinator/job_state.h"
 
@@ -77,7 +79,7 @@ grpc::ServerUnaryReactor* JobServiceImpl::SubmitJob(
                                     " is stored on the coordinator; upload it first "
                                     "(`ringmaster submit` does)")));
   }
-  absl::StatusOr<std::string> id = manager_->Submit(request->spec());
+  absl::StatusOr<std::string> id = manager_->Submit(request->spec(), request->request_id());
   if (id.ok()) response->set_job_id(*id);
   return FinishUnary(context, id.status());
 }
@@ -95,6 +97,7 @@ grpc::ServerUnaryReactor* JobServiceImpl::GetJob(grpc::CallbackServerContext* co
 namespace {
 
 constexpr int kMaxPageSize = 500;
+constexpr int kMaxLabelFilters = 16;
 
 absl::StatusOr<JobQuery> ToQuery(const v1::ListJobsRequest& request) {
   JobQuery query;
@@ -111,6 +114,14 @@ absl::StatusOr<JobQuery> ToQuery(const v1::ListJobsRequest& request) {
   }
   for (int state : request.states()) query.states.insert(static_cast<v1::JobState>(state));
   query.name_prefix = request.name_prefix();
+  if (request.labels_size() > kMaxLabelFilters) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "labels: at most ", kMaxLabelFilters, " to match, got ", request.labels_size()));
+  }
+  for (const auto& [key, value] : request.labels()) {
+    RETURN_IF_ERROR(ValidateLabel(key, value));
+    query.labels.emplace(key, value);
+  }
   return query;
 }
 

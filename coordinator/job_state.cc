@@ -20,7 +20,7 @@ bool RankHoldsSlot(const v1::RankStatus& rank) {
 bool IsLegalTransition(JobState from, JobState to) {
   switch (from) {
     case v1::PENDING:
-      return to == v1::STARTING || to == v1::CANCELLED;
+      return to == v1::STARTING || to == v1::FAILED || to == v1::CANCELLED;
     case v1::STARTING:
       return to == v1::RUNNING || to == v1::RESTARTING || to == v1::FAILED ||
              to == v1::CANCELLED;
@@ -41,6 +41,13 @@ absl::Status CheckTransition(JobState from, JobState to) {
 }
 
 std::string StateName(JobState state) { return v1::JobState_Name(state); }
+
+std::optional<absl::Time> FirstStart(const v1::Job& job) {
+  for (const v1::StateChange& change : job.history()) {
+    if (change.state() == v1::STARTING) return absl::FromUnixMillis(change.time_unix_ms());
+  }
+  return std::nullopt;
+}
 
 std::string ReasonName(v1::Reason reason) { return v1::Reason_Name(reason); }
 

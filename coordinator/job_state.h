@@ -4,14 +4,16 @@
 //                 |           |
 //                 +-----------+--> RESTARTING -> PENDING (next attempt)
 //
-// Every non-terminal state may go to CANCELLED; STARTING, RUNNING and
-// RESTARTING may go to FAILED.
+// Every non-terminal state may go to CANCELLED and to FAILED (a PENDING
+// job fails only when its deadline passes between attempts).
 #ifndef RINGMASTER_COORDINATOR_JOB_STATE_H_
 #define RINGMASTER_COORDINATOR_JOB_STATE_H_
 
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/time/time.h"
 #include "proto/job.pb.h"
 
 namespace ringmaster {
@@ -29,6 +31,9 @@ absl::Status CheckTransition(v1::JobState from, v1::JobState to);
 
 // "RUNNING", "RANK_EXITED", ...
 std::string StateName(v1::JobState state);
+
+// When the job's ranks were first placed (its first STARTING), if ever.
+std::optional<absl::Time> FirstStart(const v1::Job& job);
 std::string ReasonName(v1::Reason reason);
 
 }  // namespace ringmaster

@@ -17,6 +17,7 @@ const JobState kAll[] = {v1::JOB_STATE_UNSPECIFIED, v1::PENDING,
 TEST(JobStateTest, ExactlyTheDocumentedTransitionsAreLegal) {
   const std::set<std::pair<JobState, JobState>> legal = {
       {v1::PENDING, v1::STARTING},     {v1::PENDING, v1::CANCELLED},
+      {v1::PENDING, v1::FAILED},
       {v1::STARTING, v1::RUNNING},     {v1::STARTING, v1::RESTARTING},
       {v1::STARTING, v1::FAILED},      {v1::STARTING, v1::CANCELLED},
       {v1::RUNNING, v1::SUCCEEDED},    {v1::RUNNING, v1::RESTARTING},

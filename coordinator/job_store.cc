@@ -163,12 +163,29 @@ absl::Status JobStore::Migrate() {
     // id, which can differ after a delete); retired jobs (resident = 0)
     // stay out of memory.
     if (version == 1) RETURN_IF_ERROR(RenumberJobs());
+    if (version < 2) {
+      RETURN_IF_ERROR(writer_->Exec(
+          "ALTER TABLE jobs ADD COLUMN resident INTEGER NOT NULL DEFAULT 1;"
+          "ALTER TABLE jobs ADD COLUMN ended_unix_ms INTEGER NOT NULL DEFAULT 0;"
+          "ALTER TABLE jobs ADD COLUMN workers TEXT NOT NULL DEFAULT '';"
+          "CREATE INDEX resident_jobs ON jobs(number) WHERE resident = 1;"));
+    }
+    // Version 3: jobs' labels, for ListJobs to filter on, and the request
+    // ids of submissions, which make SubmitJob idempotent (jobs stored
+    // before had neither).
     RETURN_IF_ERROR(writer_->Exec(
-        "ALTER TABLE jobs ADD COLUMN resident INTEGER NOT NULL DEFAULT 1;"
-        "ALTER TABLE jobs ADD COLUMN ended_unix_ms INTEGER NOT NULL DEFAULT 0;"
-        "ALTER TABLE jobs ADD COLUMN workers TEXT NOT NULL DEFAULT '';"
-        "CREATE INDEX resident_jobs ON jobs(number) WHERE resident = 1;"
-        "UPDATE schema_version SET version = 2;"));
+        "CREATE TABLE job_labels ("
+        "  key TEXT NOT NULL,"
+        "  value TEXT NOT NULL,"
+        "  number INTEGER NOT NULL,"
+        "  PRIMARY KEY (key, value, number)) WITHOUT ROWID;"
+        "CREATE INDEX labels_by_job ON job_labels(number);"
+        "CREATE TABLE submit_requests ("
+        "  request_id TEXT PRIMARY KEY,"
+        "  number INTEGER NOT NULL);"
+        "CREATE INDEX requests_by_job ON submit_requests(number);"
+        "DELETE FROM schema_version;"
+        "INSERT INTO schema_version VALUES (3);"));
     return absl::OkStatus();
   });
 }
@@ -223,7 +240,7 @@ absl::Status JobStore::AppendTransition(const std::string& job_id,
   return insert.Bind(1, job_id).BindBlob(2, change.SerializeAsString()).Run();
 }
 
-absl::Status JobStore::Create(const v1::Job& job) {
+absl::Status JobStore::Create(const v1::Job& job, const std::string& request_id) {
   return writer_->Transaction([&]() -> absl::Status {
     ASSIGN_OR_RETURN(auto insert, writer_->Prepare("INSERT INTO jobs (number, id, state, "
                                                    "snapshot) VALUES (?, ?, ?, x'')"));
@@ -233,7 +250,15 @@ absl::Status JobStore::Create(const v1::Job& job) {
     for (const auto& change : job.history()) {
       RETURN_IF_ERROR(AppendTransition(job.id(), change));
     }
-    return absl::OkStatus();
+    for (const auto& [key, value] : job.spec().labels()) {
+      ASSIGN_OR_RETURN(auto label, writer_->Prepare("INSERT INTO job_labels (key, value, number) "
+                                                    "VALUES (?, ?, ?)"));
+      RETURN_IF_ERROR(label.Bind(1, key).Bind(2, value).Bind(3, NumberOf(job.id())).Run());
+    }
+    if (request_id.empty()) return absl::OkStatus();
+    ASSIGN_OR_RETURN(auto request, writer_->Prepare("INSERT INTO submit_requests (request_id, "
+                                                    "number) VALUES (?, ?)"));
+    return request.Bind(1, request_id).Bind(2, NumberOf(job.id())).Run();
   });
 }
 
@@ -253,6 +278,11 @@ absl::Status JobStore::Delete(const std::string& job_id) {
     ASSIGN_OR_RETURN(auto transitions,
                      writer_->Prepare("DELETE FROM transitions WHERE job_id = ?"));
     RETURN_IF_ERROR(transitions.Bind(1, job_id).Run());
+    for (const char* sql : {"DELETE FROM job_labels WHERE number = ?",
+                            "DELETE FROM submit_requests WHERE number = ?"}) {
+      ASSIGN_OR_RETURN(auto rows, writer_->Prepare(sql));
+      RETURN_IF_ERROR(rows.Bind(1, NumberOf(job_id)).Run());
+    }
     ASSIGN_OR_RETURN(auto job, writer_->Prepare("DELETE FROM jobs WHERE id = ?"));
     return job.Bind(1, job_id).Run();
   });
@@ -331,6 +361,14 @@ absl::Status JobStore::ReadHistory(v1::Job* job) {
   }
 }
 
+absl::StatusOr<std::string> JobStore::FindRequest(const std::string& request_id) {
+  ASSIGN_OR_RETURN(auto query, writer_->Prepare("SELECT jobs.id FROM submit_requests JOIN jobs "
+                                                "USING (number) WHERE request_id = ?"));
+  query.Bind(1, request_id);
+  ASSIGN_OR_RETURN(bool has_row, query.Step());
+  return has_row ? query.ColumnText(0) : std::string();
+}
+
 absl::StatusOr<v1::Job> JobStore::Load(const std::string& job_id) {
   MutexLock lock(&read_mu_);
   ASSIGN_OR_RETURN(auto query, reader_->Prepare("SELECT snapshot FROM jobs WHERE id = ?"));
@@ -355,10 +393,19 @@ absl::StatusOr<std::vector<v1::Job>> JobStore::ListRetired(const RetiredQuery& q
     for (v1::JobState state : query.states) states.push_back(absl::StrCat(int{state}));
     absl::StrAppend(&sql, "AND state IN (", absl::StrJoin(states, ", "), ") ");
   }
+  // Each label is a pair of parameters from ?4 on.
+  for (size_t i = 0; i < query.labels.size(); ++i) {
+    absl::StrAppend(&sql, "AND number IN (SELECT number FROM job_labels WHERE key = ?", 4 + 2 * i,
+                    " AND value = ?", 5 + 2 * i, ") ");
+  }
   absl::StrAppend(&sql, "ORDER BY number DESC LIMIT ?3");
   MutexLock lock(&read_mu_);
   ASSIGN_OR_RETURN(auto select, reader_->Prepare(sql));
   select.Bind(1, query.before_number).Bind(2, query.name_prefix).Bind(3, int64_t{query.limit});
+  int parameter = 4;
+  for (const auto& [key, value] : query.labels) {
+    select.Bind(parameter++, key).Bind(parameter++, value);
+  }
   std::vector<v1::Job> jobs;
   for (;;) {
     ASSIGN_OR_RETURN(bool has_row, select.Step());

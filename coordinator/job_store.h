@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <map>
 #include <set>
 #include <string>
 #include <thread>
@@ -44,6 +45,7 @@ struct RetiredQuery {
   std::set<v1::JobState> states;  // empty: any
   std::string name_prefix;
   int limit = 100;
+  std::map<std::string, std::string> labels;  // jobs with every one of them
 };
 
 // The writing calls (Create to Retire, Batch) are made by one owner at a
@@ -51,7 +53,7 @@ struct RetiredQuery {
 // ListRetired) are thread-safe and use a connection of their own.
 class JobStore {
  public:
-  static constexpr int kSchemaVersion = 2;
+  static constexpr int kSchemaVersion = 3;
 
   // Opens or creates the database at `path` (WAL mode), upgrading a
   // version 1 store. FAILED_PRECONDITION when the file has a schema version
@@ -62,8 +64,14 @@ class JobStore {
   // A number never handed out before, for the next job id.
   absl::StatusOr<int64_t> NextJobNumber();
 
-  // Stores a new job together with the transitions in its history.
-  absl::Status Create(const v1::Job& job);
+  // Stores a new job together with the transitions in its history, and
+  // the submission's request id (SubmitJobRequest.request_id) when it has
+  // one.
+  absl::Status Create(const v1::Job& job, const std::string& request_id = "");
+
+  // The job submitted with `request_id`, while it is stored; empty when
+  // none is. Called by the writing owner: it reads what that owner wrote.
+  absl::StatusOr<std::string> FindRequest(const std::string& request_id);
 
   // Stores the job's snapshot and appends `change` to its history in one
   // transaction. `job` already carries `change` as its last history entry.

@@ -78,7 +78,7 @@ absl::Status JobTable::Load() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<JobRecord*> JobTable::Create(v1::JobSpec spec) {
+absl::StatusOr<JobRecord*> JobTable::Create(v1::JobSpec spec, const std::string& request_id) {
   v1::Job job;
   job.set_state(v1::PENDING);
   job.set_create_unix_ms(absl::ToUnixMillis(clock_->Now()));
@@ -92,7 +92,7 @@ absl::StatusOr<JobRecord*> JobTable::Create(v1::JobSpec spec) {
     job.set_id(absl::StrCat(spec.name(), "-", number));
     *job.mutable_spec() = std::move(spec);
     job.set_world_size(job.spec().ranks());
-    return store_->Create(job);
+    return store_->Create(job, request_id);
   }));
   return &Add(std::move(job));
 }

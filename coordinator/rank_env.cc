@@ -92,6 +92,7 @@ v1::StartRank BuildStartRank(const v1::Job& job, int rank, const RankEnvContext&
   start.set_slot(job.ranks(rank).slot());
   *start.mutable_gpus() = job.ranks(rank).gpus();
   start.set_memory_bytes(job.spec().resources().memory_mb() * (int64_t{1} << 20));
+  start.set_cpus(job.spec().resources().cpus());
   return start;
 }
 

@@ -53,6 +53,20 @@ FailureCause CauseOfExit(const v1::RankExited& exited, int rank) {
   return cause;
 }
 
+std::string RestartRefusal(const v1::Job& job) {
+  const v1::JobSpec& spec = job.spec();
+  if (spec.restart_policy() == "never") return "restart_policy: never";
+  const auto& codes = spec.never_retry_exit_codes();
+  for (const v1::RankStatus& rank : job.ranks()) {
+    if (rank.state() == v1::RANK_FAILED && rank.signal() == 0 &&
+        std::find(codes.begin(), codes.end(), rank.exit_code()) != codes.end()) {
+      return absl::StrCat("rank ", rank.rank(), " exited with code ", rank.exit_code(),
+                          ", one of never_retry_exit_codes");
+    }
+  }
+  return "";
+}
+
 bool MoreTelling(const FailureCause& candidate, const FailureCause& current) {
   return Priority(candidate.reason) > Priority(current.reason);
 }

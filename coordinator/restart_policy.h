@@ -45,6 +45,12 @@ bool MoreTelling(const FailureCause& candidate, const FailureCause& current);
 // plain non-zero exit waits briefly for a better cause from its peers.
 bool Decisive(const FailureCause& cause);
 
+// Why the job's spec forbids restarting after this attempt: its
+// restart_policy is "never", or one of its ranks exited with a code in
+// never_retry_exit_codes (a peer's symptom may be the attempt's cause, so
+// every rank is looked at). Empty when a restart is allowed.
+std::string RestartRefusal(const v1::Job& job);
+
 // Fail-fast: `current` repeats `previous` (same rank, same reason, same
 // exit code or signal) and the attempt in between made no progress. Lost
 // workers never count: the rank did not fail.

@@ -6,24 +6,96 @@
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace ringmaster {
 namespace {
 
-int SlotsPerRank(int gpus_per_rank) { return std::max(1, gpus_per_rank); }
+int SlotsPerRank(const GangRequest& r) { return std::max(1, r.gpus_per_rank); }
 
-bool Eligible(const WorkerCapacity& w, int gpus_per_rank) {
-  return gpus_per_rank == 0 || w.gpu_slots;
+bool Matches(const WorkerCapacity& w, const GangRequest& r) {
+  if (r.gpus_per_rank > 0 && !w.gpu_slots) return false;
+  for (const auto& [key, value] : r.selector) {
+    auto it = w.labels.find(key);
+    if (it == w.labels.end() || it->second != value) return false;
+  }
+  return true;
 }
 
-// How many ranks of the job `w` can take now.
-int RankRoom(const WorkerCapacity& w, int gpus_per_rank) {
-  if (!Eligible(w, gpus_per_rank)) return 0;
-  return static_cast<int>(w.free_slots.size()) / SlotsPerRank(gpus_per_rank);
+// How many of the request's ranks `w` can take now.
+int RankRoom(const WorkerCapacity& w, const GangRequest& r) {
+  if (!Matches(w, r)) return 0;
+  int room = static_cast<int>(w.free_slots.size()) / SlotsPerRank(r);
+  if (w.total_cpus > 0 && r.cpus > 0) room = std::min(room, w.free_cpus / r.cpus);
+  if (w.total_memory_mb > 0 && r.memory_mb > 0) {
+    room = static_cast<int>(std::min<int64_t>(room, w.free_memory_mb / r.memory_mb));
+  }
+  if (r.ranks_per_worker > 0) room = room >= r.ranks_per_worker ? r.ranks_per_worker : 0;
+  return std::max(0, room);
 }
 
-std::string SlotWord(int gpus_per_rank) {
-  return gpus_per_rank > 0 ? "GPU slots" : "slots";
+std::string SlotWord(const GangRequest& r) { return r.gpus_per_rank > 0 ? "GPU slots" : "slots"; }
+
+// Whether only slots decide where the request fits.
+bool SlotsOnly(const GangRequest& r) {
+  return r.cpus == 0 && r.memory_mb == 0 && r.ranks_per_worker == 0 && r.selector.empty();
+}
+
+// "2 ranks of 1 slot, 2 CPUs and 512 MB each, 1 per worker, on workers with zone=a"
+std::string DescribeRanks(const GangRequest& r, int ranks) {
+  std::vector<std::string> each = {
+      absl::StrCat(SlotsPerRank(r), r.gpus_per_rank > 0 ? " GPU slot" : " slot",
+                   SlotsPerRank(r) > 1 ? "s" : "")};
+  if (r.cpus > 0) each.push_back(absl::StrCat(r.cpus, " CPUs"));
+  if (r.memory_mb > 0) each.push_back(absl::StrCat(r.memory_mb, " MB"));
+  std::string text = absl::StrCat(ranks, " ranks of ", each[0]);
+  for (size_t i = 1; i < each.size(); ++i) {
+    absl::StrAppend(&text, i + 1 == each.size() ? " and " : ", ", each[i]);
+  }
+  absl::StrAppend(&text, " each");
+  if (r.ranks_per_worker > 0) absl::StrAppend(&text, ", ", r.ranks_per_worker, " per worker");
+  if (!r.selector.empty()) {
+    std::vector<std::string> pairs;
+    for (const auto& [key, value] : r.selector) pairs.push_back(absl::StrCat(key, "=", value));
+    absl::StrAppend(&text, ", on workers with ", absl::StrJoin(pairs, ","));
+  }
+  return text;
+}
+
+// Why `min_ranks` ranks do not fit on `workers`, where `room` do.
+std::string Shortfall(const std::vector<WorkerCapacity>& workers, const GangRequest& r,
+                      int min_ranks, int room) {
+  if (SlotsOnly(r)) {
+    int free = 0;
+    for (const auto& w : workers) {
+      if (Matches(w, r)) free += static_cast<int>(w.free_slots.size());
+    }
+    return absl::StrCat("needs ", min_ranks * SlotsPerRank(r), " free ", SlotWord(r), ", ", free,
+                        " free on ", workers.size(), " alive workers");
+  }
+  int matching = 0;
+  for (const auto& w : workers) matching += Matches(w, r) ? 1 : 0;
+  return absl::StrCat("needs ", DescribeRanks(r, min_ranks), "; room for ", room, " on the ",
+                      matching, " matching of ", workers.size(), " alive workers");
+}
+
+// The workers as they would be with nothing running.
+std::vector<WorkerCapacity> Idle(std::vector<WorkerCapacity> workers) {
+  for (WorkerCapacity& w : workers) {
+    w.free_slots.resize(w.total_slots);
+    for (int s = 0; s < w.total_slots; ++s) w.free_slots[s] = s;
+    w.free_cpus = w.total_cpus;
+    w.free_memory_mb = w.total_memory_mb;
+  }
+  return workers;
+}
+
+void Take(WorkerCapacity& w, const RankPlacement& p, const GangRequest& r) {
+  for (int slot : p.slots) {
+    w.free_slots.erase(std::find(w.free_slots.begin(), w.free_slots.end(), slot));
+  }
+  w.free_cpus -= r.cpus;
+  w.free_memory_mb -= r.memory_mb;
 }
 
 }  // namespace
@@ -38,7 +110,17 @@ std::vector<WorkerCapacity> FreeCapacity(const std::vector<SchedulableWorker>& w
     index.emplace(workers[i].worker_id, i);
     used[i].assign(std::max(0, workers[i].slots), false);
   }
-  auto hold = [&](size_t i, int slot, const auto& gpus) {
+  std::vector<WorkerCapacity> capacity(workers.size());
+  for (size_t i = 0; i < workers.size(); ++i) {
+    WorkerCapacity& c = capacity[i];
+    c.worker_id = workers[i].worker_id;
+    c.total_slots = workers[i].slots;
+    c.gpu_slots = !workers[i].gpu_indices.empty();
+    c.labels = workers[i].labels;
+    c.total_cpus = c.free_cpus = workers[i].cpus;
+    c.total_memory_mb = c.free_memory_mb = workers[i].memory_mb;
+  }
+  auto hold = [&](size_t i, int slot, const auto& gpus, int cpus, int64_t memory_mb) {
     const std::vector<int>& indices = workers[i].gpu_indices;
     std::vector<bool>& slots = used[i];
     if (gpus.empty() && slot >= 0 && slot < static_cast<int>(slots.size())) slots[slot] = true;
@@ -46,83 +128,75 @@ std::vector<WorkerCapacity> FreeCapacity(const std::vector<SchedulableWorker>& w
       auto it = std::find(indices.begin(), indices.end(), gpu);
       if (it != indices.end()) slots[it - indices.begin()] = true;
     }
+    capacity[i].free_cpus -= cpus;
+    capacity[i].free_memory_mb -= memory_mb;
   };
   for (size_t i = 0; i < workers.size(); ++i) {
     for (const v1::RunningRank& r : workers[i].running) {
-      if (r.rank().job_id() != except_job) hold(i, r.slot(), r.gpus());
+      if (r.rank().job_id() != except_job) hold(i, r.slot(), r.gpus(), r.cpus(), r.memory_mb());
     }
   }
   for (const HeldSlots& h : held) {
     auto it = index.find(h.worker_id);
-    if (it != index.end()) hold(it->second, h.slot, h.gpus);
+    if (it != index.end()) hold(it->second, h.slot, h.gpus, h.cpus, h.memory_mb);
   }
-  std::vector<WorkerCapacity> capacity(workers.size());
   for (size_t i = 0; i < workers.size(); ++i) {
-    WorkerCapacity& c = capacity[i];
-    c.worker_id = workers[i].worker_id;
-    c.total_slots = workers[i].slots;
-    c.gpu_slots = !workers[i].gpu_indices.empty();
     for (int s = 0; s < static_cast<int>(used[i].size()); ++s) {
-      if (!used[i][s]) c.free_slots.push_back(s);
+      if (!used[i][s]) capacity[i].free_slots.push_back(s);
     }
   }
   return capacity;
 }
 
-absl::StatusOr<std::vector<RankPlacement>> PlaceGang(
-    const std::vector<WorkerCapacity>& workers, int ranks, int gpus_per_rank,
-    int min_ranks) {
+absl::StatusOr<std::vector<RankPlacement>> PlaceGang(const std::vector<WorkerCapacity>& workers,
+                                                     const GangRequest& request) {
+  int ranks = request.ranks;
+  int min_ranks = request.min_ranks;
   if (min_ranks <= 0 || min_ranks > ranks) min_ranks = ranks;
   std::vector<int> candidates;  // indices into workers
   int total_room = 0;
   for (int i = 0; i < static_cast<int>(workers.size()); ++i) {
-    int room = RankRoom(workers[i], gpus_per_rank);
+    const int room = RankRoom(workers[i], request);
     if (room > 0) candidates.push_back(i);
     total_room += room;
   }
   if (total_room < ranks && total_room >= min_ranks) ranks = total_room;
   if (total_room < ranks) {
-    const int per_rank = SlotsPerRank(gpus_per_rank);
-    int free = 0;
-    for (const auto& w : workers) {
-      if (Eligible(w, gpus_per_rank)) free += static_cast<int>(w.free_slots.size());
-    }
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "needs ", min_ranks * per_rank, " free ", SlotWord(gpus_per_rank), ", ",
-        free, " free on ", workers.size(), " alive workers"));
+    return absl::ResourceExhaustedError(Shortfall(workers, request, min_ranks, total_room));
   }
+  auto room = [&](int i) { return RankRoom(workers[i], request); };
   // Best fit on one worker when possible; otherwise roomiest first, which
   // reaches `ranks` with the fewest workers.
-  std::stable_sort(candidates.begin(), candidates.end(), [&](int a, int b) {
-    return RankRoom(workers[a], gpus_per_rank) > RankRoom(workers[b], gpus_per_rank);
-  });
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [&](int a, int b) { return room(a) > room(b); });
   std::vector<int> chosen;
   for (auto it = candidates.rbegin(); it != candidates.rend(); ++it) {
-    if (RankRoom(workers[*it], gpus_per_rank) >= ranks) {
+    if (room(*it) >= ranks) {
       chosen = {*it};
       break;
     }
   }
   if (chosen.empty()) {
-    int room = 0;
+    int enough = 0;
     for (int i : candidates) {
-      if (room >= ranks) break;
+      if (enough >= ranks) break;
       chosen.push_back(i);
-      room += RankRoom(workers[i], gpus_per_rank);
+      enough += room(i);
     }
   }
   std::sort(chosen.begin(), chosen.end());  // rank order follows worker order
 
   std::vector<RankPlacement> placement;
-  const int per_rank = SlotsPerRank(gpus_per_rank);
+  const int per_rank = SlotsPerRank(request);
   for (int i : chosen) {
     const WorkerCapacity& w = workers[i];
-    for (size_t s = 0; s + per_rank <= w.free_slots.size(); s += per_rank) {
-      if (static_cast<int>(placement.size()) == ranks) break;
+    const int here = std::min(room(i), ranks - static_cast<int>(placement.size()));
+    for (int k = 0; k < here; ++k) {
       RankPlacement p;
       p.rank = static_cast<int>(placement.size());
       p.worker_id = w.worker_id;
-      p.slots.assign(w.free_slots.begin() + s, w.free_slots.begin() + s + per_rank);
+      p.slots.assign(w.free_slots.begin() + k * per_rank,
+                     w.free_slots.begin() + (k + 1) * per_rank);
       placement.push_back(std::move(p));
     }
   }
@@ -138,33 +212,35 @@ ScheduleResult Schedule(const std::vector<QueuedJob>& queue,
       result.waiting[job.job_id] = absl::StrCat("queued behind ", blocked_by);
       continue;
     }
-    auto placement = PlaceGang(workers, job.ranks, job.gpus_per_rank, job.min_ranks);
+    const GangRequest& request = job.request;
+    auto placement = PlaceGang(workers, request);
     if (!placement.ok()) {
-      int cluster_slots = 0;
-      for (const auto& w : workers) {
-        if (Eligible(w, job.gpus_per_rank)) cluster_slots += w.total_slots;
-      }
-      const int fewest = job.min_ranks > 0 ? std::min(job.min_ranks, job.ranks) : job.ranks;
-      const int needed = fewest * SlotsPerRank(job.gpus_per_rank);
-      if (needed > cluster_slots) {
-        result.waiting[job.job_id] = absl::StrCat(
-            "needs ", needed, " ", SlotWord(job.gpus_per_rank),
-            ", more than the ", cluster_slots,
-            " of all alive workers; waiting for workers to join");
-      } else {
+      if (PlaceGang(Idle(workers), request).ok()) {
         result.waiting[job.job_id] = std::string(placement.status().message());
         blocked_by = job.job_id;
+        continue;
+      }
+      const int fewest = request.min_ranks > 0 ? std::min(request.min_ranks, request.ranks)
+                                               : request.ranks;
+      if (SlotsOnly(request)) {
+        int cluster_slots = 0;
+        for (const auto& w : workers) {
+          if (Matches(w, request)) cluster_slots += w.total_slots;
+        }
+        result.waiting[job.job_id] = absl::StrCat(
+            "needs ", fewest * SlotsPerRank(request), " ", SlotWord(request), ", more than the ",
+            cluster_slots, " of all alive workers; waiting for workers to join");
+      } else {
+        result.waiting[job.job_id] =
+            absl::StrCat("needs ", DescribeRanks(request, fewest),
+                         ", more than all alive workers can hold; waiting for workers to join");
       }
       continue;
     }
-    // Take the placed slots out of the capacity seen by later jobs.
+    // Take the placed ranks out of the capacity seen by later jobs.
     for (const RankPlacement& p : *placement) {
       for (WorkerCapacity& w : workers) {
-        if (w.worker_id != p.worker_id) continue;
-        for (int slot : p.slots) {
-          w.free_slots.erase(
-              std::find(w.free_slots.begin(), w.free_slots.end(), slot));
-        }
+        if (w.worker_id == p.worker_id) Take(w, p, request);
       }
     }
     result.placed[job.job_id] = *std::move(placement);

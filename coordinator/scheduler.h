@@ -4,6 +4,7 @@
 #ifndef RINGMASTER_COORDINATOR_SCHEDULER_H_
 #define RINGMASTER_COORDINATOR_SCHEDULER_H_
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -14,19 +15,27 @@
 namespace ringmaster {
 
 // What one alive worker can offer now. Workers are listed in a stable order
-// (registration order); rank order follows it.
+// (registration order); rank order follows it. A worker that registered no
+// CPUs (or no memory) is not limited by them.
 struct WorkerCapacity {
   std::string worker_id;
   int total_slots = 0;
   std::vector<int> free_slots;  // ascending slot indices
   bool gpu_slots = false;       // each slot is one GPU
+  std::map<std::string, std::string> labels;
+  int total_cpus = 0;           // 0: not counted
+  int free_cpus = 0;
+  int64_t total_memory_mb = 0;  // 0: not counted
+  int64_t free_memory_mb = 0;
 };
 
-// A slot (or the GPUs) a placed rank holds.
+// A slot (or the GPUs) a placed rank holds, and what else it reserved.
 struct HeldSlots {
   std::string worker_id;
   int slot = 0;
   std::vector<int> gpus;  // GPU indices; a GPU rank holds the slot of each
+  int cpus = 0;
+  int64_t memory_mb = 0;
 };
 
 // What each schedulable worker has free: its slots minus those `held` by
@@ -43,22 +52,33 @@ struct RankPlacement {
   std::vector<int> slots;  // one slot, or gpus_per_rank GPU slots
 };
 
-// Places `ranks` ranks, each needing max(1, gpus_per_rank) slots (GPU slots
-// when gpus_per_rank > 0); an elastic job (0 < min_ranks < ranks) gets as
-// many ranks as fit, when at least min_ranks do. Uses the fewest workers: one worker when any can
-// hold the whole job (the one with least room that fits, to keep large
-// holes for large jobs), else the roomiest workers first. Ranks are numbered
-// by worker order, then slot. RESOURCE_EXHAUSTED with a person-readable
-// reason when the job does not fit.
-absl::StatusOr<std::vector<RankPlacement>> PlaceGang(
-    const std::vector<WorkerCapacity>& workers, int ranks, int gpus_per_rank,
-    int min_ranks = 0);
+// What a job asks of the cluster: its ranks and what each one needs.
+struct GangRequest {
+  int ranks = 0;
+  int gpus_per_rank = 0;  // 0: one CPU slot per rank; else that many GPU slots
+  int min_ranks = 0;      // elastic lower bound; 0: ranks
+  int cpus = 0;           // per rank; 0: not counted
+  int64_t memory_mb = 0;  // per rank; 0: not counted
+  int ranks_per_worker = 0;  // 0: as few workers as possible
+  std::map<std::string, std::string> selector;  // labels a worker must have
+};
+
+// Places the request's ranks, each on a worker that matches the selector
+// and has max(1, gpus_per_rank) free slots (GPU slots when gpus_per_rank >
+// 0) and the CPUs and memory it asks; an elastic job (0 < min_ranks <
+// ranks) gets as many ranks as fit, when at least min_ranks do. With
+// ranks_per_worker, each worker used takes exactly that many. Otherwise it
+// uses the fewest workers: one worker when any can hold the whole job (the
+// one with least room that fits, to keep large holes for large jobs), else
+// the roomiest workers first. Ranks are numbered by worker order, then slot.
+// RESOURCE_EXHAUSTED with a person-readable reason when the job does not
+// fit.
+absl::StatusOr<std::vector<RankPlacement>> PlaceGang(const std::vector<WorkerCapacity>& workers,
+                                                     const GangRequest& request);
 
 struct QueuedJob {
   std::string job_id;
-  int ranks = 0;
-  int gpus_per_rank = 0;
-  int min_ranks = 0;  // 0: ranks
+  GangRequest request;
 };
 
 struct ScheduleResult {
@@ -68,8 +88,9 @@ struct ScheduleResult {
 
 // Strict FIFO over `queue` (oldest first): the first job that does not fit
 // blocks those behind it, so large jobs are not starved by small ones. A job
-// larger than the whole cluster cannot block the queue; it waits with that
-// reason.
+// that would not fit even on an idle cluster (too large, or no worker has
+// the labels or resources it asks) cannot block the queue; it waits with
+// that reason.
 ScheduleResult Schedule(const std::vector<QueuedJob>& queue,
                         std::vector<WorkerCapacity> workers);
 

@@ -11,6 +11,17 @@ WorkerCapacity Worker(const std::string& id, int total, std::vector<int> free,
   return WorkerCapacity{id, total, std::move(free), gpus};
 }
 
+// A worker with CPUs, memory and labels to offer.
+WorkerCapacity Offering(const std::string& id, int slots, int cpus, int64_t memory_mb,
+                        std::map<std::string, std::string> labels = {}) {
+  WorkerCapacity w = Worker(id, slots, {});
+  for (int s = 0; s < slots; ++s) w.free_slots.push_back(s);
+  w.total_cpus = w.free_cpus = cpus;
+  w.total_memory_mb = w.free_memory_mb = memory_mb;
+  w.labels = std::move(labels);
+  return w;
+}
+
 std::vector<std::string> WorkersOf(const std::vector<RankPlacement>& p) {
   std::vector<std::string> ids;
   for (const auto& r : p) ids.push_back(r.worker_id);
@@ -20,7 +31,7 @@ std::vector<std::string> WorkersOf(const std::vector<RankPlacement>& p) {
 TEST(PlaceGangTest, PacksOntoOneWorkerWhenItFits) {
   auto p = PlaceGang({Worker("w1", 2, {0, 1}), Worker("w2", 4, {0, 1, 2, 3}),
                       Worker("w3", 3, {0, 1, 2})},
-                     3, 0);
+                     {3, 0});
   ASSERT_TRUE(p.ok()) << p.status();
   // w3 is the tightest worker that holds all three ranks.
   EXPECT_EQ(WorkersOf(*p), (std::vector<std::string>{"w3", "w3", "w3"}));
@@ -30,7 +41,7 @@ TEST(PlaceGangTest, PacksOntoOneWorkerWhenItFits) {
 TEST(PlaceGangTest, UsesFewestWorkersAndOrdersRanksByWorkerThenSlot) {
   auto p = PlaceGang({Worker("w1", 2, {1}), Worker("w2", 4, {0, 2, 3}),
                       Worker("w3", 2, {0, 1})},
-                     5, 0);
+                     {5, 0});
   ASSERT_TRUE(p.ok()) << p.status();
   // w2 (3 free) and w3 (2 free) suffice; w1 is left alone.
   EXPECT_EQ(WorkersOf(*p),
@@ -42,7 +53,7 @@ TEST(PlaceGangTest, UsesFewestWorkersAndOrdersRanksByWorkerThenSlot) {
 }
 
 TEST(PlaceGangTest, NotEnoughSlotsPlacesNothingAndSaysWhy) {
-  auto p = PlaceGang({Worker("w1", 1, {0}), Worker("w2", 1, {})}, 2, 0);
+  auto p = PlaceGang({Worker("w1", 1, {0}), Worker("w2", 1, {})}, {2, 0});
   EXPECT_EQ(p.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_EQ(p.status().message(), "needs 2 free slots, 1 free on 2 alive workers");
 }
@@ -50,20 +61,20 @@ TEST(PlaceGangTest, NotEnoughSlotsPlacesNothingAndSaysWhy) {
 TEST(PlaceGangTest, GpuRanksOnlyOnGpuWorkersAndTakeWholeGpus) {
   auto p = PlaceGang({Worker("cpu", 8, {0, 1, 2, 3, 4, 5, 6, 7}),
                       Worker("gpu", 4, {0, 1, 2, 3}, /*gpus=*/true)},
-                     2, 2);
+                     {2, 2});
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(WorkersOf(*p), (std::vector<std::string>{"gpu", "gpu"}));
   EXPECT_EQ((*p)[1].slots, (std::vector<int>{2, 3}));
-  EXPECT_FALSE(PlaceGang({Worker("cpu", 8, {0, 1, 2, 3})}, 1, 1).ok());
+  EXPECT_FALSE(PlaceGang({Worker("cpu", 8, {0, 1, 2, 3})}, {1, 1}).ok());
 }
 
 TEST(ScheduleTest, FifoHeadBlocksTheQueueButOversizedJobsDoNot) {
   std::vector<WorkerCapacity> workers = {Worker("w1", 2, {0, 1}),
                                          Worker("w2", 2, {1})};
-  ScheduleResult r = Schedule({{"huge", 10, 0},   // can never fit: skipped
-                               {"a", 2, 0},       // fits on w1
-                               {"b", 2, 0},       // 1 slot left: blocks
-                               {"c", 1, 0}},      // would fit, but is behind b
+  ScheduleResult r = Schedule({{"huge", {10, 0}},  // can never fit: skipped
+                               {"a", {2, 0}},      // fits on w1
+                               {"b", {2, 0}},      // 1 slot left: blocks
+                               {"c", {1, 0}}},     // would fit, but is behind b
                               workers);
   ASSERT_EQ(r.placed.count("a"), 1u);
   EXPECT_EQ(WorkersOf(r.placed["a"]), (std::vector<std::string>{"w1", "w1"}));
@@ -76,7 +87,7 @@ TEST(ScheduleTest, FifoHeadBlocksTheQueueButOversizedJobsDoNot) {
 }
 
 TEST(ScheduleTest, EmptyClusterKeepsJobsPendingWithReason) {
-  ScheduleResult r = Schedule({{"a", 1, 0}}, {});
+  ScheduleResult r = Schedule({{"a", {1, 0}}}, {});
   EXPECT_TRUE(r.placed.empty());
   EXPECT_NE(r.waiting["a"].find("waiting for workers"), std::string::npos);
 }
@@ -84,18 +95,18 @@ TEST(ScheduleTest, EmptyClusterKeepsJobsPendingWithReason) {
 TEST(PlaceGangTest, ElasticJobTakesAsManyRanksAsFitDownToItsMinimum) {
   const std::vector<WorkerCapacity> two_free = {Worker("w1", 1, {0}), Worker("w2", 1, {0}),
                                                 Worker("w3", 1, {})};
-  auto p = PlaceGang(two_free, 3, 0, /*min_ranks=*/2);
+  auto p = PlaceGang(two_free, {3, 0, 2});
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(WorkersOf(*p), (std::vector<std::string>{"w1", "w2"}));
-  auto none = PlaceGang(two_free, 3, 0, /*min_ranks=*/3);
+  auto none = PlaceGang(two_free, {3, 0, 3});
   EXPECT_EQ(none.status().message(), "needs 3 free slots, 2 free on 3 alive workers");
-  auto full = PlaceGang({Worker("w1", 4, {0, 1, 2, 3})}, 3, 0, /*min_ranks=*/2);
+  auto full = PlaceGang({Worker("w1", 4, {0, 1, 2, 3})}, {3, 0, 2});
   ASSERT_TRUE(full.ok());
   EXPECT_EQ(full->size(), 3u) << "never fewer than fit";
 }
 
 TEST(ScheduleTest, ElasticJobIsNotBlockedByItsFullSize) {
-  ScheduleResult r = Schedule({{"elastic", 3, 0, 2}, {"next", 1, 0, 0}},
+  ScheduleResult r = Schedule({{"elastic", {3, 0, 2}}, {"next", {1, 0, 0}}},
                               {Worker("w1", 1, {0}), Worker("w2", 1, {0})});
   ASSERT_EQ(r.placed.count("elastic"), 1u);
   EXPECT_EQ(r.placed["elastic"].size(), 2u);
@@ -125,6 +136,107 @@ TEST(FreeCapacityTest, GpuRanksHoldTheSlotsOfTheirGpus) {
   std::vector<WorkerCapacity> c = FreeCapacity({w}, {{"g1", 0, {0, 1}}}, "");
   EXPECT_TRUE(c[0].gpu_slots);
   EXPECT_EQ(c[0].free_slots, (std::vector<int>{2, 3}));
+}
+
+TEST(PlaceGangTest, SelectorPlacesOnlyOnWorkersWithEveryLabel) {
+  const std::vector<WorkerCapacity> workers = {
+      Offering("a1", 4, 0, 0, {{"zone", "a"}}),
+      Offering("b1", 4, 0, 0, {{"zone", "b"}, {"disk", "ssd"}}),
+      Offering("b2", 4, 0, 0, {{"zone", "b"}})};
+  GangRequest request{2, 0};
+  request.selector = {{"zone", "b"}, {"disk", "ssd"}};
+  auto p = PlaceGang(workers, request);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(WorkersOf(*p), (std::vector<std::string>{"b1", "b1"}));
+
+  request.ranks = 6;
+  EXPECT_EQ(PlaceGang(workers, request).status().message(),
+            "needs 6 ranks of 1 slot each, on workers with disk=ssd,zone=b; room for 4 on the "
+            "1 matching of 3 alive workers");
+  request.selector = {{"zone", "c"}};
+  request.ranks = 1;
+  EXPECT_FALSE(PlaceGang(workers, request).ok()) << "no worker has zone=c";
+}
+
+TEST(PlaceGangTest, RanksPerWorkerPutsExactlyThatManyOnEachWorkerUsed) {
+  // w1 could hold all four; ranks_per_worker spreads them two by two, and
+  // w2, with one free slot, takes none.
+  const std::vector<WorkerCapacity> workers = {Worker("w1", 4, {0, 1, 2, 3}),
+                                               Worker("w2", 4, {3}),
+                                               Worker("w3", 2, {0, 1})};
+  GangRequest request{4, 0};
+  request.ranks_per_worker = 2;
+  auto p = PlaceGang(workers, request);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(WorkersOf(*p), (std::vector<std::string>{"w1", "w1", "w3", "w3"}));
+  EXPECT_EQ((*p)[1].slots, std::vector<int>{1});
+
+  request.ranks = 6;
+  EXPECT_EQ(PlaceGang(workers, request).status().message(),
+            "needs 6 ranks of 1 slot each, 2 per worker; room for 4 on the 3 matching of 3 "
+            "alive workers");
+}
+
+TEST(PlaceGangTest, CpusAndMemoryBoundHowManyRanksAWorkerTakes) {
+  // 8 slots, but 4 CPUs: two ranks of 2 CPUs; the memory of w2 holds one.
+  const std::vector<WorkerCapacity> workers = {Offering("w1", 8, 4, 64000),
+                                               Offering("w2", 8, 16, 3000)};
+  GangRequest request{3, 0};
+  request.cpus = 2;
+  request.memory_mb = 2048;
+  auto p = PlaceGang(workers, request);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(WorkersOf(*p), (std::vector<std::string>{"w1", "w1", "w2"}));
+
+  request.ranks = 4;
+  EXPECT_EQ(PlaceGang(workers, request).status().message(),
+            "needs 4 ranks of 1 slot, 2 CPUs and 2048 MB each; room for 3 on the 2 matching "
+            "of 2 alive workers");
+  // A worker that registered no CPUs or memory is not limited by them.
+  EXPECT_TRUE(PlaceGang({Offering("w", 8, 0, 0)}, request).ok());
+}
+
+TEST(ScheduleTest, ResourcesTakenByAJobAreNotOfferedToTheNext) {
+  GangRequest big{2, 0};
+  big.cpus = 3;
+  GangRequest small{1, 0};
+  small.cpus = 1;
+  GangRequest impossible{1, 0};
+  impossible.cpus = 64;
+  ScheduleResult r = Schedule({{"impossible", impossible}, {"big", big}, {"small", small},
+                               {"after", small}},
+                              {Offering("w1", 4, 7, 0)});
+  EXPECT_EQ(r.waiting["impossible"],
+            "needs 1 ranks of 1 slot and 64 CPUs each, more than all alive workers can hold; "
+            "waiting for workers to join")
+      << "and it does not hold up the queue";
+  ASSERT_EQ(r.placed.count("big"), 1u);
+  ASSERT_EQ(r.placed.count("small"), 1u);
+  EXPECT_EQ(r.waiting["after"],
+            "needs 1 ranks of 1 slot and 1 CPUs each; room for 0 on the 1 matching of 1 alive "
+            "workers")
+      << "2 slots are free, but 3 + 3 + 1 of the 7 CPUs are taken";
+}
+
+TEST(FreeCapacityTest, PlacedAndReportedRanksHoldTheirCpusAndMemory) {
+  SchedulableWorker w;
+  w.worker_id = "w1";
+  w.slots = 4;
+  w.cpus = 8;
+  w.memory_mb = 16384;
+  w.labels = {{"zone", "a"}};
+  v1::RunningRank stale;
+  stale.mutable_rank()->set_job_id("old");
+  stale.set_slot(3);
+  stale.set_cpus(2);
+  stale.set_memory_mb(4096);
+  w.running.push_back(stale);
+  HeldSlots held{"w1", 0, {}, 3, 1024};
+  std::vector<WorkerCapacity> c = FreeCapacity({w}, {held}, "");
+  EXPECT_EQ(c[0].free_cpus, 3);
+  EXPECT_EQ(c[0].free_memory_mb, 16384 - 4096 - 1024);
+  EXPECT_EQ(c[0].total_cpus, 8);
+  EXPECT_EQ(c[0].labels.at("zone"), "a");
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/job_id.h"
+#include "common/labels.h"
 #include "common/sha256.h"
 #include "common/status_macros.h"
 
@@ -170,6 +171,57 @@ absl::Status ValidateResources(const v1::JobSpec& spec) {
   return absl::OkStatus();
 }
 
+constexpr int kMaxLabels = 64;
+constexpr int kMaxNeverRetryCodes = 32;
+
+absl::Status ValidateLabels(const char* field,
+                            const google::protobuf::Map<std::string, std::string>& labels) {
+  if (labels.size() > kMaxLabels) {
+    return Bad(field, absl::StrCat("has ", labels.size(), " entries; at most ", kMaxLabels));
+  }
+  for (const auto& [key, value] : labels) {
+    if (absl::Status s = ValidateLabel(key, value); !s.ok()) {
+      return Bad(field, std::string(s.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Where the ranks go, how long the job may take, and when it restarts.
+absl::Status ValidatePlacementAndPolicy(const v1::JobSpec& spec) {
+  RETURN_IF_ERROR(ValidateLabels("labels", spec.labels()));
+  RETURN_IF_ERROR(ValidateLabels("worker_selector", spec.worker_selector()));
+  const int per_worker = spec.ranks_per_worker();
+  if (per_worker < 0 || per_worker > spec.ranks()) {
+    return Bad("ranks_per_worker", absl::StrCat("must be in [0, ranks=", spec.ranks(),
+                                                "], got ", per_worker));
+  }
+  if (per_worker > 0 && spec.ranks() % per_worker != 0) {
+    return Bad("ranks_per_worker", absl::StrCat("must divide ranks=", spec.ranks(), ", got ",
+                                                per_worker));
+  }
+  if (per_worker > 0 && spec.min_ranks() % per_worker != 0) {
+    return Bad("min_ranks", absl::StrCat("must be a multiple of ranks_per_worker=", per_worker,
+                                         ", got ", spec.min_ranks()));
+  }
+  if (spec.deadline_s() < 0 || spec.deadline_s() > kMaxTimeoutSeconds) {
+    return Bad("deadline_s", absl::StrCat("must be in [0, ", kMaxTimeoutSeconds,
+                                          "] seconds (0: none), got ", spec.deadline_s()));
+  }
+  RETURN_IF_ERROR(CheckOneOf("restart_policy", spec.restart_policy(), {"on_failure", "never"}));
+  if (spec.never_retry_exit_codes_size() > kMaxNeverRetryCodes) {
+    return Bad("never_retry_exit_codes", absl::StrCat("has ", spec.never_retry_exit_codes_size(),
+                                                      " codes; at most ", kMaxNeverRetryCodes));
+  }
+  for (int code : spec.never_retry_exit_codes()) {
+    if (code < 1 || code > 255) {
+      return Bad("never_retry_exit_codes",
+                 absl::StrCat("exit codes are in [1, 255], got ", code));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status AbsolutePath(const char* field, const std::string& path) {
   if (!path.empty() && path[0] != '/') {
     return Bad(field, absl::StrCat("must be an absolute path, got \"", path, "\""));
@@ -273,6 +325,7 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec, const SpecLimits& limits) 
     }
   }
   RETURN_IF_ERROR(ValidateResources(spec));
+  RETURN_IF_ERROR(ValidatePlacementAndPolicy(spec));
   for (const auto& [name, value] : spec.env()) {
     if (!IsValidEnvName(name)) {
       return Bad(absl::StrCat("env.", name),
@@ -305,6 +358,7 @@ void ApplyJobSpecDefaults(v1::JobSpec* spec) {
   spec->mutable_resources()->set_gpus(spec->gpus_per_rank());
   if (!spec->has_start_timeout_s()) spec->set_start_timeout_s(120);
   if (!spec->has_scale_up_after_s()) spec->set_scale_up_after_s(30);
+  if (spec->restart_policy().empty()) spec->set_restart_policy("on_failure");
   // A command may run quietly for long; a trainer reports every step.
   if (!spec->has_hang_timeout_s()) spec->set_hang_timeout_s(spec->has_trainer() ? 600 : 0);
   if (!spec->has_trainer()) return;

@@ -58,6 +58,28 @@ TEST(SpecValidationTest, EachBadFieldIsNamed) {
       {"command[0]", [](v1::JobSpec* s) { s->set_command(0, ""); }},
       {"working_dir", [](v1::JobSpec* s) { s->set_working_dir("relative"); }},
       {"checkpoint_dir", [](v1::JobSpec* s) { s->set_checkpoint_dir("ckpt"); }},
+      {"labels", [](v1::JobSpec* s) { (*s->mutable_labels())["team!"] = "vision"; }},
+      {"labels", [](v1::JobSpec* s) { (*s->mutable_labels())["team"] = "a b"; }},
+      {"worker_selector", [](v1::JobSpec* s) { (*s->mutable_worker_selector())[""] = "a"; }},
+      {"ranks_per_worker", [](v1::JobSpec* s) { s->set_ranks_per_worker(-1); }},
+      {"ranks_per_worker", [](v1::JobSpec* s) { s->set_ranks_per_worker(3); }},
+      {"ranks_per_worker",
+       [](v1::JobSpec* s) {
+         s->set_ranks(6);
+         s->set_ranks_per_worker(4);
+       }},
+      {"min_ranks",
+       [](v1::JobSpec* s) {
+         s->set_ranks(4);
+         s->set_min_ranks(3);
+         s->set_ranks_per_worker(2);
+       }},
+      {"deadline_s", [](v1::JobSpec* s) { s->set_deadline_s(-1); }},
+      {"restart_policy", [](v1::JobSpec* s) { s->set_restart_policy("always"); }},
+      {"never_retry_exit_codes", [](v1::JobSpec* s) { s->add_never_retry_exit_codes(0); }},
+      {"never_retry_exit_codes", [](v1::JobSpec* s) { s->add_never_retry_exit_codes(256); }},
+      {"resources.cpus", [](v1::JobSpec* s) { s->mutable_resources()->set_cpus(-1); }},
+      {"resources.memory_mb", [](v1::JobSpec* s) { s->mutable_resources()->set_memory_mb(-1); }},
   };
   for (const BadCase& c : cases) {
     v1::JobSpec spec = CommandSpec();
@@ -163,6 +185,29 @@ TEST(SpecValidationTest, SizesAreBoundedAndRefusalsNameTheLimit) {
       << entry;
 }
 
+TEST(SpecValidationTest, PlacementAndPolicyFieldsThatAreRightPass) {
+  v1::JobSpec spec = CommandSpec();
+  (*spec.mutable_labels())["example.com/team"] = "vision";
+  (*spec.mutable_labels())["empty"] = "";
+  (*spec.mutable_worker_selector())["zone"] = "us-east-1a";
+  spec.set_ranks(4);
+  spec.set_ranks_per_worker(2);
+  spec.set_deadline_s(3600);
+  spec.set_restart_policy("never");
+  spec.add_never_retry_exit_codes(2);
+  spec.mutable_resources()->set_cpus(4);
+  spec.mutable_resources()->set_memory_mb(2048);
+  EXPECT_TRUE(ValidateJobSpec(spec).ok()) << ValidateJobSpec(spec);
+  const absl::Status bad_label = ValidateJobSpec([&] {
+    v1::JobSpec s = spec;
+    (*s.mutable_labels())["team"] = "a b";
+    return s;
+  }());
+  EXPECT_EQ(bad_label.message(),
+            "invalid job spec: labels: label team: value \"a b\" must be empty or 1-63 letters, "
+            "digits, '-', '_' or '.', starting and ending with a letter or digit");
+}
+
 TEST(SpecValidationTest, DefaultsFillTheGaps) {
   v1::JobSpec spec = TrainerJobSpec();
   ApplyJobSpecDefaults(&spec);
@@ -170,6 +215,8 @@ TEST(SpecValidationTest, DefaultsFillTheGaps) {
   EXPECT_EQ(spec.trainer().batch_size(), 64);
   EXPECT_EQ(spec.trainer().optimizer().type(), "adamw");
   EXPECT_EQ(spec.trainer().lr_scaling(), "linear");
+  EXPECT_EQ(spec.restart_policy(), "on_failure");
+  EXPECT_EQ(spec.deadline_s(), 0) << "no deadline unless asked";
   EXPECT_TRUE(ValidateJobSpec(spec).ok());
 }
 

@@ -73,6 +73,9 @@ absl::StatusOr<WorkerSession> WorkerMembership::Register(WorkerLink* link,
   m.info.set_hostname(request.hostname());
   m.info.set_slots(request.slots());
   *m.info.mutable_gpus() = request.gpus();
+  *m.info.mutable_labels() = request.labels();
+  m.info.set_cpus(request.cpus());
+  m.info.set_memory_mb(request.memory_mb());
   m.info.set_session(m.info.session() + 1);
   m.link = link;
   m.admitted = false;
@@ -231,6 +234,9 @@ std::vector<SchedulableWorker> WorkerMembership::Schedulable() const {
     w.slots = m.info.slots();
     for (const v1::Gpu& gpu : m.info.gpus()) w.gpu_indices.push_back(gpu.index());
     for (const auto& [key, rank] : m.running) w.running.push_back(rank);
+    w.labels = {m.info.labels().begin(), m.info.labels().end()};
+    w.cpus = m.info.cpus();
+    w.memory_mb = m.info.memory_mb();
   }
   return out;
 }

@@ -62,6 +62,9 @@ struct SchedulableWorker {
   int slots = 0;
   std::vector<int> gpu_indices;  // per slot; empty for a CPU worker
   std::vector<v1::RunningRank> running;  // rank processes the worker reports
+  std::map<std::string, std::string> labels;
+  int cpus = 0;           // 0: not counted
+  int64_t memory_mb = 0;  // 0: not counted
 };
 
 struct LostWorker {

@@ -129,7 +129,7 @@ class MultiHostTest(unittest.TestCase):
             f"name: torch-ddp\nranks: 4\ncommand: [/usr/bin/python3, {script}]\n")
         job = self.finish(job_id)
         logs = self.cluster.logs(job_id)
-        self.assertEqual(job["state"], "SUCCEEDED", logs)
+        self.assertEqual(job["state"], "SUCCEEDED", (job, logs))
         for rank in range(4):
             self.assertIn(f"[rank {rank}] rank {rank}/4 local_rank {rank % 2}: replicas agree",
                           logs)
@@ -161,7 +161,7 @@ class MultiHostTest(unittest.TestCase):
         job_id = first.stdout.strip()
         job = self.finish(job_id)
         logs = self.cluster.logs(job_id)
-        self.assertEqual(job["state"], "SUCCEEDED", logs)
+        self.assertEqual(job["state"], "SUCCEEDED", (job, logs))
         for rank in range(4):
             self.assertRegex(logs, rf"\[rank {rank}\] rank {rank}: shipped with its data; "
                                    rf"left out: True; in /\S+/jobs/{job_id}/code")
@@ -214,7 +214,7 @@ class MultiHostTest(unittest.TestCase):
         self.assertIn("WORKER_LOST", [h.get("reason") for h in job.get("history", [])])
         job = self.finish(job_id, timeout=300)
         logs = self.cluster.logs(job_id)
-        self.assertEqual(job["state"], "SUCCEEDED", logs)
+        self.assertEqual(job["state"], "SUCCEEDED", (job, logs))
         self.assertRegex(logs, rf"resuming from {shared}/{job_id}/step-[1-9]\d*")
 
         # With its link back, the host registers again and keeps nothing of

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/daemon_flags.h"
+#include "common/labels.h"
 #include "common/net.h"
 #include "common/signals.h"
 #include "common/tls.h"
@@ -51,6 +52,25 @@ void AddWorkerFlags(CLI::App& app, ringmaster::WorkerConfig* config) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
   app.add_option("--slots", config->slots,
                  "CPU slots (default: one per GPU, or 1 without GPUs)");
+  app.add_option_function<std::vector<std::string>>(
+         "--label",
+         [config](const std::vector<std::string>& labels) {
+           for (const std::string& text : labels) {
+             absl::StatusOr<std::pair<std::string, std::string>> label =
+                 ringmaster::ParseLabel(text);
+             if (!label.ok()) throw CLI::ValidationError("--label", std::string(label.status().message()));
+             config->labels[label->first] = label->second;
+           }
+         },
+         "key=value a job's worker_selector can ask for; repeatable")
+      ->type_name("KEY=VALUE");
+  app.add_option("--cpus", config->cpus,
+                 "CPUs ranks may reserve with resources.cpus (default: this machine's)")
+      ->check(CLI::Range(1, 1 << 20));
+  app.add_option("--memory-mb", config->memory_mb,
+                 "MiB of memory ranks may reserve with resources.memory_mb (default: this "
+                 "machine's)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   app.add_option("--state-dir", config->state_dir, "rank logs live below it")
       ->capture_default_str();
   app.add_option("--trainer-bin", config->trainer_program, "the built-in trainer's path")

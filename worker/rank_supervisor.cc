@@ -212,7 +212,8 @@ std::vector<RankSupervisor::Process> RankSupervisor::RunningProcesses() {
   for (auto& [key, rank] : ranks_) {
     if (!rank->exited && rank->pid != 0) {
       out.push_back({RefOf(rank->start), rank->pid, rank->start.slot(),
-                     {rank->start.gpus().begin(), rank->start.gpus().end()}});
+                     {rank->start.gpus().begin(), rank->start.gpus().end()},
+                     rank->start.cpus(), rank->start.memory_bytes() >> 20});
     }
   }
   return out;

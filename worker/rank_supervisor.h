@@ -61,6 +61,8 @@ class RankSupervisor {
     pid_t pid = 0;
     int slot = 0;
     std::vector<int> gpus;
+    int cpus = 0;           // reserved by its StartRank
+    int64_t memory_mb = 0;
   };
   std::vector<Process> RunningProcesses();
   // The running rank whose job credential (RINGMASTER_JOB_TOKEN) is `token`.

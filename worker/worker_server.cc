@@ -1,9 +1,11 @@
 #include "worker/worker_server.h"
 
+#include <sched.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -27,6 +29,19 @@
 
 namespace ringmaster {
 namespace {
+
+// The CPUs this process may run on.
+int MachineCpus() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1, static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)));
+}
+
+int64_t MachineMemoryMb() {
+  const int64_t pages = sysconf(_SC_PHYS_PAGES);
+  const int64_t page_size = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page_size > 0 ? pages * page_size >> 20 : 0;
+}
 
 // Names this worker process: a restarted worker is a new incarnation.
 std::string NewIncarnation() {
@@ -58,6 +73,9 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
                  identity.slots(), gpus.size());
     identity.set_slots(static_cast<int>(gpus.size()));
   }
+  *identity.mutable_labels() = {config.labels.begin(), config.labels.end()};
+  identity.set_cpus(config.cpus > 0 ? config.cpus : MachineCpus());
+  identity.set_memory_mb(config.memory_mb > 0 ? config.memory_mb : MachineMemoryMb());
 
   RankSupervisorOptions supervisor_options;
   supervisor_options.log_dir = log_dir;
@@ -206,6 +224,8 @@ std::vector<v1::RunningRank> WorkerServer::RunningRanks() {
     *r.mutable_rank() = p.rank;
     r.set_slot(p.slot);
     for (int gpu : p.gpus) r.add_gpus(gpu);
+    r.set_cpus(p.cpus);
+    r.set_memory_mb(p.memory_mb);
     r.set_pid(p.pid);
     std::error_code error;
     const auto bytes =

@@ -3,6 +3,8 @@
 #ifndef RINGMASTER_WORKER_WORKER_SERVER_H_
 #define RINGMASTER_WORKER_WORKER_SERVER_H_
 
+#include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -33,6 +35,9 @@ struct WorkerConfig {
   std::string state_dir;          // logs below it
   std::string trainer_program;
   int slots = 0;                  // 0: one per GPU, or 1 without GPUs
+  std::map<std::string, std::string> labels;  // for jobs' worker_selector
+  int cpus = 0;                   // offered to ranks' resources.cpus; 0: this machine's
+  int64_t memory_mb = 0;          // offered to ranks' resources.memory_mb; 0: this machine's
   std::string metrics_address;    // host:port of /metrics; empty: none
   absl::Duration metrics_retention = absl::Minutes(10);  // of an ended job's series
   std::string nvml_library = "libnvidia-ml.so.1";

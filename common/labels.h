@@ -1,0 +1,26 @@
+// Labels as Kubernetes writes them, on jobs (`labels`) and workers
+// (`--label key=value`), matched by a job's `worker_selector`.
+//   key:   [prefix/]name, the prefix a DNS subdomain of at most 253 bytes
+//   name:  1-63 of [A-Za-z0-9._-], starting and ending alphanumeric
+//   value: empty, or what a name may be
+#ifndef RINGMASTER_COMMON_LABELS_H_
+#define RINGMASTER_COMMON_LABELS_H_
+
+#include <string>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace ringmaster {
+
+// INVALID_ARGUMENT saying which part breaks which rule.
+absl::Status ValidateLabel(absl::string_view key, absl::string_view value);
+
+// "key=value" (as `--label` and `jobs --label` take it), validated.
+absl::StatusOr<std::pair<std::string, std::string>> ParseLabel(absl::string_view text);
+
+}  // namespace ringmaster
+
+#endif  // RINGMASTER_COMMON_LABELS_H_

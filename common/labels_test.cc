@@ -1,0 +1,40 @@
+#include "common/labels.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace ringmaster {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(LabelsTest, AcceptsWhatKubernetesAccepts) {
+  EXPECT_TRUE(ValidateLabel("team", "vision").ok());
+  EXPECT_TRUE(ValidateLabel("example.com/zone", "us-east_1.a").ok());
+  EXPECT_TRUE(ValidateLabel("gpu", "").ok()) << "an empty value is a value";
+  EXPECT_TRUE(ValidateLabel(std::string(63, 'k'), std::string(63, 'v')).ok());
+}
+
+TEST(LabelsTest, RefusesWhatKubernetesRefusesSayingWhich) {
+  EXPECT_THAT(ValidateLabel("", "x").message(), HasSubstr("the name must be 1-63"));
+  EXPECT_THAT(ValidateLabel("-team", "x").message(), HasSubstr("label key \"-team\""));
+  EXPECT_THAT(ValidateLabel(std::string(64, 'k'), "x").message(), HasSubstr("1-63"));
+  EXPECT_THAT(ValidateLabel("Example.COM/zone", "a").message(), HasSubstr("prefix"));
+  EXPECT_THAT(ValidateLabel("zone", "a b").message(), HasSubstr("value \"a b\""));
+  EXPECT_THAT(ValidateLabel("zone", "a/b").message(), HasSubstr("value"));
+  EXPECT_THAT(ValidateLabel("zone", "\n").message(), HasSubstr("\\n"));
+}
+
+TEST(LabelsTest, ParsesKeyEqualsValue) {
+  auto label = ParseLabel("zone=a=b");
+  EXPECT_FALSE(label.ok()) << "'=' is not in a value";
+  label = ParseLabel("zone=a");
+  ASSERT_TRUE(label.ok()) << label.status();
+  EXPECT_EQ(label->first, "zone");
+  EXPECT_EQ(label->second, "a");
+  EXPECT_THAT(ParseLabel("zone").status().message(), HasSubstr("is not key=value"));
+  ASSERT_TRUE(ParseLabel("gpu=").ok());
+}
+
+}  // namespace
+}  // namespace ringmaster

@@ -1,0 +1,228 @@
+// JobManager: what a spec asks beyond its ranks: restart_policy and
+// never_retry_exit_codes, deadline_s, worker_selector, ranks_per_worker and
+// the CPUs and memory of resources, against what workers register; labels
+// as ListJobs filters; SubmitJob's request_id.
+#include "coordinator/job_manager_fixture.h"
+
+namespace ringmaster {
+namespace {
+
+v1::JobSpec CommandSpec(int ranks) {
+  v1::JobSpec spec;
+  spec.set_name("policy");
+  spec.set_ranks(ranks);
+  spec.add_command("true");
+  return spec;
+}
+
+TEST_F(JobManagerTest, RestartPolicyNeverEndsTheJobAtItsFirstFailure) {
+  TestWorker w1;
+  ASSERT_TRUE(Register(w1, "w1", 1).ok());
+  v1::JobSpec spec = CommandSpec(1);
+  spec.set_max_restarts(3);
+  spec.set_restart_policy("never");
+  const std::string id = Submit(spec);
+  Started(w1, id, 0, 0);
+  Killed(w1, id, 0, 0, 9);
+  EXPECT_EQ(Job(id).state(), v1::FAILED) << "3 restarts left, but the policy says never";
+  EXPECT_EQ(Last(id).message(),
+            "rank 0 was killed by signal 9: not restarting (restart_policy: never)");
+  EXPECT_EQ(Job(id).restarts(), 0);
+}
+
+TEST_F(JobManagerTest, NeverRetryExitCodeEndsTheJobEvenWhenAPeerIsTheCause) {
+  TestWorker w1, w2;
+  ASSERT_TRUE(Register(w1, "w1", 1).ok());
+  ASSERT_TRUE(Register(w2, "w2", 1).ok());
+  v1::JobSpec spec = CommandSpec(2);
+  spec.set_max_restarts(3);
+  spec.add_never_retry_exit_codes(2);
+  const std::string id = Submit(spec);
+  Started(w1, id, 0, 0);
+  Started(w2, id, 0, 1);
+  Exited(w1, id, 0, 0, 2);  // rank 0 refuses its arguments
+  Killed(w2, id, 0, 1, 9);  // rank 1 is killed; a signal outranks an exit as the cause
+  EXPECT_EQ(Job(id).state(), v1::FAILED);
+  EXPECT_EQ(Last(id).reason(), v1::RANK_SIGNALED);
+  EXPECT_EQ(Last(id).message(),
+            "rank 1 was killed by signal 9: not restarting (rank 0 exited with code 2, one of "
+            "never_retry_exit_codes)");
+
+  // Any other code restarts as before.
+  const std::string other = Submit(spec);
+  Started(w1, other, 0, 0);
+  Started(w2, other, 0, 1);
+  Exited(w1, other, 0, 0, 3);
+  Exited(w2, other, 0, 1, 3);
+  Pass(absl::Seconds(1));
+  EXPECT_EQ(Job(other).state(), v1::RESTARTING);
+}
+
+TEST_F(JobManagerTest, DeadlineCountsFromTheFirstStartThroughRestarts) {
+  TestWorker w1;
+  ASSERT_TRUE(Register(w1, "w1", 1).ok());
+  // Queued behind a job that holds the only slot: a deadline does not run
+  // while a job has never started.
+  const std::string blocker = Submit(1);
+  Started(w1, blocker, 0, 0);
+  v1::JobSpec spec = CommandSpec(1);
+  spec.set_deadline_s(60);
+  spec.set_max_restarts(10);
+  const std::string id = Submit(spec);
+  Pass(absl::Seconds(100));
+  EXPECT_EQ(Job(id).state(), v1::PENDING);
+  Exited(w1, blocker, 0, 0, 0);
+  Pass(absl::Seconds(1));
+  ASSERT_EQ(Job(id).state(), v1::STARTING);
+  w1.link.Take();
+
+  // 40 s into the first attempt it fails, restarts, and runs again.
+  Started(w1, id, 0, 0);
+  Pass(absl::Seconds(40));
+  Exited(w1, id, 0, 0, 1);
+  Pass(absl::Seconds(5));
+  Started(w1, id, 1, 0);
+  ASSERT_EQ(Job(id).state(), v1::RUNNING);
+  ASSERT_EQ(Job(id).attempt(), 1);
+  Pass(absl::Seconds(14));
+  EXPECT_EQ(Job(id).state(), v1::RUNNING) << "59 s since its first start";
+  w1.link.Take();
+  Pass(absl::Seconds(1));
+  EXPECT_EQ(Job(id).state(), v1::FAILED);
+  EXPECT_EQ(Last(id).reason(), v1::DEADLINE_EXCEEDED);
+  EXPECT_EQ(Last(id).message(), "RUNNING at its deadline: 60s since its ranks first started "
+                                "(deadline_s)");
+  EXPECT_EQ(Stops(w1), 1) << "its rank is told to stop";
+}
+
+TEST_F(JobManagerTest, DeadlineEndsAJobWaitingBetweenAttempts) {
+  TestWorker w1;
+  ASSERT_TRUE(Register(w1, "w1", 1).ok());
+  v1::JobSpec spec = CommandSpec(1);
+  spec.set_deadline_s(10);
+  spec.set_max_restarts(10);
+  const std::string id = Submit(spec);
+  Started(w1, id, 0, 0);
+  Exited(w1, id, 0, 0, 1);
+  Pass(absl::Seconds(1));
+  Silence(w1);  // no worker to start the next attempt on
+  Pass(absl::Seconds(8));
+  const v1::JobState waiting = Job(id).state();
+  EXPECT_TRUE(waiting == v1::RESTARTING || waiting == v1::PENDING) << StateName(waiting);
+  Pass(absl::Seconds(1));
+  EXPECT_EQ(Job(id).state(), v1::FAILED);
+  EXPECT_EQ(Last(id).reason(), v1::DEADLINE_EXCEEDED);
+}
+
+TEST_F(JobManagerTest, SelectorAndResourcesChooseTheWorkersAndReachTheRanks) {
+  TestWorker a, b;
+  a.labels = {{"zone", "a"}};
+  a.cpus = 16;
+  b.labels = {{"zone", "b"}};
+  b.cpus = 4;
+  b.memory_mb = 8192;
+  ASSERT_TRUE(Register(a, "wa", 4).ok());
+  ASSERT_TRUE(Register(b, "wb", 4).ok());
+  v1::JobSpec spec = CommandSpec(2);
+  (*spec.mutable_worker_selector())["zone"] = "b";
+  spec.mutable_resources()->set_cpus(2);
+  spec.mutable_resources()->set_memory_mb(1024);
+  const std::string id = Submit(spec);
+  const v1::Job job = Job(id);
+  ASSERT_EQ(job.state(), v1::STARTING);
+  for (const v1::RankStatus& rank : job.ranks()) EXPECT_EQ(rank.worker_id(), "wb");
+  std::vector<v1::StartRank> starts = Starts(b);
+  ASSERT_EQ(starts.size(), 2u);
+  EXPECT_EQ(starts[0].cpus(), 2);
+  EXPECT_EQ(starts[0].memory_bytes(), int64_t{1024} << 20);
+
+  // wb has 2 free slots but no CPUs left; wa has both but not the label.
+  const std::string next = Submit(spec);
+  EXPECT_EQ(Job(next).state(), v1::PENDING);
+  EXPECT_EQ(Job(next).pending_reason(),
+            "needs 2 ranks of 1 slot, 2 CPUs and 1024 MB each, on workers with zone=b; room "
+            "for 0 on the 1 matching of 2 alive workers");
+  std::vector<v1::Worker> workers = manager_->ListWorkers();
+  ASSERT_EQ(workers.size(), 2u);
+  EXPECT_EQ(workers[1].labels().at("zone"), "b");
+  EXPECT_EQ(workers[1].cpus(), 4);
+  EXPECT_EQ(workers[1].memory_mb(), 8192);
+}
+
+TEST_F(JobManagerTest, RanksPerWorkerSpreadsTheRanks) {
+  TestWorker w1, w2;
+  ASSERT_TRUE(Register(w1, "w1", 4).ok());
+  ASSERT_TRUE(Register(w2, "w2", 4).ok());
+  v1::JobSpec spec = CommandSpec(4);
+  spec.set_ranks_per_worker(2);
+  const std::string id = Submit(spec);
+  const v1::Job job = Job(id);
+  ASSERT_EQ(job.state(), v1::STARTING);
+  std::vector<std::string> placed;
+  for (const v1::RankStatus& rank : job.ranks()) placed.push_back(rank.worker_id());
+  EXPECT_EQ(placed, (std::vector<std::string>{"w1", "w1", "w2", "w2"}))
+      << "without ranks_per_worker all four would share w1";
+}
+
+TEST_F(JobManagerTest, LabelsFilterTheListOfLiveAndEndedJobs) {
+  auto labelled = [&](std::map<std::string, std::string> labels) {
+    v1::JobSpec spec = CommandSpec(1);
+    *spec.mutable_labels() = {labels.begin(), labels.end()};
+    return Submit(spec);
+  };
+  const std::string a_prod = labelled({{"team", "a"}, {"env", "prod"}});
+  const std::string a_dev = labelled({{"team", "a"}, {"env", "dev"}});
+  const std::string b_prod = labelled({{"team", "b"}, {"env", "prod"}});
+  const std::string none = labelled({});
+  ASSERT_TRUE(manager_->Cancel(a_prod).ok());
+  manager_->Tick();  // a_prod is retired: read from the store
+
+  JobQuery team_a;
+  team_a.labels = {{"team", "a"}};
+  EXPECT_EQ(Ids(Page(team_a)), (std::vector<std::string>{a_dev, a_prod}));
+  JobQuery prod;
+  prod.labels = {{"env", "prod"}};
+  EXPECT_EQ(Ids(Page(prod)), (std::vector<std::string>{b_prod, a_prod}));
+  JobQuery both;
+  both.labels = {{"team", "a"}, {"env", "prod"}};
+  EXPECT_EQ(Ids(Page(both)), (std::vector<std::string>{a_prod}));
+  JobQuery other;
+  other.labels = {{"team", "c"}};
+  EXPECT_TRUE(Page(other).jobs.empty());
+  EXPECT_EQ(Ids(Page(JobQuery{})).size(), 4u) << none << " has no labels and is listed";
+}
+
+TEST_F(JobManagerTest, RequestIdMakesASubmissionSafeToRetryAcrossARestart) {
+  const v1::JobSpec spec = CommandSpec(1);
+  absl::StatusOr<std::string> first = manager_->Submit(spec, "3f2a-retry-1");
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(manager_->Submit(spec, "3f2a-retry-1").value_or(""), *first);
+  EXPECT_NE(manager_->Submit(spec, "another").value_or(*first), *first);
+  EXPECT_NE(manager_->Submit(spec).value_or(*first), *first) << "no request id: a new job";
+
+  Restart();
+  EXPECT_EQ(manager_->Submit(spec, "3f2a-retry-1").value_or(""), *first);
+  v1::JobSpec changed = spec;
+  changed.set_ranks(2);
+  absl::Status conflict = manager_->Submit(changed, "3f2a-retry-1").status();
+  EXPECT_EQ(conflict.code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(conflict.message(),
+            absl::StrCat("request_id \"3f2a-retry-1\" was used for job ", *first,
+                         " with another spec; use a new request_id for a new job"));
+  EXPECT_EQ(manager_->Submit(spec, "has space").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(manager_->Submit(spec, std::string(129, 'x')).status().code(),
+            absl::StatusCode::kInvalidArgument);
+
+  // Ended and retired, it still answers; deleted, the id is free again.
+  ASSERT_TRUE(manager_->Cancel(*first).ok());
+  manager_->Tick();
+  EXPECT_EQ(manager_->Submit(spec, "3f2a-retry-1").value_or(""), *first);
+  ASSERT_TRUE(manager_->Delete(*first).ok());
+  absl::StatusOr<std::string> again = manager_->Submit(spec, "3f2a-retry-1");
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_NE(*again, *first);
+}
+
+}  // namespace
+}  // namespace ringmaster
