@@ -13,6 +13,9 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
@@ -94,7 +97,9 @@ JobManager::JobManager(JobStore* store, RendezvousStore* rendezvous,
                 membership->Send(worker_id, message);
               }),
       table_(store, &outbox_, clock, options_.on_transition),
-      rng_(std::random_device{}()) {}
+      rng_(std::random_device{}()),
+      run_id_(absl::StrFormat("%016x", std::random_device{}() * uint64_t{0x100000000} ^
+                                           std::random_device{}())) {}
 
 absl::Status JobManager::Recover() {
   MutexLock lock(&mu_);
@@ -232,6 +237,52 @@ absl::StatusOr<int64_t> JobManager::Watch(const std::string& job_id, JobObserver
 }
 
 void JobManager::Unwatch(int64_t watch_id) { outbox_.Unwatch(watch_id); }
+
+std::string JobManager::ResumeToken(const v1::Job& job) const {
+  return absl::StrCat(run_id_, ".", job.revision());
+}
+
+absl::StatusOr<int64_t> JobManager::WatchAll(const std::string& resume_token,
+                                             JobObserver observer) {
+  int64_t watch_id = 0;
+  {
+    MutexLock lock(&mu_);
+    std::vector<v1::Job> first;
+    if (resume_token.empty()) {
+      for (const auto& [number, record] : table_.resident()) first.push_back(record->job);
+      std::sort(first.begin(), first.end(), [](const v1::Job& a, const v1::Job& b) {
+        return a.revision() < b.revision();
+      });
+    } else {
+      const std::pair<std::string, std::string> parts = absl::StrSplit(resume_token, '.');
+      int64_t revision = 0;
+      if (!absl::SimpleAtoi(parts.second, &revision)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "resume_token \"", absl::CHexEscape(resume_token.substr(0, 64)),
+            "\" is not one this API gave (pass an event's resume_token back as it is)"));
+      }
+      if (parts.first != run_id_) {
+        return absl::OutOfRangeError(
+            "resume_token is of an earlier run of the coordinator; watch again without one");
+      }
+      ASSIGN_OR_RETURN(auto changed, table_.ChangedSince(revision));
+      for (const auto& [job_id, latest] : changed) {
+        if (const JobRecord* record = table_.Find(job_id)) {
+          first.push_back(record->job);
+          continue;
+        }
+        absl::StatusOr<v1::Job> retired = store_->Load(job_id);
+        if (absl::IsNotFound(retired.status())) continue;  // deleted since
+        if (!retired.ok()) return retired.status();
+        retired->set_revision(latest);
+        first.push_back(*std::move(retired));
+      }
+    }
+    watch_id = outbox_.WatchAll(std::move(first), std::move(observer));
+  }
+  outbox_.Flush();  // delivers the listing
+  return watch_id;
+}
 
 absl::StatusOr<std::vector<RankLogSource>> JobManager::LogSources(const std::string& job_id) {
   ASSIGN_OR_RETURN(v1::Job job, Get(job_id));

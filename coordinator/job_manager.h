@@ -118,6 +118,16 @@ class JobManager {
   // the id is 0 when the job has ended (one call, nothing to unwatch).
   absl::StatusOr<int64_t> Watch(const std::string& job_id, JobObserver observer);
   void Unwatch(int64_t watch_id);
+  // Every job: with an empty `resume_token`, each job in memory (those
+  // active and those just ended) oldest change first; with the token of a
+  // job snapshot this coordinator gave (ResumeToken), each job changed
+  // since, at its latest. Then every change of any job, in revision order.
+  // OUT_OF_RANGE when the token is too old, or of an earlier run of the
+  // coordinator: the watcher starts again without one. Deleted jobs are not
+  // announced.
+  absl::StatusOr<int64_t> WatchAll(const std::string& resume_token, JobObserver observer);
+  // Where a watcher that has seen `job` goes on from.
+  std::string ResumeToken(const v1::Job& job) const;
   absl::StatusOr<std::vector<RankLogSource>> LogSources(const std::string& job_id);
 
   std::vector<v1::Worker> ListWorkers();
@@ -214,6 +224,7 @@ class JobManager {
   Mutex mu_;
   JobTable table_ ABSL_GUARDED_BY(mu_);
   std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);  // back-off jitter
+  const std::string run_id_;  // this run of the coordinator, in resume tokens
   absl::Time next_prune_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
 };
 

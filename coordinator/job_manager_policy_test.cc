@@ -1,7 +1,8 @@
 // JobManager: what a spec asks beyond its ranks: restart_policy and
 // never_retry_exit_codes, deadline_s, worker_selector, ranks_per_worker and
 // the CPUs and memory of resources, against what workers register; labels
-// as ListJobs filters; SubmitJob's request_id.
+// as ListJobs filters; SubmitJob's request_id; WatchAll and its resume
+// tokens.
 #include "coordinator/job_manager_fixture.h"
 
 namespace ringmaster {
@@ -222,6 +223,52 @@ TEST_F(JobManagerTest, RequestIdMakesASubmissionSafeToRetryAcrossARestart) {
   absl::StatusOr<std::string> again = manager_->Submit(spec, "3f2a-retry-1");
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_NE(*again, *first);
+}
+
+TEST_F(JobManagerTest, WatchAllListsThenFollowsEveryJobAndResumesFromAToken) {
+  TestWorker w1;
+  ASSERT_TRUE(Register(w1, "w1", 1).ok());
+  const std::string a = Submit(1);  // STARTING on w1
+  const std::string b = Submit(1);  // PENDING behind it
+  std::vector<v1::Job> seen;
+  absl::StatusOr<int64_t> watch =
+      manager_->WatchAll("", [&](const v1::Job& job) { seen.push_back(job); });
+  ASSERT_TRUE(watch.ok()) << watch.status();
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0].id(), a);
+  EXPECT_EQ(seen[1].id(), b);
+  EXPECT_LT(seen[0].revision(), seen[1].revision()) << "oldest change first";
+  Started(w1, a, 0, 0);
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_EQ(seen[2].state(), v1::RUNNING);
+  const std::string token = manager_->ResumeToken(seen[2]);
+  manager_->Unwatch(*watch);
+
+  // Away: a succeeds (and is retired from memory), b starts.
+  Exited(w1, a, 0, 0, 0);
+  manager_->Tick();
+  std::vector<v1::Job> resumed;
+  watch = manager_->WatchAll(token, [&](const v1::Job& job) { resumed.push_back(job); });
+  ASSERT_TRUE(watch.ok()) << watch.status();
+  ASSERT_EQ(resumed.size(), 2u) << "each changed job once, as it is now";
+  EXPECT_EQ(resumed[0].id(), a);
+  EXPECT_EQ(resumed[0].state(), v1::SUCCEEDED);
+  EXPECT_EQ(resumed[1].id(), b);
+  EXPECT_EQ(resumed[1].state(), v1::STARTING);
+  EXPECT_GT(resumed[0].revision(), seen[2].revision());
+  EXPECT_GT(resumed[1].revision(), resumed[0].revision());
+  Started(w1, b, 0, 0);
+  ASSERT_EQ(resumed.size(), 3u);
+  EXPECT_EQ(resumed[2].state(), v1::RUNNING);
+  manager_->Unwatch(*watch);
+
+  EXPECT_EQ(manager_->WatchAll("nonsense", [](const v1::Job&) {}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  Restart();
+  absl::Status stale = manager_->WatchAll(token, [](const v1::Job&) {}).status();
+  EXPECT_EQ(stale.code(), absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(stale.message(),
+            "resume_token is of an earlier run of the coordinator; watch again without one");
 }
 
 }  // namespace

@@ -66,6 +66,63 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::JobEvent> {
   StreamWriter<v1::JobEvent> writer_;
 };
 
+// Every job's changes (WatchJobs), until the client goes or falls too far
+// behind.
+class WatchAllReactor final : public grpc::ServerWriteReactor<v1::JobsEvent> {
+ public:
+  static constexpr size_t kMaxQueuedChanges = 4096;
+
+  WatchAllReactor(JobManager* manager, const v1::WatchJobsRequest& request)
+      : manager_(manager),
+        labels_(request.labels().begin(), request.labels().end()),
+        writer_(this, kMaxQueuedChanges, Overflow::kEnd,
+                [](const v1::JobsEvent& queued, const v1::JobsEvent& next) {
+                  return queued.job().id() == next.job().id() &&
+                         queued.job().state() == next.job().state();
+                }) {
+    auto watch = manager_->WatchAll(request.resume_token(),
+                                    [this](const v1::Job& job) { Push(job); });
+    if (!watch.ok()) {
+      writer_.Finish(ToGrpcStatus(watch.status()), /*drain=*/false);
+      return;
+    }
+    watch_id_ = *watch;
+    HandToGrpc(this);
+  }
+
+  void OnWriteDone(bool ok) override {
+    GrpcCallback callback(this);
+    writer_.OnWriteDone(ok);
+  }
+  void OnCancel() override {
+    GrpcCallback callback(this);
+    writer_.OnCancel();
+  }
+  void OnDone() override {
+    BackFromGrpc(this);
+    if (watch_id_ != 0) manager_->Unwatch(watch_id_);
+    delete this;
+  }
+
+ private:
+  void Push(const v1::Job& job) {
+    const auto& own = job.spec().labels();
+    for (const auto& [key, value] : labels_) {
+      auto it = own.find(key);
+      if (it == own.end() || it->second != value) return;
+    }
+    v1::JobsEvent event;
+    *event.mutable_job() = job;
+    event.set_resume_token(manager_->ResumeToken(job));
+    writer_.Write(std::move(event));
+  }
+
+  JobManager* const manager_;
+  const std::map<std::string, std::string> labels_;
+  int64_t watch_id_ = 0;
+  StreamWriter<v1::JobsEvent> writer_;
+};
+
 }  // namespace
 
 grpc::ServerUnaryReactor* JobServiceImpl::SubmitJob(
@@ -166,6 +223,16 @@ grpc::ServerWriteReactor<v1::JobEvent>* JobServiceImpl::WatchJob(
   if (s.ok()) s = ValidateJobId(request->job_id());
   if (!s.ok()) return new RefusedWriteReactor<v1::JobEvent>(ToGrpcStatus(s));
   return new WatchReactor(manager_, request->job_id());
+}
+
+grpc::ServerWriteReactor<v1::JobsEvent>* JobServiceImpl::WatchJobs(
+    grpc::CallbackServerContext* context, const v1::WatchJobsRequest* request) {
+  absl::Status s = access_->RequireAdmin(*context);
+  for (const auto& [key, value] : request->labels()) {
+    if (s.ok()) s = ValidateLabel(key, value);
+  }
+  if (!s.ok()) return new RefusedWriteReactor<v1::JobsEvent>(ToGrpcStatus(s));
+  return new WatchAllReactor(manager_, *request);
 }
 
 grpc::ServerWriteReactor<v1::LogChunk>* JobServiceImpl::StreamLogs(

@@ -36,6 +36,9 @@ class JobServiceImpl final : public v1::JobService::CallbackService {
   grpc::ServerWriteReactor<v1::JobEvent>* WatchJob(
       grpc::CallbackServerContext* context,
       const v1::WatchJobRequest* request) override;
+  grpc::ServerWriteReactor<v1::JobsEvent>* WatchJobs(
+      grpc::CallbackServerContext* context,
+      const v1::WatchJobsRequest* request) override;
   grpc::ServerWriteReactor<v1::LogChunk>* StreamLogs(
       grpc::CallbackServerContext* context,
       const v1::StreamLogsRequest* request) override;

@@ -73,7 +73,7 @@ absl::Status JobTable::Load() {
   ASSIGN_OR_RETURN(std::vector<RetiredJob> retired, store_->LoadRetired());
   for (RetiredJob& job : retired) retired_[job.number] = std::move(job);
   ASSIGN_OR_RETURN(std::vector<v1::Job> jobs, store_->LoadResident());
-  for (v1::Job& job : jobs) Add(std::move(job));
+  for (v1::Job& job : jobs) Notify(Add(std::move(job)));  // each takes a revision
   RetireEnded();
   return absl::OkStatus();
 }
@@ -92,9 +92,12 @@ absl::StatusOr<JobRecord*> JobTable::Create(v1::JobSpec spec, const std::string&
     job.set_id(absl::StrCat(spec.name(), "-", number));
     *job.mutable_spec() = std::move(spec);
     job.set_world_size(job.spec().ranks());
+    Stamp(job);
     return store_->Create(job, request_id);
   }));
-  return &Add(std::move(job));
+  JobRecord& added = Add(std::move(job));
+  outbox_->Notify(added.job);
+  return &added;
 }
 
 void JobTable::RetireEnded() {
@@ -175,6 +178,7 @@ absl::Status JobTable::Transition(JobRecord& record, v1::JobState to, v1::Reason
   next.set_state(to);
   if (to != v1::PENDING) next.clear_pending_reason();
   *next.add_history() = change;
+  Stamp(next);
   if (absl::Status s = store_->RecordTransition(next, change); !s.ok()) {
     spdlog::error("job {}: cannot store {} -> {}: {}", job.id(), StateName(job.state()),
                   StateName(to), s.ToString());
@@ -190,18 +194,24 @@ absl::Status JobTable::Transition(JobRecord& record, v1::JobState to, v1::Reason
     pending_.erase(number);
   }
   record.job = std::move(next);
-  Notify(record);
+  outbox_->Notify(record.job);
   return absl::OkStatus();
 }
 
 void JobTable::Persist(JobRecord& record) {
+  Stamp(record.job);
   if (absl::Status s = store_->Update(record.job); !s.ok()) {
     spdlog::error("job {}: cannot store its snapshot: {}", record.job.id(), s.ToString());
   }
-  Notify(record);
+  outbox_->Notify(record.job);
 }
 
-void JobTable::Notify(const JobRecord& record) { outbox_->Notify(record.job); }
+void JobTable::Notify(JobRecord& record) {
+  Stamp(record.job);
+  outbox_->Notify(record.job);
+}
+
+void JobTable::Stamp(v1::Job& job) { job.set_revision(changes_.Record(job.id())); }
 
 int64_t JobTable::Watch(const JobRecord& record, Outbox::Observer observer) {
   return outbox_->Watch(record.job, std::move(observer));

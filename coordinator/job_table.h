@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "coordinator/change_log.h"
 #include "coordinator/job_store.h"
 #include "coordinator/outbox.h"
 #include "coordinator/progress_watch.h"
@@ -102,8 +103,16 @@ class JobTable {
                           const std::string& message);
   // Stores the snapshot (ranks, progress) and tells the watchers.
   void Persist(JobRecord& record);
-  // Tells the watchers only (progress between snapshots).
-  void Notify(const JobRecord& record);
+  // Tells the watchers only (progress between snapshots). Every change
+  // (a new job, a transition, a snapshot, progress) takes the next
+  // revision, stored with it when it is stored.
+  void Notify(JobRecord& record);
+  // The jobs changed after `revision`, oldest change first, each with its
+  // latest revision (ChangeLog::ChangedSince).
+  absl::StatusOr<std::vector<std::pair<std::string, int64_t>>> ChangedSince(
+      int64_t revision) const {
+    return changes_.ChangedSince(revision);
+  }
 
   // Retires every resident job that has ended with no rank holding a slot.
   // Invalidates references to those records.
@@ -116,12 +125,19 @@ class JobTable {
   int64_t Watch(const JobRecord& record, Outbox::Observer observer);
 
  private:
+  // Enough for a watcher to resume after a short break in a busy cluster
+  // (a job reports progress about once a second).
+  static constexpr size_t kRememberedChanges = 20000;
+
   JobRecord& Add(v1::Job job);
+  // Gives the job's change the next revision.
+  void Stamp(v1::Job& job);
 
   JobStore* const store_;
   Outbox* const outbox_;
   const Clock* const clock_;
   const TransitionHook on_transition_;
+  ChangeLog changes_{kRememberedChanges};
   Records resident_;
   std::map<std::string, JobRecord*> by_id_;  // resident
   std::set<int64_t> pending_;

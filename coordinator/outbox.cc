@@ -19,7 +19,7 @@ void Outbox::Send(const std::string& worker_id, v1::CoordinatorMessage message) 
 
 void Outbox::Notify(const v1::Job& job) {
   MutexLock lock(&mu_);
-  if (watched_jobs_.count(job.id()) == 0) return;
+  if (watched_jobs_.count(job.id()) == 0 && watching_all_.empty()) return;
   Item item;
   item.seq = next_seq_++;
   item.job = std::make_shared<const v1::Job>(job);
@@ -39,10 +39,29 @@ int64_t Outbox::Watch(const v1::Job& job, Observer observer) {
   return id;
 }
 
+int64_t Outbox::WatchAll(std::vector<v1::Job> first, Observer observer) {
+  MutexLock lock(&mu_);
+  const int64_t id = next_watch_id_++;
+  watchers_[id] = Watcher{"", next_seq_, std::move(observer)};
+  watching_all_.insert(id);
+  for (v1::Job& job : first) {
+    Item item;
+    item.seq = next_seq_++;
+    item.job = std::make_shared<const v1::Job>(std::move(job));
+    item.only_watch = id;
+    queue_.push_back(std::move(item));
+  }
+  return id;
+}
+
 void Outbox::Unwatch(int64_t watch_id) {
   MutexLock lock(&mu_);
   auto it = watchers_.find(watch_id);
   if (it == watchers_.end()) return;
+  if (watching_all_.erase(watch_id) > 0) {
+    watchers_.erase(it);
+    return;
+  }
   auto [begin, end] = watched_jobs_.equal_range(it->second.job_id);
   for (auto w = begin; w != end; ++w) {
     if (w->second == watch_id) {
@@ -89,6 +108,10 @@ void Outbox::DeliverLocked(const Item& item) {
   for (auto w = begin; w != end; ++w) {
     const Watcher& watcher = watchers_.at(w->second);
     if (watcher.since < item.seq) watcher.observer(*item.job);
+  }
+  for (int64_t id : watching_all_) {
+    const Watcher& watcher = watchers_.at(id);
+    if (watcher.since <= item.seq && item.only_watch == 0) watcher.observer(*item.job);
   }
 }
 

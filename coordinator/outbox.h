@@ -12,7 +12,9 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
@@ -44,6 +46,9 @@ class Outbox {
   // Registers `observer` for the job; its first call is `job` as it is now,
   // delivered like a change, and it sees no change queued before.
   int64_t Watch(const v1::Job& job, Observer observer);
+  // Registers `observer` for every job; its first calls are `first`, in
+  // order, delivered like changes, and it sees no change queued before.
+  int64_t WatchAll(std::vector<v1::Job> first, Observer observer);
   // After this returns the observer is not called again.
   void Unwatch(int64_t watch_id);
 
@@ -62,7 +67,7 @@ class Outbox {
     int64_t only_watch = 0;               // this watcher alone (its first call)
   };
   struct Watcher {
-    std::string job_id;
+    std::string job_id;  // empty: every job
     int64_t since = 0;  // sees items numbered from here
     Observer observer;
   };
@@ -79,6 +84,7 @@ class Outbox {
   int64_t next_seq_ ABSL_GUARDED_BY(mu_) = 1;
   std::map<int64_t, Watcher> watchers_ ABSL_GUARDED_BY(mu_);
   std::multimap<std::string, int64_t> watched_jobs_ ABSL_GUARDED_BY(mu_);  // job id -> watch id
+  std::set<int64_t> watching_all_ ABSL_GUARDED_BY(mu_);
   int64_t next_watch_id_ ABSL_GUARDED_BY(mu_) = 1;
 };
 

@@ -95,5 +95,26 @@ TEST_F(OutboxTest, NoCallAfterUnwatchAndNoSnapshotWithoutWatchers) {
                                                           "sync", "sync"}));
 }
 
+TEST_F(OutboxTest, AWatcherOfEveryJobSeesItsListingThenEveryJobsChanges) {
+  v1::Job other = JobIn(v1::PENDING);
+  other.set_id("b-2");
+  outbox_.Notify(JobIn(v1::STARTING));  // before the watch: not seen
+  const int64_t all = outbox_.WatchAll({JobIn(v1::STARTING), other}, Watcher("all"));
+  const int64_t one = outbox_.Watch(JobIn(v1::STARTING), Watcher("one"));
+  outbox_.Notify(JobIn(v1::RUNNING));
+  other.set_state(v1::STARTING);
+  outbox_.Notify(other);
+  outbox_.Flush();
+  EXPECT_EQ(recorder_.Events(),
+            (std::vector<std::string>{"sync", "all sees STARTING", "all sees PENDING",
+                                      "one sees STARTING", "one sees RUNNING", "all sees RUNNING",
+                                      "all sees STARTING"}));
+  outbox_.Unwatch(all);
+  outbox_.Unwatch(one);
+  outbox_.Notify(JobIn(v1::SUCCEEDED));  // nobody watches
+  outbox_.Flush();
+  EXPECT_EQ(recorder_.Events().size(), 8u);
+}
+
 }  // namespace
 }  // namespace ringmaster
