@@ -66,9 +66,11 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   server->rendezvous_service_ =
       std::make_unique<RendezvousServiceImpl>(server->rendezvous_.get(), clock, access);
 
-  grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  server->tooling_ = std::make_unique<ServerTooling>(std::vector<std::string>{
+      v1::JobService::service_full_name(), v1::ClusterService::service_full_name(),
+      v1::WorkerService::service_full_name(), v1::RendezvousService::service_full_name()});
   grpc::ServerBuilder builder;
+  server->tooling_->AddTo(builder);
   builder.AddListeningPort(config.listen_address, ServerCredentials(config.tls),
                            &server->port_);
   // A request may carry a spec or a rendezvous value at their limits (and a
@@ -93,6 +95,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     return absl::UnavailableError(
         absl::StrCat("cannot listen on ", config.listen_address));
   }
+  server->tooling_->Serving(server->server_.get(), true);
   if (!config.metrics_address.empty()) {
     ASSIGN_OR_RETURN(server->metrics_server_,
                      MetricsServer::Start(config.metrics_address, &server->registry_));
@@ -133,6 +136,7 @@ CoordinatorServer::~CoordinatorServer() {
   // The server's shutdown waits for every call to finish: a rendezvous Wait
   // would otherwise hold it until its own deadline, up to an hour away.
   rendezvous_->Close();
+  if (server_) tooling_->Serving(server_.get(), false);
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
 }
 

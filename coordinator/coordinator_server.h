@@ -13,6 +13,7 @@
 #include "common/mutex.h"
 #include "common/metrics.h"
 #include "common/metrics_server.h"
+#include "common/server_reflection_v1.h"
 #include "common/tls.h"
 #include "coordinator/access_policy.h"
 #include "coordinator/code_store.h"
@@ -75,6 +76,7 @@ class CoordinatorServer {
   std::unique_ptr<ClusterServiceImpl> cluster_service_;
   std::unique_ptr<WorkerServiceImpl> worker_service_;
   std::unique_ptr<RendezvousServiceImpl> rendezvous_service_;
+  std::unique_ptr<ServerTooling> tooling_;  // health and reflection
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
   Notification stop_;

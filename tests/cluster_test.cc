@@ -4,7 +4,10 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <set>
 #include <sstream>
+
+#include <google/protobuf/descriptor.pb.h>
 
 #include <gtest/gtest.h>
 
@@ -13,6 +16,7 @@
 #include "client/client.h"
 #include "common/net.h"
 #include "common/subprocess.h"
+#include "proto/reflection_v1.grpc.pb.h"
 #include "tests/cluster_fixture.h"
 #include "tests/health.grpc.pb.h"
 #include "tests/test_util.h"
@@ -228,22 +232,100 @@ TEST_F(ClusterTest, InvalidSpecNamesTheFieldAndCreatesNothing) {
   EXPECT_NE(unknown.err.find("no job \"nope-1\""), std::string::npos) << unknown.err;
 }
 
-TEST_F(ClusterTest, EveryServerServesGrpcHealth) {
-  std::vector<std::string> addresses = {address_};
+namespace rv1 = grpc::reflection::v1;
+
+// One request on a reflection stream of `version` ("v1" or "v1alpha",
+// whose messages are the same).
+rv1::ServerReflectionResponse Reflect(const std::shared_ptr<grpc::Channel>& channel,
+                                      const std::string& version,
+                                      const rv1::ServerReflectionRequest& request) {
+  // RpcMethod keeps the pointer: the name must outlive it.
+  const std::string name = "/grpc.reflection." + version + ".ServerReflection/ServerReflectionInfo";
+  const grpc::internal::RpcMethod method(name.c_str(), grpc::internal::RpcMethod::BIDI_STREAMING,
+                                         channel);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  std::unique_ptr<grpc::ClientReaderWriter<rv1::ServerReflectionRequest,
+                                           rv1::ServerReflectionResponse>>
+      stream(grpc::internal::ClientReaderWriterFactory<
+             rv1::ServerReflectionRequest, rv1::ServerReflectionResponse>::Create(channel.get(),
+                                                                                 method,
+                                                                                 &context));
+  rv1::ServerReflectionResponse response;
+  EXPECT_TRUE(stream->Write(request)) << version;
+  EXPECT_TRUE(stream->Read(&response)) << version;
+  stream->WritesDone();
+  const grpc::Status status = stream->Finish();
+  EXPECT_TRUE(status.ok()) << version << ": " << status.error_message();
+  return response;
+}
+
+// Health by server and by service name, and reflection in both versions,
+// as grpcurl, grpc_health_probe and Kubernetes' gRPC probes ask for them.
+TEST_F(ClusterTest, EveryServerServesHealthPerServiceAndReflectionV1AndV1alpha) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> servers = {
+      {address_,
+       {"ringmaster.v1.JobService", "ringmaster.v1.ClusterService", "ringmaster.v1.WorkerService",
+        "ringmaster.v1.RendezvousService"}}};
   auto workers = client_->ListWorkers();
   ASSERT_TRUE(workers.ok());
-  for (const auto& w : *workers) addresses.push_back(w.address());
-  ASSERT_EQ(addresses.size(), 3u);
-  for (const std::string& address : addresses) {
+  for (const auto& w : *workers) {
+    servers.push_back({w.address(), {"ringmaster.v1.WorkerAgentService"}});
+  }
+  ASSERT_EQ(servers.size(), 3u);
+  for (const auto& [address, services] : servers) {
     // Anyone may ask: no credential, only the CA to check the server.
-    auto health = grpc::health::v1::Health::NewStub(MakeChannel(address, CaOnly(), "localhost"));
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-    grpc::health::v1::HealthCheckResponse response;
-    grpc::Status status =
-        health->Check(&context, grpc::health::v1::HealthCheckRequest(), &response);
-    EXPECT_TRUE(status.ok()) << address << ": " << status.error_message();
-    EXPECT_EQ(response.status(), grpc::health::v1::HealthCheckResponse::SERVING) << address;
+    auto channel = MakeChannel(address, CaOnly(), "localhost");
+    auto health = grpc::health::v1::Health::NewStub(channel);
+    auto check = [&](const std::string& service, grpc::health::v1::HealthCheckResponse* response) {
+      grpc::ClientContext context;
+      context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+      grpc::health::v1::HealthCheckRequest request;
+      request.set_service(service);
+      return health->Check(&context, request, response);
+    };
+    std::vector<std::string> names = services;
+    names.push_back("");  // the server as a whole
+    for (const std::string& name : names) {
+      grpc::health::v1::HealthCheckResponse response;
+      const grpc::Status status = check(name, &response);
+      EXPECT_TRUE(status.ok()) << address << " " << name << ": " << status.error_message();
+      EXPECT_EQ(response.status(), grpc::health::v1::HealthCheckResponse::SERVING)
+          << address << " " << name;
+    }
+    grpc::health::v1::HealthCheckResponse unknown;
+    EXPECT_EQ(check("no.such.Service", &unknown).error_code(), grpc::StatusCode::NOT_FOUND);
+
+    for (const std::string version : {"v1", "v1alpha"}) {
+      rv1::ServerReflectionRequest list;
+      list.set_list_services("");
+      const rv1::ServerReflectionResponse services_listed = Reflect(channel, version, list);
+      std::set<std::string> listed;
+      for (const auto& s : services_listed.list_services_response().service()) {
+        listed.insert(s.name());
+      }
+      for (const std::string& name : services) {
+        EXPECT_EQ(listed.count(name), 1u) << address << " " << version << " lists " << name;
+      }
+      EXPECT_EQ(listed.count("grpc.reflection.v1.ServerReflection"), 1u) << version;
+      rv1::ServerReflectionRequest symbol;
+      symbol.set_file_containing_symbol(services[0]);
+      const rv1::ServerReflectionResponse file = Reflect(channel, version, symbol);
+      ASSERT_GT(file.file_descriptor_response().file_descriptor_proto_size(), 0)
+          << address << " " << version << ": " << file.error_response().error_message();
+      google::protobuf::FileDescriptorProto proto;
+      ASSERT_TRUE(
+          proto.ParseFromString(file.file_descriptor_response().file_descriptor_proto(0)));
+      EXPECT_EQ(proto.package(), "ringmaster.v1") << version;
+      bool has_service = false;
+      for (const auto& s : proto.service()) has_service |= "ringmaster.v1." + s.name() == services[0];
+      EXPECT_TRUE(has_service) << proto.name() << " " << version;
+      rv1::ServerReflectionRequest missing;
+      missing.set_file_containing_symbol("no.such.Symbol");
+      EXPECT_EQ(Reflect(channel, version, missing).error_response().error_code(),
+                grpc::StatusCode::NOT_FOUND)
+          << version;
+    }
   }
 }
 

@@ -193,9 +193,10 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
     if (!metrics_server.ok()) return metrics_server.status();
     server->metrics_server_ = *std::move(metrics_server);
   }
-  grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  server->tooling_ = std::make_unique<ServerTooling>(
+      std::vector<std::string>{v1::WorkerAgentService::service_full_name()});
   grpc::ServerBuilder builder;
+  server->tooling_->AddTo(builder);
   int port = 0;
   builder.AddListeningPort(config.listen_address, ServerCredentials(config.tls), &port);
   builder.RegisterService(server->agent_.get());
@@ -203,6 +204,7 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
   if (server->server_ == nullptr || port == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", config.listen_address));
   }
+  server->tooling_->Serving(server->server_.get(), true);
   server->link_thread_ = std::thread([self] {
     absl::Status status = self->link_->Run();
     if (!status.ok()) {
@@ -243,6 +245,7 @@ absl::Status WorkerServer::fatal() {
 }
 
 void WorkerServer::Shutdown(absl::Duration grace) {
+  tooling_->Serving(server_.get(), false);  // before the ranks are stopped
   metrics_server_.reset();
   supervisor_->StopAll(grace);
   if (!supervisor_->WaitAllExited(grace + absl::Seconds(5))) {

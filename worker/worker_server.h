@@ -23,6 +23,7 @@
 #include "common/metrics.h"
 #include "common/mutex.h"
 #include "common/metrics_server.h"
+#include "common/server_reflection_v1.h"
 #include "common/tls.h"
 
 namespace ringmaster {
@@ -74,6 +75,7 @@ class WorkerServer {
   std::unique_ptr<CoordinatorLink> link_;
   std::unique_ptr<AgentAccess> access_;
   std::unique_ptr<AgentServiceImpl> agent_;
+  std::unique_ptr<ServerTooling> tooling_;  // health and reflection
   std::unique_ptr<grpc::Server> server_;
   std::thread link_thread_;
   Mutex mu_;
