@@ -44,11 +44,13 @@ void Client::Prepare(grpc::ClientContext* context, bool bounded) const {
   AddBearerToken(context, token_);
 }
 
-absl::StatusOr<std::string> Client::Submit(const v1::JobSpec& spec) {
+absl::StatusOr<std::string> Client::Submit(const v1::JobSpec& spec,
+                                           const std::string& request_id) {
   grpc::ClientContext context;
   Prepare(&context, true);
   v1::SubmitJobRequest request;
   *request.mutable_spec() = spec;
+  request.set_request_id(request_id);
   v1::SubmitJobResponse response;
   grpc::Status status = jobs_->SubmitJob(&context, request, &response);
   if (!status.ok()) return Explain(status, address_, tls_);

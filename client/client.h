@@ -33,7 +33,8 @@ class Client {
 
   const std::string& address() const { return address_; }
 
-  absl::StatusOr<std::string> Submit(const v1::JobSpec& spec);
+  // `request_id` (optional) makes a retried submit return the first one's job.
+  absl::StatusOr<std::string> Submit(const v1::JobSpec& spec, const std::string& request_id = "");
   absl::StatusOr<v1::Job> GetJob(const std::string& job_id);
   // Every job, newest first, read page by page.
   absl::StatusOr<std::vector<v1::Job>> ListJobs();

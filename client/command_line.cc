@@ -97,12 +97,16 @@ void AddJobCommands(CLI::App& app, Invocation* run, std::map<Command, CLI::App*>
           [run](int64_t mb) { run->submit.upload_limit_bytes = mb << 20; },
           "most MiB of files the shipped directory may hold (default 100)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  submit->add_option("--request-id", run->submit.request_id,
+                     "submitting again with the same id (and spec) returns the same job");
   (*commands)[Command::kSubmit] = submit;
 
   CLI::App* jobs = app.add_subcommand("jobs", "list jobs, newest first");
   jobs->add_option("--limit", run->jobs.limit, "how many")->capture_default_str();
   jobs->add_flag("--all", run->jobs.all, "every job");
   jobs->add_option("--state", run->jobs.states, "only jobs in this state (repeat)");
+  jobs->add_option("--label,-l", run->jobs.labels,
+                   "only jobs with this label, key=value (repeat: all of them)");
   (*commands)[Command::kJobs] = jobs;
 
   CLI::App* status = app.add_subcommand("status", "show one job");

@@ -21,6 +21,7 @@
 #include "client/job_spec_yaml.h"
 #include "client/output.h"
 #include "client/top.h"
+#include "common/labels.h"
 #include "common/net.h"
 #include "common/status_macros.h"
 
@@ -265,7 +266,7 @@ int RunSubmit(const GlobalOptions& global, const SubmitOptions& options) {
       return Fail(s);
     }
   }
-  absl::StatusOr<std::string> id = client.Submit(*spec);
+  absl::StatusOr<std::string> id = client.Submit(*spec, options.request_id);
   if (!id.ok()) return Fail(id.status());
   if (global.table()) {
     std::cout << *id << std::endl;
@@ -285,6 +286,11 @@ int RunJobs(const GlobalOptions& global, const JobsOptions& options) {
       return Fail(absl::InvalidArgumentError(absl::StrCat("--state ", name, ": no such state")));
     }
     request.add_states(state);
+  }
+  for (const std::string& text : options.labels) {
+    absl::StatusOr<std::pair<std::string, std::string>> label = ParseLabel(text);
+    if (!label.ok()) return Fail(label.status());
+    (*request.mutable_labels())[label->first] = label->second;
   }
   if (options.limit < 1) return Fail(absl::InvalidArgumentError("--limit must be >= 1"));
   Client client = MakeClient(global);

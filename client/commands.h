@@ -33,6 +33,7 @@ struct SubmitOptions {
   bool follow = false;
   bool upload = true;
   int64_t upload_limit_bytes = int64_t{100} << 20;
+  std::string request_id;  // a retry with the same id returns the same job
 };
 int RunSubmit(const GlobalOptions& global, const SubmitOptions& options);
 // `jobs`: the newest `limit` jobs (every one with `all`), of `states` if any.
@@ -40,6 +41,7 @@ struct JobsOptions {
   int limit = 50;
   bool all = false;
   std::vector<std::string> states;  // names, as JobState spells them or lower case
+  std::vector<std::string> labels;  // "key=value": jobs with every one of them
 };
 int RunJobs(const GlobalOptions& global, const JobsOptions& options);
 int RunStatus(const GlobalOptions& global, const std::string& job_id);

@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -115,6 +116,13 @@ std::string LastMessage(const v1::Job& job) {
   return job.history_size() > 0 ? job.history(job.history_size() - 1).message() : "";
 }
 
+// "a=1,b=2", or "-" for none.
+std::string Labels(const google::protobuf::Map<std::string, std::string>& labels) {
+  if (labels.empty()) return "-";
+  std::map<std::string, std::string> sorted(labels.begin(), labels.end());
+  return absl::StrJoin(sorted, ",", absl::PairFormatter("="));
+}
+
 std::string RankStateLabel(v1::RankState state) {
   std::string name = v1::RankState_Name(state);
   return name.substr(name.find('_') + 1);
@@ -149,6 +157,32 @@ void PrintJobDetail(std::ostream& out, const v1::Job& job, absl::Time now) {
   }
   out << "age:       " << ShortDuration(now - absl::FromUnixMillis(job.create_unix_ms()))
       << "\n";
+  const v1::JobSpec& spec = job.spec();
+  if (!spec.labels().empty()) out << "labels:    " << Labels(spec.labels()) << "\n";
+  if (!spec.worker_selector().empty() || spec.ranks_per_worker() > 0) {
+    out << "placement: ";
+    if (!spec.worker_selector().empty()) out << "workers with " << Labels(spec.worker_selector());
+    if (!spec.worker_selector().empty() && spec.ranks_per_worker() > 0) out << ", ";
+    if (spec.ranks_per_worker() > 0) out << spec.ranks_per_worker() << " ranks per worker";
+    out << "\n";
+  }
+  if (spec.resources().cpus() > 0 || spec.resources().memory_mb() > 0) {
+    out << "per rank:  " << spec.resources().cpus() << " CPUs, "
+        << (spec.resources().memory_mb() > 0 ? absl::StrCat(spec.resources().memory_mb(), " MB")
+                                             : "no memory limit")
+        << "\n";
+  }
+  std::string policy = absl::StrCat("restart ", spec.restart_policy().empty()
+                                                   ? "on_failure"
+                                                   : spec.restart_policy());
+  if (!spec.never_retry_exit_codes().empty()) {
+    absl::StrAppend(&policy, ", never after exit code ",
+                    absl::StrJoin(spec.never_retry_exit_codes(), "/"));
+  }
+  if (spec.deadline_s() > 0) {
+    absl::StrAppend(&policy, ", deadline ", ShortDuration(absl::Seconds(spec.deadline_s())));
+  }
+  out << "policy:    " << policy << "\n";
   if (!job.master_addr().empty()) {
     out << "master:    " << job.master_addr() << ":" << job.master_port() << "\n";
   }
@@ -195,11 +229,14 @@ void PrintJobDetail(std::ostream& out, const v1::Job& job, absl::Time now) {
 
 void PrintWorkersTable(std::ostream& out, const std::vector<v1::Worker>& workers) {
   std::vector<std::vector<std::string>> rows = {
-      {"WORKER", "STATE", "ADDRESS", "SLOTS", "GPUS", "HEARTBEAT", "WHY"}};
+      {"WORKER", "STATE", "ADDRESS", "SLOTS", "GPUS", "CPUS", "MEMORY", "LABELS", "HEARTBEAT",
+       "WHY"}};
   for (const v1::Worker& w : workers) {
     rows.push_back({w.id(), WorkerStateLabel(w.state()), w.address(),
                     absl::StrCat(w.slots_used(), "/", w.slots()),
-                    absl::StrCat(w.gpus_size()),
+                    absl::StrCat(w.gpus_size()), w.cpus() > 0 ? absl::StrCat(w.cpus()) : "-",
+                    w.memory_mb() > 0 ? absl::StrFormat("%.1f GB", w.memory_mb() / 1024.0) : "-",
+                    Labels(w.labels()),
                     absl::StrFormat("%.1fs ago", w.heartbeat_age_seconds()),
                     w.state_reason().empty() ? "-" : w.state_reason()});
   }

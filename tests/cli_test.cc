@@ -187,5 +187,44 @@ TEST_F(CliClusterTest, TopHidesFinishedJobsUnlessAll) {
   ASSERT_TRUE(client_->CancelJob(running).ok());
 }
 
+TEST_F(CliClusterTest, LabelsRequestIdsAndPlacementFromTheCommandLine) {
+  const std::string spec =
+      "name: labelled\nranks: 1\ncommand: [true]\nlabels: {team: a}\ndeadline_s: 3600\n"
+      "restart_policy: never\nresources: {cpus: 1}\n";
+  CommandResult first = Cli({"submit", WriteSpec("a", spec), "--request-id", "retry-7"});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const std::string id = std::string(absl::StripAsciiWhitespace(first.out));
+  CommandResult again = Cli({"submit", WriteSpec("a", spec), "--request-id", "retry-7"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(absl::StripAsciiWhitespace(again.out), id) << "the retry is the same job";
+  CommandResult other = Cli({"submit", WriteSpec("b", "name: other\nranks: 1\ncommand: [true]\n"),
+                             "--request-id", "retry-7"});
+  EXPECT_EQ(other.exit_code, 1);
+  EXPECT_NE(other.err.find("request_id \"retry-7\" was used for job " + id), std::string::npos)
+      << other.err;
+  const std::string b = Submit("name: unlabelled\nranks: 1\ncommand: [true]\nlabels: {team: b}\n");
+
+  CommandResult team_a = Cli({"jobs", "-l", "team=a", "-o", "json"});
+  ASSERT_EQ(team_a.exit_code, 0) << team_a.err;
+  const Struct listed = ParseJson(team_a.out);
+  ASSERT_EQ(listed.fields().at("jobs").list_value().values_size(), 1) << team_a.out;
+  EXPECT_EQ(listed.fields().at("jobs").list_value().values(0).struct_value().fields().at("id")
+                .string_value(),
+            id);
+  CommandResult table = Cli({"jobs", "--label", "team=b"});
+  EXPECT_NE(table.out.find(b), std::string::npos) << table.out;
+  EXPECT_EQ(table.out.find(id), std::string::npos) << table.out;
+  CommandResult bad = Cli({"jobs", "-l", "team"});
+  EXPECT_EQ(bad.exit_code, 2) << "bad usage";
+  EXPECT_NE(bad.err.find("label \"team\" is not key=value"), std::string::npos) << bad.err;
+
+  CommandResult status = Cli({"status", id});
+  EXPECT_NE(status.out.find("labels:    team=a"), std::string::npos) << status.out;
+  EXPECT_NE(status.out.find("policy:    restart never, deadline 1h"), std::string::npos)
+      << status.out;
+  CommandResult workers = Cli({"workers"});
+  EXPECT_NE(workers.out.find("CPUS"), std::string::npos) << workers.out;
+}
+
 }  // namespace
 }  // namespace ringmaster
