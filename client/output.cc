@@ -216,6 +216,17 @@ void PrintJobDetail(std::ostream& out, const v1::Job& job, absl::Time now) {
     }
     PrintTable(out, rows);
   }
+  if (job.has_root_cause()) {
+    const v1::Failure& f = job.root_cause();
+    out << "root cause: "
+        << (f.error().empty() ? f.message() : f.error());
+    if (f.rank() >= 0) {
+      out << " (rank " << f.rank();
+      if (!f.worker_id().empty()) out << " on worker " << f.worker_id();
+      out << ", attempt " << f.attempt() << ")";
+    }
+    out << "\n";
+  }
   out << "history:\n";
   std::vector<std::vector<std::string>> rows;
   for (const v1::StateChange& c : job.history()) {

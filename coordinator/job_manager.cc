@@ -487,6 +487,17 @@ void JobManager::EndAttempt(JobRecord& entry) {
   v1::Job& job = entry.job;
   const bool repeat = entry.last_failure && RepeatsWithoutProgress(*entry.last_failure, cause);
   entry.last_failure = cause;
+  v1::Failure* root = job.mutable_root_cause();
+  root->set_attempt(job.attempt());
+  root->set_reason(cause.reason);
+  root->set_rank(cause.rank);
+  root->set_worker_id(cause.rank >= 0 && cause.rank < job.ranks_size()
+                          ? job.ranks(cause.rank).worker_id()
+                          : "");
+  root->set_exit_code(cause.exit_code);
+  root->set_signal(cause.signal);
+  root->set_error(cause.error);
+  root->set_message(cause.message);
   const std::string refused = RestartRefusal(job);
   if (refused.empty() && !repeat && job.restarts() < job.spec().max_restarts()) {
     job.set_restarts(job.restarts() + 1);

@@ -271,5 +271,28 @@ TEST_F(JobManagerTest, WatchAllListsThenFollowsEveryJobAndResumesFromAToken) {
             "resume_token is of an earlier run of the coordinator; watch again without one");
 }
 
+TEST_F(JobManagerTest, ARanksErrorFileIsTheRootCauseOverItsPeersPlainExits) {
+  TestWorker w1, w2;
+  ASSERT_TRUE(Register(w1, "w1", 1).ok());
+  ASSERT_TRUE(Register(w2, "w2", 1).ok());
+  const std::string id = Submit(CommandSpec(2));
+  Started(w1, id, 0, 0);
+  Started(w2, id, 0, 1);
+  Exited(w1, id, 0, 0, 1);  // rank 0 loses its peer first, and says nothing
+  v1::WorkerMessage raised = ExitedEvent(w2, id, 0, 1, 1);
+  raised.mutable_rank_exited()->set_error("ValueError: bad input");
+  Deliver(w2, raised);
+  Pass(absl::Seconds(1));
+  const v1::Job job = Job(id);
+  ASSERT_EQ(job.state(), v1::FAILED);
+  EXPECT_EQ(Last(id).message(), "rank 1 exited with code 1: ValueError: bad input");
+  ASSERT_TRUE(job.has_root_cause());
+  EXPECT_EQ(job.root_cause().rank(), 1);
+  EXPECT_EQ(job.root_cause().worker_id(), "w2");
+  EXPECT_EQ(job.root_cause().error(), "ValueError: bad input");
+  EXPECT_EQ(job.root_cause().exit_code(), 1);
+  EXPECT_EQ(job.root_cause().reason(), v1::RANK_EXITED);
+}
+
 }  // namespace
 }  // namespace ringmaster

@@ -7,7 +7,7 @@
 namespace ringmaster {
 namespace {
 
-int Priority(v1::Reason reason) {
+int ReasonRank(v1::Reason reason) {
   switch (reason) {
     case v1::WORKER_LOST: return 6;
     case v1::RANK_OOM: return 5;
@@ -18,6 +18,10 @@ int Priority(v1::Reason reason) {
     case v1::RANK_EXITED: return 1;
     default: return 0;
   }
+}
+
+int Priority(const FailureCause& cause) {
+  return 2 * ReasonRank(cause.reason) + (cause.error.empty() ? 0 : 1);
 }
 
 }  // namespace
@@ -35,6 +39,7 @@ FailureCause CauseOfExit(const v1::RankExited& exited, int rank) {
   cause.rank = rank;
   cause.exit_code = exited.exit_code();
   cause.signal = exited.signal();
+  cause.error = exited.error();
   if (exited.start_failed()) {
     cause.reason = v1::RANK_START_FAILED;
     cause.message = absl::StrCat("rank ", rank, " could not start: ", exited.message());
@@ -50,6 +55,7 @@ FailureCause CauseOfExit(const v1::RankExited& exited, int rank) {
     cause.reason = exited.exit_code() == 0 ? v1::RANKS_SUCCEEDED : v1::RANK_EXITED;
     cause.message = absl::StrCat("rank ", rank, " exited with code ", exited.exit_code());
   }
+  if (!cause.error.empty()) absl::StrAppend(&cause.message, ": ", cause.error);
   return cause;
 }
 
@@ -68,10 +74,10 @@ std::string RestartRefusal(const v1::Job& job) {
 }
 
 bool MoreTelling(const FailureCause& candidate, const FailureCause& current) {
-  return Priority(candidate.reason) > Priority(current.reason);
+  return Priority(candidate) > Priority(current);
 }
 
-bool Decisive(const FailureCause& cause) { return Priority(cause.reason) > 1; }
+bool Decisive(const FailureCause& cause) { return ReasonRank(cause.reason) > 1; }
 
 bool RepeatsWithoutProgress(const FailureCause& previous, const FailureCause& current) {
   if (current.progressed || current.reason == v1::WORKER_LOST) return false;

@@ -29,6 +29,7 @@ struct FailureCause {
   int rank = -1;
   int exit_code = 0;
   int signal = 0;
+  std::string error;        // the rank's TORCHELASTIC_ERROR_FILE message
   bool progressed = false;  // the attempt made progress before it
 };
 
@@ -38,7 +39,8 @@ FailureCause CauseOfExit(const v1::RankExited& exited, int rank);
 
 // Whether `candidate` explains the attempt's end better than `current`:
 // a lost worker over an OOM kill over a hang over a signal over a start
-// failure over a plain non-zero exit (which is often a peer's symptom).
+// failure over a plain non-zero exit (which is often a peer's symptom);
+// between two of a kind, one the rank explained in its error file.
 bool MoreTelling(const FailureCause& candidate, const FailureCause& current);
 
 // True for causes that are evidence enough to end the attempt at once; a

@@ -12,6 +12,8 @@
 #include "common/credentials.h"
 #include "common/job_id.h"
 #include "common/private_dir.h"
+#include "common/status_macros.h"
+#include "worker/error_file.h"
 
 namespace ringmaster {
 namespace {
@@ -65,6 +67,11 @@ void RankSupervisor::Start(const v1::StartRank& start) {
   slot->thread = std::thread([this, key] { Supervise(key); });
 }
 
+std::string RankSupervisor::ErrorFilePath(const v1::RankRef& ref) const {
+  return absl::StrCat(options_.jobs_dir.empty() ? options_.log_dir : options_.jobs_dir, "/",
+                      ref.job_id(), "/rank-", ref.rank(), ".error/error.json");
+}
+
 LaunchSpec RankSupervisor::LaunchSpecFor(const v1::StartRank& start) const {
   const v1::RankRef& ref = start.rank();
   LaunchSpec spec;
@@ -75,8 +82,7 @@ LaunchSpec RankSupervisor::LaunchSpecFor(const v1::StartRank& start) const {
   spec.env = options_.base_env;
   for (const auto& [k, v] : start.env()) spec.env[k] = v;
   spec.run_as = options_.run_as;
-  spec.env["TORCHELASTIC_ERROR_FILE"] =
-      absl::StrCat(options_.log_dir, "/", ref.job_id(), "/rank-", ref.rank(), ".error.json");
+  spec.env["TORCHELASTIC_ERROR_FILE"] = ErrorFilePath(ref);
   spec.working_dir = start.working_dir();
   spec.log_path = LogPath(ref.job_id(), ref.rank());
   spec.name = absl::StrCat(ref.job_id(), ".", ref.attempt(), ".", ref.rank());
@@ -90,6 +96,14 @@ LaunchSpec RankSupervisor::LaunchSpecFor(const v1::StartRank& start) const {
 absl::Status RankSupervisor::PrepareFiles(const v1::StartRank& start, LaunchSpec* spec) {
   // A failure shows as the launcher's when it opens the log.
   (void)MakePrivateDir(std::filesystem::path(spec->log_path).parent_path().string(), 0750);
+  // The ranks' user passes through the jobs' directories to its own.
+  const std::filesystem::path error_dir =
+      std::filesystem::path(ErrorFilePath(start.rank())).parent_path();
+  if (!options_.jobs_dir.empty()) {
+    RETURN_IF_ERROR(MakePrivateDir(options_.jobs_dir, 0711));
+    RETURN_IF_ERROR(MakePrivateDir(error_dir.parent_path().string(), 0711));
+  }
+  RETURN_IF_ERROR(PrepareErrorDir(error_dir.string(), options_.run_as));
   if (!start.has_code()) return absl::OkStatus();
   if (options_.code == nullptr) return absl::FailedPreconditionError("this worker takes no code");
   // The rank's thread may wait: the first rank of the job fetches.
@@ -119,6 +133,9 @@ void RankSupervisor::Supervise(Key key) {
     exited.set_message(std::string(pid.status().message()));
   } else {
     RunToExit(key, ref, *pid, &exited);
+    if (exited.exit_code() != 0 || exited.signal() != 0) {
+      exited.set_error(ReadRankError(ErrorFilePath(ref)));
+    }
   }
   {
     MutexLock lock(&mu_);

@@ -23,6 +23,10 @@ namespace ringmaster {
 
 struct RankSupervisorOptions {
   std::string log_dir;            // <log_dir>/<job>/rank-<R>.log
+  // <jobs_dir>/<job>/rank-<R>.error/error.json is the rank's
+  // TORCHELASTIC_ERROR_FILE (the job's directory, mode 0711, holds its code
+  // too); empty: under log_dir.
+  std::string jobs_dir;
   std::string trainer_program;    // run for argv[0] == "ringmaster-trainer"
   std::map<std::string, std::string> base_env;  // PATH and HOME of the worker
   std::optional<RunAs> run_as;    // the ranks' user (HOME and USER follow); nullopt: the worker's
@@ -89,6 +93,9 @@ class RankSupervisor {
   // A rank thread's life: prepare, start, wait for the exit, report it.
   void Supervise(Key key);
   LaunchSpec LaunchSpecFor(const v1::StartRank& start) const;
+  // TORCHELASTIC_ERROR_FILE: in a directory of the rank's own, emptied at
+  // each start.
+  std::string ErrorFilePath(const v1::RankRef& ref) const;
   // The log directory, and the job's code when it comes with some (this
   // may wait for another rank's fetch).
   absl::Status PrepareFiles(const v1::StartRank& start, LaunchSpec* spec);

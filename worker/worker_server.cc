@@ -79,6 +79,7 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
 
   RankSupervisorOptions supervisor_options;
   supervisor_options.log_dir = log_dir;
+  supervisor_options.jobs_dir = config.state_dir + "/jobs";
   supervisor_options.trainer_program = config.trainer_program;
   // Ranks report progress to this worker and bind collectives on its host.
   supervisor_options.base_env["RINGMASTER_WORKER_ADDRESS"] = config.advertise_address;

@@ -1,0 +1,36 @@
+// A rank's own account of why it failed: the file torchrun's error handler
+// (torch.distributed.elastic's @record) writes to TORCHELASTIC_ERROR_FILE,
+//   {"message": {"message": "ValueError: bad input",
+//                "extraInfo": {"py_callstack": "...", "timestamp": "..."}}}
+// or {"message": "..."}. The worker gives each rank a directory of its own
+// for it and reads it when the rank fails.
+#ifndef RINGMASTER_WORKER_ERROR_FILE_H_
+#define RINGMASTER_WORKER_ERROR_FILE_H_
+
+#include <cstddef>
+#include <optional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "common/subprocess.h"
+
+namespace ringmaster {
+
+inline constexpr size_t kMaxErrorFileBytes = 64 << 10;
+inline constexpr size_t kMaxErrorMessageBytes = 1000;
+
+// Makes `dir` (mode 0700, owned by `owner` when given, so that a rank
+// running as another user can write in it) and removes an error file an
+// earlier attempt left there.
+absl::Status PrepareErrorDir(const std::string& dir, const std::optional<RunAs>& owner);
+
+// The error's message ("ValueError: bad input"), on one line and at most
+// kMaxErrorMessageBytes; empty when there is no file or it is not one
+// torchrun writes. The rank owns the directory, so the file is opened
+// without following a link and read only when it is a regular file of at
+// most kMaxErrorFileBytes.
+std::string ReadRankError(const std::string& path);
+
+}  // namespace ringmaster
+
+#endif  // RINGMASTER_WORKER_ERROR_FILE_H_

@@ -1,0 +1,79 @@
+#include "worker/error_file.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+namespace ringmaster {
+namespace {
+
+class ErrorFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::string(std::getenv("TEST_TMPDIR")) + "/" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::filesystem::remove_all(dir_);
+    ASSERT_TRUE(PrepareErrorDir(dir_, std::nullopt).ok());
+  }
+  std::string Write(const std::string& text) {
+    const std::string path = dir_ + "/error.json";
+    std::ofstream(path) << text;
+    return path;
+  }
+  std::string dir_;
+};
+
+TEST_F(ErrorFileTest, ReadsTorchrunsRecordFormatAndThePlainOne) {
+  // As torch.distributed.elastic.multiprocessing.errors.record writes it.
+  EXPECT_EQ(ReadRankError(Write(R"({"message": {"message": "ValueError: bad input",
+      "extraInfo": {"py_callstack": "Traceback ...\nValueError: bad input\n",
+                    "timestamp": "1763870000"}}})")),
+            "ValueError: bad input");
+  EXPECT_EQ(ReadRankError(Write(R"({"message": "RuntimeError: two\nlines"})")),
+            "RuntimeError: two lines");
+}
+
+TEST_F(ErrorFileTest, NothingFromAMissingMalformedHugeOrLinkedFile) {
+  EXPECT_EQ(ReadRankError(dir_ + "/error.json"), "");
+  EXPECT_EQ(ReadRankError(Write("not json")), "");
+  EXPECT_EQ(ReadRankError(Write(R"({"error": "x"})")), "");
+  EXPECT_EQ(ReadRankError(Write(R"({"message": 3})")), "");
+  EXPECT_EQ(ReadRankError(Write(std::string(kMaxErrorFileBytes + 1, ' '))), "");
+  // A rank may not make the worker read another file for it.
+  const std::string secret = dir_ + "/../secret.json";
+  std::ofstream(secret) << R"({"message": "the worker's secret"})";
+  std::filesystem::remove(dir_ + "/error.json");
+  std::filesystem::create_symlink(secret, dir_ + "/error.json");
+  EXPECT_EQ(ReadRankError(dir_ + "/error.json"), "");
+}
+
+TEST_F(ErrorFileTest, LongMessagesAreCutAndAnEarlierAttemptsFileIsRemoved) {
+  const std::string line = ReadRankError(
+      Write("{\"message\": \"" + std::string(2 * kMaxErrorMessageBytes, 'x') + "\"}"));
+  EXPECT_EQ(line.size(), kMaxErrorMessageBytes + 3);
+  EXPECT_EQ(line.substr(line.size() - 3), "...");
+  ASSERT_TRUE(PrepareErrorDir(dir_, std::nullopt).ok());
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/error.json")) << "a new attempt starts clean";
+  struct stat st;
+  ASSERT_EQ(stat(dir_.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+}
+
+TEST_F(ErrorFileTest, TheDirectoryBelongsToTheRanksUser) {
+  if (geteuid() != 0) GTEST_SKIP() << "giving a directory to another user needs root";
+  RunAs nobody;
+  nobody.uid = 65534;
+  nobody.gid = 65534;
+  ASSERT_TRUE(PrepareErrorDir(dir_, nobody).ok());
+  struct stat st;
+  ASSERT_EQ(stat(dir_.c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 65534u);
+  EXPECT_EQ(st.st_gid, 65534u);
+}
+
+}  // namespace
+}  // namespace ringmaster
