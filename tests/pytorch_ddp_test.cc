@@ -53,5 +53,49 @@ TEST_F(PytorchDdpTest, ARanksRecordedExceptionIsTheRootCause) {
       << status.out;
 }
 
+// `import ringmaster` with no install: report() and the DDP hook reach the
+// job's progress (status, top and --follow read it) and the worker's
+// /metrics, as the built-in trainer's do.
+TEST_F(PytorchDdpTest, AScriptWithTwoLinesAddedReportsLikeTheTrainer) {
+  testing::CommandResult torch = testing::Shell("/usr/bin/python3 -c 'import torch'");
+  ASSERT_EQ(torch.exit_code, 0) << "python3-torch is needed (./dev installs it): " << torch.err;
+  const std::string spec =
+      absl::StrCat("name: reports\nranks: 2\ncommand: [/usr/bin/python3, ",
+                   testing::Runfile("tests/ddp_report.py"), ", '1500']\n");
+  const std::string id = Submit(spec);
+  // While it runs: the figures arrive before the end.
+  v1::Job running = WaitJob(id, [](const v1::Job& j) {
+    return j.progress().step() > 0 || j.state() == v1::SUCCEEDED || j.state() == v1::FAILED;
+  });
+  EXPECT_EQ(running.state(), v1::RUNNING) << "reports come while the job runs";
+  const v1::Job job = WaitJob(id, [](const v1::Job& j) { return j.state() == v1::SUCCEEDED; });
+  const v1::Progress& p = job.progress();
+  EXPECT_EQ(p.step(), 1500);
+  EXPECT_EQ(p.total_steps(), 1500);
+  EXPECT_GT(p.loss(), 0);
+  EXPECT_GT(p.samples_per_second(), 0);
+  EXPECT_EQ(p.world_size(), 2);
+  EXPECT_EQ(p.backend(), "gloo");
+  // Two buckets' worth of float32 gradients per step at least.
+  EXPECT_GT(p.allreduce_bytes(), 1500.0 * (64 * 256 + 256 * 4) * 4 * 0.9);
+  EXPECT_GT(p.allreduce_seconds(), 0);
+
+  testing::CommandResult status = Cli({"status", id});
+  EXPECT_NE(status.out.find("progress:  step 1500/1500"), std::string::npos) << status.out;
+  EXPECT_NE(status.out.find("allreduce: "), std::string::npos) << status.out;
+  bool busbw = false;
+  for (const DaemonRecord& d : DaemonRecords()) {
+    if (d.role != "worker") continue;
+    const std::string metrics = testing::HttpGet(d.metrics_address, "/metrics");
+    busbw |= metrics.find(absl::StrCat("ringmaster_allreduce_bus_bandwidth_bytes_per_second{"
+                                       "backend=\"gloo\",job_id=\"",
+                                       id, "\"")) != std::string::npos;
+    EXPECT_NE(metrics.find(absl::StrCat("ringmaster_train_steps_total{job_id=\"", id)),
+              std::string::npos)
+        << metrics;
+  }
+  EXPECT_TRUE(busbw) << "a worker exports the job's all-reduce bus bandwidth";
+}
+
 }  // namespace
 }  // namespace ringmaster

@@ -81,6 +81,12 @@ LaunchSpec RankSupervisor::LaunchSpecFor(const v1::StartRank& start) const {
   }
   spec.env = options_.base_env;
   for (const auto& [k, v] : start.env()) spec.env[k] = v;
+  // The job's own PYTHONPATH first, then the worker's ringmaster package.
+  auto ours = options_.base_env.find("PYTHONPATH");
+  auto theirs = start.env().find("PYTHONPATH");
+  if (ours != options_.base_env.end() && theirs != start.env().end() && !theirs->second.empty()) {
+    spec.env["PYTHONPATH"] = absl::StrCat(theirs->second, ":", ours->second);
+  }
   spec.run_as = options_.run_as;
   spec.env["TORCHELASTIC_ERROR_FILE"] = ErrorFilePath(ref);
   spec.working_dir = start.working_dir();

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <random>
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
@@ -22,6 +23,7 @@
 #include "common/private_dir.h"
 #include "common/status_macros.h"
 #include "common/tls.h"
+#include "python/python_module.h"
 #include "worker/code_fetch.h"
 #include "worker/gpu_discovery.h"
 #include "worker/rank_identity.h"
@@ -29,6 +31,33 @@
 
 namespace ringmaster {
 namespace {
+
+// Writes the ringmaster Python package (readable by every user: ranks may
+// run as another) below `dir`; returns `dir`.
+absl::StatusOr<std::string> InstallPythonPackage(const std::string& dir) {
+  for (const PythonFile& file : PythonModuleFiles()) {
+    const std::filesystem::path path = std::filesystem::path(dir) / file.path;
+    std::error_code error;
+    std::filesystem::create_directories(path.parent_path(), error);
+    // dir and the package's directory: every user reads them.
+    for (const std::string& d : {dir, path.parent_path().string()}) {
+      if (chmod(d.c_str(), 0755) != 0) {
+        return absl::InternalError(absl::StrCat("cannot make ", d, ": ", strerror(errno)));
+      }
+    }
+    const std::string temp = path.string() + ".new";
+    {
+      std::ofstream out(temp, std::ios::trunc);
+      out << file.content;
+      if (!out.flush()) return absl::InternalError(absl::StrCat("cannot write ", temp));
+    }
+    if (chmod(temp.c_str(), 0644) != 0 || rename(temp.c_str(), path.c_str()) != 0) {
+      return absl::InternalError(absl::StrCat("cannot install ", path.string(), ": ",
+                                              strerror(errno)));
+    }
+  }
+  return dir;
+}
 
 // The CPUs this process may run on.
 int MachineCpus() {
@@ -79,6 +108,10 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
 
   RankSupervisorOptions supervisor_options;
   supervisor_options.log_dir = log_dir;
+  // `import ringmaster` in a rank's program: report() and the DDP hook.
+  absl::StatusOr<std::string> python = InstallPythonPackage(config.state_dir + "/python");
+  if (!python.ok()) return python.status();
+  supervisor_options.base_env["PYTHONPATH"] = *python;
   supervisor_options.jobs_dir = config.state_dir + "/jobs";
   supervisor_options.trainer_program = config.trainer_program;
   // Ranks report progress to this worker and bind collectives on its host.

@@ -1,0 +1,209 @@
+"""Ringmaster's helpers for a rank's own program.
+
+    import ringmaster
+    ringmaster.report(step=step, loss=loss.item(), samples=len(batch))
+
+sends this rank's progress to its worker, which shows it in `ringmaster
+status`, `top`, the `submit --follow` bar, /metrics and the dashboard, as it
+does for the built-in trainer. `ringmaster.torch.instrument(ddp_model)` adds
+the all-reduce's bytes and seconds (a DDP communication hook).
+
+The worker puts this package on the rank's PYTHONPATH; nothing to install.
+Reports go out on a thread of their own, the latest at most twice a second,
+so `report` never waits for the network. Outside a Ringmaster job (or
+without python3-grpcio) it does nothing.
+"""
+import atexit
+import os
+import struct
+import sys
+import threading
+import time
+
+__all__ = ["report", "in_job"]
+
+_INTERVAL_S = 0.5
+
+
+def in_job():
+    """Whether this process is a rank of a Ringmaster job that can report."""
+    return bool(os.environ.get("RINGMASTER_JOB_ID") and
+                os.environ.get("RINGMASTER_WORKER_ADDRESS"))
+
+
+# Protocol buffer wire format, enough for ringmaster.v1.RankProgress.
+def _varint(n):
+    n &= (1 << 64) - 1
+    out = bytearray()
+    while True:
+        byte = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _int(field, n):
+    return _varint(field << 3) + _varint(int(n)) if n else b""
+
+
+def _double(field, x):
+    return _varint(field << 3 | 1) + struct.pack("<d", float(x)) if x else b""
+
+
+def _bytes(field, data):
+    return _varint(field << 3 | 2) + _varint(len(data)) + data if data else b""
+
+
+def _rank_progress(job_id, attempt, rank, p):
+    ref = _bytes(1, job_id.encode()) + _int(2, attempt) + _int(3, rank)
+    steps = b"".join(struct.pack("<d", s) for s in p["step_seconds"])
+    progress = b"".join([
+        _int(1, p["step"]), _int(2, p["total_steps"]), _int(3, p["epoch"]),
+        _double(4, p["loss"]), _double(5, p["samples_per_second"]),
+        _double(6, p["allreduce_bytes"]), _double(7, p["allreduce_seconds"]),
+        _int(10, int(time.time() * 1000)), _int(11, p["samples"]),
+        _bytes(12, steps), _int(13, p["world_size"]), _bytes(14, p["backend"].encode()),
+    ])
+    return _bytes(1, ref) + _bytes(2, progress)
+
+
+class _Reporter:
+    """The rank's latest figures, sent by a daemon thread."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._wake = threading.Condition(self._lock)
+        self._p = {"step": 0, "total_steps": 0, "epoch": 0, "loss": 0.0, "samples": 0,
+                   "samples_per_second": 0.0, "allreduce_bytes": 0.0,
+                   "allreduce_seconds": 0.0, "step_seconds": [],
+                   "world_size": int(os.environ.get("WORLD_SIZE", "1")), "backend": ""}
+        self._dirty = False
+        self._last_step_time = None
+        self._send = self._connect()
+        self._thread = None
+        if self._send is not None:
+            self._thread = threading.Thread(target=self._run, name="ringmaster-report",
+                                            daemon=True)
+            self._thread.start()
+            atexit.register(self.flush)
+
+    @staticmethod
+    def _connect():
+        if not in_job():
+            return None
+        try:
+            import grpc
+        except ImportError:
+            print("ringmaster: python3-grpcio is not installed; progress is not reported",
+                  file=sys.stderr)
+            return None
+        address = os.environ["RINGMASTER_WORKER_ADDRESS"]
+        ca = os.environ.get("RINGMASTER_TLS_CA")
+        if ca:
+            channel = grpc.secure_channel(
+                address, grpc.ssl_channel_credentials(root_certificates=ca.encode()),
+                options=[("grpc.ssl_target_name_override",
+                          os.environ.get("RINGMASTER_WORKER_ID", ""))])
+        else:
+            channel = grpc.insecure_channel(address)
+        call = channel.unary_unary("/ringmaster.v1.WorkerAgentService/ReportProgress")
+        token = os.environ.get("RINGMASTER_JOB_TOKEN", "")
+        metadata = (("authorization", "Bearer " + token),) if token else ()
+        ref = (os.environ["RINGMASTER_JOB_ID"],
+               int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")),
+               int(os.environ.get("RANK", "0")))
+
+        def send(p):
+            try:
+                call(_rank_progress(*ref, p), timeout=2, metadata=metadata)
+            except grpc.RpcError:
+                pass  # the next report carries the figures again
+        return send
+
+    def update(self, step, loss, samples, total_steps, epoch, allreduce_bytes,
+               allreduce_seconds, backend):
+        now = time.monotonic()
+        with self._lock:
+            p = self._p
+            if step is not None:
+                if self._last_step_time is not None and step > p["step"]:
+                    p["step_seconds"].append((now - self._last_step_time) / (step - p["step"]))
+                    del p["step_seconds"][:-1000]  # a bound while the sender is away
+                self._last_step_time = now
+                p["step"] = int(step)
+            if loss is not None:
+                p["loss"] = float(loss)
+            if samples is not None:
+                p["samples"] += int(samples)
+            if total_steps is not None:
+                p["total_steps"] = int(total_steps)
+            if epoch is not None:
+                p["epoch"] = int(epoch)
+            if allreduce_bytes is not None:
+                p["allreduce_bytes"] += float(allreduce_bytes)
+            if allreduce_seconds is not None:
+                p["allreduce_seconds"] += float(allreduce_seconds)
+            if backend is not None:
+                p["backend"] = backend
+            self._dirty = True
+
+    def _take(self, rate_from):
+        """A copy to send, with the sample rate since `rate_from`."""
+        samples0, t0 = rate_from
+        now = time.monotonic()
+        if now > t0 and self._p["samples"] > samples0:
+            self._p["samples_per_second"] = (self._p["samples"] - samples0) / (now - t0)
+        p = dict(self._p)
+        self._p["step_seconds"] = []
+        self._dirty = False
+        return p, (p["samples"], now)
+
+    def _run(self):
+        rate_from = (0, time.monotonic())
+        while True:
+            time.sleep(_INTERVAL_S)
+            with self._lock:
+                if not self._dirty:
+                    continue
+                p, rate_from = self._take(rate_from)
+            self._send(p)
+
+    def flush(self):
+        """Sends what has not been sent (at exit)."""
+        if self._send is None:
+            return
+        with self._lock:
+            if not self._dirty:
+                return
+            p = dict(self._p)  # with the last rate measured
+            self._p["step_seconds"] = []
+            self._dirty = False
+        self._send(p)
+
+
+_reporter = None
+_reporter_lock = threading.Lock()
+
+
+def _get():
+    global _reporter
+    with _reporter_lock:
+        if _reporter is None:
+            _reporter = _Reporter()
+        return _reporter
+
+
+def report(step=None, loss=None, samples=None, total_steps=None, epoch=None,
+           allreduce_bytes=None, allreduce_seconds=None, backend=None):
+    """Records this rank's progress; returns at once.
+
+    step: the optimizer steps done so far; loss: the latest loss;
+    samples: samples this rank processed since the last call (its batch);
+    total_steps, epoch: where it is; allreduce_bytes, allreduce_seconds:
+    added to the totals (ringmaster.torch.instrument reports them).
+    """
+    _get().update(step, loss, samples, total_steps, epoch, allreduce_bytes,
+                  allreduce_seconds, backend)
