@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <deque>
+#include <functional>
+#include <optional>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -16,21 +18,29 @@
 namespace ringmaster {
 namespace {
 
-// Streams job snapshots until the job ends. A snapshot in the same state
-// as the last one queued replaces it, so a slow reader sees every state
-// change but not every progress tick; one more than kMaxQueuedChanges
-// changes behind, the watch ends (RESOURCE_EXHAUSTED).
-class WatchReactor final : public grpc::ServerWriteReactor<v1::JobEvent> {
+// Streams the job snapshots a JobManager watch delivers, as `Event`s
+// (WatchJob's one job, WatchJobs' every job). A snapshot of the same job in
+// the same state as the last one queued replaces it, so a slow reader sees
+// every state change but not every progress tick; one more than
+// `max_queued` changes behind, the stream ends (RESOURCE_EXHAUSTED).
+template <typename Event>
+class WatchReactor final : public grpc::ServerWriteReactor<Event> {
  public:
-  static constexpr size_t kMaxQueuedChanges = 256;
+  // Starts the watch with the observer; its id, or why there is none.
+  using Start = std::function<absl::StatusOr<int64_t>(JobManager::JobObserver)>;
+  // The event for a snapshot; nullopt skips it.
+  using ToEvent = std::function<std::optional<Event>(const v1::Job&)>;
 
-  WatchReactor(JobManager* manager, const std::string& job_id)
+  WatchReactor(JobManager* manager, size_t max_queued, bool end_when_ended, ToEvent to_event,
+               const Start& start)
       : manager_(manager),
-        writer_(this, kMaxQueuedChanges, Overflow::kEnd,
-                [](const v1::JobEvent& queued, const v1::JobEvent& next) {
-                  return queued.job().state() == next.job().state();
-                }) {
-    auto watch = manager_->Watch(job_id, [this](const v1::Job& job) { Push(job); });
+        end_when_ended_(end_when_ended),
+        to_event_(std::move(to_event)),
+        writer_(this, max_queued, Overflow::kEnd, [](const Event& queued, const Event& next) {
+          return queued.job().id() == next.job().id() &&
+                 queued.job().state() == next.job().state();
+        }) {
+    absl::StatusOr<int64_t> watch = start([this](const v1::Job& job) { Push(job); });
     if (!watch.ok()) {
       writer_.Finish(ToGrpcStatus(watch.status()), /*drain=*/false);
       return;
@@ -55,73 +65,31 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::JobEvent> {
 
  private:
   void Push(const v1::Job& job) {
-    v1::JobEvent event;
-    *event.mutable_job() = job;
-    writer_.Write(std::move(event));
-    if (IsTerminal(job.state())) writer_.Finish(grpc::Status::OK, /*drain=*/true);
+    std::optional<Event> event = to_event_(job);
+    if (event) writer_.Write(*std::move(event));
+    if (end_when_ended_ && IsTerminal(job.state())) {
+      writer_.Finish(grpc::Status::OK, /*drain=*/true);
+    }
   }
 
   JobManager* const manager_;
+  const bool end_when_ended_;
+  const ToEvent to_event_;
   int64_t watch_id_ = 0;  // OnDone runs only after the constructor returned
-  StreamWriter<v1::JobEvent> writer_;
+  StreamWriter<Event> writer_;
 };
 
-// Every job's changes (WatchJobs), until the client goes or falls too far
-// behind.
-class WatchAllReactor final : public grpc::ServerWriteReactor<v1::JobsEvent> {
- public:
-  static constexpr size_t kMaxQueuedChanges = 4096;
+constexpr size_t kMaxQueuedJobChanges = 256;
+// Every job's: a listing may come first.
+constexpr size_t kMaxQueuedChanges = 4096;
 
-  WatchAllReactor(JobManager* manager, const v1::WatchJobsRequest& request)
-      : manager_(manager),
-        labels_(request.labels().begin(), request.labels().end()),
-        writer_(this, kMaxQueuedChanges, Overflow::kEnd,
-                [](const v1::JobsEvent& queued, const v1::JobsEvent& next) {
-                  return queued.job().id() == next.job().id() &&
-                         queued.job().state() == next.job().state();
-                }) {
-    auto watch = manager_->WatchAll(request.resume_token(),
-                                    [this](const v1::Job& job) { Push(job); });
-    if (!watch.ok()) {
-      writer_.Finish(ToGrpcStatus(watch.status()), /*drain=*/false);
-      return;
-    }
-    watch_id_ = *watch;
-    HandToGrpc(this);
-  }
-
-  void OnWriteDone(bool ok) override {
-    GrpcCallback callback(this);
-    writer_.OnWriteDone(ok);
-  }
-  void OnCancel() override {
-    GrpcCallback callback(this);
-    writer_.OnCancel();
-  }
-  void OnDone() override {
-    BackFromGrpc(this);
-    if (watch_id_ != 0) manager_->Unwatch(watch_id_);
-    delete this;
-  }
-
- private:
-  void Push(const v1::Job& job) {
-    const auto& own = job.spec().labels();
-    for (const auto& [key, value] : labels_) {
-      auto it = own.find(key);
-      if (it == own.end() || it->second != value) return;
-    }
-    v1::JobsEvent event;
-    *event.mutable_job() = job;
-    event.set_resume_token(manager_->ResumeToken(job));
-    writer_.Write(std::move(event));
-  }
-
-  JobManager* const manager_;
-  const std::map<std::string, std::string> labels_;
-  int64_t watch_id_ = 0;
-  StreamWriter<v1::JobsEvent> writer_;
-};
+bool HasLabels(const v1::Job& job, const google::protobuf::Map<std::string, std::string>& labels) {
+  const auto& own = job.spec().labels();
+  return std::all_of(labels.begin(), labels.end(), [&](const auto& label) {
+    auto it = own.find(label.first);
+    return it != own.end() && it->second == label.second;
+  });
+}
 
 }  // namespace
 
@@ -222,7 +190,16 @@ grpc::ServerWriteReactor<v1::JobEvent>* JobServiceImpl::WatchJob(
   absl::Status s = access_->RequireAdmin(*context);
   if (s.ok()) s = ValidateJobId(request->job_id());
   if (!s.ok()) return new RefusedWriteReactor<v1::JobEvent>(ToGrpcStatus(s));
-  return new WatchReactor(manager_, request->job_id());
+  return new WatchReactor<v1::JobEvent>(
+      manager_, kMaxQueuedJobChanges, /*end_when_ended=*/true,
+      [](const v1::Job& job) {
+        v1::JobEvent event;
+        *event.mutable_job() = job;
+        return std::optional<v1::JobEvent>(std::move(event));
+      },
+      [this, &request](JobManager::JobObserver observer) {
+        return manager_->Watch(request->job_id(), std::move(observer));
+      });
 }
 
 grpc::ServerWriteReactor<v1::JobsEvent>* JobServiceImpl::WatchJobs(
@@ -232,7 +209,18 @@ grpc::ServerWriteReactor<v1::JobsEvent>* JobServiceImpl::WatchJobs(
     if (s.ok()) s = ValidateLabel(key, value);
   }
   if (!s.ok()) return new RefusedWriteReactor<v1::JobsEvent>(ToGrpcStatus(s));
-  return new WatchAllReactor(manager_, *request);
+  return new WatchReactor<v1::JobsEvent>(
+      manager_, kMaxQueuedChanges, /*end_when_ended=*/false,
+      [manager = manager_, labels = request->labels()](const v1::Job& job) {
+        if (!HasLabels(job, labels)) return std::optional<v1::JobsEvent>();
+        v1::JobsEvent event;
+        *event.mutable_job() = job;
+        event.set_resume_token(manager->ResumeToken(job));
+        return std::optional<v1::JobsEvent>(std::move(event));
+      },
+      [this, &request](JobManager::JobObserver observer) {
+        return manager_->WatchAll(request->resume_token(), std::move(observer));
+      });
 }
 
 grpc::ServerWriteReactor<v1::LogChunk>* JobServiceImpl::StreamLogs(
