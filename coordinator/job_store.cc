@@ -404,7 +404,8 @@ absl::StatusOr<std::vector<v1::Job>> JobStore::ListRetired(const RetiredQuery& q
   select.Bind(1, query.before_number).Bind(2, query.name_prefix).Bind(3, int64_t{query.limit});
   int parameter = 4;
   for (const auto& [key, value] : query.labels) {
-    select.Bind(parameter++, key).Bind(parameter++, value);
+    select.Bind(parameter, key).Bind(parameter + 1, value);
+    parameter += 2;
   }
   std::vector<v1::Job> jobs;
   for (;;) {
