@@ -1,7 +1,10 @@
 // A user program instead of the built-in trainer: an unmodified PyTorch DDP
 // script (Debian's python3-torch) runs as a 2-rank job under the torchrun
 // environment contract.
+#include <google/protobuf/util/json_util.h>
 #include <gtest/gtest.h>
+
+#include "absl/strings/str_split.h"
 
 #include "tests/cluster_fixture.h"
 
@@ -62,12 +65,22 @@ TEST_F(PytorchDdpTest, AScriptWithTwoLinesAddedReportsLikeTheTrainer) {
   const std::string spec =
       absl::StrCat("name: reports\nranks: 2\ncommand: [/usr/bin/python3, ",
                    testing::Runfile("tests/ddp_report.py"), ", '1500']\n");
-  const std::string id = Submit(spec);
-  // While it runs: the figures arrive before the end.
-  v1::Job running = WaitJob(id, [](const v1::Job& j) {
-    return j.progress().step() > 0 || j.state() == v1::SUCCEEDED || j.state() == v1::FAILED;
-  });
-  EXPECT_EQ(running.state(), v1::RUNNING) << "reports come while the job runs";
+  // --follow -o json prints the job at each change: the figures arrive
+  // while it runs, as the follow bar shows them.
+  testing::CommandResult follow = Cli({"submit", WriteSpec("reports", spec), "--follow", "-o",
+                                       "json"});
+  ASSERT_EQ(follow.exit_code, 0) << follow.out << follow.err;
+  std::string id;
+  bool progress_while_running = false;
+  for (absl::string_view line : absl::StrSplit(follow.out, '\n', absl::SkipEmpty())) {
+    v1::Job seen;
+    ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(std::string(line), &seen).ok())
+        << line;
+    id = seen.id();
+    progress_while_running |= seen.state() == v1::RUNNING && seen.progress().step() > 0 &&
+                              seen.progress().samples_per_second() > 0;
+  }
+  EXPECT_TRUE(progress_while_running) << follow.out.substr(0, 4000);
   const v1::Job job = WaitJob(id, [](const v1::Job& j) { return j.state() == v1::SUCCEEDED; });
   const v1::Progress& p = job.progress();
   EXPECT_EQ(p.step(), 1500);
