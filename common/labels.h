@@ -21,6 +21,17 @@ absl::Status ValidateLabel(absl::string_view key, absl::string_view value);
 // "key=value" (as `--label` and `jobs --label` take it), validated.
 absl::StatusOr<std::pair<std::string, std::string>> ParseLabel(absl::string_view text);
 
+// Whether `labels` has every key of `wanted` with its value (maps of
+// strings: std::map or a proto's map field).
+template <typename Labels, typename Wanted>
+bool HasLabels(const Labels& labels, const Wanted& wanted) {
+  for (const auto& [key, value] : wanted) {
+    auto it = labels.find(key);
+    if (it == labels.end() || it->second != value) return false;
+  }
+  return true;
+}
+
 }  // namespace ringmaster
 
 #endif  // RINGMASTER_COMMON_LABELS_H_

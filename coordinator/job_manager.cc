@@ -18,6 +18,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/labels.h"
 #include "common/status_macros.h"
 #include "coordinator/job_state.h"
 #include "coordinator/spec_validation.h"
@@ -40,14 +41,6 @@ absl::Status ValidateRequestId(const std::string& id) {
       "request_id must be at most ", kMaxRequestIdLength,
       " letters, digits, '.', '_', ':' or '-' (a UUID fits), got \"",
       absl::CHexEscape(id.substr(0, 64)), id.size() > 64 ? "...\"" : "\""));
-}
-
-bool HasLabels(const v1::Job& job, const std::map<std::string, std::string>& labels) {
-  const auto& own = job.spec().labels();
-  return std::all_of(labels.begin(), labels.end(), [&](const auto& label) {
-    auto it = own.find(label.first);
-    return it != own.end() && it->second == label.second;
-  });
 }
 
 // Two lists of jobs, each newest first, as one; a job in both (retired
@@ -185,7 +178,7 @@ absl::StatusOr<JobPage> JobManager::ListPage(const JobQuery& query) {
       if (it->first >= query.before_number) continue;
       if (!query.states.empty() && query.states.count(job.state()) == 0) continue;
       if (!absl::StartsWith(job.spec().name(), query.name_prefix)) continue;
-      if (!HasLabels(job, query.labels)) continue;
+      if (!HasLabels(job.spec().labels(), query.labels)) continue;
       resident.push_back(job);
       if (static_cast<int>(resident.size()) > query.page_size) break;
     }

@@ -83,14 +83,6 @@ constexpr size_t kMaxQueuedJobChanges = 256;
 // Every job's: a listing may come first.
 constexpr size_t kMaxQueuedChanges = 4096;
 
-bool HasLabels(const v1::Job& job, const google::protobuf::Map<std::string, std::string>& labels) {
-  const auto& own = job.spec().labels();
-  return std::all_of(labels.begin(), labels.end(), [&](const auto& label) {
-    auto it = own.find(label.first);
-    return it != own.end() && it->second == label.second;
-  });
-}
-
 }  // namespace
 
 grpc::ServerUnaryReactor* JobServiceImpl::SubmitJob(
@@ -212,7 +204,7 @@ grpc::ServerWriteReactor<v1::JobsEvent>* JobServiceImpl::WatchJobs(
   return new WatchReactor<v1::JobsEvent>(
       manager_, kMaxQueuedChanges, /*end_when_ended=*/false,
       [manager = manager_, labels = request->labels()](const v1::Job& job) {
-        if (!HasLabels(job, labels)) return std::optional<v1::JobsEvent>();
+        if (!HasLabels(job.spec().labels(), labels)) return std::optional<v1::JobsEvent>();
         v1::JobsEvent event;
         *event.mutable_job() = job;
         event.set_resume_token(manager->ResumeToken(job));

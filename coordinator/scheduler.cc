@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/labels.h"
 
 namespace ringmaster {
 namespace {
@@ -14,12 +15,7 @@ namespace {
 int SlotsPerRank(const GangRequest& r) { return std::max(1, r.gpus_per_rank); }
 
 bool Matches(const WorkerCapacity& w, const GangRequest& r) {
-  if (r.gpus_per_rank > 0 && !w.gpu_slots) return false;
-  for (const auto& [key, value] : r.selector) {
-    auto it = w.labels.find(key);
-    if (it == w.labels.end() || it->second != value) return false;
-  }
-  return true;
+  return (r.gpus_per_rank == 0 || w.gpu_slots) && HasLabels(w.labels, r.selector);
 }
 
 // How many of the request's ranks `w` can take now.
@@ -55,9 +51,8 @@ std::string DescribeRanks(const GangRequest& r, int ranks) {
   absl::StrAppend(&text, " each");
   if (r.ranks_per_worker > 0) absl::StrAppend(&text, ", ", r.ranks_per_worker, " per worker");
   if (!r.selector.empty()) {
-    std::vector<std::string> pairs;
-    for (const auto& [key, value] : r.selector) pairs.push_back(absl::StrCat(key, "=", value));
-    absl::StrAppend(&text, ", on workers with ", absl::StrJoin(pairs, ","));
+    absl::StrAppend(&text, ", on workers with ",
+                    absl::StrJoin(r.selector, ",", absl::PairFormatter("=")));
   }
   return text;
 }
@@ -154,17 +149,18 @@ absl::StatusOr<std::vector<RankPlacement>> PlaceGang(const std::vector<WorkerCap
   int min_ranks = request.min_ranks;
   if (min_ranks <= 0 || min_ranks > ranks) min_ranks = ranks;
   std::vector<int> candidates;  // indices into workers
+  std::vector<int> rooms(workers.size());
   int total_room = 0;
   for (int i = 0; i < static_cast<int>(workers.size()); ++i) {
-    const int room = RankRoom(workers[i], request);
-    if (room > 0) candidates.push_back(i);
-    total_room += room;
+    rooms[i] = RankRoom(workers[i], request);
+    if (rooms[i] > 0) candidates.push_back(i);
+    total_room += rooms[i];
   }
   if (total_room < ranks && total_room >= min_ranks) ranks = total_room;
   if (total_room < ranks) {
     return absl::ResourceExhaustedError(Shortfall(workers, request, min_ranks, total_room));
   }
-  auto room = [&](int i) { return RankRoom(workers[i], request); };
+  auto room = [&](int i) { return rooms[i]; };
   // Best fit on one worker when possible; otherwise roomiest first, which
   // reaches `ranks` with the fewest workers.
   std::stable_sort(candidates.begin(), candidates.end(),
