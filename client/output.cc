@@ -143,6 +143,71 @@ void PrintJobsTable(std::ostream& out, const std::vector<v1::Job>& jobs, absl::T
   PrintTable(out, rows);
 }
 
+namespace {
+
+// Where the ranks may go, what each takes, and when the job is restarted.
+void PrintSpecTerms(std::ostream& out, const v1::JobSpec& spec) {
+  if (!spec.labels().empty()) out << "labels:    " << Labels(spec.labels()) << "\n";
+  std::vector<std::string> placement;
+  if (!spec.worker_selector().empty()) {
+    placement.push_back(absl::StrCat("workers with ", Labels(spec.worker_selector())));
+  }
+  if (spec.ranks_per_worker() > 0) {
+    placement.push_back(absl::StrCat(spec.ranks_per_worker(), " ranks per worker"));
+  }
+  if (!placement.empty()) out << "placement: " << absl::StrJoin(placement, ", ") << "\n";
+  const v1::Resources& resources = spec.resources();
+  if (resources.cpus() > 0 || resources.memory_mb() > 0) {
+    out << "per rank:  " << resources.cpus() << " CPUs, "
+        << (resources.memory_mb() > 0 ? absl::StrCat(resources.memory_mb(), " MB")
+                                      : "no memory limit")
+        << "\n";
+  }
+  std::string policy = absl::StrCat(
+      "restart ", spec.restart_policy().empty() ? "on_failure" : spec.restart_policy());
+  if (!spec.never_retry_exit_codes().empty()) {
+    absl::StrAppend(&policy, ", never after exit code ",
+                    absl::StrJoin(spec.never_retry_exit_codes(), "/"));
+  }
+  if (spec.deadline_s() > 0) {
+    absl::StrAppend(&policy, ", deadline ", ShortDuration(absl::Seconds(spec.deadline_s())));
+  }
+  out << "policy:    " << policy << "\n";
+}
+
+void PrintRanks(std::ostream& out, const v1::Job& job) {
+  if (job.ranks_size() == 0) return;
+  out << "ranks:\n";
+  std::vector<std::vector<std::string>> rows = {
+      {"  RANK", "WORKER", "SLOT", "STATE", "PID", "EXIT"}};
+  for (const v1::RankStatus& r : job.ranks()) {
+    std::string exit = "-";
+    if (r.state() == v1::RANK_SUCCEEDED || r.state() == v1::RANK_FAILED ||
+        r.state() == v1::RANK_STOPPED) {
+      exit = r.signal() ? absl::StrCat("signal ", r.signal())
+                        : absl::StrCat("code ", r.exit_code());
+    }
+    std::string slot = r.gpus_size() ? absl::StrCat("gpu ", absl::StrJoin(r.gpus(), ","))
+                                     : absl::StrCat(r.slot());
+    rows.push_back({absl::StrCat("  ", r.rank()), r.worker_id(), slot,
+                    RankStateLabel(r.state()), r.pid() ? absl::StrCat(r.pid()) : "-", exit});
+  }
+  PrintTable(out, rows);
+}
+
+// "ValueError: bad input (rank 1 on worker w2, attempt 0)"
+std::string RootCauseLine(const v1::Failure& f) {
+  std::string line = f.error().empty() ? f.message() : f.error();
+  if (f.rank() >= 0) {
+    absl::StrAppend(&line, " (rank ", f.rank());
+    if (!f.worker_id().empty()) absl::StrAppend(&line, " on worker ", f.worker_id());
+    absl::StrAppend(&line, ", attempt ", f.attempt(), ")");
+  }
+  return line;
+}
+
+}  // namespace
+
 void PrintJobDetail(std::ostream& out, const v1::Job& job, absl::Time now) {
   out << "job:       " << job.id() << "\n"
       << "state:     " << JobStateLabel(job.state()) << "\n";
@@ -157,32 +222,7 @@ void PrintJobDetail(std::ostream& out, const v1::Job& job, absl::Time now) {
   }
   out << "age:       " << ShortDuration(now - absl::FromUnixMillis(job.create_unix_ms()))
       << "\n";
-  const v1::JobSpec& spec = job.spec();
-  if (!spec.labels().empty()) out << "labels:    " << Labels(spec.labels()) << "\n";
-  if (!spec.worker_selector().empty() || spec.ranks_per_worker() > 0) {
-    out << "placement: ";
-    if (!spec.worker_selector().empty()) out << "workers with " << Labels(spec.worker_selector());
-    if (!spec.worker_selector().empty() && spec.ranks_per_worker() > 0) out << ", ";
-    if (spec.ranks_per_worker() > 0) out << spec.ranks_per_worker() << " ranks per worker";
-    out << "\n";
-  }
-  if (spec.resources().cpus() > 0 || spec.resources().memory_mb() > 0) {
-    out << "per rank:  " << spec.resources().cpus() << " CPUs, "
-        << (spec.resources().memory_mb() > 0 ? absl::StrCat(spec.resources().memory_mb(), " MB")
-                                             : "no memory limit")
-        << "\n";
-  }
-  std::string policy = absl::StrCat("restart ", spec.restart_policy().empty()
-                                                   ? "on_failure"
-                                                   : spec.restart_policy());
-  if (!spec.never_retry_exit_codes().empty()) {
-    absl::StrAppend(&policy, ", never after exit code ",
-                    absl::StrJoin(spec.never_retry_exit_codes(), "/"));
-  }
-  if (spec.deadline_s() > 0) {
-    absl::StrAppend(&policy, ", deadline ", ShortDuration(absl::Seconds(spec.deadline_s())));
-  }
-  out << "policy:    " << policy << "\n";
+  PrintSpecTerms(out, job.spec());
   if (!job.master_addr().empty()) {
     out << "master:    " << job.master_addr() << ":" << job.master_port() << "\n";
   }
@@ -197,36 +237,8 @@ void PrintJobDetail(std::ostream& out, const v1::Job& job, absl::Time now) {
                              p.allreduce_bytes() / 1e6 / p.allreduce_seconds());
     }
   }
-  if (job.ranks_size() > 0) {
-    out << "ranks:\n";
-    std::vector<std::vector<std::string>> rows = {
-        {"  RANK", "WORKER", "SLOT", "STATE", "PID", "EXIT"}};
-    for (const v1::RankStatus& r : job.ranks()) {
-      std::string exit = "-";
-      if (r.state() == v1::RANK_SUCCEEDED || r.state() == v1::RANK_FAILED ||
-          r.state() == v1::RANK_STOPPED) {
-        exit = r.signal() ? absl::StrCat("signal ", r.signal())
-                          : absl::StrCat("code ", r.exit_code());
-      }
-      std::string slot = r.gpus_size() ? absl::StrCat("gpu ", absl::StrJoin(r.gpus(), ","))
-                                       : absl::StrCat(r.slot());
-      rows.push_back({absl::StrCat("  ", r.rank()), r.worker_id(), slot,
-                      RankStateLabel(r.state()), r.pid() ? absl::StrCat(r.pid()) : "-",
-                      exit});
-    }
-    PrintTable(out, rows);
-  }
-  if (job.has_root_cause()) {
-    const v1::Failure& f = job.root_cause();
-    out << "root cause: "
-        << (f.error().empty() ? f.message() : f.error());
-    if (f.rank() >= 0) {
-      out << " (rank " << f.rank();
-      if (!f.worker_id().empty()) out << " on worker " << f.worker_id();
-      out << ", attempt " << f.attempt() << ")";
-    }
-    out << "\n";
-  }
+  PrintRanks(out, job);
+  if (job.has_root_cause()) out << "root cause: " << RootCauseLine(job.root_cause()) << "\n";
   out << "history:\n";
   std::vector<std::vector<std::string>> rows;
   for (const v1::StateChange& c : job.history()) {

@@ -68,8 +68,8 @@ void RankSupervisor::Start(const v1::StartRank& start) {
 }
 
 std::string RankSupervisor::ErrorFilePath(const v1::RankRef& ref) const {
-  return absl::StrCat(options_.jobs_dir.empty() ? options_.log_dir : options_.jobs_dir, "/",
-                      ref.job_id(), "/rank-", ref.rank(), ".error/error.json");
+  return absl::StrCat(options_.jobs_dir, "/", ref.job_id(), "/rank-", ref.rank(),
+                      ".error/error.json");
 }
 
 LaunchSpec RankSupervisor::LaunchSpecFor(const v1::StartRank& start) const {
@@ -105,10 +105,8 @@ absl::Status RankSupervisor::PrepareFiles(const v1::StartRank& start, LaunchSpec
   // The ranks' user passes through the jobs' directories to its own.
   const std::filesystem::path error_dir =
       std::filesystem::path(ErrorFilePath(start.rank())).parent_path();
-  if (!options_.jobs_dir.empty()) {
-    RETURN_IF_ERROR(MakePrivateDir(options_.jobs_dir, 0711));
-    RETURN_IF_ERROR(MakePrivateDir(error_dir.parent_path().string(), 0711));
-  }
+  RETURN_IF_ERROR(MakePrivateDir(options_.jobs_dir, 0711));
+  RETURN_IF_ERROR(MakePrivateDir(error_dir.parent_path().string(), 0711));
   RETURN_IF_ERROR(PrepareErrorDir(error_dir.string(), options_.run_as));
   if (!start.has_code()) return absl::OkStatus();
   if (options_.code == nullptr) return absl::FailedPreconditionError("this worker takes no code");

@@ -25,7 +25,7 @@ struct RankSupervisorOptions {
   std::string log_dir;            // <log_dir>/<job>/rank-<R>.log
   // <jobs_dir>/<job>/rank-<R>.error/error.json is the rank's
   // TORCHELASTIC_ERROR_FILE (the job's directory, mode 0711, holds its code
-  // too); empty: under log_dir.
+  // too).
   std::string jobs_dir;
   std::string trainer_program;    // run for argv[0] == "ringmaster-trainer"
   std::map<std::string, std::string> base_env;  // PATH and HOME of the worker

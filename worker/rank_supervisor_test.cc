@@ -21,6 +21,7 @@ class RankSupervisorTest : public ::testing::Test {
     const char* dir = std::getenv("TEST_TMPDIR");
     RankSupervisorOptions options;
     options.log_dir = std::string(dir ? dir : "/tmp") + "/logs";
+    options.jobs_dir = std::string(dir ? dir : "/tmp") + "/jobs";
     options.base_env = {{"PATH", "/usr/bin:/bin"}};
     supervisor_ = std::make_unique<RankSupervisor>(
         &launcher_, options,
