@@ -181,13 +181,18 @@ absl::Status Client::WatchJob(const std::string& job_id,
 absl::Status Client::StreamLogs(const std::string& job_id, std::optional<int> rank,
                                 bool follow,
                                 const std::function<void(const v1::LogChunk&)>& on_chunk) {
-  grpc::ClientContext context;
-  Prepare(&context, false);
   v1::StreamLogsRequest request;
   request.set_job_id(job_id);
   request.set_all_ranks(!rank.has_value());
   request.set_rank(rank.value_or(0));
   request.set_follow(follow);
+  return StreamLogs(request, on_chunk);
+}
+
+absl::Status Client::StreamLogs(const v1::StreamLogsRequest& request,
+                                const std::function<void(const v1::LogChunk&)>& on_chunk) {
+  grpc::ClientContext context;
+  Prepare(&context, false);
   auto reader = jobs_->StreamLogs(&context, request);
   v1::LogChunk chunk;
   while (reader->Read(&chunk)) on_chunk(chunk);

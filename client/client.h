@@ -55,6 +55,8 @@ class Client {
   // Calls `on_chunk` with whole lines of rank output; `rank` empty = all.
   absl::Status StreamLogs(const std::string& job_id, std::optional<int> rank, bool follow,
                           const std::function<void(const v1::LogChunk&)>& on_chunk);
+  absl::Status StreamLogs(const v1::StreamLogsRequest& request,
+                          const std::function<void(const v1::LogChunk&)>& on_chunk);
 
  private:
   friend class RendezvousClient;

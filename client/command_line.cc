@@ -113,10 +113,18 @@ void AddJobCommands(CLI::App& app, Invocation* run, std::map<Command, CLI::App*>
   status->add_option("JOB", run->job_id, "job id")->required();
   (*commands)[Command::kStatus] = status;
 
-  CLI::App* logs = app.add_subcommand("logs", "print a job's output, each line [rank R]");
+  CLI::App* logs = app.add_subcommand(
+      "logs", "print a job's output, each line [rank R]: its latest attempt's, or --attempt N's");
   logs->add_option("JOB", run->job_id, "job id")->required();
-  logs->add_option("--rank", run->rank, "only this rank");
-  logs->add_flag("--follow,-f", run->follow, "keep printing until the job ends");
+  logs->add_option("--rank", run->logs.rank, "only this rank");
+  logs->add_option("--attempt", run->logs.attempt,
+                   "only this attempt (0 is the first; `status` shows the current one)");
+  logs->add_option("--tail", run->logs.tail, "begin at each rank's last N lines")
+      ->check(CLI::NonNegativeNumber);
+  logs->add_flag("--timestamps", run->logs.timestamps,
+                 "begin each line with when the worker read it (RFC 3339, UTC)");
+  logs->add_flag("--follow,-f", run->logs.follow,
+                 "keep printing until the job ends, through its restarts");
   (*commands)[Command::kLogs] = logs;
 
   CLI::App* cancel = app.add_subcommand("cancel", "stop every rank of a job");

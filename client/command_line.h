@@ -31,10 +31,9 @@ struct Invocation {
   std::string certs_dir;               // certs init
   CertsOptions certs;
   SubmitOptions submit;
-  bool follow = false;                 // logs
+  LogsOptions logs;
   JobsOptions jobs;
   std::string job_id;                  // status, logs, cancel, delete
-  std::optional<int> rank;             // logs
   int iterations = 0;                  // top
   bool all = false;                    // top
 };

@@ -341,25 +341,46 @@ int RunStatus(const GlobalOptions& global, const std::string& job_id) {
   return kOk;
 }
 
-int RunLogs(const GlobalOptions& global, const std::string& job_id, std::optional<int> rank,
-            bool follow) {
+int RunLogs(const GlobalOptions& global, const std::string& job_id, const LogsOptions& options) {
   Client client = MakeClient(global);
+  v1::StreamLogsRequest request;
+  request.set_job_id(job_id);
+  request.set_all_ranks(!options.rank.has_value());
+  request.set_rank(options.rank.value_or(0));
+  if (options.attempt) request.set_attempt(*options.attempt);
+  request.set_tail_lines(options.tail);
+  request.set_timestamps(options.timestamps);
+  request.set_follow(options.follow);
   const OutputFormat format = global.output;
-  absl::Status status = client.StreamLogs(job_id, rank, follow, [format](const v1::LogChunk& chunk) {
-    absl::string_view data = chunk.data();
+  std::optional<int> attempt;  // of the lines printed last
+  absl::Status status = client.StreamLogs(request, [&](const v1::LogChunk& chunk) {
     std::string out;
+    // Following a job through a restart: where the next attempt begins.
+    if (format == OutputFormat::kTable && attempt && *attempt != chunk.attempt()) {
+      absl::StrAppend(&out, "--- attempt ", chunk.attempt(), " ---\n");
+    }
+    attempt = chunk.attempt();
+    absl::string_view data = chunk.data();
     while (!data.empty()) {
-      size_t end = data.find('\n');
+      const size_t end = data.find('\n');
       absl::string_view line = data.substr(0, end);
+      data.remove_prefix(end == absl::string_view::npos ? data.size() : end + 1);
       if (format == OutputFormat::kTable) {
         absl::StrAppend(&out, "[rank ", chunk.rank(), "] ", line, "\n");
-      } else {  // one object per line: {"rank": R, "line": "..."}
-        google::protobuf::Struct object;
-        (*object.mutable_fields())["rank"].set_number_value(chunk.rank());
-        (*object.mutable_fields())["line"].set_string_value(std::string(line));
-        absl::StrAppend(&out, Render(object, format, /*stream=*/true));
+        continue;
       }
-      data.remove_prefix(end == absl::string_view::npos ? data.size() : end + 1);
+      // One object per line: {"rank": R, "attempt": A, "time": "...", "line": "..."}.
+      google::protobuf::Struct object;
+      auto& fields = *object.mutable_fields();
+      fields["rank"].set_number_value(chunk.rank());
+      fields["attempt"].set_number_value(chunk.attempt());
+      if (options.timestamps) {
+        const size_t space = line.find(' ');
+        fields["time"].set_string_value(std::string(line.substr(0, space)));
+        line.remove_prefix(space == absl::string_view::npos ? line.size() : space + 1);
+      }
+      fields["line"].set_string_value(std::string(line));
+      absl::StrAppend(&out, Render(object, format, /*stream=*/true));
     }
     std::cout << out << std::flush;
   });

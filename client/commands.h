@@ -45,8 +45,14 @@ struct JobsOptions {
 };
 int RunJobs(const GlobalOptions& global, const JobsOptions& options);
 int RunStatus(const GlobalOptions& global, const std::string& job_id);
-int RunLogs(const GlobalOptions& global, const std::string& job_id, std::optional<int> rank,
-            bool follow);
+struct LogsOptions {
+  std::optional<int> rank;     // empty: every rank
+  std::optional<int> attempt;  // empty: the latest (and, following, each later one)
+  int tail = 0;                // > 0: each rank's last this many lines
+  bool timestamps = false;
+  bool follow = false;
+};
+int RunLogs(const GlobalOptions& global, const std::string& job_id, const LogsOptions& options);
 int RunCancel(const GlobalOptions& global, const std::string& job_id);
 int RunDelete(const GlobalOptions& global, const std::string& job_id);
 int RunWorkers(const GlobalOptions& global);

@@ -68,7 +68,7 @@ int Run(const ringmaster::Invocation& run) {
     case Command::kStatus:
       return ringmaster::RunStatus(global, run.job_id);
     case Command::kLogs:
-      return ringmaster::RunLogs(global, run.job_id, run.rank, run.follow);
+      return ringmaster::RunLogs(global, run.job_id, run.logs);
     case Command::kCancel:
       return ringmaster::RunCancel(global, run.job_id);
     case Command::kDelete:

@@ -182,13 +182,17 @@ absl::StatusOr<pid_t> SpawnProcess(const SubprocessSpec& spec) {
       spec.argv[0], path_it == spec.env.end() ? "/usr/bin:/bin" : path_it->second);
   if (!program.ok()) return program.status();
 
-  int output_fd =
-      open(spec.output_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+  const int output_fd =
+      spec.output_fd >= 0
+          ? spec.output_fd
+          : open(spec.output_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
   if (output_fd < 0) {
     return absl::FailedPreconditionError(
         absl::StrCat("cannot open ", spec.output_path, ": ", strerror(errno)));
   }
-  absl::Cleanup close_output = [output_fd] { close(output_fd); };
+  absl::Cleanup close_output = [output_fd, own = spec.output_fd < 0] {
+    if (own) close(output_fd);
+  };
   std::vector<int> cgroup_fds;
   absl::Cleanup close_cgroups = [&cgroup_fds] {
     for (int fd : cgroup_fds) close(fd);

@@ -42,6 +42,7 @@ struct SubprocessSpec {
   std::map<std::string, std::string> env;  // the whole environment
   std::string working_dir;                 // empty: the caller's
   std::string output_path;                 // stdout and stderr, appended
+  int output_fd = -1;                      // used instead of output_path when >= 0
   enum class Detach {
     kProcessGroup,  // leads a new process group; killed when the spawning thread ends
     kSession,       // leads a new session and outlives the caller (a daemon)

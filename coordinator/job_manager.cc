@@ -277,13 +277,12 @@ absl::StatusOr<int64_t> JobManager::WatchAll(const std::string& resume_token,
   return watch_id;
 }
 
-absl::StatusOr<std::vector<RankLogSource>> JobManager::LogSources(const std::string& job_id) {
-  ASSIGN_OR_RETURN(v1::Job job, Get(job_id));
-  std::vector<RankLogSource> sources;
-  for (const v1::RankStatus& rank : job.ranks()) {
-    const std::string address = membership_->Address(rank.worker_id());
-    sources.push_back(
-        {rank.rank(), rank.worker_id(), address.empty() ? rank.worker_address() : address});
+absl::StatusOr<std::vector<RankLogSource>> JobManager::LogSources(const v1::Job& job,
+                                                                  int attempt) {
+  ASSIGN_OR_RETURN(std::vector<RankLogSource> sources, AttemptRanks(job, attempt));
+  for (RankLogSource& source : sources) {
+    std::string address = membership_->Address(source.worker_id);
+    if (!address.empty()) source.worker_address = std::move(address);
   }
   return sources;
 }
@@ -549,6 +548,7 @@ void JobManager::AdvanceRestarts(absl::Time now) {
     }
     const int next_attempt = entry.job.attempt() + 1;
     v1::Job before = entry.job;
+    KeepPastAttempt(&entry.job);
     entry.job.set_attempt(next_attempt);
     entry.job.clear_ranks();
     if (!table_.Transition(entry, v1::PENDING, v1::RESTART_BACKOFF_DONE,

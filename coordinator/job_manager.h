@@ -21,6 +21,7 @@
 #include "common/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "coordinator/attempt_placement.h"
 #include "coordinator/job_state.h"
 #include "coordinator/job_store.h"
 #include "coordinator/job_table.h"
@@ -77,13 +78,6 @@ struct JobPage {
   int64_t next_before_number = 0;  // 0: no page after this one
 };
 
-// Where one rank's log can be read.
-struct RankLogSource {
-  int rank = 0;
-  std::string worker_id;
-  std::string worker_address;
-};
-
 // Thread-safe: one mutex guards all job state. Called by the gRPC handlers
 // (any thread) and by a timer thread (Tick). While holding its mutex it
 // calls into WorkerMembership (whose mutex comes after this one) and writes
@@ -128,7 +122,10 @@ class JobManager {
   absl::StatusOr<int64_t> WatchAll(const std::string& resume_token, JobObserver observer);
   // Where a watcher that has seen `job` goes on from.
   std::string ResumeToken(const v1::Job& job) const;
-  absl::StatusOr<std::vector<RankLogSource>> LogSources(const std::string& job_id);
+  // Where the logs of the ranks of `job`'s `attempt` can be read (a
+  // worker's address as it is now, if it is connected). NOT_FOUND as
+  // AttemptRanks.
+  absl::StatusOr<std::vector<RankLogSource>> LogSources(const v1::Job& job, int attempt);
 
   std::vector<v1::Worker> ListWorkers();
   // The code archives (CodePackage.sha256) of the jobs not yet ended.

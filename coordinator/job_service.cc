@@ -13,6 +13,7 @@
 #include "common/labels.h"
 #include "common/status_macros.h"
 #include "common/stream_writer.h"
+#include "coordinator/attempt_placement.h"
 #include "coordinator/job_state.h"
 
 namespace ringmaster {
@@ -219,16 +220,24 @@ grpc::ServerWriteReactor<v1::LogChunk>* JobServiceImpl::StreamLogs(
     grpc::CallbackServerContext* context, const v1::StreamLogsRequest* request) {
   absl::Status s = access_->RequireAdmin(*context);
   if (s.ok()) s = ValidateRankRef(request->job_id(), request->all_ranks() ? 0 : request->rank());
+  if (s.ok() && request->tail_lines() < 0) {
+    s = absl::InvalidArgumentError(
+        absl::StrCat("tail_lines must not be negative, got ", request->tail_lines()));
+  }
+  // A rank or attempt the job never had would stream nothing, and look
+  // like silence.
+  absl::StatusOr<v1::Job> job = s.ok() ? manager_->Get(request->job_id()) : s;
+  if (s.ok() && !job.ok()) s = job.status();
   if (s.ok() && !request->all_ranks()) {
-    // A rank the job never had would stream nothing, and look like silence.
-    absl::StatusOr<v1::Job> job = manager_->Get(request->job_id());
-    if (!job.ok()) {
-      s = job.status();
-    } else if (const int ranks = std::max(job->spec().ranks(), job->world_size());
-               request->rank() >= ranks) {
+    if (const int ranks = std::max(job->spec().ranks(), job->world_size());
+        request->rank() >= ranks) {
       s = absl::NotFoundError(absl::StrCat("job ", request->job_id(), " has no rank ",
                                            request->rank(), ": its ranks are 0..", ranks - 1));
     }
+  }
+  if (s.ok() && request->has_attempt() &&
+      !(request->attempt() == job->attempt() && request->follow())) {
+    s = AttemptRanks(*job, request->attempt()).status();
   }
   if (!s.ok()) return new RefusedWriteReactor<v1::LogChunk>(ToGrpcStatus(s));
   return logs_->Stream(*request);

@@ -8,6 +8,7 @@
 #include "common/grpc_status.h"
 #include "common/status_macros.h"
 #include "common/stream_writer.h"
+#include "coordinator/attempt_placement.h"
 #include "coordinator/job_state.h"
 
 namespace ringmaster {
@@ -57,7 +58,9 @@ class LogStream final : public grpc::ServerWriteReactor<v1::LogChunk> {
 
   struct Source {
     int64_t offset = 0;
-    std::string partial;  // bytes after the last newline
+    bool read_once = false;  // the tail, if asked, is behind
+    bool mid_line = false;   // what the worker sent ends inside a line
+    std::string partial;     // bytes after the last newline
   };
 
   // On a pool thread.
@@ -94,29 +97,55 @@ class LogStream final : public grpc::ServerWriteReactor<v1::LogChunk> {
   }
 
   // Queues what is new; kEnd once everything of an ended (or, without
-  // follow, any) job is relayed and the stream is finishing.
+  // follow, any) job is relayed and the stream is finishing. Without an
+  // attempt asked for, it relays the latest attempt that placed its ranks
+  // and, following, each later one in turn.
   absl::StatusOr<Next> Read() {
     while (!unsent_.empty()) {
       if (!writer_.Write(unsent_.front())) return Next::kWaitForRoom;
       unsent_.pop_front();
     }
     ASSIGN_OR_RETURN(v1::Job job, relay_->manager()->Get(request_.job_id()));
-    ASSIGN_OR_RETURN(std::vector<RankLogSource> ranks,
-                     relay_->manager()->LogSources(request_.job_id()));
+    const std::vector<int> placed = PlacedAttempts(job);
+    if (attempt_ < 0) {
+      attempt_ = request_.has_attempt() ? request_.attempt()
+                 : placed.empty()       ? -1
+                                        : placed.back();
+    }
     bool got_data = false;
-    for (const RankLogSource& rank : ranks) {
+    absl::StatusOr<std::vector<RankLogSource>> ranks =
+        relay_->manager()->LogSources(job, attempt_);
+    for (const RankLogSource& rank : ranks.value_or(std::vector<RankLogSource>())) {
       if (!request_.all_ranks() && rank.rank != request_.rank()) continue;
       if (!writer_.HasRoom()) return Next::kWaitForRoom;
-      if (ReadMore(rank, &sources_[{rank.rank, rank.worker_address}])) got_data = true;
+      if (ReadMore(rank, &sources_[rank.rank])) got_data = true;
     }
     if (got_data) return Next::kAgain;
-    if (!IsTerminal(job.state()) && request_.follow()) return Next::kPoll;
-    for (auto& [key, source] : sources_) {
-      if (!source.partial.empty()) Emit(key.first, source.partial + "\n");
+    const bool ended = IsTerminal(job.state());
+    if (request_.follow() && !ended && job.attempt() == attempt_) return Next::kPoll;
+    if (request_.follow() && !request_.has_attempt()) {
+      // The job went on to a later attempt: its output follows this one's.
+      auto later = std::upper_bound(placed.begin(), placed.end(), attempt_);
+      if (later != placed.end()) {
+        EmitPartials();
+        sources_.clear();
+        attempt_ = *later;
+        tail_ = false;
+        return Next::kAgain;
+      }
+      if (!ended) return Next::kPoll;
     }
+    EmitPartials();
     for (const v1::LogChunk& chunk : unsent_) writer_.Write(chunk);  // room or not: the end
     writer_.Finish(grpc::Status::OK, /*drain=*/true);
     return Next::kEnd;
+  }
+
+  void EmitPartials() {
+    for (auto& [rank, source] : sources_) {
+      if (!source.partial.empty()) Emit(rank, source.partial + "\n");
+      source.partial.clear();
+    }
   }
 
   // Reads what is new in one rank's log; queues whole lines. False when
@@ -124,17 +153,24 @@ class LogStream final : public grpc::ServerWriteReactor<v1::LogChunk> {
   bool ReadMore(const RankLogSource& rank, Source* source) {
     v1::ReadLogRequest read;
     read.set_job_id(request_.job_id());
+    read.set_attempt(attempt_);
     read.set_rank(rank.rank);
     read.set_offset(source->offset);
     read.set_max_bytes(kReadBytes);
+    if (tail_ && !source->read_once) read.set_tail_lines(request_.tail_lines());
+    read.set_timestamps(request_.timestamps());
+    read.set_mid_line(source->mid_line);
     v1::ReadLogResponse response;
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
     AddBearerToken(&context, relay_->signer().Agent(rank.worker_id));
     grpc::Status status =
         relay_->AgentFor(rank.worker_address, rank.worker_id)->ReadLog(&context, read, &response);
-    if (!status.ok() || response.data().empty()) return false;
+    if (!status.ok()) return false;
+    source->read_once = true;
+    if (response.next_offset() == source->offset) return false;
     source->offset = response.next_offset();
+    source->mid_line = response.mid_line();
     source->partial += response.data();
     const size_t end = source->partial.rfind('\n');
     if (end != std::string::npos) {
@@ -156,6 +192,7 @@ class LogStream final : public grpc::ServerWriteReactor<v1::LogChunk> {
   void Emit(int rank, std::string data) {
     v1::LogChunk chunk;
     chunk.set_rank(rank);
+    chunk.set_attempt(attempt_);
     chunk.set_data(std::move(data));
     if (!unsent_.empty() || !writer_.Write(chunk)) unsent_.push_back(std::move(chunk));
   }
@@ -163,7 +200,9 @@ class LogStream final : public grpc::ServerWriteReactor<v1::LogChunk> {
   LogRelay* const relay_;
   const v1::StreamLogsRequest request_;
   // Used by one round at a time.
-  std::map<std::pair<int, std::string>, Source> sources_;
+  int attempt_ = -1;  // whose output is relayed; -1: not chosen yet
+  bool tail_ = true;  // the request's tail applies (to the first attempt relayed)
+  std::map<int, Source> sources_;  // by rank
   std::deque<v1::LogChunk> unsent_;
   StreamWriter<v1::LogChunk> writer_;
   Mutex mu_;

@@ -379,8 +379,8 @@ TEST_F(AuthTest, StateKeysAndLogsAreNotWorldReadable) {
   for (const char* worker : {"/worker-0", "/worker-1"}) {
     EXPECT_EQ(ModeOf(state_dir_ + worker), 0700u) << worker;
     EXPECT_EQ(ModeOf(state_dir_ + worker + "/logs"), 0750u) << worker;
-    if (access((state_dir_ + worker + "/logs/quiet-1/rank-0.log").c_str(), F_OK) == 0) {
-      log = state_dir_ + worker + "/logs/quiet-1/rank-0.log";
+    if (access((state_dir_ + worker + "/logs/quiet-1/attempt-0.rank-0.log").c_str(), F_OK) == 0) {
+      log = state_dir_ + worker + "/logs/quiet-1/attempt-0.rank-0.log";
     }
   }
   ASSERT_FALSE(log.empty()) << "no rank log found";

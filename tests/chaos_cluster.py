@@ -91,7 +91,12 @@ class ClusterQueries:
         return wait_for(check, timeout, f"job {job_id}: {what}")
 
     def logs(self, job_id, *args):
-        return self.cli("logs", job_id, *args, check=False).stdout
+        """The output of every attempt of the job still kept, in order."""
+        job = self.job(job_id)
+        out = ""
+        for a in range(attempt(job) + 1 if job else 1):
+            out += self.cli("logs", job_id, "--attempt", str(a), *args, check=False).stdout
+        return out
 
 
 class Cluster(ClusterQueries):

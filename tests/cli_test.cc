@@ -1,7 +1,8 @@
 // The CLI as users and scripts run it, from the binary: global options
 // anywhere on the line, table, JSON and YAML output, follow as JSON lines,
-// --version, shell completion, top with and without finished jobs, and a
-// clear error for a rank a job does not have.
+// --version, shell completion, top with and without finished jobs, logs by
+// attempt, tailed and timestamped, and a clear error for a rank or an
+// attempt a job does not have.
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -157,6 +158,69 @@ TEST_F(CliClusterTest, LogsOfARankTheJobDoesNotHaveIsAnError) {
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_EQ(missing.out, "");
   EXPECT_EQ(missing.err, "ringmaster: job " + id + " has no rank 5: its ranks are 0..1\n");
+}
+
+// Each attempt's output apart: by default the latest attempt's, the
+// first one's with --attempt 0, the last lines of either with --tail, each
+// line's time with --timestamps; an attempt the job never had is an error.
+TEST_F(CliClusterTest, LogsTellAttemptsApartTailAndTimestampThem) {
+  const absl::Time before = absl::Now();
+  const std::string id = Submit(
+      "name: again\nranks: 1\nmax_restarts: 1\n"
+      "command: [sh, -c, 'for i in 1 2 3 4; do echo attempt $TORCHELASTIC_RESTART_COUNT line $i; "
+      "done; [ $TORCHELASTIC_RESTART_COUNT = 1 ]']\n");
+  WaitJob(id, [](const v1::Job& j) { return j.state() == v1::SUCCEEDED; });
+  auto lines = [](int attempt, int from) {
+    std::string out;
+    for (int i = from; i <= 4; ++i) absl::StrAppend(&out, "[rank 0] attempt ", attempt, " line ", i, "\n");
+    return out;
+  };
+  CommandResult latest = Cli({"logs", id});
+  EXPECT_EQ(latest.exit_code, 0) << latest.err;
+  EXPECT_EQ(latest.out, lines(1, 1));
+  CommandResult first = Cli({"logs", id, "--attempt", "0"});
+  EXPECT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_EQ(first.out, lines(0, 1));
+  CommandResult tail = Cli({"logs", id, "--attempt", "0", "--tail", "2"});
+  EXPECT_EQ(tail.exit_code, 0) << tail.err;
+  EXPECT_EQ(tail.out, lines(0, 3));
+
+  CommandResult timed = Cli({"logs", id, "--tail", "1", "--timestamps", "-o", "json"});
+  ASSERT_EQ(timed.exit_code, 0) << timed.err;
+  const Struct line = ParseJson(timed.out);
+  EXPECT_EQ(line.fields().at("line").string_value(), "attempt 1 line 4");
+  EXPECT_EQ(line.fields().at("attempt").number_value(), 1);
+  absl::Time time;
+  std::string error;
+  ASSERT_TRUE(absl::ParseTime(absl::RFC3339_full, line.fields().at("time").string_value(), &time,
+                              &error))
+      << timed.out;
+  EXPECT_GE(time, before);
+  EXPECT_LE(time, absl::Now());
+  CommandResult table = Cli({"logs", id, "--tail", "1", "--timestamps"});
+  EXPECT_EQ(table.out, "[rank 0] " + line.fields().at("time").string_value() + " attempt 1 line 4\n");
+
+  CommandResult missing = Cli({"logs", id, "--attempt", "2"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_EQ(missing.out, "");
+  EXPECT_EQ(missing.err, "ringmaster: job " + id + " has no attempt 2: its attempts are 0..1\n");
+  CommandResult negative = Cli({"logs", id, "--tail", "-3"});
+  EXPECT_EQ(negative.exit_code, 2);
+  EXPECT_NE(negative.err.find("--tail"), std::string::npos) << negative.err;
+}
+
+// Following a job from its first attempt on goes through its restart,
+// saying where the next attempt begins.
+TEST_F(CliClusterTest, LogsFollowAJobThroughItsRestarts) {
+  const std::string id = Submit(
+      "name: follow\nranks: 1\nmax_restarts: 1\n"
+      "command: [sh, -c, 'echo attempt $TORCHELASTIC_RESTART_COUNT; "
+      "[ $TORCHELASTIC_RESTART_COUNT = 1 ] || { sleep 2; exit 3; }']\n");
+  WaitJob(id, [](const v1::Job& j) { return j.state() == v1::RUNNING; });
+  CommandResult follow = Cli({"logs", id, "--follow"});
+  EXPECT_EQ(follow.exit_code, 0) << follow.err;
+  EXPECT_EQ(follow.out, "[rank 0] attempt 0\n--- attempt 1 ---\n[rank 0] attempt 1\n");
+  EXPECT_EQ(client_->GetJob(id)->state(), v1::SUCCEEDED);
 }
 
 TEST_F(CliClusterTest, TopHidesFinishedJobsUnlessAll) {

@@ -61,7 +61,7 @@ TEST_F(RequestValidationTest, WorkerLogServiceRefusesPathsAndShowsNone) {
   EXPECT_EQ(ReadLog(*worker, "job-1", -1), grpc::StatusCode::INVALID_ARGUMENT);
   std::string message;
   EXPECT_EQ(ReadLog(*worker, "no-such-job-1", 0, &message), grpc::StatusCode::NOT_FOUND);
-  EXPECT_EQ(message, "no log of job no-such-job-1 rank 0");
+  EXPECT_EQ(message, "no log of job no-such-job-1 attempt 0 rank 0");
 
   grpc::ClientContext context;
   v1::RankProgress report;

@@ -1,41 +1,57 @@
 #include "worker/agent_service.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
 #include "common/job_id.h"
+#include "worker/rank_log.h"
 
 namespace ringmaster {
 
 constexpr int kMaxReadBytes = 1 << 20;
+// Room for the longest record, so that every read can make progress.
+constexpr int kMinReadBytes = kMaxRecordText + kRecordPrefixBytes + 1;
 
-absl::StatusOr<v1::ReadLogResponse> ReadLogFile(const std::string& path,
-                                                const std::string& what, int64_t offset,
-                                                int max_bytes) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+absl::StatusOr<v1::ReadLogResponse> ReadLogFile(const std::string& path, const std::string& what,
+                                                const v1::ReadLogRequest& request) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT) return absl::NotFoundError(absl::StrCat("no log of ", what));
     return absl::InternalError(
         absl::StrCat("cannot open the log of ", what, ": ", strerror(errno)));
   }
-  std::string data(std::clamp(max_bytes, 1, kMaxReadBytes), '\0');
-  ssize_t n = pread(fd, data.data(), data.size(), std::max<int64_t>(offset, 0));
-  int saved = errno;
-  close(fd);
-  if (n < 0) {
+  absl::Cleanup close_fd = [fd] { close(fd); };
+  auto failed = [&what](const char* step) {
     return absl::InternalError(
-        absl::StrCat("cannot read the log of ", what, ": ", strerror(saved)));
+        absl::StrCat("cannot ", step, " the log of ", what, ": ", strerror(errno)));
+  };
+  int64_t offset = std::max<int64_t>(request.offset(), 0);
+  bool mid_line = request.mid_line();
+  if (request.tail_lines() > 0 && offset == 0) {
+    struct stat st;
+    if (fstat(fd, &st) != 0) return failed("stat");
+    absl::StatusOr<int64_t> tail = TailOffset(fd, st.st_size, request.tail_lines());
+    if (!tail.ok()) return failed("read");
+    offset = *tail;
+    mid_line = false;
   }
-  data.resize(n);
+  std::string records(std::clamp(request.max_bytes(), kMinReadBytes, kMaxReadBytes), '\0');
+  const ssize_t n = pread(fd, records.data(), records.size(), offset);
+  if (n < 0) return failed("read");
+  records.resize(n);
   v1::ReadLogResponse response;
-  response.set_next_offset(std::max<int64_t>(offset, 0) + n);
-  response.set_data(std::move(data));
+  const size_t used =
+      RenderRecords(records, request.timestamps(), &mid_line, response.mutable_data());
+  response.set_next_offset(offset + static_cast<int64_t>(used));
+  response.set_mid_line(mid_line);
   return response;
 }
 
@@ -49,10 +65,11 @@ grpc::ServerUnaryReactor* AgentServiceImpl::ReadLog(grpc::CallbackServerContext*
   if (absl::Status valid = ValidateRankRef(request->job_id(), request->rank()); !valid.ok()) {
     return FinishUnary(context, valid);
   }
-  absl::StatusOr<v1::ReadLogResponse> read =
-      ReadLogFile(supervisor_->LogPath(request->job_id(), request->rank()),
-                  absl::StrCat("job ", request->job_id(), " rank ", request->rank()),
-                  request->offset(), request->max_bytes());
+  absl::StatusOr<v1::ReadLogResponse> read = ReadLogFile(
+      supervisor_->LogPath(request->job_id(), request->attempt(), request->rank()),
+      absl::StrCat("job ", request->job_id(), " attempt ", request->attempt(), " rank ",
+                   request->rank()),
+      *request);
   if (read.ok()) *response = *std::move(read);
   return FinishUnary(context, read.status());
 }

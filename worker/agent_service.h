@@ -14,11 +14,12 @@
 
 namespace ringmaster {
 
-// Up to `max_bytes` of the file at `path` from `offset`. NOT_FOUND when the
-// file does not exist. Errors name the log as `what` ("job J rank R"),
-// never by its path.
+// The whole lines in up to `request.max_bytes` of the rank log (rank_log.h)
+// at `path`, from `request.offset` or its tail, as the request asks them.
+// NOT_FOUND when the file does not exist. Errors name the log as `what`
+// ("job J attempt A rank R"), never by its path.
 absl::StatusOr<v1::ReadLogResponse> ReadLogFile(const std::string& path, const std::string& what,
-                                                int64_t offset, int max_bytes);
+                                                const v1::ReadLogRequest& request);
 
 class AgentServiceImpl final : public v1::WorkerAgentService::CallbackService {
  public:

@@ -1,5 +1,6 @@
 #include "worker/process_launcher.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -8,12 +9,21 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 
 #include <spdlog/spdlog.h>
 
+#include "absl/cleanup/cleanup.h"
+#include "absl/strings/str_cat.h"
 #include "common/subprocess.h"
 
 namespace ringmaster {
+namespace {
+
+// How long an exited rank's last output may take to reach its log.
+constexpr absl::Duration kLogDrainTimeout = absl::Seconds(5);
+
+}  // namespace
 
 PosixProcessLauncher::PosixProcessLauncher(const std::string& cgroup_name) {
   prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -39,32 +49,40 @@ PosixProcessLauncher::PosixProcessLauncher(const std::string& cgroup_name) {
 }
 
 absl::StatusOr<pid_t> PosixProcessLauncher::Spawn(const LaunchSpec& spec) {
-  SubprocessSpec sub;
-  sub.argv = spec.argv;
-  sub.env = spec.env;
-  sub.working_dir = spec.working_dir;
-  sub.output_path = spec.log_path;
-  sub.detach = SubprocessSpec::Detach::kOwnSession;
-  sub.run_as = spec.run_as;
-  sub.no_new_privs = true;
-  sub.required_access = spec.required_access;
   const bool contain = cgroups_ != nullptr && !spec.name.empty();
   if (spec.memory_bytes > 0 && !contain) {
     return absl::FailedPreconditionError(
         "a memory limit needs cgroups, which this worker cannot use (see its log)");
   }
+  int output[2];
+  if (pipe2(output, O_CLOEXEC) != 0) {
+    return absl::InternalError(absl::StrCat("pipe2: ", strerror(errno)));
+  }
+  absl::Cleanup close_write_end = [&output] { close(output[1]); };
+  absl::StatusOr<std::unique_ptr<LogPump>> pump = LogPump::Start(output[0], spec.log_path);
+  if (!pump.ok()) return pump.status();
+
+  SubprocessSpec sub;
+  sub.argv = spec.argv;
+  sub.env = spec.env;
+  sub.working_dir = spec.working_dir;
+  sub.output_fd = output[1];
+  sub.detach = SubprocessSpec::Detach::kOwnSession;
+  sub.run_as = spec.run_as;
+  sub.no_new_privs = true;
+  sub.required_access = spec.required_access;
   if (contain) {
     if (absl::Status s = cgroups_->Create(spec.name, spec.memory_bytes); !s.ok()) return s;
     sub.cgroup_procs = cgroups_->ProcsFiles(spec.name);
   }
   absl::StatusOr<pid_t> pid = SpawnProcess(sub);
-  if (!contain) return pid;
   if (!pid.ok()) {
-    cgroups_->Remove(spec.name);
+    if (contain) cgroups_->Remove(spec.name);
     return pid;
   }
   MutexLock lock(&mu_);
-  cgroup_of_[*pid] = spec.name;
+  pumps_[*pid] = *std::move(pump);
+  if (contain) cgroup_of_[*pid] = spec.name;
   return pid;
 }
 
@@ -113,6 +131,23 @@ bool PosixProcessLauncher::OomKilled(pid_t pgid) {
 }
 
 bool PosixProcessLauncher::ClearGroup(pid_t pgid, absl::Duration timeout) {
+  const bool cleared = KillGroup(pgid, timeout);
+  std::unique_ptr<LogPump> pump;
+  {
+    MutexLock lock(&mu_);
+    auto it = pumps_.find(pgid);
+    if (it != pumps_.end()) {
+      pump = std::move(it->second);
+      pumps_.erase(it);
+    }
+  }
+  // With every process gone the pipe is closed; a process that escaped
+  // the group may hold it open, and its output is then no longer logged.
+  if (pump != nullptr) pump->Finish(cleared ? kLogDrainTimeout : absl::ZeroDuration());
+  return cleared;
+}
+
+bool PosixProcessLauncher::KillGroup(pid_t pgid, absl::Duration timeout) {
   const absl::Time deadline = absl::Now() + timeout;
   const std::string cgroup = CgroupOf(pgid);
   if (!cgroup.empty()) {

@@ -16,6 +16,7 @@
 #include "absl/time/time.h"
 #include "common/subprocess.h"
 #include "worker/rank_cgroups.h"
+#include "worker/rank_log.h"
 
 namespace ringmaster {
 
@@ -23,7 +24,7 @@ struct LaunchSpec {
   std::vector<std::string> argv;  // argv[0] without '/' is looked up on PATH
   std::map<std::string, std::string> env;  // the whole environment
   std::string working_dir;        // empty: the worker's own
-  std::string log_path;           // stdout and stderr, appended
+  std::string log_path;           // stdout and stderr, appended as records (rank_log.h)
   std::string name;               // of its cgroup: unique among running processes
   int64_t memory_bytes = 0;       // limit for it and its descendants; 0: none
   std::optional<RunAs> run_as;    // its user; nullopt: the worker's
@@ -51,14 +52,16 @@ class ProcessLauncher {
   virtual void SignalGroup(pid_t pgid, int signal) = 0;
   // Whether the memory limit made the kernel kill one of its processes.
   virtual bool OomKilled(pid_t pgid) = 0;
-  // Kills and reaps everything it started; true when nothing is left.
+  // Kills and reaps everything it started, and ends its log; true when
+  // nothing is left.
   virtual bool ClearGroup(pid_t pgid, absl::Duration timeout) = 0;
 };
 
 // fork/exec on Linux. Each process leads a session of its own and, where
 // the host allows, a cgroup of its own (RankCgroups), which finds every
 // descendant even when it left the session. The worker process is made a
-// child subreaper so that orphaned descendants stay reapable.
+// child subreaper so that orphaned descendants stay reapable. The output
+// reaches the log through a pipe and a LogPump, which times each line.
 class PosixProcessLauncher final : public ProcessLauncher {
  public:
   // With a `cgroup_name` (RankCgroups::NameFor), processes go into cgroups
@@ -74,10 +77,12 @@ class PosixProcessLauncher final : public ProcessLauncher {
 
  private:
   std::string CgroupOf(pid_t pid);
+  bool KillGroup(pid_t pgid, absl::Duration timeout);
 
   std::unique_ptr<RankCgroups> cgroups_;  // null: sessions only
   Mutex mu_;
   std::map<pid_t, std::string> cgroup_of_ ABSL_GUARDED_BY(mu_);
+  std::map<pid_t, std::unique_ptr<LogPump>> pumps_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace ringmaster

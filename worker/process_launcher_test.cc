@@ -1,6 +1,7 @@
 #include "worker/process_launcher.h"
 
 #include "common/subprocess.h"
+#include "worker/rank_log.h"
 
 #include <signal.h>
 
@@ -30,6 +31,14 @@ std::string ReadFile(const std::string& path) {
   return s.str();
 }
 
+// The output in a rank log, as the process wrote it.
+std::string ReadOutput(const std::string& path) {
+  std::string out;
+  bool mid_line = false;
+  RenderRecords(ReadFile(path), /*timestamps=*/false, &mid_line, &out);
+  return out;
+}
+
 LaunchSpec Shell(const std::string& script, const std::string& log) {
   LaunchSpec spec;
   spec.argv = {"sh", "-c", script};
@@ -54,11 +63,35 @@ TEST(ProcessLauncherTest, RunsWithExactEnvironmentAndCapturesOutput) {
   ExitStatus status = WaitFor(launcher, *pid);
   EXPECT_EQ(status.exit_code, 3);
   EXPECT_EQ(status.signal, 0);
-  const std::string log = ReadFile(spec.log_path);
+  ASSERT_TRUE(launcher.ClearGroup(*pid, absl::Seconds(10)));  // and the log is complete
+  const std::string log = ReadOutput(spec.log_path);
   EXPECT_NE(log.find("ONLY_THIS=yes"), std::string::npos) << log;
   EXPECT_NE(log.find("to-stderr"), std::string::npos) << log;
   EXPECT_EQ(log.find("TEST_TMPDIR"), std::string::npos)
       << "the worker's own environment must not leak into ranks";
+}
+
+// Each line is a record with the time the worker read it, and the log is
+// whole once the group is cleared, even for output written just before
+// the exit.
+TEST(ProcessLauncherTest, OutputReachesTheLogAsTimedRecords) {
+  PosixProcessLauncher launcher;
+  LaunchSpec spec = Shell("echo one; printf 'two'; echo ' three' >&2; printf last", "timed.log");
+  const absl::Time before = absl::Now();
+  auto pid = launcher.Spawn(spec);
+  ASSERT_TRUE(pid.ok()) << pid.status();
+  EXPECT_EQ(WaitFor(launcher, *pid).exit_code, 0);
+  ASSERT_TRUE(launcher.ClearGroup(*pid, absl::Seconds(10)));
+  const absl::Time after = absl::Now();
+  EXPECT_EQ(ReadOutput(spec.log_path), "one\ntwo three\nlast");
+  const std::string records = ReadFile(spec.log_path);
+  absl::Time first;
+  std::string error;
+  ASSERT_TRUE(absl::ParseTime(absl::RFC3339_full, records.substr(0, kTimestampBytes), &first,
+                              &error))
+      << records;
+  EXPECT_GE(first, before);
+  EXPECT_LE(first, after);
 }
 
 TEST(ProcessLauncherTest, MissingProgramIsAnErrorNamingIt) {
@@ -152,7 +185,7 @@ TEST(ResolveProgramTest, LooksUpPath) {
 // The pids a log holds, one per line.
 std::vector<pid_t> PidsIn(const std::string& path) {
   std::vector<pid_t> pids;
-  std::istringstream in(ReadFile(path));
+  std::istringstream in(ReadOutput(path));
   pid_t pid;
   while (in >> pid) pids.push_back(pid);
   return pids;
@@ -196,7 +229,7 @@ TEST_F(ContainedLauncherTest, ClearKillsDescendantsThatLeftTheSession) {
   auto pid = launcher_->Spawn(spec);
   ASSERT_TRUE(pid.ok()) << pid.status();
   std::vector<pid_t> pids = WaitForPids(spec.log_path, 2);
-  ASSERT_EQ(pids.size(), 2u) << ReadFile(spec.log_path);
+  ASSERT_EQ(pids.size(), 2u) << ReadOutput(spec.log_path);
   for (pid_t p : pids) ASSERT_TRUE(Alive(p));
   launcher_->SignalGroup(*pid, SIGKILL);
   WaitFor(*launcher_, *pid);

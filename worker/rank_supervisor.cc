@@ -52,8 +52,8 @@ RankSupervisor::~RankSupervisor() {
   for (auto& t : threads) t.join();
 }
 
-std::string RankSupervisor::LogPath(const std::string& job_id, int rank) const {
-  return absl::StrCat(options_.log_dir, "/", job_id, "/rank-", rank, ".log");
+std::string RankSupervisor::LogPath(const std::string& job_id, int attempt, int rank) const {
+  return absl::StrCat(options_.log_dir, "/", job_id, "/attempt-", attempt, ".rank-", rank, ".log");
 }
 
 void RankSupervisor::Start(const v1::StartRank& start) {
@@ -90,7 +90,7 @@ LaunchSpec RankSupervisor::LaunchSpecFor(const v1::StartRank& start) const {
   spec.run_as = options_.run_as;
   spec.env["TORCHELASTIC_ERROR_FILE"] = ErrorFilePath(ref);
   spec.working_dir = start.working_dir();
-  spec.log_path = LogPath(ref.job_id(), ref.rank());
+  spec.log_path = LogPath(ref.job_id(), ref.attempt(), ref.rank());
   spec.name = absl::StrCat(ref.job_id(), ".", ref.attempt(), ".", ref.rank());
   spec.memory_bytes = start.memory_bytes();
   if (!start.checkpoint_dir().empty()) {

@@ -22,7 +22,7 @@
 namespace ringmaster {
 
 struct RankSupervisorOptions {
-  std::string log_dir;            // <log_dir>/<job>/rank-<R>.log
+  std::string log_dir;            // <log_dir>/<job>/attempt-<A>.rank-<R>.log
   // <jobs_dir>/<job>/rank-<R>.error/error.json is the rank's
   // TORCHELASTIC_ERROR_FILE (the job's directory, mode 0711, holds its code
   // too).
@@ -71,7 +71,7 @@ class RankSupervisor {
   std::vector<Process> RunningProcesses();
   // The running rank whose job credential (RINGMASTER_JOB_TOKEN) is `token`.
   std::optional<v1::RankRef> RankOfJobToken(const std::string& token) const;
-  std::string LogPath(const std::string& job_id, int rank) const;
+  std::string LogPath(const std::string& job_id, int attempt, int rank) const;
   // Removes the job's log directory (and its code), unless a rank of it still runs (or
   // `job_id` is not a valid id); false when it did not.
   bool DeleteLogs(const std::string& job_id);

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "common/mutex.h"
+#include "worker/rank_log.h"
 
 namespace ringmaster {
 namespace {
@@ -56,10 +57,13 @@ class RankSupervisorTest : public ::testing::Test {
   }
 
   std::string ReadLog(const std::string& job, int rank) {
-    std::ifstream log(supervisor_->LogPath(job, rank));
+    std::ifstream log(supervisor_->LogPath(job, 0, rank));
     std::stringstream text;
     text << log.rdbuf();
-    return text.str();
+    std::string output;
+    bool mid_line = false;
+    RenderRecords(text.str(), /*timestamps=*/false, &mid_line, &output);
+    return output;
   }
 
   size_t Started() {
@@ -128,7 +132,7 @@ namespace {
 TEST_F(RankSupervisorTest, ListsTheJobsItHoldsLogsOf) {
   supervisor_->Start(Rank("logged-1", 0, "echo hello"));
   WaitExits(1);
-  const std::string logs = std::filesystem::path(supervisor_->LogPath("logged-1", 0))
+  const std::string logs = std::filesystem::path(supervisor_->LogPath("logged-1", 0, 0))
                                .parent_path()
                                .parent_path()
                                .string();
