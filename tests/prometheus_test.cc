@@ -2,7 +2,8 @@
 // fake NVML, with an ordinary scrape config (its own `job` label, no
 // honor_labels), while a trainer job and a restarting job run; every PromQL
 // query of the Grafana dashboard, with its variables as Grafana fills them,
-// must then return data, and per-job queries group by our job ids.
+// must then return data, and per-job queries group by our job ids; a
+// PyTorch job that reports through python/ringmaster fills its panels too.
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -14,7 +15,10 @@
 #include <google/protobuf/util/json_util.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "common/subprocess.h"
 #include "tests/cluster_fixture.h"
 
@@ -211,6 +215,57 @@ TEST_F(PrometheusTest, EveryDashboardQueryReturnsData) {
   const std::string power = testing::HttpGet(
       web, "/api/v1/query?query=" + UrlEncode("ringmaster_gpu_power_watts{uuid=\"GPU-aaaa\"}"));
   EXPECT_NE(power.find("\"150\""), std::string::npos) << power;
+}
+
+// A PyTorch DDP script with Ringmaster's two lines added (tests/ddp_report.py)
+// fills every per-job panel of the dashboard with $job_id set to it (but
+// the restarts', as it does not restart), and `top` shows its samples/s,
+// loss and all-reduce bandwidth while it runs.
+TEST_F(PrometheusTest, APytorchJobFillsItsPanelsAndTop) {
+  testing::CommandResult torch = testing::Shell("/usr/bin/python3 -c 'import torch'");
+  ASSERT_EQ(torch.exit_code, 0) << "python3-torch is needed (./dev installs it): " << torch.err;
+  std::string web;
+  ASSERT_NO_FATAL_FAILURE(StartPrometheus(&web));
+  const std::string id =
+      Submit(absl::StrCat("name: torch\nranks: 2\ncommand: [/usr/bin/python3, ",
+                          testing::Runfile("tests/ddp_report.py"), ", '10000000']\n"));
+
+  std::vector<std::string> row;  // the job's row in `top`
+  const bool shown = testing::WaitFor(
+      [&] {
+        testing::CommandResult top = Cli({"top", "--iterations", "1"});
+        for (absl::string_view line : absl::StrSplit(top.out, '\n')) {
+          if (absl::StartsWith(line, id + " ")) {
+            row = absl::StrSplit(line, ' ', absl::SkipEmpty());
+          }
+        }
+        // JOB STATE RANKS STEP STEPS/S SAMPLES/S LOSS ALLREDUCE GB/S (BUS)
+        return row.size() == 9 && row[5] != "-" && row[6] != "-" && row[7] != "-";
+      },
+      absl::Seconds(60));
+  EXPECT_TRUE(shown) << "top's row: " << absl::StrJoin(row, " ");
+
+  std::vector<std::string> panels;
+  for (const std::string& q : DashboardQueries()) {
+    if (q.find("$job_id") != std::string::npos && q.find("restarts") == std::string::npos) {
+      panels.push_back(Interpolate(q, id, ".*"));
+    }
+  }
+  ASSERT_GE(panels.size(), 7u);
+  std::set<std::string> missing;
+  const bool all = testing::WaitFor(
+      [&] {
+        missing.clear();
+        for (const std::string& q : panels) {
+          if (Query(web, q).empty()) missing.insert(q);
+        }
+        return missing.empty();
+      },
+      absl::Seconds(120));
+  for (const std::string& q : missing) ADD_FAILURE() << "no data for " << q;
+  EXPECT_TRUE(all);
+  EXPECT_EQ(client_->GetJob(id)->state(), v1::RUNNING) << "the job ran while it was asked";
+  ASSERT_TRUE(client_->CancelJob(id).ok());
 }
 
 // `ringmaster top` on a real terminal (a pty from util-linux's script):

@@ -49,6 +49,9 @@ class ModelRunner {
       const float* x, const int32_t* y, int rows, float loss_scale, bool accumulate,
       const std::function<void(int param)>& on_ready) = 0;
 
+  // First on any thread other than the one that made the runner, before
+  // it calls the runner (a GPU runner makes its device the thread's).
+  virtual absl::Status EnterThread() { return absl::OkStatus(); }
   // Reducer's thread, before bucket's all-reduce: order it after the work
   // that wrote its gradients.
   virtual absl::Status BeforeReduce(const Bucket& bucket) { return absl::OkStatus(); }

@@ -90,6 +90,7 @@ absl::Status Reducer::Finish() {
 }
 
 void Reducer::CommLoop() {
+  const absl::Status setup = options_.thread_setup ? options_.thread_setup() : absl::OkStatus();
   for (;;) {
     int b;
     float scale;
@@ -108,8 +109,8 @@ void Reducer::CommLoop() {
     }
     const auto start = std::chrono::steady_clock::now();
     if (events_) events_->Record(absl::StrCat("bucket ", b, " allreduce start"));
-    absl::Status status = options_.before_reduce ? options_.before_reduce(buckets_[b])
-                                                 : absl::OkStatus();
+    absl::Status status = setup;
+    if (status.ok() && options_.before_reduce) status = options_.before_reduce(buckets_[b]);
     if (status.ok()) status = Reduce(buckets_[b], scale);
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

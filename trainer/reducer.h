@@ -26,6 +26,9 @@ struct ReducerOptions {
   size_t bucket_bytes = 25u << 20;
   size_t first_bucket_bytes = 1u << 20;
   bool bf16_compression = false;
+  // Runs first on the reducer's thread (a GPU runner sets the thread's
+  // device there); its error fails every pass, and nothing is reduced.
+  std::function<absl::Status()> thread_setup;
   // Runs on the reducer's thread before a bucket's all-reduce (a GPU orders
   // the collective after the kernels that wrote the bucket).
   std::function<absl::Status(const Bucket&)> before_reduce;

@@ -65,5 +65,46 @@ TEST(ReducerTest, AveragesEveryBucketAcrossRanks) {
   }
 }
 
+// The setup runs once, on the reducer's own thread, before any collective
+// (a GPU rank's device is set there); when it fails, every pass fails with
+// its error and nothing is reduced.
+TEST(ReducerTest, SetsUpItsThreadBeforeAnyCollective) {
+  const auto spans = Spans({100, 100});
+  for (bool fails : {false, true}) {
+    RunWorld(1, [&](int, Collective* comm) {
+      std::vector<float> grads(200, 1.0f);
+      ReducerOptions options;
+      options.bucket_bytes = 400;
+      options.first_bucket_bytes = 400;
+      Mutex mu;
+      std::vector<std::thread::id> setups;
+      options.thread_setup = [&] {
+        MutexLock lock(&mu);
+        setups.push_back(std::this_thread::get_id());
+        return fails ? absl::InternalError("cudaSetDevice: invalid device ordinal")
+                     : absl::OkStatus();
+      };
+      int before_reduce = 0;
+      options.before_reduce = [&](const Bucket&) {
+        ++before_reduce;
+        return absl::OkStatus();
+      };
+      Reducer reducer(comm, spans, grads.data(), options);
+      for (int round = 0; round < 2; ++round) {
+        reducer.Prepare(1.0f);
+        reducer.MarkReady(1);
+        reducer.MarkReady(0);
+        const absl::Status finished = reducer.Finish();
+        EXPECT_EQ(finished.ok(), !fails) << finished;
+        if (fails) EXPECT_EQ(finished.message(), "cudaSetDevice: invalid device ordinal");
+      }
+      EXPECT_EQ(before_reduce, fails ? 0 : 4) << "2 buckets, 2 passes";
+      MutexLock lock(&mu);
+      ASSERT_EQ(setups.size(), 1u);
+      EXPECT_NE(setups[0], std::this_thread::get_id());
+    });
+  }
+}
+
 }  // namespace
 }  // namespace ringmaster

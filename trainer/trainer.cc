@@ -146,6 +146,7 @@ absl::StatusOr<TrainResult> Train(const v1::TrainerSpec& spec, const TrainTestSp
   reducer_options.bucket_bytes = static_cast<size_t>(std::max(0.01, spec.bucket_mb()) * (1 << 20));
   reducer_options.first_bucket_bytes = std::min<size_t>(1 << 20, reducer_options.bucket_bytes);
   reducer_options.bf16_compression = spec.grad_compression() == "bf16";
+  reducer_options.thread_setup = [&runner] { return runner->EnterThread(); };
   reducer_options.before_reduce = [&runner](const Bucket& b) { return runner->BeforeReduce(b); };
   if (reducer_options.bf16_compression) reducer_options.reduce_bf16 = runner->Bf16Reduce(comm);
   Reducer reducer(comm, runner->param_spans(), runner->grads(), reducer_options, context.events);

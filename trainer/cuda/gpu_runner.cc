@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/cuda/device.h"
 #include "common/status_macros.h"
 #include "trainer/cuda/kernels.h"
 #include "trainer/cuda/mlp_cuda.h"
@@ -19,6 +20,9 @@ class GpuRunner final : public ModelRunner {
       : opt_(spec.optimizer()), comm_stream_(comm_stream) {}
 
   absl::Status Init(const v1::TrainerSpec& spec, const std::vector<int>& widths) {
+    // The device current when the runner is made is its device, for every
+    // thread that uses it (EnterThread).
+    CUDA_RETURN_IF_ERROR(cudaGetDevice(&device_));
     input_ = widths.front();
     classes_ = widths.back();
     max_rows_ = std::max(std::max(1, spec.batch_size()), kEvalChunk);
@@ -68,6 +72,7 @@ class GpuRunner final : public ModelRunner {
   absl::StatusOr<double> ForwardBackward(const float* x, const int32_t* y, int rows,
                                          float loss_scale, bool accumulate,
                                          const std::function<void(int)>& on_ready) override {
+    DCheckCurrentDevice(device_);
     CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(x_, x, static_cast<size_t>(rows) * input_ * sizeof(float),
                                          cudaMemcpyHostToDevice, stream_));
     CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(y_, y, rows * sizeof(int32_t), cudaMemcpyHostToDevice,
@@ -77,13 +82,18 @@ class GpuRunner final : public ModelRunner {
                                                    loss_scale, loss_, correct_, stream_));
     // Each parameter's event marks the end of the kernels that wrote its
     // gradient; BeforeReduce makes the collective's stream wait for it.
+    absl::Status recorded;
     auto record_then_mark = [&](int param) {
-      cudaEventRecord(events_[param], stream_);
+      if (recorded.ok()) {
+        recorded = CudaStatus(cudaEventRecord(events_[param], stream_), "cudaEventRecord",
+                              __FILE__, __LINE__);
+      }
       if (on_ready) on_ready(param);
     };
     RETURN_IF_ERROR(model_->Backward(dlogits_, accumulate,
                                      on_ready ? std::function<void(int)>(record_then_mark)
                                               : nullptr));
+    RETURN_IF_ERROR(recorded);
     std::vector<float> losses(rows);
     CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(losses.data(), loss_, rows * sizeof(float),
                                          cudaMemcpyDeviceToHost, stream_));
@@ -93,7 +103,10 @@ class GpuRunner final : public ModelRunner {
     return sum / rows;
   }
 
+  absl::Status EnterThread() override { return UseDevice(device_); }
+
   absl::Status BeforeReduce(const Bucket& bucket) override {
+    DCheckCurrentDevice(device_);
     CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(comm_stream_, events_[bucket.params.back()], 0));
     return absl::OkStatus();
   }
@@ -107,6 +120,7 @@ class GpuRunner final : public ModelRunner {
 
   absl::Status UpdateRange(size_t offset, size_t n) override {
     // On the collective's stream, after the bucket's all-reduce.
+    DCheckCurrentDevice(device_);
     float* p = model_->params() + offset;
     const float* g = model_->grads() + offset;
     if (opt_.type() == "sgd") {
@@ -131,6 +145,7 @@ class GpuRunner final : public ModelRunner {
 
   std::function<absl::Status(float*, size_t, float)> Bf16Reduce(Collective* comm) override {
     return [this, comm](float* data, size_t n, float scale) -> absl::Status {
+      DCheckCurrentDevice(device_);
       if (bf16_ == nullptr) {
         CUDA_RETURN_IF_ERROR(cudaMalloc(&bf16_, model_->size() * sizeof(uint16_t)));
       }
@@ -226,6 +241,7 @@ class GpuRunner final : public ModelRunner {
   float* loss_ = nullptr;
   float* correct_ = nullptr;
   uint16_t* bf16_ = nullptr;  // compression scratch, one bucket at a time
+  int device_ = 0;
   int input_ = 0;
   int classes_ = 0;
   int max_rows_ = 0;

@@ -4,17 +4,38 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/clock.h"
+#include "common/cuda/device.h"
+#include "common/status_macros.h"
 #include "trainer/cuda/nccl_check.h"
 
 namespace ringmaster {
 
 NcclCollective::NcclCollective(int rank, int size, int device, const NcclOptions& options)
-    : rank_(rank), size_(size), device_(device), options_(options) {}
+    : rank_(rank),
+      size_(size),
+      device_(device),
+      options_(options),
+      guard_(&comm_, RealClock::Get(), absl::FromChrono(options.timeout), rank) {}
+
+absl::Status NcclCollective::Comm::AsyncError() {
+  ncclResult_t async = ncclSuccess;
+  RETURN_IF_ERROR(NcclStatus(ncclCommGetAsyncError(comm, &async), "ncclCommGetAsyncError",
+                             __FILE__, __LINE__));
+  if (async == ncclInProgress) return absl::OkStatus();
+  return NcclStatus(async, "NCCL", __FILE__, __LINE__);
+}
+
+void NcclCollective::Comm::Abort() { ncclCommAbort(comm); }
+
+void NcclCollective::Comm::Destroy() {
+  if (ncclCommDestroy(comm) != ncclSuccess) ncclCommAbort(comm);
+}
 
 absl::StatusOr<std::unique_ptr<NcclCollective>> NcclCollective::Connect(
     gloo::rendezvous::Store& store, int rank, int size, int device,
     const NcclOptions& options) {
-  CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
+  RETURN_IF_ERROR(UseDevice(device));  // this thread issues the collectives
   ncclUniqueId id;
   const std::string key = absl::StrCat(options.prefix, "/unique-id");
   try {
@@ -36,74 +57,44 @@ absl::StatusOr<std::unique_ptr<NcclCollective>> NcclCollective::Connect(
   std::unique_ptr<NcclCollective> c(new NcclCollective(rank, size, device, options));
   CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&c->stream_, cudaStreamNonBlocking));
   CUDA_RETURN_IF_ERROR(cudaMalloc(&c->scratch_, sizeof(float)));
-  NCCL_RETURN_IF_ERROR(ncclCommInitRank(&c->comm_, size, id, rank));
+  NCCL_RETURN_IF_ERROR(ncclCommInitRank(&c->comm_.comm, size, id, rank));
   c->watchdog_ = std::thread([p = c.get()] { p->Watchdog(); });
   return c;
 }
 
 NcclCollective::~NcclCollective() {
-  bool aborted;
   {
     MutexLock lock(&mu_);
     stop_ = true;
-    aborted = aborted_;
   }
   if (watchdog_.joinable()) watchdog_.join();
-  // Teardown keeps going past errors: each resource is released once.
-  if (comm_ != nullptr && !aborted) {
-    if (ncclCommDestroy(comm_) != ncclSuccess) ncclCommAbort(comm_);
-  }
+  // Each resource is released once, past errors; an aborted communicator
+  // is already freed.
+  if (comm_.comm != nullptr) guard_.Destroy();
   if (scratch_ != nullptr) cudaFree(scratch_);
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
 }
 
 void NcclCollective::Watchdog() {
+  // Its own thread: NCCL's error query and abort act on the rank's device.
+  if (!UseDevice(device_).ok()) return;
   MutexLock lock(&mu_);
-  for (;;) {
-    if (mu_.AwaitWithTimeout(absl::Condition(&stop_), absl::FromChrono(options_.watchdog_interval))) {
-      return;
-    }
-    if (aborted_) continue;
-    ncclResult_t async = ncclSuccess;
-    absl::Status status = NcclStatus(ncclCommGetAsyncError(comm_, &async),
-                                     "ncclCommGetAsyncError", __FILE__, __LINE__);
-    if (status.ok() && async != ncclSuccess && async != ncclInProgress) {
-      status = NcclStatus(async, "NCCL asynchronous error", __FILE__, __LINE__);
-    }
-    if (status.ok() && inflight_ &&
-        std::chrono::steady_clock::now() - inflight_since_ > options_.timeout) {
-      status = absl::DeadlineExceededError(absl::StrCat(
-          "NCCL operation on rank ", rank_, " exceeded ",
-          std::chrono::duration_cast<std::chrono::seconds>(options_.timeout).count(),
-          " s; a peer is gone or stuck"));
-    }
-    if (!status.ok()) {
-      if (error_.ok()) error_ = status;
-      // Abort makes the kernels in flight return, so the waiting rank fails.
-      ncclCommAbort(comm_);
-      aborted_ = true;
-    }
+  while (!mu_.AwaitWithTimeout(absl::Condition(&stop_),
+                               absl::FromChrono(options_.watchdog_interval))) {
+    mu_.Unlock();
+    guard_.Check();  // never under mu_: the guard's lock may wait for a launch
+    mu_.Lock();
   }
 }
 
 template <typename F>
 absl::Status NcclCollective::Run(const char* what, F enqueue) {
-  {
-    MutexLock lock(&mu_);
-    if (aborted_) return error_;
-    inflight_ = true;
-    inflight_since_ = std::chrono::steady_clock::now();
-  }
-  absl::Status status = NcclStatus(enqueue(), what, __FILE__, __LINE__);
-  if (status.ok()) {
-    status = CudaStatus(cudaStreamSynchronize(stream_), "cudaStreamSynchronize", __FILE__,
-                        __LINE__);
-  }
-  MutexLock lock(&mu_);
-  inflight_ = false;
-  if (aborted_) return error_;  // the watchdog's reason is the real one
-  if (!status.ok() && error_.ok()) error_ = status;
-  return status;
+  RETURN_IF_ERROR(guard_.Enqueue(what, [&] {
+    DCheckCurrentDevice(device_);
+    return NcclStatus(enqueue(), what, __FILE__, __LINE__);
+  }));
+  return guard_.Complete(
+      CudaStatus(cudaStreamSynchronize(stream_), "cudaStreamSynchronize", __FILE__, __LINE__));
 }
 
 template <typename F>
@@ -132,7 +123,7 @@ absl::Status NcclCollective::AllReduceSum(float* data, size_t n) {
   if (n == 0) return absl::OkStatus();
   return OnDevice(data, n * sizeof(float), [&](void* d) {
     return Run("ncclAllReduce", [&] {
-      return ncclAllReduce(d, d, n, ncclFloat32, ncclSum, comm_, stream_);
+      return ncclAllReduce(d, d, n, ncclFloat32, ncclSum, comm_.comm, stream_);
     });
   });
 }
@@ -140,7 +131,7 @@ absl::Status NcclCollective::AllReduceSum(float* data, size_t n) {
 absl::Status NcclCollective::AllReduceSumBf16(uint16_t* data, size_t n) {
   if (n == 0) return absl::OkStatus();
   return Run("ncclAllReduce (bf16)", [&] {
-    return ncclAllReduce(data, data, n, ncclBfloat16, ncclSum, comm_, stream_);
+    return ncclAllReduce(data, data, n, ncclBfloat16, ncclSum, comm_.comm, stream_);
   });
 }
 
@@ -148,14 +139,14 @@ absl::Status NcclCollective::Broadcast(void* data, size_t bytes, int root) {
   if (bytes == 0) return absl::OkStatus();
   return OnDevice(data, bytes, [&](void* d) {
     return Run("ncclBroadcast", [&] {
-      return ncclBroadcast(d, d, bytes, ncclUint8, root, comm_, stream_);
+      return ncclBroadcast(d, d, bytes, ncclUint8, root, comm_.comm, stream_);
     });
   });
 }
 
 absl::Status NcclCollective::Barrier() {
   return Run("ncclAllReduce (barrier)", [&] {
-    return ncclAllReduce(scratch_, scratch_, 1, ncclFloat32, ncclSum, comm_, stream_);
+    return ncclAllReduce(scratch_, scratch_, 1, ncclFloat32, ncclSum, comm_.comm, stream_);
   });
 }
 

@@ -3,6 +3,8 @@
 // CUDA return code becomes a Status naming the call, and a watchdog aborts
 // the communicator when NCCL reports an asynchronous error or an operation
 // outlives the timeout, so a dead peer fails the rank instead of hanging it.
+// CommGuard serializes launches, the abort and the teardown: an aborted
+// communicator is never touched again.
 #ifndef RINGMASTER_TRAINER_CUDA_NCCL_COLLECTIVE_H_
 #define RINGMASTER_TRAINER_CUDA_NCCL_COLLECTIVE_H_
 
@@ -18,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "common/mutex.h"
 #include "trainer/collective.h"
+#include "trainer/comm_guard.h"
 
 namespace ringmaster {
 
@@ -29,9 +32,9 @@ struct NcclOptions {
 
 // Pointers passed to the collectives are device memory on `device`, or
 // host memory, which is staged through a device copy (small values only).
-// Threading: one thread issues collectives (the Collective contract); the
-// watchdog thread only reads the communicator's error state and may abort
-// it, under the mutex.
+// Threading: one thread issues collectives (the Collective contract) and
+// makes `device` its current one; the watchdog thread only reads the
+// communicator's error state and may abort it, through the guard.
 class NcclCollective final : public Collective {
  public:
   static absl::StatusOr<std::unique_ptr<NcclCollective>> Connect(
@@ -50,9 +53,18 @@ class NcclCollective final : public Collective {
   absl::Status Barrier() override;
 
  private:
+  // The communicator as CommGuard calls it.
+  class Comm final : public GuardedComm {
+   public:
+    absl::Status AsyncError() override;
+    void Abort() override;
+    void Destroy() override;
+    ncclComm_t comm = nullptr;
+  };
+
   NcclCollective(int rank, int size, int device, const NcclOptions& options);
-  // Marks an operation in flight, enqueues it, and waits for the stream;
-  // the watchdog may abort it meanwhile.
+  // Enqueues an operation through the guard, waits for the stream and
+  // completes it; the watchdog may abort it meanwhile.
   template <typename F>
   absl::Status Run(const char* what, F enqueue);
   // Runs `op` on device memory: `data` itself, or a device copy of host
@@ -63,16 +75,13 @@ class NcclCollective final : public Collective {
 
   const int rank_, size_, device_;
   const NcclOptions options_;
-  ncclComm_t comm_ = nullptr;
+  Comm comm_;
+  CommGuard guard_;
   cudaStream_t stream_ = nullptr;
   float* scratch_ = nullptr;  // one float, for Barrier
 
   Mutex mu_;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
-  bool aborted_ ABSL_GUARDED_BY(mu_) = false;
-  absl::Status error_ ABSL_GUARDED_BY(mu_);  // the first error, kept
-  std::chrono::steady_clock::time_point inflight_since_ ABSL_GUARDED_BY(mu_);
-  bool inflight_ ABSL_GUARDED_BY(mu_) = false;
   std::thread watchdog_;
 };
 
