@@ -111,6 +111,27 @@ struct ChildPlan {
   _exit(127);
 }
 
+// The error a child reported before exec: {errno, step, index of the
+// required access that failed}, naming what that step was about.
+absl::Status ChildFailure(const int report[3], const SubprocessSpec& spec,
+                          const std::string& program) {
+  const int step = report[1] >= 0 && report[1] < kSteps ? report[1] : kExec;
+  if (step == kAccess && report[2] >= 0 &&
+      report[2] < static_cast<int>(spec.required_access.size())) {
+    const PathAccess& required = spec.required_access[report[2]];
+    return absl::FailedPreconditionError(absl::StrCat(
+        required.what, " ", required.path, ": ", strerror(report[0]),
+        (required.mode & W_OK) != 0 ? " (needs to be writable)" : ""));
+  }
+  return absl::FailedPreconditionError(
+      absl::StrCat(kStepNames[step], " ",
+                   step == kChdir    ? spec.working_dir
+                   : step == kCgroup ? absl::StrJoin(spec.cgroup_procs, " ")
+                   : step == kRunAs  ? spec.run_as->name
+                                     : program,
+                   ": ", strerror(report[0])));
+}
+
 }  // namespace
 
 absl::StatusOr<RunAs> ResolveRunAs(const std::string& user_and_group) {
@@ -244,21 +265,7 @@ absl::StatusOr<pid_t> SpawnProcess(const SubprocessSpec& spec) {
   close(pipe_fds[0]);
   if (n != sizeof(report)) return pid;  // the pipe closed on exec
   waitpid(pid, nullptr, 0);
-  const int step = report[1] >= 0 && report[1] < kSteps ? report[1] : kExec;
-  if (step == kAccess && report[2] >= 0 &&
-      report[2] < static_cast<int>(spec.required_access.size())) {
-    const PathAccess& required = spec.required_access[report[2]];
-    return absl::FailedPreconditionError(absl::StrCat(
-        required.what, " ", required.path, ": ", strerror(report[0]),
-        (required.mode & W_OK) != 0 ? " (needs to be writable)" : ""));
-  }
-  return absl::FailedPreconditionError(
-      absl::StrCat(kStepNames[step], " ",
-                   step == kChdir    ? spec.working_dir
-                   : step == kCgroup ? absl::StrJoin(spec.cgroup_procs, " ")
-                   : step == kRunAs  ? spec.run_as->name
-                                     : *program,
-                   ": ", strerror(report[0])));
+  return ChildFailure(report, spec, *program);
 }
 
 }  // namespace ringmaster

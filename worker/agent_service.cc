@@ -39,7 +39,10 @@ absl::StatusOr<v1::ReadLogResponse> ReadLogFile(const std::string& path, const s
     struct stat st;
     if (fstat(fd, &st) != 0) return failed("stat");
     absl::StatusOr<int64_t> tail = TailOffset(fd, st.st_size, request.tail_lines());
-    if (!tail.ok()) return failed("read");
+    if (!tail.ok()) {
+      return absl::InternalError(
+          absl::StrCat("cannot read the log of ", what, ": ", tail.status().message()));
+    }
     offset = *tail;
     mid_line = false;
   }
