@@ -40,6 +40,7 @@ struct TestWorker {
   std::map<std::string, std::string> labels;  // registered, as --label gives them
   int cpus = 0;
   int64_t memory_mb = 0;
+  std::vector<int> gpus;  // NVML indices, one slot each; empty: a CPU worker
 };
 
 class JobManagerTest : public ::testing::Test {
@@ -98,6 +99,7 @@ class JobManagerTest : public ::testing::Test {
     *r.mutable_labels() = {w.labels.begin(), w.labels.end()};
     r.set_cpus(w.cpus);
     r.set_memory_mb(w.memory_mb);
+    for (int index : w.gpus) r.add_gpus()->set_index(index);
     int64_t ack = 0;
     absl::StatusOr<WorkerSession> session = manager_->RegisterWorker(&w.link, r, &ack);
     if (!session.ok()) return session.status();

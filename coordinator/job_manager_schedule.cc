@@ -97,7 +97,8 @@ void JobManager::StartAttempt(JobRecord& entry, const std::vector<RankPlacement>
     rank->set_worker_address(membership_->Address(p.worker_id));
     rank->set_worker_incarnation(w.incarnation);
     rank->set_slot(p.slots[0]);
-    if (!w.gpu_indices.empty()) {
+    // A CPU rank on a GPU worker holds a slot but sees no GPU.
+    if (job.spec().gpus_per_rank() > 0 && !w.gpu_indices.empty()) {
       for (int slot : p.slots) rank->add_gpus(w.gpu_indices[slot]);
     }
     rank->set_state(v1::RANK_ASSIGNED);

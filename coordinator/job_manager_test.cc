@@ -34,6 +34,30 @@ TEST_F(JobManagerTest, JobRunsToSuccess) {
   EXPECT_EQ(w1.acked, 4) << "every rank event acknowledged";
 }
 
+// A rank sees exactly its GPUs; a CPU rank placed on a GPU worker sees none.
+TEST_F(JobManagerTest, RanksAreGivenExactlyTheirGpus) {
+  TestWorker w1;
+  w1.gpus = {4, 6, 7};  // the worker offers three of its machine's GPUs
+  ASSERT_TRUE(Register(w1, "w1", 3).ok());
+  w1.link.Take();
+  const std::string cpu = Submit(1);
+  v1::JobSpec spec;
+  spec.set_name("gpu");
+  spec.set_ranks(1);
+  spec.set_gpus_per_rank(2);
+  spec.add_command("true");
+  const std::string gpu = Submit(spec);
+  std::vector<v1::StartRank> starts = Starts(w1);
+  ASSERT_EQ(starts.size(), 2u);
+  EXPECT_EQ(starts[0].rank().job_id(), cpu);
+  EXPECT_TRUE(starts[0].gpus().empty());
+  EXPECT_EQ(starts[0].env().at("CUDA_VISIBLE_DEVICES"), "");
+  EXPECT_EQ(starts[1].rank().job_id(), gpu);
+  EXPECT_EQ(std::vector<int>(starts[1].gpus().begin(), starts[1].gpus().end()),
+            (std::vector<int>{6, 7}));
+  EXPECT_EQ(starts[1].env().at("CUDA_VISIBLE_DEVICES"), "6,7");
+}
+
 TEST_F(JobManagerTest, WaitsForSlotsWithAReason) {
   TestWorker w1, w2;
   ASSERT_TRUE(Register(w1, "w1", 1).ok());

@@ -84,6 +84,12 @@ absl::Status CheckFinite(const google::protobuf::Message& message, const std::st
 
 absl::Status ValidateTrainer(const v1::TrainerSpec& t, int gpus_per_rank) {
   RETURN_IF_ERROR(CheckFinite(t, "trainer"));
+  if (gpus_per_rank > 1) {
+    return Bad("gpus_per_rank",
+               absl::StrCat("is ", gpus_per_rank, " but the built-in trainer drives one GPU per "
+                            "rank; run gpus_per_rank: 1 with ", gpus_per_rank,
+                            "x the ranks (a command job may take several GPUs per rank)"));
+  }
   if (!t.model().type().empty() && t.model().type() != "mlp") {
     return Bad("trainer.model.type",
                absl::StrCat("must be mlp, got \"", t.model().type(), "\""));

@@ -136,6 +136,24 @@ TEST(SpecValidationTest, EachBadTrainerFieldIsNamed) {
   }
 }
 
+// The trainer would leave a rank's extra GPUs idle; a command job may use them.
+TEST(SpecValidationTest, TheTrainerTakesOneGpuPerRank) {
+  v1::JobSpec trainer = TrainerJobSpec();
+  trainer.set_gpus_per_rank(1);
+  EXPECT_TRUE(ValidateJobSpec(trainer).ok());
+  trainer.set_gpus_per_rank(4);
+  EXPECT_EQ(ValidateJobSpec(trainer).message(),
+            "invalid job spec: gpus_per_rank: is 4 but the built-in trainer drives one GPU per "
+            "rank; run gpus_per_rank: 1 with 4x the ranks (a command job may take several GPUs "
+            "per rank)");
+  trainer.set_gpus_per_rank(0);
+  trainer.mutable_resources()->set_gpus(2);
+  EXPECT_EQ(ValidateJobSpec(trainer).code(), absl::StatusCode::kInvalidArgument);
+  v1::JobSpec command = CommandSpec();
+  command.set_gpus_per_rank(4);
+  EXPECT_TRUE(ValidateJobSpec(command).ok());
+}
+
 // NaN passes every comparison, so each number is checked for being finite.
 TEST(SpecValidationTest, NumbersMustBeFinite) {
   const double nan = std::nan("");

@@ -501,5 +501,62 @@ TEST_F(ClusterTest, DeleteForgetsAnEndedJobAndItsLogs) {
       << log_dir << " still there";
 }
 
+// Workers with two GPUs each (the fake NVML library of worker/testing): a
+// rank sees exactly its GPUs, by UUID; a CPU rank sees none; the built-in
+// trainer is refused more than one GPU per rank.
+class GpuClusterTest : public ClusterTest {
+ protected:
+  void SetUp() override {
+    extra_env_["RINGMASTER_NVML_LIBRARY"] = testing::Runfile("worker/testing/libfake_nvml.so");
+    extra_env_["FAKE_NVML_DEVICES"] =
+        "GPU-aaaa:0:0:17179869184:0:0:0;GPU-bbbb:0:0:17179869184:0:0:0";
+    ClusterTest::SetUp();
+  }
+
+  // Each rank's CUDA_VISIBLE_DEVICES, by rank, once the job has ended.
+  std::vector<std::string> VisibleDevices(int ranks, int gpus_per_rank) {
+    const std::string spec = absl::StrCat(
+        "name: gpus\nranks: ", ranks, "\ngpus_per_rank: ", gpus_per_rank,
+        "\ncommand: [sh, -c, 'echo \"gpus=[$CUDA_VISIBLE_DEVICES]\"']\n");
+    CommandResult r = Cli({"submit", WriteSpec("gpus", spec), "--follow"});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    const std::string id = r.out.substr(0, r.out.find('\n'));
+    std::vector<std::string> seen;
+    for (int rank = 0; rank < ranks; ++rank) {
+      CommandResult logs = Cli({"logs", id, "--rank", absl::StrCat(rank)});
+      const size_t at = logs.out.find("gpus=[");
+      seen.push_back(at == std::string::npos
+                         ? "no line: " + logs.out + logs.err
+                         : logs.out.substr(at + 6, logs.out.find(']', at) - at - 6));
+    }
+    return seen;
+  }
+};
+
+TEST_F(GpuClusterTest, RanksSeeExactlyTheirGpus) {
+  auto workers = client_->ListWorkers();
+  ASSERT_TRUE(workers.ok()) << workers.status();
+  ASSERT_EQ(workers->size(), 2u);
+  EXPECT_EQ((*workers)[0].slots(), 2) << "one slot per GPU";
+  EXPECT_EQ((*workers)[0].gpus(1).uuid(), "GPU-bbbb");
+
+  EXPECT_EQ(VisibleDevices(2, 2), (std::vector<std::string>{"GPU-aaaa,GPU-bbbb",
+                                                            "GPU-aaaa,GPU-bbbb"}));
+  std::vector<std::string> one_each = VisibleDevices(4, 1);
+  std::sort(one_each.begin(), one_each.end());
+  EXPECT_EQ(one_each,
+            (std::vector<std::string>{"GPU-aaaa", "GPU-aaaa", "GPU-bbbb", "GPU-bbbb"}));
+  EXPECT_EQ(VisibleDevices(2, 0), (std::vector<std::string>{"", ""}));
+
+  const std::string trainer =
+      "name: wide\nranks: 1\ngpus_per_rank: 2\ntrainer: {data: {path: digits}}\n";
+  CommandResult refused = Cli({"submit", WriteSpec("wide", trainer)});
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("gpus_per_rank: is 2 but the built-in trainer drives one GPU per "
+                             "rank"),
+            std::string::npos)
+      << refused.err;
+}
+
 }  // namespace
 }  // namespace ringmaster

@@ -14,6 +14,7 @@
 #include "common/private_dir.h"
 #include "common/status_macros.h"
 #include "worker/error_file.h"
+#include "worker/gpu_discovery.h"
 
 namespace ringmaster {
 namespace {
@@ -72,7 +73,7 @@ std::string RankSupervisor::ErrorFilePath(const v1::RankRef& ref) const {
                       ".error/error.json");
 }
 
-LaunchSpec RankSupervisor::LaunchSpecFor(const v1::StartRank& start) const {
+absl::StatusOr<LaunchSpec> RankSupervisor::LaunchSpecFor(const v1::StartRank& start) const {
   const v1::RankRef& ref = start.rank();
   LaunchSpec spec;
   spec.argv.assign(start.argv().begin(), start.argv().end());
@@ -87,6 +88,8 @@ LaunchSpec RankSupervisor::LaunchSpecFor(const v1::StartRank& start) const {
   if (ours != options_.base_env.end() && theirs != start.env().end() && !theirs->second.empty()) {
     spec.env["PYTHONPATH"] = absl::StrCat(theirs->second, ":", ours->second);
   }
+  ASSIGN_OR_RETURN(spec.env["CUDA_VISIBLE_DEVICES"],
+                   VisibleDevices(options_.gpus, {start.gpus().begin(), start.gpus().end()}));
   spec.run_as = options_.run_as;
   spec.env["TORCHELASTIC_ERROR_FILE"] = ErrorFilePath(ref);
   spec.working_dir = start.working_dir();
@@ -124,12 +127,14 @@ void RankSupervisor::Supervise(Key key) {
     start = ranks_[key]->start;
   }
   const v1::RankRef& ref = start.rank();
-  LaunchSpec spec = LaunchSpecFor(start);
-  absl::Status ready = PrepareFiles(start, &spec);
+  absl::StatusOr<LaunchSpec> spec = LaunchSpecFor(start);
+  if (spec.ok()) {
+    if (absl::Status ready = PrepareFiles(start, &*spec); !ready.ok()) spec = ready;
+  }
 
   v1::RankExited exited;
   *exited.mutable_rank() = ref;
-  absl::StatusOr<pid_t> pid = ready.ok() ? launcher_->Spawn(spec) : ready;
+  absl::StatusOr<pid_t> pid = spec.ok() ? launcher_->Spawn(*spec) : spec.status();
   if (!pid.ok()) {
     spdlog::warn("job {} rank {}: cannot start: {}", ref.job_id(), ref.rank(),
                  pid.status().ToString());

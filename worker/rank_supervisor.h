@@ -13,8 +13,9 @@
 #include <tuple>
 #include <vector>
 
-#include "common/mutex.h"
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/mutex.h"
 #include "proto/worker.pb.h"
 #include "worker/job_code.h"
 #include "worker/process_launcher.h"
@@ -33,6 +34,9 @@ struct RankSupervisorOptions {
   absl::Duration clear_group_timeout = absl::Seconds(10);
   // Unpacks the code of jobs that come with it (StartRank.code); not owned.
   JobCode* code = nullptr;
+  // The GPUs this worker offers: a rank's CUDA_VISIBLE_DEVICES names its
+  // own (StartRank.gpus) by UUID, and nothing for a rank without any.
+  std::vector<v1::Gpu> gpus;
 };
 
 // Thread-safe. The callbacks run on the rank threads, never under the
@@ -92,7 +96,7 @@ class RankSupervisor {
 
   // A rank thread's life: prepare, start, wait for the exit, report it.
   void Supervise(Key key);
-  LaunchSpec LaunchSpecFor(const v1::StartRank& start) const;
+  absl::StatusOr<LaunchSpec> LaunchSpecFor(const v1::StartRank& start) const;
   // TORCHELASTIC_ERROR_FILE: in a directory of the rank's own, emptied at
   // each start.
   std::string ErrorFilePath(const v1::RankRef& ref) const;

@@ -24,6 +24,11 @@ class RankSupervisorTest : public ::testing::Test {
     options.log_dir = std::string(dir ? dir : "/tmp") + "/logs";
     options.jobs_dir = std::string(dir ? dir : "/tmp") + "/jobs";
     options.base_env = {{"PATH", "/usr/bin:/bin"}};
+    for (int index : {0, 2}) {  // a worker offering two of its machine's GPUs
+      v1::Gpu& gpu = options.gpus.emplace_back();
+      gpu.set_index(index);
+      gpu.set_uuid(index == 0 ? "GPU-aaaa" : "GPU-cccc");
+    }
     supervisor_ = std::make_unique<RankSupervisor>(
         &launcher_, options,
         RankSupervisor::Callbacks{
@@ -118,6 +123,31 @@ TEST_F(RankSupervisorTest, UnstartableProgramIsReportedAsStartFailure) {
   EXPECT_TRUE(exits[0].start_failed());
   EXPECT_NE(exits[0].message().find("definitely-not-a-program"), std::string::npos);
   EXPECT_EQ(Started(), 0u);
+}
+
+// CUDA_VISIBLE_DEVICES names exactly the rank's GPUs, by UUID, whatever the
+// coordinator put there; none for a rank without GPUs.
+TEST_F(RankSupervisorTest, RanksSeeExactlyTheirGpus) {
+  v1::StartRank gpu = Rank("job-g", 0, "echo \"[$CUDA_VISIBLE_DEVICES]\"");
+  gpu.add_gpus(2);
+  gpu.add_gpus(0);
+  (*gpu.mutable_env())["CUDA_VISIBLE_DEVICES"] = "2,0";
+  supervisor_->Start(gpu);
+  v1::StartRank cpu = Rank("job-g", 1, "echo \"[$CUDA_VISIBLE_DEVICES]\"");
+  (*cpu.mutable_env())["CUDA_VISIBLE_DEVICES"] = "0";
+  supervisor_->Start(cpu);
+  v1::StartRank missing = Rank("job-g", 2, "true");
+  missing.add_gpus(5);
+  supervisor_->Start(missing);
+  std::vector<v1::RankExited> exits = WaitExits(3);
+  ASSERT_EQ(exits.size(), 3u);
+  EXPECT_EQ(ReadLog("job-g", 0), "[GPU-cccc,GPU-aaaa]\n");
+  EXPECT_EQ(ReadLog("job-g", 1), "[]\n");
+  auto failed = std::find_if(exits.begin(), exits.end(),
+                             [](const v1::RankExited& e) { return e.rank().rank() == 2; });
+  ASSERT_NE(failed, exits.end());
+  EXPECT_TRUE(failed->start_failed());
+  EXPECT_EQ(failed->message(), "GPU 5 was assigned but this worker offers GPUs 0, 2");
 }
 
 }  // namespace

@@ -7,16 +7,12 @@
 #include <gtest/gtest.h>
 
 #include "common/fake_clock.h"
+#include "worker/testing/fake_nvml.h"
 
 namespace ringmaster {
 namespace {
 
-std::string FakeNvmlPath() {
-  const char* srcdir = std::getenv("TEST_SRCDIR");
-  const char* workspace = std::getenv("TEST_WORKSPACE");
-  return std::string(srcdir ? srcdir : ".") + "/" + (workspace ? workspace : "ringmaster") +
-         "/worker/testing/libfake_nvml.so";
-}
+using testing::FakeNvmlPath;
 
 // The fake NVML library, loaded through the same dlopen path as the real
 // one: the series carry exactly the values it was given.

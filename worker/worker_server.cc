@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <random>
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
@@ -86,8 +87,15 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
   if (absl::Status s = MakePrivateDir(log_dir, 0750); !s.ok()) return s;
   std::unique_ptr<WorkerServer> server(new WorkerServer);
 
-  std::string why_no_gpu;
-  std::vector<v1::Gpu> gpus = DiscoverGpus(&why_no_gpu);
+  // NVML serves both the GPUs offered to ranks and their metrics.
+  absl::StatusOr<std::unique_ptr<Nvml>> nvml = Nvml::Load(config.nvml_library);
+  std::string why_no_gpu = nvml.ok() ? "" : std::string(nvml.status().message());
+  std::vector<v1::Gpu> gpus;
+  if (nvml.ok()) {
+    const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+    gpus = DiscoverGpus(**nvml, visible ? std::optional<std::string>(visible) : std::nullopt,
+                        &why_no_gpu);
+  }
   if (gpus.empty()) spdlog::info("no GPU: {}", why_no_gpu);
   v1::RegisterWorker identity;
   identity.set_worker_id(config.worker_id);
@@ -113,6 +121,7 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
   if (!python.ok()) return python.status();
   supervisor_options.base_env["PYTHONPATH"] = *python;
   supervisor_options.jobs_dir = config.state_dir + "/jobs";
+  supervisor_options.gpus = gpus;
   supervisor_options.trainer_program = config.trainer_program;
   // Ranks report progress to this worker and bind collectives on its host.
   supervisor_options.base_env["RINGMASTER_WORKER_ADDRESS"] = config.advertise_address;
@@ -201,8 +210,6 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
           },
           [self] { return self->supervisor_->LoggedJobs(); }});
 
-  absl::StatusOr<std::unique_ptr<Nvml>> nvml = Nvml::Load(config.nvml_library);
-  if (!nvml.ok()) spdlog::info("no GPU metrics: {}", nvml.status().ToString());
   server->metrics_ = std::make_unique<WorkerMetrics>(
       &server->registry_, config.worker_id, nvml.ok() ? *std::move(nvml) : nullptr, [self] {
         std::vector<RankProcess> out;
