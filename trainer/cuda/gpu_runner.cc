@@ -3,8 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "common/cuda/device.h"
+#include "common/cuda/cuda_check.h"
 #include "common/status_macros.h"
+#include "trainer/cuda/cuda_stream_api.h"
 #include "trainer/cuda/kernels.h"
 #include "trainer/cuda/mlp_cuda.h"
 #include "trainer/cuda/nccl_check.h"
@@ -22,14 +23,17 @@ class GpuRunner final : public ModelRunner {
   absl::Status Init(const v1::TrainerSpec& spec, const std::vector<int>& widths) {
     // The device current when the runner is made is its device, for every
     // thread that uses it (EnterThread).
-    CUDA_RETURN_IF_ERROR(cudaGetDevice(&device_));
+    int device = 0;
+    CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
     input_ = widths.front();
     classes_ = widths.back();
     max_rows_ = std::max(std::max(1, spec.batch_size()), kEvalChunk);
     CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-    CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&step_done_, cudaEventDisableTiming));
     ASSIGN_OR_RETURN(model_, MlpCuda::Create(widths, static_cast<uint64_t>(spec.seed()),
                                              max_rows_, spec.precision() == "bf16", stream_));
+    ASSIGN_OR_RETURN(streams_,
+                     StepStreams::Create(CudaStreamApi(), device, stream_, comm_stream_,
+                                         static_cast<int>(model_->param_spans().size())));
     const size_t n = model_->size();
     state_size_ = opt_.type() == "sgd" ? (opt_.momentum() > 0 ? n : 0) : 2 * n;
     CUDA_RETURN_IF_ERROR(cudaMalloc(&state_, std::max<size_t>(1, state_size_) * sizeof(float)));
@@ -40,23 +44,18 @@ class GpuRunner final : public ModelRunner {
     CUDA_RETURN_IF_ERROR(cudaMalloc(&dlogits_, static_cast<size_t>(max_rows_) * classes_ * sizeof(float)));
     CUDA_RETURN_IF_ERROR(cudaMalloc(&loss_, max_rows_ * sizeof(float)));
     CUDA_RETURN_IF_ERROR(cudaMalloc(&correct_, max_rows_ * sizeof(float)));
-    events_.resize(model_->param_spans().size());
-    for (cudaEvent_t& e : events_) {
-      CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-    }
     CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
     return absl::OkStatus();
   }
 
   ~GpuRunner() override {
-    for (cudaEvent_t e : events_) cudaEventDestroy(e);
+    streams_.reset();
     for (void* p : {static_cast<void*>(state_), static_cast<void*>(x_), static_cast<void*>(y_),
                     static_cast<void*>(dlogits_), static_cast<void*>(loss_),
                     static_cast<void*>(correct_), static_cast<void*>(bf16_)}) {
       if (p != nullptr) cudaFree(p);
     }
     model_.reset();
-    if (step_done_ != nullptr) cudaEventDestroy(step_done_);
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
   }
 
@@ -72,7 +71,7 @@ class GpuRunner final : public ModelRunner {
   absl::StatusOr<double> ForwardBackward(const float* x, const int32_t* y, int rows,
                                          float loss_scale, bool accumulate,
                                          const std::function<void(int)>& on_ready) override {
-    DCheckCurrentDevice(device_);
+    RETURN_IF_ERROR(streams_->CheckDevice());
     CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(x_, x, static_cast<size_t>(rows) * input_ * sizeof(float),
                                          cudaMemcpyHostToDevice, stream_));
     CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(y_, y, rows * sizeof(int32_t), cudaMemcpyHostToDevice,
@@ -80,14 +79,11 @@ class GpuRunner final : public ModelRunner {
     ASSIGN_OR_RETURN(const float* logits, model_->Forward(x_, rows));
     CUDA_RETURN_IF_ERROR(cuda::SoftmaxCrossEntropy(logits, y_, rows, classes_, dlogits_,
                                                    loss_scale, loss_, correct_, stream_));
-    // Each parameter's event marks the end of the kernels that wrote its
+    // The parameter's event marks the end of the kernels that wrote its
     // gradient; BeforeReduce makes the collective's stream wait for it.
     absl::Status recorded;
     auto record_then_mark = [&](int param) {
-      if (recorded.ok()) {
-        recorded = CudaStatus(cudaEventRecord(events_[param], stream_), "cudaEventRecord",
-                              __FILE__, __LINE__);
-      }
+      if (recorded.ok()) recorded = streams_->GradientReady(param);
       if (on_ready) on_ready(param);
     };
     RETURN_IF_ERROR(model_->Backward(dlogits_, accumulate,
@@ -103,12 +99,10 @@ class GpuRunner final : public ModelRunner {
     return sum / rows;
   }
 
-  absl::Status EnterThread() override { return UseDevice(device_); }
+  absl::Status EnterThread() override { return streams_->EnterThread(); }
 
   absl::Status BeforeReduce(const Bucket& bucket) override {
-    DCheckCurrentDevice(device_);
-    CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(comm_stream_, events_[bucket.params.back()], 0));
-    return absl::OkStatus();
+    return streams_->BeforeReduce(bucket);
   }
 
   void BeginStep(float lr, float grad_scale) override {
@@ -120,7 +114,7 @@ class GpuRunner final : public ModelRunner {
 
   absl::Status UpdateRange(size_t offset, size_t n) override {
     // On the collective's stream, after the bucket's all-reduce.
-    DCheckCurrentDevice(device_);
+    RETURN_IF_ERROR(streams_->CheckDevice());
     float* p = model_->params() + offset;
     const float* g = model_->grads() + offset;
     if (opt_.type() == "sgd") {
@@ -145,7 +139,7 @@ class GpuRunner final : public ModelRunner {
 
   std::function<absl::Status(float*, size_t, float)> Bf16Reduce(Collective* comm) override {
     return [this, comm](float* data, size_t n, float scale) -> absl::Status {
-      DCheckCurrentDevice(device_);
+      RETURN_IF_ERROR(streams_->CheckDevice());
       if (bf16_ == nullptr) {
         CUDA_RETURN_IF_ERROR(cudaMalloc(&bf16_, model_->size() * sizeof(uint16_t)));
       }
@@ -157,11 +151,7 @@ class GpuRunner final : public ModelRunner {
     };
   }
 
-  absl::Status AfterStep() override {
-    CUDA_RETURN_IF_ERROR(cudaEventRecord(step_done_, comm_stream_));
-    CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(stream_, step_done_, 0));
-    return absl::OkStatus();
-  }
+  absl::Status AfterStep() override { return streams_->AfterStep(); }
 
   absl::StatusOr<double> GradNorm() override {
     // Gradients are reduced on the collective's stream.
@@ -201,6 +191,7 @@ class GpuRunner final : public ModelRunner {
 
   absl::StatusOr<std::pair<double, double>> Evaluate(const Dataset& data) override {
     if (data.rows == 0) return std::make_pair(0.0, 0.0);
+    RETURN_IF_ERROR(streams_->CheckDevice());
     double loss = 0, correct = 0;
     std::vector<float> l(kEvalChunk), c(kEvalChunk);
     for (int64_t start = 0; start < data.rows; start += kEvalChunk) {
@@ -230,9 +221,8 @@ class GpuRunner final : public ModelRunner {
   const v1::TrainerSpec::Optimizer opt_;
   cudaStream_t comm_stream_;
   cudaStream_t stream_ = nullptr;
-  cudaEvent_t step_done_ = nullptr;
   std::unique_ptr<MlpCuda> model_;
-  std::vector<cudaEvent_t> events_;
+  std::unique_ptr<StepStreams> streams_;  // device, events, the order of the two streams
   float* state_ = nullptr;
   size_t state_size_ = 0;
   float* x_ = nullptr;
@@ -241,7 +231,6 @@ class GpuRunner final : public ModelRunner {
   float* loss_ = nullptr;
   float* correct_ = nullptr;
   uint16_t* bf16_ = nullptr;  // compression scratch, one bucket at a time
-  int device_ = 0;
   int input_ = 0;
   int classes_ = 0;
   int max_rows_ = 0;
