@@ -2,6 +2,8 @@
 
 #include <dlfcn.h>
 
+#include <iterator>
+
 #include "absl/strings/str_cat.h"
 #include "worker/nvml_abi.h"
 
@@ -25,7 +27,31 @@ struct Nvml::Api {
   int (*clock)(Device, unsigned int, unsigned int*);
   int (*uuid)(Device, char*, unsigned int);
   int (*name)(Device, char*, unsigned int);
+  // Optional: only Link() uses them.
+  int (*handle_by_pci_bus_id)(const char*, Device*);
+  int (*nvlink_state)(Device, unsigned int, unsigned int*);
+  int (*nvlink_version)(Device, unsigned int, unsigned int*);
+  int (*pcie_generation)(Device, unsigned int*);
+  int (*pcie_width)(Device, unsigned int*);
 };
+
+double NvlinkGbPerSecond(unsigned version) {
+  switch (version) {
+    case 1: return 20;  // 1.0
+    case 2:             // 2.0
+    case 3:             // 2.2
+    case 4:             // 3.0
+    case 5:             // 3.1
+    case 6: return 25;  // 4.0
+    case 7: return 50;  // 5.0
+    default: return 0;
+  }
+}
+
+double PcieLaneGbPerSecond(unsigned generation) {
+  static constexpr double kLane[] = {0, 0.25, 0.5, 0.985, 1.969, 3.938, 7.563};
+  return generation < std::size(kLane) ? kLane[generation] : 0;
+}
 
 absl::StatusOr<std::unique_ptr<Nvml>> Nvml::Load(const std::string& library) {
   void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -57,6 +83,14 @@ absl::StatusOr<std::unique_ptr<Nvml>> Nvml::Load(const std::string& library) {
       return absl::UnavailableError(absl::StrCat(library, " lacks ", s.name));
     }
   }
+  const Symbol optional[] = {
+      {"nvmlDeviceGetHandleByPciBusId_v2", reinterpret_cast<void**>(&api->handle_by_pci_bus_id)},
+      {"nvmlDeviceGetNvLinkState", reinterpret_cast<void**>(&api->nvlink_state)},
+      {"nvmlDeviceGetNvLinkVersion", reinterpret_cast<void**>(&api->nvlink_version)},
+      {"nvmlDeviceGetCurrPcieLinkGeneration", reinterpret_cast<void**>(&api->pcie_generation)},
+      {"nvmlDeviceGetCurrPcieLinkWidth", reinterpret_cast<void**>(&api->pcie_width)},
+  };
+  for (const Symbol& s : optional) *s.slot = dlsym(handle, s.name);
   if (int rc = api->init(); rc != 0) {
     dlclose(handle);
     return absl::UnavailableError(absl::StrCat("nvmlInit_v2 returned ", rc));
@@ -99,6 +133,39 @@ std::vector<GpuSample> Nvml::Sample() {
     samples.push_back(std::move(s));
   }
   return samples;
+}
+
+absl::StatusOr<GpuLink> Nvml::Link(const std::string& pci_bus_id) {
+  if (api_->handle_by_pci_bus_id == nullptr) {
+    return absl::UnavailableError("NVML lacks nvmlDeviceGetHandleByPciBusId_v2");
+  }
+  Device device = nullptr;
+  if (int rc = api_->handle_by_pci_bus_id(pci_bus_id.c_str(), &device); rc != 0) {
+    return absl::UnavailableError(
+        absl::StrCat("NVML knows no GPU at PCI bus id ", pci_bus_id, " (error ", rc, ")"));
+  }
+  int links = 0;
+  unsigned version = 0;
+  if (api_->nvlink_state != nullptr && api_->nvlink_version != nullptr) {
+    for (unsigned link = 0; link < nvml_abi::kMaxNvlinks; ++link) {
+      unsigned active = 0;
+      if (api_->nvlink_state(device, link, &active) != 0 || !active) continue;
+      if (api_->nvlink_version(device, link, &version) == 0) ++links;
+    }
+  }
+  if (links > 0 && NvlinkGbPerSecond(version) > 0) {
+    static constexpr const char* kName[] = {"", "1.0", "2.0", "2.2", "3.0", "3.1", "4.0", "5.0"};
+    return GpuLink{absl::StrCat("NVLink ", kName[version], " x", links),
+                   links * NvlinkGbPerSecond(version)};
+  }
+  unsigned generation = 0, width = 0;
+  if (api_->pcie_generation == nullptr || api_->pcie_width == nullptr ||
+      api_->pcie_generation(device, &generation) != 0 || api_->pcie_width(device, &width) != 0 ||
+      PcieLaneGbPerSecond(generation) == 0) {
+    return absl::UnavailableError(absl::StrCat("NVML cannot tell the links of GPU ", pci_bus_id));
+  }
+  return GpuLink{absl::StrCat("PCIe ", generation, " x", width),
+                 width * PcieLaneGbPerSecond(generation)};
 }
 
 }  // namespace ringmaster

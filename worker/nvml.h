@@ -23,6 +23,18 @@ struct GpuSample {
   double sm_clock_hertz = 0;
 };
 
+// The link a GPU reaches its peers through, and its bandwidth in one
+// direction: what a ring all-reduce's bus bandwidth approaches at best.
+struct GpuLink {
+  std::string kind;  // "NVLink 4.0 x18", "PCIe 5 x16"
+  double gb_per_second = 0;
+};
+
+// Per link (NVLink, by NVML's nvmlNvlinkVersion_t) or per lane (PCIe, by
+// generation), one direction, GB/s; 0 for a value not known.
+double NvlinkGbPerSecond(unsigned version);
+double PcieLaneGbPerSecond(unsigned generation);
+
 // Thread-compatible: the worker samples from one thread (its scrapes).
 class Nvml {
  public:
@@ -33,6 +45,11 @@ class Nvml {
 
   // One sample per device; a device whose query fails is left out.
   std::vector<GpuSample> Sample();
+
+  // The GPU at `pci_bus_id` (as cudaDeviceGetPCIBusId writes it): its active
+  // NVLinks when it has any, else its PCIe link. UNAVAILABLE when this NVML
+  // cannot tell.
+  absl::StatusOr<GpuLink> Link(const std::string& pci_bus_id);
 
  private:
   struct Api;

@@ -19,6 +19,7 @@ struct Memory {
 };
 constexpr unsigned kTemperatureGpu = 0;
 constexpr unsigned kClockSm = 1;
+constexpr unsigned kMaxNvlinks = 18;  // NVML_NVLINK_MAX_LINKS
 
 }  // namespace ringmaster::nvml_abi
 

@@ -49,8 +49,11 @@ void CompareWithCpu(bool bf16, double tolerance) {
   float *dx, *ddl;
   ASSERT_EQ(cudaMalloc(&dx, x.size() * sizeof(float)), cudaSuccess);
   ASSERT_EQ(cudaMalloc(&ddl, dlogits.size() * sizeof(float)), cudaSuccess);
-  cudaMemcpy(dx, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice);
-  cudaMemcpy(ddl, dlogits.data(), dlogits.size() * sizeof(float), cudaMemcpyHostToDevice);
+  ASSERT_EQ(cudaMemcpy(dx, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice),
+            cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(ddl, dlogits.data(), dlogits.size() * sizeof(float),
+                       cudaMemcpyHostToDevice),
+            cudaSuccess);
   ASSERT_TRUE((*gpu)->Forward(dx, rows).ok());
   std::vector<int> order;
   ASSERT_TRUE((*gpu)->Backward(ddl, false, [&](int p) { order.push_back(p); }).ok());
@@ -62,9 +65,9 @@ void CompareWithCpu(bool bf16, double tolerance) {
         << "gradient " << i;
   }
   EXPECT_EQ(order, (std::vector<int>{5, 4, 3, 2, 1, 0}));
-  cudaFree(dx);
-  cudaFree(ddl);
-  cudaStreamDestroy(stream);
+  ASSERT_EQ(cudaFree(dx), cudaSuccess);
+  ASSERT_EQ(cudaFree(ddl), cudaSuccess);
+  ASSERT_EQ(cudaStreamDestroy(stream), cudaSuccess);
 }
 
 TEST(MlpCudaTest, Fp32MatchesTheCpuModel) { CompareWithCpu(false, 1e-3); }
@@ -75,20 +78,20 @@ TEST(KernelsTest, SgdUpdateMatchesTheFormula) {
   if (!HaveGpu(&why)) GTEST_SKIP() << "no GPU: " << why;
   float p = 1.0f, g = 0.5f, v = 0.25f;
   float *dp, *dg, *dv;
-  cudaMalloc(&dp, 4);
-  cudaMalloc(&dg, 4);
-  cudaMalloc(&dv, 4);
-  cudaMemcpy(dp, &p, 4, cudaMemcpyHostToDevice);
-  cudaMemcpy(dg, &g, 4, cudaMemcpyHostToDevice);
-  cudaMemcpy(dv, &v, 4, cudaMemcpyHostToDevice);
+  ASSERT_EQ(cudaMalloc(&dp, 4), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&dg, 4), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&dv, 4), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(dp, &p, 4, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(dg, &g, 4, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(dv, &v, 4, cudaMemcpyHostToDevice), cudaSuccess);
   ASSERT_EQ(cuda::SgdUpdate(dp, dg, dv, 1, 0.1f, 0.5f, 0.0f, 0.9f, false, nullptr), cudaSuccess);
-  cudaMemcpy(&p, dp, 4, cudaMemcpyDeviceToHost);
-  cudaMemcpy(&v, dv, 4, cudaMemcpyDeviceToHost);
+  ASSERT_EQ(cudaMemcpy(&p, dp, 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(&v, dv, 4, cudaMemcpyDeviceToHost), cudaSuccess);
   EXPECT_FLOAT_EQ(v, 0.9f * 0.25f + 0.25f);
   EXPECT_FLOAT_EQ(p, 1.0f - 0.1f * v);
-  cudaFree(dp);
-  cudaFree(dg);
-  cudaFree(dv);
+  ASSERT_EQ(cudaFree(dp), cudaSuccess);
+  ASSERT_EQ(cudaFree(dg), cudaSuccess);
+  ASSERT_EQ(cudaFree(dv), cudaSuccess);
 }
 
 }  // namespace

@@ -115,8 +115,8 @@ absl::Status NcclCollective::OnDevice(void* data, size_t bytes, F op) {
     status = CudaStatus(cudaMemcpy(data, device, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy",
                         __FILE__, __LINE__);
   }
-  cudaFree(device);
-  return status;
+  const absl::Status freed = CudaStatus(cudaFree(device), "cudaFree", __FILE__, __LINE__);
+  return status.ok() ? freed : status;
 }
 
 absl::Status NcclCollective::AllReduceSum(float* data, size_t n) {

@@ -35,13 +35,15 @@ TEST(NcclCollectiveTest, AllReduceAndBroadcastOnEveryGpu) {
       std::vector<float> host(n, rank + 1.0f);
       float* device;
       ASSERT_EQ(cudaMalloc(&device, n * sizeof(float)), cudaSuccess);
-      cudaMemcpy(device, host.data(), n * sizeof(float), cudaMemcpyHostToDevice);
+      ASSERT_EQ(cudaMemcpy(device, host.data(), n * sizeof(float), cudaMemcpyHostToDevice),
+                cudaSuccess);
       ASSERT_TRUE((*nccl)->AllReduceSum(device, n).ok());
-      cudaMemcpy(host.data(), device, n * sizeof(float), cudaMemcpyDeviceToHost);
+      ASSERT_EQ(cudaMemcpy(host.data(), device, n * sizeof(float), cudaMemcpyDeviceToHost),
+                cudaSuccess);
       EXPECT_EQ(host[n - 1], world * (world + 1) / 2.0f);
       ASSERT_TRUE((*nccl)->Broadcast(device, 16, 0).ok());
       ASSERT_TRUE((*nccl)->Barrier().ok());
-      cudaFree(device);
+      ASSERT_EQ(cudaFree(device), cudaSuccess);
     });
   }
   for (auto& t : threads) t.join();
@@ -67,7 +69,7 @@ TEST(NcclCollectiveTest, WatchdogAbortsAHungAllReduce) {
   ASSERT_EQ(cudaMalloc(&device, 1024 * sizeof(float)), cudaSuccess);
   absl::Status status = (*nccl)->AllReduceSum(device, 1024);  // rank 1 never calls
   EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded) << status;
-  cudaFree(device);
+  ASSERT_EQ(cudaFree(device), cudaSuccess);
 }
 
 }  // namespace

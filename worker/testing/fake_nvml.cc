@@ -1,7 +1,10 @@
 // A stand-in for libnvidia-ml.so.1 with set values, for tests of the
-// worker's GPU metrics on machines without a GPU. The devices come from
-// FAKE_NVML_DEVICES: "uuid:util%:mem_used:mem_total:power_mW:temp_C:sm_MHz"
-// entries separated by ';'.
+// worker's GPU discovery and metrics on machines without a GPU. The devices
+// come from FAKE_NVML_DEVICES: "uuid:util%:mem_used:mem_total:power_mW:
+// temp_C:sm_MHz" entries separated by ';'. Device i sits at PCI bus id
+// 0000:<i in hex>:00.0. Every device's links come from FAKE_NVML_LINKS:
+// "nvlink:<nvmlNvlinkVersion_t>:<active links>" or "pcie:<generation>:
+// <width>"; without it, NVML cannot tell.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -94,6 +97,46 @@ int nvmlDeviceGetUUID(void* d, char* out, unsigned int length) {
 int nvmlDeviceGetName(void*, char* out, unsigned int length) {
   std::snprintf(out, length, "Fake GPU");
   return 0;
+}
+
+constexpr int kNotSupported = 3;  // NVML_ERROR_NOT_SUPPORTED
+constexpr int kNotFound = 6;      // NVML_ERROR_NOT_FOUND
+
+int nvmlDeviceGetHandleByPciBusId_v2(const char* id, void** device) {
+  unsigned domain = 0, bus = 0, slot = 0, function = 0;
+  if (std::sscanf(id, "%x:%x:%x.%x", &domain, &bus, &slot, &function) != 4 ||
+      bus >= Devices().size()) {
+    return kNotFound;
+  }
+  *device = &Devices()[bus];
+  return 0;
+}
+
+// The FAKE_NVML_LINKS kind ("nvlink" or "pcie") and its two numbers.
+bool Links(const char* kind, unsigned* first, unsigned* second) {
+  const char* spec = std::getenv("FAKE_NVML_LINKS");
+  char found[16] = {};
+  return spec != nullptr && std::sscanf(spec, "%15[^:]:%u:%u", found, first, second) == 3 &&
+         std::strcmp(found, kind) == 0;
+}
+
+int nvmlDeviceGetNvLinkState(void*, unsigned int link, unsigned int* active) {
+  unsigned version = 0, links = 0;
+  if (!Links("nvlink", &version, &links)) return kNotSupported;
+  *active = link < links ? 1 : 0;
+  return 0;
+}
+int nvmlDeviceGetNvLinkVersion(void*, unsigned int, unsigned int* version) {
+  unsigned links = 0;
+  return Links("nvlink", version, &links) ? 0 : kNotSupported;
+}
+int nvmlDeviceGetCurrPcieLinkGeneration(void*, unsigned int* generation) {
+  unsigned width = 0;
+  return Links("pcie", generation, &width) ? 0 : kNotSupported;
+}
+int nvmlDeviceGetCurrPcieLinkWidth(void*, unsigned int* width) {
+  unsigned generation = 0;
+  return Links("pcie", &generation, width) ? 0 : kNotSupported;
 }
 
 }  // extern "C"
