@@ -11,6 +11,13 @@ int FakeGpu::Current() const {
   return it == current_.end() ? 0 : it->second;
 }
 
+int FakeGpu::Find(const std::string& name) const {
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    if (nodes_[i].name == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
 int FakeGpu::AddNode(StreamState& stream, std::string name, int also_after) {
   Node node{std::move(name), {}};
   for (int before : {stream.last, also_after}) {
@@ -42,14 +49,8 @@ absl::Status FakeGpu::Launch(Stream stream, const std::string& name) {
 
 bool FakeGpu::Ordered(const std::string& before, const std::string& after) const {
   MutexLock lock(&mu_);
-  auto find = [&](const std::string& name) {
-    for (size_t i = 0; i < nodes_.size(); ++i) {
-      if (nodes_[i].name == name) return static_cast<int>(i);
-    }
-    return -1;
-  };
-  const int from = find(before);
-  const int to = find(after);
+  const int from = Find(before);
+  const int to = Find(after);
   if (from < 0 || to < 0) return false;
   // Walks back from `after` through everything it waits for.
   std::vector<bool> seen(nodes_.size(), false);

@@ -61,6 +61,7 @@ class FakeGpu final : public StreamApi {
   };
 
   int Current() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  int Find(const std::string& name) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);  // -1: none
   int AddNode(StreamState& stream, std::string name, int also_after)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
