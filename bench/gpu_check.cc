@@ -25,11 +25,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_split.h"
+#include "bench/bench_spec.h"
 #include "common/cuda/cuda_check.h"
 #include "trainer/cuda/gpu_runner.h"
 #include "trainer/cuda/nccl_collective.h"
-#include "trainer/dataset.h"
 #include "trainer/trainer.h"
 #include "worker/nvml.h"
 
@@ -150,22 +149,10 @@ absl::StatusOr<std::vector<AllReduceRow>> MeasureAllReduce(int world, size_t max
 // The trainer on `world` GPUs: samples per second of all ranks together,
 // from the end of warm-up to the last step.
 absl::StatusOr<double> TrainerThroughput(const Options& o, int world) {
-  v1::TrainerSpec spec;
-  for (absl::string_view w : absl::StrSplit(o.hidden, ',')) {
-    spec.mutable_model()->add_hidden(std::stoi(std::string(w)));
-  }
-  spec.set_epochs(1);
-  spec.set_batch_size(o.batch);
-  spec.mutable_optimizer()->set_type("sgd");
-  spec.mutable_optimizer()->set_lr(0.01);
-  spec.mutable_optimizer()->set_momentum(0.9);
-  spec.set_lr_scaling("none");
-  spec.set_seed(1);
-  const int64_t rows = static_cast<int64_t>(o.steps) * o.batch * world;
-  absl::StatusOr<Dataset> all = MakeSynthetic(absl::StrCat(
-      "synthetic:rows=", rows, ",features=", o.features, ",classes=", o.classes));
-  if (!all.ok()) return all.status();
-  const TrainTestSplit data = SplitAndStandardize(*all, 0.0, 1);
+  const v1::TrainerSpec spec = BenchTrainerSpec(o.hidden, o.batch);
+  absl::StatusOr<TrainTestSplit> data =
+      BenchData(static_cast<int64_t>(o.steps) * o.batch * world, o.features, o.classes);
+  if (!data.ok()) return data.status();
   std::vector<double> rates(world, 0);
   std::vector<absl::Status> errors(world);
   gloo::rendezvous::HashStore store;
@@ -186,7 +173,7 @@ absl::StatusOr<double> TrainerThroughput(const Options& o, int world) {
     context.make_runner = [comm_stream](const v1::TrainerSpec& s, const std::vector<int>& w) {
       return MakeGpuRunner(s, w, comm_stream);
     };
-    absl::StatusOr<TrainResult> result = Train(spec, data, context);
+    absl::StatusOr<TrainResult> result = Train(spec, *data, context);
     if (!result.ok()) {
       errors[rank] = result.status();
       return;

@@ -25,6 +25,7 @@
 #include <atomic>
 #include <thread>
 
+#include "bench/bench_spec.h"
 #include "bench/host_share.h"
 #include "common/metrics.h"
 #include "trainer/dataset.h"
@@ -58,23 +59,15 @@ double RunRank(const Config& c, int rank) {
     std::fprintf(stderr, "rank %d: %s\n", rank, comm.status().ToString().c_str());
     return -1;
   }
-  v1::TrainerSpec spec;
-  for (absl::string_view w : absl::StrSplit(c.hidden, ',')) {
-    spec.mutable_model()->add_hidden(std::stoi(std::string(w)));
-  }
-  spec.set_epochs(1);
-  spec.set_batch_size(c.batch);
-  spec.mutable_optimizer()->set_type("sgd");
-  spec.mutable_optimizer()->set_lr(0.01);
-  spec.mutable_optimizer()->set_momentum(0.9);
-  spec.set_lr_scaling("none");
+  v1::TrainerSpec spec = BenchTrainerSpec(c.hidden, c.batch);
   spec.set_bucket_mb(c.bucket_mb);
   spec.set_grad_compression(c.compression);
-  spec.set_seed(1);
-  const int64_t rows = static_cast<int64_t>(c.steps) * c.batch * c.share.world;
-  auto all = MakeSynthetic(absl::StrCat("synthetic:rows=", rows, ",features=", c.features,
-                                        ",classes=", c.classes));
-  TrainTestSplit data = SplitAndStandardize(*all, 0.0, 1);
+  absl::StatusOr<TrainTestSplit> data =
+      BenchData(static_cast<int64_t>(c.steps) * c.batch * c.share.world, c.features, c.classes);
+  if (!data.ok()) {
+    std::fprintf(stderr, "rank %d: %s\n", rank, data.status().ToString().c_str());
+    return -1;
+  }
 
   using Clock = std::chrono::steady_clock;
   std::vector<Clock::time_point> step_times;
@@ -109,7 +102,7 @@ double RunRank(const Config& c, int rank) {
       last_report = step_times.back();
     }
   };
-  auto result = Train(spec, data, context);
+  auto result = Train(spec, *data, context);
   done = true;
   if (scraper.joinable()) scraper.join();
   if (!result.ok()) {
