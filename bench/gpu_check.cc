@@ -178,10 +178,15 @@ absl::StatusOr<double> TrainerThroughput(const Options& o, int world) {
       errors[rank] = result.status();
       return;
     }
+    // Step k's time is taken after its update (an epoch's end may report
+    // once more); the timed window runs from the end of warm-up to the
+    // last step.
     const int first = o.warmup - 1;
-    const int last = static_cast<int>(step_times.size()) - 1;
-    if (last <= first) {
-      errors[rank] = absl::InternalError("fewer steps than the warm-up");
+    const int last = o.steps - 1;
+    if (first < 0 || last <= first || static_cast<int>(step_times.size()) <= last) {
+      errors[rank] = absl::InvalidArgumentError(absl::StrCat(
+          "need 1 <= warm-up < steps and a time per step; got warm-up ", o.warmup, ", steps ",
+          o.steps, ", ", step_times.size(), " times"));
       return;
     }
     rates[rank] = (last - first) * static_cast<double>(o.batch) /
