@@ -6,10 +6,12 @@
 
 #include <gtest/gtest.h>
 
-#include "worker/testing/fake_nvml.h"
+#include "tests/test_util.h"
 
 namespace ringmaster {
 namespace {
+
+constexpr char kFakeNvml[] = "worker/testing/libfake_nvml.so";
 
 // Three GPUs of the fake NVML: index, UUID, total memory.
 constexpr char kDevices[] =
@@ -21,7 +23,7 @@ class GpuDiscoveryTest : public ::testing::Test {
  protected:
   void SetUp() override {
     setenv("FAKE_NVML_DEVICES", kDevices, 1);
-    auto nvml = Nvml::Load(testing::FakeNvmlPath());
+    auto nvml = Nvml::Load(testing::Runfile(kFakeNvml));
     ASSERT_TRUE(nvml.ok()) << nvml.status();
     nvml_ = *std::move(nvml);
   }

@@ -4,16 +4,18 @@
 
 #include <gtest/gtest.h>
 
-#include "worker/testing/fake_nvml.h"
+#include "tests/test_util.h"
 
 namespace ringmaster {
 namespace {
+
+constexpr char kFakeNvml[] = "worker/testing/libfake_nvml.so";
 
 // A GPU's link, as `./dev gpu-check` prints it beside the measured bus
 // bandwidth: NVLinks when active, else PCIe.
 TEST(NvmlTest, TellsAGpusLinkAndItsBandwidthInOneDirection) {
   setenv("FAKE_NVML_DEVICES", "GPU-a:0:0:1:0:0:0;GPU-b:0:0:1:0:0:0", 1);
-  auto nvml = Nvml::Load(testing::FakeNvmlPath());
+  auto nvml = Nvml::Load(testing::Runfile(kFakeNvml));
   ASSERT_TRUE(nvml.ok()) << nvml.status();
 
   setenv("FAKE_NVML_LINKS", "nvlink:6:18", 1);  // an H100 SXM

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
+#include "tests/test_util.h"
 
 namespace ringmaster {
 namespace {
@@ -35,9 +36,7 @@ class RankIdentityTest : public ::testing::Test {
     ASSERT_NE(mkdtemp(dir), nullptr);
     dir_ = dir;
     chmod(dir_.c_str(), 0777);
-    const std::string helper = std::string(std::getenv("TEST_SRCDIR")) + "/" +
-                               std::getenv("TEST_WORKSPACE") + "/worker/testing/spawn_as";
-    fs::copy_file(helper, dir_ + "/spawn_as");
+    fs::copy_file(testing::Runfile("worker/testing/spawn_as"), dir_ + "/spawn_as");
     chmod((dir_ + "/spawn_as").c_str(), 0755);
   }
   void TearDown() override {

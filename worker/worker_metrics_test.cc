@@ -7,12 +7,10 @@
 #include <gtest/gtest.h>
 
 #include "common/fake_clock.h"
-#include "worker/testing/fake_nvml.h"
+#include "tests/test_util.h"
 
 namespace ringmaster {
 namespace {
-
-using testing::FakeNvmlPath;
 
 // The fake NVML library, loaded through the same dlopen path as the real
 // one: the series carry exactly the values it was given.
@@ -21,7 +19,7 @@ TEST(WorkerMetricsTest, GpuSeriesCarryNvmlValues) {
          "GPU-1111:37:1073741824:17179869184:123456:61:1410;"
          "GPU-2222:0:0:17179869184:25000:40:210",
          1);
-  auto nvml = Nvml::Load(FakeNvmlPath());
+  auto nvml = Nvml::Load(testing::Runfile("worker/testing/libfake_nvml.so"));
   ASSERT_TRUE(nvml.ok()) << nvml.status();
   metrics::Registry registry;
   WorkerMetrics m(&registry, "w1", *std::move(nvml), [] { return std::vector<RankProcess>{}; });
