@@ -89,11 +89,13 @@ absl::StatusOr<int64_t> TailOffset(int fd, int64_t size, int lines) {
   // ends the line before them. A last line still in pieces is one of them.
   int whole_lines = -1;  // lines ended by F records that belong to the tail
   int ended = 0;         // F records passed
+  // The newline before the buffer's last record: npos when none is loaded.
+  auto newline_before_last = [&buffer] {
+    return buffer.size() < 2 ? std::string::npos : buffer.rfind('\n', buffer.size() - 2);
+  };
   while (!buffer.empty()) {
     size_t before;
-    while ((before = buffer.size() < 2 ? std::string::npos : buffer.rfind('\n', buffer.size() - 2)) ==
-               std::string::npos &&
-           start > 0) {
+    while ((before = newline_before_last()) == std::string::npos && start > 0) {
       absl::StatusOr<bool> more = extend();
       if (!more.ok()) return more.status();
     }
