@@ -55,25 +55,31 @@ struct Check {
   std::string result;  // PASS, FAIL, SKIP
 };
 
-// The slowest link among the GPUs: what bounds a ring through all of them.
+// Prints every GPU; returns the slowest link among them, what bounds a
+// ring through all of them (an error when one GPU's link is unknown).
 absl::StatusOr<GpuLink> SlowestLink(int gpus) {
-  absl::StatusOr<std::unique_ptr<Nvml>> nvml = Nvml::Load("libnvidia-ml.so.1");
-  if (!nvml.ok()) return nvml.status();
+  const absl::StatusOr<std::unique_ptr<Nvml>> nvml = Nvml::Load("libnvidia-ml.so.1");
   absl::StatusOr<GpuLink> slowest = absl::NotFoundError("no GPU");
+  absl::Status unknown;
   for (int d = 0; d < gpus; ++d) {
     char bus[32] = {};
     CUDA_RETURN_IF_ERROR(cudaDeviceGetPCIBusId(bus, sizeof(bus), d));
     cudaDeviceProp props{};
     CUDA_RETURN_IF_ERROR(cudaGetDeviceProperties(&props, d));
-    absl::StatusOr<GpuLink> link = (*nvml)->Link(bus);
+    const absl::StatusOr<GpuLink> link =
+        nvml.ok() ? (*nvml)->Link(bus) : absl::StatusOr<GpuLink>(nvml.status());
     std::printf("GPU %d: %s at %s, %s\n", d, props.name, bus,
                 link.ok() ? absl::StrFormat("%s, %.0f GB/s each way", link->kind,
                                             link->gb_per_second)
                                 .c_str()
                           : std::string(link.status().message()).c_str());
-    if (!link.ok()) return link.status();
-    if (!slowest.ok() || link->gb_per_second < slowest->gb_per_second) slowest = link;
+    if (!link.ok()) {
+      unknown = link.status();
+    } else if (!slowest.ok() || link->gb_per_second < slowest->gb_per_second) {
+      slowest = link;
+    }
   }
+  if (!unknown.ok()) return unknown;
   return slowest;
 }
 
