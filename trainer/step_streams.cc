@@ -23,11 +23,11 @@ StepStreams::~StepStreams() {
   if (step_done_ != nullptr) api_->DestroyEvent(step_done_);
 }
 
-absl::Status StepStreams::CheckDevice() {
-  ASSIGN_OR_RETURN(const int current, api_->GetDevice());
-  if (current == device_) return absl::OkStatus();
+absl::Status CheckDevice(StreamApi& api, int device) {
+  ASSIGN_OR_RETURN(const int current, api.GetDevice());
+  if (current == device) return absl::OkStatus();
   return absl::FailedPreconditionError(
-      absl::StrCat("CUDA work for device ", device_, " issued from a thread on device ", current,
+      absl::StrCat("CUDA work for device ", device, " issued from a thread on device ", current,
                    "; the thread must call EnterThread first"));
 }
 

@@ -43,6 +43,10 @@ class StreamApi {
   virtual absl::Status Wait(Stream stream, Event event) = 0;
 };
 
+// FAILED_PRECONDITION naming both devices when the calling thread's current
+// device is not `device`: the one check before work for a rank's GPU.
+absl::Status CheckDevice(StreamApi& api, int device);
+
 // Thread-compatible per thread: the training thread calls GradientReady and
 // AfterStep, the reducer's thread BeforeReduce; each parameter's event is
 // recorded before its bucket is handed to the reducer.
@@ -60,9 +64,8 @@ class StepStreams {
   int device() const { return device_; }
   // First on every thread that issues work for this rank.
   absl::Status EnterThread() { return api_->SetDevice(device_); }
-  // FAILED_PRECONDITION naming both devices when the calling thread's
-  // device is not the rank's.
-  absl::Status CheckDevice();
+  // CheckDevice for the rank's device.
+  absl::Status CheckDevice() { return ringmaster::CheckDevice(*api_, device_); }
 
   // Training thread: the kernels enqueued so far wrote `param`'s gradient.
   absl::Status GradientReady(int param);

@@ -7,6 +7,7 @@
 #include "common/clock.h"
 #include "common/cuda/device.h"
 #include "common/status_macros.h"
+#include "trainer/cuda/cuda_stream_api.h"
 #include "trainer/cuda/nccl_check.h"
 
 namespace ringmaster {
@@ -90,7 +91,7 @@ void NcclCollective::Watchdog() {
 template <typename F>
 absl::Status NcclCollective::Run(const char* what, F enqueue) {
   RETURN_IF_ERROR(guard_.Enqueue(what, [&] {
-    DCheckCurrentDevice(device_);
+    RETURN_IF_ERROR(CheckDevice(*CudaStreamApi(), device_));
     return NcclStatus(enqueue(), what, __FILE__, __LINE__);
   }));
   return guard_.Complete(
