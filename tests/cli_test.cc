@@ -172,7 +172,9 @@ TEST_F(CliClusterTest, LogsTellAttemptsApartTailAndTimestampThem) {
   WaitJob(id, [](const v1::Job& j) { return j.state() == v1::SUCCEEDED; });
   auto lines = [](int attempt, int from) {
     std::string out;
-    for (int i = from; i <= 4; ++i) absl::StrAppend(&out, "[rank 0] attempt ", attempt, " line ", i, "\n");
+    for (int i = from; i <= 4; ++i) {
+      absl::StrAppend(&out, "[rank 0] attempt ", attempt, " line ", i, "\n");
+    }
     return out;
   };
   CommandResult latest = Cli({"logs", id});
@@ -198,7 +200,8 @@ TEST_F(CliClusterTest, LogsTellAttemptsApartTailAndTimestampThem) {
   EXPECT_GE(time, before);
   EXPECT_LE(time, absl::Now());
   CommandResult table = Cli({"logs", id, "--tail", "1", "--timestamps"});
-  EXPECT_EQ(table.out, "[rank 0] " + line.fields().at("time").string_value() + " attempt 1 line 4\n");
+  EXPECT_EQ(table.out,
+            "[rank 0] " + line.fields().at("time").string_value() + " attempt 1 line 4\n");
 
   CommandResult missing = Cli({"logs", id, "--attempt", "2"});
   EXPECT_EQ(missing.exit_code, 1);

@@ -141,7 +141,8 @@ TEST_F(CommGuardTest, AbortWaitsForAnEnqueueInProgress) {
 // waiting in a destroy for peers that may be gone.
 TEST_F(CommGuardTest, AFailedLaunchFailsTheCommunicatorForGood) {
   const absl::Status failed =
-      guard_.Enqueue("ncclAllReduce", [] { return absl::InvalidArgumentError("ncclInvalidArgument"); });
+      guard_.Enqueue("ncclAllReduce",
+                     [] { return absl::InvalidArgumentError("ncclInvalidArgument"); });
   EXPECT_EQ(failed.code(), absl::StatusCode::kInvalidArgument);
   int launched = 0;
   EXPECT_EQ(guard_.Enqueue("ncclAllReduce", [&] {
@@ -158,7 +159,8 @@ TEST_F(CommGuardTest, AFailedLaunchFailsTheCommunicatorForGood) {
 
 TEST_F(CommGuardTest, AFailedWaitFailsLaterCalls) {
   ASSERT_TRUE(guard_.Enqueue("ncclAllReduce", [] { return absl::OkStatus(); }).ok());
-  const absl::Status waited = absl::InternalError("cudaStreamSynchronize: an illegal memory access");
+  const absl::Status waited =
+      absl::InternalError("cudaStreamSynchronize: an illegal memory access");
   EXPECT_EQ(guard_.Complete(waited), waited);
   EXPECT_EQ(guard_.Enqueue("ncclAllReduce", [] { return absl::OkStatus(); }), waited);
 }

@@ -271,8 +271,8 @@ std::vector<v1::RunningRank> WorkerServer::RunningRanks() {
     r.set_memory_mb(p.memory_mb);
     r.set_pid(p.pid);
     std::error_code error;
-    const auto bytes =
-        std::filesystem::file_size(supervisor_->LogPath(p.rank.job_id(), p.rank.attempt(), p.rank.rank()), error);
+    const auto bytes = std::filesystem::file_size(
+        supervisor_->LogPath(p.rank.job_id(), p.rank.attempt(), p.rank.rank()), error);
     r.set_output_bytes(error ? 0 : static_cast<int64_t>(bytes));
     r.set_progress_reports(progress_.Reports(p.rank));
     out.push_back(std::move(r));
