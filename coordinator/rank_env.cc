@@ -46,6 +46,7 @@ std::map<std::string, std::string> BuildRankEnv(const v1::Job& job, int rank,
   env["TORCHELASTIC_RESTART_COUNT"] = absl::StrCat(job.attempt());
   env["TORCHELASTIC_MAX_RESTARTS"] = absl::StrCat(job.spec().max_restarts());
   env["TORCHELASTIC_RUN_ID"] = job.id();
+  // By index; the worker, which knows its GPUs' UUIDs, names them by those.
   env["CUDA_VISIBLE_DEVICES"] = absl::StrJoin(self.gpus(), ",");
   env["RINGMASTER_JOB_ID"] = job.id();
   env["RINGMASTER_COORDINATOR"] = context.coordinator_address;
