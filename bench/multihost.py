@@ -82,35 +82,41 @@ class Bench:
         os.makedirs(path)
         return path
 
-    def ours(self, binary, per_host, *flags):
+    def ours(self, binary, per_host, *flags, alone=False):
         """Runs one of our bench binaries on every host, each with its share
-        of a world of HOSTS * per_host ranks; returns their stdouts."""
-        store = self.store(os.path.basename(binary))
-        world = HOSTS * per_host
+        of a world of HOSTS * per_host ranks (alone: each host a world of its
+        own); returns their stdouts."""
+        name = os.path.basename(binary)
+        stores = [self.store(f"{name}-{i}") for i in range(HOSTS)] if alone else None
+        store = None if alone else self.store(name)
+        world = per_host if alone else HOSTS * per_host
         return self.on_every_host(lambda i: [
-            binary, "--world", str(world), "--first-rank", str(i * per_host),
-            "--ranks", str(per_host), "--host", self.hosts.address(i), "--store", store,
-            *flags])
+            binary, "--world", str(world), "--first-rank", str(0 if alone else i * per_host),
+            "--ranks", str(per_host), "--host", self.hosts.address(i),
+            "--store", stores[i] if alone else store, *flags])
 
-    def ours_trainer(self, per_host):
-        outs = self.ours(
-            self.args.trainer, per_host, "--steps", str(self.args.steps),
-            "--warmup", str(self.args.warmup), "--batch", str(ddp_throughput.BATCH),
-            "--features", str(ddp_throughput.FEATURES), "--classes", str(ddp_throughput.CLASSES),
-            "--hidden", ",".join(map(str, ddp_throughput.HIDDEN)))
+    def ours_trainer(self, per_host, alone=False):
+        flags = ["--steps", str(self.args.steps), "--warmup", str(self.args.warmup),
+                 "--batch", str(ddp_throughput.BATCH), "--features", str(ddp_throughput.FEATURES),
+                 "--classes", str(ddp_throughput.CLASSES),
+                 "--hidden", ",".join(map(str, ddp_throughput.HIDDEN))]
+        outs = self.ours(self.args.trainer, per_host, *flags, alone=alone)
         return sum(json.loads(out)["samples_per_second"] for out in outs)
 
-    def torch_role(self, role, per_host):
-        world = HOSTS * per_host
+    def torch_role(self, role, per_host, alone=False):
+        """Runs this script's `role` on every host, each with its share of a
+        PyTorch world of HOSTS * per_host ranks (alone: each host a world of
+        its own); returns their stdouts."""
         return self.on_every_host(lambda i: [
-            sys.executable, os.path.abspath(__file__), "--role", role, "--world", str(world),
-            "--first-rank", str(i * per_host), "--ranks", str(per_host),
-            "--master", self.hosts.address(0), "--steps", str(self.args.steps),
+            sys.executable, os.path.abspath(__file__), "--role", role,
+            "--world", str(per_host if alone else HOSTS * per_host),
+            "--first-rank", str(0 if alone else i * per_host), "--ranks", str(per_host),
+            "--master", self.hosts.address(i if alone else 0), "--steps", str(self.args.steps),
             "--warmup", str(self.args.warmup), "--iterations", str(self.args.iterations)])
 
-    def torch_ddp(self, per_host):
+    def torch_ddp(self, per_host, alone=False):
         return sum(json.loads(out)["samples_per_second"]
-                   for out in self.torch_role("torch-ddp", per_host))
+                   for out in self.torch_role("torch-ddp", per_host, alone))
 
     def torch_allreduce(self, per_host):
         out = self.torch_role("torch-allreduce", per_host)[0]
@@ -149,13 +155,28 @@ class Bench:
 
 
 def print_throughput(results, repeats):
+    """results: per layout, (ours, peer) best rates and, when measured, the
+    same of each host training alone."""
     print(f"\ntraining throughput, MLP {ddp_throughput.FEATURES}->"
           f"{'->'.join(map(str, ddp_throughput.HIDDEN))}->{ddp_throughput.CLASSES}, "
           f"batch {ddp_throughput.BATCH}/rank, SGD, 1 thread/rank, best of {repeats}, "
           f"OpenBLAS kernels: {os.environ.get('OPENBLAS_CORETYPE', 'its own choice')}")
     print(f"{'layout':>8}  {'ringmaster':>12}  {'pytorch ddp':>12}  {'ratio':>6}")
-    for per_host, (ours, peer) in results.items():
+    for per_host, row in results.items():
+        ours, peer = row["together"]
         print(f"{HOSTS}x{per_host:<6}  {ours:>10.0f}/s  {peer:>10.0f}/s  {ours / peer:>5.2f}x")
+    if not any("alone" in row for row in results.values()):
+        return
+    print("\nthe same ranks with each host a world of its own (no traffic between hosts), "
+          "summed, and the share of it each reaches across hosts")
+    print(f"{'layout':>8}  {'ringmaster':>12}  {'pytorch ddp':>12}  {'ratio':>6}  "
+          f"{'ringmaster':>10}  {'pytorch ddp':>11}")
+    for per_host, row in results.items():
+        ours, peer = row["together"]
+        ours_alone, peer_alone = row["alone"]
+        print(f"{HOSTS}x{per_host:<6}  {ours_alone:>10.0f}/s  {peer_alone:>10.0f}/s  "
+              f"{ours_alone / peer_alone:>5.2f}x  {ours / ours_alone:>9.0%}  "
+              f"{peer / peer_alone:>10.0%}")
 
 
 def print_allreduce(per_host, ours, torch, mpi_times, iterations):
@@ -197,6 +218,8 @@ def main():
     parser.add_argument("--repeats", type=int, default=2, help="best of N training runs each")
     parser.add_argument("--layouts", default="1,2", help="ranks per host to measure")
     parser.add_argument("--only", choices=["throughput", "allreduce"])
+    parser.add_argument("--alone", action="store_true",
+                        help="also train with each host a world of its own, no traffic between")
     parser.add_argument("--trainer", default="bazel-bin/bench/trainer_throughput")
     parser.add_argument("--allreduce", default="bazel-bin/bench/allreduce_bandwidth")
     parser.add_argument("--mpi-binary", help="an MPI_Allreduce timer (default: built here)")
@@ -236,11 +259,15 @@ def main():
             if args.only != "allreduce":
                 results = {}
                 for per_host in layouts:
-                    ours, peer = [], []
-                    for _ in range(args.repeats):  # interleaved, so drift hits both alike
-                        ours.append(bench.ours_trainer(per_host))
-                        peer.append(bench.torch_ddp(per_host))
-                    results[per_host] = (max(ours), max(peer))
+                    runs = {"together": ([], [])}
+                    if args.alone:
+                        runs["alone"] = ([], [])
+                    for _ in range(args.repeats):  # interleaved, so drift hits all alike
+                        for kind, (ours, peer) in runs.items():
+                            ours.append(bench.ours_trainer(per_host, kind == "alone"))
+                            peer.append(bench.torch_ddp(per_host, kind == "alone"))
+                    results[per_host] = {kind: (max(ours), max(peer))
+                                         for kind, (ours, peer) in runs.items()}
                 print_throughput(results, args.repeats)
             if args.only != "throughput":
                 for per_host in layouts:
