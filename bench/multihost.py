@@ -82,18 +82,25 @@ class Bench:
         os.makedirs(path)
         return path
 
+    @staticmethod
+    def share(i, per_host, alone):
+        """Host i's (world size, first rank): its share of a world of
+        HOSTS * per_host ranks, or alone, a world of its own."""
+        return (per_host, 0) if alone else (HOSTS * per_host, i * per_host)
+
     def ours(self, binary, per_host, *flags, alone=False):
-        """Runs one of our bench binaries on every host, each with its share
-        of a world of HOSTS * per_host ranks (alone: each host a world of its
-        own); returns their stdouts."""
+        """Runs one of our bench binaries on every host, its share of the
+        world (Bench.share); returns their stdouts."""
         name = os.path.basename(binary)
-        stores = [self.store(f"{name}-{i}") for i in range(HOSTS)] if alone else None
-        store = None if alone else self.store(name)
-        world = per_host if alone else HOSTS * per_host
-        return self.on_every_host(lambda i: [
-            binary, "--world", str(world), "--first-rank", str(0 if alone else i * per_host),
-            "--ranks", str(per_host), "--host", self.hosts.address(i),
-            "--store", stores[i] if alone else store, *flags])
+        stores = ([self.store(f"{name}-{i}") for i in range(HOSTS)] if alone
+                  else [self.store(name)] * HOSTS)
+
+        def argv(i):
+            world, first = self.share(i, per_host, alone)
+            return [binary, "--world", str(world), "--first-rank", str(first),
+                    "--ranks", str(per_host), "--host", self.hosts.address(i),
+                    "--store", stores[i], *flags]
+        return self.on_every_host(argv)
 
     def ours_trainer(self, per_host, alone=False):
         flags = ["--steps", str(self.args.steps), "--warmup", str(self.args.warmup),
@@ -104,15 +111,17 @@ class Bench:
         return sum(json.loads(out)["samples_per_second"] for out in outs)
 
     def torch_role(self, role, per_host, alone=False):
-        """Runs this script's `role` on every host, each with its share of a
-        PyTorch world of HOSTS * per_host ranks (alone: each host a world of
-        its own); returns their stdouts."""
-        return self.on_every_host(lambda i: [
-            sys.executable, os.path.abspath(__file__), "--role", role,
-            "--world", str(per_host if alone else HOSTS * per_host),
-            "--first-rank", str(0 if alone else i * per_host), "--ranks", str(per_host),
-            "--master", self.hosts.address(i if alone else 0), "--steps", str(self.args.steps),
-            "--warmup", str(self.args.warmup), "--iterations", str(self.args.iterations)])
+        """Runs this script's `role` on every host, its share of a PyTorch
+        world (Bench.share) whose rank 0 is on host 0, or alone, on the host
+        itself; returns their stdouts."""
+        def argv(i):
+            world, first = self.share(i, per_host, alone)
+            return [sys.executable, os.path.abspath(__file__), "--role", role,
+                    "--world", str(world), "--first-rank", str(first), "--ranks", str(per_host),
+                    "--master", self.hosts.address(i if alone else 0),
+                    "--steps", str(self.args.steps), "--warmup", str(self.args.warmup),
+                    "--iterations", str(self.args.iterations)]
+        return self.on_every_host(argv)
 
     def torch_ddp(self, per_host, alone=False):
         return sum(json.loads(out)["samples_per_second"]
