@@ -26,6 +26,24 @@ def free_port():
         return s.getsockname()[1]
 
 
+CPU_KINDS = ("user", "system", "softirq", "idle")
+
+
+def machine_cpu_ticks():
+    """The machine's CPU ticks, all CPUs, by CPU_KINDS, from /proc/stat's
+    first line: user and nice, system and steal, softirq and irq, idle and
+    iowait (as the trainer's benchmark reads them)."""
+    with open("/proc/stat") as f:
+        user, nice, system, idle, iowait, irq, softirq, steal = map(int, f.readline().split()[1:9])
+    return (user + nice, system + steal, irq + softirq, idle + iowait)
+
+
+def cpu_shares(before, after):
+    """The machine's CPU time between two machine_cpu_ticks(), as shares."""
+    total = sum(after) - sum(before)
+    return {kind: (b - a) / total for kind, a, b in zip(CPU_KINDS, before, after)}
+
+
 def torch_rank(rank, world, master, port, steps, warmup, out):
     import torch
     import torch.distributed as dist
@@ -57,14 +75,17 @@ def torch_rank(rank, world, master, port, steps, warmup, out):
         loss.backward()
         opt.step()
         times.append(time.perf_counter())
+        if step == warmup - 1:
+            ticks_at_warmup = machine_cpu_ticks()
     rate = (steps - warmup) * BATCH / (times[-1] - times[warmup - 1])
-    out.put((rank, rate))
+    out.put((rank, rate, cpu_shares(ticks_at_warmup, machine_cpu_ticks())))
     dist.destroy_process_group()
 
 
 def torch_throughput(world, steps, warmup, first=0, count=None, master="127.0.0.1", port=None):
     """Summed samples/s of ranks first..first+count-1 (default: all) of a
-    PyTorch DDP world whose rank 0 listens on master:port."""
+    PyTorch DDP world whose rank 0 listens on master:port, and the
+    machine's cpu_shares() over the timed steps as rank `first` saw them."""
     import torch.multiprocessing as mp
     ctx = mp.get_context("spawn")
     out = ctx.Queue()
@@ -79,7 +100,7 @@ def torch_throughput(world, steps, warmup, first=0, count=None, master="127.0.0.
         p.join()
         if p.exitcode != 0:
             sys.exit(f"PyTorch rank exited with {p.exitcode}")
-    return sum(rate for _, rate in rates)
+    return sum(rate for _, rate, _ in rates), min(rates, key=lambda r: r[0])[2]
 
 
 def ours_throughput(binary, world, steps, warmup):
@@ -107,7 +128,7 @@ def main():
         ours, peer = [], []
         for _ in range(args.repeats):  # interleaved, so drift hits both alike
             ours.append(ours_throughput(args.binary, world, args.steps, args.warmup))
-            peer.append(torch_throughput(world, args.steps, args.warmup))
+            peer.append(torch_throughput(world, args.steps, args.warmup)[0])
         results[world] = (max(ours), max(peer))
 
     print(f"MLP {FEATURES}->{'->'.join(map(str, HIDDEN))}->{CLASSES}, batch {BATCH}/rank, "

@@ -47,9 +47,9 @@ def host_role(args):
     """Runs this host's ranks of a PyTorch world and prints their result."""
     first, count = args.first_rank, args.ranks
     if args.role == "torch-ddp":
-        rate = ddp_throughput.torch_throughput(args.world, args.steps, args.warmup, first, count,
-                                               args.master, TORCH_PORT)
-        print(json.dumps({"samples_per_second": rate}))
+        rate, cpu = ddp_throughput.torch_throughput(args.world, args.steps, args.warmup, first,
+                                                    count, args.master, TORCH_PORT)
+        print(json.dumps({"samples_per_second": rate, "cpu": cpu}))
     else:
         times = allreduce_bandwidth.torch_times(args.iterations, args.world, first, count,
                                                 args.master, TORCH_PORT)
@@ -107,8 +107,14 @@ class Bench:
                  "--batch", str(ddp_throughput.BATCH), "--features", str(ddp_throughput.FEATURES),
                  "--classes", str(ddp_throughput.CLASSES),
                  "--hidden", ",".join(map(str, ddp_throughput.HIDDEN))]
-        outs = self.ours(self.args.trainer, per_host, *flags, alone=alone)
-        return sum(json.loads(out)["samples_per_second"] for out in outs)
+        return self.summed(self.ours(self.args.trainer, per_host, *flags, alone=alone))
+
+    @staticmethod
+    def summed(outs):
+        """Every host's training result: (summed samples/s, host 0's CPU
+        shares over its timed steps)."""
+        results = [json.loads(out) for out in outs]
+        return sum(r["samples_per_second"] for r in results), results[0]["cpu"]
 
     def torch_role(self, role, per_host, alone=False):
         """Runs this script's `role` on every host, its share of a PyTorch
@@ -124,8 +130,7 @@ class Bench:
         return self.on_every_host(argv)
 
     def torch_ddp(self, per_host, alone=False):
-        return sum(json.loads(out)["samples_per_second"]
-                   for out in self.torch_role("torch-ddp", per_host, alone))
+        return self.summed(self.torch_role("torch-ddp", per_host, alone))
 
     def torch_allreduce(self, per_host):
         out = self.torch_role("torch-allreduce", per_host)[0]
@@ -164,23 +169,44 @@ class Bench:
 
 
 def print_throughput(results, repeats):
-    """results: per layout, (ours, peer) best rates and, when measured, the
-    same of each host training alone."""
+    """results: per layout, the (ours, peer) runs, each (samples/s, CPU
+    shares), across hosts ("together") and, when measured, with each host
+    training alone."""
+    best = {per_host: {kind: tuple(max(runs, key=lambda run: run[0]) for runs in sides)
+                       for kind, sides in row.items()}
+            for per_host, row in results.items()}
+    rate = {per_host: {kind: (ours[0], peer[0]) for kind, (ours, peer) in row.items()}
+            for per_host, row in best.items()}
     print(f"\ntraining throughput, MLP {ddp_throughput.FEATURES}->"
           f"{'->'.join(map(str, ddp_throughput.HIDDEN))}->{ddp_throughput.CLASSES}, "
           f"batch {ddp_throughput.BATCH}/rank, SGD, 1 thread/rank, best of {repeats}, "
           f"OpenBLAS kernels: {os.environ.get('OPENBLAS_CORETYPE', 'its own choice')}")
     print(f"{'layout':>8}  {'ringmaster':>12}  {'pytorch ddp':>12}  {'ratio':>6}")
-    for per_host, row in results.items():
+    for per_host, row in rate.items():
         ours, peer = row["together"]
         print(f"{HOSTS}x{per_host:<6}  {ours:>10.0f}/s  {peer:>10.0f}/s  {ours / peer:>5.2f}x")
-    if not any("alone" in row for row in results.values()):
+    print("\nevery run, samples/s in the order run")
+    for per_host, row in results.items():
+        for kind, sides in row.items():
+            for side, runs in zip(("ringmaster", "pytorch ddp"), sides):
+                print(f"{HOSTS}x{per_host:<6}  {kind:>8}  {side:>12}  " +
+                      " ".join(f"{r:.0f}" for r, _ in runs))
+    print("\nthe machine's CPU time (all cores) over the timed steps of the best runs, "
+          "as host 0 saw it")
+    print(f"{'layout':>8}  {'hosts':>8}  {'side':>12}  " +
+          "  ".join(f"{kind:>7}" for kind in ddp_throughput.CPU_KINDS))
+    for per_host, row in best.items():
+        for kind, sides in row.items():
+            for side, (_, cpu) in zip(("ringmaster", "pytorch ddp"), sides):
+                print(f"{HOSTS}x{per_host:<6}  {kind:>8}  {side:>12}  " +
+                      "  ".join(f"{cpu[k]:>7.1%}" for k in ddp_throughput.CPU_KINDS))
+    if not any("alone" in row for row in rate.values()):
         return
     print("\nthe same ranks with each host a world of its own (no traffic between hosts), "
           "summed, and the share of it each reaches across hosts")
     print(f"{'layout':>8}  {'ringmaster':>12}  {'pytorch ddp':>12}  {'ratio':>6}  "
           f"{'ringmaster':>10}  {'pytorch ddp':>11}")
-    for per_host, row in results.items():
+    for per_host, row in rate.items():
         ours, peer = row["together"]
         ours_alone, peer_alone = row["alone"]
         print(f"{HOSTS}x{per_host:<6}  {ours_alone:>10.0f}/s  {peer_alone:>10.0f}/s  "
@@ -275,8 +301,7 @@ def main():
                         for kind, (ours, peer) in runs.items():
                             ours.append(bench.ours_trainer(per_host, kind == "alone"))
                             peer.append(bench.torch_ddp(per_host, kind == "alone"))
-                    results[per_host] = {kind: (max(ours), max(peer))
-                                         for kind, (ours, peer) in runs.items()}
+                    results[per_host] = runs
                 print_throughput(results, args.repeats)
             if args.only != "throughput":
                 for per_host in layouts:

@@ -49,15 +49,35 @@ struct Config {
   bool metrics = false;  // the progress relay and 1 Hz scrapes of a metrics registry
 };
 
-// One rank: returns samples per second of this rank over the timed steps.
-double RunRank(const Config& c, int rank) {
+// The machine's CPU time in a window, as shares of its total.
+struct CpuShares {
+  double user = 0, system = 0, softirq = 0, idle = 0;
+};
+
+CpuShares SharesBetween(const MachineCpuTicks& a, const MachineCpuTicks& b) {
+  const double total = static_cast<double>(b.total() - a.total());
+  if (total <= 0) return {};
+  auto share = [total](uint64_t from, uint64_t to) { return (to - from) / total; };
+  return {share(a.user, b.user), share(a.system, b.system), share(a.softirq, b.softirq),
+          share(a.idle, b.idle)};
+}
+
+// What one rank measured over the timed steps: its samples per second and
+// the machine's CPU time in that window, as shares.
+struct RankResult {
+  double samples_per_second = -1;
+  CpuShares cpu;
+};
+
+// One rank's run; samples_per_second is negative when it failed.
+RankResult RunRank(const Config& c, int rank) {
   gloo::rendezvous::FileStore store(c.share.store);
   GlooOptions options;
   options.hostname = c.share.host;
   auto comm = GlooCollective::Connect(store, rank, c.share.world, options);
   if (!comm.ok()) {
     std::fprintf(stderr, "rank %d: %s\n", rank, comm.status().ToString().c_str());
-    return -1;
+    return {};
   }
   v1::TrainerSpec spec = BenchTrainerSpec(c.hidden, c.batch);
   spec.set_bucket_mb(c.bucket_mb);
@@ -66,7 +86,7 @@ double RunRank(const Config& c, int rank) {
       BenchData(static_cast<int64_t>(c.steps) * c.batch * c.share.world, c.features, c.classes);
   if (!data.ok()) {
     std::fprintf(stderr, "rank %d: %s\n", rank, data.status().ToString().c_str());
-    return -1;
+    return {};
   }
 
   using Clock = std::chrono::steady_clock;
@@ -87,12 +107,17 @@ double RunRank(const Config& c, int rank) {
       }
     });
   }
+  // The timed window runs from the end of warm-up to the last step.
+  const size_t first = c.warmup - 1, last = c.steps - 1;
+  MachineCpuTicks cpu_at_first, cpu_at_last;
   Clock::time_point last_report = Clock::now();
   TrainerContext context;
   context.comm = comm->get();
   context.progress_interval_seconds = 0;  // a callback after every step, for the timing
   context.on_progress = [&](const v1::Progress& p) {
     step_times.push_back(Clock::now());
+    if (step_times.size() == first + 1) cpu_at_first = ReadMachineCpuTicks();
+    if (step_times.size() == last + 1) cpu_at_last = ReadMachineCpuTicks();
     if (c.metrics && step_times.back() - last_report > std::chrono::milliseconds(500)) {
       v1::RankProgress report;
       report.mutable_rank()->set_job_id("bench");
@@ -107,14 +132,13 @@ double RunRank(const Config& c, int rank) {
   if (scraper.joinable()) scraper.join();
   if (!result.ok()) {
     std::fprintf(stderr, "rank %d: %s\n", rank, result.status().ToString().c_str());
-    return -1;
+    return {};
   }
-  // Step k's time is taken after its optimizer update; the timed window
-  // runs from the end of warm-up to the last step.
-  const int first = c.warmup - 1, last = c.steps - 1;
+  // Step k's time is taken after its optimizer update.
   const double seconds =
       std::chrono::duration<double>(step_times[last] - step_times[first]).count();
-  return static_cast<double>(last - first) * c.batch / seconds;
+  return {static_cast<double>(last - first) * c.batch / seconds,
+          SharesBetween(cpu_at_first, cpu_at_last)};
 }
 
 int Main(int argc, char** argv) {
@@ -141,29 +165,31 @@ int Main(int argc, char** argv) {
     pid_t pid = fork();
     if (pid == 0) {
       close(fds[0]);
-      double rate = RunRank(c, rank);
-      (void)!write(fds[1], &rate, sizeof(rate));
-      _exit(rate > 0 ? 0 : 1);
+      const RankResult result = RunRank(c, rank);
+      (void)!write(fds[1], &result, sizeof(result));
+      _exit(result.samples_per_second > 0 ? 0 : 1);
     }
     close(fds[1]);
     pipes.push_back(fds[0]);
     pids.push_back(pid);
   }
   double total = 0;
+  CpuShares cpu;  // as this host's first rank saw them
   bool ok = true;
   for (size_t i = 0; i < pids.size(); ++i) {
-    double rate = -1;
-    if (read(pipes[i], &rate, sizeof(rate)) != sizeof(rate)) rate = -1;
+    RankResult result;
+    if (read(pipes[i], &result, sizeof(result)) != sizeof(result)) result = {};
     int status;
     waitpid(pids[i], &status, 0);
-    ok &= rate > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    total += rate;
+    ok &= result.samples_per_second > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    total += result.samples_per_second;
+    if (i == 0) cpu = result.cpu;
   }
   if (!ok) return 1;
   std::printf(
       "{\"world\": %d, \"ranks\": %d, \"samples_per_second\": %.1f, \"batch_per_rank\": "
-      "%d}\n",
-      c.share.world, c.share.ranks, total, c.batch);
+      "%d, \"cpu\": {\"user\": %.4f, \"system\": %.4f, \"softirq\": %.4f, \"idle\": %.4f}}\n",
+      c.share.world, c.share.ranks, total, c.batch, cpu.user, cpu.system, cpu.softirq, cpu.idle);
   return 0;
 }
 

@@ -42,13 +42,12 @@ uint64_t ProcessCpuTicks(pid_t pid) {
   return user + system;
 }
 
-std::pair<uint64_t, uint64_t> MachineCpuTicks() {
+MachineCpuTicks ReadMachineCpuTicks() {
   std::ifstream in("/proc/stat");
   std::string cpu;
   uint64_t user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
   in >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq >> steal;
-  const uint64_t busy = user + nice + system + irq + softirq + steal;
-  return {busy, busy + idle + iowait};
+  return {user + nice, system + steal, irq + softirq, idle + iowait};
 }
 
 void WorkerMetrics::FillUsage(v1::Heartbeat* beat) {
@@ -62,7 +61,8 @@ void WorkerMetrics::FillUsage(v1::Heartbeat* beat) {
       g->set_memory_total_bytes(s.memory_total_bytes);
     }
   }
-  const auto [busy, total] = MachineCpuTicks();
+  const MachineCpuTicks ticks = ReadMachineCpuTicks();
+  const uint64_t busy = ticks.busy(), total = ticks.total();
   MutexLock lock(&mu_);
   if (total > machine_total_) {
     beat->set_cpu_utilization_ratio(static_cast<double>(busy - machine_busy_) /

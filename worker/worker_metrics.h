@@ -96,8 +96,15 @@ class WorkerMetrics {
 // /proc/<pid>/stat; 0 when it is gone.
 uint64_t ProcessCpuTicks(pid_t pid);
 
-// Busy and total CPU ticks of the machine, from the first line of /proc/stat.
-std::pair<uint64_t, uint64_t> MachineCpuTicks();
+// The machine's CPU ticks, all CPUs, by kind, from the first line of
+// /proc/stat: user (and nice), system (and steal: busy elsewhere), softirq
+// (and irq), idle (and iowait).
+struct MachineCpuTicks {
+  uint64_t user = 0, system = 0, softirq = 0, idle = 0;
+  uint64_t busy() const { return user + system + softirq; }
+  uint64_t total() const { return busy() + idle; }
+};
+MachineCpuTicks ReadMachineCpuTicks();
 
 }  // namespace ringmaster
 
