@@ -168,6 +168,15 @@ class Bench:
                 {row["bytes"] >> 20: row["exchange_seconds"] for row in rows})
 
 
+def by_side(table):
+    """(row label, value) for every layout, kind of run and side of a table
+    shaped as print_throughput's results."""
+    for per_host, row in table.items():
+        for kind, sides in row.items():
+            for side, value in zip(("ringmaster", "pytorch ddp"), sides):
+                yield f"{HOSTS}x{per_host:<6}  {kind:>8}  {side:>12}  ", value
+
+
 def print_throughput(results, repeats):
     """results: per layout, the (ours, peer) runs, each (samples/s, CPU
     shares), across hosts ("together") and, when measured, with each host
@@ -186,20 +195,14 @@ def print_throughput(results, repeats):
         ours, peer = row["together"]
         print(f"{HOSTS}x{per_host:<6}  {ours:>10.0f}/s  {peer:>10.0f}/s  {ours / peer:>5.2f}x")
     print("\nevery run, samples/s in the order run")
-    for per_host, row in results.items():
-        for kind, sides in row.items():
-            for side, runs in zip(("ringmaster", "pytorch ddp"), sides):
-                print(f"{HOSTS}x{per_host:<6}  {kind:>8}  {side:>12}  " +
-                      " ".join(f"{r:.0f}" for r, _ in runs))
+    for label, runs in by_side(results):
+        print(label + " ".join(f"{r:.0f}" for r, _ in runs))
     print("\nthe machine's CPU time (all cores) over the timed steps of the best runs, "
           "as host 0 saw it")
     print(f"{'layout':>8}  {'hosts':>8}  {'side':>12}  " +
           "  ".join(f"{kind:>7}" for kind in ddp_throughput.CPU_KINDS))
-    for per_host, row in best.items():
-        for kind, sides in row.items():
-            for side, (_, cpu) in zip(("ringmaster", "pytorch ddp"), sides):
-                print(f"{HOSTS}x{per_host:<6}  {kind:>8}  {side:>12}  " +
-                      "  ".join(f"{cpu[k]:>7.1%}" for k in ddp_throughput.CPU_KINDS))
+    for label, (_, cpu) in by_side(best):
+        print(label + "  ".join(f"{cpu[k]:>7.1%}" for k in ddp_throughput.CPU_KINDS))
     if not any("alone" in row for row in rate.values()):
         return
     print("\nthe same ranks with each host a world of its own (no traffic between hosts), "
