@@ -453,5 +453,90 @@ TEST_F(JobManagerTest, JobsKeepProgressWithoutStepDurations) {
   EXPECT_EQ(Job(id).progress().step_seconds_size(), 0);
 }
 
+// The worker ran the rank to its end, but the exit never reached the
+// coordinator: its heartbeats no longer list the rank.
+std::vector<v1::RankRef> Queries(TestWorker& w) {
+  std::vector<v1::RankRef> out;
+  for (auto& m : w.link.Take()) {
+    if (m.has_query_rank()) out.push_back(m.query_rank().rank());
+  }
+  return out;
+}
+
+TEST_F(JobManagerTest, AnExitLostOnTheWayIsAskedForAgainAndApplied) {
+  TestWorker w1;
+  ASSERT_TRUE(Register(w1, "w1", 1).ok());
+  const std::string id = Submit(1);
+  Started(w1, id, 0, 0);
+  const v1::WorkerMessage lost = ExitedEvent(w1, id, 0, 0, 0);  // never delivered
+  w1.running.clear();
+  Pass(absl::Seconds(1));
+  EXPECT_TRUE(Queries(w1).empty()) << "one heartbeat without a rank can be a race";
+  Pass(absl::Seconds(1));
+  std::vector<v1::RankRef> asked = Queries(w1);
+  ASSERT_EQ(asked.size(), 1u) << "asked after two heartbeats without it";
+  EXPECT_EQ(asked[0].job_id(), id);
+  EXPECT_EQ(asked[0].rank(), 0);
+  Pass(absl::Seconds(1));
+  EXPECT_TRUE(Queries(w1).empty()) << "asked once";
+  // The worker still has the exit and sends it again, under a new number.
+  v1::WorkerMessage again = lost;
+  again.set_seq(++w1.seq);
+  Deliver(w1, again);
+  EXPECT_EQ(Job(id).state(), v1::SUCCEEDED);
+  EXPECT_EQ(ListWorkersUsed("w1"), 0);
+}
+
+TEST_F(JobManagerTest, ARankNoLongerRunAndNotAnsweredForIsLostAndItsSlotFreed) {
+  TestWorker w1;
+  ASSERT_TRUE(Register(w1, "w1", 1).ok());
+  const std::string id = Submit(1);
+  Started(w1, id, 0, 0);
+  w1.running.clear();
+  Pass(absl::Seconds(3));
+  EXPECT_EQ(Job(id).state(), v1::RUNNING);
+  Pass(absl::Seconds(1));
+  EXPECT_EQ(Job(id).state(), v1::FAILED);
+  EXPECT_EQ(Last(id).reason(), v1::RANK_LOST);
+  EXPECT_EQ(Last(id).message(),
+            "rank 0 no longer runs on worker w1 and its exit never arrived (4 heartbeats "
+            "without it)");
+  EXPECT_EQ(ListWorkersUsed("w1"), 0);
+  EXPECT_TRUE(manager_->Delete(id).ok());
+}
+
+TEST_F(JobManagerTest, ACancelledJobWhoseExitWasLostStillFreesItsSlot) {
+  TestWorker w1;
+  ASSERT_TRUE(Register(w1, "w1", 1).ok());
+  const std::string id = Submit(1);
+  Started(w1, id, 0, 0);
+  w1.running.clear();  // it exited; the exit was lost
+  ASSERT_TRUE(manager_->Cancel(id).ok());
+  EXPECT_EQ(ListWorkersUsed("w1"), 1) << "the stop finds nothing to stop: no exit comes";
+  EXPECT_FALSE(manager_->Delete(id).ok());
+  Pass(absl::Seconds(4));
+  EXPECT_EQ(Job(id).state(), v1::CANCELLED);
+  EXPECT_EQ(Job(id).ranks(0).state(), v1::RANK_FAILED);
+  EXPECT_EQ(ListWorkersUsed("w1"), 0);
+  EXPECT_TRUE(manager_->Delete(id).ok());
+  // And the next job takes the slot.
+  const std::string next = Submit(1);
+  EXPECT_EQ(Job(next).state(), v1::STARTING);
+}
+
+TEST_F(JobManagerTest, ARankListedAgainIsNotAskedFor) {
+  TestWorker w1;
+  ASSERT_TRUE(Register(w1, "w1", 1).ok());
+  const std::string id = Submit(1);
+  Started(w1, id, 0, 0);
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE(Heartbeat(w1));  // a heartbeat sampled before the start, written after it
+    manager_->Tick();
+    Pass(absl::Seconds(1));
+  }
+  EXPECT_TRUE(Queries(w1).empty());
+  EXPECT_EQ(Job(id).state(), v1::RUNNING);
+}
+
 }  // namespace
 }  // namespace ringmaster

@@ -8,8 +8,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <map>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -41,6 +43,9 @@ struct TestWorker {
   int cpus = 0;
   int64_t memory_mb = 0;
   std::vector<int> gpus;  // NVML indices, one slot each; empty: a CPU worker
+  // What its heartbeats list: the ranks it registered with and those
+  // started since, until they exit.
+  std::map<std::tuple<std::string, int, int>, v1::RunningRank> running;
 };
 
 class JobManagerTest : public ::testing::Test {
@@ -93,7 +98,11 @@ class JobManagerTest : public ::testing::Test {
     r.set_slots(slots);
     r.set_incarnation(w.incarnation);
     for (int i = 0; i < 3; ++i) r.add_free_ports(40000 + static_cast<int>(id.back()) + 100 * i);
-    for (auto& rank : running) *r.add_running() = rank;
+    w.running.clear();
+    for (auto& rank : running) {
+      *r.add_running() = rank;
+      w.running[KeyOf(rank.rank())] = rank;
+    }
     for (auto& m : unacked) *r.add_unacked() = m;
     for (const std::string& job_id : w.logs_of) r.add_logs_of(job_id);
     *r.mutable_labels() = {w.labels.begin(), w.labels.end()};
@@ -116,7 +125,11 @@ class JobManagerTest : public ::testing::Test {
       const absl::Duration step = std::min(d, absl::Seconds(1));
       clock_.Advance(step);
       d -= step;
-      for (TestWorker* w : live_) manager_->OnHeartbeat(w->session, v1::Heartbeat());
+      for (TestWorker* w : live_) {
+        v1::Heartbeat beat;
+        for (const auto& [key, rank] : w->running) *beat.add_running() = rank;
+        manager_->OnHeartbeat(w->session, beat);
+      }
       manager_->Tick();
     }
   }
@@ -156,7 +169,17 @@ class JobManagerTest : public ::testing::Test {
     return m;
   }
 
+  static std::tuple<std::string, int, int> KeyOf(const v1::RankRef& ref) {
+    return {ref.job_id(), ref.attempt(), ref.rank()};
+  }
+
   void Deliver(TestWorker& w, const v1::WorkerMessage& m) {
+    if (m.has_rank_started()) {
+      v1::RunningRank& running = w.running[KeyOf(m.rank_started().rank())];
+      *running.mutable_rank() = m.rank_started().rank();
+      running.set_pid(m.rank_started().pid());
+    }
+    if (m.has_rank_exited()) w.running.erase(KeyOf(m.rank_exited().rank()));
     w.acked = std::max(w.acked, manager_->OnRankEvent(w.session, m));
   }
   void Started(TestWorker& w, const std::string& job, int attempt, int rank) {
@@ -191,6 +214,13 @@ class JobManagerTest : public ::testing::Test {
   }
 
   v1::Job Job(const std::string& id) { return manager_->Get(id).value(); }
+  // The slots the coordinator counts as used on a worker.
+  int ListWorkersUsed(const std::string& worker_id) {
+    for (const v1::Worker& w : manager_->ListWorkers()) {
+      if (w.id() == worker_id) return w.slots_used();
+    }
+    return -1;
+  }
   JobPage Page(const JobQuery& query) {
     absl::StatusOr<JobPage> page = manager_->ListPage(query);
     EXPECT_TRUE(page.ok()) << page.status();

@@ -108,6 +108,7 @@ void JobManager::StartAttempt(JobRecord& entry, const std::vector<RankPlacement>
   job.set_master_addr(HostOfAddress(membership_->Address(master_worker)));
   job.set_master_port(*port);
   entry.rank_progress.clear();
+  entry.unseen.clear();
   job.clear_progress();
   std::set<std::string> used_workers;
   for (const RankPlacement& p : placement) used_workers.insert(p.worker_id);

@@ -46,6 +46,13 @@ struct JobRecord {
   absl::Time decide_at;
   std::optional<FailureCause> last_failure;  // of the previous attempt
   absl::Time regrow_since = absl::InfiniteFuture();  // elastic: room for `ranks` since
+  // RUNNING ranks their worker's reports have stopped listing: the report
+  // count when first missed, and whether the exit was asked for again.
+  struct Unseen {
+    int64_t since = 0;
+    bool queried = false;
+  };
+  std::map<int, Unseen> unseen;  // by rank
 
   // Records a rank's report; the job's progress is rank 0's, with
   // throughput summed over the ranks.

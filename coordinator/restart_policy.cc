@@ -10,6 +10,7 @@ namespace {
 int ReasonRank(v1::Reason reason) {
   switch (reason) {
     case v1::WORKER_LOST: return 6;
+    case v1::RANK_LOST: return 6;
     case v1::RANK_OOM: return 5;
     case v1::RANK_HUNG: return 4;
     case v1::RANK_SIGNALED: return 3;
@@ -80,7 +81,10 @@ bool MoreTelling(const FailureCause& candidate, const FailureCause& current) {
 bool Decisive(const FailureCause& cause) { return ReasonRank(cause.reason) > 1; }
 
 bool RepeatsWithoutProgress(const FailureCause& previous, const FailureCause& current) {
-  if (current.progressed || current.reason == v1::WORKER_LOST) return false;
+  if (current.progressed || current.reason == v1::WORKER_LOST ||
+      current.reason == v1::RANK_LOST) {
+    return false;
+  }
   return previous.reason == current.reason && previous.rank == current.rank &&
          previous.exit_code == current.exit_code && previous.signal == current.signal;
 }

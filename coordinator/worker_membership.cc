@@ -84,6 +84,7 @@ absl::StatusOr<WorkerSession> WorkerMembership::Register(WorkerLink* link,
   m.free_ports.assign(request.free_ports().begin(), request.free_ports().end());
   m.running.clear();
   for (const v1::RunningRank& r : request.running()) m.running[KeyOf(r.rank())] = r;
+  ++m.reports;
   SetState(m, v1::WORKER_STATE_ALIVE, "");
   return WorkerSession{m.info.id(), m.info.session(), m.incarnation, new_incarnation};
 }
@@ -120,6 +121,7 @@ bool WorkerMembership::Heartbeat(const WorkerSession& session, const v1::Heartbe
   m->info.set_cpu_utilization_ratio(beat.cpu_utilization_ratio());
   m->running.clear();
   for (const v1::RunningRank& r : beat.running()) m->running[KeyOf(r.rank())] = r;
+  ++m->reports;
   *revived = m->info.state() == v1::WORKER_STATE_LOST;
   Evaluate(*m, clock_->Now());
   return true;
@@ -135,6 +137,14 @@ EventVerdict WorkerMembership::AcceptEvent(const WorkerSession& session,
   // An exited rank's slot is free now, not at the next heartbeat.
   if (message.has_rank_exited()) m->running.erase(KeyOf(message.rank_exited().rank()));
   return EventVerdict::kApply;
+}
+
+std::optional<WorkerMembership::Sighting> WorkerMembership::LastSighting(
+    const std::string& worker_id, const v1::RankRef& rank) const {
+  MutexLock lock(&mu_);
+  const Member* m = Find(worker_id);
+  if (m == nullptr) return std::nullopt;
+  return Sighting{m->reports, m->running.count(KeyOf(rank)) > 0};
 }
 
 bool WorkerMembership::Evaluate(Member& m, absl::Time now) {

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <tuple>
@@ -106,6 +107,16 @@ class WorkerMembership {
   // the heartbeat timeout.
   void Expect(const std::string& worker_id, const std::string& address);
 
+  // What the worker's latest report (heartbeat or registration) said of a
+  // rank: `reports` counts its reports so far, over all its sessions.
+  struct Sighting {
+    int64_t reports = 0;
+    bool running = false;  // the latest report listed the rank
+  };
+  // Null for a worker that never registered.
+  std::optional<Sighting> LastSighting(const std::string& worker_id,
+                                       const v1::RankRef& rank) const;
+
   // Queues `message` on the worker's stream; false when it has none.
   bool Send(const std::string& worker_id, const v1::CoordinatorMessage& message);
   // Whether the worker has an open stream.
@@ -133,6 +144,7 @@ class WorkerMembership {
     absl::Time lose_at = absl::InfiniteFuture();  // while it has no stream
     std::vector<int> free_ports;
     std::map<RankKey, v1::RunningRank> running;
+    int64_t reports = 0;  // heartbeats and registrations
     int64_t order = 0;  // registration order, for stable placement
   };
 

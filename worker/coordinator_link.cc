@@ -1,6 +1,7 @@
 #include "worker/coordinator_link.h"
 
 #include <algorithm>
+#include <optional>
 #include <thread>
 
 #include <spdlog/spdlog.h>
@@ -22,9 +23,20 @@ void CoordinatorLink::Shutdown() {
 }
 
 void CoordinatorLink::Send(v1::WorkerMessage event) {
-  v1::WorkerMessage numbered = outbox_.Add(std::move(event));
+  // Numbered and queued under one lock: the coordinator applies each number
+  // once and takes a lower number after a higher one for a duplicate.
   MutexLock lock(&mu_);
+  v1::WorkerMessage numbered = outbox_.Add(std::move(event));
+  if (options_.on_numbered) options_.on_numbered();
   QueueLocked(std::move(numbered));  // if not now, then inside the next registration
+}
+
+void CoordinatorLink::AnswerQuery(const v1::QueryRank& query) {
+  std::optional<v1::WorkerMessage> exit = outbox_.FindExit(query.rank());
+  spdlog::warn("the coordinator asks again for the exit of rank {} of job {} (attempt {}): {}",
+               query.rank().rank(), query.rank().job_id(), query.rank().attempt(),
+               exit ? "sent again" : "none is kept here");
+  if (exit) Send(*std::move(exit));
 }
 
 bool CoordinatorLink::QueueLocked(v1::WorkerMessage message) {
@@ -153,6 +165,10 @@ grpc::Status CoordinatorLink::Serve(v1::WorkerService::Stub* stub, bool* registe
     }
     if (command.has_acknowledged()) {
       outbox_.Acknowledge(command.acknowledged().seq());
+      continue;
+    }
+    if (command.has_query_rank()) {
+      AnswerQuery(command.query_rank());
       continue;
     }
     hooks_.on_command(command);

@@ -28,6 +28,8 @@ struct CoordinatorLinkOptions {
   v1::RegisterWorker identity;  // id, address, hostname, slots, gpus, incarnation
   absl::Duration reconnect_initial = absl::Milliseconds(200);
   absl::Duration reconnect_max = absl::Seconds(5);
+  // Tests only: called while an event is numbered but not yet queued.
+  std::function<void()> on_numbered;
 };
 
 // Thread-safe. Run() owns the stream on its thread; Send() may be called
@@ -59,13 +61,16 @@ class CoordinatorLink {
   void Shutdown();
 
   // A rank event: numbered, kept until acknowledged, sent now when the
-  // stream is up and again inside the next registration otherwise.
+  // stream is up and again inside the next registration otherwise. Events
+  // are written in the order of their numbers, whatever the threads.
   void Send(v1::WorkerMessage event);
 
  private:
   // One connection's lifetime; returns how the stream ended.
   grpc::Status Serve(v1::WorkerService::Stub* stub, bool* registered);
   void HeartbeatLoop();
+  // A coordinator asking again for a rank's exit.
+  void AnswerQuery(const v1::QueryRank& query);
   // Writes what is queued, in order, until the stream ends.
   void WriteLoop(grpc::ClientReaderWriter<v1::WorkerMessage, v1::CoordinatorMessage>* stream);
   // Queues a message for the writer; false when there is no stream.

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <vector>
 
 #include "common/mutex.h"
@@ -16,20 +17,27 @@ namespace ringmaster {
 
 // Thread-safe. Its size is bounded by the ranks this worker runs: each
 // rank adds a started and an exited event, and the coordinator
-// acknowledges them as soon as it has them.
+// acknowledges them as soon as it has them. The last kRecentExits
+// acknowledged exits are kept too, for a coordinator that asks again.
 class EventOutbox {
  public:
+  static constexpr size_t kRecentExits = 4096;
+
   // Numbers `event` and keeps it; returns it with its number.
   v1::WorkerMessage Add(v1::WorkerMessage event);
   // Forgets every event numbered up to `seq`.
   void Acknowledge(int64_t seq);
   // The events not acknowledged yet, oldest first.
   std::vector<v1::WorkerMessage> Unacknowledged() const;
+  // The newest exit event of `rank`, acknowledged or not, without its
+  // number; null when none is kept.
+  std::optional<v1::WorkerMessage> FindExit(const v1::RankRef& rank) const;
 
  private:
   mutable Mutex mu_;
   int64_t next_seq_ ABSL_GUARDED_BY(mu_) = 1;
   std::deque<v1::WorkerMessage> pending_ ABSL_GUARDED_BY(mu_);
+  std::deque<v1::WorkerMessage> recent_exits_ ABSL_GUARDED_BY(mu_);  // oldest first
 };
 
 }  // namespace ringmaster

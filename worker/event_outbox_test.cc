@@ -28,5 +28,34 @@ TEST(EventOutboxTest, KeepsEventsUntilAcknowledgedInOrder) {
   EXPECT_EQ(outbox.Add(Exit(0)).seq(), 4) << "numbers are never reused";
 }
 
+TEST(EventOutboxTest, FindsAnExitAskedForAgainAcknowledgedOrNot) {
+  EventOutbox outbox;
+  v1::WorkerMessage started;
+  started.mutable_rank_started()->mutable_rank()->set_rank(0);
+  outbox.Add(started);
+  v1::WorkerMessage first = Exit(0);
+  first.mutable_rank_exited()->set_exit_code(3);
+  outbox.Add(first);
+  outbox.Add(Exit(1));
+  v1::RankRef rank0;
+  rank0.set_rank(0);
+  std::optional<v1::WorkerMessage> found = outbox.FindExit(rank0);
+  ASSERT_TRUE(found.has_value()) << "still pending";
+  EXPECT_EQ(found->rank_exited().exit_code(), 3);
+  EXPECT_EQ(found->seq(), 0) << "it is sent again under a new number";
+
+  outbox.Acknowledge(3);
+  found = outbox.FindExit(rank0);
+  ASSERT_TRUE(found.has_value()) << "acknowledged, and kept";
+  EXPECT_EQ(found->rank_exited().exit_code(), 3);
+  v1::RankRef other = rank0;
+  other.set_attempt(1);
+  EXPECT_FALSE(outbox.FindExit(other).has_value()) << "another attempt's rank 0";
+
+  for (size_t i = 0; i < EventOutbox::kRecentExits; ++i) outbox.Add(Exit(7));
+  outbox.Acknowledge(1 << 30);
+  EXPECT_FALSE(outbox.FindExit(rank0).has_value()) << "the oldest are forgotten";
+}
+
 }  // namespace
 }  // namespace ringmaster
