@@ -100,8 +100,9 @@ class ClusterQueries:
 
 
 class Cluster(ClusterQueries):
-    def __init__(self, root, workers=3, coordinator_flags=(), worker_flags=()):
+    def __init__(self, root, workers=3, coordinator_flags=(), worker_flags=(), slots=1):
         self.root = root
+        self.slots = slots
         self.bins = bin_dir()
         self.port = free_port()
         self.address = f"127.0.0.1:{self.port}"
@@ -137,7 +138,7 @@ class Cluster(ClusterQueries):
     def worker_argv(self, i):
         return [f"{self.bins}/worker/ringmaster-worker", "--coordinator", self.address,
                 "--bind", "127.0.0.1", "--port", str(free_port()), "--metrics-port", "0",
-                "--id", self.worker_id(i), "--slots", "1",
+                "--id", self.worker_id(i), "--slots", str(self.slots),
                 "--state-dir", os.path.join(self.root, f"worker-{i}"),
                 "--trainer-bin", f"{self.bins}/trainer/ringmaster-trainer",
                 # Ranks run as whoever runs the suite: the trainer lives in

@@ -8,11 +8,13 @@ After each case the job ended SUCCEEDED at its last step, the failure is in
 `ringmaster status` with its reason, training resumed from no earlier than
 the newest checkpoint at the failure, the test accuracy is within a point
 of an undisturbed run's, and no process of the job is left, children of
-ranks included.
+ranks included. And after every case no job is RUNNING without a live rank,
+and every worker's slots are free once no job is active.
 
     bazel test //tests:chaos_test          (or /usr/bin/python3 tests/chaos_test.py
                                             after bazel build //...)
 """
+import json
 import os
 import re
 import shutil
@@ -81,6 +83,30 @@ class ChaosTest(unittest.TestCase):
         self.addCleanup(shutil.rmtree, self.root, ignore_errors=True)
         self.addCleanup(self.cluster.stop)
         self.cluster.start()
+        self.addCleanup(self.assert_settled)  # before the cluster stops
+
+    def assert_settled(self):
+        """After every case: no job is left RUNNING with no live rank, and
+        once no job is active every slot of every worker is free."""
+        c = self.cluster
+        seen = {}
+
+        def settled():
+            r = c.cli("--output", "json", "jobs", "--all", check=False)
+            if r.returncode != 0:
+                return False
+            jobs = json.loads(r.stdout).get("jobs", [])
+            seen["orphans"] = [j["id"] for j in jobs
+                               if state(j) == "RUNNING" and not c.processes(j["id"])]
+            seen["active"] = [j["id"] for j in jobs if state(j) not in ENDED]
+            seen["used"] = {w["id"]: int(w.get("slots_used", 0)) for w in c.worker_list()}
+            return not seen["orphans"] and (seen["active"] or not any(seen["used"].values()))
+        try:
+            wait_for(settled, 60, "no job RUNNING without a live rank, and every slot free")
+        except TimeoutError:
+            self.fail(f"the cluster did not settle: RUNNING with no live rank "
+                      f"{seen.get('orphans')}; active {seen.get('active')}; slots used "
+                      f"{seen.get('used')}")
 
     @classmethod
     def undisturbed(cls, test):
