@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/grpc_metrics.h"
+#include "common/parse_errors.h"
 #include "common/status_macros.h"
 
 namespace ringmaster {
@@ -84,6 +85,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   builder.RegisterService(server->rendezvous_service_.get());
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
   interceptors.push_back(RpcLatencyInterceptor(&server->registry_));
+  interceptors.push_back(ParseErrorInterceptor());
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
   // Workers keep their stream open; keepalive finds dead peers.
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);

@@ -37,7 +37,14 @@ class WorkerStream final
   void OnReadDone(bool ok) override {
     GrpcCallback callback(this);
     if (!ok) {
-      writer_.Finish(grpc::Status::OK, /*drain=*/false);
+      // gRPC ends a read that does not parse as it ends the stream. Before
+      // the registration, neither is a worker's way to close.
+      writer_.Finish(session_.epoch == 0
+                         ? grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                        "cannot parse WorkerMessage, or the stream ended "
+                                        "before the worker registered")
+                         : grpc::Status::OK,
+                     /*drain=*/false);
       return;
     }
     {

@@ -1,7 +1,12 @@
-// Job ids from requests are checked before anything is built from them:
+// A request that does not parse is refused as INVALID_ARGUMENT naming its
+// message. Job ids from requests are checked before anything is built from them:
 // every service that takes one refuses a malformed id as INVALID_ARGUMENT,
 // and the worker's log service never reads outside its logs nor shows its
 // paths.
+#include <condition_variable>
+#include <mutex>
+
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
@@ -71,6 +76,89 @@ TEST_F(RequestValidationTest, WorkerLogServiceRefusesPathsAndShowsNone) {
   // No rank of a job "../../x" runs here, so no credential could be its.
   EXPECT_EQ(worker->ReportProgress(&context, report, &response).error_code(),
             grpc::StatusCode::UNAUTHENTICATED);
+}
+
+// Bytes that are no protobuf message: field 1 as a varint that never ends.
+grpc::ByteBuffer Garbage() {
+  static const char kBytes[] = "\x08\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff";
+  grpc::Slice slice(kBytes, sizeof(kBytes) - 1);
+  return grpc::ByteBuffer(&slice, 1);
+}
+
+grpc::Status CallWithGarbage(const std::shared_ptr<grpc::Channel>& channel,
+                             const std::string& method, const std::string& token = "") {
+  grpc::GenericStub stub(channel);
+  grpc::ClientContext context;
+  if (!token.empty()) AddBearerToken(&context, token);
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  const grpc::ByteBuffer request = Garbage();
+  grpc::ByteBuffer response;
+  grpc::Status status;
+  std::mutex mu;
+  std::condition_variable done;
+  bool finished = false;
+  stub.UnaryCall(&context, method, grpc::StubOptions(), &request, &response,
+                 [&](grpc::Status s) {
+                   std::lock_guard<std::mutex> lock(mu);
+                   status = std::move(s);
+                   finished = true;
+                   done.notify_one();
+                 });
+  std::unique_lock<std::mutex> lock(mu);
+  done.wait(lock, [&] { return finished; });
+  return status;
+}
+
+TEST_F(RequestValidationTest, ARequestThatDoesNotParseIsRefusedNamingItsMessage) {
+  auto coordinator = MakeChannel(address_, tls_);
+  for (const auto& [method, message] : std::vector<std::pair<std::string, std::string>>{
+           {"/ringmaster.v1.JobService/SubmitJob", "SubmitJobRequest"},
+           {"/ringmaster.v1.JobService/GetJob", "GetJobRequest"},
+           {"/ringmaster.v1.ClusterService/ListWorkers", "ListWorkersRequest"},
+           {"/ringmaster.v1.RendezvousService/Set", "SetRequest"}}) {
+    const grpc::Status status = CallWithGarbage(coordinator, method);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << method;
+    EXPECT_EQ(status.error_message(), "cannot parse " + message) << method;
+  }
+  const grpc::Status unknown =
+      CallWithGarbage(coordinator, "/ringmaster.v1.JobService/NoSuchMethod");
+  EXPECT_EQ(unknown.error_code(), grpc::StatusCode::UNIMPLEMENTED) << "no such method stays so";
+
+  const std::vector<DaemonRecord> workers = WorkerRecords();
+  ASSERT_FALSE(workers.empty());
+  const grpc::Status agent =
+      CallWithGarbage(MakeChannel(workers[0].address, CaOnly(), "local-0"),
+                      "/ringmaster.v1.WorkerAgentService/ReadLog", AgentCredential(0));
+  EXPECT_EQ(agent.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(agent.error_message(), "cannot parse ReadLogRequest");
+}
+
+TEST_F(RequestValidationTest, AWorkerStreamThatDoesNotParseIsRefused) {
+  absl::StatusOr<TlsFiles> worker = LoadTls(state_dir_ + "/tls", "worker-local-0");
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  grpc::GenericStub generic(MakeChannel(address_, *worker));
+  grpc::ClientContext raw_context;
+  raw_context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  grpc::CompletionQueue cq;
+  auto raw = generic.PrepareCall(&raw_context, "/ringmaster.v1.WorkerService/Connect", &cq);
+  void* tag = nullptr;
+  bool ok = false;
+  raw->StartCall(reinterpret_cast<void*>(1));
+  ASSERT_TRUE(cq.Next(&tag, &ok) && ok);
+  const grpc::ByteBuffer garbage_bytes = Garbage();
+  raw->Write(garbage_bytes, reinterpret_cast<void*>(2));
+  ASSERT_TRUE(cq.Next(&tag, &ok));
+  raw->WritesDone(reinterpret_cast<void*>(3));
+  ASSERT_TRUE(cq.Next(&tag, &ok));
+  grpc::Status garbage;
+  raw->Finish(&garbage, reinterpret_cast<void*>(4));
+  ASSERT_TRUE(cq.Next(&tag, &ok));
+  EXPECT_EQ(garbage.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << garbage.error_message();
+  EXPECT_EQ(garbage.error_message(),
+            "cannot parse WorkerMessage, or the stream ended before the worker registered");
+  cq.Shutdown();
+  while (cq.Next(&tag, &ok)) {
+  }
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/net.h"
+#include "common/parse_errors.h"
 #include "common/private_dir.h"
 #include "common/status_macros.h"
 #include "common/tls.h"
@@ -241,6 +242,9 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
   int port = 0;
   builder.AddListeningPort(config.listen_address, ServerCredentials(config.tls), &port);
   builder.RegisterService(server->agent_.get());
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  interceptors.push_back(ParseErrorInterceptor());
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || port == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", config.listen_address));
