@@ -110,4 +110,16 @@ absl::Status AccessPolicy::RequireJob(const grpc::ServerContextBase& context,
   return Denied(*caller, kJobNeeded);
 }
 
+std::string AccessPolicy::CallerKey(const grpc::ServerContextBase& context) const {
+  absl::StatusOr<Caller> caller = Identify(context, "");
+  std::string who = "nobody";
+  if (caller.ok() && caller->role != Caller::Role::kNone) {
+    who = absl::StrCat(RoleName(caller->role), caller->id.empty() ? "" : " ", caller->id);
+  }
+  // "ipv4:127.0.0.1:5000", "ipv6:[::1]:5000": the host, without the port.
+  std::string peer = context.peer();
+  peer = peer.substr(0, peer.rfind(':'));
+  return absl::StrCat(who, "@", peer.substr(peer.find(':') + 1));
+}
+
 }  // namespace ringmaster

@@ -47,6 +47,9 @@ class AccessPolicy {
   absl::Status RequireWorkerId(const Caller& caller, const std::string& worker_id) const;
   absl::Status RequireJob(const grpc::ServerContextBase& context, const std::string& job_id,
                           int attempt) const;
+  // Who calls, for counting what each caller holds: its credential's role
+  // and id, and the host it calls from ("admin@127.0.0.1").
+  std::string CallerKey(const grpc::ServerContextBase& context) const;
 
  private:
   // The caller its certificate or token names; kNone when it shows none,

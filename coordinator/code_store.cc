@@ -63,7 +63,7 @@ std::optional<int64_t> CodeStore::Use(const std::string& sha256) {
 }
 
 absl::StatusOr<std::unique_ptr<CodeStore::Upload>> CodeStore::BeginUpload(
-    const std::string& sha256, int64_t bytes) {
+    const std::string& sha256, int64_t bytes, const std::string& caller) {
   if (!IsSha256Hex(sha256)) {
     return absl::InvalidArgumentError(
         absl::StrCat("sha256 must be 64 lowercase hex digits, got \"", sha256, "\""));
@@ -80,33 +80,41 @@ absl::StatusOr<std::unique_ptr<CodeStore::Upload>> CodeStore::BeginUpload(
       return absl::ResourceExhaustedError(absl::StrCat(
           options_.max_concurrent_uploads, " code uploads are in progress; try again"));
     }
+    int& mine = uploads_by_caller_[caller];
+    if (mine >= options_.max_uploads_per_caller) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("you have ", options_.max_uploads_per_caller,
+                       " code uploads in progress; try again when one has ended"));
+    }
+    ++mine;
     ++uploads_;
     number = next_upload_++;
   }
   const std::string temp = absl::StrCat(options_.dir, "/", kUploadPrefix, sha256, "-", number);
   const int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) {
-    UploadEnded();
+    UploadEnded(caller);
     return ErrnoError(absl::StrCat("cannot create ", temp));
   }
-  return std::unique_ptr<Upload>(new Upload(this, sha256, bytes, temp, fd));
+  return std::unique_ptr<Upload>(new Upload(this, sha256, bytes, temp, fd, caller));
 }
 
-void CodeStore::UploadEnded() {
+void CodeStore::UploadEnded(const std::string& caller) {
   MutexLock lock(&mu_);
   --uploads_;
+  if (--uploads_by_caller_[caller] <= 0) uploads_by_caller_.erase(caller);
 }
 
 CodeStore::Upload::Upload(CodeStore* store, std::string sha256, int64_t bytes,
-                          std::string temp_path, int fd)
-    : store_(store), sha256_(std::move(sha256)), bytes_(bytes),
+                          std::string temp_path, int fd, std::string caller)
+    : store_(store), caller_(std::move(caller)), sha256_(std::move(sha256)), bytes_(bytes),
       temp_path_(std::move(temp_path)), fd_(fd) {}
 
 CodeStore::Upload::~Upload() {
   if (fd_ >= 0) close(fd_);
   std::error_code ignored;
   fs::remove(temp_path_, ignored);  // gone already when committed
-  store_->UploadEnded();
+  store_->UploadEnded(caller_);
 }
 
 absl::Status CodeStore::Upload::Append(absl::string_view data) {

@@ -30,6 +30,7 @@ struct CodeStoreOptions {
   std::string dir;
   int64_t max_archive_bytes = kDefaultMaxUploadBytes;
   int max_concurrent_uploads = 8;
+  int max_uploads_per_caller = 4;
   absl::Duration keep_unused = absl::Hours(1);
 };
 
@@ -58,9 +59,11 @@ class CodeStore {
 
    private:
     friend class CodeStore;
-    Upload(CodeStore* store, std::string sha256, int64_t bytes, std::string temp_path, int fd);
+    Upload(CodeStore* store, std::string sha256, int64_t bytes, std::string temp_path, int fd,
+           std::string caller);
 
     CodeStore* const store_;
+    const std::string caller_;
     const std::string sha256_;
     const int64_t bytes_;
     const std::string temp_path_;
@@ -69,8 +72,10 @@ class CodeStore {
     Sha256 hash_;
   };
   // INVALID_ARGUMENT for a malformed hash or a size beyond the limit,
-  // RESOURCE_EXHAUSTED with too many uploads at once.
-  absl::StatusOr<std::unique_ptr<Upload>> BeginUpload(const std::string& sha256, int64_t bytes);
+  // RESOURCE_EXHAUSTED with too many uploads at once, in all or of
+  // `caller`'s.
+  absl::StatusOr<std::unique_ptr<Upload>> BeginUpload(const std::string& sha256, int64_t bytes,
+                                                      const std::string& caller = "");
 
   // Up to `max_bytes` of the archive from `offset` (empty at its end), and
   // its size in `*archive_bytes`. NOT_FOUND when it is not stored.
@@ -87,13 +92,14 @@ class CodeStore {
     absl::Time last_used;
   };
   std::string PathOf(const std::string& sha256) const;
-  void UploadEnded();
+  void UploadEnded(const std::string& caller);
 
   const CodeStoreOptions options_;
   const Clock* const clock_;
   Mutex mu_;
   std::map<std::string, Archive> archives_ ABSL_GUARDED_BY(mu_);
   int uploads_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<std::string, int> uploads_by_caller_ ABSL_GUARDED_BY(mu_);
   int64_t next_upload_ ABSL_GUARDED_BY(mu_) = 0;
 };
 

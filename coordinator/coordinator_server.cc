@@ -58,8 +58,10 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   server->code_ = std::make_unique<CodeStore>(
       CodeStoreOptions{config.state_dir + "/code", config.max_upload_bytes}, clock);
   RETURN_IF_ERROR(server->code_->Init());
-  server->job_service_ = std::make_unique<JobServiceImpl>(
-      server->manager_.get(), server->logs_.get(), server->code_.get(), access);
+  server->uploads_ = std::make_unique<CodeUploads>(server->code_.get(), config.upload_idle_timeout);
+  server->job_service_ = std::make_unique<JobServiceImpl>(server->manager_.get(),
+                                                          server->logs_.get(), server->code_.get(),
+                                                          server->uploads_.get(), access);
   server->cluster_service_ = std::make_unique<ClusterServiceImpl>(server->manager_.get(), access);
   server->worker_service_ = std::make_unique<WorkerServiceImpl>(
       server->manager_.get(), server->membership_.get(), server->code_.get(), access,
@@ -115,6 +117,7 @@ void CoordinatorServer::TickLoop() {
   absl::Time next_code_prune = absl::Now();
   while (!stop_.WaitForNotificationWithTimeout(kTickInterval)) {
     rendezvous_->ExpireWaiters();
+    uploads_->EndIdle(absl::Now());
     manager_->Tick();
     if (absl::Now() >= next_code_prune) {
       next_code_prune = absl::Now() + absl::Minutes(1);

@@ -37,6 +37,7 @@ struct CoordinatorConfig {
   int64_t max_log_line_bytes = kDefaultMaxLogLineBytes;  // longer lines are relayed split
   int max_stream_queue = kDefaultMaxStreamQueue;  // messages waiting on one worker stream
   int64_t max_upload_bytes = kDefaultMaxUploadBytes;  // largest code archive stored
+  absl::Duration upload_idle_timeout = absl::Seconds(30);  // an upload receiving nothing ends
   MembershipOptions membership;
   JobManagerOptions manager;
 };
@@ -72,6 +73,7 @@ class CoordinatorServer {
   std::unique_ptr<JobManager> manager_;
   std::unique_ptr<LogRelay> logs_;
   std::unique_ptr<CodeStore> code_;
+  std::unique_ptr<CodeUploads> uploads_;
   std::unique_ptr<JobServiceImpl> job_service_;
   std::unique_ptr<ClusterServiceImpl> cluster_service_;
   std::unique_ptr<WorkerServiceImpl> worker_service_;

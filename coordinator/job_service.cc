@@ -262,72 +262,12 @@ grpc::ServerUnaryReactor* JobServiceImpl::StatCode(grpc::CallbackServerContext* 
   return FinishUnary(context, absl::OkStatus());
 }
 
-namespace {
-
-// Writes an uploaded code archive to the store as its pieces arrive (each
-// at most kMaxCodeChunkBytes, written before the next is read, so one upload
-// holds one piece in memory).
-class UploadReactor final : public grpc::ServerReadReactor<v1::UploadCodeRequest> {
- public:
-  UploadReactor(CodeStore* store, v1::UploadCodeResponse* response)
-      : store_(store), response_(response) {
-    HandToGrpc(this);
-    StartRead(&request_);
-  }
-
-  void OnReadDone(bool ok) override {
-    GrpcCallback callback(this);
-    if (!ok) return Commit();  // the client has sent everything
-    if (upload_ == nullptr) {
-      absl::StatusOr<std::unique_ptr<CodeStore::Upload>> upload =
-          store_->BeginUpload(request_.sha256(), request_.archive_bytes());
-      if (!upload.ok()) return End(upload.status());
-      upload_ = *std::move(upload);
-    }
-    if (request_.data().size() > static_cast<size_t>(kMaxCodeChunkBytes)) {
-      return End(absl::InvalidArgumentError(
-          absl::StrCat("an upload's piece is ", request_.data().size(), " bytes; at most ",
-                       kMaxCodeChunkBytes)));
-    }
-    if (absl::Status s = upload_->Append(request_.data()); !s.ok()) return End(s);
-    HandToGrpc(this);
-    StartRead(&request_);
-  }
-  void OnCancel() override {}
-  void OnDone() override {
-    BackFromGrpc(this);
-    delete this;  // an unfinished upload leaves nothing
-  }
-
- private:
-  void Commit() {
-    if (upload_ == nullptr) {
-      return End(absl::InvalidArgumentError("an upload without its sha256 and size"));
-    }
-    absl::StatusOr<bool> already = upload_->Commit();
-    if (already.ok()) response_->set_already_stored(*already);
-    End(already.status());
-  }
-  void End(const absl::Status& status) {
-    upload_.reset();
-    HandToGrpc(this);
-    Finish(ToGrpcStatus(status));
-  }
-
-  CodeStore* const store_;
-  v1::UploadCodeResponse* const response_;
-  v1::UploadCodeRequest request_;
-  std::unique_ptr<CodeStore::Upload> upload_;
-};
-
-}  // namespace
-
 grpc::ServerReadReactor<v1::UploadCodeRequest>* JobServiceImpl::UploadCode(
     grpc::CallbackServerContext* context, v1::UploadCodeResponse* response) {
   if (absl::Status s = access_->RequireAdmin(*context); !s.ok()) {
     return new RefusedReadReactor<v1::UploadCodeRequest>(ToGrpcStatus(s));
   }
-  return new UploadReactor(code_, response);
+  return uploads_->Start(response, access_->CallerKey(*context));
 }
 
 }  // namespace ringmaster

@@ -5,6 +5,7 @@
 
 #include "coordinator/access_policy.h"
 #include "coordinator/code_store.h"
+#include "coordinator/code_upload.h"
 #include "coordinator/job_manager.h"
 #include "coordinator/log_relay.h"
 #include "proto/cluster.grpc.pb.h"
@@ -14,9 +15,9 @@ namespace ringmaster {
 
 class JobServiceImpl final : public v1::JobService::CallbackService {
  public:
-  JobServiceImpl(JobManager* manager, LogRelay* logs, CodeStore* code,
+  JobServiceImpl(JobManager* manager, LogRelay* logs, CodeStore* code, CodeUploads* uploads,
                  const AccessPolicy* access)
-      : manager_(manager), logs_(logs), code_(code), access_(access) {}
+      : manager_(manager), logs_(logs), code_(code), uploads_(uploads), access_(access) {}
 
   grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* context,
                                       const v1::SubmitJobRequest* request,
@@ -52,6 +53,7 @@ class JobServiceImpl final : public v1::JobService::CallbackService {
   JobManager* const manager_;
   LogRelay* const logs_;
   CodeStore* const code_;
+  CodeUploads* const uploads_;
   const AccessPolicy* const access_;
 };
 

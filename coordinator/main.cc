@@ -41,6 +41,9 @@ void AddLimitFlags(CLI::App& app, ringmaster::CoordinatorConfig* config) {
          [config](int64_t mb) { config->max_upload_bytes = mb << 20; },
          "largest code archive `submit` may upload with a job, in MiB (default 200)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  ringmaster::AddDurationOption(app, "--upload-idle-timeout", &config->upload_idle_timeout,
+                                "a code upload that receives nothing this long is ended "
+                                "(default 30s)");
   app.add_option("--max-log-line-bytes", config->max_log_line_bytes,
                  "longest line `logs` relays whole; longer ones come in pieces")
       ->capture_default_str();
