@@ -20,25 +20,26 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string ReadSmallFile(const std::string& path) {
+std::string ReadSmallFile(const std::string &path) {
   std::ifstream in(path);
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
 }
 
-}  // namespace
+} // namespace
 
-JobCode::JobCode(std::string root, std::optional<UnpackOwner> owner, UnpackLimits limits,
-                 Fetch fetch)
-    : root_(std::move(root)), owner_(owner), limits_(limits), fetch_(std::move(fetch)) {}
+JobCode::JobCode(std::string root, std::optional<UnpackOwner> owner,
+                 UnpackLimits limits, Fetch fetch)
+    : root_(std::move(root)), owner_(owner), limits_(limits),
+      fetch_(std::move(fetch)) {}
 
-absl::StatusOr<std::string> JobCode::Prepare(const std::string& job_id,
-                                             const v1::CodePackage& code) {
+absl::StatusOr<std::string> JobCode::Prepare(const std::string &job_id,
+                                             const v1::CodePackage &code) {
   RETURN_IF_ERROR(ValidateJobId(job_id));
   if (!IsSha256Hex(code.sha256())) {
-    return absl::InvalidArgumentError(absl::StrCat("code.sha256 \"", code.sha256(),
-                                                   "\" is not 64 lowercase hex digits"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "code.sha256 \"", code.sha256(), "\" is not 64 lowercase hex digits"));
   }
   const std::string dir = absl::StrCat(root_, "/", job_id, "/code");
   {
@@ -48,75 +49,104 @@ absl::StatusOr<std::string> JobCode::Prepare(const std::string& job_id,
       return it == jobs_.end() || !it->second.busy;
     };
     mu_.Await(absl::Condition(&idle));
-    Job& job = jobs_[job_id];
-    if (job.ready == code.sha256()) return dir;
+    Job &job = jobs_[job_id];
+    if (job.ready == code.sha256())
+      return dir;
     job.busy = true;
   }
   absl::StatusOr<std::string> unpacked = Unpack(job_id, code.sha256());
   MutexLock lock(&mu_);
-  Job& job = jobs_[job_id];
+  Job &job = jobs_[job_id];
   job.busy = false;
   if (!unpacked.ok()) {
-    return absl::Status(unpacked.status().code(),
-                        absl::StrCat("code ", code.sha256().substr(0, 12), " from ",
-                                     code.source(), ": ", unpacked.status().message()));
+    return absl::Status(
+        unpacked.status().code(),
+        absl::StrCat(
+            "code ", code.sha256().substr(0, 12),
+            code.source().empty() ? "" : absl::StrCat(" from ", code.source()),
+            ": ", unpacked.status().message()));
   }
   job.ready = code.sha256();
   return unpacked;
 }
 
-absl::StatusOr<std::string> JobCode::Unpack(const std::string& job_id,
-                                            const std::string& sha256) {
-  // root and the job's directory: the ranks' user passes through, lists nothing.
+absl::StatusOr<std::string> JobCode::Unpack(const std::string &job_id,
+                                            const std::string &sha256) {
+  // root and the job's directory: the ranks' user passes through, lists
+  // nothing. Fetching and unpacking happen in <root>/.unpack, which only
+  // this daemon may enter: no rank can touch a tree being written.
   const std::string job_dir = absl::StrCat(root_, "/", job_id);
+  const std::string staging = root_ + "/.unpack";
   RETURN_IF_ERROR(MakePrivateDir(root_, 0711));
   RETURN_IF_ERROR(MakePrivateDir(job_dir, 0711));
+  RETURN_IF_ERROR(MakePrivateDir(staging, 0700));
   const std::string dir = job_dir + "/code";
   const std::string marker = job_dir + "/code.sha256";
   // What an earlier worker process unpacked is used again.
-  if (ReadSmallFile(marker) == sha256 && fs::is_directory(dir)) return dir;
+  if (ReadSmallFile(marker) == sha256 && fs::is_directory(dir))
+    return dir;
 
   std::error_code ignored;
   fs::remove(marker, ignored);
   fs::remove_all(dir, ignored);
-  const std::string archive = job_dir + "/code.tar.gz.part";
-  const std::string unpacking = job_dir + "/code.part";
+  const std::string archive = absl::StrCat(staging, "/", job_id, ".tar.gz");
+  const std::string unpacking = absl::StrCat(staging, "/", job_id);
   fs::remove(archive, ignored);
   fs::remove_all(unpacking, ignored);
   absl::Status status = fetch_(sha256, archive);
   if (status.ok()) {
     absl::StatusOr<std::string> digest = Sha256OfFile(archive);
     if (!digest.ok()) {
-      status = digest.status();
+      status = absl::InternalError("cannot read the fetched archive");
     } else if (*digest != sha256) {
-      status = absl::DataLossError(absl::StrCat("the fetched archive has SHA-256 ", *digest));
+      status = absl::DataLossError(
+          absl::StrCat("the fetched archive has SHA-256 ", *digest));
     } else {
-      status = UnpackArchive(archive, unpacking, limits_, owner_);
+      status = UnpackArchive(archive, unpacking, limits_);
     }
   }
   fs::remove(archive, ignored);
-  if (!status.ok()) return status;
+  if (!status.ok())
+    return status;
+  // In place first, then the ranks' user's: the walk opens every directory
+  // without following links, so a rank changing the tree meanwhile cannot
+  // turn it elsewhere.
   if (rename(unpacking.c_str(), dir.c_str()) != 0) {
-    return absl::InternalError(absl::StrCat("rename ", dir, ": ", strerror(errno)));
+    const absl::Status error =
+        ErrnoError("cannot move the unpacked code into place");
+    fs::remove_all(unpacking, ignored);
+    return error;
+  }
+  if (owner_.has_value()) {
+    if (absl::Status owned = ChownTree(dir, *owner_); !owned.ok()) {
+      fs::remove_all(dir, ignored);
+      return absl::InternalError(absl::StrCat(
+          "cannot give the code to the ranks' user: ", owned.message()));
+    }
   }
   if (!(std::ofstream(marker) << sha256)) {
-    return absl::InternalError(absl::StrCat("cannot write ", marker));
+    return absl::InternalError("cannot record the code unpacked");
   }
-  spdlog::info("job {}: code {} unpacked in {}", job_id, sha256.substr(0, 12), dir);
+  spdlog::info("job {}: code {} unpacked in {}", job_id, sha256.substr(0, 12),
+               dir);
   return dir;
 }
 
-void JobCode::Delete(const std::string& job_id) {
-  if (!ValidateJobId(job_id).ok()) return;
+void JobCode::Delete(const std::string &job_id) {
+  if (!ValidateJobId(job_id).ok())
+    return;
   {
     MutexLock lock(&mu_);
     auto it = jobs_.find(job_id);
-    if (it != jobs_.end() && it->second.busy) return;  // a rank is starting after all
-    if (it != jobs_.end()) jobs_.erase(it);
+    if (it != jobs_.end() && it->second.busy)
+      return; // a rank is starting after all
+    if (it != jobs_.end())
+      jobs_.erase(it);
   }
   std::error_code error;
   fs::remove_all(absl::StrCat(root_, "/", job_id), error);
-  if (error) spdlog::warn("job {}: cannot remove its code: {}", job_id, error.message());
+  if (error)
+    spdlog::warn("job {}: cannot remove its code: {}", job_id, error.message());
 }
 
-}  // namespace ringmaster
+} // namespace ringmaster
