@@ -16,47 +16,44 @@ std::chrono::system_clock::time_point DeadlineIn(absl::Duration d) {
   return absl::ToChronoTime(absl::Now() + d);
 }
 
-constexpr absl::string_view kFromCoordinator =
-    "ringmaster.dev/from-coordinator";
+constexpr absl::string_view kFromCoordinator = "ringmaster.dev/from-coordinator";
 
 // UNAVAILABLE from the channel reads as the coordinator being down, or as
 // TLS on one side only. Every error is marked as the coordinator's answer.
-absl::Status Explain(const grpc::Status &status, const std::string &address,
-                     bool tls) {
+absl::Status Explain(const grpc::Status& status, const std::string& address, bool tls) {
   absl::Status out = FromGrpcStatus(status);
   if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
-    const std::string why =
-        ExplainTlsFailure(address, tls, status.error_message());
-    out = absl::UnavailableError(
-        absl::StrCat("cannot reach the coordinator at ", address, ": ",
-                     why.empty() ? status.error_message() : why));
+    const std::string why = ExplainTlsFailure(address, tls, status.error_message());
+    out = absl::UnavailableError(absl::StrCat("cannot reach the coordinator at ", address, ": ",
+                                              why.empty() ? status.error_message() : why));
   }
-  if (!out.ok())
-    out.SetPayload(kFromCoordinator, absl::Cord());
+  if (!out.ok()) out.SetPayload(kFromCoordinator, absl::Cord());
   return out;
 }
 
-} // namespace
+}  // namespace
 
-bool FromCoordinator(const absl::Status &status) {
+bool FromCoordinator(const absl::Status& status) {
   return status.GetPayload(kFromCoordinator).has_value();
 }
 
-Client::Client(const std::string &address, const std::string &token, Tls tls,
+Client::Client(const std::string& address, const std::string& token, Tls tls,
                absl::Duration rpc_timeout)
-    : address_(address), token_(token), tls_(tls.has_value()),
-      rpc_timeout_(rpc_timeout), channel_(MakeChannel(address, tls)),
+    : address_(address),
+      token_(token),
+      tls_(tls.has_value()),
+      rpc_timeout_(rpc_timeout),
+      channel_(MakeChannel(address, tls)),
       jobs_(v1::JobService::NewStub(channel_)),
       cluster_(v1::ClusterService::NewStub(channel_)) {}
 
-void Client::Prepare(grpc::ClientContext *context, bool bounded) const {
-  if (bounded)
-    context->set_deadline(DeadlineIn(rpc_timeout_));
+void Client::Prepare(grpc::ClientContext* context, bool bounded) const {
+  if (bounded) context->set_deadline(DeadlineIn(rpc_timeout_));
   AddBearerToken(context, token_);
 }
 
-absl::StatusOr<std::string> Client::Submit(const v1::JobSpec &spec,
-                                           const std::string &request_id) {
+absl::StatusOr<std::string> Client::Submit(const v1::JobSpec& spec,
+                                           const std::string& request_id) {
   grpc::ClientContext context;
   Prepare(&context, true);
   v1::SubmitJobRequest request;
@@ -64,13 +61,11 @@ absl::StatusOr<std::string> Client::Submit(const v1::JobSpec &spec,
   request.set_request_id(request_id);
   v1::SubmitJobResponse response;
   grpc::Status status = jobs_->SubmitJob(&context, request, &response);
-  if (!status.ok())
-    return Explain(status, address_, tls_);
+  if (!status.ok()) return Explain(status, address_, tls_);
   return response.job_id();
 }
 
-absl::StatusOr<bool> Client::UploadCode(const std::string &path,
-                                        const std::string &sha256,
+absl::StatusOr<bool> Client::UploadCode(const std::string& path, const std::string& sha256,
                                         int64_t archive_bytes) {
   {
     grpc::ClientContext context;
@@ -79,14 +74,11 @@ absl::StatusOr<bool> Client::UploadCode(const std::string &path,
     request.set_sha256(sha256);
     v1::StatCodeResponse response;
     grpc::Status status = jobs_->StatCode(&context, request, &response);
-    if (!status.ok())
-      return Explain(status, address_, tls_);
-    if (response.stored())
-      return true;
+    if (!status.ok()) return Explain(status, address_, tls_);
+    if (response.stored()) return true;
   }
   std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return absl::NotFoundError(absl::StrCat("cannot read ", path));
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
   grpc::ClientContext context;
   Prepare(&context, false);
   v1::UploadCodeResponse response;
@@ -101,39 +93,34 @@ absl::StatusOr<bool> Client::UploadCode(const std::string &path,
     in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
     piece.set_data(buffer.data(), static_cast<size_t>(in.gcount()));
     // A refused upload ends the stream; Finish says why.
-    if (!writer->Write(piece))
-      break;
+    if (!writer->Write(piece)) break;
     piece.clear_sha256();
     piece.clear_archive_bytes();
     first = false;
   }
   writer->WritesDone();
   grpc::Status status = writer->Finish();
-  if (!status.ok())
-    return Explain(status, address_, tls_);
+  if (!status.ok()) return Explain(status, address_, tls_);
   return response.already_stored();
 }
 
-absl::StatusOr<v1::Job> Client::GetJob(const std::string &job_id) {
+absl::StatusOr<v1::Job> Client::GetJob(const std::string& job_id) {
   grpc::ClientContext context;
   Prepare(&context, true);
   v1::GetJobRequest request;
   request.set_job_id(job_id);
   v1::Job job;
   grpc::Status status = jobs_->GetJob(&context, request, &job);
-  if (!status.ok())
-    return Explain(status, address_, tls_);
+  if (!status.ok()) return Explain(status, address_, tls_);
   return job;
 }
 
-absl::StatusOr<v1::ListJobsResponse>
-Client::ListJobsPage(const v1::ListJobsRequest &request) {
+absl::StatusOr<v1::ListJobsResponse> Client::ListJobsPage(const v1::ListJobsRequest& request) {
   grpc::ClientContext context;
   Prepare(&context, true);
   v1::ListJobsResponse response;
   grpc::Status status = jobs_->ListJobs(&context, request, &response);
-  if (!status.ok())
-    return Explain(status, address_, tls_);
+  if (!status.ok()) return Explain(status, address_, tls_);
   return response;
 }
 
@@ -142,36 +129,32 @@ absl::StatusOr<std::vector<v1::Job>> Client::ListJobs() {
   v1::ListJobsRequest request;
   do {
     absl::StatusOr<v1::ListJobsResponse> page = ListJobsPage(request);
-    if (!page.ok())
-      return page.status();
-    for (v1::Job &job : *page->mutable_jobs())
-      jobs.push_back(std::move(job));
+    if (!page.ok()) return page.status();
+    for (v1::Job& job : *page->mutable_jobs()) jobs.push_back(std::move(job));
     request.set_page_token(page->next_page_token());
   } while (!request.page_token().empty());
   return jobs;
 }
 
-absl::Status Client::DeleteJob(const std::string &job_id) {
+absl::Status Client::DeleteJob(const std::string& job_id) {
   grpc::ClientContext context;
   Prepare(&context, true);
   v1::DeleteJobRequest request;
   request.set_job_id(job_id);
   v1::DeleteJobResponse response;
   grpc::Status status = jobs_->DeleteJob(&context, request, &response);
-  if (!status.ok())
-    return Explain(status, address_, tls_);
+  if (!status.ok()) return Explain(status, address_, tls_);
   return absl::OkStatus();
 }
 
-absl::StatusOr<v1::Job> Client::CancelJob(const std::string &job_id) {
+absl::StatusOr<v1::Job> Client::CancelJob(const std::string& job_id) {
   grpc::ClientContext context;
   Prepare(&context, true);
   v1::CancelJobRequest request;
   request.set_job_id(job_id);
   v1::Job job;
   grpc::Status status = jobs_->CancelJob(&context, request, &job);
-  if (!status.ok())
-    return Explain(status, address_, tls_);
+  if (!status.ok()) return Explain(status, address_, tls_);
   return job;
 }
 
@@ -181,15 +164,12 @@ absl::StatusOr<std::vector<v1::Worker>> Client::ListWorkers() {
   v1::ListWorkersResponse response;
   grpc::Status status =
       cluster_->ListWorkers(&context, v1::ListWorkersRequest(), &response);
-  if (!status.ok())
-    return Explain(status, address_, tls_);
-  return std::vector<v1::Worker>(response.workers().begin(),
-                                 response.workers().end());
+  if (!status.ok()) return Explain(status, address_, tls_);
+  return std::vector<v1::Worker>(response.workers().begin(), response.workers().end());
 }
 
-absl::Status
-Client::WatchJob(const std::string &job_id,
-                 const std::function<bool(const v1::Job &)> &on_event) {
+absl::Status Client::WatchJob(const std::string& job_id,
+                              const std::function<bool(const v1::Job&)>& on_event) {
   grpc::ClientContext context;
   Prepare(&context, false);
   v1::WatchJobRequest request;
@@ -206,10 +186,9 @@ Client::WatchJob(const std::string &job_id,
   return Explain(reader->Finish(), address_, tls_);
 }
 
-absl::Status
-Client::StreamLogs(const std::string &job_id, std::optional<int> rank,
-                   bool follow,
-                   const std::function<void(const v1::LogChunk &)> &on_chunk) {
+absl::Status Client::StreamLogs(const std::string& job_id, std::optional<int> rank,
+                                bool follow,
+                                const std::function<void(const v1::LogChunk&)>& on_chunk) {
   v1::StreamLogsRequest request;
   request.set_job_id(job_id);
   request.set_all_ranks(!rank.has_value());
@@ -218,55 +197,48 @@ Client::StreamLogs(const std::string &job_id, std::optional<int> rank,
   return StreamLogs(request, on_chunk);
 }
 
-absl::Status
-Client::StreamLogs(const v1::StreamLogsRequest &request,
-                   const std::function<void(const v1::LogChunk &)> &on_chunk) {
+absl::Status Client::StreamLogs(const v1::StreamLogsRequest& request,
+                                const std::function<void(const v1::LogChunk&)>& on_chunk) {
   grpc::ClientContext context;
   Prepare(&context, false);
   auto reader = jobs_->StreamLogs(&context, request);
   v1::LogChunk chunk;
-  while (reader->Read(&chunk))
-    on_chunk(chunk);
+  while (reader->Read(&chunk)) on_chunk(chunk);
   return Explain(reader->Finish(), address_, tls_);
 }
 
-RendezvousClient::RendezvousClient(const std::string &address,
-                                   std::string job_id, int attempt,
-                                   const std::string &token, const Tls &tls)
+RendezvousClient::RendezvousClient(const std::string& address, std::string job_id,
+                                   int attempt, const std::string& token, const Tls& tls)
     : token_(token),
       stub_(v1::RendezvousService::NewStub(MakeChannel(address, tls))) {
   scope_.set_job_id(std::move(job_id));
   scope_.set_attempt(attempt);
 }
 
-absl::StatusOr<std::unique_ptr<RendezvousClient>>
-RendezvousClient::FromEnvironment() {
-  const char *address = std::getenv("RINGMASTER_COORDINATOR");
-  const char *job = std::getenv("RINGMASTER_JOB_ID");
-  const char *attempt = std::getenv("TORCHELASTIC_RESTART_COUNT");
+absl::StatusOr<std::unique_ptr<RendezvousClient>> RendezvousClient::FromEnvironment() {
+  const char* address = std::getenv("RINGMASTER_COORDINATOR");
+  const char* job = std::getenv("RINGMASTER_JOB_ID");
+  const char* attempt = std::getenv("TORCHELASTIC_RESTART_COUNT");
   int attempt_number = 0;
   if (address == nullptr || job == nullptr || attempt == nullptr ||
       !absl::SimpleAtoi(attempt, &attempt_number)) {
     return absl::FailedPreconditionError(
-        "RINGMASTER_COORDINATOR, RINGMASTER_JOB_ID and "
-        "TORCHELASTIC_RESTART_COUNT "
+        "RINGMASTER_COORDINATOR, RINGMASTER_JOB_ID and TORCHELASTIC_RESTART_COUNT "
         "must be set (as they are for a rank started by a Ringmaster worker)");
   }
-  const char *token = std::getenv("RINGMASTER_JOB_TOKEN");
-  const char *ca = std::getenv("RINGMASTER_TLS_CA");
-  return std::make_unique<RendezvousClient>(
-      address, job, attempt_number, token ? token : "", CaOnly(ca ? ca : ""));
+  const char* token = std::getenv("RINGMASTER_JOB_TOKEN");
+  const char* ca = std::getenv("RINGMASTER_TLS_CA");
+  return std::make_unique<RendezvousClient>(address, job, attempt_number, token ? token : "",
+                                            CaOnly(ca ? ca : ""));
 }
 
-void RendezvousClient::Prepare(grpc::ClientContext *context,
-                               absl::Duration timeout) const {
+void RendezvousClient::Prepare(grpc::ClientContext* context, absl::Duration timeout) const {
   context->set_deadline(DeadlineIn(timeout));
   context->set_wait_for_ready(true);
   AddBearerToken(context, token_);
 }
 
-absl::Status RendezvousClient::Set(const std::string &key,
-                                   const std::string &value) {
+absl::Status RendezvousClient::Set(const std::string& key, const std::string& value) {
   grpc::ClientContext context;
   Prepare(&context, absl::Seconds(30));
   v1::SetRequest request;
@@ -277,7 +249,7 @@ absl::Status RendezvousClient::Set(const std::string &key,
   return FromGrpcStatus(stub_->Set(&context, request, &response));
 }
 
-absl::StatusOr<std::string> RendezvousClient::Get(const std::string &key) {
+absl::StatusOr<std::string> RendezvousClient::Get(const std::string& key) {
   grpc::ClientContext context;
   Prepare(&context, absl::Seconds(30));
   v1::GetRequest request;
@@ -285,12 +257,11 @@ absl::StatusOr<std::string> RendezvousClient::Get(const std::string &key) {
   request.set_key(key);
   v1::GetResponse response;
   grpc::Status status = stub_->Get(&context, request, &response);
-  if (!status.ok())
-    return FromGrpcStatus(status);
+  if (!status.ok()) return FromGrpcStatus(status);
   return response.value();
 }
 
-absl::Status RendezvousClient::Wait(const std::vector<std::string> &keys,
+absl::Status RendezvousClient::Wait(const std::vector<std::string>& keys,
                                     absl::Duration timeout) {
   grpc::ClientContext context;
   // The server enforces `timeout`; the RPC deadline only guards against a
@@ -298,15 +269,13 @@ absl::Status RendezvousClient::Wait(const std::vector<std::string> &keys,
   Prepare(&context, timeout + absl::Seconds(30));
   v1::WaitRequest request;
   *request.mutable_scope() = scope_;
-  for (const auto &key : keys)
-    request.add_keys(key);
+  for (const auto& key : keys) request.add_keys(key);
   request.set_timeout_ms(absl::ToInt64Milliseconds(timeout));
   v1::WaitResponse response;
   return FromGrpcStatus(stub_->Wait(&context, request, &response));
 }
 
-absl::StatusOr<int64_t> RendezvousClient::Add(const std::string &key,
-                                              int64_t delta) {
+absl::StatusOr<int64_t> RendezvousClient::Add(const std::string& key, int64_t delta) {
   grpc::ClientContext context;
   Prepare(&context, absl::Seconds(30));
   v1::AddRequest request;
@@ -315,9 +284,8 @@ absl::StatusOr<int64_t> RendezvousClient::Add(const std::string &key,
   request.set_delta(delta);
   v1::AddResponse response;
   grpc::Status status = stub_->Add(&context, request, &response);
-  if (!status.ok())
-    return FromGrpcStatus(status);
+  if (!status.ok()) return FromGrpcStatus(status);
   return response.value();
 }
 
-} // namespace ringmaster
+}  // namespace ringmaster

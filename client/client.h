@@ -26,50 +26,45 @@ namespace ringmaster {
 // and Wait, which have their own limits.
 // Whether an error is the coordinator's answer to a call (or its absence),
 // not the client's own.
-bool FromCoordinator(const absl::Status &status);
+bool FromCoordinator(const absl::Status& status);
 
 class Client {
-public:
+ public:
   // `token` and `tls` (with a client certificate or without) identify the
   // caller; see common/credentials.h.
-  explicit Client(const std::string &address, const std::string &token = "",
-                  Tls tls = {}, absl::Duration rpc_timeout = absl::Seconds(10));
+  explicit Client(const std::string& address, const std::string& token = "", Tls tls = {},
+                  absl::Duration rpc_timeout = absl::Seconds(10));
 
-  const std::string &address() const { return address_; }
+  const std::string& address() const { return address_; }
 
   // `request_id` (optional) makes a retried submit return the first one's job.
-  absl::StatusOr<std::string> Submit(const v1::JobSpec &spec,
-                                     const std::string &request_id = "");
-  absl::StatusOr<v1::Job> GetJob(const std::string &job_id);
+  absl::StatusOr<std::string> Submit(const v1::JobSpec& spec, const std::string& request_id = "");
+  absl::StatusOr<v1::Job> GetJob(const std::string& job_id);
   // Every job, newest first, read page by page.
   absl::StatusOr<std::vector<v1::Job>> ListJobs();
   // One page (see ListJobsRequest).
-  absl::StatusOr<v1::ListJobsResponse>
-  ListJobsPage(const v1::ListJobsRequest &request);
-  absl::StatusOr<v1::Job> CancelJob(const std::string &job_id);
-  absl::Status DeleteJob(const std::string &job_id);
+  absl::StatusOr<v1::ListJobsResponse> ListJobsPage(const v1::ListJobsRequest& request);
+  absl::StatusOr<v1::Job> CancelJob(const std::string& job_id);
+  absl::Status DeleteJob(const std::string& job_id);
   absl::StatusOr<std::vector<v1::Worker>> ListWorkers();
   // Uploads the code archive at `path` unless the coordinator has it
   // already (then true). Unbounded in time: it takes what the bytes take.
-  absl::StatusOr<bool> UploadCode(const std::string &path,
-                                  const std::string &sha256,
+  absl::StatusOr<bool> UploadCode(const std::string& path, const std::string& sha256,
                                   int64_t archive_bytes);
 
   // Calls `on_event` for each snapshot until the job ends (the stream
   // closes) or `on_event` returns false.
-  absl::Status WatchJob(const std::string &job_id,
-                        const std::function<bool(const v1::Job &)> &on_event);
+  absl::Status WatchJob(const std::string& job_id,
+                        const std::function<bool(const v1::Job&)>& on_event);
   // Calls `on_chunk` with whole lines of rank output; `rank` empty = all.
-  absl::Status
-  StreamLogs(const std::string &job_id, std::optional<int> rank, bool follow,
-             const std::function<void(const v1::LogChunk &)> &on_chunk);
-  absl::Status
-  StreamLogs(const v1::StreamLogsRequest &request,
-             const std::function<void(const v1::LogChunk &)> &on_chunk);
+  absl::Status StreamLogs(const std::string& job_id, std::optional<int> rank, bool follow,
+                          const std::function<void(const v1::LogChunk&)>& on_chunk);
+  absl::Status StreamLogs(const v1::StreamLogsRequest& request,
+                          const std::function<void(const v1::LogChunk&)>& on_chunk);
 
-private:
+ private:
   friend class RendezvousClient;
-  void Prepare(grpc::ClientContext *context, bool bounded) const;
+  void Prepare(grpc::ClientContext* context, bool bounded) const;
 
   const std::string address_;
   const std::string token_;
@@ -82,29 +77,28 @@ private:
 
 // The rendezvous key-value store of one job attempt.
 class RendezvousClient {
-public:
-  RendezvousClient(const std::string &address, std::string job_id, int attempt,
-                   const std::string &token = "", const Tls &tls = {});
+ public:
+  RendezvousClient(const std::string& address, std::string job_id, int attempt,
+                   const std::string& token = "", const Tls& tls = {});
 
   // Reads RINGMASTER_COORDINATOR, RINGMASTER_JOB_ID,
   // TORCHELASTIC_RESTART_COUNT, RINGMASTER_JOB_TOKEN and RINGMASTER_TLS_CA,
   // as a rank process has them.
   static absl::StatusOr<std::unique_ptr<RendezvousClient>> FromEnvironment();
 
-  absl::Status Set(const std::string &key, const std::string &value);
-  absl::StatusOr<std::string> Get(const std::string &key);
-  absl::Status Wait(const std::vector<std::string> &keys,
-                    absl::Duration timeout);
-  absl::StatusOr<int64_t> Add(const std::string &key, int64_t delta);
+  absl::Status Set(const std::string& key, const std::string& value);
+  absl::StatusOr<std::string> Get(const std::string& key);
+  absl::Status Wait(const std::vector<std::string>& keys, absl::Duration timeout);
+  absl::StatusOr<int64_t> Add(const std::string& key, int64_t delta);
 
-private:
-  void Prepare(grpc::ClientContext *context, absl::Duration timeout) const;
+ private:
+  void Prepare(grpc::ClientContext* context, absl::Duration timeout) const;
 
   v1::RendezvousScope scope_;
   const std::string token_;
   std::unique_ptr<v1::RendezvousService::Stub> stub_;
 };
 
-} // namespace ringmaster
+}  // namespace ringmaster
 
-#endif // RINGMASTER_CLIENT_CLIENT_H_
+#endif  // RINGMASTER_CLIENT_CLIENT_H_

@@ -20,10 +20,9 @@ namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
 class PackDirectoryTest : public ::testing::Test {
-protected:
+ protected:
   void SetUp() override {
-    std::string pattern =
-        (fs::temp_directory_path() / "code_package_test.XXXXXX").string();
+    std::string pattern = (fs::temp_directory_path() / "code_package_test.XXXXXX").string();
     ASSERT_NE(mkdtemp(pattern.data()), nullptr);
     root_ = pattern;
     dir_ = root_ + "/project";
@@ -31,7 +30,7 @@ protected:
   }
   void TearDown() override { fs::remove_all(root_); }
 
-  void Put(const std::string &name, const std::string &content) {
+  void Put(const std::string& name, const std::string& content) {
     fs::create_directories(fs::path(dir_ + "/" + name).parent_path());
     std::ofstream(dir_ + "/" + name, std::ios::binary) << content;
   }
@@ -48,25 +47,21 @@ TEST_F(PackDirectoryTest, PacksWhatTheIgnoreFileDoesNotLeaveOut) {
   Put(".git/HEAD", "ref: refs/heads/main\n");
   Put(".ringmasterignore", "*.pyc\ndata/\n");
   fs::create_symlink("lib/model.py", dir_ + "/model.py");
-  fs::permissions(dir_ + "/train.py", fs::perms::owner_exec,
-                  fs::perm_options::add);
+  fs::permissions(dir_ + "/train.py", fs::perms::owner_exec, fs::perm_options::add);
 
   auto packed = PackDirectory(dir_, 1 << 20, root_ + "/code.tar.gz");
   ASSERT_TRUE(packed.ok()) << packed.status();
-  EXPECT_EQ(packed->files, 3); // train.py, lib/model.py, .ringmasterignore
+  EXPECT_EQ(packed->files, 3);  // train.py, lib/model.py, .ringmasterignore
   EXPECT_EQ(packed->sha256.size(), 64u);
 
-  ASSERT_TRUE(
-      UnpackArchive(root_ + "/code.tar.gz", root_ + "/out", UnpackLimits{})
-          .ok());
+  ASSERT_TRUE(UnpackArchive(root_ + "/code.tar.gz", root_ + "/out", UnpackLimits{}).ok());
   EXPECT_TRUE(fs::exists(root_ + "/out/train.py"));
   EXPECT_TRUE(fs::exists(root_ + "/out/lib/model.py"));
   EXPECT_FALSE(fs::exists(root_ + "/out/lib/model.pyc"));
   EXPECT_FALSE(fs::exists(root_ + "/out/data"));
   EXPECT_FALSE(fs::exists(root_ + "/out/.git"));
   EXPECT_EQ(fs::read_symlink(root_ + "/out/model.py"), "lib/model.py");
-  EXPECT_NE(fs::status(root_ + "/out/train.py").permissions() &
-                fs::perms::owner_exec,
+  EXPECT_NE(fs::status(root_ + "/out/train.py").permissions() & fs::perms::owner_exec,
             fs::perms::none);
 }
 
@@ -89,18 +84,15 @@ TEST_F(PackDirectoryTest, OverTheLimitNamesTheLargestEntries) {
   Put("checkpoints/b.bin", std::string(600'000, 'c'));
   Put("dataset.csv", std::string(300'000, 'd'));
   Put("train.py", "x");
-  auto packed = PackDirectory(dir_, 1 << 20,
-                              root_ + "/code.tar.gz"); // --upload-limit-mb 1
+  // --upload-limit-mb 1
+  auto packed = PackDirectory(dir_, 1 << 20, root_ + "/code.tar.gz");
   EXPECT_EQ(packed.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(packed.status().message(),
-              HasSubstr("holds 1.4 MiB to upload, more than the 1.0 "
-                        "MiB limit (--upload-limit-mb)"));
-  EXPECT_THAT(packed.status().message(),
-              HasSubstr("the largest: checkpoints/ 1.1 MiB, "
-                        "dataset.csv 0.3 MiB, train.py 0.0 MiB"));
-  EXPECT_THAT(packed.status().message(),
-              HasSubstr(dir_ + "/.ringmasterignore"));
-  EXPECT_FALSE(fs::exists(root_ + "/code.tar.gz")); // nothing written
+  EXPECT_THAT(packed.status().message(), HasSubstr("holds 1.4 MiB to upload, more than the 1.0 "
+                                                   "MiB limit (--upload-limit-mb)"));
+  EXPECT_THAT(packed.status().message(), HasSubstr("the largest: checkpoints/ 1.1 MiB, "
+                                                   "dataset.csv 0.3 MiB, train.py 0.0 MiB"));
+  EXPECT_THAT(packed.status().message(), HasSubstr(dir_ + "/.ringmasterignore"));
+  EXPECT_FALSE(fs::exists(root_ + "/code.tar.gz"));  // nothing written
 }
 
 TEST_F(PackDirectoryTest, SocketsStayBehind) {
@@ -111,8 +103,7 @@ TEST_F(PackDirectoryTest, SocketsStayBehind) {
   const std::string path = dir_ + "/agent.sock";
   ASSERT_LT(path.size(), sizeof address.sun_path);
   memcpy(address.sun_path, path.c_str(), path.size() + 1);
-  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr *>(&address), sizeof address),
-            0);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
   auto packed = PackDirectory(dir_, 1 << 20, root_ + "/code.tar.gz");
   close(fd);
   ASSERT_TRUE(packed.ok()) << packed.status();
@@ -120,11 +111,10 @@ TEST_F(PackDirectoryTest, SocketsStayBehind) {
 }
 
 TEST_F(PackDirectoryTest, AnUnreadableDirectoryIsAnError) {
-  auto packed =
-      PackDirectory(root_ + "/missing", 1 << 20, root_ + "/code.tar.gz");
+  auto packed = PackDirectory(root_ + "/missing", 1 << 20, root_ + "/code.tar.gz");
   EXPECT_EQ(packed.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(packed.status().message(), HasSubstr(root_ + "/missing"));
 }
 
-} // namespace
-} // namespace ringmaster
+}  // namespace
+}  // namespace ringmaster

@@ -54,6 +54,8 @@ void AddLocalClusterCommands(CLI::App& app, Invocation* run,
   up->add_option("--state-dir", cluster.state_dir, "where the cluster keeps its state")
       ->capture_default_str();
   up->add_option("--rank-user", cluster.rank_user, "user[:group] ranks run as (default: you)");
+  up->add_option("--rank-uid-range", cluster.rank_uid_range,
+                 "give each job's ranks a uid of its own from FIRST-LAST instead (as root)");
   up->add_flag("--no-tls", run->no_tls, "plaintext on loopback, without certificates");
   (*commands)[Command::kUp] = up;
 

@@ -62,26 +62,23 @@ resources: {cpus: 1, gpus: 0, memory_mb: 512}
 }
 
 TEST(JobSpecYamlTest, AcceptsJson) {
-  auto spec = ParseJobSpecYaml(
-      R"({"name": "j", "ranks": 2, "command": ["python3", "t.py"]})");
+  auto spec = ParseJobSpecYaml(R"({"name": "j", "ranks": 2, "command": ["python3", "t.py"]})");
   ASSERT_TRUE(spec.ok()) << spec.status();
   EXPECT_EQ(spec->command(1), "t.py");
 }
 
 TEST(JobSpecYamlTest, ErrorsNameThePlace) {
-  const std::pair<const char *, const char *> cases[] = {
+  const std::pair<const char*, const char*> cases[] = {
       {"name: [unclosed", "line 1, column"},
       {"ranks: two", "ranks: expected an integer, got \"two\""},
       {"trainer: {optimiser: {lr: 1}}", "trainer.optimiser: unknown field"},
-      {"trainer: {optimizer: {lr: fast}}",
-       "trainer.optimizer.lr: expected a number"},
+      {"trainer: {optimizer: {lr: fast}}", "trainer.optimizer.lr: expected a number"},
       {"command: python3", "command: expected a list"},
       {"env: [a, b]", "env: expected a mapping"},
       {"- just\n- a list", "job spec: expected a mapping"},
-      {"trainer: {model: {hidden: [1, x]}}",
-       "trainer.model.hidden[1]: expected an integer"},
+      {"trainer: {model: {hidden: [1, x]}}", "trainer.model.hidden[1]: expected an integer"},
   };
-  for (const auto &[yaml, want] : cases) {
+  for (const auto& [yaml, want] : cases) {
     auto spec = ParseJobSpecYaml(yaml);
     ASSERT_FALSE(spec.ok()) << yaml;
     EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
@@ -92,30 +89,24 @@ TEST(JobSpecYamlTest, ErrorsNameThePlace) {
 
 TEST(JobSpecYamlTest, AKeyThatIsNotAPlainValueIsRefusedWithItsPlace) {
   auto label = ParseJobSpecYaml("name: a\nlabels:\n  [team, x]: a\n");
-  EXPECT_EQ(
-      label.status().message(),
-      "line 3, column 3: labels: a key must be a plain value, got a list");
+  EXPECT_EQ(label.status().message(),
+            "line 3, column 3: labels: a key must be a plain value, got a list");
   auto top = ParseJobSpecYaml("{a: 1}: 2\n");
-  EXPECT_EQ(top.status().message(),
-            "line 1, column 1: a key must be a plain value, got a mapping");
+  EXPECT_EQ(top.status().message(), "line 1, column 1: a key must be a plain value, got a mapping");
 }
 
 TEST(JobSpecYamlTest, DuplicateKeysAreRefusedWithTheirPlace) {
   auto twice = ParseJobSpecYaml("name: a\nranks: 1\nname: b\n");
-  EXPECT_EQ(twice.status().message(),
-            "line 3, column 1: name: duplicate key (first at line 1)");
+  EXPECT_EQ(twice.status().message(), "line 3, column 1: name: duplicate key (first at line 1)");
   auto nested = ParseJobSpecYaml("trainer:\n  optimizer: {lr: 1, lr: 2}\n");
   EXPECT_EQ(nested.status().message(),
-            "line 2, column 22: trainer.optimizer.lr: duplicate key (first at "
-            "line 2)");
+            "line 2, column 22: trainer.optimizer.lr: duplicate key (first at line 2)");
   auto env = ParseJobSpecYaml("env:\n  A: 1\n  A: 2\n");
-  EXPECT_EQ(env.status().message(),
-            "line 3, column 3: env.A: duplicate key (first at line 2)");
+  EXPECT_EQ(env.status().message(), "line 3, column 3: env.A: duplicate key (first at line 2)");
 }
 
 TEST(JobSpecYamlTest, DeepDocumentsAreRefusedWithTheirPlace) {
-  const std::string deep =
-      "command: " + std::string(100000, '[') + std::string(100000, ']');
+  const std::string deep = "command: " + std::string(100000, '[') + std::string(100000, ']');
   auto spec = ParseJobSpecYaml(deep);
   EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(spec.status().message().find("line 1, column"), std::string::npos)
@@ -125,14 +116,12 @@ TEST(JobSpecYamlTest, DeepDocumentsAreRefusedWithTheirPlace) {
 }
 
 TEST(JobSpecYamlTest, SpecsOverTheLimitAreRefusedBeforeParsing) {
-  const std::string big =
-      "name: x\nenv: {A: \"" + std::string(kDefaultMaxSpecBytes, 'x') + "\"}\n";
+  const std::string big = "name: x\nenv: {A: \"" + std::string(kDefaultMaxSpecBytes, 'x') + "\"}\n";
   auto spec = ParseJobSpecYaml(big);
   EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(spec.status().message(),
-            absl::StrCat("the job spec is ", big.size(),
-                         " bytes; the limit is 1048576"));
+            absl::StrCat("the job spec is ", big.size(), " bytes; the limit is 1048576"));
 }
 
-} // namespace
-} // namespace ringmaster
+}  // namespace
+}  // namespace ringmaster

@@ -197,6 +197,9 @@ absl::Status StartDaemons(const LocalClusterOptions& options, std::vector<Daemon
     if (!options.rank_user.empty()) {
       argv.insert(argv.end(), {"--rank-user", options.rank_user});
     }
+    if (!options.rank_uid_range.empty()) {
+      argv.insert(argv.end(), {"--rank-uid-range", options.rank_uid_range});
+    }
     if (trainer_bin.ok()) argv.insert(argv.end(), {"--trainer-bin", *trainer_bin});
     ASSIGN_OR_RETURN(pid, StartDaemon(argv,
                                       absl::StrCat(options.state_dir, "/logs/worker-", i, ".log"),
@@ -264,7 +267,7 @@ absl::StatusOr<LocalCluster> StartLocalCluster(const LocalClusterOptions& option
   }
   // Ranks of another user pass through (not list) it to their job's code in
   // worker-<i>/jobs; what is inside keeps its own modes.
-  bool other_user = false;
+  bool other_user = !options.rank_uid_range.empty();
   if (!options.rank_user.empty()) {
     absl::StatusOr<RunAs> ranks = ResolveRunAs(options.rank_user);
     other_user = ranks.ok() && ranks->uid != geteuid();

@@ -24,6 +24,7 @@ struct LocalClusterOptions {
   // CLI by the admin's. Without TLS, workers get `token`, if any.
   bool tls = true;
   std::string rank_user;  // the workers' --rank-user; empty: theirs
+  std::string rank_uid_range;  // the workers' --rank-uid-range: a uid per job
   absl::Duration ready_timeout = absl::Seconds(30);
 };
 

@@ -21,32 +21,30 @@ namespace ringmaster {
 // Not thread-safe. Entry names are relative, '/'-separated and at most 255
 // bytes; a directory comes before what it holds. Errors name the entry.
 class ArchiveWriter {
-public:
-  static absl::StatusOr<std::unique_ptr<ArchiveWriter>>
-  Create(const std::string &path);
+ public:
+  static absl::StatusOr<std::unique_ptr<ArchiveWriter>> Create(const std::string& path);
   ~ArchiveWriter();
 
-  absl::Status AddDirectory(const std::string &name);
+  absl::Status AddDirectory(const std::string& name);
   // Copies the file at `source` (which must keep `size` bytes meanwhile).
-  absl::Status AddFile(const std::string &name, const std::string &source,
-                       int64_t size, bool executable);
-  absl::Status AddSymlink(const std::string &name, const std::string &target);
+  absl::Status AddFile(const std::string& name, const std::string& source, int64_t size,
+                       bool executable);
+  absl::Status AddSymlink(const std::string& name, const std::string& target);
   // Writes the end of the archive and closes it.
   absl::Status Finish();
 
-private:
-  explicit ArchiveWriter(void *gz, std::string path)
-      : gz_(gz), path_(std::move(path)) {}
-  absl::Status WriteHeader(const std::string &name, char type, int64_t size,
-                           int mode, const std::string &link);
-  absl::Status Write(const void *data, size_t size);
+ private:
+  explicit ArchiveWriter(void* gz, std::string path) : gz_(gz), path_(std::move(path)) {}
+  absl::Status WriteHeader(const std::string& name, char type, int64_t size, int mode,
+                           const std::string& link);
+  absl::Status Write(const void* data, size_t size);
 
-  void *gz_; // gzFile
+  void* gz_;  // gzFile
   std::string path_;
 };
 
 struct UnpackLimits {
-  int64_t max_file_bytes = 1LL << 30; // sum of the files' sizes
+  int64_t max_file_bytes = 1LL << 30;  // sum of the files' sizes
   int64_t max_entries = 1'000'000;
 };
 
@@ -64,14 +62,14 @@ struct UnpackOwner {
 // a directory swapped for a link during the unpack fails it, and nothing is
 // created outside `dir`. On error `dir` is removed. Errors name entries,
 // never the archive's or the directory's path.
-absl::Status UnpackArchive(const std::string &archive, const std::string &dir,
-                           const UnpackLimits &limits);
+absl::Status UnpackArchive(const std::string& archive, const std::string& dir,
+                           const UnpackLimits& limits);
 
 // Gives the tree at `dir` to `owner`, walking it from directory descriptors
 // (opened without following links) with fchownat(AT_SYMLINK_NOFOLLOW): a
 // link is given, never what it names.
-absl::Status ChownTree(const std::string &dir, const UnpackOwner &owner);
+absl::Status ChownTree(const std::string& dir, const UnpackOwner& owner);
 
-} // namespace ringmaster
+}  // namespace ringmaster
 
-#endif // RINGMASTER_COMMON_CODE_ARCHIVE_H_
+#endif  // RINGMASTER_COMMON_CODE_ARCHIVE_H_

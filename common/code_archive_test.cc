@@ -25,22 +25,21 @@ namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
 class CodeArchiveTest : public ::testing::Test {
-protected:
+ protected:
   void SetUp() override {
-    std::string pattern =
-        (fs::temp_directory_path() / "code_archive_test.XXXXXX").string();
+    std::string pattern = (fs::temp_directory_path() / "code_archive_test.XXXXXX").string();
     ASSERT_NE(mkdtemp(pattern.data()), nullptr);
     root_ = pattern;
   }
   void TearDown() override { fs::remove_all(root_); }
 
-  std::string Write(const std::string &name, const std::string &content) {
+  std::string Write(const std::string& name, const std::string& content) {
     const std::string path = root_ + "/src-" + name;
     std::ofstream(path, std::ios::binary) << content;
     return path;
   }
 
-  static std::string Read(const std::string &path) {
+  static std::string Read(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     std::stringstream s;
     s << in.rdbuf();
@@ -49,28 +48,21 @@ protected:
 
   // An archive with a directory, files of awkward sizes, an executable, a
   // link and a name longer than ustar's 100-byte name field.
-  std::string Sample(const std::string &name) {
+  std::string Sample(const std::string& name) {
     const std::string archive = root_ + "/" + name;
     auto writer = ArchiveWriter::Create(archive);
     EXPECT_TRUE(writer.ok());
     const std::string block(512, 'b');
     const std::string odd(1000, 'o');
     EXPECT_TRUE((*writer)->AddDirectory("pkg").ok());
-    EXPECT_TRUE(
-        (*writer)->AddFile("pkg/empty", Write("empty", ""), 0, false).ok());
-    EXPECT_TRUE((*writer)
-                    ->AddFile("pkg/block", Write("block", block), 512, false)
-                    .ok());
-    EXPECT_TRUE(
-        (*writer)->AddFile("pkg/odd", Write("odd", odd), 1000, false).ok());
-    EXPECT_TRUE((*writer)
-                    ->AddFile("run.sh", Write("run", "#!/bin/sh\n"), 10, true)
-                    .ok());
+    EXPECT_TRUE((*writer)->AddFile("pkg/empty", Write("empty", ""), 0, false).ok());
+    EXPECT_TRUE((*writer)->AddFile("pkg/block", Write("block", block), 512, false).ok());
+    EXPECT_TRUE((*writer)->AddFile("pkg/odd", Write("odd", odd), 1000, false).ok());
+    EXPECT_TRUE((*writer)->AddFile("run.sh", Write("run", "#!/bin/sh\n"), 10, true).ok());
     EXPECT_TRUE((*writer)->AddSymlink("latest", "pkg/odd").ok());
     EXPECT_TRUE((*writer)->AddDirectory(long_dir_).ok());
-    EXPECT_TRUE((*writer)
-                    ->AddFile(long_dir_ + "/" + std::string(90, 'f'),
-                              Write("long", "x"), 1, false)
+    EXPECT_TRUE((*writer)->AddFile(long_dir_ + "/" + std::string(90, 'f'), Write("long", "x"),
+                                   1, false)
                     .ok());
     EXPECT_TRUE((*writer)->Finish().ok());
     return archive;
@@ -118,9 +110,8 @@ TEST_F(CodeArchiveTest, LongNamesAndLinkTargetsTravelInPaxRecords) {
   const std::string archive = root_ + "/long.tar.gz";
   auto writer = ArchiveWriter::Create(archive);
   ASSERT_TRUE(writer.ok());
-  const std::string name(200, 'n'); // no '/' to split at
-  const std::string target =
-      "/" + std::string(150, 't') + "/" + std::string(150, 'u');
+  const std::string name(200, 'n');  // no '/' to split at
+  const std::string target = "/" + std::string(150, 't') + "/" + std::string(150, 'u');
   ASSERT_TRUE((*writer)->AddFile(name, Write("n", "long"), 4, false).ok());
   ASSERT_TRUE((*writer)->AddSymlink("link", target).ok());
   ASSERT_TRUE((*writer)->Finish().ok());
@@ -129,9 +120,7 @@ TEST_F(CodeArchiveTest, LongNamesAndLinkTargetsTravelInPaxRecords) {
   EXPECT_EQ(fs::read_symlink(root_ + "/out/link"), target);
   // And system tar reads them the same.
   fs::create_directory(root_ + "/by-tar");
-  ASSERT_EQ(
-      std::system(("tar -xzf " + archive + " -C " + root_ + "/by-tar").c_str()),
-      0);
+  ASSERT_EQ(std::system(("tar -xzf " + archive + " -C " + root_ + "/by-tar").c_str()), 0);
   EXPECT_EQ(Read(root_ + "/by-tar/" + name), "long");
   EXPECT_EQ(fs::read_symlink(root_ + "/by-tar/link"), target);
 }
@@ -143,8 +132,7 @@ TEST_F(CodeArchiveTest, APaxNameIsCheckedLikeAnyOther) {
   const std::string name = "../" + std::string(300, 'e');
   ASSERT_TRUE((*writer)->AddFile(name, Write("e", "x"), 1, false).ok());
   ASSERT_TRUE((*writer)->Finish().ok());
-  const absl::Status status =
-      UnpackArchive(archive, root_ + "/out", UnpackLimits{});
+  const absl::Status status = UnpackArchive(archive, root_ + "/out", UnpackLimits{});
   EXPECT_THAT(status.message(), HasSubstr("not a plain relative name"));
   EXPECT_FALSE(fs::exists(root_ + "/out"));
 }
@@ -154,8 +142,7 @@ TEST_F(CodeArchiveTest, APaxNameIsCheckedLikeAnyOther) {
 // archives are unpacked there and their trees given away: nothing is ever
 // created outside, and (as root, where the tree goes to another user)
 // nothing outside is given away.
-TEST_F(CodeArchiveTest,
-       DirectoriesSwappedForLinksDuringUnpacksNeverLeadOutside) {
+TEST_F(CodeArchiveTest, DirectoriesSwappedForLinksDuringUnpacksNeverLeadOutside) {
   const std::string archive = root_ + "/nested.tar.gz";
   std::vector<std::string> dirs;
   {
@@ -163,14 +150,11 @@ TEST_F(CodeArchiveTest,
     ASSERT_TRUE(writer.ok());
     const std::string file = Write("f", "x");
     for (const std::string top : {"a", "b"}) {
-      for (const std::string &dir : {top, top + "/s", top + "/s/t"}) {
+      for (const std::string& dir : {top, top + "/s", top + "/s/t"}) {
         ASSERT_TRUE((*writer)->AddDirectory(dir).ok());
         dirs.push_back(dir);
         for (int i = 0; i < 4; ++i) {
-          ASSERT_TRUE(
-              (*writer)
-                  ->AddFile(dir + "/f" + std::to_string(i), file, 1, false)
-                  .ok());
+          ASSERT_TRUE((*writer)->AddFile(dir + "/f" + std::to_string(i), file, 1, false).ok());
         }
       }
     }
@@ -180,19 +164,17 @@ TEST_F(CodeArchiveTest,
   ASSERT_TRUE(fs::create_directory(outside));
   std::ofstream(outside + "/keep") << "mine";
   const bool as_root = geteuid() == 0;
-  const UnpackOwner owner =
-      as_root ? UnpackOwner{4242, 4242} : UnpackOwner{getuid(), getgid()};
+  const UnpackOwner owner = as_root ? UnpackOwner{4242, 4242} : UnpackOwner{getuid(), getgid()};
 
   const std::string out = root_ + "/out";
   std::atomic<bool> stop{false};
   std::atomic<int> swaps{0};
   std::thread hostile([&] {
     while (!stop) {
-      for (const std::string &dir : dirs) {
+      for (const std::string& dir : dirs) {
         const std::string path = out + "/" + dir;
         if (rename(path.c_str(), (path + ".away").c_str()) == 0) {
-          if (symlink(outside.c_str(), path.c_str()) == 0)
-            ++swaps;
+          if (symlink(outside.c_str(), path.c_str()) == 0) ++swaps;
         }
       }
     }
@@ -211,7 +193,7 @@ TEST_F(CodeArchiveTest,
   stop = true;
   hostile.join();
   std::vector<std::string> found;
-  for (const auto &entry : fs::directory_iterator(outside)) {
+  for (const auto& entry : fs::directory_iterator(outside)) {
     found.push_back(entry.path().filename());
   }
   EXPECT_EQ(found, std::vector<std::string>{"keep"}) << "created outside";
@@ -221,17 +203,15 @@ TEST_F(CodeArchiveTest,
   ASSERT_EQ(stat((outside + "/keep").c_str(), &st), 0);
   EXPECT_EQ(st.st_uid, getuid()) << "a file outside was given away";
   EXPECT_GT(swaps.load(), 0) << "the race was never run";
-  std::cout << kTries << " unpacks, " << swaps
-            << " directories swapped for links, " << refused
-            << " unpacks refused"
-            << (as_root ? "; trees given to uid 4242" : "") << std::endl;
+  std::cout << kTries << " unpacks, " << swaps << " directories swapped for links, " << refused
+            << " unpacks refused" << (as_root ? "; trees given to uid 4242" : "") << std::endl;
 }
 
 // Archives a hostile or broken packer could send: each is refused, naming
 // what is wrong, and leaves nothing behind.
 class HostileArchiveTest : public CodeArchiveTest {
-protected:
-  void ExpectRefused(const std::string &archive, const std::string &why,
+ protected:
+  void ExpectRefused(const std::string& archive, const std::string& why,
                      UnpackLimits limits = UnpackLimits{}) {
     const std::string out = root_ + "/out";
     const absl::Status status = UnpackArchive(archive, out, limits);
@@ -240,7 +220,7 @@ protected:
     EXPECT_FALSE(fs::exists(out));
   }
 
-  std::string WithFile(const std::string &name) {
+  std::string WithFile(const std::string& name) {
     const std::string archive = root_ + "/hostile.tar.gz";
     auto writer = ArchiveWriter::Create(archive);
     EXPECT_TRUE(writer.ok());
@@ -250,12 +230,11 @@ protected:
   }
 
   // Rewrites the archive's uncompressed bytes through `edit`.
-  std::string Edited(const std::string &archive, void (*edit)(std::string *)) {
+  std::string Edited(const std::string& archive, void (*edit)(std::string*)) {
     gzFile in = gzopen(archive.c_str(), "rb");
     std::string tar;
     char buffer[4096];
-    for (int n; (n = gzread(in, buffer, sizeof buffer)) > 0;)
-      tar.append(buffer, n);
+    for (int n; (n = gzread(in, buffer, sizeof buffer)) > 0;) tar.append(buffer, n);
     gzclose(in);
     edit(&tar);
     const std::string edited = archive + ".edited.tar.gz";
@@ -267,10 +246,8 @@ protected:
 };
 
 TEST_F(HostileArchiveTest, NamesOutsideTheDirectory) {
-  ExpectRefused(WithFile("../escaped"),
-                "entry \"../escaped\": not a plain relative name");
-  ExpectRefused(WithFile("/etc/escaped"),
-                "entry \"/etc/escaped\": not a plain relative name");
+  ExpectRefused(WithFile("../escaped"), "entry \"../escaped\": not a plain relative name");
+  ExpectRefused(WithFile("/etc/escaped"), "entry \"/etc/escaped\": not a plain relative name");
   ExpectRefused(WithFile("a/./b"), "not a plain relative name");
   EXPECT_FALSE(fs::exists(root_ + "/escaped"));
 }
@@ -280,11 +257,9 @@ TEST_F(HostileArchiveTest, AFileUnderALinkIsNotWrittenThroughIt) {
   auto writer = ArchiveWriter::Create(archive);
   ASSERT_TRUE(writer.ok());
   ASSERT_TRUE((*writer)->AddSymlink("link", root_).ok());
-  ASSERT_TRUE(
-      (*writer)->AddFile("link/planted", Write("x", "x"), 1, false).ok());
+  ASSERT_TRUE((*writer)->AddFile("link/planted", Write("x", "x"), 1, false).ok());
   ASSERT_TRUE((*writer)->Finish().ok());
-  ExpectRefused(archive,
-                "entry \"link/planted\": its directory is not in the archive");
+  ExpectRefused(archive, "entry \"link/planted\": its directory is not in the archive");
   EXPECT_FALSE(fs::exists(root_ + "/planted"));
 }
 
@@ -301,27 +276,23 @@ TEST_F(HostileArchiveTest, ALinkIsNotReplacedByALaterFile) {
 
 TEST_F(HostileArchiveTest, LimitsOnBytesAndEntries) {
   const std::string archive = Sample("a.tar.gz");
-  ExpectRefused(archive, "its files hold more than 1000 bytes",
-                UnpackLimits{1000, 100});
+  ExpectRefused(archive, "its files hold more than 1000 bytes", UnpackLimits{1000, 100});
   ExpectRefused(archive, "more than 3 entries", UnpackLimits{1 << 20, 3});
 }
 
 TEST_F(HostileArchiveTest, BrokenArchives) {
   const std::string archive = Sample("a.tar.gz");
-  ExpectRefused(Edited(archive, [](std::string *tar) { (*tar)[0] ^= 1; }),
+  ExpectRefused(Edited(archive, [](std::string* tar) { (*tar)[0] ^= 1; }),
                 "a header's checksum does not match");
-  ExpectRefused(Edited(archive, [](std::string *tar) { tar->resize(700); }),
+  ExpectRefused(Edited(archive, [](std::string* tar) { tar->resize(700); }),
                 "it ends in the middle of an entry");
   ExpectRefused(Edited(archive,
-                       [](std::string *tar) {
-                         (*tar)[156] = '3'; // a character device
-                         // Fix the checksum so that the type is what is
-                         // refused.
+                       [](std::string* tar) {
+                         (*tar)[156] = '3';  // a character device
+                         // Fix the checksum so that the type is what is refused.
                          unsigned sum = 0;
                          for (int i = 0; i < 512; ++i) {
-                           sum += (i >= 148 && i < 156)
-                                      ? ' '
-                                      : static_cast<unsigned char>((*tar)[i]);
+                           sum += (i >= 148 && i < 156) ? ' ' : static_cast<unsigned char>((*tar)[i]);
                          }
                          snprintf(&(*tar)[148], 8, "%06o", sum);
                        }),
@@ -329,5 +300,5 @@ TEST_F(HostileArchiveTest, BrokenArchives) {
   ExpectRefused(Write("plain", std::string(2048, 'p')), "not gzip-compressed");
 }
 
-} // namespace
-} // namespace ringmaster
+}  // namespace
+}  // namespace ringmaster

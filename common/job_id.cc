@@ -2,6 +2,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
 namespace ringmaster {
@@ -27,6 +28,15 @@ absl::Status ValidateRankRef(absl::string_view job_id, int rank) {
   if (absl::Status s = ValidateJobId(job_id); !s.ok()) return s;
   if (rank < 0) return absl::InvalidArgumentError(absl::StrCat("rank ", rank, " is negative"));
   return absl::OkStatus();
+}
+
+int64_t JobNumber(absl::string_view job_id) {
+  int64_t number = 0;
+  const size_t dash = job_id.rfind('-');
+  if (dash == absl::string_view::npos || !absl::SimpleAtoi(job_id.substr(dash + 1), &number)) {
+    return 0;
+  }
+  return number;
 }
 
 }  // namespace ringmaster

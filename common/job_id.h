@@ -4,6 +4,8 @@
 #ifndef RINGMASTER_COMMON_JOB_ID_H_
 #define RINGMASTER_COMMON_JOB_ID_H_
 
+#include <cstdint>
+
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 
@@ -12,6 +14,10 @@ namespace ringmaster {
 // INVALID_ARGUMENT naming the id (escaped, at most 64 bytes of it) and the
 // rule when `id` does not match.
 absl::Status ValidateJobId(absl::string_view id);
+
+// The number in a job id ("<name>-<number>", numbers increasing with
+// submission); 0 for an id without one.
+int64_t JobNumber(absl::string_view job_id);
 
 // ValidateJobId, and a rank that is not negative.
 absl::Status ValidateRankRef(absl::string_view job_id, int rank);

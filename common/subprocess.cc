@@ -5,6 +5,8 @@
 #include <pwd.h>
 #include <linux/close_range.h>
 #include <signal.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -25,12 +27,22 @@ namespace ringmaster {
 namespace {
 
 enum Step {
-  kDetach, kDeathSignal, kCgroup, kRedirect, kStdin, kNoNewPrivs, kRunAs, kChdir, kAccess,
-  kExec, kSteps
+  kDetach, kDeathSignal, kCgroup, kRedirect, kStdin, kHideProcesses, kNoNewPrivs, kRunAs,
+  kChdir, kAccess, kExec, kSteps
 };
 const char* const kStepNames[kSteps] = {
     "detach", "prctl", "join cgroup", "redirect output", "open /dev/null",
-    "drop privileges", "switch to user", "chdir", "access", "execve"};
+    "mount a /proc that hides other users' processes", "drop privileges", "switch to user",
+    "chdir", "access", "execve"};
+
+// In a mount namespace of the caller's own (its mounts no longer flow back
+// to the host's), a /proc that lists only the caller's user's processes.
+// Async-signal-safe: only system calls.
+bool MountProcHidingOthers() {
+  return unshare(CLONE_NEWNS) == 0 &&
+         mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) == 0 &&
+         mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2") == 0;
+}
 
 // What the child does between fork and exec, prepared before fork.
 struct ChildPlan {
@@ -40,6 +52,7 @@ struct ChildPlan {
   int error_fd;
   const std::vector<int>* cgroup_fds;
   const RunAs* run_as;  // null: stay
+  bool hide_other_users_processes;
   bool no_new_privs;
   const char* dir;
   const std::vector<PathAccess>* required_access;
@@ -78,6 +91,8 @@ struct ChildPlan {
   step = kStdin;
   int devnull = open("/dev/null", O_RDONLY);
   if (devnull < 0 || dup2(devnull, STDIN_FILENO) < 0) fail();
+  step = kHideProcesses;
+  if (plan.hide_other_users_processes && !MountProcHidingOthers()) fail();
   step = kNoNewPrivs;
   if (plan.no_new_privs && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail();
   // A worker that switches users by ambient capabilities does not hand them
@@ -248,7 +263,8 @@ absl::StatusOr<pid_t> SpawnProcess(const SubprocessSpec& spec) {
   }
   if (pid == 0) {
     ExecChild({spec.detach, parent, output_fd, pipe_fds[1], &cgroup_fds,
-               spec.run_as ? &*spec.run_as : nullptr, spec.no_new_privs,
+               spec.run_as ? &*spec.run_as : nullptr, spec.hide_other_users_processes,
+               spec.no_new_privs,
                spec.working_dir.c_str(), &spec.required_access, program->c_str(), argv.data(),
                envp.data()});
   }
@@ -266,6 +282,16 @@ absl::StatusOr<pid_t> SpawnProcess(const SubprocessSpec& spec) {
   if (n != sizeof(report)) return pid;  // the pipe closed on exec
   waitpid(pid, nullptr, 0);
   return ChildFailure(report, spec, *program);
+}
+
+bool CanHideOtherUsersProcesses() {
+  const pid_t pid = fork();
+  if (pid < 0) return false;
+  if (pid == 0) _exit(MountProcHidingOthers() ? 0 : 1);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
 }  // namespace ringmaster

@@ -63,7 +63,15 @@ struct SubprocessSpec {
   // Checked in order after chdir, as the child's user: the first it may
   // not access fails the spawn, naming it.
   std::vector<PathAccess> required_access;
+  // The child gets a mount namespace of its own with /proc mounted
+  // hidepid=2: it sees only its own user's processes (needs root, or
+  // CAP_SYS_ADMIN; see CanHideOtherUsersProcesses).
+  bool hide_other_users_processes = false;
 };
+
+// Whether SubprocessSpec::hide_other_users_processes works here: a child
+// is made to try it (a container without CAP_SYS_ADMIN cannot).
+bool CanHideOtherUsersProcesses();
 
 // Starts the process; stdin is /dev/null and no descriptor of the caller
 // but stdout/stderr reaches it. The error names the failing step and path.

@@ -51,13 +51,6 @@ std::vector<std::string> WorkersOf(const v1::Job& job) {
   return {workers.begin(), workers.end()};
 }
 
-int64_t JobNumber(const std::string& job_id) {
-  int64_t number = 0;
-  const size_t dash = job_id.rfind('-');
-  if (dash == std::string::npos || !absl::SimpleAtoi(job_id.substr(dash + 1), &number)) return 0;
-  return number;
-}
-
 JobRecord& JobTable::Add(v1::Job job) {
   const int64_t number = JobNumber(job.id());
   auto record = std::make_unique<JobRecord>();

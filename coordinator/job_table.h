@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "common/job_id.h"
 #include "coordinator/change_log.h"
 #include "coordinator/job_store.h"
 #include "coordinator/outbox.h"
@@ -58,10 +59,6 @@ struct JobRecord {
   // throughput summed over the ranks.
   void SetRankProgress(int rank, const v1::Progress& progress);
 };
-
-// The number in a job id ("<name>-<number>", numbers increasing with
-// submission); 0 for an id without one.
-int64_t JobNumber(const std::string& job_id);
 
 // The workers that ran the job's current attempt.
 std::vector<std::string> WorkersOf(const v1::Job& job);

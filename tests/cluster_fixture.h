@@ -41,7 +41,8 @@ class ClusterTest : public ::testing::Test {
     auto port = PickFreePort("127.0.0.1");
     ASSERT_TRUE(port.ok());
     address_ = absl::StrCat("127.0.0.1:", *port);
-    std::vector<std::string> args = {"up", "--workers", "2", "--slots", "1", "--state-dir",
+    std::vector<std::string> args = {"up",      "--workers", absl::StrCat(up_workers_),
+                                     "--slots", absl::StrCat(up_slots_), "--state-dir",
                                      state_dir_};
     args.insert(args.end(), up_args_.begin(), up_args_.end());
     testing::CommandResult up = Cli(args);
@@ -161,6 +162,8 @@ class ClusterTest : public ::testing::Test {
   // `up` more arguments.
   std::map<std::string, std::string> extra_env_;
   std::vector<std::string> up_args_;
+  int up_workers_ = 2;
+  int up_slots_ = 1;
   // Where the cluster's state dir goes (default: the test's temporary
   // directory); "/tmp" for ranks of another user, who cannot pass through
   // the test's.

@@ -11,16 +11,13 @@
 
 namespace ringmaster {
 
-JobCode::Fetch CoordinatorCodeFetch(std::shared_ptr<grpc::Channel> coordinator,
-                                    std::string token,
+JobCode::Fetch CoordinatorCodeFetch(std::shared_ptr<grpc::Channel> coordinator, std::string token,
                                     absl::Duration call_timeout) {
-  std::shared_ptr<v1::WorkerService::Stub> stub =
-      v1::WorkerService::NewStub(coordinator);
-  return [stub, token, call_timeout](const std::string &sha256,
-                                     const std::string &path) -> absl::Status {
+  std::shared_ptr<v1::WorkerService::Stub> stub = v1::WorkerService::NewStub(coordinator);
+  return [stub, token, call_timeout](const std::string& sha256,
+                                     const std::string& path) -> absl::Status {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    if (!out)
-      return absl::InternalError("cannot create a file for the archive");
+    if (!out) return absl::InternalError("cannot create a file for the archive");
     v1::ReadCodeRequest request;
     request.set_sha256(sha256);
     request.set_max_bytes(kMaxCodeChunkBytes);
@@ -35,22 +32,17 @@ JobCode::Fetch CoordinatorCodeFetch(std::shared_ptr<grpc::Channel> coordinator,
                             absl::StrCat("fetching it from the coordinator: ",
                                          status.error_message()));
       }
-      if (response.data().empty())
-        break;
-      out.write(response.data().data(),
-                static_cast<std::streamsize>(response.data().size()));
-      request.set_offset(request.offset() +
-                         static_cast<int64_t>(response.data().size()));
+      if (response.data().empty()) break;
+      out.write(response.data().data(), static_cast<std::streamsize>(response.data().size()));
+      request.set_offset(request.offset() + static_cast<int64_t>(response.data().size()));
       if (request.offset() > response.archive_bytes()) {
-        return absl::DataLossError(
-            "the coordinator sent more than the archive holds");
+        return absl::DataLossError("the coordinator sent more than the archive holds");
       }
     }
     out.close();
-    if (!out)
-      return absl::InternalError("cannot write the archive");
+    if (!out) return absl::InternalError("cannot write the archive");
     return absl::OkStatus();
   };
 }
 
-} // namespace ringmaster
+}  // namespace ringmaster

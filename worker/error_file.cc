@@ -10,26 +10,49 @@
 #include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
 
 namespace ringmaster {
 
-absl::Status PrepareErrorDir(const std::string& dir, const std::optional<RunAs>& owner) {
+namespace {
+
+// `dir` made (mode 0700, owned by `owner` when given) and opened; from here
+// on through the descriptor: the rank's user owns it and may have put a
+// link in its place.
+absl::StatusOr<int> OpenRankDir(const std::string& dir, const std::optional<RunAs>& owner) {
   if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
     return absl::InternalError(absl::StrCat("mkdir ", dir, ": ", std::strerror(errno)));
   }
-  struct stat st;
-  if (lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    return absl::InternalError(absl::StrCat(dir, " is not a directory"));
+  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return absl::InternalError(absl::StrCat(dir, " is not a directory"));
+  if (fchmod(fd, 0700) != 0 || (owner && fchown(fd, owner->uid, owner->gid) != 0)) {
+    const absl::Status error =
+        absl::InternalError(absl::StrCat("chown ", dir, ": ", std::strerror(errno)));
+    close(fd);
+    return error;
   }
-  if (owner && chown(dir.c_str(), owner->uid, owner->gid) != 0) {
-    return absl::InternalError(absl::StrCat("chown ", dir, ": ", std::strerror(errno)));
-  }
-  const std::string stale = dir + "/error.json";
-  if (unlink(stale.c_str()) != 0 && errno != ENOENT) {
-    return absl::InternalError(absl::StrCat("removing ", stale, ": ", std::strerror(errno)));
+  return fd;
+}
+
+}  // namespace
+
+absl::Status MakeRankDir(const std::string& dir, const std::optional<RunAs>& owner) {
+  absl::StatusOr<int> fd = OpenRankDir(dir, owner);
+  if (!fd.ok()) return fd.status();
+  close(*fd);
+  return absl::OkStatus();
+}
+
+absl::Status PrepareErrorDir(const std::string& dir, const std::optional<RunAs>& owner) {
+  absl::StatusOr<int> fd = OpenRankDir(dir, owner);
+  if (!fd.ok()) return fd.status();
+  absl::Cleanup close_fd = [fd = *fd] { close(fd); };
+  if (unlinkat(*fd, "error.json", 0) != 0 && errno != ENOENT) {
+    return absl::InternalError(
+        absl::StrCat("removing ", dir, "/error.json: ", std::strerror(errno)));
   }
   return absl::OkStatus();
 }

@@ -20,8 +20,11 @@ inline constexpr size_t kMaxErrorFileBytes = 64 << 10;
 inline constexpr size_t kMaxErrorMessageBytes = 1000;
 
 // Makes `dir` (mode 0700, owned by `owner` when given, so that a rank
-// running as another user can write in it) and removes an error file an
-// earlier attempt left there.
+// running as another user can write in it), never through a link put in
+// its place.
+absl::Status MakeRankDir(const std::string& dir, const std::optional<RunAs>& owner);
+
+// MakeRankDir, and removes an error file an earlier attempt left there.
 absl::Status PrepareErrorDir(const std::string& dir, const std::optional<RunAs>& owner);
 
 // The error's message ("ValueError: bad input"), on one line and at most

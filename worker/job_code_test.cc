@@ -18,25 +18,23 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-std::string Sha256Of(const std::string &bytes) {
+std::string Sha256Of(const std::string& bytes) {
   Sha256 hash;
   hash.Update(bytes);
   return hash.HexDigest();
 }
 
 class JobCodeTest : public ::testing::Test {
-protected:
+ protected:
   void SetUp() override {
-    std::string pattern =
-        (fs::temp_directory_path() / "job_code_test.XXXXXX").string();
+    std::string pattern = (fs::temp_directory_path() / "job_code_test.XXXXXX").string();
     ASSERT_NE(mkdtemp(pattern.data()), nullptr);
     tmp_ = pattern;
     archive_ = tmp_ + "/code.tar.gz";
     std::ofstream(tmp_ + "/train.py") << "print('hi')\n";
     auto writer = ArchiveWriter::Create(archive_);
     ASSERT_TRUE(writer.ok());
-    ASSERT_TRUE(
-        (*writer)->AddFile("train.py", tmp_ + "/train.py", 12, false).ok());
+    ASSERT_TRUE((*writer)->AddFile("train.py", tmp_ + "/train.py", 12, false).ok());
     ASSERT_TRUE((*writer)->Finish().ok());
     code_.set_sha256(*Sha256OfFile(archive_));
     code_.set_source("laptop:/home/me/project");
@@ -44,12 +42,10 @@ protected:
   void TearDown() override { fs::remove_all(tmp_); }
 
   // A coordinator that serves `archive_` (or other bytes) and counts fetches.
-  JobCode::Fetch Serving(std::string *bytes_instead = nullptr) {
-    return [this, bytes_instead](const std::string &sha256,
-                                 const std::string &path) {
+  JobCode::Fetch Serving(std::string* bytes_instead = nullptr) {
+    return [this, bytes_instead](const std::string& sha256, const std::string& path) {
       ++fetches_;
-      if (sha256 != code_.sha256())
-        return absl::NotFoundError("no such archive");
+      if (sha256 != code_.sha256()) return absl::NotFoundError("no such archive");
       if (bytes_instead != nullptr) {
         std::ofstream(path) << *bytes_instead;
       } else {
@@ -68,15 +64,15 @@ protected:
 };
 
 TEST_F(JobCodeTest, FetchedOnceAndUnpackedForTheJob) {
-  JobCode jobs(root(), std::nullopt, UnpackLimits{}, Serving());
-  auto dir = jobs.Prepare("train-1", code_);
+  JobCode jobs(root(), UnpackLimits{}, Serving());
+  auto dir = jobs.Prepare("train-1", code_, std::nullopt);
   ASSERT_TRUE(dir.ok()) << dir.status();
   EXPECT_EQ(*dir, root() + "/train-1/code");
   std::ifstream in(*dir + "/train.py");
   std::stringstream text;
   text << in.rdbuf();
   EXPECT_EQ(text.str(), "print('hi')\n");
-  ASSERT_TRUE(jobs.Prepare("train-1", code_).ok());
+  ASSERT_TRUE(jobs.Prepare("train-1", code_, std::nullopt).ok());
   EXPECT_EQ(fetches_, 1);
   // Nothing of the download is left beside it.
   EXPECT_FALSE(fs::exists(root() + "/train-1/code.tar.gz.part"));
@@ -84,41 +80,37 @@ TEST_F(JobCodeTest, FetchedOnceAndUnpackedForTheJob) {
 }
 
 TEST_F(JobCodeTest, RanksStartingTogetherWaitForOneFetch) {
-  JobCode jobs(root(), std::nullopt, UnpackLimits{}, Serving());
+  JobCode jobs(root(), UnpackLimits{}, Serving());
   std::vector<std::thread> ranks;
   std::atomic<int> ok{0};
   for (int i = 0; i < 8; ++i) {
     ranks.emplace_back(
-        [&] { ok += jobs.Prepare("train-1", code_).ok() ? 1 : 0; });
+        [&] { ok += jobs.Prepare("train-1", code_, std::nullopt).ok() ? 1 : 0; });
   }
-  for (auto &t : ranks)
-    t.join();
+  for (auto& t : ranks) t.join();
   EXPECT_EQ(ok, 8);
   EXPECT_EQ(fetches_, 1);
 }
 
 TEST_F(JobCodeTest, ATamperedArchiveIsRefusedAndTriedAgainLater) {
   std::string tampered = "not the archive";
-  JobCode jobs(root(), std::nullopt, UnpackLimits{}, Serving(&tampered));
-  auto dir = jobs.Prepare("train-1", code_);
+  JobCode jobs(root(), UnpackLimits{}, Serving(&tampered));
+  auto dir = jobs.Prepare("train-1", code_, std::nullopt);
   EXPECT_EQ(dir.status().code(), absl::StatusCode::kDataLoss);
-  EXPECT_THAT(
-      dir.status().message(),
-      HasSubstr(
-          "code " + code_.sha256().substr(0, 12) +
-          " from laptop:/home/me/project: the fetched archive has SHA-256 "));
+  EXPECT_THAT(dir.status().message(),
+              HasSubstr("code " + code_.sha256().substr(0, 12) +
+                        " from laptop:/home/me/project: the fetched archive has SHA-256 "));
   EXPECT_FALSE(fs::exists(root() + "/train-1/code"));
-  JobCode fixed(root(), std::nullopt, UnpackLimits{}, Serving());
-  EXPECT_TRUE(fixed.Prepare("train-1", code_).ok());
+  JobCode fixed(root(), UnpackLimits{}, Serving());
+  EXPECT_TRUE(fixed.Prepare("train-1", code_, std::nullopt).ok());
 }
 
 TEST_F(JobCodeTest, AnArchiveOverTheLimitIsRefused) {
-  JobCode jobs(root(), std::nullopt, UnpackLimits{5, 100}, Serving());
-  auto dir = jobs.Prepare("train-1", code_);
-  EXPECT_EQ(dir.status().message(),
-            "code " + code_.sha256().substr(0, 12) +
-                " from laptop:/home/me/project: the archive: its "
-                "files hold more than 5 bytes");
+  JobCode jobs(root(), UnpackLimits{5, 100}, Serving());
+  auto dir = jobs.Prepare("train-1", code_, std::nullopt);
+  EXPECT_EQ(dir.status().message(), "code " + code_.sha256().substr(0, 12) +
+                                        " from laptop:/home/me/project: the archive: its "
+                                        "files hold more than 5 bytes");
   EXPECT_FALSE(fs::exists(root() + "/train-1/code"));
 }
 
@@ -132,37 +124,33 @@ TEST_F(JobCodeTest, ErrorsNameNoFileOfTheWorkerNorAnEmptySource) {
   }
   code_.set_sha256(Sha256Of(corrupt));
   code_.clear_source();
-  JobCode jobs(root(), std::nullopt, UnpackLimits{}, Serving(&corrupt));
-  auto dir = jobs.Prepare("train-1", code_);
+  JobCode jobs(root(), UnpackLimits{}, Serving(&corrupt));
+  auto dir = jobs.Prepare("train-1", code_, std::nullopt);
   ASSERT_FALSE(dir.ok());
-  EXPECT_EQ(dir.status().message().rfind(
-                "code " + code_.sha256().substr(0, 12) + ": ", 0),
-            0u)
+  EXPECT_EQ(dir.status().message().rfind("code " + code_.sha256().substr(0, 12) + ": ", 0), 0u)
       << dir.status().message();
-  EXPECT_EQ(dir.status().message().find(tmp_), std::string::npos)
-      << dir.status().message();
-  EXPECT_EQ(dir.status().message().find(".part"), std::string::npos)
-      << dir.status().message();
+  EXPECT_EQ(dir.status().message().find(tmp_), std::string::npos) << dir.status().message();
+  EXPECT_EQ(dir.status().message().find(".part"), std::string::npos) << dir.status().message();
 }
 
 TEST_F(JobCodeTest, ARestartedWorkerUsesWhatItUnpacked) {
   {
-    JobCode jobs(root(), std::nullopt, UnpackLimits{}, Serving());
-    ASSERT_TRUE(jobs.Prepare("train-1", code_).ok());
+    JobCode jobs(root(), UnpackLimits{}, Serving());
+    ASSERT_TRUE(jobs.Prepare("train-1", code_, std::nullopt).ok());
   }
-  JobCode again(root(), std::nullopt, UnpackLimits{}, Serving());
-  ASSERT_TRUE(again.Prepare("train-1", code_).ok());
+  JobCode again(root(), UnpackLimits{}, Serving());
+  ASSERT_TRUE(again.Prepare("train-1", code_, std::nullopt).ok());
   EXPECT_EQ(fetches_, 1);
 }
 
 TEST_F(JobCodeTest, DeleteRemovesTheJobsDirectory) {
-  JobCode jobs(root(), std::nullopt, UnpackLimits{}, Serving());
-  ASSERT_TRUE(jobs.Prepare("train-1", code_).ok());
+  JobCode jobs(root(), UnpackLimits{}, Serving());
+  ASSERT_TRUE(jobs.Prepare("train-1", code_, std::nullopt).ok());
   jobs.Delete("train-1");
   EXPECT_FALSE(fs::exists(root() + "/train-1"));
-  jobs.Delete("../escape"); // not a job id: nothing happens
+  jobs.Delete("../escape");  // not a job id: nothing happens
   EXPECT_TRUE(fs::exists(tmp_));
 }
 
-} // namespace
-} // namespace ringmaster
+}  // namespace
+}  // namespace ringmaster

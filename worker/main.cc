@@ -15,6 +15,7 @@
 #include "common/token_file.h"
 #include "worker/death_watch.h"
 #include "worker/rank_cgroups.h"
+#include "worker/rank_identity.h"
 #include "worker/state_dir_lock.h"
 #include "worker/worker_server.h"
 
@@ -44,8 +45,13 @@ void AddWorkerFlags(CLI::App& app, ringmaster::WorkerConfig* config) {
       ->capture_default_str();
   app.add_option("--id", config->worker_id, "worker id (default: hostname-port)");
   app.add_option("--rank-user", config->rank_user,
-                 "user[:group] ranks run as (default: nobody when the worker may switch "
-                 "users, as root or with CAP_SETUID and CAP_SETGID; else its own)");
+                 "user[:group] every job's ranks run as, one user for all (default: a uid of "
+                 "its own per job, when the worker may switch users, as root or with "
+                 "CAP_SETUID and CAP_SETGID; else the worker's own)");
+  app.add_option("--rank-uid-range", config->rank_uid_range,
+                 std::string("uids (and gids) of jobs' own identities, FIRST-LAST; a job's is "
+                             "FIRST + its number modulo the range's size (default ") +
+                     ringmaster::kDefaultRankUidRange + ")");
   app.add_option_function<int64_t>(
          "--max-code-mb", [config](int64_t mb) { config->max_code_bytes = mb << 20; },
          "most MiB of files a job's uploaded code may unpack to (default 1024)")

@@ -29,6 +29,7 @@ struct LaunchSpec {
   int64_t memory_bytes = 0;       // limit for it and its descendants; 0: none
   std::optional<RunAs> run_as;    // its user; nullopt: the worker's
   std::vector<PathAccess> required_access;  // checked as its user before exec
+  bool hide_other_users_processes = false;  // SubprocessSpec's
 };
 
 struct ExitStatus {

@@ -1,6 +1,8 @@
 #include "worker/rank_supervisor.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -8,6 +10,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "common/credentials.h"
 #include "common/job_id.h"
@@ -25,12 +28,40 @@ constexpr char kTrainerName[] = "ringmaster-trainer";
 v1::RankRef RefOf(const v1::StartRank& start) { return start.rank(); }
 
 // What the rank needs of its job's checkpoint directory, <root>/<job id>:
-// rank 0 writes in it (or creates it in the root), the others read it.
-PathAccess CheckpointAccess(const std::string& root, const v1::RankRef& ref) {
+// rank 0 writes in it (or creates it in the root, unless the worker makes
+// it), the others read it.
+PathAccess CheckpointAccess(const std::string& root, const v1::RankRef& ref,
+                            bool worker_makes_it) {
   const std::string job_dir = absl::StrCat(root, "/", ref.job_id());
   std::error_code error;
-  const std::string path = std::filesystem::is_directory(job_dir, error) ? job_dir : root;
+  const std::string path =
+      worker_makes_it || std::filesystem::is_directory(job_dir, error) ? job_dir : root;
   return {"checkpoint_dir", path, ref.rank() == 0 ? W_OK | X_OK : R_OK | X_OK};
+}
+
+// <root>/<job> for a job with a uid of its own: made by the worker and
+// given to the job, so that its ranks need no write access to the root. One
+// that exists must be the job's already.
+absl::Status MakeJobCheckpointDir(const std::string& root, const std::string& job_id,
+                                  const RunAs& job) {
+  const int root_fd = open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (root_fd < 0) return ErrnoError(absl::StrCat("checkpoint_dir ", root));
+  absl::Cleanup close_root = [root_fd] { close(root_fd); };
+  if (mkdirat(root_fd, job_id.c_str(), 0700) == 0) {
+    if (fchownat(root_fd, job_id.c_str(), job.uid, job.gid, AT_SYMLINK_NOFOLLOW) != 0) {
+      return ErrnoError(absl::StrCat("checkpoint_dir ", root, "/", job_id, ": chown"));
+    }
+    return absl::OkStatus();
+  }
+  if (errno != EEXIST) return ErrnoError(absl::StrCat("checkpoint_dir ", root, "/", job_id));
+  struct stat st {};
+  if (fstatat(root_fd, job_id.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode) ||
+      st.st_uid != job.uid) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("checkpoint_dir ", root, "/", job_id, " is not a directory of ", job.name,
+                     " (uid ", st.st_uid, "); remove it or give it to uid ", job.uid));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -90,14 +121,20 @@ absl::StatusOr<LaunchSpec> RankSupervisor::LaunchSpecFor(const v1::StartRank& st
   }
   ASSIGN_OR_RETURN(spec.env["CUDA_VISIBLE_DEVICES"],
                    VisibleDevices(options_.gpus, {start.gpus().begin(), start.gpus().end()}));
-  spec.run_as = options_.run_as;
+  ASSIGN_OR_RETURN(spec.run_as, options_.identities.ForJob(ref.job_id()));
+  if (options_.identities.per_job()) {
+    spec.env["HOME"] = spec.env["TMPDIR"] = spec.run_as->home;
+    spec.env.erase("USER");
+    spec.hide_other_users_processes = options_.hide_other_jobs_processes;
+  }
   spec.env["TORCHELASTIC_ERROR_FILE"] = ErrorFilePath(ref);
   spec.working_dir = start.working_dir();
   spec.log_path = LogPath(ref.job_id(), ref.attempt(), ref.rank());
   spec.name = absl::StrCat(ref.job_id(), ".", ref.attempt(), ".", ref.rank());
   spec.memory_bytes = start.memory_bytes();
   if (!start.checkpoint_dir().empty()) {
-    spec.required_access.push_back(CheckpointAccess(start.checkpoint_dir(), ref));
+    spec.required_access.push_back(
+        CheckpointAccess(start.checkpoint_dir(), ref, options_.identities.per_job()));
   }
   return spec;
 }
@@ -110,11 +147,19 @@ absl::Status RankSupervisor::PrepareFiles(const v1::StartRank& start, LaunchSpec
       std::filesystem::path(ErrorFilePath(start.rank())).parent_path();
   RETURN_IF_ERROR(MakePrivateDir(options_.jobs_dir, 0711));
   RETURN_IF_ERROR(MakePrivateDir(error_dir.parent_path().string(), 0711));
-  RETURN_IF_ERROR(PrepareErrorDir(error_dir.string(), options_.run_as));
+  RETURN_IF_ERROR(PrepareErrorDir(error_dir.string(), spec->run_as));
+  if (options_.identities.per_job()) {
+    RETURN_IF_ERROR(MakeRankDir(spec->run_as->home, spec->run_as));  // the job's scratch
+    if (!start.checkpoint_dir().empty()) {
+      RETURN_IF_ERROR(MakeJobCheckpointDir(start.checkpoint_dir(), start.rank().job_id(),
+                                           *spec->run_as));
+    }
+  }
   if (!start.has_code()) return absl::OkStatus();
   if (options_.code == nullptr) return absl::FailedPreconditionError("this worker takes no code");
   // The rank's thread may wait: the first rank of the job fetches.
-  absl::StatusOr<std::string> dir = options_.code->Prepare(start.rank().job_id(), start.code());
+  absl::StatusOr<std::string> dir =
+      options_.code->Prepare(start.rank().job_id(), start.code(), spec->run_as);
   if (!dir.ok()) return dir.status();
   spec->working_dir = *dir;
   return absl::OkStatus();

@@ -19,6 +19,7 @@
 #include "proto/worker.pb.h"
 #include "worker/job_code.h"
 #include "worker/process_launcher.h"
+#include "worker/rank_identity.h"
 
 namespace ringmaster {
 
@@ -30,7 +31,11 @@ struct RankSupervisorOptions {
   std::string jobs_dir;
   std::string trainer_program;    // run for argv[0] == "ringmaster-trainer"
   std::map<std::string, std::string> base_env;  // PATH and HOME of the worker
-  std::optional<RunAs> run_as;    // the ranks' user (HOME and USER follow); nullopt: the worker's
+  // Who each job's ranks run as: with an identity per job, HOME and TMPDIR
+  // are the job's own <jobs_dir>/<job>/home (0700, the job's).
+  RankIdentities identities = RankIdentities::Shared(std::nullopt);
+  // Ranks of a job with an identity of its own see only its processes.
+  bool hide_other_jobs_processes = false;
   absl::Duration clear_group_timeout = absl::Seconds(10);
   // Unpacks the code of jobs that come with it (StartRank.code); not owned.
   JobCode* code = nullptr;

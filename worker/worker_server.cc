@@ -139,15 +139,29 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
   if (supervisor_options.base_env.count("PATH") == 0) {
     supervisor_options.base_env["PATH"] = "/usr/local/bin:/usr/bin:/bin";
   }
-  ASSIGN_OR_RETURN(supervisor_options.run_as, RankIdentity(config.rank_user));
-  if (const std::optional<RunAs>& as = supervisor_options.run_as) {
-    supervisor_options.base_env["HOME"] = as->home;
-    supervisor_options.base_env["USER"] = as->name.substr(0, as->name.find(':'));
-    spdlog::info("ranks run as {} (uid {}, gid {})", as->name, as->uid, as->gid);
+  ASSIGN_OR_RETURN(supervisor_options.identities,
+                   ChooseRankIdentities(config.rank_user, config.rank_uid_range,
+                                        supervisor_options.jobs_dir));
+  const RankIdentities& identities = supervisor_options.identities;
+  absl::StatusOr<std::optional<RunAs>> shared = identities.ForJob("");
+  if (!identities.per_job() && shared.ok() && shared->has_value()) {
+    supervisor_options.base_env["HOME"] = (*shared)->home;
+    supervisor_options.base_env["USER"] = (*shared)->name.substr(0, (*shared)->name.find(':'));
   }
-  std::optional<UnpackOwner> code_owner;
-  if (const std::optional<RunAs>& as = supervisor_options.run_as; as && as->uid != geteuid()) {
-    code_owner = UnpackOwner{as->uid, as->gid};
+  if (identities.per_job()) {
+    supervisor_options.hide_other_jobs_processes = CanHideOtherUsersProcesses();
+    if (!supervisor_options.hide_other_jobs_processes) {
+      spdlog::warn("no mount namespace for a /proc with hidepid here: ranks of different jobs "
+                   "can list each other's processes (they still cannot signal, trace or read "
+                   "them)");
+    }
+  } else {
+    spdlog::warn("every job's ranks run as one user: a rank of one job may signal, trace and "
+                 "read another job's ranks, and write in its code (see docs/security.md)");
+  }
+  spdlog::info("ranks run as {}", identities.Describe());
+  if (identities.per_job() || (shared.ok() && shared->has_value() &&
+                               (*shared)->uid != geteuid())) {
     // Ranks of another user pass through the state dir to their job's code
     // (jobs/<job>/code, theirs); they cannot list it, and logs/ stays 0750.
     if (chmod(config.state_dir.c_str(), 0711) != 0) {
@@ -156,7 +170,7 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
     }
   }
   server->code_ = std::make_unique<JobCode>(
-      config.state_dir + "/jobs", code_owner, UnpackLimits{config.max_code_bytes},
+      config.state_dir + "/jobs", UnpackLimits{config.max_code_bytes},
       CoordinatorCodeFetch(grpc::CreateChannel(config.coordinator_address,
                                                ChannelCredentials(config.tls)),
                            config.token));

@@ -47,6 +47,7 @@ struct WorkerConfig {
   // "user[:group]" ranks run as; empty: "nobody" when the worker is root,
   // else the worker's own user.
   std::string rank_user;
+  std::string rank_uid_range;  // empty: the default, unless rank_user is given
   int64_t max_code_bytes = int64_t{1} << 30;  // a job's unpacked code, at most
 };
 

@@ -1,0 +1,165 @@
+// Jobs kept apart on a shared worker. A hostile job tries every attack one
+// rank can make on another job's rank on the same worker: read its
+// environment (and so its job token), see, stop and signal its process,
+// write in or list its code, and plant the error file its worker reads when
+// it fails. With a uid per job (the default of a root worker) each is
+// refused; with one --rank-user for every job each succeeds, which is the
+// isolation that setting gives up. Ranks of one job still share their code,
+// their checkpoint directory and /dev/shm.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "common/job_id.h"
+#include "tests/cluster_fixture.h"
+
+namespace ringmaster {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Each attack prints "ATTACK <name>: done" or "ATTACK <name>: refused".
+constexpr char kAttacks[] = R"(
+try() { name=$1; shift; if "$@" > /dev/null 2>&1; then echo "ATTACK $name: done"; else echo "ATTACK $name: refused"; fi; }
+try read-environ grep -q RINGMASTER_JOB_TOKEN /proc/$VICTIM_PID/environ
+try see-process test -e /proc/$VICTIM_PID/status
+try stop-process kill -STOP $VICTIM_PID
+kill -CONT $VICTIM_PID 2> /dev/null
+try signal-process kill -0 $VICTIM_PID
+try list-code ls $VICTIM_CODE
+try write-code sh -c 'echo evil > $VICTIM_CODE/evil'
+try plant-error-file sh -c 'echo "{\"message\": \"forged\"}" > $VICTIM_ERROR_FILE'
+echo ATTACKS DONE
+)";
+
+const std::vector<std::string>& AttackNames() {
+  static const auto* names =
+      new std::vector<std::string>{"read-environ", "see-process",  "stop-process", "signal-process",
+                                   "list-code",    "write-code",   "plant-error-file"};
+  return *names;
+}
+
+class IsolationTest : public ClusterTest {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root: only a root worker switches users";
+    if (up_args_.empty()) up_args_ = {"--rank-uid-range", "300000-300999"};
+    state_parent_ = "/tmp";  // ranks of other users pass through it
+    up_workers_ = 1;         // every job on the same worker
+    up_slots_ = 2;
+    ClusterTest::SetUp();
+  }
+
+  std::string JobDir(const std::string& id) { return state_dir_ + "/worker-0/jobs/" + id; }
+
+  // Runs the victim, then the attacker against it; the attacker's verdict
+  // for each attack, and the victim's job.
+  std::map<std::string, std::string> Attack(std::string* victim_id) {
+    const std::string victim = Submit("name: victim\nranks: 1\nmax_restarts: 0\n"
+                                      "command: [sh, -c, 'echo up; exec sleep 300']\n");
+    *victim_id = victim;
+    const v1::Job running =
+        WaitJob(victim, [](const v1::Job& j) { return j.state() == v1::RUNNING; });
+    const std::string attacker = Submit(absl::StrCat(
+        "name: attacker\nranks: 1\nenv:\n  VICTIM_PID: '", running.ranks(0).pid(),
+        "'\n  VICTIM_CODE: ", JobDir(victim), "/code\n  VICTIM_ERROR_FILE: ", JobDir(victim),
+        "/rank-0.error/error.json\ncommand:\n  - sh\n  - -c\n  - |\n",
+        absl::StrReplaceAll(kAttacks, {{"\n", "\n    "}})));
+    WaitJob(attacker, [](const v1::Job& j) { return j.state() == v1::SUCCEEDED; });
+    const testing::CommandResult logs = Cli({"logs", attacker});
+    EXPECT_NE(logs.out.find("ATTACKS DONE"), std::string::npos) << logs.out << logs.err;
+    std::map<std::string, std::string> verdicts;
+    for (absl::string_view line : absl::StrSplit(logs.out, '\n')) {
+      std::vector<std::string> parts = absl::StrSplit(line, absl::MaxSplits(": ", 1));
+      if (parts.size() == 2 && absl::StartsWith(parts[0], "[rank 0] ATTACK ")) {
+        verdicts[parts[0].substr(16)] = parts[1];
+      }
+    }
+    return verdicts;
+  }
+};
+
+TEST_F(IsolationTest, AHostileJobOnTheSameWorkerIsRefusedEveryAttack) {
+  std::string victim;
+  const std::map<std::string, std::string> verdicts = Attack(&victim);
+  for (const std::string& name : AttackNames()) {
+    ASSERT_EQ(verdicts.count(name), 1u) << name << " did not run";
+    EXPECT_EQ(verdicts.at(name), "refused") << name;
+  }
+  EXPECT_FALSE(fs::exists(JobDir(victim) + "/code/evil"));
+  // The victim fails by itself: its root cause is its own.
+  const v1::Job job = WaitJob(victim, [](const v1::Job& j) { return j.state() == v1::RUNNING; });
+  ASSERT_EQ(kill(job.ranks(0).pid(), SIGKILL), 0);
+  const v1::Job failed = WaitJob(victim, [](const v1::Job& j) { return j.state() == v1::FAILED; });
+  const std::string cause = failed.history(failed.history_size() - 1).message();
+  EXPECT_EQ(cause.find("forged"), std::string::npos) << cause;
+  EXPECT_NE(cause.find("killed by signal 9"), std::string::npos) << cause;
+}
+
+TEST_F(IsolationTest, EachJobRunsAsAUidOfItsOwnAndItsRanksShareWhatTheyMust) {
+  const std::string checkpoints = state_dir_ + "/checkpoints";
+  ASSERT_TRUE(fs::create_directory(checkpoints));
+  chmod(checkpoints.c_str(), 0755);  // only the worker makes the job's directory
+  // Rank 0 writes in the checkpoint dir and in /dev/shm (0600); rank 1 reads
+  // both and a file of the shipped code, and answers through /dev/shm.
+  const std::string id = Submit(absl::StrCat(
+      "name: pair\nranks: 2\ncheckpoint_dir: ", checkpoints,
+      "\ncommand: [sh, -c, 'umask 077; shm=/dev/shm/pair-$RINGMASTER_JOB_ID; "
+      "wait_for() { for i in $(seq 300); do [ -s \"$1\" ] && return 0; sleep 0.1; done; return 1; }; "
+      "echo uid $(id -u) home $HOME; test -L client/ringmaster && ls client > /dev/null || exit 3; "
+      "if [ $RANK = 0 ]; then echo step-7 > $RINGMASTER_CHECKPOINT_DIR/latest && echo ping > $shm "
+      "&& wait_for $shm.reply && cat $shm.reply && rm -f $shm $shm.reply; "
+      "else wait_for $RINGMASTER_CHECKPOINT_DIR/latest && wait_for $shm && "
+      "cat $RINGMASTER_CHECKPOINT_DIR/latest $shm && echo pong > $shm.reply; fi']\n"));
+  const v1::Job job = WaitJob(
+      id, [](const v1::Job& j) { return j.state() == v1::SUCCEEDED || j.state() == v1::FAILED; });
+  const testing::CommandResult logs = Cli({"logs", id});
+  ASSERT_EQ(job.state(), v1::SUCCEEDED)
+      << logs.out << job.history(job.history_size() - 1).message();
+  const int uid = 300000 + static_cast<int>(JobNumber(id) % 1000);
+  const std::string home = JobDir(id) + "/home";
+  EXPECT_NE(logs.out.find(absl::StrCat("[rank 0] uid ", uid, " home ", home)), std::string::npos)
+      << logs.out;
+  EXPECT_NE(logs.out.find(absl::StrCat("[rank 1] uid ", uid, " home ", home)), std::string::npos)
+      << logs.out;
+  EXPECT_NE(logs.out.find("[rank 1] step-7\n[rank 1] ping\n"), std::string::npos) << logs.out;
+  EXPECT_NE(logs.out.find("[rank 0] pong"), std::string::npos) << logs.out;
+  for (const std::string& dir : {JobDir(id) + "/code", home, checkpoints + "/" + id}) {
+    struct stat st {};
+    ASSERT_EQ(stat(dir.c_str(), &st), 0) << dir;
+    EXPECT_EQ(st.st_uid, static_cast<uid_t>(uid)) << dir;
+    EXPECT_EQ(st.st_mode & 0777, 0700u) << dir;
+  }
+}
+
+// One --rank-user for every job: the same attacks all succeed. This is
+// what docs/security.md says that setting gives up.
+class SharedRankUserTest : public IsolationTest {
+ protected:
+  void SetUp() override {
+    up_args_ = {"--rank-user", "nobody"};
+    IsolationTest::SetUp();
+  }
+};
+
+TEST_F(SharedRankUserTest, EveryAttackSucceedsWhenJobsShareOneUser) {
+  std::string victim;
+  const std::map<std::string, std::string> verdicts = Attack(&victim);
+  for (const std::string& name : AttackNames()) {
+    ASSERT_EQ(verdicts.count(name), 1u) << name << " did not run";
+    EXPECT_EQ(verdicts.at(name), "done") << name;
+  }
+}
+
+}  // namespace
+}  // namespace ringmaster
