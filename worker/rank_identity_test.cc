@@ -65,21 +65,21 @@ constexpr char kAsUser65533[] = "--reuid=65533 --regid=65533 --clear-groups";
 constexpr char kNoCapabilities[] =
     "CapPrm:\t0000000000000000\nCapEff:\t0000000000000000\n";
 
-TEST_F(RankIdentityTest, ARootWorkerRunsRanksAsNobodyByDefault) {
+TEST_F(RankIdentityTest, ARootWorkerRunsRanksAsNobodyWhenAsked) {
   std::string out, err;
-  ASSERT_EQ(Run("", "", &out, &err), 0) << err;
+  ASSERT_EQ(Run("", "nobody", &out, &err), 0) << err;
   EXPECT_NE(out.find("Uid:\t65534\t65534\t65534\t65534"), std::string::npos) << out;
   EXPECT_NE(out.find(kNoCapabilities), std::string::npos) << out;
   EXPECT_NE(out.find("NoNewPrivs:\t1"), std::string::npos) << out;
 }
 
 // The systemd unit's worker: not root, with CAP_SETUID and CAP_SETGID as
-// ambient capabilities. Its ranks run as nobody and keep no capability.
+// ambient capabilities. Its ranks keep no capability.
 TEST_F(RankIdentityTest, AWorkerWithAmbientCapabilitiesHandsNoneOnToItsRanks) {
   std::string out, err;
   ASSERT_EQ(Run(absl::StrCat(kAsUser65533,
                              " --inh-caps=+setuid,+setgid --ambient-caps=+setuid,+setgid"),
-                "", &out, &err),
+                "nobody", &out, &err),
             0)
       << err;
   EXPECT_NE(out.find("Uid:\t65534\t65534\t65534\t65534"), std::string::npos) << out;
@@ -103,6 +103,72 @@ TEST(RankIdentityNamesTest, AnUnknownUserIsNamed) {
   EXPECT_EQ(as.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(as.status().message().find("no user \"no-such-user-xyz\""), absl::string_view::npos)
       << as.status();
+}
+
+TEST(UidRangeTest, ParsesFirstToLastAndNamesTheFlagOtherwise) {
+  absl::StatusOr<UidRange> range = ParseUidRange("200000-265535");
+  ASSERT_TRUE(range.ok()) << range.status();
+  EXPECT_EQ(range->first, 200000u);
+  EXPECT_EQ(range->count, 65536u);
+  for (const std::string bad : {"", "200000", "5-10", "300-200", "a-b", "1000-2147483647"}) {
+    absl::StatusOr<UidRange> refused = ParseUidRange(bad);
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(refused.status().message().find("--rank-uid-range \"" + bad + "\""),
+              absl::string_view::npos)
+        << refused.status();
+  }
+}
+
+class RankIdentitiesTest : public ::testing::Test {
+ protected:
+  void SetUp() override { jobs_ = testing::MakeTempDir("jobs"); }
+  std::string jobs_;
+};
+
+TEST_F(RankIdentitiesTest, EachJobHasTheUidOfItsNumberInTheRange) {
+  const RankIdentities ids = RankIdentities::PerJob({300000, 1000}, jobs_);
+  EXPECT_TRUE(ids.per_job());
+  absl::StatusOr<std::optional<RunAs>> train = ids.ForJob("train-7");
+  ASSERT_TRUE(train.ok()) << train.status();
+  ASSERT_TRUE(train->has_value());
+  EXPECT_EQ((*train)->uid, 300007u);
+  EXPECT_EQ((*train)->gid, 300007u);
+  EXPECT_TRUE((*train)->groups.empty()) << "no supplementary groups";
+  EXPECT_EQ((*train)->home, jobs_ + "/train-7/home");
+  EXPECT_EQ((**ids.ForJob("eval-1007")).uid, 300007u) << "the number modulo the range";
+  EXPECT_EQ((**ids.ForJob("eval-8")).uid, 300008u);
+  EXPECT_EQ(ids.Describe(), "a uid of its own per job, from 300000-300999");
+}
+
+TEST_F(RankIdentitiesTest, AUidStillHeldByAnotherJobsFilesIsRefused) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root: the files must belong to the uid";
+  const RankIdentities ids = RankIdentities::PerJob({300000, 1000}, jobs_);
+  fs::create_directories(jobs_ + "/train-7/home");
+  ASSERT_EQ(chown((jobs_ + "/train-7/home").c_str(), 300007, 300007), 0);
+  EXPECT_TRUE(ids.ForJob("train-7").ok()) << "its own files";
+  absl::StatusOr<std::optional<RunAs>> later = ids.ForJob("eval-1007");
+  EXPECT_EQ(later.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(later.status().message(),
+            "uid 300007 of job eval-1007 is still held by the files of job train-7 on this "
+            "worker; delete job train-7 first");
+  fs::remove_all(jobs_ + "/train-7");
+  EXPECT_TRUE(ids.ForJob("eval-1007").ok()) << "deleted, the uid is free";
+}
+
+TEST(ChooseRankIdentitiesTest, RankUserWinsAndBothAreRefused) {
+  absl::StatusOr<RankIdentities> both = ChooseRankIdentities("nobody", "300000-300999", "/x");
+  EXPECT_EQ(both.status().code(), absl::StatusCode::kInvalidArgument);
+  absl::StatusOr<RankIdentities> bad = ChooseRankIdentities("", "9-1", "/x");
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  if (geteuid() != 0) return;
+  absl::StatusOr<RankIdentities> shared = ChooseRankIdentities("nobody", "", "/x");
+  ASSERT_TRUE(shared.ok()) << shared.status();
+  EXPECT_FALSE(shared->per_job());
+  EXPECT_EQ((**shared->ForJob("train-7")).name, "nobody");
+  absl::StatusOr<RankIdentities> per_job = ChooseRankIdentities("", "", "/x");
+  ASSERT_TRUE(per_job.ok()) << per_job.status();
+  EXPECT_TRUE(per_job->per_job()) << "a root worker's default";
+  EXPECT_EQ((**per_job->ForJob("train-7")).uid, 200007u);
 }
 
 }  // namespace
