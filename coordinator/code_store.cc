@@ -112,9 +112,9 @@ CodeStore::Upload::Upload(CodeStore* store, std::string sha256, int64_t bytes,
 
 CodeStore::Upload::~Upload() {
   if (fd_ >= 0) close(fd_);
+  store_->UploadEnded(caller_);  // before its file goes: no file, no slot held
   std::error_code ignored;
   fs::remove(temp_path_, ignored);  // gone already when committed
-  store_->UploadEnded(caller_);
 }
 
 absl::Status CodeStore::Upload::Append(absl::string_view data) {

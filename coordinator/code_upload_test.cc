@@ -21,6 +21,7 @@ class CodeUploadTest : public testing::Test {
     config.listen_address = "127.0.0.1:0";
     config.metrics_address = "";
     config.state_dir = std::string(tmp ? tmp : "/tmp") + "/code-upload-test";
+    state_dir_ = config.state_dir;
     std::filesystem::remove_all(config.state_dir);
     config.upload_idle_timeout = absl::Seconds(1);
     absl::StatusOr<std::unique_ptr<CoordinatorServer>> server = CoordinatorServer::Start(config);
@@ -65,23 +66,33 @@ class CodeUploadTest : public testing::Test {
     return writer->Finish();
   }
 
+  // Uploads the store has begun: each writes a file of its own in code/.
+  int UploadsInProgress() const {
+    int n = 0;
+    std::error_code error;
+    for (const auto& entry : std::filesystem::directory_iterator(state_dir_ + "/code", error)) {
+      n += entry.path().filename().string().rfind(".upload-", 0) == 0;
+    }
+    return n;
+  }
+
+  std::string state_dir_;
   std::unique_ptr<CoordinatorServer> server_;
   std::unique_ptr<v1::JobService::Stub> stub_;
 };
 
 TEST_F(CodeUploadTest, AStalledUploadIsEndedAndOneCallerCannotTakeEverySlot) {
+  const absl::Time began = absl::Now();
   std::vector<Upload> stalled;
   for (int i = 0; i < 4; ++i) stalled.push_back(StartStalled(1000));
-  // The store sees each upload once its first piece is read: wait for that
-  // by the fifth one's refusal.
-  const absl::Time began = absl::Now();
-  grpc::Status fifth;
-  do {
-    Upload u = StartStalled(1000);
-    u.writer->WritesDone();
-    fifth = u.writer->Finish();
-  } while (fifth.error_code() != grpc::StatusCode::RESOURCE_EXHAUSTED &&
-           absl::Now() - began < absl::Seconds(10));
+  // The store has begun an upload once it has read its first piece.
+  while (UploadsInProgress() < 4 && absl::Now() - began < absl::Seconds(10)) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  ASSERT_EQ(UploadsInProgress(), 4);
+  Upload fifth_upload = StartStalled(1000);
+  fifth_upload.writer->WritesDone();
+  const grpc::Status fifth = fifth_upload.writer->Finish();
   EXPECT_EQ(fifth.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
   EXPECT_EQ(fifth.error_message(),
             "you have 4 code uploads in progress; try again when one has ended");
@@ -92,6 +103,10 @@ TEST_F(CodeUploadTest, AStalledUploadIsEndedAndOneCallerCannotTakeEverySlot) {
     EXPECT_EQ(status.error_message(), "the upload received nothing for 1s; ended");
   }
   EXPECT_LT(absl::Now() - began, absl::Seconds(10));
+  // Each stalled upload's slot is free once the server has dropped it.
+  while (UploadsInProgress() > 0 && absl::Now() - began < absl::Seconds(20)) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
   const grpc::Status whole = UploadWhole("print('hello')\n");
   EXPECT_TRUE(whole.ok()) << whole.error_message() << ": the slots are free again";
 }

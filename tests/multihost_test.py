@@ -178,7 +178,7 @@ class MultiHostTest(unittest.TestCase):
         big = self.cluster.cli("submit", "-", "--upload-limit-mb", "1", host=submitter,
                                cwd=project, input=spec, check=False)
         self.assertEqual(big.returncode, 1, big.stderr)
-        self.assertIn("more than the 1.0 MB limit (--upload-limit-mb); the largest: model.pt 2.2 MB",
+        self.assertIn("more than the 1.0 MiB limit (--upload-limit-mb); the largest: model.pt 2.1 MiB",
                       big.stderr)
 
         # --no-upload: the path itself, which the workers do not have.
