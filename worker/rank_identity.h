@@ -50,6 +50,8 @@ class RankIdentities {
   static RankIdentities PerJob(UidRange range, std::string jobs_dir);
 
   bool per_job() const { return per_job_; }
+  // Every job's user when not per job (nullopt: the worker's own, or per job).
+  const std::optional<RunAs>& shared() const { return shared_; }
   // The job's identity (nullopt: as the worker). FAILED_PRECONDITION when
   // the job's uid is still held by another job's files on this worker (job
   // numbers a multiple of the range's size apart).

@@ -143,10 +143,10 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
                    ChooseRankIdentities(config.rank_user, config.rank_uid_range,
                                         supervisor_options.jobs_dir));
   const RankIdentities& identities = supervisor_options.identities;
-  absl::StatusOr<std::optional<RunAs>> shared = identities.ForJob("");
-  if (!identities.per_job() && shared.ok() && shared->has_value()) {
-    supervisor_options.base_env["HOME"] = (*shared)->home;
-    supervisor_options.base_env["USER"] = (*shared)->name.substr(0, (*shared)->name.find(':'));
+  const std::optional<RunAs>& shared = identities.shared();
+  if (shared) {
+    supervisor_options.base_env["HOME"] = shared->home;
+    supervisor_options.base_env["USER"] = shared->name.substr(0, shared->name.find(':'));
   }
   if (identities.per_job()) {
     supervisor_options.hide_other_jobs_processes = CanHideOtherUsersProcesses();
@@ -160,8 +160,7 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
                  "read another job's ranks, and write in its code (see docs/security.md)");
   }
   spdlog::info("ranks run as {}", identities.Describe());
-  if (identities.per_job() || (shared.ok() && shared->has_value() &&
-                               (*shared)->uid != geteuid())) {
+  if (identities.per_job() || (shared && shared->uid != geteuid())) {
     // Ranks of another user pass through the state dir to their job's code
     // (jobs/<job>/code, theirs); they cannot list it, and logs/ stays 0750.
     if (chmod(config.state_dir.c_str(), 0711) != 0) {
