@@ -9,9 +9,12 @@
 
 namespace ringmaster {
 
-// A TCP port that was free on `host` a moment ago (bind to port 0, read it,
-// close). Another process may take it before the caller binds; callers that
-// can bind port 0 themselves should.
+// A TCP port that was free on `host` a moment ago, drawn at random from
+// kLowestPickedPort up to the kernel's ephemeral range (bound, read,
+// closed): neither a bind to port 0 nor an outgoing connection takes it
+// meanwhile. Another process may still draw it before the caller binds;
+// callers that can bind port 0 themselves should.
+inline constexpr int kLowestPickedPort = 10000;
 absl::StatusOr<int> PickFreePort(const std::string& host = "0.0.0.0");
 
 // Up to `count` distinct free ports.

@@ -1,5 +1,7 @@
 #include "common/parse_errors.h"
 
+#include <algorithm>
+
 #include <google/protobuf/descriptor.h>
 
 namespace ringmaster {
@@ -9,7 +11,7 @@ using grpc::experimental::InterceptionHookPoints;
 
 class ParseErrors final : public grpc::experimental::Interceptor {
  public:
-  explicit ParseErrors(const char* method) : method_(method) {}
+  explicit ParseErrors(std::string method) : method_(std::move(method)) {}
 
   void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
     if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_STATUS)) {
@@ -31,16 +33,27 @@ class ParseErrors final : public grpc::experimental::Interceptor {
 
 class Factory final : public grpc::experimental::ServerInterceptorFactoryInterface {
  public:
+  explicit Factory(std::vector<std::string> services) : services_(std::move(services)) {}
+
   grpc::experimental::Interceptor* CreateServerInterceptor(
       grpc::experimental::ServerRpcInfo* info) override {
-    return new ParseErrors(info->method());
+    const std::string method = info->method();  // "/package.Service/Method"
+    const std::string service = method.substr(1, method.rfind('/') - 1);
+    if (std::find(services_.begin(), services_.end(), service) == services_.end()) {
+      return nullptr;  // not served here: UNIMPLEMENTED is right
+    }
+    return new ParseErrors(method);
   }
+
+ private:
+  const std::vector<std::string> services_;
 };
 
 }  // namespace
 
-std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> ParseErrorInterceptor() {
-  return std::make_unique<Factory>();
+std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> ParseErrorInterceptor(
+    std::vector<std::string> services) {
+  return std::make_unique<Factory>(std::move(services));
 }
 
 std::string RequestMessageOf(const std::string& method_path) {

@@ -76,6 +76,8 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   server->tooling_->AddTo(builder);
   builder.AddListeningPort(config.listen_address, ServerCredentials(config.tls),
                            &server->port_);
+  // A port another server holds fails to bind here, rather than shares it.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   // A request may carry a spec or a rendezvous value at their limits (and a
   // worker's registration its unacknowledged events: gRPC's 4 MiB at least).
   builder.SetMaxReceiveMessageSize(static_cast<int>(
@@ -87,7 +89,9 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   builder.RegisterService(server->rendezvous_service_.get());
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
   interceptors.push_back(RpcLatencyInterceptor(&server->registry_));
-  interceptors.push_back(ParseErrorInterceptor());
+  interceptors.push_back(ParseErrorInterceptor(
+      {v1::JobService::service_full_name(), v1::ClusterService::service_full_name(),
+       v1::WorkerService::service_full_name(), v1::RendezvousService::service_full_name()}));
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
   // Workers keep their stream open; keepalive finds dead peers.
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);

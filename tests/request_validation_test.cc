@@ -131,6 +131,11 @@ TEST_F(RequestValidationTest, ARequestThatDoesNotParseIsRefusedNamingItsMessage)
                       "/ringmaster.v1.WorkerAgentService/ReadLog", AgentCredential(0));
   EXPECT_EQ(agent.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(agent.error_message(), "cannot parse ReadLogRequest");
+  const grpc::Status elsewhere =
+      CallWithGarbage(MakeChannel(workers[0].address, CaOnly(), "local-0"),
+                      "/ringmaster.v1.JobService/GetJob", AgentCredential(0));
+  EXPECT_EQ(elsewhere.error_code(), grpc::StatusCode::UNIMPLEMENTED)
+      << "a worker serves no JobService: " << elsewhere.error_message();
 }
 
 TEST_F(RequestValidationTest, AWorkerStreamThatDoesNotParseIsRefused) {

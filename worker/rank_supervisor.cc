@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdio>
 #include <filesystem>
 
 #include <spdlog/spdlog.h>
@@ -14,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/credentials.h"
 #include "common/job_id.h"
+#include "common/net.h"
 #include "common/private_dir.h"
 #include "common/status_macros.h"
 #include "worker/error_file.h"
@@ -40,26 +43,42 @@ PathAccess CheckpointAccess(const std::string& root, const v1::RankRef& ref,
 }
 
 // <root>/<job> for a job with a uid of its own: made by the worker and
-// given to the job, so that its ranks need no write access to the root. One
-// that exists must be the job's already.
+// given to the job, so that its ranks need no write access to the root. It
+// is made whole under another name and renamed into place, so that a rank
+// of the same job starting beside this one (or on another host of shared
+// storage) never sees it half made. One that exists must be the job's.
 absl::Status MakeJobCheckpointDir(const std::string& root, const std::string& job_id,
                                   const RunAs& job) {
+  static std::atomic<int> made{0};
   const int root_fd = open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (root_fd < 0) return ErrnoError(absl::StrCat("checkpoint_dir ", root));
   absl::Cleanup close_root = [root_fd] { close(root_fd); };
-  if (mkdirat(root_fd, job_id.c_str(), 0700) == 0) {
-    if (fchownat(root_fd, job_id.c_str(), job.uid, job.gid, AT_SYMLINK_NOFOLLOW) != 0) {
-      return ErrnoError(absl::StrCat("checkpoint_dir ", root, "/", job_id, ": chown"));
-    }
+  const std::string dir = absl::StrCat(root, "/", job_id);
+  const std::string temp = absl::StrCat(".", job_id, ".", Hostname(), ".", getpid(), ".", made++);
+  if (mkdirat(root_fd, temp.c_str(), 0700) != 0) {
+    return ErrnoError(absl::StrCat("checkpoint_dir ", root));
+  }
+  if (fchownat(root_fd, temp.c_str(), job.uid, job.gid, AT_SYMLINK_NOFOLLOW) != 0) {
+    const absl::Status error = ErrnoError(absl::StrCat("checkpoint_dir ", dir, ": chown"));
+    unlinkat(root_fd, temp.c_str(), AT_REMOVEDIR);
+    return error;
+  }
+  if (renameat2(root_fd, temp.c_str(), root_fd, job_id.c_str(), RENAME_NOREPLACE) == 0) {
     return absl::OkStatus();
   }
-  if (errno != EEXIST) return ErrnoError(absl::StrCat("checkpoint_dir ", root, "/", job_id));
+  const int rename_errno = errno;
+  unlinkat(root_fd, temp.c_str(), AT_REMOVEDIR);
+  if (rename_errno != EEXIST) {
+    errno = rename_errno;
+    return ErrnoError(absl::StrCat("checkpoint_dir ", dir));
+  }
   struct stat st {};
   if (fstatat(root_fd, job_id.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode) ||
       st.st_uid != job.uid) {
     return absl::FailedPreconditionError(
-        absl::StrCat("checkpoint_dir ", root, "/", job_id, " is not a directory of ", job.name,
-                     " (uid ", st.st_uid, "); remove it or give it to uid ", job.uid));
+        absl::StrCat("checkpoint_dir ", dir, " is not a directory of ", job.name,
+                     " (its owner is uid ", st.st_uid, "); remove it or give it to uid ",
+                     job.uid));
   }
   return absl::OkStatus();
 }

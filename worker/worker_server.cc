@@ -254,9 +254,11 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
   server->tooling_->AddTo(builder);
   int port = 0;
   builder.AddListeningPort(config.listen_address, ServerCredentials(config.tls), &port);
+  // A port another server holds fails to bind here, rather than shares it.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.RegisterService(server->agent_.get());
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
-  interceptors.push_back(ParseErrorInterceptor());
+  interceptors.push_back(ParseErrorInterceptor({v1::WorkerAgentService::service_full_name()}));
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || port == 0) {
