@@ -33,8 +33,8 @@ void AddGlobalOptions(CLI::App& app, Invocation* run, std::string* output) {
   app.add_option("--token-file", run->token_file,
                  "access token, in a file of mode 600 (else env RINGMASTER_TOKEN)");
   app.add_option("--tls-dir", run->tls_dir,
-                 "TLS files of the cluster (env RINGMASTER_TLS_DIR; default: those of `up`; "
-                 "\"\" for plaintext)");
+                 "TLS files of the cluster (env RINGMASTER_TLS_DIR; default: those of `up`, "
+                 "for its coordinator; \"\" for plaintext)");
   app.add_option("-o,--output", *output, "table, json or yaml")
       ->check(CLI::Validator(
           [](const std::string& name) {

@@ -144,8 +144,8 @@ int RunUp(const GlobalOptions& global, LocalClusterOptions options) {
               << "coordinator " << cluster->coordinator_address << ", "
               << cluster->workers << " workers (state in " << options.state_dir << ")"
               << std::endl;
-    if (options.tls && options.state_dir != DefaultStateDir()) {
-      std::cout << "TLS: export RINGMASTER_TLS_DIR=" << TlsDirOf(options.state_dir)
+    if (options.state_dir != DefaultStateDir()) {
+      std::cout << "for later commands: export RINGMASTER_STATE_DIR=" << options.state_dir
                 << std::endl;
     }
   }

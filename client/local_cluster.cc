@@ -214,6 +214,15 @@ absl::Status StartDaemons(const LocalClusterOptions& options, std::vector<Daemon
 
 std::string TlsDirOf(const std::string& state_dir) { return state_dir + "/tls"; }
 
+std::string TlsDirFor(const std::string& state_dir, const std::string& coordinator) {
+  const std::string dir = TlsDirOf(state_dir);
+  if (access((dir + "/ca.crt").c_str(), F_OK) != 0) return "";
+  for (const Daemon& d : ReadClusterFile(state_dir)) {
+    if (d.role == "coordinator" && d.address == coordinator) return dir;
+  }
+  return "";
+}
+
 std::string DefaultStateDir() {
   if (const char* dir = std::getenv("RINGMASTER_STATE_DIR"); dir && *dir) return dir;
   if (const char* xdg = std::getenv("XDG_STATE_HOME"); xdg && *xdg) {

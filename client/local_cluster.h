@@ -41,6 +41,11 @@ std::string DefaultStateDir();
 // Where `up` keeps the TLS files of the cluster in `state_dir`.
 std::string TlsDirOf(const std::string& state_dir);
 
+// The TLS dir of the local cluster in `state_dir` when its coordinator is
+// the one at `coordinator` (as a kubeconfig ties credentials to a cluster);
+// empty for any other coordinator, or when it has none.
+std::string TlsDirFor(const std::string& state_dir, const std::string& coordinator);
+
 // Finds a Ringmaster program (ringmaster-coordinator, ringmaster-worker,
 // ringmaster-trainer): in $RINGMASTER_BIN_DIR, beside this executable, or
 // in the Bazel output tree it was built into.

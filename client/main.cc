@@ -1,5 +1,4 @@
 // ringmaster: the command-line interface of a Ringmaster cluster.
-#include <unistd.h>
 
 #include <iostream>
 #include <optional>
@@ -24,15 +23,13 @@ bool LoadToken(const std::string& file, ringmaster::GlobalOptions* global) {
   return true;
 }
 
-// TLS from --tls-dir (RINGMASTER_TLS_DIR; by default the local cluster's of
-// `up`, when it has one); false, said on stderr, when a file will not do.
+// TLS from --tls-dir (RINGMASTER_TLS_DIR), for any coordinator; without
+// it, the files of the local cluster of `up` for that cluster's coordinator
+// only; false, said on stderr, when a file will not do.
 bool LoadTls(const std::optional<std::string>& tls_dir, ringmaster::GlobalOptions* global) {
-  std::string dir = ringmaster::TlsDirOf(ringmaster::DefaultStateDir());
-  if (tls_dir) {
-    dir = *tls_dir;
-  } else if (access((dir + "/ca.crt").c_str(), F_OK) != 0) {
-    dir.clear();
-  }
+  const std::string dir =
+      tls_dir ? *tls_dir
+              : ringmaster::TlsDirFor(ringmaster::DefaultStateDir(), global->coordinator);
   absl::StatusOr<ringmaster::Tls> tls = ringmaster::LoadClientTls(dir);
   if (!tls.ok()) {
     std::cerr << "ringmaster: " << tls.status().message() << std::endl;

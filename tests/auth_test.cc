@@ -526,5 +526,40 @@ TEST(TlsMismatchTest, ATlsClientIsToldTheServerIsPlaintext) {
                          "speaks plaintext\n"));
 }
 
+// The TLS files of `up` go with its own coordinator, as a kubeconfig's
+// credentials go with their cluster: the same CLI, pointed at that cluster's
+// state dir, reaches a plaintext coordinator elsewhere without --tls-dir "".
+TEST_F(AuthTest, UpsCredentialsAreForItsOwnCoordinatorOnly) {
+  const std::string cli = testing::Runfile("client/ringmaster");
+  const std::map<std::string, std::string> env = {{"RINGMASTER_STATE_DIR", state_dir_},
+                                                  {"RINGMASTER_COORDINATOR", address_}};
+  testing::CommandResult ours = testing::RunCommand({cli, "workers"}, env);
+  EXPECT_EQ(ours.exit_code, 0) << "its own coordinator, with its files: " << ours.err;
+
+  const std::string state = testing::MakeTempDir("elsewhere");
+  absl::StatusOr<int> port = PickFreePort("127.0.0.1");
+  ASSERT_TRUE(port.ok());
+  const std::string elsewhere = absl::StrCat("127.0.0.1:", *port);
+  SubprocessSpec spec;
+  spec.argv = {testing::Runfile("coordinator/ringmaster-coordinator"), "--port",
+               absl::StrCat(*port), "--metrics-port", "0", "--state-dir", state + "/c"};
+  spec.env = CurrentEnvironment();
+  spec.output_path = state + "/log";
+  absl::StatusOr<pid_t> pid = SpawnProcess(spec);
+  ASSERT_TRUE(pid.ok()) << pid.status();
+  absl::Cleanup stop = [&] {
+    kill(*pid, SIGKILL);
+    waitpid(*pid, nullptr, 0);
+  };
+  ASSERT_TRUE(testing::WaitFor([&] { return Client(elsewhere).ListJobs().ok(); },
+                               absl::Seconds(20)));
+  testing::CommandResult other =
+      testing::RunCommand({cli, "--coordinator", elsewhere, "jobs"}, env);
+  EXPECT_EQ(other.exit_code, 0) << "a plaintext coordinator elsewhere: " << other.err;
+  testing::CommandResult forced = testing::RunCommand(
+      {cli, "--coordinator", elsewhere, "--tls-dir", state_dir_ + "/tls", "jobs"}, env);
+  EXPECT_EQ(forced.exit_code, 1) << "an explicit --tls-dir applies to any coordinator";
+}
+
 }  // namespace
 }  // namespace ringmaster
