@@ -3,7 +3,7 @@
 #   package.sh OUT.tar.gz VERSION_FILE FILE...
 # FILEs are the four binaries (to bin/), deploy/... (to the archive's top:
 # install.sh, systemd/, kubernetes/, slurm/, prometheus/, grafana/,
-# Dockerfile), docs/... and README.md. The archive holds one directory,
+# Dockerfile), docs/..., proto/*.proto and README.md. The archive holds one directory,
 # ringmaster-<version>/, and runtime-packages.txt: the Debian packages of
 # the shared libraries the binaries link, for install.sh and the Dockerfile.
 # The same inputs give the same bytes.
@@ -22,7 +22,7 @@ for file in "$@"; do
     deploy/package.sh|deploy/BUILD) ;;
     deploy/*) install -D -m "$( [ -x "$file" ] && echo 0755 || echo 0644)" "$file" \
                 "$top/${file#deploy/}" ;;
-    docs/*|README.md|VERSION) install -D -m 0644 "$file" "$top/$file" ;;
+    docs/*|proto/*.proto|README.md|VERSION) install -D -m 0644 "$file" "$top/$file" ;;
     *) echo "package.sh: do not know where $file goes" >&2; exit 1 ;;
   esac
 done

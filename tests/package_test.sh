@@ -20,7 +20,8 @@ pkg="$work/ringmaster-$version"
 [ -d "$pkg" ] || fail "the archive has no ringmaster-$version/ directory: $(ls "$work")"
 for file in install.sh Dockerfile runtime-packages.txt README.md docs/multi-host.md \
             docs/reference.md systemd/ringmaster-worker.service kubernetes/base/worker.yaml \
-            slurm/ringmaster.sbatch bin/ringmaster bin/ringmaster-trainer; do
+            slurm/ringmaster.sbatch bin/ringmaster bin/ringmaster-trainer proto/job.proto \
+            proto/worker.proto; do
   [ -e "$pkg/$file" ] || fail "the archive lacks $file"
 done
 grep -qx 'libgrpc++1.51' "$pkg/runtime-packages.txt" || fail "runtime-packages.txt lacks gRPC"
