@@ -16,6 +16,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "client/client.h"
 #include "client/code_package.h"
 #include "client/job_spec_yaml.h"
@@ -136,6 +137,9 @@ int RunUp(const GlobalOptions& global, LocalClusterOptions options) {
     fields["workers"].set_number_value(cluster->workers);
     fields["state_dir"].set_string_value(options.state_dir);
     fields["already_running"].set_bool_value(cluster->already_running);
+    for (const std::string& address : cluster->metrics_addresses) {
+      fields["metrics"].mutable_list_value()->add_values()->set_string_value(address);
+    }
     std::cout << Render(up, global.output) << std::flush;
   } else {
     std::cout << (cluster->already_running ? "already running: "
@@ -144,6 +148,12 @@ int RunUp(const GlobalOptions& global, LocalClusterOptions options) {
               << "coordinator " << cluster->coordinator_address << ", "
               << cluster->workers << " workers (state in " << options.state_dir << ")"
               << std::endl;
+    if (!cluster->metrics_addresses.empty()) {
+      std::cout << "metrics: coordinator " << cluster->metrics_addresses[0] << ", workers "
+                << absl::StrJoin(cluster->metrics_addresses.begin() + 1,
+                                 cluster->metrics_addresses.end(), " ")
+                << std::endl;
+    }
     if (options.state_dir != DefaultStateDir()) {
       std::cout << "for later commands: export RINGMASTER_STATE_DIR=" << options.state_dir
                 << std::endl;

@@ -254,6 +254,21 @@ absl::StatusOr<std::string> FindProgram(const std::string& name) {
       "with `bazel build //...` or set RINGMASTER_BIN_DIR"));
 }
 
+namespace {
+
+// The daemons' /metrics addresses, the coordinator's first.
+std::vector<std::string> MetricsAddresses(const std::vector<Daemon>& daemons) {
+  std::vector<std::string> out;
+  for (const char* role : {"coordinator", "worker"}) {
+    for (const Daemon& d : daemons) {
+      if (d.role == role) out.push_back(d.metrics_address);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 absl::StatusOr<LocalCluster> StartLocalCluster(const LocalClusterOptions& options) {
   if (options.workers < 1) return absl::InvalidArgumentError("--workers must be >= 1");
   if (options.slots < 1) return absl::InvalidArgumentError("--slots must be >= 1");
@@ -263,7 +278,7 @@ absl::StatusOr<LocalCluster> StartLocalCluster(const LocalClusterOptions& option
       if (d.role == "coordinator") {
         int workers = 0;
         for (const Daemon& w : existing) workers += w.role == "worker";
-        return LocalCluster{d.address, workers, true};
+        return LocalCluster{d.address, workers, true, false, MetricsAddresses(existing)};
       }
     }
   }
@@ -297,7 +312,8 @@ absl::StatusOr<LocalCluster> StartLocalCluster(const LocalClusterOptions& option
   if (absl::Status s = StartDaemons(options, &daemons); !s.ok()) return fail(s);
   if (absl::Status s = WriteClusterFile(options.state_dir, daemons); !s.ok()) return fail(s);
   if (absl::Status s = WaitReady(options, daemons); !s.ok()) return fail(s);
-  return LocalCluster{options.coordinator_address, options.workers, false, restarted};
+  return LocalCluster{options.coordinator_address, options.workers, false, restarted,
+                      MetricsAddresses(daemons)};
 }
 
 absl::Status StopLocalCluster(const std::string& state_dir, absl::Duration grace) {

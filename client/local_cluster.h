@@ -33,6 +33,8 @@ struct LocalCluster {
   int workers = 0;
   bool already_running = false;
   bool restarted = false;  // part of an earlier cluster was running and was stopped
+  // Each daemon's /metrics (free ports), the coordinator's first.
+  std::vector<std::string> metrics_addresses;
 };
 
 // ${RINGMASTER_STATE_DIR}, else ${XDG_STATE_HOME:-$HOME/.local/state}/ringmaster.

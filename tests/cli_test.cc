@@ -83,6 +83,29 @@ TEST(CliTest, CompletionKnowsVerbsOptionsAndFormats) {
 
 class CliClusterTest : public ClusterTest {};
 
+// `up` says where each daemon's /metrics is (free ports, as in D/cluster),
+// and how later commands find a cluster in another state dir.
+TEST_F(CliClusterTest, UpPrintsTheMetricsAddressesAndTheStateDir) {
+  CommandResult again = Cli({"up", "--workers", "2", "--state-dir", state_dir_});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(again.out.rfind("already running: coordinator " + address_, 0), 0u) << again.out;
+  std::vector<std::string> metrics;
+  for (const DaemonRecord& d : DaemonRecords()) metrics.push_back(d.metrics_address);
+  ASSERT_EQ(metrics.size(), 3u);
+  EXPECT_NE(again.out.find(absl::StrCat("metrics: coordinator ", metrics[0], ", workers ",
+                                        metrics[1], " ", metrics[2], "\n")),
+            std::string::npos)
+      << again.out;
+  EXPECT_NE(again.out.find("for later commands: export RINGMASTER_STATE_DIR=" + state_dir_),
+            std::string::npos)
+      << again.out;
+  CommandResult json = Cli({"up", "--workers", "2", "--state-dir", state_dir_, "-o", "json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const Struct up = ParseJson(json.out);
+  ASSERT_EQ(up.fields().at("metrics").list_value().values_size(), 3);
+  EXPECT_EQ(up.fields().at("metrics").list_value().values(0).string_value(), metrics[0]);
+}
+
 TEST_F(CliClusterTest, GlobalOptionsGoAnywhereInEveryFormat) {
   for (const std::vector<std::string>& args :
        std::vector<std::vector<std::string>>{{"-o", "json", "jobs"},
