@@ -14,7 +14,6 @@
 #include <grpcpp/health_check_service_interface.h>
 #include <gtest/gtest.h>
 
-#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_split.h"
 #include "common/subprocess.h"
 #include "proto/rendezvous.grpc.pb.h"
@@ -493,25 +492,51 @@ TEST(BindTest, BeyondLoopbackNeedsTlsOrInsecure) {
   EXPECT_EQ(tls.out.find("--insecure"), std::string::npos) << tls.out;
 }
 
+// A plaintext coordinator on a free loopback port, killed with the object.
+class PlaintextCoordinator {
+ public:
+  explicit PlaintextCoordinator(std::string state) : state_(std::move(state)) {}
+  ~PlaintextCoordinator() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+
+  // Starts it and waits until it answers.
+  absl::Status Start() {
+    absl::StatusOr<int> port = PickFreePort("127.0.0.1");
+    if (!port.ok()) return port.status();
+    address_ = absl::StrCat("127.0.0.1:", *port);
+    SubprocessSpec spec;
+    spec.argv = {testing::Runfile("coordinator/ringmaster-coordinator"), "--port",
+                 absl::StrCat(*port), "--metrics-port", "0", "--state-dir", state_ + "/c"};
+    spec.env = CurrentEnvironment();
+    spec.output_path = state_ + "/log";
+    absl::StatusOr<pid_t> pid = SpawnProcess(spec);
+    if (!pid.ok()) return pid.status();
+    pid_ = *pid;
+    if (!testing::WaitFor([this] { return Client(address_).ListJobs().ok(); },
+                          absl::Seconds(20))) {
+      return absl::DeadlineExceededError("the plaintext coordinator did not answer in 20s");
+    }
+    return absl::OkStatus();
+  }
+  const std::string& address() const { return address_; }
+
+ private:
+  const std::string state_;
+  std::string address_;
+  pid_t pid_ = 0;
+};
+
 // A TLS client against a plaintext coordinator is told so in one line.
 TEST(TlsMismatchTest, ATlsClientIsToldTheServerIsPlaintext) {
   const std::string state = testing::MakeTempDir("plain");
-  absl::StatusOr<int> port = PickFreePort("127.0.0.1");
-  ASSERT_TRUE(port.ok());
-  const std::string address = absl::StrCat("127.0.0.1:", *port);
-  SubprocessSpec spec;
-  spec.argv = {testing::Runfile("coordinator/ringmaster-coordinator"), "--port",
-               absl::StrCat(*port), "--metrics-port", "0", "--state-dir", state + "/c"};
-  spec.env = CurrentEnvironment();
-  spec.output_path = state + "/log";
-  absl::StatusOr<pid_t> pid = SpawnProcess(spec);
-  ASSERT_TRUE(pid.ok()) << pid.status();
-  absl::Cleanup stop = [&] {
-    kill(*pid, SIGKILL);
-    waitpid(*pid, nullptr, 0);
-  };
-  ASSERT_TRUE(testing::WaitFor([&] { return Client(address).ListJobs().ok(); },
-                               absl::Seconds(20)));
+  PlaintextCoordinator plain(state);
+  const absl::Status started = plain.Start();
+  ASSERT_TRUE(started.ok()) << started;
+  const std::string& address = plain.address();
   testing::CommandResult init = testing::RunCommand(
       {testing::Runfile("client/ringmaster"), "certs", "init", "--dir", state + "/tls"});
   ASSERT_EQ(init.exit_code, 0) << init.err;
@@ -536,23 +561,10 @@ TEST_F(AuthTest, UpsCredentialsAreForItsOwnCoordinatorOnly) {
   testing::CommandResult ours = testing::RunCommand({cli, "workers"}, env);
   EXPECT_EQ(ours.exit_code, 0) << "its own coordinator, with its files: " << ours.err;
 
-  const std::string state = testing::MakeTempDir("elsewhere");
-  absl::StatusOr<int> port = PickFreePort("127.0.0.1");
-  ASSERT_TRUE(port.ok());
-  const std::string elsewhere = absl::StrCat("127.0.0.1:", *port);
-  SubprocessSpec spec;
-  spec.argv = {testing::Runfile("coordinator/ringmaster-coordinator"), "--port",
-               absl::StrCat(*port), "--metrics-port", "0", "--state-dir", state + "/c"};
-  spec.env = CurrentEnvironment();
-  spec.output_path = state + "/log";
-  absl::StatusOr<pid_t> pid = SpawnProcess(spec);
-  ASSERT_TRUE(pid.ok()) << pid.status();
-  absl::Cleanup stop = [&] {
-    kill(*pid, SIGKILL);
-    waitpid(*pid, nullptr, 0);
-  };
-  ASSERT_TRUE(testing::WaitFor([&] { return Client(elsewhere).ListJobs().ok(); },
-                               absl::Seconds(20)));
+  PlaintextCoordinator plain(testing::MakeTempDir("elsewhere"));
+  const absl::Status started = plain.Start();
+  ASSERT_TRUE(started.ok()) << started;
+  const std::string& elsewhere = plain.address();
   testing::CommandResult other =
       testing::RunCommand({cli, "--coordinator", elsewhere, "jobs"}, env);
   EXPECT_EQ(other.exit_code, 0) << "a plaintext coordinator elsewhere: " << other.err;
