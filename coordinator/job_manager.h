@@ -187,18 +187,18 @@ class JobManager {
   // SIGTERM to the attempt's ranks on a worker, SIGKILL after the grace.
   v1::CoordinatorMessage StopMessage(const std::string& job_id, int attempt) const;
   void CheckTimeouts(JobRecord& entry, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // A RUNNING rank its worker's reports no longer list ended there and its
-  // exit was lost: after kReportsBeforeQuery reports without it the exit is
-  // asked for again, after kReportsBeforeLost the rank is RANK_LOST.
-  void CheckRanksReported(JobRecord& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  static constexpr int kReportsBeforeQuery = 2;
-  static constexpr int kReportsBeforeLost = 4;
   // FAILED with DEADLINE_EXCEEDED once deadline_s has passed since the
   // first start, whatever the state; true when it ended the job.
   bool CheckDeadline(JobRecord& entry, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AdvanceRestarts(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Worker events (job_manager_workers.cc).
+  // A RUNNING rank its worker's reports no longer list ended there and its
+  // exit was lost: after kReportsBeforeQuery reports without it the exit is
+  // asked for again, after kReportsBeforeLost the rank is RANK_LOST.
+  void CheckRanksReported(JobRecord& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  static constexpr int kReportsBeforeQuery = 2;
+  static constexpr int kReportsBeforeLost = 4;
   void ReconcileLocked(const WorkerSession& session, const v1::RegisterWorker& request,
                        int64_t* ack) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void HeartbeatLocked(const WorkerSession& session, const v1::Heartbeat& beat)

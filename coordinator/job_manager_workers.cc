@@ -1,5 +1,7 @@
-// JobManager: events from the workers' streams and lost workers.
+// JobManager: events from the workers' streams, their reports of what
+// runs, and lost workers.
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -120,6 +122,48 @@ void JobManager::HeartbeatLocked(const WorkerSession& session, const v1::Heartbe
   for (const auto& [job_id, attempt] :
        StrayAttempts(FindJobLocked(), session.worker_id, beat.running())) {
     SendLocked(session.worker_id, StopMessage(job_id, attempt));
+  }
+}
+
+void JobManager::CheckRanksReported(JobRecord& entry) {
+  const v1::Job& job = entry.job;
+  for (int r = 0; r < job.ranks_size(); ++r) {
+    const v1::RankStatus& rank = job.ranks(r);
+    v1::RankRef ref;
+    ref.set_job_id(job.id());
+    ref.set_attempt(job.attempt());
+    ref.set_rank(r);
+    const std::optional<WorkerMembership::Sighting> seen =
+        rank.state() == v1::RANK_RUNNING ? membership_->LastSighting(rank.worker_id(), ref)
+                                         : std::nullopt;
+    if (!seen || seen->running) {
+      entry.unseen.erase(r);
+      continue;
+    }
+    JobRecord::Unseen& unseen = entry.unseen.try_emplace(r, JobRecord::Unseen{seen->reports})
+                                    .first->second;
+    const int64_t missed = seen->reports - unseen.since + 1;
+    if (missed >= kReportsBeforeLost) {
+      const std::string worker = rank.worker_id();
+      entry.unseen.erase(r);
+      entry.job.mutable_ranks(r)->set_state(v1::RANK_FAILED);
+      spdlog::warn("job {}: rank {} is lost: worker {} no longer runs it", job.id(), r, worker);
+      OnRankEnded(entry, r,
+                  {v1::RANK_LOST,
+                   absl::StrCat("rank ", r, " no longer runs on worker ", worker,
+                                " and its exit never arrived (", missed,
+                                " heartbeats without it)"),
+                   r});
+      return;  // the attempt may have ended; the next tick sees the rest
+    }
+    if (missed >= kReportsBeforeQuery && !unseen.queried) {
+      unseen.queried = true;
+      spdlog::warn("job {}: worker {} no longer lists rank {}: asking for its exit", job.id(),
+                   rank.worker_id(), r);
+      v1::CoordinatorMessage query;
+      *query.mutable_query_rank()->mutable_rank() = ref;
+      SendLocked(rank.worker_id(), query);
+    }
   }
 }
 
