@@ -43,7 +43,7 @@ Client::Client(const std::string& address, const std::string& token, Tls tls,
       token_(token),
       tls_(tls.has_value()),
       rpc_timeout_(rpc_timeout),
-      channel_(MakeChannel(address, tls)),
+      channel_(CoordinatorChannel(address, tls)),
       jobs_(v1::JobService::NewStub(channel_)),
       cluster_(v1::ClusterService::NewStub(channel_)) {}
 
@@ -210,7 +210,7 @@ absl::Status Client::StreamLogs(const v1::StreamLogsRequest& request,
 RendezvousClient::RendezvousClient(const std::string& address, std::string job_id,
                                    int attempt, const std::string& token, const Tls& tls)
     : token_(token),
-      stub_(v1::RendezvousService::NewStub(MakeChannel(address, tls))) {
+      stub_(v1::RendezvousService::NewStub(CoordinatorChannel(address, tls))) {
   scope_.set_job_id(std::move(job_id));
   scope_.set_attempt(attempt);
 }

@@ -80,10 +80,20 @@ void AddLocalClusterCommands(CLI::App& app, Invocation* run,
               "(keeps what exists, so it also adds workers)");
   init->add_option("--dir", run->certs_dir, "where to write them")->required();
   init->add_option("--host", run->certs.hosts,
-                   "a name or IP peers dial the coordinator and workers at (repeat)");
+                   "a name or IP the coordinator is dialed at by other tools, added to its "
+                   "certificate (repeat)");
   init->add_option("--worker", run->certs.worker_ids,
-                   "a worker id to make a certificate for (repeat)");
+                   "a worker id to make a certificate for, naming only that worker (repeat)");
+  init->add_option("--days", run->certs.valid_days, "days the certificates are valid")
+      ->capture_default_str();
   (*commands)[Command::kCertsInit] = init;
+  CLI::App* renew = certs->add_subcommand(
+      "renew", "make every certificate in --dir again, with the same names and new keys "
+               "(not the CA); restart the daemons to load them");
+  renew->add_option("--dir", run->certs_dir, "the directory of certs init")->required();
+  renew->add_option("--days", run->certs.valid_days, "days the new certificates are valid")
+      ->capture_default_str();
+  (*commands)[Command::kCertsRenew] = renew;
 }
 
 void AddJobCommands(CLI::App& app, Invocation* run, std::map<Command, CLI::App*>* commands) {

@@ -14,7 +14,7 @@
 namespace ringmaster {
 
 enum class Command {
-  kUp, kDown, kDemo, kCertsInit, kSubmit, kJobs, kStatus, kLogs, kCancel, kDelete, kWorkers, kTop,
+  kUp, kDown, kDemo, kCertsInit, kCertsRenew, kSubmit, kJobs, kStatus, kLogs, kCancel, kDelete, kWorkers, kTop,
 };
 
 // One run of the CLI: the command and every option given or defaulted.

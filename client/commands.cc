@@ -162,14 +162,29 @@ int RunUp(const GlobalOptions& global, LocalClusterOptions options) {
   return kOk;
 }
 
-int RunCertsInit(const std::string& dir, const CertsOptions& options) {
-  absl::StatusOr<std::vector<std::string>> written = InitCertificates(dir, options);
-  if (!written.ok()) return Fail(written.status());
-  for (const std::string& file : *written) std::cout << "wrote " << file << std::endl;
-  if (written->empty()) {
+namespace {
+
+int PrintIssued(const absl::StatusOr<std::vector<IssuedCertificate>>& issued,
+                const std::string& dir) {
+  if (!issued.ok()) return Fail(issued.status());
+  for (const IssuedCertificate& c : *issued) {
+    std::cout << "wrote " << c.path << " (" << c.reason << "; valid until " << c.expires << ")"
+              << std::endl;
+  }
+  if (issued->empty()) {
     std::cout << "nothing to do: " << dir << " has every certificate asked for" << std::endl;
   }
   return kOk;
+}
+
+}  // namespace
+
+int RunCertsInit(const std::string& dir, const CertsOptions& options) {
+  return PrintIssued(InitCertificates(dir, options), dir);
+}
+
+int RunCertsRenew(const std::string& dir, int valid_days) {
+  return PrintIssued(RenewCertificates(dir, valid_days), dir);
 }
 
 int RunDown(const GlobalOptions&, const std::string& state_dir) {

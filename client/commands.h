@@ -23,6 +23,7 @@ struct GlobalOptions {
 
 int RunUp(const GlobalOptions& global, LocalClusterOptions options);
 int RunCertsInit(const std::string& dir, const CertsOptions& options);
+int RunCertsRenew(const std::string& dir, int valid_days);
 int RunDown(const GlobalOptions& global, const std::string& state_dir);
 int RunDemo(const GlobalOptions& global, LocalClusterOptions options);
 // `submit`: a spec without working_dir ships the current directory with the

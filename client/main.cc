@@ -46,6 +46,9 @@ int Run(const ringmaster::Invocation& run) {
   global.coordinator = run.coordinator;
   global.output = run.output;
   if (run.command == Command::kCertsInit) return ringmaster::RunCertsInit(run.certs_dir, run.certs);
+  if (run.command == Command::kCertsRenew) {
+    return ringmaster::RunCertsRenew(run.certs_dir, run.certs.valid_days);
+  }
   if (!LoadToken(run.token_file, &global)) return 2;
   // A local cluster's commands make and use its own certificates.
   switch (run.command) {

@@ -125,12 +125,22 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address, const Tls
   // connection attempt, which a TLS handshake to a busy server can exceed.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  if (tls && !server_name.empty()) args.SetSslTargetNameOverride(server_name);
+  ExpectServerName(tls, server_name, &args);
   return grpc::CreateCustomChannel(address, ChannelCredentials(tls), args);
 }
 
+std::shared_ptr<grpc::Channel> CoordinatorChannel(const std::string& address, const Tls& tls) {
+  return MakeChannel(address, tls, kCoordinatorName);
+}
+
+void ExpectServerName(const Tls& tls, const std::string& server_name,
+                      grpc::ChannelArguments* args) {
+  if (tls) args->SetSslTargetNameOverride(server_name);
+}
+
 std::string ExplainTlsFailure(const std::string& address, bool tls,
-                              const std::string& grpc_message) {
+                              const std::string& grpc_message,
+                              const std::string& server_name) {
   const Speaks speaks = Probe(address);
   if (tls && speaks == Speaks::kPlaintext) {
     return absl::StrCat(address, " serves plaintext, not TLS: this side uses TLS (--tls-dir, "
@@ -140,6 +150,12 @@ std::string ExplainTlsFailure(const std::string& address, bool tls,
   if (!tls && speaks == Speaks::kOther) {
     return absl::StrCat(address, " requires TLS: give --tls-dir (or RINGMASTER_TLS_DIR) "
                                  "the directory of `ringmaster certs init`");
+  }
+  if (absl::StrContains(grpc_message, "not in peer certificate")) {
+    return absl::StrCat("the TLS certificate of ", address, " does not name ", server_name,
+                        ": it is another identity of this cluster's CA (a worker's key "
+                        "cannot serve as the coordinator), or a certificate made before "
+                        "identities were checked (reissue it: ringmaster certs init)");
   }
   if (absl::StrContains(grpc_message, "certificate verify failed") ||
       absl::StrContains(grpc_message, "CERTIFICATE_VERIFY_FAILED")) {

@@ -3,10 +3,16 @@
 //
 //   ca.crt                   the cluster's certificate authority: every peer is checked against it
 //   ca.key                   its key: needed only to make certificates; keep it off the workers
-//   coordinator.crt/.key     the coordinator's server certificate
+//   coordinator.crt/.key     the coordinator's server certificate: it alone names
+//                            kCoordinatorName
 //   worker-<id>.crt/.key     a worker's: the server certificate of its agent and its
-//                            client certificate to the coordinator (mutual TLS)
+//                            client certificate to the coordinator (mutual TLS); it
+//                            names only <id>
 //   admin.crt/.key           the admin's client certificate, for the CLI
+//
+// A client checks more than the CA: the certificate must name the identity
+// it dials (kCoordinatorName, or the worker's id), so the key of one worker
+// cannot pose as the coordinator or as another worker.
 //
 // Servers ask for a client certificate and verify one when it is shown (a
 // worker's names its id, the admin's grants every verb; see
@@ -54,18 +60,32 @@ std::shared_ptr<grpc::ServerCredentials> ServerCredentials(const Tls& tls);
 // it has one.
 std::shared_ptr<grpc::ChannelCredentials> ChannelCredentials(const Tls& tls);
 
+// The name only the coordinator's certificate holds (a DNS name, since
+// host name checks read those; its common name is "ringmaster:coordinator").
+inline constexpr char kCoordinatorName[] = "ringmaster-coordinator";
+
 // A channel to `address`. With `tls`, the server's certificate must be
-// signed by its CA and name `server_name` (default: the address's host).
-// Reconnects within a second, not after gRPC's default back-off of up to
-// two minutes.
+// signed by its CA and name `server_name`: kCoordinatorName for the
+// coordinator, a worker's id for its agent. Reconnects within a second, not
+// after gRPC's default back-off of up to two minutes.
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address, const Tls& tls,
-                                           const std::string& server_name = "");
+                                           const std::string& server_name);
+
+// MakeChannel to the coordinator.
+std::shared_ptr<grpc::Channel> CoordinatorChannel(const std::string& address, const Tls& tls);
+
+// Sets in `args` the name `tls` checks the server's certificate for (a
+// channel made by hand, with arguments of its own).
+void ExpectServerName(const Tls& tls, const std::string& server_name,
+                      grpc::ChannelArguments* args);
 
 // When a call to `address` failed UNAVAILABLE: a line saying the cause
-// when it is TLS on one side only, or a certificate the other side
-// refused; empty when it is neither.
+// when it is TLS on one side only, a certificate the other side refused, or
+// a server whose certificate does not name `server_name`; empty when it is
+// none of these.
 std::string ExplainTlsFailure(const std::string& address, bool tls,
-                              const std::string& grpc_message);
+                              const std::string& grpc_message,
+                              const std::string& server_name = kCoordinatorName);
 
 }  // namespace ringmaster
 

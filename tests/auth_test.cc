@@ -73,7 +73,7 @@ class AuthTest : public ClusterTest {
   // Registers as `worker_id` on a fresh stream; how the coordinator
   // answered the registration (ALREADY_EXISTS for a worker that is up).
   grpc::StatusCode Connect(const Caller& caller, const std::string& worker_id) {
-    auto stub = v1::WorkerService::NewStub(MakeChannel(address_, caller.tls));
+    auto stub = v1::WorkerService::NewStub(CoordinatorChannel(address_, caller.tls));
     auto context = Context(caller);
     auto stream = stub->Connect(context.get());
     v1::WorkerMessage hello;
@@ -93,7 +93,7 @@ class AuthTest : public ClusterTest {
   std::string Row(const Caller& caller, const std::string& job_a, const std::string& job_b,
                   int worker_a) {
     std::string row;
-    auto channel = MakeChannel(address_, caller.tls);
+    auto channel = CoordinatorChannel(address_, caller.tls);
     auto jobs = v1::JobService::NewStub(channel);
     auto cluster = v1::ClusterService::NewStub(channel);
     auto store = v1::RendezvousService::NewStub(channel);
@@ -244,7 +244,7 @@ TEST_F(AuthTest, EveryRpcAllowsExactlyTheDocumentedCredentials) {
     v1::SetResponse response;
     grpc::ClientContext context;
     AddBearerToken(&context, signer.Job(job_b, 0));
-    ASSERT_TRUE(v1::RendezvousService::NewStub(MakeChannel(address_, CaOnly()))
+    ASSERT_TRUE(v1::RendezvousService::NewStub(CoordinatorChannel(address_, CaOnly()))
                     ->Set(&context, set, &response)
                     .ok());
   }

@@ -263,19 +263,25 @@ rv1::ServerReflectionResponse Reflect(const std::shared_ptr<grpc::Channel>& chan
 // Health by server and by service name, and reflection in both versions,
 // as grpcurl, grpc_health_probe and Kubernetes' gRPC probes ask for them.
 TEST_F(ClusterTest, EveryServerServesHealthPerServiceAndReflectionV1AndV1alpha) {
-  std::vector<std::pair<std::string, std::vector<std::string>>> servers = {
+  struct Server {
+    std::string address;
+    std::string name;  // what its certificate names
+    std::vector<std::string> services;
+  };
+  std::vector<Server> servers = {
       {address_,
+       kCoordinatorName,
        {"ringmaster.v1.JobService", "ringmaster.v1.ClusterService", "ringmaster.v1.WorkerService",
         "ringmaster.v1.RendezvousService"}}};
   auto workers = client_->ListWorkers();
   ASSERT_TRUE(workers.ok());
   for (const auto& w : *workers) {
-    servers.push_back({w.address(), {"ringmaster.v1.WorkerAgentService"}});
+    servers.push_back({w.address(), w.id(), {"ringmaster.v1.WorkerAgentService"}});
   }
   ASSERT_EQ(servers.size(), 3u);
-  for (const auto& [address, services] : servers) {
+  for (const auto& [address, name, services] : servers) {
     // Anyone may ask: no credential, only the CA to check the server.
-    auto channel = MakeChannel(address, CaOnly(), "localhost");
+    auto channel = MakeChannel(address, CaOnly(), name);
     auto health = grpc::health::v1::Health::NewStub(channel);
     auto check = [&](const std::string& service, grpc::health::v1::HealthCheckResponse* response) {
       grpc::ClientContext context;

@@ -110,7 +110,7 @@ grpc::Status CallWithGarbage(const std::shared_ptr<grpc::Channel>& channel,
 }
 
 TEST_F(RequestValidationTest, ARequestThatDoesNotParseIsRefusedNamingItsMessage) {
-  auto coordinator = MakeChannel(address_, tls_);
+  auto coordinator = CoordinatorChannel(address_, tls_);
   for (const auto& [method, message] : std::vector<std::pair<std::string, std::string>>{
            {"/ringmaster.v1.JobService/SubmitJob", "SubmitJobRequest"},
            {"/ringmaster.v1.JobService/GetJob", "GetJobRequest"},
@@ -141,7 +141,7 @@ TEST_F(RequestValidationTest, ARequestThatDoesNotParseIsRefusedNamingItsMessage)
 TEST_F(RequestValidationTest, AWorkerStreamThatDoesNotParseIsRefused) {
   absl::StatusOr<TlsFiles> worker = LoadTls(state_dir_ + "/tls", "worker-local-0");
   ASSERT_TRUE(worker.ok()) << worker.status();
-  grpc::GenericStub generic(MakeChannel(address_, *worker));
+  grpc::GenericStub generic(CoordinatorChannel(address_, *worker));
   grpc::ClientContext raw_context;
   raw_context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
   grpc::CompletionQueue cq;

@@ -87,11 +87,14 @@ absl::Status CoordinatorLink::Run() {
   // Reconnect promptly after a coordinator restart.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+  ExpectServerName(options_.tls, kCoordinatorName, &args);
   auto channel = grpc::CreateCustomChannel(options_.coordinator_address,
                                            ChannelCredentials(options_.tls), args);
   auto stub = v1::WorkerService::NewStub(channel);
   absl::Duration backoff = options_.reconnect_initial;
   bool ever_registered = false;
+  std::string unreachable_why;  // last said, and when
+  absl::Time unreachable_said = absl::InfinitePast();
   for (;;) {
     {
       MutexLock lock(&mu_);
@@ -107,17 +110,35 @@ absl::Status CoordinatorLink::Run() {
       if (!ever_registered) return absl::AlreadyExistsError(status.error_message());
       spdlog::warn("registration refused, retrying: {}", status.error_message());
     }
+    absl::Duration wait = backoff;
+    const bool unavailable = status.error_code() == grpc::StatusCode::UNAVAILABLE;
+    if (!registered && !status.ok() && status.error_code() != grpc::StatusCode::ALREADY_EXISTS) {
+      // Down, refused at TLS or refused this worker: said once a minute,
+      // or when the reason changes.
+      if (status.error_message() != unreachable_why ||
+          absl::Now() - unreachable_said > absl::Minutes(1)) {
+        unreachable_why = status.error_message();
+        unreachable_said = absl::Now();
+        const std::string tls_why =
+            unavailable ? ExplainTlsFailure(options_.coordinator_address,
+                                            options_.tls.has_value(), unreachable_why)
+                        : "";
+        spdlog::warn("cannot register with the coordinator at {}: {}",
+                     options_.coordinator_address, tls_why.empty() ? unreachable_why : tls_why);
+      }
+      // The channel redials on its own back-off.
+      if (unavailable) wait = std::min(wait, absl::Seconds(1));
+    }
     // A long healthy connection resets the back-off.
     if (absl::Now() - started > absl::Seconds(10)) backoff = options_.reconnect_initial;
     MutexLock lock(&mu_);
-    if (mu_.AwaitWithTimeout(absl::Condition(&shutdown_), backoff)) return absl::OkStatus();
+    if (mu_.AwaitWithTimeout(absl::Condition(&shutdown_), wait)) return absl::OkStatus();
     backoff = std::min(backoff * 2, options_.reconnect_max);
   }
 }
 
 grpc::Status CoordinatorLink::Serve(v1::WorkerService::Stub* stub, bool* registered) {
   grpc::ClientContext context;
-  context.set_wait_for_ready(true);
   AddBearerToken(&context, options_.token);
   std::unique_ptr<grpc::ClientReaderWriter<v1::WorkerMessage, v1::CoordinatorMessage>>
       stream;
@@ -183,8 +204,10 @@ grpc::Status CoordinatorLink::Serve(v1::WorkerService::Stub* stub, bool* registe
   heartbeat.join();
   writer.join();
   grpc::Status status = stream->Finish();
-  spdlog::warn("coordinator stream ended: {}",
-               status.ok() ? "closed" : status.error_message());
+  if (*registered) {
+    spdlog::warn("coordinator stream ended: {}",
+                 status.ok() ? "closed" : status.error_message());
+  }
   return status;
 }
 

@@ -170,8 +170,7 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
   }
   server->code_ = std::make_unique<JobCode>(
       config.state_dir + "/jobs", UnpackLimits{config.max_code_bytes},
-      CoordinatorCodeFetch(grpc::CreateChannel(config.coordinator_address,
-                                               ChannelCredentials(config.tls)),
+      CoordinatorCodeFetch(CoordinatorChannel(config.coordinator_address, config.tls),
                            config.token));
   supervisor_options.code = server->code_.get();
   WorkerServer* self = server.get();

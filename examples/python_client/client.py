@@ -28,7 +28,11 @@ def channel_to(args):
     credentials = grpc.ssl_channel_credentials(
         root_certificates=read("ca.crt"), private_key=read("admin.key"),
         certificate_chain=read("admin.crt"))
-    return grpc.secure_channel(args.coordinator, credentials)
+    # Only the coordinator's certificate names ringmaster-coordinator: a
+    # worker's, signed by the same CA, cannot answer in its place.
+    return grpc.secure_channel(
+        args.coordinator, credentials,
+        options=[("grpc.ssl_target_name_override", "ringmaster-coordinator")])
 
 
 def metadata(args):
