@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "absl/strings/str_cat.h"
@@ -175,6 +176,38 @@ void PrintSpecTerms(std::ostream& out, const v1::JobSpec& spec) {
   out << "policy:    " << policy << "\n";
 }
 
+// The learning rate the ranks use, which lr_scaling multiplies by the
+// world size, and when the trainer checkpoints.
+void PrintTrainerTerms(std::ostream& out, const v1::Job& job) {
+  const v1::TrainerSpec& t = job.spec().trainer();
+  const int world = job.world_size() > 0 ? job.world_size() : job.spec().ranks();
+  double lr = t.optimizer().lr();
+  std::string scaled;
+  if (t.lr_scaling() == "linear") {
+    lr *= world;
+    scaled = absl::StrCat(" x ", world, " ranks");
+  } else if (t.lr_scaling() == "sqrt") {
+    lr *= std::sqrt(static_cast<double>(world));
+    scaled = absl::StrCat(" x sqrt(", world, " ranks)");
+  }
+  out << "trainer:   " << t.optimizer().type() << ", learning rate "
+      << absl::StrFormat("%g", lr);
+  if (!scaled.empty()) {
+    out << absl::StrFormat(" (%g", t.optimizer().lr()) << scaled << ", lr_scaling "
+        << t.lr_scaling() << ")";
+  }
+  std::vector<std::string> every;
+  if (t.checkpoint_every_steps() > 0) {
+    every.push_back(absl::StrCat(t.checkpoint_every_steps(), " steps"));
+  }
+  if (t.checkpoint_every_s() > 0) {
+    every.push_back(ShortDuration(absl::Seconds(t.checkpoint_every_s())));
+  }
+  out << "; checkpoints " << (every.empty() ? "on stop only"
+                                            : absl::StrCat("every ", absl::StrJoin(every, " or ")))
+      << "\n";
+}
+
 void PrintRanks(std::ostream& out, const v1::Job& job) {
   if (job.ranks_size() == 0) return;
   out << "ranks:\n";
@@ -223,6 +256,7 @@ void PrintJobDetail(std::ostream& out, const v1::Job& job, absl::Time now) {
   out << "age:       " << ShortDuration(now - absl::FromUnixMillis(job.create_unix_ms()))
       << "\n";
   PrintSpecTerms(out, job.spec());
+  if (job.spec().has_trainer()) PrintTrainerTerms(out, job);
   if (!job.master_addr().empty()) {
     out << "master:    " << job.master_addr() << ":" << job.master_port() << "\n";
   }

@@ -107,6 +107,7 @@ TEST_F(JobManagerTest, StartTimeoutNamesTheRanksThatNeverStarted) {
   v1::JobSpec spec;
   spec.set_name("slow");
   spec.set_ranks(3);
+  spec.set_max_restarts(0);
   spec.set_start_timeout_s(20);
   spec.add_command("true");
   const std::string id = Submit(spec);
@@ -126,6 +127,7 @@ TEST_F(JobManagerTest, HungTrainerRankIsNamedWithItsWorkerAndStep) {
   v1::JobSpec spec;
   spec.set_name("train");
   spec.set_ranks(2);
+  spec.set_max_restarts(0);
   spec.set_hang_timeout_s(10);
   spec.mutable_trainer()->mutable_data()->set_path("digits");
   const std::string id = Submit(spec);
@@ -170,6 +172,7 @@ TEST_F(JobManagerTest, CommandJobHangsOnlyWhenSilentAndOnlyWhenAsked) {
   v1::JobSpec spec;
   spec.set_name("quiet");
   spec.set_ranks(1);
+  spec.set_max_restarts(0);
   spec.add_command("sleep");
   const std::string off = Submit(spec);
   spec.set_hang_timeout_s(5);

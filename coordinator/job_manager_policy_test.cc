@@ -275,7 +275,9 @@ TEST_F(JobManagerTest, ARanksErrorFileIsTheRootCauseOverItsPeersPlainExits) {
   TestWorker w1, w2;
   ASSERT_TRUE(Register(w1, "w1", 1).ok());
   ASSERT_TRUE(Register(w2, "w2", 1).ok());
-  const std::string id = Submit(CommandSpec(2));
+  v1::JobSpec spec = CommandSpec(2);
+  spec.set_max_restarts(0);
+  const std::string id = Submit(spec);
   Started(w1, id, 0, 0);
   Started(w2, id, 0, 1);
   Exited(w1, id, 0, 0, 1);  // rank 0 loses its peer first, and says nothing

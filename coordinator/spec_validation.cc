@@ -152,6 +152,7 @@ absl::Status ValidateTrainer(const v1::TrainerSpec& t, int gpus_per_rank) {
   if (t.checkpoint_every_steps() < 0) {
     return Bad("trainer.checkpoint_every_steps", "must be >= 0");
   }
+  if (t.checkpoint_every_s() < 0) return Bad("trainer.checkpoint_every_s", "must be >= 0");
   if (t.grad_clip_norm() < 0) {
     return Bad("trainer.grad_clip_norm", "must be >= 0");
   }
@@ -362,6 +363,7 @@ void ApplyJobSpecDefaults(v1::JobSpec* spec) {
   if (spec->min_ranks() == 0) spec->set_min_ranks(spec->ranks());
   if (spec->gpus_per_rank() == 0) spec->set_gpus_per_rank(spec->resources().gpus());
   spec->mutable_resources()->set_gpus(spec->gpus_per_rank());
+  if (!spec->has_max_restarts()) spec->set_max_restarts(3);
   if (!spec->has_start_timeout_s()) spec->set_start_timeout_s(120);
   if (!spec->has_scale_up_after_s()) spec->set_scale_up_after_s(30);
   if (spec->restart_policy().empty()) spec->set_restart_policy("on_failure");
@@ -385,6 +387,7 @@ void ApplyJobSpecDefaults(v1::JobSpec* spec) {
   if (t->bucket_mb() == 0) t->set_bucket_mb(25);
   if (t->precision().empty()) t->set_precision("fp32");
   if (t->grad_compression().empty()) t->set_grad_compression("none");
+  if (!t->has_checkpoint_every_s()) t->set_checkpoint_every_s(300);
 }
 
 }  // namespace ringmaster

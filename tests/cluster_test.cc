@@ -51,8 +51,8 @@ TEST_F(ClusterTest, TwoRankJobSeesTheWholeEnvironmentContract) {
 
 TEST_F(ClusterTest, FailingRankFailsTheJobAndStopsTheOtherRank) {
   const std::string spec =
-      "name: failing\nranks: 2\ncommand: [sh, -c, 'if [ \"$RANK\" = 1 ]; then sleep 0.5; "
-      "exit 3; fi; exec sleep 300']\n";
+      "name: failing\nranks: 2\nmax_restarts: 0\n"
+      "command: [sh, -c, 'if [ \"$RANK\" = 1 ]; then sleep 0.5; exit 3; fi; exec sleep 300']\n";
   CommandResult r = Cli({"submit", WriteSpec("failing", spec), "--follow"});
   EXPECT_EQ(r.exit_code, 1) << "a failed job's exit code";
   const std::string id = r.out.substr(0, r.out.find('\n'));

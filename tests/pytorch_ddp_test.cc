@@ -33,8 +33,9 @@ TEST_F(PytorchDdpTest, UnmodifiedDdpScriptTrainsOnTwoRanks) {
 TEST_F(PytorchDdpTest, ARanksRecordedExceptionIsTheRootCause) {
   testing::CommandResult torch = testing::Shell("/usr/bin/python3 -c 'import torch'");
   ASSERT_EQ(torch.exit_code, 0) << "python3-torch is needed (./dev installs it): " << torch.err;
-  const std::string spec = absl::StrCat("name: raises\nranks: 2\ncommand: [/usr/bin/python3, ",
-                                        testing::Runfile("tests/raise_on_rank.py"), "]\n");
+  const std::string spec =
+      absl::StrCat("name: raises\nranks: 2\nmax_restarts: 0\ncommand: [/usr/bin/python3, ",
+                   testing::Runfile("tests/raise_on_rank.py"), "]\n");
   testing::CommandResult r = Cli({"submit", WriteSpec("raises", spec), "--follow"});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   const std::string id = r.out.substr(0, r.out.find('\n'));

@@ -103,10 +103,14 @@ std::unique_ptr<Optimizer> MakeOptimizer(const v1::TrainerSpec::Optimizer& spec,
   return std::make_unique<AdamW>(spec, n);
 }
 
+double LrSchedule::Peak() const {
+  if (scaling == "linear") return base_lr * world_size;
+  if (scaling == "sqrt") return base_lr * std::sqrt(static_cast<double>(world_size));
+  return base_lr;
+}
+
 double LrSchedule::At(int64_t step) const {
-  double lr = base_lr;
-  if (scaling == "linear") lr *= world_size;
-  if (scaling == "sqrt") lr *= std::sqrt(static_cast<double>(world_size));
+  const double lr = Peak();
   if (step < warmup_steps) return lr * static_cast<double>(step + 1) / (warmup_steps + 1);
   const int64_t decay_steps = total_steps - warmup_steps;
   if (decay_steps <= 0) return lr;

@@ -50,6 +50,8 @@ struct LrSchedule {
   int64_t warmup_steps = 0;
   int64_t total_steps = 1;
 
+  // base_lr scaled by the world size: the rate after warm-up.
+  double Peak() const;
   double At(int64_t step) const;
 };
 

@@ -135,6 +135,11 @@ absl::StatusOr<TrainResult> Train(const v1::TrainerSpec& spec, const TrainTestSp
   result.total_steps = total_steps;
   LrSchedule schedule{spec.optimizer().lr(), spec.lr_scaling(), world, spec.warmup_steps(),
                       total_steps};
+  if (rank == 0 && context.log) {
+    context.log(absl::StrFormat("learning rate %g: optimizer.lr %g scaled by lr_scaling %s at "
+                                "world size %d",
+                                schedule.Peak(), schedule.base_lr, schedule.scaling, world));
+  }
 
   // Ranks on one host reduce their gradients where they lie.
   if (float* shared = comm->SharedBuffer(runner->size()); shared != nullptr) {
@@ -171,6 +176,11 @@ absl::StatusOr<TrainResult> Train(const v1::TrainerSpec& spec, const TrainTestSp
   // The first step is reported at once: after a restart, the step it
   // resumed at shows without waiting out an interval.
   Clock::time_point last_report{};
+  // Time-based checkpoints read this clock, so that tests can drive it.
+  const std::function<Clock::time_point()> now =
+      context.now ? context.now : [] { return Clock::now(); };
+  const auto checkpoint_every = std::chrono::seconds(spec.checkpoint_every_s());
+  Clock::time_point last_checkpoint = now();
   // Sends the progress with these figures and starts the next report's.
   auto report = [&](int64_t epoch, double loss, double samples_per_second, int64_t seen) {
     progress.set_step(step);
@@ -240,12 +250,15 @@ absl::StatusOr<TrainResult> Train(const v1::TrainerSpec& spec, const TrainTestSp
 
       const bool epoch_done = b + 1 == batches;
       const bool stop = rank == 0 && context.stop_requested && context.stop_requested();
-      if (rank == 0 && !context.checkpoint_dir.empty() &&
-          (stop || (spec.checkpoint_every_steps() > 0 &&
-                    step % spec.checkpoint_every_steps() == 0))) {
+      const bool steps_due =
+          spec.checkpoint_every_steps() > 0 && step % spec.checkpoint_every_steps() == 0;
+      const bool time_due =
+          spec.checkpoint_every_s() > 0 && now() - last_checkpoint >= checkpoint_every;
+      if (rank == 0 && !context.checkpoint_dir.empty() && (stop || steps_due || time_due)) {
         RETURN_IF_ERROR(SaveCheckpoint(context, *runner, seed, step,
                                        epoch_done ? epoch + 1 : epoch,
                                        epoch_done ? 0 : start + (b + 1) / accum * rows_per_step));
+        last_checkpoint = now();
       }
       const double elapsed = train_seconds + Seconds(epoch_start);
       if (context.on_progress &&

@@ -38,6 +38,8 @@ struct TrainerContext {
   std::atomic<int64_t>* steps_done = nullptr;
   // Where the model runs; empty: the CPU (MakeCpuRunner).
   RunnerFactory make_runner;
+  // The clock of checkpoint_every_s; empty: std::chrono::steady_clock.
+  std::function<std::chrono::steady_clock::time_point()> now;
 };
 
 struct TrainResult {

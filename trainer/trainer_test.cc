@@ -1,5 +1,6 @@
 #include "trainer/trainer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -8,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "trainer/checkpoint.h"
 #include "trainer/test_world.h"
 
@@ -199,6 +202,48 @@ TEST(TrainerTest, CorruptNewestCheckpointFallsBackToThePrevious) {
   }
   EXPECT_TRUE(reported) << "the corrupt checkpoint must be reported";
   EXPECT_TRUE(fell_back) << "training must resume from step-14";
+}
+
+// The checkpoints of directory `dir`, by step.
+std::vector<int64_t> CheckpointSteps(const std::string& dir) {
+  std::vector<int64_t> steps;
+  if (!fs::exists(dir)) return steps;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string name = entry.path().filename();
+    int64_t step = 0;
+    if (absl::StartsWith(name, "step-") && absl::SimpleAtoi(name.substr(5), &step)) {
+      steps.push_back(step);
+    }
+  }
+  std::sort(steps.begin(), steps.end());
+  return steps;
+}
+
+// checkpoint_every_s: a clock that reads 10 s a step makes a checkpoint
+// every 40 s (4 steps) of 35; 0 makes none.
+TEST(TrainerTest, CheckpointsOnATimeInterval) {
+  const TrainTestSplit data = Data(512);
+  v1::TrainerSpec spec = SgdSpec(16, 1);
+  spec.set_checkpoint_every_s(35);
+  std::atomic<int64_t> steps_done{0};
+  TrainerContext timed;
+  timed.checkpoint_dir = FreshDir("timed");
+  timed.steps_done = &steps_done;
+  timed.now = [&steps_done] {
+    return std::chrono::steady_clock::time_point() + std::chrono::seconds(10 * steps_done.load());
+  };
+  TrainWorld(spec, data, 1, timed);
+  const std::vector<int64_t> steps = CheckpointSteps(timed.checkpoint_dir);
+  ASSERT_FALSE(steps.empty()) << "no checkpoint was made";
+  for (int64_t step : steps) EXPECT_EQ(step % 4, 0) << "step " << step;
+  EXPECT_GE(steps.back(), 20) << "25 steps: the last checkpoints are at 20 and 24";
+
+  spec.set_checkpoint_every_s(0);
+  TrainerContext untimed = timed;
+  untimed.checkpoint_dir = FreshDir("untimed");
+  steps_done = 0;
+  TrainWorld(spec, data, 1, untimed);
+  EXPECT_TRUE(CheckpointSteps(untimed.checkpoint_dir).empty());
 }
 
 // A job that lost a rank resumes with fewer, or regains one and resumes

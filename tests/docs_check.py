@@ -1,0 +1,206 @@
+#!/usr/bin/env python3
+"""Checks that what README.md, docs/ and deploy/'s dashboards and alert
+rules name exists:
+
+- every --flag is in a binary's --help (every subcommand's, for the CLI)
+  or in a file of the repository that is not documentation (a script's
+  own flags, or a tool's that a script runs);
+- every ringmaster_* metric is registered by the code;
+- every RINGMASTER_* and TORCHELASTIC_* environment variable is in the
+  code;
+- every key of a job spec in a ```yaml block (and examples/*.yaml) is a
+  field of JobSpec in proto/job.proto, nested messages included.
+
+Prints one line per name that does not exist, naming the file and line;
+exits 1 when there is any.
+
+    docs_check.py --root SOURCE_TREE --bin DIR_WITH_client/ringmaster_ETC
+"""
+import argparse
+import glob
+import os
+import re
+import subprocess
+import sys
+
+import yaml
+
+FLAG = re.compile(r"(?<![\w/-])--[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
+METRIC = re.compile(r"\bringmaster_[a-z0-9_]+")
+ENV = re.compile(r"\b(?:RINGMASTER|TORCHELASTIC)_[A-Z0-9_]*[A-Z0-9]\b")
+METRIC_SUFFIXES = ("_bucket", "_sum", "_count")
+
+
+def documents(root):
+    files = [os.path.join(root, "README.md")]
+    files += sorted(glob.glob(os.path.join(root, "docs", "*.md")))
+    files += sorted(glob.glob(os.path.join(root, "deploy", "grafana", "*.json")))
+    files += sorted(glob.glob(os.path.join(root, "deploy", "prometheus", "*.yml")))
+    return files
+
+
+def code_text(root):
+    """{path: text} of every file of the tree but the documentation: where
+    a name may be defined or used."""
+    parts = {}
+    docs = set(documents(root))
+    for directory, subdirs, files in os.walk(root):
+        subdirs[:] = [d for d in subdirs if d != ".git" and not d.startswith("bazel-")
+                      and not (directory == root and d == "docs")]
+        for name in files:
+            path = os.path.join(directory, name)
+            if name.endswith(".md") or path in docs:
+                continue
+            try:
+                with open(path, encoding="utf-8") as f:
+                    parts[path] = f.read()
+            except (UnicodeDecodeError, OSError):
+                continue
+    return parts
+
+
+def help_text(bin_dir):
+    """The --help of every binary, and of every subcommand of the CLI."""
+    def run(argv):
+        return subprocess.run(argv, capture_output=True, text=True, timeout=60).stdout
+
+    cli = os.path.join(bin_dir, "client", "ringmaster")
+    texts = [run([cli, "--help"])]
+    pending = [[]]
+    while pending:
+        path = pending.pop()
+        text = run([cli] + path + ["--help"])
+        texts.append(text)
+        if "Subcommands:" in text:
+            block = text.split("Subcommands:", 1)[1]
+            for line in block.splitlines()[1:]:
+                match = re.match(r"  (\S+)\s", line)
+                if not match:
+                    break
+                pending.append(path + [match.group(1)])
+    for program in ("coordinator/ringmaster-coordinator", "worker/ringmaster-worker",
+                    "trainer/ringmaster-trainer"):
+        texts.append(run([os.path.join(bin_dir, program), "--help"]))
+    return "\n".join(texts)
+
+
+def proto_messages(proto_path):
+    """{message name: {field name: type name}} from a .proto file; nested
+    messages by their own names."""
+    messages = {}
+    stack = []
+    with open(proto_path) as f:
+        for line in f:
+            line = line.split("//")[0].strip()
+            match = re.match(r"message (\w+) \{", line)
+            if match:
+                stack.append(match.group(1))
+                messages[match.group(1)] = {}
+                continue
+            if line.startswith("enum ") or line.startswith("oneof "):
+                stack.append(None)
+                continue
+            if line == "}":
+                stack.pop()
+                continue
+            match = re.match(r"(?:optional |repeated )?(map<[^>]+>|[\w.]+) (\w+) = \d+", line)
+            if match and stack and stack[-1]:
+                messages[stack[-1]][match.group(2)] = match.group(1)
+    return messages
+
+
+def spec_problems(spec, messages, message="JobSpec", where=""):
+    problems = []
+    if not isinstance(spec, dict):
+        return problems
+    fields = messages[message]
+    for key, value in spec.items():
+        if key not in fields:
+            problems.append(f"{where}{key}: {message} has no such field")
+            continue
+        kind = fields[key]
+        if kind in messages:
+            problems += spec_problems(value, messages, kind, f"{where}{key}.")
+    return problems
+
+
+def yaml_blocks(text):
+    """(line number, text) of each ```yaml block."""
+    blocks = []
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        if lines[i].strip() == "```yaml":
+            start = i + 1
+            i += 1
+            while i < len(lines) and lines[i].strip() != "```":
+                i += 1
+            blocks.append((start + 1, "\n".join(lines[start:i])))
+        i += 1
+    return blocks
+
+
+def is_job_spec(document):
+    return isinstance(document, dict) and "ranks" in document and (
+        "trainer" in document or "command" in document)
+
+
+def check(root, known_help, code, docs=None):
+    problems = []
+    messages = proto_messages(os.path.join(root, "proto", "job.proto"))
+    # Registered by the product, not only named by a test.
+    product = "\n".join(text for path, text in code.items()
+                         if "_test" not in path and "/tests/" not in path)
+    metric_names = set(re.findall(r'"(ringmaster_[a-z0-9_]+)"', product))
+    code = "\n".join(code.values())
+    for path in docs or documents(root):
+        shown = os.path.relpath(path, root)
+        with open(path) as f:
+            text = f.read()
+        for number, line in enumerate(text.splitlines(), 1):
+            for flag in FLAG.findall(line):
+                if not re.search(re.escape(flag) + r"(?![\w-])", known_help + code):
+                    problems.append(f"{shown}:{number}: {flag}: no --help and no file of the "
+                                    "repository has this flag")
+            for metric in METRIC.findall(line):
+                name = metric
+                for suffix in METRIC_SUFFIXES:
+                    if name.endswith(suffix) and name[:-len(suffix)] in metric_names:
+                        name = name[:-len(suffix)]
+                if name not in metric_names:
+                    problems.append(f"{shown}:{number}: {metric}: no such metric is registered")
+            for variable in ENV.findall(line):
+                if not re.search(r"\b" + variable + r"\b", code):
+                    problems.append(f"{shown}:{number}: {variable}: no such environment "
+                                    "variable in the code")
+        for number, block in yaml_blocks(text):
+            try:
+                parsed = list(yaml.safe_load_all(block))
+            except yaml.YAMLError as e:
+                problems.append(f"{shown}:{number}: a yaml block does not parse: {e}")
+                continue
+            for document in parsed:
+                if is_job_spec(document):
+                    problems += [f"{shown}:{number}: {p}" for p in spec_problems(document, messages)]
+    for path in sorted(glob.glob(os.path.join(root, "examples", "**", "*.yaml"), recursive=True)):
+        with open(path) as f:
+            for document in yaml.safe_load_all(f):
+                if is_job_spec(document):
+                    problems += [f"{os.path.relpath(path, root)}: {p}"
+                                 for p in spec_problems(document, messages)]
+    return problems
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--root", required=True, help="the source tree")
+    parser.add_argument("--bin", required=True, help="where client/ringmaster etc. are")
+    args = parser.parse_args()
+    problems = check(args.root, help_text(args.bin), code_text(args.root))
+    for problem in problems:
+        print(problem)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
