@@ -99,8 +99,17 @@ TEST_F(TrainerJobTest, DemoTrainsDigitsToHighAccuracy) {
   ASSERT_EQ(jobs->size(), 1u);
   testing::CommandResult status = Cli({"status", (*jobs)[0].id()});
   EXPECT_NE(status.out.find("progress:  step 220/220"), std::string::npos) << status.out;
+  // lr_scaling's effect is shown, not silent; the time-based checkpoint is on.
+  EXPECT_NE(status.out.find("trainer:   adamw, learning rate 0.002 (0.001 x 2 ranks, "
+                            "lr_scaling linear); checkpoints every 100 steps or 5m00s"),
+            std::string::npos)
+      << status.out;
   testing::CommandResult logs = Cli({"logs", (*jobs)[0].id(), "--rank", "0"});
   EXPECT_NE(logs.out.find("[rank 0] final: test accuracy"), std::string::npos) << logs.out;
+  EXPECT_NE(logs.out.find("[rank 0] learning rate 0.002: optimizer.lr 0.001 scaled by "
+                          "lr_scaling linear at world size 2"),
+            std::string::npos)
+      << logs.out;
 }
 
 }  // namespace
