@@ -43,6 +43,10 @@ void DaemonFlags::AddTo(CLI::App& app, const std::string& advertise_help) {
                "allow a --bind beyond loopback without TLS: anyone who reaches it may call it");
   app.add_option("--metrics-port", metrics_port_, "Prometheus /metrics port (0: none)")
       ->capture_default_str();
+  app.add_option("--metrics-bind", metrics_bind_,
+                 "address /metrics listens on: plain HTTP, apart from --bind; 0.0.0.0 lets a "
+                 "Prometheus on another machine scrape it")
+      ->capture_default_str();
   AddDurationOption(app, "--metrics-retention", &metrics_retention_,
                     "how long the series of an ended job stay on /metrics");
   app.add_option("--advertise-address", advertise_, advertise_help);
@@ -70,7 +74,10 @@ absl::StatusOr<DaemonAddresses> DaemonFlags::Start(const std::string& name) {
   out.listen = serving->listen;
   out.advertise = serving->advertise;
   out.port = serving->port;
-  out.metrics = metrics_port_ > 0 ? absl::StrCat(bind_, ":", metrics_port_) : "";
+  out.metrics = metrics_port_ > 0 ? absl::StrCat(metrics_bind_, ":", metrics_port_) : "";
+  if (!out.metrics.empty() && !IsLoopbackHost(metrics_bind_)) {
+    spdlog::info("/metrics is served in plain HTTP on {} (--metrics-bind)", out.metrics);
+  }
   return out;
 }
 

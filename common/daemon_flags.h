@@ -16,7 +16,7 @@ namespace ringmaster {
 struct DaemonAddresses {
   std::string listen;     // bind:port for gRPC
   std::string advertise;  // what peers dial
-  std::string metrics;    // bind:metrics_port, empty when metrics are off
+  std::string metrics;    // metrics_bind:metrics_port, empty when metrics are off
   int port = 0;
 };
 
@@ -51,6 +51,7 @@ class DaemonFlags {
   int port_;
   int metrics_port_;
   std::string bind_ = "127.0.0.1";
+  std::string metrics_bind_ = "127.0.0.1";
   bool insecure_ = false;
   std::string tls_dir_;
   std::string advertise_;

@@ -12,13 +12,16 @@ class LatencyInterceptor final : public grpc::experimental::Interceptor {
  public:
   LatencyInterceptor(grpc::experimental::ServerRpcInfo* info,
                      metrics::Family<metrics::Histogram>* family)
-      : method_(info->method()), family_(family), start_(std::chrono::steady_clock::now()) {}
+      : method_(info->method()),
+        type_(info->type() == grpc::experimental::ServerRpcInfo::Type::UNARY ? "unary" : "stream"),
+        family_(family),
+        start_(std::chrono::steady_clock::now()) {}
 
   void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
     if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_STATUS)) {
       const double seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-      family_->Add({{"method", method_}}, Buckets()).Observe(seconds);
+      family_->Add({{"method", method_}, {"type", type_}}, Buckets()).Observe(seconds);
     }
     methods->Proceed();
   }
@@ -29,6 +32,7 @@ class LatencyInterceptor final : public grpc::experimental::Interceptor {
 
  private:
   const std::string method_;
+  const char* const type_;
   metrics::Family<metrics::Histogram>* const family_;
   const std::chrono::steady_clock::time_point start_;
 };
@@ -51,7 +55,8 @@ std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> RpcLatenc
     metrics::Registry* registry) {
   return std::make_unique<Factory>(&registry->AddHistogram(
       "ringmaster_rpc_duration_seconds",
-      "Time from an RPC's arrival to its status, by method (streams: their lifetime)."));
+      "Time from an RPC's arrival to its status, by method; type is unary or stream (a "
+      "stream's is its lifetime)."));
 }
 
 }  // namespace ringmaster

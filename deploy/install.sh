@@ -2,10 +2,19 @@
 # Installs Ringmaster's binaries and systemd units on this machine, and the
 # Debian packages the binaries link against.
 #   install.sh [--prefix /usr/local] [--enable coordinator,worker]
-#              [--coordinator HOST:PORT] [--root /] [--bin-dir DIR] [--no-deps]
-# --enable      enables (and, on a running systemd, starts) those units
-# --coordinator where this machine's worker finds the coordinator; written to
-#               /etc/ringmaster/ringmaster.env, which the worker unit reads
+#              [--coordinator HOST:PORT] [--advertise-address HOST:PORT]
+#              [--metrics-bind ADDRESS] [--root /] [--bin-dir DIR] [--no-deps]
+# --enable      enables (and, on a running systemd, starts) those units; with
+#               coordinator, makes /etc/ringmaster/admin.token if there is none
+# --coordinator where this machine's worker finds the coordinator
+# --advertise-address
+#               where other machines reach this machine's daemon (default:
+#               its host name and port)
+# --metrics-bind
+#               where /metrics listens (default 127.0.0.1; 0.0.0.0 for a
+#               Prometheus on another machine)
+#               These three are written to /etc/ringmaster/ringmaster.env,
+#               which the units read.
 # --bin-dir     holds ringmaster, ringmaster-coordinator, ringmaster-worker and
 #               ringmaster-trainer (default: bin/ beside this script in a
 #               release archive, else bazel-bin of this checkout)
@@ -20,6 +29,8 @@ bin_dir="$here/bin"
 [ -d "$bin_dir" ] || bin_dir="$here/../bazel-bin"
 enable=""
 coordinator=""
+advertise=""
+metrics_bind=""
 deps=1
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -28,6 +39,8 @@ while [ $# -gt 0 ]; do
     --bin-dir) bin_dir=$2; shift 2 ;;
     --enable) enable=$2; shift 2 ;;
     --coordinator) coordinator=$2; shift 2 ;;
+    --advertise-address) advertise=$2; shift 2 ;;
+    --metrics-bind) metrics_bind=$2; shift 2 ;;
     --no-deps) deps=0; shift ;;
     *) echo "install.sh: unknown argument $1 (see the header of $0)" >&2; exit 2 ;;
   esac
@@ -39,10 +52,12 @@ for role in ${enable//,/ }; do
     *) echo "install.sh: --enable takes coordinator and/or worker, not '$role'" >&2; exit 2 ;;
   esac
 done
-case "$coordinator" in
-  ""|*:[0-9]*) ;;
-  *) echo "install.sh: --coordinator takes HOST:PORT, not '$coordinator'" >&2; exit 2 ;;
-esac
+for address in "--coordinator:$coordinator" "--advertise-address:$advertise"; do
+  case "${address#*:}" in
+    ""|*:[0-9]*) ;;
+    *) echo "install.sh: ${address%%:*} takes HOST:PORT, not '${address#*:}'" >&2; exit 2 ;;
+  esac
+done
 
 find_bin() {
   for candidate in "$bin_dir/$1" "$bin_dir/client/$1" "$bin_dir/coordinator/$1" \
@@ -90,10 +105,18 @@ fi
 # Credentials (TLS files, the admin token) live here; ranks write below /srv/ringmaster.
 install -d -m 0750 "$dest/etc/ringmaster"
 install -d -m 1777 "$dest/srv/ringmaster"
-if [ -n "$coordinator" ]; then
-  printf 'RINGMASTER_COORDINATOR=%s\n' "$coordinator" > "$dest/etc/ringmaster/ringmaster.env"
-  chmod 0644 "$dest/etc/ringmaster/ringmaster.env"
-fi
+# KEY=VALUE in ringmaster.env, replacing the key's old line.
+set_env() {
+  local file="$dest/etc/ringmaster/ringmaster.env"
+  touch "$file"
+  chmod 0644 "$file"
+  grep -v "^$1=" "$file" > "$file.new" || true
+  printf '%s=%s\n' "$1" "$2" >> "$file.new"
+  mv "$file.new" "$file"
+}
+[ -z "$coordinator" ] || set_env RINGMASTER_COORDINATOR "$coordinator"
+[ -z "$advertise" ] || set_env RINGMASTER_ADVERTISE_ADDRESS "$advertise"
+[ -z "$metrics_bind" ] || set_env RINGMASTER_METRICS_BIND "$metrics_bind"
 if [ ${#units[@]} -gt 0 ]; then
   if [ "$root" = / ]; then
     systemctl enable "${units[@]}"
@@ -107,6 +130,13 @@ if [ "$root" = / ]; then
     useradd --system --home-dir /var/lib/ringmaster --shell /usr/sbin/nologin ringmaster
   fi
   chown root:ringmaster /etc/ringmaster
+  # The admin credential the coordinator's unit names, made once.
+  if [[ " ${units[*]} " == *" ringmaster-coordinator.service "* ]] &&
+     [ ! -f /etc/ringmaster/admin.token ]; then
+    (umask 077; head -c 32 /dev/urandom | base64 > /etc/ringmaster/admin.token)
+    chown ringmaster:ringmaster /etc/ringmaster/admin.token
+    echo "made /etc/ringmaster/admin.token: the admin credential (ringmaster --token-file)"
+  fi
   if [ -d /run/systemd/system ]; then
     systemctl daemon-reload
     # Started only once their credentials exist (see below).
@@ -115,10 +145,13 @@ if [ "$root" = / ]; then
     fi
   fi
   cat <<NEXT
-Installed in $prefix/bin and /etc/systemd/system. Next (docs/security.md, docs/multi-host.md):
-  ringmaster certs init --dir /etc/ringmaster/tls --host <coordinator host> --worker <each worker's hostname>
-  chown -R ringmaster: /etc/ringmaster/tls
-  systemctl start ringmaster-coordinator   # on the coordinator's host
-  systemctl start ringmaster-worker        # on each worker
+Installed in $prefix/bin and /etc/systemd/system. Next (docs/quickstart-cluster.md):
+  on ONE admin machine, make every certificate with one CA:
+    ringmaster certs init --dir tls --host <coordinator host> --worker <each worker's hostname>...
+  copy to this machine's /etc/ringmaster/tls only its own files (ca.crt, and
+  coordinator.* or worker-<hostname>.*; never ca.key), then:
+    chown -R ringmaster: /etc/ringmaster/tls
+    systemctl start ringmaster-coordinator   # on the coordinator's host
+    systemctl start ringmaster-worker        # on each worker
 NEXT
 fi

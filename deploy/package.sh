@@ -5,7 +5,8 @@
 # install.sh, systemd/, kubernetes/, slurm/, prometheus/, grafana/,
 # Dockerfile), docs/..., proto/*.proto and README.md. The archive holds one directory,
 # ringmaster-<version>/, and runtime-packages.txt: the Debian packages of
-# the shared libraries the binaries link, for install.sh and the Dockerfile.
+# the shared libraries the binaries link and of what ranks use beside them
+# (python3-sklearn, python3-grpcio), for install.sh and the Dockerfile.
 # The same inputs give the same bytes.
 set -euo pipefail
 out=$1
@@ -37,6 +38,11 @@ ldd "$top"/bin/* | awk '/=> \// { print $3 }' | sort -u | while read -r lib; do
     echo "package.sh: no Debian package ships $lib" >&2
     exit 1
   fi
-done | sort -u > "$top/runtime-packages.txt"
+done > "$stage/linked.txt"
+# And what runs beside them: scikit-learn's handwritten digits (the `digits`
+# data set of the trainer and `ringmaster demo`), and gRPC for the Python
+# module ranks report their progress with.
+printf '%s\n' python3-sklearn python3-grpcio | cat - "$stage/linked.txt" | sort -u \
+  > "$top/runtime-packages.txt"
 tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -C "$stage" \
     -cf - "ringmaster-$version" | gzip -n > "$out"

@@ -492,6 +492,31 @@ TEST(BindTest, BeyondLoopbackNeedsTlsOrInsecure) {
   EXPECT_EQ(tls.out.find("--insecure"), std::string::npos) << tls.out;
 }
 
+// /metrics binds apart from the API: loopback by default even when the API
+// serves every address, every address with --metrics-bind 0.0.0.0.
+TEST(BindTest, MetricsListenOnLoopbackUnlessMetricsBindSaysOtherwise) {
+  const std::string coordinator = testing::Runfile("coordinator/ringmaster-coordinator");
+  const std::string state = testing::MakeTempDir("metrics-bind");
+  testing::CommandResult init = testing::RunCommand(
+      {testing::Runfile("client/ringmaster"), "certs", "init", "--dir", state + "/tls"});
+  ASSERT_EQ(init.exit_code, 0) << init.err;
+  // The local address the metrics port listens on, once it does (ss, polled
+  // ten seconds at most), then the coordinator is stopped.
+  auto listening_on = [&](const std::string& flags) {
+    const int port = PickFreePort("127.0.0.1").value();
+    return testing::Shell(absl::StrCat(
+        coordinator, " --bind 0.0.0.0 --tls-dir ", state, "/tls --port 0 --metrics-port ", port,
+        " ", flags, " --state-dir ", state, " > ", state, "/log 2>&1 & pid=$!; for i in $(seq 100);"
+        " do out=$(ss -ltnH \"sport = :", port, "\" | awk '{print $4}'); [ -n \"$out\" ] && break;"
+        " sleep 0.1; done; kill $pid; wait $pid; echo \"$out\""))
+        .out;
+  };
+  const std::string by_default = listening_on("");
+  EXPECT_TRUE(absl::StartsWith(by_default, "127.0.0.1:")) << "listening on: " << by_default;
+  const std::string everywhere = listening_on("--metrics-bind 0.0.0.0");
+  EXPECT_TRUE(absl::StartsWith(everywhere, "0.0.0.0:")) << "listening on: " << everywhere;
+}
+
 // A plaintext coordinator on a free loopback port, killed with the object.
 class PlaintextCoordinator {
  public:

@@ -25,6 +25,7 @@ for file in install.sh Dockerfile runtime-packages.txt README.md docs/multi-host
   [ -e "$pkg/$file" ] || fail "the archive lacks $file"
 done
 grep -qx 'libgrpc++1.51' "$pkg/runtime-packages.txt" || fail "runtime-packages.txt lacks gRPC"
+grep -qx 'python3-sklearn' "$pkg/runtime-packages.txt" || fail "runtime-packages.txt lacks python3-sklearn (the digits data set)"
 while read -r package; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||
     fail "runtime-packages.txt names $package, which is not installed here"

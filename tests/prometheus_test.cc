@@ -8,12 +8,14 @@
 #include <sys/wait.h>
 
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
 #include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
 #include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
@@ -69,7 +71,8 @@ class PrometheusTest : public ClusterTest {
  protected:
   void SetUp() override {
     extra_env_["RINGMASTER_NVML_LIBRARY"] = testing::Runfile("worker/testing/libfake_nvml.so");
-    extra_env_["FAKE_NVML_DEVICES"] = "GPU-aaaa:42:2147483648:17179869184:150000:55:1500";
+    // Its ECC holds two uncorrectable errors, for the GPU alert.
+    extra_env_["FAKE_NVML_DEVICES"] = "GPU-aaaa:42:2147483648:17179869184:150000:55:1500:2";
     ClusterTest::SetUp();
   }
   void TearDown() override {
@@ -80,14 +83,16 @@ class PrometheusTest : public ClusterTest {
     ClusterTest::TearDown();
   }
   // Prometheus scraping every daemon of the cluster each second, with an
-  // ordinary config: its own job name, no honor_labels. `web` is its address.
-  void StartPrometheus(std::string* web) {
+  // ordinary config: its own job name, no honor_labels, and `rules` when
+  // given. `web` is its address.
+  void StartPrometheus(std::string* web, const std::string& rules = "") {
     std::string targets;
     for (const auto& d : DaemonRecords()) {
       absl::StrAppend(&targets, targets.empty() ? "" : ", ", "\"", d.metrics_address, "\"");
     }
     const std::string config = state_dir_ + "/prometheus.yml";
     std::ofstream(config) << "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
+                          << (rules.empty() ? "" : "rule_files: [" + rules + "]\n")
                           << "scrape_configs:\n  - job_name: ringmaster\n"
                           << "    static_configs: [{targets: [" << targets << "]}]\n";
     auto port = PickFreePort("127.0.0.1");
@@ -176,7 +181,7 @@ void ExpectJobsGroupedByJobId(const std::string& web, const std::vector<std::str
 
 TEST_F(PrometheusTest, EveryDashboardQueryReturnsData) {
   const std::vector<std::string> queries = DashboardQueries();
-  ASSERT_GE(queries.size(), 15u);
+  ASSERT_GE(queries.size(), 18u);
   ExpectPanelsUseTheVariables(queries);
   std::string web;
   ASSERT_NO_FATAL_FAILURE(StartPrometheus(&web));
@@ -266,6 +271,84 @@ TEST_F(PrometheusTest, APytorchJobFillsItsPanelsAndTop) {
   EXPECT_TRUE(all);
   EXPECT_EQ(client_->GetJob(id)->state(), v1::RUNNING) << "the job ran while it was asked";
   ASSERT_TRUE(client_->CancelJob(id).ok());
+}
+
+struct AlertRule {
+  std::string name;
+  std::string expr;
+};
+
+std::vector<AlertRule> AlertRules(const std::string& path) {
+  std::vector<AlertRule> rules;
+  for (const YAML::Node& group : YAML::LoadFile(path)["groups"]) {
+    for (const YAML::Node& rule : group["rules"]) {
+      rules.push_back({rule["alert"].as<std::string>(), rule["expr"].as<std::string>()});
+    }
+  }
+  return rules;
+}
+
+// deploy/prometheus/alerts.yml: promtool accepts it, Prometheus loads it,
+// and each rule's query returns data once the failure it is for happened
+// here: a job that restarted, one that FAILED, a rank that hung, a GPU
+// with uncorrectable ECC errors (the fake NVML's), a worker killed.
+TEST_F(PrometheusTest, EveryAlertRuleReturnsDataOnTheFailureItIsFor) {
+  const std::string rules_path = testing::Runfile("deploy/prometheus/alerts.yml");
+  testing::CommandResult check = testing::RunCommand({"promtool", "check", "rules", rules_path});
+  ASSERT_EQ(check.exit_code, 0) << check.out << check.err;
+  const std::vector<AlertRule> rules = AlertRules(rules_path);
+  ASSERT_EQ(rules.size(), 5u);
+  std::string web;
+  ASSERT_NO_FATAL_FAILURE(StartPrometheus(&web, rules_path));
+  // Scraped with every job at rest first: the FAILED count's change shows.
+  ASSERT_TRUE(testing::WaitFor(
+      [&] { return !Query(web, "ringmaster_jobs{state=\"FAILED\"}").empty(); },
+      absl::Seconds(30)));
+
+  auto ended = [](const v1::Job& j) { return j.state() == v1::SUCCEEDED || j.state() == v1::FAILED; };
+  const std::string failed =
+      Submit("name: failed\nranks: 1\nmax_restarts: 0\ncommand: [sh, -c, 'exit 1']\n");
+  EXPECT_EQ(WaitJob(failed, ended).state(), v1::FAILED);
+  const std::string flaky = Submit(
+      "name: flaky\nranks: 1\nmax_restarts: 1\ncommand: [sh, -c, "
+      "'[ \"$TORCHELASTIC_RESTART_COUNT\" = 1 ] || exit 1']\n");
+  EXPECT_EQ(WaitJob(flaky, ended).state(), v1::SUCCEEDED);
+  const std::string hung = Submit(
+      "name: hung\nranks: 1\nmax_restarts: 1\nhang_timeout_s: 2\ncommand: [sleep, '300']\n");
+  const v1::Job hung_job = WaitJob(hung, ended);
+  EXPECT_EQ(hung_job.state(), v1::FAILED);
+  EXPECT_EQ(hung_job.history(hung_job.history_size() - 1).reason(), v1::RANK_HUNG);
+  const std::vector<DaemonRecord> workers = WorkerRecords();
+  ASSERT_FALSE(workers.empty());
+  ASSERT_EQ(kill(workers.back().pid, SIGKILL), 0);
+
+  std::map<std::string, std::string> silent;
+  const bool all = testing::WaitFor(
+      [&] {
+        silent.clear();
+        for (const AlertRule& rule : rules) {
+          if (Query(web, rule.expr).empty()) silent[rule.name] = rule.expr;
+        }
+        return silent.empty();
+      },
+      absl::Seconds(120));
+  for (const auto& [name, expr] : silent) ADD_FAILURE() << name << " returned no data: " << expr;
+  EXPECT_TRUE(all);
+  // The jobs the restart rules name.
+  std::set<std::string> restarted, hanging;
+  for (const AlertRule& rule : rules) {
+    for (const Struct& s : Query(web, rule.expr)) {
+      if (rule.name == "RingmasterJobRestarting") restarted.insert(Label(s, "job_id"));
+      if (rule.name == "RingmasterRankHung") hanging.insert(Label(s, "job_id"));
+    }
+  }
+  EXPECT_EQ(restarted, (std::set<std::string>{flaky, hung}));
+  EXPECT_EQ(hanging, std::set<std::string>{hung});
+  const std::string loaded = testing::HttpGet(web, "/api/v1/rules");
+  for (const AlertRule& rule : rules) {
+    EXPECT_NE(loaded.find("\"name\":\"" + rule.name + "\""), std::string::npos) << loaded;
+  }
+  EXPECT_EQ(loaded.find("\"health\":\"err"), std::string::npos) << loaded;
 }
 
 // `ringmaster top` on a real terminal (a pty from util-linux's script):

@@ -27,6 +27,8 @@ struct Nvml::Api {
   int (*clock)(Device, unsigned int, unsigned int*);
   int (*uuid)(Device, char*, unsigned int);
   int (*name)(Device, char*, unsigned int);
+  // Optional: GPUs without ECC answer NOT_SUPPORTED, older NVMLs lack it.
+  int (*ecc_errors)(Device, int, int, unsigned long long*);
   // Optional: only Link() uses them.
   int (*handle_by_pci_bus_id)(const char*, Device*);
   int (*nvlink_state)(Device, unsigned int, unsigned int*);
@@ -84,6 +86,7 @@ absl::StatusOr<std::unique_ptr<Nvml>> Nvml::Load(const std::string& library) {
     }
   }
   const Symbol optional[] = {
+      {"nvmlDeviceGetTotalEccErrors", reinterpret_cast<void**>(&api->ecc_errors)},
       {"nvmlDeviceGetHandleByPciBusId_v2", reinterpret_cast<void**>(&api->handle_by_pci_bus_id)},
       {"nvmlDeviceGetNvLinkState", reinterpret_cast<void**>(&api->nvlink_state)},
       {"nvmlDeviceGetNvLinkVersion", reinterpret_cast<void**>(&api->nvlink_version)},
@@ -130,6 +133,12 @@ std::vector<GpuSample> Nvml::Sample() {
     if (api_->power(device, &value) == 0) s.power_watts = value / 1000.0;  // milliwatts
     if (api_->temperature(device, kTemperatureGpu, &value) == 0) s.temperature_celsius = value;
     if (api_->clock(device, kClockSm, &value) == 0) s.sm_clock_hertz = value * 1e6;  // MHz
+    unsigned long long errors = 0;
+    if (api_->ecc_errors != nullptr &&
+        api_->ecc_errors(device, nvml_abi::kMemoryErrorUncorrected, nvml_abi::kVolatileEcc,
+                         &errors) == 0) {
+      s.uncorrected_ecc_errors = static_cast<double>(errors);
+    }
     samples.push_back(std::move(s));
   }
   return samples;

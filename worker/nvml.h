@@ -21,6 +21,9 @@ struct GpuSample {
   double power_watts = 0;
   double temperature_celsius = 0;
   double sm_clock_hertz = 0;
+  // Uncorrectable ECC memory errors since the driver loaded (NVML's
+  // volatile count); -1 where NVML cannot tell (no ECC, or off).
+  double uncorrected_ecc_errors = -1;
 };
 
 // The link a GPU reaches its peers through, and its bandwidth in one

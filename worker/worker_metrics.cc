@@ -92,6 +92,10 @@ WorkerMetrics::WorkerMetrics(metrics::Registry* registry, std::string worker_id,
                                           "GPU core temperature (NVML).")),
       gpu_sm_clock_(registry->AddGauge("ringmaster_gpu_sm_clock_hertz",
                                        "GPU streaming-multiprocessor clock (NVML).")),
+      gpu_ecc_errors_(registry->AddGauge(
+          "ringmaster_gpu_uncorrected_ecc_errors",
+          "Uncorrectable ECC memory errors since the driver loaded (NVML); only GPUs with ECC "
+          "on.")),
       rank_cpu_(registry->AddGauge("ringmaster_rank_cpu_utilization_ratio",
                                    "CPU time of a rank's process per second of wall time.")),
       steps_(registry->AddCounter("ringmaster_train_steps_total", "Optimizer steps taken.",
@@ -181,6 +185,7 @@ void WorkerMetrics::Collect() {
       gpu_power_.Add(labels).Set(s.power_watts);
       gpu_temperature_.Add(labels).Set(s.temperature_celsius);
       gpu_sm_clock_.Add(labels).Set(s.sm_clock_hertz);
+      if (s.uncorrected_ecc_errors >= 0) gpu_ecc_errors_.Add(labels).Set(s.uncorrected_ecc_errors);
     }
   }
   static const double ticks_per_second = static_cast<double>(sysconf(_SC_CLK_TCK));

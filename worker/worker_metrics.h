@@ -73,6 +73,7 @@ class WorkerMetrics {
   metrics::Family<metrics::Gauge>& gpu_power_;
   metrics::Family<metrics::Gauge>& gpu_temperature_;
   metrics::Family<metrics::Gauge>& gpu_sm_clock_;
+  metrics::Family<metrics::Gauge>& gpu_ecc_errors_;
   metrics::Family<metrics::Gauge>& rank_cpu_;
   metrics::Family<metrics::Counter>& steps_;
   metrics::Family<metrics::Counter>& samples_;

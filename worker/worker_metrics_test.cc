@@ -16,7 +16,7 @@ namespace {
 // one: the series carry exactly the values it was given.
 TEST(WorkerMetricsTest, GpuSeriesCarryNvmlValues) {
   setenv("FAKE_NVML_DEVICES",
-         "GPU-1111:37:1073741824:17179869184:123456:61:1410;"
+         "GPU-1111:37:1073741824:17179869184:123456:61:1410:3;"
          "GPU-2222:0:0:17179869184:25000:40:210",
          1);
   auto nvml = Nvml::Load(testing::Runfile("worker/testing/libfake_nvml.so"));
@@ -36,6 +36,11 @@ TEST(WorkerMetricsTest, GpuSeriesCarryNvmlValues) {
   EXPECT_NE(text.find("ringmaster_gpu_sm_clock_hertz" + gpu0 + " 1410000000\n"),
             std::string::npos);
   EXPECT_NE(text.find("{gpu=\"1\",uuid=\"GPU-2222\",worker=\"w1\"} 40\n"), std::string::npos);
+  // ECC errors only for the GPU that has ECC.
+  EXPECT_NE(text.find("ringmaster_gpu_uncorrected_ecc_errors" + gpu0 + " 3\n"), std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("ringmaster_gpu_uncorrected_ecc_errors{gpu=\"1\""), std::string::npos)
+      << text;
 }
 
 TEST(WorkerMetricsTest, MissingNvmlIsAnErrorNotACrash) {

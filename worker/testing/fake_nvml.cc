@@ -1,7 +1,8 @@
 // A stand-in for libnvidia-ml.so.1 with set values, for tests of the
 // worker's GPU discovery and metrics on machines without a GPU. The devices
 // come from FAKE_NVML_DEVICES: "uuid:util%:mem_used:mem_total:power_mW:
-// temp_C:sm_MHz" entries separated by ';'. Device i sits at PCI bus id
+// temp_C:sm_MHz[:uncorrected_ECC_errors]" entries separated by ';' (without
+// the last field, the device has no ECC). Device i sits at PCI bus id
 // 0000:<i in hex>:00.0. Every device's links come from FAKE_NVML_LINKS:
 // "nvlink:<nvmlNvlinkVersion_t>:<active links>" or "pcie:<generation>:
 // <width>"; without it, NVML cannot tell.
@@ -20,6 +21,7 @@ struct Device {
   unsigned util = 0;
   unsigned long long used = 0, total = 0;
   unsigned power = 0, temp = 0, clock = 0;
+  long long ecc_errors = -1;  // -1: no ECC
 };
 
 std::vector<Device> ParseDevices() {
@@ -32,8 +34,8 @@ std::vector<Device> ParseDevices() {
     rest = end == std::string::npos ? "" : rest.substr(end + 1);
     char uuid[64] = {};
     Device d;
-    if (std::sscanf(item.c_str(), "%63[^:]:%u:%llu:%llu:%u:%u:%u", uuid, &d.util, &d.used,
-                    &d.total, &d.power, &d.temp, &d.clock) == 7) {
+    if (std::sscanf(item.c_str(), "%63[^:]:%u:%llu:%llu:%u:%u:%u:%lld", uuid, &d.util, &d.used,
+                    &d.total, &d.power, &d.temp, &d.clock, &d.ecc_errors) >= 7) {
       d.uuid = uuid;
       devices.push_back(d);
     }
@@ -88,6 +90,16 @@ int nvmlDeviceGetTemperature(void* d, unsigned int, unsigned int* celsius) {
 }
 int nvmlDeviceGetClockInfo(void* d, unsigned int, unsigned int* mhz) {
   *mhz = At(d)->clock;
+  return 0;
+}
+int nvmlDeviceGetTotalEccErrors(void* d, int error_type, int counter_type,
+                                unsigned long long* count) {
+  if (At(d)->ecc_errors < 0) return 3;  // NVML_ERROR_NOT_SUPPORTED
+  if (error_type != ringmaster::nvml_abi::kMemoryErrorUncorrected ||
+      counter_type != ringmaster::nvml_abi::kVolatileEcc) {
+    return 2;  // the worker asks for nothing else
+  }
+  *count = static_cast<unsigned long long>(At(d)->ecc_errors);
   return 0;
 }
 int nvmlDeviceGetUUID(void* d, char* out, unsigned int length) {
