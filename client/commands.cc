@@ -14,6 +14,7 @@
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -250,6 +251,15 @@ int RunDemo(const GlobalOptions& global, LocalClusterOptions options) {
 
 namespace {
 
+// Whether the job's ranks read the directory it is submitted from: any
+// command, and the built-in trainer only for data at a relative path (not
+// digits, synthetic data or an absolute path).
+bool ReadsItsDirectory(const v1::JobSpec& spec) {
+  if (!spec.has_trainer()) return true;
+  const std::string& path = spec.trainer().data().path();
+  return !(path == "digits" || absl::StartsWith(path, "synthetic:") || absl::StartsWith(path, "/"));
+}
+
 // Ships `dir` with the job: packs it, uploads it unless the coordinator has
 // it, and names it in the spec.
 absl::Status ShipWorkingDirectory(Client& client, const std::string& dir,
@@ -290,17 +300,18 @@ int RunSubmit(const GlobalOptions& global, const SubmitOptions& options) {
   }
   std::error_code error;
   const std::string here = std::filesystem::current_path(error).string();
+  const bool needs_here = spec->working_dir().empty() && ReadsItsDirectory(*spec);
   {
     // Checked here first, so that an invalid spec is bad usage and ships
     // no code; the coordinator checks again, against its own limits.
     v1::JobSpec shipped = *spec;
-    if (shipped.working_dir().empty() && !shipped.has_code()) shipped.set_working_dir(here);
+    if (needs_here && !shipped.has_code()) shipped.set_working_dir(here);
     if (absl::Status valid = ValidateJobSpec(shipped); !valid.ok()) {
       return Fail(absl::InvalidArgumentError(absl::StrCat(file, ": ", valid.message())));
     }
   }
   Client client = MakeClient(global);
-  if (spec->working_dir().empty()) {
+  if (needs_here) {
     if (!options.upload) {
       spec->set_working_dir(here);
     } else if (absl::Status s = ShipWorkingDirectory(client, here, options.upload_limit_bytes,

@@ -507,7 +507,57 @@ absl::Status ChownBelow(int dir, const UnpackOwner& owner, const std::string& wh
   return absl::OkStatus();
 }
 
+// The directory `name` under `at` (never through a link), made this
+// process's with mode 0700 first: CAP_CHOWN takes back another user's, and
+// its owner may then open it whatever mode it had. -1 for anything else.
+int TakeDirAt(int at, const char* name) {
+  const int path_fd = openat(at, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (path_fd < 0) return -1;
+  absl::Cleanup close_path = [path_fd] { close(path_fd); };
+  const std::string self = absl::StrCat("/proc/self/fd/", path_fd);
+  if (fchownat(path_fd, "", geteuid(), getegid(), AT_EMPTY_PATH) != 0 ||
+      chmod(self.c_str(), 0700) != 0) {
+    return -1;
+  }
+  return openat(path_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
+absl::Status RemoveBelow(int dir, const std::string& where) {
+  std::vector<std::string> names;
+  {
+    DIR* list = fdopendir(dup(dir));
+    if (list == nullptr) return ErrnoError(absl::StrCat("cannot list ", where));
+    absl::Cleanup close_list = [list] { closedir(list); };
+    while (const dirent* entry = readdir(list)) {
+      const std::string name = entry->d_name;
+      if (name != "." && name != "..") names.push_back(name);
+    }
+  }
+  for (const std::string& name : names) {
+    const std::string path = absl::StrCat(where, "/", name);
+    DirFd sub(TakeDirAt(dir, name.c_str()));
+    if (sub.get() >= 0) {
+      RETURN_IF_ERROR(RemoveBelow(sub.get(), path));
+      if (unlinkat(dir, name.c_str(), AT_REMOVEDIR) != 0) return ErrnoError("cannot remove " + path);
+    } else if (unlinkat(dir, name.c_str(), 0) != 0 && errno != ENOENT) {
+      return ErrnoError("cannot remove " + path);
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+absl::Status RemoveTree(const std::string& dir) {
+  DirFd root(TakeDirAt(AT_FDCWD, dir.c_str()));
+  if (root.get() < 0) {
+    if (errno == ENOENT) return absl::OkStatus();
+    return ErrnoError("cannot open " + dir);
+  }
+  RETURN_IF_ERROR(RemoveBelow(root.get(), dir));
+  if (rmdir(dir.c_str()) != 0) return ErrnoError("cannot remove " + dir);
+  return absl::OkStatus();
+}
 
 absl::Status ChownTree(const std::string& dir, const UnpackOwner& owner) {
   DirFd root(OpenDirAt(AT_FDCWD, dir.c_str()));

@@ -70,6 +70,12 @@ absl::Status UnpackArchive(const std::string& archive, const std::string& dir,
 // link is given, never what it names.
 absl::Status ChownTree(const std::string& dir, const UnpackOwner& owner);
 
+// Removes the tree at `dir` (nothing when it is missing), walking it from
+// directory descriptors opened without following links: each directory is
+// taken back first (CAP_CHOWN, mode 0700), so that a process that is not
+// root removes what a job's user made there, whatever its modes.
+absl::Status RemoveTree(const std::string& dir);
+
 }  // namespace ringmaster
 
 #endif  // RINGMASTER_COMMON_CODE_ARCHIVE_H_

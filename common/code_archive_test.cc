@@ -1,12 +1,18 @@
 #include "common/code_archive.h"
 
+#include <grp.h>
+#include <linux/capability.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -298,6 +304,72 @@ TEST_F(HostileArchiveTest, BrokenArchives) {
                        }),
                 "type '3' is not a file, directory or link");
   ExpectRefused(Write("plain", std::string(2048, 'p')), "not gzip-compressed");
+}
+
+// A worker that is not root: uid and gid 4242 with only CAP_CHOWN, as the
+// systemd unit runs it (CAP_CHOWN is what matters here). Runs `remove` in
+// a child so, and returns its exit code.
+int AsNonRootWithChown(const std::function<bool()>& remove, bool keep_chown) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    prctl(PR_SET_KEEPCAPS, 1);
+    if (setgroups(0, nullptr) != 0 || setresgid(4242, 4242, 4242) != 0 ||
+        setresuid(4242, 4242, 4242) != 0) {
+      _exit(3);
+    }
+    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct data[2] = {};
+    if (keep_chown) data[0].effective = data[0].permitted = 1u << CAP_CHOWN;
+    if (syscall(SYS_capset, &header, data) != 0) _exit(4);
+    _exit(remove() ? 0 : 1);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// A job's user's tree, with a directory it locked (mode 0) and a link out:
+// RemoveTree removes it as that worker, leaving what the link names;
+// without CAP_CHOWN, or with a plain recursive remove, it cannot.
+TEST(RemoveTreeTest, AWorkerThatIsNotRootRemovesAJobUsersTree) {
+  if (geteuid() != 0) GTEST_SKIP() << "making another user's tree needs root";
+  // Not below TEST_TMPDIR: uid 4242 may not pass through /root.
+  char made[] = "/tmp/remove-tree-XXXXXX";
+  ASSERT_NE(mkdtemp(made), nullptr);
+  const std::string parent = made;
+  const std::string job = parent + "/job";
+  auto make = [&] {
+    fs::create_directories(job + "/home/locked/deeper");
+    std::ofstream(job + "/home/locked/deeper/file") << "x";
+    std::ofstream(parent + "/outside") << "keep";
+    fs::create_symlink(parent + "/outside", job + "/home/link");
+    for (const std::string& p : {job + "/home/locked/deeper/file", job + "/home/locked/deeper",
+                                 job + "/home/locked", job + "/home"}) {
+      ASSERT_EQ(lchown(p.c_str(), 200007, 200007), 0) << p;
+    }
+    ASSERT_EQ(lchown((job + "/home/link").c_str(), 200007, 200007), 0);
+    ASSERT_EQ(chmod((job + "/home/locked").c_str(), 0), 0);
+    ASSERT_EQ(chown(parent.c_str(), 4242, 4242), 0);
+    ASSERT_EQ(chown(job.c_str(), 4242, 4242), 0);
+  };
+  make();
+  struct stat st;
+  ASSERT_EQ(AsNonRootWithChown([&] { return stat(job.c_str(), &st) == 0; }, false), 0)
+      << "the worker's uid must reach the tree for the rest to mean anything";
+  EXPECT_EQ(AsNonRootWithChown([&] {
+              std::error_code error;
+              fs::remove_all(job, error);
+              return !error;
+            }, true),
+            1)
+      << "a plain recursive remove cannot enter the locked directory";
+  EXPECT_EQ(AsNonRootWithChown([&] { return RemoveTree(job).ok(); }, false), 1)
+      << "without CAP_CHOWN the job's directories are not the worker's to take";
+  EXPECT_TRUE(fs::exists(job + "/home/locked/deeper/file"));
+  EXPECT_EQ(AsNonRootWithChown([&] { return RemoveTree(job).ok(); }, true), 0);
+  EXPECT_FALSE(fs::exists(job));
+  EXPECT_TRUE(fs::exists(parent + "/outside")) << "the link was removed, not what it names";
+  fs::remove_all(parent);
 }
 
 }  // namespace

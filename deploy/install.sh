@@ -2,14 +2,14 @@
 # Installs Ringmaster's binaries and systemd units on this machine, and the
 # Debian packages the binaries link against.
 #   install.sh [--prefix /usr/local] [--enable coordinator,worker]
-#              [--coordinator HOST:PORT] [--advertise-address HOST:PORT]
+#              [--coordinator HOST:PORT] [--advertise-host NAME]
 #              [--metrics-bind ADDRESS] [--root /] [--bin-dir DIR] [--no-deps]
 # --enable      enables (and, on a running systemd, starts) those units; with
 #               coordinator, makes /etc/ringmaster/admin.token if there is none
 # --coordinator where this machine's worker finds the coordinator
-# --advertise-address
-#               where other machines reach this machine's daemon (default:
-#               its host name and port)
+# --advertise-host
+#               the name or address other machines reach this machine's
+#               daemons at (default: its host name)
 # --metrics-bind
 #               where /metrics listens (default 127.0.0.1; 0.0.0.0 for a
 #               Prometheus on another machine)
@@ -39,7 +39,7 @@ while [ $# -gt 0 ]; do
     --bin-dir) bin_dir=$2; shift 2 ;;
     --enable) enable=$2; shift 2 ;;
     --coordinator) coordinator=$2; shift 2 ;;
-    --advertise-address) advertise=$2; shift 2 ;;
+    --advertise-host) advertise=$2; shift 2 ;;
     --metrics-bind) metrics_bind=$2; shift 2 ;;
     --no-deps) deps=0; shift ;;
     *) echo "install.sh: unknown argument $1 (see the header of $0)" >&2; exit 2 ;;
@@ -52,12 +52,14 @@ for role in ${enable//,/ }; do
     *) echo "install.sh: --enable takes coordinator and/or worker, not '$role'" >&2; exit 2 ;;
   esac
 done
-for address in "--coordinator:$coordinator" "--advertise-address:$advertise"; do
-  case "${address#*:}" in
-    ""|*:[0-9]*) ;;
-    *) echo "install.sh: ${address%%:*} takes HOST:PORT, not '${address#*:}'" >&2; exit 2 ;;
-  esac
-done
+case "$coordinator" in
+  ""|*:[0-9]*) ;;
+  *) echo "install.sh: --coordinator takes HOST:PORT, not '$coordinator'" >&2; exit 2 ;;
+esac
+case "$advertise" in
+  *:*|*/*|*" "*) echo "install.sh: --advertise-host takes a name or IPv4 address, not '$advertise'" >&2
+                 exit 2 ;;
+esac
 
 find_bin() {
   for candidate in "$bin_dir/$1" "$bin_dir/client/$1" "$bin_dir/coordinator/$1" \
@@ -103,7 +105,7 @@ if [ -f "$here/slurm/ringmaster.sbatch" ]; then
     "$dest$prefix/share/ringmaster/slurm/ringmaster.sbatch"
 fi
 # Credentials (TLS files, the admin token) live here; ranks write below /srv/ringmaster.
-install -d -m 0750 "$dest/etc/ringmaster"
+install -d -m 0750 "$dest/etc/ringmaster" "$dest/etc/ringmaster/tls"
 install -d -m 1777 "$dest/srv/ringmaster"
 # KEY=VALUE in ringmaster.env, replacing the key's old line.
 set_env() {
@@ -115,7 +117,7 @@ set_env() {
   mv "$file.new" "$file"
 }
 [ -z "$coordinator" ] || set_env RINGMASTER_COORDINATOR "$coordinator"
-[ -z "$advertise" ] || set_env RINGMASTER_ADVERTISE_ADDRESS "$advertise"
+[ -z "$advertise" ] || set_env RINGMASTER_ADVERTISE_HOST "$advertise"
 [ -z "$metrics_bind" ] || set_env RINGMASTER_METRICS_BIND "$metrics_bind"
 if [ ${#units[@]} -gt 0 ]; then
   if [ "$root" = / ]; then
@@ -127,9 +129,15 @@ fi
 
 if [ "$root" = / ]; then
   if ! id ringmaster > /dev/null 2>&1; then
-    useradd --system --home-dir /var/lib/ringmaster --shell /usr/sbin/nologin ringmaster
+    # uid and gid 10001 where free, as in the image: the same on every
+    # machine, so that files on shared storage (checkpoints) are its own
+    # everywhere.
+    groupadd --system $(getent group 10001 > /dev/null || echo --gid 10001) ringmaster
+    useradd --system $(getent passwd 10001 > /dev/null || echo --uid 10001) --gid ringmaster \
+      --home-dir /var/lib/ringmaster --shell /usr/sbin/nologin ringmaster
   fi
   chown root:ringmaster /etc/ringmaster
+  chown ringmaster:ringmaster /etc/ringmaster/tls
   # The admin credential the coordinator's unit names, made once.
   if [[ " ${units[*]} " == *" ringmaster-coordinator.service "* ]] &&
      [ ! -f /etc/ringmaster/admin.token ]; then

@@ -137,16 +137,24 @@ def _free_subnet():
     raise RuntimeError("no free /24 in 10.200.0.0/13")
 
 
+# With Hosts(machines=True): what each host has of its own, over this
+# machine's (an overlay: its files as they were, changes its own), as
+# separate machines would; and /srv, one directory every host shares, as
+# an NFS mount would be.
+MACHINE_DIRS = ("/etc", "/usr/local", "/var/lib")
+
+
 class Hosts:
     """`count` simulated hosts, host0 .. host<count-1>."""
 
-    def __init__(self, count):
+    def __init__(self, count, machines=False):
         reason = unavailable()
         if reason:
             raise RuntimeError(reason)
         remove_stale()
         self.tag = f"{PREFIX}{os.getpid()}"
         self.count = count
+        self.machines = machines
         self.subnet = _free_subnet()
         hosts = list(self.subnet.hosts())
         self.local_address = str(hosts[0])  # this process, on the bridge
@@ -193,8 +201,19 @@ class Hosts:
     def _hold(self, i, ns):
         """A process that keeps host i's UTS and mount namespaces, made with
         the hostname, the fresh /dev/shm and /tmp and the hosts' names."""
+        private = ""
+        if self.machines:
+            shared_srv = os.path.join(self.run_dir, "srv")
+            os.makedirs(shared_srv, exist_ok=True)
+            for d in MACHINE_DIRS:
+                layer = os.path.join(self.run_dir, f"host{i}", d.strip("/").replace("/", "-"))
+                os.makedirs(layer + "/upper", exist_ok=True)
+                os.makedirs(layer + "/work", exist_ok=True)
+                private += (f"mount -t overlay overlay -o lowerdir={d},upperdir={layer}/upper,"
+                            f"workdir={layer}/work {d} && ")
+            private += f"mount --bind {shared_srv} /srv && "
         script = ("hostname \"$0\" && mount -t tmpfs -o mode=1777 tmpfs /dev/shm && "
-                  "mount -t tmpfs -o mode=1777 tmpfs /tmp && "
+                  "mount -t tmpfs -o mode=1777 tmpfs /tmp && " + private +
                   "mount --bind \"$1\" /etc/hosts && echo ready && exec sleep 2147483647")
         holder = subprocess.Popen(
             ["nsenter", f"--net=/run/netns/{ns}", "unshare", "--uts", "--mount",

@@ -19,37 +19,49 @@ namespace ringmaster {
 
 namespace {
 
-// `dir` made (mode 0700, owned by `owner` when given) and opened; from here
-// on through the descriptor: the rank's user owns it and may have put a
-// link in its place.
-absl::StatusOr<int> OpenRankDir(const std::string& dir, const std::optional<RunAs>& owner) {
+// `dir`, made if missing, opened without following a link, and this
+// process's with mode `mode`: a directory an earlier attempt gave a rank's
+// user is taken back first (CAP_CHOWN), since a worker that is not root
+// may not open, or remove files in, another user's directory.
+absl::StatusOr<int> OpenOwnDir(const std::string& dir, mode_t mode) {
   if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
     return absl::InternalError(absl::StrCat("mkdir ", dir, ": ", std::strerror(errno)));
   }
-  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return absl::InternalError(absl::StrCat(dir, " is not a directory"));
-  if (fchmod(fd, 0700) != 0 || (owner && fchown(fd, owner->uid, owner->gid) != 0)) {
-    const absl::Status error =
-        absl::InternalError(absl::StrCat("chown ", dir, ": ", std::strerror(errno)));
-    close(fd);
-    return error;
+  const int path_fd = open(dir.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (path_fd < 0) {
+    return absl::InternalError(absl::StrCat(dir, " is not a directory: ", std::strerror(errno)));
   }
+  absl::Cleanup close_path = [path_fd] { close(path_fd); };
+  // Through the descriptor: the rank's user may have put a link in its place.
+  const std::string self = absl::StrCat("/proc/self/fd/", path_fd);
+  if (fchownat(path_fd, "", geteuid(), getegid(), AT_EMPTY_PATH) != 0 ||
+      chmod(self.c_str(), mode) != 0) {
+    return absl::InternalError(absl::StrCat("taking back ", dir, ": ", std::strerror(errno)));
+  }
+  const int fd = openat(path_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return absl::InternalError(absl::StrCat("open ", dir, ": ", std::strerror(errno)));
   return fd;
 }
 
 }  // namespace
 
 absl::Status MakeRankDir(const std::string& dir, const std::optional<RunAs>& owner) {
-  absl::StatusOr<int> fd = OpenRankDir(dir, owner);
+  absl::StatusOr<int> fd = OpenOwnDir(dir, 0700);
   if (!fd.ok()) return fd.status();
-  close(*fd);
+  absl::Cleanup close_fd = [fd = *fd] { close(fd); };
+  if (owner && fchown(*fd, owner->uid, owner->gid) != 0) {
+    return absl::InternalError(absl::StrCat("chown ", dir, ": ", std::strerror(errno)));
+  }
   return absl::OkStatus();
 }
 
 absl::Status PrepareErrorDir(const std::string& dir, const std::optional<RunAs>& owner) {
-  absl::StatusOr<int> fd = OpenRankDir(dir, owner);
+  absl::StatusOr<int> fd = OpenOwnDir(dir, owner ? 0770 : 0700);
   if (!fd.ok()) return fd.status();
   absl::Cleanup close_fd = [fd = *fd] { close(fd); };
+  if (owner && fchown(*fd, -1, owner->gid) != 0) {
+    return absl::InternalError(absl::StrCat("chgrp ", dir, ": ", std::strerror(errno)));
+  }
   if (unlinkat(*fd, "error.json", 0) != 0 && errno != ENOENT) {
     return absl::InternalError(
         absl::StrCat("removing ", dir, "/error.json: ", std::strerror(errno)));

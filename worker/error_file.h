@@ -19,12 +19,16 @@ namespace ringmaster {
 inline constexpr size_t kMaxErrorFileBytes = 64 << 10;
 inline constexpr size_t kMaxErrorMessageBytes = 1000;
 
-// Makes `dir` (mode 0700, owned by `owner` when given, so that a rank
-// running as another user can write in it), never through a link put in
-// its place.
+// Makes `dir`, or takes it back from an earlier attempt: mode 0700, owned
+// by `owner` when given (the rank's own), never through a link put in its
+// place.
 absl::Status MakeRankDir(const std::string& dir, const std::optional<RunAs>& owner);
 
-// MakeRankDir, and removes an error file an earlier attempt left there.
+// Makes `dir` for a rank's error file, or takes it back, and removes a
+// file an earlier attempt left there. With `owner`: the worker's, in the
+// owner's group, mode 0770, so that the rank writes in it while the worker,
+// root or not, can always read and remove what it wrote, and the rank
+// cannot take that away.
 absl::Status PrepareErrorDir(const std::string& dir, const std::optional<RunAs>& owner);
 
 // The error's message ("ValueError: bad input"), on one line and at most

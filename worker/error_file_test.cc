@@ -63,16 +63,26 @@ TEST_F(ErrorFileTest, LongMessagesAreCutAndAnEarlierAttemptsFileIsRemoved) {
   EXPECT_EQ(st.st_mode & 0777, 0700u);
 }
 
-TEST_F(ErrorFileTest, TheDirectoryBelongsToTheRanksUser) {
+// The rank's group may write the error directory; the worker keeps it. A
+// directory an earlier attempt's rank locked (mode 0, its own) is taken back.
+TEST_F(ErrorFileTest, TheDirectoryIsTheWorkersInTheRanksGroup) {
   if (geteuid() != 0) GTEST_SKIP() << "giving a directory to another user needs root";
   RunAs nobody;
   nobody.uid = 65534;
   nobody.gid = 65534;
+  ASSERT_TRUE(MakeRankDir(dir_, nobody).ok());
+  ASSERT_EQ(chmod(dir_.c_str(), 0), 0);
   ASSERT_TRUE(PrepareErrorDir(dir_, nobody).ok());
   struct stat st;
   ASSERT_EQ(stat(dir_.c_str(), &st), 0);
-  EXPECT_EQ(st.st_uid, 65534u);
+  EXPECT_EQ(st.st_uid, geteuid());
   EXPECT_EQ(st.st_gid, 65534u);
+  EXPECT_EQ(st.st_mode & 0777, 0770u);
+
+  ASSERT_TRUE(MakeRankDir(dir_, nobody).ok());
+  ASSERT_EQ(stat(dir_.c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 65534u);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
 }
 
 }  // namespace

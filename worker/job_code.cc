@@ -85,7 +85,7 @@ absl::StatusOr<std::string> JobCode::Unpack(const std::string& job_id,
 
   std::error_code ignored;
   fs::remove(marker, ignored);
-  fs::remove_all(dir, ignored);
+  (void)RemoveTree(dir);
   const std::string archive = absl::StrCat(staging, "/", job_id, ".tar.gz");
   const std::string unpacking = absl::StrCat(staging, "/", job_id);
   fs::remove(archive, ignored);
@@ -117,7 +117,7 @@ absl::StatusOr<std::string> JobCode::Unpack(const std::string& job_id,
                            : ErrnoError("cannot set the code directory's mode");
   if (owned.ok() && owner.has_value()) owned = ChownTree(dir, UnpackOwner{owner->uid, owner->gid});
   if (!owned.ok()) {
-    fs::remove_all(dir, ignored);
+    (void)RemoveTree(dir);  // partly the job's user's already
     return absl::InternalError(
         absl::StrCat("cannot give the code to the job's user: ", owned.message()));
   }
@@ -136,9 +136,11 @@ void JobCode::Delete(const std::string& job_id) {
     if (it != jobs_.end() && it->second.busy) return;  // a rank is starting after all
     if (it != jobs_.end()) jobs_.erase(it);
   }
-  std::error_code error;
-  fs::remove_all(absl::StrCat(root_, "/", job_id), error);
-  if (error) spdlog::warn("job {}: cannot remove its code: {}", job_id, error.message());
+  // Its code, home and error directories: the job's user's, whatever modes
+  // it gave them.
+  if (absl::Status removed = RemoveTree(absl::StrCat(root_, "/", job_id)); !removed.ok()) {
+    spdlog::warn("job {}: cannot remove its files: {}", job_id, std::string(removed.message()));
+  }
 }
 
 }  // namespace ringmaster
