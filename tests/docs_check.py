@@ -2,9 +2,10 @@
 """Checks that what README.md, docs/ and deploy/'s dashboards and alert
 rules name exists:
 
-- every --flag is in a binary's --help (every subcommand's, for the CLI)
-  or in a file of the repository that is not documentation (a script's
-  own flags, or a tool's that a script runs);
+- every --flag is in a binary's --help (every subcommand's, for the CLI;
+  and torchrun's and venv's, which docs/pytorch.md maps from) or in a file
+  of the repository that is not documentation (a script's own flags, or a
+  tool's that a script runs);
 - every ringmaster_* metric is registered by the code;
 - every RINGMASTER_* and TORCHELASTIC_* environment variable is in the
   code;
@@ -25,7 +26,7 @@ import sys
 
 import yaml
 
-FLAG = re.compile(r"(?<![\w/-])--[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
+FLAG = re.compile(r"(?<![\w/-])--[a-z][a-z0-9_]*(?:-[a-z0-9_]+)*")
 METRIC = re.compile(r"\bringmaster_[a-z0-9_]+")
 ENV = re.compile(r"\b(?:RINGMASTER|TORCHELASTIC)_[A-Z0-9_]*[A-Z0-9]\b")
 METRIC_SUFFIXES = ("_bucket", "_sum", "_count")
@@ -81,6 +82,9 @@ def help_text(bin_dir):
     for program in ("coordinator/ringmaster-coordinator", "worker/ringmaster-worker",
                     "trainer/ringmaster-trainer"):
         texts.append(run([os.path.join(bin_dir, program), "--help"]))
+    # The tools docs/pytorch.md maps from: torchrun (python3-torch) and venv.
+    for module in ("torch.distributed.run", "venv"):
+        texts.append(run([sys.executable, "-m", module, "--help"]))
     return "\n".join(texts)
 
 
