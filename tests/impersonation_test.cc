@@ -20,7 +20,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "common/net.h"
 #include "common/subprocess.h"
 #include "tests/test_util.h"
 
@@ -175,15 +174,21 @@ class ImpersonationTest : public ::testing::Test {
         << "no connection came";
   }
 
+  // `ringmaster jobs` against `server`, with the cluster's CA and admin
+  // certificate, and an admin token to give away.
+  testing::CommandResult CliJobs(const StolenKeyServer& server) {
+    return testing::RunCommand(
+        {Runfile("client/ringmaster"), "jobs", "--coordinator", server.address(), "--tls-dir",
+         dir_},
+        {{"RINGMASTER_TOKEN", "the-admin-token"}}, absl::Seconds(60));
+  }
+
   std::string dir_;
 };
 
 TEST_F(ImpersonationTest, TheCliRefusesAWorkerKeyAsTheCoordinator) {
   StolenKeyServer stolen(dir_ + "/worker-w1");
-  testing::CommandResult jobs = testing::RunCommand(
-      {Runfile("client/ringmaster"), "jobs", "--coordinator", stolen.address(), "--tls-dir",
-       dir_},
-      {{"RINGMASTER_TOKEN", "the-admin-token"}}, absl::Seconds(60));
+  testing::CommandResult jobs = CliJobs(stolen);
   EXPECT_EQ(jobs.exit_code, 1) << jobs.out;
   EXPECT_NE(jobs.err.find("does not name ringmaster-coordinator"), std::string::npos)
       << jobs.err;
@@ -195,10 +200,7 @@ TEST_F(ImpersonationTest, TheCliRefusesAWorkerKeyAsTheCoordinator) {
 // spoken to, so the refusals above are the identity check's.
 TEST_F(ImpersonationTest, TheSameServerWithTheCoordinatorsCertificateIsSpokenTo) {
   StolenKeyServer genuine(dir_ + "/coordinator");
-  testing::CommandResult jobs = testing::RunCommand(
-      {Runfile("client/ringmaster"), "jobs", "--coordinator", genuine.address(), "--tls-dir",
-       dir_},
-      {{"RINGMASTER_TOKEN", "the-admin-token"}}, absl::Seconds(60));
+  testing::CommandResult jobs = CliJobs(genuine);
   EXPECT_NE(jobs.exit_code, 0);
   EXPECT_GE(genuine.spoke(), 1) << jobs.err;
 }
