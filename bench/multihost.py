@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Multi-host benchmarks on simulated hosts: each host is a network namespace
 with its own address on a bridge, hostname, /tmp and /dev/shm
-(tests/multihost.py), so ranks of different hosts talk only through the
+(tests/simulated_hosts.py), so ranks of different hosts talk only through the
 bridge and share memory only with ranks of their own host.
 
 Side by side in one run, at 2 hosts x 1 rank and 2 hosts x 2 ranks:
@@ -21,7 +21,6 @@ libopenmpi-dev.
     /usr/bin/python3 bench/multihost.py [--iterations 10] [--repeats 2]
 """
 import argparse
-import importlib.util
 import json
 import os
 import shutil
@@ -35,6 +34,7 @@ sys.path.insert(0, TESTS)
 
 import allreduce_bandwidth  # noqa: E402
 import ddp_throughput  # noqa: E402
+import simulated_hosts  # noqa: E402
 
 HOSTS = 2
 SIZES_MB = allreduce_bandwidth.SIZES_MB
@@ -271,11 +271,6 @@ def main():
     if args.role:
         return host_role(args)
 
-    # tests/multihost.py, whose name this file shares.
-    spec = importlib.util.spec_from_file_location("simulated_hosts",
-                                                  os.path.join(TESTS, "multihost.py"))
-    simulated_hosts = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(simulated_hosts)
     Hosts = simulated_hosts.Hosts
     why = simulated_hosts.unavailable()
     if why:

@@ -1,4 +1,4 @@
-"""Ringmaster across simulated hosts (tests/multihost.py): a coordinator on
+"""Ringmaster across simulated hosts (tests/simulated_hosts.py): a coordinator on
 host0 and workers on host1 and host2, each host a network namespace with
 its own address, hostname, /tmp and /dev/shm, joined by a bridge.
 
@@ -12,8 +12,8 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import multihost  # noqa: E402
-from multihost import Cluster, Hosts  # noqa: E402
+import simulated_hosts  # noqa: E402
+from simulated_hosts import Cluster, Hosts  # noqa: E402
 
 ENDED = ("SUCCEEDED", "FAILED", "CANCELLED")
 CHECKPOINT_EVERY = 200
@@ -66,7 +66,7 @@ trainer:
 
 class MultiHostTest(unittest.TestCase):
     def setUp(self):
-        reason = multihost.unavailable()
+        reason = simulated_hosts.unavailable()
         if reason:
             self.skipTest(reason)
         # Not under /tmp, which each host has of its own.
@@ -221,7 +221,7 @@ class MultiHostTest(unittest.TestCase):
         # the job running.
         self.hosts.restore(victim)
         self.cluster.wait_workers_alive([1, 2, 3], timeout=60)
-        multihost.wait_for(lambda: not self.hosts.processes(victim, job_id), 30,
+        simulated_hosts.wait_for(lambda: not self.hosts.processes(victim, job_id), 30,
                            f"the job's old ranks on host{victim} gone")
 
     def test_a_checkpoint_dir_missing_on_the_hosts_fails_the_job_at_start(self):

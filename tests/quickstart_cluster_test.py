@@ -24,7 +24,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from multihost import Hosts, unavailable  # noqa: E402
+from simulated_hosts import Hosts, unavailable  # noqa: E402
 
 DOC = "docs/quickstart-cluster.md"
 ARCHIVE = "ringmaster-linux-x86_64.tar.gz"  # //:package, in the runfiles

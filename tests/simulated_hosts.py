@@ -25,7 +25,7 @@ import signal
 import subprocess
 import time
 
-from chaos_cluster import ClusterQueries, bin_dir, wait_for
+from chaos_cluster import ClusterQueries, alive, bin_dir, environ_of, wait_for
 
 PREFIX = "rmh"  # of every namespace and link made here: rmh<pid>-...
 COORDINATOR_PORT = 7070  # each host has ports of its own
@@ -41,14 +41,6 @@ def _ip(*args, check=True):
     return r.stdout
 
 
-def _pid_alive(pid):
-    try:
-        os.kill(pid, 0)
-        return True
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
 
 
 def unavailable():
@@ -80,29 +72,15 @@ def _kill_namespace_processes(netns):
             pass
 
     def gone():
-        return all(not os.path.exists(f"/proc/{p}") or _zombie(p) for p in pids())
+        return all(not alive(p) for p in pids())
     try:
         wait_for(gone, 10, f"processes of {netns} exit")
     except TimeoutError:
         pass
 
 
-def _zombie(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except OSError:
-        return True
 
 
-def _environ(pid):
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as f:
-            raw = f.read()
-    except OSError:
-        return {}
-    pairs = (item.partition(b"=") for item in raw.split(b"\0") if item)
-    return {k.decode(errors="replace"): v.decode(errors="replace") for k, _, v in pairs}
 
 
 def remove_stale():
@@ -111,7 +89,7 @@ def remove_stale():
     for line in _ip("netns", "list", check=False).splitlines():
         name = line.split()[0] if line.split() else ""
         m = re.match(rf"^{PREFIX}(\d+)-", name)
-        if m and not _pid_alive(int(m.group(1))):
+        if m and not alive(int(m.group(1))):
             _kill_namespace_processes(name)
             _ip("netns", "del", name, check=False)
             shutil.rmtree(f"/run/{PREFIX}{m.group(1)}", ignore_errors=True)
@@ -260,8 +238,8 @@ class Hosts:
         (by RINGMASTER_JOB_ID in their environment) when given."""
         found = []
         for pid in (int(p) for p in _ip("netns", "pids", self.namespaces[i]).split()):
-            if job_id is None or _environ(pid).get("RINGMASTER_JOB_ID") == job_id:
-                if not _zombie(pid):
+            if job_id is None or (environ_of(pid) or {}).get("RINGMASTER_JOB_ID") == job_id:
+                if alive(pid):
                     found.append(pid)
         return found
 
