@@ -82,8 +82,8 @@ int RunRank(int rank, const HostShare& share, int iterations) {
       if (which == 2) {
         gloo::AllreduceOptions opts(raw);
         opts.setOutput(data.data(), n);
-        opts.setReduceFunction(static_cast<void (*)(void*, const void*, const void*, size_t)>(
-            &gloo::sum<float>));
+        opts.setReduceFunction(
+            static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<float>));
         opts.setTag(tag++);
         gloo::allreduce(opts);
       }

@@ -72,11 +72,11 @@ v1::Job EndedTrainerJob(int64_t number, int64_t ended_ms) {
   const int64_t start = ended_ms - 600000;
   job.set_create_unix_ms(start);
   *job.add_history() = Change(v1::PENDING, v1::SUBMITTED, "submitted", start);
-  *job.add_history() = Change(v1::STARTING, v1::SCHEDULED,
-                              "4 ranks on 2 workers; rank 0 on sim-17", start + 20);
+  *job.add_history() =
+      Change(v1::STARTING, v1::SCHEDULED, "4 ranks on 2 workers; rank 0 on sim-17", start + 20);
   *job.add_history() = Change(v1::RUNNING, v1::RANKS_RUNNING, "all 4 ranks running", start + 900);
-  *job.add_history() = Change(v1::SUCCEEDED, v1::RANKS_SUCCEEDED,
-                              "all 4 ranks exited with code 0", ended_ms);
+  *job.add_history() =
+      Change(v1::SUCCEEDED, v1::RANKS_SUCCEEDED, "all 4 ranks exited with code 0", ended_ms);
   return job;
 }
 
@@ -101,7 +101,10 @@ absl::StatusOr<HistoryStats> WriteHistory(const std::string& db_path, int jobs) 
       const v1::Job job = EndedTrainerJob(number, ended_ms);
       bytes += job.ByteSizeLong();
       RETURN_IF_ERROR(store->Create(job));
-      RETURN_IF_ERROR(store->Retire({number, job.id(), job.state(), ended_ms,
+      RETURN_IF_ERROR(store->Retire({number,
+                                     job.id(),
+                                     job.state(),
+                                     ended_ms,
                                      {job.ranks(0).worker_id(), job.ranks(3).worker_id()}}));
     }
     return absl::OkStatus();
@@ -162,21 +165,20 @@ LoadResult RunSubmitsAndLists(const std::string& target, double rate, absl::Dura
     spec->add_command("true");
     call->sent = absl::Now();
     in_flight.fetch_add(1);
-    stub->async()->SubmitJob(&call->context, &call->request, &call->response,
-                             [&, call](grpc::Status status) {
-                               const double ms =
-                                   absl::ToDoubleMilliseconds(absl::Now() - call->sent);
-                               {
-                                 MutexLock lock(&mu);
-                                 if (status.ok()) {
-                                   result.submit_ms.push_back(ms);
-                                 } else {
-                                   ++result.submit_errors;
-                                 }
-                               }
-                               delete call;
-                               in_flight.fetch_sub(1);
-                             });
+    stub->async()->SubmitJob(
+        &call->context, &call->request, &call->response, [&, call](grpc::Status status) {
+          const double ms = absl::ToDoubleMilliseconds(absl::Now() - call->sent);
+          {
+            MutexLock lock(&mu);
+            if (status.ok()) {
+              result.submit_ms.push_back(ms);
+            } else {
+              ++result.submit_errors;
+            }
+          }
+          delete call;
+          in_flight.fetch_sub(1);
+        });
   }
   while (in_flight.load() > 0) absl::SleepFor(absl::Milliseconds(10));
   stop = true;

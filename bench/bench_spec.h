@@ -31,8 +31,8 @@ inline v1::TrainerSpec BenchTrainerSpec(const std::string& hidden, int batch) {
 
 // `rows` synthetic rows, all for training.
 inline absl::StatusOr<TrainTestSplit> BenchData(int64_t rows, int features, int classes) {
-  absl::StatusOr<Dataset> all = MakeSynthetic(absl::StrCat(
-      "synthetic:rows=", rows, ",features=", features, ",classes=", classes));
+  absl::StatusOr<Dataset> all = MakeSynthetic(
+      absl::StrCat("synthetic:rows=", rows, ",features=", features, ",classes=", classes));
   if (!all.ok()) return all.status();
   return SplitAndStandardize(*all, 0.0, 1);
 }

@@ -20,8 +20,8 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <grpcpp/grpcpp.h>
+#include <CLI/CLI.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -161,17 +161,18 @@ class CpuMeter {
   double cpu_mark_ = CpuSeconds();
 };
 
-void PrintReport(const Options& options, double recover_seconds, double rss_start,
-                 double rss_end, double rss_peak, const std::map<std::string, Window>& windows,
+void PrintReport(const Options& options, double recover_seconds, double rss_start, double rss_end,
+                 double rss_peak, const std::map<std::string, Window>& windows,
                  std::map<std::string, double> r) {
   const Window& beats = windows.at("heartbeats");
   const Window& load = windows.at("load");
   std::printf("coordinator start with the history: %.2f s, RSS %.0f MiB\n", recover_seconds,
               rss_start);
-  std::printf("%d simulated workers registered in %.1f s; %.0f heartbeats, %.0f ranks started, "
-              "%.0f exited, %.0f streams failed\n",
-              options.workers, r["register_seconds"], r["heartbeats"], r["ranks_started"],
-              r["ranks_exited"], r["streams_failed"]);
+  std::printf(
+      "%d simulated workers registered in %.1f s; %.0f heartbeats, %.0f ranks started, "
+      "%.0f exited, %.0f streams failed\n",
+      options.workers, r["register_seconds"], r["heartbeats"], r["ranks_started"],
+      r["ranks_exited"], r["streams_failed"]);
   std::printf("%.0f jobs submitted at %.0f/s (%.0f failed), %.0f first pages listed\n\n",
               r["submits"], options.rate, r["submit_errors"], r["lists"]);
   std::printf("%-44s %12s %10s\n", "", "measured", "goal");

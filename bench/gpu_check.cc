@@ -68,11 +68,11 @@ absl::StatusOr<GpuLink> SlowestLink(int gpus) {
     CUDA_RETURN_IF_ERROR(cudaGetDeviceProperties(&props, d));
     const absl::StatusOr<GpuLink> link =
         nvml.ok() ? (*nvml)->Link(bus) : absl::StatusOr<GpuLink>(nvml.status());
-    std::printf("GPU %d: %s at %s, %s\n", d, props.name, bus,
-                link.ok() ? absl::StrFormat("%s, %.0f GB/s each way", link->kind,
-                                            link->gb_per_second)
-                                .c_str()
-                          : std::string(link.status().message()).c_str());
+    std::printf(
+        "GPU %d: %s at %s, %s\n", d, props.name, bus,
+        link.ok()
+            ? absl::StrFormat("%s, %.0f GB/s each way", link->kind, link->gb_per_second).c_str()
+            : std::string(link.status().message()).c_str());
     if (!link.ok()) {
       unknown = link.status();
     } else if (!slowest.ok() || link->gb_per_second < slowest->gb_per_second) {
@@ -112,25 +112,24 @@ absl::StatusOr<std::vector<AllReduceRow>> MeasureAllReduce(int world, size_t max
         NcclCollective::Connect(store, rank, world, rank, NcclOptions{});
     if (!nccl.ok()) return fail(nccl.status());
     float* data = nullptr;
-    if (absl::Status s = CudaStatus(cudaMalloc(&data, max_bytes), "cudaMalloc", __FILE__,
-                                    __LINE__);
+    if (absl::Status s = CudaStatus(cudaMalloc(&data, max_bytes), "cudaMalloc", __FILE__, __LINE__);
         !s.ok()) {
       return fail(s);
     }
     // The check: 16 MB of (rank + 1) sum to n(n+1)/2 in every element.
     const size_t n = std::min<size_t>(max_bytes, 16 << 20) / sizeof(float);
     std::vector<float> host(n, rank + 1.0f);
-    absl::Status s = CudaStatus(cudaMemcpy(data, host.data(), n * sizeof(float),
-                                           cudaMemcpyHostToDevice),
-                                "cudaMemcpy", __FILE__, __LINE__);
+    absl::Status s =
+        CudaStatus(cudaMemcpy(data, host.data(), n * sizeof(float), cudaMemcpyHostToDevice),
+                   "cudaMemcpy", __FILE__, __LINE__);
     if (s.ok()) s = (*nccl)->AllReduceSum(data, n);
     if (s.ok()) {
       s = CudaStatus(cudaMemcpy(host.data(), data, n * sizeof(float), cudaMemcpyDeviceToHost),
                      "cudaMemcpy", __FILE__, __LINE__);
     }
     const float want = world * (world + 1) / 2.0f;
-    exact_ranks[rank] = s.ok() && std::all_of(host.begin(), host.end(),
-                                              [&](float v) { return v == want; });
+    exact_ranks[rank] =
+        s.ok() && std::all_of(host.begin(), host.end(), [&](float v) { return v == want; });
     for (size_t i = 0; s.ok() && i < sizes.size(); ++i) {
       const size_t count = sizes[i] / sizeof(float);
       for (int w = 0; s.ok() && w < 3; ++w) s = (*nccl)->AllReduceSum(data, count);
@@ -190,9 +189,9 @@ absl::StatusOr<double> TrainerThroughput(const Options& o, int world) {
     const int first = o.warmup - 1;
     const int last = o.steps - 1;
     if (first < 0 || last <= first || static_cast<int>(step_times.size()) <= last) {
-      errors[rank] = absl::InvalidArgumentError(absl::StrCat(
-          "need 1 <= warm-up < steps and a time per step; got warm-up ", o.warmup, ", steps ",
-          o.steps, ", ", step_times.size(), " times"));
+      errors[rank] = absl::InvalidArgumentError(
+          absl::StrCat("need 1 <= warm-up < steps and a time per step; got warm-up ", o.warmup,
+                       ", steps ", o.steps, ", ", step_times.size(), " times"));
       return;
     }
     rates[rank] = (last - first) * static_cast<double>(o.batch) /
@@ -207,7 +206,7 @@ absl::StatusOr<double> TrainerThroughput(const Options& o, int world) {
 }
 
 void AllReduceChecks(const Options& o, int gpus, const absl::StatusOr<GpuLink>& link,
-                      std::vector<Check>* checks) {
+                     std::vector<Check>* checks) {
   bool exact = false;
   absl::StatusOr<std::vector<AllReduceRow>> rows =
       MeasureAllReduce(gpus, static_cast<size_t>(o.max_mb) << 20, o.iterations, &exact);
@@ -216,8 +215,8 @@ void AllReduceChecks(const Options& o, int gpus, const absl::StatusOr<GpuLink>& 
     checks->push_back({"NCCL all-reduce runs", "FAIL"});
     return;
   }
-  checks->push_back({absl::StrCat("NCCL all-reduce sums are exact on ", gpus, " GPUs"),
-                     exact ? "PASS" : "FAIL"});
+  checks->push_back(
+      {absl::StrCat("NCCL all-reduce sums are exact on ", gpus, " GPUs"), exact ? "PASS" : "FAIL"});
   const double link_gbps = link.ok() ? link->gb_per_second : 0;
   std::printf("\nNCCL all-reduce, %d GPUs, float32 sum, %d iterations (each waited for)\n", gpus,
               o.iterations);
@@ -227,18 +226,15 @@ void AllReduceChecks(const Options& o, int gpus, const absl::StatusOr<GpuLink>& 
   for (const AllReduceRow& r : *rows) {
     const double algbw = r.bytes / r.seconds / 1e9;
     last_busbw = algbw * 2.0 * (gpus - 1) / gpus;
-    std::printf("%8zuMB %12.1f %14.2f %14.2f %11s\n", r.bytes >> 20, r.seconds * 1e6, algbw,
-                last_busbw,
-                link_gbps > 0 ? absl::StrFormat("%.0f%%", 100 * last_busbw / link_gbps).c_str()
-                              : "-");
+    std::printf(
+        "%8zuMB %12.1f %14.2f %14.2f %11s\n", r.bytes >> 20, r.seconds * 1e6, algbw, last_busbw,
+        link_gbps > 0 ? absl::StrFormat("%.0f%%", 100 * last_busbw / link_gbps).c_str() : "-");
   }
-  std::printf("link: %s\n", link.ok() ? absl::StrFormat("%s, %.0f GB/s each way", link->kind,
-                                                        link_gbps)
-                                            .c_str()
-                                      : std::string(link.status().message()).c_str());
-  const std::string what =
-      absl::StrFormat("busbw at %d MB %.1f GB/s >= %.0f%% of the link", o.max_mb, last_busbw,
-                      100 * o.min_link_fraction);
+  std::printf("link: %s\n",
+              link.ok() ? absl::StrFormat("%s, %.0f GB/s each way", link->kind, link_gbps).c_str()
+                        : std::string(link.status().message()).c_str());
+  const std::string what = absl::StrFormat("busbw at %d MB %.1f GB/s >= %.0f%% of the link",
+                                           o.max_mb, last_busbw, 100 * o.min_link_fraction);
   if (link_gbps <= 0) {
     checks->push_back({what, "SKIP (link unknown)"});
   } else {

@@ -18,7 +18,7 @@ namespace ringmaster {
 struct HostShare {
   int world = 2;
   int first_rank = 0;
-  int ranks = 0;  // 0: the rest of the world
+  int ranks = 0;                   // 0: the rest of the world
   std::string host = "127.0.0.1";  // this host's address for its peers
   std::string store;               // the rendezvous directory; empty: a temporary one
 

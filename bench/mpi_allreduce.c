@@ -47,8 +47,8 @@ int main(int argc, char** argv) {
       for (int it = -2; it < iterations; ++it) {
         MPI_Barrier(MPI_COMM_WORLD);
         const double start = MPI_Wtime();
-        MPI_Sendrecv(data, (int)n, MPI_FLOAT, 1 - rank, 0, received, (int)n, MPI_FLOAT,
-                     1 - rank, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Sendrecv(data, (int)n, MPI_FLOAT, 1 - rank, 0, received, (int)n, MPI_FLOAT, 1 - rank, 0,
+                     MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         if (it >= 0) times[it] = MPI_Wtime() - start;
       }
       exchange = median(times, iterations);

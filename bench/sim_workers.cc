@@ -130,13 +130,13 @@ SimFleet::SimFleet(FleetOptions options) : options_(std::move(options)) {
   for (int c = 0; c < options_.channels; ++c) {
     grpc::ChannelArguments args;
     args.SetInt("ringmaster.bench.connection", c);  // a connection of its own
-    channels_.push_back(grpc::CreateCustomChannel(
-        options_.target, grpc::InsecureChannelCredentials(), args));
+    channels_.push_back(
+        grpc::CreateCustomChannel(options_.target, grpc::InsecureChannelCredentials(), args));
     stubs_.push_back(v1::WorkerService::NewStub(channels_.back()));
   }
   for (int w = 0; w < options_.workers; ++w) {
-    auto* worker = new SimWorker(absl::StrCat("sim-", w), options_.slots, options_.rank_runtime,
-                                 &counters_);
+    auto* worker =
+        new SimWorker(absl::StrCat("sim-", w), options_.slots, options_.rank_runtime, &counters_);
     workers_.push_back(worker);
     worker->Start(stubs_[w % stubs_.size()].get());
   }

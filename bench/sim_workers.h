@@ -15,8 +15,8 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/base/thread_annotations.h"
-#include "common/mutex.h"
 #include "absl/time/time.h"
+#include "common/mutex.h"
 #include "proto/worker.grpc.pb.h"
 
 namespace ringmaster {
@@ -30,8 +30,7 @@ struct FleetCounters {
 };
 
 // Thread-safe. Lives until OnDone.
-class SimWorker final
-    : public grpc::ClientBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage> {
+class SimWorker final : public grpc::ClientBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage> {
  public:
   SimWorker(std::string id, int slots, absl::Duration rank_runtime, FleetCounters* counters)
       : id_(std::move(id)), slots_(slots), rank_runtime_(rank_runtime), counters_(counters) {}

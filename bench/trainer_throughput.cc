@@ -19,19 +19,19 @@
 
 #include <CLI/CLI.hpp>
 
+#include <atomic>
+#include <thread>
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include <atomic>
-#include <thread>
 
 #include "bench/bench_spec.h"
 #include "bench/host_share.h"
 #include "common/metrics.h"
 #include "trainer/dataset.h"
-#include "worker/worker_metrics.h"
 #include "trainer/gloo_collective.h"
 #include "trainer/trainer.h"
+#include "worker/worker_metrics.h"
 
 namespace ringmaster {
 namespace {

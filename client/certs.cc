@@ -17,8 +17,8 @@
 #include <ctime>
 #include <memory>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "common/credentials.h"
@@ -87,8 +87,8 @@ absl::StatusOr<Cert> ReadCert(const std::string& path) {
 // The DNS names and IP addresses of `cert`'s subjectAltName, as text.
 std::vector<std::string> NamesOf(X509* cert) {
   std::vector<std::string> names;
-  auto* alt = static_cast<GENERAL_NAMES*>(
-      X509_get_ext_d2i(cert, NID_subject_alt_name, nullptr, nullptr));
+  auto* alt =
+      static_cast<GENERAL_NAMES*>(X509_get_ext_d2i(cert, NID_subject_alt_name, nullptr, nullptr));
   if (alt == nullptr) return names;
   for (int i = 0; i < sk_GENERAL_NAME_num(alt); ++i) {
     const GENERAL_NAME* name = sk_GENERAL_NAME_value(alt, i);
@@ -143,7 +143,7 @@ std::string AltNames(const std::vector<std::string>& names) {
 struct Profile {
   std::string common_name;
   bool ca = false;
-  std::string extended_usage;        // "serverAuth,clientAuth"; empty for the CA
+  std::string extended_usage;  // "serverAuth,clientAuth"; empty for the CA
   std::vector<std::string> alt_names;
 };
 
@@ -234,8 +234,8 @@ std::string WhyReissue(const Profile& profile, const std::vector<std::string>& n
     return absl::StrCat("adds ", absl::StrJoin(missing, ", "));
   }
   if (!extra.empty()) {
-    return absl::StrCat("named more than ", profile.common_name, " (",
-                        absl::StrJoin(extra, ", "), ")");
+    return absl::StrCat("named more than ", profile.common_name, " (", absl::StrJoin(extra, ", "),
+                        ")");
   }
   if (!missing.empty()) return absl::StrCat("adds ", absl::StrJoin(missing, ", "));
   return "";
@@ -243,8 +243,8 @@ std::string WhyReissue(const Profile& profile, const std::vector<std::string>& n
 
 }  // namespace
 
-absl::StatusOr<std::vector<IssuedCertificate>> InitCertificates(
-    const std::string& dir, const CertsOptions& options) {
+absl::StatusOr<std::vector<IssuedCertificate>> InitCertificates(const std::string& dir,
+                                                                const CertsOptions& options) {
   for (const std::string& id : options.worker_ids) {
     if (id == kCoordinatorName) {
       return absl::InvalidArgumentError(
@@ -280,8 +280,7 @@ absl::StatusOr<std::vector<IssuedCertificate>> InitCertificates(
       reason = WhyReissue(profile, names);
       if (reason.empty()) continue;
     }
-    ASSIGN_OR_RETURN(auto made,
-                     Make(profile, ca.first.get(), ca.second.get(), options.valid_days));
+    ASSIGN_OR_RETURN(auto made, Make(profile, ca.first.get(), ca.second.get(), options.valid_days));
     RETURN_IF_ERROR(WriteKeyAndCert(path, made.first.get(), made.second.get()));
     issued.push_back({path + ".crt", reason, Expiry(made.second.get())});
   }

@@ -52,8 +52,7 @@ void Client::Prepare(grpc::ClientContext* context, bool bounded) const {
   AddBearerToken(context, token_);
 }
 
-absl::StatusOr<std::string> Client::Submit(const v1::JobSpec& spec,
-                                           const std::string& request_id) {
+absl::StatusOr<std::string> Client::Submit(const v1::JobSpec& spec, const std::string& request_id) {
   grpc::ClientContext context;
   Prepare(&context, true);
   v1::SubmitJobRequest request;
@@ -162,8 +161,7 @@ absl::StatusOr<std::vector<v1::Worker>> Client::ListWorkers() {
   grpc::ClientContext context;
   Prepare(&context, true);
   v1::ListWorkersResponse response;
-  grpc::Status status =
-      cluster_->ListWorkers(&context, v1::ListWorkersRequest(), &response);
+  grpc::Status status = cluster_->ListWorkers(&context, v1::ListWorkersRequest(), &response);
   if (!status.ok()) return Explain(status, address_, tls_);
   return std::vector<v1::Worker>(response.workers().begin(), response.workers().end());
 }
@@ -186,8 +184,7 @@ absl::Status Client::WatchJob(const std::string& job_id,
   return Explain(reader->Finish(), address_, tls_);
 }
 
-absl::Status Client::StreamLogs(const std::string& job_id, std::optional<int> rank,
-                                bool follow,
+absl::Status Client::StreamLogs(const std::string& job_id, std::optional<int> rank, bool follow,
                                 const std::function<void(const v1::LogChunk&)>& on_chunk) {
   v1::StreamLogsRequest request;
   request.set_job_id(job_id);
@@ -207,10 +204,9 @@ absl::Status Client::StreamLogs(const v1::StreamLogsRequest& request,
   return Explain(reader->Finish(), address_, tls_);
 }
 
-RendezvousClient::RendezvousClient(const std::string& address, std::string job_id,
-                                   int attempt, const std::string& token, const Tls& tls)
-    : token_(token),
-      stub_(v1::RendezvousService::NewStub(CoordinatorChannel(address, tls))) {
+RendezvousClient::RendezvousClient(const std::string& address, std::string job_id, int attempt,
+                                   const std::string& token, const Tls& tls)
+    : token_(token), stub_(v1::RendezvousService::NewStub(CoordinatorChannel(address, tls))) {
   scope_.set_job_id(std::move(job_id));
   scope_.set_attempt(attempt);
 }
@@ -261,8 +257,7 @@ absl::StatusOr<std::string> RendezvousClient::Get(const std::string& key) {
   return response.value();
 }
 
-absl::Status RendezvousClient::Wait(const std::vector<std::string>& keys,
-                                    absl::Duration timeout) {
+absl::Status RendezvousClient::Wait(const std::vector<std::string>& keys, absl::Duration timeout) {
   grpc::ClientContext context;
   // The server enforces `timeout`; the RPC deadline only guards against a
   // coordinator that never answers.

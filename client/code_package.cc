@@ -42,7 +42,8 @@ absl::Status Walk(const std::string& dir, const std::string& relative, const Ign
   for (fs::directory_iterator it(here, error), end; !error && it != end; it.increment(error)) {
     names.push_back(it->path().filename().string());
   }
-  if (error) return absl::FailedPreconditionError(absl::StrCat(here.string(), ": ", error.message()));
+  if (error)
+    return absl::FailedPreconditionError(absl::StrCat(here.string(), ": ", error.message()));
   std::sort(names.begin(), names.end());
   for (const std::string& name : names) {
     const std::string rel = relative.empty() ? name : absl::StrCat(relative, "/", name);
@@ -72,8 +73,7 @@ absl::Status TooLarge(const std::string& dir, const std::vector<Item>& items, in
   std::map<std::string, int64_t> by_top;
   for (const Item& item : items) {
     const size_t slash = item.name.find('/');
-    const std::string top =
-        slash == std::string::npos ? item.name : item.name.substr(0, slash + 1);
+    const std::string top = slash == std::string::npos ? item.name : item.name.substr(0, slash + 1);
     by_top[top] += item.size;
   }
   std::vector<std::pair<std::string, int64_t>> largest(by_top.begin(), by_top.end());

@@ -68,16 +68,16 @@ void AddLocalClusterCommands(CLI::App& app, Invocation* run,
   run->demo_cluster = cluster;
   run->demo_cluster.workers = 2;
   CLI::App* demo = app.add_subcommand("demo", "train on a real data set on a local cluster");
-  demo->add_option("--state-dir", run->demo_cluster.state_dir,
-                   "where the cluster keeps its state")
+  demo->add_option("--state-dir", run->demo_cluster.state_dir, "where the cluster keeps its state")
       ->capture_default_str();
   (*commands)[Command::kDemo] = demo;
 
   CLI::App* certs = app.add_subcommand("certs", "TLS certificates of a cluster");
   certs->require_subcommand(1);
-  CLI::App* init = certs->add_subcommand(
-      "init", "make a CA and the coordinator's, admin's and workers' certificates "
-              "(keeps what exists, so it also adds workers)");
+  CLI::App* init =
+      certs->add_subcommand("init",
+                            "make a CA and the coordinator's, admin's and workers' certificates "
+                            "(keeps what exists, so it also adds workers)");
   init->add_option("--dir", run->certs_dir, "where to write them")->required();
   init->add_option("--host", run->certs.hosts,
                    "a name or IP the coordinator is dialed at by other tools, added to its "
@@ -88,8 +88,9 @@ void AddLocalClusterCommands(CLI::App& app, Invocation* run,
       ->capture_default_str();
   (*commands)[Command::kCertsInit] = init;
   CLI::App* renew = certs->add_subcommand(
-      "renew", "make every certificate in --dir again, with the same names and new keys "
-               "(not the CA); restart the daemons to load them");
+      "renew",
+      "make every certificate in --dir again, with the same names and new keys "
+      "(not the CA); restart the daemons to load them");
   renew->add_option("--dir", run->certs_dir, "the directory of certs init")->required();
   renew->add_option("--days", run->certs.valid_days, "days the new certificates are valid")
       ->capture_default_str();
@@ -100,13 +101,13 @@ void AddJobCommands(CLI::App& app, Invocation* run, std::map<Command, CLI::App*>
   CLI::App* submit = app.add_subcommand("submit", "submit a job spec (YAML or JSON; - = stdin)");
   submit->add_option("FILE", run->submit.file, "job spec file")->required();
   submit->add_flag("--follow,-f", run->submit.follow, "stream progress until the job ends");
-  submit->add_flag("--no-upload", [run](int64_t) { run->submit.upload = false; },
-                   "do not ship the current directory: without working_dir in the spec, "
-                   "ranks start in this same path on their hosts (shared storage)");
+  submit->add_flag(
+      "--no-upload", [run](int64_t) { run->submit.upload = false; },
+      "do not ship the current directory: without working_dir in the spec, "
+      "ranks start in this same path on their hosts (shared storage)");
   submit
       ->add_option_function<int64_t>(
-          "--upload-limit-mb",
-          [run](int64_t mb) { run->submit.upload_limit_bytes = mb << 20; },
+          "--upload-limit-mb", [run](int64_t mb) { run->submit.upload_limit_bytes = mb << 20; },
           "most MiB of files the shipped directory may hold (default 100)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   submit->add_option("--request-id", run->submit.request_id,
@@ -187,12 +188,13 @@ std::string CompletionScript(const CLI::App& app, const std::string& shell) {
   std::vector<std::string> first = verbs;
   first.insert(first.end(), {"--help", "-h", "--version"});
   first.insert(first.end(), global.begin(), global.end());
-  std::string script = absl::StrCat(
-      "# ringmaster ", shell, " completion: source <(ringmaster completion ", shell, ")\n");
+  std::string script = absl::StrCat("# ringmaster ", shell,
+                                    " completion: source <(ringmaster completion ", shell, ")\n");
   if (shell == "zsh") {
-    absl::StrAppend(&script,
-                    "if ! whence compdef >/dev/null; then autoload -U +X compinit && compinit -u; fi\n"
-                    "autoload -U +X bashcompinit && bashcompinit\n");
+    absl::StrAppend(
+        &script,
+        "if ! whence compdef >/dev/null; then autoload -U +X compinit && compinit -u; fi\n"
+        "autoload -U +X bashcompinit && bashcompinit\n");
   }
   absl::StrAppend(
       &script,
@@ -204,12 +206,14 @@ std::string CompletionScript(const CLI::App& app, const std::string& shell) {
       "  esac\n"
       "  for ((i = 1; i < COMP_CWORD; i++)); do\n"
       "    case \"${COMP_WORDS[i]}\" in\n"
-      "      ", absl::StrJoin(verbs, "|"), ") verb=\"${COMP_WORDS[i]}\"; break ;;\n"
+      "      ",
+      absl::StrJoin(verbs, "|"),
+      ") verb=\"${COMP_WORDS[i]}\"; break ;;\n"
       "    esac\n"
       "  done\n"
       "  case \"$verb\" in\n"
-      "    \"\") words=\"", absl::StrJoin(first, " "), "\" ;;\n",
-      cases,
+      "    \"\") words=\"",
+      absl::StrJoin(first, " "), "\" ;;\n", cases,
       "  esac\n"
       "  COMPREPLY=($(compgen -W \"$words\" -- \"$cur\"))\n"
       "}\n"

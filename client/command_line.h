@@ -14,7 +14,19 @@
 namespace ringmaster {
 
 enum class Command {
-  kUp, kDown, kDemo, kCertsInit, kCertsRenew, kSubmit, kJobs, kStatus, kLogs, kCancel, kDelete, kWorkers, kTop,
+  kUp,
+  kDown,
+  kDemo,
+  kCertsInit,
+  kCertsRenew,
+  kSubmit,
+  kJobs,
+  kStatus,
+  kLogs,
+  kCancel,
+  kDelete,
+  kWorkers,
+  kTop,
 };
 
 // One run of the CLI: the command and every option given or defaulted.
@@ -22,20 +34,20 @@ struct Invocation {
   Command command = Command::kWorkers;
   std::string coordinator;  // --coordinator, else RINGMASTER_COORDINATOR, else 127.0.0.1:7070
   std::string token_file;
-  std::optional<std::string> tls_dir;  // --tls-dir, else RINGMASTER_TLS_DIR
+  std::optional<std::string> tls_dir;          // --tls-dir, else RINGMASTER_TLS_DIR
   OutputFormat output = OutputFormat::kTable;  // -o/--output
-  LocalClusterOptions cluster;         // up
-  bool no_tls = false;                 // up --no-tls
-  std::string down_state_dir;          // down
-  LocalClusterOptions demo_cluster;    // demo
-  std::string certs_dir;               // certs init
+  LocalClusterOptions cluster;                 // up
+  bool no_tls = false;                         // up --no-tls
+  std::string down_state_dir;                  // down
+  LocalClusterOptions demo_cluster;            // demo
+  std::string certs_dir;                       // certs init
   CertsOptions certs;
   SubmitOptions submit;
   LogsOptions logs;
   JobsOptions jobs;
-  std::string job_id;                  // status, logs, cancel, delete
-  int iterations = 0;                  // top
-  bool all = false;                    // top
+  std::string job_id;  // status, logs, cancel, delete
+  int iterations = 0;  // top
+  bool all = false;    // top
 };
 
 // What parsing ended with: an invocation to run, or an exit code with what

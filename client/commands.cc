@@ -102,8 +102,7 @@ int Follow(Client& client, const std::string& job_id, OutputFormat format) {
       if (job.state() == v1::PENDING && !job.pending_reason().empty()) {
         message = job.pending_reason();
       }
-      std::cout << absl::StrFormat("%s  %-10s %s", job.id(), JobStateLabel(job.state()),
-                                   message)
+      std::cout << absl::StrFormat("%s  %-10s %s", job.id(), JobStateLabel(job.state()), message)
                 << std::endl;
       last_state = job.state();
       last_attempt = job.attempt();
@@ -144,11 +143,10 @@ int RunUp(const GlobalOptions& global, LocalClusterOptions options) {
     std::cout << Render(up, global.output) << std::flush;
   } else {
     std::cout << (cluster->already_running ? "already running: "
-                  : cluster->restarted       ? "cluster restarted (part of it had stopped): "
-                                             : "cluster up: ")
-              << "coordinator " << cluster->coordinator_address << ", "
-              << cluster->workers << " workers (state in " << options.state_dir << ")"
-              << std::endl;
+                  : cluster->restarted     ? "cluster restarted (part of it had stopped): "
+                                           : "cluster up: ")
+              << "coordinator " << cluster->coordinator_address << ", " << cluster->workers
+              << " workers (state in " << options.state_dir << ")" << std::endl;
     if (!cluster->metrics_addresses.empty()) {
       std::cout << "metrics: coordinator " << cluster->metrics_addresses[0] << ", workers "
                 << absl::StrJoin(cluster->metrics_addresses.begin() + 1,
@@ -220,8 +218,7 @@ int RunDemo(const GlobalOptions& global, LocalClusterOptions options) {
   if (!cluster.ok()) return Fail(cluster.status());
   std::cout << (cluster->already_running ? "using the running cluster at "
                                          : "started a local cluster at ")
-            << cluster->coordinator_address << " (" << cluster->workers << " workers)"
-            << std::endl;
+            << cluster->coordinator_address << " (" << cluster->workers << " workers)" << std::endl;
   absl::StatusOr<v1::JobSpec> spec = ParseJobSpecYaml(kDemoSpec);
   if (!spec.ok()) return Fail(spec.status());
   Client client = MakeClient(cli);
@@ -237,8 +234,8 @@ int RunDemo(const GlobalOptions& global, LocalClusterOptions options) {
                        job->world_size(), p.step(), p.eval_accuracy(), p.samples_per_second())
                 << std::endl;
     } else {
-      std::cerr << "ringmaster: the demo job did not succeed; see `ringmaster logs " << *id
-                << "`" << std::endl;
+      std::cerr << "ringmaster: the demo job did not succeed; see `ringmaster logs " << *id << "`"
+                << std::endl;
       code = kFailed;
     }
   }
@@ -262,8 +259,8 @@ bool ReadsItsDirectory(const v1::JobSpec& spec) {
 
 // Ships `dir` with the job: packs it, uploads it unless the coordinator has
 // it, and names it in the spec.
-absl::Status ShipWorkingDirectory(Client& client, const std::string& dir,
-                                  int64_t limit_bytes, v1::JobSpec* spec) {
+absl::Status ShipWorkingDirectory(Client& client, const std::string& dir, int64_t limit_bytes,
+                                  v1::JobSpec* spec) {
   std::string archive =
       (std::filesystem::temp_directory_path() / "ringmaster-code.XXXXXX").string();
   const int fd = mkstemp(archive.data());
@@ -314,8 +311,8 @@ int RunSubmit(const GlobalOptions& global, const SubmitOptions& options) {
   if (needs_here) {
     if (!options.upload) {
       spec->set_working_dir(here);
-    } else if (absl::Status s = ShipWorkingDirectory(client, here, options.upload_limit_bytes,
-                                                     &*spec);
+    } else if (absl::Status s =
+                   ShipWorkingDirectory(client, here, options.upload_limit_bytes, &*spec);
                !s.ok()) {
       return Fail(s);
     }
@@ -364,8 +361,7 @@ int RunJobs(const GlobalOptions& global, const JobsOptions& options) {
   }
   PrintJobsTable(std::cout, {shown.jobs().begin(), shown.jobs().end()}, absl::Now());
   if (!shown.next_page_token().empty()) {
-    std::cerr << "the newest " << shown.jobs_size() << " jobs; --all shows every one"
-              << std::endl;
+    std::cerr << "the newest " << shown.jobs_size() << " jobs; --all shows every one" << std::endl;
   }
   return kOk;
 }

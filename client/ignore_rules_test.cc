@@ -41,15 +41,15 @@ TEST(IgnoreRulesTest, GitignoreMeaning) {
       "trailing   \n");
   EXPECT_TRUE(rules.Ignored("a.pyc", false));
   EXPECT_TRUE(rules.Ignored("deep/er/a.pyc", false));
-  EXPECT_FALSE(rules.Ignored("keep.pyc", false));       // taken back
+  EXPECT_FALSE(rules.Ignored("keep.pyc", false));  // taken back
   EXPECT_TRUE(rules.Ignored("build", true));
-  EXPECT_FALSE(rules.Ignored("src/build", true));       // anchored at the top
+  EXPECT_FALSE(rules.Ignored("src/build", true));  // anchored at the top
   EXPECT_TRUE(rules.Ignored("data", true));
   EXPECT_TRUE(rules.Ignored("x/data", true));
-  EXPECT_FALSE(rules.Ignored("data", false));           // directories only
+  EXPECT_FALSE(rules.Ignored("data", false));  // directories only
   EXPECT_TRUE(rules.Ignored("src/gen/a.h", false));
   EXPECT_FALSE(rules.Ignored("gen/a.h", false));
-  EXPECT_TRUE(rules.Ignored("trailing", false));        // spaces at the end dropped
+  EXPECT_TRUE(rules.Ignored("trailing", false));  // spaces at the end dropped
   EXPECT_FALSE(rules.Ignored("# data and outputs", false));
 }
 

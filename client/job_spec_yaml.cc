@@ -68,13 +68,12 @@ std::string Describe(const YAML::Node& node) {
 absl::Status SetMessage(const YAML::Node& node, Message* message, const std::string& path);
 
 // Sets one scalar value of `field` (repeated fields add it).
-absl::Status SetScalar(const YAML::Node& node, const FieldDescriptor* field,
-                       Message* message, const std::string& path) {
+absl::Status SetScalar(const YAML::Node& node, const FieldDescriptor* field, Message* message,
+                       const std::string& path) {
   const Reflection* r = message->GetReflection();
   const bool repeated = field->is_repeated();
   if (field->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
-    Message* child = repeated ? r->AddMessage(message, field)
-                              : r->MutableMessage(message, field);
+    Message* child = repeated ? r->AddMessage(message, field) : r->MutableMessage(message, field);
     return SetMessage(node, child, path);
   }
   if (!node.IsScalar()) return Bad(path, absl::StrCat("expected a value, got ", Describe(node)));
@@ -119,8 +118,8 @@ absl::Status SetScalar(const YAML::Node& node, const FieldDescriptor* field,
   }
 }
 
-absl::Status SetMap(const YAML::Node& node, const FieldDescriptor* field,
-                    Message* message, const std::string& path) {
+absl::Status SetMap(const YAML::Node& node, const FieldDescriptor* field, Message* message,
+                    const std::string& path) {
   if (!node.IsMap()) return Bad(path, absl::StrCat("expected a mapping, got ", Describe(node)));
   RETURN_IF_ERROR(CheckKeys(node, path));
   const FieldDescriptor* key_field = field->message_type()->map_key();
@@ -159,8 +158,7 @@ absl::Status SetMessage(const YAML::Node& node, Message* message, const std::str
         return Bad(field_path, absl::StrCat("expected a list, got ", Describe(value)));
       }
       for (size_t i = 0; i < value.size(); ++i) {
-        RETURN_IF_ERROR(SetScalar(value[i], field, message,
-                                  absl::StrCat(field_path, "[", i, "]")));
+        RETURN_IF_ERROR(SetScalar(value[i], field, message, absl::StrCat(field_path, "[", i, "]")));
       }
     } else {
       RETURN_IF_ERROR(SetScalar(value, field, message, field_path));
@@ -173,8 +171,8 @@ absl::Status SetMessage(const YAML::Node& node, Message* message, const std::str
 
 absl::StatusOr<v1::JobSpec> ParseJobSpecYaml(const std::string& text) {
   if (static_cast<int64_t>(text.size()) > kDefaultMaxSpecBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the job spec is ", text.size(), " bytes; the limit is ", kDefaultMaxSpecBytes));
+    return absl::InvalidArgumentError(absl::StrCat("the job spec is ", text.size(),
+                                                   " bytes; the limit is ", kDefaultMaxSpecBytes));
   }
   YAML::Node root;
   try {
@@ -183,8 +181,8 @@ absl::StatusOr<v1::JobSpec> ParseJobSpecYaml(const std::string& text) {
     return absl::InvalidArgumentError(absl::StrCat("line ", e.mark.line + 1, ", column ",
                                                    e.mark.column + 1, ": nested too deep"));
   } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat("line ", e.mark.line + 1, ", column ",
-                                                   e.mark.column + 1, ": ", e.msg));
+    return absl::InvalidArgumentError(
+        absl::StrCat("line ", e.mark.line + 1, ", column ", e.mark.column + 1, ": ", e.msg));
   }
   v1::JobSpec spec;
   RETURN_IF_ERROR(SetMessage(root, &spec, ""));

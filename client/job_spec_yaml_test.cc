@@ -109,10 +109,8 @@ TEST(JobSpecYamlTest, DeepDocumentsAreRefusedWithTheirPlace) {
   const std::string deep = "command: " + std::string(100000, '[') + std::string(100000, ']');
   auto spec = ParseJobSpecYaml(deep);
   EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(spec.status().message().find("line 1, column"), std::string::npos)
-      << spec.status();
-  EXPECT_NE(spec.status().message().find("nested too deep"), std::string::npos)
-      << spec.status();
+  EXPECT_NE(spec.status().message().find("line 1, column"), std::string::npos) << spec.status();
+  EXPECT_NE(spec.status().message().find("nested too deep"), std::string::npos) << spec.status();
 }
 
 TEST(JobSpecYamlTest, SpecsOverTheLimitAreRefusedBeforeParsing) {

@@ -43,8 +43,7 @@ std::vector<Daemon> ReadClusterFile(const std::string& state_dir) {
   return daemons;
 }
 
-absl::Status WriteClusterFile(const std::string& state_dir,
-                              const std::vector<Daemon>& daemons) {
+absl::Status WriteClusterFile(const std::string& state_dir, const std::vector<Daemon>& daemons) {
   const std::string path = ClusterFile(state_dir);
   const std::string temp = path + ".tmp";
   {
@@ -91,8 +90,7 @@ void SignalAll(const std::vector<Daemon>& daemons, const std::string& role, int 
 }
 
 // Waits until none of `role` is alive; false at the deadline.
-bool WaitGone(const std::vector<Daemon>& daemons, const std::string& role,
-              absl::Time deadline) {
+bool WaitGone(const std::vector<Daemon>& daemons, const std::string& role, absl::Time deadline) {
   for (;;) {
     bool alive = false;
     for (const Daemon& d : daemons) alive |= d.role == role && IsOurs(d);
@@ -116,11 +114,10 @@ absl::StatusOr<pid_t> StartDaemon(std::vector<std::string> argv, const std::stri
   return SpawnProcess(spec);
 }
 
-absl::Status WaitReady(const LocalClusterOptions& options,
-                       const std::vector<Daemon>& daemons) {
+absl::Status WaitReady(const LocalClusterOptions& options, const std::vector<Daemon>& daemons) {
   ASSIGN_OR_RETURN(Tls tls, LoadClientTls(options.tls ? TlsDirOf(options.state_dir) : ""));
-  auto client = std::make_unique<Client>(options.coordinator_address, options.token, tls,
-                                         absl::Seconds(2));
+  auto client =
+      std::make_unique<Client>(options.coordinator_address, options.token, tls, absl::Seconds(2));
   const absl::Time deadline = absl::Now() + options.ready_timeout;
   std::string last_error;
   for (;;) {
@@ -139,15 +136,15 @@ absl::Status WaitReady(const LocalClusterOptions& options,
     }
     for (const Daemon& d : daemons) {
       if (!IsOurs(d)) {
-        return absl::UnavailableError(absl::StrCat(
-            "the ", d.role, " (pid ", d.pid, ") exited during start-up; see ",
-            options.state_dir, "/logs"));
+        return absl::UnavailableError(absl::StrCat("the ", d.role, " (pid ", d.pid,
+                                                   ") exited during start-up; see ",
+                                                   options.state_dir, "/logs"));
       }
     }
     if (absl::Now() >= deadline) {
-      return absl::DeadlineExceededError(absl::StrCat(
-          "cluster not ready after ", absl::FormatDuration(options.ready_timeout), ": ",
-          last_error, "; see ", options.state_dir, "/logs"));
+      return absl::DeadlineExceededError(
+          absl::StrCat("cluster not ready after ", absl::FormatDuration(options.ready_timeout),
+                       ": ", last_error, "; see ", options.state_dir, "/logs"));
     }
     absl::SleepFor(absl::Milliseconds(50));
   }
@@ -176,22 +173,39 @@ absl::Status StartDaemons(const LocalClusterOptions& options, std::vector<Daemon
   if (static_cast<int>(metrics_ports.size()) < options.workers + 1) {
     return absl::UnavailableError("cannot find free ports for /metrics");
   }
-  std::vector<std::string> argv = {
-      coordinator_bin, "--bind", host, "--port", port, "--metrics-port",
-      absl::StrCat(metrics_ports[0]), "--advertise-address", options.coordinator_address,
-      "--state-dir", options.state_dir + "/coordinator"};
+  std::vector<std::string> argv = {coordinator_bin,
+                                   "--bind",
+                                   host,
+                                   "--port",
+                                   port,
+                                   "--metrics-port",
+                                   absl::StrCat(metrics_ports[0]),
+                                   "--advertise-address",
+                                   options.coordinator_address,
+                                   "--state-dir",
+                                   options.state_dir + "/coordinator"};
   argv.insert(argv.end(), tls_flags.begin(), tls_flags.end());
-  ASSIGN_OR_RETURN(pid_t pid, StartDaemon(argv, options.state_dir + "/logs/coordinator.log",
-                                          options.token));
-  daemons->push_back({"coordinator", pid, options.coordinator_address,
-                      absl::StrCat(host, ":", metrics_ports[0])});
+  ASSIGN_OR_RETURN(pid_t pid,
+                   StartDaemon(argv, options.state_dir + "/logs/coordinator.log", options.token));
+  daemons->push_back(
+      {"coordinator", pid, options.coordinator_address, absl::StrCat(host, ":", metrics_ports[0])});
 
   for (int i = 0; i < options.workers; ++i) {
     ASSIGN_OR_RETURN(int worker_port, PickFreePort(host));
-    argv = {worker_bin, "--coordinator", options.coordinator_address, "--bind", host,
-            "--port", absl::StrCat(worker_port), "--metrics-port",
-            absl::StrCat(metrics_ports[i + 1]), "--id", LocalWorkerId(i),
-            "--slots", absl::StrCat(options.slots), "--state-dir",
+    argv = {worker_bin,
+            "--coordinator",
+            options.coordinator_address,
+            "--bind",
+            host,
+            "--port",
+            absl::StrCat(worker_port),
+            "--metrics-port",
+            absl::StrCat(metrics_ports[i + 1]),
+            "--id",
+            LocalWorkerId(i),
+            "--slots",
+            absl::StrCat(options.slots),
+            "--state-dir",
             absl::StrCat(options.state_dir, "/worker-", i)};
     argv.insert(argv.end(), tls_flags.begin(), tls_flags.end());
     if (!options.rank_user.empty()) {
@@ -201,9 +215,9 @@ absl::Status StartDaemons(const LocalClusterOptions& options, std::vector<Daemon
       argv.insert(argv.end(), {"--rank-uid-range", options.rank_uid_range});
     }
     if (trainer_bin.ok()) argv.insert(argv.end(), {"--trainer-bin", *trainer_bin});
-    ASSIGN_OR_RETURN(pid, StartDaemon(argv,
-                                      absl::StrCat(options.state_dir, "/logs/worker-", i, ".log"),
-                                      worker_token));
+    ASSIGN_OR_RETURN(pid,
+                     StartDaemon(argv, absl::StrCat(options.state_dir, "/logs/worker-", i, ".log"),
+                                 worker_token));
     daemons->push_back({"worker", pid, absl::StrCat(host, ":", worker_port),
                         absl::StrCat(host, ":", metrics_ports[i + 1])});
   }
@@ -249,9 +263,9 @@ absl::StatusOr<std::string> FindProgram(const std::string& name) {
   for (const fs::path& p : candidates) {
     if (access(p.c_str(), X_OK) == 0) return p.string();
   }
-  return absl::NotFoundError(absl::StrCat(
-      name, " not found beside ", self.string(), " nor in $RINGMASTER_BIN_DIR; build it "
-      "with `bazel build //...` or set RINGMASTER_BIN_DIR"));
+  return absl::NotFoundError(absl::StrCat(name, " not found beside ", self.string(),
+                                          " nor in $RINGMASTER_BIN_DIR; build it "
+                                          "with `bazel build //...` or set RINGMASTER_BIN_DIR"));
 }
 
 namespace {
@@ -327,8 +341,7 @@ absl::Status StopLocalCluster(const std::string& state_dir, absl::Duration grace
     }
   }
   if (AnyAlive(daemons)) {
-    return absl::InternalError(
-        absl::StrCat("some daemons of ", state_dir, " survived SIGKILL"));
+    return absl::InternalError(absl::StrCat("some daemons of ", state_dir, " survived SIGKILL"));
   }
   std::error_code error;
   fs::remove(ClusterFile(state_dir), error);

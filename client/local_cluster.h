@@ -17,13 +17,13 @@ struct LocalClusterOptions {
   std::string state_dir;
   std::string coordinator_address = "127.0.0.1:7070";  // it listens here
   int workers = 1;
-  int slots = 1;  // per worker
+  int slots = 1;      // per worker
   std::string token;  // the admin credential; empty: none (see below)
   // TLS with certificates made in <state_dir>/tls (a CA, the coordinator's,
   // one per worker, the admin's): workers identify by certificate and the
   // CLI by the admin's. Without TLS, workers get `token`, if any.
   bool tls = true;
-  std::string rank_user;  // the workers' --rank-user; empty: theirs
+  std::string rank_user;       // the workers' --rank-user; empty: theirs
   std::string rank_uid_range;  // the workers' --rank-uid-range: a uid per job
   absl::Duration ready_timeout = absl::Seconds(30);
 };

@@ -94,10 +94,14 @@ std::string JobStateLabel(v1::JobState state) { return v1::JobState_Name(state);
 
 std::string WorkerStateLabel(v1::WorkerState state) {
   switch (state) {
-    case v1::WORKER_STATE_ALIVE: return "ALIVE";
-    case v1::WORKER_STATE_LOST: return "LOST";
-    case v1::WORKER_STATE_SUSPECT: return "SUSPECT";
-    default: return "UNKNOWN";
+    case v1::WORKER_STATE_ALIVE:
+      return "ALIVE";
+    case v1::WORKER_STATE_LOST:
+      return "LOST";
+    case v1::WORKER_STATE_SUSPECT:
+      return "SUSPECT";
+    default:
+      return "UNKNOWN";
   }
 }
 
@@ -105,8 +109,8 @@ std::string ProgressLine(const v1::Progress& p) {
   if (p.step() == 0 && p.total_steps() == 0) return "";
   std::string line = absl::StrCat("step ", p.step());
   if (p.total_steps() > 0) absl::StrAppend(&line, "/", p.total_steps());
-  absl::StrAppend(&line, absl::StrFormat("  loss %.4f  %.0f samples/s", p.loss(),
-                                         p.samples_per_second()));
+  absl::StrAppend(&line,
+                  absl::StrFormat("  loss %.4f  %.0f samples/s", p.loss(), p.samples_per_second()));
   return line;
 }
 
@@ -136,8 +140,8 @@ void PrintJobsTable(std::ostream& out, const std::vector<v1::Job>& jobs, absl::T
       {"JOB", "STATE", "RANKS", "RESTARTS", "AGE", "PROGRESS", "MESSAGE"}};
   for (const v1::Job& job : jobs) {
     std::string progress = ProgressLine(job.progress());
-    rows.push_back({job.id(), JobStateLabel(job.state()),
-                    absl::StrCat(job.world_size()), absl::StrCat(job.restarts()),
+    rows.push_back({job.id(), JobStateLabel(job.state()), absl::StrCat(job.world_size()),
+                    absl::StrCat(job.restarts()),
                     ShortDuration(now - absl::FromUnixMillis(job.create_unix_ms())),
                     progress.empty() ? "-" : progress, LastMessage(job)});
   }
@@ -190,8 +194,7 @@ void PrintTrainerTerms(std::ostream& out, const v1::Job& job) {
     lr *= std::sqrt(static_cast<double>(world));
     scaled = absl::StrCat(" x sqrt(", world, " ranks)");
   }
-  out << "trainer:   " << t.optimizer().type() << ", learning rate "
-      << absl::StrFormat("%g", lr);
+  out << "trainer:   " << t.optimizer().type() << ", learning rate " << absl::StrFormat("%g", lr);
   if (!scaled.empty()) {
     out << absl::StrFormat(" (%g", t.optimizer().lr()) << scaled << ", lr_scaling "
         << t.lr_scaling() << ")";
@@ -203,8 +206,8 @@ void PrintTrainerTerms(std::ostream& out, const v1::Job& job) {
   if (t.checkpoint_every_s() > 0) {
     every.push_back(ShortDuration(absl::Seconds(t.checkpoint_every_s())));
   }
-  out << "; checkpoints " << (every.empty() ? "on stop only"
-                                            : absl::StrCat("every ", absl::StrJoin(every, " or ")))
+  out << "; checkpoints "
+      << (every.empty() ? "on stop only" : absl::StrCat("every ", absl::StrJoin(every, " or ")))
       << "\n";
 }
 
@@ -217,13 +220,13 @@ void PrintRanks(std::ostream& out, const v1::Job& job) {
     std::string exit = "-";
     if (r.state() == v1::RANK_SUCCEEDED || r.state() == v1::RANK_FAILED ||
         r.state() == v1::RANK_STOPPED) {
-      exit = r.signal() ? absl::StrCat("signal ", r.signal())
-                        : absl::StrCat("code ", r.exit_code());
+      exit =
+          r.signal() ? absl::StrCat("signal ", r.signal()) : absl::StrCat("code ", r.exit_code());
     }
-    std::string slot = r.gpus_size() ? absl::StrCat("gpu ", absl::StrJoin(r.gpus(), ","))
-                                     : absl::StrCat(r.slot());
-    rows.push_back({absl::StrCat("  ", r.rank()), r.worker_id(), slot,
-                    RankStateLabel(r.state()), r.pid() ? absl::StrCat(r.pid()) : "-", exit});
+    std::string slot =
+        r.gpus_size() ? absl::StrCat("gpu ", absl::StrJoin(r.gpus(), ",")) : absl::StrCat(r.slot());
+    rows.push_back({absl::StrCat("  ", r.rank()), r.worker_id(), slot, RankStateLabel(r.state()),
+                    r.pid() ? absl::StrCat(r.pid()) : "-", exit});
   }
   PrintTable(out, rows);
 }
@@ -250,11 +253,10 @@ void PrintJobDetail(std::ostream& out, const v1::Job& job, absl::Time now) {
   out << "attempt:   " << job.attempt() << " (" << job.restarts() << " of "
       << job.spec().max_restarts() << " restarts after failures)\n";
   if (job.world_size() != job.spec().ranks()) {
-    out << "ranks:     " << job.world_size() << " of " << job.spec().ranks()
-        << " (elastic, min " << job.spec().min_ranks() << ")\n";
+    out << "ranks:     " << job.world_size() << " of " << job.spec().ranks() << " (elastic, min "
+        << job.spec().min_ranks() << ")\n";
   }
-  out << "age:       " << ShortDuration(now - absl::FromUnixMillis(job.create_unix_ms()))
-      << "\n";
+  out << "age:       " << ShortDuration(now - absl::FromUnixMillis(job.create_unix_ms())) << "\n";
   PrintSpecTerms(out, job.spec());
   if (job.spec().has_trainer()) PrintTrainerTerms(out, job);
   if (!job.master_addr().empty()) {
@@ -262,9 +264,8 @@ void PrintJobDetail(std::ostream& out, const v1::Job& job, absl::Time now) {
   }
   const v1::Progress& p = job.progress();
   if (p.step() > 0) {
-    out << absl::StrFormat("progress:  step %d/%d  epoch %d  loss %.4f  %.0f samples/s\n",
-                           p.step(), p.total_steps(), p.epoch(), p.loss(),
-                           p.samples_per_second());
+    out << absl::StrFormat("progress:  step %d/%d  epoch %d  loss %.4f  %.0f samples/s\n", p.step(),
+                           p.total_steps(), p.epoch(), p.loss(), p.samples_per_second());
     if (p.allreduce_seconds() > 0) {
       out << absl::StrFormat("allreduce: %.1f MB in %.2f s (%.1f MB/s)\n",
                              p.allreduce_bytes() / 1e6, p.allreduce_seconds(),
@@ -276,25 +277,23 @@ void PrintJobDetail(std::ostream& out, const v1::Job& job, absl::Time now) {
   out << "history:\n";
   std::vector<std::vector<std::string>> rows;
   for (const v1::StateChange& c : job.history()) {
-    rows.push_back({absl::StrCat("  ", absl::FormatTime("%H:%M:%S",
-                                                        absl::FromUnixMillis(c.time_unix_ms()),
-                                                        absl::LocalTimeZone())),
-                    JobStateLabel(c.state()), v1::Reason_Name(c.reason()), c.message()});
+    rows.push_back(
+        {absl::StrCat("  ", absl::FormatTime("%H:%M:%S", absl::FromUnixMillis(c.time_unix_ms()),
+                                             absl::LocalTimeZone())),
+         JobStateLabel(c.state()), v1::Reason_Name(c.reason()), c.message()});
   }
   PrintTable(out, rows);
 }
 
 void PrintWorkersTable(std::ostream& out, const std::vector<v1::Worker>& workers) {
-  std::vector<std::vector<std::string>> rows = {
-      {"WORKER", "STATE", "ADDRESS", "SLOTS", "GPUS", "CPUS", "MEMORY", "LABELS", "HEARTBEAT",
-       "WHY"}};
+  std::vector<std::vector<std::string>> rows = {{"WORKER", "STATE", "ADDRESS", "SLOTS", "GPUS",
+                                                 "CPUS", "MEMORY", "LABELS", "HEARTBEAT", "WHY"}};
   for (const v1::Worker& w : workers) {
     rows.push_back({w.id(), WorkerStateLabel(w.state()), w.address(),
-                    absl::StrCat(w.slots_used(), "/", w.slots()),
-                    absl::StrCat(w.gpus_size()), w.cpus() > 0 ? absl::StrCat(w.cpus()) : "-",
+                    absl::StrCat(w.slots_used(), "/", w.slots()), absl::StrCat(w.gpus_size()),
+                    w.cpus() > 0 ? absl::StrCat(w.cpus()) : "-",
                     w.memory_mb() > 0 ? absl::StrFormat("%.1f GB", w.memory_mb() / 1024.0) : "-",
-                    Labels(w.labels()),
-                    absl::StrFormat("%.1fs ago", w.heartbeat_age_seconds()),
+                    Labels(w.labels()), absl::StrFormat("%.1fs ago", w.heartbeat_age_seconds()),
                     w.state_reason().empty() ? "-" : w.state_reason()});
   }
   PrintTable(out, rows);

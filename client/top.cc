@@ -74,8 +74,8 @@ std::string TopView::Render(const std::vector<v1::Job>& jobs,
     std::string rate = "-";
     auto it = last_.find(job.id());
     if (it != last_.end() && now > it->second.at && p.step() >= it->second.step) {
-      rate = absl::StrFormat("%.1f", (p.step() - it->second.step) /
-                                         absl::ToDoubleSeconds(now - it->second.at));
+      rate = absl::StrFormat(
+          "%.1f", (p.step() - it->second.step) / absl::ToDoubleSeconds(now - it->second.at));
     }
     seen[job.id()] = {p.step(), now};
     std::string bandwidth = "-";
@@ -84,12 +84,11 @@ std::string TopView::Render(const std::vector<v1::Job>& jobs,
       const int n = std::max(1, job.world_size());
       bandwidth = absl::StrCat(Gigabytes(algbw), " (", Gigabytes(algbw * 2.0 * (n - 1) / n), ")");
     }
-    rows.push_back({job.id(), JobStateLabel(job.state()), absl::StrCat(job.world_size()),
-                    p.total_steps() > 0 ? absl::StrCat(p.step(), "/", p.total_steps()) : "-",
-                    rate,
-                    p.samples_per_second() > 0 ? absl::StrFormat("%.0f", p.samples_per_second())
-                                               : "-",
-                    p.step() > 0 ? absl::StrFormat("%.4f", p.loss()) : "-", bandwidth});
+    rows.push_back(
+        {job.id(), JobStateLabel(job.state()), absl::StrCat(job.world_size()),
+         p.total_steps() > 0 ? absl::StrCat(p.step(), "/", p.total_steps()) : "-", rate,
+         p.samples_per_second() > 0 ? absl::StrFormat("%.0f", p.samples_per_second()) : "-",
+         p.step() > 0 ? absl::StrFormat("%.4f", p.loss()) : "-", bandwidth});
   }
   last_ = std::move(seen);
   std::ostringstream table;

@@ -141,14 +141,14 @@ absl::Status ArchiveWriter::Write(const void* data, size_t size) {
       static_cast<int>(size)) {
     int code = 0;
     const char* message = gzerror(static_cast<gzFile>(gz_), &code);
-    return absl::InternalError(absl::StrCat("writing ", path_, ": ",
-                                            code == Z_ERRNO ? strerror(errno) : message));
+    return absl::InternalError(
+        absl::StrCat("writing ", path_, ": ", code == Z_ERRNO ? strerror(errno) : message));
   }
   return absl::OkStatus();
 }
 
-absl::Status ArchiveWriter::WriteHeader(const std::string& name, char type, int64_t size,
-                                        int mode, const std::string& link) {
+absl::Status ArchiveWriter::WriteHeader(const std::string& name, char type, int64_t size, int mode,
+                                        const std::string& link) {
   Block block{};
   std::string prefix, short_name;
   std::string pax;  // what ustar's fields cannot hold
@@ -159,8 +159,8 @@ absl::Status ArchiveWriter::WriteHeader(const std::string& name, char type, int6
   }
   if (link.size() > kLinkName.width) pax += PaxRecord("linkpath", link);
   if (pax.size() > kMaxPaxBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(name.substr(0, 200),
-                                                   "...: the name is too long for the archive"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(name.substr(0, 200), "...: the name is too long for the archive"));
   }
   if (!pax.empty()) {
     RETURN_IF_ERROR(WriteHeader("PaxHeader", kPax, static_cast<int64_t>(pax.size()), 0644, ""));
@@ -205,8 +205,8 @@ absl::Status ArchiveWriter::AddFile(const std::string& name, const std::string& 
   std::vector<char> buffer(1 << 16);
   int64_t left = size;
   while (left > 0) {
-    const ssize_t n = read(fd, buffer.data(),
-                           static_cast<size_t>(std::min<int64_t>(left, buffer.size())));
+    const ssize_t n =
+        read(fd, buffer.data(), static_cast<size_t>(std::min<int64_t>(left, buffer.size())));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return ErrnoError(absl::StrCat("reading ", source));
     if (n == 0) {
@@ -403,9 +403,8 @@ class Unpacker {
     while (!rest.empty()) {
       const size_t space = rest.find(' ');
       size_t length = 0;
-      if (space == absl::string_view::npos ||
-          !absl::SimpleAtoi(rest.substr(0, space), &length) || length <= space + 2 ||
-          length > rest.size() || rest[length - 1] != '\n') {
+      if (space == absl::string_view::npos || !absl::SimpleAtoi(rest.substr(0, space), &length) ||
+          length <= space + 2 || length > rest.size() || rest[length - 1] != '\n') {
         return Bad("a malformed pax record");
       }
       const absl::string_view record = rest.substr(space + 1, length - space - 2);
@@ -538,7 +537,8 @@ absl::Status RemoveBelow(int dir, const std::string& where) {
     DirFd sub(TakeDirAt(dir, name.c_str()));
     if (sub.get() >= 0) {
       RETURN_IF_ERROR(RemoveBelow(sub.get(), path));
-      if (unlinkat(dir, name.c_str(), AT_REMOVEDIR) != 0) return ErrnoError("cannot remove " + path);
+      if (unlinkat(dir, name.c_str(), AT_REMOVEDIR) != 0)
+        return ErrnoError("cannot remove " + path);
     } else if (unlinkat(dir, name.c_str(), 0) != 0 && errno != ENOENT) {
       return ErrnoError("cannot remove " + path);
     }

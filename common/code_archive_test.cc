@@ -12,8 +12,8 @@
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -67,8 +67,8 @@ class CodeArchiveTest : public ::testing::Test {
     EXPECT_TRUE((*writer)->AddFile("run.sh", Write("run", "#!/bin/sh\n"), 10, true).ok());
     EXPECT_TRUE((*writer)->AddSymlink("latest", "pkg/odd").ok());
     EXPECT_TRUE((*writer)->AddDirectory(long_dir_).ok());
-    EXPECT_TRUE((*writer)->AddFile(long_dir_ + "/" + std::string(90, 'f'), Write("long", "x"),
-                                   1, false)
+    EXPECT_TRUE((*writer)
+                    ->AddFile(long_dir_ + "/" + std::string(90, 'f'), Write("long", "x"), 1, false)
                     .ok());
     EXPECT_TRUE((*writer)->Finish().ok());
     return archive;
@@ -88,8 +88,7 @@ TEST_F(CodeArchiveTest, WhatIsPackedUnpacksTheSame) {
   EXPECT_EQ(Read(out + "/run.sh"), "#!/bin/sh\n");
   EXPECT_EQ(fs::status(out + "/run.sh").permissions() & fs::perms::owner_exec,
             fs::perms::owner_exec);
-  EXPECT_EQ(fs::status(out + "/pkg/odd").permissions() & fs::perms::owner_exec,
-            fs::perms::none);
+  EXPECT_EQ(fs::status(out + "/pkg/odd").permissions() & fs::perms::owner_exec, fs::perms::none);
   EXPECT_EQ(fs::read_symlink(out + "/latest"), "pkg/odd");
   EXPECT_EQ(Read(out + "/" + long_dir_ + "/" + std::string(90, 'f')), "x");
 }
@@ -298,7 +297,8 @@ TEST_F(HostileArchiveTest, BrokenArchives) {
                          // Fix the checksum so that the type is what is refused.
                          unsigned sum = 0;
                          for (int i = 0; i < 512; ++i) {
-                           sum += (i >= 148 && i < 156) ? ' ' : static_cast<unsigned char>((*tar)[i]);
+                           sum +=
+                               (i >= 148 && i < 156) ? ' ' : static_cast<unsigned char>((*tar)[i]);
                          }
                          snprintf(&(*tar)[148], 8, "%06o", sum);
                        }),
@@ -356,11 +356,13 @@ TEST(RemoveTreeTest, AWorkerThatIsNotRootRemovesAJobUsersTree) {
   struct stat st;
   ASSERT_EQ(AsNonRootWithChown([&] { return stat(job.c_str(), &st) == 0; }, false), 0)
       << "the worker's uid must reach the tree for the rest to mean anything";
-  EXPECT_EQ(AsNonRootWithChown([&] {
-              std::error_code error;
-              fs::remove_all(job, error);
-              return !error;
-            }, true),
+  EXPECT_EQ(AsNonRootWithChown(
+                [&] {
+                  std::error_code error;
+                  fs::remove_all(job, error);
+                  return !error;
+                },
+                true),
             1)
       << "a plain recursive remove cannot enter the locked directory";
   EXPECT_EQ(AsNonRootWithChown([&] { return RemoveTree(job).ok(); }, false), 1)

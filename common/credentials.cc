@@ -14,8 +14,8 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
-#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 
 namespace ringmaster {
 namespace {
@@ -44,9 +44,9 @@ std::string CredentialSigner::Sign(absl::string_view payload) const {
   unsigned int mac_len = 0;
   HMAC(EVP_sha256(), key_.data(), static_cast<int>(key_.size()),
        reinterpret_cast<const unsigned char*>(payload.data()), payload.size(), mac, &mac_len);
-  return absl::StrCat(payload, ".",
-                      absl::BytesToHexString(absl::string_view(
-                          reinterpret_cast<const char*>(mac), mac_len)));
+  return absl::StrCat(
+      payload, ".",
+      absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(mac), mac_len)));
 }
 
 std::string CredentialSigner::Worker(absl::string_view worker_id) const {
@@ -76,8 +76,7 @@ std::optional<Caller> CredentialSigner::Verify(absl::string_view token) const {
   } else if (absl::StartsWith(payload, kJobKind)) {
     const absl::string_view rest = payload.substr(kJobKind.size());
     const size_t sep = rest.find('.');
-    if (sep == absl::string_view::npos ||
-        !absl::SimpleAtoi(rest.substr(0, sep), &caller.attempt)) {
+    if (sep == absl::string_view::npos || !absl::SimpleAtoi(rest.substr(0, sep), &caller.attempt)) {
       return std::nullopt;
     }
     caller.role = Caller::Role::kJob;
@@ -108,8 +107,8 @@ absl::StatusOr<std::string> LoadOrCreateKey(const std::string& path) {
   }
   struct stat st;
   if (stat(path.c_str(), &st) != 0 || (st.st_mode & 077) != 0) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "the key ", path, " must be readable by its owner only (chmod 600)"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("the key ", path, " must be readable by its owner only (chmod 600)"));
   }
   std::ifstream in(path, std::ios::binary);
   std::stringstream key;

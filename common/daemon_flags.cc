@@ -50,13 +50,11 @@ void DaemonFlags::AddTo(CLI::App& app, const std::string& advertise_help) {
   AddDurationOption(app, "--metrics-retention", &metrics_retention_,
                     "how long the series of an ended job stay on /metrics");
   app.add_option("--advertise-address", advertise_, advertise_help);
-  app.add_option("--log-level", log_level_, "trace|debug|info|warn|error")
-      ->capture_default_str();
+  app.add_option("--log-level", log_level_, "trace|debug|info|warn|error")->capture_default_str();
 }
 
 bool IsLoopbackHost(const std::string& host) {
-  return host == "localhost" || host == "::1" || host == "[::1]" ||
-         absl::StartsWith(host, "127.");
+  return host == "localhost" || host == "::1" || host == "[::1]" || absl::StartsWith(host, "127.");
 }
 
 absl::StatusOr<DaemonAddresses> DaemonFlags::Start(const std::string& name) {
@@ -86,9 +84,10 @@ void DaemonFlags::WarnWhileInsecure(const std::string& name) const {
   // Every hour, so that it is in any window of the log.
   std::thread([name, bind = bind_] {
     for (;;) {
-      spdlog::warn("--insecure: the {} API on {} is served without TLS to anyone who can "
-                   "reach it",
-                   name, bind);
+      spdlog::warn(
+          "--insecure: the {} API on {} is served without TLS to anyone who can "
+          "reach it",
+          name, bind);
       std::this_thread::sleep_for(std::chrono::hours(1));
     }
   }).detach();

@@ -2,16 +2,15 @@
 #ifndef RINGMASTER_COMMON_FAKE_CLOCK_H_
 #define RINGMASTER_COMMON_FAKE_CLOCK_H_
 
-#include "common/mutex.h"
 #include "common/clock.h"
+#include "common/mutex.h"
 
 namespace ringmaster {
 
 // Thread-safe.
 class FakeClock final : public Clock {
  public:
-  explicit FakeClock(absl::Time start = absl::FromUnixSeconds(1'000'000'000))
-      : now_(start) {}
+  explicit FakeClock(absl::Time start = absl::FromUnixSeconds(1'000'000'000)) : now_(start) {}
 
   absl::Time Now() const override {
     MutexLock lock(&mu_);

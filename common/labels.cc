@@ -42,21 +42,24 @@ absl::Status ValidateLabel(absl::string_view key, absl::string_view value) {
   absl::string_view name = key;
   if (slash != absl::string_view::npos) {
     if (!ValidPrefix(key.substr(0, slash))) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "label key ", Quoted(key), ": the prefix before '/' must be a DNS subdomain "
-          "(lowercase letters, digits, '-' and '.', at most 253)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("label key ", Quoted(key),
+                       ": the prefix before '/' must be a DNS subdomain "
+                       "(lowercase letters, digits, '-' and '.', at most 253)"));
     }
     name = key.substr(slash + 1);
   }
   if (!ValidName(name)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "label key ", Quoted(key), ": the name must be 1-63 letters, digits, '-', '_' or '.', "
-        "starting and ending with a letter or digit"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("label key ", Quoted(key),
+                     ": the name must be 1-63 letters, digits, '-', '_' or '.', "
+                     "starting and ending with a letter or digit"));
   }
   if (!value.empty() && !ValidName(value)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "label ", key, ": value ", Quoted(value), " must be empty or 1-63 letters, digits, '-', "
-        "'_' or '.', starting and ending with a letter or digit"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("label ", key, ": value ", Quoted(value),
+                     " must be empty or 1-63 letters, digits, '-', "
+                     "'_' or '.', starting and ending with a letter or digit"));
   }
   return absl::OkStatus();
 }
@@ -64,8 +67,7 @@ absl::Status ValidateLabel(absl::string_view key, absl::string_view value) {
 absl::StatusOr<std::pair<std::string, std::string>> ParseLabel(absl::string_view text) {
   const size_t eq = text.find('=');
   if (eq == absl::string_view::npos) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("label ", Quoted(text), " is not key=value"));
+    return absl::InvalidArgumentError(absl::StrCat("label ", Quoted(text), " is not key=value"));
   }
   std::pair<std::string, std::string> label(text.substr(0, eq), text.substr(eq + 1));
   if (absl::Status s = ValidateLabel(label.first, label.second); !s.ok()) return s;

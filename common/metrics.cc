@@ -25,9 +25,8 @@ void AppendLabels(std::string* out, const Labels& labels, const std::string& ext
   out->push_back('}');
 }
 
-void AppendSample(std::string* out, const std::string& name, const Labels& labels,
-                  double value, const std::string& extra_key = "",
-                  const std::string& extra_value = "") {
+void AppendSample(std::string* out, const std::string& name, const Labels& labels, double value,
+                  const std::string& extra_key = "", const std::string& extra_value = "") {
   out->append(name);
   AppendLabels(out, labels, extra_key, extra_value);
   absl::StrAppend(out, " ", FormatValue(value), "\n");
@@ -35,9 +34,12 @@ void AppendSample(std::string* out, const std::string& name, const Labels& label
 
 const char* TypeName(MetricType type) {
   switch (type) {
-    case MetricType::kCounter: return "counter";
-    case MetricType::kGauge: return "gauge";
-    case MetricType::kHistogram: return "histogram";
+    case MetricType::kCounter:
+      return "counter";
+    case MetricType::kGauge:
+      return "gauge";
+    case MetricType::kHistogram:
+      return "histogram";
   }
   return "untyped";
 }
@@ -87,8 +89,7 @@ std::string FormatValue(double value) {
 }
 
 Histogram::Histogram(BucketBoundaries bounds)
-    : bounds_(std::move(bounds)),
-      counts_(new std::atomic<uint64_t>[bounds_.size() + 1]) {
+    : bounds_(std::move(bounds)), counts_(new std::atomic<uint64_t>[bounds_.size() + 1]) {
   for (size_t i = 0; i <= bounds_.size(); ++i) counts_[i].store(0, std::memory_order_relaxed);
 }
 
@@ -110,8 +111,7 @@ Histogram::Snapshot Histogram::Collect() const {
   return s;
 }
 
-Histogram::BucketBoundaries Histogram::ExponentialBuckets(double start, double factor,
-                                                         int count) {
+Histogram::BucketBoundaries Histogram::ExponentialBuckets(double start, double factor, int count) {
   BucketBoundaries b;
   for (int i = 0; i < count; ++i, start *= factor) b.push_back(start);
   return b;
@@ -173,7 +173,8 @@ std::string Registry::Serialize() const {
         auto& f = *std::static_pointer_cast<Family<Counter>>(entry.family);
         absl::StrAppend(&out, "# HELP ", name, " ", EscapeHelp(f.help()), "\n# TYPE ", name,
                         " counter\n");
-        f.ForEach([&](const Labels& l, const Counter& c) { AppendSample(&out, name, l, c.Value()); });
+        f.ForEach(
+            [&](const Labels& l, const Counter& c) { AppendSample(&out, name, l, c.Value()); });
         break;
       }
       case MetricType::kGauge: {

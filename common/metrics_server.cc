@@ -14,8 +14,8 @@
 
 namespace ringmaster {
 
-absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(
-    const std::string& address, metrics::Registry* registry) {
+absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(const std::string& address,
+                                                                    metrics::Registry* registry) {
   static const unsigned initialized = mg_init_library(0);
   (void)initialized;
   std::unique_ptr<MetricsServer> server(new MetricsServer);
@@ -24,8 +24,8 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(
   mg_callbacks callbacks{};
   server->context_ = mg_start(&callbacks, nullptr, options);
   if (server->context_ == nullptr) {
-    return absl::UnavailableError(absl::StrCat("cannot serve metrics on ", address,
-                                               " (address in use?)"));
+    return absl::UnavailableError(
+        absl::StrCat("cannot serve metrics on ", address, " (address in use?)"));
   }
   mg_set_request_handler(server->context_, "/metrics", &MetricsServer::Handle, server.get());
   server->port_ = std::stoi(address.substr(address.rfind(':') + 1));

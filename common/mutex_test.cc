@@ -50,8 +50,7 @@ TEST(MutexTest, AwaitWithTimeoutSaysWhetherTheConditionHolds) {
   EXPECT_FALSE(mu.AwaitWithTimeout(absl::Condition(&never), absl::Milliseconds(20)));
   bool already = true;
   EXPECT_TRUE(mu.AwaitWithTimeout(absl::Condition(&already), absl::Milliseconds(20)));
-  EXPECT_FALSE(mu.AwaitWithDeadline(absl::Condition(&never),
-                                    absl::Now() + absl::Milliseconds(20)));
+  EXPECT_FALSE(mu.AwaitWithDeadline(absl::Condition(&never), absl::Now() + absl::Milliseconds(20)));
 }
 
 TEST(NotificationTest, WhatIsWrittenBeforeNotifyIsSeenAfterTheWait) {

@@ -66,8 +66,7 @@ absl::StatusOr<int> PickFreePort(const std::string& host) {
 
 std::vector<int> PickFreePorts(int count, const std::string& host) {
   std::set<int> ports;
-  for (int tries = 0; static_cast<int>(ports.size()) < count && tries < 4 * count;
-       ++tries) {
+  for (int tries = 0; static_cast<int>(ports.size()) < count && tries < 4 * count; ++tries) {
     if (auto port = PickFreePort(host); port.ok()) ports.insert(*port);
   }
   return {ports.begin(), ports.end()};
@@ -87,8 +86,7 @@ std::string HostOfAddress(const std::string& address) {
 }
 
 std::string AdvertisableHost(const std::string& bind_host) {
-  if (bind_host.empty() || bind_host == "0.0.0.0" || bind_host == "::" ||
-      bind_host == "[::]") {
+  if (bind_host.empty() || bind_host == "0.0.0.0" || bind_host == "::" || bind_host == "[::]") {
     return Hostname();
   }
   return bind_host;

@@ -21,8 +21,7 @@ TEST(PickFreePortTest, DrawsBelowTheEphemeralRangeAPortThatBinds) {
     seen.insert(*port);
   }
   EXPECT_GT(seen.size(), 40u) << "drawn at random";
-  EXPECT_EQ(PickFreePort("not-an-address").status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(PickFreePort("not-an-address").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

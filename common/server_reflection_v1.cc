@@ -110,8 +110,8 @@ rv1::ServerReflectionResponse ServerReflectionV1::Answer(
       const google::protobuf::FieldDescriptor* extension =
           type == nullptr ? nullptr : pool->FindExtensionByNumber(type, ask.extension_number());
       if (extension != nullptr) file = extension->file();
-      missing = absl::StrCat("no extension ", ask.extension_number(), " of ",
-                             ask.containing_type());
+      missing =
+          absl::StrCat("no extension ", ask.extension_number(), " of ", ask.containing_type());
       break;
     }
     case rv1::ServerReflectionRequest::kAllExtensionNumbersOfType: {

@@ -16,8 +16,7 @@ namespace ringmaster {
 class ServerReflectionV1 final : public grpc::reflection::v1::ServerReflection::CallbackService {
  public:
   // `services`: the full names of the services the server serves.
-  explicit ServerReflectionV1(std::vector<std::string> services)
-      : services_(std::move(services)) {}
+  explicit ServerReflectionV1(std::vector<std::string> services) : services_(std::move(services)) {}
 
   grpc::ServerBidiReactor<grpc::reflection::v1::ServerReflectionRequest,
                           grpc::reflection::v1::ServerReflectionResponse>*

@@ -21,10 +21,10 @@ inline absl::Status ErrnoError(const std::string& what) {
 }  // namespace ringmaster
 
 // Returns the status of `expr` from the enclosing function when it is not OK.
-#define RETURN_IF_ERROR(expr)                                 \
-  do {                                                        \
-    ::absl::Status ringmaster_status_ = (expr);               \
-    if (!ringmaster_status_.ok()) return ringmaster_status_;  \
+#define RETURN_IF_ERROR(expr)                                \
+  do {                                                       \
+    ::absl::Status ringmaster_status_ = (expr);              \
+    if (!ringmaster_status_.ok()) return ringmaster_status_; \
   } while (false)
 
 #define RINGMASTER_CONCAT_INNER_(a, b) a##b

@@ -16,8 +16,8 @@ struct FakeStream {
                                    StreamWriter<std::string>::Coalesce coalesce = nullptr) {
     return StreamWriter<std::string>(
         [this](const std::string* m) { started.push_back(*m); },
-        [this](const grpc::Status& s) { finished.push_back(s.error_code()); }, max_queued,
-        overflow, std::move(coalesce));
+        [this](const grpc::Status& s) { finished.push_back(s.error_code()); }, max_queued, overflow,
+        std::move(coalesce));
   }
 };
 
@@ -67,8 +67,7 @@ TEST(StreamWriterTest, AFullQueueEndsTheStreamOrRefuses) {
   for (const char* m : {"a", "b", "c"}) EXPECT_TRUE(end.Write(m));  // a in flight
   EXPECT_FALSE(end.Write("d"));
   end.OnWriteDone(true);
-  EXPECT_EQ(ended.finished,
-            (std::vector<grpc::StatusCode>{grpc::StatusCode::RESOURCE_EXHAUSTED}));
+  EXPECT_EQ(ended.finished, (std::vector<grpc::StatusCode>{grpc::StatusCode::RESOURCE_EXHAUSTED}));
 
   FakeStream refused;
   auto refuse = refused.Writer(2, Overflow::kRefuse);
@@ -83,10 +82,10 @@ TEST(StreamWriterTest, AFullQueueEndsTheStreamOrRefuses) {
 
 TEST(StreamWriterTest, CoalescedMessagesReplaceTheNewestQueued) {
   FakeStream stream;
-  auto writer = stream.Writer(2, Overflow::kEnd, [](const std::string& queued,
-                                                    const std::string& next) {
-    return queued[0] == next[0];  // same kind: the later replaces
-  });
+  auto writer =
+      stream.Writer(2, Overflow::kEnd, [](const std::string& queued, const std::string& next) {
+        return queued[0] == next[0];  // same kind: the later replaces
+      });
   writer.Write("a1");  // in flight
   writer.Write("b1");
   writer.Write("b2");

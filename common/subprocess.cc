@@ -2,10 +2,10 @@
 
 #include <fcntl.h>
 #include <grp.h>
-#include <pwd.h>
 #include <linux/close_range.h>
-#include <signal.h>
+#include <pwd.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -27,13 +27,24 @@ namespace ringmaster {
 namespace {
 
 enum Step {
-  kDetach, kDeathSignal, kCgroup, kRedirect, kStdin, kHideProcesses, kNoNewPrivs, kRunAs,
-  kChdir, kAccess, kExec, kSteps
+  kDetach,
+  kDeathSignal,
+  kCgroup,
+  kRedirect,
+  kStdin,
+  kHideProcesses,
+  kNoNewPrivs,
+  kRunAs,
+  kChdir,
+  kAccess,
+  kExec,
+  kSteps
 };
 const char* const kStepNames[kSteps] = {
-    "detach", "prctl", "join cgroup", "redirect output", "open /dev/null",
-    "mount a /proc that hides other users' processes", "drop privileges", "switch to user",
-    "chdir", "access", "execve"};
+    "detach",          "prctl",          "join cgroup",
+    "redirect output", "open /dev/null", "mount a /proc that hides other users' processes",
+    "drop privileges", "switch to user", "chdir",
+    "access",          "execve"};
 
 // In a mount namespace of the caller's own (its mounts no longer flow back
 // to the host's), a /proc that lists only the caller's user's processes.
@@ -134,17 +145,17 @@ absl::Status ChildFailure(const int report[3], const SubprocessSpec& spec,
   if (step == kAccess && report[2] >= 0 &&
       report[2] < static_cast<int>(spec.required_access.size())) {
     const PathAccess& required = spec.required_access[report[2]];
-    return absl::FailedPreconditionError(absl::StrCat(
-        required.what, " ", required.path, ": ", strerror(report[0]),
-        (required.mode & W_OK) != 0 ? " (needs to be writable)" : ""));
+    return absl::FailedPreconditionError(
+        absl::StrCat(required.what, " ", required.path, ": ", strerror(report[0]),
+                     (required.mode & W_OK) != 0 ? " (needs to be writable)" : ""));
   }
-  return absl::FailedPreconditionError(
-      absl::StrCat(kStepNames[step], " ",
-                   step == kChdir    ? spec.working_dir
-                   : step == kCgroup ? absl::StrJoin(spec.cgroup_procs, " ")
-                   : step == kRunAs  ? spec.run_as->name
-                                     : program,
-                   ": ", strerror(report[0])));
+  return absl::FailedPreconditionError(absl::StrCat(kStepNames[step], " ",
+                                                    step == kChdir ? spec.working_dir
+                                                    : step == kCgroup
+                                                        ? absl::StrJoin(spec.cgroup_procs, " ")
+                                                    : step == kRunAs ? spec.run_as->name
+                                                                     : program,
+                                                    ": ", strerror(report[0])));
 }
 
 }  // namespace
@@ -191,15 +202,13 @@ absl::StatusOr<RunAs> ResolveRunAs(const std::string& user_and_group) {
   return as;
 }
 
-absl::StatusOr<std::string> ResolveProgram(const std::string& program,
-                                           const std::string& path) {
+absl::StatusOr<std::string> ResolveProgram(const std::string& program, const std::string& path) {
   if (program.find('/') != std::string::npos) return program;
   for (absl::string_view dir : absl::StrSplit(path, ':', absl::SkipEmpty())) {
     std::string candidate = absl::StrCat(dir, "/", program);
     if (access(candidate.c_str(), X_OK) == 0) return candidate;
   }
-  return absl::NotFoundError(
-      absl::StrCat("program \"", program, "\" not found on PATH ", path));
+  return absl::NotFoundError(absl::StrCat("program \"", program, "\" not found on PATH ", path));
 }
 
 std::map<std::string, std::string> CurrentEnvironment() {
@@ -214,14 +223,13 @@ std::map<std::string, std::string> CurrentEnvironment() {
 absl::StatusOr<pid_t> SpawnProcess(const SubprocessSpec& spec) {
   if (spec.argv.empty()) return absl::InvalidArgumentError("empty argv");
   auto path_it = spec.env.find("PATH");
-  absl::StatusOr<std::string> program = ResolveProgram(
-      spec.argv[0], path_it == spec.env.end() ? "/usr/bin:/bin" : path_it->second);
+  absl::StatusOr<std::string> program =
+      ResolveProgram(spec.argv[0], path_it == spec.env.end() ? "/usr/bin:/bin" : path_it->second);
   if (!program.ok()) return program.status();
 
-  const int output_fd =
-      spec.output_fd >= 0
-          ? spec.output_fd
-          : open(spec.output_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+  const int output_fd = spec.output_fd >= 0 ? spec.output_fd
+                                            : open(spec.output_path.c_str(),
+                                                   O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
   if (output_fd < 0) {
     return absl::FailedPreconditionError(
         absl::StrCat("cannot open ", spec.output_path, ": ", strerror(errno)));
@@ -264,9 +272,8 @@ absl::StatusOr<pid_t> SpawnProcess(const SubprocessSpec& spec) {
   if (pid == 0) {
     ExecChild({spec.detach, parent, output_fd, pipe_fds[1], &cgroup_fds,
                spec.run_as ? &*spec.run_as : nullptr, spec.hide_other_users_processes,
-               spec.no_new_privs,
-               spec.working_dir.c_str(), &spec.required_access, program->c_str(), argv.data(),
-               envp.data()});
+               spec.no_new_privs, spec.working_dir.c_str(), &spec.required_access, program->c_str(),
+               argv.data(), envp.data()});
   }
   if (spec.detach == SubprocessSpec::Detach::kProcessGroup) {
     // Also from the parent, so that signalling -pid works at once.

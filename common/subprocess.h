@@ -79,8 +79,7 @@ absl::StatusOr<pid_t> SpawnProcess(const SubprocessSpec& spec);
 
 // The path execve gets for argv[0]: itself when it holds a '/', otherwise
 // the first executable match on `path` (a PATH value). NOT_FOUND otherwise.
-absl::StatusOr<std::string> ResolveProgram(const std::string& program,
-                                           const std::string& path);
+absl::StatusOr<std::string> ResolveProgram(const std::string& program, const std::string& path);
 
 // The current process's environment as a map.
 std::map<std::string, std::string> CurrentEnvironment();

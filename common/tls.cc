@@ -24,9 +24,8 @@ namespace {
 absl::StatusOr<std::string> ReadPem(const std::string& path, bool secret) {
   struct stat st;
   if (stat(path.c_str(), &st) != 0) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("cannot read ", path, ": ", strerror(errno),
-                     " (make it with `ringmaster certs init`)"));
+    return absl::FailedPreconditionError(absl::StrCat("cannot read ", path, ": ", strerror(errno),
+                                                      " (make it with `ringmaster certs init`)"));
   }
   if (secret) RETURN_IF_ERROR(CheckSecretFileMode(path, "TLS key"));
   std::ifstream in(path);
@@ -102,8 +101,7 @@ absl::StatusOr<Tls> LoadClientTls(const std::string& dir) {
 
 std::shared_ptr<grpc::ServerCredentials> ServerCredentials(const Tls& tls) {
   if (!tls) return grpc::InsecureServerCredentials();
-  grpc::SslServerCredentialsOptions options(
-      GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY);
+  grpc::SslServerCredentialsOptions options(GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY);
   options.pem_root_certs = tls->ca_pem;
   options.pem_key_cert_pairs.push_back({tls->key_pem, tls->cert_pem});
   return grpc::SslServerCredentials(options);
@@ -138,18 +136,19 @@ void ExpectServerName(const Tls& tls, const std::string& server_name,
   if (tls) args->SetSslTargetNameOverride(server_name);
 }
 
-std::string ExplainTlsFailure(const std::string& address, bool tls,
-                              const std::string& grpc_message,
+std::string ExplainTlsFailure(const std::string& address, bool tls, const std::string& grpc_message,
                               const std::string& server_name) {
   const Speaks speaks = Probe(address);
   if (tls && speaks == Speaks::kPlaintext) {
-    return absl::StrCat(address, " serves plaintext, not TLS: this side uses TLS (--tls-dir, "
-                                 "RINGMASTER_TLS_DIR or the files of `ringmaster up`); "
-                                 "--tls-dir \"\" speaks plaintext");
+    return absl::StrCat(address,
+                        " serves plaintext, not TLS: this side uses TLS (--tls-dir, "
+                        "RINGMASTER_TLS_DIR or the files of `ringmaster up`); "
+                        "--tls-dir \"\" speaks plaintext");
   }
   if (!tls && speaks == Speaks::kOther) {
-    return absl::StrCat(address, " requires TLS: give --tls-dir (or RINGMASTER_TLS_DIR) "
-                                 "the directory of `ringmaster certs init`");
+    return absl::StrCat(address,
+                        " requires TLS: give --tls-dir (or RINGMASTER_TLS_DIR) "
+                        "the directory of `ringmaster certs init`");
   }
   if (absl::StrContains(grpc_message, "not in peer certificate")) {
     return absl::StrCat("the TLS certificate of ", address, " does not name ", server_name,

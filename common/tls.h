@@ -76,15 +76,13 @@ std::shared_ptr<grpc::Channel> CoordinatorChannel(const std::string& address, co
 
 // Sets in `args` the name `tls` checks the server's certificate for (a
 // channel made by hand, with arguments of its own).
-void ExpectServerName(const Tls& tls, const std::string& server_name,
-                      grpc::ChannelArguments* args);
+void ExpectServerName(const Tls& tls, const std::string& server_name, grpc::ChannelArguments* args);
 
 // When a call to `address` failed UNAVAILABLE: a line saying the cause
 // when it is TLS on one side only, a certificate the other side refused, or
 // a server whose certificate does not name `server_name`; empty when it is
 // none of these.
-std::string ExplainTlsFailure(const std::string& address, bool tls,
-                              const std::string& grpc_message,
+std::string ExplainTlsFailure(const std::string& address, bool tls, const std::string& grpc_message,
                               const std::string& server_name = kCoordinatorName);
 
 }  // namespace ringmaster

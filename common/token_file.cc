@@ -16,8 +16,7 @@ namespace ringmaster {
 absl::Status CheckSecretFileMode(const std::string& path, const std::string& what) {
   struct stat st;
   if (stat(path.c_str(), &st) != 0) {
-    return absl::FailedPreconditionError(
-        absl::StrFormat("%s %s: %s", what, path, strerror(errno)));
+    return absl::FailedPreconditionError(absl::StrFormat("%s %s: %s", what, path, strerror(errno)));
   }
   if (!S_ISREG(st.st_mode)) {
     return absl::FailedPreconditionError(
@@ -27,9 +26,9 @@ absl::Status CheckSecretFileMode(const std::string& path, const std::string& wha
   const bool group = (st.st_mode & 070) != 0;
   const bool root_group_read_only = st.st_uid == 0 && (st.st_mode & 030) == 0;
   if (others || (group && !root_group_read_only)) {
-    return absl::FailedPreconditionError(absl::StrFormat(
-        "%s %s is open to group or others (mode %04o); chmod 600 %s", what, path,
-        st.st_mode & 07777, path));
+    return absl::FailedPreconditionError(
+        absl::StrFormat("%s %s is open to group or others (mode %04o); chmod 600 %s", what, path,
+                        st.st_mode & 07777, path));
   }
   return absl::OkStatus();
 }

@@ -33,8 +33,7 @@ TEST(TokenFileTest, RefusesFilesOthersCanReadAndSaysWhy) {
   EXPECT_FALSE(ReadToken(Write("group-writable", "s3cret", 0660)).ok());
   const std::string empty = Write("empty", "\n", 0600);
   EXPECT_EQ(ReadToken(empty).status().message(), "token file " + empty + " is empty");
-  EXPECT_EQ(ReadToken("/nonexistent/token").status().code(),
-            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(ReadToken("/nonexistent/token").status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_FALSE(ReadToken(std::getenv("TEST_TMPDIR")).ok()) << "a directory";
 }
 

@@ -1,8 +1,8 @@
 #include "coordinator/access_policy.h"
 
 #include "absl/strings/match.h"
-#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 
 namespace ringmaster {
 namespace {
@@ -19,18 +19,24 @@ constexpr absl::string_view kJobNeeded =
 
 absl::string_view RoleName(Caller::Role role) {
   switch (role) {
-    case Caller::Role::kAdmin: return "the admin credential";
-    case Caller::Role::kWorker: return "a worker credential";
-    case Caller::Role::kJob: return "a job credential";
-    case Caller::Role::kAgent: return "an agent credential";
-    case Caller::Role::kNone: break;
+    case Caller::Role::kAdmin:
+      return "the admin credential";
+    case Caller::Role::kWorker:
+      return "a worker credential";
+    case Caller::Role::kJob:
+      return "a job credential";
+    case Caller::Role::kAgent:
+      return "an agent credential";
+    case Caller::Role::kNone:
+      break;
   }
   return "no credential";
 }
 
 absl::Status Denied(const Caller& caller, absl::string_view needed) {
   if (caller.role == Caller::Role::kNone) {
-    return absl::UnauthenticatedError(absl::StrCat("no credential given; this call needs ", needed));
+    return absl::UnauthenticatedError(
+        absl::StrCat("no credential given; this call needs ", needed));
   }
   return absl::PermissionDeniedError(
       absl::StrCat(RoleName(caller.role), " cannot make this call; it needs ", needed));
@@ -64,9 +70,8 @@ absl::StatusOr<Caller> AccessPolicy::Identify(const grpc::ServerContextBase& con
     return caller;
   }
   if (std::optional<Caller> signed_caller = signer_.Verify(*token)) return *signed_caller;
-  return absl::UnauthenticatedError(
-      absl::StrCat("the token given is not a credential of this cluster; this call needs ",
-                   needed));
+  return absl::UnauthenticatedError(absl::StrCat(
+      "the token given is not a credential of this cluster; this call needs ", needed));
 }
 
 absl::Status AccessPolicy::RequireAdmin(const grpc::ServerContextBase& context) const {
@@ -103,9 +108,9 @@ absl::Status AccessPolicy::RequireJob(const grpc::ServerContextBase& context,
   if (caller->role == Caller::Role::kAdmin) return absl::OkStatus();
   if (caller->role == Caller::Role::kJob) {
     if (caller->id == job_id && caller->attempt == attempt) return absl::OkStatus();
-    return absl::PermissionDeniedError(absl::StrCat(
-        "the job credential of ", caller->id, " attempt ", caller->attempt,
-        " cannot use the rendezvous scope of ", job_id, " attempt ", attempt));
+    return absl::PermissionDeniedError(
+        absl::StrCat("the job credential of ", caller->id, " attempt ", caller->attempt,
+                     " cannot use the rendezvous scope of ", job_id, " attempt ", attempt));
   }
   return Denied(*caller, kJobNeeded);
 }

@@ -62,8 +62,8 @@ absl::StatusOr<std::vector<RankLogSource>> AttemptRanks(const v1::Job& job, int 
         absl::StrCat("attempt ", attempt, " of job ", job.id(), " has placed no ranks"));
   }
   return absl::NotFoundError(absl::StrCat("where attempt ", attempt, " of job ", job.id(),
-                                          " ran is no longer kept (the last ",
-                                          kKeptPastAttempts, " attempts' placements are)"));
+                                          " ran is no longer kept (the last ", kKeptPastAttempts,
+                                          " attempts' placements are)"));
 }
 
 }  // namespace ringmaster

@@ -18,8 +18,10 @@ absl::StatusOr<std::vector<std::pair<std::string, int64_t>>> ChangeLog::ChangedS
     int64_t revision) const {
   const int64_t oldest = last_ - static_cast<int64_t>(recent_.size()) + 1;
   if (revision > last_ || revision < 0) {
-    return absl::OutOfRangeError(absl::StrCat("revision ", revision, " was never given (the "
-                                              "latest is ", last_, ")"));
+    return absl::OutOfRangeError(absl::StrCat("revision ", revision,
+                                              " was never given (the "
+                                              "latest is ",
+                                              last_, ")"));
   }
   if (revision + 1 < oldest) {
     return absl::OutOfRangeError(absl::StrCat(

@@ -27,8 +27,7 @@ class ChangeLog {
   // The jobs changed after `revision`, each once with its latest revision,
   // oldest first. OUT_OF_RANGE when some change after `revision` is no
   // longer remembered, or `revision` is one this log never gave.
-  absl::StatusOr<std::vector<std::pair<std::string, int64_t>>> ChangedSince(
-      int64_t revision) const;
+  absl::StatusOr<std::vector<std::pair<std::string, int64_t>>> ChangedSince(int64_t revision) const;
 
  private:
   const size_t capacity_;

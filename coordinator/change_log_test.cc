@@ -25,8 +25,9 @@ TEST(ChangeLogTest, ARevisionOlderThanWhatIsKeptOrNeverGivenIsOutOfRange) {
       << "every change after 2 is still known";
   absl::Status old = log.ChangedSince(1).status();
   EXPECT_EQ(old.code(), absl::StatusCode::kOutOfRange);
-  EXPECT_EQ(old.message(), "revision 1 is too old: only the 3 latest changes are kept (from "
-                           "revision 3); watch again from the start");
+  EXPECT_EQ(old.message(),
+            "revision 1 is too old: only the 3 latest changes are kept (from "
+            "revision 3); watch again from the start");
   EXPECT_EQ(log.ChangedSince(6).status().code(), absl::StatusCode::kOutOfRange);
   EXPECT_EQ(log.ChangedSince(-1).status().code(), absl::StatusCode::kOutOfRange);
 }

@@ -69,16 +69,16 @@ absl::StatusOr<std::unique_ptr<CodeStore::Upload>> CodeStore::BeginUpload(
         absl::StrCat("sha256 must be 64 lowercase hex digits, got \"", sha256, "\""));
   }
   if (bytes <= 0 || bytes > options_.max_archive_bytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the code archive is ", bytes, " bytes; the coordinator takes 1 to ",
-        options_.max_archive_bytes, " (--max-upload-mb)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the code archive is ", bytes, " bytes; the coordinator takes 1 to ",
+                     options_.max_archive_bytes, " (--max-upload-mb)"));
   }
   int64_t number;
   {
     MutexLock lock(&mu_);
     if (uploads_ >= options_.max_concurrent_uploads) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          options_.max_concurrent_uploads, " code uploads are in progress; try again"));
+      return absl::ResourceExhaustedError(absl::StrCat(options_.max_concurrent_uploads,
+                                                       " code uploads are in progress; try again"));
     }
     int& mine = uploads_by_caller_[caller];
     if (mine >= options_.max_uploads_per_caller) {
@@ -107,8 +107,12 @@ void CodeStore::UploadEnded(const std::string& caller) {
 
 CodeStore::Upload::Upload(CodeStore* store, std::string sha256, int64_t bytes,
                           std::string temp_path, int fd, std::string caller)
-    : store_(store), caller_(std::move(caller)), sha256_(std::move(sha256)), bytes_(bytes),
-      temp_path_(std::move(temp_path)), fd_(fd) {}
+    : store_(store),
+      caller_(std::move(caller)),
+      sha256_(std::move(sha256)),
+      bytes_(bytes),
+      temp_path_(std::move(temp_path)),
+      fd_(fd) {}
 
 CodeStore::Upload::~Upload() {
   if (fd_ >= 0) close(fd_);
@@ -135,8 +139,8 @@ absl::Status CodeStore::Upload::Append(absl::string_view data) {
 
 absl::StatusOr<bool> CodeStore::Upload::Commit() {
   if (written_ != bytes_) {
-    return absl::InvalidArgumentError(absl::StrCat("the upload ended after ", written_,
-                                                   " of the ", bytes_, " bytes it declared"));
+    return absl::InvalidArgumentError(absl::StrCat("the upload ended after ", written_, " of the ",
+                                                   bytes_, " bytes it declared"));
   }
   if (const std::string digest = hash_.HexDigest(); digest != sha256_) {
     return absl::InvalidArgumentError(
@@ -170,15 +174,14 @@ absl::StatusOr<std::string> CodeStore::Read(const std::string& sha256, int64_t o
   }
   *archive_bytes = *bytes;
   if (offset < 0 || offset > *bytes || max_bytes <= 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("offset ", offset, " and max_bytes ", max_bytes, " do not fit an archive of ",
-                     *bytes, " bytes"));
+    return absl::InvalidArgumentError(absl::StrCat("offset ", offset, " and max_bytes ", max_bytes,
+                                                   " do not fit an archive of ", *bytes, " bytes"));
   }
   const std::string path = PathOf(sha256);
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return ErrnoError(absl::StrCat("cannot open ", path));
-  std::string data(static_cast<size_t>(std::min<int64_t>(
-                       std::min(max_bytes, kMaxCodeChunkBytes), *bytes - offset)),
+  std::string data(static_cast<size_t>(
+                       std::min<int64_t>(std::min(max_bytes, kMaxCodeChunkBytes), *bytes - offset)),
                    '\0');
   size_t done = 0;
   while (done < data.size()) {

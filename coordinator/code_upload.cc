@@ -30,9 +30,9 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::UploadCodeRequest
       upload_ = *std::move(upload);
     }
     if (request_.data().size() > static_cast<size_t>(kMaxCodeChunkBytes)) {
-      return End(absl::InvalidArgumentError(
-          absl::StrCat("an upload's piece is ", request_.data().size(), " bytes; at most ",
-                       kMaxCodeChunkBytes)));
+      return End(
+          absl::InvalidArgumentError(absl::StrCat("an upload's piece is ", request_.data().size(),
+                                                  " bytes; at most ", kMaxCodeChunkBytes)));
     }
     if (absl::Status s = upload_->Append(request_.data()); !s.ok()) return End(s);
     HandToGrpc(this);
@@ -46,8 +46,8 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::UploadCodeRequest
 
   // From EndIdle's thread, while a read waits.
   void EndIdle(absl::Duration idle) {
-    End(absl::DeadlineExceededError(absl::StrCat(
-        "the upload received nothing for ", absl::FormatDuration(idle), "; ended")));
+    End(absl::DeadlineExceededError(
+        absl::StrCat("the upload received nothing for ", absl::FormatDuration(idle), "; ended")));
   }
 
  private:
@@ -80,8 +80,8 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::UploadCodeRequest
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
 };
 
-grpc::ServerReadReactor<v1::UploadCodeRequest>* CodeUploads::Start(
-    v1::UploadCodeResponse* response, const std::string& caller) {
+grpc::ServerReadReactor<v1::UploadCodeRequest>* CodeUploads::Start(v1::UploadCodeResponse* response,
+                                                                   const std::string& caller) {
   auto* stream = new UploadReactor(this, response, caller);
   MutexLock lock(&mu_);
   streams_[stream].last_piece = absl::Now();

@@ -9,10 +9,14 @@ namespace {
 
 std::string WorkerStateLabel(v1::WorkerState state) {
   switch (state) {
-    case v1::WORKER_STATE_ALIVE: return "ALIVE";
-    case v1::WORKER_STATE_LOST: return "LOST";
-    case v1::WORKER_STATE_SUSPECT: return "SUSPECT";
-    default: return "UNKNOWN";
+    case v1::WORKER_STATE_ALIVE:
+      return "ALIVE";
+    case v1::WORKER_STATE_LOST:
+      return "LOST";
+    case v1::WORKER_STATE_SUSPECT:
+      return "SUSPECT";
+    default:
+      return "UNKNOWN";
   }
 }
 
@@ -44,8 +48,7 @@ void CoordinatorMetrics::SetSources(std::function<std::map<v1::JobState, int>()>
 
 void CoordinatorMetrics::OnTransition(const v1::Job& before, const v1::StateChange& change) {
   if (change.state() == v1::RESTARTING) {
-    restarts_.Add({{"job_id", before.id()}, {"reason", ReasonName(change.reason())}})
-        .Increment();
+    restarts_.Add({{"job_id", before.id()}, {"reason", ReasonName(change.reason())}}).Increment();
   }
   if (IsTerminal(change.state())) {
     MutexLock lock(&mu_);

@@ -28,8 +28,11 @@ TEST(CoordinatorMetricsTest, GaugesRestartsAndQueueWait) {
   w.set_id("w1");
   w.set_state(v1::WORKER_STATE_ALIVE);
   w.set_heartbeat_age_seconds(1.5);
-  m.SetSources([&] { return std::map<v1::JobState, int>{{running.state(), 1}, {pending.state(), 1}}; },
-               [&] { return std::vector<v1::Worker>{w}; });
+  m.SetSources(
+      [&] {
+        return std::map<v1::JobState, int>{{running.state(), 1}, {pending.state(), 1}};
+      },
+      [&] { return std::vector<v1::Worker>{w}; });
 
   m.OnTransition(running, Change(v1::RESTARTING, v1::RANK_EXITED, 0));
   v1::Job queued = pending;

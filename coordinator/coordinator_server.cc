@@ -33,8 +33,8 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   const AccessPolicy* access = server->access_.get();
   ASSIGN_OR_RETURN(server->store_, JobStore::Open(config.state_dir + "/coordinator.db"));
   const Clock* clock = RealClock::Get();
-  server->metrics_ = std::make_unique<CoordinatorMetrics>(&server->registry_, clock,
-                                                          config.metrics_retention);
+  server->metrics_ =
+      std::make_unique<CoordinatorMetrics>(&server->registry_, clock, config.metrics_retention);
   JobManagerOptions manager_options = config.manager;
   manager_options.rank_env.signer = &access->signer();
   manager_options.on_transition = [m = server->metrics_.get()](const v1::Job& before,
@@ -43,9 +43,9 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   };
   server->rendezvous_ = std::make_unique<RendezvousStore>(clock, config.rendezvous);
   server->membership_ = std::make_unique<WorkerMembership>(clock, config.membership);
-  server->manager_ = std::make_unique<JobManager>(server->store_.get(), server->rendezvous_.get(),
-                                                  server->membership_.get(), clock,
-                                                  manager_options);
+  server->manager_ =
+      std::make_unique<JobManager>(server->store_.get(), server->rendezvous_.get(),
+                                   server->membership_.get(), clock, manager_options);
   JobManager* manager = server->manager_.get();
   server->metrics_->SetSources([manager] { return manager->CountByState(); },
                                [manager] { return manager->ListWorkers(); });
@@ -53,19 +53,19 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   // Workers' agents are checked against the CA; the coordinator shows them
   // its agent credential, not a certificate.
   const Tls agent_tls = CaOnly(config.tls ? config.tls->ca_pem : "");
-  server->logs_ = std::make_unique<LogRelay>(server->manager_.get(), &access->signer(),
-                                            agent_tls, config.max_log_line_bytes);
+  server->logs_ = std::make_unique<LogRelay>(server->manager_.get(), &access->signer(), agent_tls,
+                                             config.max_log_line_bytes);
   server->code_ = std::make_unique<CodeStore>(
       CodeStoreOptions{config.state_dir + "/code", config.max_upload_bytes}, clock);
   RETURN_IF_ERROR(server->code_->Init());
   server->uploads_ = std::make_unique<CodeUploads>(server->code_.get(), config.upload_idle_timeout);
-  server->job_service_ = std::make_unique<JobServiceImpl>(server->manager_.get(),
-                                                          server->logs_.get(), server->code_.get(),
-                                                          server->uploads_.get(), access);
+  server->job_service_ =
+      std::make_unique<JobServiceImpl>(server->manager_.get(), server->logs_.get(),
+                                       server->code_.get(), server->uploads_.get(), access);
   server->cluster_service_ = std::make_unique<ClusterServiceImpl>(server->manager_.get(), access);
-  server->worker_service_ = std::make_unique<WorkerServiceImpl>(
-      server->manager_.get(), server->membership_.get(), server->code_.get(), access,
-      config.max_stream_queue);
+  server->worker_service_ =
+      std::make_unique<WorkerServiceImpl>(server->manager_.get(), server->membership_.get(),
+                                          server->code_.get(), access, config.max_stream_queue);
   server->rendezvous_service_ =
       std::make_unique<RendezvousServiceImpl>(server->rendezvous_.get(), clock, access);
 
@@ -74,8 +74,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
       v1::WorkerService::service_full_name(), v1::RendezvousService::service_full_name()});
   grpc::ServerBuilder builder;
   server->tooling_->AddTo(builder);
-  builder.AddListeningPort(config.listen_address, ServerCredentials(config.tls),
-                           &server->port_);
+  builder.AddListeningPort(config.listen_address, ServerCredentials(config.tls), &server->port_);
   // A port another server holds fails to bind here, rather than shares it.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   // A request may carry a spec or a rendezvous value at their limits (and a
@@ -100,8 +99,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot listen on ", config.listen_address));
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", config.listen_address));
   }
   server->tooling_->Serving(server->server_.get(), true);
   if (!config.metrics_address.empty()) {
@@ -109,8 +107,8 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
                      MetricsServer::Start(config.metrics_address, &server->registry_));
   }
   server->ticker_ = std::thread([s = server.get()] { s->TickLoop(); });
-  spdlog::info("coordinator serving {} on port {}, state in {}",
-               config.tls ? "TLS" : "plaintext", server->port_, config.state_dir);
+  spdlog::info("coordinator serving {} on port {}, state in {}", config.tls ? "TLS" : "plaintext",
+               server->port_, config.state_dir);
   if (access->open()) {
     spdlog::warn("no admin token and no TLS: every caller may do everything");
   }

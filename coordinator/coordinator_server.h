@@ -10,9 +10,9 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/status/statusor.h"
-#include "common/mutex.h"
 #include "common/metrics.h"
 #include "common/metrics_server.h"
+#include "common/mutex.h"
 #include "common/server_reflection_v1.h"
 #include "common/tls.h"
 #include "coordinator/access_policy.h"
@@ -28,15 +28,15 @@ namespace ringmaster {
 
 struct CoordinatorConfig {
   std::string listen_address = "0.0.0.0:7070";
-  std::string metrics_address = "0.0.0.0:7071";  // empty: no /metrics
+  std::string metrics_address = "0.0.0.0:7071";          // empty: no /metrics
   absl::Duration metrics_retention = absl::Minutes(10);  // of an ended job's series
-  std::string state_dir;  // holds coordinator.db
-  std::string admin_token;  // the admin credential; empty: none
-  Tls tls;                  // coordinator.crt/.key and ca.crt; nullopt: plaintext
+  std::string state_dir;                                 // holds coordinator.db
+  std::string admin_token;                               // the admin credential; empty: none
+  Tls tls;  // coordinator.crt/.key and ca.crt; nullopt: plaintext
   RendezvousLimits rendezvous;
-  int64_t max_log_line_bytes = kDefaultMaxLogLineBytes;  // longer lines are relayed split
-  int max_stream_queue = kDefaultMaxStreamQueue;  // messages waiting on one worker stream
-  int64_t max_upload_bytes = kDefaultMaxUploadBytes;  // largest code archive stored
+  int64_t max_log_line_bytes = kDefaultMaxLogLineBytes;    // longer lines are relayed split
+  int max_stream_queue = kDefaultMaxStreamQueue;           // messages waiting on one worker stream
+  int64_t max_upload_bytes = kDefaultMaxUploadBytes;       // largest code archive stored
   absl::Duration upload_idle_timeout = absl::Seconds(30);  // an upload receiving nothing ends
   MembershipOptions membership;
   JobManagerOptions manager;
@@ -49,8 +49,7 @@ absl::StatusOr<std::string> LoadCredentialKey(const std::string& state_dir);
 class CoordinatorServer {
  public:
   // Opens the store, recovers jobs and starts serving.
-  static absl::StatusOr<std::unique_ptr<CoordinatorServer>> Start(
-      const CoordinatorConfig& config);
+  static absl::StatusOr<std::unique_ptr<CoordinatorServer>> Start(const CoordinatorConfig& config);
   ~CoordinatorServer();
 
   int port() const { return port_; }

@@ -14,10 +14,10 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
-#include "absl/strings/str_format.h"
-#include "absl/strings/str_split.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "common/labels.h"
 #include "common/status_macros.h"
 #include "coordinator/job_state.h"
@@ -31,22 +31,20 @@ constexpr size_t kMaxRequestIdLength = 128;
 
 // 1-128 of [A-Za-z0-9._:-] (a UUID fits), or empty for none.
 absl::Status ValidateRequestId(const std::string& id) {
-  const bool valid = id.size() <= kMaxRequestIdLength &&
-                     std::all_of(id.begin(), id.end(), [](char c) {
-                       return absl::ascii_isalnum(c) || c == '.' || c == '_' || c == ':' ||
-                              c == '-';
-                     });
+  const bool valid =
+      id.size() <= kMaxRequestIdLength && std::all_of(id.begin(), id.end(), [](char c) {
+        return absl::ascii_isalnum(c) || c == '.' || c == '_' || c == ':' || c == '-';
+      });
   if (valid) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      "request_id must be at most ", kMaxRequestIdLength,
-      " letters, digits, '.', '_', ':' or '-' (a UUID fits), got \"",
-      absl::CHexEscape(id.substr(0, 64)), id.size() > 64 ? "...\"" : "\""));
+  return absl::InvalidArgumentError(
+      absl::StrCat("request_id must be at most ", kMaxRequestIdLength,
+                   " letters, digits, '.', '_', ':' or '-' (a UUID fits), got \"",
+                   absl::CHexEscape(id.substr(0, 64)), id.size() > 64 ? "...\"" : "\""));
 }
 
 // Two lists of jobs, each newest first, as one; a job in both (retired
 // between the two reads) is taken from `retired`, the later read.
-std::vector<v1::Job> MergeNewestFirst(std::vector<v1::Job> resident,
-                                      std::vector<v1::Job> retired) {
+std::vector<v1::Job> MergeNewestFirst(std::vector<v1::Job> resident, std::vector<v1::Job> retired) {
   std::vector<v1::Job> merged;
   auto r = resident.begin();
   auto e = retired.begin();
@@ -77,9 +75,8 @@ JobPage PageOf(const std::vector<v1::Job>& jobs, const JobQuery& query) {
 
 }  // namespace
 
-JobManager::JobManager(JobStore* store, RendezvousStore* rendezvous,
-                       WorkerMembership* membership, const Clock* clock,
-                       JobManagerOptions options)
+JobManager::JobManager(JobStore* store, RendezvousStore* rendezvous, WorkerMembership* membership,
+                       const Clock* clock, JobManagerOptions options)
     : store_(store),
       rendezvous_(rendezvous),
       membership_(membership),
@@ -91,8 +88,8 @@ JobManager::JobManager(JobStore* store, RendezvousStore* rendezvous,
               }),
       table_(store, &outbox_, clock, options_.on_transition),
       rng_(std::random_device{}()),
-      run_id_(absl::StrFormat("%016x", std::random_device{}() * uint64_t{0x100000000} ^
-                                           std::random_device{}())) {}
+      run_id_(absl::StrFormat(
+          "%016x", std::random_device{}() * uint64_t{0x100000000} ^ std::random_device{}())) {}
 
 absl::Status JobManager::Recover() {
   MutexLock lock(&mu_);
@@ -130,9 +127,9 @@ absl::StatusOr<std::string> JobManager::Submit(v1::JobSpec spec, const std::stri
         ASSIGN_OR_RETURN(v1::Job job, record != nullptr ? absl::StatusOr<v1::Job>(record->job)
                                                         : store_->Load(earlier));
         if (!google::protobuf::util::MessageDifferencer::Equals(job.spec(), spec)) {
-          return absl::AlreadyExistsError(absl::StrCat(
-              "request_id \"", request_id, "\" was used for job ", earlier,
-              " with another spec; use a new request_id for a new job"));
+          return absl::AlreadyExistsError(
+              absl::StrCat("request_id \"", request_id, "\" was used for job ", earlier,
+                           " with another spec; use a new request_id for a new job"));
         }
         return earlier;
       }
@@ -200,8 +197,8 @@ absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& job_id) {
     }
     ASSIGN_OR_RETURN(JobRecord * entry, table_.Get(job_id));
     if (IsTerminal(entry->job.state())) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "job ", job_id, " already ended: ", StateName(entry->job.state())));
+      return absl::FailedPreconditionError(
+          absl::StrCat("job ", job_id, " already ended: ", StateName(entry->job.state())));
     }
     RETURN_IF_ERROR(
         table_.Transition(*entry, v1::CANCELLED, v1::CANCEL_REQUESTED, "cancelled by user"));
@@ -243,9 +240,8 @@ absl::StatusOr<int64_t> JobManager::WatchAll(const std::string& resume_token,
     std::vector<v1::Job> first;
     if (resume_token.empty()) {
       for (const auto& [number, record] : table_.resident()) first.push_back(record->job);
-      std::sort(first.begin(), first.end(), [](const v1::Job& a, const v1::Job& b) {
-        return a.revision() < b.revision();
-      });
+      std::sort(first.begin(), first.end(),
+                [](const v1::Job& a, const v1::Job& b) { return a.revision() < b.revision(); });
     } else {
       const std::pair<std::string, std::string> parts = absl::StrSplit(resume_token, '.');
       int64_t revision = 0;
@@ -277,8 +273,7 @@ absl::StatusOr<int64_t> JobManager::WatchAll(const std::string& resume_token,
   return watch_id;
 }
 
-absl::StatusOr<std::vector<RankLogSource>> JobManager::LogSources(const v1::Job& job,
-                                                                  int attempt) {
+absl::StatusOr<std::vector<RankLogSource>> JobManager::LogSources(const v1::Job& job, int attempt) {
   ASSIGN_OR_RETURN(std::vector<RankLogSource> sources, AttemptRanks(job, attempt));
   for (RankLogSource& source : sources) {
     std::string address = membership_->Address(source.worker_id);
@@ -322,8 +317,10 @@ void JobManager::Tick() {
       return absl::OkStatus();
     });
     if (!stored.ok()) {
-      spdlog::critical("cannot commit the job store: {}; exiting: a restart recovers the "
-                       "stored state", stored.ToString());
+      spdlog::critical(
+          "cannot commit the job store: {}; exiting: a restart recovers the "
+          "stored state",
+          stored.ToString());
       std::abort();
     }
   }
@@ -364,9 +361,10 @@ absl::Status JobManager::Delete(const std::string& job_id) {
             "job ", job_id, " is ", StateName(job.state()), "; cancel it before deleting it"));
       }
       if (std::any_of(job.ranks().begin(), job.ranks().end(), RankHoldsSlot)) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "job ", job_id, " has ended but its ranks are still stopping; delete it once "
-            "they have"));
+        return absl::FailedPreconditionError(
+            absl::StrCat("job ", job_id,
+                         " has ended but its ranks are still stopping; delete it once "
+                         "they have"));
       }
       ended = RetiredJob{0, job_id, job.state(), 0, WorkersOf(job)};
     } else if (const RetiredJob* retired = table_.FindRetired(job_id)) {
@@ -426,11 +424,11 @@ void JobManager::CheckTimeouts(JobRecord& entry, absl::Time now) {
   if (entry.job.state() == v1::STARTING && spec.start_timeout_s() > 0 &&
       now - entry.watch.began() >= absl::Seconds(spec.start_timeout_s())) {
     std::vector<int> missing = entry.watch.NotStarted();
-    NoteFailure(entry, {v1::RANK_START_TIMEOUT,
-                        absl::StrCat(missing.size() == 1 ? "rank " : "ranks ",
-                                     absl::StrJoin(missing, ", "), " did not report started within ",
-                                     spec.start_timeout_s(), "s"),
-                        missing.empty() ? -1 : missing[0]});
+    NoteFailure(
+        entry, {v1::RANK_START_TIMEOUT,
+                absl::StrCat(missing.size() == 1 ? "rank " : "ranks ", absl::StrJoin(missing, ", "),
+                             " did not report started within ", spec.start_timeout_s(), "s"),
+                missing.empty() ? -1 : missing[0]});
     return;
   }
   if (entry.job.state() != v1::RUNNING || spec.hang_timeout_s() <= 0) return;
@@ -443,8 +441,8 @@ void JobManager::CheckTimeouts(JobRecord& entry, absl::Time now) {
               {v1::RANK_HUNG,
                absl::StrCat("rank ", hang->rank, " on worker ",
                             entry.job.ranks(hang->rank).worker_id(), " made no progress for ",
-                            absl::FormatDuration(absl::Trunc(hang->idle, absl::Seconds(1))),
-                            " (", step, ")"),
+                            absl::FormatDuration(absl::Trunc(hang->idle, absl::Seconds(1))), " (",
+                            step, ")"),
                hang->rank});
 }
 
@@ -484,9 +482,8 @@ void JobManager::EndAttempt(JobRecord& entry) {
   root->set_attempt(job.attempt());
   root->set_reason(cause.reason);
   root->set_rank(cause.rank);
-  root->set_worker_id(cause.rank >= 0 && cause.rank < job.ranks_size()
-                          ? job.ranks(cause.rank).worker_id()
-                          : "");
+  root->set_worker_id(
+      cause.rank >= 0 && cause.rank < job.ranks_size() ? job.ranks(cause.rank).worker_id() : "");
   root->set_exit_code(cause.exit_code);
   root->set_signal(cause.signal);
   root->set_error(cause.error);
@@ -498,16 +495,17 @@ void JobManager::EndAttempt(JobRecord& entry) {
       job.set_restarts(job.restarts() - 1);
       return;
     }
-    const double unit = options_.random ? options_.random()
-                                        : std::uniform_real_distribution<double>(0, 1)(rng_);
+    const double unit =
+        options_.random ? options_.random() : std::uniform_real_distribution<double>(0, 1)(rng_);
     entry.restart_at = clock_->Now() + RestartBackoff(options_.backoff, job.restarts() - 1, unit);
   } else {
     std::string why = cause.message;
     if (!refused.empty()) {
       absl::StrAppend(&why, ": not restarting (", refused, ")");
     } else if (repeat) {
-      absl::StrAppend(&why, ", the same failure as the attempt before, with no progress in "
-                            "between: not restarting");
+      absl::StrAppend(&why,
+                      ", the same failure as the attempt before, with no progress in "
+                      "between: not restarting");
     } else if (job.spec().max_restarts() > 0) {
       absl::StrAppend(&why, " (after ", job.spec().max_restarts(), " restarts)");
     }
@@ -552,9 +550,10 @@ void JobManager::AdvanceRestarts(absl::Time now) {
     KeepPastAttempt(&entry.job);
     entry.job.set_attempt(next_attempt);
     entry.job.clear_ranks();
-    if (!table_.Transition(entry, v1::PENDING, v1::RESTART_BACKOFF_DONE,
-                    absl::StrCat("attempt ", next_attempt, "; ", entry.job.restarts(), " of ",
-                                 entry.job.spec().max_restarts(), " restarts used"))
+    if (!table_
+             .Transition(entry, v1::PENDING, v1::RESTART_BACKOFF_DONE,
+                         absl::StrCat("attempt ", next_attempt, "; ", entry.job.restarts(), " of ",
+                                      entry.job.spec().max_restarts(), " restarts used"))
              .ok()) {
       entry.job = std::move(before);
     }

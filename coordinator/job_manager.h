@@ -18,9 +18,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "common/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "coordinator/attempt_placement.h"
 #include "coordinator/job_state.h"
 #include "coordinator/job_store.h"
@@ -136,8 +136,8 @@ class JobManager {
   // still holds, reconciles the ranks it runs with those placed on it, and
   // only then makes it schedulable. *ack is the highest event number to
   // acknowledge (0: none).
-  absl::StatusOr<WorkerSession> RegisterWorker(WorkerLink* link,
-                                               const v1::RegisterWorker& request, int64_t* ack);
+  absl::StatusOr<WorkerSession> RegisterWorker(WorkerLink* link, const v1::RegisterWorker& request,
+                                               int64_t* ack);
   // A rank event; returns its number when it is to be acknowledged, else 0.
   int64_t OnRankEvent(const WorkerSession& session, const v1::WorkerMessage& message);
   // False when the session has ended (the stream should close).
@@ -227,7 +227,7 @@ class JobManager {
   Mutex mu_;
   JobTable table_ ABSL_GUARDED_BY(mu_);
   std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);  // back-off jitter
-  const std::string run_id_;  // this run of the coordinator, in resume tokens
+  const std::string run_id_;                  // this run of the coordinator, in resume tokens
   absl::Time next_prune_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
 };
 

@@ -49,7 +49,7 @@ TEST_F(JobManagerTest, PeerOfALostWorkerFailsWithTheLostWorkerAsCause) {
   const std::string id = Submit(2, /*max_restarts=*/3);
   Started(w1, id, 0, 0);
   Started(w2, id, 0, 1);
-  Disconnect(w2);          // kill -9 of the worker: its stream breaks at once
+  Disconnect(w2);           // kill -9 of the worker: its stream breaks at once
   Exited(w1, id, 0, 0, 1);  // and rank 0 loses its peer
   EXPECT_EQ(Job(id).state(), v1::RESTARTING) << "no need to wait for the grace";
   EXPECT_EQ(Last(id).reason(), v1::WORKER_LOST);
@@ -320,8 +320,7 @@ TEST_F(JobManagerTest, ReconcileNeverPlacesNewJobsOnTheWorkerItReconciles) {
   EXPECT_EQ(Job(lost).state(), v1::FAILED);
   EXPECT_EQ(Last(lost).message(), "rank 0 was gone when worker w1 registered again");
   EXPECT_EQ(Job(queued).state(), v1::STARTING)
-      << "placed once the worker was reconciled, not marked lost: "
-      << Last(queued).message();
+      << "placed once the worker was reconciled, not marked lost: " << Last(queued).message();
   EXPECT_EQ(Starts(w1).size(), 1u);
 }
 

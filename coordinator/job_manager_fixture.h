@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <memory>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <tuple>
@@ -38,7 +38,7 @@ struct TestWorker {
   WorkerSession session;
   int64_t seq = 0;
   int64_t acked = 0;
-  std::vector<std::string> logs_of;  // jobs whose logs it holds, told at registration
+  std::vector<std::string> logs_of;           // jobs whose logs it holds, told at registration
   std::map<std::string, std::string> labels;  // registered, as --label gives them
   int cpus = 0;
   int64_t memory_mb = 0;
@@ -73,8 +73,8 @@ class JobManagerTest : public ::testing::Test {
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = *std::move(store);
     membership_ = std::make_unique<WorkerMembership>(&clock_, membership_options_);
-    manager_ = std::make_unique<JobManager>(store_.get(), &rendezvous_, membership_.get(),
-                                            &clock_, options_);
+    manager_ = std::make_unique<JobManager>(store_.get(), &rendezvous_, membership_.get(), &clock_,
+                                            options_);
     ASSERT_TRUE(manager_->Recover().ok());
   }
 
@@ -149,8 +149,7 @@ class JobManagerTest : public ::testing::Test {
     return ref;
   }
 
-  v1::WorkerMessage StartedEvent(TestWorker& w, const std::string& job, int attempt,
-                                 int rank) {
+  v1::WorkerMessage StartedEvent(TestWorker& w, const std::string& job, int attempt, int rank) {
     v1::WorkerMessage m;
     m.set_seq(++w.seq);
     *m.mutable_rank_started()->mutable_rank() = Ref(job, attempt, rank);

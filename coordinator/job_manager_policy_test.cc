@@ -91,8 +91,9 @@ TEST_F(JobManagerTest, DeadlineCountsFromTheFirstStartThroughRestarts) {
   Pass(absl::Seconds(1));
   EXPECT_EQ(Job(id).state(), v1::FAILED);
   EXPECT_EQ(Last(id).reason(), v1::DEADLINE_EXCEEDED);
-  EXPECT_EQ(Last(id).message(), "RUNNING at its deadline: 60s since its ranks first started "
-                                "(deadline_s)");
+  EXPECT_EQ(Last(id).message(),
+            "RUNNING at its deadline: 60s since its ranks first started "
+            "(deadline_s)");
   EXPECT_EQ(Stops(w1), 1) << "its rank is told to stop";
 }
 

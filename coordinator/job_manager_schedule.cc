@@ -39,8 +39,11 @@ std::vector<WorkerCapacity> JobManager::CapacityLocked(
     const v1::Resources& resources = record->job.spec().resources();
     for (const v1::RankStatus& rank : record->job.ranks()) {
       if (RankHoldsSlot(rank)) {
-        held.push_back({rank.worker_id(), rank.slot(), {rank.gpus().begin(), rank.gpus().end()},
-                        resources.cpus(), resources.memory_mb()});
+        held.push_back({rank.worker_id(),
+                        rank.slot(),
+                        {rank.gpus().begin(), rank.gpus().end()},
+                        resources.cpus(),
+                        resources.memory_mb()});
       }
     }
   }
@@ -112,13 +115,13 @@ void JobManager::StartAttempt(JobRecord& entry, const std::vector<RankPlacement>
   job.clear_progress();
   std::set<std::string> used_workers;
   for (const RankPlacement& p : placement) used_workers.insert(p.worker_id);
-  std::string message = absl::StrCat(world, " ranks on ", used_workers.size(),
-                                     " workers; rank 0 on ", master_worker);
+  std::string message =
+      absl::StrCat(world, " ranks on ", used_workers.size(), " workers; rank 0 on ", master_worker);
   v1::Reason reason = v1::SCHEDULED;
   if (world < job.spec().ranks()) {
     reason = v1::SCALED_DOWN;
-    message = absl::StrCat("elastic: ", world, " of ", job.spec().ranks(),
-                           " ranks fit (min_ranks ", job.spec().min_ranks(), "); ", message);
+    message = absl::StrCat("elastic: ", world, " of ", job.spec().ranks(), " ranks fit (min_ranks ",
+                           job.spec().min_ranks(), "); ", message);
   }
   if (!table_.Transition(entry, v1::STARTING, reason, message).ok()) {
     job.clear_ranks();  // not stored, so not acted on
@@ -148,10 +151,13 @@ void JobManager::CheckRegrowth(JobRecord& entry, absl::Time now) {
   if (entry.regrow_since == absl::InfiniteFuture()) entry.regrow_since = now;
   const absl::Duration wait = absl::Seconds(job.spec().scale_up_after_s());
   if (now - entry.regrow_since < wait) return;
-  if (!table_.Transition(entry, v1::RESTARTING, v1::SCALING_UP,
-                  absl::StrCat("room for all ", job.spec().ranks(), " ranks for ",
-                               absl::FormatDuration(wait), ": restarting at full size from a "
-                               "checkpoint taken on stop (now ", job.world_size(), ")"))
+  if (!table_
+           .Transition(entry, v1::RESTARTING, v1::SCALING_UP,
+                       absl::StrCat("room for all ", job.spec().ranks(), " ranks for ",
+                                    absl::FormatDuration(wait),
+                                    ": restarting at full size from a "
+                                    "checkpoint taken on stop (now ",
+                                    job.world_size(), ")"))
            .ok()) {
     return;
   }

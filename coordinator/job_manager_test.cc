@@ -29,8 +29,8 @@ TEST_F(JobManagerTest, JobRunsToSuccess) {
   EXPECT_EQ(job.state(), v1::SUCCEEDED);
   std::vector<v1::Reason> reasons;
   for (auto& c : job.history()) reasons.push_back(c.reason());
-  EXPECT_EQ(reasons, (std::vector<v1::Reason>{v1::SUBMITTED, v1::SCHEDULED,
-                                              v1::RANKS_RUNNING, v1::RANKS_SUCCEEDED}));
+  EXPECT_EQ(reasons, (std::vector<v1::Reason>{v1::SUBMITTED, v1::SCHEDULED, v1::RANKS_RUNNING,
+                                              v1::RANKS_SUCCEEDED}));
   EXPECT_EQ(w1.acked, 4) << "every rank event acknowledged";
 }
 
@@ -155,8 +155,8 @@ TEST_F(JobManagerTest, RestartKeepsJobsAndReattachesRunningRanks) {
   EXPECT_EQ(jobs[1].history_size(), before.history_size());
 
   TestWorker again;
-  ASSERT_TRUE(Register(again, "w1", 2, {Running(running, 0, 0, 0), Running(running, 0, 1, 1)})
-                  .ok());
+  ASSERT_TRUE(
+      Register(again, "w1", 2, {Running(running, 0, 0, 0), Running(running, 0, 1, 1)}).ok());
   EXPECT_EQ(Job(running).state(), v1::RUNNING);
   EXPECT_EQ(Stops(again), 0);
   Exited(again, running, 0, 0, 0);

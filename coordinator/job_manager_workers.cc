@@ -58,11 +58,11 @@ void JobManager::ReconcileLocked(const WorkerSession& session, const v1::Registe
   for (const auto& [job_id, rank] : plan.gone) {
     JobRecord& entry = *table_.Find(job_id);
     entry.job.mutable_ranks(rank)->set_state(v1::RANK_FAILED);
-    OnRankEnded(entry, rank,
-                {v1::WORKER_LOST,
-                 absl::StrCat("rank ", rank, " was gone when worker ", worker_id,
-                              " registered again"),
-                 rank});
+    OnRankEnded(
+        entry, rank,
+        {v1::WORKER_LOST,
+         absl::StrCat("rank ", rank, " was gone when worker ", worker_id, " registered again"),
+         rank});
   }
   for (const auto& [job_id, attempt] : plan.stop) {
     SendLocked(worker_id, StopMessage(job_id, attempt));
@@ -140,8 +140,8 @@ void JobManager::CheckRanksReported(JobRecord& entry) {
       entry.unseen.erase(r);
       continue;
     }
-    JobRecord::Unseen& unseen = entry.unseen.try_emplace(r, JobRecord::Unseen{seen->reports})
-                                    .first->second;
+    JobRecord::Unseen& unseen =
+        entry.unseen.try_emplace(r, JobRecord::Unseen{seen->reports}).first->second;
     const int64_t missed = seen->reports - unseen.since + 1;
     if (missed >= kReportsBeforeLost) {
       const std::string worker = rank.worker_id();
@@ -151,8 +151,7 @@ void JobManager::CheckRanksReported(JobRecord& entry) {
       OnRankEnded(entry, r,
                   {v1::RANK_LOST,
                    absl::StrCat("rank ", r, " no longer runs on worker ", worker,
-                                " and its exit never arrived (", missed,
-                                " heartbeats without it)"),
+                                " and its exit never arrived (", missed, " heartbeats without it)"),
                    r});
       return;  // the attempt may have ended; the next tick sees the rest
     }
@@ -187,12 +186,12 @@ void JobManager::OnRankStarted(const std::string& worker_id, const v1::RankStart
   rank->set_pid(started.pid());
   entry->watch.Started(rank->rank());
   const auto& ranks = entry->job.ranks();
-  const bool all_started = std::all_of(ranks.begin(), ranks.end(), [](const auto& r) {
-    return r.state() != v1::RANK_ASSIGNED;
-  });
+  const bool all_started = std::all_of(
+      ranks.begin(), ranks.end(), [](const auto& r) { return r.state() != v1::RANK_ASSIGNED; });
   if (entry->job.state() == v1::STARTING && all_started) {
-    table_.Transition(*entry, v1::RUNNING, v1::RANKS_RUNNING,
-               absl::StrCat("all ", ranks.size(), " ranks running"))
+    table_
+        .Transition(*entry, v1::RUNNING, v1::RANKS_RUNNING,
+                    absl::StrCat("all ", ranks.size(), " ranks running"))
         .IgnoreError();  // logged; the job stays STARTING in memory
   } else {
     table_.Persist(*entry);
@@ -246,8 +245,9 @@ void JobManager::OnRankEnded(JobRecord& entry, int rank, const FailureCause& cau
     // Every rank started and exited before the last start was seen.
     table_.Transition(entry, v1::RUNNING, v1::RANKS_RUNNING, "all ranks ran").IgnoreError();
   }
-  if (table_.Transition(entry, v1::SUCCEEDED, v1::RANKS_SUCCEEDED,
-                 absl::StrCat("all ", job.ranks_size(), " ranks exited with code 0"))
+  if (table_
+          .Transition(entry, v1::SUCCEEDED, v1::RANKS_SUCCEEDED,
+                      absl::StrCat("all ", job.ranks_size(), " ranks exited with code 0"))
           .ok()) {
     rendezvous_->DropScope({job.id(), job.attempt()});
   }
@@ -257,15 +257,14 @@ void JobManager::OnWorkerLost(const LostWorker& lost) {
   for (const auto& [number, record] : table_.resident()) {
     JobRecord& entry = *record;
     for (int r = 0; r < entry.job.ranks_size(); ++r) {
-      if (entry.job.ranks(r).worker_id() != lost.worker_id ||
-          !RankHoldsSlot(entry.job.ranks(r))) {
+      if (entry.job.ranks(r).worker_id() != lost.worker_id || !RankHoldsSlot(entry.job.ranks(r))) {
         continue;
       }
       entry.job.mutable_ranks(r)->set_state(v1::RANK_FAILED);
-      OnRankEnded(entry, r,
-                  {v1::WORKER_LOST,
-                   absl::StrCat("rank ", r, " lost with worker ", lost.worker_id, ": ", lost.why),
-                   r});
+      OnRankEnded(
+          entry, r,
+          {v1::WORKER_LOST,
+           absl::StrCat("rank ", r, " lost with worker ", lost.worker_id, ": ", lost.why), r});
     }
   }
 }

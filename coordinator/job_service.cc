@@ -38,8 +38,7 @@ class WatchReactor final : public grpc::ServerWriteReactor<Event> {
         end_when_ended_(end_when_ended),
         to_event_(std::move(to_event)),
         writer_(this, max_queued, Overflow::kEnd, [](const Event& queued, const Event& next) {
-          return queued.job().id() == next.job().id() &&
-                 queued.job().state() == next.job().state();
+          return queued.job().id() == next.job().id() && queued.job().state() == next.job().state();
         }) {
     absl::StatusOr<int64_t> watch = start([this](const v1::Job& job) { Push(job); });
     if (!watch.ok()) {
@@ -86,16 +85,16 @@ constexpr size_t kMaxQueuedChanges = 4096;
 
 }  // namespace
 
-grpc::ServerUnaryReactor* JobServiceImpl::SubmitJob(
-    grpc::CallbackServerContext* context, const v1::SubmitJobRequest* request,
-    v1::SubmitJobResponse* response) {
+grpc::ServerUnaryReactor* JobServiceImpl::SubmitJob(grpc::CallbackServerContext* context,
+                                                    const v1::SubmitJobRequest* request,
+                                                    v1::SubmitJobResponse* response) {
   if (absl::Status s = access_->RequireAdmin(*context); !s.ok()) return FinishUnary(context, s);
   const std::string& code = request->spec().code().sha256();
   if (!code.empty() && !code_->Use(code).has_value()) {
-    return FinishUnary(context, absl::FailedPreconditionError(absl::StrCat(
-                                    "code.sha256: no code archive ", code,
-                                    " is stored on the coordinator; upload it first "
-                                    "(`ringmaster submit` does)")));
+    return FinishUnary(context, absl::FailedPreconditionError(
+                                    absl::StrCat("code.sha256: no code archive ", code,
+                                                 " is stored on the coordinator; upload it first "
+                                                 "(`ringmaster submit` does)")));
   }
   absl::StatusOr<std::string> id = manager_->Submit(request->spec(), request->request_id());
   if (id.ok()) response->set_job_id(*id);
@@ -120,21 +119,20 @@ constexpr int kMaxLabelFilters = 16;
 absl::StatusOr<JobQuery> ToQuery(const v1::ListJobsRequest& request) {
   JobQuery query;
   if (request.page_size() < 0 || request.page_size() > kMaxPageSize) {
-    return absl::InvalidArgumentError(absl::StrCat("page_size must be in [0, ", kMaxPageSize,
-                                                   "], got ", request.page_size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("page_size must be in [0, ", kMaxPageSize, "], got ", request.page_size()));
   }
   if (request.page_size() > 0) query.page_size = request.page_size();
   if (!request.page_token().empty() &&
-      (!absl::SimpleAtoi(request.page_token(), &query.before_number) ||
-       query.before_number <= 0)) {
+      (!absl::SimpleAtoi(request.page_token(), &query.before_number) || query.before_number <= 0)) {
     return absl::InvalidArgumentError(
         "page_token: not one this API gave (pass a next_page_token back as it is)");
   }
   for (int state : request.states()) query.states.insert(static_cast<v1::JobState>(state));
   query.name_prefix = request.name_prefix();
   if (request.labels_size() > kMaxLabelFilters) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "labels: at most ", kMaxLabelFilters, " to match, got ", request.labels_size()));
+    return absl::InvalidArgumentError(absl::StrCat("labels: at most ", kMaxLabelFilters,
+                                                   " to match, got ", request.labels_size()));
   }
   for (const auto& [key, value] : request.labels()) {
     RETURN_IF_ERROR(ValidateLabel(key, value));
@@ -145,9 +143,9 @@ absl::StatusOr<JobQuery> ToQuery(const v1::ListJobsRequest& request) {
 
 }  // namespace
 
-grpc::ServerUnaryReactor* JobServiceImpl::ListJobs(
-    grpc::CallbackServerContext* context, const v1::ListJobsRequest* request,
-    v1::ListJobsResponse* response) {
+grpc::ServerUnaryReactor* JobServiceImpl::ListJobs(grpc::CallbackServerContext* context,
+                                                   const v1::ListJobsRequest* request,
+                                                   v1::ListJobsResponse* response) {
   if (absl::Status s = access_->RequireAdmin(*context); !s.ok()) return FinishUnary(context, s);
   absl::StatusOr<JobQuery> query = ToQuery(*request);
   if (!query.ok()) return FinishUnary(context, query.status());
@@ -160,9 +158,9 @@ grpc::ServerUnaryReactor* JobServiceImpl::ListJobs(
   return FinishUnary(context, absl::OkStatus());
 }
 
-grpc::ServerUnaryReactor* JobServiceImpl::CancelJob(
-    grpc::CallbackServerContext* context, const v1::CancelJobRequest* request,
-    v1::Job* response) {
+grpc::ServerUnaryReactor* JobServiceImpl::CancelJob(grpc::CallbackServerContext* context,
+                                                    const v1::CancelJobRequest* request,
+                                                    v1::Job* response) {
   if (absl::Status s = access_->RequireAdmin(*context); !s.ok()) return FinishUnary(context, s);
   if (absl::Status s = ValidateJobId(request->job_id()); !s.ok()) return FinishUnary(context, s);
   absl::StatusOr<v1::Job> job = manager_->Cancel(request->job_id());
@@ -171,8 +169,8 @@ grpc::ServerUnaryReactor* JobServiceImpl::CancelJob(
 }
 
 grpc::ServerUnaryReactor* JobServiceImpl::DeleteJob(grpc::CallbackServerContext* context,
-                                                     const v1::DeleteJobRequest* request,
-                                                     v1::DeleteJobResponse*) {
+                                                    const v1::DeleteJobRequest* request,
+                                                    v1::DeleteJobResponse*) {
   if (absl::Status s = access_->RequireAdmin(*context); !s.ok()) return FinishUnary(context, s);
   if (absl::Status s = ValidateJobId(request->job_id()); !s.ok()) return FinishUnary(context, s);
   return FinishUnary(context, manager_->Delete(request->job_id()));
@@ -243,9 +241,9 @@ grpc::ServerWriteReactor<v1::LogChunk>* JobServiceImpl::StreamLogs(
   return logs_->Stream(*request);
 }
 
-grpc::ServerUnaryReactor* ClusterServiceImpl::ListWorkers(
-    grpc::CallbackServerContext* context, const v1::ListWorkersRequest*,
-    v1::ListWorkersResponse* response) {
+grpc::ServerUnaryReactor* ClusterServiceImpl::ListWorkers(grpc::CallbackServerContext* context,
+                                                          const v1::ListWorkersRequest*,
+                                                          v1::ListWorkersResponse* response) {
   if (absl::Status s = access_->RequireAdmin(*context); !s.ok()) return FinishUnary(context, s);
   for (v1::Worker& w : manager_->ListWorkers()) *response->add_workers() = std::move(w);
   return FinishUnary(context, absl::OkStatus());

@@ -23,8 +23,7 @@ class JobServiceImpl final : public v1::JobService::CallbackService {
                                       const v1::SubmitJobRequest* request,
                                       v1::SubmitJobResponse* response) override;
   grpc::ServerUnaryReactor* GetJob(grpc::CallbackServerContext* context,
-                                   const v1::GetJobRequest* request,
-                                   v1::Job* response) override;
+                                   const v1::GetJobRequest* request, v1::Job* response) override;
   grpc::ServerUnaryReactor* ListJobs(grpc::CallbackServerContext* context,
                                      const v1::ListJobsRequest* request,
                                      v1::ListJobsResponse* response) override;
@@ -34,15 +33,12 @@ class JobServiceImpl final : public v1::JobService::CallbackService {
   grpc::ServerUnaryReactor* DeleteJob(grpc::CallbackServerContext* context,
                                       const v1::DeleteJobRequest* request,
                                       v1::DeleteJobResponse* response) override;
-  grpc::ServerWriteReactor<v1::JobEvent>* WatchJob(
-      grpc::CallbackServerContext* context,
-      const v1::WatchJobRequest* request) override;
-  grpc::ServerWriteReactor<v1::JobsEvent>* WatchJobs(
-      grpc::CallbackServerContext* context,
-      const v1::WatchJobsRequest* request) override;
-  grpc::ServerWriteReactor<v1::LogChunk>* StreamLogs(
-      grpc::CallbackServerContext* context,
-      const v1::StreamLogsRequest* request) override;
+  grpc::ServerWriteReactor<v1::JobEvent>* WatchJob(grpc::CallbackServerContext* context,
+                                                   const v1::WatchJobRequest* request) override;
+  grpc::ServerWriteReactor<v1::JobsEvent>* WatchJobs(grpc::CallbackServerContext* context,
+                                                     const v1::WatchJobsRequest* request) override;
+  grpc::ServerWriteReactor<v1::LogChunk>* StreamLogs(grpc::CallbackServerContext* context,
+                                                     const v1::StreamLogsRequest* request) override;
   grpc::ServerUnaryReactor* StatCode(grpc::CallbackServerContext* context,
                                      const v1::StatCodeRequest* request,
                                      v1::StatCodeResponse* response) override;

@@ -7,8 +7,7 @@ namespace ringmaster {
 using v1::JobState;
 
 bool IsTerminal(JobState state) {
-  return state == v1::SUCCEEDED || state == v1::FAILED ||
-         state == v1::CANCELLED;
+  return state == v1::SUCCEEDED || state == v1::FAILED || state == v1::CANCELLED;
 }
 
 bool IsActive(JobState state) { return state == v1::STARTING || state == v1::RUNNING; }
@@ -22,11 +21,9 @@ bool IsLegalTransition(JobState from, JobState to) {
     case v1::PENDING:
       return to == v1::STARTING || to == v1::FAILED || to == v1::CANCELLED;
     case v1::STARTING:
-      return to == v1::RUNNING || to == v1::RESTARTING || to == v1::FAILED ||
-             to == v1::CANCELLED;
+      return to == v1::RUNNING || to == v1::RESTARTING || to == v1::FAILED || to == v1::CANCELLED;
     case v1::RUNNING:
-      return to == v1::SUCCEEDED || to == v1::RESTARTING ||
-             to == v1::FAILED || to == v1::CANCELLED;
+      return to == v1::SUCCEEDED || to == v1::RESTARTING || to == v1::FAILED || to == v1::CANCELLED;
     case v1::RESTARTING:
       return to == v1::PENDING || to == v1::FAILED || to == v1::CANCELLED;
     default:
@@ -36,8 +33,8 @@ bool IsLegalTransition(JobState from, JobState to) {
 
 absl::Status CheckTransition(JobState from, JobState to) {
   if (IsLegalTransition(from, to)) return absl::OkStatus();
-  return absl::FailedPreconditionError(absl::StrCat(
-      "job cannot go from ", StateName(from), " to ", StateName(to)));
+  return absl::FailedPreconditionError(
+      absl::StrCat("job cannot go from ", StateName(from), " to ", StateName(to)));
 }
 
 std::string StateName(JobState state) { return v1::JobState_Name(state); }

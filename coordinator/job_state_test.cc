@@ -10,26 +10,27 @@ namespace {
 
 using v1::JobState;
 
-const JobState kAll[] = {v1::JOB_STATE_UNSPECIFIED, v1::PENDING,
-                         v1::STARTING,  v1::RUNNING,   v1::SUCCEEDED,
-                         v1::FAILED,    v1::CANCELLED, v1::RESTARTING};
+const JobState kAll[] = {v1::JOB_STATE_UNSPECIFIED,
+                         v1::PENDING,
+                         v1::STARTING,
+                         v1::RUNNING,
+                         v1::SUCCEEDED,
+                         v1::FAILED,
+                         v1::CANCELLED,
+                         v1::RESTARTING};
 
 TEST(JobStateTest, ExactlyTheDocumentedTransitionsAreLegal) {
   const std::set<std::pair<JobState, JobState>> legal = {
-      {v1::PENDING, v1::STARTING},     {v1::PENDING, v1::CANCELLED},
-      {v1::PENDING, v1::FAILED},
-      {v1::STARTING, v1::RUNNING},     {v1::STARTING, v1::RESTARTING},
-      {v1::STARTING, v1::FAILED},      {v1::STARTING, v1::CANCELLED},
-      {v1::RUNNING, v1::SUCCEEDED},    {v1::RUNNING, v1::RESTARTING},
-      {v1::RUNNING, v1::FAILED},       {v1::RUNNING, v1::CANCELLED},
-      {v1::RESTARTING, v1::PENDING},   {v1::RESTARTING, v1::FAILED},
-      {v1::RESTARTING, v1::CANCELLED},
+      {v1::PENDING, v1::STARTING},   {v1::PENDING, v1::CANCELLED},    {v1::PENDING, v1::FAILED},
+      {v1::STARTING, v1::RUNNING},   {v1::STARTING, v1::RESTARTING},  {v1::STARTING, v1::FAILED},
+      {v1::STARTING, v1::CANCELLED}, {v1::RUNNING, v1::SUCCEEDED},    {v1::RUNNING, v1::RESTARTING},
+      {v1::RUNNING, v1::FAILED},     {v1::RUNNING, v1::CANCELLED},    {v1::RESTARTING, v1::PENDING},
+      {v1::RESTARTING, v1::FAILED},  {v1::RESTARTING, v1::CANCELLED},
   };
   for (JobState from : kAll) {
     for (JobState to : kAll) {
       const bool want = legal.count({from, to}) > 0;
-      EXPECT_EQ(IsLegalTransition(from, to), want)
-          << StateName(from) << " -> " << StateName(to);
+      EXPECT_EQ(IsLegalTransition(from, to), want) << StateName(from) << " -> " << StateName(to);
       EXPECT_EQ(CheckTransition(from, to).ok(), want);
     }
   }

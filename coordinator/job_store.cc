@@ -38,8 +38,8 @@ absl::Status SyncDirectoryOf(const std::string& path) {
   if (fd < 0 || fsync(fd) != 0) {
     const int error = errno;
     if (fd >= 0) close(fd);
-    return absl::UnavailableError(absl::StrCat("cannot sync directory of ", path, ": ",
-                                               strerror(error)));
+    return absl::UnavailableError(
+        absl::StrCat("cannot sync directory of ", path, ": ", strerror(error)));
   }
   close(fd);
   return absl::OkStatus();
@@ -58,8 +58,7 @@ absl::StatusOr<std::unique_ptr<JobStore>> JobStore::Open(const std::string& path
   const std::string wal_path = path + "-wal";
   const int wal_fd = open(wal_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (wal_fd < 0) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot open ", wal_path, ": ", strerror(errno)));
+    return absl::UnavailableError(absl::StrCat("cannot open ", wal_path, ": ", strerror(errno)));
   }
   absl::StatusOr<std::unique_ptr<SqliteDb>> reader = SqliteDb::Open(path);
   absl::StatusOr<std::unique_ptr<SqliteDb>> checkpointer =
@@ -103,8 +102,7 @@ absl::Status JobStore::Sync() {
   const int64_t commits = writer_->commits();
   if (commits == synced_commits_.load()) return absl::OkStatus();
   if (fdatasync(wal_fd_) != 0) {
-    return absl::DataLossError(
-        absl::StrCat("cannot sync the job store's log: ", strerror(errno)));
+    return absl::DataLossError(absl::StrCat("cannot sync the job store's log: ", strerror(errno)));
   }
   synced_commits_.store(commits);
   ++syncs_;
@@ -145,47 +143,47 @@ absl::Status JobStore::Migrate() {
   }
   return writer_->Transaction([&]() -> absl::Status {
     if (version == 0) {
-      RETURN_IF_ERROR(writer_->Exec(
-          "CREATE TABLE jobs ("
-          "  number INTEGER PRIMARY KEY,"
-          "  id TEXT NOT NULL UNIQUE,"
-          "  state INTEGER NOT NULL,"
-          "  snapshot BLOB NOT NULL);"
-          "CREATE TABLE transitions ("
-          "  seq INTEGER PRIMARY KEY AUTOINCREMENT,"
-          "  job_id TEXT NOT NULL REFERENCES jobs(id),"
-          "  change BLOB NOT NULL);"
-          "CREATE INDEX transitions_by_job ON transitions(job_id, seq);"
-          "CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);"
-          "INSERT INTO schema_version VALUES (1);"));
+      RETURN_IF_ERROR(
+          writer_->Exec("CREATE TABLE jobs ("
+                        "  number INTEGER PRIMARY KEY,"
+                        "  id TEXT NOT NULL UNIQUE,"
+                        "  state INTEGER NOT NULL,"
+                        "  snapshot BLOB NOT NULL);"
+                        "CREATE TABLE transitions ("
+                        "  seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+                        "  job_id TEXT NOT NULL REFERENCES jobs(id),"
+                        "  change BLOB NOT NULL);"
+                        "CREATE INDEX transitions_by_job ON transitions(job_id, seq);"
+                        "CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);"
+                        "INSERT INTO schema_version VALUES (1);"));
     }
     // Version 2: a job's number is its id's (version 1 took the next row
     // id, which can differ after a delete); retired jobs (resident = 0)
     // stay out of memory.
     if (version == 1) RETURN_IF_ERROR(RenumberJobs());
     if (version < 2) {
-      RETURN_IF_ERROR(writer_->Exec(
-          "ALTER TABLE jobs ADD COLUMN resident INTEGER NOT NULL DEFAULT 1;"
-          "ALTER TABLE jobs ADD COLUMN ended_unix_ms INTEGER NOT NULL DEFAULT 0;"
-          "ALTER TABLE jobs ADD COLUMN workers TEXT NOT NULL DEFAULT '';"
-          "CREATE INDEX resident_jobs ON jobs(number) WHERE resident = 1;"));
+      RETURN_IF_ERROR(
+          writer_->Exec("ALTER TABLE jobs ADD COLUMN resident INTEGER NOT NULL DEFAULT 1;"
+                        "ALTER TABLE jobs ADD COLUMN ended_unix_ms INTEGER NOT NULL DEFAULT 0;"
+                        "ALTER TABLE jobs ADD COLUMN workers TEXT NOT NULL DEFAULT '';"
+                        "CREATE INDEX resident_jobs ON jobs(number) WHERE resident = 1;"));
     }
     // Version 3: jobs' labels, for ListJobs to filter on, and the request
     // ids of submissions, which make SubmitJob idempotent (jobs stored
     // before had neither).
-    RETURN_IF_ERROR(writer_->Exec(
-        "CREATE TABLE job_labels ("
-        "  key TEXT NOT NULL,"
-        "  value TEXT NOT NULL,"
-        "  number INTEGER NOT NULL,"
-        "  PRIMARY KEY (key, value, number)) WITHOUT ROWID;"
-        "CREATE INDEX labels_by_job ON job_labels(number);"
-        "CREATE TABLE submit_requests ("
-        "  request_id TEXT PRIMARY KEY,"
-        "  number INTEGER NOT NULL);"
-        "CREATE INDEX requests_by_job ON submit_requests(number);"
-        "DELETE FROM schema_version;"
-        "INSERT INTO schema_version VALUES (3);"));
+    RETURN_IF_ERROR(
+        writer_->Exec("CREATE TABLE job_labels ("
+                      "  key TEXT NOT NULL,"
+                      "  value TEXT NOT NULL,"
+                      "  number INTEGER NOT NULL,"
+                      "  PRIMARY KEY (key, value, number)) WITHOUT ROWID;"
+                      "CREATE INDEX labels_by_job ON job_labels(number);"
+                      "CREATE TABLE submit_requests ("
+                      "  request_id TEXT PRIMARY KEY,"
+                      "  number INTEGER NOT NULL);"
+                      "CREATE INDEX requests_by_job ON submit_requests(number);"
+                      "DELETE FROM schema_version;"
+                      "INSERT INTO schema_version VALUES (3);"));
     return absl::OkStatus();
   });
 }
@@ -209,11 +207,10 @@ absl::Status JobStore::RenumberJobs() {
 absl::StatusOr<int64_t> JobStore::NextJobNumber() {
   int64_t number = 0;
   RETURN_IF_ERROR(writer_->Transaction([&]() -> absl::Status {
-    RETURN_IF_ERROR(writer_->Exec(
-        "INSERT INTO counters VALUES ('job', 0) ON CONFLICT(name) DO "
-        "UPDATE SET value = value + 1"));
-    ASSIGN_OR_RETURN(auto query,
-                     writer_->Prepare("SELECT value FROM counters WHERE name = 'job'"));
+    RETURN_IF_ERROR(
+        writer_->Exec("INSERT INTO counters VALUES ('job', 0) ON CONFLICT(name) DO "
+                      "UPDATE SET value = value + 1"));
+    ASSIGN_OR_RETURN(auto query, writer_->Prepare("SELECT value FROM counters WHERE name = 'job'"));
     ASSIGN_OR_RETURN(bool has_row, query.Step());
     if (!has_row) return absl::InternalError("job counter vanished");
     number = query.ColumnInt(0) + 1;
@@ -233,8 +230,7 @@ absl::Status JobStore::WriteSnapshot(const v1::Job& job) {
       .Run();
 }
 
-absl::Status JobStore::AppendTransition(const std::string& job_id,
-                                        const v1::StateChange& change) {
+absl::Status JobStore::AppendTransition(const std::string& job_id, const v1::StateChange& change) {
   ASSIGN_OR_RETURN(auto insert,
                    writer_->Prepare("INSERT INTO transitions (job_id, change) VALUES (?, ?)"));
   return insert.Bind(1, job_id).BindBlob(2, change.SerializeAsString()).Run();
@@ -290,8 +286,8 @@ absl::Status JobStore::Delete(const std::string& job_id) {
 
 absl::Status JobStore::Retire(const RetiredJob& job) {
   return writer_->Transaction([&]() -> absl::Status {
-    ASSIGN_OR_RETURN(auto update, writer_->Prepare(
-                                      "UPDATE jobs SET resident = 0, ended_unix_ms = ?, "
+    ASSIGN_OR_RETURN(auto update,
+                     writer_->Prepare("UPDATE jobs SET resident = 0, ended_unix_ms = ?, "
                                       "workers = ? WHERE id = ?"));
     return update.Bind(1, job.ended_unix_ms)
         .Bind(2, absl::StrJoin(job.workers, " "))
@@ -316,18 +312,16 @@ absl::StatusOr<std::vector<v1::Job>> JobStore::LoadResident() {
     index[job.id()] = jobs.size();
     jobs.push_back(std::move(job));
   }
-  ASSIGN_OR_RETURN(auto history, writer_->Prepare(
-                                     "SELECT t.job_id, t.change FROM transitions t "
-                                     "JOIN jobs j ON j.id = t.job_id "
-                                     "WHERE j.resident = 1 ORDER BY t.seq"));
+  ASSIGN_OR_RETURN(auto history, writer_->Prepare("SELECT t.job_id, t.change FROM transitions t "
+                                                  "JOIN jobs j ON j.id = t.job_id "
+                                                  "WHERE j.resident = 1 ORDER BY t.seq"));
   for (;;) {
     ASSIGN_OR_RETURN(bool has_row, history.Step());
     if (!has_row) break;
     auto it = index.find(history.ColumnText(0));
     if (it == index.end()) continue;
     if (!jobs[it->second].add_history()->ParseFromString(history.ColumnBlob(1))) {
-      return absl::DataLossError(
-          absl::StrCat("job ", it->first, " has an unreadable transition"));
+      return absl::DataLossError(absl::StrCat("job ", it->first, " has an unreadable transition"));
     }
   }
   return jobs;
@@ -335,9 +329,8 @@ absl::StatusOr<std::vector<v1::Job>> JobStore::LoadResident() {
 
 absl::StatusOr<std::vector<RetiredJob>> JobStore::LoadRetired() {
   std::vector<RetiredJob> jobs;
-  ASSIGN_OR_RETURN(auto query,
-                   writer_->Prepare("SELECT number, id, state, ended_unix_ms, workers "
-                                    "FROM jobs WHERE resident = 0 ORDER BY number"));
+  ASSIGN_OR_RETURN(auto query, writer_->Prepare("SELECT number, id, state, ended_unix_ms, workers "
+                                                "FROM jobs WHERE resident = 0 ORDER BY number"));
   for (;;) {
     ASSIGN_OR_RETURN(bool has_row, query.Step());
     if (!has_row) break;

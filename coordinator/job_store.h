@@ -14,8 +14,8 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
-#include <memory>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <thread>
@@ -134,8 +134,8 @@ class JobStore {
   Mutex read_mu_;  // the reading connection is used by one call at a time
   const std::unique_ptr<SqliteDb> reader_ ABSL_PT_GUARDED_BY(read_mu_);
 
-  Mutex sync_mu_;  // one fdatasync at a time; callers waiting share the next
-  const int wal_fd_;     // the write-ahead log, opened for fdatasync
+  Mutex sync_mu_;     // one fdatasync at a time; callers waiting share the next
+  const int wal_fd_;  // the write-ahead log, opened for fdatasync
   std::atomic<int64_t> synced_commits_{0};  // written under sync_mu_
   int64_t syncs_ ABSL_GUARDED_BY(sync_mu_) = 0;
 

@@ -17,8 +17,7 @@ std::string TempDbPath(const std::string& name) {
   return path;
 }
 
-v1::StateChange Change(v1::JobState state, v1::Reason reason,
-                       const std::string& message) {
+v1::StateChange Change(v1::JobState state, v1::Reason reason, const std::string& message) {
   v1::StateChange change;
   change.set_state(state);
   change.set_reason(reason);
@@ -71,14 +70,14 @@ TEST(JobStoreTest, RefusesUnknownSchemaVersion) {
   {
     auto db = SqliteDb::Open(path);
     ASSERT_TRUE(db.ok());
-    ASSERT_TRUE((*db)->Exec("CREATE TABLE schema_version (version INTEGER);"
-                            "INSERT INTO schema_version VALUES (99);")
+    ASSERT_TRUE((*db)
+                    ->Exec("CREATE TABLE schema_version (version INTEGER);"
+                           "INSERT INTO schema_version VALUES (99);")
                     .ok());
   }
   auto store = JobStore::Open(path);
   EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
 }
-
 
 v1::Job EndedJob(const std::string& name, int64_t number, v1::JobState state) {
   v1::Job job;
@@ -157,12 +156,15 @@ TEST(JobStoreTest, OneSyncCoversEveryEarlierCommit) {
   ASSERT_TRUE((*store)->Sync().ok());
   ASSERT_TRUE((*store)->Sync().ok());
   EXPECT_EQ((*store)->syncs(), before + 1);
-  ASSERT_TRUE((*store)->Batch([&]() -> absl::Status {
-    for (int i = 21; i <= 30; ++i) {
-      if (absl::Status s = (*store)->Create(EndedJob("j", i, v1::PENDING)); !s.ok()) return s;
-    }
-    return absl::OkStatus();
-  }).ok());
+  ASSERT_TRUE((*store)
+                  ->Batch([&]() -> absl::Status {
+                    for (int i = 21; i <= 30; ++i) {
+                      if (absl::Status s = (*store)->Create(EndedJob("j", i, v1::PENDING)); !s.ok())
+                        return s;
+                    }
+                    return absl::OkStatus();
+                  })
+                  .ok());
   ASSERT_TRUE((*store)->Sync().ok());
   EXPECT_EQ((*store)->syncs(), before + 2);
 }
@@ -172,12 +174,15 @@ TEST(JobStoreTest, OneSyncCoversEveryEarlierCommit) {
 TEST(JobStoreTest, AFailedWriteInABatchIsUndoneAlone) {
   auto store = JobStore::Open(TempDbPath("batch.db"));
   ASSERT_TRUE(store.ok());
-  ASSERT_TRUE((*store)->Batch([&]() -> absl::Status {
-    EXPECT_TRUE((*store)->Create(EndedJob("j", 1, v1::PENDING)).ok());
-    EXPECT_FALSE((*store)->Create(EndedJob("j", 1, v1::PENDING)).ok()) << "duplicate id";
-    EXPECT_TRUE((*store)->Create(EndedJob("j", 2, v1::PENDING)).ok());
-    return absl::OkStatus();
-  }).ok());
+  ASSERT_TRUE((*store)
+                  ->Batch([&]() -> absl::Status {
+                    EXPECT_TRUE((*store)->Create(EndedJob("j", 1, v1::PENDING)).ok());
+                    EXPECT_FALSE((*store)->Create(EndedJob("j", 1, v1::PENDING)).ok())
+                        << "duplicate id";
+                    EXPECT_TRUE((*store)->Create(EndedJob("j", 2, v1::PENDING)).ok());
+                    return absl::OkStatus();
+                  })
+                  .ok());
   auto jobs = (*store)->LoadResident();
   ASSERT_TRUE(jobs.ok());
   EXPECT_EQ(Ids(*jobs), (std::vector<std::string>{"j-1", "j-2"}));
@@ -193,24 +198,28 @@ TEST(JobStoreTest, UpgradesAVersionOneStore) {
     ASSERT_TRUE(db.ok());
     v1::Job job = EndedJob("old", 1, v1::SUCCEEDED);
     job.clear_history();
-    ASSERT_TRUE((*db)->Exec(
-        "CREATE TABLE schema_version (version INTEGER NOT NULL);"
-        "INSERT INTO schema_version VALUES (1);"
-        "CREATE TABLE jobs (number INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE,"
-        "  state INTEGER NOT NULL, snapshot BLOB NOT NULL);"
-        "CREATE TABLE transitions (seq INTEGER PRIMARY KEY AUTOINCREMENT,"
-        "  job_id TEXT NOT NULL REFERENCES jobs(id), change BLOB NOT NULL);"
-        "CREATE INDEX transitions_by_job ON transitions(job_id, seq);"
-        "CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);"
-        "INSERT INTO counters VALUES ('job', 1);").ok());
+    ASSERT_TRUE((*db)
+                    ->Exec("CREATE TABLE schema_version (version INTEGER NOT NULL);"
+                           "INSERT INTO schema_version VALUES (1);"
+                           "CREATE TABLE jobs (number INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE,"
+                           "  state INTEGER NOT NULL, snapshot BLOB NOT NULL);"
+                           "CREATE TABLE transitions (seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+                           "  job_id TEXT NOT NULL REFERENCES jobs(id), change BLOB NOT NULL);"
+                           "CREATE INDEX transitions_by_job ON transitions(job_id, seq);"
+                           "CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);"
+                           "INSERT INTO counters VALUES ('job', 1);")
+                    .ok());
     // Row numbers that differ from the ids' numbers, as a delete could
     // leave them in version 1.
     for (const auto& [row, id] : {std::pair<int, std::string>{1, "old-2"}, {2, "old-1"}}) {
       auto insert = (*db)->Prepare("INSERT INTO jobs VALUES (?, ?, 4, ?)");
       ASSERT_TRUE(insert.ok());
       job.set_id(id);
-      ASSERT_TRUE(
-          insert->Bind(1, int64_t{row}).Bind(2, id).BindBlob(3, job.SerializeAsString()).Run().ok());
+      ASSERT_TRUE(insert->Bind(1, int64_t{row})
+                      .Bind(2, id)
+                      .BindBlob(3, job.SerializeAsString())
+                      .Run()
+                      .ok());
     }
   }
   auto store = JobStore::Open(path);

@@ -45,7 +45,7 @@ struct JobRecord {
   // at decide_at or once every rank has ended.
   std::optional<FailureCause> ending;
   absl::Time decide_at;
-  std::optional<FailureCause> last_failure;  // of the previous attempt
+  std::optional<FailureCause> last_failure;          // of the previous attempt
   absl::Time regrow_since = absl::InfiniteFuture();  // elastic: room for `ranks` since
   // RUNNING ranks their worker's reports have stopped listing: the report
   // count when first missed, and whether the exit was asked for again.

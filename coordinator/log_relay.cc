@@ -27,9 +27,7 @@ constexpr absl::Duration kRoomInterval = absl::Milliseconds(20);
 class LogStream final : public grpc::ServerWriteReactor<v1::LogChunk> {
  public:
   LogStream(LogRelay* relay, v1::StreamLogsRequest request)
-      : relay_(relay),
-        request_(std::move(request)),
-        writer_(this, kMaxQueued, Overflow::kRefuse) {
+      : relay_(relay), request_(std::move(request)), writer_(this, kMaxQueued, Overflow::kRefuse) {
     HandToGrpc(this);
     relay_->pool()->Post([this] { Round(); });
   }
@@ -108,13 +106,10 @@ class LogStream final : public grpc::ServerWriteReactor<v1::LogChunk> {
     ASSIGN_OR_RETURN(v1::Job job, relay_->manager()->Get(request_.job_id()));
     const std::vector<int> placed = PlacedAttempts(job);
     if (attempt_ < 0) {
-      attempt_ = request_.has_attempt() ? request_.attempt()
-                 : placed.empty()       ? -1
-                                        : placed.back();
+      attempt_ = request_.has_attempt() ? request_.attempt() : placed.empty() ? -1 : placed.back();
     }
     bool got_data = false;
-    absl::StatusOr<std::vector<RankLogSource>> ranks =
-        relay_->manager()->LogSources(job, attempt_);
+    absl::StatusOr<std::vector<RankLogSource>> ranks = relay_->manager()->LogSources(job, attempt_);
     for (const RankLogSource& rank : ranks.value_or(std::vector<RankLogSource>())) {
       if (!request_.all_ranks() && rank.rank != request_.rank()) continue;
       if (!writer_.HasRoom()) return Next::kWaitForRoom;
@@ -200,8 +195,8 @@ class LogStream final : public grpc::ServerWriteReactor<v1::LogChunk> {
   LogRelay* const relay_;
   const v1::StreamLogsRequest request_;
   // Used by one round at a time.
-  int attempt_ = -1;  // whose output is relayed; -1: not chosen yet
-  bool tail_ = true;  // the request's tail applies (to the first attempt relayed)
+  int attempt_ = -1;               // whose output is relayed; -1: not chosen yet
+  bool tail_ = true;               // the request's tail applies (to the first attempt relayed)
   std::map<int, Source> sources_;  // by rank
   std::deque<v1::LogChunk> unsent_;
   StreamWriter<v1::LogChunk> writer_;
@@ -212,8 +207,7 @@ class LogStream final : public grpc::ServerWriteReactor<v1::LogChunk> {
 
 }  // namespace
 
-grpc::ServerWriteReactor<v1::LogChunk>* LogRelay::Stream(
-    const v1::StreamLogsRequest& request) {
+grpc::ServerWriteReactor<v1::LogChunk>* LogRelay::Stream(const v1::StreamLogsRequest& request) {
   return new LogStream(this, request);
 }
 

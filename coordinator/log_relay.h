@@ -10,9 +10,9 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include "common/mutex.h"
 #include "common/credentials.h"
 #include "common/limits.h"
+#include "common/mutex.h"
 #include "common/task_pool.h"
 #include "common/tls.h"
 #include "coordinator/job_manager.h"
@@ -47,8 +47,7 @@ class LogRelay {
   TaskPool* pool() { return &pool_; }
   // The agent of `worker_id` at `address`; with TLS its certificate must
   // name that worker.
-  v1::WorkerAgentService::Stub* AgentFor(const std::string& address,
-                                         const std::string& worker_id);
+  v1::WorkerAgentService::Stub* AgentFor(const std::string& address, const std::string& worker_id);
 
  private:
   JobManager* const manager_;
@@ -57,8 +56,7 @@ class LogRelay {
   const int64_t max_line_bytes_;
   Mutex mu_;
   std::map<std::pair<std::string, std::string>, std::unique_ptr<v1::WorkerAgentService::Stub>>
-      agents_
-      ABSL_GUARDED_BY(mu_);
+      agents_ ABSL_GUARDED_BY(mu_);
   TaskPool pool_{kThreads};  // last: its destructor runs the last rounds
 };
 

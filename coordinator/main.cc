@@ -5,14 +5,14 @@
 #include <iostream>
 #include <string>
 
-#include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "common/daemon_flags.h"
-#include "common/token_file.h"
 #include "common/signals.h"
+#include "common/token_file.h"
 #include "coordinator/coordinator_server.h"
 
 namespace {
@@ -37,8 +37,7 @@ void AddLimitFlags(CLI::App& app, ringmaster::CoordinatorConfig* config) {
                  "and beyond this many ended jobs, the oldest first")
       ->capture_default_str();
   app.add_option_function<int64_t>(
-         "--max-upload-mb",
-         [config](int64_t mb) { config->max_upload_bytes = mb << 20; },
+         "--max-upload-mb", [config](int64_t mb) { config->max_upload_bytes = mb << 20; },
          "largest code archive `submit` may upload with a job, in MiB (default 200)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   ringmaster::AddDurationOption(app, "--upload-idle-timeout", &config->upload_idle_timeout,
@@ -99,8 +98,7 @@ int main(int argc, char** argv) {
   daemon.AddTo(app,
                "host:port ranks use to reach this coordinator "
                "(default: the bind address, or this host's name)");
-  app.add_option("--state-dir", config.state_dir, "holds coordinator.db")
-      ->capture_default_str();
+  app.add_option("--state-dir", config.state_dir, "holds coordinator.db")->capture_default_str();
   app.add_option("--checkpoint-dir", checkpoint_dir,
                  "checkpoint root given to ranks (default: <state-dir>/checkpoints)");
   ringmaster::AddDurationOption(app, "--heartbeat-interval", &membership.heartbeat_interval,

@@ -29,8 +29,8 @@ namespace ringmaster {
 // must only queue.
 class Outbox {
  public:
-  using Deliver = std::function<void(const std::string& worker_id,
-                                     const v1::CoordinatorMessage& message)>;
+  using Deliver =
+      std::function<void(const std::string& worker_id, const v1::CoordinatorMessage& message)>;
   using Observer = std::function<void(const v1::Job&)>;
 
   // `sync` makes every change stored so far durable, `synced` tells
@@ -61,14 +61,14 @@ class Outbox {
  private:
   struct Item {
     int64_t seq = 0;
-    std::string worker_id;                // a message for this worker, or
+    std::string worker_id;  // a message for this worker, or
     v1::CoordinatorMessage message;
-    std::shared_ptr<const v1::Job> job;   // a snapshot for the job's watchers
-    int64_t only_watch = 0;               // this watcher alone (its first call)
+    std::shared_ptr<const v1::Job> job;  // a snapshot for the job's watchers
+    int64_t only_watch = 0;              // this watcher alone (its first call)
   };
   struct Watcher {
     std::string job_id;  // empty: every job
-    int64_t since = 0;  // sees items numbered from here
+    int64_t since = 0;   // sees items numbered from here
     Observer observer;
   };
 

@@ -75,10 +75,10 @@ TEST_F(OutboxTest, AWatcherSeesNoChangeQueuedBeforeItsFirstSnapshot) {
   const int64_t late = outbox_.Watch(JobIn(v1::STARTING), Watcher("late"));
   outbox_.Notify(JobIn(v1::RUNNING));
   outbox_.Flush();
-  EXPECT_EQ(recorder_.Events(),
-            (std::vector<std::string>{"sync", "early sees PENDING", "early sees STARTING",
-                                      "late sees STARTING", "early sees RUNNING",
-                                      "late sees RUNNING"}));
+  EXPECT_EQ(
+      recorder_.Events(),
+      (std::vector<std::string>{"sync", "early sees PENDING", "early sees STARTING",
+                                "late sees STARTING", "early sees RUNNING", "late sees RUNNING"}));
   outbox_.Unwatch(early);
   outbox_.Unwatch(late);
 }
@@ -91,8 +91,8 @@ TEST_F(OutboxTest, NoCallAfterUnwatchAndNoSnapshotWithoutWatchers) {
   outbox_.Flush();
   outbox_.Notify(JobIn(v1::FAILED));  // nobody watches: not even queued
   outbox_.Flush();
-  EXPECT_EQ(recorder_.Events(), (std::vector<std::string>{"sync", "watcher sees RUNNING",
-                                                          "sync", "sync"}));
+  EXPECT_EQ(recorder_.Events(),
+            (std::vector<std::string>{"sync", "watcher sees RUNNING", "sync", "sync"}));
 }
 
 TEST_F(OutboxTest, AWatcherOfEveryJobSeesItsListingThenEveryJobsChanges) {

@@ -51,15 +51,13 @@ void ProgressWatch::Activity(int rank, int64_t output_bytes, int64_t reports, ab
 }
 
 std::optional<ProgressWatch::Hang> ProgressWatch::Hung(absl::Duration timeout,
-                                                      absl::Time now) const {
+                                                       absl::Time now) const {
   if (ranks_.empty() || timeout <= absl::ZeroDuration()) return std::nullopt;
   absl::Time latest = absl::InfinitePast();
   for (const Rank& r : ranks_) latest = std::max(latest, r.last_progress);
   if (now - latest < timeout) return std::nullopt;
   int culprit = 0;
-  auto order = [this](int i) {
-    return std::make_tuple(ranks_[i].last_seen, ranks_[i].step, i);
-  };
+  auto order = [this](int i) { return std::make_tuple(ranks_[i].last_seen, ranks_[i].step, i); };
   for (int i = 1; i < static_cast<int>(ranks_.size()); ++i) {
     if (order(i) < order(culprit)) culprit = i;
   }

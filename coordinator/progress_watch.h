@@ -37,8 +37,8 @@ class ProgressWatch {
 
   struct Hang {
     int rank = 0;
-    int64_t last_step = -1;       // -1: it never reported one
-    absl::Duration idle;          // since the attempt last made progress
+    int64_t last_step = -1;  // -1: it never reported one
+    absl::Duration idle;     // since the attempt last made progress
   };
   // The attempt is hung when no rank made progress for `timeout`. The rank
   // named is the one whose signs of life stopped first (ranks blocked in a

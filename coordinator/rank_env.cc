@@ -10,7 +10,7 @@
 namespace ringmaster {
 
 std::map<std::string, std::string> BuildRankEnv(const v1::Job& job, int rank,
-                                                 const RankEnvContext& context) {
+                                                const RankEnvContext& context) {
   const v1::RankStatus& self = job.ranks(rank);
   // Workers in order of their first rank are torchrun's "nodes" (groups).
   std::vector<std::string> groups;
@@ -25,11 +25,10 @@ std::map<std::string, std::string> BuildRankEnv(const v1::Job& job, int rank,
       ++local_world_size;
     }
   }
-  const int group_rank = static_cast<int>(
-      std::find(groups.begin(), groups.end(), self.worker_id()) - groups.begin());
+  const int group_rank =
+      static_cast<int>(std::find(groups.begin(), groups.end(), self.worker_id()) - groups.begin());
 
-  std::map<std::string, std::string> env(job.spec().env().begin(),
-                                         job.spec().env().end());
+  std::map<std::string, std::string> env(job.spec().env().begin(), job.spec().env().end());
   env.emplace("OMP_NUM_THREADS", "1");  // keeps a value the spec set
   const std::string world = absl::StrCat(job.world_size());
   env["RANK"] = absl::StrCat(rank);
@@ -58,8 +57,7 @@ std::map<std::string, std::string> BuildRankEnv(const v1::Job& job, int rank,
 }
 
 std::string CheckpointRoot(const v1::Job& job, const RankEnvContext& context) {
-  return job.spec().checkpoint_dir().empty() ? context.checkpoint_dir
-                                             : job.spec().checkpoint_dir();
+  return job.spec().checkpoint_dir().empty() ? context.checkpoint_dir : job.spec().checkpoint_dir();
 }
 
 int64_t CollectiveTimeoutSeconds(const v1::JobSpec& spec) {

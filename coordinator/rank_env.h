@@ -25,7 +25,7 @@ struct RankEnvContext {
 // (ValidateJobSpec refuses reserved names). OMP_NUM_THREADS is 1 unless the
 // spec sets it.
 std::map<std::string, std::string> BuildRankEnv(const v1::Job& job, int rank,
-                                                 const RankEnvContext& context);
+                                                const RankEnvContext& context);
 
 // The command that starts `rank` of the job's current attempt: its program
 // (the built-in trainer, whose spec goes in RINGMASTER_TRAINER_SPEC, or the

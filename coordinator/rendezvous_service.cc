@@ -12,9 +12,7 @@ namespace {
 constexpr absl::Duration kDefaultWait = absl::Minutes(5);
 constexpr absl::Duration kMaxWait = absl::Hours(1);
 
-ScopeId Scope(const v1::RendezvousScope& scope) {
-  return {scope.job_id(), scope.attempt()};
-}
+ScopeId Scope(const v1::RendezvousScope& scope) { return {scope.job_id(), scope.attempt()}; }
 
 // The scope's job id, then the caller's credential for that scope.
 absl::Status Admit(const AccessPolicy& access, const grpc::CallbackServerContext* context,
@@ -25,19 +23,19 @@ absl::Status Admit(const AccessPolicy& access, const grpc::CallbackServerContext
 
 }  // namespace
 
-grpc::ServerUnaryReactor* RendezvousServiceImpl::Set(
-    grpc::CallbackServerContext* context, const v1::SetRequest* request,
-    v1::SetResponse*) {
+grpc::ServerUnaryReactor* RendezvousServiceImpl::Set(grpc::CallbackServerContext* context,
+                                                     const v1::SetRequest* request,
+                                                     v1::SetResponse*) {
   if (absl::Status s = Admit(*access_, context, request->scope()); !s.ok()) {
     return FinishUnary(context, s);
   }
-  return FinishUnary(context, store_->Set(Scope(request->scope()), request->key(),
-                                   request->value()));
+  return FinishUnary(context,
+                     store_->Set(Scope(request->scope()), request->key(), request->value()));
 }
 
-grpc::ServerUnaryReactor* RendezvousServiceImpl::Get(
-    grpc::CallbackServerContext* context, const v1::GetRequest* request,
-    v1::GetResponse* response) {
+grpc::ServerUnaryReactor* RendezvousServiceImpl::Get(grpc::CallbackServerContext* context,
+                                                     const v1::GetRequest* request,
+                                                     v1::GetResponse* response) {
   if (absl::Status s = Admit(*access_, context, request->scope()); !s.ok()) {
     return FinishUnary(context, s);
   }
@@ -46,27 +44,25 @@ grpc::ServerUnaryReactor* RendezvousServiceImpl::Get(
   return FinishUnary(context, value.status());
 }
 
-grpc::ServerUnaryReactor* RendezvousServiceImpl::Wait(
-    grpc::CallbackServerContext* context, const v1::WaitRequest* request,
-    v1::WaitResponse*) {
+grpc::ServerUnaryReactor* RendezvousServiceImpl::Wait(grpc::CallbackServerContext* context,
+                                                      const v1::WaitRequest* request,
+                                                      v1::WaitResponse*) {
   if (absl::Status s = Admit(*access_, context, request->scope()); !s.ok()) {
     return FinishUnary(context, s);
   }
-  absl::Duration timeout = request->timeout_ms() > 0
-                               ? absl::Milliseconds(request->timeout_ms())
-                               : kDefaultWait;
+  absl::Duration timeout =
+      request->timeout_ms() > 0 ? absl::Milliseconds(request->timeout_ms()) : kDefaultWait;
   timeout = std::min(timeout, kMaxWait);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();  // finished by the store
-  store_->Wait(Scope(request->scope()),
-               {request->keys().begin(), request->keys().end()},
+  store_->Wait(Scope(request->scope()), {request->keys().begin(), request->keys().end()},
                clock_->Now() + timeout,
                [reactor](absl::Status status) { reactor->Finish(ToGrpcStatus(status)); });
   return reactor;
 }
 
-grpc::ServerUnaryReactor* RendezvousServiceImpl::Add(
-    grpc::CallbackServerContext* context, const v1::AddRequest* request,
-    v1::AddResponse* response) {
+grpc::ServerUnaryReactor* RendezvousServiceImpl::Add(grpc::CallbackServerContext* context,
+                                                     const v1::AddRequest* request,
+                                                     v1::AddResponse* response) {
   if (absl::Status s = Admit(*access_, context, request->scope()); !s.ok()) {
     return FinishUnary(context, s);
   }

@@ -3,8 +3,8 @@
 #ifndef RINGMASTER_COORDINATOR_RENDEZVOUS_SERVICE_H_
 #define RINGMASTER_COORDINATOR_RENDEZVOUS_SERVICE_H_
 
-#include "coordinator/access_policy.h"
 #include "common/clock.h"
+#include "coordinator/access_policy.h"
 #include "coordinator/rendezvous_store.h"
 #include "proto/rendezvous.grpc.pb.h"
 
@@ -15,17 +15,14 @@ class RendezvousServiceImpl final : public v1::RendezvousService::CallbackServic
   RendezvousServiceImpl(RendezvousStore* store, const Clock* clock, const AccessPolicy* access)
       : store_(store), clock_(clock), access_(access) {}
 
-  grpc::ServerUnaryReactor* Set(grpc::CallbackServerContext* context,
-                                const v1::SetRequest* request,
+  grpc::ServerUnaryReactor* Set(grpc::CallbackServerContext* context, const v1::SetRequest* request,
                                 v1::SetResponse* response) override;
-  grpc::ServerUnaryReactor* Get(grpc::CallbackServerContext* context,
-                                const v1::GetRequest* request,
+  grpc::ServerUnaryReactor* Get(grpc::CallbackServerContext* context, const v1::GetRequest* request,
                                 v1::GetResponse* response) override;
   grpc::ServerUnaryReactor* Wait(grpc::CallbackServerContext* context,
                                  const v1::WaitRequest* request,
                                  v1::WaitResponse* response) override;
-  grpc::ServerUnaryReactor* Add(grpc::CallbackServerContext* context,
-                                const v1::AddRequest* request,
+  grpc::ServerUnaryReactor* Add(grpc::CallbackServerContext* context, const v1::AddRequest* request,
                                 v1::AddResponse* response) override;
 
  private:

@@ -9,8 +9,8 @@ namespace ringmaster {
 namespace {
 
 absl::Status ScopeNotOpen(const ScopeId& scope) {
-  return absl::NotFoundError(absl::StrCat("no running attempt ", scope.attempt,
-                                          " of job ", scope.job_id));
+  return absl::NotFoundError(
+      absl::StrCat("no running attempt ", scope.attempt, " of job ", scope.job_id));
 }
 
 absl::Status ShuttingDown() {
@@ -19,8 +19,7 @@ absl::Status ShuttingDown() {
 
 }  // namespace
 
-bool RendezvousStore::AllSet(const Scope& scope,
-                             const std::vector<std::string>& keys) {
+bool RendezvousStore::AllSet(const Scope& scope, const std::vector<std::string>& keys) {
   for (const auto& key : keys) {
     if (scope.values.count(key) == 0) return false;
   }
@@ -55,17 +54,15 @@ void RendezvousStore::DropScope(const ScopeId& scope) {
     if (it == scopes_.end()) return;
     for (Waiter& w : it->second.waiters) {
       ready.emplace_back(std::move(w.done),
-                         absl::AbortedError(absl::StrCat(
-                             "attempt ", scope.attempt, " of job ",
-                             scope.job_id, " ended while waiting")));
+                         absl::AbortedError(absl::StrCat("attempt ", scope.attempt, " of job ",
+                                                         scope.job_id, " ended while waiting")));
     }
     scopes_.erase(it);
   }
   Run(ready);
 }
 
-absl::Status RendezvousStore::Set(const ScopeId& scope, const std::string& key,
-                                  std::string value) {
+absl::Status RendezvousStore::Set(const ScopeId& scope, const std::string& key, std::string value) {
   Ready ready;
   {
     MutexLock lock(&mu_);
@@ -78,8 +75,7 @@ absl::Status RendezvousStore::Set(const ScopeId& scope, const std::string& key,
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> RendezvousStore::Get(const ScopeId& scope,
-                                                 const std::string& key) {
+absl::StatusOr<std::string> RendezvousStore::Get(const ScopeId& scope, const std::string& key) {
   MutexLock lock(&mu_);
   auto it = scopes_.find(scope);
   if (it == scopes_.end()) return ScopeNotOpen(scope);
@@ -90,8 +86,7 @@ absl::StatusOr<std::string> RendezvousStore::Get(const ScopeId& scope,
   return value->second;
 }
 
-absl::StatusOr<int64_t> RendezvousStore::Add(const ScopeId& scope,
-                                             const std::string& key,
+absl::StatusOr<int64_t> RendezvousStore::Add(const ScopeId& scope, const std::string& key,
                                              int64_t delta) {
   Ready ready;
   int64_t sum = 0;
@@ -103,8 +98,7 @@ absl::StatusOr<int64_t> RendezvousStore::Add(const ScopeId& scope,
     int64_t current = 0;
     if (held != it->second.values.end() && !held->second.empty() &&
         !absl::SimpleAtoi(held->second, &current)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("key \"", key, "\" does not hold an integer"));
+      return absl::InvalidArgumentError(absl::StrCat("key \"", key, "\" does not hold an integer"));
     }
     sum = current + delta;
     RETURN_IF_ERROR(Put(it->second, key, absl::StrCat(sum)));
@@ -114,8 +108,8 @@ absl::StatusOr<int64_t> RendezvousStore::Add(const ScopeId& scope,
   return sum;
 }
 
-void RendezvousStore::Wait(const ScopeId& scope, std::vector<std::string> keys,
-                           absl::Time deadline, WaitCallback done) {
+void RendezvousStore::Wait(const ScopeId& scope, std::vector<std::string> keys, absl::Time deadline,
+                           WaitCallback done) {
   absl::Status status;
   {
     MutexLock lock(&mu_);
@@ -136,8 +130,7 @@ void RendezvousStore::Wait(const ScopeId& scope, std::vector<std::string> keys,
   done(status);
 }
 
-absl::Status RendezvousStore::WaitBlocking(const ScopeId& scope,
-                                           std::vector<std::string> keys,
+absl::Status RendezvousStore::WaitBlocking(const ScopeId& scope, std::vector<std::string> keys,
                                            absl::Time deadline) {
   Notification notified;
   absl::Status result;
@@ -149,23 +142,20 @@ absl::Status RendezvousStore::WaitBlocking(const ScopeId& scope,
   return result;
 }
 
-absl::Status RendezvousStore::Put(Scope& scope, const std::string& key,
-                                  std::string value) const {
+absl::Status RendezvousStore::Put(Scope& scope, const std::string& key, std::string value) const {
   if (static_cast<int64_t>(value.size()) > limits_.max_value_bytes) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("a value of ", value.size(), " bytes for key \"", key.substr(0, 64),
-                     "\"; the limit is ", limits_.max_value_bytes,
-                     " (coordinator --max-rendezvous-value-bytes)"));
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "a value of ", value.size(), " bytes for key \"", key.substr(0, 64), "\"; the limit is ",
+        limits_.max_value_bytes, " (coordinator --max-rendezvous-value-bytes)"));
   }
   auto it = scope.values.find(key);
-  const int64_t before = it == scope.values.end()
-                             ? 0
-                             : static_cast<int64_t>(key.size() + it->second.size());
+  const int64_t before =
+      it == scope.values.end() ? 0 : static_cast<int64_t>(key.size() + it->second.size());
   const int64_t after = scope.bytes - before + static_cast<int64_t>(key.size() + value.size());
   if (after > limits_.max_scope_bytes) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "this attempt's keys and values would hold ", after, " bytes; the limit is ",
-        limits_.max_scope_bytes, " (coordinator --max-rendezvous-scope-bytes)"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("this attempt's keys and values would hold ", after, " bytes; the limit is ",
+                     limits_.max_scope_bytes, " (coordinator --max-rendezvous-scope-bytes)"));
   }
   scope.bytes = after;
   scope.values[key] = std::move(value);
@@ -200,8 +190,8 @@ void RendezvousStore::ExpireWaiters() {
             }
           }
           ready.emplace_back(std::move(it->done),
-                             absl::DeadlineExceededError(absl::StrCat(
-                                 "keys not set before the deadline: ", missing)));
+                             absl::DeadlineExceededError(
+                                 absl::StrCat("keys not set before the deadline: ", missing)));
           it = scope.waiters.erase(it);
         } else {
           ++it;

@@ -14,10 +14,10 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "common/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "common/limits.h"
+#include "common/mutex.h"
 
 namespace ringmaster {
 
@@ -56,13 +56,12 @@ class RendezvousStore {
   absl::StatusOr<std::string> Get(const ScopeId& scope, const std::string& key);
   // Adds `delta` to the decimal integer at `key` (0 when unset) and returns
   // the sum; INVALID_ARGUMENT when the key holds something else.
-  absl::StatusOr<int64_t> Add(const ScopeId& scope, const std::string& key,
-                              int64_t delta);
+  absl::StatusOr<int64_t> Add(const ScopeId& scope, const std::string& key, int64_t delta);
   // Calls `done` exactly once: OK as soon as every key is set,
   // DEADLINE_EXCEEDED once the clock passes `deadline` (seen at the next
   // ExpireWaiters), ABORTED when the scope is dropped.
-  void Wait(const ScopeId& scope, std::vector<std::string> keys,
-            absl::Time deadline, WaitCallback done);
+  void Wait(const ScopeId& scope, std::vector<std::string> keys, absl::Time deadline,
+            WaitCallback done);
   // Blocking form of Wait for in-process callers.
   absl::Status WaitBlocking(const ScopeId& scope, std::vector<std::string> keys,
                             absl::Time deadline);

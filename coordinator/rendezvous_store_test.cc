@@ -24,18 +24,16 @@ TEST_F(RendezvousStoreTest, SetThenGet) {
   auto v = store_.Get(kScope, "k");
   ASSERT_TRUE(v.ok());
   EXPECT_EQ(*v, "v");
-  EXPECT_EQ(store_.Get(kScope, "missing").status().code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_EQ(store_.Get(kScope, "missing").status().code(), absl::StatusCode::kNotFound);
 }
 
 TEST_F(RendezvousStoreTest, WaitWakesWhenTheLastKeyIsSet) {
   absl::Status result = absl::UnknownError("not called");
   int calls = 0;
-  store_.Wait(kScope, {"a", "b"}, clock_.Now() + absl::Seconds(30),
-              [&](absl::Status s) {
-                result = s;
-                ++calls;
-              });
+  store_.Wait(kScope, {"a", "b"}, clock_.Now() + absl::Seconds(30), [&](absl::Status s) {
+    result = s;
+    ++calls;
+  });
   ASSERT_TRUE(store_.Set(kScope, "a", "1").ok());
   EXPECT_EQ(calls, 0) << "one of two keys must not wake the waiter";
   ASSERT_TRUE(store_.Set(kScope, "b", "2").ok());
@@ -55,11 +53,10 @@ TEST_F(RendezvousStoreTest, WaitWakesAcrossThreads) {
 TEST_F(RendezvousStoreTest, DeadlineExpiresOnTheClock) {
   absl::Status result;
   int calls = 0;
-  store_.Wait(kScope, {"never", "set"}, clock_.Now() + absl::Seconds(10),
-              [&](absl::Status s) {
-                result = s;
-                ++calls;
-              });
+  store_.Wait(kScope, {"never", "set"}, clock_.Now() + absl::Seconds(10), [&](absl::Status s) {
+    result = s;
+    ++calls;
+  });
   ASSERT_TRUE(store_.Set(kScope, "set", "1").ok());
   clock_.Advance(absl::Seconds(9));
   store_.ExpireWaiters();
@@ -91,8 +88,7 @@ TEST_F(RendezvousStoreTest, AddIsAtomicUnderConcurrentCallers) {
 
 TEST_F(RendezvousStoreTest, AddRefusesNonIntegers) {
   ASSERT_TRUE(store_.Set(kScope, "k", "abc").ok());
-  EXPECT_EQ(store_.Add(kScope, "k", 1).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(store_.Add(kScope, "k", 1).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST_F(RendezvousStoreTest, ScopesAreIsolatedAndDroppingAbortsWaiters) {
@@ -161,10 +157,10 @@ TEST(RendezvousLimitsTest, ValuesAndScopesAreBoundedAndRefusalsNameTheLimit) {
   // Replacing a value counts its new size, not both.
   EXPECT_TRUE(store.Set(kScope, "a", std::string(40, 'a')).ok());
   EXPECT_TRUE(store.Set(kScope, "c", std::string(40, 'c')).ok());  // 41 + 101 + 41 = 183
-  EXPECT_TRUE(store.Add(kScope, "n", 1).ok());                          // 185
-  EXPECT_EQ(store.Set(kScope, "d", std::string(65, 'd')).code(),       // 251
+  EXPECT_TRUE(store.Add(kScope, "n", 1).ok());                     // 185
+  EXPECT_EQ(store.Set(kScope, "d", std::string(65, 'd')).code(),   // 251
             absl::StatusCode::kResourceExhausted);
-  EXPECT_TRUE(store.Set(kScope, "d", std::string(64, 'd')).ok());      // 250
+  EXPECT_TRUE(store.Set(kScope, "d", std::string(64, 'd')).ok());  // 250
 }
 
 }  // namespace

@@ -9,15 +9,24 @@ namespace {
 
 int ReasonRank(v1::Reason reason) {
   switch (reason) {
-    case v1::WORKER_LOST: return 6;
-    case v1::RANK_LOST: return 6;
-    case v1::RANK_OOM: return 5;
-    case v1::RANK_HUNG: return 4;
-    case v1::RANK_SIGNALED: return 3;
-    case v1::RANK_START_FAILED: return 2;
-    case v1::RANK_START_TIMEOUT: return 2;
-    case v1::RANK_EXITED: return 1;
-    default: return 0;
+    case v1::WORKER_LOST:
+      return 6;
+    case v1::RANK_LOST:
+      return 6;
+    case v1::RANK_OOM:
+      return 5;
+    case v1::RANK_HUNG:
+      return 4;
+    case v1::RANK_SIGNALED:
+      return 3;
+    case v1::RANK_START_FAILED:
+      return 2;
+    case v1::RANK_START_TIMEOUT:
+      return 2;
+    case v1::RANK_EXITED:
+      return 1;
+    default:
+      return 0;
   }
 }
 
@@ -81,8 +90,7 @@ bool MoreTelling(const FailureCause& candidate, const FailureCause& current) {
 bool Decisive(const FailureCause& cause) { return ReasonRank(cause.reason) > 1; }
 
 bool RepeatsWithoutProgress(const FailureCause& previous, const FailureCause& current) {
-  if (current.progressed || current.reason == v1::WORKER_LOST ||
-      current.reason == v1::RANK_LOST) {
+  if (current.progressed || current.reason == v1::WORKER_LOST || current.reason == v1::RANK_LOST) {
     return false;
   }
   return previous.reason == current.reason && previous.rank == current.rank &&

@@ -39,9 +39,9 @@ bool SlotsOnly(const GangRequest& r) {
 
 // "2 ranks of 1 slot, 2 CPUs and 512 MB each, 1 per worker, on workers with zone=a"
 std::string DescribeRanks(const GangRequest& r, int ranks) {
-  std::vector<std::string> each = {
-      absl::StrCat(SlotsPerRank(r), r.gpus_per_rank > 0 ? " GPU slot" : " slot",
-                   SlotsPerRank(r) > 1 ? "s" : "")};
+  std::vector<std::string> each = {absl::StrCat(SlotsPerRank(r),
+                                                r.gpus_per_rank > 0 ? " GPU slot" : " slot",
+                                                SlotsPerRank(r) > 1 ? "s" : "")};
   if (r.cpus > 0) each.push_back(absl::StrCat(r.cpus, " CPUs"));
   if (r.memory_mb > 0) each.push_back(absl::StrCat(r.memory_mb, " MB"));
   std::string text = absl::StrCat(ranks, " ranks of ", each[0]);
@@ -199,8 +199,7 @@ absl::StatusOr<std::vector<RankPlacement>> PlaceGang(const std::vector<WorkerCap
   return placement;
 }
 
-ScheduleResult Schedule(const std::vector<QueuedJob>& queue,
-                        std::vector<WorkerCapacity> workers) {
+ScheduleResult Schedule(const std::vector<QueuedJob>& queue, std::vector<WorkerCapacity> workers) {
   ScheduleResult result;
   std::string blocked_by;
   for (const QueuedJob& job : queue) {
@@ -216,8 +215,8 @@ ScheduleResult Schedule(const std::vector<QueuedJob>& queue,
         blocked_by = job.job_id;
         continue;
       }
-      const int fewest = request.min_ranks > 0 ? std::min(request.min_ranks, request.ranks)
-                                               : request.ranks;
+      const int fewest =
+          request.min_ranks > 0 ? std::min(request.min_ranks, request.ranks) : request.ranks;
       if (SlotsOnly(request)) {
         int cluster_slots = 0;
         for (const auto& w : workers) {

@@ -23,7 +23,7 @@ struct WorkerCapacity {
   std::vector<int> free_slots;  // ascending slot indices
   bool gpu_slots = false;       // each slot is one GPU
   std::map<std::string, std::string> labels;
-  int total_cpus = 0;           // 0: not counted
+  int total_cpus = 0;  // 0: not counted
   int free_cpus = 0;
   int64_t total_memory_mb = 0;  // 0: not counted
   int64_t free_memory_mb = 0;
@@ -55,10 +55,10 @@ struct RankPlacement {
 // What a job asks of the cluster: its ranks and what each one needs.
 struct GangRequest {
   int ranks = 0;
-  int gpus_per_rank = 0;  // 0: one CPU slot per rank; else that many GPU slots
-  int min_ranks = 0;      // elastic lower bound; 0: ranks
-  int cpus = 0;           // per rank; 0: not counted
-  int64_t memory_mb = 0;  // per rank; 0: not counted
+  int gpus_per_rank = 0;     // 0: one CPU slot per rank; else that many GPU slots
+  int min_ranks = 0;         // elastic lower bound; 0: ranks
+  int cpus = 0;              // per rank; 0: not counted
+  int64_t memory_mb = 0;     // per rank; 0: not counted
   int ranks_per_worker = 0;  // 0: as few workers as possible
   std::map<std::string, std::string> selector;  // labels a worker must have
 };
@@ -91,8 +91,7 @@ struct ScheduleResult {
 // that would not fit even on an idle cluster (too large, or no worker has
 // the labels or resources it asks) cannot block the queue; it waits with
 // that reason.
-ScheduleResult Schedule(const std::vector<QueuedJob>& queue,
-                        std::vector<WorkerCapacity> workers);
+ScheduleResult Schedule(const std::vector<QueuedJob>& queue, std::vector<WorkerCapacity> workers);
 
 }  // namespace ringmaster
 

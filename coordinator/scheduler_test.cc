@@ -6,8 +6,7 @@ namespace ringmaster {
 namespace {
 
 // A fake worker registry: alive workers with the given free slots.
-WorkerCapacity Worker(const std::string& id, int total, std::vector<int> free,
-                      bool gpus = false) {
+WorkerCapacity Worker(const std::string& id, int total, std::vector<int> free, bool gpus = false) {
   return WorkerCapacity{id, total, std::move(free), gpus};
 }
 
@@ -29,9 +28,8 @@ std::vector<std::string> WorkersOf(const std::vector<RankPlacement>& p) {
 }
 
 TEST(PlaceGangTest, PacksOntoOneWorkerWhenItFits) {
-  auto p = PlaceGang({Worker("w1", 2, {0, 1}), Worker("w2", 4, {0, 1, 2, 3}),
-                      Worker("w3", 3, {0, 1, 2})},
-                     {3, 0});
+  auto p = PlaceGang(
+      {Worker("w1", 2, {0, 1}), Worker("w2", 4, {0, 1, 2, 3}), Worker("w3", 3, {0, 1, 2})}, {3, 0});
   ASSERT_TRUE(p.ok()) << p.status();
   // w3 is the tightest worker that holds all three ranks.
   EXPECT_EQ(WorkersOf(*p), (std::vector<std::string>{"w3", "w3", "w3"}));
@@ -39,13 +37,11 @@ TEST(PlaceGangTest, PacksOntoOneWorkerWhenItFits) {
 }
 
 TEST(PlaceGangTest, UsesFewestWorkersAndOrdersRanksByWorkerThenSlot) {
-  auto p = PlaceGang({Worker("w1", 2, {1}), Worker("w2", 4, {0, 2, 3}),
-                      Worker("w3", 2, {0, 1})},
+  auto p = PlaceGang({Worker("w1", 2, {1}), Worker("w2", 4, {0, 2, 3}), Worker("w3", 2, {0, 1})},
                      {5, 0});
   ASSERT_TRUE(p.ok()) << p.status();
   // w2 (3 free) and w3 (2 free) suffice; w1 is left alone.
-  EXPECT_EQ(WorkersOf(*p),
-            (std::vector<std::string>{"w2", "w2", "w2", "w3", "w3"}));
+  EXPECT_EQ(WorkersOf(*p), (std::vector<std::string>{"w2", "w2", "w2", "w3", "w3"}));
   for (int r = 0; r < 5; ++r) EXPECT_EQ((*p)[r].rank, r);
   EXPECT_EQ((*p)[0].slots, std::vector<int>{0});
   EXPECT_EQ((*p)[1].slots, std::vector<int>{2});
@@ -59,9 +55,9 @@ TEST(PlaceGangTest, NotEnoughSlotsPlacesNothingAndSaysWhy) {
 }
 
 TEST(PlaceGangTest, GpuRanksOnlyOnGpuWorkersAndTakeWholeGpus) {
-  auto p = PlaceGang({Worker("cpu", 8, {0, 1, 2, 3, 4, 5, 6, 7}),
-                      Worker("gpu", 4, {0, 1, 2, 3}, /*gpus=*/true)},
-                     {2, 2});
+  auto p = PlaceGang(
+      {Worker("cpu", 8, {0, 1, 2, 3, 4, 5, 6, 7}), Worker("gpu", 4, {0, 1, 2, 3}, /*gpus=*/true)},
+      {2, 2});
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(WorkersOf(*p), (std::vector<std::string>{"gpu", "gpu"}));
   EXPECT_EQ((*p)[1].slots, (std::vector<int>{2, 3}));
@@ -69,8 +65,7 @@ TEST(PlaceGangTest, GpuRanksOnlyOnGpuWorkersAndTakeWholeGpus) {
 }
 
 TEST(ScheduleTest, FifoHeadBlocksTheQueueButOversizedJobsDoNot) {
-  std::vector<WorkerCapacity> workers = {Worker("w1", 2, {0, 1}),
-                                         Worker("w2", 2, {1})};
+  std::vector<WorkerCapacity> workers = {Worker("w1", 2, {0, 1}), Worker("w2", 2, {1})};
   ScheduleResult r = Schedule({{"huge", {10, 0}},  // can never fit: skipped
                                {"a", {2, 0}},      // fits on w1
                                {"b", {2, 0}},      // 1 slot left: blocks
@@ -82,8 +77,7 @@ TEST(ScheduleTest, FifoHeadBlocksTheQueueButOversizedJobsDoNot) {
   EXPECT_EQ(r.placed.count("c"), 0u);
   EXPECT_EQ(r.waiting["b"], "needs 2 free slots, 1 free on 2 alive workers");
   EXPECT_EQ(r.waiting["c"], "queued behind b");
-  EXPECT_NE(r.waiting["huge"].find("more than the 4"), std::string::npos)
-      << r.waiting["huge"];
+  EXPECT_NE(r.waiting["huge"].find("more than the 4"), std::string::npos) << r.waiting["huge"];
 }
 
 TEST(ScheduleTest, EmptyClusterKeepsJobsPendingWithReason) {
@@ -161,8 +155,7 @@ TEST(PlaceGangTest, SelectorPlacesOnlyOnWorkersWithEveryLabel) {
 TEST(PlaceGangTest, RanksPerWorkerPutsExactlyThatManyOnEachWorkerUsed) {
   // w1 could hold all four; ranks_per_worker spreads them two by two, and
   // w2, with one free slot, takes none.
-  const std::vector<WorkerCapacity> workers = {Worker("w1", 4, {0, 1, 2, 3}),
-                                               Worker("w2", 4, {3}),
+  const std::vector<WorkerCapacity> workers = {Worker("w1", 4, {0, 1, 2, 3}), Worker("w2", 4, {3}),
                                                Worker("w3", 2, {0, 1})};
   GangRequest request{4, 0};
   request.ranks_per_worker = 2;
@@ -203,9 +196,9 @@ TEST(ScheduleTest, ResourcesTakenByAJobAreNotOfferedToTheNext) {
   small.cpus = 1;
   GangRequest impossible{1, 0};
   impossible.cpus = 64;
-  ScheduleResult r = Schedule({{"impossible", impossible}, {"big", big}, {"small", small},
-                               {"after", small}},
-                              {Offering("w1", 4, 7, 0)});
+  ScheduleResult r =
+      Schedule({{"impossible", impossible}, {"big", big}, {"small", small}, {"after", small}},
+               {Offering("w1", 4, 7, 0)});
   EXPECT_EQ(r.waiting["impossible"],
             "needs 1 ranks of 1 slot and 64 CPUs each, more than all alive workers can hold; "
             "waiting for workers to join")

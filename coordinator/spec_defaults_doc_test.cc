@@ -11,8 +11,8 @@
 #include <google/protobuf/reflection.h>
 #include <gtest/gtest.h>
 
-#include "absl/strings/match.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
@@ -63,7 +63,8 @@ std::map<std::string, std::string> DocumentedDefaults(const std::string& path) {
     std::vector<std::string> names = absl::StrSplit(cells[0], ", ");
     std::vector<std::string> defaults = absl::StrSplit(cells[1], ", ");
     for (size_t i = 0; i < names.size(); ++i) {
-      const std::string name = std::string(absl::StripSuffix(absl::StripPrefix(names[i], "`"), "`"));
+      const std::string name =
+          std::string(absl::StripSuffix(absl::StripPrefix(names[i], "`"), "`"));
       const std::string value = defaults.size() == names.size() ? defaults[i] : cells[1];
       EXPECT_TRUE(rows.emplace(prefix + name, value).second) << name << " has two rows";
     }
@@ -99,8 +100,7 @@ std::string Shown(const Message& message, const FieldDescriptor* field) {
   }
 }
 
-bool HasRowsBelow(const std::map<std::string, std::string>& documented,
-                  const std::string& name) {
+bool HasRowsBelow(const std::map<std::string, std::string>& documented, const std::string& name) {
   auto it = documented.lower_bound(name + ".");
   return it != documented.end() && absl::StartsWith(it->first, name + ".");
 }
@@ -164,8 +164,7 @@ TEST(SpecDefaultsDocTest, EveryFieldHasARowWithTheDefaultTheCodeApplies) {
   }
   for (const auto& [name, value] : documented) {
     EXPECT_TRUE(code.count(name) == 1 || messages.count(name) == 1)
-        << ReferencePath() << " documents " << name
-                                    << ", which JobSpec does not have";
+        << ReferencePath() << " documents " << name << ", which JobSpec does not have";
   }
 }
 

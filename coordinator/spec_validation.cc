@@ -22,8 +22,7 @@ constexpr int kMaxNameLength = 53;  // leaves room for "-<number>" in job ids
 constexpr int kMaxTimeoutSeconds = 30 * 24 * 3600;
 
 absl::Status Bad(const std::string& field, const std::string& why) {
-  return absl::InvalidArgumentError(
-      absl::StrCat("invalid job spec: ", field, ": ", why));
+  return absl::InvalidArgumentError(absl::StrCat("invalid job spec: ", field, ": ", why));
 }
 
 // A DNS-1123 label: job ids, checkpoint directories and metric labels are
@@ -44,8 +43,8 @@ bool IsValidEnvName(const std::string& name) {
 absl::Status CheckOneOf(const std::string& field, const std::string& value,
                         const std::set<std::string>& allowed) {
   if (value.empty() || allowed.count(value)) return absl::OkStatus();
-  return Bad(field, absl::StrCat("must be one of ", absl::StrJoin(allowed, ", "),
-                                 ", got \"", value, "\""));
+  return Bad(field, absl::StrCat("must be one of ", absl::StrJoin(allowed, ", "), ", got \"", value,
+                                 "\""));
 }
 
 // Every floating-point field of `message` (at any depth) is finite: a NaN
@@ -67,12 +66,11 @@ absl::Status CheckFinite(const google::protobuf::Message& message, const std::st
     const int count = field->is_repeated() ? reflection->FieldSize(message, field) : 1;
     for (int i = 0; i < count; ++i) {
       const bool is_double = field->cpp_type() == Type::CPPTYPE_DOUBLE;
-      const double value =
-          field->is_repeated()
-              ? (is_double ? reflection->GetRepeatedDouble(message, field, i)
-                           : reflection->GetRepeatedFloat(message, field, i))
-              : (is_double ? reflection->GetDouble(message, field)
-                           : reflection->GetFloat(message, field));
+      const double value = field->is_repeated()
+                               ? (is_double ? reflection->GetRepeatedDouble(message, field, i)
+                                            : reflection->GetRepeatedFloat(message, field, i))
+                               : (is_double ? reflection->GetDouble(message, field)
+                                            : reflection->GetFloat(message, field));
       if (!std::isfinite(value)) {
         return Bad(field->is_repeated() ? absl::StrCat(name, "[", i, "]") : name,
                    absl::StrCat("must be a finite number, got ", value));
@@ -85,14 +83,15 @@ absl::Status CheckFinite(const google::protobuf::Message& message, const std::st
 absl::Status ValidateTrainer(const v1::TrainerSpec& t, int gpus_per_rank) {
   RETURN_IF_ERROR(CheckFinite(t, "trainer"));
   if (gpus_per_rank > 1) {
-    return Bad("gpus_per_rank",
-               absl::StrCat("is ", gpus_per_rank, " but the built-in trainer drives one GPU per "
-                            "rank; run gpus_per_rank: 1 with ", gpus_per_rank,
-                            "x the ranks (a command job may take several GPUs per rank)"));
+    return Bad(
+        "gpus_per_rank",
+        absl::StrCat("is ", gpus_per_rank,
+                     " but the built-in trainer drives one GPU per "
+                     "rank; run gpus_per_rank: 1 with ",
+                     gpus_per_rank, "x the ranks (a command job may take several GPUs per rank)"));
   }
   if (!t.model().type().empty() && t.model().type() != "mlp") {
-    return Bad("trainer.model.type",
-               absl::StrCat("must be mlp, got \"", t.model().type(), "\""));
+    return Bad("trainer.model.type", absl::StrCat("must be mlp, got \"", t.model().type(), "\""));
   }
   for (int i = 0; i < t.model().hidden_size(); ++i) {
     if (t.model().hidden(i) <= 0) {
@@ -101,11 +100,9 @@ absl::Status ValidateTrainer(const v1::TrainerSpec& t, int gpus_per_rank) {
     }
   }
   if (t.data().path().empty()) {
-    return Bad("trainer.data.path",
-               "is required (a CSV file, digits, or synthetic:rows=N,...)");
+    return Bad("trainer.data.path", "is required (a CSV file, digits, or synthetic:rows=N,...)");
   }
-  if (auto s = CheckOneOf("trainer.data.format", t.data().format(), {"csv"});
-      !s.ok()) {
+  if (auto s = CheckOneOf("trainer.data.format", t.data().format(), {"csv"}); !s.ok()) {
     return s;
   }
   if (t.data().test_fraction() < 0 || t.data().test_fraction() >= 1) {
@@ -114,8 +111,7 @@ absl::Status ValidateTrainer(const v1::TrainerSpec& t, int gpus_per_rank) {
   if (t.epochs() < 0) return Bad("trainer.epochs", "must be >= 1");
   if (t.batch_size() < 0) return Bad("trainer.batch_size", "must be >= 1");
   const auto& opt = t.optimizer();
-  if (auto s = CheckOneOf("trainer.optimizer.type", opt.type(), {"sgd", "adamw"});
-      !s.ok()) {
+  if (auto s = CheckOneOf("trainer.optimizer.type", opt.type(), {"sgd", "adamw"}); !s.ok()) {
     return s;
   }
   if (opt.lr() < 0) {
@@ -127,8 +123,7 @@ absl::Status ValidateTrainer(const v1::TrainerSpec& t, int gpus_per_rank) {
   if (opt.momentum() < 0 || opt.momentum() >= 1) {
     return Bad("trainer.optimizer.momentum", "must be in [0, 1)");
   }
-  if (auto s = CheckOneOf("trainer.lr_scaling", t.lr_scaling(),
-                          {"linear", "sqrt", "none"});
+  if (auto s = CheckOneOf("trainer.lr_scaling", t.lr_scaling(), {"linear", "sqrt", "none"});
       !s.ok()) {
     return s;
   }
@@ -137,15 +132,13 @@ absl::Status ValidateTrainer(const v1::TrainerSpec& t, int gpus_per_rank) {
     return Bad("trainer.grad_accum_steps", "must be >= 1");
   }
   if (t.bucket_mb() < 0) return Bad("trainer.bucket_mb", "must be > 0");
-  if (auto s = CheckOneOf("trainer.precision", t.precision(), {"fp32", "bf16"});
-      !s.ok()) {
+  if (auto s = CheckOneOf("trainer.precision", t.precision(), {"fp32", "bf16"}); !s.ok()) {
     return s;
   }
   if (t.precision() == "bf16" && gpus_per_rank == 0) {
     return Bad("trainer.precision", "bf16 needs gpus_per_rank >= 1");
   }
-  if (auto s = CheckOneOf("trainer.grad_compression", t.grad_compression(),
-                          {"none", "bf16"});
+  if (auto s = CheckOneOf("trainer.grad_compression", t.grad_compression(), {"none", "bf16"});
       !s.ok()) {
     return s;
   }
@@ -200,12 +193,12 @@ absl::Status ValidatePlacementAndPolicy(const v1::JobSpec& spec) {
   RETURN_IF_ERROR(ValidateLabels("worker_selector", spec.worker_selector()));
   const int per_worker = spec.ranks_per_worker();
   if (per_worker < 0 || per_worker > spec.ranks()) {
-    return Bad("ranks_per_worker", absl::StrCat("must be in [0, ranks=", spec.ranks(),
-                                                "], got ", per_worker));
+    return Bad("ranks_per_worker",
+               absl::StrCat("must be in [0, ranks=", spec.ranks(), "], got ", per_worker));
   }
   if (per_worker > 0 && spec.ranks() % per_worker != 0) {
-    return Bad("ranks_per_worker", absl::StrCat("must divide ranks=", spec.ranks(), ", got ",
-                                                per_worker));
+    return Bad("ranks_per_worker",
+               absl::StrCat("must divide ranks=", spec.ranks(), ", got ", per_worker));
   }
   if (per_worker > 0 && spec.min_ranks() % per_worker != 0) {
     return Bad("min_ranks", absl::StrCat("must be a multiple of ranks_per_worker=", per_worker,
@@ -222,8 +215,7 @@ absl::Status ValidatePlacementAndPolicy(const v1::JobSpec& spec) {
   }
   for (int code : spec.never_retry_exit_codes()) {
     if (code < 1 || code > 255) {
-      return Bad("never_retry_exit_codes",
-                 absl::StrCat("exit codes are in [1, 255], got ", code));
+      return Bad("never_retry_exit_codes", absl::StrCat("exit codes are in [1, 255], got ", code));
     }
   }
   return absl::OkStatus();
@@ -242,8 +234,8 @@ absl::Status ValidateFiles(const v1::JobSpec& spec) {
   RETURN_IF_ERROR(AbsolutePath("checkpoint_dir", spec.checkpoint_dir()));
   if (!spec.has_code()) return absl::OkStatus();
   if (!IsSha256Hex(spec.code().sha256())) {
-    return Bad("code.sha256", absl::StrCat("must be 64 lowercase hex digits, got \"",
-                                           spec.code().sha256(), "\""));
+    return Bad("code.sha256",
+               absl::StrCat("must be 64 lowercase hex digits, got \"", spec.code().sha256(), "\""));
   }
   if (!spec.working_dir().empty()) {
     return Bad("working_dir", "a job with uploaded code starts in it; give one or the other");
@@ -254,12 +246,22 @@ absl::Status ValidateFiles(const v1::JobSpec& spec) {
 }  // namespace
 
 bool IsReservedEnvName(const std::string& name) {
-  static const auto* reserved = new std::set<std::string>{
-      "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK",
-      "GROUP_WORLD_SIZE", "ROLE_RANK", "ROLE_NAME", "ROLE_WORLD_SIZE",
-      "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RESTART_COUNT",
-      "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_RUN_ID",
-      "TORCHELASTIC_ERROR_FILE", "CUDA_VISIBLE_DEVICES"};
+  static const auto* reserved = new std::set<std::string>{"RANK",
+                                                          "LOCAL_RANK",
+                                                          "WORLD_SIZE",
+                                                          "LOCAL_WORLD_SIZE",
+                                                          "GROUP_RANK",
+                                                          "GROUP_WORLD_SIZE",
+                                                          "ROLE_RANK",
+                                                          "ROLE_NAME",
+                                                          "ROLE_WORLD_SIZE",
+                                                          "MASTER_ADDR",
+                                                          "MASTER_PORT",
+                                                          "TORCHELASTIC_RESTART_COUNT",
+                                                          "TORCHELASTIC_MAX_RESTARTS",
+                                                          "TORCHELASTIC_RUN_ID",
+                                                          "TORCHELASTIC_ERROR_FILE",
+                                                          "CUDA_VISIBLE_DEVICES"};
   return reserved->count(name) > 0 || absl::StartsWith(name, "RINGMASTER_");
 }
 
@@ -271,23 +273,25 @@ absl::Status CheckExecSize(const v1::JobSpec& spec, int64_t max_bytes) {
   for (const auto& [name, value] : spec.env()) {
     const int64_t bytes = static_cast<int64_t>(name.size() + value.size() + 2);
     if (bytes > kMaxEnvEntryBytes) {
-      return Bad(absl::StrCat("env.", name), absl::StrCat("is ", bytes, " bytes; a variable may "
-                                                          "hold at most ", kMaxEnvEntryBytes));
+      return Bad(absl::StrCat("env.", name), absl::StrCat("is ", bytes,
+                                                          " bytes; a variable may "
+                                                          "hold at most ",
+                                                          kMaxEnvEntryBytes));
     }
     total += bytes;
   }
   for (int i = 0; i < spec.command_size(); ++i) {
     const int64_t bytes = static_cast<int64_t>(spec.command(i).size() + 1);
     if (bytes > kMaxEnvEntryBytes) {
-      return Bad(absl::StrCat("command[", i, "]"),
-                 absl::StrCat("is ", bytes, " bytes; an argument may hold at most ",
-                              kMaxEnvEntryBytes));
+      return Bad(
+          absl::StrCat("command[", i, "]"),
+          absl::StrCat("is ", bytes, " bytes; an argument may hold at most ", kMaxEnvEntryBytes));
     }
     total += bytes;
   }
   if (total > max_bytes) {
-    return Bad("env and command", absl::StrCat("hold ", total, " bytes; the limit is ",
-                                               max_bytes, " (coordinator --max-env-bytes)"));
+    return Bad("env and command", absl::StrCat("hold ", total, " bytes; the limit is ", max_bytes,
+                                               " (coordinator --max-env-bytes)"));
   }
   return absl::OkStatus();
 }
@@ -295,9 +299,9 @@ absl::Status CheckExecSize(const v1::JobSpec& spec, int64_t max_bytes) {
 absl::Status ValidateJobSpec(const v1::JobSpec& spec, const SpecLimits& limits) {
   const int64_t spec_bytes = static_cast<int64_t>(spec.ByteSizeLong());
   if (spec_bytes > limits.max_spec_bytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("the job spec is ", spec_bytes, " bytes; the limit is ",
-                     limits.max_spec_bytes, " (coordinator --max-spec-bytes)"));
+    return absl::InvalidArgumentError(absl::StrCat("the job spec is ", spec_bytes,
+                                                   " bytes; the limit is ", limits.max_spec_bytes,
+                                                   " (coordinator --max-spec-bytes)"));
   }
   RETURN_IF_ERROR(CheckExecSize(spec, limits.max_env_bytes));
   if (!IsValidName(spec.name())) {
@@ -307,20 +311,17 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec, const SpecLimits& limits) 
                                     spec.name(), "\""));
   }
   if (spec.ranks() < 1 || spec.ranks() > kMaxRanks) {
-    return Bad("ranks", absl::StrCat("must be in [1, ", kMaxRanks, "], got ",
-                                     spec.ranks()));
+    return Bad("ranks", absl::StrCat("must be in [1, ", kMaxRanks, "], got ", spec.ranks()));
   }
   if (spec.min_ranks() < 0 || spec.min_ranks() > spec.ranks()) {
-    return Bad("min_ranks", absl::StrCat("must be in [1, ranks=", spec.ranks(),
-                                         "], got ", spec.min_ranks()));
+    return Bad("min_ranks",
+               absl::StrCat("must be in [1, ranks=", spec.ranks(), "], got ", spec.min_ranks()));
   }
   if (spec.gpus_per_rank() < 0 || spec.gpus_per_rank() > 16) {
-    return Bad("gpus_per_rank",
-               absl::StrCat("must be in [0, 16], got ", spec.gpus_per_rank()));
+    return Bad("gpus_per_rank", absl::StrCat("must be in [0, 16], got ", spec.gpus_per_rank()));
   }
   if (spec.max_restarts() < 0 || spec.max_restarts() > 1000) {
-    return Bad("max_restarts", absl::StrCat("must be in [0, 1000], got ",
-                                            spec.max_restarts()));
+    return Bad("max_restarts", absl::StrCat("must be in [0, 1000], got ", spec.max_restarts()));
   }
   for (const auto& [field, seconds] :
        {std::pair<const char*, int>{"start_timeout_s", spec.start_timeout_s()},
@@ -353,8 +354,7 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec, const SpecLimits& limits) 
   }
   RETURN_IF_ERROR(ValidateFiles(spec));
   if (has_trainer) {
-    return ValidateTrainer(spec.trainer(),
-                           std::max(spec.gpus_per_rank(), spec.resources().gpus()));
+    return ValidateTrainer(spec.trainer(), std::max(spec.gpus_per_rank(), spec.resources().gpus()));
   }
   return absl::OkStatus();
 }

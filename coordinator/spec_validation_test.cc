@@ -105,26 +105,18 @@ TEST(SpecValidationTest, EachBadTrainerFieldIsNamed) {
       {"trainer.data.format",
        [](v1::JobSpec* s) { s->mutable_trainer()->mutable_data()->set_format("xls"); }},
       {"trainer.epochs", [](v1::JobSpec* s) { s->mutable_trainer()->set_epochs(-1); }},
-      {"trainer.batch_size",
-       [](v1::JobSpec* s) { s->mutable_trainer()->set_batch_size(-4); }},
+      {"trainer.batch_size", [](v1::JobSpec* s) { s->mutable_trainer()->set_batch_size(-4); }},
       {"trainer.optimizer.type",
-       [](v1::JobSpec* s) {
-         s->mutable_trainer()->mutable_optimizer()->set_type("lion");
-       }},
+       [](v1::JobSpec* s) { s->mutable_trainer()->mutable_optimizer()->set_type("lion"); }},
       {"trainer.optimizer.lr",
        [](v1::JobSpec* s) { s->mutable_trainer()->mutable_optimizer()->set_lr(-1); }},
       {"trainer.optimizer.momentum",
-       [](v1::JobSpec* s) {
-         s->mutable_trainer()->mutable_optimizer()->set_momentum(1.5);
-       }},
-      {"trainer.lr_scaling",
-       [](v1::JobSpec* s) { s->mutable_trainer()->set_lr_scaling("cubic"); }},
-      {"trainer.precision",
-       [](v1::JobSpec* s) { s->mutable_trainer()->set_precision("bf16"); }},
+       [](v1::JobSpec* s) { s->mutable_trainer()->mutable_optimizer()->set_momentum(1.5); }},
+      {"trainer.lr_scaling", [](v1::JobSpec* s) { s->mutable_trainer()->set_lr_scaling("cubic"); }},
+      {"trainer.precision", [](v1::JobSpec* s) { s->mutable_trainer()->set_precision("bf16"); }},
       {"trainer.grad_compression",
        [](v1::JobSpec* s) { s->mutable_trainer()->set_grad_compression("int8"); }},
-      {"trainer.bucket_mb",
-       [](v1::JobSpec* s) { s->mutable_trainer()->set_bucket_mb(-1); }},
+      {"trainer.bucket_mb", [](v1::JobSpec* s) { s->mutable_trainer()->set_bucket_mb(-1); }},
   };
   for (const BadCase& c : cases) {
     v1::JobSpec spec = TrainerJobSpec();

@@ -23,10 +23,9 @@ absl::StatusOr<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path
   }
   close(fd);
   sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &db,
-                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
-                               SQLITE_OPEN_FULLMUTEX,
-                           nullptr);
+  int rc =
+      sqlite3_open_v2(path.c_str(), &db,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     std::string message = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
     sqlite3_close(db);
@@ -40,8 +39,7 @@ absl::StatusOr<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path
 SqliteDb::~SqliteDb() { sqlite3_close(db_); }
 
 absl::Status SqliteDb::Error(const std::string& what) const {
-  return absl::InternalError(
-      absl::StrCat("SQLite: ", what, ": ", sqlite3_errmsg(db_)));
+  return absl::InternalError(absl::StrCat("SQLite: ", what, ": ", sqlite3_errmsg(db_)));
 }
 
 absl::Status SqliteDb::Exec(const std::string& sql) {
@@ -75,14 +73,12 @@ SqliteStatement& SqliteStatement::Bind(int index, int64_t value) {
 }
 
 SqliteStatement& SqliteStatement::Bind(int index, const std::string& text) {
-  sqlite3_bind_text(stmt_, index, text.data(), static_cast<int>(text.size()),
-                    SQLITE_TRANSIENT);
+  sqlite3_bind_text(stmt_, index, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
   return *this;
 }
 
 SqliteStatement& SqliteStatement::BindBlob(int index, const std::string& bytes) {
-  sqlite3_bind_blob(stmt_, index, bytes.data(), static_cast<int>(bytes.size()),
-                    SQLITE_TRANSIENT);
+  sqlite3_bind_blob(stmt_, index, bytes.data(), static_cast<int>(bytes.size()), SQLITE_TRANSIENT);
   return *this;
 }
 
@@ -99,21 +95,17 @@ absl::Status SqliteStatement::Run() {
   return absl::OkStatus();
 }
 
-int64_t SqliteStatement::ColumnInt(int col) const {
-  return sqlite3_column_int64(stmt_, col);
-}
+int64_t SqliteStatement::ColumnInt(int col) const { return sqlite3_column_int64(stmt_, col); }
 
 std::string SqliteStatement::ColumnText(int col) const {
   const unsigned char* text = sqlite3_column_text(stmt_, col);
-  return text ? std::string(reinterpret_cast<const char*>(text),
-                            sqlite3_column_bytes(stmt_, col))
+  return text ? std::string(reinterpret_cast<const char*>(text), sqlite3_column_bytes(stmt_, col))
               : std::string();
 }
 
 std::string SqliteStatement::ColumnBlob(int col) const {
   const void* blob = sqlite3_column_blob(stmt_, col);
-  return blob ? std::string(static_cast<const char*>(blob),
-                            sqlite3_column_bytes(stmt_, col))
+  return blob ? std::string(static_cast<const char*>(blob), sqlite3_column_bytes(stmt_, col))
               : std::string();
 }
 

@@ -57,10 +57,10 @@ absl::StatusOr<WorkerSession> WorkerMembership::Register(WorkerLink* link,
   auto [it, inserted] = members_.try_emplace(request.worker_id());
   Member& m = it->second;
   if (m.link != nullptr) {
-    return absl::AlreadyExistsError(absl::StrCat(
-        "worker id \"", request.worker_id(), "\" is held by the worker at ",
-        m.info.address(), " (session ", m.info.session(),
-        ", its stream still open); give this worker another --id, or stop that one"));
+    return absl::AlreadyExistsError(
+        absl::StrCat("worker id \"", request.worker_id(), "\" is held by the worker at ",
+                     m.info.address(), " (session ", m.info.session(),
+                     ", its stream still open); give this worker another --id, or stop that one"));
   }
   if (inserted) m.order = next_order_++;
   const bool new_incarnation = m.incarnation.empty() || m.incarnation != request.incarnation();
@@ -169,9 +169,9 @@ bool WorkerMembership::Evaluate(Member& m, absl::Time now) {
       }
     } else if (age > 2 * options_.heartbeat_interval) {
       if (before == v1::WORKER_STATE_ALIVE) {
-        SetState(m, v1::WORKER_STATE_SUSPECT,
-                 absl::StrCat("heartbeats late: the last came ", absl::FormatDuration(age),
-                              " ago"));
+        SetState(
+            m, v1::WORKER_STATE_SUSPECT,
+            absl::StrCat("heartbeats late: the last came ", absl::FormatDuration(age), " ago"));
       }
     } else {
       SetState(m, v1::WORKER_STATE_ALIVE, "");
@@ -203,8 +203,7 @@ void WorkerMembership::Expect(const std::string& worker_id, const std::string& a
   SetState(m, v1::WORKER_STATE_SUSPECT, "not registered since the coordinator started");
 }
 
-bool WorkerMembership::Send(const std::string& worker_id,
-                            const v1::CoordinatorMessage& message) {
+bool WorkerMembership::Send(const std::string& worker_id, const v1::CoordinatorMessage& message) {
   MutexLock lock(&mu_);
   Member* m = Find(worker_id);
   if (m == nullptr || m->link == nullptr) return false;

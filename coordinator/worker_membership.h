@@ -23,9 +23,9 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "common/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "coordinator/worker_link.h"
 #include "proto/cluster.pb.h"
 #include "proto/worker.pb.h"
@@ -61,7 +61,7 @@ struct SchedulableWorker {
   std::string worker_id;
   std::string incarnation;
   int slots = 0;
-  std::vector<int> gpu_indices;  // per slot; empty for a CPU worker
+  std::vector<int> gpu_indices;          // per slot; empty for a CPU worker
   std::vector<v1::RunningRank> running;  // rank processes the worker reports
   std::map<std::string, std::string> labels;
   int cpus = 0;           // 0: not counted
@@ -114,8 +114,7 @@ class WorkerMembership {
     bool running = false;  // the latest report listed the rank
   };
   // Null for a worker that never registered.
-  std::optional<Sighting> LastSighting(const std::string& worker_id,
-                                       const v1::RankRef& rank) const;
+  std::optional<Sighting> LastSighting(const std::string& worker_id, const v1::RankRef& rank) const;
 
   // Queues `message` on the worker's stream; false when it has none.
   bool Send(const std::string& worker_id, const v1::CoordinatorMessage& message);
@@ -129,8 +128,7 @@ class WorkerMembership {
 
   // A port from the worker's latest free-port report not in `in_use`;
   // FAILED_PRECONDITION when it reported none.
-  absl::StatusOr<int> PickFreePort(const std::string& worker_id,
-                                   const std::set<int>& in_use) const;
+  absl::StatusOr<int> PickFreePort(const std::string& worker_id, const std::set<int>& in_use) const;
 
  private:
   using RankKey = std::tuple<std::string, int, int>;  // job, attempt, rank
@@ -138,14 +136,14 @@ class WorkerMembership {
     v1::Worker info;  // id, address, slots, gpus, usage; state and its reason
     WorkerLink* link = nullptr;
     std::string incarnation;
-    int64_t applied_seq = 0;   // of this incarnation
+    int64_t applied_seq = 0;  // of this incarnation
     bool admitted = false;
     absl::Time last_heartbeat;
     absl::Time lose_at = absl::InfiniteFuture();  // while it has no stream
     std::vector<int> free_ports;
     std::map<RankKey, v1::RunningRank> running;
     int64_t reports = 0;  // heartbeats and registrations
-    int64_t order = 0;  // registration order, for stable placement
+    int64_t order = 0;    // registration order, for stable placement
   };
 
   Member* Find(const std::string& worker_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -141,14 +141,13 @@ class WorkerStream final
 
 }  // namespace
 
-grpc::ServerBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage>*
-WorkerServiceImpl::Connect(grpc::CallbackServerContext* context) {
+grpc::ServerBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage>* WorkerServiceImpl::Connect(
+    grpc::CallbackServerContext* context) {
   Caller caller;
   if (absl::Status s = access_->RequireWorker(*context, &caller); !s.ok()) {
     return new RefusedBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage>(ToGrpcStatus(s));
   }
-  return new WorkerStream(manager_, membership_, access_, &inbox_, max_queued_,
-                          std::move(caller));
+  return new WorkerStream(manager_, membership_, access_, &inbox_, max_queued_, std::move(caller));
 }
 
 grpc::ServerUnaryReactor* WorkerServiceImpl::ReadCode(grpc::CallbackServerContext* context,

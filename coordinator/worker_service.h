@@ -19,7 +19,10 @@ class WorkerServiceImpl final : public v1::WorkerService::CallbackService {
   // written is ended (RESOURCE_EXHAUSTED).
   WorkerServiceImpl(JobManager* manager, WorkerMembership* membership, CodeStore* code,
                     const AccessPolicy* access, int max_queued = kDefaultMaxStreamQueue)
-      : manager_(manager), membership_(membership), code_(code), access_(access),
+      : manager_(manager),
+        membership_(membership),
+        code_(code),
+        access_(access),
         max_queued_(max_queued) {}
   grpc::ServerBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage>* Connect(
       grpc::CallbackServerContext* context) override;

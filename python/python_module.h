@@ -10,7 +10,7 @@
 namespace ringmaster {
 
 struct PythonFile {
-  const char* path;     // "ringmaster/__init__.py"
+  const char* path;  // "ringmaster/__init__.py"
   const char* content;
 };
 

@@ -249,22 +249,21 @@ TEST_F(AuthTest, EveryRpcAllowsExactlyTheDocumentedCredentials) {
                     .ok());
   }
   const std::vector<std::pair<Caller, std::string>> matrix = {
-      {{"no credential", CaOnly(), ""},                 "UUUUUUUUU UUU UUUUU UU A"},
-      {{"a wrong token", CaOnly(), "guess"},            "UUUUUUUUU UUU UUUUU UU A"},
+      {{"no credential", CaOnly(), ""}, "UUUUUUUUU UUU UUUUU UU A"},
+      {{"a wrong token", CaOnly(), "guess"}, "UUUUUUUUU UUU UUUUU UU A"},
       {{"a forged job token", CaOnly(), CredentialSigner("other key").Job(job_a, 0)},
-                                                         "UUUUUUUUU UUU UUUUU UU A"},
-      {{"admin token", CaOnly(), kAdminToken},          "AAAAAAAAA AAA AAAAA UU A"},
+       "UUUUUUUUU UUU UUUUU UU A"},
+      {{"admin token", CaOnly(), kAdminToken}, "AAAAAAAAA AAA AAAAA UU A"},
       {{"admin certificate", Certificate("admin"), ""}, "AAAAAAAAA AAA AAAAA UU A"},
-      {{"worker token of local-0", CaOnly(), signer.Worker("local-0")},
-                                                         "PPPPPPPPP APA PPPPP UU A"},
+      {{"worker token of local-0", CaOnly(), signer.Worker("local-0")}, "PPPPPPPPP APA PPPPP UU A"},
       {{"worker certificate of local-0", Certificate("worker-local-0"), ""},
-                                                         "PPPPPPPPP APA PPPPP UU A"},
-      {{"job A's token", CaOnly(), token_a},            "PPPPPPPPP PPP AAAAP PA A"},
+       "PPPPPPPPP APA PPPPP UU A"},
+      {{"job A's token", CaOnly(), token_a}, "PPPPPPPPP PPP AAAAP PA A"},
       {{"job B's token", CaOnly(), signer.Job(job_b, 0)}, "PPPPPPPPP PPP PPPPA UU A"},
       {{"job A's token of another attempt", CaOnly(), signer.Job(job_a, 1)},
-                                                         "PPPPPPPPP PPP PPPPP UU A"},
+       "PPPPPPPPP PPP PPPPP UU A"},
       {{"the agent credential", CaOnly(), signer.Agent(absl::StrCat("local-", worker_a))},
-                                                         "PPPPPPPPP PPP PPPPP AP A"},
+       "PPPPPPPPP PPP PPPPP AP A"},
   };
   for (const auto& [caller, expected] : matrix) {
     EXPECT_EQ(Row(caller, job_a, job_b, worker_a), expected) << caller.name;
@@ -347,8 +346,7 @@ TEST_F(AuthTest, TheCliReadsTheTokenFromAnOwnerOnlyFileNeverFromItsArguments) {
   chmod(file.c_str(), 0644);
   testing::CommandResult open = testing::RunCommand({cli, "--token-file", file, "workers"}, env);
   EXPECT_EQ(open.exit_code, 2);
-  EXPECT_NE(open.err.find("is open to group or others (mode 0644)"), std::string::npos)
-      << open.err;
+  EXPECT_NE(open.err.find("is open to group or others (mode 0644)"), std::string::npos) << open.err;
   testing::CommandResult argv = testing::RunCommand({cli, "--token", kAdminToken, "workers"}, env);
   EXPECT_EQ(argv.exit_code, 2) << "a token on the command line shows in ps";
 }
@@ -444,9 +442,8 @@ TEST_F(RankUserTest, ShippedCodeBelongsToTheRankUser) {
       "name: shipped\nranks: 1\n"
       "command: [sh, -c, 'test -L client/ringmaster && echo ok > written && "
       "stat -c \"%U %n\" . written']\n");
-  v1::Job job = WaitJob(id, [](const v1::Job& j) {
-    return j.state() == v1::SUCCEEDED || j.state() == v1::FAILED;
-  });
+  v1::Job job = WaitJob(
+      id, [](const v1::Job& j) { return j.state() == v1::SUCCEEDED || j.state() == v1::FAILED; });
   testing::CommandResult logs = Cli({"logs", id});
   EXPECT_EQ(job.state(), v1::SUCCEEDED)
       << logs.out << job.history(job.history_size() - 1).message();
@@ -459,17 +456,18 @@ TEST_F(RankUserTest, ShippedCodeBelongsToTheRankUser) {
 TEST(BindTest, BeyondLoopbackNeedsTlsOrInsecure) {
   const std::string coordinator = testing::Runfile("coordinator/ringmaster-coordinator");
   const std::string state = testing::MakeTempDir("bind");
-  testing::CommandResult refused = testing::RunCommand(
-      {coordinator, "--bind", "0.0.0.0", "--port", "0", "--metrics-port", "0", "--state-dir",
-       state});
+  testing::CommandResult refused =
+      testing::RunCommand({coordinator, "--bind", "0.0.0.0", "--port", "0", "--metrics-port", "0",
+                           "--state-dir", state});
   EXPECT_EQ(refused.exit_code, 1);
-  EXPECT_NE((refused.out + refused.err).find("--bind 0.0.0.0 would serve this coordinator's API "
-                                             "beyond this machine without TLS; give --tls-dir"),
+  EXPECT_NE((refused.out + refused.err)
+                .find("--bind 0.0.0.0 would serve this coordinator's API "
+                      "beyond this machine without TLS; give --tls-dir"),
             std::string::npos)
       << refused.out << refused.err;
-  testing::CommandResult refused_worker = testing::RunCommand(
-      {testing::Runfile("worker/ringmaster-worker"), "--bind", "0.0.0.0", "--port", "0",
-       "--metrics-port", "0", "--state-dir", state + "/w"});
+  testing::CommandResult refused_worker =
+      testing::RunCommand({testing::Runfile("worker/ringmaster-worker"), "--bind", "0.0.0.0",
+                           "--port", "0", "--metrics-port", "0", "--state-dir", state + "/w"});
   EXPECT_EQ(refused_worker.exit_code, 1) << refused_worker.err;
 
   // With --insecure it serves, and says it is exposed; with --tls-dir it
@@ -477,8 +475,8 @@ TEST(BindTest, BeyondLoopbackNeedsTlsOrInsecure) {
   auto serve = [&](const std::string& flags, const std::string& wanted) {
     return testing::Shell(absl::StrCat(
         coordinator, " --bind 0.0.0.0 ", flags, " --port 0 --metrics-port 0 --state-dir ", state,
-        " > ", state, "/log 2>&1 & pid=$!; for i in $(seq 100); do grep -q '", wanted, "' ",
-        state, "/log && break; sleep 0.1; done; kill $pid; wait $pid; cat ", state, "/log"));
+        " > ", state, "/log 2>&1 & pid=$!; for i in $(seq 100); do grep -q '", wanted, "' ", state,
+        "/log && break; sleep 0.1; done; kill $pid; wait $pid; cat ", state, "/log"));
   };
   testing::CommandResult insecure = serve("--insecure", "served without TLS");
   EXPECT_NE(insecure.out.find("--insecure: the coordinator API on 0.0.0.0 is served without TLS"),
@@ -504,11 +502,14 @@ TEST(BindTest, MetricsListenOnLoopbackUnlessMetricsBindSaysOtherwise) {
   // ten seconds at most), then the coordinator is stopped.
   auto listening_on = [&](const std::string& flags) {
     const int port = PickFreePort("127.0.0.1").value();
-    return testing::Shell(absl::StrCat(
-        coordinator, " --bind 0.0.0.0 --tls-dir ", state, "/tls --port 0 --metrics-port ", port,
-        " ", flags, " --state-dir ", state, " > ", state, "/log 2>&1 & pid=$!; for i in $(seq 100);"
-        " do out=$(ss -ltnH \"sport = :", port, "\" | awk '{print $4}'); [ -n \"$out\" ] && break;"
-        " sleep 0.1; done; kill $pid; wait $pid; echo \"$out\""))
+    return testing::Shell(absl::StrCat(coordinator, " --bind 0.0.0.0 --tls-dir ", state,
+                                       "/tls --port 0 --metrics-port ", port, " ", flags,
+                                       " --state-dir ", state, " > ", state,
+                                       "/log 2>&1 & pid=$!; for i in $(seq 100);"
+                                       " do out=$(ss -ltnH \"sport = :",
+                                       port,
+                                       "\" | awk '{print $4}'); [ -n \"$out\" ] && break;"
+                                       " sleep 0.1; done; kill $pid; wait $pid; echo \"$out\""))
         .out;
   };
   const std::string by_default = listening_on("");
@@ -534,15 +535,19 @@ class PlaintextCoordinator {
     if (!port.ok()) return port.status();
     address_ = absl::StrCat("127.0.0.1:", *port);
     SubprocessSpec spec;
-    spec.argv = {testing::Runfile("coordinator/ringmaster-coordinator"), "--port",
-                 absl::StrCat(*port), "--metrics-port", "0", "--state-dir", state_ + "/c"};
+    spec.argv = {testing::Runfile("coordinator/ringmaster-coordinator"),
+                 "--port",
+                 absl::StrCat(*port),
+                 "--metrics-port",
+                 "0",
+                 "--state-dir",
+                 state_ + "/c"};
     spec.env = CurrentEnvironment();
     spec.output_path = state_ + "/log";
     absl::StatusOr<pid_t> pid = SpawnProcess(spec);
     if (!pid.ok()) return pid.status();
     pid_ = *pid;
-    if (!testing::WaitFor([this] { return Client(address_).ListJobs().ok(); },
-                          absl::Seconds(20))) {
+    if (!testing::WaitFor([this] { return Client(address_).ListJobs().ok(); }, absl::Seconds(20))) {
       return absl::DeadlineExceededError("the plaintext coordinator did not answer in 20s");
     }
     return absl::OkStatus();

@@ -62,8 +62,9 @@ TEST(CliTest, CompletionKnowsVerbsOptionsAndFormats) {
   EXPECT_EQ(Complete("bash", "ringmaster jobs --st"), "--state");
   EXPECT_EQ(Complete("bash", "ringmaster top --a"), "--all");
   EXPECT_EQ(Complete("bash", "ringmaster logs j-1 -o "), "table json yaml");
-  EXPECT_EQ(Complete("bash", "ringmaster completion "), "bash zsh --coordinator --token-file "
-                                                        "--tls-dir --output -o");
+  EXPECT_EQ(Complete("bash", "ringmaster completion "),
+            "bash zsh --coordinator --token-file "
+            "--tls-dir --output -o");
   if (testing::RunCommand({"sh", "-c", "command -v zsh"}, {}).exit_code != 0) {
     GTEST_SKIP() << "zsh is not installed (./dev installs it)";
   }
@@ -231,8 +232,8 @@ TEST_F(CliClusterTest, LogsTellAttemptsApartTailAndTimestampThem) {
   EXPECT_EQ(line.fields().at("attempt").number_value(), 1);
   absl::Time time;
   std::string error;
-  ASSERT_TRUE(absl::ParseTime(absl::RFC3339_full, line.fields().at("time").string_value(), &time,
-                              &error))
+  ASSERT_TRUE(
+      absl::ParseTime(absl::RFC3339_full, line.fields().at("time").string_value(), &time, &error))
       << timed.out;
   EXPECT_GE(time, before);
   EXPECT_LE(time, absl::Now());
@@ -284,7 +285,13 @@ TEST_F(CliClusterTest, TopHidesFinishedJobsUnlessAll) {
   ASSERT_EQ(frames.size(), 2u) << json.out;
   const Struct frame = ParseJson(frames[0]);
   ASSERT_EQ(frame.fields().at("jobs").list_value().values_size(), 1);
-  EXPECT_EQ(frame.fields().at("jobs").list_value().values(0).struct_value().fields().at("id")
+  EXPECT_EQ(frame.fields()
+                .at("jobs")
+                .list_value()
+                .values(0)
+                .struct_value()
+                .fields()
+                .at("id")
                 .string_value(),
             running);
   EXPECT_EQ(frame.fields().at("workers").list_value().values_size(), 2);
@@ -312,7 +319,13 @@ TEST_F(CliClusterTest, LabelsRequestIdsAndPlacementFromTheCommandLine) {
   ASSERT_EQ(team_a.exit_code, 0) << team_a.err;
   const Struct listed = ParseJson(team_a.out);
   ASSERT_EQ(listed.fields().at("jobs").list_value().values_size(), 1) << team_a.out;
-  EXPECT_EQ(listed.fields().at("jobs").list_value().values(0).struct_value().fields().at("id")
+  EXPECT_EQ(listed.fields()
+                .at("jobs")
+                .list_value()
+                .values(0)
+                .struct_value()
+                .fields()
+                .at("id")
                 .string_value(),
             id);
   CommandResult table = Cli({"jobs", "--label", "team=b"});

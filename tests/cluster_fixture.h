@@ -7,8 +7,8 @@
 
 #include <signal.h>
 
-#include <fstream>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <string>
@@ -41,9 +41,9 @@ class ClusterTest : public ::testing::Test {
     auto port = PickFreePort("127.0.0.1");
     ASSERT_TRUE(port.ok());
     address_ = absl::StrCat("127.0.0.1:", *port);
-    std::vector<std::string> args = {"up",      "--workers", absl::StrCat(up_workers_),
-                                     "--slots", absl::StrCat(up_slots_), "--state-dir",
-                                     state_dir_};
+    std::vector<std::string> args = {
+        "up",          "--workers", absl::StrCat(up_workers_), "--slots", absl::StrCat(up_slots_),
+        "--state-dir", state_dir_};
     args.insert(args.end(), up_args_.begin(), up_args_.end());
     testing::CommandResult up = Cli(args);
     ASSERT_EQ(up.exit_code, 0) << up.err;
@@ -134,8 +134,7 @@ class ClusterTest : public ::testing::Test {
         MakeChannel(workers[index].address, CaOnly(), absl::StrCat("local-", index)));
   }
   std::string AgentCredential(int index) {
-    absl::StatusOr<std::string> key =
-        LoadOrCreateKey(state_dir_ + "/coordinator/credential.key");
+    absl::StatusOr<std::string> key = LoadOrCreateKey(state_dir_ + "/coordinator/credential.key");
     EXPECT_TRUE(key.ok()) << key.status();
     return CredentialSigner(key.ok() ? *key : "").Agent(absl::StrCat("local-", index));
   }

@@ -41,10 +41,8 @@ TEST_F(ClusterTest, TwoRankJobSeesTheWholeEnvironmentContract) {
 
   CommandResult logs = Cli({"logs", id});
   EXPECT_EQ(logs.exit_code, 0) << logs.err;
-  EXPECT_NE(logs.out.find("[rank 0] rank 0 of 2: contract holds"), std::string::npos)
-      << logs.out;
-  EXPECT_NE(logs.out.find("[rank 1] rank 1 of 2: contract holds"), std::string::npos)
-      << logs.out;
+  EXPECT_NE(logs.out.find("[rank 0] rank 0 of 2: contract holds"), std::string::npos) << logs.out;
+  EXPECT_NE(logs.out.find("[rank 1] rank 1 of 2: contract holds"), std::string::npos) << logs.out;
   CommandResult one = Cli({"logs", id, "--rank", "1"});
   EXPECT_EQ(one.out.find("[rank 0]"), std::string::npos) << one.out;
 }
@@ -89,8 +87,10 @@ TEST_F(ClusterTest, CancelStopsEveryProcessOfTheJob) {
 }
 
 TEST_F(ClusterTest, KilledCoordinatorRestartsWithTheSameJobsAndHistory) {
-  CommandResult done = Cli({"submit", WriteSpec("quick", "name: quick\nranks: 1\n"
-                                                         "command: [true]\n"),
+  CommandResult done = Cli({"submit",
+                            WriteSpec("quick",
+                                      "name: quick\nranks: 1\n"
+                                      "command: [true]\n"),
                             "--follow"});
   ASSERT_EQ(done.exit_code, 0) << done.err;
   const std::string running = Submit(SleeperSpec("survivor"));
@@ -107,8 +107,8 @@ TEST_F(ClusterTest, KilledCoordinatorRestartsWithTheSameJobsAndHistory) {
   std::string raw((std::istreambuf_iterator<char>(cmdline)), {});
   std::vector<std::string> argv = absl::StrSplit(raw, '\0', absl::SkipEmpty());
   ASSERT_EQ(kill(coordinator, SIGKILL), 0);
-  ASSERT_TRUE(testing::WaitFor([&] { return !testing::ProcessAlive(coordinator); },
-                               absl::Seconds(10)));
+  ASSERT_TRUE(
+      testing::WaitFor([&] { return !testing::ProcessAlive(coordinator); }, absl::Seconds(10)));
 
   SubprocessSpec restart;
   restart.argv = argv;
@@ -176,8 +176,7 @@ TEST_F(ClusterTest, DownLeavesNoProcessBehind) {
 }
 
 TEST_F(ClusterTest, UpIsIdempotent) {
-  CommandResult again =
-      Cli({"up", "--workers", "2", "--slots", "1", "--state-dir", state_dir_});
+  CommandResult again = Cli({"up", "--workers", "2", "--slots", "1", "--state-dir", state_dir_});
   EXPECT_EQ(again.exit_code, 0) << again.err;
   EXPECT_NE(again.out.find("already running"), std::string::npos) << again.out;
   EXPECT_EQ(Daemons().size(), 3u);
@@ -192,11 +191,10 @@ TEST_F(ClusterTest, UpRestartsAClusterWithADeadDaemon) {
     if (role == "coordinator") coordinator = pid;
   }
   ASSERT_EQ(kill(coordinator, SIGKILL), 0);
-  ASSERT_TRUE(testing::WaitFor([&] { return !testing::ProcessAlive(coordinator); },
-                               absl::Seconds(10)));
+  ASSERT_TRUE(
+      testing::WaitFor([&] { return !testing::ProcessAlive(coordinator); }, absl::Seconds(10)));
   const auto before = Daemons();
-  CommandResult again =
-      Cli({"up", "--workers", "2", "--slots", "1", "--state-dir", state_dir_});
+  CommandResult again = Cli({"up", "--workers", "2", "--slots", "1", "--state-dir", state_dir_});
   EXPECT_EQ(again.exit_code, 0) << again.err;
   EXPECT_NE(again.out.find("cluster restarted"), std::string::npos) << again.out;
   for (auto& [role, pid] : before) {
@@ -220,8 +218,7 @@ TEST_F(ClusterTest, MalformedYamlIsOneLineAndExitCodeTwo) {
 }
 
 TEST_F(ClusterTest, InvalidSpecNamesTheFieldAndCreatesNothing) {
-  CommandResult r =
-      Cli({"submit", WriteSpec("invalid", "name: x\nranks: 0\ncommand: [true]\n")});
+  CommandResult r = Cli({"submit", WriteSpec("invalid", "name: x\nranks: 0\ncommand: [true]\n")});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("ranks: must be in [1, 4096], got 0"), std::string::npos) << r.err;
   auto jobs = client_->ListJobs();
@@ -245,12 +242,12 @@ rv1::ServerReflectionResponse Reflect(const std::shared_ptr<grpc::Channel>& chan
                                          channel);
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  std::unique_ptr<grpc::ClientReaderWriter<rv1::ServerReflectionRequest,
-                                           rv1::ServerReflectionResponse>>
+  std::unique_ptr<
+      grpc::ClientReaderWriter<rv1::ServerReflectionRequest, rv1::ServerReflectionResponse>>
       stream(grpc::internal::ClientReaderWriterFactory<
              rv1::ServerReflectionRequest, rv1::ServerReflectionResponse>::Create(channel.get(),
-                                                                                 method,
-                                                                                 &context));
+                                                                                  method,
+                                                                                  &context));
   rv1::ServerReflectionResponse response;
   EXPECT_TRUE(stream->Write(request)) << version;
   EXPECT_TRUE(stream->Read(&response)) << version;
@@ -320,11 +317,11 @@ TEST_F(ClusterTest, EveryServerServesHealthPerServiceAndReflectionV1AndV1alpha) 
       ASSERT_GT(file.file_descriptor_response().file_descriptor_proto_size(), 0)
           << address << " " << version << ": " << file.error_response().error_message();
       google::protobuf::FileDescriptorProto proto;
-      ASSERT_TRUE(
-          proto.ParseFromString(file.file_descriptor_response().file_descriptor_proto(0)));
+      ASSERT_TRUE(proto.ParseFromString(file.file_descriptor_response().file_descriptor_proto(0)));
       EXPECT_EQ(proto.package(), "ringmaster.v1") << version;
       bool has_service = false;
-      for (const auto& s : proto.service()) has_service |= "ringmaster.v1." + s.name() == services[0];
+      for (const auto& s : proto.service())
+        has_service |= "ringmaster.v1." + s.name() == services[0];
       EXPECT_TRUE(has_service) << proto.name() << " " << version;
       rv1::ServerReflectionRequest missing;
       missing.set_file_containing_symbol("no.such.Symbol");
@@ -351,8 +348,8 @@ TEST_F(ClusterTest, EveryDaemonsMetricsPassPromtool) {
       [&] {
         for (const auto& d : DaemonRecords()) {
           if (d.role == "worker" &&
-              testing::HttpGet(d.metrics_address, "/metrics").find("ringmaster_train_steps_total") !=
-                  std::string::npos) {
+              testing::HttpGet(d.metrics_address, "/metrics")
+                      .find("ringmaster_train_steps_total") != std::string::npos) {
             return true;
           }
         }
@@ -412,9 +409,9 @@ namespace {
 
 // Specs past the limits get one line and exit 2, and nothing is stored.
 TEST_F(ClusterTest, OversizedSpecsAreRefusedWithTheLimit) {
-  const std::string huge = WriteSpec(
-      "huge", "name: huge\nranks: 1\ncommand: [true]\nenv: {BLOB: \"" +
-                  std::string(10 << 20, 'x') + "\"}\n");
+  const std::string huge =
+      WriteSpec("huge", "name: huge\nranks: 1\ncommand: [true]\nenv: {BLOB: \"" +
+                            std::string(10 << 20, 'x') + "\"}\n");
   CommandResult r = Cli({"submit", huge});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("bytes; the limit is 1048576"), std::string::npos) << r.err;
@@ -445,8 +442,10 @@ namespace {
 TEST_F(ClusterTest, JobsArePagedNewestFirst) {
   std::vector<std::string> ids;
   for (int i = 0; i < 3; ++i) {
-    CommandResult r = Cli({"submit", WriteSpec("quick", "name: quick\nranks: 1\n"
-                                                        "command: [true]\n"),
+    CommandResult r = Cli({"submit",
+                           WriteSpec("quick",
+                                     "name: quick\nranks: 1\n"
+                                     "command: [true]\n"),
                            "--follow"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     ids.push_back(r.out.substr(0, r.out.find('\n')));
@@ -455,8 +454,7 @@ TEST_F(ClusterTest, JobsArePagedNewestFirst) {
   EXPECT_EQ(two.exit_code, 0) << two.err;
   EXPECT_LT(two.out.find(ids[2]), two.out.find(ids[1])) << "newest first: " << two.out;
   EXPECT_EQ(two.out.find(ids[0]), std::string::npos) << two.out;
-  EXPECT_NE(two.err.find("the newest 2 jobs; --all shows every one"), std::string::npos)
-      << two.err;
+  EXPECT_NE(two.err.find("the newest 2 jobs; --all shows every one"), std::string::npos) << two.err;
   CommandResult all = Cli({"jobs", "--all", "--state", "succeeded"});
   for (const std::string& id : ids) EXPECT_NE(all.out.find(id), std::string::npos) << all.out;
   EXPECT_TRUE(all.err.empty()) << all.err;
@@ -482,8 +480,10 @@ namespace {
 // `delete` forgets an ended job: its history and its logs on the worker;
 // an active job must be cancelled first.
 TEST_F(ClusterTest, DeleteForgetsAnEndedJobAndItsLogs) {
-  CommandResult done = Cli({"submit", WriteSpec("gone", "name: gone\nranks: 1\n"
-                                                        "command: [echo, hi]\n"),
+  CommandResult done = Cli({"submit",
+                            WriteSpec("gone",
+                                      "name: gone\nranks: 1\n"
+                                      "command: [echo, hi]\n"),
                             "--follow"});
   ASSERT_EQ(done.exit_code, 0) << done.err;
   const std::string id = done.out.substr(0, done.out.find('\n'));
@@ -502,8 +502,8 @@ TEST_F(ClusterTest, DeleteForgetsAnEndedJobAndItsLogs) {
   CommandResult deleted = Cli({"delete", id});
   EXPECT_EQ(deleted.exit_code, 0) << deleted.err;
   EXPECT_EQ(client_->GetJob(id).status().code(), absl::StatusCode::kNotFound);
-  EXPECT_TRUE(testing::WaitFor([&] { return access(log_dir.c_str(), F_OK) != 0; },
-                               absl::Seconds(10)))
+  EXPECT_TRUE(
+      testing::WaitFor([&] { return access(log_dir.c_str(), F_OK) != 0; }, absl::Seconds(10)))
       << log_dir << " still there";
 }
 
@@ -521,9 +521,9 @@ class GpuClusterTest : public ClusterTest {
 
   // Each rank's CUDA_VISIBLE_DEVICES, by rank, once the job has ended.
   std::vector<std::string> VisibleDevices(int ranks, int gpus_per_rank) {
-    const std::string spec = absl::StrCat(
-        "name: gpus\nranks: ", ranks, "\ngpus_per_rank: ", gpus_per_rank,
-        "\ncommand: [sh, -c, 'echo \"gpus=[$CUDA_VISIBLE_DEVICES]\"']\n");
+    const std::string spec =
+        absl::StrCat("name: gpus\nranks: ", ranks, "\ngpus_per_rank: ", gpus_per_rank,
+                     "\ncommand: [sh, -c, 'echo \"gpus=[$CUDA_VISIBLE_DEVICES]\"']\n");
     CommandResult r = Cli({"submit", WriteSpec("gpus", spec), "--follow"});
     EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
     const std::string id = r.out.substr(0, r.out.find('\n'));
@@ -546,12 +546,11 @@ TEST_F(GpuClusterTest, RanksSeeExactlyTheirGpus) {
   EXPECT_EQ((*workers)[0].slots(), 2) << "one slot per GPU";
   EXPECT_EQ((*workers)[0].gpus(1).uuid(), "GPU-bbbb");
 
-  EXPECT_EQ(VisibleDevices(2, 2), (std::vector<std::string>{"GPU-aaaa,GPU-bbbb",
-                                                            "GPU-aaaa,GPU-bbbb"}));
+  EXPECT_EQ(VisibleDevices(2, 2),
+            (std::vector<std::string>{"GPU-aaaa,GPU-bbbb", "GPU-aaaa,GPU-bbbb"}));
   std::vector<std::string> one_each = VisibleDevices(4, 1);
   std::sort(one_each.begin(), one_each.end());
-  EXPECT_EQ(one_each,
-            (std::vector<std::string>{"GPU-aaaa", "GPU-aaaa", "GPU-bbbb", "GPU-bbbb"}));
+  EXPECT_EQ(one_each, (std::vector<std::string>{"GPU-aaaa", "GPU-aaaa", "GPU-bbbb", "GPU-bbbb"}));
   EXPECT_EQ(VisibleDevices(2, 0), (std::vector<std::string>{"", ""}));
 
   const std::string trainer =

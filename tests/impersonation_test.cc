@@ -113,8 +113,10 @@ class StolenKeyServer {
       SSL_free(ssl);
       close(fd);
       absl::MutexLock lock(&mu_);
-      if (spoke) ++spoke_;
-      else if (hung_up) ++refused_;
+      if (spoke)
+        ++spoke_;
+      else if (hung_up)
+        ++refused_;
     }
   }
 
@@ -160,27 +162,25 @@ class ImpersonationTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = testing::MakeTempDir("tls");
-    testing::CommandResult init = testing::RunCommand(
-        {Runfile("client/ringmaster"), "certs", "init", "--dir", dir_, "--worker", "w1",
-         "--worker", "w2", "--host", "127.0.0.1"});
+    testing::CommandResult init =
+        testing::RunCommand({Runfile("client/ringmaster"), "certs", "init", "--dir", dir_,
+                             "--worker", "w1", "--worker", "w2", "--host", "127.0.0.1"});
     ASSERT_EQ(init.exit_code, 0) << init.err;
   }
 
   // Until `server` has seen `connections` hang up or any speak.
   static void AwaitRefusals(StolenKeyServer& server, int connections) {
     EXPECT_TRUE(testing::WaitFor(
-        [&] { return server.refused() >= connections || server.spoke() > 0; },
-        absl::Seconds(60)))
+        [&] { return server.refused() >= connections || server.spoke() > 0; }, absl::Seconds(60)))
         << "no connection came";
   }
 
   // `ringmaster jobs` against `server`, with the cluster's CA and admin
   // certificate, and an admin token to give away.
   testing::CommandResult CliJobs(const StolenKeyServer& server) {
-    return testing::RunCommand(
-        {Runfile("client/ringmaster"), "jobs", "--coordinator", server.address(), "--tls-dir",
-         dir_},
-        {{"RINGMASTER_TOKEN", "the-admin-token"}}, absl::Seconds(60));
+    return testing::RunCommand({Runfile("client/ringmaster"), "jobs", "--coordinator",
+                                server.address(), "--tls-dir", dir_},
+                               {{"RINGMASTER_TOKEN", "the-admin-token"}}, absl::Seconds(60));
   }
 
   std::string dir_;
@@ -190,8 +190,7 @@ TEST_F(ImpersonationTest, TheCliRefusesAWorkerKeyAsTheCoordinator) {
   StolenKeyServer stolen(dir_ + "/worker-w1");
   testing::CommandResult jobs = CliJobs(stolen);
   EXPECT_EQ(jobs.exit_code, 1) << jobs.out;
-  EXPECT_NE(jobs.err.find("does not name ringmaster-coordinator"), std::string::npos)
-      << jobs.err;
+  EXPECT_NE(jobs.err.find("does not name ringmaster-coordinator"), std::string::npos) << jobs.err;
   EXPECT_GE(stolen.refused(), 1);
   EXPECT_EQ(stolen.spoke(), 0) << "the CLI sent its request (and token) to a worker's key";
 }
@@ -208,10 +207,10 @@ TEST_F(ImpersonationTest, TheSameServerWithTheCoordinatorsCertificateIsSpokenTo)
 TEST_F(ImpersonationTest, AWorkerRefusesAnotherWorkersKeyAsTheCoordinator) {
   StolenKeyServer stolen(dir_ + "/worker-w1");
   const std::string state = testing::MakeTempDir("worker-w2");
-  Background worker({Runfile("worker/ringmaster-worker"), "--coordinator", stolen.address(),
-                     "--tls-dir", dir_, "--id", "w2", "--state-dir", state, "--port",
-                     "0", "--metrics-port", "0", "--slots", "1"},
-                    {}, state + "/worker.log");
+  Background worker(
+      {Runfile("worker/ringmaster-worker"), "--coordinator", stolen.address(), "--tls-dir", dir_,
+       "--id", "w2", "--state-dir", state, "--port", "0", "--metrics-port", "0", "--slots", "1"},
+      {}, state + "/worker.log");
   AwaitRefusals(stolen, 2);
   EXPECT_EQ(stolen.spoke(), 0) << "the worker registered with a worker's key";
   EXPECT_TRUE(testing::WaitFor(
@@ -249,18 +248,18 @@ TEST_F(ImpersonationTest, ThePythonModuleRefusesAnyoneButItsWorker) {
   const std::string package = python_dir.substr(0, python_dir.rfind("/ringmaster/"));
   for (const std::string stem : {"worker-w2", "coordinator"}) {
     StolenKeyServer stolen(dir_ + "/" + stem);
-    testing::CommandResult report = testing::RunCommand(
-        {"python3", "-c",
-         "import ringmaster, time\n"
-         "ringmaster.report(step=1, loss=0.5, samples=10)\n"
-         "time.sleep(3)\n"},
-        {{"PYTHONPATH", package},
-         {"RINGMASTER_JOB_ID", "victim-1"},
-         {"RINGMASTER_WORKER_ADDRESS", stolen.address()},
-         {"RINGMASTER_WORKER_ID", "w1"},
-         {"RINGMASTER_TLS_CA", ReadFile(dir_ + "/ca.crt")},
-         {"RINGMASTER_JOB_TOKEN", "the-job-token"}},
-        absl::Seconds(60));
+    testing::CommandResult report =
+        testing::RunCommand({"python3", "-c",
+                             "import ringmaster, time\n"
+                             "ringmaster.report(step=1, loss=0.5, samples=10)\n"
+                             "time.sleep(3)\n"},
+                            {{"PYTHONPATH", package},
+                             {"RINGMASTER_JOB_ID", "victim-1"},
+                             {"RINGMASTER_WORKER_ADDRESS", stolen.address()},
+                             {"RINGMASTER_WORKER_ID", "w1"},
+                             {"RINGMASTER_TLS_CA", ReadFile(dir_ + "/ca.crt")},
+                             {"RINGMASTER_JOB_TOKEN", "the-job-token"}},
+                            absl::Seconds(60));
     EXPECT_EQ(report.exit_code, 0) << report.err;
     AwaitRefusals(stolen, 1);
     EXPECT_EQ(stolen.spoke(), 0) << stem << "'s key received the Python module's report";
@@ -277,9 +276,9 @@ TEST_F(ImpersonationTest, CertsInitReissuesWhatLacksANameAndRenewRemakesAll) {
   ASSERT_EQ(same.exit_code, 0) << same.err;
   EXPECT_NE(same.out.find("nothing to do"), std::string::npos) << same.out;
 
-  testing::CommandResult added = testing::RunCommand({Runfile("client/ringmaster"), "certs",
-                                                      "init", "--dir", dir_, "--host",
-                                                      "coordinator.example"});
+  testing::CommandResult added =
+      testing::RunCommand({Runfile("client/ringmaster"), "certs", "init", "--dir", dir_, "--host",
+                           "coordinator.example"});
   ASSERT_EQ(added.exit_code, 0) << added.err;
   EXPECT_NE(added.out.find("coordinator.crt (adds coordinator.example"), std::string::npos)
       << added.out;
@@ -299,8 +298,7 @@ TEST_F(ImpersonationTest, CertsInitReissuesWhatLacksANameAndRenewRemakesAll) {
   }
   EXPECT_EQ(renew.out.find("ca.crt"), std::string::npos) << "renew must keep the CA";
   const std::string worker =
-      testing::Shell("openssl x509 -noout -ext subjectAltName -in " + dir_ + "/worker-w1.crt")
-          .out;
+      testing::Shell("openssl x509 -noout -ext subjectAltName -in " + dir_ + "/worker-w1.crt").out;
   EXPECT_NE(worker.find("DNS:w1"), std::string::npos) << worker;
   EXPECT_EQ(worker.find("127.0.0.1"), std::string::npos) << "a worker names only itself";
   EXPECT_EQ(worker.find("localhost"), std::string::npos) << "a worker names only itself";
@@ -317,9 +315,8 @@ void MakeOldWorkerCertificate(const std::string& dir, const std::string& id) {
   testing::CommandResult made = testing::Shell(absl::StrCat(
       "openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ", stem,
       ".key -subj /O=ringmaster/CN=ringmaster:worker:", id, " -out ", dir,
-      "/old.csr 2>&1 && openssl x509 -req -in ", dir, "/old.csr -CA ", dir, "/ca.crt -CAkey ",
-      dir, "/ca.key -CAcreateserial -days 30 -extfile ", dir, "/old.ext -out ", stem,
-      ".crt 2>&1"));
+      "/old.csr 2>&1 && openssl x509 -req -in ", dir, "/old.csr -CA ", dir, "/ca.crt -CAkey ", dir,
+      "/ca.key -CAcreateserial -days 30 -extfile ", dir, "/old.ext -out ", stem, ".crt 2>&1"));
   ASSERT_EQ(made.exit_code, 0) << made.out;
 }
 
@@ -333,15 +330,14 @@ TEST_F(ImpersonationTest, CertsInitRemakesAWorkerCertificateThatNamesMore) {
             std::string::npos)
       << init.out;
   const std::string names =
-      testing::Shell("openssl x509 -noout -ext subjectAltName -in " + dir_ + "/worker-w3.crt")
-          .out;
+      testing::Shell("openssl x509 -noout -ext subjectAltName -in " + dir_ + "/worker-w3.crt").out;
   EXPECT_EQ(names.find("localhost"), std::string::npos) << names;
 }
 
 TEST_F(ImpersonationTest, AWorkerCannotBeNamedAsTheCoordinator) {
-  testing::CommandResult init = testing::RunCommand({Runfile("client/ringmaster"), "certs",
-                                                     "init", "--dir", dir_, "--worker",
-                                                     "ringmaster-coordinator"});
+  testing::CommandResult init =
+      testing::RunCommand({Runfile("client/ringmaster"), "certs", "init", "--dir", dir_, "--worker",
+                           "ringmaster-coordinator"});
   EXPECT_EQ(init.exit_code, 2);
   EXPECT_NE(init.err.find("--worker ringmaster-coordinator: that is the coordinator's name"),
             std::string::npos)

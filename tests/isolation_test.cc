@@ -43,9 +43,9 @@ echo ATTACKS DONE
 )";
 
 const std::vector<std::string>& AttackNames() {
-  static const auto* names =
-      new std::vector<std::string>{"read-environ", "see-process",  "stop-process", "signal-process",
-                                   "list-code",    "write-code",   "plant-error-file"};
+  static const auto* names = new std::vector<std::string>{
+      "read-environ", "see-process", "stop-process",    "signal-process",
+      "list-code",    "write-code",  "plant-error-file"};
   return *names;
 }
 
@@ -65,8 +65,9 @@ class IsolationTest : public ClusterTest {
   // Runs the victim, then the attacker against it; the attacker's verdict
   // for each attack, and the victim's job.
   std::map<std::string, std::string> Attack(std::string* victim_id) {
-    const std::string victim = Submit("name: victim\nranks: 1\nmax_restarts: 0\n"
-                                      "command: [sh, -c, 'echo up; exec sleep 300']\n");
+    const std::string victim = Submit(
+        "name: victim\nranks: 1\nmax_restarts: 0\n"
+        "command: [sh, -c, 'echo up; exec sleep 300']\n");
     *victim_id = victim;
     const v1::Job running =
         WaitJob(victim, [](const v1::Job& j) { return j.state() == v1::RUNNING; });
@@ -115,7 +116,8 @@ TEST_F(IsolationTest, EachJobRunsAsAUidOfItsOwnAndItsRanksShareWhatTheyMust) {
   const std::string id = Submit(absl::StrCat(
       "name: pair\nranks: 2\ncheckpoint_dir: ", checkpoints,
       "\ncommand: [sh, -c, 'umask 077; shm=/dev/shm/pair-$RINGMASTER_JOB_ID; "
-      "wait_for() { for i in $(seq 300); do [ -s \"$1\" ] && return 0; sleep 0.1; done; return 1; }; "
+      "wait_for() { for i in $(seq 300); do [ -s \"$1\" ] && return 0; sleep 0.1; done; return 1; "
+      "}; "
       "echo uid $(id -u) home $HOME; test -L client/ringmaster && ls client > /dev/null || exit 3; "
       "if [ $RANK = 0 ]; then echo step-7 > $RINGMASTER_CHECKPOINT_DIR/latest && echo ping > $shm "
       "&& wait_for $shm.reply && cat $shm.reply && rm -f $shm $shm.reply; "

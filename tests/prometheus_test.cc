@@ -123,8 +123,7 @@ std::vector<Struct> Query(const std::string& web, const std::string& query) {
   if (!google::protobuf::util::JsonStringToMessage(body, &response).ok()) return out;
   const auto data = response.fields().find("data");
   if (data == response.fields().end()) return out;
-  for (const Value& v :
-       data->second.struct_value().fields().at("result").list_value().values()) {
+  for (const Value& v : data->second.struct_value().fields().at("result").list_value().values()) {
     out.push_back(v.struct_value());
   }
   return out;
@@ -191,8 +190,9 @@ TEST_F(PrometheusTest, EveryDashboardQueryReturnsData) {
   const std::string flaky = Submit(
       "name: flaky\nranks: 1\nmax_restarts: 1\ncommand: [sh, -c, "
       "'[ \"$TORCHELASTIC_RESTART_COUNT\" = 1 ] || exit 1']\n");
-  const v1::Job restarted = WaitJob(
-      flaky, [](const v1::Job& j) { return j.state() == v1::SUCCEEDED || j.state() == v1::FAILED; });
+  const v1::Job restarted = WaitJob(flaky, [](const v1::Job& j) {
+    return j.state() == v1::SUCCEEDED || j.state() == v1::FAILED;
+  });
   EXPECT_EQ(restarted.state(), v1::SUCCEEDED);
   const std::string watched = Submit(
       "name: watched\nranks: 2\ntrainer:\n  data: {path: \"synthetic:rows=50000,features=32,"
@@ -302,10 +302,11 @@ TEST_F(PrometheusTest, EveryAlertRuleReturnsDataOnTheFailureItIsFor) {
   ASSERT_NO_FATAL_FAILURE(StartPrometheus(&web, rules_path));
   // Scraped with every job at rest first: the FAILED count's change shows.
   ASSERT_TRUE(testing::WaitFor(
-      [&] { return !Query(web, "ringmaster_jobs{state=\"FAILED\"}").empty(); },
-      absl::Seconds(30)));
+      [&] { return !Query(web, "ringmaster_jobs{state=\"FAILED\"}").empty(); }, absl::Seconds(30)));
 
-  auto ended = [](const v1::Job& j) { return j.state() == v1::SUCCEEDED || j.state() == v1::FAILED; };
+  auto ended = [](const v1::Job& j) {
+    return j.state() == v1::SUCCEEDED || j.state() == v1::FAILED;
+  };
   const std::string failed =
       Submit("name: failed\nranks: 1\nmax_restarts: 0\ncommand: [sh, -c, 'exit 1']\n");
   EXPECT_EQ(WaitJob(failed, ended).state(), v1::FAILED);
@@ -313,8 +314,8 @@ TEST_F(PrometheusTest, EveryAlertRuleReturnsDataOnTheFailureItIsFor) {
       "name: flaky\nranks: 1\nmax_restarts: 1\ncommand: [sh, -c, "
       "'[ \"$TORCHELASTIC_RESTART_COUNT\" = 1 ] || exit 1']\n");
   EXPECT_EQ(WaitJob(flaky, ended).state(), v1::SUCCEEDED);
-  const std::string hung = Submit(
-      "name: hung\nranks: 1\nmax_restarts: 1\nhang_timeout_s: 2\ncommand: [sleep, '300']\n");
+  const std::string hung =
+      Submit("name: hung\nranks: 1\nmax_restarts: 1\nhang_timeout_s: 2\ncommand: [sleep, '300']\n");
   const v1::Job hung_job = WaitJob(hung, ended);
   EXPECT_EQ(hung_job.state(), v1::FAILED);
   EXPECT_EQ(hung_job.history(hung_job.history_size() - 1).reason(), v1::RANK_HUNG);
@@ -362,8 +363,8 @@ TEST_F(PrometheusTest, TopShowsJobsAndGpusAndRestoresTheTerminal) {
       [&] {
         auto job = client_->GetJob(id);
         auto workers = client_->ListWorkers();
-        return job.ok() && job->progress().step() > 0 && workers.ok() &&
-               workers->size() == 2 && (*workers)[0].gpu_usage_size() == 1;
+        return job.ok() && job->progress().step() > 0 && workers.ok() && workers->size() == 2 &&
+               (*workers)[0].gpu_usage_size() == 1;
       },
       absl::Seconds(60)));
   const std::string command = absl::StrCat(

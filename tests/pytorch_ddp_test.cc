@@ -63,20 +63,18 @@ TEST_F(PytorchDdpTest, ARanksRecordedExceptionIsTheRootCause) {
 TEST_F(PytorchDdpTest, AScriptWithTwoLinesAddedReportsLikeTheTrainer) {
   testing::CommandResult torch = testing::Shell("/usr/bin/python3 -c 'import torch'");
   ASSERT_EQ(torch.exit_code, 0) << "python3-torch is needed (./dev installs it): " << torch.err;
-  const std::string spec =
-      absl::StrCat("name: reports\nranks: 2\ncommand: [/usr/bin/python3, ",
-                   testing::Runfile("tests/ddp_report.py"), ", '1500']\n");
+  const std::string spec = absl::StrCat("name: reports\nranks: 2\ncommand: [/usr/bin/python3, ",
+                                        testing::Runfile("tests/ddp_report.py"), ", '1500']\n");
   // --follow -o json prints the job at each change: the figures arrive
   // while it runs, as the follow bar shows them.
-  testing::CommandResult follow = Cli({"submit", WriteSpec("reports", spec), "--follow", "-o",
-                                       "json"});
+  testing::CommandResult follow =
+      Cli({"submit", WriteSpec("reports", spec), "--follow", "-o", "json"});
   ASSERT_EQ(follow.exit_code, 0) << follow.out << follow.err;
   std::string id;
   bool progress_while_running = false;
   for (absl::string_view line : absl::StrSplit(follow.out, '\n', absl::SkipEmpty())) {
     v1::Job seen;
-    ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(std::string(line), &seen).ok())
-        << line;
+    ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(std::string(line), &seen).ok()) << line;
     id = seen.id();
     progress_while_running |= seen.state() == v1::RUNNING && seen.progress().step() > 0 &&
                               seen.progress().samples_per_second() > 0;

@@ -18,15 +18,15 @@ namespace {
 
 const std::vector<std::string>& BadIds() {
   static const auto* ids = new std::vector<std::string>{
-      "../../../secret", "..%2F..%2Fsecret", "/etc/passwd", std::string("ok\0/../x", 8),
-      "", "UPPER-1", std::string(64, 'a')};
+      "../../../secret", "..%2F..%2Fsecret",  "/etc/passwd", std::string("ok\0/../x", 8), "",
+      "UPPER-1",         std::string(64, 'a')};
   return *ids;
 }
 
 class RequestValidationTest : public ClusterTest {
  protected:
-  grpc::StatusCode ReadLog(v1::WorkerAgentService::Stub& worker, const std::string& id,
-                           int rank, std::string* message = nullptr) {
+  grpc::StatusCode ReadLog(v1::WorkerAgentService::Stub& worker, const std::string& id, int rank,
+                           std::string* message = nullptr) {
     grpc::ClientContext context;
     AddBearerToken(&context, AgentCredential(0));
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
@@ -97,13 +97,12 @@ grpc::Status CallWithGarbage(const std::shared_ptr<grpc::Channel>& channel,
   std::mutex mu;
   std::condition_variable done;
   bool finished = false;
-  stub.UnaryCall(&context, method, grpc::StubOptions(), &request, &response,
-                 [&](grpc::Status s) {
-                   std::lock_guard<std::mutex> lock(mu);
-                   status = std::move(s);
-                   finished = true;
-                   done.notify_one();
-                 });
+  stub.UnaryCall(&context, method, grpc::StubOptions(), &request, &response, [&](grpc::Status s) {
+    std::lock_guard<std::mutex> lock(mu);
+    status = std::move(s);
+    finished = true;
+    done.notify_one();
+  });
   std::unique_lock<std::mutex> lock(mu);
   done.wait(lock, [&] { return finished; });
   return status;

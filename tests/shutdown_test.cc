@@ -12,8 +12,8 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "common/mutex.h"
 #include "client/client.h"
+#include "common/mutex.h"
 #include "common/net.h"
 #include "common/subprocess.h"
 #include "tests/test_util.h"
@@ -30,14 +30,25 @@ struct Daemons {
     EXPECT_TRUE(port.ok());
     address = absl::StrCat("127.0.0.1:", port.value_or(0));
     SubprocessSpec spec;
-    spec.argv = {testing::Runfile("coordinator/ringmaster-coordinator"), "--port",
-                 absl::StrCat(port.value_or(0)), "--metrics-port", "0", "--state-dir",
+    spec.argv = {testing::Runfile("coordinator/ringmaster-coordinator"),
+                 "--port",
+                 absl::StrCat(port.value_or(0)),
+                 "--metrics-port",
+                 "0",
+                 "--state-dir",
                  state + "/c"};
     spec.env = CurrentEnvironment();
     spec.output_path = state + "/log";
     coordinator = SpawnProcess(spec).value_or(0);
-    spec.argv = {testing::Runfile("worker/ringmaster-worker"), "--coordinator", address,
-                 "--port", "0", "--metrics-port", "0", "--state-dir", state + "/w"};
+    spec.argv = {testing::Runfile("worker/ringmaster-worker"),
+                 "--coordinator",
+                 address,
+                 "--port",
+                 "0",
+                 "--metrics-port",
+                 "0",
+                 "--state-dir",
+                 state + "/w"};
     spec.output_path = state + "/worker.log";
     worker = SpawnProcess(spec).value_or(0);
   }
@@ -111,8 +122,8 @@ TEST(ShutdownTest, SigtermEndsPendingWaitsWatchesAndLogStreamsWithinFiveSeconds)
   absl::Status logs_status;
   Notification followed;
   std::thread follower([&] {
-    logs_status = client.StreamLogs(*job, std::nullopt, /*follow=*/true,
-                                    [](const v1::LogChunk&) {});
+    logs_status =
+        client.StreamLogs(*job, std::nullopt, /*follow=*/true, [](const v1::LogChunk&) {});
     followed.Notify();
   });
   // The Wait, the watch and the log stream are pending in the server.
@@ -125,8 +136,7 @@ TEST(ShutdownTest, SigtermEndsPendingWaitsWatchesAndLogStreamsWithinFiveSeconds)
   const bool stopped = testing::WaitFor(
       [&] { return waitpid(daemons.coordinator, &status, WNOHANG) == daemons.coordinator; },
       absl::Seconds(10));
-  EXPECT_TRUE(stopped) << "the coordinator did not stop within 10 s of SIGTERM\n"
-                       << daemons.Log();
+  EXPECT_TRUE(stopped) << "the coordinator did not stop within 10 s of SIGTERM\n" << daemons.Log();
   if (!stopped) {  // so that the calls end and the threads can be joined
     kill(daemons.coordinator, SIGKILL);
     waitpid(daemons.coordinator, nullptr, 0);

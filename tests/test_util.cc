@@ -41,13 +41,11 @@ std::string MakeTempDir(const std::string& name) {
 std::string Runfile(const std::string& path) {
   const char* srcdir = std::getenv("TEST_SRCDIR");
   const char* workspace = std::getenv("TEST_WORKSPACE");
-  return absl::StrCat(srcdir ? srcdir : ".", "/", workspace ? workspace : "ringmaster", "/",
-                      path);
+  return absl::StrCat(srcdir ? srcdir : ".", "/", workspace ? workspace : "ringmaster", "/", path);
 }
 
 CommandResult RunCommand(const std::vector<std::string>& argv,
-                         const std::map<std::string, std::string>& env,
-                         absl::Duration timeout) {
+                         const std::map<std::string, std::string>& env, absl::Duration timeout) {
   const std::string dir = MakeTempDir("cmd");
   // stdout and stderr go to separate files: a wrapper shell splits them.
   SubprocessSpec spec;

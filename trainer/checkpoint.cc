@@ -159,14 +159,14 @@ absl::StatusOr<TrainingState> ReadCheckpointFile(const std::string& path) {
 absl::StatusOr<TrainingState> DecodeCheckpoint(std::string data, const std::string& path) {
   if (data.size() < sizeof(kMagic) + sizeof(uint32_t) ||
       std::memcmp(data.data(), kMagic, sizeof(kMagic)) != 0) {
-    return absl::DataLossError(absl::StrCat(
-        path, ": not a checkpoint of this trainer version (format ",
-        absl::string_view(kMagic + 6, 2), ") or truncated"));
+    return absl::DataLossError(absl::StrCat(path,
+                                            ": not a checkpoint of this trainer version (format ",
+                                            absl::string_view(kMagic + 6, 2), ") or truncated"));
   }
   uint32_t stored;
   std::memcpy(&stored, data.data() + data.size() - sizeof(stored), sizeof(stored));
-  const uint32_t actual = static_cast<uint32_t>(crc32(
-      0, reinterpret_cast<const Bytef*>(data.data()), static_cast<uInt>(data.size() - 4)));
+  const uint32_t actual = static_cast<uint32_t>(
+      crc32(0, reinterpret_cast<const Bytef*>(data.data()), static_cast<uInt>(data.size() - 4)));
   if (stored != actual) {
     return absl::DataLossError(absl::StrCat(path, ": checksum mismatch (truncated or corrupt)"));
   }
@@ -176,9 +176,9 @@ absl::StatusOr<TrainingState> DecodeCheckpoint(std::string data, const std::stri
   char magic[sizeof(kMagic)];
   if (!reader.Value(&magic) || !reader.Value(&state.step) || !reader.Value(&state.epoch) ||
       !reader.Value(&state.epoch_rows) || !reader.Value(&state.world_size) ||
-      !reader.Value(&state.seed) ||
-      !reader.Value(&state.optimizer_steps) || !reader.Floats(&state.params) ||
-      !reader.Floats(&state.optimizer_state) || reader.pos() != data.size()) {
+      !reader.Value(&state.seed) || !reader.Value(&state.optimizer_steps) ||
+      !reader.Floats(&state.params) || !reader.Floats(&state.optimizer_state) ||
+      reader.pos() != data.size()) {
     return absl::DataLossError(absl::StrCat(path, ": malformed contents"));
   }
   return state;

@@ -35,9 +35,9 @@ bool CommGuard::Check() {
     status = absl::Status(status.code(),
                           absl::StrCat("asynchronous communicator error: ", status.message()));
   } else if (inflight_ && clock_->Now() - inflight_since_ > timeout_) {
-    status = absl::DeadlineExceededError(
-        absl::StrCat(inflight_what_, " on rank ", rank_, " exceeded ",
-                     absl::FormatDuration(timeout_), "; a peer is gone or stuck"));
+    status = absl::DeadlineExceededError(absl::StrCat(inflight_what_, " on rank ", rank_,
+                                                      " exceeded ", absl::FormatDuration(timeout_),
+                                                      "; a peer is gone or stuck"));
   }
   if (status.ok()) return false;
   AbortLocked(std::move(status));

@@ -56,10 +56,13 @@ class CommGuardTest : public ::testing::Test {
 TEST_F(CommGuardTest, OperationsRunWhileNothingFails) {
   int launched = 0;
   for (int i = 0; i < 3; ++i) {
-    ASSERT_TRUE(guard_.Enqueue("all-reduce", [&] {
-                        ++launched;
-                        return absl::OkStatus();
-                      }).ok());
+    ASSERT_TRUE(guard_
+                    .Enqueue("all-reduce",
+                             [&] {
+                               ++launched;
+                               return absl::OkStatus();
+                             })
+                    .ok());
     clock_.Advance(absl::Seconds(299));
     EXPECT_FALSE(guard_.Check()) << "within the timeout";
     EXPECT_TRUE(guard_.Complete(absl::OkStatus()).ok());
@@ -84,8 +87,7 @@ TEST_F(CommGuardTest, AnOperationPastTheTimeoutIsAbortedAndEveryLaterCallFails) 
   // the reason.
   const absl::Status pending = guard_.Complete(absl::UnknownError("stream error"));
   EXPECT_EQ(pending.code(), absl::StatusCode::kDeadlineExceeded);
-  EXPECT_EQ(pending.message(),
-            "ncclAllReduce on rank 3 exceeded 5m; a peer is gone or stuck");
+  EXPECT_EQ(pending.message(), "ncclAllReduce on rank 3 exceeded 5m; a peer is gone or stuck");
   bool touched = false;
   const absl::Status later = guard_.Enqueue("ncclBroadcast", [&] {
     touched = true;
@@ -116,12 +118,15 @@ TEST_F(CommGuardTest, AbortWaitsForAnEnqueueInProgress) {
   Notification launching, release;
   std::atomic<int> aborts_during_launch{-1};
   std::thread user([&] {
-    EXPECT_TRUE(guard_.Enqueue("ncclAllReduce", [&] {
-                        launching.Notify();
-                        release.WaitForNotification();
-                        aborts_during_launch = comm_.aborts();
-                        return absl::OkStatus();
-                      }).ok());
+    EXPECT_TRUE(guard_
+                    .Enqueue("ncclAllReduce",
+                             [&] {
+                               launching.Notify();
+                               release.WaitForNotification();
+                               aborts_during_launch = comm_.aborts();
+                               return absl::OkStatus();
+                             })
+                    .ok());
   });
   launching.WaitForNotification();
   comm_.SetAsyncError(absl::InternalError("ncclSystemError"));
@@ -140,15 +145,15 @@ TEST_F(CommGuardTest, AbortWaitsForAnEnqueueInProgress) {
 // communicator: later calls say why, and teardown aborts it rather than
 // waiting in a destroy for peers that may be gone.
 TEST_F(CommGuardTest, AFailedLaunchFailsTheCommunicatorForGood) {
-  const absl::Status failed =
-      guard_.Enqueue("ncclAllReduce",
-                     [] { return absl::InvalidArgumentError("ncclInvalidArgument"); });
+  const absl::Status failed = guard_.Enqueue(
+      "ncclAllReduce", [] { return absl::InvalidArgumentError("ncclInvalidArgument"); });
   EXPECT_EQ(failed.code(), absl::StatusCode::kInvalidArgument);
   int launched = 0;
-  EXPECT_EQ(guard_.Enqueue("ncclAllReduce", [&] {
-    ++launched;
-    return absl::OkStatus();
-  }),
+  EXPECT_EQ(guard_.Enqueue("ncclAllReduce",
+                           [&] {
+                             ++launched;
+                             return absl::OkStatus();
+                           }),
             failed);
   EXPECT_EQ(launched, 0);
   guard_.Destroy();

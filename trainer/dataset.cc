@@ -57,8 +57,8 @@ absl::StatusOr<Dataset> LoadCsv(const std::string& path, int label_column) {
       }
       label = label_column < 0 ? columns + label_column : label_column;
       if (label < 0 || label >= columns) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            path, ": label_column ", label_column, " is outside the ", columns, " columns"));
+        return absl::InvalidArgumentError(absl::StrCat(path, ": label_column ", label_column,
+                                                       " is outside the ", columns, " columns"));
       }
       data.features = columns - 1;
       double first;
@@ -66,21 +66,19 @@ absl::StatusOr<Dataset> LoadCsv(const std::string& path, int label_column) {
       if (!absl::SimpleAtod(cells[label], &first)) continue;
     }
     if (static_cast<int>(cells.size()) != columns) {
-      return absl::InvalidArgumentError(absl::StrCat(path, ":", line_number, ": ",
-                                                     cells.size(), " columns, expected ",
-                                                     columns));
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ":", line_number, ": ", cells.size(), " columns, expected ", columns));
     }
     for (int c = 0; c < columns; ++c) {
       double value;
       if (!absl::SimpleAtod(cells[c], &value)) {
-        return absl::InvalidArgumentError(absl::StrCat(path, ":", line_number, ": column ",
-                                                       c + 1, " is not a number: \"",
-                                                       cells[c], "\""));
+        return absl::InvalidArgumentError(absl::StrCat(path, ":", line_number, ": column ", c + 1,
+                                                       " is not a number: \"", cells[c], "\""));
       }
       if (c == label) {
         if (value < 0 || value != std::floor(value)) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              path, ":", line_number, ": label \"", cells[c], "\" is not a class index"));
+          return absl::InvalidArgumentError(absl::StrCat(path, ":", line_number, ": label \"",
+                                                         cells[c], "\" is not a class index"));
         }
         data.y.push_back(static_cast<int32_t>(value));
         data.classes = std::max(data.classes, static_cast<int>(value) + 1);
@@ -108,13 +106,12 @@ absl::StatusOr<Dataset> MakeSynthetic(const std::string& spec) {
                       : p.first == "seed"     ? &seed
                                               : nullptr;
     if (target == nullptr || !absl::SimpleAtoi(p.second, target)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("synthetic data: bad \"", kv, "\" in ", spec));
+      return absl::InvalidArgumentError(absl::StrCat("synthetic data: bad \"", kv, "\" in ", spec));
     }
   }
   if (rows < 1 || features < 1 || classes < 2) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "synthetic data needs rows >= 1, features >= 1, classes >= 2: ", spec));
+    return absl::InvalidArgumentError(
+        absl::StrCat("synthetic data needs rows >= 1, features >= 1, classes >= 2: ", spec));
   }
   Dataset data;
   data.rows = rows;
@@ -145,8 +142,8 @@ absl::StatusOr<Dataset> LoadDataset(const v1::TrainerSpec::Data& data) {
   if (data.path() == "digits") {
     absl::StatusOr<Dataset> digits = LoadCsv(DigitsPath(), -1);
     if (!digits.ok()) {
-      return absl::NotFoundError(absl::StrCat("the digits data set (python3-sklearn): ",
-                                              digits.status().message()));
+      return absl::NotFoundError(
+          absl::StrCat("the digits data set (python3-sklearn): ", digits.status().message()));
     }
     return digits;
   }

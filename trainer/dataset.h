@@ -15,8 +15,8 @@ struct Dataset {
   int64_t rows = 0;
   int features = 0;
   int classes = 0;
-  std::vector<float> x;       // [rows x features]
-  std::vector<int32_t> y;     // [rows]
+  std::vector<float> x;    // [rows x features]
+  std::vector<int32_t> y;  // [rows]
 
   const float* row(int64_t r) const { return x.data() + r * features; }
 };

@@ -31,12 +31,10 @@ TEST(DatasetTest, ReadsCsvWithHeaderAndLabelColumn) {
 TEST(DatasetTest, ErrorsNameFileLineAndColumn) {
   auto bad = LoadCsv(WriteTemp("b.csv", "1,2,0\n3,x,1\n"), -1);
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("b.csv:2: column 2 is not a number"),
-            std::string::npos)
+  EXPECT_NE(bad.status().message().find("b.csv:2: column 2 is not a number"), std::string::npos)
       << bad.status();
   auto ragged = LoadCsv(WriteTemp("c.csv", "1,2,0\n3,1\n"), -1);
-  EXPECT_NE(ragged.status().message().find("c.csv:2: 2 columns, expected 3"),
-            std::string::npos)
+  EXPECT_NE(ragged.status().message().find("c.csv:2: 2 columns, expected 3"), std::string::npos)
       << ragged.status();
   auto label = LoadCsv(WriteTemp("d.csv", "1,2,0.5\n"), -1);
   EXPECT_NE(label.status().message().find("is not a class index"), std::string::npos);

@@ -43,9 +43,9 @@ absl::StatusOr<std::unique_ptr<GlooCollective>> GlooCollective::Connect(
   collective->hostname_ = options.hostname;
   if (options.shared_memory && size > 1) {
     gloo::rendezvous::PrefixStore prefixed(options.prefix, store);
-    absl::StatusOr<HostLayout> layout = ExchangeHostLayout(
-        prefixed, "host", rank, size,
-        options.host_identity.empty() ? HostIdentity() : options.host_identity);
+    absl::StatusOr<HostLayout> layout =
+        ExchangeHostLayout(prefixed, "host", rank, size,
+                           options.host_identity.empty() ? HostIdentity() : options.host_identity);
     if (!layout.ok()) return layout.status();
     collective->layout_ = *layout;
     if (absl::Status s = collective->ConnectHierarchy(prefixed); !s.ok()) return s;
@@ -56,19 +56,18 @@ absl::StatusOr<std::unique_ptr<GlooCollective>> GlooCollective::Connect(
 absl::Status GlooCollective::ConnectHierarchy(gloo::rendezvous::Store& store) {
   const HostLayout& layout = layout_;
   if (layout.uniform && layout.local_size > 1) {
-    absl::StatusOr<std::unique_ptr<ShmAllReduce>> shm =
-        ShmAllReduce::Create(store, absl::StrCat("shm/", layout.host), layout.local_rank,
-                             layout.local_size, timeout_);
+    absl::StatusOr<std::unique_ptr<ShmAllReduce>> shm = ShmAllReduce::Create(
+        store, absl::StrCat("shm/", layout.host), layout.local_rank, layout.local_size, timeout_);
     if (!shm.ok()) return shm.status();
     shm_ = *std::move(shm);
   }
   if (layout.hosts == 1) return absl::OkStatus();
   // The ring: local rank i of every host (shares cannot line up across
   // hosts of different sizes: then every rank).
-  absl::StatusOr<std::unique_ptr<RingAllReduce>> ring = RingAllReduce::Connect(
-      store, absl::StrCat("ring/", layout.uniform ? layout.local_rank : 0),
-      layout.uniform ? layout.host : rank(), layout.uniform ? layout.hosts : size(), hostname_,
-      timeout_);
+  absl::StatusOr<std::unique_ptr<RingAllReduce>> ring =
+      RingAllReduce::Connect(store, absl::StrCat("ring/", layout.uniform ? layout.local_rank : 0),
+                             layout.uniform ? layout.host : rank(),
+                             layout.uniform ? layout.hosts : size(), hostname_, timeout_);
   if (!ring.ok()) return ring.status();
   across_ = *std::move(ring);
   return absl::OkStatus();

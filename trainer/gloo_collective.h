@@ -40,8 +40,9 @@ class GlooCollective final : public Collective {
   // Connects every pair of ranks through `store`, which must outlive the
   // collective; blocks until all `size` ranks have done the same (or the
   // timeout).
-  static absl::StatusOr<std::unique_ptr<GlooCollective>> Connect(
-      gloo::rendezvous::Store& store, int rank, int size, const GlooOptions& options);
+  static absl::StatusOr<std::unique_ptr<GlooCollective>> Connect(gloo::rendezvous::Store& store,
+                                                                 int rank, int size,
+                                                                 const GlooOptions& options);
 
   int rank() const override { return context_->rank; }
   int size() const override { return context_->size; }

@@ -21,8 +21,7 @@ struct Shape {
 };
 
 // Runs `body` on one thread per rank of `shape`.
-void RunHosts(const Shape& shape,
-              const std::function<void(int rank, GlooCollective& comm)>& body) {
+void RunHosts(const Shape& shape, const std::function<void(int rank, GlooCollective& comm)>& body) {
   gloo::rendezvous::HashStore store;
   const int world = static_cast<int>(shape.host_of_rank.size());
   std::vector<std::thread> threads;
@@ -70,8 +69,8 @@ TEST_P(HierarchyTest, EveryRankGetsTheExactSum) {
           << "n " << sizes[s] << " i " << i;
     }
     for (int rank = 1; rank < world; ++rank) {
-      ASSERT_EQ(0, std::memcmp(results[rank][s].data(), results[0][s].data(),
-                               sizes[s] * sizeof(float)))
+      ASSERT_EQ(
+          0, std::memcmp(results[rank][s].data(), results[0][s].data(), sizes[s] * sizeof(float)))
           << "rank " << rank << " differs from rank 0 at n " << sizes[s];
     }
   }
@@ -107,8 +106,7 @@ TEST_P(HierarchyTest, SharedBuffersReduceInPlace) {
 INSTANTIATE_TEST_SUITE_P(
     Shapes, HierarchyTest,
     ::testing::Values(
-        Shape{{0, 0, 0}, "shared memory"},
-        Shape{{0, 1}, "a tcp ring over 2 hosts"},
+        Shape{{0, 0, 0}, "shared memory"}, Shape{{0, 1}, "a tcp ring over 2 hosts"},
         Shape{{0, 1, 2}, "a tcp ring over 3 hosts"},
         Shape{{0, 0, 1, 1},
               "shared memory within each of 2 hosts (2 ranks each) and 2 tcp rings between "

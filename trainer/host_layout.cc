@@ -39,8 +39,8 @@ std::string HostIdentity() {
 }
 
 absl::StatusOr<std::vector<std::string>> GatherFromAll(gloo::rendezvous::Store& store,
-                                                       const std::string& key, int rank,
-                                                       int size, const std::string& value) {
+                                                       const std::string& key, int rank, int size,
+                                                       const std::string& value) {
   std::vector<std::string> values(size);
   absl::Status status = CatchAsStatus("rendezvous store", [&] {
     store.set(absl::StrCat(key, "/", rank), std::vector<char>(value.begin(), value.end()));

@@ -14,7 +14,7 @@
 namespace ringmaster {
 
 struct HostLayout {
-  int host = 0;        // this rank's host, hosts numbered in order of their lowest rank
+  int host = 0;  // this rank's host, hosts numbered in order of their lowest rank
   int hosts = 1;
   int local_rank = 0;  // among the ranks of its host, in rank order
   int local_size = 1;
@@ -32,8 +32,8 @@ std::string HostIdentity();
 // value, in rank order, once all `size` ranks have published (it blocks
 // until then).
 absl::StatusOr<std::vector<std::string>> GatherFromAll(gloo::rendezvous::Store& store,
-                                                       const std::string& key, int rank,
-                                                       int size, const std::string& value);
+                                                       const std::string& key, int rank, int size,
+                                                       const std::string& value);
 
 // The layout from every rank's `identity`, gathered under `key`.
 absl::StatusOr<HostLayout> ExchangeHostLayout(gloo::rendezvous::Store& store,

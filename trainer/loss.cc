@@ -4,8 +4,8 @@
 
 namespace ringmaster {
 
-LossResult SoftmaxCrossEntropy(const float* logits, const int32_t* labels, int rows,
-                               int classes, float* dlogits, float grad_scale) {
+LossResult SoftmaxCrossEntropy(const float* logits, const int32_t* labels, int rows, int classes,
+                               float* dlogits, float grad_scale) {
   LossResult result;
   const float scale = grad_scale / rows;
   for (int r = 0; r < rows; ++r) {

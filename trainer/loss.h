@@ -7,15 +7,15 @@
 namespace ringmaster {
 
 struct LossResult {
-  double loss = 0;   // mean over rows
+  double loss = 0;      // mean over rows
   int64_t correct = 0;  // rows whose arg-max is the label
 };
 
 // `logits` [rows x classes]; labels in [0, classes). When `dlogits` is not
 // null it receives d(mean loss)/d(logits) scaled by `grad_scale` (the
 // trainer passes 1/accumulation steps).
-LossResult SoftmaxCrossEntropy(const float* logits, const int32_t* labels, int rows,
-                               int classes, float* dlogits, float grad_scale = 1.0f);
+LossResult SoftmaxCrossEntropy(const float* logits, const int32_t* labels, int rows, int classes,
+                               float* dlogits, float grad_scale = 1.0f);
 
 }  // namespace ringmaster
 

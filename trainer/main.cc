@@ -73,8 +73,8 @@ absl::StatusOr<std::unique_ptr<Collective>> Connect(const TrainerEnv& env,
     int devices = 0;
     if (absl::Status s = CudaDeviceCount(&devices); !s.ok() || devices == 0) {
       return absl::FailedPreconditionError(
-          absl::StrCat("CUDA_VISIBLE_DEVICES=", env.visible_gpus, " but no usable GPU: ",
-                       s.ok() ? "none seen" : std::string(s.message())));
+          absl::StrCat("CUDA_VISIBLE_DEVICES=", env.visible_gpus,
+                       " but no usable GPU: ", s.ok() ? "none seen" : std::string(s.message())));
     }
     NcclOptions options;
     options.timeout = absl::ToChronoMilliseconds(env.collective_timeout);
@@ -114,11 +114,11 @@ absl::Status Finish(const TrainerEnv& env, Collective& comm, const TrainResult& 
   float throughput = static_cast<float>(result.samples_per_second);
   if (absl::Status s = comm.AllReduceSum(&throughput, 1); !s.ok()) return s;
   if (env.rank != 0) return absl::OkStatus();
-  Log(absl::StrFormat(
-      "final: test accuracy %.4f  test loss %.4f  throughput %.0f samples/s  "
-      "all-reduce %.1f MB in %.2f s",
-      result.eval_accuracy, result.eval_loss, throughput, result.allreduce_bytes / 1e6,
-      result.allreduce_seconds));
+  Log(
+      absl::StrFormat("final: test accuracy %.4f  test loss %.4f  throughput %.0f samples/s  "
+                      "all-reduce %.1f MB in %.2f s",
+                      result.eval_accuracy, result.eval_loss, throughput,
+                      result.allreduce_bytes / 1e6, result.allreduce_seconds));
   if (!env.save_weights.empty()) {
     std::ofstream out(env.save_weights, std::ios::binary);
     out.write(reinterpret_cast<const char*>(result.params.data()),
@@ -152,8 +152,8 @@ int Run(int argc, char** argv) {
       SplitAndStandardize(*all, test_fraction, static_cast<uint64_t>(spec->seed()));
   if (env->rank == 0) {
     Log(absl::StrFormat("data %s: %d train rows, %d test rows, %d features, %d classes",
-                        spec->data().path(), data.train.rows, data.test.rows,
-                        data.train.features, data.train.classes));
+                        spec->data().path(), data.train.rows, data.test.rows, data.train.features,
+                        data.train.classes));
   }
 
   absl::StatusOr<std::unique_ptr<RendezvousClient>> rendezvous =

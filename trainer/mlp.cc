@@ -49,8 +49,8 @@ const float* Mlp::Forward(const float* x, int rows) {
     const float* w = params_.data() + spans_[2 * l].offset;
     const float* b = params_.data() + spans_[2 * l + 1].offset;
     // out = in * W, then bias and ReLU in one pass over the output.
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, n_out, n_in, 1.0f, in,
-                n_in, w, n_out, 0.0f, out.data(), n_out);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, n_out, n_in, 1.0f, in, n_in, w,
+                n_out, 0.0f, out.data(), n_out);
     const bool relu = l + 1 < layers();
     for (int r = 0; r < rows; ++r) {
       float* o = out.data() + static_cast<size_t>(r) * n_out;
@@ -87,8 +87,8 @@ void Mlp::Backward(const float* dlogits, bool accumulate,
       // delta_prev = delta * W^T, before W may change (below).
       const float* w = params_.data() + spans_[2 * l].offset;
       next_delta_.resize(static_cast<size_t>(rows) * n_in);
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, n_in, n_out, 1.0f,
-                  delta_.data(), n_out, w, n_out, 0.0f, next_delta_.data(), n_in);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, n_in, n_out, 1.0f, delta_.data(),
+                  n_out, w, n_out, 0.0f, next_delta_.data(), n_in);
     }
     // The layer's gradients are final and its weights are no longer read
     // by this pass: its bucket may be reduced, and even applied, while the

@@ -40,8 +40,7 @@ TEST(MlpTest, BackwardMatchesFiniteDifferences) {
   const Batch b = RandomBatch(rows, 5, classes, 11);
 
   std::vector<float> dlogits(rows * classes);
-  SoftmaxCrossEntropy(model.Forward(b.x.data(), rows), b.y.data(), rows, classes,
-                      dlogits.data());
+  SoftmaxCrossEntropy(model.Forward(b.x.data(), rows), b.y.data(), rows, classes, dlogits.data());
   std::vector<int> order;
   model.Backward(dlogits.data(), false, [&](int p) { order.push_back(p); });
   const std::vector<float> analytic(model.grads(), model.grads() + model.params().size());

@@ -114,8 +114,7 @@ double LrSchedule::At(int64_t step) const {
   if (step < warmup_steps) return lr * static_cast<double>(step + 1) / (warmup_steps + 1);
   const int64_t decay_steps = total_steps - warmup_steps;
   if (decay_steps <= 0) return lr;
-  const double progress =
-      std::min(1.0, static_cast<double>(step - warmup_steps) / decay_steps);
+  const double progress = std::min(1.0, static_cast<double>(step - warmup_steps) / decay_steps);
   return lr * 0.5 * (1 + std::cos(kPi * progress));
 }
 

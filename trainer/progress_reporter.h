@@ -12,8 +12,8 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/base/thread_annotations.h"
-#include "common/mutex.h"
 #include "absl/time/time.h"
+#include "common/mutex.h"
 #include "proto/worker.grpc.pb.h"
 
 namespace ringmaster {
@@ -33,8 +33,8 @@ class ProgressReporter {
   // 2 s: a worker that does not answer is skipped (on the sender thread;
   // training never waits for it).
   // `token` (the attempt's job credential), when not empty, goes with each.
-  ProgressReporter(std::shared_ptr<grpc::Channel> agent, const std::string& token,
-                   v1::RankRef rank, absl::Duration keepalive = absl::Seconds(1));
+  ProgressReporter(std::shared_ptr<grpc::Channel> agent, const std::string& token, v1::RankRef rank,
+                   absl::Duration keepalive = absl::Seconds(1));
   // Tests: `send` instead of the worker agent.
   ProgressReporter(Send send, v1::RankRef rank, absl::Duration keepalive);
   // Sends what is pending, then stops the sender.

@@ -97,9 +97,8 @@ void Reducer::CommLoop() {
     std::function<absl::Status(const Bucket&)> on_reduced;
     {
       MutexLock lock(&mu_);
-      auto has_work = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return stop_ || !queue_.empty();
-      };
+      auto has_work = [this]()
+                          ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_ || !queue_.empty(); };
       mu_.Await(absl::Condition(&has_work));
       if (queue_.empty()) return;  // stopping
       b = queue_.front();

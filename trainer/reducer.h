@@ -38,9 +38,9 @@ struct ReducerOptions {
 };
 
 struct Bucket {
-  size_t offset = 0;           // floats, into the gradient buffer
-  size_t size = 0;             // floats
-  std::vector<int> params;     // parameter indices, backward order
+  size_t offset = 0;        // floats, into the gradient buffer
+  size_t size = 0;          // floats
+  std::vector<int> params;  // parameter indices, backward order
 };
 
 // Threading: Prepare, MarkReady and Finish are called by the training
@@ -96,9 +96,9 @@ class Reducer {
   float* const grads_;
   const ReducerOptions options_;
   EventLog* const events_;
-  std::vector<Bucket> buckets_;        // fixed after construction
-  std::vector<int> bucket_of_param_;   // fixed after construction
-  std::vector<uint16_t> bf16_;         // compression scratch: the reducer's thread only
+  std::vector<Bucket> buckets_;       // fixed after construction
+  std::vector<int> bucket_of_param_;  // fixed after construction
+  std::vector<uint16_t> bf16_;        // compression scratch: the reducer's thread only
 
   mutable Mutex mu_;
   std::vector<int> pending_ ABSL_GUARDED_BY(mu_);  // per bucket: gradients not yet final

@@ -85,16 +85,16 @@ absl::StatusOr<int> Dial(const std::string& host, const std::string& port, const
   setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buffer, sizeof(buffer));
   absl::Cleanup close_fd = [fd] { close(fd); };
   if (connect(fd, peer->ai_addr, peer->ai_addrlen) != 0 && errno != EINPROGRESS) {
-    return absl::UnavailableError(absl::StrCat("connect to ", host, " port ", port, ": ",
-                                               std::strerror(errno)));
+    return absl::UnavailableError(
+        absl::StrCat("connect to ", host, " port ", port, ": ", std::strerror(errno)));
   }
   ASSIGN_OR_RETURN(const bool connected, PollOne(fd, POLLOUT, deadline));
   int error = connected ? 0 : ETIMEDOUT;
   socklen_t length = sizeof(error);
   if (connected) getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length);
   if (error != 0) {
-    return absl::UnavailableError(absl::StrCat("connect to ", host, " port ", port, ": ",
-                                               std::strerror(error)));
+    return absl::UnavailableError(
+        absl::StrCat("connect to ", host, " port ", port, ": ", std::strerror(error)));
   }
   // A fresh socket's buffer takes 12 bytes whole.
   if (send(fd, &hello, sizeof(hello), MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof(hello))) {
@@ -107,8 +107,7 @@ absl::StatusOr<int> Dial(const std::string& host, const std::string& port, const
 }
 
 // Accepts the previous rank's connection and checks who it is.
-absl::StatusOr<int> AcceptFrom(int listener, const Hello& expected,
-                               Clock::time_point deadline) {
+absl::StatusOr<int> AcceptFrom(int listener, const Hello& expected, Clock::time_point deadline) {
   ASSIGN_OR_RETURN(const bool ready, PollOne(listener, POLLIN, deadline));
   if (!ready) {
     return absl::DeadlineExceededError(
@@ -131,11 +130,10 @@ absl::StatusOr<int> AcceptFrom(int listener, const Hello& expected,
     ASSIGN_OR_RETURN(const bool readable, PollOne(fd, POLLIN, deadline));
     if (!readable) return absl::DeadlineExceededError("the ring's previous rank said nothing");
   }
-  if (hello.magic != expected.magic || hello.size != expected.size ||
-      hello.rank != expected.rank) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "a connection to the ring claims rank ", hello.rank, " of ", hello.size,
-        "; expected rank ", expected.rank, " of ", expected.size));
+  if (hello.magic != expected.magic || hello.size != expected.size || hello.rank != expected.rank) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("a connection to the ring claims rank ", hello.rank, " of ", hello.size,
+                     "; expected rank ", expected.rank, " of ", expected.size));
   }
   std::move(close_fd).Cancel();
   return fd;
@@ -182,12 +180,12 @@ absl::StatusOr<std::unique_ptr<RingAllReduce>> RingAllReduce::Connect(
   if (parts.size() != 2) return absl::InternalError("a malformed ring address in the store");
 
   const auto u32 = [](int v) { return static_cast<uint32_t>(v); };
-  ASSIGN_OR_RETURN(const int out, Dial(parts[0], parts[1], {kMagic, u32(size), u32(rank)},
-                                       deadline));
+  ASSIGN_OR_RETURN(const int out,
+                   Dial(parts[0], parts[1], {kMagic, u32(size), u32(rank)}, deadline));
   absl::Cleanup close_out = [out] { close(out); };
-  ASSIGN_OR_RETURN(const int in, AcceptFrom(listener, {kMagic, u32(size),
-                                                       u32((rank + size - 1) % size)},
-                                            deadline));
+  ASSIGN_OR_RETURN(
+      const int in,
+      AcceptFrom(listener, {kMagic, u32(size), u32((rank + size - 1) % size)}, deadline));
   std::move(close_out).Cancel();
   return std::unique_ptr<RingAllReduce>(new RingAllReduce(rank, size, out, in, timeout));
 }
@@ -267,14 +265,13 @@ class RingAllReduce::Pass {
       Done();
       const Range block = OutBlock(out_.step);
       const size_t len = std::min(Bytes(block) - out_.offset, CanSend() - out_.sent);
-      const ssize_t k = send(ring_.next_, At(block) + out_.offset, len,
-                             MSG_DONTWAIT | MSG_NOSIGNAL);
+      const ssize_t k =
+          send(ring_.next_, At(block) + out_.offset, len, MSG_DONTWAIT | MSG_NOSIGNAL);
       if (k < 0) {
         if (errno == EINTR) continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK) break;
         return absl::UnavailableError(absl::StrCat("ring all-reduce: sending to rank ",
-                                                   ring_.next_rank(), ": ",
-                                                   std::strerror(errno)));
+                                                   ring_.next_rank(), ": ", std::strerror(errno)));
       }
       moved = true;
       out_.sent += k;
@@ -293,14 +290,13 @@ class RingAllReduce::Pass {
                             : At(block) + in_.offset;
     const ssize_t k = recv(ring_.prev_, landing, Bytes(block) - in_.offset, MSG_DONTWAIT);
     if (k == 0) {
-      return absl::UnavailableError(absl::StrCat("ring all-reduce: rank ", ring_.prev_rank(),
-                                                 " closed its connection"));
+      return absl::UnavailableError(
+          absl::StrCat("ring all-reduce: rank ", ring_.prev_rank(), " closed its connection"));
     }
     if (k < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return false;
       return absl::UnavailableError(absl::StrCat("ring all-reduce: receiving from rank ",
-                                                 ring_.prev_rank(), ": ",
-                                                 std::strerror(errno)));
+                                                 ring_.prev_rank(), ": ", std::strerror(errno)));
     }
     in_.offset += k;
     if (summing) {
@@ -319,20 +315,18 @@ class RingAllReduce::Pass {
   // Waits until a socket can move what is left, or the deadline.
   absl::Status Wait(Clock::time_point deadline) {
     RETURN_IF_ERROR(SetLowWater());
-    pollfd fds[2] = {
-        {ring_.next_, static_cast<short>(out_.sent < CanSend() ? POLLOUT : 0), 0},
-        {ring_.prev_, static_cast<short>(in_.step < steps_ ? POLLIN : 0), 0}};
+    pollfd fds[2] = {{ring_.next_, static_cast<short>(out_.sent < CanSend() ? POLLOUT : 0), 0},
+                     {ring_.prev_, static_cast<short>(in_.step < steps_ ? POLLIN : 0), 0}};
     const int rc = poll(fds, 2, MillisLeft(deadline));
     if (rc < 0 && errno != EINTR) return ErrnoError("ring all-reduce: poll");
     if (rc == 0) {
       return absl::DeadlineExceededError(absl::StrCat(
           "ring all-reduce: nothing moved between rank ", ring_.prev_rank(), ", this rank (",
-          ring_.rank_, ") and rank ", ring_.next_rank(), " for ", ring_.timeout_.count(),
-          " ms"));
+          ring_.rank_, ") and rank ", ring_.next_rank(), " for ", ring_.timeout_.count(), " ms"));
     }
     if (fds[0].revents & (POLLERR | POLLHUP)) {
-      return absl::UnavailableError(absl::StrCat("ring all-reduce: the connection to rank ",
-                                                 ring_.next_rank(), " failed"));
+      return absl::UnavailableError(
+          absl::StrCat("ring all-reduce: the connection to rank ", ring_.next_rank(), " failed"));
     }
     return absl::OkStatus();
   }

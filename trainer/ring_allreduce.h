@@ -33,9 +33,11 @@ class RingAllReduce {
   // `address` (this host's, as the others reach it), publishes its port
   // under `key`, connects to the next rank and accepts the previous one.
   // Blocks until both connections stand, or the timeout.
-  static absl::StatusOr<std::unique_ptr<RingAllReduce>> Connect(
-      gloo::rendezvous::Store& store, const std::string& key, int rank, int size,
-      const std::string& address, std::chrono::milliseconds timeout);
+  static absl::StatusOr<std::unique_ptr<RingAllReduce>> Connect(gloo::rendezvous::Store& store,
+                                                                const std::string& key, int rank,
+                                                                int size,
+                                                                const std::string& address,
+                                                                std::chrono::milliseconds timeout);
   ~RingAllReduce();
   RingAllReduce(const RingAllReduce&) = delete;
   RingAllReduce& operator=(const RingAllReduce&) = delete;
@@ -60,8 +62,8 @@ class RingAllReduce {
 
   const int rank_;
   const int size_;
-  const int next_;  // connection to rank + 1: this rank sends on it
-  const int prev_;  // connection from rank - 1: this rank receives on it
+  const int next_;     // connection to rank + 1: this rank sends on it
+  const int prev_;     // connection from rank - 1: this rank receives on it
   int low_water_ = 1;  // prev_'s SO_RCVLOWAT
   const std::chrono::milliseconds timeout_;
   absl::Status broken_;

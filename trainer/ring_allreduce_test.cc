@@ -103,8 +103,8 @@ TEST(RingAllReduceTest, APeerThatClosesMidwayFailsTheCallAndEveryLaterOne) {
 
 TEST(RingAllReduceTest, AnAddressThatDoesNotResolveIsNamed) {
   gloo::rendezvous::HashStore store;
-  auto ring = RingAllReduce::Connect(store, "ring", 0, 2, "no-such-host.invalid",
-                                     milliseconds(1000));
+  auto ring =
+      RingAllReduce::Connect(store, "ring", 0, 2, "no-such-host.invalid", milliseconds(1000));
   ASSERT_FALSE(ring.ok());
   EXPECT_NE(ring.status().message().find("no-such-host.invalid"), std::string::npos)
       << ring.status();

@@ -27,7 +27,7 @@ struct ShmAllReduce::Header {
   std::atomic<uint32_t> arrived;
   std::atomic<uint32_t> generation;  // futex word: bumped by the last arrival
   uint32_t size;
-  std::atomic<int32_t> departed;     // 1 + the first rank that left; 0 while all are here
+  std::atomic<int32_t> departed;  // 1 + the first rank that left; 0 while all are here
 };
 
 namespace {
@@ -62,8 +62,8 @@ struct Segment {
 // Rank 0 creates a shared-memory object of `bytes` and publishes its name
 // under `key`; the others open it. Everyone maps it. The caller unlinks the
 // name (rank 0) once every rank has mapped it.
-absl::StatusOr<Segment> MapSegment(gloo::rendezvous::Store& store, const std::string& key,
-                                   int rank, size_t bytes) {
+absl::StatusOr<Segment> MapSegment(gloo::rendezvous::Store& store, const std::string& key, int rank,
+                                   size_t bytes) {
   Segment segment;
   int fd = -1;
   if (rank == 0) {
@@ -71,8 +71,7 @@ absl::StatusOr<Segment> MapSegment(gloo::rendezvous::Store& store, const std::st
     segment.name = absl::StrCat("/ringmaster-", getpid(), "-", random(), random());
     fd = shm_open(segment.name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0) {
-      return absl::UnavailableError(
-          absl::StrCat("shm_open ", segment.name, ": ", strerror(errno)));
+      return absl::UnavailableError(absl::StrCat("shm_open ", segment.name, ": ", strerror(errno)));
     }
     if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
       const int error = errno;
@@ -81,9 +80,8 @@ absl::StatusOr<Segment> MapSegment(gloo::rendezvous::Store& store, const std::st
       return absl::ResourceExhaustedError(
           absl::StrCat("cannot size shared memory to ", bytes, " bytes: ", strerror(error)));
     }
-    absl::Status published = StoreCall([&] {
-      store.set(key, std::vector<char>(segment.name.begin(), segment.name.end()));
-    });
+    absl::Status published = StoreCall(
+        [&] { store.set(key, std::vector<char>(segment.name.begin(), segment.name.end())); });
     if (!published.ok()) {
       close(fd);
       shm_unlink(segment.name.c_str());
@@ -99,8 +97,7 @@ absl::StatusOr<Segment> MapSegment(gloo::rendezvous::Store& store, const std::st
     segment.name.assign(published.begin(), published.end());
     fd = shm_open(segment.name.c_str(), O_RDWR | O_CLOEXEC, 0600);
     if (fd < 0) {
-      return absl::UnavailableError(
-          absl::StrCat("shm_open ", segment.name, ": ", strerror(errno)));
+      return absl::UnavailableError(absl::StrCat("shm_open ", segment.name, ": ", strerror(errno)));
     }
   }
   segment.base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -126,7 +123,8 @@ absl::StatusOr<std::unique_ptr<ShmAllReduce>> ShmAllReduce::Create(
   if (rank == 0) shm_unlink(segment->name.c_str());
   if (!all_mapped.ok()) {
     return absl::Status(all_mapped.code(), absl::StrCat("not every rank mapped the shared "
-                                                        "memory: ", all_mapped.message()));
+                                                        "memory: ",
+                                                        all_mapped.message()));
   }
   if (absl::Status s = shm->WatchPeers(store, absl::StrCat(key, "/pid")); !s.ok()) return s;
   return shm;
@@ -143,7 +141,8 @@ absl::StatusOr<float*> ShmAllReduce::MapBuffers(gloo::rendezvous::Store& store,
   if (!all_mapped.ok()) {
     munmap(segment->base, bytes);
     return absl::Status(all_mapped.code(), absl::StrCat("not every rank mapped the shared "
-                                                        "buffers: ", all_mapped.message()));
+                                                        "buffers: ",
+                                                        all_mapped.message()));
   }
   buffers_ = static_cast<float*>(segment->base);
   buffer_floats_ = n;
@@ -221,8 +220,8 @@ absl::Status ShmAllReduce::WatchPeers(gloo::rendezvous::Store& store, const std:
 
 absl::Status ShmAllReduce::PeersGone() const {
   if (const int32_t departed = header_->departed.load(std::memory_order_acquire); departed) {
-    return absl::AbortedError(absl::StrCat("shared-memory all-reduce: rank ", departed - 1,
-                                           " has left"));
+    return absl::AbortedError(
+        absl::StrCat("shared-memory all-reduce: rank ", departed - 1, " has left"));
   }
   // A pidfd becomes readable when its process ends, killed or not.
   for (const auto& [rank, fd] : peer_pidfds_) {
@@ -245,8 +244,7 @@ absl::Status ShmAllReduce::Barrier() {
     return absl::OkStatus();
   }
   const auto deadline = std::chrono::steady_clock::now() + timeout_;
-  for (int spin = 0; header_->generation.load(std::memory_order_acquire) == generation;
-       ++spin) {
+  for (int spin = 0; header_->generation.load(std::memory_order_acquire) == generation; ++spin) {
     if (spin < 200) continue;  // a short spin: the peer is often just behind
     // Waits are sliced so a peer that is gone is noticed within a slice.
     // One that left after the last arrival released this barrier is no
@@ -257,9 +255,9 @@ absl::Status ShmAllReduce::Barrier() {
     }
     const auto left = deadline - std::chrono::steady_clock::now();
     if (left <= std::chrono::nanoseconds::zero()) {
-      return absl::DeadlineExceededError(absl::StrCat(
-          "shared-memory all-reduce: a peer did not arrive within ",
-          std::chrono::duration_cast<std::chrono::seconds>(timeout_).count(), " s"));
+      return absl::DeadlineExceededError(
+          absl::StrCat("shared-memory all-reduce: a peer did not arrive within ",
+                       std::chrono::duration_cast<std::chrono::seconds>(timeout_).count(), " s"));
     }
     const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
         std::min<std::chrono::nanoseconds>(left, std::chrono::milliseconds(100)));

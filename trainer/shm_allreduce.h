@@ -29,9 +29,10 @@ class ShmAllReduce {
   // Rank 0 creates the segment and publishes its name under `key` in
   // `store`; the others open it. The name is unlinked once every rank has
   // it mapped, so nothing outlives the ranks.
-  static absl::StatusOr<std::unique_ptr<ShmAllReduce>> Create(
-      gloo::rendezvous::Store& store, const std::string& key, int rank, int size,
-      std::chrono::milliseconds timeout);
+  static absl::StatusOr<std::unique_ptr<ShmAllReduce>> Create(gloo::rendezvous::Store& store,
+                                                              const std::string& key, int rank,
+                                                              int size,
+                                                              std::chrono::milliseconds timeout);
   ~ShmAllReduce();
 
   // In-place sum over ranks. Data inside buffer() is reduced where it
@@ -59,8 +60,7 @@ class ShmAllReduce {
 
  private:
   struct Header;
-  ShmAllReduce(void* base, size_t bytes, int rank, int size,
-               std::chrono::milliseconds timeout);
+  ShmAllReduce(void* base, size_t bytes, int rank, int size, std::chrono::milliseconds timeout);
   // All ranks wait here.
   absl::Status Barrier();
   // Why a peer is gone, or OK while every peer is there.

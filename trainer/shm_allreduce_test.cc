@@ -76,9 +76,8 @@ TEST(ShmAllReduceTest, AcrossErrorIsReturned) {
   auto shm = ShmAllReduce::Create(store, "e", 0, 1, std::chrono::seconds(30));
   ASSERT_TRUE(shm.ok()) << shm.status();
   float x[3] = {1, 2, 3};
-  absl::Status status = (*shm)->AllReduceSum(x, 3, [](float*, size_t) {
-    return absl::UnavailableError("link down");
-  });
+  absl::Status status = (*shm)->AllReduceSum(
+      x, 3, [](float*, size_t) { return absl::UnavailableError("link down"); });
   EXPECT_EQ(status, absl::UnavailableError("link down"));
 }
 
@@ -98,7 +97,6 @@ TEST(ShmAllReduceTest, MissingPeerTimesOut) {
   absl::Status status = (*s)->AllReduceSum(x, 4);
   EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded) << status;
 }
-
 
 // A peer that ends (its collective destroyed) fails the others' next
 // all-reduce at once, not after the timeout.

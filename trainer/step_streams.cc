@@ -26,9 +26,9 @@ StepStreams::~StepStreams() {
 absl::Status CheckDevice(StreamApi& api, int device) {
   ASSIGN_OR_RETURN(const int current, api.GetDevice());
   if (current == device) return absl::OkStatus();
-  return absl::FailedPreconditionError(
-      absl::StrCat("CUDA work for device ", device, " issued from a thread on device ", current,
-                   "; the thread must call EnterThread first"));
+  return absl::FailedPreconditionError(absl::StrCat("CUDA work for device ", device,
+                                                    " issued from a thread on device ", current,
+                                                    "; the thread must call EnterThread first"));
 }
 
 absl::Status StepStreams::GradientReady(int param) {

@@ -47,8 +47,8 @@ void StopSignal::Run() {
   signal_.store(received, std::memory_order_relaxed);
   Say(absl::StrCat(strsignal(received), ": stopping after the current step"));
   if (done_.WaitForNotificationWithTimeout(grace_)) return;
-  Say(absl::StrCat("not stopped ", absl::FormatDuration(grace_), " after ",
-                   strsignal(received), "; exiting"));
+  Say(absl::StrCat("not stopped ", absl::FormatDuration(grace_), " after ", strsignal(received),
+                   "; exiting"));
   _exit(128 + received);
 }
 

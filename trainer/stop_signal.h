@@ -9,8 +9,8 @@
 #include <memory>
 #include <thread>
 
-#include "common/mutex.h"
 #include "absl/time/time.h"
+#include "common/mutex.h"
 
 namespace ringmaster {
 

@@ -20,8 +20,7 @@ namespace ringmaster {
 // Runs `body(rank, collective)` on `world` threads and joins them. With
 // `hosts` > 1 the ranks play that many hosts (rank r on host r % hosts), so
 // all-reduces take the hierarchical path between hosts.
-inline void RunWorld(int world, const std::function<void(int, Collective*)>& body,
-                     int hosts = 1) {
+inline void RunWorld(int world, const std::function<void(int, Collective*)>& body, int hosts = 1) {
   gloo::rendezvous::HashStore store;
   std::vector<std::thread> threads;
   for (int rank = 0; rank < world; ++rank) {

@@ -45,9 +45,9 @@ absl::StatusOr<int64_t> ResumeOrBroadcast(const TrainerContext& context, uint64_
       TrainingState& s = loaded->state;
       if (s.params.size() != runner.size() ||
           s.optimizer_state.size() != runner.optimizer_state_size()) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "checkpoint ", loaded->path, " does not fit this model (", s.params.size(),
-            " parameters, the model has ", runner.size(), ")"));
+        return absl::FailedPreconditionError(
+            absl::StrCat("checkpoint ", loaded->path, " does not fit this model (", s.params.size(),
+                         " parameters, the model has ", runner.size(), ")"));
       }
       if (s.seed != seed && context.log) {
         context.log(absl::StrCat("checkpoint was written with seed ", s.seed, ", not ", seed));
@@ -113,32 +113,31 @@ absl::StatusOr<TrainResult> Train(const v1::TrainerSpec& spec, const TrainTestSp
   auto steps_from = [&](int64_t start) { return sampler.rows_per_rank(start) / batch / accum; };
   const int64_t steps_per_epoch = steps_from(0);
   if (steps_per_epoch == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "batch_size ", batch, " x grad_accum_steps ", accum, " x ", world,
-        " ranks is more than the ", train.rows, " training rows"));
+    return absl::InvalidArgumentError(absl::StrCat("batch_size ", batch, " x grad_accum_steps ",
+                                                   accum, " x ", world, " ranks is more than the ",
+                                                   train.rows, " training rows"));
   }
   const int64_t rows_per_step = static_cast<int64_t>(batch) * accum * world;
 
   TrainResult result;
   TrainingState position;
-  ASSIGN_OR_RETURN(result.resumed_from_step,
-                   ResumeOrBroadcast(context, seed, *runner, &position));
+  ASSIGN_OR_RETURN(result.resumed_from_step, ResumeOrBroadcast(context, seed, *runner, &position));
   if (context.steps_done) context.steps_done->store(position.step, std::memory_order_relaxed);
   // The last step: those done, the rest of this epoch and whole epochs
   // after it, at this world size (a resize changes the steps still to go,
   // not the data still to see).
-  const int64_t total_steps =
-      position.epoch >= spec.epochs()
-          ? position.step
-          : position.step + steps_from(position.epoch_rows) +
-                (spec.epochs() - position.epoch - 1) * steps_per_epoch;
+  const int64_t total_steps = position.epoch >= spec.epochs()
+                                  ? position.step
+                                  : position.step + steps_from(position.epoch_rows) +
+                                        (spec.epochs() - position.epoch - 1) * steps_per_epoch;
   result.total_steps = total_steps;
   LrSchedule schedule{spec.optimizer().lr(), spec.lr_scaling(), world, spec.warmup_steps(),
                       total_steps};
   if (rank == 0 && context.log) {
-    context.log(absl::StrFormat("learning rate %g: optimizer.lr %g scaled by lr_scaling %s at "
-                                "world size %d",
-                                schedule.Peak(), schedule.base_lr, schedule.scaling, world));
+    context.log(
+        absl::StrFormat("learning rate %g: optimizer.lr %g scaled by lr_scaling %s at "
+                        "world size %d",
+                        schedule.Peak(), schedule.base_lr, schedule.scaling, world));
   }
 
   // Ranks on one host reduce their gradients where they lie.
@@ -220,10 +219,10 @@ absl::StatusOr<TrainResult> Train(const v1::TrainerSpec& spec, const TrainTestSp
         }
       }
       // Only the last micro-step communicates (DDP's no_sync for the rest).
-      ASSIGN_OR_RETURN(const double loss,
-                       runner->ForwardBackward(
-                           xb.data(), yb.data(), batch, 1.0f / accum, micro > 0,
-                           communicate ? std::function<void(int)>(mark_ready) : nullptr));
+      ASSIGN_OR_RETURN(
+          const double loss,
+          runner->ForwardBackward(xb.data(), yb.data(), batch, 1.0f / accum, micro > 0,
+                                  communicate ? std::function<void(int)>(mark_ready) : nullptr));
       if (context.events) context.events->Record("backward end");
       loss_sum += loss;
       ++loss_count;
@@ -255,8 +254,7 @@ absl::StatusOr<TrainResult> Train(const v1::TrainerSpec& spec, const TrainTestSp
       const bool time_due =
           spec.checkpoint_every_s() > 0 && now() - last_checkpoint >= checkpoint_every;
       if (rank == 0 && !context.checkpoint_dir.empty() && (stop || steps_due || time_due)) {
-        RETURN_IF_ERROR(SaveCheckpoint(context, *runner, seed, step,
-                                       epoch_done ? epoch + 1 : epoch,
+        RETURN_IF_ERROR(SaveCheckpoint(context, *runner, seed, step, epoch_done ? epoch + 1 : epoch,
                                        epoch_done ? 0 : start + (b + 1) / accum * rows_per_step));
         last_checkpoint = now();
       }

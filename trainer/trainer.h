@@ -20,15 +20,15 @@
 namespace ringmaster {
 
 struct TrainerContext {
-  Collective* comm = nullptr;         // the job's world
-  std::string checkpoint_dir;         // empty: no checkpoints
+  Collective* comm = nullptr;  // the job's world
+  std::string checkpoint_dir;  // empty: no checkpoints
   // Called with progress at most every `progress_interval` and at every
   // epoch end; may be empty.
   std::function<void(const v1::Progress&)> on_progress;
   double progress_interval_seconds = 0.5;
   std::function<void(const std::string&)> log;  // human-readable lines; may be empty
-  EventLog* events = nullptr;         // tests: order of backward and all-reduce
-  int64_t stop_after_step = -1;       // tests: end as if interrupted after this step
+  EventLog* events = nullptr;                   // tests: order of backward and all-reduce
+  int64_t stop_after_step = -1;                 // tests: end as if interrupted after this step
   // Asked at every step boundary on rank 0: once true, rank 0 checkpoints
   // and Train returns with `stopped` set. The other ranks go on until their
   // next collective fails for want of rank 0, so every rank stops after the
@@ -43,17 +43,17 @@ struct TrainerContext {
 };
 
 struct TrainResult {
-  std::vector<float> params;   // final weights
+  std::vector<float> params;  // final weights
   int64_t steps = 0;
-  double train_loss = 0;       // last step's, this rank
-  double eval_accuracy = -1;   // rank 0, last epoch; -1 elsewhere
+  double train_loss = 0;      // last step's, this rank
+  double eval_accuracy = -1;  // rank 0, last epoch; -1 elsewhere
   double eval_loss = -1;
   double samples_per_second = 0;  // this rank's training throughput
   double allreduce_bytes = 0;
   double allreduce_seconds = 0;
   int64_t resumed_from_step = -1;
-  int64_t total_steps = 0;     // the run's last step, at this world size
-  bool stopped = false;        // rank 0 ended early on stop_requested
+  int64_t total_steps = 0;  // the run's last step, at this world size
+  bool stopped = false;     // rank 0 ended early on stop_requested
 };
 
 // The input width and classes of the model come from `data`.

@@ -30,8 +30,8 @@ class Reader {
   }
   void Bad(const char* name, const char* value, const std::string& expected) {
     if (status_.ok()) {
-      status_ = absl::InvalidArgumentError(
-          absl::StrCat(name, "=\"", value, "\" is not ", expected));
+      status_ =
+          absl::InvalidArgumentError(absl::StrCat(name, "=\"", value, "\" is not ", expected));
     }
   }
   const absl::Status& status() const { return status_; }

@@ -12,19 +12,19 @@
 namespace ringmaster {
 
 struct TrainerEnv {
-  int rank = 0;                  // RANK
-  int world_size = 1;            // WORLD_SIZE
-  int attempt = 0;               // TORCHELASTIC_RESTART_COUNT
-  std::string job_id;            // RINGMASTER_JOB_ID
-  std::string spec_json;         // RINGMASTER_TRAINER_SPEC
+  int rank = 0;                    // RANK
+  int world_size = 1;              // WORLD_SIZE
+  int attempt = 0;                 // TORCHELASTIC_RESTART_COUNT
+  std::string job_id;              // RINGMASTER_JOB_ID
+  std::string spec_json;           // RINGMASTER_TRAINER_SPEC
   std::string host = "127.0.0.1";  // RINGMASTER_HOST: this rank's address for peers
-  std::string worker_address;    // RINGMASTER_WORKER_ADDRESS: where progress goes
-  std::string worker_id;         // RINGMASTER_WORKER_ID: the name in its TLS certificate
-  std::string tls_ca;            // RINGMASTER_TLS_CA: the cluster's CA (PEM); empty: plaintext
-  std::string token;             // RINGMASTER_JOB_TOKEN: this attempt's credential, if any
-  std::string checkpoint_dir;    // RINGMASTER_CHECKPOINT_DIR
-  std::string save_weights;      // RINGMASTER_TRAINER_SAVE_WEIGHTS: rank 0 writes them
-  std::string visible_gpus;      // CUDA_VISIBLE_DEVICES; empty: train on the CPU
+  std::string worker_address;      // RINGMASTER_WORKER_ADDRESS: where progress goes
+  std::string worker_id;           // RINGMASTER_WORKER_ID: the name in its TLS certificate
+  std::string tls_ca;              // RINGMASTER_TLS_CA: the cluster's CA (PEM); empty: plaintext
+  std::string token;               // RINGMASTER_JOB_TOKEN: this attempt's credential, if any
+  std::string checkpoint_dir;      // RINGMASTER_CHECKPOINT_DIR
+  std::string save_weights;        // RINGMASTER_TRAINER_SAVE_WEIGHTS: rank 0 writes them
+  std::string visible_gpus;        // CUDA_VISIBLE_DEVICES; empty: train on the CPU
   // RINGMASTER_COLLECTIVE_TIMEOUT_S: how long a collective waits for a peer.
   absl::Duration collective_timeout = absl::Seconds(120);
   // RINGMASTER_STOP_GRACE_S: after SIGTERM, how long rank 0 has to reach a

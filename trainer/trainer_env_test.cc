@@ -16,14 +16,13 @@ absl::StatusOr<TrainerEnv> Read(std::map<std::string, std::string> vars) {
 }
 
 TEST(TrainerEnvTest, ReadsWhatTheWorkerSets) {
-  absl::StatusOr<TrainerEnv> env =
-      Read({{"RANK", "2"},
-            {"WORLD_SIZE", "3"},
-            {"TORCHELASTIC_RESTART_COUNT", "4"},
-            {"RINGMASTER_JOB_ID", "j7"},
-            {"RINGMASTER_CHECKPOINT_DIR", "/ck"},
-            {"RINGMASTER_COLLECTIVE_TIMEOUT_S", "630"},
-            {"CUDA_VISIBLE_DEVICES", ""}});
+  absl::StatusOr<TrainerEnv> env = Read({{"RANK", "2"},
+                                         {"WORLD_SIZE", "3"},
+                                         {"TORCHELASTIC_RESTART_COUNT", "4"},
+                                         {"RINGMASTER_JOB_ID", "j7"},
+                                         {"RINGMASTER_CHECKPOINT_DIR", "/ck"},
+                                         {"RINGMASTER_COLLECTIVE_TIMEOUT_S", "630"},
+                                         {"CUDA_VISIBLE_DEVICES", ""}});
   ASSERT_TRUE(env.ok()) << env.status();
   EXPECT_EQ(env->rank, 2);
   EXPECT_EQ(env->world_size, 3);

@@ -41,17 +41,20 @@ v1::TrainerSpec SgdSpec(int batch, int epochs) {
   return spec;
 }
 
-std::vector<float> TrainWorld(const v1::TrainerSpec& spec, const TrainTestSplit& data,
-                              int world, TrainerContext base = {}, int hosts = 1) {
+std::vector<float> TrainWorld(const v1::TrainerSpec& spec, const TrainTestSplit& data, int world,
+                              TrainerContext base = {}, int hosts = 1) {
   std::vector<std::vector<float>> params(world);
-  RunWorld(world, [&](int rank, Collective* comm) {
-    TrainerContext context = base;
-    context.comm = comm;
-    if (rank != 0) context.log = nullptr;
-    auto result = Train(spec, data, context);
-    ASSERT_TRUE(result.ok()) << result.status();
-    params[rank] = result->params;
-  }, hosts);
+  RunWorld(
+      world,
+      [&](int rank, Collective* comm) {
+        TrainerContext context = base;
+        context.comm = comm;
+        if (rank != 0) context.log = nullptr;
+        auto result = Train(spec, data, context);
+        ASSERT_TRUE(result.ok()) << result.status();
+        params[rank] = result->params;
+      },
+      hosts);
   for (int r = 1; r < world; ++r) EXPECT_EQ(params[r], params[0]) << "rank " << r;
   return params[0];
 }
@@ -96,8 +99,8 @@ TEST(TrainerTest, FourRanksOnTwoHostsEqualOneRankWithBatch4B) {
   const std::vector<float> single = TrainWorld(SgdSpec(20, 2), data, 1, stop);
   const std::vector<float> four = TrainWorld(SgdSpec(5, 2), data, 4, stop, /*hosts=*/2);
   const double diff = MaxRelativeDifference(four, single);
-  std::cout << "2 hosts x 2 ranks vs world 1 after 20 SGD steps: max relative difference "
-            << diff << std::endl;
+  std::cout << "2 hosts x 2 ranks vs world 1 after 20 SGD steps: max relative difference " << diff
+            << std::endl;
   EXPECT_LE(diff, 1e-5) << "2 hosts x 2 ranks drifted from world 1";
 }
 
@@ -171,8 +174,8 @@ TEST(TrainerTest, InterruptedRunResumesToTheSameWeights) {
   TrainerContext resume;
   resume.checkpoint_dir = crash.checkpoint_dir;
   const std::vector<float> resumed = TrainWorld(spec, data, 2, resume);
-  EXPECT_EQ(resumed, uninterrupted) << "max relative difference "
-                                    << MaxRelativeDifference(resumed, uninterrupted);
+  EXPECT_EQ(resumed, uninterrupted)
+      << "max relative difference " << MaxRelativeDifference(resumed, uninterrupted);
 }
 
 TEST(TrainerTest, CorruptNewestCheckpointFallsBackToThePrevious) {
@@ -197,8 +200,8 @@ TEST(TrainerTest, CorruptNewestCheckpointFallsBackToThePrevious) {
   for (const auto& line : lines) {
     reported |= line.find("checkpoint skipped") != std::string::npos &&
                 line.find("step-21") != std::string::npos;
-    fell_back |= line.find("resuming from " + crash.checkpoint_dir + "/step-14") !=
-                 std::string::npos;
+    fell_back |=
+        line.find("resuming from " + crash.checkpoint_dir + "/step-14") != std::string::npos;
   }
   EXPECT_TRUE(reported) << "the corrupt checkpoint must be reported";
   EXPECT_TRUE(fell_back) << "training must resume from step-14";
@@ -336,7 +339,6 @@ TEST(TrainerTest, LearnsDigits) {
   EXPECT_GE(accuracy, 0.95);
 }
 
-
 // Clipping needs the global norm, so its step waits for every bucket; the
 // result must still be the same at any world size.
 TEST(TrainerTest, ClippedTwoRanksEqualOneRankWithDoubleBatch) {
@@ -347,13 +349,13 @@ TEST(TrainerTest, ClippedTwoRanksEqualOneRankWithDoubleBatch) {
   v1::TrainerSpec two = SgdSpec(10, 2);
   one.set_grad_clip_norm(0.5);
   two.set_grad_clip_norm(0.5);
-  const double diff = MaxRelativeDifference(TrainWorld(two, data, 2, stop),
-                                            TrainWorld(one, data, 1, stop));
+  const double diff =
+      MaxRelativeDifference(TrainWorld(two, data, 2, stop), TrainWorld(one, data, 1, stop));
   EXPECT_LE(diff, 1e-5);
   v1::TrainerSpec unclipped = SgdSpec(20, 2);
-  EXPECT_GT(MaxRelativeDifference(TrainWorld(one, data, 1, stop),
-                                  TrainWorld(unclipped, data, 1, stop)),
-            1e-3)
+  EXPECT_GT(
+      MaxRelativeDifference(TrainWorld(one, data, 1, stop), TrainWorld(unclipped, data, 1, stop)),
+      1e-3)
       << "clipping at 0.5 must change the trajectory, or this test proves nothing";
 }
 

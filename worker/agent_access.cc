@@ -58,17 +58,16 @@ absl::Status AgentAccess::RequireRankToken(const std::optional<std::string>& tok
     if (holder->job_id() == rank.job_id() && holder->attempt() == rank.attempt()) {
       return absl::OkStatus();
     }
-    return absl::PermissionDeniedError(absl::StrCat(
-        "the job credential of ", holder->job_id(), " attempt ", holder->attempt(),
-        " cannot report for ", rank.job_id(), " attempt ", rank.attempt()));
+    return absl::PermissionDeniedError(
+        absl::StrCat("the job credential of ", holder->job_id(), " attempt ", holder->attempt(),
+                     " cannot report for ", rank.job_id(), " attempt ", rank.attempt()));
   }
   if (IsAgentCredential(*token)) {
     return absl::PermissionDeniedError(
         absl::StrCat("the agent credential cannot make this call; it needs ", kRankNeeded));
   }
   return absl::UnauthenticatedError(absl::StrCat(
-      "the token given is not a credential of a rank running here; this call needs ",
-      kRankNeeded));
+      "the token given is not a credential of a rank running here; this call needs ", kRankNeeded));
 }
 
 }  // namespace ringmaster

@@ -43,8 +43,7 @@ class AgentAccess {
   // know) or PERMISSION_DENIED (a credential for something else), the
   // message naming the credential the call needs.
   absl::Status RequireCoordinator(const grpc::ServerContextBase& context) const;
-  absl::Status RequireRank(const grpc::ServerContextBase& context,
-                           const v1::RankRef& rank) const;
+  absl::Status RequireRank(const grpc::ServerContextBase& context, const v1::RankRef& rank) const;
   // The same, given the caller's bearer token (nullopt: none).
   absl::Status RequireCoordinatorToken(const std::optional<std::string>& token) const;
   absl::Status RequireRankToken(const std::optional<std::string>& token,

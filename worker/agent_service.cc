@@ -68,11 +68,11 @@ grpc::ServerUnaryReactor* AgentServiceImpl::ReadLog(grpc::CallbackServerContext*
   if (absl::Status valid = ValidateRankRef(request->job_id(), request->rank()); !valid.ok()) {
     return FinishUnary(context, valid);
   }
-  absl::StatusOr<v1::ReadLogResponse> read = ReadLogFile(
-      supervisor_->LogPath(request->job_id(), request->attempt(), request->rank()),
-      absl::StrCat("job ", request->job_id(), " attempt ", request->attempt(), " rank ",
-                   request->rank()),
-      *request);
+  absl::StatusOr<v1::ReadLogResponse> read =
+      ReadLogFile(supervisor_->LogPath(request->job_id(), request->attempt(), request->rank()),
+                  absl::StrCat("job ", request->job_id(), " attempt ", request->attempt(), " rank ",
+                               request->rank()),
+                  *request);
   if (read.ok()) *response = *std::move(read);
   return FinishUnary(context, read.status());
 }
@@ -81,9 +81,9 @@ grpc::ServerUnaryReactor* AgentServiceImpl::ReadLog(grpc::CallbackServerContext*
 
 namespace ringmaster {
 
-grpc::ServerUnaryReactor* AgentServiceImpl::ReportProgress(
-    grpc::CallbackServerContext* context, const v1::RankProgress* request,
-    v1::ReportProgressResponse*) {
+grpc::ServerUnaryReactor* AgentServiceImpl::ReportProgress(grpc::CallbackServerContext* context,
+                                                           const v1::RankProgress* request,
+                                                           v1::ReportProgressResponse*) {
   if (absl::Status s = access_->RequireRank(*context, request->rank()); !s.ok()) {
     return FinishUnary(context, s);
   }

@@ -7,8 +7,8 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "worker/agent_access.h"
 #include "proto/worker.grpc.pb.h"
+#include "worker/agent_access.h"
 #include "worker/progress_board.h"
 #include "worker/rank_supervisor.h"
 

@@ -28,9 +28,9 @@ JobCode::Fetch CoordinatorCodeFetch(std::shared_ptr<grpc::Channel> coordinator, 
       v1::ReadCodeResponse response;
       grpc::Status status = stub->ReadCode(&context, request, &response);
       if (!status.ok()) {
-        return absl::Status(FromGrpcStatus(status).code(),
-                            absl::StrCat("fetching it from the coordinator: ",
-                                         status.error_message()));
+        return absl::Status(
+            FromGrpcStatus(status).code(),
+            absl::StrCat("fetching it from the coordinator: ", status.error_message()));
       }
       if (response.data().empty()) break;
       out.write(response.data().data(), static_cast<std::streamsize>(response.data().size()));

@@ -13,8 +13,7 @@ namespace ringmaster {
 
 // Each ReadCode call carries `token` (this worker's credential) and has
 // `call_timeout`; the archive is written to the path JobCode gives.
-JobCode::Fetch CoordinatorCodeFetch(std::shared_ptr<grpc::Channel> coordinator,
-                                    std::string token,
+JobCode::Fetch CoordinatorCodeFetch(std::shared_ptr<grpc::Channel> coordinator, std::string token,
                                     absl::Duration call_timeout = absl::Seconds(30));
 
 }  // namespace ringmaster

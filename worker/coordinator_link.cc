@@ -49,8 +49,7 @@ bool CoordinatorLink::QueueLocked(v1::WorkerMessage message) {
       }
     }
   } else if (queued_.size() >= kMaxQueuedEvents) {
-    spdlog::warn("more than {} rank events waiting to be written: reconnecting",
-                 kMaxQueuedEvents);
+    spdlog::warn("more than {} rank events waiting to be written: reconnecting", kMaxQueuedEvents);
     writable_ = false;
     queued_.clear();
     if (context_ != nullptr) context_->TryCancel();
@@ -120,11 +119,11 @@ absl::Status CoordinatorLink::Run() {
         unreachable_why = status.error_message();
         unreachable_said = absl::Now();
         const std::string tls_why =
-            unavailable ? ExplainTlsFailure(options_.coordinator_address,
-                                            options_.tls.has_value(), unreachable_why)
+            unavailable ? ExplainTlsFailure(options_.coordinator_address, options_.tls.has_value(),
+                                            unreachable_why)
                         : "";
-        spdlog::warn("cannot register with the coordinator at {}: {}",
-                     options_.coordinator_address, tls_why.empty() ? unreachable_why : tls_why);
+        spdlog::warn("cannot register with the coordinator at {}: {}", options_.coordinator_address,
+                     tls_why.empty() ? unreachable_why : tls_why);
       }
       // The channel redials on its own back-off.
       if (unavailable) wait = std::min(wait, absl::Seconds(1));
@@ -140,8 +139,7 @@ absl::Status CoordinatorLink::Run() {
 grpc::Status CoordinatorLink::Serve(v1::WorkerService::Stub* stub, bool* registered) {
   grpc::ClientContext context;
   AddBearerToken(&context, options_.token);
-  std::unique_ptr<grpc::ClientReaderWriter<v1::WorkerMessage, v1::CoordinatorMessage>>
-      stream;
+  std::unique_ptr<grpc::ClientReaderWriter<v1::WorkerMessage, v1::CoordinatorMessage>> stream;
   {
     MutexLock lock(&mu_);
     if (shutdown_) return grpc::Status::CANCELLED;
@@ -205,8 +203,7 @@ grpc::Status CoordinatorLink::Serve(v1::WorkerService::Stub* stub, bool* registe
   writer.join();
   grpc::Status status = stream->Finish();
   if (*registered) {
-    spdlog::warn("coordinator stream ended: {}",
-                 status.ok() ? "closed" : status.error_message());
+    spdlog::warn("coordinator stream ended: {}", status.ok() ? "closed" : status.error_message());
   }
   return status;
 }

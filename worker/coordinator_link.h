@@ -4,17 +4,17 @@
 #ifndef RINGMASTER_WORKER_COORDINATOR_LINK_H_
 #define RINGMASTER_WORKER_COORDINATOR_LINK_H_
 
+#include <deque>
 #include <functional>
 #include <memory>
-#include <deque>
 #include <string>
 #include <vector>
 
 #include <grpcpp/grpcpp.h>
 
 #include "absl/status/status.h"
-#include "common/mutex.h"
 #include "absl/time/time.h"
+#include "common/mutex.h"
 #include "common/tls.h"
 #include "proto/worker.grpc.pb.h"
 #include "worker/event_outbox.h"
@@ -23,8 +23,8 @@ namespace ringmaster {
 
 struct CoordinatorLinkOptions {
   std::string coordinator_address;
-  std::string token;  // sent as "authorization: Bearer"; empty: none
-  Tls tls;            // this worker's certificate, shown to the coordinator
+  std::string token;            // sent as "authorization: Bearer"; empty: none
+  Tls tls;                      // this worker's certificate, shown to the coordinator
   v1::RegisterWorker identity;  // id, address, hostname, slots, gpus, incarnation
   absl::Duration reconnect_initial = absl::Milliseconds(200);
   absl::Duration reconnect_max = absl::Seconds(5);
@@ -47,9 +47,9 @@ class CoordinatorLink {
     // Rank processes alive now, with their output and report counters.
     std::function<std::vector<v1::RunningRank>()> running_ranks;
     std::function<std::vector<v1::RankProgress>()> progress;  // may be empty
-    std::function<void(v1::Heartbeat*)> usage;                 // may be empty
+    std::function<void(v1::Heartbeat*)> usage;                // may be empty
     std::function<void(const v1::Registered&)> registered;    // may be empty
-    std::function<std::vector<std::string>()> logged_jobs;     // may be empty
+    std::function<std::vector<std::string>()> logged_jobs;    // may be empty
   };
 
   CoordinatorLink(CoordinatorLinkOptions options, Hooks hooks);

@@ -4,8 +4,8 @@
 #include <thread>
 #include <vector>
 
-#include <gtest/gtest.h>
 #include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
 
 #include "common/mutex.h"
 

@@ -32,8 +32,7 @@ std::optional<v1::WorkerMessage> EventOutbox::FindExit(const v1::RankRef& rank) 
   auto same = [&rank](const v1::WorkerMessage& m) {
     if (!m.has_rank_exited()) return false;
     const v1::RankRef& r = m.rank_exited().rank();
-    return r.job_id() == rank.job_id() && r.attempt() == rank.attempt() &&
-           r.rank() == rank.rank();
+    return r.job_id() == rank.job_id() && r.attempt() == rank.attempt() && r.rank() == rank.rank();
   };
   for (const auto* events : {&pending_, &recent_exits_}) {
     auto it = std::find_if(events->rbegin(), events->rend(), same);

@@ -58,9 +58,8 @@ std::vector<v1::Gpu> DiscoverGpus(Nvml& nvml, const std::optional<std::string>& 
   for (absl::string_view entry : absl::StrSplit(*visible, ',')) {
     const GpuSample* device = Named(devices, absl::StripAsciiWhitespace(entry));
     if (device == nullptr) break;
-    const bool repeated = std::any_of(gpus.begin(), gpus.end(), [&](const v1::Gpu& g) {
-      return g.index() == device->index;
-    });
+    const bool repeated = std::any_of(gpus.begin(), gpus.end(),
+                                      [&](const v1::Gpu& g) { return g.index() == device->index; });
     if (repeated) break;
     gpus.push_back(GpuOf(*device));
   }

@@ -32,13 +32,12 @@ std::string ReadSmallFile(const std::string& path) {
 JobCode::JobCode(std::string root, UnpackLimits limits, Fetch fetch)
     : root_(std::move(root)), limits_(limits), fetch_(std::move(fetch)) {}
 
-absl::StatusOr<std::string> JobCode::Prepare(const std::string& job_id,
-                                             const v1::CodePackage& code,
+absl::StatusOr<std::string> JobCode::Prepare(const std::string& job_id, const v1::CodePackage& code,
                                              const std::optional<RunAs>& owner) {
   RETURN_IF_ERROR(ValidateJobId(job_id));
   if (!IsSha256Hex(code.sha256())) {
-    return absl::InvalidArgumentError(absl::StrCat("code.sha256 \"", code.sha256(),
-                                                   "\" is not 64 lowercase hex digits"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("code.sha256 \"", code.sha256(), "\" is not 64 lowercase hex digits"));
   }
   const std::string dir = absl::StrCat(root_, "/", job_id, "/code");
   {
@@ -67,8 +66,7 @@ absl::StatusOr<std::string> JobCode::Prepare(const std::string& job_id,
   return unpacked;
 }
 
-absl::StatusOr<std::string> JobCode::Unpack(const std::string& job_id,
-                                            const std::string& sha256,
+absl::StatusOr<std::string> JobCode::Unpack(const std::string& job_id, const std::string& sha256,
                                             const std::optional<RunAs>& owner) {
   // root and the job's directory: the ranks' user passes through, lists
   // nothing. Fetching and unpacking happen in <root>/.unpack, which only

@@ -39,8 +39,8 @@ class JobCode {
 
  private:
   struct Job {
-    bool busy = false;    // a Prepare is fetching or unpacking
-    std::string ready;    // the sha256 unpacked, once it is
+    bool busy = false;  // a Prepare is fetching or unpacking
+    std::string ready;  // the sha256 unpacked, once it is
   };
   absl::StatusOr<std::string> Unpack(const std::string& job_id, const std::string& sha256,
                                      const std::optional<RunAs>& owner);

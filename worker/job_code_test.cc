@@ -84,8 +84,7 @@ TEST_F(JobCodeTest, RanksStartingTogetherWaitForOneFetch) {
   std::vector<std::thread> ranks;
   std::atomic<int> ok{0};
   for (int i = 0; i < 8; ++i) {
-    ranks.emplace_back(
-        [&] { ok += jobs.Prepare("train-1", code_, std::nullopt).ok() ? 1 : 0; });
+    ranks.emplace_back([&] { ok += jobs.Prepare("train-1", code_, std::nullopt).ok() ? 1 : 0; });
   }
   for (auto& t : ranks) t.join();
   EXPECT_EQ(ok, 8);

@@ -3,8 +3,8 @@
 #include <cstdlib>
 #include <string>
 
-#include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "common/daemon_flags.h"
@@ -56,15 +56,15 @@ void AddWorkerFlags(CLI::App& app, ringmaster::WorkerConfig* config) {
          "--max-code-mb", [config](int64_t mb) { config->max_code_bytes = mb << 20; },
          "most MiB of files a job's uploaded code may unpack to (default 1024)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
-  app.add_option("--slots", config->slots,
-                 "CPU slots (default: one per GPU, or 1 without GPUs)");
+  app.add_option("--slots", config->slots, "CPU slots (default: one per GPU, or 1 without GPUs)");
   app.add_option_function<std::vector<std::string>>(
          "--label",
          [config](const std::vector<std::string>& labels) {
            for (const std::string& text : labels) {
              absl::StatusOr<std::pair<std::string, std::string>> label =
                  ringmaster::ParseLabel(text);
-             if (!label.ok()) throw CLI::ValidationError("--label", std::string(label.status().message()));
+             if (!label.ok())
+               throw CLI::ValidationError("--label", std::string(label.status().message()));
              config->labels[label->first] = label->second;
            }
          },

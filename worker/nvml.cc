@@ -10,10 +10,10 @@
 namespace ringmaster {
 
 using nvml_abi::Device;
-using nvml_abi::Memory;
-using nvml_abi::Utilization;
 using nvml_abi::kClockSm;
 using nvml_abi::kTemperatureGpu;
+using nvml_abi::Memory;
+using nvml_abi::Utilization;
 
 struct Nvml::Api {
   int (*init)();
@@ -39,14 +39,18 @@ struct Nvml::Api {
 
 double NvlinkGbPerSecond(unsigned version) {
   switch (version) {
-    case 1: return 20;  // 1.0
-    case 2:             // 2.0
-    case 3:             // 2.2
-    case 4:             // 3.0
-    case 5:             // 3.1
-    case 6: return 25;  // 4.0
-    case 7: return 50;  // 5.0
-    default: return 0;
+    case 1:
+      return 20;  // 1.0
+    case 2:       // 2.0
+    case 3:       // 2.2
+    case 4:       // 3.0
+    case 5:       // 3.1
+    case 6:
+      return 25;  // 4.0
+    case 7:
+      return 50;  // 5.0
+    default:
+      return 0;
   }
 }
 
@@ -134,9 +138,8 @@ std::vector<GpuSample> Nvml::Sample() {
     if (api_->temperature(device, kTemperatureGpu, &value) == 0) s.temperature_celsius = value;
     if (api_->clock(device, kClockSm, &value) == 0) s.sm_clock_hertz = value * 1e6;  // MHz
     unsigned long long errors = 0;
-    if (api_->ecc_errors != nullptr &&
-        api_->ecc_errors(device, nvml_abi::kMemoryErrorUncorrected, nvml_abi::kVolatileEcc,
-                         &errors) == 0) {
+    if (api_->ecc_errors != nullptr && api_->ecc_errors(device, nvml_abi::kMemoryErrorUncorrected,
+                                                        nvml_abi::kVolatileEcc, &errors) == 0) {
       s.uncorrected_ecc_errors = static_cast<double>(errors);
     }
     samples.push_back(std::move(s));

@@ -21,7 +21,7 @@ constexpr unsigned kTemperatureGpu = 0;
 constexpr unsigned kClockSm = 1;
 constexpr int kMemoryErrorUncorrected = 1;  // NVML_MEMORY_ERROR_TYPE_UNCORRECTED
 constexpr int kVolatileEcc = 0;             // NVML_VOLATILE_ECC: since the driver loaded
-constexpr unsigned kMaxNvlinks = 18;  // NVML_NVLINK_MAX_LINKS
+constexpr unsigned kMaxNvlinks = 18;        // NVML_NVLINK_MAX_LINKS
 
 }  // namespace ringmaster::nvml_abi
 

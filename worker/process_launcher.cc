@@ -93,8 +93,7 @@ std::string PosixProcessLauncher::CgroupOf(pid_t pid) {
   return it == cgroup_of_.end() ? "" : it->second;
 }
 
-bool PosixProcessLauncher::WaitExit(pid_t pid, absl::Duration timeout,
-                                    ExitStatus* status) {
+bool PosixProcessLauncher::WaitExit(pid_t pid, absl::Duration timeout, ExitStatus* status) {
   int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
   if (pidfd >= 0) {
     pollfd p{pidfd, POLLIN, 0};
@@ -112,8 +111,7 @@ bool PosixProcessLauncher::WaitExit(pid_t pid, absl::Duration timeout,
     *status = ExitStatus{-1, 0};
     return true;
   }
-  *status = WIFSIGNALED(raw) ? ExitStatus{0, WTERMSIG(raw)}
-                             : ExitStatus{WEXITSTATUS(raw), 0};
+  *status = WIFSIGNALED(raw) ? ExitStatus{0, WTERMSIG(raw)} : ExitStatus{WEXITSTATUS(raw), 0};
   return true;
 }
 

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "common/mutex.h"
 #include "absl/time/time.h"
+#include "common/mutex.h"
 #include "common/subprocess.h"
 #include "worker/rank_cgroups.h"
 #include "worker/rank_log.h"
@@ -21,13 +21,13 @@
 namespace ringmaster {
 
 struct LaunchSpec {
-  std::vector<std::string> argv;  // argv[0] without '/' is looked up on PATH
-  std::map<std::string, std::string> env;  // the whole environment
-  std::string working_dir;        // empty: the worker's own
-  std::string log_path;           // stdout and stderr, appended as records (rank_log.h)
-  std::string name;               // of its cgroup: unique among running processes
-  int64_t memory_bytes = 0;       // limit for it and its descendants; 0: none
-  std::optional<RunAs> run_as;    // its user; nullopt: the worker's
+  std::vector<std::string> argv;            // argv[0] without '/' is looked up on PATH
+  std::map<std::string, std::string> env;   // the whole environment
+  std::string working_dir;                  // empty: the worker's own
+  std::string log_path;                     // stdout and stderr, appended as records (rank_log.h)
+  std::string name;                         // of its cgroup: unique among running processes
+  int64_t memory_bytes = 0;                 // limit for it and its descendants; 0: none
+  std::optional<RunAs> run_as;              // its user; nullopt: the worker's
   std::vector<PathAccess> required_access;  // checked as its user before exec
   bool hide_other_users_processes = false;  // SubprocessSpec's
 };

@@ -5,12 +5,12 @@
 
 #include <signal.h>
 
+#include <unistd.h>
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -87,8 +87,8 @@ TEST(ProcessLauncherTest, OutputReachesTheLogAsTimedRecords) {
   const std::string records = ReadFile(spec.log_path);
   absl::Time first;
   std::string error;
-  ASSERT_TRUE(absl::ParseTime(absl::RFC3339_full, records.substr(0, kTimestampBytes), &first,
-                              &error))
+  ASSERT_TRUE(
+      absl::ParseTime(absl::RFC3339_full, records.substr(0, kTimestampBytes), &first, &error))
       << records;
   EXPECT_GE(first, before);
   EXPECT_LE(first, after);
@@ -223,8 +223,8 @@ class ContainedLauncherTest : public ::testing::Test {
 TEST_F(ContainedLauncherTest, ClearKillsDescendantsThatLeftTheSession) {
   // A grandchild in a session of its own escapes kill(-pgid); its cgroup
   // still holds it.
-  LaunchSpec spec = Shell("setsid sh -c 'echo $$; exec sleep 300' & echo $$; exec sleep 300",
-                          "escape.log");
+  LaunchSpec spec =
+      Shell("setsid sh -c 'echo $$; exec sleep 300' & echo $$; exec sleep 300", "escape.log");
   spec.name = "escape";
   auto pid = launcher_->Spawn(spec);
   ASSERT_TRUE(pid.ok()) << pid.status();

@@ -61,8 +61,7 @@ class RankCgroups {
     bool freezer = false;  // v1 freezer.state
     bool kill = false;     // cgroup.kill
   };
-  explicit RankCgroups(std::vector<Hierarchy> hierarchies)
-      : hierarchies_(std::move(hierarchies)) {}
+  explicit RankCgroups(std::vector<Hierarchy> hierarchies) : hierarchies_(std::move(hierarchies)) {}
   std::string Dir(const Hierarchy& h, const std::string& rank) const { return h.dir + "/" + rank; }
 
   std::vector<Hierarchy> hierarchies_;

@@ -39,9 +39,11 @@ absl::StatusOr<std::optional<RunAs>> RankIdentity(const std::string& rank_user) 
   }
   if (as->uid == geteuid() && as->gid == getegid() && !can_switch) return std::nullopt;
   if (!can_switch) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "--rank-user ", rank_user, " needs a worker running as root or with CAP_SETUID and "
-        "CAP_SETGID (this one runs as uid ", geteuid(), " without them)"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("--rank-user ", rank_user,
+                     " needs a worker running as root or with CAP_SETUID and "
+                     "CAP_SETGID (this one runs as uid ",
+                     geteuid(), " without them)"));
   }
   if (as->uid == 0) spdlog::warn("--rank-user {}: ranks run as root", rank_user);
   return as;
@@ -51,8 +53,7 @@ absl::StatusOr<UidRange> ParseUidRange(const std::string& text) {
   const std::vector<std::string> parts = absl::StrSplit(text, '-');
   uint64_t first = 0, last = 0;
   if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &first) ||
-      !absl::SimpleAtoi(parts[1], &last) || first < 1000 || first > last ||
-      last >= 0x7fffffff) {
+      !absl::SimpleAtoi(parts[1], &last) || first < 1000 || first > last || last >= 0x7fffffff) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--rank-uid-range \"", text, "\": expected FIRST-LAST with 1000 <= FIRST <= LAST < ",
         0x7fffffff, " (e.g. ", kDefaultRankUidRange, ")"));
@@ -87,9 +88,9 @@ absl::StatusOr<std::optional<RunAs>> RankIdentities::ForJob(const std::string& j
     if (other == job_id || !ValidateJobId(other).ok() || slot(other) != slot(job_id)) continue;
     struct stat st {};
     if (lstat((entry.path() / "home").c_str(), &st) == 0 && st.st_uid == uid) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "uid ", uid, " of job ", job_id, " is still held by the files of job ", other,
-          " on this worker; delete job ", other, " first"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("uid ", uid, " of job ", job_id, " is still held by the files of job ",
+                       other, " on this worker; delete job ", other, " first"));
     }
   }
   RunAs as;
@@ -128,7 +129,8 @@ absl::StatusOr<RankIdentities> ChooseRankIdentities(const std::string& rank_user
     if (!uid_range.empty()) {
       return absl::FailedPreconditionError(absl::StrCat(
           "--rank-uid-range needs a worker running as root or with CAP_SETUID and CAP_SETGID "
-          "(this one runs as uid ", geteuid(), " without them)"));
+          "(this one runs as uid ",
+          geteuid(), " without them)"));
     }
     return RankIdentities::Shared(std::nullopt);
   }

@@ -49,8 +49,8 @@ class RankIdentityTest : public ::testing::Test {
           std::string* err) {
     const std::string command = absl::StrCat(
         "setpriv ", setpriv_flags, " ", dir_, "/spawn_as '", rank_user, "' ", dir_,
-        "/out.txt grep -E '^(Uid|Gid|CapPrm|CapEff|CapAmb|NoNewPrivs)' /proc/self/status 2> ",
-        dir_, "/err.txt");
+        "/out.txt grep -E '^(Uid|Gid|CapPrm|CapEff|CapAmb|NoNewPrivs)' /proc/self/status 2> ", dir_,
+        "/err.txt");
     const int status = system(command.c_str());
     *out = ReadFile(dir_ + "/out.txt");
     *err = ReadFile(dir_ + "/err.txt");
@@ -62,8 +62,7 @@ class RankIdentityTest : public ::testing::Test {
 };
 
 constexpr char kAsUser65533[] = "--reuid=65533 --regid=65533 --clear-groups";
-constexpr char kNoCapabilities[] =
-    "CapPrm:\t0000000000000000\nCapEff:\t0000000000000000\n";
+constexpr char kNoCapabilities[] = "CapPrm:\t0000000000000000\nCapEff:\t0000000000000000\n";
 
 TEST_F(RankIdentityTest, ARootWorkerRunsRanksAsNobodyWhenAsked) {
   std::string out, err;
@@ -77,10 +76,10 @@ TEST_F(RankIdentityTest, ARootWorkerRunsRanksAsNobodyWhenAsked) {
 // ambient capabilities. Its ranks keep no capability.
 TEST_F(RankIdentityTest, AWorkerWithAmbientCapabilitiesHandsNoneOnToItsRanks) {
   std::string out, err;
-  ASSERT_EQ(Run(absl::StrCat(kAsUser65533,
-                             " --inh-caps=+setuid,+setgid --ambient-caps=+setuid,+setgid"),
-                "nobody", &out, &err),
-            0)
+  ASSERT_EQ(
+      Run(absl::StrCat(kAsUser65533, " --inh-caps=+setuid,+setgid --ambient-caps=+setuid,+setgid"),
+          "nobody", &out, &err),
+      0)
       << err;
   EXPECT_NE(out.find("Uid:\t65534\t65534\t65534\t65534"), std::string::npos) << out;
   EXPECT_NE(out.find(kNoCapabilities), std::string::npos) << out;

@@ -40,8 +40,7 @@ void AppendRecords(absl::Time time, absl::string_view text, bool ends_line, std:
   } while (!text.empty());
 }
 
-size_t RenderRecords(absl::string_view records, bool timestamps, bool* mid_line,
-                     std::string* out) {
+size_t RenderRecords(absl::string_view records, bool timestamps, bool* mid_line, std::string* out) {
   size_t used = 0;
   for (size_t end; (end = records.find('\n', used)) != absl::string_view::npos; used = end + 1) {
     const absl::string_view line = records.substr(used, end - used);

@@ -36,8 +36,7 @@ void AppendRecords(absl::Time time, absl::string_view text, bool ends_line, std:
 // `mid_line` says whether the output so far ends inside a line, and is
 // updated. Returns the bytes of `records` used (up to its last newline). A
 // line that is not a record (a file of an older format) passes as it is.
-size_t RenderRecords(absl::string_view records, bool timestamps, bool* mid_line,
-                     std::string* out);
+size_t RenderRecords(absl::string_view records, bool timestamps, bool* mid_line, std::string* out);
 
 // The offset in the log at `fd` (whose whole records end at `size`) where
 // its last `lines` lines begin: 0 when it has no more than that.

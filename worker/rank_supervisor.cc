@@ -33,8 +33,7 @@ v1::RankRef RefOf(const v1::StartRank& start) { return start.rank(); }
 // What the rank needs of its job's checkpoint directory, <root>/<job id>:
 // rank 0 writes in it (or creates it in the root, unless the worker makes
 // it), the others read it.
-PathAccess CheckpointAccess(const std::string& root, const v1::RankRef& ref,
-                            bool worker_makes_it) {
+PathAccess CheckpointAccess(const std::string& root, const v1::RankRef& ref, bool worker_makes_it) {
   const std::string job_dir = absl::StrCat(root, "/", ref.job_id());
   std::error_code error;
   const std::string path =
@@ -77,19 +76,16 @@ absl::Status MakeJobCheckpointDir(const std::string& root, const std::string& jo
       st.st_uid != job.uid) {
     return absl::FailedPreconditionError(
         absl::StrCat("checkpoint_dir ", dir, " is not a directory of ", job.name,
-                     " (its owner is uid ", st.st_uid, "); remove it or give it to uid ",
-                     job.uid));
+                     " (its owner is uid ", st.st_uid, "); remove it or give it to uid ", job.uid));
   }
   return absl::OkStatus();
 }
 
 }  // namespace
 
-RankSupervisor::RankSupervisor(ProcessLauncher* launcher,
-                               RankSupervisorOptions options, Callbacks callbacks)
-    : launcher_(launcher),
-      options_(std::move(options)),
-      callbacks_(std::move(callbacks)) {}
+RankSupervisor::RankSupervisor(ProcessLauncher* launcher, RankSupervisorOptions options,
+                               Callbacks callbacks)
+    : launcher_(launcher), options_(std::move(options)), callbacks_(std::move(callbacks)) {}
 
 RankSupervisor::~RankSupervisor() {
   StopAll(absl::ZeroDuration());
@@ -170,8 +166,8 @@ absl::Status RankSupervisor::PrepareFiles(const v1::StartRank& start, LaunchSpec
   if (options_.identities.per_job()) {
     RETURN_IF_ERROR(MakeRankDir(spec->run_as->home, spec->run_as));  // the job's scratch
     if (!start.checkpoint_dir().empty()) {
-      RETURN_IF_ERROR(MakeJobCheckpointDir(start.checkpoint_dir(), start.rank().job_id(),
-                                           *spec->run_as));
+      RETURN_IF_ERROR(
+          MakeJobCheckpointDir(start.checkpoint_dir(), start.rank().job_id(), *spec->run_as));
     }
   }
   if (!start.has_code()) return absl::OkStatus();
@@ -221,8 +217,7 @@ void RankSupervisor::Supervise(Key key) {
   ranks_[key]->reported = true;
 }
 
-void RankSupervisor::RunToExit(Key key, const v1::RankRef& ref, pid_t pid,
-                               v1::RankExited* exited) {
+void RankSupervisor::RunToExit(Key key, const v1::RankRef& ref, pid_t pid, v1::RankExited* exited) {
   {
     MutexLock lock(&mu_);
     Rank& rank = *ranks_[key];
@@ -268,8 +263,7 @@ void RankSupervisor::RequestStop(Rank& rank, absl::Duration grace) {
   launcher_->SignalGroup(rank.pid, grace > absl::ZeroDuration() ? SIGTERM : SIGKILL);
 }
 
-void RankSupervisor::StopJob(const std::string& job_id, int attempt,
-                             absl::Duration grace) {
+void RankSupervisor::StopJob(const std::string& job_id, int attempt, absl::Duration grace) {
   MutexLock lock(&mu_);
   for (auto& [key, rank] : ranks_) {
     if (std::get<0>(key) != job_id) continue;
@@ -301,9 +295,12 @@ std::vector<RankSupervisor::Process> RankSupervisor::RunningProcesses() {
   std::vector<Process> out;
   for (auto& [key, rank] : ranks_) {
     if (!rank->exited && rank->pid != 0) {
-      out.push_back({RefOf(rank->start), rank->pid, rank->start.slot(),
+      out.push_back({RefOf(rank->start),
+                     rank->pid,
+                     rank->start.slot(),
                      {rank->start.gpus().begin(), rank->start.gpus().end()},
-                     rank->start.cpus(), rank->start.memory_bytes() >> 20});
+                     rank->start.cpus(),
+                     rank->start.memory_bytes() >> 20});
     }
   }
   return out;

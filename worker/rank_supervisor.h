@@ -24,12 +24,12 @@
 namespace ringmaster {
 
 struct RankSupervisorOptions {
-  std::string log_dir;            // <log_dir>/<job>/attempt-<A>.rank-<R>.log
+  std::string log_dir;  // <log_dir>/<job>/attempt-<A>.rank-<R>.log
   // <jobs_dir>/<job>/rank-<R>.error/error.json is the rank's
   // TORCHELASTIC_ERROR_FILE (the job's directory, mode 0711, holds its code
   // too).
   std::string jobs_dir;
-  std::string trainer_program;    // run for argv[0] == "ringmaster-trainer"
+  std::string trainer_program;                  // run for argv[0] == "ringmaster-trainer"
   std::map<std::string, std::string> base_env;  // PATH and HOME of the worker
   // Who each job's ranks run as: with an identity per job, HOME and TMPDIR
   // are the job's own <jobs_dir>/<job>/home (0700, the job's).
@@ -53,8 +53,7 @@ class RankSupervisor {
     std::function<void(const v1::RankExited&)> exited;
   };
 
-  RankSupervisor(ProcessLauncher* launcher, RankSupervisorOptions options,
-                 Callbacks callbacks);
+  RankSupervisor(ProcessLauncher* launcher, RankSupervisorOptions options, Callbacks callbacks);
   // Stops every rank (no grace) and waits for the rank threads.
   ~RankSupervisor();
 
@@ -74,7 +73,7 @@ class RankSupervisor {
     pid_t pid = 0;
     int slot = 0;
     std::vector<int> gpus;
-    int cpus = 0;           // reserved by its StartRank
+    int cpus = 0;  // reserved by its StartRank
     int64_t memory_mb = 0;
   };
   std::vector<Process> RunningProcesses();
@@ -91,7 +90,7 @@ class RankSupervisor {
   using Key = std::tuple<std::string, int, int>;  // job, attempt, rank
   struct Rank {
     v1::StartRank start;
-    pid_t pid = 0;                 // 0 until spawned
+    pid_t pid = 0;  // 0 until spawned
     bool stop_requested = false;
     absl::Time kill_at = absl::InfiniteFuture();
     bool exited = false;    // the process is gone

@@ -31,15 +31,14 @@ class RankSupervisorTest : public ::testing::Test {
     }
     supervisor_ = std::make_unique<RankSupervisor>(
         &launcher_, options,
-        RankSupervisor::Callbacks{
-            [this](const v1::RankStarted& s) {
-              MutexLock lock(&mu_);
-              started_.push_back(s);
-            },
-            [this](const v1::RankExited& e) {
-              MutexLock lock(&mu_);
-              exited_.push_back(e);
-            }});
+        RankSupervisor::Callbacks{[this](const v1::RankStarted& s) {
+                                    MutexLock lock(&mu_);
+                                    started_.push_back(s);
+                                  },
+                                  [this](const v1::RankExited& e) {
+                                    MutexLock lock(&mu_);
+                                    exited_.push_back(e);
+                                  }});
   }
 
   static v1::StartRank Rank(const std::string& job, int rank, const std::string& script) {

@@ -74,8 +74,8 @@ void WorkerMetrics::FillUsage(v1::Heartbeat* beat) {
 
 WorkerMetrics::WorkerMetrics(metrics::Registry* registry, std::string worker_id,
                              std::unique_ptr<Nvml> nvml,
-                             std::function<std::vector<RankProcess>()> ranks,
-                             const Clock* clock, absl::Duration retention)
+                             std::function<std::vector<RankProcess>()> ranks, const Clock* clock,
+                             absl::Duration retention)
     : worker_(std::move(worker_id)),
       clock_(clock),
       retention_(retention),
@@ -83,13 +83,13 @@ WorkerMetrics::WorkerMetrics(metrics::Registry* registry, std::string worker_id,
       ranks_(std::move(ranks)),
       gpu_utilization_(registry->AddGauge("ringmaster_gpu_utilization_ratio",
                                           "Share of time a kernel ran on the GPU (NVML).")),
-      gpu_memory_used_(registry->AddGauge("ringmaster_gpu_memory_used_bytes",
-                                          "GPU memory in use (NVML).")),
-      gpu_memory_total_(registry->AddGauge("ringmaster_gpu_memory_total_bytes",
-                                           "GPU memory in all (NVML).")),
+      gpu_memory_used_(
+          registry->AddGauge("ringmaster_gpu_memory_used_bytes", "GPU memory in use (NVML).")),
+      gpu_memory_total_(
+          registry->AddGauge("ringmaster_gpu_memory_total_bytes", "GPU memory in all (NVML).")),
       gpu_power_(registry->AddGauge("ringmaster_gpu_power_watts", "GPU power draw (NVML).")),
-      gpu_temperature_(registry->AddGauge("ringmaster_gpu_temperature_celsius",
-                                          "GPU core temperature (NVML).")),
+      gpu_temperature_(
+          registry->AddGauge("ringmaster_gpu_temperature_celsius", "GPU core temperature (NVML).")),
       gpu_sm_clock_(registry->AddGauge("ringmaster_gpu_sm_clock_hertz",
                                        "GPU streaming-multiprocessor clock (NVML).")),
       gpu_ecc_errors_(registry->AddGauge(
@@ -195,7 +195,8 @@ void WorkerMetrics::Collect() {
   std::map<pid_t, CpuTicks> seen;
   for (const RankProcess& r : running) {
     jobs_.emplace(r.rank.job_id(), absl::InfiniteFuture());
-    CpuTicks current{ProcessCpuTicks(r.pid), now,
+    CpuTicks current{ProcessCpuTicks(r.pid),
+                     now,
                      {{"worker", worker_},
                       {"job_id", r.rank.job_id()},
                       {"rank", absl::StrCat(r.rank.rank())},

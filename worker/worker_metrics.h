@@ -17,8 +17,8 @@
 
 #include "absl/time/time.h"
 #include "common/clock.h"
-#include "common/mutex.h"
 #include "common/metrics.h"
+#include "common/mutex.h"
 #include "proto/worker.pb.h"
 #include "worker/nvml.h"
 

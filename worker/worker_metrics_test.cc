@@ -33,8 +33,7 @@ TEST(WorkerMetricsTest, GpuSeriesCarryNvmlValues) {
             std::string::npos);
   EXPECT_NE(text.find("ringmaster_gpu_power_watts" + gpu0 + " 123.456\n"), std::string::npos);
   EXPECT_NE(text.find("ringmaster_gpu_temperature_celsius" + gpu0 + " 61\n"), std::string::npos);
-  EXPECT_NE(text.find("ringmaster_gpu_sm_clock_hertz" + gpu0 + " 1410000000\n"),
-            std::string::npos);
+  EXPECT_NE(text.find("ringmaster_gpu_sm_clock_hertz" + gpu0 + " 1410000000\n"), std::string::npos);
   EXPECT_NE(text.find("{gpu=\"1\",uuid=\"GPU-2222\",worker=\"w1\"} 40\n"), std::string::npos);
   // ECC errors only for the GPU that has ECC.
   EXPECT_NE(text.find("ringmaster_gpu_uncorrected_ecc_errors" + gpu0 + " 3\n"), std::string::npos)
@@ -125,10 +124,13 @@ TEST(WorkerMetricsTest, EndedJobsSeriesLeaveAfterTheRetention) {
   live.set_job_id("live");
   running.push_back({ended, getpid(), 0});
   running.push_back({live, getppid(), 1});
-  WorkerMetrics m(&registry, "w1", nullptr, [&] {
-    MutexLock lock(&mu);
-    return running;
-  }, &clock, absl::Minutes(10));
+  WorkerMetrics m(
+      &registry, "w1", nullptr,
+      [&] {
+        MutexLock lock(&mu);
+        return running;
+      },
+      &clock, absl::Minutes(10));
   for (const v1::RankRef& ref : {ended, live}) {
     v1::RankProgress r;
     *r.mutable_rank() = ref;
@@ -167,7 +169,8 @@ TEST(WorkerMetricsTest, EndedJobsSeriesLeaveAfterTheRetention) {
   *again.mutable_rank() = ended;
   again.mutable_progress()->set_step(2);
   m.OnProgress(again);
-  EXPECT_NE(registry.Serialize().find("ringmaster_train_steps_total{job_id=\"ended\",rank=\"0\",worker=\"w1\"} 2\n"),
+  EXPECT_NE(registry.Serialize().find(
+                "ringmaster_train_steps_total{job_id=\"ended\",rank=\"0\",worker=\"w1\"} 2\n"),
             std::string::npos);
 }
 

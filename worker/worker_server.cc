@@ -28,8 +28,8 @@
 #include "python/python_module.h"
 #include "worker/code_fetch.h"
 #include "worker/gpu_discovery.h"
-#include "worker/rank_identity.h"
 #include "worker/nvml.h"
+#include "worker/rank_identity.h"
 
 namespace ringmaster {
 namespace {
@@ -54,8 +54,8 @@ absl::StatusOr<std::string> InstallPythonPackage(const std::string& dir) {
       if (!out.flush()) return absl::InternalError(absl::StrCat("cannot write ", temp));
     }
     if (chmod(temp.c_str(), 0644) != 0 || rename(temp.c_str(), path.c_str()) != 0) {
-      return absl::InternalError(absl::StrCat("cannot install ", path.string(), ": ",
-                                              strerror(errno)));
+      return absl::InternalError(
+          absl::StrCat("cannot install ", path.string(), ": ", strerror(errno)));
     }
   }
   return dir;
@@ -82,8 +82,7 @@ std::string NewIncarnation() {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
-    const WorkerConfig& config) {
+absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(const WorkerConfig& config) {
   const std::string log_dir = config.state_dir + "/logs";
   if (absl::Status s = MakePrivateDir(log_dir, 0750); !s.ok()) return s;
   std::unique_ptr<WorkerServer> server(new WorkerServer);
@@ -107,8 +106,8 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
                                       : std::max<int>(1, static_cast<int>(gpus.size())));
   for (auto& gpu : gpus) *identity.add_gpus() = gpu;
   if (!gpus.empty() && identity.slots() != static_cast<int>(gpus.size())) {
-    spdlog::warn("--slots {} ignored: a GPU worker has one slot per GPU ({})",
-                 identity.slots(), gpus.size());
+    spdlog::warn("--slots {} ignored: a GPU worker has one slot per GPU ({})", identity.slots(),
+                 gpus.size());
     identity.set_slots(static_cast<int>(gpus.size()));
   }
   *identity.mutable_labels() = {config.labels.begin(), config.labels.end()};
@@ -132,16 +131,16 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
   supervisor_options.base_env["RINGMASTER_HOST"] = HostOfAddress(config.advertise_address);
   // The sanitizers' options too, so that ranks of a sanitizer build of the
   // trainer run as the worker does.
-  for (const char* name : {"PATH", "HOME", "LANG", "TMPDIR", "USER", "ASAN_OPTIONS",
-                           "LSAN_OPTIONS", "TSAN_OPTIONS", "UBSAN_OPTIONS"}) {
+  for (const char* name : {"PATH", "HOME", "LANG", "TMPDIR", "USER", "ASAN_OPTIONS", "LSAN_OPTIONS",
+                           "TSAN_OPTIONS", "UBSAN_OPTIONS"}) {
     if (const char* value = std::getenv(name)) supervisor_options.base_env[name] = value;
   }
   if (supervisor_options.base_env.count("PATH") == 0) {
     supervisor_options.base_env["PATH"] = "/usr/local/bin:/usr/bin:/bin";
   }
-  ASSIGN_OR_RETURN(supervisor_options.identities,
-                   ChooseRankIdentities(config.rank_user, config.rank_uid_range,
-                                        supervisor_options.jobs_dir));
+  ASSIGN_OR_RETURN(
+      supervisor_options.identities,
+      ChooseRankIdentities(config.rank_user, config.rank_uid_range, supervisor_options.jobs_dir));
   const RankIdentities& identities = supervisor_options.identities;
   const std::optional<RunAs>& shared = identities.shared();
   if (shared) {
@@ -151,13 +150,15 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
   if (identities.per_job()) {
     supervisor_options.hide_other_jobs_processes = CanHideOtherUsersProcesses();
     if (!supervisor_options.hide_other_jobs_processes) {
-      spdlog::warn("no mount namespace for a /proc with hidepid here: ranks of different jobs "
-                   "can list each other's processes (they still cannot signal, trace or read "
-                   "them)");
+      spdlog::warn(
+          "no mount namespace for a /proc with hidepid here: ranks of different jobs "
+          "can list each other's processes (they still cannot signal, trace or read "
+          "them)");
     }
   } else {
-    spdlog::warn("every job's ranks run as one user: a rank of one job may signal, trace and "
-                 "read another job's ranks, and write in its code (see docs/security.md)");
+    spdlog::warn(
+        "every job's ranks run as one user: a rank of one job may signal, trace and "
+        "read another job's ranks, and write in its code (see docs/security.md)");
   }
   spdlog::info("ranks run as {}", identities.Describe());
   if (identities.per_job() || (shared && shared->uid != geteuid())) {
@@ -179,22 +180,21 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
       RankCgroups::NameFor(config.worker_id, config.state_dir));
   server->supervisor_ = std::make_unique<RankSupervisor>(
       server->launcher_.get(), supervisor_options,
-      RankSupervisor::Callbacks{
-          [self](const v1::RankStarted& started) {
-            v1::WorkerMessage m;
-            *m.mutable_rank_started() = started;
-            self->link_->Send(m);
-          },
-          [self](const v1::RankExited& exited) {
-            v1::WorkerMessage m;
-            *m.mutable_rank_exited() = exited;
-            // The final report travels with the exit, so it cannot miss the
-            // job's last transition.
-            if (auto last = self->progress_.Forget(exited.rank())) {
-              *m.mutable_rank_exited()->mutable_last_progress() = *last;
-            }
-            self->link_->Send(m);
-          }});
+      RankSupervisor::Callbacks{[self](const v1::RankStarted& started) {
+                                  v1::WorkerMessage m;
+                                  *m.mutable_rank_started() = started;
+                                  self->link_->Send(m);
+                                },
+                                [self](const v1::RankExited& exited) {
+                                  v1::WorkerMessage m;
+                                  *m.mutable_rank_exited() = exited;
+                                  // The final report travels with the exit, so it cannot miss the
+                                  // job's last transition.
+                                  if (auto last = self->progress_.Forget(exited.rank())) {
+                                    *m.mutable_rank_exited()->mutable_last_progress() = *last;
+                                  }
+                                  self->link_->Send(m);
+                                }});
 
   CoordinatorLinkOptions link_options;
   link_options.coordinator_address = config.coordinator_address;
@@ -203,28 +203,28 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
   link_options.identity = identity;
   server->link_ = std::make_unique<CoordinatorLink>(
       link_options,
-      CoordinatorLink::Hooks{
-          [self](const v1::CoordinatorMessage& command) {
-            if (command.has_start_rank()) {
-              self->supervisor_->Start(command.start_rank());
-            } else if (command.has_stop_job()) {
-              const auto& stop = command.stop_job();
-              self->supervisor_->StopJob(stop.job_id(), stop.attempt(),
-                                         absl::Milliseconds(stop.grace_ms()));
-            } else if (command.has_delete_job_logs()) {
-              self->supervisor_->DeleteLogs(command.delete_job_logs().job_id());
-            }
-          },
-          [self] { return self->RunningRanks(); },
-          [self] { return self->progress_.TakeChanged(); },
-          [self](v1::Heartbeat* beat) { self->metrics_->FillUsage(beat); },
-          [self](const v1::Registered& registered) {
-            self->access_->SetAgentCredential(registered.agent_credential());
-          },
-          [self] { return self->supervisor_->LoggedJobs(); }});
+      CoordinatorLink::Hooks{[self](const v1::CoordinatorMessage& command) {
+                               if (command.has_start_rank()) {
+                                 self->supervisor_->Start(command.start_rank());
+                               } else if (command.has_stop_job()) {
+                                 const auto& stop = command.stop_job();
+                                 self->supervisor_->StopJob(stop.job_id(), stop.attempt(),
+                                                            absl::Milliseconds(stop.grace_ms()));
+                               } else if (command.has_delete_job_logs()) {
+                                 self->supervisor_->DeleteLogs(command.delete_job_logs().job_id());
+                               }
+                             },
+                             [self] { return self->RunningRanks(); },
+                             [self] { return self->progress_.TakeChanged(); },
+                             [self](v1::Heartbeat* beat) { self->metrics_->FillUsage(beat); },
+                             [self](const v1::Registered& registered) {
+                               self->access_->SetAgentCredential(registered.agent_credential());
+                             },
+                             [self] { return self->supervisor_->LoggedJobs(); }});
 
   server->metrics_ = std::make_unique<WorkerMetrics>(
-      &server->registry_, config.worker_id, nvml.ok() ? *std::move(nvml) : nullptr, [self] {
+      &server->registry_, config.worker_id, nvml.ok() ? *std::move(nvml) : nullptr,
+      [self] {
         std::vector<RankProcess> out;
         for (const auto& p : self->supervisor_->RunningProcesses()) {
           out.push_back({p.rank, p.pid, p.slot});
@@ -239,8 +239,7 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
       [self](const std::string& token) { return self->supervisor_->RankOfJobToken(token); });
   server->agent_ = std::make_unique<AgentServiceImpl>(
       server->supervisor_.get(), &server->progress_,
-      [self](const v1::RankProgress& p) { self->metrics_->OnProgress(p); },
-      server->access_.get());
+      [self](const v1::RankProgress& p) { self->metrics_->OnProgress(p); }, server->access_.get());
   if (!config.metrics_address.empty()) {
     absl::StatusOr<std::unique_ptr<MetricsServer>> metrics_server =
         MetricsServer::Start(config.metrics_address, &server->registry_);

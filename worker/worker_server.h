@@ -13,18 +13,18 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/metrics.h"
+#include "common/metrics_server.h"
+#include "common/mutex.h"
+#include "common/server_reflection_v1.h"
+#include "common/tls.h"
 #include "worker/agent_service.h"
-#include "worker/job_code.h"
 #include "worker/coordinator_link.h"
+#include "worker/job_code.h"
 #include "worker/process_launcher.h"
 #include "worker/progress_board.h"
 #include "worker/rank_supervisor.h"
 #include "worker/worker_metrics.h"
-#include "common/metrics.h"
-#include "common/mutex.h"
-#include "common/metrics_server.h"
-#include "common/server_reflection_v1.h"
-#include "common/tls.h"
 
 namespace ringmaster {
 
@@ -35,19 +35,19 @@ struct WorkerConfig {
   std::string advertise_address;  // how the coordinator reaches the agent
   std::string state_dir;          // logs below it
   std::string trainer_program;
-  int slots = 0;                  // 0: one per GPU, or 1 without GPUs
+  int slots = 0;                              // 0: one per GPU, or 1 without GPUs
   std::map<std::string, std::string> labels;  // for jobs' worker_selector
-  int cpus = 0;                   // offered to ranks' resources.cpus; 0: this machine's
-  int64_t memory_mb = 0;          // offered to ranks' resources.memory_mb; 0: this machine's
-  std::string metrics_address;    // host:port of /metrics; empty: none
+  int cpus = 0;                               // offered to ranks' resources.cpus; 0: this machine's
+  int64_t memory_mb = 0;        // offered to ranks' resources.memory_mb; 0: this machine's
+  std::string metrics_address;  // host:port of /metrics; empty: none
   absl::Duration metrics_retention = absl::Minutes(10);  // of an ended job's series
   std::string nvml_library = "libnvidia-ml.so.1";
-  std::string token;              // this worker's credential, when the cluster checks callers
-  Tls tls;                        // worker-<id>.crt/.key and ca.crt; nullopt: plaintext
+  std::string token;  // this worker's credential, when the cluster checks callers
+  Tls tls;            // worker-<id>.crt/.key and ca.crt; nullopt: plaintext
   // "user[:group]" ranks run as; empty: "nobody" when the worker is root,
   // else the worker's own user.
   std::string rank_user;
-  std::string rank_uid_range;  // empty: the default, unless rank_user is given
+  std::string rank_uid_range;                 // empty: the default, unless rank_user is given
   int64_t max_code_bytes = int64_t{1} << 30;  // a job's unpacked code, at most
 };
 

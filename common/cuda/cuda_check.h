@@ -10,11 +10,10 @@
 
 namespace ringmaster {
 
-inline absl::Status CudaStatus(cudaError_t error, const char* call, const char* file,
-                               int line) {
+inline absl::Status CudaStatus(cudaError_t error, const char* call, const char* file, int line) {
   if (error == cudaSuccess) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat(call, ": ", cudaGetErrorString(error), " (",
-                                          file, ":", line, ")"));
+  return absl::InternalError(
+      absl::StrCat(call, ": ", cudaGetErrorString(error), " (", file, ":", line, ")"));
 }
 
 // OK with the count, or the reason there is no usable GPU ("CUDA driver
@@ -26,11 +25,10 @@ inline absl::Status CudaDeviceCount(int* count) {
 
 }  // namespace ringmaster
 
-#define CUDA_RETURN_IF_ERROR(call)                                                 \
-  do {                                                                             \
-    ::absl::Status cuda_status_ = ::ringmaster::CudaStatus((call), #call, __FILE__, \
-                                                           __LINE__);              \
-    if (!cuda_status_.ok()) return cuda_status_;                                   \
+#define CUDA_RETURN_IF_ERROR(call)                                                             \
+  do {                                                                                         \
+    ::absl::Status cuda_status_ = ::ringmaster::CudaStatus((call), #call, __FILE__, __LINE__); \
+    if (!cuda_status_.ok()) return cuda_status_;                                               \
   } while (false)
 
 #endif  // RINGMASTER_COMMON_CUDA_CUDA_CHECK_H_

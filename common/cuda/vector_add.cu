@@ -8,8 +8,7 @@ __global__ void VectorAddKernel(const float* a, const float* b, float* out, int 
   if (i < n) out[i] = a[i] + b[i];
 }
 
-cudaError_t VectorAdd(const float* a, const float* b, float* out, int n,
-                      cudaStream_t stream) {
+cudaError_t VectorAdd(const float* a, const float* b, float* out, int n, cudaStream_t stream) {
   constexpr int kThreads = 256;
   VectorAddKernel<<<(n + kThreads - 1) / kThreads, kThreads, 0, stream>>>(a, b, out, n);
   return cudaGetLastError();

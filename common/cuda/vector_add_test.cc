@@ -5,8 +5,7 @@
 #include "common/cuda/cuda_check.h"
 
 namespace ringmaster {
-cudaError_t VectorAdd(const float* a, const float* b, float* out, int n,
-                      cudaStream_t stream);
+cudaError_t VectorAdd(const float* a, const float* b, float* out, int n, cudaStream_t stream);
 namespace {
 
 TEST(VectorAddTest, AddsOnEveryGpu) {

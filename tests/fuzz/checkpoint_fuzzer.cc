@@ -10,8 +10,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string bytes(reinterpret_cast<const char*>(data), size);
-  absl::StatusOr<ringmaster::TrainingState> state =
-      ringmaster::DecodeCheckpoint(bytes, "fuzz");
+  absl::StatusOr<ringmaster::TrainingState> state = ringmaster::DecodeCheckpoint(bytes, "fuzz");
   if (!state.ok()) {
     ringmaster::Require(state.status().code() == absl::StatusCode::kDataLoss,
                         "bad bytes are DATA_LOSS");

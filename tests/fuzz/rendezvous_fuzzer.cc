@@ -50,8 +50,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const ringmaster::ScopeId scope{in.Byte() % 2 ? "job-1" : "job-2", 0};
     const std::string key = in.Bytes();
     switch (in.Byte() % 7) {
-      case 0: store.OpenScope(scope); break;
-      case 1: store.DropScope(scope); break;
+      case 0:
+        store.OpenScope(scope);
+        break;
+      case 1:
+        store.DropScope(scope);
+        break;
       case 2: {
         const std::string value = in.Bytes();
         const absl::Status s = store.Set(scope, key, value);
@@ -68,8 +72,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
       case 4: {
         absl::StatusOr<int64_t> sum = store.Add(scope, key, static_cast<int8_t>(in.Byte()));
-        ringmaster::Require(sum.ok() || !sum.status().message().empty(),
-                            "a refused Add says why");
+        ringmaster::Require(sum.ok() || !sum.status().message().empty(), "a refused Add says why");
         if (sum.ok() && scope.job_id == "job-1") set[key] = std::to_string(*sum);
         break;
       }

@@ -29,19 +29,20 @@ class GpuRunner final : public ModelRunner {
     classes_ = widths.back();
     max_rows_ = std::max(std::max(1, spec.batch_size()), kEvalChunk);
     CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-    ASSIGN_OR_RETURN(model_, MlpCuda::Create(widths, static_cast<uint64_t>(spec.seed()),
-                                             max_rows_, spec.precision() == "bf16", stream_));
-    ASSIGN_OR_RETURN(streams_,
-                     StepStreams::Create(CudaStreamApi(), device, stream_, comm_stream_,
-                                         static_cast<int>(model_->param_spans().size())));
+    ASSIGN_OR_RETURN(model_, MlpCuda::Create(widths, static_cast<uint64_t>(spec.seed()), max_rows_,
+                                             spec.precision() == "bf16", stream_));
+    ASSIGN_OR_RETURN(streams_, StepStreams::Create(CudaStreamApi(), device, stream_, comm_stream_,
+                                                   static_cast<int>(model_->param_spans().size())));
     const size_t n = model_->size();
     state_size_ = opt_.type() == "sgd" ? (opt_.momentum() > 0 ? n : 0) : 2 * n;
     CUDA_RETURN_IF_ERROR(cudaMalloc(&state_, std::max<size_t>(1, state_size_) * sizeof(float)));
-    CUDA_RETURN_IF_ERROR(cudaMemsetAsync(state_, 0, std::max<size_t>(1, state_size_) * sizeof(float),
-                                         stream_));
-    CUDA_RETURN_IF_ERROR(cudaMalloc(&x_, static_cast<size_t>(max_rows_) * widths[0] * sizeof(float)));
+    CUDA_RETURN_IF_ERROR(
+        cudaMemsetAsync(state_, 0, std::max<size_t>(1, state_size_) * sizeof(float), stream_));
+    CUDA_RETURN_IF_ERROR(
+        cudaMalloc(&x_, static_cast<size_t>(max_rows_) * widths[0] * sizeof(float)));
     CUDA_RETURN_IF_ERROR(cudaMalloc(&y_, max_rows_ * sizeof(int32_t)));
-    CUDA_RETURN_IF_ERROR(cudaMalloc(&dlogits_, static_cast<size_t>(max_rows_) * classes_ * sizeof(float)));
+    CUDA_RETURN_IF_ERROR(
+        cudaMalloc(&dlogits_, static_cast<size_t>(max_rows_) * classes_ * sizeof(float)));
     CUDA_RETURN_IF_ERROR(cudaMalloc(&loss_, max_rows_ * sizeof(float)));
     CUDA_RETURN_IF_ERROR(cudaMalloc(&correct_, max_rows_ * sizeof(float)));
     CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
@@ -74,11 +75,11 @@ class GpuRunner final : public ModelRunner {
     RETURN_IF_ERROR(streams_->CheckDevice());
     CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(x_, x, static_cast<size_t>(rows) * input_ * sizeof(float),
                                          cudaMemcpyHostToDevice, stream_));
-    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(y_, y, rows * sizeof(int32_t), cudaMemcpyHostToDevice,
-                                         stream_));
+    CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(y_, y, rows * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
     ASSIGN_OR_RETURN(const float* logits, model_->Forward(x_, rows));
-    CUDA_RETURN_IF_ERROR(cuda::SoftmaxCrossEntropy(logits, y_, rows, classes_, dlogits_,
-                                                   loss_scale, loss_, correct_, stream_));
+    CUDA_RETURN_IF_ERROR(cuda::SoftmaxCrossEntropy(logits, y_, rows, classes_, dlogits_, loss_scale,
+                                                   loss_, correct_, stream_));
     // The parameter's event marks the end of the kernels that wrote its
     // gradient; BeforeReduce makes the collective's stream wait for it.
     absl::Status recorded;
@@ -86,9 +87,8 @@ class GpuRunner final : public ModelRunner {
       if (recorded.ok()) recorded = streams_->GradientReady(param);
       if (on_ready) on_ready(param);
     };
-    RETURN_IF_ERROR(model_->Backward(dlogits_, accumulate,
-                                     on_ready ? std::function<void(int)>(record_then_mark)
-                                              : nullptr));
+    RETURN_IF_ERROR(model_->Backward(
+        dlogits_, accumulate, on_ready ? std::function<void(int)>(record_then_mark) : nullptr));
     RETURN_IF_ERROR(recorded);
     std::vector<float> losses(rows);
     CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(losses.data(), loss_, rows * sizeof(float),
@@ -118,10 +118,9 @@ class GpuRunner final : public ModelRunner {
     float* p = model_->params() + offset;
     const float* g = model_->grads() + offset;
     if (opt_.type() == "sgd") {
-      CUDA_RETURN_IF_ERROR(cuda::SgdUpdate(p, g, state_ + offset, n, lr_, grad_scale_,
-                                           static_cast<float>(opt_.weight_decay()),
-                                           static_cast<float>(opt_.momentum()), first_,
-                                           comm_stream_));
+      CUDA_RETURN_IF_ERROR(cuda::SgdUpdate(
+          p, g, state_ + offset, n, lr_, grad_scale_, static_cast<float>(opt_.weight_decay()),
+          static_cast<float>(opt_.momentum()), first_, comm_stream_));
       return absl::OkStatus();
     }
     const double b1 = opt_.beta1() > 0 ? opt_.beta1() : 0.9;
@@ -129,11 +128,10 @@ class GpuRunner final : public ModelRunner {
     const double c1 = 1 - std::pow(b1, static_cast<double>(steps_));
     const double c2 = 1 - std::pow(b2, static_cast<double>(steps_));
     CUDA_RETURN_IF_ERROR(cuda::AdamWUpdate(
-        p, g, state_ + offset, state_ + model_->size() + offset, n,
-        static_cast<float>(lr_ / c1), static_cast<float>(1 / std::sqrt(c2)),
-        static_cast<float>(1 - lr_ * opt_.weight_decay()), static_cast<float>(b1),
-        static_cast<float>(b2), static_cast<float>(opt_.eps() > 0 ? opt_.eps() : 1e-8),
-        grad_scale_, comm_stream_));
+        p, g, state_ + offset, state_ + model_->size() + offset, n, static_cast<float>(lr_ / c1),
+        static_cast<float>(1 / std::sqrt(c2)), static_cast<float>(1 - lr_ * opt_.weight_decay()),
+        static_cast<float>(b1), static_cast<float>(b2),
+        static_cast<float>(opt_.eps() > 0 ? opt_.eps() : 1e-8), grad_scale_, comm_stream_));
     return absl::OkStatus();
   }
 
@@ -168,8 +166,8 @@ class GpuRunner final : public ModelRunner {
     RETURN_IF_ERROR(model_->CopyParamsToHost(params));
     state->resize(state_size_);
     if (state_size_ > 0) {
-      CUDA_RETURN_IF_ERROR(cudaMemcpy(state->data(), state_, state_size_ * sizeof(float),
-                                      cudaMemcpyDeviceToHost));
+      CUDA_RETURN_IF_ERROR(
+          cudaMemcpy(state->data(), state_, state_size_ * sizeof(float), cudaMemcpyDeviceToHost));
     }
     return absl::OkStatus();
   }
@@ -182,8 +180,8 @@ class GpuRunner final : public ModelRunner {
         return absl::InvalidArgumentError("optimizer state size mismatch");
       }
       if (state_size_ > 0) {
-        CUDA_RETURN_IF_ERROR(cudaMemcpy(state_, state->data(), state_size_ * sizeof(float),
-                                        cudaMemcpyHostToDevice));
+        CUDA_RETURN_IF_ERROR(
+            cudaMemcpy(state_, state->data(), state_size_ * sizeof(float), cudaMemcpyHostToDevice));
       }
     }
     return absl::OkStatus();
@@ -196,16 +194,16 @@ class GpuRunner final : public ModelRunner {
     std::vector<float> l(kEvalChunk), c(kEvalChunk);
     for (int64_t start = 0; start < data.rows; start += kEvalChunk) {
       const int rows = static_cast<int>(std::min<int64_t>(kEvalChunk, data.rows - start));
-      CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(x_, data.row(start),
-                                           static_cast<size_t>(rows) * data.features * sizeof(float),
-                                           cudaMemcpyHostToDevice, stream_));
+      CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(
+          x_, data.row(start), static_cast<size_t>(rows) * data.features * sizeof(float),
+          cudaMemcpyHostToDevice, stream_));
       CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(y_, data.y.data() + start, rows * sizeof(int32_t),
                                            cudaMemcpyHostToDevice, stream_));
       ASSIGN_OR_RETURN(const float* logits, model_->Forward(x_, rows));
       CUDA_RETURN_IF_ERROR(cuda::SoftmaxCrossEntropy(logits, y_, rows, classes_, nullptr, 1.0f,
                                                      loss_, correct_, stream_));
-      CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(l.data(), loss_, rows * sizeof(float),
-                                           cudaMemcpyDeviceToHost, stream_));
+      CUDA_RETURN_IF_ERROR(
+          cudaMemcpyAsync(l.data(), loss_, rows * sizeof(float), cudaMemcpyDeviceToHost, stream_));
       CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(c.data(), correct_, rows * sizeof(float),
                                            cudaMemcpyDeviceToHost, stream_));
       CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));

@@ -30,8 +30,7 @@ v1::TrainerSpec Spec() {
 
 // One rank per GPU as threads, NCCL between them: rank 0's weights after 10
 // steps.
-std::vector<float> TrainOnGpus(const v1::TrainerSpec& spec, const TrainTestSplit& data,
-                               int world) {
+std::vector<float> TrainOnGpus(const v1::TrainerSpec& spec, const TrainTestSplit& data, int world) {
   std::vector<float> params;
   gloo::rendezvous::HashStore store;
   std::vector<std::thread> threads;
@@ -83,7 +82,6 @@ TEST(GpuTrainingTest, NcclRanksMatchCpuRanks) {
     ASSERT_NEAR(gpu[i], cpu[i], 1e-4 * (1 + std::fabs(cpu[i]))) << "parameter " << i;
   }
 }
-
 
 // bf16 gradient compression through NCCL stays close to the fp32 run.
 TEST(GpuTrainingTest, Bf16CompressionStaysCloseToFp32) {

@@ -13,11 +13,11 @@ int Blocks(int64_t n) {
 }
 
 // Grid-stride loops: any n with a bounded grid.
-#define GRID_LOOP(i, n) \
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < (n); i += int64_t{blockDim.x} * gridDim.x)
+#define GRID_LOOP(i, n)                                                     \
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < (n); \
+       i += int64_t{blockDim.x} * gridDim.x)
 
-__global__ void BiasActivationKernel(float* out, const float* bias, int rows, int cols,
-                                     bool relu) {
+__global__ void BiasActivationKernel(float* out, const float* bias, int rows, int cols, bool relu) {
   GRID_LOOP(i, int64_t{rows} * cols) {
     const float v = out[i] + bias[i % cols];
     out[i] = relu ? fmaxf(v, 0.0f) : v;
@@ -28,8 +28,7 @@ __global__ void ReluBackwardKernel(float* delta, const float* act, int64_t n) {
   GRID_LOOP(i, n) { delta[i] = act[i] > 0.0f ? delta[i] : 0.0f; }
 }
 
-__global__ void BiasGradKernel(float* db, const float* delta, int rows, int cols,
-                               bool accumulate) {
+__global__ void BiasGradKernel(float* db, const float* delta, int rows, int cols, bool accumulate) {
   GRID_LOOP(j, cols) {
     float sum = accumulate ? db[j] : 0.0f;
     for (int r = 0; r < rows; ++r) sum += delta[int64_t{r} * cols + j];
@@ -38,8 +37,8 @@ __global__ void BiasGradKernel(float* db, const float* delta, int rows, int cols
 }
 
 __global__ void SoftmaxCrossEntropyKernel(const float* logits, const int32_t* labels, int rows,
-                                          int classes, float* dlogits, float scale,
-                                          float* loss, float* correct) {
+                                          int classes, float* dlogits, float scale, float* loss,
+                                          float* correct) {
   GRID_LOOP(r, rows) {
     const float* z = logits + r * classes;
     float max = z[0];
@@ -101,8 +100,8 @@ __global__ void FromBf16Kernel(const __nv_bfloat16* in, float* out, int64_t n) {
 
 cudaError_t BiasActivation(float* out, const float* bias, int rows, int cols, bool relu,
                            cudaStream_t stream) {
-  BiasActivationKernel<<<Blocks(int64_t{rows} * cols), kThreads, 0, stream>>>(out, bias, rows,
-                                                                            cols, relu);
+  BiasActivationKernel<<<Blocks(int64_t{rows} * cols), kThreads, 0, stream>>>(out, bias, rows, cols,
+                                                                              relu);
   return cudaGetLastError();
 }
 
@@ -117,9 +116,9 @@ cudaError_t BiasGrad(float* db, const float* delta, int rows, int cols, bool acc
   return cudaGetLastError();
 }
 
-cudaError_t SoftmaxCrossEntropy(const float* logits, const int32_t* labels, int rows,
-                                int classes, float* dlogits, float grad_scale, float* loss,
-                                float* correct, cudaStream_t stream) {
+cudaError_t SoftmaxCrossEntropy(const float* logits, const int32_t* labels, int rows, int classes,
+                                float* dlogits, float grad_scale, float* loss, float* correct,
+                                cudaStream_t stream) {
   SoftmaxCrossEntropyKernel<<<Blocks(rows), kThreads, 0, stream>>>(
       logits, labels, rows, classes, dlogits, grad_scale / rows, loss, correct);
   return cudaGetLastError();
@@ -128,15 +127,14 @@ cudaError_t SoftmaxCrossEntropy(const float* logits, const int32_t* labels, int 
 cudaError_t SgdUpdate(float* params, const float* grads, float* velocity, int64_t n, float lr,
                       float grad_scale, float weight_decay, float momentum, bool first,
                       cudaStream_t stream) {
-  SgdKernel<<<Blocks(n), kThreads, 0, stream>>>(params, grads, momentum > 0 ? velocity : nullptr,
-                                                n, lr, grad_scale, weight_decay, momentum,
-                                                first);
+  SgdKernel<<<Blocks(n), kThreads, 0, stream>>>(params, grads, momentum > 0 ? velocity : nullptr, n,
+                                                lr, grad_scale, weight_decay, momentum, first);
   return cudaGetLastError();
 }
 
 cudaError_t AdamWUpdate(float* params, const float* grads, float* m, float* v, int64_t n,
-                        float step_size, float inv_sqrt_c2, float decay, float beta1,
-                        float beta2, float eps, float grad_scale, cudaStream_t stream) {
+                        float step_size, float inv_sqrt_c2, float decay, float beta1, float beta2,
+                        float eps, float grad_scale, cudaStream_t stream) {
   AdamWKernel<<<Blocks(n), kThreads, 0, stream>>>(params, grads, m, v, n, step_size, inv_sqrt_c2,
                                                   decay, beta1, beta2, eps, grad_scale);
   return cudaGetLastError();

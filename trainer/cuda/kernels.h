@@ -19,17 +19,17 @@ cudaError_t BiasGrad(float* db, const float* delta, int rows, int cols, bool acc
                      cudaStream_t stream);
 // Softmax cross-entropy per row: loss[r] and correct[r] (0 or 1); when
 // dlogits is not null, d(mean loss)/d(logits) x grad_scale.
-cudaError_t SoftmaxCrossEntropy(const float* logits, const int32_t* labels, int rows,
-                                int classes, float* dlogits, float grad_scale, float* loss,
-                                float* correct, cudaStream_t stream);
+cudaError_t SoftmaxCrossEntropy(const float* logits, const int32_t* labels, int rows, int classes,
+                                float* dlogits, float grad_scale, float* loss, float* correct,
+                                cudaStream_t stream);
 // PyTorch's SGD with momentum (first: the buffer takes the gradient).
 cudaError_t SgdUpdate(float* params, const float* grads, float* velocity, int64_t n, float lr,
                       float grad_scale, float weight_decay, float momentum, bool first,
                       cudaStream_t stream);
 // AdamW with decoupled weight decay; bias corrections computed by the caller.
 cudaError_t AdamWUpdate(float* params, const float* grads, float* m, float* v, int64_t n,
-                        float step_size, float inv_sqrt_c2, float decay, float beta1,
-                        float beta2, float eps, float grad_scale, cudaStream_t stream);
+                        float step_size, float inv_sqrt_c2, float decay, float beta1, float beta2,
+                        float eps, float grad_scale, cudaStream_t stream);
 // bfloat16 conversions, round to nearest even; the first scales as well.
 cudaError_t FloatToBf16(const float* in, uint16_t* out, int64_t n, cudaStream_t stream,
                         float scale = 1.0f);

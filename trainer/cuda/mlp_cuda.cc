@@ -8,9 +8,9 @@
 
 namespace ringmaster {
 
-absl::StatusOr<std::unique_ptr<MlpCuda>> MlpCuda::Create(std::vector<int> widths,
-                                                         uint64_t seed, int max_rows,
-                                                         bool bf16, cudaStream_t stream) {
+absl::StatusOr<std::unique_ptr<MlpCuda>> MlpCuda::Create(std::vector<int> widths, uint64_t seed,
+                                                         int max_rows, bool bf16,
+                                                         cudaStream_t stream) {
   // The CPU model defines the initial weights, so both start identical.
   Mlp reference(widths, seed);
   std::unique_ptr<MlpCuda> model(new MlpCuda(std::move(widths), max_rows, bf16, stream));
@@ -48,10 +48,10 @@ absl::Status MlpCuda::Allocate(const std::vector<float>& initial) {
 MlpCuda::~MlpCuda() {
   // Every resource is released even when an earlier release fails.
   for (float* a : activations_) cudaFree(a);
-  for (void* p : {static_cast<void*>(params_), static_cast<void*>(grads_),
-                  static_cast<void*>(params_bf16_), static_cast<void*>(delta_),
-                  static_cast<void*>(next_delta_), static_cast<void*>(scratch_a_bf16_),
-                  static_cast<void*>(scratch_b_bf16_)}) {
+  for (void* p :
+       {static_cast<void*>(params_), static_cast<void*>(grads_), static_cast<void*>(params_bf16_),
+        static_cast<void*>(delta_), static_cast<void*>(next_delta_),
+        static_cast<void*>(scratch_a_bf16_), static_cast<void*>(scratch_b_bf16_)}) {
     if (p != nullptr) cudaFree(p);
   }
   if (cublas_ != nullptr) cublasDestroy(cublas_);
@@ -67,18 +67,17 @@ absl::Status MlpCuda::CopyParamsToHost(std::vector<float>* out) const {
 
 absl::Status MlpCuda::CopyGradsToHost(std::vector<float>* out) const {
   out->resize(size_);
-  CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(out->data(), grads_, size_ * sizeof(float),
-                                       cudaMemcpyDeviceToHost, stream_));
+  CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(out->data(), grads_, size_ * sizeof(float), cudaMemcpyDeviceToHost, stream_));
   CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
   return absl::OkStatus();
 }
 
 absl::Status MlpCuda::CopyParamsFromHost(const std::vector<float>& in) {
   if (in.size() != size_) return absl::InvalidArgumentError("parameter count mismatch");
-  CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(params_, in.data(), size_ * sizeof(float),
-                                       cudaMemcpyHostToDevice, stream_));
-  return CudaStatus(cudaStreamSynchronize(stream_), "cudaStreamSynchronize", __FILE__,
-                    __LINE__);
+  CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(params_, in.data(), size_ * sizeof(float), cudaMemcpyHostToDevice, stream_));
+  return CudaStatus(cudaStreamSynchronize(stream_), "cudaStreamSynchronize", __FILE__, __LINE__);
 }
 
 const void* MlpCuda::AsGemmInput(const float* x, int64_t n, uint16_t* bf16_buffer) {
@@ -101,9 +100,9 @@ absl::Status MlpCuda::Gemm(bool trans_a, bool trans_b, int m, int n, int k, cons
                                        static_cast<const float*>(a), lda, &beta, c, n));
     return absl::OkStatus();
   }
-  CUBLAS_RETURN_IF_ERROR(cublasGemmEx(cublas_, op_b, op_a, n, m, k, &alpha, b, CUDA_R_16BF, ldb,
-                                      a, CUDA_R_16BF, lda, &beta, c, CUDA_R_32F, n,
-                                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  CUBLAS_RETURN_IF_ERROR(cublasGemmEx(cublas_, op_b, op_a, n, m, k, &alpha, b, CUDA_R_16BF, ldb, a,
+                                      CUDA_R_16BF, lda, &beta, c, CUDA_R_32F, n, CUBLAS_COMPUTE_32F,
+                                      CUBLAS_GEMM_DEFAULT));
   return absl::OkStatus();
 }
 

@@ -25,9 +25,9 @@ class MlpCuda {
  public:
   // Same widths and seed give the same initial weights as Mlp. `max_rows`
   // bounds the rows of a Forward.
-  static absl::StatusOr<std::unique_ptr<MlpCuda>> Create(std::vector<int> widths,
-                                                         uint64_t seed, int max_rows,
-                                                         bool bf16, cudaStream_t stream);
+  static absl::StatusOr<std::unique_ptr<MlpCuda>> Create(std::vector<int> widths, uint64_t seed,
+                                                         int max_rows, bool bf16,
+                                                         cudaStream_t stream);
   ~MlpCuda();
 
   const std::vector<ParamSpan>& param_spans() const { return spans_; }
@@ -52,8 +52,8 @@ class MlpCuda {
       : widths_(std::move(widths)), max_rows_(max_rows), bf16_(bf16), stream_(stream) {}
   absl::Status Allocate(const std::vector<float>& initial);
   // Row-major C[M,N] = op(A) op(B) + beta C (fp32 or bf16 inputs).
-  absl::Status Gemm(bool trans_a, bool trans_b, int m, int n, int k, const void* a,
-                    const void* b, float beta, float* c);
+  absl::Status Gemm(bool trans_a, bool trans_b, int m, int n, int k, const void* a, const void* b,
+                    float beta, float* c);
   const void* AsGemmInput(const float* x, int64_t n, uint16_t* bf16_buffer);
   int layers() const { return static_cast<int>(widths_.size()) - 1; }
 

@@ -51,8 +51,7 @@ void CompareWithCpu(bool bf16, double tolerance) {
   ASSERT_EQ(cudaMalloc(&ddl, dlogits.size() * sizeof(float)), cudaSuccess);
   ASSERT_EQ(cudaMemcpy(dx, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice),
             cudaSuccess);
-  ASSERT_EQ(cudaMemcpy(ddl, dlogits.data(), dlogits.size() * sizeof(float),
-                       cudaMemcpyHostToDevice),
+  ASSERT_EQ(cudaMemcpy(ddl, dlogits.data(), dlogits.size() * sizeof(float), cudaMemcpyHostToDevice),
             cudaSuccess);
   ASSERT_TRUE((*gpu)->Forward(dx, rows).ok());
   std::vector<int> order;

@@ -21,8 +21,8 @@ NcclCollective::NcclCollective(int rank, int size, int device, const NcclOptions
 
 absl::Status NcclCollective::Comm::AsyncError() {
   ncclResult_t async = ncclSuccess;
-  RETURN_IF_ERROR(NcclStatus(ncclCommGetAsyncError(comm, &async), "ncclCommGetAsyncError",
-                             __FILE__, __LINE__));
+  RETURN_IF_ERROR(
+      NcclStatus(ncclCommGetAsyncError(comm, &async), "ncclCommGetAsyncError", __FILE__, __LINE__));
   if (async == ncclInProgress) return absl::OkStatus();
   return NcclStatus(async, "NCCL", __FILE__, __LINE__);
 }
@@ -34,8 +34,7 @@ void NcclCollective::Comm::Destroy() {
 }
 
 absl::StatusOr<std::unique_ptr<NcclCollective>> NcclCollective::Connect(
-    gloo::rendezvous::Store& store, int rank, int size, int device,
-    const NcclOptions& options) {
+    gloo::rendezvous::Store& store, int rank, int size, int device, const NcclOptions& options) {
   RETURN_IF_ERROR(UseDevice(device));  // this thread issues the collectives
   ncclUniqueId id;
   const std::string key = absl::StrCat(options.prefix, "/unique-id");
@@ -108,9 +107,8 @@ absl::Status NcclCollective::OnDevice(void* data, size_t bytes, F op) {
   cudaGetLastError();  // clear the error a host pointer may leave
   void* device = nullptr;
   CUDA_RETURN_IF_ERROR(cudaMalloc(&device, bytes));
-  absl::Status status =
-      CudaStatus(cudaMemcpy(device, data, bytes, cudaMemcpyHostToDevice), "cudaMemcpy", __FILE__,
-                 __LINE__);
+  absl::Status status = CudaStatus(cudaMemcpy(device, data, bytes, cudaMemcpyHostToDevice),
+                                   "cudaMemcpy", __FILE__, __LINE__);
   if (status.ok()) status = op(device);
   if (status.ok()) {
     status = CudaStatus(cudaMemcpy(data, device, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy",
@@ -123,9 +121,8 @@ absl::Status NcclCollective::OnDevice(void* data, size_t bytes, F op) {
 absl::Status NcclCollective::AllReduceSum(float* data, size_t n) {
   if (n == 0) return absl::OkStatus();
   return OnDevice(data, n * sizeof(float), [&](void* d) {
-    return Run("ncclAllReduce", [&] {
-      return ncclAllReduce(d, d, n, ncclFloat32, ncclSum, comm_.comm, stream_);
-    });
+    return Run("ncclAllReduce",
+               [&] { return ncclAllReduce(d, d, n, ncclFloat32, ncclSum, comm_.comm, stream_); });
   });
 }
 
@@ -139,9 +136,8 @@ absl::Status NcclCollective::AllReduceSumBf16(uint16_t* data, size_t n) {
 absl::Status NcclCollective::Broadcast(void* data, size_t bytes, int root) {
   if (bytes == 0) return absl::OkStatus();
   return OnDevice(data, bytes, [&](void* d) {
-    return Run("ncclBroadcast", [&] {
-      return ncclBroadcast(d, d, bytes, ncclUint8, root, comm_.comm, stream_);
-    });
+    return Run("ncclBroadcast",
+               [&] { return ncclBroadcast(d, d, bytes, ncclUint8, root, comm_.comm, stream_); });
   });
 }
 

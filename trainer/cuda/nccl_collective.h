@@ -37,9 +37,9 @@ struct NcclOptions {
 // communicator's error state and may abort it, through the guard.
 class NcclCollective final : public Collective {
  public:
-  static absl::StatusOr<std::unique_ptr<NcclCollective>> Connect(
-      gloo::rendezvous::Store& store, int rank, int size, int device,
-      const NcclOptions& options);
+  static absl::StatusOr<std::unique_ptr<NcclCollective>> Connect(gloo::rendezvous::Store& store,
+                                                                 int rank, int size, int device,
+                                                                 const NcclOptions& options);
   ~NcclCollective() override;
 
   int rank() const override { return rank_; }
