@@ -95,215 +95,330 @@ absl::Status SaveCheckpoint(const TrainerContext& context, ModelRunner& runner, 
   return WriteCheckpoint(context.checkpoint_dir, state);
 }
 
+// One call of Train: the state its steps share. It stays where it is made
+// (the reducer's callbacks hold `this`).
+class TrainingRun {
+ public:
+  TrainingRun(const v1::TrainerSpec& spec, const TrainTestSplit& data,
+              const TrainerContext& context)
+      : spec_(spec),
+        train_(data.train),
+        test_(data.test),
+        context_(context),
+        comm_(context.comm),
+        rank_(comm_->rank()),
+        world_(comm_->size()),
+        seed_(static_cast<uint64_t>(spec.seed())),
+        batch_(std::max(1, spec.batch_size())),
+        accum_(std::max(1, spec.grad_accum_steps())),
+        sampler_(train_.rows, rank_, world_, seed_),
+        now_(context.now ? context.now : [] { return Clock::now(); }),
+        checkpoint_every_(std::chrono::seconds(spec.checkpoint_every_s())) {}
+  TrainingRun(const TrainingRun&) = delete;
+  TrainingRun& operator=(const TrainingRun&) = delete;
+
+  // The model, resumed from the newest checkpoint or broadcast from rank 0;
+  // the steps to go; the reducer.
+  absl::Status Start();
+  int64_t first_epoch() const { return position_.epoch; }
+  // Trains one epoch and evaluates it; false when the run stopped in it
+  // (stop_requested, or a test's stop_after_step).
+  absl::StatusOr<bool> Epoch(int64_t epoch);
+  // The result of a run that stopped, or of one that trained every epoch.
+  absl::StatusOr<TrainResult> Stopped();
+  absl::StatusOr<TrainResult> Finish();
+
+ private:
+  // Steps of an epoch from its row `start` on, at this world size.
+  int64_t StepsFrom(int64_t start) const { return sampler_.rows_per_rank(start) / batch_ / accum_; }
+  absl::Status MakeReducer();
+  void LoadBatch(const std::vector<int64_t>& indices, int64_t b);
+  // Forward and backward of one micro-batch; the last of a step starts its
+  // all-reduce, bucket by bucket as backward makes them ready.
+  absl::StatusOr<double> ForwardBackward(int micro);
+  // Waits for the all-reduce, applies what the fused path has not yet.
+  absl::Status Update();
+  absl::Status CheckpointIfDue(bool stop, int64_t epoch, bool epoch_done, int64_t epoch_rows);
+  void ReportIfDue(int64_t epoch, Clock::time_point epoch_start, int64_t epoch_samples);
+  // Sends the progress with these figures and starts the next report's.
+  void Report(int64_t epoch, double loss, double samples_per_second, int64_t seen);
+  absl::Status EndEpoch(int64_t epoch, Clock::time_point epoch_start, int64_t epoch_samples);
+
+  const v1::TrainerSpec& spec_;
+  const Dataset& train_;
+  const Dataset& test_;
+  const TrainerContext& context_;
+  Collective* const comm_;
+  const int rank_, world_;
+  const uint64_t seed_;
+  const int batch_, accum_;
+  DistributedSampler sampler_;
+  const std::function<Clock::time_point()> now_;  // of checkpoint_every_s, for tests
+  const std::chrono::seconds checkpoint_every_;
+
+  std::unique_ptr<ModelRunner> runner_;
+  std::unique_ptr<Reducer> reducer_;
+  LrSchedule schedule_;
+  // Without clipping, each bucket is applied as soon as it is reduced;
+  // clipping needs the global norm, so then the step waits for all.
+  bool fused_ = true;
+  int64_t rows_per_step_ = 0;
+  TrainingState position_;
+  TrainResult result_;
+  std::vector<float> xb_;
+  std::vector<int32_t> yb_;
+  v1::Progress progress_;
+  int64_t step_ = 0;
+  int64_t samples_ = 0;  // of the epochs done
+  double train_seconds_ = 0;
+  double loss_sum_ = 0;  // since the last report
+  int loss_count_ = 0;
+  Clock::time_point step_start_;
+  // The first step is reported at once: after a restart, the step it
+  // resumed at shows without waiting out an interval.
+  Clock::time_point last_report_{};
+  Clock::time_point last_checkpoint_;
+  bool stopped_ = false;
+};
+
+absl::Status TrainingRun::Start() {
+  const RunnerFactory make_runner = context_.make_runner ? context_.make_runner : MakeCpuRunner;
+  ASSIGN_OR_RETURN(runner_, make_runner(spec_, Widths(spec_, train_)));
+  const int64_t steps_per_epoch = StepsFrom(0);
+  if (steps_per_epoch == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("batch_size ", batch_, " x grad_accum_steps ", accum_, " x ", world_,
+                     " ranks is more than the ", train_.rows, " training rows"));
+  }
+  rows_per_step_ = static_cast<int64_t>(batch_) * accum_ * world_;
+  ASSIGN_OR_RETURN(result_.resumed_from_step,
+                   ResumeOrBroadcast(context_, seed_, *runner_, &position_));
+  if (context_.steps_done) context_.steps_done->store(position_.step, std::memory_order_relaxed);
+  // The last step: those done, the rest of this epoch and whole epochs
+  // after it, at this world size (a resize changes the steps still to go,
+  // not the data still to see).
+  const int64_t total_steps = position_.epoch >= spec_.epochs()
+                                  ? position_.step
+                                  : position_.step + StepsFrom(position_.epoch_rows) +
+                                        (spec_.epochs() - position_.epoch - 1) * steps_per_epoch;
+  result_.total_steps = total_steps;
+  schedule_ = LrSchedule{spec_.optimizer().lr(), spec_.lr_scaling(), world_, spec_.warmup_steps(),
+                         total_steps};
+  if (rank_ == 0 && context_.log) {
+    context_.log(
+        absl::StrFormat("learning rate %g: optimizer.lr %g scaled by lr_scaling %s at "
+                        "world size %d",
+                        schedule_.Peak(), schedule_.base_lr, schedule_.scaling, world_));
+  }
+  RETURN_IF_ERROR(MakeReducer());
+  xb_.resize(static_cast<size_t>(batch_) * train_.features);
+  yb_.resize(batch_);
+  progress_.set_total_steps(total_steps);
+  progress_.set_world_size(world_);
+  progress_.set_backend(comm_->backend());
+  step_start_ = Clock::now();
+  step_ = position_.step;
+  last_checkpoint_ = now_();
+  return absl::OkStatus();
+}
+
+absl::Status TrainingRun::MakeReducer() {
+  // Ranks on one host reduce their gradients where they lie.
+  if (float* shared = comm_->SharedBuffer(runner_->size()); shared != nullptr) {
+    if (!runner_->UseGradientBuffer(shared)) {
+      return absl::InternalError("the collective offers shared gradients the runner cannot use");
+    }
+  }
+  ReducerOptions options;
+  options.bucket_bytes = static_cast<size_t>(std::max(0.01, spec_.bucket_mb()) * (1 << 20));
+  options.first_bucket_bytes = std::min<size_t>(1 << 20, options.bucket_bytes);
+  options.bf16_compression = spec_.grad_compression() == "bf16";
+  options.thread_setup = [this] { return runner_->EnterThread(); };
+  options.before_reduce = [this](const Bucket& b) { return runner_->BeforeReduce(b); };
+  if (options.bf16_compression) options.reduce_bf16 = runner_->Bf16Reduce(comm_);
+  reducer_ = std::make_unique<Reducer>(comm_, runner_->param_spans(), runner_->grads(), options,
+                                       context_.events);
+  fused_ = spec_.grad_clip_norm() <= 0;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> TrainingRun::Epoch(int64_t epoch) {
+  const int64_t start = epoch == position_.epoch ? position_.epoch_rows : 0;
+  const std::vector<int64_t> indices = sampler_.Indices(epoch, start);
+  const int64_t batches = StepsFrom(start) * accum_;
+  const Clock::time_point epoch_start = Clock::now();
+  int64_t epoch_samples = 0;
+  for (int64_t b = 0; b < batches; ++b) {
+    LoadBatch(indices, b);
+    const int micro = static_cast<int>(b % accum_);
+    ASSIGN_OR_RETURN(const double loss, ForwardBackward(micro));
+    loss_sum_ += loss;
+    ++loss_count_;
+    epoch_samples += batch_;
+    if (micro != accum_ - 1) continue;
+    RETURN_IF_ERROR(Update());
+    result_.train_loss = loss;
+    const bool stop = rank_ == 0 && context_.stop_requested && context_.stop_requested();
+    const bool epoch_done = b + 1 == batches;
+    RETURN_IF_ERROR(
+        CheckpointIfDue(stop, epoch, epoch_done, start + (b + 1) / accum_ * rows_per_step_));
+    ReportIfDue(epoch, epoch_start, epoch_samples);
+    if (stop || step_ == context_.stop_after_step) {
+      if (stop && context_.log) context_.log(absl::StrCat("stopped after step ", step_));
+      stopped_ = stop;
+      return false;
+    }
+  }
+  RETURN_IF_ERROR(EndEpoch(epoch, epoch_start, epoch_samples));
+  return true;
+}
+
+void TrainingRun::LoadBatch(const std::vector<int64_t>& indices, int64_t b) {
+  for (int i = 0; i < batch_; ++i) {
+    const int64_t row = indices[b * batch_ + i];
+    std::memcpy(xb_.data() + static_cast<size_t>(i) * train_.features, train_.row(row),
+                train_.features * sizeof(float));
+    yb_[i] = train_.y[row];
+  }
+}
+
+absl::StatusOr<double> TrainingRun::ForwardBackward(int micro) {
+  const bool communicate = micro == accum_ - 1;
+  if (communicate) {
+    if (fused_) {
+      reducer_->Prepare(static_cast<float>(world_),
+                        [this](const Bucket& b) { return runner_->UpdateRange(b.offset, b.size); });
+      // Before backward marks the first bucket ready.
+      runner_->BeginStep(static_cast<float>(schedule_.At(step_)), reducer_->grad_scale());
+    } else {
+      reducer_->Prepare(static_cast<float>(world_));
+    }
+  }
+  // Only the last micro-step communicates (DDP's no_sync for the rest).
+  std::function<void(int)> mark_ready;
+  if (communicate) mark_ready = [this](int param) { reducer_->MarkReady(param); };
+  ASSIGN_OR_RETURN(const double loss,
+                   runner_->ForwardBackward(xb_.data(), yb_.data(), batch_, 1.0f / accum_,
+                                            micro > 0, mark_ready));
+  if (context_.events) context_.events->Record("backward end");
+  return loss;
+}
+
+absl::Status TrainingRun::Update() {
+  RETURN_IF_ERROR(reducer_->Finish());
+  if (!fused_) {
+    double grad_scale = reducer_->grad_scale();
+    ASSIGN_OR_RETURN(const double norm, runner_->GradNorm());
+    grad_scale *= ClipFactor(grad_scale * norm, spec_.grad_clip_norm());
+    runner_->BeginStep(static_cast<float>(schedule_.At(step_)), static_cast<float>(grad_scale));
+    RETURN_IF_ERROR(runner_->UpdateRange(0, runner_->size()));
+  }
+  RETURN_IF_ERROR(runner_->AfterStep());
+  ++step_;
+  if (context_.steps_done) context_.steps_done->store(step_, std::memory_order_relaxed);
+  if (context_.on_progress) {
+    // Kept only until the next report clears them; without reports, not kept.
+    const Clock::time_point now = Clock::now();
+    progress_.add_step_seconds(std::chrono::duration<double>(now - step_start_).count());
+    step_start_ = now;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status TrainingRun::CheckpointIfDue(bool stop, int64_t epoch, bool epoch_done,
+                                          int64_t epoch_rows) {
+  const bool steps_due =
+      spec_.checkpoint_every_steps() > 0 && step_ % spec_.checkpoint_every_steps() == 0;
+  const bool time_due =
+      spec_.checkpoint_every_s() > 0 && now_() - last_checkpoint_ >= checkpoint_every_;
+  if (rank_ != 0 || context_.checkpoint_dir.empty() || !(stop || steps_due || time_due)) {
+    return absl::OkStatus();
+  }
+  RETURN_IF_ERROR(SaveCheckpoint(context_, *runner_, seed_, step_, epoch_done ? epoch + 1 : epoch,
+                                 epoch_done ? 0 : epoch_rows));
+  last_checkpoint_ = now_();
+  return absl::OkStatus();
+}
+
+void TrainingRun::ReportIfDue(int64_t epoch, Clock::time_point epoch_start, int64_t epoch_samples) {
+  if (!context_.on_progress || std::chrono::duration<double>(Clock::now() - last_report_).count() <
+                                   context_.progress_interval_seconds) {
+    return;
+  }
+  const double elapsed = train_seconds_ + Seconds(epoch_start);
+  Report(epoch, loss_sum_ / std::max(1, loss_count_),
+         elapsed > 0 ? (samples_ + epoch_samples) / elapsed : 0, samples_ + epoch_samples);
+  loss_sum_ = 0;
+  loss_count_ = 0;
+}
+
+void TrainingRun::Report(int64_t epoch, double loss, double samples_per_second, int64_t seen) {
+  progress_.set_step(step_);
+  progress_.set_epoch(static_cast<int>(epoch));
+  progress_.set_loss(loss);
+  progress_.set_samples_per_second(samples_per_second);
+  progress_.set_allreduce_bytes(reducer_->bytes_total());
+  progress_.set_allreduce_seconds(reducer_->seconds_total());
+  progress_.set_samples(seen);
+  context_.on_progress(progress_);
+  progress_.clear_step_seconds();
+  last_report_ = Clock::now();
+}
+
+absl::Status TrainingRun::EndEpoch(int64_t epoch, Clock::time_point epoch_start,
+                                   int64_t epoch_samples) {
+  train_seconds_ += Seconds(epoch_start);
+  samples_ += epoch_samples;
+  result_.samples_per_second = train_seconds_ > 0 ? samples_ / train_seconds_ : 0;
+  if (rank_ == 0) {
+    ASSIGN_OR_RETURN(auto evaluation, runner_->Evaluate(test_));
+    const auto [accuracy, eval_loss] = evaluation;
+    result_.eval_accuracy = accuracy;
+    result_.eval_loss = eval_loss;
+    progress_.set_eval_accuracy(accuracy);
+    progress_.set_eval_loss(eval_loss);
+    if (context_.log) {
+      context_.log(absl::StrFormat(
+          "epoch %d/%d  step %d  train loss %.4f  test accuracy %.4f  test loss %.4f  "
+          "%.0f samples/s/rank",
+          epoch + 1, spec_.epochs(), step_, result_.train_loss, accuracy, eval_loss,
+          result_.samples_per_second));
+    }
+  }
+  if (context_.on_progress) {
+    Report(epoch + 1, result_.train_loss, result_.samples_per_second, samples_);
+  }
+  step_start_ = Clock::now();  // evaluation is not a step
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TrainResult> TrainingRun::Stopped() {
+  RETURN_IF_ERROR(runner_->ReadState(&result_.params, &position_.optimizer_state));
+  result_.steps = step_;
+  result_.stopped = stopped_;
+  return std::move(result_);
+}
+
+absl::StatusOr<TrainResult> TrainingRun::Finish() {
+  RETURN_IF_ERROR(comm_->Barrier());
+  RETURN_IF_ERROR(runner_->ReadState(&result_.params, &position_.optimizer_state));
+  result_.steps = step_;
+  result_.allreduce_bytes = reducer_->bytes_total();
+  result_.allreduce_seconds = reducer_->seconds_total();
+  return std::move(result_);
+}
+
 }  // namespace
 
 absl::StatusOr<TrainResult> Train(const v1::TrainerSpec& spec, const TrainTestSplit& data,
                                   const TrainerContext& context) {
-  Collective* comm = context.comm;
-  const int rank = comm->rank(), world = comm->size();
-  const Dataset& train = data.train;
-  const uint64_t seed = static_cast<uint64_t>(spec.seed());
-  const RunnerFactory make_runner = context.make_runner ? context.make_runner : MakeCpuRunner;
-  ASSIGN_OR_RETURN(std::unique_ptr<ModelRunner> runner, make_runner(spec, Widths(spec, train)));
-
-  const int batch = std::max(1, spec.batch_size());
-  const int accum = std::max(1, spec.grad_accum_steps());
-  DistributedSampler sampler(train.rows, rank, world, seed);
-  // Steps of an epoch from its row `start` on, at this world size.
-  auto steps_from = [&](int64_t start) { return sampler.rows_per_rank(start) / batch / accum; };
-  const int64_t steps_per_epoch = steps_from(0);
-  if (steps_per_epoch == 0) {
-    return absl::InvalidArgumentError(absl::StrCat("batch_size ", batch, " x grad_accum_steps ",
-                                                   accum, " x ", world, " ranks is more than the ",
-                                                   train.rows, " training rows"));
+  TrainingRun run(spec, data, context);
+  RETURN_IF_ERROR(run.Start());
+  for (int64_t epoch = run.first_epoch(); epoch < spec.epochs(); ++epoch) {
+    ASSIGN_OR_RETURN(const bool whole, run.Epoch(epoch));
+    if (!whole) return run.Stopped();
   }
-  const int64_t rows_per_step = static_cast<int64_t>(batch) * accum * world;
-
-  TrainResult result;
-  TrainingState position;
-  ASSIGN_OR_RETURN(result.resumed_from_step, ResumeOrBroadcast(context, seed, *runner, &position));
-  if (context.steps_done) context.steps_done->store(position.step, std::memory_order_relaxed);
-  // The last step: those done, the rest of this epoch and whole epochs
-  // after it, at this world size (a resize changes the steps still to go,
-  // not the data still to see).
-  const int64_t total_steps = position.epoch >= spec.epochs()
-                                  ? position.step
-                                  : position.step + steps_from(position.epoch_rows) +
-                                        (spec.epochs() - position.epoch - 1) * steps_per_epoch;
-  result.total_steps = total_steps;
-  LrSchedule schedule{spec.optimizer().lr(), spec.lr_scaling(), world, spec.warmup_steps(),
-                      total_steps};
-  if (rank == 0 && context.log) {
-    context.log(
-        absl::StrFormat("learning rate %g: optimizer.lr %g scaled by lr_scaling %s at "
-                        "world size %d",
-                        schedule.Peak(), schedule.base_lr, schedule.scaling, world));
-  }
-
-  // Ranks on one host reduce their gradients where they lie.
-  if (float* shared = comm->SharedBuffer(runner->size()); shared != nullptr) {
-    if (!runner->UseGradientBuffer(shared)) {
-      return absl::InternalError("the collective offers shared gradients the runner cannot use");
-    }
-  }
-  ReducerOptions reducer_options;
-  reducer_options.bucket_bytes = static_cast<size_t>(std::max(0.01, spec.bucket_mb()) * (1 << 20));
-  reducer_options.first_bucket_bytes = std::min<size_t>(1 << 20, reducer_options.bucket_bytes);
-  reducer_options.bf16_compression = spec.grad_compression() == "bf16";
-  reducer_options.thread_setup = [&runner] { return runner->EnterThread(); };
-  reducer_options.before_reduce = [&runner](const Bucket& b) { return runner->BeforeReduce(b); };
-  if (reducer_options.bf16_compression) reducer_options.reduce_bf16 = runner->Bf16Reduce(comm);
-  Reducer reducer(comm, runner->param_spans(), runner->grads(), reducer_options, context.events);
-  auto mark_ready = [&reducer](int param) { reducer.MarkReady(param); };
-  auto apply_bucket = [&runner](const Bucket& b) { return runner->UpdateRange(b.offset, b.size); };
-  // Without clipping, each bucket is applied as soon as it is reduced;
-  // clipping needs the global norm, so then the step waits for all.
-  const bool fused = spec.grad_clip_norm() <= 0;
-
-  std::vector<float> xb(static_cast<size_t>(batch) * train.features);
-  std::vector<int32_t> yb(batch);
-  v1::Progress progress;
-  progress.set_total_steps(total_steps);
-  progress.set_world_size(world);
-  progress.set_backend(comm->backend());
-  Clock::time_point step_start = Clock::now();
-  int64_t step = position.step;
-  int64_t samples = 0;
-  double train_seconds = 0;
-  double loss_sum = 0;
-  int loss_count = 0;
-  // The first step is reported at once: after a restart, the step it
-  // resumed at shows without waiting out an interval.
-  Clock::time_point last_report{};
-  // Time-based checkpoints read this clock, so that tests can drive it.
-  const std::function<Clock::time_point()> now =
-      context.now ? context.now : [] { return Clock::now(); };
-  const auto checkpoint_every = std::chrono::seconds(spec.checkpoint_every_s());
-  Clock::time_point last_checkpoint = now();
-  // Sends the progress with these figures and starts the next report's.
-  auto report = [&](int64_t epoch, double loss, double samples_per_second, int64_t seen) {
-    progress.set_step(step);
-    progress.set_epoch(static_cast<int>(epoch));
-    progress.set_loss(loss);
-    progress.set_samples_per_second(samples_per_second);
-    progress.set_allreduce_bytes(reducer.bytes_total());
-    progress.set_allreduce_seconds(reducer.seconds_total());
-    progress.set_samples(seen);
-    context.on_progress(progress);
-    progress.clear_step_seconds();
-    last_report = Clock::now();
-  };
-
-  for (int64_t epoch = position.epoch; epoch < spec.epochs(); ++epoch) {
-    const int64_t start = epoch == position.epoch ? position.epoch_rows : 0;
-    const std::vector<int64_t> indices = sampler.Indices(epoch, start);
-    const int64_t batches = steps_from(start) * accum;
-    const Clock::time_point epoch_start = Clock::now();
-    int64_t epoch_samples = 0;
-    for (int64_t b = 0; b < batches; ++b) {
-      for (int i = 0; i < batch; ++i) {
-        const int64_t row = indices[b * batch + i];
-        std::memcpy(xb.data() + static_cast<size_t>(i) * train.features, train.row(row),
-                    train.features * sizeof(float));
-        yb[i] = train.y[row];
-      }
-      const int micro = static_cast<int>(b % accum);
-      const bool communicate = micro == accum - 1;
-      if (communicate) {
-        if (fused) {
-          reducer.Prepare(static_cast<float>(world), apply_bucket);
-          // Before backward marks the first bucket ready.
-          runner->BeginStep(static_cast<float>(schedule.At(step)), reducer.grad_scale());
-        } else {
-          reducer.Prepare(static_cast<float>(world));
-        }
-      }
-      // Only the last micro-step communicates (DDP's no_sync for the rest).
-      ASSIGN_OR_RETURN(
-          const double loss,
-          runner->ForwardBackward(xb.data(), yb.data(), batch, 1.0f / accum, micro > 0,
-                                  communicate ? std::function<void(int)>(mark_ready) : nullptr));
-      if (context.events) context.events->Record("backward end");
-      loss_sum += loss;
-      ++loss_count;
-      epoch_samples += batch;
-      if (!communicate) continue;
-      RETURN_IF_ERROR(reducer.Finish());
-      if (!fused) {
-        double grad_scale = reducer.grad_scale();
-        ASSIGN_OR_RETURN(const double norm, runner->GradNorm());
-        grad_scale *= ClipFactor(grad_scale * norm, spec.grad_clip_norm());
-        runner->BeginStep(static_cast<float>(schedule.At(step)), static_cast<float>(grad_scale));
-        RETURN_IF_ERROR(runner->UpdateRange(0, runner->size()));
-      }
-      RETURN_IF_ERROR(runner->AfterStep());
-      ++step;
-      if (context.steps_done) context.steps_done->store(step, std::memory_order_relaxed);
-      if (context.on_progress) {
-        // Kept only until the next report clears them; without reports, not kept.
-        const Clock::time_point now = Clock::now();
-        progress.add_step_seconds(std::chrono::duration<double>(now - step_start).count());
-        step_start = now;
-      }
-      result.train_loss = loss;
-
-      const bool epoch_done = b + 1 == batches;
-      const bool stop = rank == 0 && context.stop_requested && context.stop_requested();
-      const bool steps_due =
-          spec.checkpoint_every_steps() > 0 && step % spec.checkpoint_every_steps() == 0;
-      const bool time_due =
-          spec.checkpoint_every_s() > 0 && now() - last_checkpoint >= checkpoint_every;
-      if (rank == 0 && !context.checkpoint_dir.empty() && (stop || steps_due || time_due)) {
-        RETURN_IF_ERROR(SaveCheckpoint(context, *runner, seed, step, epoch_done ? epoch + 1 : epoch,
-                                       epoch_done ? 0 : start + (b + 1) / accum * rows_per_step));
-        last_checkpoint = now();
-      }
-      const double elapsed = train_seconds + Seconds(epoch_start);
-      if (context.on_progress &&
-          std::chrono::duration<double>(Clock::now() - last_report).count() >=
-              context.progress_interval_seconds) {
-        report(epoch, loss_sum / std::max(1, loss_count),
-               elapsed > 0 ? (samples + epoch_samples) / elapsed : 0, samples + epoch_samples);
-        loss_sum = 0;
-        loss_count = 0;
-      }
-      if (stop || step == context.stop_after_step) {
-        if (stop && context.log) context.log(absl::StrCat("stopped after step ", step));
-        RETURN_IF_ERROR(runner->ReadState(&result.params, &position.optimizer_state));
-        result.steps = step;
-        result.stopped = stop;
-        return result;
-      }
-    }
-    train_seconds += Seconds(epoch_start);
-    samples += epoch_samples;
-    result.samples_per_second = train_seconds > 0 ? samples / train_seconds : 0;
-    if (rank == 0) {
-      ASSIGN_OR_RETURN(auto evaluation, runner->Evaluate(data.test));
-      const auto [accuracy, eval_loss] = evaluation;
-      result.eval_accuracy = accuracy;
-      result.eval_loss = eval_loss;
-      progress.set_eval_accuracy(accuracy);
-      progress.set_eval_loss(eval_loss);
-      if (context.log) {
-        context.log(absl::StrFormat(
-            "epoch %d/%d  step %d  train loss %.4f  test accuracy %.4f  test loss %.4f  "
-            "%.0f samples/s/rank",
-            epoch + 1, spec.epochs(), step, result.train_loss, accuracy, eval_loss,
-            result.samples_per_second));
-      }
-    }
-    if (context.on_progress) {
-      report(epoch + 1, result.train_loss, result.samples_per_second, samples);
-    }
-    step_start = Clock::now();  // evaluation is not a step
-  }
-  RETURN_IF_ERROR(comm->Barrier());
-  RETURN_IF_ERROR(runner->ReadState(&result.params, &position.optimizer_state));
-  result.steps = step;
-  result.allreduce_bytes = reducer.bytes_total();
-  result.allreduce_seconds = reducer.seconds_total();
-  return result;
+  return run.Finish();
 }
 
 }  // namespace ringmaster
