@@ -1,7 +1,5 @@
 #include "coordinator/coordinator_server.h"
 
-#include "common/private_dir.h"
-
 #include <algorithm>
 #include <filesystem>
 
@@ -12,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/grpc_metrics.h"
 #include "common/parse_errors.h"
+#include "common/private_dir.h"
 #include "common/status_macros.h"
 
 namespace ringmaster {
@@ -30,51 +29,69 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   std::unique_ptr<CoordinatorServer> server(new CoordinatorServer);
   server->access_ = std::make_unique<AccessPolicy>(
       AccessOptions{config.admin_token, key, config.tls.has_value()});
-  const AccessPolicy* access = server->access_.get();
-  ASSIGN_OR_RETURN(server->store_, JobStore::Open(config.state_dir + "/coordinator.db"));
+  // The jobs first (recovered from the store), then the services that
+  // reach them, then the port: nothing is served before it is whole.
+  RETURN_IF_ERROR(server->InitJobs(config));
+  RETURN_IF_ERROR(server->InitServices(config));
+  RETURN_IF_ERROR(server->Serve(config));
+  server->ticker_ = std::thread([s = server.get()] { s->TickLoop(); });
+  spdlog::info("coordinator serving {} on port {}, state in {}", config.tls ? "TLS" : "plaintext",
+               server->port_, config.state_dir);
+  if (server->access_->open()) {
+    spdlog::warn("no admin token and no TLS: every caller may do everything");
+  }
+  return server;
+}
+
+absl::Status CoordinatorServer::InitJobs(const CoordinatorConfig& config) {
+  ASSIGN_OR_RETURN(store_, JobStore::Open(config.state_dir + "/coordinator.db"));
   const Clock* clock = RealClock::Get();
-  server->metrics_ =
-      std::make_unique<CoordinatorMetrics>(&server->registry_, clock, config.metrics_retention);
+  metrics_ = std::make_unique<CoordinatorMetrics>(&registry_, clock, config.metrics_retention);
   JobManagerOptions manager_options = config.manager;
-  manager_options.rank_env.signer = &access->signer();
-  manager_options.on_transition = [m = server->metrics_.get()](const v1::Job& before,
-                                                               const v1::StateChange& change) {
+  manager_options.rank_env.signer = &access_->signer();
+  manager_options.on_transition = [m = metrics_.get()](const v1::Job& before,
+                                                       const v1::StateChange& change) {
     m->OnTransition(before, change);
   };
-  server->rendezvous_ = std::make_unique<RendezvousStore>(clock, config.rendezvous);
-  server->membership_ = std::make_unique<WorkerMembership>(clock, config.membership);
-  server->manager_ =
-      std::make_unique<JobManager>(server->store_.get(), server->rendezvous_.get(),
-                                   server->membership_.get(), clock, manager_options);
-  JobManager* manager = server->manager_.get();
-  server->metrics_->SetSources([manager] { return manager->CountByState(); },
-                               [manager] { return manager->ListWorkers(); });
-  RETURN_IF_ERROR(server->manager_->Recover());
+  rendezvous_ = std::make_unique<RendezvousStore>(clock, config.rendezvous);
+  membership_ = std::make_unique<WorkerMembership>(clock, config.membership);
+  manager_ = std::make_unique<JobManager>(store_.get(), rendezvous_.get(), membership_.get(), clock,
+                                          manager_options);
+  JobManager* manager = manager_.get();
+  metrics_->SetSources([manager] { return manager->CountByState(); },
+                       [manager] { return manager->ListWorkers(); });
+  return manager_->Recover();
+}
+
+absl::Status CoordinatorServer::InitServices(const CoordinatorConfig& config) {
+  const Clock* clock = RealClock::Get();
+  const AccessPolicy* access = access_.get();
   // Workers' agents are checked against the CA; the coordinator shows them
   // its agent credential, not a certificate.
   const Tls agent_tls = CaOnly(config.tls ? config.tls->ca_pem : "");
-  server->logs_ = std::make_unique<LogRelay>(server->manager_.get(), &access->signer(), agent_tls,
-                                             config.max_log_line_bytes);
-  server->code_ = std::make_unique<CodeStore>(
+  logs_ = std::make_unique<LogRelay>(manager_.get(), &access->signer(), agent_tls,
+                                     config.max_log_line_bytes);
+  code_ = std::make_unique<CodeStore>(
       CodeStoreOptions{config.state_dir + "/code", config.max_upload_bytes}, clock);
-  RETURN_IF_ERROR(server->code_->Init());
-  server->uploads_ = std::make_unique<CodeUploads>(server->code_.get(), config.upload_idle_timeout);
-  server->job_service_ =
-      std::make_unique<JobServiceImpl>(server->manager_.get(), server->logs_.get(),
-                                       server->code_.get(), server->uploads_.get(), access);
-  server->cluster_service_ = std::make_unique<ClusterServiceImpl>(server->manager_.get(), access);
-  server->worker_service_ =
-      std::make_unique<WorkerServiceImpl>(server->manager_.get(), server->membership_.get(),
-                                          server->code_.get(), access, config.max_stream_queue);
-  server->rendezvous_service_ =
-      std::make_unique<RendezvousServiceImpl>(server->rendezvous_.get(), clock, access);
+  RETURN_IF_ERROR(code_->Init());
+  uploads_ = std::make_unique<CodeUploads>(code_.get(), config.upload_idle_timeout);
+  job_service_ = std::make_unique<JobServiceImpl>(manager_.get(), logs_.get(), code_.get(),
+                                                  uploads_.get(), access);
+  cluster_service_ = std::make_unique<ClusterServiceImpl>(manager_.get(), access);
+  worker_service_ = std::make_unique<WorkerServiceImpl>(
+      manager_.get(), membership_.get(), code_.get(), access, config.max_stream_queue);
+  rendezvous_service_ = std::make_unique<RendezvousServiceImpl>(rendezvous_.get(), clock, access);
+  return absl::OkStatus();
+}
 
-  server->tooling_ = std::make_unique<ServerTooling>(std::vector<std::string>{
+absl::Status CoordinatorServer::Serve(const CoordinatorConfig& config) {
+  const std::vector<std::string> services = {
       v1::JobService::service_full_name(), v1::ClusterService::service_full_name(),
-      v1::WorkerService::service_full_name(), v1::RendezvousService::service_full_name()});
+      v1::WorkerService::service_full_name(), v1::RendezvousService::service_full_name()};
+  tooling_ = std::make_unique<ServerTooling>(services);
   grpc::ServerBuilder builder;
-  server->tooling_->AddTo(builder);
-  builder.AddListeningPort(config.listen_address, ServerCredentials(config.tls), &server->port_);
+  tooling_->AddTo(builder);
+  builder.AddListeningPort(config.listen_address, ServerCredentials(config.tls), &port_);
   // A port another server holds fails to bind here, rather than shares it.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   // A request may carry a spec or a rendezvous value at their limits (and a
@@ -82,37 +99,28 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   builder.SetMaxReceiveMessageSize(static_cast<int>(
       std::max({int64_t{4} << 20, config.manager.spec_limits.max_spec_bytes + (64 << 10),
                 config.rendezvous.max_value_bytes + (64 << 10)})));
-  builder.RegisterService(server->job_service_.get());
-  builder.RegisterService(server->cluster_service_.get());
-  builder.RegisterService(server->worker_service_.get());
-  builder.RegisterService(server->rendezvous_service_.get());
+  builder.RegisterService(job_service_.get());
+  builder.RegisterService(cluster_service_.get());
+  builder.RegisterService(worker_service_.get());
+  builder.RegisterService(rendezvous_service_.get());
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
-  interceptors.push_back(RpcLatencyInterceptor(&server->registry_));
-  interceptors.push_back(ParseErrorInterceptor(
-      {v1::JobService::service_full_name(), v1::ClusterService::service_full_name(),
-       v1::WorkerService::service_full_name(), v1::RendezvousService::service_full_name()}));
+  interceptors.push_back(RpcLatencyInterceptor(&registry_));
+  interceptors.push_back(ParseErrorInterceptor(services));
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
   // Workers keep their stream open; keepalive finds dead peers.
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-  server->server_ = builder.BuildAndStart();
-  if (server->server_ == nullptr || server->port_ == 0) {
+  server_ = builder.BuildAndStart();
+  if (server_ == nullptr || port_ == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", config.listen_address));
   }
-  server->tooling_->Serving(server->server_.get(), true);
+  tooling_->Serving(server_.get(), true);
   if (!config.metrics_address.empty()) {
-    ASSIGN_OR_RETURN(server->metrics_server_,
-                     MetricsServer::Start(config.metrics_address, &server->registry_));
+    ASSIGN_OR_RETURN(metrics_server_, MetricsServer::Start(config.metrics_address, &registry_));
   }
-  server->ticker_ = std::thread([s = server.get()] { s->TickLoop(); });
-  spdlog::info("coordinator serving {} on port {}, state in {}", config.tls ? "TLS" : "plaintext",
-               server->port_, config.state_dir);
-  if (access->open()) {
-    spdlog::warn("no admin token and no TLS: every caller may do everything");
-  }
-  return server;
+  return absl::OkStatus();
 }
 
 void CoordinatorServer::TickLoop() {

@@ -60,6 +60,12 @@ class CoordinatorServer {
 
  private:
   CoordinatorServer() = default;
+  // The store, jobs (recovered), workers, rendezvous store and metrics.
+  absl::Status InitJobs(const CoordinatorConfig& config);
+  // The gRPC services over them.
+  absl::Status InitServices(const CoordinatorConfig& config);
+  // The port and /metrics.
+  absl::Status Serve(const CoordinatorConfig& config);
   void TickLoop();
 
   std::unique_ptr<AccessPolicy> access_;

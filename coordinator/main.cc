@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/daemon_flags.h"
 #include "common/signals.h"
+#include "common/status_macros.h"
 #include "common/token_file.h"
 #include "coordinator/coordinator_server.h"
 
@@ -84,23 +85,10 @@ int IssueWorkerToken(const std::string& state_dir, const std::string& worker_id)
   return 0;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  ringmaster::CoordinatorConfig config;
-  ringmaster::DaemonFlags daemon(7070, 7071);
-  std::string checkpoint_dir;
-  config.state_dir = "/var/lib/ringmaster";
-  ringmaster::MembershipOptions& membership = config.membership;
-  ringmaster::JobManagerOptions& manager = config.manager;
-
-  CLI::App app{"Ringmaster coordinator: queues, schedules and supervises jobs"};
-  daemon.AddTo(app,
-               "host:port ranks use to reach this coordinator "
-               "(default: the bind address, or this host's name)");
-  app.add_option("--state-dir", config.state_dir, "holds coordinator.db")->capture_default_str();
-  app.add_option("--checkpoint-dir", checkpoint_dir,
-                 "checkpoint root given to ranks (default: <state-dir>/checkpoints)");
+// When workers heartbeat and are LOST, how ranks are stopped and restarted.
+void AddTimingFlags(CLI::App& app, ringmaster::CoordinatorConfig* config) {
+  ringmaster::MembershipOptions& membership = config->membership;
+  ringmaster::JobManagerOptions& manager = config->manager;
   ringmaster::AddDurationOption(app, "--heartbeat-interval", &membership.heartbeat_interval,
                                 "how often workers heartbeat");
   ringmaster::AddDurationOption(app, "--heartbeat-timeout", &membership.heartbeat_timeout,
@@ -113,6 +101,36 @@ int main(int argc, char** argv) {
                                 "wait before the first restart (then doubling, jittered)");
   ringmaster::AddDurationOption(app, "--restart-backoff-max", &manager.backoff.max,
                                 "longest wait between restarts");
+}
+
+// The admin token (from `token_file`, else RINGMASTER_TOKEN) and, with
+// `tls_dir`, the coordinator's certificate.
+absl::Status LoadCredentials(const std::string& token_file, const std::string& tls_dir,
+                             ringmaster::CoordinatorConfig* config) {
+  ASSIGN_OR_RETURN(config->admin_token, ringmaster::ReadToken(token_file));
+  if (!tls_dir.empty()) {
+    ASSIGN_OR_RETURN(config->tls, ringmaster::LoadTls(tls_dir, "coordinator"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ringmaster::CoordinatorConfig config;
+  ringmaster::DaemonFlags daemon(7070, 7071);
+  std::string checkpoint_dir;
+  config.state_dir = "/var/lib/ringmaster";
+  ringmaster::JobManagerOptions& manager = config.manager;
+
+  CLI::App app{"Ringmaster coordinator: queues, schedules and supervises jobs"};
+  daemon.AddTo(app,
+               "host:port ranks use to reach this coordinator "
+               "(default: the bind address, or this host's name)");
+  app.add_option("--state-dir", config.state_dir, "holds coordinator.db")->capture_default_str();
+  app.add_option("--checkpoint-dir", checkpoint_dir,
+                 "checkpoint root given to ranks (default: <state-dir>/checkpoints)");
+  AddTimingFlags(app, &config);
   std::string token_file;
   app.add_option("--token-file", token_file,
                  "the admin credential: a token in this file (mode 600), else env "
@@ -123,19 +141,9 @@ int main(int argc, char** argv) {
                  "print the credential of the worker with this id, and exit");
   CLI11_PARSE(app, argc, argv);
   if (!issue_worker_token.empty()) return IssueWorkerToken(config.state_dir, issue_worker_token);
-  absl::StatusOr<std::string> token = ringmaster::ReadToken(token_file);
-  if (!token.ok()) {
-    spdlog::critical("{}", std::string(token.status().message()));
+  if (absl::Status s = LoadCredentials(token_file, daemon.tls_dir(), &config); !s.ok()) {
+    spdlog::critical("{}", std::string(s.message()));
     return 2;
-  }
-  config.admin_token = *token;
-  if (!daemon.tls_dir().empty()) {
-    absl::StatusOr<ringmaster::TlsFiles> tls = ringmaster::LoadTls(daemon.tls_dir(), "coordinator");
-    if (!tls.ok()) {
-      spdlog::critical("{}", std::string(tls.status().message()));
-      return 2;
-    }
-    config.tls = *std::move(tls);
   }
 
   absl::StatusOr<ringmaster::DaemonAddresses> addresses = daemon.Start("coordinator");

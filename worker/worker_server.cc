@@ -43,9 +43,7 @@ absl::StatusOr<std::string> InstallPythonPackage(const std::string& dir) {
     std::filesystem::create_directories(path.parent_path(), error);
     // dir and the package's directory: every user reads them.
     for (const std::string& d : {dir, path.parent_path().string()}) {
-      if (chmod(d.c_str(), 0755) != 0) {
-        return absl::InternalError(absl::StrCat("cannot make ", d, ": ", strerror(errno)));
-      }
+      if (chmod(d.c_str(), 0755) != 0) return ErrnoError("cannot make " + d);
     }
     const std::string temp = path.string() + ".new";
     {
@@ -54,8 +52,7 @@ absl::StatusOr<std::string> InstallPythonPackage(const std::string& dir) {
       if (!out.flush()) return absl::InternalError(absl::StrCat("cannot write ", temp));
     }
     if (chmod(temp.c_str(), 0644) != 0 || rename(temp.c_str(), path.c_str()) != 0) {
-      return absl::InternalError(
-          absl::StrCat("cannot install ", path.string(), ": ", strerror(errno)));
+      return ErrnoError("cannot install " + path.string());
     }
   }
   return dir;
@@ -80,23 +77,23 @@ std::string NewIncarnation() {
   return absl::StrFormat("%08x%08x", random(), random());
 }
 
-}  // namespace
-
-absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(const WorkerConfig& config) {
-  const std::string log_dir = config.state_dir + "/logs";
-  if (absl::Status s = MakePrivateDir(log_dir, 0750); !s.ok()) return s;
-  std::unique_ptr<WorkerServer> server(new WorkerServer);
-
-  // NVML serves both the GPUs offered to ranks and their metrics.
-  absl::StatusOr<std::unique_ptr<Nvml>> nvml = Nvml::Load(config.nvml_library);
-  std::string why_no_gpu = nvml.ok() ? "" : std::string(nvml.status().message());
+// The GPUs this worker offers: those NVML lists (or CUDA_VISIBLE_DEVICES of
+// them); none, saying why, without NVML.
+std::vector<v1::Gpu> OfferedGpus(const absl::StatusOr<std::unique_ptr<Nvml>>& nvml) {
+  std::string why_none = nvml.ok() ? "" : std::string(nvml.status().message());
   std::vector<v1::Gpu> gpus;
   if (nvml.ok()) {
     const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
     gpus = DiscoverGpus(**nvml, visible ? std::optional<std::string>(visible) : std::nullopt,
-                        &why_no_gpu);
+                        &why_none);
   }
-  if (gpus.empty()) spdlog::info("no GPU: {}", why_no_gpu);
+  if (gpus.empty()) spdlog::info("no GPU: {}", why_none);
+  return gpus;
+}
+
+// What the worker registers as: its id, address, slots, GPUs, labels,
+// CPUs and memory.
+v1::RegisterWorker Identity(const WorkerConfig& config, const std::vector<v1::Gpu>& gpus) {
   v1::RegisterWorker identity;
   identity.set_worker_id(config.worker_id);
   identity.set_address(config.advertise_address);
@@ -104,7 +101,7 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(const WorkerCo
   identity.set_incarnation(NewIncarnation());
   identity.set_slots(config.slots > 0 ? config.slots
                                       : std::max<int>(1, static_cast<int>(gpus.size())));
-  for (auto& gpu : gpus) *identity.add_gpus() = gpu;
+  for (const v1::Gpu& gpu : gpus) *identity.add_gpus() = gpu;
   if (!gpus.empty() && identity.slots() != static_cast<int>(gpus.size())) {
     spdlog::warn("--slots {} ignored: a GPU worker has one slot per GPU ({})", identity.slots(),
                  gpus.size());
@@ -113,43 +110,45 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(const WorkerCo
   *identity.mutable_labels() = {config.labels.begin(), config.labels.end()};
   identity.set_cpus(config.cpus > 0 ? config.cpus : MachineCpus());
   identity.set_memory_mb(config.memory_mb > 0 ? config.memory_mb : MachineMemoryMb());
+  return identity;
+}
 
-  RankSupervisorOptions supervisor_options;
-  supervisor_options.log_dir = log_dir;
+// The environment every rank starts with, before its job's own.
+absl::StatusOr<std::map<std::string, std::string>> RankBaseEnv(const WorkerConfig& config) {
+  std::map<std::string, std::string> env;
   // `import ringmaster` in a rank's program: report() and the DDP hook.
-  absl::StatusOr<std::string> python = InstallPythonPackage(config.state_dir + "/python");
-  if (!python.ok()) return python.status();
-  supervisor_options.base_env["PYTHONPATH"] = *python;
-  supervisor_options.jobs_dir = config.state_dir + "/jobs";
-  supervisor_options.gpus = gpus;
-  supervisor_options.trainer_program = config.trainer_program;
+  ASSIGN_OR_RETURN(env["PYTHONPATH"], InstallPythonPackage(config.state_dir + "/python"));
   // Ranks report progress to this worker and bind collectives on its host.
-  supervisor_options.base_env["RINGMASTER_WORKER_ADDRESS"] = config.advertise_address;
-  supervisor_options.base_env["RINGMASTER_WORKER_ID"] = config.worker_id;
+  env["RINGMASTER_WORKER_ADDRESS"] = config.advertise_address;
+  env["RINGMASTER_WORKER_ID"] = config.worker_id;
   // Ranks check this worker's agent and the coordinator against the CA.
-  if (config.tls) supervisor_options.base_env["RINGMASTER_TLS_CA"] = config.tls->ca_pem;
-  supervisor_options.base_env["RINGMASTER_HOST"] = HostOfAddress(config.advertise_address);
+  if (config.tls) env["RINGMASTER_TLS_CA"] = config.tls->ca_pem;
+  env["RINGMASTER_HOST"] = HostOfAddress(config.advertise_address);
   // The sanitizers' options too, so that ranks of a sanitizer build of the
   // trainer run as the worker does.
   for (const char* name : {"PATH", "HOME", "LANG", "TMPDIR", "USER", "ASAN_OPTIONS", "LSAN_OPTIONS",
                            "TSAN_OPTIONS", "UBSAN_OPTIONS"}) {
-    if (const char* value = std::getenv(name)) supervisor_options.base_env[name] = value;
+    if (const char* value = std::getenv(name)) env[name] = value;
   }
-  if (supervisor_options.base_env.count("PATH") == 0) {
-    supervisor_options.base_env["PATH"] = "/usr/local/bin:/usr/bin:/bin";
-  }
+  if (env.count("PATH") == 0) env["PATH"] = "/usr/local/bin:/usr/bin:/bin";
+  return env;
+}
+
+// Who ranks run as (a uid per job, or one user for all), what that loses,
+// and the state dir's mode that lets such users reach their job's code.
+absl::Status ChooseRankUsers(const WorkerConfig& config, RankSupervisorOptions* options) {
   ASSIGN_OR_RETURN(
-      supervisor_options.identities,
-      ChooseRankIdentities(config.rank_user, config.rank_uid_range, supervisor_options.jobs_dir));
-  const RankIdentities& identities = supervisor_options.identities;
+      options->identities,
+      ChooseRankIdentities(config.rank_user, config.rank_uid_range, options->jobs_dir));
+  const RankIdentities& identities = options->identities;
   const std::optional<RunAs>& shared = identities.shared();
   if (shared) {
-    supervisor_options.base_env["HOME"] = shared->home;
-    supervisor_options.base_env["USER"] = shared->name.substr(0, shared->name.find(':'));
+    options->base_env["HOME"] = shared->home;
+    options->base_env["USER"] = shared->name.substr(0, shared->name.find(':'));
   }
   if (identities.per_job()) {
-    supervisor_options.hide_other_jobs_processes = CanHideOtherUsersProcesses();
-    if (!supervisor_options.hide_other_jobs_processes) {
+    options->hide_other_jobs_processes = CanHideOtherUsersProcesses();
+    if (!options->hide_other_jobs_processes) {
       spdlog::warn(
           "no mount namespace for a /proc with hidepid here: ranks of different jobs "
           "can list each other's processes (they still cannot signal, trace or read "
@@ -165,116 +164,163 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(const WorkerCo
     // Ranks of another user pass through the state dir to their job's code
     // (jobs/<job>/code, theirs); they cannot list it, and logs/ stays 0750.
     if (chmod(config.state_dir.c_str(), 0711) != 0) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("cannot set the mode of ", config.state_dir, ": ", strerror(errno)));
+      return ErrnoError("cannot set the mode of " + config.state_dir);
     }
   }
-  server->code_ = std::make_unique<JobCode>(
-      config.state_dir + "/jobs", UnpackLimits{config.max_code_bytes},
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(const WorkerConfig& config) {
+  std::unique_ptr<WorkerServer> server(new WorkerServer);
+  RETURN_IF_ERROR(server->Init(config));
+  return server;
+}
+
+// Each component in turn. The supervisor's callbacks send through link_,
+// made after it: they run only for ranks that the link's commands start.
+// The link's hooks and the agent reach metrics_ and access_, made after
+// the link but before anything is served or the link runs.
+absl::Status WorkerServer::Init(const WorkerConfig& config) {
+  absl::StatusOr<std::unique_ptr<Nvml>> nvml = Nvml::Load(config.nvml_library);
+  const std::vector<v1::Gpu> gpus = OfferedGpus(nvml);
+  RETURN_IF_ERROR(InitSupervisor(config, gpus));
+  v1::RegisterWorker identity = Identity(config, gpus);
+  const int slots = identity.slots();
+  InitLink(config, std::move(identity));
+  InitMetrics(config, nvml.ok() ? *std::move(nvml) : nullptr);
+  InitAgent(config);
+  RETURN_IF_ERROR(Serve(config));
+  link_thread_ = std::thread([this] { RunLink(); });
+  spdlog::info("worker {} serving on {} with {} slots; coordinator {}", config.worker_id,
+               config.listen_address, slots, config.coordinator_address);
+  return absl::OkStatus();
+}
+
+absl::Status WorkerServer::InitSupervisor(const WorkerConfig& config,
+                                          const std::vector<v1::Gpu>& gpus) {
+  RankSupervisorOptions options;
+  options.log_dir = config.state_dir + "/logs";
+  RETURN_IF_ERROR(MakePrivateDir(options.log_dir, 0750));
+  options.jobs_dir = config.state_dir + "/jobs";
+  options.gpus = gpus;
+  options.trainer_program = config.trainer_program;
+  ASSIGN_OR_RETURN(options.base_env, RankBaseEnv(config));
+  RETURN_IF_ERROR(ChooseRankUsers(config, &options));
+  code_ = std::make_unique<JobCode>(
+      options.jobs_dir, UnpackLimits{config.max_code_bytes},
       CoordinatorCodeFetch(CoordinatorChannel(config.coordinator_address, config.tls),
                            config.token));
-  supervisor_options.code = server->code_.get();
-  WorkerServer* self = server.get();
+  options.code = code_.get();
   // Kills what an earlier worker of this id left before anything registers.
-  server->launcher_ = std::make_unique<PosixProcessLauncher>(
+  launcher_ = std::make_unique<PosixProcessLauncher>(
       RankCgroups::NameFor(config.worker_id, config.state_dir));
-  server->supervisor_ = std::make_unique<RankSupervisor>(
-      server->launcher_.get(), supervisor_options,
-      RankSupervisor::Callbacks{[self](const v1::RankStarted& started) {
-                                  v1::WorkerMessage m;
-                                  *m.mutable_rank_started() = started;
-                                  self->link_->Send(m);
-                                },
-                                [self](const v1::RankExited& exited) {
-                                  v1::WorkerMessage m;
-                                  *m.mutable_rank_exited() = exited;
-                                  // The final report travels with the exit, so it cannot miss the
-                                  // job's last transition.
-                                  if (auto last = self->progress_.Forget(exited.rank())) {
-                                    *m.mutable_rank_exited()->mutable_last_progress() = *last;
-                                  }
-                                  self->link_->Send(m);
-                                }});
+  RankSupervisor::Callbacks callbacks;
+  callbacks.started = [this](const v1::RankStarted& started) {
+    v1::WorkerMessage m;
+    *m.mutable_rank_started() = started;
+    link_->Send(m);
+  };
+  callbacks.exited = [this](const v1::RankExited& exited) {
+    v1::WorkerMessage m;
+    *m.mutable_rank_exited() = exited;
+    // The final report travels with the exit, so it cannot miss the job's
+    // last transition.
+    if (auto last = progress_.Forget(exited.rank())) {
+      *m.mutable_rank_exited()->mutable_last_progress() = *last;
+    }
+    link_->Send(m);
+  };
+  supervisor_ = std::make_unique<RankSupervisor>(launcher_.get(), options, std::move(callbacks));
+  return absl::OkStatus();
+}
 
-  CoordinatorLinkOptions link_options;
-  link_options.coordinator_address = config.coordinator_address;
-  link_options.token = config.token;
-  link_options.tls = config.tls;
-  link_options.identity = identity;
-  server->link_ = std::make_unique<CoordinatorLink>(
-      link_options,
-      CoordinatorLink::Hooks{[self](const v1::CoordinatorMessage& command) {
-                               if (command.has_start_rank()) {
-                                 self->supervisor_->Start(command.start_rank());
-                               } else if (command.has_stop_job()) {
-                                 const auto& stop = command.stop_job();
-                                 self->supervisor_->StopJob(stop.job_id(), stop.attempt(),
-                                                            absl::Milliseconds(stop.grace_ms()));
-                               } else if (command.has_delete_job_logs()) {
-                                 self->supervisor_->DeleteLogs(command.delete_job_logs().job_id());
-                               }
-                             },
-                             [self] { return self->RunningRanks(); },
-                             [self] { return self->progress_.TakeChanged(); },
-                             [self](v1::Heartbeat* beat) { self->metrics_->FillUsage(beat); },
-                             [self](const v1::Registered& registered) {
-                               self->access_->SetAgentCredential(registered.agent_credential());
-                             },
-                             [self] { return self->supervisor_->LoggedJobs(); }});
+void WorkerServer::InitLink(const WorkerConfig& config, v1::RegisterWorker identity) {
+  CoordinatorLinkOptions options;
+  options.coordinator_address = config.coordinator_address;
+  options.token = config.token;
+  options.tls = config.tls;
+  options.identity = std::move(identity);
+  CoordinatorLink::Hooks hooks;
+  hooks.on_command = [this](const v1::CoordinatorMessage& command) { OnCommand(command); };
+  hooks.running_ranks = [this] { return RunningRanks(); };
+  hooks.progress = [this] { return progress_.TakeChanged(); };
+  hooks.usage = [this](v1::Heartbeat* beat) { metrics_->FillUsage(beat); };
+  hooks.registered = [this](const v1::Registered& registered) {
+    access_->SetAgentCredential(registered.agent_credential());
+  };
+  hooks.logged_jobs = [this] { return supervisor_->LoggedJobs(); };
+  link_ = std::make_unique<CoordinatorLink>(options, std::move(hooks));
+}
 
-  server->metrics_ = std::make_unique<WorkerMetrics>(
-      &server->registry_, config.worker_id, nvml.ok() ? *std::move(nvml) : nullptr,
-      [self] {
+void WorkerServer::OnCommand(const v1::CoordinatorMessage& command) {
+  if (command.has_start_rank()) {
+    supervisor_->Start(command.start_rank());
+  } else if (command.has_stop_job()) {
+    const v1::StopJob& stop = command.stop_job();
+    supervisor_->StopJob(stop.job_id(), stop.attempt(), absl::Milliseconds(stop.grace_ms()));
+  } else if (command.has_delete_job_logs()) {
+    supervisor_->DeleteLogs(command.delete_job_logs().job_id());
+  }
+}
+
+void WorkerServer::InitMetrics(const WorkerConfig& config, std::unique_ptr<Nvml> nvml) {
+  metrics_ = std::make_unique<WorkerMetrics>(
+      &registry_, config.worker_id, std::move(nvml),
+      [this] {
         std::vector<RankProcess> out;
-        for (const auto& p : self->supervisor_->RunningProcesses()) {
+        for (const auto& p : supervisor_->RunningProcesses())
           out.push_back({p.rank, p.pid, p.slot});
-        }
         return out;
       },
       RealClock::Get(), config.metrics_retention);
+}
+
+void WorkerServer::InitAgent(const WorkerConfig& config) {
   // A worker with a credential of its own belongs to a cluster that checks
   // callers; so does its agent.
-  server->access_ = std::make_unique<AgentAccess>(
+  access_ = std::make_unique<AgentAccess>(
       !config.token.empty() || config.tls.has_value(),
-      [self](const std::string& token) { return self->supervisor_->RankOfJobToken(token); });
-  server->agent_ = std::make_unique<AgentServiceImpl>(
-      server->supervisor_.get(), &server->progress_,
-      [self](const v1::RankProgress& p) { self->metrics_->OnProgress(p); }, server->access_.get());
+      [this](const std::string& token) { return supervisor_->RankOfJobToken(token); });
+  agent_ = std::make_unique<AgentServiceImpl>(
+      supervisor_.get(), &progress_, [this](const v1::RankProgress& p) { metrics_->OnProgress(p); },
+      access_.get());
+}
+
+absl::Status WorkerServer::Serve(const WorkerConfig& config) {
   if (!config.metrics_address.empty()) {
-    absl::StatusOr<std::unique_ptr<MetricsServer>> metrics_server =
-        MetricsServer::Start(config.metrics_address, &server->registry_);
-    if (!metrics_server.ok()) return metrics_server.status();
-    server->metrics_server_ = *std::move(metrics_server);
+    ASSIGN_OR_RETURN(metrics_server_, MetricsServer::Start(config.metrics_address, &registry_));
   }
-  server->tooling_ = std::make_unique<ServerTooling>(
+  tooling_ = std::make_unique<ServerTooling>(
       std::vector<std::string>{v1::WorkerAgentService::service_full_name()});
   grpc::ServerBuilder builder;
-  server->tooling_->AddTo(builder);
+  tooling_->AddTo(builder);
   int port = 0;
   builder.AddListeningPort(config.listen_address, ServerCredentials(config.tls), &port);
   // A port another server holds fails to bind here, rather than shares it.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  builder.RegisterService(server->agent_.get());
+  builder.RegisterService(agent_.get());
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
   interceptors.push_back(ParseErrorInterceptor({v1::WorkerAgentService::service_full_name()}));
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
-  server->server_ = builder.BuildAndStart();
-  if (server->server_ == nullptr || port == 0) {
+  server_ = builder.BuildAndStart();
+  if (server_ == nullptr || port == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", config.listen_address));
   }
-  server->tooling_->Serving(server->server_.get(), true);
-  server->link_thread_ = std::thread([self] {
-    absl::Status status = self->link_->Run();
-    if (!status.ok()) {
-      spdlog::critical("{}", std::string(status.message()));
-      MutexLock lock(&self->mu_);
-      self->fatal_ = status;
-      kill(getpid(), SIGTERM);  // wakes main's wait for a termination signal
-    }
-  });
-  spdlog::info("worker {} serving on {} with {} slots; coordinator {}", config.worker_id,
-               config.listen_address, identity.slots(), config.coordinator_address);
-  return server;
+  tooling_->Serving(server_.get(), true);
+  return absl::OkStatus();
+}
+
+// Until shutdown; a refusal the worker cannot outlive (its id is another
+// worker's) stops the process.
+void WorkerServer::RunLink() {
+  absl::Status status = link_->Run();
+  if (status.ok()) return;
+  spdlog::critical("{}", std::string(status.message()));
+  MutexLock lock(&mu_);
+  fatal_ = status;
+  kill(getpid(), SIGTERM);  // wakes main's wait for a termination signal
 }
 
 std::vector<v1::RunningRank> WorkerServer::RunningRanks() {

@@ -21,6 +21,7 @@
 #include "worker/agent_service.h"
 #include "worker/coordinator_link.h"
 #include "worker/job_code.h"
+#include "worker/nvml.h"
 #include "worker/process_launcher.h"
 #include "worker/progress_board.h"
 #include "worker/rank_supervisor.h"
@@ -63,6 +64,16 @@ class WorkerServer {
 
  private:
   WorkerServer() = default;
+  absl::Status Init(const WorkerConfig& config);
+  // Its parts, in the order Init makes them.
+  absl::Status InitSupervisor(const WorkerConfig& config, const std::vector<v1::Gpu>& gpus);
+  void InitLink(const WorkerConfig& config, v1::RegisterWorker identity);
+  void InitMetrics(const WorkerConfig& config, std::unique_ptr<Nvml> nvml);
+  void InitAgent(const WorkerConfig& config);
+  absl::Status Serve(const WorkerConfig& config);
+  void RunLink();
+  // A command of the coordinator's: start ranks, stop a job, delete logs.
+  void OnCommand(const v1::CoordinatorMessage& command);
   // Rank processes alive now, for registrations and heartbeats.
   std::vector<v1::RunningRank> RunningRanks();
 
