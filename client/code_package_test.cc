@@ -12,6 +12,7 @@
 #include "common/code_archive.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "testing/status_matchers.h"
 
 namespace ringmaster {
 namespace {
@@ -50,11 +51,11 @@ TEST_F(PackDirectoryTest, PacksWhatTheIgnoreFileDoesNotLeaveOut) {
   fs::permissions(dir_ + "/train.py", fs::perms::owner_exec, fs::perm_options::add);
 
   auto packed = PackDirectory(dir_, 1 << 20, root_ + "/code.tar.gz");
-  ASSERT_TRUE(packed.ok()) << packed.status();
+  ASSERT_OK(packed) << packed.status();
   EXPECT_EQ(packed->files, 3);  // train.py, lib/model.py, .ringmasterignore
   EXPECT_EQ(packed->sha256.size(), 64u);
 
-  ASSERT_TRUE(UnpackArchive(root_ + "/code.tar.gz", root_ + "/out", UnpackLimits{}).ok());
+  ASSERT_OK(UnpackArchive(root_ + "/code.tar.gz", root_ + "/out", UnpackLimits{}));
   EXPECT_TRUE(fs::exists(root_ + "/out/train.py"));
   EXPECT_TRUE(fs::exists(root_ + "/out/lib/model.py"));
   EXPECT_FALSE(fs::exists(root_ + "/out/lib/model.pyc"));
@@ -106,7 +107,7 @@ TEST_F(PackDirectoryTest, SocketsStayBehind) {
   ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
   auto packed = PackDirectory(dir_, 1 << 20, root_ + "/code.tar.gz");
   close(fd);
-  ASSERT_TRUE(packed.ok()) << packed.status();
+  ASSERT_OK(packed) << packed.status();
   EXPECT_EQ(packed->files, 1);
 }
 

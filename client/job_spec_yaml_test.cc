@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/limits.h"
+#include "testing/status_matchers.h"
 
 namespace ringmaster {
 namespace {
@@ -27,7 +28,7 @@ trainer:
   bucket_mb: 25
   seed: 1
 )");
-  ASSERT_TRUE(spec.ok()) << spec.status();
+  ASSERT_OK(spec) << spec.status();
   EXPECT_EQ(spec->name(), "digits-mlp");
   EXPECT_EQ(spec->ranks(), 2);
   EXPECT_EQ(spec->env().at("N"), "3");
@@ -49,7 +50,7 @@ worker_selector: {zone: a}
 ranks_per_worker: 2
 resources: {cpus: 1, gpus: 0, memory_mb: 512}
 )");
-  ASSERT_TRUE(spec.ok()) << spec.status();
+  ASSERT_OK(spec) << spec.status();
   EXPECT_EQ(spec->restart_policy(), "on_failure");
   EXPECT_EQ(spec->never_retry_exit_codes_size(), 2);
   EXPECT_EQ(spec->never_retry_exit_codes(1), 64);
@@ -63,7 +64,7 @@ resources: {cpus: 1, gpus: 0, memory_mb: 512}
 
 TEST(JobSpecYamlTest, AcceptsJson) {
   auto spec = ParseJobSpecYaml(R"({"name": "j", "ranks": 2, "command": ["python3", "t.py"]})");
-  ASSERT_TRUE(spec.ok()) << spec.status();
+  ASSERT_OK(spec) << spec.status();
   EXPECT_EQ(spec->command(1), "t.py");
 }
 

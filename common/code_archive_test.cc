@@ -23,6 +23,7 @@
 #include "common/sha256.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "testing/status_matchers.h"
 
 namespace ringmaster {
 namespace {
@@ -57,20 +58,19 @@ class CodeArchiveTest : public ::testing::Test {
   std::string Sample(const std::string& name) {
     const std::string archive = root_ + "/" + name;
     auto writer = ArchiveWriter::Create(archive);
-    EXPECT_TRUE(writer.ok());
+    EXPECT_OK(writer);
     const std::string block(512, 'b');
     const std::string odd(1000, 'o');
-    EXPECT_TRUE((*writer)->AddDirectory("pkg").ok());
-    EXPECT_TRUE((*writer)->AddFile("pkg/empty", Write("empty", ""), 0, false).ok());
-    EXPECT_TRUE((*writer)->AddFile("pkg/block", Write("block", block), 512, false).ok());
-    EXPECT_TRUE((*writer)->AddFile("pkg/odd", Write("odd", odd), 1000, false).ok());
+    EXPECT_OK((*writer)->AddDirectory("pkg"));
+    EXPECT_OK((*writer)->AddFile("pkg/empty", Write("empty", ""), 0, false));
+    EXPECT_OK((*writer)->AddFile("pkg/block", Write("block", block), 512, false));
+    EXPECT_OK((*writer)->AddFile("pkg/odd", Write("odd", odd), 1000, false));
     EXPECT_TRUE((*writer)->AddFile("run.sh", Write("run", "#!/bin/sh\n"), 10, true).ok());
-    EXPECT_TRUE((*writer)->AddSymlink("latest", "pkg/odd").ok());
-    EXPECT_TRUE((*writer)->AddDirectory(long_dir_).ok());
-    EXPECT_TRUE((*writer)
-                    ->AddFile(long_dir_ + "/" + std::string(90, 'f'), Write("long", "x"), 1, false)
-                    .ok());
-    EXPECT_TRUE((*writer)->Finish().ok());
+    EXPECT_OK((*writer)->AddSymlink("latest", "pkg/odd"));
+    EXPECT_OK((*writer)->AddDirectory(long_dir_));
+    EXPECT_OK(
+        (*writer)->AddFile(long_dir_ + "/" + std::string(90, 'f'), Write("long", "x"), 1, false));
+    EXPECT_OK((*writer)->Finish());
     return archive;
   }
 
@@ -81,7 +81,7 @@ class CodeArchiveTest : public ::testing::Test {
 TEST_F(CodeArchiveTest, WhatIsPackedUnpacksTheSame) {
   const std::string archive = Sample("a.tar.gz");
   const std::string out = root_ + "/out";
-  ASSERT_TRUE(UnpackArchive(archive, out, UnpackLimits{}).ok());
+  ASSERT_OK(UnpackArchive(archive, out, UnpackLimits{}));
   EXPECT_EQ(Read(out + "/pkg/empty"), "");
   EXPECT_EQ(Read(out + "/pkg/block"), std::string(512, 'b'));
   EXPECT_EQ(Read(out + "/pkg/odd"), std::string(1000, 'o'));
@@ -114,13 +114,13 @@ TEST_F(CodeArchiveTest, SystemTarReadsIt) {
 TEST_F(CodeArchiveTest, LongNamesAndLinkTargetsTravelInPaxRecords) {
   const std::string archive = root_ + "/long.tar.gz";
   auto writer = ArchiveWriter::Create(archive);
-  ASSERT_TRUE(writer.ok());
+  ASSERT_OK(writer);
   const std::string name(200, 'n');  // no '/' to split at
   const std::string target = "/" + std::string(150, 't') + "/" + std::string(150, 'u');
-  ASSERT_TRUE((*writer)->AddFile(name, Write("n", "long"), 4, false).ok());
-  ASSERT_TRUE((*writer)->AddSymlink("link", target).ok());
-  ASSERT_TRUE((*writer)->Finish().ok());
-  ASSERT_TRUE(UnpackArchive(archive, root_ + "/out", UnpackLimits{}).ok());
+  ASSERT_OK((*writer)->AddFile(name, Write("n", "long"), 4, false));
+  ASSERT_OK((*writer)->AddSymlink("link", target));
+  ASSERT_OK((*writer)->Finish());
+  ASSERT_OK(UnpackArchive(archive, root_ + "/out", UnpackLimits{}));
   EXPECT_EQ(Read(root_ + "/out/" + name), "long");
   EXPECT_EQ(fs::read_symlink(root_ + "/out/link"), target);
   // And system tar reads them the same.
@@ -133,10 +133,10 @@ TEST_F(CodeArchiveTest, LongNamesAndLinkTargetsTravelInPaxRecords) {
 TEST_F(CodeArchiveTest, APaxNameIsCheckedLikeAnyOther) {
   const std::string archive = root_ + "/long.tar.gz";
   auto writer = ArchiveWriter::Create(archive);
-  ASSERT_TRUE(writer.ok());
+  ASSERT_OK(writer);
   const std::string name = "../" + std::string(300, 'e');
-  ASSERT_TRUE((*writer)->AddFile(name, Write("e", "x"), 1, false).ok());
-  ASSERT_TRUE((*writer)->Finish().ok());
+  ASSERT_OK((*writer)->AddFile(name, Write("e", "x"), 1, false));
+  ASSERT_OK((*writer)->Finish());
   const absl::Status status = UnpackArchive(archive, root_ + "/out", UnpackLimits{});
   EXPECT_THAT(status.message(), HasSubstr("not a plain relative name"));
   EXPECT_FALSE(fs::exists(root_ + "/out"));
@@ -152,18 +152,18 @@ TEST_F(CodeArchiveTest, DirectoriesSwappedForLinksDuringUnpacksNeverLeadOutside)
   std::vector<std::string> dirs;
   {
     auto writer = ArchiveWriter::Create(archive);
-    ASSERT_TRUE(writer.ok());
+    ASSERT_OK(writer);
     const std::string file = Write("f", "x");
     for (const std::string top : {"a", "b"}) {
       for (const std::string& dir : {top, top + "/s", top + "/s/t"}) {
-        ASSERT_TRUE((*writer)->AddDirectory(dir).ok());
+        ASSERT_OK((*writer)->AddDirectory(dir));
         dirs.push_back(dir);
         for (int i = 0; i < 4; ++i) {
-          ASSERT_TRUE((*writer)->AddFile(dir + "/f" + std::to_string(i), file, 1, false).ok());
+          ASSERT_OK((*writer)->AddFile(dir + "/f" + std::to_string(i), file, 1, false));
         }
       }
     }
-    ASSERT_TRUE((*writer)->Finish().ok());
+    ASSERT_OK((*writer)->Finish());
   }
   const std::string outside = root_ + "/outside";
   ASSERT_TRUE(fs::create_directory(outside));
@@ -228,9 +228,9 @@ class HostileArchiveTest : public CodeArchiveTest {
   std::string WithFile(const std::string& name) {
     const std::string archive = root_ + "/hostile.tar.gz";
     auto writer = ArchiveWriter::Create(archive);
-    EXPECT_TRUE(writer.ok());
-    EXPECT_TRUE((*writer)->AddFile(name, Write("x", "x"), 1, false).ok());
-    EXPECT_TRUE((*writer)->Finish().ok());
+    EXPECT_OK(writer);
+    EXPECT_OK((*writer)->AddFile(name, Write("x", "x"), 1, false));
+    EXPECT_OK((*writer)->Finish());
     return archive;
   }
 
@@ -260,10 +260,10 @@ TEST_F(HostileArchiveTest, NamesOutsideTheDirectory) {
 TEST_F(HostileArchiveTest, AFileUnderALinkIsNotWrittenThroughIt) {
   const std::string archive = root_ + "/through.tar.gz";
   auto writer = ArchiveWriter::Create(archive);
-  ASSERT_TRUE(writer.ok());
-  ASSERT_TRUE((*writer)->AddSymlink("link", root_).ok());
-  ASSERT_TRUE((*writer)->AddFile("link/planted", Write("x", "x"), 1, false).ok());
-  ASSERT_TRUE((*writer)->Finish().ok());
+  ASSERT_OK(writer);
+  ASSERT_OK((*writer)->AddSymlink("link", root_));
+  ASSERT_OK((*writer)->AddFile("link/planted", Write("x", "x"), 1, false));
+  ASSERT_OK((*writer)->Finish());
   ExpectRefused(archive, "entry \"link/planted\": its directory is not in the archive");
   EXPECT_FALSE(fs::exists(root_ + "/planted"));
 }
@@ -271,10 +271,10 @@ TEST_F(HostileArchiveTest, AFileUnderALinkIsNotWrittenThroughIt) {
 TEST_F(HostileArchiveTest, ALinkIsNotReplacedByALaterFile) {
   const std::string archive = root_ + "/over.tar.gz";
   auto writer = ArchiveWriter::Create(archive);
-  ASSERT_TRUE(writer.ok());
-  ASSERT_TRUE((*writer)->AddSymlink("victim", root_ + "/outside").ok());
-  ASSERT_TRUE((*writer)->AddFile("victim", Write("x", "x"), 1, false).ok());
-  ASSERT_TRUE((*writer)->Finish().ok());
+  ASSERT_OK(writer);
+  ASSERT_OK((*writer)->AddSymlink("victim", root_ + "/outside"));
+  ASSERT_OK((*writer)->AddFile("victim", Write("x", "x"), 1, false));
+  ASSERT_OK((*writer)->Finish());
   ExpectRefused(archive, "entry \"victim\": File exists");
   EXPECT_FALSE(fs::exists(root_ + "/outside"));
 }

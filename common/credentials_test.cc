@@ -1,4 +1,5 @@
 #include "common/credentials.h"
+#include "testing/status_matchers.h"
 
 #include <sys/stat.h>
 
@@ -63,19 +64,19 @@ TEST(SameSecretTest, ComparesWholeStringsIncludingLength) {
 TEST(LoadOrCreateKeyTest, MakesAPrivateKeyOnceAndReadsItBack) {
   const std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/made.key";
   absl::StatusOr<std::string> made = LoadOrCreateKey(path);
-  ASSERT_TRUE(made.ok()) << made.status();
+  ASSERT_OK(made) << made.status();
   EXPECT_EQ(made->size(), 32u);
   struct stat st;
   ASSERT_EQ(stat(path.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600);
   absl::StatusOr<std::string> again = LoadOrCreateKey(path);
-  ASSERT_TRUE(again.ok()) << again.status();
+  ASSERT_OK(again) << again.status();
   EXPECT_EQ(*again, *made);
 }
 
 TEST(LoadOrCreateKeyTest, RefusesAKeyOthersCanRead) {
   const std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/open.key";
-  ASSERT_TRUE(LoadOrCreateKey(path).ok());
+  ASSERT_OK(LoadOrCreateKey(path));
   chmod(path.c_str(), 0644);
   absl::StatusOr<std::string> key = LoadOrCreateKey(path);
   EXPECT_EQ(key.status().code(), absl::StatusCode::kFailedPrecondition);

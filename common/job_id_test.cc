@@ -1,4 +1,5 @@
 #include "common/job_id.h"
+#include "testing/status_matchers.h"
 
 #include <string>
 
@@ -8,9 +9,9 @@ namespace ringmaster {
 namespace {
 
 TEST(JobIdTest, AcceptsIdsTheCoordinatorMakes) {
-  EXPECT_TRUE(ValidateJobId("demo-digits-1").ok());
-  EXPECT_TRUE(ValidateJobId("7").ok());
-  EXPECT_TRUE(ValidateJobId(std::string(63, 'a')).ok());
+  EXPECT_OK(ValidateJobId("demo-digits-1"));
+  EXPECT_OK(ValidateJobId("7"));
+  EXPECT_OK(ValidateJobId(std::string(63, 'a')));
 }
 
 TEST(JobIdTest, RefusesPathsAndAnythingElse) {
@@ -29,7 +30,7 @@ TEST(JobIdTest, TheErrorNamesTheIdEscaped) {
             "job id \"a\\x00/\" is not valid: ids are 1-63 lowercase letters, digits or '-', "
             "starting with a letter or digit");
   EXPECT_EQ(ValidateRankRef("job-1", -1).message(), "rank -1 is negative");
-  EXPECT_TRUE(ValidateRankRef("job-1", 0).ok());
+  EXPECT_OK(ValidateRankRef("job-1", 0));
 }
 
 }  // namespace

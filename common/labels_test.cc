@@ -1,4 +1,5 @@
 #include "common/labels.h"
+#include "testing/status_matchers.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -9,10 +10,10 @@ namespace {
 using ::testing::HasSubstr;
 
 TEST(LabelsTest, AcceptsWhatKubernetesAccepts) {
-  EXPECT_TRUE(ValidateLabel("team", "vision").ok());
-  EXPECT_TRUE(ValidateLabel("example.com/zone", "us-east_1.a").ok());
-  EXPECT_TRUE(ValidateLabel("gpu", "").ok()) << "an empty value is a value";
-  EXPECT_TRUE(ValidateLabel(std::string(63, 'k'), std::string(63, 'v')).ok());
+  EXPECT_OK(ValidateLabel("team", "vision"));
+  EXPECT_OK(ValidateLabel("example.com/zone", "us-east_1.a"));
+  EXPECT_OK(ValidateLabel("gpu", "")) << "an empty value is a value";
+  EXPECT_OK(ValidateLabel(std::string(63, 'k'), std::string(63, 'v')));
 }
 
 TEST(LabelsTest, RefusesWhatKubernetesRefusesSayingWhich) {
@@ -29,7 +30,7 @@ TEST(LabelsTest, ParsesKeyEqualsValue) {
   auto label = ParseLabel("zone=a=b");
   EXPECT_FALSE(label.ok()) << "'=' is not in a value";
   label = ParseLabel("zone=a");
-  ASSERT_TRUE(label.ok()) << label.status();
+  ASSERT_OK(label) << label.status();
   EXPECT_EQ(label->first, "zone");
   EXPECT_EQ(label->second, "a");
   EXPECT_THAT(ParseLabel("zone").status().message(), HasSubstr("is not key=value"));

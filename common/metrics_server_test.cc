@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/net.h"
+#include "testing/status_matchers.h"
 
 namespace ringmaster {
 namespace {
@@ -40,9 +41,9 @@ TEST(MetricsServerTest, ServesTheRegistryOnMetrics) {
   metrics::Registry registry;
   registry.AddCounter("ringmaster_test_total", "A test counter.").Add({{"job", "x"}}).Increment(5);
   auto port = PickFreePort("127.0.0.1");
-  ASSERT_TRUE(port.ok());
+  ASSERT_OK(port);
   auto server = MetricsServer::Start(absl::StrCat("127.0.0.1:", *port), &registry);
-  ASSERT_TRUE(server.ok()) << server.status();
+  ASSERT_OK(server) << server.status();
   const std::string response = HttpGet(*port, "/metrics");
   EXPECT_NE(response.find("200 OK"), std::string::npos) << response;
   EXPECT_NE(response.find("text/plain; version=0.0.4"), std::string::npos);

@@ -1,4 +1,5 @@
 #include "common/net.h"
+#include "testing/status_matchers.h"
 
 #include <fstream>
 #include <set>
@@ -15,7 +16,7 @@ TEST(PickFreePortTest, DrawsBelowTheEphemeralRangeAPortThatBinds) {
   std::set<int> seen;
   for (int i = 0; i < 50; ++i) {
     absl::StatusOr<int> port = PickFreePort("127.0.0.1");
-    ASSERT_TRUE(port.ok()) << port.status();
+    ASSERT_OK(port) << port.status();
     EXPECT_GE(*port, kLowestPickedPort);
     EXPECT_LT(*port, ephemeral) << "the kernel may give it to a bind to port 0 or a connection";
     seen.insert(*port);

@@ -1,4 +1,5 @@
 #include "common/private_dir.h"
+#include "testing/status_matchers.h"
 
 #include <sys/stat.h>
 
@@ -19,11 +20,11 @@ mode_t ModeOf(const std::string& path) {
 
 TEST(PrivateDirTest, CreatesWithTheModeAndTightensAnOpenOne) {
   const std::string root = std::getenv("TEST_TMPDIR");
-  ASSERT_TRUE(MakePrivateDir(root + "/a/b").ok());
+  ASSERT_OK(MakePrivateDir(root + "/a/b"));
   EXPECT_EQ(ModeOf(root + "/a/b"), 0700u);
   std::filesystem::create_directories(root + "/open");
   chmod((root + "/open").c_str(), 0777);
-  ASSERT_TRUE(MakePrivateDir(root + "/open", 0750).ok());
+  ASSERT_OK(MakePrivateDir(root + "/open", 0750));
   EXPECT_EQ(ModeOf(root + "/open"), 0750u);
   EXPECT_EQ(MakePrivateDir("/proc/self/nope").code(), absl::StatusCode::kFailedPrecondition);
 }

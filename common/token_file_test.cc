@@ -1,4 +1,5 @@
 #include "common/token_file.h"
+#include "testing/status_matchers.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -21,9 +22,9 @@ std::string Write(const std::string& name, const std::string& text, mode_t mode)
 
 TEST(TokenFileTest, ReadsAnOwnerOnlyFile) {
   absl::StatusOr<std::string> token = ReadToken(Write("ok", "  s3cret\n", 0600));
-  ASSERT_TRUE(token.ok()) << token.status();
+  ASSERT_OK(token) << token.status();
   EXPECT_EQ(*token, "s3cret");
-  EXPECT_TRUE(ReadToken(Write("ro", "s3cret", 0400)).ok());
+  EXPECT_OK(ReadToken(Write("ro", "s3cret", 0400)));
 }
 
 TEST(TokenFileTest, RefusesFilesOthersCanReadAndSaysWhy) {
@@ -42,7 +43,7 @@ TEST(TokenFileTest, GroupMayReadOnlyARootOwnedFile) {
   const std::string mounted = Write("mounted", "s3cret", 0440);
   if (geteuid() != 0) GTEST_SKIP() << "needs root to own the file as root and as another user";
   ASSERT_EQ(chown(mounted.c_str(), 0, 65534), 0);
-  EXPECT_TRUE(ReadToken(mounted).ok());
+  EXPECT_OK(ReadToken(mounted));
   ASSERT_EQ(chown(mounted.c_str(), 65534, 65534), 0);
   EXPECT_EQ(ReadToken(mounted).status().code(), absl::StatusCode::kFailedPrecondition)
       << "a group may read only what root owns";

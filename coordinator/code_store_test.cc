@@ -8,6 +8,7 @@
 #include "common/status_macros.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "testing/status_matchers.h"
 
 namespace ringmaster {
 namespace {
@@ -35,7 +36,7 @@ class CodeStoreTest : public ::testing::Test {
 
   std::unique_ptr<CodeStore> Open() {
     auto store = std::make_unique<CodeStore>(options_, &clock_);
-    EXPECT_TRUE(store->Init().ok());
+    EXPECT_OK(store->Init());
     return store;
   }
 
@@ -58,11 +59,11 @@ TEST_F(CodeStoreTest, UploadedOnceReadBackInPieces) {
   const std::string data = "an archive's bytes";
   EXPECT_FALSE(store->Use(HashOf(data)).has_value());
   auto first = Put(*store, data);
-  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_OK(first) << first.status();
   EXPECT_FALSE(*first);
   EXPECT_EQ(store->Use(HashOf(data)), static_cast<int64_t>(data.size()));
   auto again = Put(*store, data);
-  ASSERT_TRUE(again.ok());
+  ASSERT_OK(again);
   EXPECT_TRUE(*again);  // already stored
 
   int64_t size = 0;
@@ -80,8 +81,8 @@ TEST_F(CodeStoreTest, UploadedOnceReadBackInPieces) {
 TEST_F(CodeStoreTest, WrongHashOrSizeStoresNothing) {
   auto store = Open();
   auto upload = store->BeginUpload(HashOf("expected"), 8);
-  ASSERT_TRUE(upload.ok());
-  ASSERT_TRUE((*upload)->Append("tampered").ok());
+  ASSERT_OK(upload);
+  ASSERT_OK((*upload)->Append("tampered"));
   auto committed = (*upload)->Commit();
   EXPECT_EQ(committed.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(committed.status().message(),
@@ -90,9 +91,9 @@ TEST_F(CodeStoreTest, WrongHashOrSizeStoresNothing) {
   EXPECT_FALSE(store->Use(HashOf("expected")).has_value());
 
   upload = store->BeginUpload(HashOf("abc"), 3);
-  ASSERT_TRUE(upload.ok());
+  ASSERT_OK(upload);
   EXPECT_THAT((*upload)->Append("abcd").message(), HasSubstr("longer than the 3 bytes"));
-  ASSERT_TRUE((*upload)->Append("ab").ok());
+  ASSERT_OK((*upload)->Append("ab"));
   EXPECT_THAT((*upload)->Commit().status().message(), HasSubstr("after 2 of the 3 bytes"));
   upload->reset();
   EXPECT_TRUE(fs::is_empty(dir_));  // no partial file left
@@ -111,15 +112,15 @@ TEST_F(CodeStoreTest, LimitsNamedInTheError) {
   auto c = store->BeginUpload(HashOf("c"), 1);
   EXPECT_EQ(c.status().code(), absl::StatusCode::kResourceExhausted);
   a->reset();  // one ends: room again
-  EXPECT_TRUE(store->BeginUpload(HashOf("c"), 1).ok());
+  EXPECT_OK(store->BeginUpload(HashOf("c"), 1));
 }
 
 TEST_F(CodeStoreTest, UnusedArchivesGoAfterAnHourThoseInUseStay) {
   auto store = Open();
-  ASSERT_TRUE(Put(*store, "old").ok());
-  ASSERT_TRUE(Put(*store, "live").ok());
+  ASSERT_OK(Put(*store, "old"));
+  ASSERT_OK(Put(*store, "live"));
   clock_.Advance(absl::Minutes(50));
-  ASSERT_TRUE(Put(*store, "recent").ok());
+  ASSERT_OK(Put(*store, "recent"));
   EXPECT_EQ(store->Prune({}), 0);
   clock_.Advance(absl::Minutes(15));
   // "old" and "live" are 65 minutes unused; "live" belongs to an active job.
@@ -133,10 +134,10 @@ TEST_F(CodeStoreTest, UnusedArchivesGoAfterAnHourThoseInUseStay) {
 TEST_F(CodeStoreTest, ARestartFindsTheArchivesAndDropsCutUploads) {
   {
     auto store = Open();
-    ASSERT_TRUE(Put(*store, "kept").ok());
+    ASSERT_OK(Put(*store, "kept"));
     auto cut = store->BeginUpload(HashOf("cut"), 10);
-    ASSERT_TRUE(cut.ok());
-    ASSERT_TRUE((*cut)->Append("12345").ok());
+    ASSERT_OK(cut);
+    ASSERT_OK((*cut)->Append("12345"));
     // A crash: the partial file stays behind.
     fs::copy_file(fs::directory_iterator(dir_)->path(), dir_ + "/.upload-leftover");
   }

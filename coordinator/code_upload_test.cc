@@ -9,6 +9,7 @@
 
 #include "common/sha256.h"
 #include "coordinator/coordinator_server.h"
+#include "testing/status_matchers.h"
 
 namespace ringmaster {
 namespace {
@@ -25,7 +26,7 @@ class CodeUploadTest : public testing::Test {
     std::filesystem::remove_all(config.state_dir);
     config.upload_idle_timeout = absl::Seconds(1);
     absl::StatusOr<std::unique_ptr<CoordinatorServer>> server = CoordinatorServer::Start(config);
-    ASSERT_TRUE(server.ok()) << server.status();
+    ASSERT_OK(server) << server.status();
     server_ = *std::move(server);
     stub_ = v1::JobService::NewStub(grpc::CreateChannel(
         "127.0.0.1:" + std::to_string(server_->port()), grpc::InsecureChannelCredentials()));

@@ -2,14 +2,15 @@
 // timeouts, hangs, lost and returning workers, duplicate ids, event
 // replay, reconciliation and elastic resizing.
 #include "coordinator/job_manager_fixture.h"
+#include "testing/status_matchers.h"
 
 namespace ringmaster {
 namespace {
 
 TEST_F(JobManagerTest, PlainExitWaitsBrieflyForABetterCauseThenFailsTheJob) {
   TestWorker w1, w2;
-  ASSERT_TRUE(Register(w1, "w1", 1).ok());
-  ASSERT_TRUE(Register(w2, "w2", 1).ok());
+  ASSERT_OK(Register(w1, "w1", 1));
+  ASSERT_OK(Register(w2, "w2", 1));
   const std::string id = Submit(2);
   Started(w1, id, 0, 0);
   Started(w2, id, 0, 1);
@@ -30,8 +31,8 @@ TEST_F(JobManagerTest, PlainExitWaitsBrieflyForABetterCauseThenFailsTheJob) {
 
 TEST_F(JobManagerTest, KilledRankIsTheCauseEvenWhenItsPeersExitReachesFirst) {
   TestWorker w1, w2;
-  ASSERT_TRUE(Register(w1, "w1", 1).ok());
-  ASSERT_TRUE(Register(w2, "w2", 1).ok());
+  ASSERT_OK(Register(w1, "w1", 1));
+  ASSERT_OK(Register(w2, "w2", 1));
   const std::string id = Submit(2, /*max_restarts=*/3);
   Started(w1, id, 0, 0);
   Started(w2, id, 0, 1);
@@ -44,8 +45,8 @@ TEST_F(JobManagerTest, KilledRankIsTheCauseEvenWhenItsPeersExitReachesFirst) {
 
 TEST_F(JobManagerTest, PeerOfALostWorkerFailsWithTheLostWorkerAsCause) {
   TestWorker w1, w2;
-  ASSERT_TRUE(Register(w1, "w1", 1).ok());
-  ASSERT_TRUE(Register(w2, "w2", 1).ok());
+  ASSERT_OK(Register(w1, "w1", 1));
+  ASSERT_OK(Register(w2, "w2", 1));
   const std::string id = Submit(2, /*max_restarts=*/3);
   Started(w1, id, 0, 0);
   Started(w2, id, 0, 1);
@@ -63,7 +64,7 @@ TEST_F(JobManagerTest, PeerOfALostWorkerFailsWithTheLostWorkerAsCause) {
 
 TEST_F(JobManagerTest, SameFailureTwiceWithoutProgressFailsFast) {
   TestWorker w1;
-  ASSERT_TRUE(Register(w1, "w1", 1).ok());
+  ASSERT_OK(Register(w1, "w1", 1));
   const std::string id = Submit(1, /*max_restarts=*/5);
   Started(w1, id, 0, 0);
   Exited(w1, id, 0, 0, 3);
@@ -79,7 +80,7 @@ TEST_F(JobManagerTest, SameFailureTwiceWithoutProgressFailsFast) {
 
 TEST_F(JobManagerTest, FailureAfterProgressIsRestarted) {
   TestWorker w1;
-  ASSERT_TRUE(Register(w1, "w1", 1).ok());
+  ASSERT_OK(Register(w1, "w1", 1));
   v1::JobSpec spec;
   spec.set_name("train");
   spec.set_ranks(1);
@@ -103,7 +104,7 @@ TEST_F(JobManagerTest, FailureAfterProgressIsRestarted) {
 
 TEST_F(JobManagerTest, StartTimeoutNamesTheRanksThatNeverStarted) {
   TestWorker w1;
-  ASSERT_TRUE(Register(w1, "w1", 3).ok());
+  ASSERT_OK(Register(w1, "w1", 3));
   v1::JobSpec spec;
   spec.set_name("slow");
   spec.set_ranks(3);
@@ -122,8 +123,8 @@ TEST_F(JobManagerTest, StartTimeoutNamesTheRanksThatNeverStarted) {
 
 TEST_F(JobManagerTest, HungTrainerRankIsNamedWithItsWorkerAndStep) {
   TestWorker w1, w2;
-  ASSERT_TRUE(Register(w1, "w1", 1).ok());
-  ASSERT_TRUE(Register(w2, "w2", 1).ok());
+  ASSERT_OK(Register(w1, "w1", 1));
+  ASSERT_OK(Register(w2, "w2", 1));
   v1::JobSpec spec;
   spec.set_name("train");
   spec.set_ranks(2);
@@ -168,7 +169,7 @@ TEST_F(JobManagerTest, HungTrainerRankIsNamedWithItsWorkerAndStep) {
 
 TEST_F(JobManagerTest, CommandJobHangsOnlyWhenSilentAndOnlyWhenAsked) {
   TestWorker w1;
-  ASSERT_TRUE(Register(w1, "w1", 2).ok());
+  ASSERT_OK(Register(w1, "w1", 2));
   v1::JobSpec spec;
   spec.set_name("quiet");
   spec.set_ranks(1);
@@ -211,8 +212,8 @@ TEST_F(JobManagerTest, CommandJobHangsOnlyWhenSilentAndOnlyWhenAsked) {
 
 TEST_F(JobManagerTest, LostWorkerFailsItsJob) {
   TestWorker w1, w2;
-  ASSERT_TRUE(Register(w1, "w1", 1).ok());
-  ASSERT_TRUE(Register(w2, "w2", 1).ok());
+  ASSERT_OK(Register(w1, "w1", 1));
+  ASSERT_OK(Register(w2, "w2", 1));
   const std::string id = Submit(2);
   Started(w1, id, 0, 0);
   Started(w2, id, 0, 1);
@@ -231,7 +232,7 @@ TEST_F(JobManagerTest, LostWorkerFailsItsJob) {
 
 TEST_F(JobManagerTest, PausedWorkerIsTakenBackAndItsStaleRankStopped) {
   TestWorker w1;
-  ASSERT_TRUE(Register(w1, "w1", 1).ok());
+  ASSERT_OK(Register(w1, "w1", 1));
   const std::string id = Submit(1, /*max_restarts=*/2);
   Started(w1, id, 0, 0);
   Silence(w1);
@@ -253,7 +254,7 @@ TEST_F(JobManagerTest, PausedWorkerIsTakenBackAndItsStaleRankStopped) {
 
 TEST_F(JobManagerTest, DuplicateWorkerIdIsRefusedAndGetsNothing) {
   TestWorker real, impostor;
-  ASSERT_TRUE(Register(real, "w1", 1).ok());
+  ASSERT_OK(Register(real, "w1", 1));
   absl::Status refused = Register(impostor, "w1", 1, {}, {}, "another-process");
   EXPECT_EQ(refused.code(), absl::StatusCode::kAlreadyExists);
   EXPECT_NE(refused.message().find("held by the worker at w1.local:7080"), std::string::npos)
@@ -267,11 +268,11 @@ TEST_F(JobManagerTest, DuplicateWorkerIdIsRefusedAndGetsNothing) {
 
 TEST_F(JobManagerTest, EndedSessionIsIgnored) {
   TestWorker w1;
-  ASSERT_TRUE(Register(w1, "w1", 1).ok());
+  ASSERT_OK(Register(w1, "w1", 1));
   const std::string id = Submit(1);
   const WorkerSession old = w1.session;
   Disconnect(w1);
-  ASSERT_TRUE(Register(w1, "w1", 1, {Running(id, 0, 0)}).ok());
+  ASSERT_OK(Register(w1, "w1", 1, {Running(id, 0, 0)}));
   v1::WorkerMessage started = StartedEvent(w1, id, 0, 0);
   EXPECT_EQ(manager_->OnRankEvent(old, started), 0) << "not acknowledged";
   EXPECT_FALSE(manager_->OnHeartbeat(old, v1::Heartbeat()));
@@ -282,7 +283,7 @@ TEST_F(JobManagerTest, EndedSessionIsIgnored) {
 
 TEST_F(JobManagerTest, ExitHeldAcrossACoordinatorRestartIsAppliedOnce) {
   TestWorker w1;
-  ASSERT_TRUE(Register(w1, "w1", 2).ok());
+  ASSERT_OK(Register(w1, "w1", 2));
   const std::string id = Submit(2);
   Started(w1, id, 0, 0);
   Started(w1, id, 0, 1);
@@ -292,7 +293,7 @@ TEST_F(JobManagerTest, ExitHeldAcrossACoordinatorRestartIsAppliedOnce) {
   v1::WorkerMessage exit = ExitedEvent(w1, id, 0, 1, 0);
   Restart();
   TestWorker again;
-  ASSERT_TRUE(Register(again, "w1", 2, {}, {exit}, w1.incarnation).ok());
+  ASSERT_OK(Register(again, "w1", 2, {}, {exit}, w1.incarnation));
   EXPECT_EQ(again.acked, exit.seq());
   v1::Job job = Job(id);
   EXPECT_EQ(job.state(), v1::SUCCEEDED) << "not FAILED as a lost rank";
@@ -307,7 +308,7 @@ TEST_F(JobManagerTest, ReconcileNeverPlacesNewJobsOnTheWorkerItReconciles) {
   std::string lost, queued;
   {
     TestWorker w1;
-    ASSERT_TRUE(Register(w1, "w1", 1).ok());
+    ASSERT_OK(Register(w1, "w1", 1));
     lost = Submit(1);
     Started(w1, lost, 0, 0);
     queued = Submit(1);
@@ -315,7 +316,7 @@ TEST_F(JobManagerTest, ReconcileNeverPlacesNewJobsOnTheWorkerItReconciles) {
   }
   Restart();
   TestWorker w1;
-  ASSERT_TRUE(Register(w1, "w1", 1, {}, {}, "restarted-process").ok());
+  ASSERT_OK(Register(w1, "w1", 1, {}, {}, "restarted-process"));
   manager_->Tick();
   EXPECT_EQ(Job(lost).state(), v1::FAILED);
   EXPECT_EQ(Last(lost).message(), "rank 0 was gone when worker w1 registered again");
@@ -328,12 +329,12 @@ TEST_F(JobManagerTest, StartLostWithTheCoordinatorIsSentAgain) {
   std::string id;
   {
     TestWorker w1;
-    ASSERT_TRUE(Register(w1, "w1", 1).ok());
+    ASSERT_OK(Register(w1, "w1", 1));
     id = Submit(1);  // STARTING stored; the coordinator dies before the start goes out
   }
   Restart();
   TestWorker w1;
-  ASSERT_TRUE(Register(w1, "w1", 1, {}, {}, "w1-process-1").ok());
+  ASSERT_OK(Register(w1, "w1", 1, {}, {}, "w1-process-1"));
   EXPECT_EQ(Job(id).state(), v1::STARTING);
   auto starts = Starts(w1);
   ASSERT_EQ(starts.size(), 1u);
@@ -344,8 +345,8 @@ TEST_F(JobManagerTest, StartLostWithTheCoordinatorIsSentAgain) {
 
 TEST_F(JobManagerTest, ElasticJobStartsSmallerAndRegrowsWhenRoomLasts) {
   TestWorker w1, w2, w3;
-  ASSERT_TRUE(Register(w1, "w1", 1).ok());
-  ASSERT_TRUE(Register(w2, "w2", 1).ok());
+  ASSERT_OK(Register(w1, "w1", 1));
+  ASSERT_OK(Register(w2, "w2", 1));
   v1::JobSpec spec;
   spec.set_name("elastic");
   spec.set_ranks(3);
@@ -362,7 +363,7 @@ TEST_F(JobManagerTest, ElasticJobStartsSmallerAndRegrowsWhenRoomLasts) {
   EXPECT_EQ(Starts(w1)[0].env().at("WORLD_SIZE"), "2");
   Started(w1, id, 0, 0);
   Started(w2, id, 0, 1);
-  ASSERT_TRUE(Register(w3, "w3", 1).ok());
+  ASSERT_OK(Register(w3, "w3", 1));
   manager_->Tick();
   Pass(absl::Seconds(29));
   EXPECT_EQ(Job(id).state(), v1::RUNNING);
@@ -413,7 +414,7 @@ TEST_F(JobManagerTest, ElasticJobShrinksWhenAWorkerIsLost) {
 // same before every rank has reported as after.
 TEST_F(JobManagerTest, ThroughputIsTheWholeJobsFromTheFirstReport) {
   TestWorker w1;
-  ASSERT_TRUE(Register(w1, "w1", 2).ok());
+  ASSERT_OK(Register(w1, "w1", 2));
   const std::string id = Submit(2);
   Started(w1, id, 0, 0);
   Started(w1, id, 0, 1);
@@ -442,7 +443,7 @@ namespace {
 // fast trainer does not grow every stored job by hundreds of numbers.
 TEST_F(JobManagerTest, JobsKeepProgressWithoutStepDurations) {
   TestWorker w1;
-  ASSERT_TRUE(Register(w1, "w1", 1).ok());
+  ASSERT_OK(Register(w1, "w1", 1));
   const std::string id = Submit(1);
   Started(w1, id, 0, 0);
   v1::Heartbeat beat;
@@ -467,7 +468,7 @@ std::vector<v1::RankRef> Queries(TestWorker& w) {
 
 TEST_F(JobManagerTest, AnExitLostOnTheWayIsAskedForAgainAndApplied) {
   TestWorker w1;
-  ASSERT_TRUE(Register(w1, "w1", 1).ok());
+  ASSERT_OK(Register(w1, "w1", 1));
   const std::string id = Submit(1);
   Started(w1, id, 0, 0);
   const v1::WorkerMessage lost = ExitedEvent(w1, id, 0, 0, 0);  // never delivered
@@ -491,7 +492,7 @@ TEST_F(JobManagerTest, AnExitLostOnTheWayIsAskedForAgainAndApplied) {
 
 TEST_F(JobManagerTest, ARankNoLongerRunAndNotAnsweredForIsLostAndItsSlotFreed) {
   TestWorker w1;
-  ASSERT_TRUE(Register(w1, "w1", 1).ok());
+  ASSERT_OK(Register(w1, "w1", 1));
   const std::string id = Submit(1);
   Started(w1, id, 0, 0);
   w1.running.clear();
@@ -504,23 +505,23 @@ TEST_F(JobManagerTest, ARankNoLongerRunAndNotAnsweredForIsLostAndItsSlotFreed) {
             "rank 0 no longer runs on worker w1 and its exit never arrived (4 heartbeats "
             "without it)");
   EXPECT_EQ(ListWorkersUsed("w1"), 0);
-  EXPECT_TRUE(manager_->Delete(id).ok());
+  EXPECT_OK(manager_->Delete(id));
 }
 
 TEST_F(JobManagerTest, ACancelledJobWhoseExitWasLostStillFreesItsSlot) {
   TestWorker w1;
-  ASSERT_TRUE(Register(w1, "w1", 1).ok());
+  ASSERT_OK(Register(w1, "w1", 1));
   const std::string id = Submit(1);
   Started(w1, id, 0, 0);
   w1.running.clear();  // it exited; the exit was lost
-  ASSERT_TRUE(manager_->Cancel(id).ok());
+  ASSERT_OK(manager_->Cancel(id));
   EXPECT_EQ(ListWorkersUsed("w1"), 1) << "the stop finds nothing to stop: no exit comes";
   EXPECT_FALSE(manager_->Delete(id).ok());
   Pass(absl::Seconds(4));
   EXPECT_EQ(Job(id).state(), v1::CANCELLED);
   EXPECT_EQ(Job(id).ranks(0).state(), v1::RANK_FAILED);
   EXPECT_EQ(ListWorkersUsed("w1"), 0);
-  EXPECT_TRUE(manager_->Delete(id).ok());
+  EXPECT_OK(manager_->Delete(id));
   // And the next job takes the slot.
   const std::string next = Submit(1);
   EXPECT_EQ(Job(next).state(), v1::STARTING);
@@ -528,7 +529,7 @@ TEST_F(JobManagerTest, ACancelledJobWhoseExitWasLostStillFreesItsSlot) {
 
 TEST_F(JobManagerTest, ARankListedAgainIsNotAskedFor) {
   TestWorker w1;
-  ASSERT_TRUE(Register(w1, "w1", 1).ok());
+  ASSERT_OK(Register(w1, "w1", 1));
   const std::string id = Submit(1);
   Started(w1, id, 0, 0);
   for (int i = 0; i < 10; ++i) {

@@ -19,6 +19,7 @@
 #include "common/fake_clock.h"
 #include "coordinator/fake_worker_link.h"
 #include "coordinator/job_manager.h"
+#include "testing/status_matchers.h"
 
 namespace ringmaster {
 
@@ -70,12 +71,12 @@ class JobManagerTest : public ::testing::Test {
     membership_.reset();
     store_.reset();
     auto store = JobStore::Open(db_path_);
-    ASSERT_TRUE(store.ok()) << store.status();
+    ASSERT_OK(store) << store.status();
     store_ = *std::move(store);
     membership_ = std::make_unique<WorkerMembership>(&clock_, membership_options_);
     manager_ = std::make_unique<JobManager>(store_.get(), &rendezvous_, membership_.get(), &clock_,
                                             options_);
-    ASSERT_TRUE(manager_->Recover().ok());
+    ASSERT_OK(manager_->Recover());
   }
 
   static v1::RunningRank Running(const std::string& job, int attempt, int rank, int slot = 0) {
@@ -207,7 +208,7 @@ class JobManagerTest : public ::testing::Test {
   }
   std::string Submit(const v1::JobSpec& spec) {
     auto id = manager_->Submit(spec);
-    EXPECT_TRUE(id.ok()) << id.status();
+    EXPECT_OK(id) << id.status();
     manager_->Tick();  // places it, as the coordinator's next tick would
     return id.value_or("");
   }
@@ -222,7 +223,7 @@ class JobManagerTest : public ::testing::Test {
   }
   JobPage Page(const JobQuery& query) {
     absl::StatusOr<JobPage> page = manager_->ListPage(query);
-    EXPECT_TRUE(page.ok()) << page.status();
+    EXPECT_OK(page) << page.status();
     return page.ok() ? *std::move(page) : JobPage{};
   }
   // Every job, oldest first.

@@ -4,6 +4,7 @@
 // as ListJobs filters; SubmitJob's request_id; WatchAll and its resume
 // tokens.
 #include "coordinator/job_manager_fixture.h"
+#include "testing/status_matchers.h"
 
 namespace ringmaster {
 namespace {
@@ -18,7 +19,7 @@ v1::JobSpec CommandSpec(int ranks) {
 
 TEST_F(JobManagerTest, RestartPolicyNeverEndsTheJobAtItsFirstFailure) {
   TestWorker w1;
-  ASSERT_TRUE(Register(w1, "w1", 1).ok());
+  ASSERT_OK(Register(w1, "w1", 1));
   v1::JobSpec spec = CommandSpec(1);
   spec.set_max_restarts(3);
   spec.set_restart_policy("never");
@@ -33,8 +34,8 @@ TEST_F(JobManagerTest, RestartPolicyNeverEndsTheJobAtItsFirstFailure) {
 
 TEST_F(JobManagerTest, NeverRetryExitCodeEndsTheJobEvenWhenAPeerIsTheCause) {
   TestWorker w1, w2;
-  ASSERT_TRUE(Register(w1, "w1", 1).ok());
-  ASSERT_TRUE(Register(w2, "w2", 1).ok());
+  ASSERT_OK(Register(w1, "w1", 1));
+  ASSERT_OK(Register(w2, "w2", 1));
   v1::JobSpec spec = CommandSpec(2);
   spec.set_max_restarts(3);
   spec.add_never_retry_exit_codes(2);
@@ -61,7 +62,7 @@ TEST_F(JobManagerTest, NeverRetryExitCodeEndsTheJobEvenWhenAPeerIsTheCause) {
 
 TEST_F(JobManagerTest, DeadlineCountsFromTheFirstStartThroughRestarts) {
   TestWorker w1;
-  ASSERT_TRUE(Register(w1, "w1", 1).ok());
+  ASSERT_OK(Register(w1, "w1", 1));
   // Queued behind a job that holds the only slot: a deadline does not run
   // while a job has never started.
   const std::string blocker = Submit(1);
@@ -99,7 +100,7 @@ TEST_F(JobManagerTest, DeadlineCountsFromTheFirstStartThroughRestarts) {
 
 TEST_F(JobManagerTest, DeadlineEndsAJobWaitingBetweenAttempts) {
   TestWorker w1;
-  ASSERT_TRUE(Register(w1, "w1", 1).ok());
+  ASSERT_OK(Register(w1, "w1", 1));
   v1::JobSpec spec = CommandSpec(1);
   spec.set_deadline_s(10);
   spec.set_max_restarts(10);
@@ -123,8 +124,8 @@ TEST_F(JobManagerTest, SelectorAndResourcesChooseTheWorkersAndReachTheRanks) {
   b.labels = {{"zone", "b"}};
   b.cpus = 4;
   b.memory_mb = 8192;
-  ASSERT_TRUE(Register(a, "wa", 4).ok());
-  ASSERT_TRUE(Register(b, "wb", 4).ok());
+  ASSERT_OK(Register(a, "wa", 4));
+  ASSERT_OK(Register(b, "wb", 4));
   v1::JobSpec spec = CommandSpec(2);
   (*spec.mutable_worker_selector())["zone"] = "b";
   spec.mutable_resources()->set_cpus(2);
@@ -153,8 +154,8 @@ TEST_F(JobManagerTest, SelectorAndResourcesChooseTheWorkersAndReachTheRanks) {
 
 TEST_F(JobManagerTest, RanksPerWorkerSpreadsTheRanks) {
   TestWorker w1, w2;
-  ASSERT_TRUE(Register(w1, "w1", 4).ok());
-  ASSERT_TRUE(Register(w2, "w2", 4).ok());
+  ASSERT_OK(Register(w1, "w1", 4));
+  ASSERT_OK(Register(w2, "w2", 4));
   v1::JobSpec spec = CommandSpec(4);
   spec.set_ranks_per_worker(2);
   const std::string id = Submit(spec);
@@ -176,7 +177,7 @@ TEST_F(JobManagerTest, LabelsFilterTheListOfLiveAndEndedJobs) {
   const std::string a_dev = labelled({{"team", "a"}, {"env", "dev"}});
   const std::string b_prod = labelled({{"team", "b"}, {"env", "prod"}});
   const std::string none = labelled({});
-  ASSERT_TRUE(manager_->Cancel(a_prod).ok());
+  ASSERT_OK(manager_->Cancel(a_prod));
   manager_->Tick();  // a_prod is retired: read from the store
 
   JobQuery team_a;
@@ -197,7 +198,7 @@ TEST_F(JobManagerTest, LabelsFilterTheListOfLiveAndEndedJobs) {
 TEST_F(JobManagerTest, RequestIdMakesASubmissionSafeToRetryAcrossARestart) {
   const v1::JobSpec spec = CommandSpec(1);
   absl::StatusOr<std::string> first = manager_->Submit(spec, "3f2a-retry-1");
-  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_OK(first) << first.status();
   EXPECT_EQ(manager_->Submit(spec, "3f2a-retry-1").value_or(""), *first);
   EXPECT_NE(manager_->Submit(spec, "another").value_or(*first), *first);
   EXPECT_NE(manager_->Submit(spec).value_or(*first), *first) << "no request id: a new job";
@@ -217,24 +218,24 @@ TEST_F(JobManagerTest, RequestIdMakesASubmissionSafeToRetryAcrossARestart) {
             absl::StatusCode::kInvalidArgument);
 
   // Ended and retired, it still answers; deleted, the id is free again.
-  ASSERT_TRUE(manager_->Cancel(*first).ok());
+  ASSERT_OK(manager_->Cancel(*first));
   manager_->Tick();
   EXPECT_EQ(manager_->Submit(spec, "3f2a-retry-1").value_or(""), *first);
-  ASSERT_TRUE(manager_->Delete(*first).ok());
+  ASSERT_OK(manager_->Delete(*first));
   absl::StatusOr<std::string> again = manager_->Submit(spec, "3f2a-retry-1");
-  ASSERT_TRUE(again.ok()) << again.status();
+  ASSERT_OK(again) << again.status();
   EXPECT_NE(*again, *first);
 }
 
 TEST_F(JobManagerTest, WatchAllListsThenFollowsEveryJobAndResumesFromAToken) {
   TestWorker w1;
-  ASSERT_TRUE(Register(w1, "w1", 1).ok());
+  ASSERT_OK(Register(w1, "w1", 1));
   const std::string a = Submit(1);  // STARTING on w1
   const std::string b = Submit(1);  // PENDING behind it
   std::vector<v1::Job> seen;
   absl::StatusOr<int64_t> watch =
       manager_->WatchAll("", [&](const v1::Job& job) { seen.push_back(job); });
-  ASSERT_TRUE(watch.ok()) << watch.status();
+  ASSERT_OK(watch) << watch.status();
   ASSERT_EQ(seen.size(), 2u);
   EXPECT_EQ(seen[0].id(), a);
   EXPECT_EQ(seen[1].id(), b);
@@ -250,7 +251,7 @@ TEST_F(JobManagerTest, WatchAllListsThenFollowsEveryJobAndResumesFromAToken) {
   manager_->Tick();
   std::vector<v1::Job> resumed;
   watch = manager_->WatchAll(token, [&](const v1::Job& job) { resumed.push_back(job); });
-  ASSERT_TRUE(watch.ok()) << watch.status();
+  ASSERT_OK(watch) << watch.status();
   ASSERT_EQ(resumed.size(), 2u) << "each changed job once, as it is now";
   EXPECT_EQ(resumed[0].id(), a);
   EXPECT_EQ(resumed[0].state(), v1::SUCCEEDED);
@@ -274,8 +275,8 @@ TEST_F(JobManagerTest, WatchAllListsThenFollowsEveryJobAndResumesFromAToken) {
 
 TEST_F(JobManagerTest, ARanksErrorFileIsTheRootCauseOverItsPeersPlainExits) {
   TestWorker w1, w2;
-  ASSERT_TRUE(Register(w1, "w1", 1).ok());
-  ASSERT_TRUE(Register(w2, "w2", 1).ok());
+  ASSERT_OK(Register(w1, "w1", 1));
+  ASSERT_OK(Register(w2, "w2", 1));
   v1::JobSpec spec = CommandSpec(2);
   spec.set_max_restarts(0);
   const std::string id = Submit(spec);

@@ -1,13 +1,14 @@
 // JobManager: a job's way from submission to its end, cancellation, and
 // the coordinator's own restart.
 #include "coordinator/job_manager_fixture.h"
+#include "testing/status_matchers.h"
 
 namespace ringmaster {
 namespace {
 
 TEST_F(JobManagerTest, JobRunsToSuccess) {
   TestWorker w1;
-  ASSERT_TRUE(Register(w1, "w1", 2).ok());
+  ASSERT_OK(Register(w1, "w1", 2));
   w1.link.Take();
   const std::string id = Submit(2);
   EXPECT_EQ(Job(id).state(), v1::STARTING);
@@ -38,7 +39,7 @@ TEST_F(JobManagerTest, JobRunsToSuccess) {
 TEST_F(JobManagerTest, RanksAreGivenExactlyTheirGpus) {
   TestWorker w1;
   w1.gpus = {4, 6, 7};  // the worker offers three of its machine's GPUs
-  ASSERT_TRUE(Register(w1, "w1", 3).ok());
+  ASSERT_OK(Register(w1, "w1", 3));
   w1.link.Take();
   const std::string cpu = Submit(1);
   v1::JobSpec spec;
@@ -60,7 +61,7 @@ TEST_F(JobManagerTest, RanksAreGivenExactlyTheirGpus) {
 
 TEST_F(JobManagerTest, WaitsForSlotsWithAReason) {
   TestWorker w1, w2;
-  ASSERT_TRUE(Register(w1, "w1", 1).ok());
+  ASSERT_OK(Register(w1, "w1", 1));
   const std::string id = Submit(2);
   v1::Job job = Job(id);
   EXPECT_EQ(job.state(), v1::PENDING);
@@ -68,7 +69,7 @@ TEST_F(JobManagerTest, WaitsForSlotsWithAReason) {
             "needs 2 slots, more than the 1 of all alive workers; waiting for "
             "workers to join");
   EXPECT_TRUE(Starts(w1).empty());
-  ASSERT_TRUE(Register(w2, "w2", 1).ok());
+  ASSERT_OK(Register(w2, "w2", 1));
   manager_->Tick();
   EXPECT_EQ(Job(id).state(), v1::STARTING);
   EXPECT_EQ(Starts(w1).size(), 1u);
@@ -77,7 +78,7 @@ TEST_F(JobManagerTest, WaitsForSlotsWithAReason) {
 
 TEST_F(JobManagerTest, RestartsWithBackoffThenFails) {
   TestWorker w1;
-  ASSERT_TRUE(Register(w1, "w1", 1).ok());
+  ASSERT_OK(Register(w1, "w1", 1));
   const std::string id = Submit(1, /*max_restarts=*/1);
   Started(w1, id, 0, 0);
   Exited(w1, id, 0, 0, 1);
@@ -103,12 +104,12 @@ TEST_F(JobManagerTest, RestartsWithBackoffThenFails) {
 
 TEST_F(JobManagerTest, CancelStopsRanks) {
   TestWorker w1;
-  ASSERT_TRUE(Register(w1, "w1", 2).ok());
+  ASSERT_OK(Register(w1, "w1", 2));
   const std::string id = Submit(2);
   Started(w1, id, 0, 0);
   w1.link.Take();
   auto job = manager_->Cancel(id);
-  ASSERT_TRUE(job.ok());
+  ASSERT_OK(job);
   EXPECT_EQ(job->state(), v1::CANCELLED);
   EXPECT_EQ(Stops(w1), 1);
   EXPECT_EQ(manager_->Cancel(id).status().code(), absl::StatusCode::kFailedPrecondition);
@@ -129,7 +130,7 @@ TEST_F(JobManagerTest, BadSpecStoresNothing) {
 TEST_F(JobManagerTest, RestartKeepsJobsAndReattachesRunningRanks) {
   const std::string done = [&] {
     TestWorker w1;
-    EXPECT_TRUE(Register(w1, "w1", 2).ok());
+    EXPECT_OK(Register(w1, "w1", 2));
     std::string id = Submit(1);
     Started(w1, id, 0, 0);
     Exited(w1, id, 0, 0, 0);
@@ -139,7 +140,7 @@ TEST_F(JobManagerTest, RestartKeepsJobsAndReattachesRunningRanks) {
   std::string running;
   {
     TestWorker w1;
-    ASSERT_TRUE(Register(w1, "w1", 2).ok());
+    ASSERT_OK(Register(w1, "w1", 2));
     running = Submit(2);
     Started(w1, running, 0, 0);
     Started(w1, running, 0, 1);
@@ -155,8 +156,7 @@ TEST_F(JobManagerTest, RestartKeepsJobsAndReattachesRunningRanks) {
   EXPECT_EQ(jobs[1].history_size(), before.history_size());
 
   TestWorker again;
-  ASSERT_TRUE(
-      Register(again, "w1", 2, {Running(running, 0, 0, 0), Running(running, 0, 1, 1)}).ok());
+  ASSERT_OK(Register(again, "w1", 2, {Running(running, 0, 0, 0), Running(running, 0, 1, 1)}));
   EXPECT_EQ(Job(running).state(), v1::RUNNING);
   EXPECT_EQ(Stops(again), 0);
   Exited(again, running, 0, 0, 0);
@@ -168,23 +168,23 @@ TEST_F(JobManagerTest, CancelWhileAWorkerIsAwayStopsItsRanksWhenItReturns) {
   std::string id;
   {
     TestWorker w1, w2;
-    ASSERT_TRUE(Register(w1, "w1", 1).ok());
-    ASSERT_TRUE(Register(w2, "w2", 1).ok());
+    ASSERT_OK(Register(w1, "w1", 1));
+    ASSERT_OK(Register(w2, "w2", 1));
     id = Submit(2);
     Started(w1, id, 0, 0);
     Started(w2, id, 0, 1);
   }
   Restart();
   TestWorker w1;
-  ASSERT_TRUE(Register(w1, "w1", 1, {Running(id, 0, 0)}).ok());
+  ASSERT_OK(Register(w1, "w1", 1, {Running(id, 0, 0)}));
   auto workers = manager_->ListWorkers();
   ASSERT_EQ(workers.size(), 2u);
   EXPECT_EQ(workers[0].state(), v1::WORKER_STATE_ALIVE);
   EXPECT_EQ(workers[1].state(), v1::WORKER_STATE_SUSPECT) << "w2 is not back yet";
 
-  ASSERT_TRUE(manager_->Cancel(id).ok());
+  ASSERT_OK(manager_->Cancel(id));
   TestWorker w2;
-  ASSERT_TRUE(Register(w2, "w2", 1, {Running(id, 0, 1)}).ok());
+  ASSERT_OK(Register(w2, "w2", 1, {Running(id, 0, 1)}));
   EXPECT_EQ(Stops(w2), 1) << "the stop w2 missed is sent when it returns";
   EXPECT_EQ(Job(id).ranks(1).state(), v1::RANK_RUNNING)
       << "the rank still runs until w2 reports its exit";
@@ -196,7 +196,7 @@ TEST_F(JobManagerTest, RanksNotFoundAfterRestartAreLost) {
   std::string id;
   {
     TestWorker w1;
-    ASSERT_TRUE(Register(w1, "w1", 1).ok());
+    ASSERT_OK(Register(w1, "w1", 1));
     id = Submit(1);
     Started(w1, id, 0, 0);
   }
@@ -211,11 +211,11 @@ TEST_F(JobManagerTest, RanksNotFoundAfterRestartAreLost) {
 
 TEST_F(JobManagerTest, WatchSeesEveryChange) {
   TestWorker w1;
-  ASSERT_TRUE(Register(w1, "w1", 1).ok());
+  ASSERT_OK(Register(w1, "w1", 1));
   const std::string id = Submit(1);
   std::vector<v1::JobState> seen;
   auto watch = manager_->Watch(id, [&](const v1::Job& j) { seen.push_back(j.state()); });
-  ASSERT_TRUE(watch.ok());
+  ASSERT_OK(watch);
   Started(w1, id, 0, 0);
   Exited(w1, id, 0, 0, 0);
   manager_->Unwatch(*watch);
@@ -240,7 +240,7 @@ TEST_F(JobManagerTest, ListsPagesNewestFirstWithFilters) {
     spec.add_command("true");
     ids.push_back(Submit(spec));
   }
-  ASSERT_TRUE(manager_->Cancel(ids[5]).ok());
+  ASSERT_OK(manager_->Cancel(ids[5]));
   JobQuery query;
   query.page_size = 3;
   JobPage first = Page(query);
@@ -275,8 +275,8 @@ TEST_F(JobManagerTest, DeleteForgetsAnEndedJobOnlyAndForGood) {
   EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(refused.message(),
             absl::StrCat("job ", active, " is PENDING; cancel it before deleting it"));
-  ASSERT_TRUE(manager_->Cancel(active).ok());
-  ASSERT_TRUE(manager_->Delete(active).ok());
+  ASSERT_OK(manager_->Cancel(active));
+  ASSERT_OK(manager_->Delete(active));
   EXPECT_EQ(manager_->Get(active).status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(manager_->Delete(active).code(), absl::StatusCode::kNotFound);
   Restart();
@@ -291,7 +291,7 @@ TEST_F(JobManagerTest, EndedJobsArePrunedByAgeAndByCount) {
   std::vector<std::string> ids;
   for (int i = 0; i < 4; ++i) {
     ids.push_back(Submit(1));
-    ASSERT_TRUE(manager_->Cancel(ids.back()).ok());
+    ASSERT_OK(manager_->Cancel(ids.back()));
     clock_.Advance(absl::Minutes(1));
   }
   const std::string pending = Submit(1);
@@ -299,16 +299,16 @@ TEST_F(JobManagerTest, EndedJobsArePrunedByAgeAndByCount) {
   // Four ended, two kept: the two oldest go.
   EXPECT_EQ(manager_->Get(ids[0]).status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(manager_->Get(ids[1]).status().code(), absl::StatusCode::kNotFound);
-  EXPECT_TRUE(manager_->Get(ids[2]).ok());
-  EXPECT_TRUE(manager_->Get(ids[3]).ok());
+  EXPECT_OK(manager_->Get(ids[2]));
+  EXPECT_OK(manager_->Get(ids[3]));
   // ids[2] ended 2 minutes after the first, ids[3] 3: a day and 30 s after
   // ids[2] ended, only it is past the age.
   clock_.Advance(absl::Hours(24) - absl::Minutes(2) + absl::Seconds(30));
   manager_->Tick();
   EXPECT_EQ(manager_->Get(ids[2]).status().code(), absl::StatusCode::kNotFound)
       << "ended a day ago";
-  EXPECT_TRUE(manager_->Get(ids[3]).ok()) << "ended a minute later";
-  EXPECT_TRUE(manager_->Get(pending).ok()) << "an active job is never pruned";
+  EXPECT_OK(manager_->Get(ids[3])) << "ended a minute later";
+  EXPECT_OK(manager_->Get(pending)) << "an active job is never pruned";
 }
 
 }  // namespace
@@ -356,8 +356,8 @@ namespace {
 TEST_F(JobManagerTest, EndedJobsAreRetiredFromMemoryAndReadBackWhole) {
   std::vector<std::string> ids;
   for (int i = 0; i < 5; ++i) ids.push_back(Submit(1));  // no worker: PENDING
-  ASSERT_TRUE(manager_->Cancel(ids[1]).ok());
-  ASSERT_TRUE(manager_->Cancel(ids[3]).ok());
+  ASSERT_OK(manager_->Cancel(ids[1]));
+  ASSERT_OK(manager_->Cancel(ids[3]));
   const v1::Job before = Job(ids[3]);
   manager_->Tick();  // retires ids[1] and ids[3]
 
@@ -383,7 +383,7 @@ TEST_F(JobManagerTest, EndedJobsAreRetiredFromMemoryAndReadBackWhole) {
 
   std::vector<v1::JobState> seen;
   auto watch = manager_->Watch(ids[1], [&](const v1::Job& job) { seen.push_back(job.state()); });
-  ASSERT_TRUE(watch.ok());
+  ASSERT_OK(watch);
   EXPECT_EQ(*watch, 0) << "nothing to unwatch";
   EXPECT_EQ(seen, (std::vector<v1::JobState>{v1::CANCELLED}));
 
@@ -406,15 +406,15 @@ namespace {
 TEST_F(JobManagerTest, LogsOfJobsDeletedWhileAWorkerWasAwayAreDeletedOnItsReturn) {
   const std::string kept = Submit(1);  // no worker: PENDING
   const std::string ended = Submit(1);
-  ASSERT_TRUE(manager_->Cancel(ended).ok());
+  ASSERT_OK(manager_->Cancel(ended));
   manager_->Tick();  // retired
   const std::string deleted = Submit(1);
-  ASSERT_TRUE(manager_->Cancel(deleted).ok());
-  ASSERT_TRUE(manager_->Delete(deleted).ok());
+  ASSERT_OK(manager_->Cancel(deleted));
+  ASSERT_OK(manager_->Delete(deleted));
 
   TestWorker w1;
   w1.logs_of = {kept, ended, deleted, "never-existed-7"};
-  ASSERT_TRUE(Register(w1, "w1", 0).ok());
+  ASSERT_OK(Register(w1, "w1", 0));
   std::vector<std::string> told;
   for (const v1::CoordinatorMessage& m : w1.link.Take()) {
     if (m.has_delete_job_logs()) told.push_back(m.delete_job_logs().job_id());

@@ -1,4 +1,5 @@
 #include "coordinator/job_store.h"
+#include "testing/status_matchers.h"
 
 #include <cstdlib>
 #include <filesystem>
@@ -29,7 +30,7 @@ TEST(JobStoreTest, JobsAndHistorySurviveReopen) {
   const std::string path = TempDbPath("jobs.db");
   {
     auto store = JobStore::Open(path);
-    ASSERT_TRUE(store.ok()) << store.status();
+    ASSERT_OK(store) << store.status();
     auto n1 = (*store)->NextJobNumber();
     auto n2 = (*store)->NextJobNumber();
     ASSERT_TRUE(n1.ok() && n2.ok());
@@ -41,18 +42,18 @@ TEST(JobStoreTest, JobsAndHistorySurviveReopen) {
     job.set_state(v1::PENDING);
     job.mutable_spec()->set_name("a");
     *job.add_history() = Change(v1::PENDING, v1::SUBMITTED, "submitted");
-    ASSERT_TRUE((*store)->Create(job).ok());
+    ASSERT_OK((*store)->Create(job));
     EXPECT_FALSE((*store)->Create(job).ok()) << "duplicate id must be refused";
 
     v1::StateChange running = Change(v1::STARTING, v1::SCHEDULED, "placed");
     job.set_state(v1::STARTING);
     *job.add_history() = running;
-    ASSERT_TRUE((*store)->RecordTransition(job, running).ok());
+    ASSERT_OK((*store)->RecordTransition(job, running));
   }
   auto store = JobStore::Open(path);
-  ASSERT_TRUE(store.ok());
+  ASSERT_OK(store);
   auto jobs = (*store)->LoadResident();
-  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_OK(jobs) << jobs.status();
   ASSERT_EQ(jobs->size(), 1u);
   const v1::Job& job = (*jobs)[0];
   EXPECT_EQ(job.id(), "a-1");
@@ -61,7 +62,7 @@ TEST(JobStoreTest, JobsAndHistorySurviveReopen) {
   EXPECT_EQ(job.history(0).reason(), v1::SUBMITTED);
   EXPECT_EQ(job.history(1).message(), "placed");
   auto n3 = (*store)->NextJobNumber();
-  ASSERT_TRUE(n3.ok());
+  ASSERT_OK(n3);
   EXPECT_EQ(*n3, 3) << "job numbers are never reused across restarts";
 }
 
@@ -69,11 +70,10 @@ TEST(JobStoreTest, RefusesUnknownSchemaVersion) {
   const std::string path = TempDbPath("future.db");
   {
     auto db = SqliteDb::Open(path);
-    ASSERT_TRUE(db.ok());
-    ASSERT_TRUE((*db)
-                    ->Exec("CREATE TABLE schema_version (version INTEGER);"
-                           "INSERT INTO schema_version VALUES (99);")
-                    .ok());
+    ASSERT_OK(db);
+    ASSERT_OK(
+        (*db)->Exec("CREATE TABLE schema_version (version INTEGER);"
+                    "INSERT INTO schema_version VALUES (99);"));
   }
   auto store = JobStore::Open(path);
   EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
@@ -102,25 +102,25 @@ TEST(JobStoreTest, RetiredJobsAreSummariesInMemoryAndWholeOnDisk) {
   const std::string path = TempDbPath("retired.db");
   {
     auto store = JobStore::Open(path);
-    ASSERT_TRUE(store.ok()) << store.status();
+    ASSERT_OK(store) << store.status();
     const std::vector<v1::Job> jobs = {
         EndedJob("a", 1, v1::SUCCEEDED), EndedJob("a-1", 2, v1::FAILED),
         EndedJob("b", 3, v1::CANCELLED), EndedJob("a", 12, v1::FAILED)};
     for (const v1::Job& job : jobs) {
-      ASSERT_TRUE((*store)->Create(job).ok());
-      ASSERT_TRUE((*store)->Retire({0, job.id(), job.state(), 500, {"w1", "w2"}}).ok());
+      ASSERT_OK((*store)->Create(job));
+      ASSERT_OK((*store)->Retire({0, job.id(), job.state(), 500, {"w1", "w2"}}));
     }
     v1::Job live = EndedJob("a", 13, v1::RUNNING);
-    ASSERT_TRUE((*store)->Create(live).ok());
-    ASSERT_TRUE((*store)->Sync().ok());
+    ASSERT_OK((*store)->Create(live));
+    ASSERT_OK((*store)->Sync());
   }
   auto store = JobStore::Open(path);
-  ASSERT_TRUE(store.ok());
+  ASSERT_OK(store);
   auto resident = (*store)->LoadResident();
-  ASSERT_TRUE(resident.ok());
+  ASSERT_OK(resident);
   EXPECT_EQ(Ids(*resident), (std::vector<std::string>{"a-13"}));
   auto retired = (*store)->LoadRetired();
-  ASSERT_TRUE(retired.ok());
+  ASSERT_OK(retired);
   ASSERT_EQ(retired->size(), 4u);
   EXPECT_EQ((*retired)[3].id, "a-12");
   EXPECT_EQ((*retired)[3].state, v1::FAILED);
@@ -128,13 +128,13 @@ TEST(JobStoreTest, RetiredJobsAreSummariesInMemoryAndWholeOnDisk) {
   EXPECT_EQ((*retired)[3].workers, (std::vector<std::string>{"w1", "w2"}));
 
   auto whole = (*store)->Load("a-12");
-  ASSERT_TRUE(whole.ok());
+  ASSERT_OK(whole);
   EXPECT_EQ(whole->history_size(), 2);
   EXPECT_EQ((*store)->Load("a-99").status().code(), absl::StatusCode::kNotFound);
 
   auto list = [&](RetiredQuery query) {
     auto jobs = (*store)->ListRetired(query);
-    EXPECT_TRUE(jobs.ok()) << jobs.status();
+    EXPECT_OK(jobs) << jobs.status();
     return jobs.ok() ? Ids(*jobs) : std::vector<std::string>{};
   };
   EXPECT_EQ(list({}), (std::vector<std::string>{"a-12", "b-3", "a-1-2", "a-1"}));
@@ -150,11 +150,11 @@ TEST(JobStoreTest, RetiredJobsAreSummariesInMemoryAndWholeOnDisk) {
 // does not touch the disk.
 TEST(JobStoreTest, OneSyncCoversEveryEarlierCommit) {
   auto store = JobStore::Open(TempDbPath("sync.db"));
-  ASSERT_TRUE(store.ok());
+  ASSERT_OK(store);
   const int64_t before = (*store)->syncs();
-  for (int i = 1; i <= 20; ++i) ASSERT_TRUE((*store)->Create(EndedJob("j", i, v1::PENDING)).ok());
-  ASSERT_TRUE((*store)->Sync().ok());
-  ASSERT_TRUE((*store)->Sync().ok());
+  for (int i = 1; i <= 20; ++i) ASSERT_OK((*store)->Create(EndedJob("j", i, v1::PENDING)));
+  ASSERT_OK((*store)->Sync());
+  ASSERT_OK((*store)->Sync());
   EXPECT_EQ((*store)->syncs(), before + 1);
   ASSERT_TRUE((*store)
                   ->Batch([&]() -> absl::Status {
@@ -165,7 +165,7 @@ TEST(JobStoreTest, OneSyncCoversEveryEarlierCommit) {
                     return absl::OkStatus();
                   })
                   .ok());
-  ASSERT_TRUE((*store)->Sync().ok());
+  ASSERT_OK((*store)->Sync());
   EXPECT_EQ((*store)->syncs(), before + 2);
 }
 
@@ -173,7 +173,7 @@ TEST(JobStoreTest, OneSyncCoversEveryEarlierCommit) {
 // commit.
 TEST(JobStoreTest, AFailedWriteInABatchIsUndoneAlone) {
   auto store = JobStore::Open(TempDbPath("batch.db"));
-  ASSERT_TRUE(store.ok());
+  ASSERT_OK(store);
   ASSERT_TRUE((*store)
                   ->Batch([&]() -> absl::Status {
                     EXPECT_TRUE((*store)->Create(EndedJob("j", 1, v1::PENDING)).ok());
@@ -184,7 +184,7 @@ TEST(JobStoreTest, AFailedWriteInABatchIsUndoneAlone) {
                   })
                   .ok());
   auto jobs = (*store)->LoadResident();
-  ASSERT_TRUE(jobs.ok());
+  ASSERT_OK(jobs);
   EXPECT_EQ(Ids(*jobs), (std::vector<std::string>{"j-1", "j-2"}));
   EXPECT_EQ((*jobs)[0].history_size(), 2) << "the duplicate's transitions were undone";
 }
@@ -195,47 +195,43 @@ TEST(JobStoreTest, UpgradesAVersionOneStore) {
   const std::string path = TempDbPath("v1.db");
   {
     auto db = SqliteDb::Open(path);
-    ASSERT_TRUE(db.ok());
+    ASSERT_OK(db);
     v1::Job job = EndedJob("old", 1, v1::SUCCEEDED);
     job.clear_history();
-    ASSERT_TRUE((*db)
-                    ->Exec("CREATE TABLE schema_version (version INTEGER NOT NULL);"
-                           "INSERT INTO schema_version VALUES (1);"
-                           "CREATE TABLE jobs (number INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE,"
-                           "  state INTEGER NOT NULL, snapshot BLOB NOT NULL);"
-                           "CREATE TABLE transitions (seq INTEGER PRIMARY KEY AUTOINCREMENT,"
-                           "  job_id TEXT NOT NULL REFERENCES jobs(id), change BLOB NOT NULL);"
-                           "CREATE INDEX transitions_by_job ON transitions(job_id, seq);"
-                           "CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);"
-                           "INSERT INTO counters VALUES ('job', 1);")
-                    .ok());
+    ASSERT_OK(
+        (*db)->Exec("CREATE TABLE schema_version (version INTEGER NOT NULL);"
+                    "INSERT INTO schema_version VALUES (1);"
+                    "CREATE TABLE jobs (number INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE,"
+                    "  state INTEGER NOT NULL, snapshot BLOB NOT NULL);"
+                    "CREATE TABLE transitions (seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+                    "  job_id TEXT NOT NULL REFERENCES jobs(id), change BLOB NOT NULL);"
+                    "CREATE INDEX transitions_by_job ON transitions(job_id, seq);"
+                    "CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);"
+                    "INSERT INTO counters VALUES ('job', 1);"));
     // Row numbers that differ from the ids' numbers, as a delete could
     // leave them in version 1.
     for (const auto& [row, id] : {std::pair<int, std::string>{1, "old-2"}, {2, "old-1"}}) {
       auto insert = (*db)->Prepare("INSERT INTO jobs VALUES (?, ?, 4, ?)");
-      ASSERT_TRUE(insert.ok());
+      ASSERT_OK(insert);
       job.set_id(id);
-      ASSERT_TRUE(insert->Bind(1, int64_t{row})
-                      .Bind(2, id)
-                      .BindBlob(3, job.SerializeAsString())
-                      .Run()
-                      .ok());
+      ASSERT_OK(
+          insert->Bind(1, int64_t{row}).Bind(2, id).BindBlob(3, job.SerializeAsString()).Run());
     }
   }
   auto store = JobStore::Open(path);
-  ASSERT_TRUE(store.ok()) << store.status();
+  ASSERT_OK(store) << store.status();
   auto jobs = (*store)->LoadResident();
-  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_OK(jobs) << jobs.status();
   EXPECT_EQ(Ids(*jobs), (std::vector<std::string>{"old-1", "old-2"})) << "in their ids' order";
   auto next = (*store)->NextJobNumber();
-  ASSERT_TRUE(next.ok());
+  ASSERT_OK(next);
   EXPECT_EQ(*next, 3);
   RetiredQuery query;
   query.before_number = 2;
-  ASSERT_TRUE((*store)->Retire({0, "old-1", v1::SUCCEEDED, 0, {}}).ok());
-  ASSERT_TRUE((*store)->Retire({0, "old-2", v1::SUCCEEDED, 0, {}}).ok());
+  ASSERT_OK((*store)->Retire({0, "old-1", v1::SUCCEEDED, 0, {}}));
+  ASSERT_OK((*store)->Retire({0, "old-2", v1::SUCCEEDED, 0, {}}));
   auto below_two = (*store)->ListRetired(query);
-  ASSERT_TRUE(below_two.ok());
+  ASSERT_OK(below_two);
   ASSERT_EQ(below_two->size(), 1u);
   EXPECT_EQ((*below_two)[0].id(), "old-1");
 }

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "common/fake_clock.h"
+#include "testing/status_matchers.h"
 
 namespace ringmaster {
 namespace {
@@ -20,9 +21,9 @@ class RendezvousStoreTest : public ::testing::Test {
 };
 
 TEST_F(RendezvousStoreTest, SetThenGet) {
-  ASSERT_TRUE(store_.Set(kScope, "k", "v").ok());
+  ASSERT_OK(store_.Set(kScope, "k", "v"));
   auto v = store_.Get(kScope, "k");
-  ASSERT_TRUE(v.ok());
+  ASSERT_OK(v);
   EXPECT_EQ(*v, "v");
   EXPECT_EQ(store_.Get(kScope, "missing").status().code(), absl::StatusCode::kNotFound);
 }
@@ -34,20 +35,20 @@ TEST_F(RendezvousStoreTest, WaitWakesWhenTheLastKeyIsSet) {
     result = s;
     ++calls;
   });
-  ASSERT_TRUE(store_.Set(kScope, "a", "1").ok());
+  ASSERT_OK(store_.Set(kScope, "a", "1"));
   EXPECT_EQ(calls, 0) << "one of two keys must not wake the waiter";
-  ASSERT_TRUE(store_.Set(kScope, "b", "2").ok());
+  ASSERT_OK(store_.Set(kScope, "b", "2"));
   EXPECT_EQ(calls, 1);
-  EXPECT_TRUE(result.ok());
-  ASSERT_TRUE(store_.Set(kScope, "b", "3").ok());
+  EXPECT_OK(result);
+  ASSERT_OK(store_.Set(kScope, "b", "3"));
   EXPECT_EQ(calls, 1) << "a waiter is called exactly once";
 }
 
 TEST_F(RendezvousStoreTest, WaitWakesAcrossThreads) {
-  std::thread setter([&] { ASSERT_TRUE(store_.Set(kScope, "x", "1").ok()); });
+  std::thread setter([&] { ASSERT_OK(store_.Set(kScope, "x", "1")); });
   absl::Status s = store_.WaitBlocking(kScope, {"x"}, clock_.Now() + absl::Hours(1));
   setter.join();
-  EXPECT_TRUE(s.ok()) << s;
+  EXPECT_OK(s) << s;
 }
 
 TEST_F(RendezvousStoreTest, DeadlineExpiresOnTheClock) {
@@ -57,7 +58,7 @@ TEST_F(RendezvousStoreTest, DeadlineExpiresOnTheClock) {
     result = s;
     ++calls;
   });
-  ASSERT_TRUE(store_.Set(kScope, "set", "1").ok());
+  ASSERT_OK(store_.Set(kScope, "set", "1"));
   clock_.Advance(absl::Seconds(9));
   store_.ExpireWaiters();
   EXPECT_EQ(calls, 0);
@@ -76,25 +77,25 @@ TEST_F(RendezvousStoreTest, AddIsAtomicUnderConcurrentCallers) {
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&] {
       for (int i = 0; i < kAddsPerThread; ++i) {
-        ASSERT_TRUE(store_.Add(kScope, "counter", 1).ok());
+        ASSERT_OK(store_.Add(kScope, "counter", 1));
       }
     });
   }
   for (auto& t : threads) t.join();
   auto v = store_.Get(kScope, "counter");
-  ASSERT_TRUE(v.ok());
+  ASSERT_OK(v);
   EXPECT_EQ(*v, std::to_string(kThreads * kAddsPerThread));
 }
 
 TEST_F(RendezvousStoreTest, AddRefusesNonIntegers) {
-  ASSERT_TRUE(store_.Set(kScope, "k", "abc").ok());
+  ASSERT_OK(store_.Set(kScope, "k", "abc"));
   EXPECT_EQ(store_.Add(kScope, "k", 1).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST_F(RendezvousStoreTest, ScopesAreIsolatedAndDroppingAbortsWaiters) {
   const ScopeId next{"job-1", 1};
   store_.OpenScope(next);
-  ASSERT_TRUE(store_.Set(kScope, "k", "old").ok());
+  ASSERT_OK(store_.Set(kScope, "k", "old"));
   EXPECT_EQ(store_.Get(next, "k").status().code(), absl::StatusCode::kNotFound);
 
   absl::Status result;
@@ -147,20 +148,20 @@ TEST(RendezvousLimitsTest, ValuesAndScopesAreBoundedAndRefusalsNameTheLimit) {
             "(coordinator --max-rendezvous-value-bytes)");
   EXPECT_EQ(store.Get(kScope, "k").status().code(), absl::StatusCode::kNotFound)
       << "nothing stored";
-  ASSERT_TRUE(store.Set(kScope, "a", std::string(100, 'a')).ok());  // 101 bytes
-  ASSERT_TRUE(store.Set(kScope, "b", std::string(100, 'b')).ok());  // 202
+  ASSERT_OK(store.Set(kScope, "a", std::string(100, 'a')));  // 101 bytes
+  ASSERT_OK(store.Set(kScope, "b", std::string(100, 'b')));  // 202
   absl::Status full = store.Set(kScope, "c", std::string(100, 'c'));
   EXPECT_EQ(full.code(), absl::StatusCode::kResourceExhausted);
   EXPECT_NE(full.message().find("the limit is 250 (coordinator --max-rendezvous-scope-bytes)"),
             absl::string_view::npos)
       << full;
   // Replacing a value counts its new size, not both.
-  EXPECT_TRUE(store.Set(kScope, "a", std::string(40, 'a')).ok());
-  EXPECT_TRUE(store.Set(kScope, "c", std::string(40, 'c')).ok());  // 41 + 101 + 41 = 183
-  EXPECT_TRUE(store.Add(kScope, "n", 1).ok());                     // 185
-  EXPECT_EQ(store.Set(kScope, "d", std::string(65, 'd')).code(),   // 251
+  EXPECT_OK(store.Set(kScope, "a", std::string(40, 'a')));
+  EXPECT_OK(store.Set(kScope, "c", std::string(40, 'c')));        // 41 + 101 + 41 = 183
+  EXPECT_OK(store.Add(kScope, "n", 1));                           // 185
+  EXPECT_EQ(store.Set(kScope, "d", std::string(65, 'd')).code(),  // 251
             absl::StatusCode::kResourceExhausted);
-  EXPECT_TRUE(store.Set(kScope, "d", std::string(64, 'd')).ok());  // 250
+  EXPECT_OK(store.Set(kScope, "d", std::string(64, 'd')));  // 250
 }
 
 }  // namespace

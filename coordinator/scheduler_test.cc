@@ -1,4 +1,5 @@
 #include "coordinator/scheduler.h"
+#include "testing/status_matchers.h"
 
 #include <gtest/gtest.h>
 
@@ -30,7 +31,7 @@ std::vector<std::string> WorkersOf(const std::vector<RankPlacement>& p) {
 TEST(PlaceGangTest, PacksOntoOneWorkerWhenItFits) {
   auto p = PlaceGang(
       {Worker("w1", 2, {0, 1}), Worker("w2", 4, {0, 1, 2, 3}), Worker("w3", 3, {0, 1, 2})}, {3, 0});
-  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_OK(p) << p.status();
   // w3 is the tightest worker that holds all three ranks.
   EXPECT_EQ(WorkersOf(*p), (std::vector<std::string>{"w3", "w3", "w3"}));
   EXPECT_EQ((*p)[2].slots, std::vector<int>{2});
@@ -39,7 +40,7 @@ TEST(PlaceGangTest, PacksOntoOneWorkerWhenItFits) {
 TEST(PlaceGangTest, UsesFewestWorkersAndOrdersRanksByWorkerThenSlot) {
   auto p = PlaceGang({Worker("w1", 2, {1}), Worker("w2", 4, {0, 2, 3}), Worker("w3", 2, {0, 1})},
                      {5, 0});
-  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_OK(p) << p.status();
   // w2 (3 free) and w3 (2 free) suffice; w1 is left alone.
   EXPECT_EQ(WorkersOf(*p), (std::vector<std::string>{"w2", "w2", "w2", "w3", "w3"}));
   for (int r = 0; r < 5; ++r) EXPECT_EQ((*p)[r].rank, r);
@@ -58,7 +59,7 @@ TEST(PlaceGangTest, GpuRanksOnlyOnGpuWorkersAndTakeWholeGpus) {
   auto p = PlaceGang(
       {Worker("cpu", 8, {0, 1, 2, 3, 4, 5, 6, 7}), Worker("gpu", 4, {0, 1, 2, 3}, /*gpus=*/true)},
       {2, 2});
-  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_OK(p) << p.status();
   EXPECT_EQ(WorkersOf(*p), (std::vector<std::string>{"gpu", "gpu"}));
   EXPECT_EQ((*p)[1].slots, (std::vector<int>{2, 3}));
   EXPECT_FALSE(PlaceGang({Worker("cpu", 8, {0, 1, 2, 3})}, {1, 1}).ok());
@@ -90,12 +91,12 @@ TEST(PlaceGangTest, ElasticJobTakesAsManyRanksAsFitDownToItsMinimum) {
   const std::vector<WorkerCapacity> two_free = {Worker("w1", 1, {0}), Worker("w2", 1, {0}),
                                                 Worker("w3", 1, {})};
   auto p = PlaceGang(two_free, {3, 0, 2});
-  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_OK(p) << p.status();
   EXPECT_EQ(WorkersOf(*p), (std::vector<std::string>{"w1", "w2"}));
   auto none = PlaceGang(two_free, {3, 0, 3});
   EXPECT_EQ(none.status().message(), "needs 3 free slots, 2 free on 3 alive workers");
   auto full = PlaceGang({Worker("w1", 4, {0, 1, 2, 3})}, {3, 0, 2});
-  ASSERT_TRUE(full.ok());
+  ASSERT_OK(full);
   EXPECT_EQ(full->size(), 3u) << "never fewer than fit";
 }
 
@@ -140,7 +141,7 @@ TEST(PlaceGangTest, SelectorPlacesOnlyOnWorkersWithEveryLabel) {
   GangRequest request{2, 0};
   request.selector = {{"zone", "b"}, {"disk", "ssd"}};
   auto p = PlaceGang(workers, request);
-  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_OK(p) << p.status();
   EXPECT_EQ(WorkersOf(*p), (std::vector<std::string>{"b1", "b1"}));
 
   request.ranks = 6;
@@ -160,7 +161,7 @@ TEST(PlaceGangTest, RanksPerWorkerPutsExactlyThatManyOnEachWorkerUsed) {
   GangRequest request{4, 0};
   request.ranks_per_worker = 2;
   auto p = PlaceGang(workers, request);
-  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_OK(p) << p.status();
   EXPECT_EQ(WorkersOf(*p), (std::vector<std::string>{"w1", "w1", "w3", "w3"}));
   EXPECT_EQ((*p)[1].slots, std::vector<int>{1});
 
@@ -178,7 +179,7 @@ TEST(PlaceGangTest, CpusAndMemoryBoundHowManyRanksAWorkerTakes) {
   request.cpus = 2;
   request.memory_mb = 2048;
   auto p = PlaceGang(workers, request);
-  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_OK(p) << p.status();
   EXPECT_EQ(WorkersOf(*p), (std::vector<std::string>{"w1", "w1", "w2"}));
 
   request.ranks = 4;
@@ -186,7 +187,7 @@ TEST(PlaceGangTest, CpusAndMemoryBoundHowManyRanksAWorkerTakes) {
             "needs 4 ranks of 1 slot, 2 CPUs and 2048 MB each; room for 3 on the 2 matching "
             "of 2 alive workers");
   // A worker that registered no CPUs or memory is not limited by them.
-  EXPECT_TRUE(PlaceGang({Offering("w", 8, 0, 0)}, request).ok());
+  EXPECT_OK(PlaceGang({Offering("w", 8, 0, 0)}, request));
 }
 
 TEST(ScheduleTest, ResourcesTakenByAJobAreNotOfferedToTheNext) {

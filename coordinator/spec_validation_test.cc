@@ -1,4 +1,5 @@
 #include "coordinator/spec_validation.h"
+#include "testing/status_matchers.h"
 
 #include <cmath>
 #include <functional>
@@ -28,8 +29,8 @@ v1::JobSpec TrainerJobSpec() {
 }
 
 TEST(SpecValidationTest, GoodSpecsPass) {
-  EXPECT_TRUE(ValidateJobSpec(CommandSpec()).ok());
-  EXPECT_TRUE(ValidateJobSpec(TrainerJobSpec()).ok());
+  EXPECT_OK(ValidateJobSpec(CommandSpec()));
+  EXPECT_OK(ValidateJobSpec(TrainerJobSpec()));
 }
 
 struct BadCase {
@@ -132,7 +133,7 @@ TEST(SpecValidationTest, EachBadTrainerFieldIsNamed) {
 TEST(SpecValidationTest, TheTrainerTakesOneGpuPerRank) {
   v1::JobSpec trainer = TrainerJobSpec();
   trainer.set_gpus_per_rank(1);
-  EXPECT_TRUE(ValidateJobSpec(trainer).ok());
+  EXPECT_OK(ValidateJobSpec(trainer));
   trainer.set_gpus_per_rank(4);
   EXPECT_EQ(ValidateJobSpec(trainer).message(),
             "invalid job spec: gpus_per_rank: is 4 but the built-in trainer drives one GPU per "
@@ -143,7 +144,7 @@ TEST(SpecValidationTest, TheTrainerTakesOneGpuPerRank) {
   EXPECT_EQ(ValidateJobSpec(trainer).code(), absl::StatusCode::kInvalidArgument);
   v1::JobSpec command = CommandSpec();
   command.set_gpus_per_rank(4);
-  EXPECT_TRUE(ValidateJobSpec(command).ok());
+  EXPECT_OK(ValidateJobSpec(command));
 }
 
 // NaN passes every comparison, so each number is checked for being finite.
@@ -185,7 +186,7 @@ TEST(SpecValidationTest, SizesAreBoundedAndRefusalsNameTheLimit) {
                                "(coordinator --max-env-bytes)"),
             absl::string_view::npos)
       << env;
-  EXPECT_TRUE(ValidateJobSpec(big).ok()) << "200 KB of env is within the defaults";
+  EXPECT_OK(ValidateJobSpec(big)) << "200 KB of env is within the defaults";
 
   v1::JobSpec one = CommandSpec();
   (*one.mutable_env())["HUGE"] = std::string(kMaxEnvEntryBytes, 'x');
@@ -207,7 +208,7 @@ TEST(SpecValidationTest, PlacementAndPolicyFieldsThatAreRightPass) {
   spec.add_never_retry_exit_codes(2);
   spec.mutable_resources()->set_cpus(4);
   spec.mutable_resources()->set_memory_mb(2048);
-  EXPECT_TRUE(ValidateJobSpec(spec).ok()) << ValidateJobSpec(spec);
+  EXPECT_OK(ValidateJobSpec(spec)) << ValidateJobSpec(spec);
   const absl::Status bad_label = ValidateJobSpec([&] {
     v1::JobSpec s = spec;
     (*s.mutable_labels())["team"] = "a b";
@@ -227,7 +228,7 @@ TEST(SpecValidationTest, DefaultsFillTheGaps) {
   EXPECT_EQ(spec.trainer().lr_scaling(), "linear");
   EXPECT_EQ(spec.restart_policy(), "on_failure");
   EXPECT_EQ(spec.deadline_s(), 0) << "no deadline unless asked";
-  EXPECT_TRUE(ValidateJobSpec(spec).ok());
+  EXPECT_OK(ValidateJobSpec(spec));
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include "common/fake_clock.h"
 #include "coordinator/fake_worker_link.h"
+#include "testing/status_matchers.h"
 
 namespace ringmaster {
 namespace {
@@ -33,7 +34,7 @@ class WorkerMembershipTest : public ::testing::Test {
   WorkerSession Join(FakeWorkerLink& link, const std::string& id,
                      const std::string& incarnation = "a") {
     auto session = membership_.Register(&link, Request(id, incarnation));
-    EXPECT_TRUE(session.ok()) << session.status();
+    EXPECT_OK(session) << session.status();
     membership_.Admit(*session);
     return *session;
   }
@@ -141,7 +142,7 @@ TEST_F(WorkerMembershipTest, SecondRegistrationOfALiveIdIsRefused) {
   // Once the real worker's stream is gone, a takeover is allowed.
   membership_.Disconnect(&real);
   auto taken = membership_.Register(&impostor, Request("w1", "b"));
-  ASSERT_TRUE(taken.ok());
+  ASSERT_OK(taken);
   EXPECT_EQ(taken->epoch, 2);
   EXPECT_TRUE(taken->new_incarnation);
 }
@@ -177,7 +178,7 @@ TEST_F(WorkerMembershipTest, EventsApplyOncePerIncarnation) {
 TEST_F(WorkerMembershipTest, NotSchedulableUntilAdmitted) {
   FakeWorkerLink link;
   auto session = membership_.Register(&link, Request("w1"));
-  ASSERT_TRUE(session.ok());
+  ASSERT_OK(session);
   EXPECT_TRUE(membership_.Schedulable().empty()) << "being reconciled";
   membership_.Admit(*session);
   EXPECT_EQ(membership_.Schedulable().size(), 1u);

@@ -18,6 +18,7 @@
 #include "common/subprocess.h"
 #include "proto/rendezvous.grpc.pb.h"
 #include "proto/worker.grpc.pb.h"
+#include "testing/status_matchers.h"
 #include "tests/cluster_fixture.h"
 #include "tests/health.grpc.pb.h"
 
@@ -213,7 +214,7 @@ class AuthTest : public ClusterTest {
 
   Tls Certificate(const std::string& name) {
     absl::StatusOr<TlsFiles> files = LoadTls(state_dir_ + "/tls", name);
-    EXPECT_TRUE(files.ok()) << files.status();
+    EXPECT_OK(files) << files.status();
     return files.ok() ? Tls(*files) : Tls();
   }
 };
@@ -232,7 +233,7 @@ TEST_F(AuthTest, EveryRpcAllowsExactlyTheDocumentedCredentials) {
   ASSERT_EQ(rank_env.count("RINGMASTER_JOB_TOKEN"), 1u) << "job A's rank has no job credential";
   const std::string token_a = rank_env.at("RINGMASTER_JOB_TOKEN");
   absl::StatusOr<std::string> key = LoadOrCreateKey(state_dir_ + "/coordinator/credential.key");
-  ASSERT_TRUE(key.ok()) << key.status();
+  ASSERT_OK(key) << key.status();
   const CredentialSigner signer(*key);
   ASSERT_EQ(token_a, signer.Job(job_a, 0));
   {
@@ -276,7 +277,7 @@ TEST_F(AuthTest, RefusalsSayWhichCredentialIsNeeded) {
   EXPECT_EQ(none.code(), absl::StatusCode::kUnauthenticated);
   EXPECT_NE(none.message().find("needs the admin credential"), absl::string_view::npos) << none;
   absl::StatusOr<std::string> key = LoadOrCreateKey(state_dir_ + "/coordinator/credential.key");
-  ASSERT_TRUE(key.ok());
+  ASSERT_OK(key);
   Client worker(address_, CredentialSigner(*key).Worker("local-0"), CaOnly());
   absl::Status denied = worker.CancelJob("any-1").status();
   EXPECT_EQ(denied.code(), absl::StatusCode::kPermissionDenied);
@@ -316,7 +317,7 @@ TEST_F(AuthTest, RanksGetTheirJobCredentialAndNeverTheAdminOne) {
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err << "ranks reach the rendezvous store";
   const std::string id = r.out.substr(0, r.out.find('\n'));
   auto trained = client_->GetJob(id);
-  ASSERT_TRUE(trained.ok()) << trained.status();
+  ASSERT_OK(trained) << trained.status();
   EXPECT_GT(trained->progress().step(), 0) << "progress reports were refused";
   EXPECT_EQ(trained->progress().step(), trained->progress().total_steps());
   testing::CommandResult logs = Cli({"logs", id});
@@ -398,7 +399,7 @@ TEST_F(AuthTest, PlaintextAndOtherCasAreRefused) {
       testing::RunCommand({testing::Runfile("client/ringmaster"), "certs", "init", "--dir", other});
   ASSERT_EQ(init.exit_code, 0) << init.err;
   absl::StatusOr<TlsFiles> other_admin = LoadTls(other, "admin");
-  ASSERT_TRUE(other_admin.ok()) << other_admin.status();
+  ASSERT_OK(other_admin) << other_admin.status();
   absl::Status wrong_ca = Client(address_, "", *other_admin).ListJobs().status();
   EXPECT_EQ(wrong_ca.code(), absl::StatusCode::kUnavailable) << wrong_ca;
   EXPECT_NE(wrong_ca.message().find("TLS"), absl::string_view::npos) << wrong_ca;
@@ -565,7 +566,7 @@ TEST(TlsMismatchTest, ATlsClientIsToldTheServerIsPlaintext) {
   const std::string state = testing::MakeTempDir("plain");
   PlaintextCoordinator plain(state);
   const absl::Status started = plain.Start();
-  ASSERT_TRUE(started.ok()) << started;
+  ASSERT_OK(started) << started;
   const std::string& address = plain.address();
   testing::CommandResult init = testing::RunCommand(
       {testing::Runfile("client/ringmaster"), "certs", "init", "--dir", state + "/tls"});
@@ -593,7 +594,7 @@ TEST_F(AuthTest, UpsCredentialsAreForItsOwnCoordinatorOnly) {
 
   PlaintextCoordinator plain(testing::MakeTempDir("elsewhere"));
   const absl::Status started = plain.Start();
-  ASSERT_TRUE(started.ok()) << started;
+  ASSERT_OK(started) << started;
   const std::string& elsewhere = plain.address();
   testing::CommandResult other =
       testing::RunCommand({cli, "--coordinator", elsewhere, "jobs"}, env);

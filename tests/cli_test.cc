@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "testing/status_matchers.h"
 #include "tests/cluster_fixture.h"
 
 namespace ringmaster {
@@ -295,7 +296,7 @@ TEST_F(CliClusterTest, TopHidesFinishedJobsUnlessAll) {
                 .string_value(),
             running);
   EXPECT_EQ(frame.fields().at("workers").list_value().values_size(), 2);
-  ASSERT_TRUE(client_->CancelJob(running).ok());
+  ASSERT_OK(client_->CancelJob(running));
 }
 
 TEST_F(CliClusterTest, LabelsRequestIdsAndPlacementFromTheCommandLine) {

@@ -24,7 +24,8 @@
 #include "common/net.h"
 #include "common/tls.h"
 #include "proto/worker.grpc.pb.h"
-#include "tests/test_util.h"
+#include "testing/status_matchers.h"
+#include "testing/test_util.h"
 
 namespace ringmaster {
 
@@ -39,7 +40,7 @@ class ClusterTest : public ::testing::Test {
       std::filesystem::create_directories(state_dir_);
     }
     auto port = PickFreePort("127.0.0.1");
-    ASSERT_TRUE(port.ok());
+    ASSERT_OK(port);
     address_ = absl::StrCat("127.0.0.1:", *port);
     std::vector<std::string> args = {
         "up",          "--workers", absl::StrCat(up_workers_), "--slots", absl::StrCat(up_slots_),
@@ -49,7 +50,7 @@ class ClusterTest : public ::testing::Test {
     ASSERT_EQ(up.exit_code, 0) << up.err;
     EXPECT_NE(up.out.find(address_), std::string::npos) << up.out;
     absl::StatusOr<Tls> tls = LoadClientTls(state_dir_ + "/tls");
-    ASSERT_TRUE(tls.ok()) << tls.status();
+    ASSERT_OK(tls) << tls.status();
     tls_ = *std::move(tls);
     extra_env_["RINGMASTER_TLS_DIR"] = state_dir_ + "/tls";
     client_ = std::make_unique<Client>(address_, "", tls_);
@@ -135,7 +136,7 @@ class ClusterTest : public ::testing::Test {
   }
   std::string AgentCredential(int index) {
     absl::StatusOr<std::string> key = LoadOrCreateKey(state_dir_ + "/coordinator/credential.key");
-    EXPECT_TRUE(key.ok()) << key.status();
+    EXPECT_OK(key) << key.status();
     return CredentialSigner(key.ok() ? *key : "").Agent(absl::StrCat("local-", index));
   }
   Tls CaOnly() const { return ringmaster::CaOnly(tls_->ca_pem); }

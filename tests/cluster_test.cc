@@ -17,9 +17,10 @@
 #include "common/net.h"
 #include "common/subprocess.h"
 #include "proto/reflection_v1.grpc.pb.h"
+#include "testing/status_matchers.h"
+#include "testing/test_util.h"
 #include "tests/cluster_fixture.h"
 #include "tests/health.grpc.pb.h"
-#include "tests/test_util.h"
 
 namespace ringmaster {
 namespace {
@@ -33,7 +34,7 @@ TEST_F(ClusterTest, TwoRankJobSeesTheWholeEnvironmentContract) {
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   const std::string id = r.out.substr(0, r.out.find('\n'));
   auto job = client_->GetJob(id);
-  ASSERT_TRUE(job.ok());
+  ASSERT_OK(job);
   EXPECT_EQ(job->state(), v1::SUCCEEDED);
   ASSERT_EQ(job->ranks_size(), 2);
   EXPECT_NE(job->ranks(0).worker_id(), job->ranks(1).worker_id())
@@ -96,7 +97,7 @@ TEST_F(ClusterTest, KilledCoordinatorRestartsWithTheSameJobsAndHistory) {
   const std::string running = Submit(SleeperSpec("survivor"));
   WaitJob(running, [](const v1::Job& j) { return j.state() == v1::RUNNING; });
   auto before = client_->ListJobs();
-  ASSERT_TRUE(before.ok());
+  ASSERT_OK(before);
 
   int coordinator = 0;
   for (auto& [role, pid] : Daemons()) {
@@ -116,7 +117,7 @@ TEST_F(ClusterTest, KilledCoordinatorRestartsWithTheSameJobsAndHistory) {
   restart.output_path = state_dir_ + "/logs/coordinator-restarted.log";
   restart.detach = SubprocessSpec::Detach::kSession;
   auto pid = SpawnProcess(restart);
-  ASSERT_TRUE(pid.ok()) << pid.status();
+  ASSERT_OK(pid) << pid.status();
   extra_pids_.push_back(*pid);
 
   std::vector<v1::Job> after;
@@ -152,7 +153,7 @@ TEST_F(ClusterTest, KilledCoordinatorRestartsWithTheSameJobsAndHistory) {
       },
       absl::Seconds(30)));
   EXPECT_EQ(client_->GetJob(running)->state(), v1::RUNNING);
-  ASSERT_TRUE(client_->CancelJob(running).ok());
+  ASSERT_OK(client_->CancelJob(running));
   v1::Job job = WaitJob(running, AllRanksEnded);
   for (const auto& r : job.ranks()) EXPECT_FALSE(testing::ProcessGroupAlive(r.pid()));
 }
@@ -202,9 +203,9 @@ TEST_F(ClusterTest, UpRestartsAClusterWithADeadDaemon) {
   }
   for (auto& [role, pid] : Daemons()) EXPECT_TRUE(testing::ProcessAlive(pid)) << role;
   auto workers = client_->ListWorkers();
-  ASSERT_TRUE(workers.ok()) << workers.status();
+  ASSERT_OK(workers) << workers.status();
   auto jobs = client_->ListJobs();
-  ASSERT_TRUE(jobs.ok());
+  ASSERT_OK(jobs);
   ASSERT_EQ(jobs->size(), 1u) << "jobs survive in the coordinator's database";
   EXPECT_EQ((*jobs)[0].state(), v1::SUCCEEDED);
 }
@@ -222,7 +223,7 @@ TEST_F(ClusterTest, InvalidSpecNamesTheFieldAndCreatesNothing) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("ranks: must be in [1, 4096], got 0"), std::string::npos) << r.err;
   auto jobs = client_->ListJobs();
-  ASSERT_TRUE(jobs.ok());
+  ASSERT_OK(jobs);
   EXPECT_TRUE(jobs->empty());
   CommandResult unknown = Cli({"status", "nope-1"});
   EXPECT_EQ(unknown.exit_code, 1);
@@ -271,7 +272,7 @@ TEST_F(ClusterTest, EveryServerServesHealthPerServiceAndReflectionV1AndV1alpha) 
        {"ringmaster.v1.JobService", "ringmaster.v1.ClusterService", "ringmaster.v1.WorkerService",
         "ringmaster.v1.RendezvousService"}}};
   auto workers = client_->ListWorkers();
-  ASSERT_TRUE(workers.ok());
+  ASSERT_OK(workers);
   for (const auto& w : *workers) {
     servers.push_back({w.address(), w.id(), {"ringmaster.v1.WorkerAgentService"}});
   }
@@ -371,7 +372,7 @@ TEST_F(ClusterTest, EveryDaemonsMetricsPassPromtool) {
           << text;
     }
   }
-  ASSERT_TRUE(client_->CancelJob(id).ok());
+  ASSERT_OK(client_->CancelJob(id));
 }
 
 }  // namespace
@@ -427,7 +428,7 @@ TEST_F(ClusterTest, OversizedSpecsAreRefusedWithTheLimit) {
   EXPECT_NE(id.status().message().find("(coordinator --max-env-bytes)"), absl::string_view::npos)
       << id.status();
   auto jobs = client_->ListJobs();
-  ASSERT_TRUE(jobs.ok());
+  ASSERT_OK(jobs);
   EXPECT_TRUE(jobs->empty()) << "nothing stored";
 }
 
@@ -541,7 +542,7 @@ class GpuClusterTest : public ClusterTest {
 
 TEST_F(GpuClusterTest, RanksSeeExactlyTheirGpus) {
   auto workers = client_->ListWorkers();
-  ASSERT_TRUE(workers.ok()) << workers.status();
+  ASSERT_OK(workers) << workers.status();
   ASSERT_EQ(workers->size(), 2u);
   EXPECT_EQ((*workers)[0].slots(), 2) << "one slot per GPU";
   EXPECT_EQ((*workers)[0].gpus(1).uuid(), "GPU-bbbb");

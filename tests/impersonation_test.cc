@@ -21,7 +21,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/subprocess.h"
-#include "tests/test_util.h"
+#include "testing/status_matchers.h"
+#include "testing/test_util.h"
 
 namespace ringmaster {
 namespace {
@@ -142,7 +143,7 @@ class Background {
     for (auto& [name, value] : env) spec.env[name] = value;
     spec.output_path = log;
     absl::StatusOr<pid_t> pid = SpawnProcess(spec);
-    EXPECT_TRUE(pid.ok()) << pid.status();
+    EXPECT_OK(pid) << pid.status();
     pid_ = pid.value_or(-1);
   }
   ~Background() {

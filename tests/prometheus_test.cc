@@ -22,6 +22,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "common/subprocess.h"
+#include "testing/status_matchers.h"
 #include "tests/cluster_fixture.h"
 
 namespace ringmaster {
@@ -96,7 +97,7 @@ class PrometheusTest : public ClusterTest {
                           << "scrape_configs:\n  - job_name: ringmaster\n"
                           << "    static_configs: [{targets: [" << targets << "]}]\n";
     auto port = PickFreePort("127.0.0.1");
-    ASSERT_TRUE(port.ok());
+    ASSERT_OK(port);
     *web = absl::StrCat("127.0.0.1:", *port);
     SubprocessSpec spec;
     spec.argv = {"prometheus", "--config.file=" + config,
@@ -104,7 +105,7 @@ class PrometheusTest : public ClusterTest {
     spec.env = CurrentEnvironment();
     spec.output_path = state_dir_ + "/logs/prometheus.log";
     auto pid = SpawnProcess(spec);
-    ASSERT_TRUE(pid.ok()) << pid.status() << " (Debian's prometheus; ./dev installs it)";
+    ASSERT_OK(pid) << pid.status() << " (Debian's prometheus; ./dev installs it)";
     prometheus_ = *pid;
     ASSERT_TRUE(testing::WaitFor(
         [&] { return testing::HttpGet(*web, "/-/ready").find("Ready") != std::string::npos; },
@@ -214,7 +215,7 @@ TEST_F(PrometheusTest, EveryDashboardQueryReturnsData) {
   ExpectJobsGroupedByJobId(web, queries, watched, flaky);
   EXPECT_EQ(client_->GetJob(watched)->state(), v1::RUNNING)
       << "the trainer job ran while the queries were asked";
-  ASSERT_TRUE(client_->CancelJob(watched).ok());
+  ASSERT_OK(client_->CancelJob(watched));
 
   // The fake GPU's values arrive as they were set.
   const std::string power = testing::HttpGet(
@@ -270,7 +271,7 @@ TEST_F(PrometheusTest, APytorchJobFillsItsPanelsAndTop) {
   for (const std::string& q : missing) ADD_FAILURE() << "no data for " << q;
   EXPECT_TRUE(all);
   EXPECT_EQ(client_->GetJob(id)->state(), v1::RUNNING) << "the job ran while it was asked";
-  ASSERT_TRUE(client_->CancelJob(id).ok());
+  ASSERT_OK(client_->CancelJob(id));
 }
 
 struct AlertRule {
@@ -379,7 +380,7 @@ TEST_F(PrometheusTest, TopShowsJobsAndGpusAndRestoresTheTerminal) {
   EXPECT_NE(r.out.find(id), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("0:42%"), std::string::npos) << "the fake GPU's utilization: " << r.out;
   EXPECT_NE(r.out.find("STEPS/S"), std::string::npos);
-  ASSERT_TRUE(client_->CancelJob(id).ok());
+  ASSERT_OK(client_->CancelJob(id));
 }
 
 }  // namespace

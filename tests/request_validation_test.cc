@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "proto/worker.grpc.pb.h"
+#include "testing/status_matchers.h"
 #include "tests/cluster_fixture.h"
 
 namespace ringmaster {
@@ -139,7 +140,7 @@ TEST_F(RequestValidationTest, ARequestThatDoesNotParseIsRefusedNamingItsMessage)
 
 TEST_F(RequestValidationTest, AWorkerStreamThatDoesNotParseIsRefused) {
   absl::StatusOr<TlsFiles> worker = LoadTls(state_dir_ + "/tls", "worker-local-0");
-  ASSERT_TRUE(worker.ok()) << worker.status();
+  ASSERT_OK(worker) << worker.status();
   grpc::GenericStub generic(CoordinatorChannel(address_, *worker));
   grpc::ClientContext raw_context;
   raw_context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));

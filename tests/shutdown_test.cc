@@ -16,7 +16,8 @@
 #include "common/mutex.h"
 #include "common/net.h"
 #include "common/subprocess.h"
-#include "tests/test_util.h"
+#include "testing/status_matchers.h"
+#include "testing/test_util.h"
 
 namespace ringmaster {
 namespace {
@@ -27,7 +28,7 @@ struct Daemons {
   Daemons() {
     state = testing::MakeTempDir("shutdown");
     absl::StatusOr<int> port = PickFreePort("127.0.0.1");
-    EXPECT_TRUE(port.ok());
+    EXPECT_OK(port);
     address = absl::StrCat("127.0.0.1:", port.value_or(0));
     SubprocessSpec spec;
     spec.argv = {testing::Runfile("coordinator/ringmaster-coordinator"),
@@ -105,7 +106,7 @@ TEST(ShutdownTest, SigtermEndsPendingWaitsWatchesAndLogStreamsWithinFiveSeconds)
   const std::string& address = daemons.address;
   Client client(address);
   absl::StatusOr<std::string> job = StartSleeper(client);
-  ASSERT_TRUE(job.ok()) << job.status() << "\n" << daemons.Log();
+  ASSERT_OK(job) << job.status() << "\n" << daemons.Log();
   absl::Status wait_status;
   Notification waited;
   std::thread waiter([&] {

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "testing/status_matchers.h"
 #include "tests/cluster_fixture.h"
 #include "trainer/checkpoint.h"
 #include "trainer/dataset.h"
@@ -38,7 +39,7 @@ TEST_F(TrainerJobTest, TwoRankProcessesMatchOneRankWithDoubleBatch) {
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const std::string id = r.out.substr(0, r.out.find('\n'));
   auto job = client_->GetJob(id);
-  ASSERT_TRUE(job.ok());
+  ASSERT_OK(job);
   EXPECT_EQ(job->progress().step(), 20);
   EXPECT_EQ(job->progress().total_steps(), 20);
   EXPECT_GT(job->progress().allreduce_bytes(), 0);
@@ -48,7 +49,7 @@ TEST_F(TrainerJobTest, TwoRankProcessesMatchOneRankWithDoubleBatch) {
 
   auto checkpoint = ReadCheckpointFile(
       absl::StrCat(state_dir_, "/coordinator/checkpoints/", id, "/step-20/state.bin"));
-  ASSERT_TRUE(checkpoint.ok()) << checkpoint.status();
+  ASSERT_OK(checkpoint) << checkpoint.status();
 
   v1::JobSpec spec;
   spec.mutable_trainer()->mutable_model()->add_hidden(32);
@@ -63,14 +64,14 @@ TEST_F(TrainerJobTest, TwoRankProcessesMatchOneRankWithDoubleBatch) {
   t.set_bucket_mb(25);
   t.set_seed(7);
   auto all = MakeSynthetic("synthetic:rows=512,features=16,classes=4");
-  ASSERT_TRUE(all.ok());
+  ASSERT_OK(all);
   const TrainTestSplit data = SplitAndStandardize(*all, 0.2, 7);
   std::vector<float> single;
   RunWorld(1, [&](int, Collective* comm) {
     TrainerContext context;
     context.comm = comm;
     auto result = Train(t, data, context);
-    ASSERT_TRUE(result.ok()) << result.status();
+    ASSERT_OK(result) << result.status();
     EXPECT_EQ(result->steps, 20);
     single = result->params;
   });
@@ -95,7 +96,7 @@ TEST_F(TrainerJobTest, DemoTrainsDigitsToHighAccuracy) {
   EXPECT_NE(r.out.find("using the running cluster"), std::string::npos) << r.out;
 
   auto jobs = client_->ListJobs();
-  ASSERT_TRUE(jobs.ok());
+  ASSERT_OK(jobs);
   ASSERT_EQ(jobs->size(), 1u);
   testing::CommandResult status = Cli({"status", (*jobs)[0].id()});
   EXPECT_NE(status.out.find("progress:  step 220/220"), std::string::npos) << status.out;

@@ -1,4 +1,5 @@
 #include "trainer/checkpoint.h"
+#include "testing/status_matchers.h"
 
 #include <cstdlib>
 #include <filesystem>
@@ -33,11 +34,11 @@ TrainingState State(int64_t step) {
 
 TEST(CheckpointTest, RoundTripsAndKeepsTheNewest) {
   const std::string dir = FreshDir("ckpt");
-  for (int64_t step : {10, 20, 30, 40}) ASSERT_TRUE(WriteCheckpoint(dir, State(step), 3).ok());
+  for (int64_t step : {10, 20, 30, 40}) ASSERT_OK(WriteCheckpoint(dir, State(step), 3));
   EXPECT_FALSE(fs::exists(dir + "/step-10")) << "only the newest 3 are kept";
   EXPECT_TRUE(fs::exists(dir + "/step-20/state.bin"));
   auto loaded = LoadLatestCheckpoint(dir);
-  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  ASSERT_OK(loaded) << loaded.status();
   EXPECT_EQ(loaded->path, dir + "/step-40");
   EXPECT_EQ(loaded->state.step, 40);
   EXPECT_EQ(loaded->state.epoch, 2);
@@ -55,9 +56,9 @@ TEST(CheckpointTest, RoundTripsAndKeepsTheNewest) {
 
 TEST(CheckpointTest, CorruptOrTruncatedNewestFallsBackToThePrevious) {
   const std::string dir = FreshDir("ckpt-corrupt");
-  ASSERT_TRUE(WriteCheckpoint(dir, State(10)).ok());
-  ASSERT_TRUE(WriteCheckpoint(dir, State(20)).ok());
-  ASSERT_TRUE(WriteCheckpoint(dir, State(30)).ok());
+  ASSERT_OK(WriteCheckpoint(dir, State(10)));
+  ASSERT_OK(WriteCheckpoint(dir, State(20)));
+  ASSERT_OK(WriteCheckpoint(dir, State(30)));
   {  // flip a byte in step-30
     std::fstream f(dir + "/step-30/state.bin", std::ios::in | std::ios::out | std::ios::binary);
     f.seekp(20);
@@ -65,7 +66,7 @@ TEST(CheckpointTest, CorruptOrTruncatedNewestFallsBackToThePrevious) {
   }
   fs::resize_file(dir + "/step-20/state.bin", 30);  // truncate step-20
   auto loaded = LoadLatestCheckpoint(dir);
-  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  ASSERT_OK(loaded) << loaded.status();
   EXPECT_EQ(loaded->state.step, 10);
   ASSERT_EQ(loaded->skipped.size(), 2u);
   EXPECT_NE(loaded->skipped[0].find("step-30/state.bin: checksum mismatch"), std::string::npos)
@@ -76,7 +77,7 @@ TEST(CheckpointTest, CorruptOrTruncatedNewestFallsBackToThePrevious) {
 TEST(CheckpointTest, NoneReadableIsNotFound) {
   const std::string dir = FreshDir("ckpt-none");
   EXPECT_EQ(LoadLatestCheckpoint(dir).status().code(), absl::StatusCode::kNotFound);
-  ASSERT_TRUE(WriteCheckpoint(dir, State(5)).ok());
+  ASSERT_OK(WriteCheckpoint(dir, State(5)));
   fs::resize_file(dir + "/step-5/state.bin", 0);
   auto loaded = LoadLatestCheckpoint(dir);
   EXPECT_EQ(loaded.status().code(), absl::StatusCode::kNotFound);

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "common/fake_clock.h"
+#include "testing/status_matchers.h"
 
 namespace ringmaster {
 namespace {
@@ -65,7 +66,7 @@ TEST_F(CommGuardTest, OperationsRunWhileNothingFails) {
                     .ok());
     clock_.Advance(absl::Seconds(299));
     EXPECT_FALSE(guard_.Check()) << "within the timeout";
-    EXPECT_TRUE(guard_.Complete(absl::OkStatus()).ok());
+    EXPECT_OK(guard_.Complete(absl::OkStatus()));
   }
   EXPECT_EQ(launched, 3);
   clock_.Advance(absl::Hours(1));
@@ -79,7 +80,7 @@ TEST_F(CommGuardTest, OperationsRunWhileNothingFails) {
 // the waiting caller gets the watchdog's reason, and no later call touches
 // the communicator.
 TEST_F(CommGuardTest, AnOperationPastTheTimeoutIsAbortedAndEveryLaterCallFails) {
-  ASSERT_TRUE(guard_.Enqueue("ncclAllReduce", [] { return absl::OkStatus(); }).ok());
+  ASSERT_OK(guard_.Enqueue("ncclAllReduce", [] { return absl::OkStatus(); }));
   clock_.Advance(absl::Seconds(301));
   EXPECT_TRUE(guard_.Check());
   EXPECT_EQ(comm_.aborts(), 1);
@@ -163,7 +164,7 @@ TEST_F(CommGuardTest, AFailedLaunchFailsTheCommunicatorForGood) {
 }
 
 TEST_F(CommGuardTest, AFailedWaitFailsLaterCalls) {
-  ASSERT_TRUE(guard_.Enqueue("ncclAllReduce", [] { return absl::OkStatus(); }).ok());
+  ASSERT_OK(guard_.Enqueue("ncclAllReduce", [] { return absl::OkStatus(); }));
   const absl::Status waited =
       absl::InternalError("cudaStreamSynchronize: an illegal memory access");
   EXPECT_EQ(guard_.Complete(waited), waited);

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "testing/status_matchers.h"
 #include "trainer/sampler.h"
 
 namespace ringmaster {
@@ -20,7 +21,7 @@ std::string WriteTemp(const std::string& name, const std::string& text) {
 
 TEST(DatasetTest, ReadsCsvWithHeaderAndLabelColumn) {
   auto d = LoadCsv(WriteTemp("a.csv", "label,f1,f2\n1,0.5,2\n0,1.5,-1\n2,3,4\n"), 0);
-  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_OK(d) << d.status();
   EXPECT_EQ(d->rows, 3);
   EXPECT_EQ(d->features, 2);
   EXPECT_EQ(d->classes, 3);
@@ -60,7 +61,7 @@ TEST(DatasetTest, SyntheticIsDeterministic) {
 
 TEST(DatasetTest, SplitStandardizesWithTrainingStatistics) {
   auto d = MakeSynthetic("synthetic:rows=1000,features=4,classes=2");
-  ASSERT_TRUE(d.ok());
+  ASSERT_OK(d);
   TrainTestSplit s = SplitAndStandardize(*d, 0.25, 7);
   EXPECT_EQ(s.test.rows, 250);
   EXPECT_EQ(s.train.rows, 750);

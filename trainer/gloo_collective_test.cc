@@ -3,6 +3,7 @@
 // all-reduce (shared memory within a host, rings between hosts) runs here
 // exactly as across machines.
 #include "trainer/gloo_collective.h"
+#include "testing/status_matchers.h"
 
 #include <gloo/rendezvous/hash_store.h>
 
@@ -31,7 +32,7 @@ void RunHosts(const Shape& shape, const std::function<void(int rank, GlooCollect
       options.timeout = std::chrono::seconds(60);
       options.host_identity = "host" + std::to_string(shape.host_of_rank[rank]);
       auto comm = GlooCollective::Connect(store, rank, world, options);
-      ASSERT_TRUE(comm.ok()) << comm.status();
+      ASSERT_OK(comm) << comm.status();
       EXPECT_EQ((*comm)->transport(), shape.transport);
       body(rank, **comm);
     });
@@ -58,7 +59,7 @@ TEST_P(HierarchyTest, EveryRankGetsTheExactSum) {
       std::vector<float> data(n);
       for (size_t i = 0; i < n; ++i) data[i] = ValueOf(rank, i);
       const absl::Status status = comm.AllReduceSum(data.data(), n);
-      ASSERT_TRUE(status.ok()) << "n " << n << ": " << status;
+      ASSERT_OK(status) << "n " << n << ": " << status;
       results[rank].push_back(std::move(data));
     }
   });
@@ -91,14 +92,14 @@ TEST_P(HierarchyTest, SharedBuffersReduceInPlace) {
     }
     for (int round = 0; round < 2; ++round) {
       for (size_t i = 0; i < n; ++i) shared[i] = ValueOf(rank, i) + round;
-      ASSERT_TRUE(comm.AllReduceSum(shared + 20000, n - 20000).ok());
-      ASSERT_TRUE(comm.AllReduceSum(shared, 20000).ok());
+      ASSERT_OK(comm.AllReduceSum(shared + 20000, n - 20000));
+      ASSERT_OK(comm.AllReduceSum(shared, 20000));
       const float ranks_sum = world * (world + 1) / 2.0f;
       for (size_t i = 0; i < n; ++i) {
         ASSERT_EQ(shared[i], ranks_sum * ((i * 7) % 101) * 0.25f + world * round)
             << "rank " << rank << " i " << i;
       }
-      ASSERT_TRUE(comm.Barrier().ok());  // all check before the next round writes
+      ASSERT_OK(comm.Barrier());  // all check before the next round writes
     }
   });
 }
@@ -134,7 +135,7 @@ TEST(GlooCollectiveTest, PeerOnAnotherHostThatNeverComesTimesOut) {
       options.timeout = std::chrono::milliseconds(500);
       options.host_identity = "host" + std::to_string(rank);
       auto comm = GlooCollective::Connect(store, rank, 2, options);
-      ASSERT_TRUE(comm.ok()) << comm.status();
+      ASSERT_OK(comm) << comm.status();
       comms[rank] = *std::move(comm);
     });
   }

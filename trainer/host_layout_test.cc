@@ -1,4 +1,5 @@
 #include "trainer/host_layout.h"
+#include "testing/status_matchers.h"
 
 #include <gloo/rendezvous/hash_store.h>
 
@@ -49,7 +50,7 @@ TEST(HostLayoutTest, ExchangeGivesEveryRankTheSameView) {
   for (int rank = 0; rank < static_cast<int>(ids.size()); ++rank) {
     threads.emplace_back([&, rank] {
       auto layout = ExchangeHostLayout(store, "k", rank, ids.size(), ids[rank]);
-      ASSERT_TRUE(layout.ok()) << layout.status();
+      ASSERT_OK(layout) << layout.status();
       layouts[rank] = *layout;
     });
   }

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "testing/status_matchers.h"
 #include "trainer/test_world.h"
 
 namespace ringmaster {
@@ -54,7 +55,7 @@ TEST(ReducerTest, AveragesEveryBucketAcrossRanks) {
         for (size_t i = 0; i < n; ++i) grads[i] = (rank + 1.0f) * (i % 13 + round);
         reducer.Prepare(3.0f);
         for (int p = 5; p >= 0; --p) reducer.MarkReady(p);
-        ASSERT_TRUE(reducer.Finish().ok());
+        ASSERT_OK(reducer.Finish());
         for (size_t i = 0; i < n; ++i) {
           const float want = 2.0f * (i % 13 + round);
           ASSERT_NEAR(grads[i] * reducer.grad_scale(), want, bf16 ? want / 64 : 1e-5) << i;

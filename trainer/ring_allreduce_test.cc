@@ -1,4 +1,5 @@
 #include "trainer/ring_allreduce.h"
+#include "testing/status_matchers.h"
 
 #include <arpa/inet.h>
 #include <gloo/rendezvous/hash_store.h>
@@ -88,7 +89,7 @@ TEST(RingAllReduceTest, APeerThatClosesMidwayFailsTheCallAndEveryLaterOne) {
   gloo::rendezvous::HashStore store;
   FakePeer peer(store);
   auto ring = JoinWith(peer, store, 1);
-  ASSERT_TRUE(ring.ok()) << ring.status();
+  ASSERT_OK(ring) << ring.status();
   // Half of rank 1's share of the reduce-scatter, then it is gone.
   std::vector<float> half(1000, 1.0f);
   ASSERT_EQ(static_cast<ssize_t>(half.size() * sizeof(float)),

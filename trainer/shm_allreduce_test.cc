@@ -1,4 +1,5 @@
 #include "trainer/shm_allreduce.h"
+#include "testing/status_matchers.h"
 
 #include <gloo/rendezvous/file_store.h>
 #include <gloo/rendezvous/hash_store.h>
@@ -28,10 +29,10 @@ TEST(ShmAllReduceTest, SumsAcrossRanksInChunks) {
   for (int rank = 0; rank < kWorld; ++rank) {
     threads.emplace_back([&, rank] {
       auto shm = ShmAllReduce::Create(store, "t", rank, kWorld, std::chrono::seconds(30));
-      ASSERT_TRUE(shm.ok()) << shm.status();
+      ASSERT_OK(shm) << shm.status();
       for (int round = 0; round < 2; ++round) {
         for (size_t i = 0; i < n; ++i) data[rank][i] = (rank + 1) * float(i % 97) + round;
-        ASSERT_TRUE((*shm)->AllReduceSum(data[rank].data(), n).ok());
+        ASSERT_OK((*shm)->AllReduceSum(data[rank].data(), n));
         for (size_t i = 0; i < n; i += 7) {
           ASSERT_EQ(data[rank][i], 6 * float(i % 97) + 3 * round) << "rank " << rank << " i " << i;
         }
@@ -54,14 +55,14 @@ TEST(ShmAllReduceTest, AcrossSeesEachShareOnceBeforeTheCopyOut) {
   for (int rank = 0; rank < kWorld; ++rank) {
     threads.emplace_back([&, rank] {
       auto shm = ShmAllReduce::Create(store, "h", rank, kWorld, std::chrono::seconds(30));
-      ASSERT_TRUE(shm.ok()) << shm.status();
+      ASSERT_OK(shm) << shm.status();
       for (size_t i = 0; i < n; ++i) data[rank][i] = float(i % 13);
       absl::Status status = (*shm)->AllReduceSum(data[rank].data(), n, [&](float* share, size_t k) {
         for (size_t i = 0; i < k; ++i) share[i] *= 2;
         floats_across[rank] += k;
         return absl::OkStatus();
       });
-      ASSERT_TRUE(status.ok()) << status;
+      ASSERT_OK(status) << status;
       for (size_t i = 0; i < n; ++i) ASSERT_EQ(data[rank][i], 6 * float(i % 13)) << i;
     });
   }
@@ -74,7 +75,7 @@ TEST(ShmAllReduceTest, AcrossSeesEachShareOnceBeforeTheCopyOut) {
 TEST(ShmAllReduceTest, AcrossErrorIsReturned) {
   gloo::rendezvous::HashStore store;
   auto shm = ShmAllReduce::Create(store, "e", 0, 1, std::chrono::seconds(30));
-  ASSERT_TRUE(shm.ok()) << shm.status();
+  ASSERT_OK(shm) << shm.status();
   float x[3] = {1, 2, 3};
   absl::Status status = (*shm)->AllReduceSum(
       x, 3, [](float*, size_t) { return absl::UnavailableError("link down"); });
@@ -86,12 +87,12 @@ TEST(ShmAllReduceTest, MissingPeerTimesOut) {
   std::unique_ptr<ShmAllReduce> shm0, shm1;
   std::thread t1([&] {
     auto s = ShmAllReduce::Create(store, "m", 1, 2, std::chrono::milliseconds(300));
-    ASSERT_TRUE(s.ok());
+    ASSERT_OK(s);
     shm1 = *std::move(s);
   });
   auto s = ShmAllReduce::Create(store, "m", 0, 2, std::chrono::milliseconds(300));
   t1.join();
-  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_OK(s) << s.status();
   float x[4] = {1, 2, 3, 4};
   // Rank 1 never calls: rank 0 must give up, not hang.
   absl::Status status = (*s)->AllReduceSum(x, 4);
@@ -105,12 +106,12 @@ TEST(ShmAllReduceTest, PeerThatLeftAbortsTheOthersAtOnce) {
   std::unique_ptr<ShmAllReduce> shm1;
   std::thread t1([&] {
     auto s = ShmAllReduce::Create(store, "l", 1, 2, std::chrono::seconds(60));
-    ASSERT_TRUE(s.ok());
+    ASSERT_OK(s);
     shm1 = *std::move(s);
   });
   auto shm0 = ShmAllReduce::Create(store, "l", 0, 2, std::chrono::seconds(60));
   t1.join();
-  ASSERT_TRUE(shm0.ok()) << shm0.status();
+  ASSERT_OK(shm0) << shm0.status();
   shm1.reset();
   float x[4] = {1, 2, 3, 4};
   const auto start = std::chrono::steady_clock::now();
@@ -138,7 +139,7 @@ TEST(ShmAllReduceTest, KilledPeerProcessAbortsTheOthers) {
   }
   gloo::rendezvous::FileStore store(dir);
   auto shm = ShmAllReduce::Create(store, "k", 0, 2, std::chrono::seconds(60));
-  ASSERT_TRUE(shm.ok()) << shm.status();
+  ASSERT_OK(shm) << shm.status();
   kill(child, SIGKILL);
   float x[4] = {1, 2, 3, 4};
   absl::Status status = (*shm)->AllReduceSum(x, 4);
@@ -157,15 +158,15 @@ TEST(ShmAllReduceTest, ReducesSharedBuffersInPlace) {
   for (int rank = 0; rank < kWorld; ++rank) {
     threads.emplace_back([&, rank] {
       auto shm = ShmAllReduce::Create(store, "b", rank, kWorld, std::chrono::seconds(30));
-      ASSERT_TRUE(shm.ok()) << shm.status();
+      ASSERT_OK(shm) << shm.status();
       auto buffer = (*shm)->MapBuffers(store, "b/buffers", n);
-      ASSERT_TRUE(buffer.ok()) << buffer.status();
+      ASSERT_OK(buffer) << buffer.status();
       float* mine = *buffer;
       for (int round = 0; round < 3; ++round) {
         for (size_t i = 0; i < n; ++i) mine[i] = (rank + 1) * float(i % 31) + round;
         // Two ranges, as two buckets would be.
-        ASSERT_TRUE((*shm)->AllReduceSum(mine + 5000, n - 5000).ok());
-        ASSERT_TRUE((*shm)->AllReduceSum(mine, 5000).ok());
+        ASSERT_OK((*shm)->AllReduceSum(mine + 5000, n - 5000));
+        ASSERT_OK((*shm)->AllReduceSum(mine, 5000));
         for (size_t i = 0; i < n; ++i) {
           ASSERT_EQ(mine[i], 6 * float(i % 31) + 3 * round) << "rank " << rank << " i " << i;
         }

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
+#include "testing/status_matchers.h"
 #include "trainer/fake_gpu.h"
 
 namespace ringmaster {
@@ -14,12 +15,12 @@ namespace {
 // GPU runner makes them: on the training thread, the device set first.
 struct FakeRank {
   FakeRank(FakeGpu* gpu, int device, int params) : gpu(gpu) {
-    EXPECT_TRUE(gpu->SetDevice(device).ok());
+    EXPECT_OK(gpu->SetDevice(device));
     compute = gpu->NewStream();
     comm = gpu->NewStream();
-    EXPECT_TRUE(gpu->SetDevice(0).ok());  // as a thread that moved on
+    EXPECT_OK(gpu->SetDevice(0));  // as a thread that moved on
     auto made = StepStreams::Create(gpu, device, compute, comm, params);
-    EXPECT_TRUE(made.ok()) << made.status();
+    EXPECT_OK(made) << made.status();
     if (made.ok()) streams = *std::move(made);
   }
   FakeGpu* gpu;
@@ -38,16 +39,16 @@ const std::vector<Bucket> kBuckets = {{0, 0, {5, 4}}, {0, 0, {3, 2}}, {0, 0, {1,
 void Step(FakeRank& rank) {
   size_t next = 0;
   for (int p = 5; p >= 0; --p) {
-    ASSERT_TRUE(rank.gpu->Launch(rank.compute, absl::StrCat("grad ", p)).ok());
-    ASSERT_TRUE(rank.streams->GradientReady(p).ok());
+    ASSERT_OK(rank.gpu->Launch(rank.compute, absl::StrCat("grad ", p)));
+    ASSERT_OK(rank.streams->GradientReady(p));
     if (kBuckets[next].params.back() != p) continue;
-    ASSERT_TRUE(rank.streams->BeforeReduce(kBuckets[next]).ok());
-    ASSERT_TRUE(rank.gpu->Launch(rank.comm, absl::StrCat("allreduce ", next)).ok());
-    ASSERT_TRUE(rank.gpu->Launch(rank.comm, absl::StrCat("update ", next)).ok());
+    ASSERT_OK(rank.streams->BeforeReduce(kBuckets[next]));
+    ASSERT_OK(rank.gpu->Launch(rank.comm, absl::StrCat("allreduce ", next)));
+    ASSERT_OK(rank.gpu->Launch(rank.comm, absl::StrCat("update ", next)));
     ++next;
   }
-  ASSERT_TRUE(rank.streams->AfterStep().ok());
-  ASSERT_TRUE(rank.gpu->Launch(rank.compute, "next forward").ok());
+  ASSERT_OK(rank.streams->AfterStep());
+  ASSERT_OK(rank.gpu->Launch(rank.compute, "next forward"));
 }
 
 TEST(StepStreamsTest, ABucketsCollectiveWaitsForItsGradientsAndNothingLater) {
@@ -77,9 +78,9 @@ TEST(StepStreamsTest, AThreadMustEnterTheRanksDeviceBeforeIssuingWork) {
   FakeGpu gpu(2);
   FakeRank rank(&gpu, 1, 6);
   ASSERT_NE(rank.streams, nullptr);
-  ASSERT_TRUE(gpu.Launch(rank.compute, "grad 5").ok()) << "Create set the training thread's device";
-  ASSERT_TRUE(rank.streams->GradientReady(5).ok()) << "the events are of device 1";
-  ASSERT_TRUE(rank.streams->GradientReady(4).ok());
+  ASSERT_OK(gpu.Launch(rank.compute, "grad 5")) << "Create set the training thread's device";
+  ASSERT_OK(rank.streams->GradientReady(5)) << "the events are of device 1";
+  ASSERT_OK(rank.streams->GradientReady(4));
 
   absl::Status unentered, unentered_launch, entered, entered_launch;
   std::thread([&] {
@@ -87,7 +88,7 @@ TEST(StepStreamsTest, AThreadMustEnterTheRanksDeviceBeforeIssuingWork) {
     unentered_launch = gpu.Launch(rank.comm, "allreduce from device 0");
   }).join();
   std::thread([&] {
-    ASSERT_TRUE(rank.streams->EnterThread().ok());
+    ASSERT_OK(rank.streams->EnterThread());
     entered = rank.streams->BeforeReduce(kBuckets[0]);
     entered_launch = gpu.Launch(rank.comm, "allreduce 0");
   }).join();
@@ -98,8 +99,8 @@ TEST(StepStreamsTest, AThreadMustEnterTheRanksDeviceBeforeIssuingWork) {
             "EnterThread first");
   EXPECT_NE(unentered_launch.message().find("invalid resource handle"), std::string::npos)
       << "the fake keeps CUDA's rule: " << unentered_launch;
-  EXPECT_TRUE(entered.ok()) << entered;
-  EXPECT_TRUE(entered_launch.ok()) << entered_launch;
+  EXPECT_OK(entered) << entered;
+  EXPECT_OK(entered_launch) << entered_launch;
   EXPECT_TRUE(gpu.Ordered("grad 5", "allreduce 0"));
 }
 
@@ -111,11 +112,11 @@ TEST(StepStreamsTest, RanksOnTwoDevicesKeepToTheirOwn) {
   FakeRank rank1(&gpu, 1, 6);
   ASSERT_NE(rank0.streams, nullptr);
   ASSERT_NE(rank1.streams, nullptr);
-  EXPECT_TRUE(rank1.streams->GradientReady(0).ok());
+  EXPECT_OK(rank1.streams->GradientReady(0));
   EXPECT_EQ(rank0.streams->GradientReady(0).code(), absl::StatusCode::kFailedPrecondition)
       << "the thread is on device 1 since rank 1 was made";
-  ASSERT_TRUE(rank0.streams->EnterThread().ok());
-  EXPECT_TRUE(rank0.streams->GradientReady(0).ok());
+  ASSERT_OK(rank0.streams->EnterThread());
+  EXPECT_OK(rank0.streams->GradientReady(0));
   EXPECT_EQ(rank1.streams->GradientReady(0).code(), absl::StatusCode::kFailedPrecondition);
 }
 
@@ -133,12 +134,12 @@ TEST(FakeGpuTest, AnEventRecordsOnlyOnAStreamOfItsDevice) {
   FakeGpu gpu(2);
   StreamApi::Stream on0 = gpu.NewStream();
   absl::StatusOr<StreamApi::Event> event = gpu.CreateEvent();
-  ASSERT_TRUE(event.ok());
-  ASSERT_TRUE(gpu.SetDevice(1).ok());
+  ASSERT_OK(event);
+  ASSERT_OK(gpu.SetDevice(1));
   StreamApi::Stream on1 = gpu.NewStream();
-  EXPECT_TRUE(gpu.Record(*event, on0).ok()) << "recording does not depend on the thread";
+  EXPECT_OK(gpu.Record(*event, on0)) << "recording does not depend on the thread";
   EXPECT_NE(gpu.Record(*event, on1).message().find("invalid resource handle"), std::string::npos);
-  EXPECT_TRUE(gpu.Wait(on1, *event).ok()) << "waiting across devices is allowed";
+  EXPECT_OK(gpu.Wait(on1, *event)) << "waiting across devices is allowed";
   EXPECT_EQ(gpu.SetDevice(2).message(), "invalid device ordinal 2");
   gpu.DestroyEvent(*event);
 }

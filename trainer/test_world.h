@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include "testing/status_matchers.h"
 #include "trainer/gloo_collective.h"
 
 namespace ringmaster {
@@ -29,7 +30,7 @@ inline void RunWorld(int world, const std::function<void(int, Collective*)>& bod
       options.timeout = std::chrono::seconds(60);
       options.host_identity = "host" + std::to_string(rank % hosts);
       auto comm = GlooCollective::Connect(store, rank, world, options);
-      ASSERT_TRUE(comm.ok()) << comm.status();
+      ASSERT_OK(comm) << comm.status();
       body(rank, comm->get());
     });
   }

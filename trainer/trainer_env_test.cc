@@ -1,4 +1,5 @@
 #include "trainer/trainer_env.h"
+#include "testing/status_matchers.h"
 
 #include <map>
 #include <string>
@@ -23,7 +24,7 @@ TEST(TrainerEnvTest, ReadsWhatTheWorkerSets) {
                                          {"RINGMASTER_CHECKPOINT_DIR", "/ck"},
                                          {"RINGMASTER_COLLECTIVE_TIMEOUT_S", "630"},
                                          {"CUDA_VISIBLE_DEVICES", ""}});
-  ASSERT_TRUE(env.ok()) << env.status();
+  ASSERT_OK(env) << env.status();
   EXPECT_EQ(env->rank, 2);
   EXPECT_EQ(env->world_size, 3);
   EXPECT_EQ(env->attempt, 4);
@@ -37,7 +38,7 @@ TEST(TrainerEnvTest, ReadsWhatTheWorkerSets) {
 
 TEST(TrainerEnvTest, AStandaloneRunIsRankZeroOfOne) {
   absl::StatusOr<TrainerEnv> env = Read({});
-  ASSERT_TRUE(env.ok()) << env.status();
+  ASSERT_OK(env) << env.status();
   EXPECT_EQ(env->rank, 0);
   EXPECT_EQ(env->world_size, 1);
   EXPECT_EQ(env->collective_timeout, absl::Seconds(120));

@@ -11,6 +11,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
+#include "testing/status_matchers.h"
 #include "trainer/checkpoint.h"
 #include "trainer/test_world.h"
 
@@ -21,7 +22,7 @@ namespace fs = std::filesystem;
 
 TrainTestSplit Data(int rows = 512) {
   auto all = MakeSynthetic(absl::StrCat("synthetic:rows=", rows, ",features=16,classes=4"));
-  EXPECT_TRUE(all.ok());
+  EXPECT_OK(all);
   return SplitAndStandardize(*all, 0.2, 1);
 }
 
@@ -51,7 +52,7 @@ std::vector<float> TrainWorld(const v1::TrainerSpec& spec, const TrainTestSplit&
         context.comm = comm;
         if (rank != 0) context.log = nullptr;
         auto result = Train(spec, data, context);
-        ASSERT_TRUE(result.ok()) << result.status();
+        ASSERT_OK(result) << result.status();
         params[rank] = result->params;
       },
       hosts);
@@ -129,7 +130,7 @@ TEST(TrainerTest, FirstBucketAllReduceStartsBeforeBackwardEnds) {
     context.comm = comm;
     context.events = logs[rank].get();
     context.stop_after_step = 1;
-    ASSERT_TRUE(Train(spec, data, context).ok());
+    ASSERT_OK(Train(spec, data, context));
   });
   for (const auto& log : logs) {
     const int start = log->IndexOf("bucket 0 allreduce start");
@@ -267,7 +268,7 @@ TEST(TrainerTest, ResumesAtAnotherWorldSizeWithTheRestOfTheEpoch) {
     context.comm = comm;
     context.checkpoint_dir = crash.checkpoint_dir;
     auto result = Train(spec, data, context);
-    ASSERT_TRUE(result.ok()) << result.status();
+    ASSERT_OK(result) << result.status();
     results[rank] = *std::move(result);
   });
   // World 3: (409 - 100) / 3 = 103 rows a rank, 10 steps to end epoch 0;
@@ -301,7 +302,7 @@ TEST(TrainerTest, StopRequestCheckpointsAtTheStepBoundaryAndEndsEveryRank) {
     context.stop_requested = [&asked] { return ++asked == 4; };
     results[rank] = Train(spec, data, context);
   });
-  ASSERT_TRUE(results[0].ok()) << results[0].status();
+  ASSERT_OK(results[0]) << results[0].status();
   EXPECT_TRUE(results[0]->stopped);
   EXPECT_EQ(results[0]->steps, 4);
   EXPECT_TRUE(fs::exists(dir + "/step-4"));
@@ -333,7 +334,7 @@ TEST(TrainerTest, LearnsDigits) {
     TrainerContext context;
     context.comm = comm;
     auto result = Train(spec, data, context);
-    ASSERT_TRUE(result.ok()) << result.status();
+    ASSERT_OK(result) << result.status();
     if (rank == 0) accuracy = result->eval_accuracy;
   });
   EXPECT_GE(accuracy, 0.95);

@@ -1,4 +1,5 @@
 #include "worker/agent_access.h"
+#include "testing/status_matchers.h"
 
 #include <gtest/gtest.h>
 
@@ -36,7 +37,7 @@ class AgentAccessTest : public ::testing::Test {
 };
 
 TEST_F(AgentAccessTest, ReadLogTakesOnlyTheAgentCredential) {
-  EXPECT_TRUE(Coordinator("agent-token").ok());
+  EXPECT_OK(Coordinator("agent-token"));
   absl::Status none = Coordinator("");
   EXPECT_EQ(none.code(), absl::StatusCode::kUnauthenticated);
   EXPECT_NE(none.message().find("agent credential"), absl::string_view::npos) << none;
@@ -45,7 +46,7 @@ TEST_F(AgentAccessTest, ReadLogTakesOnlyTheAgentCredential) {
 }
 
 TEST_F(AgentAccessTest, ProgressTakesOnlyTheRunningAttemptsCredential) {
-  EXPECT_TRUE(Rank("job-a-token", Ref("a", 1)).ok());
+  EXPECT_OK(Rank("job-a-token", Ref("a", 1)));
   EXPECT_EQ(Rank("job-a-token", Ref("b", 1)).code(), absl::StatusCode::kPermissionDenied);
   EXPECT_EQ(Rank("job-a-token", Ref("a", 2)).code(), absl::StatusCode::kPermissionDenied);
   EXPECT_EQ(Rank("agent-token", Ref("a", 1)).code(), absl::StatusCode::kPermissionDenied);
@@ -55,8 +56,8 @@ TEST_F(AgentAccessTest, ProgressTakesOnlyTheRunningAttemptsCredential) {
 
 TEST(AgentAccessOpenTest, AWorkerWithoutCredentialsLetsEveryoneThrough) {
   AgentAccess open(false, [](const std::string&) { return std::nullopt; });
-  EXPECT_TRUE(open.RequireCoordinatorToken(std::nullopt).ok());
-  EXPECT_TRUE(open.RequireRankToken(std::nullopt, Ref("a", 1)).ok());
+  EXPECT_OK(open.RequireCoordinatorToken(std::nullopt));
+  EXPECT_OK(open.RequireRankToken(std::nullopt, Ref("a", 1)));
 }
 
 TEST(AgentAccessUnregisteredTest, NoAgentCredentialBeforeRegistration) {

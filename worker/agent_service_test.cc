@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "testing/status_matchers.h"
 #include "worker/rank_log.h"
 
 namespace ringmaster {
@@ -33,12 +34,12 @@ std::string WriteLog(const std::string& name) {
 TEST(ReadLogFileTest, ReadsWholeLinesFromTheOffset) {
   const std::string path = WriteLog("read.log");
   absl::StatusOr<v1::ReadLogResponse> read = ReadLogFile(path, "job j-1 rank 0", At(0));
-  ASSERT_TRUE(read.ok()) << read.status();
+  ASSERT_OK(read) << read.status();
   EXPECT_EQ(read->data(), "hello\nworld\nepoch 2 ");
   EXPECT_TRUE(read->mid_line());
   const int64_t second = kRecordPrefixBytes + 6;
   read = ReadLogFile(path, "job j-1 rank 0", At(second));
-  ASSERT_TRUE(read.ok()) << read.status();
+  ASSERT_OK(read) << read.status();
   EXPECT_EQ(read->data(), "world\nepoch 2 ");
   EXPECT_EQ(read->next_offset(), 3 * kRecordPrefixBytes + 6 + 6 + 9);
 }
@@ -49,7 +50,7 @@ TEST(ReadLogFileTest, TailsAndTimestampsAsAsked) {
   request.set_tail_lines(2);
   request.set_timestamps(true);
   absl::StatusOr<v1::ReadLogResponse> read = ReadLogFile(path, "job j-1 rank 0", request);
-  ASSERT_TRUE(read.ok()) << read.status();
+  ASSERT_OK(read) << read.status();
   EXPECT_EQ(read->data(),
             "2026-11-23T10:00:01.000000000Z world\n"
             "2026-11-23T10:00:02.000000000Z epoch 2 ");
@@ -58,7 +59,7 @@ TEST(ReadLogFileTest, TailsAndTimestampsAsAsked) {
   request.set_timestamps(true);
   request.set_mid_line(true);
   read = ReadLogFile(path, "job j-1 rank 0", request);
-  ASSERT_TRUE(read.ok()) << read.status();
+  ASSERT_OK(read) << read.status();
   EXPECT_EQ(read->data().substr(0, 6), "hello\n");
 }
 

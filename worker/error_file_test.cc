@@ -1,4 +1,5 @@
 #include "worker/error_file.h"
+#include "testing/status_matchers.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -17,7 +18,7 @@ class ErrorFileTest : public ::testing::Test {
     dir_ = std::string(std::getenv("TEST_TMPDIR")) + "/" +
            ::testing::UnitTest::GetInstance()->current_test_info()->name();
     std::filesystem::remove_all(dir_);
-    ASSERT_TRUE(PrepareErrorDir(dir_, std::nullopt).ok());
+    ASSERT_OK(PrepareErrorDir(dir_, std::nullopt));
   }
   std::string Write(const std::string& text) {
     const std::string path = dir_ + "/error.json";
@@ -56,7 +57,7 @@ TEST_F(ErrorFileTest, LongMessagesAreCutAndAnEarlierAttemptsFileIsRemoved) {
       Write("{\"message\": \"" + std::string(2 * kMaxErrorMessageBytes, 'x') + "\"}"));
   EXPECT_EQ(line.size(), kMaxErrorMessageBytes + 3);
   EXPECT_EQ(line.substr(line.size() - 3), "...");
-  ASSERT_TRUE(PrepareErrorDir(dir_, std::nullopt).ok());
+  ASSERT_OK(PrepareErrorDir(dir_, std::nullopt));
   EXPECT_FALSE(std::filesystem::exists(dir_ + "/error.json")) << "a new attempt starts clean";
   struct stat st;
   ASSERT_EQ(stat(dir_.c_str(), &st), 0);
@@ -70,16 +71,16 @@ TEST_F(ErrorFileTest, TheDirectoryIsTheWorkersInTheRanksGroup) {
   RunAs nobody;
   nobody.uid = 65534;
   nobody.gid = 65534;
-  ASSERT_TRUE(MakeRankDir(dir_, nobody).ok());
+  ASSERT_OK(MakeRankDir(dir_, nobody));
   ASSERT_EQ(chmod(dir_.c_str(), 0), 0);
-  ASSERT_TRUE(PrepareErrorDir(dir_, nobody).ok());
+  ASSERT_OK(PrepareErrorDir(dir_, nobody));
   struct stat st;
   ASSERT_EQ(stat(dir_.c_str(), &st), 0);
   EXPECT_EQ(st.st_uid, geteuid());
   EXPECT_EQ(st.st_gid, 65534u);
   EXPECT_EQ(st.st_mode & 0777, 0770u);
 
-  ASSERT_TRUE(MakeRankDir(dir_, nobody).ok());
+  ASSERT_OK(MakeRankDir(dir_, nobody));
   ASSERT_EQ(stat(dir_.c_str(), &st), 0);
   EXPECT_EQ(st.st_uid, 65534u);
   EXPECT_EQ(st.st_mode & 0777, 0700u);

@@ -6,7 +6,8 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/test_util.h"
+#include "testing/status_matchers.h"
+#include "testing/test_util.h"
 
 namespace ringmaster {
 namespace {
@@ -24,7 +25,7 @@ class GpuDiscoveryTest : public ::testing::Test {
   void SetUp() override {
     setenv("FAKE_NVML_DEVICES", kDevices, 1);
     auto nvml = Nvml::Load(testing::Runfile(kFakeNvml));
-    ASSERT_TRUE(nvml.ok()) << nvml.status();
+    ASSERT_OK(nvml) << nvml.status();
     nvml_ = *std::move(nvml);
   }
 

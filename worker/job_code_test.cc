@@ -11,6 +11,7 @@
 #include "common/sha256.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "testing/status_matchers.h"
 
 namespace ringmaster {
 namespace {
@@ -33,9 +34,9 @@ class JobCodeTest : public ::testing::Test {
     archive_ = tmp_ + "/code.tar.gz";
     std::ofstream(tmp_ + "/train.py") << "print('hi')\n";
     auto writer = ArchiveWriter::Create(archive_);
-    ASSERT_TRUE(writer.ok());
-    ASSERT_TRUE((*writer)->AddFile("train.py", tmp_ + "/train.py", 12, false).ok());
-    ASSERT_TRUE((*writer)->Finish().ok());
+    ASSERT_OK(writer);
+    ASSERT_OK((*writer)->AddFile("train.py", tmp_ + "/train.py", 12, false));
+    ASSERT_OK((*writer)->Finish());
     code_.set_sha256(*Sha256OfFile(archive_));
     code_.set_source("laptop:/home/me/project");
   }
@@ -66,13 +67,13 @@ class JobCodeTest : public ::testing::Test {
 TEST_F(JobCodeTest, FetchedOnceAndUnpackedForTheJob) {
   JobCode jobs(root(), UnpackLimits{}, Serving());
   auto dir = jobs.Prepare("train-1", code_, std::nullopt);
-  ASSERT_TRUE(dir.ok()) << dir.status();
+  ASSERT_OK(dir) << dir.status();
   EXPECT_EQ(*dir, root() + "/train-1/code");
   std::ifstream in(*dir + "/train.py");
   std::stringstream text;
   text << in.rdbuf();
   EXPECT_EQ(text.str(), "print('hi')\n");
-  ASSERT_TRUE(jobs.Prepare("train-1", code_, std::nullopt).ok());
+  ASSERT_OK(jobs.Prepare("train-1", code_, std::nullopt));
   EXPECT_EQ(fetches_, 1);
   // Nothing of the download is left beside it.
   EXPECT_FALSE(fs::exists(root() + "/train-1/code.tar.gz.part"));
@@ -101,7 +102,7 @@ TEST_F(JobCodeTest, ATamperedArchiveIsRefusedAndTriedAgainLater) {
                         " from laptop:/home/me/project: the fetched archive has SHA-256 "));
   EXPECT_FALSE(fs::exists(root() + "/train-1/code"));
   JobCode fixed(root(), UnpackLimits{}, Serving());
-  EXPECT_TRUE(fixed.Prepare("train-1", code_, std::nullopt).ok());
+  EXPECT_OK(fixed.Prepare("train-1", code_, std::nullopt));
 }
 
 TEST_F(JobCodeTest, AnArchiveOverTheLimitIsRefused) {
@@ -135,16 +136,16 @@ TEST_F(JobCodeTest, ErrorsNameNoFileOfTheWorkerNorAnEmptySource) {
 TEST_F(JobCodeTest, ARestartedWorkerUsesWhatItUnpacked) {
   {
     JobCode jobs(root(), UnpackLimits{}, Serving());
-    ASSERT_TRUE(jobs.Prepare("train-1", code_, std::nullopt).ok());
+    ASSERT_OK(jobs.Prepare("train-1", code_, std::nullopt));
   }
   JobCode again(root(), UnpackLimits{}, Serving());
-  ASSERT_TRUE(again.Prepare("train-1", code_, std::nullopt).ok());
+  ASSERT_OK(again.Prepare("train-1", code_, std::nullopt));
   EXPECT_EQ(fetches_, 1);
 }
 
 TEST_F(JobCodeTest, DeleteRemovesTheJobsDirectory) {
   JobCode jobs(root(), UnpackLimits{}, Serving());
-  ASSERT_TRUE(jobs.Prepare("train-1", code_, std::nullopt).ok());
+  ASSERT_OK(jobs.Prepare("train-1", code_, std::nullopt));
   jobs.Delete("train-1");
   EXPECT_FALSE(fs::exists(root() + "/train-1"));
   jobs.Delete("../escape");  // not a job id: nothing happens

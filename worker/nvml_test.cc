@@ -4,7 +4,8 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/test_util.h"
+#include "testing/status_matchers.h"
+#include "testing/test_util.h"
 
 namespace ringmaster {
 namespace {
@@ -16,17 +17,17 @@ constexpr char kFakeNvml[] = "worker/testing/libfake_nvml.so";
 TEST(NvmlTest, TellsAGpusLinkAndItsBandwidthInOneDirection) {
   setenv("FAKE_NVML_DEVICES", "GPU-a:0:0:1:0:0:0;GPU-b:0:0:1:0:0:0", 1);
   auto nvml = Nvml::Load(testing::Runfile(kFakeNvml));
-  ASSERT_TRUE(nvml.ok()) << nvml.status();
+  ASSERT_OK(nvml) << nvml.status();
 
   setenv("FAKE_NVML_LINKS", "nvlink:6:18", 1);  // an H100 SXM
   absl::StatusOr<GpuLink> link = (*nvml)->Link("00000000:01:00.0");
-  ASSERT_TRUE(link.ok()) << link.status();
+  ASSERT_OK(link) << link.status();
   EXPECT_EQ(link->kind, "NVLink 4.0 x18");
   EXPECT_DOUBLE_EQ(link->gb_per_second, 450);
 
   setenv("FAKE_NVML_LINKS", "pcie:4:16", 1);
   link = (*nvml)->Link("0000:00:00.0");
-  ASSERT_TRUE(link.ok()) << link.status();
+  ASSERT_OK(link) << link.status();
   EXPECT_EQ(link->kind, "PCIe 4 x16");
   EXPECT_NEAR(link->gb_per_second, 31.5, 0.01);
 

@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
+#include "testing/status_matchers.h"
 
 namespace ringmaster {
 namespace {
@@ -59,7 +60,7 @@ TEST(ProcessLauncherTest, RunsWithExactEnvironmentAndCapturesOutput) {
   PosixProcessLauncher launcher;
   LaunchSpec spec = Shell("env; echo to-stderr >&2; exit 3", "env.log");
   auto pid = launcher.Spawn(spec);
-  ASSERT_TRUE(pid.ok()) << pid.status();
+  ASSERT_OK(pid) << pid.status();
   ExitStatus status = WaitFor(launcher, *pid);
   EXPECT_EQ(status.exit_code, 3);
   EXPECT_EQ(status.signal, 0);
@@ -79,7 +80,7 @@ TEST(ProcessLauncherTest, OutputReachesTheLogAsTimedRecords) {
   LaunchSpec spec = Shell("echo one; printf 'two'; echo ' three' >&2; printf last", "timed.log");
   const absl::Time before = absl::Now();
   auto pid = launcher.Spawn(spec);
-  ASSERT_TRUE(pid.ok()) << pid.status();
+  ASSERT_OK(pid) << pid.status();
   EXPECT_EQ(WaitFor(launcher, *pid).exit_code, 0);
   ASSERT_TRUE(launcher.ClearGroup(*pid, absl::Seconds(10)));
   const absl::Time after = absl::Now();
@@ -131,12 +132,12 @@ TEST(ProcessLauncherTest, APathTheProgramNeedsIsCheckedAsItsUser) {
   std::filesystem::permissions(dir, std::filesystem::perms(0755));
   spec.required_access = {{"checkpoint_dir", dir, R_OK | X_OK}};
   pid = launcher.Spawn(spec);
-  ASSERT_TRUE(pid.ok()) << pid.status();
+  ASSERT_OK(pid) << pid.status();
   EXPECT_EQ(WaitFor(launcher, *pid).exit_code, 0);
 
   if (geteuid() != 0) GTEST_SKIP() << "switching to another user needs root";
   auto nobody = ResolveRunAs("nobody");
-  ASSERT_TRUE(nobody.ok());
+  ASSERT_OK(nobody);
   spec.run_as = *nobody;
   spec.required_access = {{"checkpoint_dir", dir, W_OK | X_OK}};
   pid = launcher.Spawn(spec);
@@ -149,7 +150,7 @@ TEST(ProcessLauncherTest, SignallingTheGroupReachesChildrenAndClearLeavesNothing
   // The leader waits on a background child; both are in the rank's group.
   LaunchSpec spec = Shell("sleep 300 & sleep 300; wait", "group.log");
   auto pid = launcher.Spawn(spec);
-  ASSERT_TRUE(pid.ok()) << pid.status();
+  ASSERT_OK(pid) << pid.status();
   EXPECT_EQ(getpgid(*pid), *pid) << "the rank leads its own process group";
   ExitStatus status;
   EXPECT_FALSE(launcher.WaitExit(*pid, absl::Milliseconds(100), &status));
@@ -167,7 +168,7 @@ TEST(ProcessLauncherTest, OrphanedGrandchildrenAreClearedToo) {
   // The leader exits at once, leaving a grandchild in its group.
   LaunchSpec spec = Shell("(sleep 300 &) ; exit 0", "orphan.log");
   auto pid = launcher.Spawn(spec);
-  ASSERT_TRUE(pid.ok());
+  ASSERT_OK(pid);
   EXPECT_EQ(WaitFor(launcher, *pid).exit_code, 0);
   EXPECT_EQ(kill(-*pid, 0), 0) << "the grandchild is still there";
   EXPECT_TRUE(launcher.ClearGroup(*pid, absl::Seconds(5)));
@@ -176,7 +177,7 @@ TEST(ProcessLauncherTest, OrphanedGrandchildrenAreClearedToo) {
 
 TEST(ResolveProgramTest, LooksUpPath) {
   auto sh = ResolveProgram("sh", "/nonexistent:/bin");
-  ASSERT_TRUE(sh.ok());
+  ASSERT_OK(sh);
   EXPECT_EQ(*sh, "/bin/sh");
   EXPECT_EQ(*ResolveProgram("./x", ""), "./x");
   EXPECT_FALSE(ResolveProgram("sh", "/nonexistent").ok());
@@ -227,7 +228,7 @@ TEST_F(ContainedLauncherTest, ClearKillsDescendantsThatLeftTheSession) {
       Shell("setsid sh -c 'echo $$; exec sleep 300' & echo $$; exec sleep 300", "escape.log");
   spec.name = "escape";
   auto pid = launcher_->Spawn(spec);
-  ASSERT_TRUE(pid.ok()) << pid.status();
+  ASSERT_OK(pid) << pid.status();
   std::vector<pid_t> pids = WaitForPids(spec.log_path, 2);
   ASSERT_EQ(pids.size(), 2u) << ReadOutput(spec.log_path);
   for (pid_t p : pids) ASSERT_TRUE(Alive(p));
@@ -242,7 +243,7 @@ TEST_F(ContainedLauncherTest, MemoryLimitKillsAndIsReportedAsOom) {
   spec.name = "hungry";
   spec.memory_bytes = 64 << 20;
   auto pid = launcher_->Spawn(spec);
-  ASSERT_TRUE(pid.ok()) << pid.status();
+  ASSERT_OK(pid) << pid.status();
   ExitStatus status = WaitFor(*launcher_, *pid);
   EXPECT_NE(status.exit_code + status.signal, 0) << "it cannot have finished";
   EXPECT_TRUE(launcher_->OomKilled(*pid));
@@ -254,7 +255,7 @@ TEST_F(ContainedLauncherTest, WithinItsLimitNoOom) {
   spec.name = "modest";
   spec.memory_bytes = 64 << 20;
   auto pid = launcher_->Spawn(spec);
-  ASSERT_TRUE(pid.ok()) << pid.status();
+  ASSERT_OK(pid) << pid.status();
   EXPECT_EQ(WaitFor(*launcher_, *pid).exit_code, 0);
   EXPECT_FALSE(launcher_->OomKilled(*pid));
   EXPECT_TRUE(launcher_->ClearGroup(*pid, absl::Seconds(10)));
@@ -264,7 +265,7 @@ TEST_F(ContainedLauncherTest, RestartedWorkerEndsWhatItsPreviousLifeLeft) {
   LaunchSpec spec = Shell("sleep 300 & echo $!; sleep 300 & echo $!; wait", "left.log");
   spec.name = "left-behind";
   auto pid = launcher_->Spawn(spec);
-  ASSERT_TRUE(pid.ok()) << pid.status();
+  ASSERT_OK(pid) << pid.status();
   std::vector<pid_t> pids = WaitForPids(spec.log_path, 2);
   ASSERT_EQ(pids.size(), 2u);
   // A worker with the same id starts (the first one died without cleaning).

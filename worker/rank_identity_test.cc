@@ -11,7 +11,8 @@
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
-#include "tests/test_util.h"
+#include "testing/status_matchers.h"
+#include "testing/test_util.h"
 
 namespace ringmaster {
 namespace {
@@ -106,7 +107,7 @@ TEST(RankIdentityNamesTest, AnUnknownUserIsNamed) {
 
 TEST(UidRangeTest, ParsesFirstToLastAndNamesTheFlagOtherwise) {
   absl::StatusOr<UidRange> range = ParseUidRange("200000-265535");
-  ASSERT_TRUE(range.ok()) << range.status();
+  ASSERT_OK(range) << range.status();
   EXPECT_EQ(range->first, 200000u);
   EXPECT_EQ(range->count, 65536u);
   for (const std::string bad : {"", "200000", "5-10", "300-200", "a-b", "1000-2147483647"}) {
@@ -128,7 +129,7 @@ TEST_F(RankIdentitiesTest, EachJobHasTheUidOfItsNumberInTheRange) {
   const RankIdentities ids = RankIdentities::PerJob({300000, 1000}, jobs_);
   EXPECT_TRUE(ids.per_job());
   absl::StatusOr<std::optional<RunAs>> train = ids.ForJob("train-7");
-  ASSERT_TRUE(train.ok()) << train.status();
+  ASSERT_OK(train) << train.status();
   ASSERT_TRUE(train->has_value());
   EXPECT_EQ((*train)->uid, 300007u);
   EXPECT_EQ((*train)->gid, 300007u);
@@ -144,14 +145,14 @@ TEST_F(RankIdentitiesTest, AUidStillHeldByAnotherJobsFilesIsRefused) {
   const RankIdentities ids = RankIdentities::PerJob({300000, 1000}, jobs_);
   fs::create_directories(jobs_ + "/train-7/home");
   ASSERT_EQ(chown((jobs_ + "/train-7/home").c_str(), 300007, 300007), 0);
-  EXPECT_TRUE(ids.ForJob("train-7").ok()) << "its own files";
+  EXPECT_OK(ids.ForJob("train-7")) << "its own files";
   absl::StatusOr<std::optional<RunAs>> later = ids.ForJob("eval-1007");
   EXPECT_EQ(later.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(later.status().message(),
             "uid 300007 of job eval-1007 is still held by the files of job train-7 on this "
             "worker; delete job train-7 first");
   fs::remove_all(jobs_ + "/train-7");
-  EXPECT_TRUE(ids.ForJob("eval-1007").ok()) << "deleted, the uid is free";
+  EXPECT_OK(ids.ForJob("eval-1007")) << "deleted, the uid is free";
 }
 
 TEST(ChooseRankIdentitiesTest, RankUserWinsAndBothAreRefused) {
@@ -161,11 +162,11 @@ TEST(ChooseRankIdentitiesTest, RankUserWinsAndBothAreRefused) {
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   if (geteuid() != 0) return;
   absl::StatusOr<RankIdentities> shared = ChooseRankIdentities("nobody", "", "/x");
-  ASSERT_TRUE(shared.ok()) << shared.status();
+  ASSERT_OK(shared) << shared.status();
   EXPECT_FALSE(shared->per_job());
   EXPECT_EQ((**shared->ForJob("train-7")).name, "nobody");
   absl::StatusOr<RankIdentities> per_job = ChooseRankIdentities("", "", "/x");
-  ASSERT_TRUE(per_job.ok()) << per_job.status();
+  ASSERT_OK(per_job) << per_job.status();
   EXPECT_TRUE(per_job->per_job()) << "a root worker's default";
   EXPECT_EQ((**per_job->ForJob("train-7")).uid, 200007u);
 }

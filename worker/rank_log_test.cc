@@ -1,4 +1,5 @@
 #include "worker/rank_log.h"
+#include "testing/status_matchers.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -113,7 +114,7 @@ class TailTest : public ::testing::Test {
     const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
     absl::StatusOr<int64_t> offset = TailOffset(fd, records.size(), lines);
     close(fd);
-    EXPECT_TRUE(offset.ok()) << offset.status();
+    EXPECT_OK(offset) << offset.status();
     return offset.value_or(-1);
   }
   std::string TailText(const std::string& records, int lines) {
@@ -164,7 +165,7 @@ TEST(LogPumpTest, TimesEachLineItReadsAndEndsWhenThePipeCloses) {
   absl::Time now = kT0;
   absl::StatusOr<std::unique_ptr<LogPump>> pump =
       LogPump::Start(fds[0], path, [&now] { return now; });
-  ASSERT_TRUE(pump.ok()) << pump.status();
+  ASSERT_OK(pump) << pump.status();
   const std::string text = "one\ntwo\nno newline";
   ASSERT_EQ(write(fds[1], text.data(), text.size()), static_cast<ssize_t>(text.size()));
   close(fds[1]);
@@ -182,7 +183,7 @@ TEST(LogPumpTest, FinishGivesUpOnAPipeStillHeldOpen) {
   ASSERT_EQ(pipe2(fds, O_CLOEXEC), 0);
   const std::string path = TempPath("held.log");
   absl::StatusOr<std::unique_ptr<LogPump>> pump = LogPump::Start(fds[0], path);
-  ASSERT_TRUE(pump.ok()) << pump.status();
+  ASSERT_OK(pump) << pump.status();
   ASSERT_EQ(write(fds[1], "kept\n", 5), 5);
   (*pump)->Finish(absl::Milliseconds(50));
   close(fds[1]);

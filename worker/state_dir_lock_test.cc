@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
+#include "testing/status_matchers.h"
 
 namespace ringmaster {
 namespace {
@@ -15,7 +16,7 @@ namespace {
 TEST(StateDirLockTest, ASecondHolderIsRefusedUntilTheFirstLetsGo) {
   const std::string dir = absl::StrCat(std::getenv("TEST_TMPDIR"), "/w/state");
   absl::StatusOr<int> first = LockStateDir(dir);
-  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_OK(first) << first.status();
   absl::StatusOr<int> second = LockStateDir(dir);
   ASSERT_FALSE(second.ok());
   EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition);
@@ -24,7 +25,7 @@ TEST(StateDirLockTest, ASecondHolderIsRefusedUntilTheFirstLetsGo) {
                          "); give each worker its own --state-dir"));
   close(*first);
   absl::StatusOr<int> third = LockStateDir(dir);
-  ASSERT_TRUE(third.ok()) << third.status();
+  ASSERT_OK(third) << third.status();
   close(*third);
 }
 

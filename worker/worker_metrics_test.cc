@@ -7,7 +7,8 @@
 #include <gtest/gtest.h>
 
 #include "common/fake_clock.h"
-#include "tests/test_util.h"
+#include "testing/status_matchers.h"
+#include "testing/test_util.h"
 
 namespace ringmaster {
 namespace {
@@ -20,7 +21,7 @@ TEST(WorkerMetricsTest, GpuSeriesCarryNvmlValues) {
          "GPU-2222:0:0:17179869184:25000:40:210",
          1);
   auto nvml = Nvml::Load(testing::Runfile("worker/testing/libfake_nvml.so"));
-  ASSERT_TRUE(nvml.ok()) << nvml.status();
+  ASSERT_OK(nvml) << nvml.status();
   metrics::Registry registry;
   WorkerMetrics m(&registry, "w1", *std::move(nvml), [] { return std::vector<RankProcess>{}; });
   const std::string text = registry.Serialize();

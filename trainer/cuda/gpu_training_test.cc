@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "common/cuda/cuda_check.h"
+#include "testing/status_matchers.h"
 #include "trainer/cuda/gpu_runner.h"
 #include "trainer/cuda/nccl_collective.h"
 #include "trainer/test_world.h"
@@ -37,7 +38,7 @@ std::vector<float> TrainOnGpus(const v1::TrainerSpec& spec, const TrainTestSplit
   for (int rank = 0; rank < world; ++rank) {
     threads.emplace_back([&, rank] {
       auto nccl = NcclCollective::Connect(store, rank, world, rank, NcclOptions{});
-      ASSERT_TRUE(nccl.ok()) << nccl.status();
+      ASSERT_OK(nccl) << nccl.status();
       TrainerContext context;
       context.comm = nccl->get();
       context.stop_after_step = 10;
@@ -46,7 +47,7 @@ std::vector<float> TrainOnGpus(const v1::TrainerSpec& spec, const TrainTestSplit
         return MakeGpuRunner(sp, w, comm_stream);
       };
       auto r = Train(spec, data, context);
-      ASSERT_TRUE(r.ok()) << r.status();
+      ASSERT_OK(r) << r.status();
       if (rank == 0) params = r->params;
     });
   }
@@ -62,7 +63,7 @@ TEST(GpuTrainingTest, NcclRanksMatchCpuRanks) {
   if (!s.ok() || gpus == 0) GTEST_SKIP() << "no GPU: " << (s.ok() ? "none seen" : s.message());
   const int world = gpus;
   auto all = MakeSynthetic("synthetic:rows=2048,features=32,classes=5");
-  ASSERT_TRUE(all.ok());
+  ASSERT_OK(all);
   const TrainTestSplit data = SplitAndStandardize(*all, 0.2, 1);
   const v1::TrainerSpec spec = Spec();
 
@@ -72,7 +73,7 @@ TEST(GpuTrainingTest, NcclRanksMatchCpuRanks) {
     context.comm = comm;
     context.stop_after_step = 10;
     auto r = Train(spec, data, context);
-    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_OK(r) << r.status();
     if (rank == 0) cpu = r->params;
   });
 
@@ -89,7 +90,7 @@ TEST(GpuTrainingTest, Bf16CompressionStaysCloseToFp32) {
   absl::Status s = CudaDeviceCount(&gpus);
   if (!s.ok() || gpus == 0) GTEST_SKIP() << "no GPU: " << (s.ok() ? "none seen" : s.message());
   auto all = MakeSynthetic("synthetic:rows=2048,features=32,classes=5");
-  ASSERT_TRUE(all.ok());
+  ASSERT_OK(all);
   const TrainTestSplit data = SplitAndStandardize(*all, 0.2, 1);
   std::vector<float> results[2];
   for (int compressed = 0; compressed < 2; ++compressed) {

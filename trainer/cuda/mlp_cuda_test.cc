@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "common/cuda/cuda_check.h"
+#include "testing/status_matchers.h"
 #include "trainer/cuda/kernels.h"
 #include "trainer/loss.h"
 #include "trainer/mlp.h"
@@ -45,7 +46,7 @@ void CompareWithCpu(bool bf16, double tolerance) {
   cudaStream_t stream;
   ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
   auto gpu = MlpCuda::Create(widths, 5, rows, bf16, stream);
-  ASSERT_TRUE(gpu.ok()) << gpu.status();
+  ASSERT_OK(gpu) << gpu.status();
   float *dx, *ddl;
   ASSERT_EQ(cudaMalloc(&dx, x.size() * sizeof(float)), cudaSuccess);
   ASSERT_EQ(cudaMalloc(&ddl, dlogits.size() * sizeof(float)), cudaSuccess);
@@ -53,7 +54,7 @@ void CompareWithCpu(bool bf16, double tolerance) {
             cudaSuccess);
   ASSERT_EQ(cudaMemcpy(ddl, dlogits.data(), dlogits.size() * sizeof(float), cudaMemcpyHostToDevice),
             cudaSuccess);
-  ASSERT_TRUE((*gpu)->Forward(dx, rows).ok());
+  ASSERT_OK((*gpu)->Forward(dx, rows));
   std::vector<int> order;
   ASSERT_TRUE((*gpu)->Backward(ddl, false, [&](int p) { order.push_back(p); }).ok());
   std::vector<float> grads;

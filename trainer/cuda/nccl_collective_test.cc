@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "common/cuda/cuda_check.h"
+#include "testing/status_matchers.h"
 
 namespace ringmaster {
 namespace {
@@ -30,19 +31,19 @@ TEST(NcclCollectiveTest, AllReduceAndBroadcastOnEveryGpu) {
   for (int rank = 0; rank < world; ++rank) {
     threads.emplace_back([&, rank] {
       auto nccl = NcclCollective::Connect(store, rank, world, rank, NcclOptions{});
-      ASSERT_TRUE(nccl.ok()) << nccl.status();
+      ASSERT_OK(nccl) << nccl.status();
       const size_t n = 1 << 20;
       std::vector<float> host(n, rank + 1.0f);
       float* device;
       ASSERT_EQ(cudaMalloc(&device, n * sizeof(float)), cudaSuccess);
       ASSERT_EQ(cudaMemcpy(device, host.data(), n * sizeof(float), cudaMemcpyHostToDevice),
                 cudaSuccess);
-      ASSERT_TRUE((*nccl)->AllReduceSum(device, n).ok());
+      ASSERT_OK((*nccl)->AllReduceSum(device, n));
       ASSERT_EQ(cudaMemcpy(host.data(), device, n * sizeof(float), cudaMemcpyDeviceToHost),
                 cudaSuccess);
       EXPECT_EQ(host[n - 1], world * (world + 1) / 2.0f);
-      ASSERT_TRUE((*nccl)->Broadcast(device, 16, 0).ok());
-      ASSERT_TRUE((*nccl)->Barrier().ok());
+      ASSERT_OK((*nccl)->Broadcast(device, 16, 0));
+      ASSERT_OK((*nccl)->Barrier());
       ASSERT_EQ(cudaFree(device), cudaSuccess);
     });
   }
@@ -59,12 +60,12 @@ TEST(NcclCollectiveTest, WatchdogAbortsAHungAllReduce) {
   std::unique_ptr<NcclCollective> peer;
   std::thread t([&] {
     auto c = NcclCollective::Connect(store, 1, 2, 1, options);
-    ASSERT_TRUE(c.ok()) << c.status();
+    ASSERT_OK(c) << c.status();
     peer = *std::move(c);
   });
   auto nccl = NcclCollective::Connect(store, 0, 2, 0, options);
   t.join();
-  ASSERT_TRUE(nccl.ok()) << nccl.status();
+  ASSERT_OK(nccl) << nccl.status();
   float* device;
   ASSERT_EQ(cudaMalloc(&device, 1024 * sizeof(float)), cudaSuccess);
   absl::Status status = (*nccl)->AllReduceSum(device, 1024);  // rank 1 never calls

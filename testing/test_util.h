@@ -1,6 +1,6 @@
 // Helpers for integration tests that run Ringmaster's real programs.
-#ifndef RINGMASTER_TESTS_TEST_UTIL_H_
-#define RINGMASTER_TESTS_TEST_UTIL_H_
+#ifndef RINGMASTER_TESTING_TEST_UTIL_H_
+#define RINGMASTER_TESTING_TEST_UTIL_H_
 
 #include <functional>
 #include <map>
@@ -45,4 +45,4 @@ bool ProcessAlive(int pid);
 
 }  // namespace ringmaster::testing
 
-#endif  // RINGMASTER_TESTS_TEST_UTIL_H_
+#endif  // RINGMASTER_TESTING_TEST_UTIL_H_
