@@ -10,7 +10,9 @@ rules name exists:
 - every RINGMASTER_* and TORCHELASTIC_* environment variable is in the
   code;
 - every key of a job spec in a ```yaml block (and examples/*.yaml) is a
-  field of JobSpec in proto/job.proto, nested messages included.
+  field of JobSpec in proto/job.proto, nested messages included;
+- every code name in backquotes (`Class::Method`, `Function()`, a
+  CamelCase type) is in the sources: a method in its class's files.
 
 Prints one line per name that does not exist, naming the file and line;
 exits 1 when there is any.
@@ -30,6 +32,18 @@ FLAG = re.compile(r"(?<![\w/-])--[a-z][a-z0-9_]*(?:-[a-z0-9_]+)*")
 METRIC = re.compile(r"\bringmaster_[a-z0-9_]+")
 ENV = re.compile(r"\b(?:RINGMASTER|TORCHELASTIC)_[A-Z0-9_]*[A-Z0-9]\b")
 METRIC_SUFFIXES = ("_bucket", "_sum", "_count")
+CODE_NAME = re.compile(r"`((?:[A-Za-z_]\w*::)+[A-Za-z_]\w*(?:\(\))?|[A-Za-z_][\w.]*\(\)|"
+                       r"[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+)`")
+# Names of other projects' types and calls that the docs map from or to.
+OTHER_PROJECTS = {
+    "PyTorchJob", "PodMonitor", "TCPStore", "DistributedDataParallel", "ServiceMonitor",
+    "StatefulSet", "DaemonSet", "PersistentVolumeClaim", "ConfigMap", "GcsServer",
+    "DynamicUser", "ReadWritePaths", "ProtectSystem", "ExecStart", "AmbientCapabilities",
+    "PrivateTmp", "StateDirectory", "NoNewPrivileges", "SslTargetNameOverride",
+    "increase()", "init_process_group()", "KeyError",
+}
+# In a plain ``` block (a diagram): CamelCase names and calls.
+DIAGRAM_NAME = re.compile(r"(?<![\w.:/-])([A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+|[A-Za-z_]\w*\(\))")
 
 
 def documents(root):
@@ -149,8 +163,33 @@ def is_job_spec(document):
         "trainer" in document or "command" in document)
 
 
+def code_name_problem(name, code, sources):
+    """Why `name` is not in the sources, or None."""
+    if name in OTHER_PROJECTS:
+        return None
+    if "::" in name:
+        parts = name.removesuffix("()").split("::")
+        if name.removesuffix("()") in code:
+            return None
+        owner, member = parts[-2], parts[-1]
+        declares = [text for text in sources.values()
+                    if re.search(rf"\b(class|struct|namespace) {owner}\b", text)]
+        if any(re.search(rf"\b{member}\b", text) for text in declares):
+            return None
+        return f"no {member} in the sources of {owner}"
+    if name.endswith("()"):
+        function = name[:-2].split(".")[-1]
+        return None if re.search(rf"\b{function}\(", code) else "no such function in the sources"
+    return None if re.search(rf"\b{name}\b", code) else "no such name in the sources"
+
+
 def check(root, known_help, code, docs=None):
     problems = []
+    sources = {path: text for path, text in code.items()
+               if path.endswith((".cc", ".h", ".py", ".proto"))}
+    # Names the alert rules define may be named too.
+    alerts = os.path.join(root, "deploy", "prometheus", "alerts.yml")
+    alert_names = open(alerts).read() if os.path.exists(alerts) else ""
     messages = proto_messages(os.path.join(root, "proto", "job.proto"))
     # Registered by the product, not only named by a test.
     product = "\n".join(text for path, text in code.items()
@@ -161,7 +200,16 @@ def check(root, known_help, code, docs=None):
         shown = os.path.relpath(path, root)
         with open(path) as f:
             text = f.read()
+        fence = None  # the language of the ``` block a line is in
         for number, line in enumerate(text.splitlines(), 1):
+            if line.startswith("```"):
+                fence = None if fence is not None else line[3:].strip()
+                continue
+            if fence == "":
+                for name in DIAGRAM_NAME.findall(line):
+                    why = code_name_problem(name, code + alert_names, sources)
+                    if why:
+                        problems.append(f"{shown}:{number}: {name}: {why}")
             for flag in FLAG.findall(line):
                 if not re.search(re.escape(flag) + r"(?![\w-])", known_help + code):
                     problems.append(f"{shown}:{number}: {flag}: no --help and no file of the "
@@ -173,6 +221,10 @@ def check(root, known_help, code, docs=None):
                         name = name[:-len(suffix)]
                 if name not in metric_names:
                     problems.append(f"{shown}:{number}: {metric}: no such metric is registered")
+            for name in CODE_NAME.findall(line):
+                why = code_name_problem(name, code + alert_names, sources)
+                if why:
+                    problems.append(f"{shown}:{number}: {name}: {why}")
             for variable in ENV.findall(line):
                 if not re.search(r"\b" + variable + r"\b", code):
                     problems.append(f"{shown}:{number}: {variable}: no such environment "

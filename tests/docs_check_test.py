@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """docs_check on the repository's own docs finds nothing; on a copy with a
-made-up flag, metric, environment variable and spec fields it names each."""
+made-up flag, metric, environment variable, spec fields, method and
+function it names each."""
 import os
 import secrets
 import shutil
@@ -36,6 +37,8 @@ class DocsCheckTest(unittest.TestCase):
             "env": f"RINGMASTER_{word.upper()}",
             "field": f"{word}_field",
             "nested": f"{word}_knob",
+            "method": f"JobManager::Resubmit{word}",
+            "function": f"reschedule_{word}()",
         }
         with tempfile.TemporaryDirectory() as tree:
             for part in ("docs", "proto", "deploy", "examples"):
@@ -43,16 +46,18 @@ class DocsCheckTest(unittest.TestCase):
             shutil.copy(os.path.join(ROOT, "README.md"), tree)
             with open(os.path.join(tree, "docs", "reference.md"), "a") as f:
                 f.write(f"\nUse `{made_up['flag']}`, watch `{made_up['metric']}`, "
-                        f"set `{made_up['env']}`.\n\n```yaml\nname: x\nranks: 2\n"
+                        f"set `{made_up['env']}`, call `{made_up['method']}` and "
+                        f"`{made_up['function']}`.\n\n```yaml\nname: x\nranks: 2\n"
                         f"{made_up['field']}: 1\ntrainer:\n  optimizer: "
                         f"{{{made_up['nested']}: 2}}\n```\n")
             problems = docs_check.check(tree, self.help, self.code)
         report = "\n".join(problems)
-        self.assertEqual(len(problems), 5, report)
+        self.assertEqual(len(problems), 7, report)
         for name in made_up.values():
             self.assertIn(name, report)
         self.assertIn("trainer.optimizer." + made_up["nested"] + ": Optimizer has no such field",
                       report)
+        self.assertIn(f"no Resubmit{word} in the sources of JobManager", report)
 
 
 if __name__ == "__main__":
