@@ -1,5 +1,3 @@
-#pragma once
-
 // gRPC runs a reactor's callbacks on its own threads, one after another,
 // ordered by locks inside libgrpc; Debian's gRPC is not instrumented, so
 // ThreadSanitizer does not see that order and would report the reactor's
@@ -8,6 +6,8 @@
 // (StartRead, StartWrite, Finish), and a GrpcCallback for the length of each
 // callback (OnDone only acquires: the reactor may be gone at its end). In
 // every other build they compile to nothing.
+#ifndef RINGMASTER_COMMON_GRPC_HANDOFF_H_
+#define RINGMASTER_COMMON_GRPC_HANDOFF_H_
 
 #include "absl/base/config.h"
 
@@ -37,3 +37,5 @@ class GrpcCallback {
 };
 
 }  // namespace ringmaster
+
+#endif  // RINGMASTER_COMMON_GRPC_HANDOFF_H_

@@ -1,5 +1,3 @@
-#pragma once
-
 // The locks of all of our code: Mutex, and a Notification built on it,
 // made visible to ThreadSanitizer.
 //
@@ -11,6 +9,8 @@
 // (acquire after locking, release before unlocking, both around a wait). In
 // every other build the annotations compile to nothing and this is
 // Mutex as it is.
+#ifndef RINGMASTER_COMMON_MUTEX_H_
+#define RINGMASTER_COMMON_MUTEX_H_
 
 #include "absl/base/config.h"
 #include "absl/base/thread_annotations.h"
@@ -148,3 +148,5 @@ class Notification {
 };
 
 }  // namespace ringmaster
+
+#endif  // RINGMASTER_COMMON_MUTEX_H_

@@ -80,16 +80,9 @@ absl::Status CheckFinite(const google::protobuf::Message& message, const std::st
   return absl::OkStatus();
 }
 
-absl::Status ValidateTrainer(const v1::TrainerSpec& t, int gpus_per_rank) {
-  RETURN_IF_ERROR(CheckFinite(t, "trainer"));
-  if (gpus_per_rank > 1) {
-    return Bad(
-        "gpus_per_rank",
-        absl::StrCat("is ", gpus_per_rank,
-                     " but the built-in trainer drives one GPU per "
-                     "rank; run gpus_per_rank: 1 with ",
-                     gpus_per_rank, "x the ranks (a command job may take several GPUs per rank)"));
-  }
+// Unset fields are 0 and take their defaults (ApplyJobSpecDefaults), so
+// 0 is allowed wherever a default exists.
+absl::Status ValidateModelAndData(const v1::TrainerSpec& t) {
   if (!t.model().type().empty() && t.model().type() != "mlp") {
     return Bad("trainer.model.type", absl::StrCat("must be mlp, got \"", t.model().type(), "\""));
   }
@@ -102,54 +95,60 @@ absl::Status ValidateTrainer(const v1::TrainerSpec& t, int gpus_per_rank) {
   if (t.data().path().empty()) {
     return Bad("trainer.data.path", "is required (a CSV file, digits, or synthetic:rows=N,...)");
   }
-  if (auto s = CheckOneOf("trainer.data.format", t.data().format(), {"csv"}); !s.ok()) {
-    return s;
-  }
+  RETURN_IF_ERROR(CheckOneOf("trainer.data.format", t.data().format(), {"csv"}));
   if (t.data().test_fraction() < 0 || t.data().test_fraction() >= 1) {
     return Bad("trainer.data.test_fraction", "must be in [0, 1)");
   }
-  if (t.epochs() < 0) return Bad("trainer.epochs", "must be >= 1");
-  if (t.batch_size() < 0) return Bad("trainer.batch_size", "must be >= 1");
-  const auto& opt = t.optimizer();
-  if (auto s = CheckOneOf("trainer.optimizer.type", opt.type(), {"sgd", "adamw"}); !s.ok()) {
-    return s;
-  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateOptimizer(const v1::TrainerSpec& t) {
+  const v1::TrainerSpec::Optimizer& opt = t.optimizer();
+  RETURN_IF_ERROR(CheckOneOf("trainer.optimizer.type", opt.type(), {"sgd", "adamw"}));
   if (opt.lr() < 0) {
-    return Bad("trainer.optimizer.lr", absl::StrCat("must be > 0, got ", opt.lr()));
+    return Bad("trainer.optimizer.lr",
+               absl::StrCat("must be > 0, or 0 for its default, got ", opt.lr()));
   }
-  if (opt.weight_decay() < 0) {
-    return Bad("trainer.optimizer.weight_decay", "must be >= 0");
-  }
+  if (opt.weight_decay() < 0) return Bad("trainer.optimizer.weight_decay", "must be >= 0");
   if (opt.momentum() < 0 || opt.momentum() >= 1) {
     return Bad("trainer.optimizer.momentum", "must be in [0, 1)");
   }
-  if (auto s = CheckOneOf("trainer.lr_scaling", t.lr_scaling(), {"linear", "sqrt", "none"});
-      !s.ok()) {
-    return s;
-  }
+  RETURN_IF_ERROR(CheckOneOf("trainer.lr_scaling", t.lr_scaling(), {"linear", "sqrt", "none"}));
   if (t.warmup_steps() < 0) return Bad("trainer.warmup_steps", "must be >= 0");
+  if (t.grad_clip_norm() < 0) return Bad("trainer.grad_clip_norm", "must be >= 0");
+  return absl::OkStatus();
+}
+
+absl::Status ValidateSteps(const v1::TrainerSpec& t, int gpus_per_rank) {
+  if (t.epochs() < 0) return Bad("trainer.epochs", "must be >= 1, or 0 for its default");
+  if (t.batch_size() < 0) return Bad("trainer.batch_size", "must be >= 1, or 0 for its default");
   if (t.grad_accum_steps() < 0) {
-    return Bad("trainer.grad_accum_steps", "must be >= 1");
+    return Bad("trainer.grad_accum_steps", "must be >= 1, or 0 for its default");
   }
-  if (t.bucket_mb() < 0) return Bad("trainer.bucket_mb", "must be > 0");
-  if (auto s = CheckOneOf("trainer.precision", t.precision(), {"fp32", "bf16"}); !s.ok()) {
-    return s;
-  }
+  if (t.bucket_mb() < 0) return Bad("trainer.bucket_mb", "must be > 0, or 0 for its default");
+  RETURN_IF_ERROR(CheckOneOf("trainer.precision", t.precision(), {"fp32", "bf16"}));
   if (t.precision() == "bf16" && gpus_per_rank == 0) {
     return Bad("trainer.precision", "bf16 needs gpus_per_rank >= 1");
   }
-  if (auto s = CheckOneOf("trainer.grad_compression", t.grad_compression(), {"none", "bf16"});
-      !s.ok()) {
-    return s;
-  }
-  if (t.checkpoint_every_steps() < 0) {
-    return Bad("trainer.checkpoint_every_steps", "must be >= 0");
-  }
+  RETURN_IF_ERROR(CheckOneOf("trainer.grad_compression", t.grad_compression(), {"none", "bf16"}));
+  if (t.checkpoint_every_steps() < 0) return Bad("trainer.checkpoint_every_steps", "must be >= 0");
   if (t.checkpoint_every_s() < 0) return Bad("trainer.checkpoint_every_s", "must be >= 0");
-  if (t.grad_clip_norm() < 0) {
-    return Bad("trainer.grad_clip_norm", "must be >= 0");
-  }
   return absl::OkStatus();
+}
+
+absl::Status ValidateTrainer(const v1::TrainerSpec& t, int gpus_per_rank) {
+  RETURN_IF_ERROR(CheckFinite(t, "trainer"));
+  if (gpus_per_rank > 1) {
+    return Bad(
+        "gpus_per_rank",
+        absl::StrCat("is ", gpus_per_rank,
+                     " but the built-in trainer drives one GPU per rank; run "
+                     "gpus_per_rank: 1 with ",
+                     gpus_per_rank, "x the ranks (a command job may take several GPUs per rank)"));
+  }
+  RETURN_IF_ERROR(ValidateModelAndData(t));
+  RETURN_IF_ERROR(ValidateOptimizer(t));
+  return ValidateSteps(t, gpus_per_rank);
 }
 
 absl::Status ValidateResources(const v1::JobSpec& spec) {

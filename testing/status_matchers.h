@@ -40,9 +40,9 @@ template <typename T>
 #define RINGMASTER_TESTING_CONCAT(a, b) RINGMASTER_TESTING_CONCAT_INNER(a, b)
 // Declares or assigns `lhs` the value of the StatusOr `rexpr`; a failed
 // assertion (returning from the test) when it is not OK.
-#define ASSERT_OK_AND_ASSIGN(lhs, rexpr)                                                      \
-  auto RINGMASTER_TESTING_CONCAT(status_or_, __LINE__) = (rexpr);                            \
-  ASSERT_OK(RINGMASTER_TESTING_CONCAT(status_or_, __LINE__));                                \
+#define ASSERT_OK_AND_ASSIGN(lhs, rexpr)                          \
+  auto RINGMASTER_TESTING_CONCAT(status_or_, __LINE__) = (rexpr); \
+  ASSERT_OK(RINGMASTER_TESTING_CONCAT(status_or_, __LINE__));     \
   lhs = std::move(RINGMASTER_TESTING_CONCAT(status_or_, __LINE__)).value()
 
 #endif  // RINGMASTER_TESTING_STATUS_MATCHERS_H_
