@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/net.h"
 #include "testing/status_matchers.h"
+#include "testing/test_util.h"
 
 namespace ringmaster {
 namespace {
@@ -64,8 +65,7 @@ TEST(MetricsServerTest, PromtoolAcceptsTheExposition) {
   registry.AddHistogram("ringmaster_wait_seconds", "Histogram.")
       .Add({{"job", "j"}}, metrics::Histogram::BucketBoundaries{0.5, 1})
       .Observe(0.7);
-  const char* tmp = std::getenv("TEST_TMPDIR");
-  const std::string path = std::string(tmp ? tmp : "/tmp") + "/metrics.txt";
+  const std::string path = testing::MakeTempDir("promtool") + "/metrics.txt";
   std::ofstream(path) << registry.Serialize();
   const std::string command = "promtool check metrics < " + path + " 2>&1";
   FILE* pipe = popen(command.c_str(), "r");

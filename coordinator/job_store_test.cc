@@ -1,5 +1,6 @@
 #include "coordinator/job_store.h"
 #include "testing/status_matchers.h"
+#include "testing/test_util.h"
 
 #include <cstdlib>
 #include <filesystem>
@@ -9,13 +10,9 @@
 namespace ringmaster {
 namespace {
 
+// A database path in a fresh directory.
 std::string TempDbPath(const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  std::string path = std::string(dir ? dir : "/tmp") + "/" + name;
-  std::filesystem::remove(path);
-  std::filesystem::remove(path + "-wal");
-  std::filesystem::remove(path + "-shm");
-  return path;
+  return testing::MakeTempDir("job-store") + "/" + name;
 }
 
 v1::StateChange Change(v1::JobState state, v1::Reason reason, const std::string& message) {

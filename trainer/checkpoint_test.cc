@@ -1,5 +1,6 @@
 #include "trainer/checkpoint.h"
 #include "testing/status_matchers.h"
+#include "testing/test_util.h"
 
 #include <cstdlib>
 #include <filesystem>
@@ -11,13 +12,6 @@ namespace ringmaster {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string FreshDir(const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  std::string path = std::string(dir ? dir : "/tmp") + "/" + name;
-  fs::remove_all(path);
-  return path;
-}
 
 TrainingState State(int64_t step) {
   TrainingState s;
@@ -33,7 +27,7 @@ TrainingState State(int64_t step) {
 }
 
 TEST(CheckpointTest, RoundTripsAndKeepsTheNewest) {
-  const std::string dir = FreshDir("ckpt");
+  const std::string dir = testing::MakeTempDir("ckpt");
   for (int64_t step : {10, 20, 30, 40}) ASSERT_OK(WriteCheckpoint(dir, State(step), 3));
   EXPECT_FALSE(fs::exists(dir + "/step-10")) << "only the newest 3 are kept";
   EXPECT_TRUE(fs::exists(dir + "/step-20/state.bin"));
@@ -55,7 +49,7 @@ TEST(CheckpointTest, RoundTripsAndKeepsTheNewest) {
 }
 
 TEST(CheckpointTest, CorruptOrTruncatedNewestFallsBackToThePrevious) {
-  const std::string dir = FreshDir("ckpt-corrupt");
+  const std::string dir = testing::MakeTempDir("ckpt-corrupt");
   ASSERT_OK(WriteCheckpoint(dir, State(10)));
   ASSERT_OK(WriteCheckpoint(dir, State(20)));
   ASSERT_OK(WriteCheckpoint(dir, State(30)));
@@ -75,7 +69,7 @@ TEST(CheckpointTest, CorruptOrTruncatedNewestFallsBackToThePrevious) {
 }
 
 TEST(CheckpointTest, NoneReadableIsNotFound) {
-  const std::string dir = FreshDir("ckpt-none");
+  const std::string dir = testing::MakeTempDir("ckpt-none");
   EXPECT_EQ(LoadLatestCheckpoint(dir).status().code(), absl::StatusCode::kNotFound);
   ASSERT_OK(WriteCheckpoint(dir, State(5)));
   fs::resize_file(dir + "/step-5/state.bin", 0);

@@ -7,14 +7,14 @@
 #include <gtest/gtest.h>
 
 #include "testing/status_matchers.h"
+#include "testing/test_util.h"
 #include "trainer/sampler.h"
 
 namespace ringmaster {
 namespace {
 
 std::string WriteTemp(const std::string& name, const std::string& text) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  std::string path = std::string(dir ? dir : "/tmp") + "/" + name;
+  const std::string path = testing::MakeTempDir("dataset") + "/" + name;
   std::ofstream(path) << text;
   return path;
 }

@@ -12,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "testing/status_matchers.h"
+#include "testing/test_util.h"
 #include "trainer/checkpoint.h"
 #include "trainer/test_world.h"
 
@@ -143,13 +144,6 @@ TEST(TrainerTest, FirstBucketAllReduceStartsBeforeBackwardEnds) {
   }
 }
 
-std::string FreshDir(const std::string& name) {
-  const char* tmp = std::getenv("TEST_TMPDIR");
-  std::string dir = std::string(tmp ? tmp : "/tmp") + "/" + name;
-  fs::remove_all(dir);
-  return dir;
-}
-
 v1::TrainerSpec AdamSpec() {
   v1::TrainerSpec spec = SgdSpec(16, 3);
   spec.mutable_optimizer()->set_type("adamw");
@@ -164,11 +158,11 @@ TEST(TrainerTest, InterruptedRunResumesToTheSameWeights) {
   const TrainTestSplit data = Data(512);  // 12 steps per epoch per rank at world 2
   const v1::TrainerSpec spec = AdamSpec();
   TrainerContext plain;
-  plain.checkpoint_dir = FreshDir("uninterrupted");
+  plain.checkpoint_dir = testing::MakeTempDir("uninterrupted");
   const std::vector<float> uninterrupted = TrainWorld(spec, data, 2, plain);
 
   TrainerContext crash;
-  crash.checkpoint_dir = FreshDir("interrupted");
+  crash.checkpoint_dir = testing::MakeTempDir("interrupted");
   crash.stop_after_step = 17;  // mid-epoch 2; the newest checkpoint is step 14
   TrainWorld(spec, data, 2, crash);
   ASSERT_TRUE(fs::exists(crash.checkpoint_dir + "/step-14"));
@@ -183,11 +177,11 @@ TEST(TrainerTest, CorruptNewestCheckpointFallsBackToThePrevious) {
   const TrainTestSplit data = Data(512);
   const v1::TrainerSpec spec = AdamSpec();
   TrainerContext plain;
-  plain.checkpoint_dir = FreshDir("reference");
+  plain.checkpoint_dir = testing::MakeTempDir("reference");
   const std::vector<float> reference = TrainWorld(spec, data, 2, plain);
 
   TrainerContext crash;
-  crash.checkpoint_dir = FreshDir("corrupt");
+  crash.checkpoint_dir = testing::MakeTempDir("corrupt");
   crash.stop_after_step = 22;  // checkpoints at 7, 14, 21
   TrainWorld(spec, data, 2, crash);
   fs::resize_file(crash.checkpoint_dir + "/step-21/state.bin", 100);
@@ -231,7 +225,7 @@ TEST(TrainerTest, CheckpointsOnATimeInterval) {
   spec.set_checkpoint_every_s(35);
   std::atomic<int64_t> steps_done{0};
   TrainerContext timed;
-  timed.checkpoint_dir = FreshDir("timed");
+  timed.checkpoint_dir = testing::MakeTempDir("timed");
   timed.steps_done = &steps_done;
   timed.now = [&steps_done] {
     return std::chrono::steady_clock::time_point() + std::chrono::seconds(10 * steps_done.load());
@@ -244,7 +238,7 @@ TEST(TrainerTest, CheckpointsOnATimeInterval) {
 
   spec.set_checkpoint_every_s(0);
   TrainerContext untimed = timed;
-  untimed.checkpoint_dir = FreshDir("untimed");
+  untimed.checkpoint_dir = testing::MakeTempDir("untimed");
   steps_done = 0;
   TrainWorld(spec, data, 1, untimed);
   EXPECT_TRUE(CheckpointSteps(untimed.checkpoint_dir).empty());
@@ -258,7 +252,7 @@ TEST(TrainerTest, ResumesAtAnotherWorldSizeWithTheRestOfTheEpoch) {
   v1::TrainerSpec spec = SgdSpec(10, 2);
   spec.set_checkpoint_every_steps(1);
   TrainerContext crash;
-  crash.checkpoint_dir = FreshDir("resize");
+  crash.checkpoint_dir = testing::MakeTempDir("resize");
   crash.stop_after_step = 5;  // world 2: 20 rows a step, so 100 rows of epoch 0 seen
   TrainWorld(spec, data, 2, crash);
 
@@ -289,10 +283,10 @@ TEST(TrainerTest, StopRequestCheckpointsAtTheStepBoundaryAndEndsEveryRank) {
   const TrainTestSplit data = Data(512);
   v1::TrainerSpec spec = SgdSpec(10, 1);
   TrainerContext plain;
-  plain.checkpoint_dir = FreshDir("unstopped");
+  plain.checkpoint_dir = testing::MakeTempDir("unstopped");
   const std::vector<float> unstopped = TrainWorld(spec, data, 2, plain);
 
-  const std::string dir = FreshDir("stopped");
+  const std::string dir = testing::MakeTempDir("stopped");
   std::vector<absl::StatusOr<TrainResult>> results(2, absl::UnknownError("not run"));
   RunWorld(2, [&](int rank, Collective* comm) {
     TrainerContext context;

@@ -16,13 +16,15 @@
 
 #include "absl/strings/str_cat.h"
 #include "testing/status_matchers.h"
+#include "testing/test_util.h"
 
 namespace ringmaster {
 namespace {
 
+// `name` in a fresh directory of this test program's.
 std::string TempPath(const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return std::string(dir ? dir : "/tmp") + "/" + name;
+  static const std::string dir = testing::MakeTempDir("launcher");
+  return dir + "/" + name;
 }
 
 std::string ReadFile(const std::string& path) {
