@@ -75,7 +75,9 @@ TEST_F(PackDirectoryTest, TheSameContentHasTheSameHash) {
   auto second = PackDirectory(dir_, 1 << 20, root_ + "/2.tar.gz");
   Put("a.py", "changed");
   auto third = PackDirectory(dir_, 1 << 20, root_ + "/3.tar.gz");
-  ASSERT_TRUE(first.ok() && second.ok() && third.ok());
+  ASSERT_OK(first);
+  ASSERT_OK(second);
+  ASSERT_OK(third);
   EXPECT_EQ(first->sha256, second->sha256);
   EXPECT_NE(first->sha256, third->sha256);
 }

@@ -65,7 +65,7 @@ class CodeArchiveTest : public ::testing::Test {
     EXPECT_OK((*writer)->AddFile("pkg/empty", Write("empty", ""), 0, false));
     EXPECT_OK((*writer)->AddFile("pkg/block", Write("block", block), 512, false));
     EXPECT_OK((*writer)->AddFile("pkg/odd", Write("odd", odd), 1000, false));
-    EXPECT_TRUE((*writer)->AddFile("run.sh", Write("run", "#!/bin/sh\n"), 10, true).ok());
+    EXPECT_OK((*writer)->AddFile("run.sh", Write("run", "#!/bin/sh\n"), 10, true));
     EXPECT_OK((*writer)->AddSymlink("latest", "pkg/odd"));
     EXPECT_OK((*writer)->AddDirectory(long_dir_));
     EXPECT_OK(
@@ -96,7 +96,8 @@ TEST_F(CodeArchiveTest, WhatIsPackedUnpacksTheSame) {
 TEST_F(CodeArchiveTest, TheSameTreePacksToTheSameBytes) {
   const auto first = Sha256OfFile(Sample("1.tar.gz"));
   const auto second = Sha256OfFile(Sample("2.tar.gz"));
-  ASSERT_TRUE(first.ok() && second.ok());
+  ASSERT_OK(first);
+  ASSERT_OK(second);
   EXPECT_EQ(*first, *second);
   EXPECT_TRUE(IsSha256Hex(*first));
 }

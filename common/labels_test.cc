@@ -34,7 +34,7 @@ TEST(LabelsTest, ParsesKeyEqualsValue) {
   EXPECT_EQ(label->first, "zone");
   EXPECT_EQ(label->second, "a");
   EXPECT_THAT(ParseLabel("zone").status().message(), HasSubstr("is not key=value"));
-  ASSERT_TRUE(ParseLabel("gpu=").ok());
+  ASSERT_OK(ParseLabel("gpu="));
 }
 
 }  // namespace

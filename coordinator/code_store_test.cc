@@ -70,7 +70,9 @@ TEST_F(CodeStoreTest, UploadedOnceReadBackInPieces) {
   auto head = store->Read(HashOf(data), 0, 5, &size);
   auto tail = store->Read(HashOf(data), 5, 1000, &size);
   auto end = store->Read(HashOf(data), static_cast<int64_t>(data.size()), 1000, &size);
-  ASSERT_TRUE(head.ok() && tail.ok() && end.ok());
+  ASSERT_OK(head);
+  ASSERT_OK(tail);
+  ASSERT_OK(end);
   EXPECT_EQ(*head + *tail, data);
   EXPECT_EQ(*end, "");
   EXPECT_EQ(size, static_cast<int64_t>(data.size()));
@@ -108,7 +110,8 @@ TEST_F(CodeStoreTest, LimitsNamedInTheError) {
               HasSubstr("64 lowercase hex digits"));
   auto a = store->BeginUpload(HashOf("a"), 1);
   auto b = store->BeginUpload(HashOf("b"), 1);
-  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_OK(a);
+  ASSERT_OK(b);
   auto c = store->BeginUpload(HashOf("c"), 1);
   EXPECT_EQ(c.status().code(), absl::StatusCode::kResourceExhausted);
   a->reset();  // one ends: room again

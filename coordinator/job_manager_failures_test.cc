@@ -389,7 +389,7 @@ TEST_F(JobManagerTest, ElasticJobStartsSmallerAndRegrowsWhenRoomLasts) {
 TEST_F(JobManagerTest, ElasticJobShrinksWhenAWorkerIsLost) {
   TestWorker w1, w2, w3;
   for (auto* w : {&w1, &w2, &w3}) {
-    ASSERT_TRUE(Register(*w, "w" + std::to_string(w == &w1 ? 1 : w == &w2 ? 2 : 3), 1).ok());
+    ASSERT_OK(Register(*w, "w" + std::to_string(w == &w1 ? 1 : w == &w2 ? 2 : 3), 1));
   }
   v1::JobSpec spec;
   spec.set_name("elastic");

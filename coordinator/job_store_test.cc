@@ -30,7 +30,8 @@ TEST(JobStoreTest, JobsAndHistorySurviveReopen) {
     ASSERT_OK(store) << store.status();
     auto n1 = (*store)->NextJobNumber();
     auto n2 = (*store)->NextJobNumber();
-    ASSERT_TRUE(n1.ok() && n2.ok());
+    ASSERT_OK(n1);
+    ASSERT_OK(n2);
     EXPECT_EQ(*n1, 1);
     EXPECT_EQ(*n2, 2);
 
@@ -173,10 +174,10 @@ TEST(JobStoreTest, AFailedWriteInABatchIsUndoneAlone) {
   ASSERT_OK(store);
   ASSERT_TRUE((*store)
                   ->Batch([&]() -> absl::Status {
-                    EXPECT_TRUE((*store)->Create(EndedJob("j", 1, v1::PENDING)).ok());
+                    EXPECT_OK((*store)->Create(EndedJob("j", 1, v1::PENDING)));
                     EXPECT_FALSE((*store)->Create(EndedJob("j", 1, v1::PENDING)).ok())
                         << "duplicate id";
-                    EXPECT_TRUE((*store)->Create(EndedJob("j", 2, v1::PENDING)).ok());
+                    EXPECT_OK((*store)->Create(EndedJob("j", 2, v1::PENDING)));
                     return absl::OkStatus();
                   })
                   .ok());

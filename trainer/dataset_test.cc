@@ -53,7 +53,8 @@ TEST(DatasetTest, DigitsIsTheRealDataSet) {
 TEST(DatasetTest, SyntheticIsDeterministic) {
   auto a = MakeSynthetic("synthetic:rows=100,features=8,classes=3");
   auto b = MakeSynthetic("synthetic:rows=100,features=8,classes=3");
-  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_OK(a);
+  ASSERT_OK(b);
   EXPECT_EQ(a->x, b->x);
   EXPECT_EQ(a->y, b->y);
   EXPECT_FALSE(MakeSynthetic("synthetic:rows=10,colour=3").ok());

@@ -172,7 +172,7 @@ TEST(ShmAllReduceTest, ReducesSharedBuffersInPlace) {
         }
         // Everyone checks before the next round rewrites the buffers.
         float barrier = 0;
-        ASSERT_TRUE((*shm)->AllReduceSum(&barrier, 1).ok());
+        ASSERT_OK((*shm)->AllReduceSum(&barrier, 1));
       }
     });
   }

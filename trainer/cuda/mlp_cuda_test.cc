@@ -58,7 +58,7 @@ void CompareWithCpu(bool bf16, double tolerance) {
   std::vector<int> order;
   ASSERT_TRUE((*gpu)->Backward(ddl, false, [&](int p) { order.push_back(p); }).ok());
   std::vector<float> grads;
-  ASSERT_TRUE((*gpu)->CopyGradsToHost(&grads).ok());
+  ASSERT_OK((*gpu)->CopyGradsToHost(&grads));
   ASSERT_EQ(grads.size(), cpu.params().size());
   for (size_t i = 0; i < grads.size(); ++i) {
     ASSERT_NEAR(grads[i], cpu.grads()[i], tolerance * (1e-2 + std::fabs(cpu.grads()[i])))
