@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "coordinator/job_state.h"
 
 namespace ringmaster {
 
@@ -91,19 +92,6 @@ std::string ShortDuration(absl::Duration d) {
 }
 
 std::string JobStateLabel(v1::JobState state) { return v1::JobState_Name(state); }
-
-std::string WorkerStateLabel(v1::WorkerState state) {
-  switch (state) {
-    case v1::WORKER_STATE_ALIVE:
-      return "ALIVE";
-    case v1::WORKER_STATE_LOST:
-      return "LOST";
-    case v1::WORKER_STATE_SUSPECT:
-      return "SUSPECT";
-    default:
-      return "UNKNOWN";
-  }
-}
 
 std::string ProgressLine(const v1::Progress& p) {
   if (p.step() == 0 && p.total_steps() == 0) return "";
@@ -289,7 +277,7 @@ void PrintWorkersTable(std::ostream& out, const std::vector<v1::Worker>& workers
   std::vector<std::vector<std::string>> rows = {{"WORKER", "STATE", "ADDRESS", "SLOTS", "GPUS",
                                                  "CPUS", "MEMORY", "LABELS", "HEARTBEAT", "WHY"}};
   for (const v1::Worker& w : workers) {
-    rows.push_back({w.id(), WorkerStateLabel(w.state()), w.address(),
+    rows.push_back({w.id(), WorkerStateName(w.state()), w.address(),
                     absl::StrCat(w.slots_used(), "/", w.slots()), absl::StrCat(w.gpus_size()),
                     w.cpus() > 0 ? absl::StrCat(w.cpus()) : "-",
                     w.memory_mb() > 0 ? absl::StrFormat("%.1f GB", w.memory_mb() / 1024.0) : "-",

@@ -40,7 +40,6 @@ std::string Render(const google::protobuf::Message& message, OutputFormat format
 std::string ShortDuration(absl::Duration d);
 
 std::string JobStateLabel(v1::JobState state);
-std::string WorkerStateLabel(v1::WorkerState state);
 
 // One line per job, with a header.
 void PrintJobsTable(std::ostream& out, const std::vector<v1::Job>& jobs, absl::Time now);

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/output.h"
+#include "coordinator/job_state.h"
 
 namespace ringmaster {
 namespace {
@@ -109,7 +110,7 @@ std::string TopView::Render(const std::vector<v1::Job>& jobs,
                                         Gigabytes(g.memory_total_bytes())));
       }
     }
-    rows.push_back({w.id(), WorkerStateLabel(w.state()),
+    rows.push_back({w.id(), WorkerStateName(w.state()),
                     absl::StrCat(w.slots_used(), "/", w.slots()),
                     absl::StrFormat("%.0f%%", 100 * w.cpu_utilization_ratio()), util, memory});
   }

@@ -5,23 +5,6 @@
 #include "coordinator/job_state.h"
 
 namespace ringmaster {
-namespace {
-
-std::string WorkerStateLabel(v1::WorkerState state) {
-  switch (state) {
-    case v1::WORKER_STATE_ALIVE:
-      return "ALIVE";
-    case v1::WORKER_STATE_LOST:
-      return "LOST";
-    case v1::WORKER_STATE_SUSPECT:
-      return "SUSPECT";
-    default:
-      return "UNKNOWN";
-  }
-}
-
-}  // namespace
-
 CoordinatorMetrics::CoordinatorMetrics(metrics::Registry* registry, const Clock* clock,
                                        absl::Duration retention)
     : registry_(registry),
@@ -77,7 +60,7 @@ void CoordinatorMetrics::Collect() {
   std::map<std::string, int> workers = {{"ALIVE", 0}, {"SUSPECT", 0}, {"LOST", 0}};
   std::set<std::string> listed;
   for (const v1::Worker& w : worker_source_()) {
-    ++workers[WorkerStateLabel(w.state())];
+    ++workers[WorkerStateName(w.state())];
     heartbeat_age_.Add({{"worker", w.id()}}).Set(w.heartbeat_age_seconds());
     listed.insert(w.id());
   }

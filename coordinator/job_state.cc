@@ -39,6 +39,19 @@ absl::Status CheckTransition(JobState from, JobState to) {
 
 std::string StateName(JobState state) { return v1::JobState_Name(state); }
 
+std::string WorkerStateName(v1::WorkerState state) {
+  switch (state) {
+    case v1::WORKER_STATE_ALIVE:
+      return "ALIVE";
+    case v1::WORKER_STATE_LOST:
+      return "LOST";
+    case v1::WORKER_STATE_SUSPECT:
+      return "SUSPECT";
+    default:
+      return "UNKNOWN";
+  }
+}
+
 std::optional<absl::Time> FirstStart(const v1::Job& job) {
   for (const v1::StateChange& change : job.history()) {
     if (change.state() == v1::STARTING) return absl::FromUnixMillis(change.time_unix_ms());

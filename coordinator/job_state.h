@@ -14,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "proto/cluster.pb.h"
 #include "proto/job.pb.h"
 
 namespace ringmaster {
@@ -31,6 +32,9 @@ absl::Status CheckTransition(v1::JobState from, v1::JobState to);
 
 // "RUNNING", "RANK_EXITED", ...
 std::string StateName(v1::JobState state);
+
+// "ALIVE", "SUSPECT", "LOST"; "UNKNOWN" for anything else.
+std::string WorkerStateName(v1::WorkerState state);
 
 // When the job's ranks were first placed (its first STARTING), if ever.
 std::optional<absl::Time> FirstStart(const v1::Job& job);
