@@ -29,6 +29,18 @@ Struct ParseJson(const std::string& text) {
   return out;
 }
 
+// The id of job `index` of a listing ({"jobs": [...]}).
+std::string JobIdAt(const Struct& listing, int index) {
+  return listing.fields()
+      .at("jobs")
+      .list_value()
+      .values(index)
+      .struct_value()
+      .fields()
+      .at("id")
+      .string_value();
+}
+
 std::string Ringmaster() { return testing::Runfile("client/ringmaster"); }
 
 TEST(CliTest, VersionIsTheRepositorysVersion) {
@@ -286,15 +298,7 @@ TEST_F(CliClusterTest, TopHidesFinishedJobsUnlessAll) {
   ASSERT_EQ(frames.size(), 2u) << json.out;
   const Struct frame = ParseJson(frames[0]);
   ASSERT_EQ(frame.fields().at("jobs").list_value().values_size(), 1);
-  EXPECT_EQ(frame.fields()
-                .at("jobs")
-                .list_value()
-                .values(0)
-                .struct_value()
-                .fields()
-                .at("id")
-                .string_value(),
-            running);
+  EXPECT_EQ(JobIdAt(frame, 0), running);
   EXPECT_EQ(frame.fields().at("workers").list_value().values_size(), 2);
   ASSERT_OK(client_->CancelJob(running));
 }
@@ -320,15 +324,7 @@ TEST_F(CliClusterTest, LabelsRequestIdsAndPlacementFromTheCommandLine) {
   ASSERT_EQ(team_a.exit_code, 0) << team_a.err;
   const Struct listed = ParseJson(team_a.out);
   ASSERT_EQ(listed.fields().at("jobs").list_value().values_size(), 1) << team_a.out;
-  EXPECT_EQ(listed.fields()
-                .at("jobs")
-                .list_value()
-                .values(0)
-                .struct_value()
-                .fields()
-                .at("id")
-                .string_value(),
-            id);
+  EXPECT_EQ(JobIdAt(listed, 0), id);
   CommandResult table = Cli({"jobs", "--label", "team=b"});
   EXPECT_NE(table.out.find(b), std::string::npos) << table.out;
   EXPECT_EQ(table.out.find(id), std::string::npos) << table.out;
