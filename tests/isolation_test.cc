@@ -5,7 +5,8 @@
 // it fails. With a uid per job (the default of a root worker) each is
 // refused; with one --rank-user for every job each succeeds, which is the
 // isolation that setting gives up. Ranks of one job still share their code,
-// their checkpoint directory and /dev/shm.
+// their checkpoint directory and /dev/shm. And `--rank-user nobody` on a
+// root worker runs ranks as exactly that user.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -161,6 +162,49 @@ TEST_F(SharedRankUserTest, EveryAttackSucceedsWhenJobsShareOneUser) {
     ASSERT_EQ(verdicts.count(name), 1u) << name << " did not run";
     EXPECT_EQ(verdicts.at(name), "done") << name;
   }
+}
+
+// `up --rank-user nobody` on a root worker: the rank runs as nobody with
+// no_new_privs, whatever the job's env says, as /proc shows.
+class RankUserTest : public ClusterTest {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root: only a root worker switches users";
+    up_args_ = {"--rank-user", "nobody"};
+    state_parent_ = "/tmp";
+    ClusterTest::SetUp();
+  }
+};
+
+TEST_F(RankUserTest, ARootWorkerRunsRanksAsTheConfiguredUser) {
+  const std::string id = Submit(
+      "name: unprivileged\nranks: 1\nworking_dir: /tmp\nenv: {USER: root, HOME: /root}\n"
+      "command: [sleep, '300']\n");
+  v1::Job job = WaitJob(id, [](const v1::Job& j) { return j.state() == v1::RUNNING; });
+  std::ifstream in(absl::StrCat("/proc/", job.ranks(0).pid(), "/status"));
+  std::string status((std::istreambuf_iterator<char>(in)), {});
+  const uid_t nobody = 65534;
+  EXPECT_NE(status.find(absl::StrCat("Uid:\t", nobody, "\t", nobody, "\t", nobody, "\t", nobody)),
+            std::string::npos)
+      << status;
+  EXPECT_NE(status.find("NoNewPrivs:\t1"), std::string::npos) << status;
+  EXPECT_EQ(status.find("Groups:\t0"), std::string::npos) << "root's group kept: " << status;
+}
+
+// Code shipped with the job is the rank user's: a nobody rank reads it
+// and writes beside it.
+TEST_F(RankUserTest, ShippedCodeBelongsToTheRankUser) {
+  const std::string id = Submit(
+      "name: shipped\nranks: 1\n"
+      "command: [sh, -c, 'test -L client/ringmaster && echo ok > written && "
+      "stat -c \"%U %n\" . written']\n");
+  v1::Job job = WaitJob(
+      id, [](const v1::Job& j) { return j.state() == v1::SUCCEEDED || j.state() == v1::FAILED; });
+  testing::CommandResult logs = Cli({"logs", id});
+  EXPECT_EQ(job.state(), v1::SUCCEEDED)
+      << logs.out << job.history(job.history_size() - 1).message();
+  EXPECT_NE(logs.out.find("[rank 0] nobody .\n[rank 0] nobody written\n"), std::string::npos)
+      << logs.out;
 }
 
 }  // namespace
