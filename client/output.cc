@@ -4,13 +4,13 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <cmath>
 #include <map>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "coordinator/job_state.h"
+#include "trainer/optimizer.h"
 
 namespace ringmaster {
 
@@ -173,16 +173,13 @@ void PrintSpecTerms(std::ostream& out, const v1::JobSpec& spec) {
 void PrintTrainerTerms(std::ostream& out, const v1::Job& job) {
   const v1::TrainerSpec& t = job.spec().trainer();
   const int world = job.world_size() > 0 ? job.world_size() : job.spec().ranks();
-  double lr = t.optimizer().lr();
+  // The rate the ranks use, as the trainer computes it.
+  const LrSchedule schedule{t.optimizer().lr(), t.lr_scaling(), world};
   std::string scaled;
-  if (t.lr_scaling() == "linear") {
-    lr *= world;
-    scaled = absl::StrCat(" x ", world, " ranks");
-  } else if (t.lr_scaling() == "sqrt") {
-    lr *= std::sqrt(static_cast<double>(world));
-    scaled = absl::StrCat(" x sqrt(", world, " ranks)");
-  }
-  out << "trainer:   " << t.optimizer().type() << ", learning rate " << absl::StrFormat("%g", lr);
+  if (t.lr_scaling() == "linear") scaled = absl::StrCat(" x ", world, " ranks");
+  if (t.lr_scaling() == "sqrt") scaled = absl::StrCat(" x sqrt(", world, " ranks)");
+  out << "trainer:   " << t.optimizer().type() << ", learning rate "
+      << absl::StrFormat("%g", schedule.Peak());
   if (!scaled.empty()) {
     out << absl::StrFormat(" (%g", t.optimizer().lr()) << scaled << ", lr_scaling "
         << t.lr_scaling() << ")";
