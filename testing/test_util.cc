@@ -44,6 +44,25 @@ std::string Runfile(const std::string& path) {
   return absl::StrCat(srcdir ? srcdir : ".", "/", workspace ? workspace : "ringmaster", "/", path);
 }
 
+BackgroundProcess::BackgroundProcess(std::vector<std::string> argv,
+                                     const std::map<std::string, std::string>& env, std::string log)
+    : log_(std::move(log)) {
+  SubprocessSpec spec;
+  spec.argv = std::move(argv);
+  spec.env = CurrentEnvironment();
+  for (const auto& [name, value] : env) spec.env[name] = value;
+  spec.output_path = log_;
+  pid_ = SpawnProcess(spec).value_or(-1);
+}
+
+BackgroundProcess::~BackgroundProcess() {
+  if (pid_ <= 0) return;
+  kill(-pid_, SIGKILL);
+  waitpid(pid_, nullptr, 0);
+}
+
+std::string BackgroundProcess::output() const { return ReadFile(log_); }
+
 CommandResult RunCommand(const std::vector<std::string>& argv,
                          const std::map<std::string, std::string>& env, absl::Duration timeout) {
   const std::string dir = MakeTempDir("cmd");

@@ -39,6 +39,25 @@ bool ProcessGroupAlive(int pgid);
 // The body of GET http://<address><path>, or empty when it fails.
 std::string HttpGet(const std::string& address, const std::string& path);
 
+// A program started in a process group of its own, with the test's
+// environment plus `env` and its output in `log`; killed (the whole group)
+// and reaped with the object.
+class BackgroundProcess {
+ public:
+  BackgroundProcess(std::vector<std::string> argv, const std::map<std::string, std::string>& env,
+                    std::string log);
+  ~BackgroundProcess();
+  BackgroundProcess(const BackgroundProcess&) = delete;
+  BackgroundProcess& operator=(const BackgroundProcess&) = delete;
+
+  bool started() const { return pid_ > 0; }
+  std::string output() const;
+
+ private:
+  std::string log_;
+  int pid_ = -1;
+};
+
 // Runs a shell command line, returning its exit code and output.
 CommandResult Shell(const std::string& command_line);
 bool ProcessAlive(int pid);

@@ -20,7 +20,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "common/subprocess.h"
 #include "testing/status_matchers.h"
 #include "testing/test_util.h"
 
@@ -131,34 +130,6 @@ class StolenKeyServer {
   int spoke_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
-// A program started in its own process group, killed with it at the end.
-class Background {
- public:
-  Background(std::vector<std::string> argv, std::map<std::string, std::string> env,
-             const std::string& log)
-      : log_(log) {
-    SubprocessSpec spec;
-    spec.argv = std::move(argv);
-    spec.env = CurrentEnvironment();
-    for (auto& [name, value] : env) spec.env[name] = value;
-    spec.output_path = log;
-    absl::StatusOr<pid_t> pid = SpawnProcess(spec);
-    EXPECT_OK(pid) << pid.status();
-    pid_ = pid.value_or(-1);
-  }
-  ~Background() {
-    if (pid_ > 0) {
-      kill(-pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-  }
-  std::string output() const { return ReadFile(log_); }
-
- private:
-  std::string log_;
-  pid_t pid_ = -1;
-};
-
 class ImpersonationTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -208,10 +179,11 @@ TEST_F(ImpersonationTest, TheSameServerWithTheCoordinatorsCertificateIsSpokenTo)
 TEST_F(ImpersonationTest, AWorkerRefusesAnotherWorkersKeyAsTheCoordinator) {
   StolenKeyServer stolen(dir_ + "/worker-w1");
   const std::string state = testing::MakeTempDir("worker-w2");
-  Background worker(
+  testing::BackgroundProcess worker(
       {Runfile("worker/ringmaster-worker"), "--coordinator", stolen.address(), "--tls-dir", dir_,
        "--id", "w2", "--state-dir", state, "--port", "0", "--metrics-port", "0", "--slots", "1"},
       {}, state + "/worker.log");
+  ASSERT_TRUE(worker.started());
   AwaitRefusals(stolen, 2);
   EXPECT_EQ(stolen.spoke(), 0) << "the worker registered with a worker's key";
   EXPECT_TRUE(testing::WaitFor(
@@ -228,15 +200,17 @@ TEST_F(ImpersonationTest, ARankRefusesAWorkerKeyAsTheCoordinatorsStore) {
   std::ofstream(work + "/spec.yaml")
       << "trainer:\n  model: {type: mlp, hidden: [8]}\n"
          "  data: {path: 'synthetic:rows=64,features=4,classes=2'}\n  epochs: 1\n";
-  Background rank({Runfile("trainer/ringmaster-trainer"), "--spec", work + "/spec.yaml"},
-                  {{"RINGMASTER_COORDINATOR", stolen.address()},
-                   {"RINGMASTER_JOB_ID", "victim-1"},
-                   {"TORCHELASTIC_RESTART_COUNT", "0"},
-                   {"RANK", "0"},
-                   {"WORLD_SIZE", "2"},
-                   {"RINGMASTER_TLS_CA", ReadFile(dir_ + "/ca.crt")},
-                   {"RINGMASTER_JOB_TOKEN", "the-job-token"}},
-                  work + "/rank.log");
+  testing::BackgroundProcess rank(
+      {Runfile("trainer/ringmaster-trainer"), "--spec", work + "/spec.yaml"},
+      {{"RINGMASTER_COORDINATOR", stolen.address()},
+       {"RINGMASTER_JOB_ID", "victim-1"},
+       {"TORCHELASTIC_RESTART_COUNT", "0"},
+       {"RANK", "0"},
+       {"WORLD_SIZE", "2"},
+       {"RINGMASTER_TLS_CA", ReadFile(dir_ + "/ca.crt")},
+       {"RINGMASTER_JOB_TOKEN", "the-job-token"}},
+      work + "/rank.log");
+  ASSERT_TRUE(rank.started());
   AwaitRefusals(stolen, 1);
   EXPECT_GE(stolen.refused(), 1) << rank.output();
   EXPECT_EQ(stolen.spoke(), 0) << "the rank sent its job token to a worker's key";

@@ -2,18 +2,15 @@
 // only with TLS or --insecure, /metrics apart from the API, a TLS client
 // told when the server is plaintext, and `up`'s files used only for `up`'s
 // own coordinator.
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <csignal>
 #include <map>
+#include <optional>
 
 #include <gtest/gtest.h>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/net.h"
-#include "common/subprocess.h"
 #include "testing/status_matchers.h"
 #include "tests/cluster_fixture.h"
 
@@ -91,31 +88,18 @@ TEST(BindTest, MetricsListenOnLoopbackUnlessMetricsBindSaysOtherwise) {
 class PlaintextCoordinator {
  public:
   explicit PlaintextCoordinator(std::string state) : state_(std::move(state)) {}
-  ~PlaintextCoordinator() {
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-  }
 
   // Starts it and waits until it answers.
   absl::Status Start() {
     absl::StatusOr<int> port = PickFreePort("127.0.0.1");
     if (!port.ok()) return port.status();
     address_ = absl::StrCat("127.0.0.1:", *port);
-    SubprocessSpec spec;
-    spec.argv = {testing::Runfile("coordinator/ringmaster-coordinator"),
-                 "--port",
-                 absl::StrCat(*port),
-                 "--metrics-port",
-                 "0",
-                 "--state-dir",
-                 state_ + "/c"};
-    spec.env = CurrentEnvironment();
-    spec.output_path = state_ + "/log";
-    absl::StatusOr<pid_t> pid = SpawnProcess(spec);
-    if (!pid.ok()) return pid.status();
-    pid_ = *pid;
+    process_.emplace(
+        std::vector<std::string>{testing::Runfile("coordinator/ringmaster-coordinator"), "--port",
+                                 absl::StrCat(*port), "--metrics-port", "0", "--state-dir",
+                                 state_ + "/c"},
+        std::map<std::string, std::string>{}, state_ + "/log");
+    if (!process_->started()) return absl::InternalError("the coordinator did not start");
     if (!testing::WaitFor([this] { return Client(address_).ListJobs().ok(); }, absl::Seconds(20))) {
       return absl::DeadlineExceededError("the plaintext coordinator did not answer in 20s");
     }
@@ -126,7 +110,7 @@ class PlaintextCoordinator {
  private:
   const std::string state_;
   std::string address_;
-  pid_t pid_ = 0;
+  std::optional<testing::BackgroundProcess> process_;
 };
 
 // A TLS client against a plaintext coordinator is told so in one line.
