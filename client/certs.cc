@@ -215,6 +215,12 @@ Profile WorkerProfile(const std::string& id) {
   return {absl::StrCat(kWorkerCertificatePrefix, id), false, "serverAuth,clientAuth", {id}};
 }
 
+// A user's: a client certificate whose common name is all a coordinator
+// reads.
+Profile UserProfile(const std::string& name) {
+  return {absl::StrCat(kUserCertificatePrefix, name), false, "clientAuth", {}};
+}
+
 // Why a certificate that names `names` must be made again to match
 // `profile`; empty when it does.
 std::string WhyReissue(const Profile& profile, const std::vector<std::string>& names) {
@@ -251,6 +257,11 @@ absl::StatusOr<std::vector<IssuedCertificate>> InitCertificates(const std::strin
           absl::StrCat("--worker ", id, ": that is the coordinator's name, not a worker's"));
     }
   }
+  for (const std::string& user : options.users) {
+    if (absl::Status s = ValidateUserName(user); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--user: ", s.message()));
+    }
+  }
   RETURN_IF_ERROR(MakePrivateDir(dir));
   std::vector<IssuedCertificate> issued;
   if (!Exists(dir + "/ca.crt")) {
@@ -265,6 +276,9 @@ absl::StatusOr<std::vector<IssuedCertificate>> InitCertificates(const std::strin
       {"coordinator", CoordinatorProfile(options.hosts)}, {"admin", AdminProfile()}};
   for (const std::string& id : options.worker_ids) {
     wanted.push_back({"worker-" + id, WorkerProfile(id)});
+  }
+  for (const std::string& user : options.users) {
+    wanted.push_back({"user-" + user, UserProfile(user)});
   }
   for (auto& [stem, profile] : wanted) {
     const std::string path = absl::StrCat(dir, "/", stem);
@@ -312,6 +326,8 @@ absl::StatusOr<std::vector<IssuedCertificate>> RenewCertificates(const std::stri
       profile = AdminProfile();
     } else if (absl::StartsWith(stem, "worker-")) {
       profile = WorkerProfile(stem.substr(strlen("worker-")));
+    } else if (absl::StartsWith(stem, "user-")) {
+      profile = UserProfile(stem.substr(strlen("user-")));
     } else {
       continue;  // not one `certs init` makes
     }

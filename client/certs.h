@@ -16,6 +16,7 @@ struct CertsOptions {
   // dial it at (Ringmaster's own clients check ringmaster-coordinator).
   std::vector<std::string> hosts;
   std::vector<std::string> worker_ids;  // a worker-<id> certificate each, naming only <id>
+  std::vector<std::string> users;       // a user-<name> client certificate each
   int valid_days = 825;                 // the CA's: four times this
 };
 
@@ -26,7 +27,7 @@ struct IssuedCertificate {
 };
 
 // Makes in `dir` (created 0700) what is missing of ca.crt/ca.key,
-// coordinator, admin and each worker's certificate and key, signed by the
+// coordinator, admin, each worker's and each user's certificate and key, signed by the
 // CA in `dir`; keys are mode 0600. A certificate already there is kept,
 // so this adds workers to a cluster, unless it lacks a name asked for (a
 // new --host is added to the coordinator's, keeping its others) or a

@@ -35,6 +35,9 @@ void AddGlobalOptions(CLI::App& app, Invocation* run, std::string* output) {
   app.add_option("--tls-dir", run->tls_dir,
                  "TLS files of the cluster (env RINGMASTER_TLS_DIR; default: those of `up`, "
                  "for its coordinator; \"\" for plaintext)");
+  app.add_option("--cert", run->cert,
+                 "present this client certificate of the TLS dir: NAME.crt, or a user's "
+                 "user-NAME.crt (default: admin.crt, unless a token is given)");
   app.add_option("-o,--output", *output, "table, json or yaml")
       ->check(CLI::Validator(
           [](const std::string& name) {
@@ -84,6 +87,9 @@ void AddLocalClusterCommands(CLI::App& app, Invocation* run,
                    "certificate (repeat)");
   init->add_option("--worker", run->certs.worker_ids,
                    "a worker id to make a certificate for, naming only that worker (repeat)");
+  init->add_option("--user", run->certs.users,
+                   "a user to make a client certificate for, user-NAME.crt; the user owns the "
+                   "jobs it submits (repeat)");
   init->add_option("--days", run->certs.valid_days, "days the certificates are valid")
       ->capture_default_str();
   (*commands)[Command::kCertsInit] = init;

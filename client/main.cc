@@ -25,12 +25,18 @@ bool LoadToken(const std::string& file, ringmaster::GlobalOptions* global) {
 
 // TLS from --tls-dir (RINGMASTER_TLS_DIR), for any coordinator; without
 // it, the files of the local cluster of `up` for that cluster's coordinator
-// only; false, said on stderr, when a file will not do.
-bool LoadTls(const std::optional<std::string>& tls_dir, ringmaster::GlobalOptions* global) {
+// only; false, said on stderr, when a file will not do. One credential is
+// presented: --cert, else the token already loaded, else the admin
+// certificate of the TLS dir.
+bool LoadTls(const ringmaster::Invocation& run, ringmaster::GlobalOptions* global) {
   const std::string dir =
-      tls_dir ? *tls_dir
-              : ringmaster::TlsDirFor(ringmaster::DefaultStateDir(), global->coordinator);
-  absl::StatusOr<ringmaster::Tls> tls = ringmaster::LoadClientTls(dir);
+      run.tls_dir ? *run.tls_dir
+                  : ringmaster::TlsDirFor(ringmaster::DefaultStateDir(), global->coordinator);
+  ringmaster::ClientCertificate which;
+  which.name = run.cert;
+  which.none = run.cert.empty() && !global->token.empty();
+  if (!run.cert.empty()) global->token.clear();
+  absl::StatusOr<ringmaster::Tls> tls = ringmaster::LoadClientTls(dir, which);
   if (!tls.ok()) {
     std::cerr << "ringmaster: " << tls.status().message() << std::endl;
     return false;
@@ -61,7 +67,7 @@ int Run(const ringmaster::Invocation& run) {
     default:
       break;
   }
-  if (!LoadTls(run.tls_dir, &global)) return 2;
+  if (!LoadTls(run, &global)) return 2;
   switch (run.command) {
     case Command::kSubmit:
       return ringmaster::RunSubmit(global, run.submit);

@@ -125,11 +125,11 @@ std::string RankStateLabel(v1::RankState state) {
 
 void PrintJobsTable(std::ostream& out, const std::vector<v1::Job>& jobs, absl::Time now) {
   std::vector<std::vector<std::string>> rows = {
-      {"JOB", "STATE", "RANKS", "RESTARTS", "AGE", "PROGRESS", "MESSAGE"}};
+      {"JOB", "OWNER", "STATE", "RANKS", "RESTARTS", "AGE", "PROGRESS", "MESSAGE"}};
   for (const v1::Job& job : jobs) {
     std::string progress = ProgressLine(job.progress());
-    rows.push_back({job.id(), JobStateLabel(job.state()), absl::StrCat(job.world_size()),
-                    absl::StrCat(job.restarts()),
+    rows.push_back({job.id(), job.owner(), JobStateLabel(job.state()),
+                    absl::StrCat(job.world_size()), absl::StrCat(job.restarts()),
                     ShortDuration(now - absl::FromUnixMillis(job.create_unix_ms())),
                     progress.empty() ? "-" : progress, LastMessage(job)});
   }
@@ -231,6 +231,7 @@ std::string RootCauseLine(const v1::Failure& f) {
 
 void PrintJobDetail(std::ostream& out, const v1::Job& job, absl::Time now) {
   out << "job:       " << job.id() << "\n"
+      << "owner:     " << job.owner() << "\n"
       << "state:     " << JobStateLabel(job.state()) << "\n";
   if (job.state() == v1::PENDING && !job.pending_reason().empty()) {
     out << "waiting:   " << job.pending_reason() << "\n";

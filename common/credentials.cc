@@ -6,11 +6,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -23,9 +25,30 @@ namespace {
 constexpr absl::string_view kWorkerKind = "rmw.";
 constexpr absl::string_view kAgentKind = "rma.";
 constexpr absl::string_view kJobKind = "rmj.";
+constexpr absl::string_view kUserKind = "rmu.";
+constexpr size_t kMaxUserName = 32;
 constexpr size_t kKeyBytes = 32;
 
 }  // namespace
+
+absl::Status ValidateUserName(absl::string_view name) {
+  const bool valid =
+      !name.empty() && name.size() <= kMaxUserName &&
+      (absl::ascii_islower(name[0]) || name[0] == '_') &&
+      std::all_of(name.begin(), name.end(), [](char c) {
+        return absl::ascii_islower(c) || absl::ascii_isdigit(c) || c == '_' || c == '.' || c == '-';
+      });
+  if (!valid) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "user name \"", absl::CHexEscape(name.substr(0, 40)), "\": use 1-", kMaxUserName,
+        " of a-z, 0-9, '_', '.' and '-', starting with a letter or '_'"));
+  }
+  if (name == kAdminUser) {
+    return absl::InvalidArgumentError(
+        "user name \"admin\" is the admin credential's; pick another name");
+  }
+  return absl::OkStatus();
+}
 
 bool SameSecret(absl::string_view a, absl::string_view b) {
   // Every byte of the longer one is looked at, whatever the other holds.
@@ -57,6 +80,10 @@ std::string CredentialSigner::Agent(absl::string_view worker_id) const {
   return Sign(absl::StrCat(kAgentKind, worker_id));
 }
 
+std::string CredentialSigner::User(absl::string_view name) const {
+  return Sign(absl::StrCat(kUserKind, name));
+}
+
 std::string CredentialSigner::Job(absl::string_view job_id, int attempt) const {
   return Sign(absl::StrCat(kJobKind, attempt, ".", job_id));
 }
@@ -73,6 +100,9 @@ std::optional<Caller> CredentialSigner::Verify(absl::string_view token) const {
   } else if (absl::StartsWith(payload, kAgentKind)) {
     caller.role = Caller::Role::kAgent;
     caller.id = std::string(payload.substr(kAgentKind.size()));
+  } else if (absl::StartsWith(payload, kUserKind)) {
+    caller.role = Caller::Role::kUser;
+    caller.id = std::string(payload.substr(kUserKind.size()));
   } else if (absl::StartsWith(payload, kJobKind)) {
     const absl::string_view rest = payload.substr(kJobKind.size());
     const size_t sep = rest.find('.');

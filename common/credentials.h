@@ -9,6 +9,10 @@
 //           scope and its ranks' progress reports, nothing else.
 //   agent   signed for one worker id and handed to that worker when it
 //           registers: the coordinator's calls to the worker's agent.
+//   user    a token signed for one user name, or a client certificate named
+//           "ringmaster:user:<name>": submits jobs it then owns, reads
+//           every job's status; the logs, env and command of its own jobs
+//           only, and cancels and deletes only those.
 //
 // Signed tokens are "<kind>.<fields>.<HMAC-SHA256 in hex>" under the
 // coordinator's key (<state-dir>/credential.key), so the coordinator checks
@@ -29,11 +33,20 @@
 namespace ringmaster {
 
 struct Caller {
-  enum class Role { kNone, kAdmin, kWorker, kJob, kAgent };
+  enum class Role { kNone, kAdmin, kWorker, kJob, kAgent, kUser };
   Role role = Role::kNone;
-  std::string id;   // the worker id (kWorker, kAgent) or the job id (kJob)
+  // The worker id (kWorker, kAgent), the job id (kJob) or the user name
+  // (kUser).
+  std::string id;
   int attempt = 0;  // kJob
 };
+
+// The owner of the jobs the admin submits.
+inline constexpr absl::string_view kAdminUser = "admin";
+
+// A user name: 1-32 of [a-z0-9_.-], starting with a letter or '_' (as a
+// Unix login), and not "admin". INVALID_ARGUMENT naming it otherwise.
+absl::Status ValidateUserName(absl::string_view name);
 
 // Thread-safe (immutable).
 class CredentialSigner {
@@ -43,6 +56,7 @@ class CredentialSigner {
   std::string Worker(absl::string_view worker_id) const;
   std::string Job(absl::string_view job_id, int attempt) const;
   std::string Agent(absl::string_view worker_id) const;
+  std::string User(absl::string_view name) const;
   // The caller `token` names when this key signed it; nullopt otherwise.
   std::optional<Caller> Verify(absl::string_view token) const;
 
@@ -69,9 +83,11 @@ std::optional<std::string> PeerCertificateName(const grpc::ServerContextBase& co
 // when `token` is empty).
 void AddBearerToken(grpc::ClientContext* context, const std::string& token);
 
-// Certificate common names: "ringmaster:admin", "ringmaster:worker:<id>".
+// Certificate common names: "ringmaster:admin", "ringmaster:worker:<id>",
+// "ringmaster:user:<name>".
 inline constexpr absl::string_view kAdminCertificateName = "ringmaster:admin";
 inline constexpr absl::string_view kWorkerCertificatePrefix = "ringmaster:worker:";
+inline constexpr absl::string_view kUserCertificatePrefix = "ringmaster:user:";
 
 }  // namespace ringmaster
 

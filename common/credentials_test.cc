@@ -28,6 +28,35 @@ TEST(CredentialSignerTest, EachKindNamesItsHolder) {
   ASSERT_TRUE(agent.has_value());
   EXPECT_EQ(agent->role, Caller::Role::kAgent);
   EXPECT_EQ(agent->id, "w1");
+
+  std::optional<Caller> user = signer.Verify(signer.User("alice"));
+  ASSERT_TRUE(user.has_value());
+  EXPECT_EQ(user->role, Caller::Role::kUser);
+  EXPECT_EQ(user->id, "alice");
+}
+
+TEST(CredentialSignerTest, AUserTokenCannotBeTurnedIntoAnotherUsersOrAWorkers) {
+  CredentialSigner signer("k1");
+  std::string renamed = signer.User("alice");
+  renamed.replace(renamed.find("alice"), 5, "bobby");
+  EXPECT_FALSE(signer.Verify(renamed).has_value());
+  std::string as_worker = signer.User("alice");
+  as_worker[2] = 'w';  // rmu -> rmw
+  EXPECT_FALSE(signer.Verify(as_worker).has_value());
+}
+
+TEST(ValidateUserNameTest, TakesLoginNamesAndRefusesTheRest) {
+  EXPECT_OK(ValidateUserName("alice"));
+  EXPECT_OK(ValidateUserName("_svc-ci.2"));
+  EXPECT_OK(ValidateUserName(std::string(32, 'a')));
+  for (const char* bad : {"", "Alice", "1bob", "a b", "a/b", "a:b", "ali\n"}) {
+    absl::Status s = ValidateUserName(bad);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(s.message().find("user name"), absl::string_view::npos) << s;
+  }
+  EXPECT_FALSE(ValidateUserName(std::string(33, 'a')).ok());
+  absl::Status admin = ValidateUserName("admin");
+  EXPECT_NE(admin.message().find("admin credential"), absl::string_view::npos) << admin;
 }
 
 TEST(CredentialSignerTest, RefusesWhatItDidNotSign) {

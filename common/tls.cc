@@ -91,10 +91,26 @@ Tls CaOnly(std::string ca_pem) {
   return TlsFiles{std::move(ca_pem), "", ""};
 }
 
-absl::StatusOr<Tls> LoadClientTls(const std::string& dir) {
-  if (dir.empty()) return Tls();
-  const bool admin = access((dir + "/admin.crt").c_str(), F_OK) == 0;
-  absl::StatusOr<TlsFiles> files = LoadTls(dir, admin ? "admin" : "");
+absl::StatusOr<Tls> LoadClientTls(const std::string& dir, const ClientCertificate& which) {
+  auto exists = [&dir](const std::string& stem) {
+    return access(absl::StrCat(dir, "/", stem, ".crt").c_str(), F_OK) == 0;
+  };
+  if (dir.empty()) {
+    if (which.name.empty()) return Tls();
+    return absl::InvalidArgumentError(
+        absl::StrCat("--cert ", which.name, ": no TLS directory to find it in (--tls-dir)"));
+  }
+  std::string stem;
+  if (!which.name.empty()) {
+    stem = exists(which.name) ? which.name : "user-" + which.name;
+    if (!exists(stem)) {
+      return absl::NotFoundError(absl::StrCat("--cert ", which.name, ": neither ", which.name,
+                                              ".crt nor user-", which.name, ".crt is in ", dir));
+    }
+  } else if (!which.none && exists("admin")) {
+    stem = "admin";
+  }
+  absl::StatusOr<TlsFiles> files = LoadTls(dir, stem);
   if (!files.ok()) return files.status();
   return Tls(*std::move(files));
 }

@@ -48,9 +48,19 @@ absl::StatusOr<TlsFiles> LoadTls(const std::string& dir, const std::string& name
 // identifies by token). Plaintext (nullopt) when `ca_pem` is empty.
 Tls CaOnly(std::string ca_pem);
 
-// A client's: ca.crt and, when `dir` has them, admin.crt and admin.key;
-// nullopt (plaintext) when `dir` is empty.
-absl::StatusOr<Tls> LoadClientTls(const std::string& dir);
+// Which client certificate LoadClientTls presents.
+struct ClientCertificate {
+  // A certificate of `dir`: "<name>.crt", else "user-<name>.crt" (so a
+  // user's is named by the user alone). Empty: the admin's, if any.
+  std::string name;
+  // No certificate at all, only the CA: the caller identifies by token.
+  bool none = false;
+};
+
+// A client's: ca.crt and the certificate `which` picks, with its key;
+// nullopt (plaintext) when `dir` is empty. NOT_FOUND naming both files
+// tried when a named certificate is not there.
+absl::StatusOr<Tls> LoadClientTls(const std::string& dir, const ClientCertificate& which = {});
 
 // The listening credentials: plaintext without `tls`.
 std::shared_ptr<grpc::ServerCredentials> ServerCredentials(const Tls& tls);

@@ -3,6 +3,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "common/status_macros.h"
 
 namespace ringmaster {
 namespace {
@@ -13,6 +14,9 @@ constexpr absl::string_view kAdminNeeded =
 constexpr absl::string_view kWorkerNeeded =
     "a worker credential (a token from `ringmaster-coordinator --issue-worker-token ID` in "
     "--token-file, or the worker's client certificate)";
+constexpr absl::string_view kUserNeeded =
+    "a user credential (a token from `ringmaster-coordinator --issue-user-token NAME`, or "
+    "a user's client certificate of `ringmaster certs init --user NAME`) or the admin's";
 constexpr absl::string_view kJobNeeded =
     "the job credential of this attempt (RINGMASTER_JOB_TOKEN, which the coordinator gives "
     "to the attempt's ranks)";
@@ -27,6 +31,8 @@ absl::string_view RoleName(Caller::Role role) {
       return "a job credential";
     case Caller::Role::kAgent:
       return "an agent credential";
+    case Caller::Role::kUser:
+      return "a user credential";
     case Caller::Role::kNone:
       break;
   }
@@ -62,6 +68,12 @@ absl::StatusOr<Caller> AccessPolicy::Identify(const grpc::ServerContextBase& con
       caller.id = std::string(id);
       return caller;
     }
+    id = *name;
+    if (absl::ConsumePrefix(&id, kUserCertificatePrefix) && ValidateUserName(id).ok()) {
+      caller.role = Caller::Role::kUser;
+      caller.id = std::string(id);
+      return caller;
+    }
   }
   std::optional<std::string> token = BearerToken(context);
   if (!token) return caller;
@@ -79,6 +91,29 @@ absl::Status AccessPolicy::RequireAdmin(const grpc::ServerContextBase& context) 
   if (!caller.ok()) return caller.status();
   if (caller->role == Caller::Role::kAdmin) return absl::OkStatus();
   return Denied(*caller, kAdminNeeded);
+}
+
+absl::StatusOr<std::string> AccessPolicy::RequireUser(
+    const grpc::ServerContextBase& context) const {
+  ASSIGN_OR_RETURN(Caller caller, Identify(context, kUserNeeded));
+  if (caller.role == Caller::Role::kAdmin) return std::string(kAdminUser);
+  if (caller.role == Caller::Role::kUser) return caller.id;
+  return Denied(caller, kUserNeeded);
+}
+
+absl::Status AccessPolicy::RequireOwner(const std::string& user, const v1::Job& job,
+                                        absl::string_view act) {
+  if (user == kAdminUser || user == job.owner()) return absl::OkStatus();
+  return absl::PermissionDeniedError(absl::StrCat("user ", user, " may not ", act, " job ",
+                                                  job.id(), ": it is owned by ", job.owner(),
+                                                  ", and only its owner or the admin may"));
+}
+
+void AccessPolicy::RedactFor(const std::string& user, v1::Job* job) {
+  if (user == kAdminUser || user == job->owner()) return;
+  job->mutable_spec()->clear_env();
+  job->mutable_spec()->clear_command();
+  job->set_spec_redacted(true);
 }
 
 absl::Status AccessPolicy::RequireWorker(const grpc::ServerContextBase& context,

@@ -1,7 +1,10 @@
 // Who may call what on the coordinator (see common/credentials.h for the
 // credentials themselves):
 //
-//   JobService, ClusterService            admin
+//   SubmitJob, GetJob, ListJobs, Watch*,  admin, or any user; a job is owned by
+//   StatCode, UploadCode, ListWorkers     who submitted it, and a user sees the
+//                                         env and command of its own jobs only
+//   CancelJob, DeleteJob, StreamLogs      admin, or the job's owner
 //   WorkerService.Connect                 admin, or the worker whose id it registers
 //   WorkerService.ReadCode                admin, or any worker
 //   RendezvousService                     admin, or a job token of the scope's attempt
@@ -19,6 +22,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/credentials.h"
+#include "proto/job.pb.h"
 
 namespace ringmaster {
 
@@ -41,6 +45,17 @@ class AccessPolicy {
   // issue) or PERMISSION_DENIED (a credential of another scope), the
   // message naming the credential the call needs.
   absl::Status RequireAdmin(const grpc::ServerContextBase& context) const;
+  // The admin or a user: who calls, as its jobs' owner ("admin" for the
+  // admin).
+  absl::StatusOr<std::string> RequireUser(const grpc::ServerContextBase& context) const;
+  // Whether `user` (from RequireUser) may `act` ("cancel", "read the logs
+  // of") `job`: the admin and the job's owner may. PERMISSION_DENIED
+  // naming the owner otherwise.
+  static absl::Status RequireOwner(const std::string& user, const v1::Job& job,
+                                   absl::string_view act);
+  // `job` as `user` may see it: without spec.env and spec.command unless
+  // it is the admin or the owner.
+  static void RedactFor(const std::string& user, v1::Job* job);
   // Before the worker says its id: admin or some worker. The caller is
   // stored in `*caller` for RequireWorkerId.
   absl::Status RequireWorker(const grpc::ServerContextBase& context, Caller* caller) const;

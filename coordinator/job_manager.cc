@@ -113,15 +113,20 @@ absl::Status JobManager::Recover() {
   return store_->Sync();
 }
 
-absl::StatusOr<std::string> JobManager::Submit(v1::JobSpec spec, const std::string& request_id) {
+absl::StatusOr<std::string> JobManager::Submit(v1::JobSpec spec, const std::string& request_id,
+                                               const std::string& owner) {
   RETURN_IF_ERROR(ValidateJobSpec(spec, options_.spec_limits));
   RETURN_IF_ERROR(ValidateRequestId(request_id));
   ApplyJobSpecDefaults(&spec);
+  // Each user's request ids are its own: a user's are stored as
+  // "<user>/<id>", which no admin's id can be ('/' is not allowed in one).
+  const std::string request_key =
+      request_id.empty() || owner == kAdminUser ? request_id : absl::StrCat(owner, "/", request_id);
   std::string job_id;
   {
     MutexLock lock(&mu_);
-    if (!request_id.empty()) {
-      ASSIGN_OR_RETURN(std::string earlier, store_->FindRequest(request_id));
+    if (!request_key.empty()) {
+      ASSIGN_OR_RETURN(std::string earlier, store_->FindRequest(request_key));
       if (!earlier.empty()) {
         const JobRecord* record = table_.Find(earlier);
         ASSIGN_OR_RETURN(v1::Job job, record != nullptr ? absl::StatusOr<v1::Job>(record->job)
@@ -134,7 +139,7 @@ absl::StatusOr<std::string> JobManager::Submit(v1::JobSpec spec, const std::stri
         return earlier;
       }
     }
-    ASSIGN_OR_RETURN(JobRecord * record, table_.Create(std::move(spec), request_id));
+    ASSIGN_OR_RETURN(JobRecord * record, table_.Create(std::move(spec), owner, request_key));
     job_id = record->job.id();
     spdlog::info("job {}: submitted ({} ranks)", job_id, record->job.spec().ranks());
   }

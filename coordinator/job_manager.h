@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "common/credentials.h"
 #include "common/mutex.h"
 #include "coordinator/attempt_placement.h"
 #include "coordinator/job_state.h"
@@ -95,10 +96,12 @@ class JobManager {
   // within the heartbeat timeout; ranks not reported by then are lost.
   absl::Status Recover();
 
-  // A new job's id. With a request id, a retried submission is answered
-  // with the job the first one made (while that job is stored) when the
-  // specs are the same, and ALREADY_EXISTS when they differ.
-  absl::StatusOr<std::string> Submit(v1::JobSpec spec, const std::string& request_id = "");
+  // A new job's id, the job owned by `owner`. With a request id, a retried
+  // submission of the same owner is answered with the job the first one
+  // made (while that job is stored) when the specs are the same, and
+  // ALREADY_EXISTS when they differ.
+  absl::StatusOr<std::string> Submit(v1::JobSpec spec, const std::string& request_id = "",
+                                     const std::string& owner = std::string(kAdminUser));
   absl::StatusOr<v1::Job> Get(const std::string& job_id);
   // Newest first: up to page_size jobs matching `query`.
   absl::StatusOr<JobPage> ListPage(const JobQuery& query);

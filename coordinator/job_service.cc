@@ -88,7 +88,8 @@ constexpr size_t kMaxQueuedChanges = 4096;
 grpc::ServerUnaryReactor* JobServiceImpl::SubmitJob(grpc::CallbackServerContext* context,
                                                     const v1::SubmitJobRequest* request,
                                                     v1::SubmitJobResponse* response) {
-  if (absl::Status s = access_->RequireAdmin(*context); !s.ok()) return FinishUnary(context, s);
+  absl::StatusOr<std::string> user = access_->RequireUser(*context);
+  if (!user.ok()) return FinishUnary(context, user.status());
   const std::string& code = request->spec().code().sha256();
   if (!code.empty() && !code_->Use(code).has_value()) {
     return FinishUnary(context, absl::FailedPreconditionError(
@@ -96,7 +97,7 @@ grpc::ServerUnaryReactor* JobServiceImpl::SubmitJob(grpc::CallbackServerContext*
                                                  " is stored on the coordinator; upload it first "
                                                  "(`ringmaster submit` does)")));
   }
-  absl::StatusOr<std::string> id = manager_->Submit(request->spec(), request->request_id());
+  absl::StatusOr<std::string> id = manager_->Submit(request->spec(), request->request_id(), *user);
   if (id.ok()) response->set_job_id(*id);
   return FinishUnary(context, id.status());
 }
@@ -104,10 +105,14 @@ grpc::ServerUnaryReactor* JobServiceImpl::SubmitJob(grpc::CallbackServerContext*
 grpc::ServerUnaryReactor* JobServiceImpl::GetJob(grpc::CallbackServerContext* context,
                                                  const v1::GetJobRequest* request,
                                                  v1::Job* response) {
-  if (absl::Status s = access_->RequireAdmin(*context); !s.ok()) return FinishUnary(context, s);
+  absl::StatusOr<std::string> user = access_->RequireUser(*context);
+  if (!user.ok()) return FinishUnary(context, user.status());
   if (absl::Status s = ValidateJobId(request->job_id()); !s.ok()) return FinishUnary(context, s);
   absl::StatusOr<v1::Job> job = manager_->Get(request->job_id());
-  if (job.ok()) *response = *std::move(job);
+  if (job.ok()) {
+    *response = *std::move(job);
+    AccessPolicy::RedactFor(*user, response);
+  }
   return FinishUnary(context, job.status());
 }
 
@@ -146,23 +151,35 @@ absl::StatusOr<JobQuery> ToQuery(const v1::ListJobsRequest& request) {
 grpc::ServerUnaryReactor* JobServiceImpl::ListJobs(grpc::CallbackServerContext* context,
                                                    const v1::ListJobsRequest* request,
                                                    v1::ListJobsResponse* response) {
-  if (absl::Status s = access_->RequireAdmin(*context); !s.ok()) return FinishUnary(context, s);
+  absl::StatusOr<std::string> user = access_->RequireUser(*context);
+  if (!user.ok()) return FinishUnary(context, user.status());
   absl::StatusOr<JobQuery> query = ToQuery(*request);
   if (!query.ok()) return FinishUnary(context, query.status());
   absl::StatusOr<JobPage> page = manager_->ListPage(*query);
   if (!page.ok()) return FinishUnary(context, page.status());
-  for (v1::Job& job : page->jobs) *response->add_jobs() = std::move(job);
+  for (v1::Job& job : page->jobs) {
+    AccessPolicy::RedactFor(*user, &job);
+    *response->add_jobs() = std::move(job);
+  }
   if (page->next_before_number > 0) {
     response->set_next_page_token(absl::StrCat(page->next_before_number));
   }
   return FinishUnary(context, absl::OkStatus());
 }
 
+absl::Status JobServiceImpl::OwnerMay(const grpc::ServerContextBase& context,
+                                      const std::string& job_id, absl::string_view act) {
+  ASSIGN_OR_RETURN(std::string user, access_->RequireUser(context));
+  RETURN_IF_ERROR(ValidateJobId(job_id));
+  ASSIGN_OR_RETURN(v1::Job job, manager_->Get(job_id));
+  return AccessPolicy::RequireOwner(user, job, act);
+}
+
 grpc::ServerUnaryReactor* JobServiceImpl::CancelJob(grpc::CallbackServerContext* context,
                                                     const v1::CancelJobRequest* request,
                                                     v1::Job* response) {
-  if (absl::Status s = access_->RequireAdmin(*context); !s.ok()) return FinishUnary(context, s);
-  if (absl::Status s = ValidateJobId(request->job_id()); !s.ok()) return FinishUnary(context, s);
+  absl::Status s = OwnerMay(*context, request->job_id(), "cancel");
+  if (!s.ok()) return FinishUnary(context, s);
   absl::StatusOr<v1::Job> job = manager_->Cancel(request->job_id());
   if (job.ok()) *response = *std::move(job);
   return FinishUnary(context, job.status());
@@ -171,21 +188,23 @@ grpc::ServerUnaryReactor* JobServiceImpl::CancelJob(grpc::CallbackServerContext*
 grpc::ServerUnaryReactor* JobServiceImpl::DeleteJob(grpc::CallbackServerContext* context,
                                                     const v1::DeleteJobRequest* request,
                                                     v1::DeleteJobResponse*) {
-  if (absl::Status s = access_->RequireAdmin(*context); !s.ok()) return FinishUnary(context, s);
-  if (absl::Status s = ValidateJobId(request->job_id()); !s.ok()) return FinishUnary(context, s);
+  absl::Status s = OwnerMay(*context, request->job_id(), "delete");
+  if (!s.ok()) return FinishUnary(context, s);
   return FinishUnary(context, manager_->Delete(request->job_id()));
 }
 
 grpc::ServerWriteReactor<v1::JobEvent>* JobServiceImpl::WatchJob(
     grpc::CallbackServerContext* context, const v1::WatchJobRequest* request) {
-  absl::Status s = access_->RequireAdmin(*context);
+  absl::StatusOr<std::string> user = access_->RequireUser(*context);
+  absl::Status s = user.status();
   if (s.ok()) s = ValidateJobId(request->job_id());
   if (!s.ok()) return new RefusedWriteReactor<v1::JobEvent>(ToGrpcStatus(s));
   return new WatchReactor<v1::JobEvent>(
       manager_, kMaxQueuedJobChanges, /*end_when_ended=*/true,
-      [](const v1::Job& job) {
+      [user = *user](const v1::Job& job) {
         v1::JobEvent event;
         *event.mutable_job() = job;
+        AccessPolicy::RedactFor(user, event.mutable_job());
         return std::optional<v1::JobEvent>(std::move(event));
       },
       [this, &request](JobManager::JobObserver observer) {
@@ -195,17 +214,19 @@ grpc::ServerWriteReactor<v1::JobEvent>* JobServiceImpl::WatchJob(
 
 grpc::ServerWriteReactor<v1::JobsEvent>* JobServiceImpl::WatchJobs(
     grpc::CallbackServerContext* context, const v1::WatchJobsRequest* request) {
-  absl::Status s = access_->RequireAdmin(*context);
+  absl::StatusOr<std::string> user = access_->RequireUser(*context);
+  absl::Status s = user.status();
   for (const auto& [key, value] : request->labels()) {
     if (s.ok()) s = ValidateLabel(key, value);
   }
   if (!s.ok()) return new RefusedWriteReactor<v1::JobsEvent>(ToGrpcStatus(s));
   return new WatchReactor<v1::JobsEvent>(
       manager_, kMaxQueuedChanges, /*end_when_ended=*/false,
-      [manager = manager_, labels = request->labels()](const v1::Job& job) {
+      [manager = manager_, labels = request->labels(), user = *user](const v1::Job& job) {
         if (!HasLabels(job.spec().labels(), labels)) return std::optional<v1::JobsEvent>();
         v1::JobsEvent event;
         *event.mutable_job() = job;
+        AccessPolicy::RedactFor(user, event.mutable_job());
         event.set_resume_token(manager->ResumeToken(job));
         return std::optional<v1::JobsEvent>(std::move(event));
       },
@@ -216,7 +237,8 @@ grpc::ServerWriteReactor<v1::JobsEvent>* JobServiceImpl::WatchJobs(
 
 grpc::ServerWriteReactor<v1::LogChunk>* JobServiceImpl::StreamLogs(
     grpc::CallbackServerContext* context, const v1::StreamLogsRequest* request) {
-  absl::Status s = access_->RequireAdmin(*context);
+  absl::StatusOr<std::string> user = access_->RequireUser(*context);
+  absl::Status s = user.status();
   if (s.ok()) s = ValidateRankRef(request->job_id(), request->all_ranks() ? 0 : request->rank());
   if (s.ok() && request->tail_lines() < 0) {
     s = absl::InvalidArgumentError(
@@ -226,6 +248,7 @@ grpc::ServerWriteReactor<v1::LogChunk>* JobServiceImpl::StreamLogs(
   // like silence.
   absl::StatusOr<v1::Job> job = s.ok() ? manager_->Get(request->job_id()) : s;
   if (s.ok() && !job.ok()) s = job.status();
+  if (s.ok()) s = AccessPolicy::RequireOwner(*user, *job, "read the logs of");
   if (s.ok() && !request->all_ranks()) {
     if (const int ranks = std::max(job->spec().ranks(), job->world_size());
         request->rank() >= ranks) {
@@ -244,7 +267,9 @@ grpc::ServerWriteReactor<v1::LogChunk>* JobServiceImpl::StreamLogs(
 grpc::ServerUnaryReactor* ClusterServiceImpl::ListWorkers(grpc::CallbackServerContext* context,
                                                           const v1::ListWorkersRequest*,
                                                           v1::ListWorkersResponse* response) {
-  if (absl::Status s = access_->RequireAdmin(*context); !s.ok()) return FinishUnary(context, s);
+  if (absl::Status s = access_->RequireUser(*context).status(); !s.ok()) {
+    return FinishUnary(context, s);
+  }
   for (v1::Worker& w : manager_->ListWorkers()) *response->add_workers() = std::move(w);
   return FinishUnary(context, absl::OkStatus());
 }
@@ -252,7 +277,9 @@ grpc::ServerUnaryReactor* ClusterServiceImpl::ListWorkers(grpc::CallbackServerCo
 grpc::ServerUnaryReactor* JobServiceImpl::StatCode(grpc::CallbackServerContext* context,
                                                    const v1::StatCodeRequest* request,
                                                    v1::StatCodeResponse* response) {
-  if (absl::Status s = access_->RequireAdmin(*context); !s.ok()) return FinishUnary(context, s);
+  if (absl::Status s = access_->RequireUser(*context).status(); !s.ok()) {
+    return FinishUnary(context, s);
+  }
   if (const std::optional<int64_t> bytes = code_->Use(request->sha256())) {
     response->set_stored(true);
     response->set_archive_bytes(*bytes);
@@ -262,7 +289,7 @@ grpc::ServerUnaryReactor* JobServiceImpl::StatCode(grpc::CallbackServerContext* 
 
 grpc::ServerReadReactor<v1::UploadCodeRequest>* JobServiceImpl::UploadCode(
     grpc::CallbackServerContext* context, v1::UploadCodeResponse* response) {
-  if (absl::Status s = access_->RequireAdmin(*context); !s.ok()) {
+  if (absl::Status s = access_->RequireUser(*context).status(); !s.ok()) {
     return new RefusedReadReactor<v1::UploadCodeRequest>(ToGrpcStatus(s));
   }
   return uploads_->Start(response, access_->CallerKey(*context));

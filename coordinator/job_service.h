@@ -46,6 +46,11 @@ class JobServiceImpl final : public v1::JobService::CallbackService {
       grpc::CallbackServerContext* context, v1::UploadCodeResponse* response) override;
 
  private:
+  // OK when the caller may `act` ("cancel") the job: the admin, or a user
+  // who owns it.
+  absl::Status OwnerMay(const grpc::ServerContextBase& context, const std::string& job_id,
+                        absl::string_view act);
+
   JobManager* const manager_;
   LogRelay* const logs_;
   CodeStore* const code_;

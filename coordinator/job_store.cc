@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/credentials.h"
 #include "common/status_macros.h"
 
 namespace ringmaster {
@@ -296,6 +297,17 @@ absl::Status JobStore::Retire(const RetiredJob& job) {
   });
 }
 
+namespace {
+
+// A stored job; those stored before jobs had owners are the admin's.
+bool ParseSnapshot(const std::string& blob, v1::Job* job) {
+  if (!job->ParseFromString(blob)) return false;
+  if (job->owner().empty()) job->set_owner(std::string(kAdminUser));
+  return true;
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<v1::Job>> JobStore::LoadResident() {
   std::vector<v1::Job> jobs;
   std::map<std::string, size_t> index;
@@ -305,7 +317,7 @@ absl::StatusOr<std::vector<v1::Job>> JobStore::LoadResident() {
     ASSIGN_OR_RETURN(bool has_row, query.Step());
     if (!has_row) break;
     v1::Job job;
-    if (!job.ParseFromString(query.ColumnBlob(1))) {
+    if (!ParseSnapshot(query.ColumnBlob(1), &job)) {
       return absl::DataLossError(
           absl::StrCat("job ", query.ColumnText(0), " has an unreadable snapshot"));
     }
@@ -369,7 +381,7 @@ absl::StatusOr<v1::Job> JobStore::Load(const std::string& job_id) {
   ASSIGN_OR_RETURN(bool has_row, query.Step());
   if (!has_row) return absl::NotFoundError(absl::StrCat("no job \"", job_id, "\""));
   v1::Job job;
-  if (!job.ParseFromString(query.ColumnBlob(0))) {
+  if (!ParseSnapshot(query.ColumnBlob(0), &job)) {
     return absl::DataLossError(absl::StrCat("job ", job_id, " has an unreadable snapshot"));
   }
   RETURN_IF_ERROR(ReadHistory(&job));
@@ -405,7 +417,7 @@ absl::StatusOr<std::vector<v1::Job>> JobStore::ListRetired(const RetiredQuery& q
     ASSIGN_OR_RETURN(bool has_row, select.Step());
     if (!has_row) break;
     v1::Job job;
-    if (!job.ParseFromString(select.ColumnBlob(0))) {
+    if (!ParseSnapshot(select.ColumnBlob(0), &job)) {
       return absl::DataLossError("a retired job has an unreadable snapshot");
     }
     jobs.push_back(std::move(job));

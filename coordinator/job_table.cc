@@ -71,8 +71,10 @@ absl::Status JobTable::Load() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<JobRecord*> JobTable::Create(v1::JobSpec spec, const std::string& request_id) {
+absl::StatusOr<JobRecord*> JobTable::Create(v1::JobSpec spec, const std::string& owner,
+                                            const std::string& request_id) {
   v1::Job job;
+  job.set_owner(owner);
   job.set_state(v1::PENDING);
   job.set_create_unix_ms(absl::ToUnixMillis(clock_->Now()));
   v1::StateChange* change = job.add_history();

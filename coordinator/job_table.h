@@ -82,7 +82,8 @@ class JobTable {
   absl::Status Load();
   // Stores a new PENDING job for a validated spec, with an id of its name
   // and a number never used before.
-  absl::StatusOr<JobRecord*> Create(v1::JobSpec spec, const std::string& request_id = "");
+  absl::StatusOr<JobRecord*> Create(v1::JobSpec spec, const std::string& owner,
+                                    const std::string& request_id = "");
   // A resident job, or null.
   JobRecord* Find(const std::string& job_id);
   // NOT_FOUND naming the job when no resident job has the id.

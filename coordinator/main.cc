@@ -74,14 +74,23 @@ absl::StatusOr<std::string> MakeCheckpointRoot(const std::string& flag,
   return root;
 }
 
-// Prints the worker's credential, signed with the key in `state_dir`.
-int IssueWorkerToken(const std::string& state_dir, const std::string& worker_id) {
+// Prints the credential of the worker or user named, signed with the key in
+// `state_dir`.
+int IssueToken(const std::string& state_dir, const std::string& worker_id,
+               const std::string& user) {
+  if (!user.empty()) {
+    if (absl::Status s = ringmaster::ValidateUserName(user); !s.ok()) {
+      std::cerr << "ringmaster-coordinator: --issue-user-token: " << s.message() << std::endl;
+      return 2;
+    }
+  }
   absl::StatusOr<std::string> key = ringmaster::LoadCredentialKey(state_dir);
   if (!key.ok()) {
     std::cerr << "ringmaster-coordinator: " << key.status().message() << std::endl;
     return 1;
   }
-  std::cout << ringmaster::CredentialSigner(*key).Worker(worker_id) << std::endl;
+  const ringmaster::CredentialSigner signer(*key);
+  std::cout << (user.empty() ? signer.Worker(worker_id) : signer.User(user)) << std::endl;
   return 0;
 }
 
@@ -136,11 +145,17 @@ int main(int argc, char** argv) {
                  "the admin credential: a token in this file (mode 600), else env "
                  "RINGMASTER_TOKEN; with one, every caller needs a credential");
   AddLimitFlags(app, &config);
-  std::string issue_worker_token;
-  app.add_option("--issue-worker-token", issue_worker_token,
-                 "print the credential of the worker with this id, and exit");
+  std::string issue_worker_token, issue_user_token;
+  auto* worker_token = app.add_option("--issue-worker-token", issue_worker_token,
+                                      "print the credential of the worker with this id, and exit");
+  app.add_option("--issue-user-token", issue_user_token,
+                 "print the credential of the user with this name (who owns the jobs it "
+                 "submits), and exit")
+      ->excludes(worker_token);
   CLI11_PARSE(app, argc, argv);
-  if (!issue_worker_token.empty()) return IssueWorkerToken(config.state_dir, issue_worker_token);
+  if (!issue_worker_token.empty() || !issue_user_token.empty()) {
+    return IssueToken(config.state_dir, issue_worker_token, issue_user_token);
+  }
   if (absl::Status s = LoadCredentials(token_file, daemon.tls_dir(), &config); !s.ok()) {
     spdlog::critical("{}", std::string(s.message()));
     return 2;

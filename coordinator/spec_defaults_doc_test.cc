@@ -37,6 +37,7 @@ const std::map<std::string, std::string>& Described() {
       {"checkpoint_dir", "the coordinator's `--checkpoint-dir`"},
       {"resources.gpus", "`gpus_per_rank`"},
       {"code", "set by `submit`"},
+      {"queue", "the coordinator's `default_queue`"},
   };
   return *described;
 }

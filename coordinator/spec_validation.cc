@@ -366,6 +366,9 @@ void ApplyJobSpecDefaults(v1::JobSpec* spec) {
   if (!spec->has_start_timeout_s()) spec->set_start_timeout_s(120);
   if (!spec->has_scale_up_after_s()) spec->set_scale_up_after_s(30);
   if (spec->restart_policy().empty()) spec->set_restart_policy("on_failure");
+  if (spec->priority().empty()) spec->set_priority("normal");
+  if (!spec->has_preemptible()) spec->set_preemptible(true);
+  if (!spec->has_preemption_grace_s()) spec->set_preemption_grace_s(30);
   // A command may run quietly for long; a trainer reports every step.
   if (!spec->has_hang_timeout_s()) spec->set_hang_timeout_s(spec->has_trainer() ? 600 : 0);
   if (!spec->has_trainer()) return;

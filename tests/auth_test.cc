@@ -132,6 +132,17 @@ class AuthTest : public ClusterTest {
       }
       row += Verdict(reader->Finish().error_code());
     }
+    {
+      v1::StreamLogsRequest logs;  // of job A, which the admin owns
+      logs.set_job_id(job_a);
+      logs.set_tail_lines(1);
+      auto context = Context(caller);
+      auto reader = jobs->StreamLogs(context.get(), logs);
+      v1::LogChunk chunk;
+      while (reader->Read(&chunk)) {
+      }
+      row += Verdict(reader->Finish().error_code());
+    }
     v1::ListWorkersResponse workers;
     row += Verdict(cluster->ListWorkers(Context(caller).get(), {}, &workers).error_code());
     {
@@ -217,7 +228,8 @@ class AuthTest : public ClusterTest {
 };
 
 // The documented matrix, exactly. Columns: SubmitJob GetJob ListJobs
-// CancelJob WatchJob StreamLogs ListWorkers | Connect as local-0, as
+// CancelJob WatchJob StreamLogs, StreamLogs of job A (the admin's),
+// ListWorkers StatCode UploadCode | Connect as local-0, as
 // local-1 | rendezvous Set Get Wait Add on job A's scope, Get on job B's |
 // agent ReadLog, ReportProgress for job A | Health.
 TEST_F(AuthTest, EveryRpcAllowsExactlyTheDocumentedCredentials) {
@@ -233,6 +245,9 @@ TEST_F(AuthTest, EveryRpcAllowsExactlyTheDocumentedCredentials) {
   ASSERT_OK(key) << key.status();
   const CredentialSigner signer(*key);
   ASSERT_EQ(token_a, signer.Job(job_a, 0));
+  testing::CommandResult user_cert =
+      Cli({"certs", "init", "--dir", state_dir_ + "/tls", "--user", "alice"});
+  ASSERT_EQ(user_cert.exit_code, 0) << user_cert.err;
   {
     // A value in job B's scope that job A must not read.
     v1::SetRequest set;
@@ -247,21 +262,26 @@ TEST_F(AuthTest, EveryRpcAllowsExactlyTheDocumentedCredentials) {
                     .ok());
   }
   const std::vector<std::pair<Caller, std::string>> matrix = {
-      {{"no credential", CaOnly(), ""}, "UUUUUUUUU UUU UUUUU UU A"},
-      {{"a wrong token", CaOnly(), "guess"}, "UUUUUUUUU UUU UUUUU UU A"},
+      {{"no credential", CaOnly(), ""}, "UUUUUUUUUU UUU UUUUU UU A"},
+      {{"a wrong token", CaOnly(), "guess"}, "UUUUUUUUUU UUU UUUUU UU A"},
       {{"a forged job token", CaOnly(), CredentialSigner("other key").Job(job_a, 0)},
-       "UUUUUUUUU UUU UUUUU UU A"},
-      {{"admin token", CaOnly(), kAdminToken}, "AAAAAAAAA AAA AAAAA UU A"},
-      {{"admin certificate", Certificate("admin"), ""}, "AAAAAAAAA AAA AAAAA UU A"},
-      {{"worker token of local-0", CaOnly(), signer.Worker("local-0")}, "PPPPPPPPP APA PPPPP UU A"},
+       "UUUUUUUUUU UUU UUUUU UU A"},
+      {{"admin token", CaOnly(), kAdminToken}, "AAAAAAAAAA AAA AAAAA UU A"},
+      {{"admin certificate", Certificate("admin"), ""}, "AAAAAAAAAA AAA AAAAA UU A"},
+      {{"worker token of local-0", CaOnly(), signer.Worker("local-0")},
+       "PPPPPPPPPP APA PPPPP UU A"},
       {{"worker certificate of local-0", Certificate("worker-local-0"), ""},
-       "PPPPPPPPP APA PPPPP UU A"},
-      {{"job A's token", CaOnly(), token_a}, "PPPPPPPPP PPP AAAAP PA A"},
-      {{"job B's token", CaOnly(), signer.Job(job_b, 0)}, "PPPPPPPPP PPP PPPPA UU A"},
+       "PPPPPPPPPP APA PPPPP UU A"},
+      {{"job A's token", CaOnly(), token_a}, "PPPPPPPPPP PPP AAAAP PA A"},
+      {{"job B's token", CaOnly(), signer.Job(job_b, 0)}, "PPPPPPPPPP PPP PPPPA UU A"},
       {{"job A's token of another attempt", CaOnly(), signer.Job(job_a, 1)},
-       "PPPPPPPPP PPP PPPPP UU A"},
+       "PPPPPPPPPP PPP PPPPP UU A"},
       {{"the agent credential", CaOnly(), signer.Agent(absl::StrCat("local-", worker_a))},
-       "PPPPPPPPP PPP PPPPP AP A"},
+       "PPPPPPPPPP PPP PPPPP AP A"},
+      {{"user token of alice", CaOnly(), signer.User("alice")}, "AAAAAAPAAA PPP PPPPP UU A"},
+      {{"user certificate of alice", Certificate("user-alice"), ""}, "AAAAAAPAAA PPP PPPPP UU A"},
+      {{"a forged user token", CaOnly(), CredentialSigner("other key").User("alice")},
+       "UUUUUUUUUU UUU UUUUU UU A"},
   };
   for (const auto& [caller, expected] : matrix) {
     EXPECT_EQ(Row(caller, job_a, job_b, worker_a), expected) << caller.name;
@@ -272,16 +292,16 @@ TEST_F(AuthTest, RefusalsSayWhichCredentialIsNeeded) {
   Client anonymous(address_, "", CaOnly());
   absl::Status none = anonymous.ListJobs().status();
   EXPECT_EQ(none.code(), absl::StatusCode::kUnauthenticated);
-  EXPECT_NE(none.message().find("needs the admin credential"), absl::string_view::npos) << none;
+  EXPECT_NE(none.message().find("needs a user credential"), absl::string_view::npos) << none;
   absl::StatusOr<std::string> key = LoadOrCreateKey(state_dir_ + "/coordinator/credential.key");
   ASSERT_OK(key);
   Client worker(address_, CredentialSigner(*key).Worker("local-0"), CaOnly());
   absl::Status denied = worker.CancelJob("any-1").status();
   EXPECT_EQ(denied.code(), absl::StatusCode::kPermissionDenied);
   EXPECT_EQ(denied.message(),
-            "a worker credential cannot make this call; it needs the admin credential "
-            "(--token-file or RINGMASTER_TOKEN, or the admin client certificate of `ringmaster "
-            "certs init`)");
+            "a worker credential cannot make this call; it needs a user credential (a token from "
+            "`ringmaster-coordinator --issue-user-token NAME`, or a user's client certificate of "
+            "`ringmaster certs init --user NAME`) or the admin's");
   RendezvousClient store(address_, "job-x-1", 0, CredentialSigner(*key).Job("job-y-1", 0),
                          CaOnly());
   absl::Status other_job = store.Set("k", "v");
@@ -338,7 +358,7 @@ TEST_F(AuthTest, TheCliReadsTheTokenFromAnOwnerOnlyFileNeverFromItsArguments) {
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
   testing::CommandResult none = testing::RunCommand({cli, "workers"}, env);
   EXPECT_EQ(none.exit_code, 1);
-  EXPECT_NE(none.err.find("no credential given; this call needs the admin credential"),
+  EXPECT_NE(none.err.find("no credential given; this call needs a user credential"),
             std::string::npos)
       << none.err;
   chmod(file.c_str(), 0644);
