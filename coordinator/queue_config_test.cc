@@ -1,0 +1,115 @@
+#include "coordinator/queue_config.h"
+
+#include <gtest/gtest.h>
+
+#include "testing/status_matchers.h"
+
+namespace ringmaster {
+namespace {
+
+constexpr char kExample[] = R"(queues:
+  - name: research
+    weight: 2
+    quota: {slots: 8, gpus: 8}
+    limit: {slots: 16, gpus: 16}
+    users: [alice, bob]
+    max_running_jobs_per_user: 4
+  - name: default
+    quota: {slots: 4}
+  - name: scavenger
+priority_classes: {low: 0, normal: 100, high: 1000}
+default_queue: default
+)";
+
+TEST(QueueConfigTest, ReadsTheDocumentedExample) {
+  ASSERT_OK_AND_ASSIGN(QueueConfig config, ParseQueueConfig(kExample));
+  ASSERT_EQ(config.queues.size(), 3u);
+  const QueueSpec& research = config.queues[0];
+  EXPECT_EQ(research.name, "research");
+  EXPECT_EQ(research.weight, 2);
+  EXPECT_EQ(research.quota, (SlotAmount{8, 8}));
+  EXPECT_EQ(research.limit, (SlotAmount{16, 16}));
+  EXPECT_EQ(research.users, (std::vector<std::string>{"alice", "bob"}));
+  EXPECT_EQ(research.max_running_jobs_per_user, 4);
+  // A limit left out is the quota; without a quota, nothing is guaranteed
+  // and everything idle may be borrowed.
+  EXPECT_EQ(config.queues[1].quota, (SlotAmount{4, 0}));
+  EXPECT_EQ(config.queues[1].limit, (SlotAmount{4, 0}));
+  EXPECT_EQ(config.queues[2].quota, (SlotAmount{0, 0}));
+  EXPECT_TRUE(config.queues[2].limit.unlimited());
+  EXPECT_EQ(config.priority_classes.at("high"), 1000);
+  EXPECT_EQ(config.default_queue, "default");
+}
+
+TEST(QueueConfigTest, WithoutAFileThereIsOneQueueWithNoQuota) {
+  QueueConfig config = DefaultQueueConfig();
+  ASSERT_EQ(config.queues.size(), 1u);
+  EXPECT_EQ(config.queues[0].name, "default");
+  EXPECT_TRUE(config.queues[0].quota.unlimited());
+  EXPECT_EQ(config.default_queue, "default");
+  EXPECT_EQ(config.priority_classes.at("normal"), 100);
+}
+
+TEST(QueueConfigTest, EachMistakeIsRefusedNamingItsLine) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"queues:\n  - name: a\n    wieght: 2\n", "line 3: queues[0].wieght: unknown key"},
+      {"queues:\n  - name: a\n    weight: -1\n", "line 3: queues[0].weight: must be a number"},
+      {"queues:\n  - name: a\n  - name: a\n",
+       "line 3: queues[1].name: queue \"a\" is already defined at line 2"},
+      {"queues:\n  - name: a\n    quota: {slots: 8}\n    limit: {slots: 4}\n",
+       "line 4: queues[0].limit: is below the quota"},
+      {"queues:\n  - name: a\n    quota: {slots: many}\n",
+       "line 3: queues[0].quota.slots: expected an integer, got \"many\""},
+      {"queues:\n  - name: a\n    users: [Alice]\n", "line 3: queues[0].users[0]: user name"},
+      {"queues:\n  - name: a\ndefault_queue: b\n",
+       "line 3: default_queue: \"b\" is not one of the queues listed"},
+      {"queues:\n  - name: default\npriority_classes: {low: 0}\n",
+       "line 3: priority_classes: must define \"normal\""},
+      {"queues:\n  - name: default\n   bad indent: [\n", "line 3"},
+      {"queues: []\n", "line 1: queues: expected a list of at least one queue"},
+      {"queue:\n  - name: default\n", "line 1: queue: unknown key"},
+  };
+  for (const auto& [text, expected] : cases) {
+    absl::StatusOr<QueueConfig> config = ParseQueueConfig(text);
+    ASSERT_FALSE(config.ok()) << text;
+    EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(config.status().message().substr(0, expected.size()), expected)
+        << config.status().message();
+  }
+}
+
+TEST(QueueConfigTest, AdmitsByQueueUsersAndPriority) {
+  ASSERT_OK_AND_ASSIGN(QueueConfig config, ParseQueueConfig(kExample));
+  v1::JobSpec spec;
+  ASSERT_OK_AND_ASSIGN(QueueAdmission plain, AdmitToQueue(config, spec, "carol"));
+  EXPECT_EQ(plain.queue, "default");
+  EXPECT_EQ(plain.priority, 100);
+
+  spec.set_queue("research");
+  spec.set_priority("high");
+  ASSERT_OK_AND_ASSIGN(QueueAdmission alice, AdmitToQueue(config, spec, "alice"));
+  EXPECT_EQ(alice.queue, "research");
+  EXPECT_EQ(alice.priority, 1000);
+  EXPECT_OK(AdmitToQueue(config, spec, "admin"));
+  absl::Status carol = AdmitToQueue(config, spec, "carol").status();
+  EXPECT_EQ(carol.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(carol.message(),
+            "queue: user carol may not submit to queue research; its users are alice, bob");
+
+  spec.set_priority("250");
+  EXPECT_EQ(AdmitToQueue(config, spec, "bob")->priority, 250);
+  spec.set_priority("urgent");
+  absl::Status unknown_class = AdmitToQueue(config, spec, "bob").status();
+  EXPECT_EQ(unknown_class.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(unknown_class.message(),
+            "priority: \"urgent\" is neither a priority class nor an integer; the classes are "
+            "high (1000), low (0), normal (100)");
+  spec.set_priority("");
+  spec.set_queue("gpu");
+  absl::Status unknown_queue = AdmitToQueue(config, spec, "bob").status();
+  EXPECT_EQ(unknown_queue.message(),
+            "queue: no queue \"gpu\"; the queues are research, default, scavenger");
+}
+
+}  // namespace
+}  // namespace ringmaster
