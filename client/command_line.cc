@@ -60,6 +60,8 @@ void AddLocalClusterCommands(CLI::App& app, Invocation* run,
   up->add_option("--rank-uid-range", cluster.rank_uid_range,
                  "give each job's ranks a uid of its own from FIRST-LAST instead (as root)");
   up->add_flag("--no-tls", run->no_tls, "plaintext on loopback, without certificates");
+  up->add_option("--queues", cluster.queues_file,
+                 "the coordinator's queues, quotas and priority classes (YAML)");
   (*commands)[Command::kUp] = up;
 
   run->down_state_dir = cluster.state_dir;

@@ -318,7 +318,17 @@ int RunSubmit(const GlobalOptions& global, const SubmitOptions& options) {
     }
   }
   absl::StatusOr<std::string> id = client.Submit(*spec, options.request_id);
-  if (!id.ok()) return Fail(id.status());
+  if (!id.ok()) {
+    // The spec as given is refused (a field, a queue or priority class the
+    // coordinator does not have, a queue the user may not use): bad usage.
+    const absl::StatusCode code = id.status().code();
+    const int exit_code = Fail(id.status());
+    return code == absl::StatusCode::kInvalidArgument ||
+                   (code == absl::StatusCode::kPermissionDenied &&
+                    absl::StartsWith(id.status().message(), "queue: "))
+               ? kUsage
+               : exit_code;
+  }
   if (global.table()) {
     std::cout << *id << std::endl;
   } else if (!options.follow) {  // following, the first object names the job

@@ -17,6 +17,7 @@
 #include "common/private_dir.h"
 #include "common/status_macros.h"
 #include "common/subprocess.h"
+#include "coordinator/queue_config.h"
 
 namespace ringmaster {
 namespace {
@@ -185,6 +186,11 @@ absl::Status StartDaemons(const LocalClusterOptions& options, std::vector<Daemon
                                    "--state-dir",
                                    options.state_dir + "/coordinator"};
   argv.insert(argv.end(), tls_flags.begin(), tls_flags.end());
+  if (!options.queues_file.empty()) {
+    // Read here first, so that a bad file is refused by `up` itself.
+    RETURN_IF_ERROR(LoadQueueConfig(options.queues_file).status());
+    argv.insert(argv.end(), {"--queues", std::filesystem::absolute(options.queues_file).string()});
+  }
   ASSIGN_OR_RETURN(pid_t pid,
                    StartDaemon(argv, options.state_dir + "/logs/coordinator.log", options.token));
   daemons->push_back(

@@ -25,6 +25,7 @@ struct LocalClusterOptions {
   bool tls = true;
   std::string rank_user;       // the workers' --rank-user; empty: theirs
   std::string rank_uid_range;  // the workers' --rank-uid-range: a uid per job
+  std::string queues_file;     // the coordinator's --queues
   absl::Duration ready_timeout = absl::Seconds(30);
 };
 

@@ -11,6 +11,7 @@ sigset_t TerminationSignals() {
   sigemptyset(&set);
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);
   return set;
 }
 
@@ -21,11 +22,14 @@ void BlockTerminationSignals() {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 }
 
-int WaitForTerminationSignal() {
+int WaitForTerminationSignal(const std::function<void()>& on_hangup) {
   sigset_t set = TerminationSignals();
-  int signal = 0;
-  sigwait(&set, &signal);
-  return signal;
+  for (;;) {
+    int signal = 0;
+    sigwait(&set, &signal);
+    if (signal != SIGHUP) return signal;
+    if (on_hangup) on_hangup();
+  }
 }
 
 }  // namespace ringmaster

@@ -1,14 +1,18 @@
-// Orderly shutdown on SIGTERM/SIGINT without async signal handlers: block
-// the signals in every thread, then wait for one in main().
+// Orderly shutdown on SIGTERM/SIGINT, and SIGHUP to reread configuration,
+// without async signal handlers: block the signals in every thread, then
+// wait for them in main().
 #ifndef RINGMASTER_COMMON_SIGNALS_H_
 #define RINGMASTER_COMMON_SIGNALS_H_
+
+#include <functional>
 
 namespace ringmaster {
 
 // Call first in main(), before any thread starts, so threads inherit the mask.
 void BlockTerminationSignals();
-// Returns the signal number once SIGTERM or SIGINT arrives.
-int WaitForTerminationSignal();
+// Returns the signal number once SIGTERM or SIGINT arrives. Each SIGHUP
+// before it calls `on_hangup` (when given) and is otherwise ignored.
+int WaitForTerminationSignal(const std::function<void()>& on_hangup = nullptr);
 
 }  // namespace ringmaster
 

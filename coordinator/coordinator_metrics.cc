@@ -19,19 +19,40 @@ CoordinatorMetrics::CoordinatorMetrics(metrics::Registry* registry, const Clock*
       queue_wait_(registry
                       ->AddHistogram("ringmaster_job_queue_wait_seconds",
                                      "Time from PENDING until the job's ranks are placed.")
-                      .Add({}, metrics::Histogram::ExponentialBuckets(0.01, 4, 10))) {
+                      .Add({}, metrics::Histogram::ExponentialBuckets(0.01, 4, 10))),
+      queue_in_use_(registry->AddGauge("ringmaster_queue_slots_in_use",
+                                       "Slots the queue's running jobs hold.")),
+      queue_quota_(registry->AddGauge("ringmaster_queue_quota_slots",
+                                      "Slots guaranteed to the queue (no series: no quota).")),
+      queue_pending_(
+          registry->AddGauge("ringmaster_queue_pending_jobs", "Jobs waiting in the queue.")),
+      preemptions_(registry->AddCounter("ringmaster_preemptions_total",
+                                        "Jobs of the queue preempted, by the victim's queue.")),
+      queues_reloaded_(registry
+                           ->AddGauge("ringmaster_queues_config_last_reload_successful",
+                                      "1 when the last reading of --queues was taken, 0 when it "
+                                      "was refused and the one before stays.")
+                           .Add({})) {
+  queues_reloaded_.Set(1);
   registry_->AddCollectCallback([this] { Collect(); });
 }
 
+void CoordinatorMetrics::SetQueuesReloaded(bool ok) { queues_reloaded_.Set(ok ? 1 : 0); }
+
 void CoordinatorMetrics::SetSources(std::function<std::map<v1::JobState, int>()> jobs,
-                                    std::function<std::vector<v1::Worker>()> workers) {
+                                    std::function<std::vector<v1::Worker>()> workers,
+                                    std::function<std::vector<QueueGauges>()> queues) {
   job_source_ = std::move(jobs);
   worker_source_ = std::move(workers);
+  queue_source_ = std::move(queues);
 }
 
 void CoordinatorMetrics::OnTransition(const v1::Job& before, const v1::StateChange& change) {
   if (change.state() == v1::RESTARTING) {
     restarts_.Add({{"job_id", before.id()}, {"reason", ReasonName(change.reason())}}).Increment();
+  }
+  if (change.reason() == v1::PREEMPTED) {
+    preemptions_.Add({{"queue", before.spec().queue()}}).Increment();
   }
   if (IsTerminal(change.state())) {
     MutexLock lock(&mu_);
@@ -65,6 +86,17 @@ void CoordinatorMetrics::Collect() {
     listed.insert(w.id());
   }
   for (const auto& [state, count] : workers) workers_.Add({{"state", state}}).Set(count);
+  if (queue_source_) {
+    for (const QueueGauges& q : queue_source_()) {
+      queue_in_use_.Add({{"queue", q.queue}}).Set(static_cast<double>(q.slots_in_use));
+      queue_pending_.Add({{"queue", q.queue}}).Set(q.pending_jobs);
+      if (q.quota_slots >= 0) {
+        queue_quota_.Add({{"queue", q.queue}}).Set(static_cast<double>(q.quota_slots));
+      } else {
+        queue_quota_.Remove({{"queue", q.queue}});
+      }
+    }
+  }
 
   const absl::Time now = clock_->Now();
   MutexLock lock(&mu_);

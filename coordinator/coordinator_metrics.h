@@ -19,6 +19,14 @@
 
 namespace ringmaster {
 
+// A queue's gauges at a scrape.
+struct QueueGauges {
+  std::string queue;
+  int64_t slots_in_use = 0;
+  int64_t quota_slots = -1;  // -1: no quota (no series)
+  int pending_jobs = 0;
+};
+
 // Thread-safe.
 class CoordinatorMetrics {
  public:
@@ -28,7 +36,10 @@ class CoordinatorMetrics {
   // The sources of the gauges computed at each scrape: jobs counted by
   // state, and the workers.
   void SetSources(std::function<std::map<v1::JobState, int>()> jobs,
-                  std::function<std::vector<v1::Worker>()> workers);
+                  std::function<std::vector<v1::Worker>()> workers,
+                  std::function<std::vector<QueueGauges>()> queues = nullptr);
+  // Whether the last reading of --queues (at start or SIGHUP) was taken.
+  void SetQueuesReloaded(bool ok);
 
   // JobManagerOptions::on_transition.
   void OnTransition(const v1::Job& before, const v1::StateChange& change);
@@ -44,8 +55,14 @@ class CoordinatorMetrics {
   metrics::Family<metrics::Gauge>& heartbeat_age_;
   metrics::Family<metrics::Counter>& restarts_;
   metrics::Histogram& queue_wait_;
+  metrics::Family<metrics::Gauge>& queue_in_use_;
+  metrics::Family<metrics::Gauge>& queue_quota_;
+  metrics::Family<metrics::Gauge>& queue_pending_;
+  metrics::Family<metrics::Counter>& preemptions_;
+  metrics::Gauge& queues_reloaded_;
   std::function<std::map<v1::JobState, int>()> job_source_;
   std::function<std::vector<v1::Worker>()> worker_source_;
+  std::function<std::vector<QueueGauges>()> queue_source_;
 
   Mutex mu_;
   std::map<std::string, absl::Time> ended_ ABSL_GUARDED_BY(mu_);  // job id -> when

@@ -58,8 +58,17 @@ absl::Status CoordinatorServer::InitJobs(const CoordinatorConfig& config) {
   manager_ = std::make_unique<JobManager>(store_.get(), rendezvous_.get(), membership_.get(), clock,
                                           manager_options);
   JobManager* manager = manager_.get();
-  metrics_->SetSources([manager] { return manager->CountByState(); },
-                       [manager] { return manager->ListWorkers(); });
+  metrics_->SetSources(
+      [manager] { return manager->CountByState(); }, [manager] { return manager->ListWorkers(); },
+      [manager] {
+        std::vector<QueueGauges> gauges;
+        for (const JobManager::QueueView& q : manager->ListQueues()) {
+          gauges.push_back({q.spec.name, q.load.in_use.slots,
+                            q.spec.quota.slots >= SlotAmount::kUnlimited ? -1 : q.spec.quota.slots,
+                            q.load.pending_jobs});
+        }
+        return gauges;
+      });
   return manager_->Recover();
 }
 
@@ -139,6 +148,18 @@ void CoordinatorServer::TickLoop() {
 }
 
 void CoordinatorServer::Wait() { stop_.WaitForNotification(); }
+
+void CoordinatorServer::ReloadQueues(const std::string& path) {
+  absl::StatusOr<QueueConfig> queues = LoadQueueConfig(path);
+  metrics_->SetQueuesReloaded(queues.ok());
+  if (!queues.ok()) {
+    spdlog::error("SIGHUP: keeping the queues as they were: {}",
+                  std::string(queues.status().message()));
+    return;
+  }
+  spdlog::info("SIGHUP: {} queues read from {}", queues->queues.size(), path);
+  manager_->SetQueues(*std::move(queues));
+}
 
 void CoordinatorServer::Shutdown() {
   if (!stop_.HasBeenNotified()) stop_.Notify();

@@ -57,6 +57,9 @@ class CoordinatorServer {
   // thread).
   void Wait();
   void Shutdown();
+  // Reads the queues file again (SIGHUP); one that is refused keeps the
+  // queues as they are, and says why in the log and a metric.
+  void ReloadQueues(const std::string& path);
 
  private:
   CoordinatorServer() = default;

@@ -87,6 +87,7 @@ JobManager::JobManager(JobStore* store, RendezvousStore* rendezvous, WorkerMembe
                 membership->Send(worker_id, message);
               }),
       table_(store, &outbox_, clock, options_.on_transition),
+      queues_(options_.queues),
       rng_(std::random_device{}()),
       run_id_(absl::StrFormat(
           "%016x", std::random_device{}() * uint64_t{0x100000000} ^ std::random_device{}())) {}
@@ -125,6 +126,8 @@ absl::StatusOr<std::string> JobManager::Submit(v1::JobSpec spec, const std::stri
   std::string job_id;
   {
     MutexLock lock(&mu_);
+    ASSIGN_OR_RETURN(QueueAdmission admission, AdmitToQueue(queues_, spec, owner));
+    spec.set_queue(admission.queue);
     if (!request_key.empty()) {
       ASSIGN_OR_RETURN(std::string earlier, store_->FindRequest(request_key));
       if (!earlier.empty()) {
@@ -139,7 +142,11 @@ absl::StatusOr<std::string> JobManager::Submit(v1::JobSpec spec, const std::stri
         return earlier;
       }
     }
-    ASSIGN_OR_RETURN(JobRecord * record, table_.Create(std::move(spec), owner, request_key));
+    v1::Job job;
+    job.set_owner(owner);
+    job.set_priority(admission.priority);
+    *job.mutable_spec() = std::move(spec);
+    ASSIGN_OR_RETURN(JobRecord * record, table_.Create(std::move(job), request_key));
     job_id = record->job.id();
     spdlog::info("job {}: submitted ({} ranks)", job_id, record->job.spec().ranks());
   }
@@ -519,21 +526,23 @@ void JobManager::EndAttempt(JobRecord& entry) {
   StopRanks(entry);
 }
 
-void JobManager::StopRanks(JobRecord& entry) {
+void JobManager::StopRanks(JobRecord& entry, std::optional<absl::Duration> grace) {
   rendezvous_->DropScope({entry.job.id(), entry.job.attempt()});
   std::set<std::string> workers;
   for (const v1::RankStatus& rank : entry.job.ranks()) {
     if (RankHoldsSlot(rank)) workers.insert(rank.worker_id());
   }
-  const v1::CoordinatorMessage message = StopMessage(entry.job.id(), entry.job.attempt());
+  const v1::CoordinatorMessage message =
+      StopMessage(entry.job.id(), entry.job.attempt(), grace.value_or(options_.stop_grace));
   for (const std::string& worker_id : workers) SendLocked(worker_id, message);
 }
 
-v1::CoordinatorMessage JobManager::StopMessage(const std::string& job_id, int attempt) const {
+v1::CoordinatorMessage JobManager::StopMessage(const std::string& job_id, int attempt,
+                                               absl::Duration grace) const {
   v1::CoordinatorMessage message;
   message.mutable_stop_job()->set_job_id(job_id);
   message.mutable_stop_job()->set_attempt(attempt);
-  message.mutable_stop_job()->set_grace_ms(absl::ToInt64Milliseconds(options_.stop_grace));
+  message.mutable_stop_job()->set_grace_ms(absl::ToInt64Milliseconds(grace));
   return message;
 }
 

@@ -28,6 +28,8 @@
 #include "coordinator/job_table.h"
 #include "coordinator/outbox.h"
 #include "coordinator/progress_watch.h"
+#include "coordinator/queue_config.h"
+#include "coordinator/queue_scheduler.h"
 #include "coordinator/rank_env.h"
 #include "coordinator/reconcile.h"
 #include "coordinator/rendezvous_store.h"
@@ -51,6 +53,9 @@ struct JobManagerOptions {
   absl::Duration failure_settle = absl::Seconds(1);
   RankEnvContext rank_env;
   SpecLimits spec_limits;
+  // Queues, priorities and preemption (SetQueues replaces the queues).
+  QueueConfig queues = DefaultQueueConfig();
+  SchedulingPolicy scheduling;
   // Ended jobs are deleted this long after they ended, and beyond this many
   // (the oldest first).
   absl::Duration retain_finished = absl::Hours(24 * 7);
@@ -131,6 +136,17 @@ class JobManager {
   absl::StatusOr<std::vector<RankLogSource>> LogSources(const v1::Job& job, int attempt);
 
   std::vector<v1::Worker> ListWorkers();
+
+  // Replaces the queues (as SIGHUP rereads --queues). Jobs of a queue no
+  // longer listed are scheduled in the default queue; their priority,
+  // fixed at submit, stays.
+  void SetQueues(QueueConfig queues);
+  // Each queue and what it held at the last scheduling pass.
+  struct QueueView {
+    QueueSpec spec;
+    QueueLoad load;
+  };
+  std::vector<QueueView> ListQueues();
   // The code archives (CodePackage.sha256) of the jobs not yet ended.
   std::set<std::string> CodeInUse();
 
@@ -175,6 +191,15 @@ class JobManager {
                     const std::vector<SchedulableWorker>& workers)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void SendStart(const JobRecord& entry, int rank) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // What the scheduler sees of the jobs: pending ones, and those holding
+  // slots that count against their queue or may be preempted.
+  std::vector<PendingJob> PendingJobsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::vector<RunningJob> RunningJobsLocked(const std::vector<SchedulableWorker>& workers)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Stops `victim`'s ranks with its preemption grace; it returns to PENDING
+  // when they have stopped, without counting a restart.
+  void PreemptLocked(JobRecord& victim, JobRecord& by, int keep_ranks)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Elastic: restarts a smaller attempt at full size once room for it has
   // lasted scale_up_after_s.
   void CheckRegrowth(JobRecord& entry, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -186,9 +211,12 @@ class JobManager {
   // RESTARTING while restarts remain (and the failure is no repeat without
   // progress), else FAILED; stops the ranks still running either way.
   void EndAttempt(JobRecord& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void StopRanks(JobRecord& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // SIGTERM, then SIGKILL after `grace` (default: --stop-grace).
+  void StopRanks(JobRecord& entry, std::optional<absl::Duration> grace = std::nullopt)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // SIGTERM to the attempt's ranks on a worker, SIGKILL after the grace.
-  v1::CoordinatorMessage StopMessage(const std::string& job_id, int attempt) const;
+  v1::CoordinatorMessage StopMessage(const std::string& job_id, int attempt,
+                                     absl::Duration grace) const;
   void CheckTimeouts(JobRecord& entry, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // FAILED with DEADLINE_EXCEEDED once deadline_s has passed since the
   // first start, whatever the state; true when it ended the job.
@@ -232,6 +260,8 @@ class JobManager {
   std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);  // back-off jitter
   const std::string run_id_;                  // this run of the coordinator, in resume tokens
   absl::Time next_prune_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  QueueConfig queues_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, QueueLoad> queue_loads_ ABSL_GUARDED_BY(mu_);
 };
 
 // What counts as progress for the job's ranks.

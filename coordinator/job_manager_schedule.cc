@@ -1,6 +1,8 @@
 // JobManager: placing queued jobs, starting attempts, elastic regrowth.
 #include <algorithm>
 #include <set>
+#include <string_view>
+#include <unordered_map>
 
 #include <spdlog/spdlog.h>
 
@@ -50,25 +52,131 @@ std::vector<WorkerCapacity> JobManager::CapacityLocked(
   return FreeCapacity(workers, held, except);
 }
 
-void JobManager::ScheduleLocked() {
-  std::vector<QueuedJob> queue;
-  for (int64_t number : table_.pending()) {
-    const v1::Job& job = table_.resident().at(number)->job;
-    queue.push_back({job.id(), GangOf(job.spec())});
+namespace {
+
+// When the job last entered `state`, from its history.
+absl::Time LastEntered(const v1::Job& job, v1::JobState state) {
+  for (auto it = job.history().rbegin(); it != job.history().rend(); ++it) {
+    if (it->state() == state) return absl::FromUnixMillis(it->time_unix_ms());
   }
-  if (queue.empty()) return;
+  return absl::FromUnixMillis(job.create_unix_ms());
+}
+
+}  // namespace
+
+std::vector<PendingJob> JobManager::PendingJobsLocked() {
+  std::vector<PendingJob> pending;
+  pending.reserve(table_.pending().size());
+  for (int64_t number : table_.pending()) {
+    JobRecord& entry = *table_.resident().at(number);
+    const v1::Job& job = entry.job;
+    // A preemptor goes first until its victims have let go of their slots.
+    for (auto it = entry.preempting.begin(); it != entry.preempting.end();) {
+      const JobRecord* victim = table_.Find(*it);
+      it =
+          victim != nullptr && HoldsSlots(victim->job) ? std::next(it) : entry.preempting.erase(it);
+    }
+    pending.push_back({job.id(), job.spec().queue(), job.owner(), job.priority(), number,
+                       LastEntered(job, v1::PENDING), !entry.preempting.empty(),
+                       GangOf(job.spec())});
+  }
+  return pending;
+}
+
+std::vector<RunningJob> JobManager::RunningJobsLocked(
+    const std::vector<SchedulableWorker>& workers) {
+  std::unordered_map<std::string_view, const SchedulableWorker*> by_id;
+  for (const SchedulableWorker& w : workers) by_id.emplace(w.worker_id, &w);
+  std::vector<RunningJob> running;
+  for (const auto& [number, record] : table_.resident()) {
+    const v1::Job& job = record->job;
+    if (job.state() != v1::STARTING && job.state() != v1::RUNNING) continue;
+    RunningJob r{job.id(),
+                 job.spec().queue(),
+                 job.owner(),
+                 job.priority(),
+                 LastEntered(job, v1::STARTING),
+                 job.spec().preemptible(),
+                 GangOf(job.spec()),
+                 {}};
+    for (const v1::RankStatus& rank : job.ranks()) {
+      if (!RankHoldsSlot(rank)) continue;
+      RankPlacement p{rank.rank(), rank.worker_id(), {}};
+      auto worker = by_id.find(rank.worker_id());
+      if (rank.gpus().empty() || worker == by_id.end()) {
+        p.slots.push_back(rank.slot());
+      } else {  // a GPU rank holds the slot of each of its GPUs
+        const std::vector<int>& indices = worker->second->gpu_indices;
+        for (int gpu : rank.gpus()) {
+          auto at = std::find(indices.begin(), indices.end(), gpu);
+          if (at != indices.end()) p.slots.push_back(static_cast<int>(at - indices.begin()));
+        }
+      }
+      r.ranks.push_back(std::move(p));
+    }
+    running.push_back(std::move(r));
+  }
+  return running;
+}
+
+void JobManager::ScheduleLocked() {
   const std::vector<SchedulableWorker> workers = membership_->Schedulable();
-  ScheduleResult result = Schedule(queue, CapacityLocked(workers));
-  for (const auto& [id, reason] : result.waiting) {
+  SchedulingDecisions decisions =
+      ScheduleQueues(queues_, PendingJobsLocked(), RunningJobsLocked(workers),
+                     CapacityLocked(workers), clock_->Now(), options_.scheduling);
+  queue_loads_ = std::move(decisions.queues);
+  for (const auto& [id, reason] : decisions.waiting) {
     JobRecord& entry = *table_.Find(id);
     if (entry.job.pending_reason() != reason) {
       entry.job.set_pending_reason(reason);
       table_.Notify(entry);
     }
   }
-  for (const auto& [id, placement] : result.placed) {
-    StartAttempt(*table_.Find(id), placement, workers);
+  for (const Preemption& p : decisions.preemptions) {
+    PreemptLocked(*table_.Find(p.victim), *table_.Find(p.preemptor), p.keep_ranks);
   }
+  for (const auto& [id, placement] : decisions.placed) {
+    JobRecord& entry = *table_.Find(id);
+    entry.preempting.clear();
+    StartAttempt(entry, placement, workers);
+  }
+}
+
+void JobManager::PreemptLocked(JobRecord& victim, JobRecord& by, int keep_ranks) {
+  v1::Job& job = victim.job;
+  std::string message = absl::StrCat("PREEMPTED by ", by.job.id(), " (priority ", by.job.priority(),
+                                     ", queue ", by.job.spec().queue(), ")");
+  if (keep_ranks > 0) {
+    absl::StrAppend(&message, ": restarting with at most ", keep_ranks, " of its ",
+                    job.world_size(), " ranks from a checkpoint taken on stop");
+  } else {
+    absl::StrAppend(&message, ": resumes from a checkpoint taken on stop when it is placed again");
+  }
+  job.set_preemptions(job.preemptions() + 1);
+  if (!table_.Transition(victim, v1::RESTARTING, v1::PREEMPTED, message).ok()) {
+    job.set_preemptions(job.preemptions() - 1);
+    return;
+  }
+  victim.restart_at = clock_->Now();
+  victim.regrow_since = absl::InfiniteFuture();
+  StopRanks(victim, absl::Seconds(job.spec().preemption_grace_s()));
+  by.preempting.insert(job.id());
+}
+
+void JobManager::SetQueues(QueueConfig queues) {
+  MutexLock lock(&mu_);
+  queues_ = std::move(queues);
+  queue_loads_.clear();
+}
+
+std::vector<JobManager::QueueView> JobManager::ListQueues() {
+  MutexLock lock(&mu_);
+  std::vector<QueueView> views;
+  for (const QueueSpec& spec : queues_.queues) {
+    auto load = queue_loads_.find(spec.name);
+    views.push_back({spec, load != queue_loads_.end() ? load->second : QueueLoad{}});
+  }
+  return views;
 }
 
 void JobManager::StartAttempt(JobRecord& entry, const std::vector<RankPlacement>& placement,
@@ -143,7 +251,13 @@ void JobManager::CheckRegrowth(JobRecord& entry, absl::Time now) {
   v1::Job& job = entry.job;
   GangRequest full = GangOf(job.spec());
   full.min_ranks = 0;
-  if (job.world_size() >= job.spec().ranks() ||
+  // A job waiting at the same or a higher priority has the free slots
+  // first: growing into them would only be preempted again.
+  const bool others_first =
+      std::any_of(table_.pending().begin(), table_.pending().end(), [&](int64_t number) {
+        return table_.resident().at(number)->job.priority() >= job.priority();
+      });
+  if (job.world_size() >= job.spec().ranks() || others_first ||
       !PlaceGang(CapacityLocked(membership_->Schedulable(), job.id()), full).ok()) {
     entry.regrow_since = absl::InfiniteFuture();
     return;

@@ -65,7 +65,7 @@ void JobManager::ReconcileLocked(const WorkerSession& session, const v1::Registe
          rank});
   }
   for (const auto& [job_id, attempt] : plan.stop) {
-    SendLocked(worker_id, StopMessage(job_id, attempt));
+    SendLocked(worker_id, StopMessage(job_id, attempt, options_.stop_grace));
   }
   for (const std::string& job_id : request.logs_of()) {
     if (table_.Find(job_id) != nullptr || table_.FindRetired(job_id) != nullptr) continue;
@@ -121,7 +121,7 @@ void JobManager::HeartbeatLocked(const WorkerSession& session, const v1::Heartbe
   }
   for (const auto& [job_id, attempt] :
        StrayAttempts(FindJobLocked(), session.worker_id, beat.running())) {
-    SendLocked(session.worker_id, StopMessage(job_id, attempt));
+    SendLocked(session.worker_id, StopMessage(job_id, attempt, options_.stop_grace));
   }
 }
 

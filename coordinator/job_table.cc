@@ -33,11 +33,11 @@ void JobRecord::SetRankProgress(int rank, const v1::Progress& progress) {
   *job.mutable_progress() = total;
 }
 
-namespace {
-
 bool HoldsSlots(const v1::Job& job) {
   return std::any_of(job.ranks().begin(), job.ranks().end(), RankHoldsSlot);
 }
+
+namespace {
 
 int64_t EndedUnixMs(const v1::Job& job) {
   return job.history().empty() ? job.create_unix_ms() : job.history().rbegin()->time_unix_ms();
@@ -71,10 +71,7 @@ absl::Status JobTable::Load() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<JobRecord*> JobTable::Create(v1::JobSpec spec, const std::string& owner,
-                                            const std::string& request_id) {
-  v1::Job job;
-  job.set_owner(owner);
+absl::StatusOr<JobRecord*> JobTable::Create(v1::Job job, const std::string& request_id) {
   job.set_state(v1::PENDING);
   job.set_create_unix_ms(absl::ToUnixMillis(clock_->Now()));
   v1::StateChange* change = job.add_history();
@@ -84,8 +81,7 @@ absl::StatusOr<JobRecord*> JobTable::Create(v1::JobSpec spec, const std::string&
   change->set_time_unix_ms(job.create_unix_ms());
   RETURN_IF_ERROR(store_->Batch([&]() -> absl::Status {
     ASSIGN_OR_RETURN(int64_t number, store_->NextJobNumber());
-    job.set_id(absl::StrCat(spec.name(), "-", number));
-    *job.mutable_spec() = std::move(spec);
+    job.set_id(absl::StrCat(job.spec().name(), "-", number));
     job.set_world_size(job.spec().ranks());
     Stamp(job);
     return store_->Create(job, request_id);

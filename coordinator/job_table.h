@@ -54,11 +54,16 @@ struct JobRecord {
     bool queried = false;
   };
   std::map<int, Unseen> unseen;  // by rank
+  // Pending: the jobs it preempted, while they stop.
+  std::set<std::string> preempting;
 
   // Records a rank's report; the job's progress is rank 0's, with
   // throughput summed over the ranks.
   void SetRankProgress(int rank, const v1::Progress& progress);
 };
+
+// Whether any rank of the job's current attempt holds its slot.
+bool HoldsSlots(const v1::Job& job);
 
 // The workers that ran the job's current attempt.
 std::vector<std::string> WorkersOf(const v1::Job& job);
@@ -80,10 +85,9 @@ class JobTable {
   // Loads the resident jobs and the summaries of retired ones, and retires
   // those that have ended since.
   absl::Status Load();
-  // Stores a new PENDING job for a validated spec, with an id of its name
-  // and a number never used before.
-  absl::StatusOr<JobRecord*> Create(v1::JobSpec spec, const std::string& owner,
-                                    const std::string& request_id = "");
+  // Stores a new PENDING job for `job`'s validated spec (with its owner
+  // and priority), with an id of its name and a number never used before.
+  absl::StatusOr<JobRecord*> Create(v1::Job job, const std::string& request_id = "");
   // A resident job, or null.
   JobRecord* Find(const std::string& job_id);
   // NOT_FOUND naming the job when no resident job has the id.

@@ -110,6 +110,12 @@ void AddTimingFlags(CLI::App& app, ringmaster::CoordinatorConfig* config) {
                                 "wait before the first restart (then doubling, jittered)");
   ringmaster::AddDurationOption(app, "--restart-backoff-max", &manager.backoff.max,
                                 "longest wait between restarts");
+  ringmaster::AddDurationOption(app, "--reserve-after", &manager.scheduling.reserve_after,
+                                "a job pending this long reserves the slots it needs as they "
+                                "free up (default 60s)");
+  ringmaster::AddDurationOption(app, "--min-runtime", &manager.scheduling.min_runtime,
+                                "a job running less than this is preempted only when nothing "
+                                "else frees enough (default 2m)");
 }
 
 // The admin token (from `token_file`, else RINGMASTER_TOKEN) and, with
@@ -145,6 +151,10 @@ int main(int argc, char** argv) {
                  "the admin credential: a token in this file (mode 600), else env "
                  "RINGMASTER_TOKEN; with one, every caller needs a credential");
   AddLimitFlags(app, &config);
+  std::string queues_file;
+  app.add_option("--queues", queues_file,
+                 "queues, quotas and priority classes (YAML); reread on SIGHUP (default: one "
+                 "queue, default, without a quota)");
   std::string issue_worker_token, issue_user_token;
   auto* worker_token = app.add_option("--issue-worker-token", issue_worker_token,
                                       "print the credential of the worker with this id, and exit");
@@ -159,6 +169,14 @@ int main(int argc, char** argv) {
   if (absl::Status s = LoadCredentials(token_file, daemon.tls_dir(), &config); !s.ok()) {
     spdlog::critical("{}", std::string(s.message()));
     return 2;
+  }
+  if (!queues_file.empty()) {
+    absl::StatusOr<ringmaster::QueueConfig> queues = ringmaster::LoadQueueConfig(queues_file);
+    if (!queues.ok()) {
+      spdlog::critical("--queues {}", std::string(queues.status().message()));
+      return 2;
+    }
+    manager.queues = *std::move(queues);
   }
 
   absl::StatusOr<ringmaster::DaemonAddresses> addresses = daemon.Start("coordinator");
@@ -184,7 +202,9 @@ int main(int argc, char** argv) {
     return 1;
   }
   spdlog::info("ready on port {}", (*server)->port());
-  int signal = ringmaster::WaitForTerminationSignal();
+  int signal = ringmaster::WaitForTerminationSignal([&] {
+    if (!queues_file.empty()) (*server)->ReloadQueues(queues_file);
+  });
   spdlog::info("signal {}: shutting down", signal);
   (*server)->Shutdown();
   return 0;

@@ -225,7 +225,7 @@ absl::StatusOr<QueueConfig> ParseQueueConfig(const std::string& text) {
 
 absl::StatusOr<QueueConfig> LoadQueueConfig(const std::string& path) {
   std::ifstream in(path);
-  if (!in) return absl::InvalidArgumentError(absl::StrCat("--queues ", path, ": cannot read it"));
+  if (!in) return absl::InvalidArgumentError(absl::StrCat(path, ": cannot read it"));
   std::stringstream text;
   text << in.rdbuf();
   absl::StatusOr<QueueConfig> config = ParseQueueConfig(text.str());

@@ -74,25 +74,6 @@ std::string Shortfall(const std::vector<WorkerCapacity>& workers, const GangRequ
                       matching, " matching of ", workers.size(), " alive workers");
 }
 
-// The workers as they would be with nothing running.
-std::vector<WorkerCapacity> Idle(std::vector<WorkerCapacity> workers) {
-  for (WorkerCapacity& w : workers) {
-    w.free_slots.resize(w.total_slots);
-    for (int s = 0; s < w.total_slots; ++s) w.free_slots[s] = s;
-    w.free_cpus = w.total_cpus;
-    w.free_memory_mb = w.total_memory_mb;
-  }
-  return workers;
-}
-
-void Take(WorkerCapacity& w, const RankPlacement& p, const GangRequest& r) {
-  for (int slot : p.slots) {
-    w.free_slots.erase(std::find(w.free_slots.begin(), w.free_slots.end(), slot));
-  }
-  w.free_cpus -= r.cpus;
-  w.free_memory_mb -= r.memory_mb;
-}
-
 }  // namespace
 
 std::vector<WorkerCapacity> FreeCapacity(const std::vector<SchedulableWorker>& workers,
@@ -199,48 +180,64 @@ absl::StatusOr<std::vector<RankPlacement>> PlaceGang(const std::vector<WorkerCap
   return placement;
 }
 
-ScheduleResult Schedule(const std::vector<QueuedJob>& queue, std::vector<WorkerCapacity> workers) {
-  ScheduleResult result;
-  std::string blocked_by;
-  for (const QueuedJob& job : queue) {
-    if (!blocked_by.empty()) {
-      result.waiting[job.job_id] = absl::StrCat("queued behind ", blocked_by);
-      continue;
-    }
-    const GangRequest& request = job.request;
-    auto placement = PlaceGang(workers, request);
-    if (!placement.ok()) {
-      if (PlaceGang(Idle(workers), request).ok()) {
-        result.waiting[job.job_id] = std::string(placement.status().message());
-        blocked_by = job.job_id;
-        continue;
-      }
-      const int fewest =
-          request.min_ranks > 0 ? std::min(request.min_ranks, request.ranks) : request.ranks;
-      if (SlotsOnly(request)) {
-        int cluster_slots = 0;
-        for (const auto& w : workers) {
-          if (Matches(w, request)) cluster_slots += w.total_slots;
-        }
-        result.waiting[job.job_id] = absl::StrCat(
-            "needs ", fewest * SlotsPerRank(request), " ", SlotWord(request), ", more than the ",
-            cluster_slots, " of all alive workers; waiting for workers to join");
-      } else {
-        result.waiting[job.job_id] =
-            absl::StrCat("needs ", DescribeRanks(request, fewest),
-                         ", more than all alive workers can hold; waiting for workers to join");
-      }
-      continue;
-    }
-    // Take the placed ranks out of the capacity seen by later jobs.
-    for (const RankPlacement& p : *placement) {
-      for (WorkerCapacity& w : workers) {
-        if (w.worker_id == p.worker_id) Take(w, p, request);
-      }
-    }
-    result.placed[job.job_id] = *std::move(placement);
+std::vector<WorkerCapacity> IdleCapacity(std::vector<WorkerCapacity> workers) {
+  for (WorkerCapacity& w : workers) {
+    w.free_slots.resize(w.total_slots);
+    for (int s = 0; s < w.total_slots; ++s) w.free_slots[s] = s;
+    w.free_cpus = w.total_cpus;
+    w.free_memory_mb = w.total_memory_mb;
   }
-  return result;
+  return workers;
+}
+
+std::string NeverFits(const std::vector<WorkerCapacity>& workers, const GangRequest& request) {
+  if (PlaceGang(IdleCapacity(workers), request).ok()) return "";
+  const int fewest =
+      request.min_ranks > 0 ? std::min(request.min_ranks, request.ranks) : request.ranks;
+  if (SlotsOnly(request)) {
+    int cluster_slots = 0;
+    for (const auto& w : workers) {
+      if (Matches(w, request)) cluster_slots += w.total_slots;
+    }
+    return absl::StrCat("needs ", fewest * SlotsPerRank(request), " ", SlotWord(request),
+                        "; the cluster has ", cluster_slots, " (waiting for workers to join)");
+  }
+  return absl::StrCat("needs ", DescribeRanks(request, fewest),
+                      ", more than all alive workers can hold (waiting for workers to join)");
+}
+
+void TakeCapacity(std::vector<WorkerCapacity>& workers, const std::vector<RankPlacement>& placement,
+                  const GangRequest& request) {
+  std::unordered_map<std::string_view, WorkerCapacity*> by_id;
+  for (WorkerCapacity& w : workers) by_id.emplace(w.worker_id, &w);
+  for (const RankPlacement& p : placement) {
+    auto it = by_id.find(p.worker_id);
+    if (it == by_id.end()) continue;
+    WorkerCapacity& w = *it->second;
+    for (int slot : p.slots) {
+      auto found = std::find(w.free_slots.begin(), w.free_slots.end(), slot);
+      if (found != w.free_slots.end()) w.free_slots.erase(found);
+    }
+    w.free_cpus -= request.cpus;
+    w.free_memory_mb -= request.memory_mb;
+  }
+}
+
+void ReturnCapacity(std::vector<WorkerCapacity>& workers,
+                    const std::vector<RankPlacement>& placement, const GangRequest& request) {
+  std::unordered_map<std::string_view, WorkerCapacity*> by_id;
+  for (WorkerCapacity& w : workers) by_id.emplace(w.worker_id, &w);
+  for (const RankPlacement& p : placement) {
+    auto it = by_id.find(p.worker_id);
+    if (it == by_id.end()) continue;
+    WorkerCapacity& w = *it->second;
+    for (int slot : p.slots) {
+      auto at = std::lower_bound(w.free_slots.begin(), w.free_slots.end(), slot);
+      if (at == w.free_slots.end() || *at != slot) w.free_slots.insert(at, slot);
+    }
+    w.free_cpus += request.cpus;
+    w.free_memory_mb += request.memory_mb;
+  }
 }
 
 }  // namespace ringmaster

@@ -76,22 +76,21 @@ struct GangRequest {
 absl::StatusOr<std::vector<RankPlacement>> PlaceGang(const std::vector<WorkerCapacity>& workers,
                                                      const GangRequest& request);
 
-struct QueuedJob {
-  std::string job_id;
-  GangRequest request;
-};
+// The workers as they would be with nothing running.
+std::vector<WorkerCapacity> IdleCapacity(std::vector<WorkerCapacity> workers);
 
-struct ScheduleResult {
-  std::map<std::string, std::vector<RankPlacement>> placed;
-  std::map<std::string, std::string> waiting;  // job id -> why it waits
-};
+// Why `request` cannot be placed even on an idle cluster of `workers` (too
+// large, or no worker has the labels or resources it asks): "needs 32
+// slots; the cluster has 24 (waiting for workers to join)". Empty when it
+// would fit on the idle cluster.
+std::string NeverFits(const std::vector<WorkerCapacity>& workers, const GangRequest& request);
 
-// Strict FIFO over `queue` (oldest first): the first job that does not fit
-// blocks those behind it, so large jobs are not starved by small ones. A job
-// that would not fit even on an idle cluster (too large, or no worker has
-// the labels or resources it asks) cannot block the queue; it waits with
-// that reason.
-ScheduleResult Schedule(const std::vector<QueuedJob>& queue, std::vector<WorkerCapacity> workers);
+// Takes the slots, CPUs and memory of `placement` out of `workers`, and
+// gives them back.
+void TakeCapacity(std::vector<WorkerCapacity>& workers, const std::vector<RankPlacement>& placement,
+                  const GangRequest& request);
+void ReturnCapacity(std::vector<WorkerCapacity>& workers,
+                    const std::vector<RankPlacement>& placement, const GangRequest& request);
 
 }  // namespace ringmaster
 

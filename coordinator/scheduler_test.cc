@@ -65,28 +65,6 @@ TEST(PlaceGangTest, GpuRanksOnlyOnGpuWorkersAndTakeWholeGpus) {
   EXPECT_FALSE(PlaceGang({Worker("cpu", 8, {0, 1, 2, 3})}, {1, 1}).ok());
 }
 
-TEST(ScheduleTest, FifoHeadBlocksTheQueueButOversizedJobsDoNot) {
-  std::vector<WorkerCapacity> workers = {Worker("w1", 2, {0, 1}), Worker("w2", 2, {1})};
-  ScheduleResult r = Schedule({{"huge", {10, 0}},  // can never fit: skipped
-                               {"a", {2, 0}},      // fits on w1
-                               {"b", {2, 0}},      // 1 slot left: blocks
-                               {"c", {1, 0}}},     // would fit, but is behind b
-                              workers);
-  ASSERT_EQ(r.placed.count("a"), 1u);
-  EXPECT_EQ(WorkersOf(r.placed["a"]), (std::vector<std::string>{"w1", "w1"}));
-  EXPECT_EQ(r.placed.count("b"), 0u);
-  EXPECT_EQ(r.placed.count("c"), 0u);
-  EXPECT_EQ(r.waiting["b"], "needs 2 free slots, 1 free on 2 alive workers");
-  EXPECT_EQ(r.waiting["c"], "queued behind b");
-  EXPECT_NE(r.waiting["huge"].find("more than the 4"), std::string::npos) << r.waiting["huge"];
-}
-
-TEST(ScheduleTest, EmptyClusterKeepsJobsPendingWithReason) {
-  ScheduleResult r = Schedule({{"a", {1, 0}}}, {});
-  EXPECT_TRUE(r.placed.empty());
-  EXPECT_NE(r.waiting["a"].find("waiting for workers"), std::string::npos);
-}
-
 TEST(PlaceGangTest, ElasticJobTakesAsManyRanksAsFitDownToItsMinimum) {
   const std::vector<WorkerCapacity> two_free = {Worker("w1", 1, {0}), Worker("w2", 1, {0}),
                                                 Worker("w3", 1, {})};
@@ -98,14 +76,6 @@ TEST(PlaceGangTest, ElasticJobTakesAsManyRanksAsFitDownToItsMinimum) {
   auto full = PlaceGang({Worker("w1", 4, {0, 1, 2, 3})}, {3, 0, 2});
   ASSERT_OK(full);
   EXPECT_EQ(full->size(), 3u) << "never fewer than fit";
-}
-
-TEST(ScheduleTest, ElasticJobIsNotBlockedByItsFullSize) {
-  ScheduleResult r = Schedule({{"elastic", {3, 0, 2}}, {"next", {1, 0, 0}}},
-                              {Worker("w1", 1, {0}), Worker("w2", 1, {0})});
-  ASSERT_EQ(r.placed.count("elastic"), 1u);
-  EXPECT_EQ(r.placed["elastic"].size(), 2u);
-  EXPECT_EQ(r.waiting["next"], "needs 1 free slots, 0 free on 2 alive workers");
 }
 
 TEST(FreeCapacityTest, PlacedAndReportedRanksHoldTheirSlots) {
@@ -190,26 +160,33 @@ TEST(PlaceGangTest, CpusAndMemoryBoundHowManyRanksAWorkerTakes) {
   EXPECT_OK(PlaceGang({Offering("w", 8, 0, 0)}, request));
 }
 
-TEST(ScheduleTest, ResourcesTakenByAJobAreNotOfferedToTheNext) {
-  GangRequest big{2, 0};
-  big.cpus = 3;
-  GangRequest small{1, 0};
-  small.cpus = 1;
+TEST(NeverFitsTest, SaysWhatTheClusterLacksOnlyWhenIdleCapacityIsShort) {
+  const std::vector<WorkerCapacity> busy = {Worker("w1", 2, {}), Worker("w2", 2, {1})};
+  EXPECT_EQ(NeverFits(busy, {4, 0}), "") << "it fits once the cluster is idle";
+  EXPECT_EQ(NeverFits(busy, {10, 0}),
+            "needs 10 slots; the cluster has 4 (waiting for workers to join)");
+  EXPECT_EQ(NeverFits({}, {1, 0}),
+            "needs 1 slots; the cluster has 0 (waiting for workers to join)");
   GangRequest impossible{1, 0};
   impossible.cpus = 64;
-  ScheduleResult r =
-      Schedule({{"impossible", impossible}, {"big", big}, {"small", small}, {"after", small}},
-               {Offering("w1", 4, 7, 0)});
-  EXPECT_EQ(r.waiting["impossible"],
-            "needs 1 ranks of 1 slot and 64 CPUs each, more than all alive workers can hold; "
-            "waiting for workers to join")
-      << "and it does not hold up the queue";
-  ASSERT_EQ(r.placed.count("big"), 1u);
-  ASSERT_EQ(r.placed.count("small"), 1u);
-  EXPECT_EQ(r.waiting["after"],
-            "needs 1 ranks of 1 slot and 1 CPUs each; room for 0 on the 1 matching of 1 alive "
-            "workers")
-      << "2 slots are free, but 3 + 3 + 1 of the 7 CPUs are taken";
+  EXPECT_EQ(NeverFits({Offering("w1", 4, 7, 0)}, impossible),
+            "needs 1 ranks of 1 slot and 64 CPUs each, more than all alive workers can hold "
+            "(waiting for workers to join)");
+}
+
+TEST(TakeCapacityTest, ResourcesTakenAreNotOfferedAgainUntilReturned) {
+  GangRequest big{2, 0};
+  big.cpus = 3;
+  std::vector<WorkerCapacity> workers = {Offering("w1", 4, 7, 0)};
+  auto placed = PlaceGang(workers, big);
+  ASSERT_OK(placed);
+  TakeCapacity(workers, *placed, big);
+  EXPECT_EQ(workers[0].free_slots, (std::vector<int>{2, 3}));
+  EXPECT_EQ(workers[0].free_cpus, 1);
+  EXPECT_FALSE(PlaceGang(workers, big).ok()) << "2 slots are free, but 6 of the 7 CPUs are taken";
+  ReturnCapacity(workers, *placed, big);
+  EXPECT_EQ(workers[0].free_slots, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(workers[0].free_cpus, 7);
 }
 
 TEST(FreeCapacityTest, PlacedAndReportedRanksHoldTheirCpusAndMemory) {

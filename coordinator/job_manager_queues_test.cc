@@ -1,0 +1,132 @@
+// JobManager with queues and priorities, on a fake clock: admission at
+// submit, preemption end to end (SIGTERM with the victim's grace, back to
+// PENDING, no restart counted, placed again after its preemptor), and
+// queues replaced while running.
+#include <gtest/gtest.h>
+
+#include "coordinator/job_manager_fixture.h"
+
+namespace ringmaster {
+namespace {
+
+class JobManagerQueuesTest : public JobManagerTest {
+ protected:
+  v1::JobSpec Spec(const std::string& name, int ranks, const std::string& priority,
+                   const std::string& queue = "") {
+    v1::JobSpec spec;
+    spec.set_name(name);
+    spec.set_ranks(ranks);
+    spec.add_command("true");
+    spec.set_priority(priority);
+    spec.set_queue(queue);
+    return spec;
+  }
+  // The StopJob messages sent to `w`.
+  static std::vector<v1::StopJob> StopsOf(TestWorker& w) {
+    std::vector<v1::StopJob> out;
+    for (auto& m : w.link.Take()) {
+      if (m.has_stop_job()) out.push_back(m.stop_job());
+    }
+    return out;
+  }
+};
+
+TEST_F(JobManagerQueuesTest, AHigherPriorityJobPreemptsAndTheVictimComesBackWithoutARestart) {
+  TestWorker w1;
+  ASSERT_OK(Register(w1, "w1", 1));
+  v1::JobSpec low_spec = Spec("low", 1, "low");
+  low_spec.set_preemption_grace_s(45);
+  const std::string low = Submit(low_spec);
+  Started(w1, low, 0, 0);
+  EXPECT_EQ(Job(low).state(), v1::RUNNING);
+  Pass(absl::Minutes(5));  // past min_runtime
+  w1.link.Take();
+
+  const std::string high = Submit(Spec("high", 1, "high"));
+  v1::Job victim = Job(low);
+  EXPECT_EQ(victim.state(), v1::RESTARTING);
+  EXPECT_EQ(Last(low).reason(), v1::PREEMPTED);
+  EXPECT_EQ(Last(low).message().substr(0, 48),
+            absl::StrCat("PREEMPTED by ", high, " (priority 1000, queue default)").substr(0, 48));
+  EXPECT_EQ(victim.preemptions(), 1);
+  std::vector<v1::StopJob> stops = StopsOf(w1);
+  ASSERT_EQ(stops.size(), 1u);
+  EXPECT_EQ(stops[0].job_id(), low);
+  EXPECT_EQ(stops[0].grace_ms(), 45000) << "the victim's preemption_grace_s";
+  EXPECT_NE(Job(high).pending_reason().find("reserved for it"), std::string::npos)
+      << Job(high).pending_reason();
+
+  // The victim's rank checkpoints and exits on SIGTERM: the preemptor starts
+  // on its slot, and the victim waits behind it without a restart counted.
+  Exited(w1, low, 0, 0, 143, /*stopped=*/true);
+  Pass(absl::Seconds(1));
+  EXPECT_EQ(Job(high).state(), v1::STARTING);
+  victim = Job(low);
+  EXPECT_EQ(victim.state(), v1::PENDING);
+  EXPECT_EQ(victim.restarts(), 0);
+  EXPECT_EQ(victim.attempt(), 1);
+  EXPECT_NE(victim.pending_reason().find("1 job of higher priority ahead"), std::string::npos)
+      << victim.pending_reason();
+
+  // Once the preemptor is done, the victim runs again.
+  Started(w1, high, 0, 0);
+  Exited(w1, high, 0, 0, 0);
+  Pass(absl::Seconds(1));
+  EXPECT_EQ(Job(low).state(), v1::STARTING);
+}
+
+TEST_F(JobManagerQueuesTest, ANonPreemptibleJobKeepsItsSlots) {
+  TestWorker w1;
+  ASSERT_OK(Register(w1, "w1", 1));
+  v1::JobSpec pinned = Spec("pinned", 1, "low");
+  pinned.set_preemptible(false);
+  const std::string low = Submit(pinned);
+  Started(w1, low, 0, 0);
+  Pass(absl::Minutes(5));
+  const std::string high = Submit(Spec("high", 1, "high"));
+  EXPECT_EQ(Job(low).state(), v1::RUNNING);
+  EXPECT_EQ(Job(high).pending_reason(), "needs 1 free slots, 0 free on 1 alive workers");
+}
+
+TEST_F(JobManagerQueuesTest, SubmitRefusesAnUnknownQueueOrClassAndStoresNothing) {
+  options_.queues =
+      *ParseQueueConfig("queues:\n  - {name: research, users: [alice]}\n  - {name: default}\n");
+  Restart();
+  absl::StatusOr<std::string> unknown = manager_->Submit(Spec("a", 1, "", "gpu"), "", "alice");
+  EXPECT_EQ(unknown.status().code(), absl::StatusCode::kInvalidArgument);
+  absl::StatusOr<std::string> bad_class = manager_->Submit(Spec("a", 1, "urgent"), "", "alice");
+  EXPECT_EQ(bad_class.status().code(), absl::StatusCode::kInvalidArgument);
+  absl::StatusOr<std::string> not_hers = manager_->Submit(Spec("a", 1, "", "research"), "", "bob");
+  EXPECT_EQ(not_hers.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_TRUE(AllJobs().empty());
+
+  absl::StatusOr<std::string> ok = manager_->Submit(Spec("a", 1, "250", "research"), "", "alice");
+  ASSERT_OK(ok);
+  v1::Job job = Job(*ok);
+  EXPECT_EQ(job.spec().queue(), "research");
+  EXPECT_EQ(job.priority(), 250);
+  absl::StatusOr<std::string> defaulted = manager_->Submit(Spec("b", 1, ""), "", "bob");
+  ASSERT_OK(defaulted);
+  EXPECT_EQ(Job(*defaulted).spec().queue(), "default");
+  EXPECT_EQ(Job(*defaulted).priority(), 100);
+}
+
+TEST_F(JobManagerQueuesTest, NewQueuesApplyToTheNextPass) {
+  TestWorker w1;
+  ASSERT_OK(Register(w1, "w1", 4));
+  manager_->SetQueues(*ParseQueueConfig("queues:\n  - {name: default, limit: {slots: 1}}\n"));
+  const std::string first = Submit(Spec("a", 1, ""));
+  const std::string second = Submit(Spec("b", 1, ""));
+  EXPECT_EQ(Job(first).state(), v1::STARTING);
+  EXPECT_EQ(Job(second).pending_reason(), "queue default at its limit (1 of 1 slots)");
+  std::vector<JobManager::QueueView> queues = manager_->ListQueues();
+  ASSERT_EQ(queues.size(), 1u);
+  EXPECT_EQ(queues[0].load.in_use.slots, 1);
+  EXPECT_EQ(queues[0].load.pending_jobs, 1);
+  manager_->SetQueues(DefaultQueueConfig());
+  Pass(absl::Seconds(1));
+  EXPECT_EQ(Job(second).state(), v1::STARTING);
+}
+
+}  // namespace
+}  // namespace ringmaster

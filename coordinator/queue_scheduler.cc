@@ -1,0 +1,336 @@
+#include "coordinator/queue_scheduler.h"
+
+#include <algorithm>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace ringmaster {
+
+SlotAmount AmountOf(const GangRequest& request, int ranks) {
+  return {int64_t{ranks} * std::max(1, request.gpus_per_rank),
+          int64_t{ranks} * request.gpus_per_rank};
+}
+
+namespace {
+
+int FewestRanks(const GangRequest& r) {
+  return r.min_ranks > 0 && r.min_ranks < r.ranks ? r.min_ranks : r.ranks;
+}
+
+struct QueueState {
+  const QueueSpec* spec = nullptr;
+  SlotAmount in_use;
+  std::map<std::string, int> running_by_user;
+  std::vector<const PendingJob*> pending;  // in the order they are considered
+  size_t next = 0;                         // the first not yet decided
+  int running_jobs = 0;
+  bool over_quota() const { return !in_use.Within(spec->quota); }
+};
+
+// One scheduling pass over a snapshot: see the header for the policy.
+class Pass {
+ public:
+  Pass(const QueueConfig& config, const std::vector<RunningJob>& running,
+       std::vector<WorkerCapacity> free, absl::Time now, const SchedulingPolicy& policy)
+      : config_(config), running_(running), free_(std::move(free)), now_(now), policy_(policy) {
+    for (const QueueSpec& spec : config.queues) queues_[spec.name].spec = &spec;
+    for (const WorkerCapacity& w : free_) {
+      total_.slots += w.total_slots;
+      if (w.gpu_slots) total_.gpus += w.total_slots;
+    }
+    for (const RunningJob& job : running_) {
+      QueueState& q = QueueOf(job.queue);
+      q.in_use = q.in_use + AmountOf(job.request, static_cast<int>(job.ranks.size()));
+      ++q.running_by_user[job.owner];
+      ++q.running_jobs;
+    }
+  }
+
+  SchedulingDecisions Run(const std::vector<PendingJob>& pending) {
+    for (const PendingJob& job : pending) QueueOf(job.queue).pending.push_back(&job);
+    for (auto& [name, q] : queues_) {
+      std::stable_sort(q.pending.begin(), q.pending.end(),
+                       [](const PendingJob* a, const PendingJob* b) {
+                         if (a->preemptor != b->preemptor) return a->preemptor;
+                         if (a->priority != b->priority) return a->priority > b->priority;
+                         return a->sequence < b->sequence;
+                       });
+    }
+    while (const PendingJob* job = Next()) Decide(*job);
+    for (auto& [name, q] : queues_) {
+      QueueLoad& load = decisions_.queues[name];
+      load.in_use = q.in_use;
+      load.running_jobs = q.running_jobs;
+      load.pending_jobs = static_cast<int>(q.pending.size()) - placed_in_[name];
+    }
+    return std::move(decisions_);
+  }
+
+ private:
+  QueueState& QueueOf(const std::string& name) {
+    auto it = queues_.find(name);
+    return it != queues_.end() ? it->second : queues_.at(config_.default_queue);
+  }
+
+  // The queue's dominant share of the cluster over its weight.
+  double Share(const QueueState& q) const {
+    double share = 0;
+    if (total_.slots > 0) share = static_cast<double>(q.in_use.slots) / total_.slots;
+    if (total_.gpus > 0) {
+      share = std::max(share, static_cast<double>(q.in_use.gpus) / total_.gpus);
+    }
+    return share / q.spec->weight;
+  }
+
+  // The next job to decide: preemptors, then the highest priority; among
+  // equals the queue with the least weighted share, then the oldest.
+  const PendingJob* Next() {
+    QueueState* best = nullptr;
+    double best_share = 0;
+    for (auto& [name, q] : queues_) {
+      if (q.next >= q.pending.size()) continue;
+      const PendingJob& head = *q.pending[q.next];
+      const double share = Share(q);
+      if (best != nullptr) {
+        const PendingJob& other = *best->pending[best->next];
+        if (head.preemptor != other.preemptor) {
+          if (!head.preemptor) continue;
+        } else if (head.priority != other.priority) {
+          if (head.priority < other.priority) continue;
+        } else if (share != best_share) {
+          if (share > best_share) continue;
+        } else if (head.sequence > other.sequence) {
+          continue;
+        }
+      }
+      best = &q;
+      best_share = share;
+    }
+    if (best == nullptr) return nullptr;
+    return best->pending[best->next++];
+  }
+
+  void Decide(const PendingJob& job) {
+    QueueState& q = QueueOf(job.queue);
+    const SlotAmount need = AmountOf(job.request, FewestRanks(job.request));
+    if (!(q.in_use + need).Within(q.spec->limit)) {
+      Wait(job, AtLimit(q, need));
+      return;
+    }
+    const int most = q.spec->max_running_jobs_per_user;
+    if (most > 0 && q.running_by_user[job.owner] >= most) {
+      Wait(job, absl::StrCat(job.owner, " runs ", q.running_by_user[job.owner], " jobs in queue ",
+                             q.spec->name, ", its max_running_jobs_per_user"));
+      return;
+    }
+    absl::StatusOr<std::vector<RankPlacement>> placement = PlaceGang(free_, job.request);
+    if (placement.ok()) {
+      Start(job, q, *std::move(placement));
+      return;
+    }
+    if (std::string never = NeverFits(free_, job.request); !never.empty()) {
+      decisions_.waiting[job.job_id] = std::move(never);  // it holds up no one
+      return;
+    }
+    if (!job.preemptor && (q.in_use + need).Within(q.spec->quota) && Preempt(job, q)) return;
+    if (job.preemptor || now_ - job.pending_since >= policy_.reserve_after) {
+      Wait(job, Reserve(job, free_));
+      return;
+    }
+    std::string why(placement.status().message());
+    int higher = 0;
+    for (auto it = ahead_by_priority_.upper_bound(job.priority); it != ahead_by_priority_.end();
+         ++it) {
+      higher += it->second;
+    }
+    if (higher > 0) {
+      why =
+          absl::StrCat(higher, higher == 1 ? " job" : " jobs", " of higher priority ahead; ", why);
+    }
+    Wait(job, why);
+  }
+
+  static std::string AtLimit(const QueueState& q, const SlotAmount& need) {
+    const bool gpus = q.in_use.gpus + need.gpus > q.spec->limit.gpus;
+    const int64_t used = gpus ? q.in_use.gpus : q.in_use.slots;
+    const int64_t limit = gpus ? q.spec->limit.gpus : q.spec->limit.slots;
+    const char* unit = gpus ? " GPUs" : " slots";
+    std::string text =
+        absl::StrCat("queue ", q.spec->name, " at its limit (", used, " of ", limit, unit, ")");
+    if (used + (gpus ? need.gpus : need.slots) > limit && used < limit) {
+      absl::StrAppend(&text, "; needs ", gpus ? need.gpus : need.slots, unit);
+    }
+    return text;
+  }
+
+  void Start(const PendingJob& job, QueueState& q, std::vector<RankPlacement> placement) {
+    TakeCapacity(free_, placement, job.request);
+    q.in_use = q.in_use + AmountOf(job.request, static_cast<int>(placement.size()));
+    ++q.running_by_user[job.owner];
+    ++q.running_jobs;
+    ++placed_in_[q.spec->name];
+    ++ahead_by_priority_[job.priority];
+    decisions_.placed[job.job_id] = std::move(placement);
+  }
+
+  void Wait(const PendingJob& job, std::string why) {
+    ++ahead_by_priority_[job.priority];
+    decisions_.waiting[job.job_id] = std::move(why);
+  }
+
+  // Takes out of free_ the slots `job` would use of `capacity` (free_, or
+  // free_ with victims' slots): as many of its ranks as fit. "waiting for 4
+  // slots; 2 reserved for it".
+  std::string Reserve(const PendingJob& job, const std::vector<WorkerCapacity>& capacity) {
+    GangRequest partial = job.request;
+    partial.ranks = FewestRanks(job.request);
+    partial.min_ranks = 1;
+    int reserved = 0;
+    if (absl::StatusOr<std::vector<RankPlacement>> some = PlaceGang(capacity, partial); some.ok()) {
+      for (const RankPlacement& p : *some) {
+        auto w = std::find_if(free_.begin(), free_.end(),
+                              [&](const WorkerCapacity& c) { return c.worker_id == p.worker_id; });
+        for (int slot : p.slots) {
+          if (w != free_.end() &&
+              std::binary_search(w->free_slots.begin(), w->free_slots.end(), slot)) {
+            ++reserved;
+          }
+        }
+      }
+      TakeCapacity(free_, *some, job.request);
+    }
+    const int needed = partial.ranks * std::max(1, job.request.gpus_per_rank);
+    const char* unit = job.request.gpus_per_rank > 0 ? " GPU slots" : " slots";
+    return absl::StrCat("waiting for ", needed - reserved, unit, "; ", reserved,
+                        " reserved for it");
+  }
+
+  // Whether `r` may be a victim of `job` from queue `q`: preemptible, not
+  // already one, and either in a queue over its quota (lent capacity) or
+  // of lower priority in the job's own queue.
+  bool MayPreempt(const RunningJob& r, const PendingJob& job, const QueueState& q) {
+    if (!r.preemptible || victims_.count(r.job_id) > 0) return false;
+    const QueueState& theirs = QueueOf(r.queue);
+    if (&theirs == &q) return r.priority < job.priority;
+    return theirs.over_quota();
+  }
+
+  // Chooses victims that free enough for `job`; false when none do.
+  bool Preempt(const PendingJob& job, QueueState& q) {
+    std::vector<const RunningJob*> candidates;
+    for (const RunningJob& r : running_) {
+      if (MayPreempt(r, job, q)) candidates.push_back(&r);
+    }
+    if (candidates.empty()) return false;
+    std::stable_sort(candidates.begin(), candidates.end(),
+                     [&](const RunningJob* a, const RunningJob* b) {
+                       const bool a_lent = &QueueOf(a->queue) != &q;
+                       const bool b_lent = &QueueOf(b->queue) != &q;
+                       if (a_lent != b_lent) return a_lent;
+                       if (a->priority != b->priority) return a->priority < b->priority;
+                       return a->started > b->started;
+                     });
+    std::vector<WorkerCapacity> capacity = free_;
+    std::map<std::string, SlotAmount> lent_back;  // what each over-quota queue gives up
+    std::vector<Preemption> chosen;
+    std::map<std::string, int> released;  // victim -> ranks released
+    auto fits = [&] { return PlaceGang(capacity, job.request).ok(); };
+    // Releases more of `r`'s ranks: one at a time, down to `keep`, until the
+    // job fits (an elastic shrink); or, with `keep` 0, all of them at once.
+    // True when the job fits.
+    auto release = [&](const RunningJob& r, int keep) {
+      int& done = released[r.job_id];
+      const int world = static_cast<int>(r.ranks.size());
+      while (done < world - keep) {
+        const int step = keep > 0 ? 1 : world - done;
+        ReturnCapacity(
+            capacity, std::vector<RankPlacement>(r.ranks.end() - done - step, r.ranks.end() - done),
+            r.request);
+        done += step;
+        lent_back[r.queue] = lent_back[r.queue] + AmountOf(r.request, step);
+        if (fits()) return true;
+      }
+      return false;
+    };
+    auto still_lent = [&](const RunningJob& r) {
+      const QueueState& theirs = QueueOf(r.queue);
+      return &theirs == &q || !(theirs.in_use - lent_back[r.queue]).Within(theirs.spec->quota);
+    };
+    bool enough = false;
+    // Elastic jobs shrink first; the young only when the rest is not
+    // enough; elastic jobs are stopped whole last.
+    for (int round = 0; round < 3 && !enough; ++round) {
+      for (const RunningJob* r : candidates) {
+        const bool young = now_ - r->started < policy_.min_runtime;
+        if ((round == 0 && young) || !still_lent(*r)) continue;
+        const int world = static_cast<int>(r->ranks.size());
+        const int fewest = std::min(world, FewestRanks(r->request));
+        enough = release(*r, round < 2 && fewest < world ? fewest : 0);
+        if (enough) break;
+      }
+    }
+    if (!enough) return false;
+    // Only as many as needed: drop, newest choice first, each victim
+    // released whole whose slots the job does not need after all.
+    std::vector<std::string> order;
+    for (const RunningJob* r : candidates) {
+      if (released[r->job_id] > 0) order.push_back(r->job_id);
+    }
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      const RunningJob& r = **std::find_if(candidates.begin(), candidates.end(),
+                                           [&](const RunningJob* c) { return c->job_id == *it; });
+      std::vector<WorkerCapacity> without = capacity;
+      TakeCapacity(without,
+                   std::vector<RankPlacement>(r.ranks.end() - released[r.job_id], r.ranks.end()),
+                   r.request);
+      if (PlaceGang(without, job.request).ok()) {
+        capacity = std::move(without);
+        released[r.job_id] = 0;
+      }
+    }
+    std::vector<std::string> names;
+    for (const std::string& id : order) {
+      const RunningJob& r = **std::find_if(candidates.begin(), candidates.end(),
+                                           [&](const RunningJob* c) { return c->job_id == id; });
+      const int world = static_cast<int>(r.ranks.size());
+      if (released[id] == 0) continue;
+      victims_.insert(id);
+      decisions_.preemptions.push_back(
+          {id, job.job_id, released[id] < world ? world - released[id] : 0});
+      names.push_back(id);
+    }
+    // What it will hold counts against its queue from now, so that the
+    // jobs behind it do not preempt for the same share.
+    q.in_use = q.in_use + AmountOf(job.request, FewestRanks(job.request));
+    std::string reserve = Reserve(job, capacity);
+    Wait(job, absl::StrCat("preempting ", absl::StrJoin(names, ", "), "; ", reserve));
+    return true;
+  }
+
+  const QueueConfig& config_;
+  const std::vector<RunningJob>& running_;
+  std::vector<WorkerCapacity> free_;  // less what is placed or reserved this pass
+  const absl::Time now_;
+  const SchedulingPolicy& policy_;
+  SlotAmount total_;
+  std::map<std::string, QueueState> queues_;
+  std::map<std::string, int> placed_in_;
+  std::set<std::string> victims_;
+  // Jobs decided so far that started, or wait for slots, by priority.
+  std::map<int, int> ahead_by_priority_;
+  SchedulingDecisions decisions_;
+};
+
+}  // namespace
+
+SchedulingDecisions ScheduleQueues(const QueueConfig& config,
+                                   const std::vector<PendingJob>& pending,
+                                   const std::vector<RunningJob>& running,
+                                   std::vector<WorkerCapacity> free, absl::Time now,
+                                   const SchedulingPolicy& policy) {
+  return Pass(config, running, std::move(free), now, policy).Run(pending);
+}
+
+}  // namespace ringmaster

@@ -1,0 +1,100 @@
+// Which pending jobs start, which wait and why, and which running jobs are
+// preempted: the policy of docs/scheduling.md as one pure function over a
+// snapshot, so that it is tested (and simulated) on a fake clock.
+//
+//   1. Higher priority first. Among equal priorities, the queue furthest
+//      below its weighted dominant share (max of its slot and GPU shares,
+//      divided by its weight) goes next, as Kueue's and YARN's fair
+//      sharing do. Within a queue, first come first served; a preempted
+//      job keeps its place.
+//   2. A queue never uses more than its limit; a user never runs more than
+//      the queue's max_running_jobs_per_user there.
+//   3. A job that fits starts. One that does not fit waits; once it has
+//      waited reserve_after it reserves the free slots it needs as they
+//      free up, and later jobs start only on slots it does not need.
+//   4. A job its queue's quota entitles to run, that does not fit,
+//      preempts: victims from queues over their quota first (taking back
+//      what was lent), then its own queue's jobs of lower priority, lowest
+//      priority first, then the newest; jobs younger than min_runtime only
+//      when the others do not free enough; never a non-preemptible one;
+//      an elastic job shrinks before it is stopped whole; only as many as
+//      needed. The preemptor then reserves what the victims free.
+#ifndef RINGMASTER_COORDINATOR_QUEUE_SCHEDULER_H_
+#define RINGMASTER_COORDINATOR_QUEUE_SCHEDULER_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "coordinator/queue_config.h"
+#include "coordinator/scheduler.h"
+
+namespace ringmaster {
+
+struct PendingJob {
+  std::string job_id;
+  std::string queue;
+  std::string owner;
+  int priority = 0;
+  int64_t sequence = 0;      // submit order (the job number)
+  absl::Time pending_since;  // of this wait
+  // It has preempted jobs that are still stopping: it goes first and
+  // reserves, and preempts no more.
+  bool preemptor = false;
+  GangRequest request;
+};
+
+struct RunningJob {
+  std::string job_id;
+  std::string queue;
+  std::string owner;
+  int priority = 0;
+  absl::Time started;
+  bool preemptible = true;
+  GangRequest request;
+  std::vector<RankPlacement> ranks;  // where its ranks hold slots
+};
+
+struct SchedulingPolicy {
+  absl::Duration reserve_after = absl::Seconds(60);
+  absl::Duration min_runtime = absl::Minutes(2);
+};
+
+struct Preemption {
+  std::string victim;
+  std::string preemptor;
+  // Elastic: restart the victim with at most this many ranks; 0: stop it.
+  int keep_ranks = 0;
+};
+
+// What a queue holds, after the decisions.
+struct QueueLoad {
+  SlotAmount in_use;
+  int running_jobs = 0;
+  int pending_jobs = 0;
+};
+
+struct SchedulingDecisions {
+  std::map<std::string, std::vector<RankPlacement>> placed;
+  std::map<std::string, std::string> waiting;  // job id -> why, for people
+  std::vector<Preemption> preemptions;
+  std::map<std::string, QueueLoad> queues;  // every queue of the config
+};
+
+// The slots and GPUs `ranks` ranks of `request` hold.
+SlotAmount AmountOf(const GangRequest& request, int ranks);
+
+// Decides one scheduling pass. `free` is what the workers have free now
+// (FreeCapacity); `running` the jobs holding slots that may be preempted
+// or count against their queue. Jobs of a queue the config no longer has
+// are scheduled as if in the default queue.
+SchedulingDecisions ScheduleQueues(const QueueConfig& config,
+                                   const std::vector<PendingJob>& pending,
+                                   const std::vector<RunningJob>& running,
+                                   std::vector<WorkerCapacity> free, absl::Time now,
+                                   const SchedulingPolicy& policy);
+
+}  // namespace ringmaster
+
+#endif  // RINGMASTER_COORDINATOR_QUEUE_SCHEDULER_H_

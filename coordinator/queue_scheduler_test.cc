@@ -1,0 +1,275 @@
+// The scheduling policy as a pure function on a fake clock: order, fair
+// share by weight, quota and borrowing, reservation and backfill, and the
+// choice of victims.
+#include "coordinator/queue_scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include "testing/status_matchers.h"
+
+namespace ringmaster {
+namespace {
+
+const absl::Time kNow = absl::FromUnixSeconds(1'000'000);
+
+// A cluster being built: workers, the jobs running on them, and what is
+// left free.
+class Snapshot {
+ public:
+  explicit Snapshot(int workers, int slots, std::map<std::string, std::string> labels = {}) {
+    AddWorkers("w", workers, slots, labels);
+  }
+  void AddWorkers(const std::string& prefix, int workers, int slots,
+                  std::map<std::string, std::string> labels = {}) {
+    for (int i = 0; i < workers; ++i) {
+      WorkerCapacity w;
+      w.worker_id = absl::StrCat(prefix, free_.size());
+      w.total_slots = slots;
+      for (int s = 0; s < slots; ++s) w.free_slots.push_back(s);
+      w.labels = labels;
+      free_.push_back(w);
+    }
+  }
+  // A job running `ranks` ranks (elastic down to `min_ranks`), started
+  // `age` ago.
+  RunningJob& Run(const std::string& id, const std::string& queue, int priority, int ranks,
+                  absl::Duration age, int min_ranks = 0) {
+    RunningJob job;
+    job.job_id = id;
+    job.queue = queue;
+    job.owner = "u";
+    job.priority = priority;
+    job.started = kNow - age;
+    job.request = {ranks, 0, min_ranks};
+    absl::StatusOr<std::vector<RankPlacement>> placed = PlaceGang(free_, job.request);
+    EXPECT_OK(placed) << id;
+    job.ranks = *placed;
+    TakeCapacity(free_, job.ranks, job.request);
+    running_.push_back(job);
+    return running_.back();
+  }
+  // Slots held by ranks that are stopping: taken, but by no running job.
+  void Hold(int ranks) {
+    absl::StatusOr<std::vector<RankPlacement>> placed = PlaceGang(free_, {ranks, 0});
+    EXPECT_OK(placed);
+    TakeCapacity(free_, *placed, {ranks, 0});
+  }
+  PendingJob& Pend(const std::string& id, const std::string& queue, int priority, int ranks,
+                   absl::Duration waited = absl::ZeroDuration()) {
+    PendingJob job;
+    job.job_id = id;
+    job.queue = queue;
+    job.owner = "u";
+    job.priority = priority;
+    job.sequence = static_cast<int64_t>(pending_.size()) + 1;
+    job.pending_since = kNow - waited;
+    job.request = {ranks, 0};
+    pending_.push_back(job);
+    return pending_.back();
+  }
+  SchedulingDecisions Schedule(const QueueConfig& config = DefaultQueueConfig()) const {
+    return ScheduleQueues(config, pending_, running_, free_, kNow, SchedulingPolicy{});
+  }
+
+ private:
+  std::vector<WorkerCapacity> free_;
+  std::vector<RunningJob> running_;
+  std::vector<PendingJob> pending_;
+};
+
+QueueConfig Queues(const std::string& yaml) {
+  absl::StatusOr<QueueConfig> config = ParseQueueConfig(yaml);
+  EXPECT_OK(config);
+  return config.ok() ? *config : DefaultQueueConfig();
+}
+
+std::vector<std::string> Victims(const SchedulingDecisions& d) {
+  std::vector<std::string> ids;
+  for (const Preemption& p : d.preemptions) ids.push_back(p.victim);
+  return ids;
+}
+
+TEST(ScheduleQueuesTest, TheHighestPriorityGoesFirst) {
+  Snapshot s(1, 2);
+  s.Pend("low", "default", 0, 2);
+  s.Pend("high", "default", 1000, 2);
+  SchedulingDecisions d = s.Schedule();
+  EXPECT_EQ(d.placed.count("high"), 1u);
+  EXPECT_EQ(d.waiting["low"],
+            "1 job of higher priority ahead; needs 2 free slots, 0 free on 1 alive workers");
+  s.Pend("higher", "default", 2000, 4);  // can never fit... on one 2-slot worker
+  s.Pend("mid", "default", 500, 2);
+  d = s.Schedule();
+  EXPECT_EQ(d.waiting["higher"], "needs 4 slots; the cluster has 2 (waiting for workers to join)");
+  EXPECT_EQ(d.placed.count("high"), 1u);
+  EXPECT_EQ(d.waiting["mid"],
+            "1 job of higher priority ahead; needs 2 free slots, 0 free on 1 alive workers")
+      << "high is ahead; higher, which can never fit, is not";
+}
+
+TEST(ScheduleQueuesTest, WithinAQueueFirstComeFirstServedAndSmallJobsBackfill) {
+  Snapshot s(2, 2);
+  s.Run("old", "default", 100, 1, absl::Minutes(5));  // w0 has 1 free, w1 2
+  s.Pend("a", "default", 100, 2);
+  s.Pend("b", "default", 100, 2);
+  s.Pend("c", "default", 100, 1);
+  s.Pend("d", "default", 100, 1);
+  SchedulingDecisions d = s.Schedule();
+  ASSERT_EQ(d.placed.count("a"), 1u);
+  EXPECT_EQ(d.waiting["b"], "needs 2 free slots, 1 free on 2 alive workers");
+  EXPECT_EQ(d.placed.count("c"), 1u) << "b has not waited reserve_after: c starts before it";
+  EXPECT_EQ(d.waiting["d"], "needs 1 free slots, 0 free on 2 alive workers");
+}
+
+TEST(ScheduleQueuesTest, ALongWaitReservesSlotsAndOthersBackfillOnlyElsewhere) {
+  Snapshot s(0, 0);
+  s.AddWorkers("b", 1, 2, {{"zone", "b"}});
+  s.AddWorkers("a", 1, 2, {{"zone", "a"}});
+  s.Run("holder", "default", 100, 1, absl::Minutes(5));  // on a1, the last of the best fits
+  PendingJob& big = s.Pend("big", "default", 100, 2, absl::Seconds(61));
+  big.request.selector = {{"zone", "a"}};
+  s.Pend("small-1", "default", 100, 1);
+  s.Pend("small-2", "default", 100, 1);
+  s.Pend("small-3", "default", 100, 1);
+  SchedulingDecisions d = s.Schedule();
+  EXPECT_EQ(d.waiting["big"], "waiting for 1 slots; 1 reserved for it");
+  EXPECT_EQ(d.placed.count("small-1"), 1u);
+  EXPECT_EQ(d.placed.count("small-2"), 1u);
+  EXPECT_EQ(d.placed["small-1"][0].worker_id, "b0");
+  EXPECT_EQ(d.placed["small-2"][0].worker_id, "b0");
+  EXPECT_EQ(d.waiting["small-3"], "needs 1 free slots, 0 free on 2 alive workers")
+      << "the free slot of a1 is big's";
+}
+
+TEST(ScheduleQueuesTest, EqualPrioritiesShareIdleCapacityByWeight) {
+  Snapshot s(1, 8);
+  for (int i = 0; i < 8; ++i) {
+    s.Pend(absl::StrCat("a-", i), "a", 100, 1);
+    s.Pend(absl::StrCat("b-", i), "b", 100, 1);
+  }
+  SchedulingDecisions d = s.Schedule(
+      Queues("queues:\n  - {name: a, weight: 1}\n  - {name: b, weight: 3}\ndefault_queue: a\n"));
+  EXPECT_EQ(d.queues["a"].in_use.slots, 2);
+  EXPECT_EQ(d.queues["b"].in_use.slots, 6);
+  EXPECT_EQ(d.queues["a"].pending_jobs, 6);
+  EXPECT_EQ(d.placed.count("a-0") + d.placed.count("a-1"), 2u) << "FIFO within each queue";
+}
+
+TEST(ScheduleQueuesTest, AQueueBorrowsUpToItsLimitAndNoFurther) {
+  Snapshot s(1, 8);
+  for (int i = 0; i < 8; ++i) s.Pend(absl::StrCat("a-", i), "a", 100, 1);
+  SchedulingDecisions d =
+      s.Schedule(Queues("queues:\n"
+                        "  - {name: a, quota: {slots: 4}, limit: {slots: 6}}\n"
+                        "  - {name: b, quota: {slots: 4}}\n"
+                        "default_queue: a\n"));
+  EXPECT_EQ(d.placed.size(), 6u);
+  EXPECT_EQ(d.waiting["a-6"], "queue a at its limit (6 of 6 slots)");
+  EXPECT_EQ(d.queues["a"].in_use.slots, 6);
+  EXPECT_EQ(d.queues["b"].in_use.slots, 0);
+}
+
+TEST(ScheduleQueuesTest, AQueueTakesBackItsQuotaFromTheNewestBorrowedJobs) {
+  Snapshot s(1, 8);
+  s.Run("a-old", "a", 100, 4, absl::Minutes(30));
+  s.Run("a-mid", "a", 100, 2, absl::Minutes(20));
+  s.Run("a-new", "a", 100, 2, absl::Minutes(10));
+  s.Pend("b-1", "b", 0, 2);  // lower priority than a's: quota wins anyway
+  const QueueConfig config = Queues(
+      "queues:\n"
+      "  - {name: a, quota: {slots: 4}, limit: {slots: 8}}\n"
+      "  - {name: b, quota: {slots: 4}}\n"
+      "default_queue: a\n");
+  SchedulingDecisions d = s.Schedule(config);
+  EXPECT_EQ(Victims(d), std::vector<std::string>{"a-new"}) << "the newest, and only as needed";
+  EXPECT_EQ(d.preemptions[0].preemptor, "b-1");
+  EXPECT_EQ(d.waiting["b-1"], "preempting a-new; waiting for 2 slots; 0 reserved for it");
+}
+
+TEST(ScheduleQueuesTest, WithinAQueueLowestPriorityThenNewestButNotTheYoung) {
+  Snapshot s(1, 4);
+  s.Run("low-old", "default", 0, 1, absl::Minutes(30));
+  s.Run("low-young", "default", 0, 1, absl::Seconds(30));
+  s.Run("mid", "default", 50, 1, absl::Minutes(5));
+  s.Run("high", "default", 1000, 1, absl::Minutes(5));  // not below the preemptor
+  s.Pend("urgent", "default", 500, 1);
+  SchedulingDecisions d = s.Schedule();
+  EXPECT_EQ(Victims(d), std::vector<std::string>{"low-old"})
+      << "low-young started under min_runtime ago";
+
+  Snapshot young(1, 2);
+  young.Run("low-young", "default", 0, 1, absl::Seconds(30));
+  young.Run("mid-young", "default", 50, 1, absl::Seconds(10));
+  young.Pend("urgent", "default", 500, 1);
+  EXPECT_EQ(Victims(young.Schedule()), std::vector<std::string>{"low-young"})
+      << "only the young can free enough: the lowest priority of them";
+}
+
+TEST(ScheduleQueuesTest, EqualPriorityDoesNotPreemptAndNonPreemptibleIsNeverAVictim) {
+  Snapshot s(1, 2);
+  s.Run("peer", "default", 100, 1, absl::Minutes(5));
+  s.Run("pinned", "default", 0, 1, absl::Minutes(5)).preemptible = false;
+  s.Pend("next", "default", 100, 1);
+  SchedulingDecisions d = s.Schedule();
+  EXPECT_TRUE(d.preemptions.empty());
+  EXPECT_EQ(d.waiting["next"], "needs 1 free slots, 0 free on 1 alive workers");
+}
+
+TEST(ScheduleQueuesTest, OnlyAsManyVictimsAsNeeded) {
+  Snapshot s(1, 4);
+  for (int i = 0; i < 4; ++i)
+    s.Run(absl::StrCat("low-", i), "default", 0, 1, absl::Minutes(10 - i));
+  s.Pend("urgent", "default", 1000, 2);
+  SchedulingDecisions d = s.Schedule();
+  EXPECT_EQ(Victims(d), (std::vector<std::string>{"low-3", "low-2"}));
+}
+
+TEST(ScheduleQueuesTest, AnElasticVictimShrinksBeforeItIsStopped) {
+  Snapshot s(1, 4);
+  s.Run("elastic", "default", 0, 4, absl::Minutes(10), /*min_ranks=*/1);
+  s.Pend("urgent", "default", 1000, 2);
+  SchedulingDecisions d = s.Schedule();
+  ASSERT_EQ(Victims(d), std::vector<std::string>{"elastic"});
+  EXPECT_EQ(d.preemptions[0].keep_ranks, 2);
+
+  Snapshot rigid(1, 4);
+  rigid.Run("elastic", "default", 0, 4, absl::Minutes(10), /*min_ranks=*/3);
+  rigid.Pend("urgent", "default", 1000, 2);
+  d = rigid.Schedule();
+  ASSERT_EQ(Victims(d), std::vector<std::string>{"elastic"});
+  EXPECT_EQ(d.preemptions[0].keep_ranks, 0) << "shrinking to its 3 ranks leaves 1 slot: it stops";
+}
+
+TEST(ScheduleQueuesTest, APreemptorReservesWhatItsVictimsFreeAndPreemptsNoMore) {
+  Snapshot s(1, 2);
+  s.Hold(1);  // the ranks of its victim, still stopping
+  s.Run("low", "default", 0, 1, absl::Minutes(10));
+  PendingJob& urgent = s.Pend("urgent", "default", 1000, 1);
+  urgent.preemptor = true;
+  s.Pend("other", "default", 1000, 1);
+  SchedulingDecisions d = s.Schedule();
+  EXPECT_EQ(d.waiting["urgent"], "waiting for 1 slots; 0 reserved for it");
+  EXPECT_EQ(Victims(d), std::vector<std::string>{"low"}) << "other preempts for itself";
+}
+
+TEST(ScheduleQueuesTest, AUserRunsNoMoreThanTheQueueAllows) {
+  Snapshot s(1, 8);
+  s.Run("one", "a", 100, 1, absl::Minutes(1)).owner = "alice";
+  s.Pend("two", "a", 100, 1).owner = "alice";
+  s.Pend("bobs", "a", 100, 1).owner = "bob";
+  SchedulingDecisions d = s.Schedule(
+      Queues("queues:\n  - {name: a, max_running_jobs_per_user: 1}\ndefault_queue: a\n"));
+  EXPECT_EQ(d.waiting["two"], "alice runs 1 jobs in queue a, its max_running_jobs_per_user");
+  EXPECT_EQ(d.placed.count("bobs"), 1u);
+}
+
+TEST(ScheduleQueuesTest, AJobOfAQueueNoLongerConfiguredRunsInTheDefaultQueue) {
+  Snapshot s(1, 1);
+  s.Pend("orphan", "removed", 100, 1);
+  SchedulingDecisions d = s.Schedule();
+  EXPECT_EQ(d.placed.count("orphan"), 1u);
+  EXPECT_EQ(d.queues["default"].in_use.slots, 1);
+}
+
+}  // namespace
+}  // namespace ringmaster
