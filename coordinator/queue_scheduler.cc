@@ -74,14 +74,29 @@ class Pass {
     return it != queues_.end() ? it->second : queues_.at(config_.default_queue);
   }
 
-  // The queue's dominant share of the cluster over its weight.
-  double Share(const QueueState& q) const {
+  // The queue's dominant share of the cluster over its weight, with `more`
+  // added to what it uses.
+  double Share(const QueueState& q, const SlotAmount& more = {}) const {
+    const SlotAmount used = q.in_use + more;
     double share = 0;
-    if (total_.slots > 0) share = static_cast<double>(q.in_use.slots) / total_.slots;
-    if (total_.gpus > 0) {
-      share = std::max(share, static_cast<double>(q.in_use.gpus) / total_.gpus);
-    }
+    if (total_.slots > 0) share = static_cast<double>(used.slots) / total_.slots;
+    if (total_.gpus > 0) share = std::max(share, static_cast<double>(used.gpus) / total_.gpus);
     return share / q.spec->weight;
+  }
+
+  // Whether `q` is below its weighted share of the cluster among the
+  // queues that want capacity (those with jobs pending or running), with
+  // another such queue: the idle slots it is owed are kept for it rather
+  // than given to queues above their share.
+  bool Owed(const QueueState& q) const {
+    double weights = 0;
+    int wanting = 0;
+    for (const auto& [name, other] : queues_) {
+      if (other.pending.empty() && other.running_jobs == 0) continue;
+      weights += other.spec->weight;
+      ++wanting;
+    }
+    return wanting > 1 && Share(q) * weights < 1.0;
   }
 
   // The next job to decide: preemptors, then the highest priority; among
@@ -92,7 +107,12 @@ class Pass {
     for (auto& [name, q] : queues_) {
       if (q.next >= q.pending.size()) continue;
       const PendingJob& head = *q.pending[q.next];
-      const double share = Share(q);
+      // Half-way between the share it has and the one it would have with
+      // its head started: the share before favours a queue of jobs large
+      // for its share (each start overshoots it), the share after (Kueue's
+      // rule) starves it.
+      const double share =
+          (Share(q) + Share(q, AmountOf(head.request, FewestRanks(head.request)))) / 2;
       if (best != nullptr) {
         const PendingJob& other = *best->pending[best->next];
         if (head.preemptor != other.preemptor) {
@@ -135,7 +155,7 @@ class Pass {
       return;
     }
     if (!job.preemptor && (q.in_use + need).Within(q.spec->quota) && Preempt(job, q)) return;
-    if (job.preemptor || now_ - job.pending_since >= policy_.reserve_after) {
+    if (job.preemptor || now_ - job.pending_since >= policy_.reserve_after || Owed(q)) {
       Wait(job, Reserve(job, free_));
       return;
     }

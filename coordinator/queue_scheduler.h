@@ -2,10 +2,11 @@
 // preempted: the policy of docs/scheduling.md as one pure function over a
 // snapshot, so that it is tested (and simulated) on a fake clock.
 //
-//   1. Higher priority first. Among equal priorities, the queue furthest
-//      below its weighted dominant share (max of its slot and GPU shares,
-//      divided by its weight) goes next, as Kueue's and YARN's fair
-//      sharing do. Within a queue, first come first served; a preempted
+//   1. Higher priority first. Among equal priorities, the queue with the
+//      lowest weighted dominant share (max of its slot and GPU shares,
+//      divided by its weight), counting half of its next job, goes next,
+//      as in Kueue's and YARN's fair sharing. A queue below its share, beside
+//      another that wants capacity, reserves for its next job at once. Within a queue, first come first served; a preempted
 //      job keeps its place.
 //   2. A queue never uses more than its limit; a user never runs more than
 //      the queue's max_running_jobs_per_user there.
