@@ -166,6 +166,15 @@ absl::StatusOr<std::vector<v1::Worker>> Client::ListWorkers() {
   return std::vector<v1::Worker>(response.workers().begin(), response.workers().end());
 }
 
+absl::StatusOr<v1::ListQueuesResponse> Client::ListQueues() {
+  grpc::ClientContext context;
+  Prepare(&context, true);
+  v1::ListQueuesResponse response;
+  grpc::Status status = cluster_->ListQueues(&context, v1::ListQueuesRequest(), &response);
+  if (!status.ok()) return Explain(status, address_, tls_);
+  return response;
+}
+
 absl::Status Client::WatchJob(const std::string& job_id,
                               const std::function<bool(const v1::Job&)>& on_event) {
   grpc::ClientContext context;

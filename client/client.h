@@ -47,6 +47,7 @@ class Client {
   absl::StatusOr<v1::Job> CancelJob(const std::string& job_id);
   absl::Status DeleteJob(const std::string& job_id);
   absl::StatusOr<std::vector<v1::Worker>> ListWorkers();
+  absl::StatusOr<v1::ListQueuesResponse> ListQueues();
   // Uploads the code archive at `path` unless the coordinator has it
   // already (then true). Unbounded in time: it takes what the bytes take.
   absl::StatusOr<bool> UploadCode(const std::string& path, const std::string& sha256,

@@ -157,6 +157,8 @@ void AddJobCommands(CLI::App& app, Invocation* run, std::map<Command, CLI::App*>
   (*commands)[Command::kDelete] = remove;
 
   (*commands)[Command::kWorkers] = app.add_subcommand("workers", "list workers");
+  (*commands)[Command::kQueues] = app.add_subcommand(
+      "queues", "list queues: weight, quota, limit, in use, borrowed, running and pending jobs");
 
   CLI::App* top = app.add_subcommand("top", "live view of jobs and workers (q to quit)");
   top->add_option("--iterations", run->iterations, "stop after this many frames (0: until q)");

@@ -26,6 +26,7 @@ enum class Command {
   kCancel,
   kDelete,
   kWorkers,
+  kQueues,
   kTop,
 };
 

@@ -473,6 +473,18 @@ int RunWorkers(const GlobalOptions& global) {
   return kOk;
 }
 
+int RunQueues(const GlobalOptions& global) {
+  Client client = MakeClient(global);
+  absl::StatusOr<v1::ListQueuesResponse> queues = client.ListQueues();
+  if (!queues.ok()) return Fail(queues.status());
+  if (!global.table()) {
+    std::cout << Render(*queues, global.output) << std::flush;
+  } else {
+    PrintQueuesTable(std::cout, *queues);
+  }
+  return kOk;
+}
+
 int RunTop(const GlobalOptions& global, int iterations, bool all) {
   Client client = MakeClient(global);
   return ringmaster::RunTop(client, {iterations, all, global.output});

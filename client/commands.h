@@ -57,6 +57,7 @@ int RunLogs(const GlobalOptions& global, const std::string& job_id, const LogsOp
 int RunCancel(const GlobalOptions& global, const std::string& job_id);
 int RunDelete(const GlobalOptions& global, const std::string& job_id);
 int RunWorkers(const GlobalOptions& global);
+int RunQueues(const GlobalOptions& global);
 // `top`: active jobs (and finished ones with `all`) and the workers.
 int RunTop(const GlobalOptions& global, int iterations, bool all);
 

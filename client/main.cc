@@ -83,6 +83,8 @@ int Run(const ringmaster::Invocation& run) {
       return ringmaster::RunJobs(global, run.jobs);
     case Command::kWorkers:
       return ringmaster::RunWorkers(global);
+    case Command::kQueues:
+      return ringmaster::RunQueues(global);
     case Command::kTop:
       return ringmaster::RunTop(global, run.iterations, run.all);
     default:

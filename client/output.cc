@@ -116,6 +116,13 @@ std::string Labels(const google::protobuf::Map<std::string, std::string>& labels
   return absl::StrJoin(sorted, ",", absl::PairFormatter("="));
 }
 
+// "high (1000)", or the number a spec gave.
+std::string PriorityLabel(const v1::Job& job) {
+  const std::string& named = job.spec().priority();
+  if (named.empty() || named == absl::StrCat(job.priority())) return absl::StrCat(job.priority());
+  return absl::StrCat(named, " (", job.priority(), ")");
+}
+
 std::string RankStateLabel(v1::RankState state) {
   std::string name = v1::RankState_Name(state);
   return name.substr(name.find('_') + 1);
@@ -124,12 +131,14 @@ std::string RankStateLabel(v1::RankState state) {
 }  // namespace
 
 void PrintJobsTable(std::ostream& out, const std::vector<v1::Job>& jobs, absl::Time now) {
-  std::vector<std::vector<std::string>> rows = {
-      {"JOB", "OWNER", "STATE", "RANKS", "RESTARTS", "AGE", "PROGRESS", "MESSAGE"}};
+  std::vector<std::vector<std::string>> rows = {{"JOB", "OWNER", "QUEUE", "PRIORITY", "STATE",
+                                                 "RANKS", "RESTARTS", "AGE", "PROGRESS",
+                                                 "MESSAGE"}};
   for (const v1::Job& job : jobs) {
     std::string progress = ProgressLine(job.progress());
-    rows.push_back({job.id(), job.owner(), JobStateLabel(job.state()),
-                    absl::StrCat(job.world_size()), absl::StrCat(job.restarts()),
+    rows.push_back({job.id(), job.owner(), job.spec().queue(), PriorityLabel(job),
+                    JobStateLabel(job.state()), absl::StrCat(job.world_size()),
+                    absl::StrCat(job.restarts()),
                     ShortDuration(now - absl::FromUnixMillis(job.create_unix_ms())),
                     progress.empty() ? "-" : progress, LastMessage(job)});
   }
@@ -232,6 +241,13 @@ std::string RootCauseLine(const v1::Failure& f) {
 void PrintJobDetail(std::ostream& out, const v1::Job& job, absl::Time now) {
   out << "job:       " << job.id() << "\n"
       << "owner:     " << job.owner() << "\n"
+      << "queue:     " << job.spec().queue() << ", priority " << PriorityLabel(job)
+      << (job.spec().preemptible()
+              ? absl::StrCat(", preemptible (grace ",
+                             ShortDuration(absl::Seconds(job.spec().preemption_grace_s())), ")")
+              : ", not preemptible")
+      << (job.preemptions() > 0 ? absl::StrCat("; preempted ", job.preemptions(), " times") : "")
+      << "\n"
       << "state:     " << JobStateLabel(job.state()) << "\n";
   if (job.state() == v1::PENDING && !job.pending_reason().empty()) {
     out << "waiting:   " << job.pending_reason() << "\n";
@@ -269,6 +285,40 @@ void PrintJobDetail(std::ostream& out, const v1::Job& job, absl::Time now) {
          JobStateLabel(c.state()), v1::Reason_Name(c.reason()), c.message()});
   }
   PrintTable(out, rows);
+}
+
+namespace {
+
+// "8 slots, 8 GPUs", "8 slots", "-" (no bound).
+std::string Amount(const v1::SlotAmount& amount) {
+  if (amount.slots() < 0 && amount.gpus() < 0) return "-";
+  std::string text = amount.slots() < 0 ? "any slots" : absl::StrCat(amount.slots(), " slots");
+  if (amount.gpus() != 0) {
+    absl::StrAppend(&text, ", ", amount.gpus() < 0 ? "any" : absl::StrCat(amount.gpus()), " GPUs");
+  }
+  return text;
+}
+
+}  // namespace
+
+void PrintQueuesTable(std::ostream& out, const v1::ListQueuesResponse& queues) {
+  std::vector<std::vector<std::string>> rows = {
+      {"QUEUE", "WEIGHT", "QUOTA", "LIMIT", "IN USE", "BORROWED", "RUNNING", "PENDING", "USERS"}};
+  for (const v1::Queue& q : queues.queues()) {
+    rows.push_back({q.is_default() ? q.name() + " (default)" : q.name(),
+                    absl::StrFormat("%g", q.weight()), Amount(q.quota()), Amount(q.limit()),
+                    Amount(q.in_use()), Amount(q.borrowed()), absl::StrCat(q.running_jobs()),
+                    absl::StrCat(q.pending_jobs()),
+                    q.users().empty() ? "anyone" : absl::StrJoin(q.users(), ",")});
+  }
+  PrintTable(out, rows);
+  std::vector<std::pair<int, std::string>> classes;
+  for (const auto& [name, priority] : queues.priority_classes())
+    classes.push_back({priority, name});
+  std::sort(classes.begin(), classes.end());
+  std::vector<std::string> shown;
+  for (const auto& [priority, name] : classes) shown.push_back(absl::StrCat(name, " ", priority));
+  out << "priority classes: " << absl::StrJoin(shown, ", ") << "\n";
 }
 
 void PrintWorkersTable(std::ostream& out, const std::vector<v1::Worker>& workers) {

@@ -46,6 +46,9 @@ void PrintJobsTable(std::ostream& out, const std::vector<v1::Job>& jobs, absl::T
 // The detail of `ringmaster status`.
 void PrintJobDetail(std::ostream& out, const v1::Job& job, absl::Time now);
 void PrintWorkersTable(std::ostream& out, const std::vector<v1::Worker>& workers);
+// QUEUE WEIGHT QUOTA LIMIT IN USE BORROWED RUNNING PENDING USERS, then the
+// priority classes.
+void PrintQueuesTable(std::ostream& out, const v1::ListQueuesResponse& queues);
 // "step 120/600  loss 0.3124  1834 samples/s" (empty without progress).
 std::string ProgressLine(const v1::Progress& progress);
 

@@ -62,10 +62,8 @@ absl::Status CoordinatorServer::InitJobs(const CoordinatorConfig& config) {
       [manager] { return manager->CountByState(); }, [manager] { return manager->ListWorkers(); },
       [manager] {
         std::vector<QueueGauges> gauges;
-        for (const JobManager::QueueView& q : manager->ListQueues()) {
-          gauges.push_back({q.spec.name, q.load.in_use.slots,
-                            q.spec.quota.slots >= SlotAmount::kUnlimited ? -1 : q.spec.quota.slots,
-                            q.load.pending_jobs});
+        for (const v1::Queue& q : manager->ListQueues().queues()) {
+          gauges.push_back({q.name(), q.in_use().slots(), q.quota().slots(), q.pending_jobs()});
         }
         return gauges;
       });

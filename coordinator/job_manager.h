@@ -141,12 +141,9 @@ class JobManager {
   // longer listed are scheduled in the default queue; their priority,
   // fixed at submit, stays.
   void SetQueues(QueueConfig queues);
-  // Each queue and what it held at the last scheduling pass.
-  struct QueueView {
-    QueueSpec spec;
-    QueueLoad load;
-  };
-  std::vector<QueueView> ListQueues();
+  // Each queue and what it held at the last scheduling pass, and the
+  // priority classes.
+  v1::ListQueuesResponse ListQueues();
   // The code archives (CodePackage.sha256) of the jobs not yet ended.
   std::set<std::string> CodeInUse();
 

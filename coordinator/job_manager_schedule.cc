@@ -169,14 +169,40 @@ void JobManager::SetQueues(QueueConfig queues) {
   queue_loads_.clear();
 }
 
-std::vector<JobManager::QueueView> JobManager::ListQueues() {
+namespace {
+
+void SetAmount(const SlotAmount& amount, v1::SlotAmount* out) {
+  out->set_slots(amount.slots >= SlotAmount::kUnlimited ? -1 : amount.slots);
+  out->set_gpus(amount.gpus >= SlotAmount::kUnlimited ? -1 : amount.gpus);
+}
+
+}  // namespace
+
+v1::ListQueuesResponse JobManager::ListQueues() {
   MutexLock lock(&mu_);
-  std::vector<QueueView> views;
+  v1::ListQueuesResponse response;
   for (const QueueSpec& spec : queues_.queues) {
+    v1::Queue* queue = response.add_queues();
+    queue->set_name(spec.name);
+    queue->set_weight(spec.weight);
+    SetAmount(spec.quota, queue->mutable_quota());
+    SetAmount(spec.limit, queue->mutable_limit());
+    for (const std::string& user : spec.users) queue->add_users(user);
+    queue->set_max_running_jobs_per_user(spec.max_running_jobs_per_user);
+    queue->set_is_default(spec.name == queues_.default_queue);
     auto load = queue_loads_.find(spec.name);
-    views.push_back({spec, load != queue_loads_.end() ? load->second : QueueLoad{}});
+    if (load == queue_loads_.end()) continue;
+    const SlotAmount& used = load->second.in_use;
+    SetAmount(used, queue->mutable_in_use());
+    queue->mutable_borrowed()->set_slots(std::max<int64_t>(0, used.slots - spec.quota.slots));
+    queue->mutable_borrowed()->set_gpus(std::max<int64_t>(0, used.gpus - spec.quota.gpus));
+    queue->set_running_jobs(load->second.running_jobs);
+    queue->set_pending_jobs(load->second.pending_jobs);
   }
-  return views;
+  for (const auto& [name, priority] : queues_.priority_classes) {
+    (*response.mutable_priority_classes())[name] = priority;
+  }
+  return response;
 }
 
 void JobManager::StartAttempt(JobRecord& entry, const std::vector<RankPlacement>& placement,

@@ -274,6 +274,16 @@ grpc::ServerUnaryReactor* ClusterServiceImpl::ListWorkers(grpc::CallbackServerCo
   return FinishUnary(context, absl::OkStatus());
 }
 
+grpc::ServerUnaryReactor* ClusterServiceImpl::ListQueues(grpc::CallbackServerContext* context,
+                                                         const v1::ListQueuesRequest*,
+                                                         v1::ListQueuesResponse* response) {
+  if (absl::Status s = access_->RequireUser(*context).status(); !s.ok()) {
+    return FinishUnary(context, s);
+  }
+  *response = manager_->ListQueues();
+  return FinishUnary(context, absl::OkStatus());
+}
+
 grpc::ServerUnaryReactor* JobServiceImpl::StatCode(grpc::CallbackServerContext* context,
                                                    const v1::StatCodeRequest* request,
                                                    v1::StatCodeResponse* response) {

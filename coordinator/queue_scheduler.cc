@@ -26,7 +26,17 @@ struct QueueState {
   std::vector<const PendingJob*> pending;  // in the order they are considered
   size_t next = 0;                         // the first not yet decided
   int running_jobs = 0;
+  // What its preemptible running jobs hold, by priority.
+  std::map<int, SlotAmount> preemptible;
   bool over_quota() const { return !in_use.Within(spec->quota); }
+  // What its preemptible jobs of priority below `priority` hold.
+  SlotAmount PreemptibleBelow(int priority) const {
+    SlotAmount sum;
+    for (auto it = preemptible.begin(); it != preemptible.end() && it->first < priority; ++it) {
+      sum = sum + it->second;
+    }
+    return sum;
+  }
 };
 
 // One scheduling pass over a snapshot: see the header for the policy.
@@ -42,7 +52,9 @@ class Pass {
     }
     for (const RunningJob& job : running_) {
       QueueState& q = QueueOf(job.queue);
-      q.in_use = q.in_use + AmountOf(job.request, static_cast<int>(job.ranks.size()));
+      const SlotAmount held = AmountOf(job.request, static_cast<int>(job.ranks.size()));
+      q.in_use = q.in_use + held;
+      if (job.preemptible) q.preemptible[job.priority] = q.preemptible[job.priority] + held;
       ++q.running_by_user[job.owner];
       ++q.running_jobs;
     }
@@ -136,6 +148,12 @@ class Pass {
     QueueState& q = QueueOf(job.queue);
     const SlotAmount need = AmountOf(job.request, FewestRanks(job.request));
     if (!(q.in_use + need).Within(q.spec->limit)) {
+      // Its own queue's lower-priority jobs may make room under the limit.
+      const bool room_below =
+          (q.in_use - q.PreemptibleBelow(job.priority) + need).Within(q.spec->limit);
+      if (room_below && !job.preemptor && MaySeekVictims(job, q, need) && Preempt(job, q, need)) {
+        return;
+      }
       Wait(job, AtLimit(q, need));
       return;
     }
@@ -154,7 +172,7 @@ class Pass {
       decisions_.waiting[job.job_id] = std::move(never);  // it holds up no one
       return;
     }
-    if (!job.preemptor && (q.in_use + need).Within(q.spec->quota) && Preempt(job, q)) return;
+    if (!job.preemptor && MaySeekVictims(job, q, need) && Preempt(job, q, need)) return;
     if (job.preemptor || now_ - job.pending_since >= policy_.reserve_after || Owed(q)) {
       Wait(job, Reserve(job, free_));
       return;
@@ -237,8 +255,39 @@ class Pass {
     return theirs.over_quota();
   }
 
+  // Whether `job`'s queue quota entitles it to run once the lower-priority
+  // jobs of its own queue are stopped, and preemption could free enough:
+  // cheap bounds, before any victim is looked for.
+  bool MaySeekVictims(const PendingJob& job, const QueueState& q, const SlotAmount& need) {
+    const SlotAmount own = q.PreemptibleBelow(job.priority);
+    if (!(q.in_use - own + need).Within(q.spec->quota)) return false;
+    auto failed = failed_need_.find({q.spec->name, job.priority});
+    if (failed != failed_need_.end() && failed->second.Within(need)) return false;
+    SlotAmount releasable = own;
+    for (const auto& [name, other] : queues_) {
+      if (&other == &q || !other.over_quota()) continue;
+      for (const auto& [priority, held] : other.preemptible) releasable = releasable + held;
+    }
+    return need.slots <= releasable.slots + FreeSlots();
+  }
+
+  int64_t FreeSlots() const {
+    int64_t free = 0;
+    for (const WorkerCapacity& w : free_) free += static_cast<int64_t>(w.free_slots.size());
+    return free;
+  }
+
   // Chooses victims that free enough for `job`; false when none do.
-  bool Preempt(const PendingJob& job, QueueState& q) {
+  bool Preempt(const PendingJob& job, QueueState& q, const SlotAmount& need) {
+    if (!TryPreempt(job, q, need)) {
+      SlotAmount& failed = failed_need_[{q.spec->name, job.priority}];
+      if (failed.slots == 0 || need.Within(failed)) failed = need;
+      return false;
+    }
+    return true;
+  }
+
+  bool TryPreempt(const PendingJob& job, QueueState& q, const SlotAmount& need) {
     std::vector<const RunningJob*> candidates;
     for (const RunningJob& r : running_) {
       if (MayPreempt(r, job, q)) candidates.push_back(&r);
@@ -310,6 +359,15 @@ class Pass {
         released[r.job_id] = 0;
       }
     }
+    // The quota must hold with the job started and its own queue's victims
+    // stopped.
+    SlotAmount own_released;
+    for (const std::string& id : order) {
+      const RunningJob& r = **std::find_if(candidates.begin(), candidates.end(),
+                                           [&](const RunningJob* c) { return c->job_id == id; });
+      if (&QueueOf(r.queue) == &q) own_released = own_released + AmountOf(r.request, released[id]);
+    }
+    if (!(q.in_use - own_released + need).Within(q.spec->quota)) return false;
     std::vector<std::string> names;
     for (const std::string& id : order) {
       const RunningJob& r = **std::find_if(candidates.begin(), candidates.end(),
@@ -323,7 +381,7 @@ class Pass {
     }
     // What it will hold counts against its queue from now, so that the
     // jobs behind it do not preempt for the same share.
-    q.in_use = q.in_use + AmountOf(job.request, FewestRanks(job.request));
+    q.in_use = q.in_use + need;
     std::string reserve = Reserve(job, capacity);
     Wait(job, absl::StrCat("preempting ", absl::StrJoin(names, ", "), "; ", reserve));
     return true;
@@ -338,6 +396,9 @@ class Pass {
   std::map<std::string, QueueState> queues_;
   std::map<std::string, int> placed_in_;
   std::set<std::string> victims_;
+  // The smallest need for which preemption failed, by queue and priority:
+  // larger needs there fail too, and are not tried again this pass.
+  std::map<std::pair<std::string, int>, SlotAmount> failed_need_;
   // Jobs decided so far that started, or wait for slots, by priority.
   std::map<int, int> ahead_by_priority_;
   SchedulingDecisions decisions_;

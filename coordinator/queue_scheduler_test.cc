@@ -205,6 +205,26 @@ TEST(ScheduleQueuesTest, WithinAQueueLowestPriorityThenNewestButNotTheYoung) {
       << "only the young can free enough: the lowest priority of them";
 }
 
+TEST(ScheduleQueuesTest, TheQuotaEntitlesAJobWithItsQueuesLowerPriorityJobsStopped) {
+  const QueueConfig config =
+      Queues("queues:\n  - {name: q, quota: {slots: 4}}\ndefault_queue: q\n");
+  Snapshot s(1, 4);
+  s.Run("low", "q", 0, 4, absl::Minutes(10));
+  s.Pend("high", "q", 1000, 2);
+  EXPECT_EQ(Victims(s.Schedule(config)), std::vector<std::string>{"low"})
+      << "4 in use - 4 stopped + 2 is within the quota of 4";
+
+  const QueueConfig small =
+      Queues("queues:\n  - {name: q, quota: {slots: 2}, limit: {slots: 8}}\ndefault_queue: q\n");
+  Snapshot over(1, 4);
+  over.Run("low", "q", 0, 2, absl::Minutes(10));
+  over.Run("other", "q", 100, 2, absl::Minutes(10));
+  over.Pend("high", "q", 1000, 4);
+  SchedulingDecisions d = over.Schedule(small);
+  EXPECT_TRUE(d.preemptions.empty()) << "4 is more than the quota of 2 whatever is stopped";
+  EXPECT_EQ(d.waiting["high"], "needs 4 free slots, 0 free on 1 alive workers");
+}
+
 TEST(ScheduleQueuesTest, EqualPriorityDoesNotPreemptAndNonPreemptibleIsNeverAVictim) {
   Snapshot s(1, 2);
   s.Run("peer", "default", 100, 1, absl::Minutes(5));

@@ -145,6 +145,8 @@ class AuthTest : public ClusterTest {
     }
     v1::ListWorkersResponse workers;
     row += Verdict(cluster->ListWorkers(Context(caller).get(), {}, &workers).error_code());
+    v1::ListQueuesResponse queues;
+    row += Verdict(cluster->ListQueues(Context(caller).get(), {}, &queues).error_code());
     {
       v1::StatCodeResponse response;
       row += Verdict(jobs->StatCode(Context(caller).get(), {}, &response).error_code());
@@ -229,7 +231,7 @@ class AuthTest : public ClusterTest {
 
 // The documented matrix, exactly. Columns: SubmitJob GetJob ListJobs
 // CancelJob WatchJob StreamLogs, StreamLogs of job A (the admin's),
-// ListWorkers StatCode UploadCode | Connect as local-0, as
+// ListWorkers ListQueues StatCode UploadCode | Connect as local-0, as
 // local-1 | rendezvous Set Get Wait Add on job A's scope, Get on job B's |
 // agent ReadLog, ReportProgress for job A | Health.
 TEST_F(AuthTest, EveryRpcAllowsExactlyTheDocumentedCredentials) {
@@ -262,26 +264,26 @@ TEST_F(AuthTest, EveryRpcAllowsExactlyTheDocumentedCredentials) {
                     .ok());
   }
   const std::vector<std::pair<Caller, std::string>> matrix = {
-      {{"no credential", CaOnly(), ""}, "UUUUUUUUUU UUU UUUUU UU A"},
-      {{"a wrong token", CaOnly(), "guess"}, "UUUUUUUUUU UUU UUUUU UU A"},
+      {{"no credential", CaOnly(), ""}, "UUUUUUUUUUU UUU UUUUU UU A"},
+      {{"a wrong token", CaOnly(), "guess"}, "UUUUUUUUUUU UUU UUUUU UU A"},
       {{"a forged job token", CaOnly(), CredentialSigner("other key").Job(job_a, 0)},
-       "UUUUUUUUUU UUU UUUUU UU A"},
-      {{"admin token", CaOnly(), kAdminToken}, "AAAAAAAAAA AAA AAAAA UU A"},
-      {{"admin certificate", Certificate("admin"), ""}, "AAAAAAAAAA AAA AAAAA UU A"},
+       "UUUUUUUUUUU UUU UUUUU UU A"},
+      {{"admin token", CaOnly(), kAdminToken}, "AAAAAAAAAAA AAA AAAAA UU A"},
+      {{"admin certificate", Certificate("admin"), ""}, "AAAAAAAAAAA AAA AAAAA UU A"},
       {{"worker token of local-0", CaOnly(), signer.Worker("local-0")},
-       "PPPPPPPPPP APA PPPPP UU A"},
+       "PPPPPPPPPPP APA PPPPP UU A"},
       {{"worker certificate of local-0", Certificate("worker-local-0"), ""},
-       "PPPPPPPPPP APA PPPPP UU A"},
-      {{"job A's token", CaOnly(), token_a}, "PPPPPPPPPP PPP AAAAP PA A"},
-      {{"job B's token", CaOnly(), signer.Job(job_b, 0)}, "PPPPPPPPPP PPP PPPPA UU A"},
+       "PPPPPPPPPPP APA PPPPP UU A"},
+      {{"job A's token", CaOnly(), token_a}, "PPPPPPPPPPP PPP AAAAP PA A"},
+      {{"job B's token", CaOnly(), signer.Job(job_b, 0)}, "PPPPPPPPPPP PPP PPPPA UU A"},
       {{"job A's token of another attempt", CaOnly(), signer.Job(job_a, 1)},
-       "PPPPPPPPPP PPP PPPPP UU A"},
+       "PPPPPPPPPPP PPP PPPPP UU A"},
       {{"the agent credential", CaOnly(), signer.Agent(absl::StrCat("local-", worker_a))},
-       "PPPPPPPPPP PPP PPPPP AP A"},
-      {{"user token of alice", CaOnly(), signer.User("alice")}, "AAAAAAPAAA PPP PPPPP UU A"},
-      {{"user certificate of alice", Certificate("user-alice"), ""}, "AAAAAAPAAA PPP PPPPP UU A"},
+       "PPPPPPPPPPP PPP PPPPP AP A"},
+      {{"user token of alice", CaOnly(), signer.User("alice")}, "AAAAAAPAAAA PPP PPPPP UU A"},
+      {{"user certificate of alice", Certificate("user-alice"), ""}, "AAAAAAPAAAA PPP PPPPP UU A"},
       {{"a forged user token", CaOnly(), CredentialSigner("other key").User("alice")},
-       "UUUUUUUUUU UUU UUUUU UU A"},
+       "UUUUUUUUUUU UUU UUUUU UU A"},
   };
   for (const auto& [caller, expected] : matrix) {
     EXPECT_EQ(Row(caller, job_a, job_b, worker_a), expected) << caller.name;

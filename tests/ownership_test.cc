@@ -3,6 +3,8 @@
 // command of others'; only the owner or the admin cancels, deletes or reads
 // the logs. Credentials come from the CLI's --cert, a user token in
 // RINGMASTER_TOKEN, or the admin certificate `up` made.
+#include <fstream>
+
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_split.h"
@@ -14,6 +16,11 @@ namespace {
 class OwnershipTest : public ClusterTest {
  protected:
   void SetUp() override {
+    // A shared cluster: the users' queue and the default one.
+    const std::string queues = testing::MakeTempDir("queues") + "/queues.yaml";
+    std::ofstream(queues)
+        << "queues:\n  - {name: default}\n  - {name: team, users: [alice, bob]}\n";
+    up_args_ = {"--queues", queues};
     ClusterTest::SetUp();
     if (HasFatalFailure()) return;
     testing::CommandResult certs =
@@ -46,12 +53,13 @@ TEST_F(OwnershipTest, OnlyTheOwnerOrTheAdminCancelsDeletesOrReadsLogs) {
   testing::CommandResult submitted =
       As("alice", {"submit", WriteSpec("secret",
                                        "name: secret\nranks: 1\n"
-                                       "env: {API_KEY: hunter2}\n"
+                                       "queue: team\nenv: {API_KEY: hunter2}\n"
                                        "command: [sh, -c, 'echo started; sleep 300']\n")});
   ASSERT_EQ(submitted.exit_code, 0) << submitted.err;
   const std::string id(absl::StripAsciiWhitespace(submitted.out));
   WaitJob(id, [](const v1::Job& j) { return j.state() == v1::RUNNING; });
   EXPECT_EQ(client_->GetJob(id)->owner(), "alice");
+  EXPECT_EQ(client_->GetJob(id)->spec().queue(), "team");
 
   // Bob sees the job and its owner, not its env or command.
   testing::CommandResult listed = As("bob", {"jobs", "-o", "json"});
