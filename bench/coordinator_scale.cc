@@ -29,6 +29,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "bench/bench_load.h"
+#include "bench/scheduling_load.h"
 #include "bench/sim_workers.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
@@ -46,6 +47,9 @@ struct Options {
   int steady_seconds = 10;
   int rank_seconds = 3;
   std::string state_dir;
+  int queues = 50;
+  int pending = 10000;
+  bool scheduling_only = false;
 };
 
 double CpuSeconds() {
@@ -189,6 +193,32 @@ void PrintReport(const Options& options, double recover_seconds, double rss_star
   std::printf("%-44s %8.0f MiB %10s\n", "coordinator peak RSS", rss_peak, "< 1 GiB");
 }
 
+// The scheduler with a deep queue over many queues, in this process.
+int RunScheduling(const Options& options) {
+  SchedulingLoadOptions load;
+  load.state_dir = options.state_dir;
+  load.workers = options.workers;
+  load.queues = options.queues;
+  load.pending = options.pending;
+  absl::StatusOr<SchedulingLoadResult> r = RunSchedulingLoad(load);
+  if (!r.ok()) {
+    std::printf("error: %s\n", r.status().ToString().c_str());
+    return 1;
+  }
+  std::printf(
+      "\nscheduling, in process: %d jobs running on %d workers of %d slots, %d pending "
+      "over %d queues\n",
+      r->running_jobs, load.workers, load.slots_per_worker, r->pending_jobs, load.queues);
+  std::printf("%-44s %12s %10s\n", "", "measured", "goal");
+  std::printf("%-44s %9.2f ms %10s\n", "submit with the queue deep, p50", r->submit_p50_ms, "");
+  std::printf("%-44s %9.2f ms %10s\n", "submit with the queue deep, p99", r->submit_p99_ms,
+              "< 10 ms");
+  std::printf("%-44s %9.2f ms %10s\n", "scheduling tick p50", r->tick_p50_ms, "");
+  std::printf("%-44s %9.2f ms %10s\n", "scheduling tick p99", r->tick_p99_ms, "< 10 ms");
+  std::printf("%-44s %9.2f ms %10s\n", "scheduling tick max", r->tick_max_ms, "");
+  return 0;
+}
+
 // The two children, forked before this process starts any gRPC thread.
 struct Children {
   pid_t fleet = 0;
@@ -294,7 +324,7 @@ int Run(const Options& options) {
     return 1;
   }
   PrintReport(options, recover_seconds, rss_at_start, rss_end, rss_peak, windows, results);
-  return 0;
+  return RunScheduling(options);
 }
 
 }  // namespace
@@ -310,13 +340,18 @@ int main(int argc, char** argv) {
   app.add_option("--steady-seconds", options.steady_seconds, "heartbeats alone, measured");
   app.add_option("--rank-seconds", options.rank_seconds, "how long each simulated rank runs");
   app.add_option("--state-dir", options.state_dir, "empty: a new temporary directory");
+  app.add_option("--queues", options.queues, "queues of the scheduling run");
+  app.add_option("--pending", options.pending, "jobs left pending in the scheduling run");
+  app.add_flag("--scheduling-only", options.scheduling_only,
+               "only the scheduling run (in process, no gRPC)");
   CLI11_PARSE(app, argc, argv);
   if (options.state_dir.empty()) {
     char dir[] = "/tmp/coordinator-scale-XXXXXX";
     if (mkdtemp(dir) == nullptr) return 1;
     options.state_dir = dir;
   }
-  const int rc = ringmaster::Run(options);
+  const int rc =
+      options.scheduling_only ? ringmaster::RunScheduling(options) : ringmaster::Run(options);
   std::filesystem::remove_all(options.state_dir);
   return rc;
 }

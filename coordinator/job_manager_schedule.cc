@@ -121,22 +121,31 @@ std::vector<RunningJob> JobManager::RunningJobsLocked(
 
 void JobManager::ScheduleLocked() {
   const std::vector<SchedulableWorker> workers = membership_->Schedulable();
+  const std::vector<PendingJob> pending = PendingJobsLocked();
   SchedulingDecisions decisions =
-      ScheduleQueues(queues_, PendingJobsLocked(), RunningJobsLocked(workers),
-                     CapacityLocked(workers), clock_->Now(), options_.scheduling);
+      ScheduleQueues(queues_, pending, RunningJobsLocked(workers), CapacityLocked(workers),
+                     clock_->Now(), options_.scheduling);
   queue_loads_ = std::move(decisions.queues);
-  for (const auto& [id, reason] : decisions.waiting) {
-    JobRecord& entry = *table_.Find(id);
-    if (entry.job.pending_reason() != reason) {
-      entry.job.set_pending_reason(reason);
+  // The decisions view the jobs' own strings: act on the jobs by number,
+  // and on placements only after the views are done with.
+  std::vector<std::pair<int64_t, std::vector<RankPlacement>>> starts;
+  for (const PendingJob& job : pending) {
+    JobRecord& entry = *table_.resident().at(job.sequence);
+    if (auto placed = decisions.placed.find(job.job_id); placed != decisions.placed.end()) {
+      starts.emplace_back(job.sequence, std::move(placed->second));
+      continue;
+    }
+    auto waiting = decisions.waiting.find(job.job_id);
+    if (waiting != decisions.waiting.end() && entry.job.pending_reason() != waiting->second) {
+      entry.job.set_pending_reason(waiting->second);
       table_.Notify(entry);
     }
   }
   for (const Preemption& p : decisions.preemptions) {
     PreemptLocked(*table_.Find(p.victim), *table_.Find(p.preemptor), p.keep_ranks);
   }
-  for (const auto& [id, placement] : decisions.placed) {
-    JobRecord& entry = *table_.Find(id);
+  for (auto& [number, placement] : starts) {
+    JobRecord& entry = *table_.resident().at(number);
     entry.preempting.clear();
     StartAttempt(entry, placement, workers);
   }

@@ -1,7 +1,11 @@
 #include "coordinator/queue_scheduler.h"
 
 #include <algorithm>
+#include <queue>
 #include <set>
+#include <string_view>
+#include <tuple>
+#include <unordered_map>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -22,10 +26,11 @@ int FewestRanks(const GangRequest& r) {
 struct QueueState {
   const QueueSpec* spec = nullptr;
   SlotAmount in_use;
-  std::map<std::string, int> running_by_user;
+  std::map<std::string_view, int> running_by_user;
   std::vector<const PendingJob*> pending;  // in the order they are considered
   size_t next = 0;                         // the first not yet decided
   int running_jobs = 0;
+  bool reserved_share = false;  // this pass reserved for it as owed its share
   // What its preemptible running jobs hold, by priority.
   std::map<int, SlotAmount> preemptible;
   bool over_quota() const { return !in_use.Within(spec->quota); }
@@ -46,9 +51,13 @@ class Pass {
        std::vector<WorkerCapacity> free, absl::Time now, const SchedulingPolicy& policy)
       : config_(config), running_(running), free_(std::move(free)), now_(now), policy_(policy) {
     for (const QueueSpec& spec : config.queues) queues_[spec.name].spec = &spec;
-    for (const WorkerCapacity& w : free_) {
+    for (size_t i = 0; i < free_.size(); ++i) {
+      const WorkerCapacity& w = free_[i];
       total_.slots += w.total_slots;
       if (w.gpu_slots) total_.gpus += w.total_slots;
+      free_slots_ += static_cast<int64_t>(w.free_slots.size());
+      if (w.gpu_slots) free_gpu_slots_ += static_cast<int64_t>(w.free_slots.size());
+      worker_index_.emplace(w.worker_id, i);
     }
     for (const RunningJob& job : running_) {
       QueueState& q = QueueOf(job.queue);
@@ -69,8 +78,19 @@ class Pass {
                          if (a->priority != b->priority) return a->priority > b->priority;
                          return a->sequence < b->sequence;
                        });
+      if (!q.pending.empty() || q.running_jobs > 0) {
+        wanting_weights_ += q.spec->weight;
+        ++wanting_;
+      }
+      Enqueue(q);
     }
-    while (const PendingJob* job = Next()) Decide(*job);
+    decisions_.waiting.reserve(pending.size());
+    while (!order_.empty()) {
+      QueueState& q = *order_.top().queue;
+      order_.pop();
+      Decide(*q.pending[q.next++]);
+      Enqueue(q);
+    }
     for (auto& [name, q] : queues_) {
       QueueLoad& load = decisions_.queues[name];
       load.in_use = q.in_use;
@@ -81,7 +101,7 @@ class Pass {
   }
 
  private:
-  QueueState& QueueOf(const std::string& name) {
+  QueueState& QueueOf(std::string_view name) {
     auto it = queues_.find(name);
     return it != queues_.end() ? it->second : queues_.at(config_.default_queue);
   }
@@ -100,48 +120,37 @@ class Pass {
   // queues that want capacity (those with jobs pending or running), with
   // another such queue: the idle slots it is owed are kept for it rather
   // than given to queues above their share.
-  bool Owed(const QueueState& q) const {
-    double weights = 0;
-    int wanting = 0;
-    for (const auto& [name, other] : queues_) {
-      if (other.pending.empty() && other.running_jobs == 0) continue;
-      weights += other.spec->weight;
-      ++wanting;
-    }
-    return wanting > 1 && Share(q) * weights < 1.0;
-  }
+  bool Owed(const QueueState& q) const { return wanting_ > 1 && Share(q) * wanting_weights_ < 1.0; }
 
-  // The next job to decide: preemptors, then the highest priority; among
-  // equals the queue with the least weighted share, then the oldest.
-  const PendingJob* Next() {
-    QueueState* best = nullptr;
-    double best_share = 0;
-    for (auto& [name, q] : queues_) {
-      if (q.next >= q.pending.size()) continue;
-      const PendingJob& head = *q.pending[q.next];
-      // Half-way between the share it has and the one it would have with
-      // its head started: the share before favours a queue of jobs large
-      // for its share (each start overshoots it), the share after (Kueue's
-      // rule) starves it.
-      const double share =
-          (Share(q) + Share(q, AmountOf(head.request, FewestRanks(head.request)))) / 2;
-      if (best != nullptr) {
-        const PendingJob& other = *best->pending[best->next];
-        if (head.preemptor != other.preemptor) {
-          if (!head.preemptor) continue;
-        } else if (head.priority != other.priority) {
-          if (head.priority < other.priority) continue;
-        } else if (share != best_share) {
-          if (share > best_share) continue;
-        } else if (head.sequence > other.sequence) {
-          continue;
-        }
-      }
-      best = &q;
-      best_share = share;
+  // Where a queue's next job stands in the order of the pass: preemptors,
+  // then the highest priority; among equals the queue with the least
+  // weighted share, then the oldest job.
+  struct Turn {
+    bool preemptor;
+    int priority;
+    double share;
+    int64_t sequence;
+    QueueState* queue;
+    bool operator>(const Turn& o) const { return o < *this; }
+    bool operator<(const Turn& o) const {
+      if (preemptor != o.preemptor) return preemptor;
+      if (priority != o.priority) return priority > o.priority;
+      if (share != o.share) return share < o.share;
+      return sequence < o.sequence;
     }
-    if (best == nullptr) return nullptr;
-    return best->pending[best->next++];
+  };
+
+  // Puts the queue's next job in the order, if it has one.
+  void Enqueue(QueueState& q) {
+    if (q.next >= q.pending.size()) return;
+    const PendingJob& head = *q.pending[q.next];
+    // Half-way between the share it has and the one it would have with its
+    // head started: the share before favours a queue of jobs large for its
+    // share (each start overshoots it), the share after (Kueue's rule)
+    // starves it.
+    const double share =
+        (Share(q) + Share(q, AmountOf(head.request, FewestRanks(head.request)))) / 2;
+    order_.push({head.preemptor, head.priority, share, head.sequence, &q});
   }
 
   void Decide(const PendingJob& job) {
@@ -159,35 +168,52 @@ class Pass {
     }
     const int most = q.spec->max_running_jobs_per_user;
     if (most > 0 && q.running_by_user[job.owner] >= most) {
-      Wait(job, absl::StrCat(job.owner, " runs ", q.running_by_user[job.owner], " jobs in queue ",
-                             q.spec->name, ", its max_running_jobs_per_user"));
+      Wait(job, absl::StrCat(std::string(job.owner), " runs ", q.running_by_user[job.owner],
+                             " jobs in queue ", q.spec->name, ", its max_running_jobs_per_user"));
       return;
     }
-    absl::StatusOr<std::vector<RankPlacement>> placement = PlaceGang(free_, job.request);
+    // Fewer free slots than it needs: no need to look at each worker.
+    const bool gpu = job.request.gpus_per_rank > 0;
+    const int64_t free = gpu ? free_gpu_slots_ : free_slots_;
+    const bool short_of_slots = need.slots > free;
+    absl::StatusOr<std::vector<RankPlacement>> placement =
+        short_of_slots ? absl::ResourceExhaustedError("") : PlaceGang(free_, job.request);
     if (placement.ok()) {
       Start(job, q, *std::move(placement));
       return;
     }
-    if (std::string never = NeverFits(free_, job.request); !never.empty()) {
-      decisions_.waiting[job.job_id] = std::move(never);  // it holds up no one
+    if (const std::string& never = NeverFitsCached(job.request); !never.empty()) {
+      decisions_.waiting[job.job_id] = never;  // it holds up no one
       return;
     }
     if (!job.preemptor && MaySeekVictims(job, q, need) && Preempt(job, q, need)) return;
-    if (job.preemptor || now_ - job.pending_since >= policy_.reserve_after || Owed(q)) {
+    const bool owed = !q.reserved_share && Owed(q);
+    if (job.preemptor || now_ - job.pending_since >= policy_.reserve_after || owed) {
+      q.reserved_share |= owed;  // for its next job only
       Wait(job, Reserve(job, free_));
       return;
     }
-    std::string why(placement.status().message());
     int higher = 0;
     for (auto it = ahead_by_priority_.upper_bound(job.priority); it != ahead_by_priority_.end();
          ++it) {
       higher += it->second;
     }
-    if (higher > 0) {
-      why =
-          absl::StrCat(higher, higher == 1 ? " job" : " jobs", " of higher priority ahead; ", why);
+    if (!short_of_slots) {
+      Wait(job, Ahead(higher, placement.status().message()));
+      return;
     }
-    Wait(job, why);
+    // Thousands of jobs wait for the same few reasons: each is made once.
+    auto [it, added] = short_reasons_.try_emplace({need.slots, gpu, free, higher});
+    if (added) {
+      it->second =
+          Ahead(higher, SlotShortfall(job.request, FewestRanks(job.request), free, free_.size()));
+    }
+    Wait(job, it->second);
+  }
+
+  static std::string Ahead(int higher, absl::string_view why) {
+    if (higher == 0) return std::string(why);
+    return absl::StrCat(higher, higher == 1 ? " job" : " jobs", " of higher priority ahead; ", why);
   }
 
   static std::string AtLimit(const QueueState& q, const SlotAmount& need) {
@@ -203,8 +229,34 @@ class Pass {
     return text;
   }
 
+  // NeverFits, once per shape of request in a pass.
+  const std::string& NeverFitsCached(const GangRequest& r) {
+    std::string key = absl::StrCat(r.ranks, "/", r.min_ranks, "/", r.gpus_per_rank, "/", r.cpus,
+                                   "/", r.memory_mb, "/", r.ranks_per_worker);
+    for (const auto& [label, value] : r.selector) absl::StrAppend(&key, "/", label, "=", value);
+    auto [it, added] = never_fits_.try_emplace(std::move(key));
+    if (added) it->second = NeverFits(free_, r);
+    return it->second;
+  }
+
+  // TakeCapacity on free_, keeping the counts of free slots.
+  void Take(const std::vector<RankPlacement>& placement, const GangRequest& request) {
+    std::map<size_t, size_t> before;
+    for (const RankPlacement& p : placement) {
+      auto it = worker_index_.find(p.worker_id);
+      if (it != worker_index_.end())
+        before.emplace(it->second, free_[it->second].free_slots.size());
+    }
+    TakeCapacity(free_, placement, request);
+    for (const auto& [index, size] : before) {
+      const int64_t taken = static_cast<int64_t>(size - free_[index].free_slots.size());
+      free_slots_ -= taken;
+      if (free_[index].gpu_slots) free_gpu_slots_ -= taken;
+    }
+  }
+
   void Start(const PendingJob& job, QueueState& q, std::vector<RankPlacement> placement) {
-    TakeCapacity(free_, placement, job.request);
+    Take(placement, job.request);
     q.in_use = q.in_use + AmountOf(job.request, static_cast<int>(placement.size()));
     ++q.running_by_user[job.owner];
     ++q.running_jobs;
@@ -226,7 +278,11 @@ class Pass {
     partial.ranks = FewestRanks(job.request);
     partial.min_ranks = 1;
     int reserved = 0;
-    if (absl::StatusOr<std::vector<RankPlacement>> some = PlaceGang(capacity, partial); some.ok()) {
+    const bool none_free =
+        &capacity == &free_ && (job.request.gpus_per_rank > 0 ? free_gpu_slots_ : free_slots_) == 0;
+    absl::StatusOr<std::vector<RankPlacement>> some =
+        none_free ? absl::ResourceExhaustedError("") : PlaceGang(capacity, partial);
+    if (some.ok()) {
       for (const RankPlacement& p : *some) {
         auto w = std::find_if(free_.begin(), free_.end(),
                               [&](const WorkerCapacity& c) { return c.worker_id == p.worker_id; });
@@ -237,7 +293,7 @@ class Pass {
           }
         }
       }
-      TakeCapacity(free_, *some, job.request);
+      Take(*some, job.request);
     }
     const int needed = partial.ranks * std::max(1, job.request.gpus_per_rank);
     const char* unit = job.request.gpus_per_rank > 0 ? " GPU slots" : " slots";
@@ -268,13 +324,7 @@ class Pass {
       if (&other == &q || !other.over_quota()) continue;
       for (const auto& [priority, held] : other.preemptible) releasable = releasable + held;
     }
-    return need.slots <= releasable.slots + FreeSlots();
-  }
-
-  int64_t FreeSlots() const {
-    int64_t free = 0;
-    for (const WorkerCapacity& w : free_) free += static_cast<int64_t>(w.free_slots.size());
-    return free;
+    return need.slots <= releasable.slots + free_slots_;
   }
 
   // Chooses victims that free enough for `job`; false when none do.
@@ -302,9 +352,9 @@ class Pass {
                        return a->started > b->started;
                      });
     std::vector<WorkerCapacity> capacity = free_;
-    std::map<std::string, SlotAmount> lent_back;  // what each over-quota queue gives up
+    std::map<std::string_view, SlotAmount> lent_back;  // what each over-quota queue gives up
     std::vector<Preemption> chosen;
-    std::map<std::string, int> released;  // victim -> ranks released
+    std::map<std::string_view, int> released;  // victim -> ranks released
     auto fits = [&] { return PlaceGang(capacity, job.request).ok(); };
     // Releases more of `r`'s ranks: one at a time, down to `keep`, until the
     // job fits (an elastic shrink); or, with `keep` 0, all of them at once.
@@ -343,7 +393,7 @@ class Pass {
     if (!enough) return false;
     // Only as many as needed: drop, newest choice first, each victim
     // released whole whose slots the job does not need after all.
-    std::vector<std::string> order;
+    std::vector<std::string_view> order;
     for (const RunningJob* r : candidates) {
       if (released[r->job_id] > 0) order.push_back(r->job_id);
     }
@@ -362,22 +412,22 @@ class Pass {
     // The quota must hold with the job started and its own queue's victims
     // stopped.
     SlotAmount own_released;
-    for (const std::string& id : order) {
+    for (std::string_view id : order) {
       const RunningJob& r = **std::find_if(candidates.begin(), candidates.end(),
                                            [&](const RunningJob* c) { return c->job_id == id; });
       if (&QueueOf(r.queue) == &q) own_released = own_released + AmountOf(r.request, released[id]);
     }
     if (!(q.in_use - own_released + need).Within(q.spec->quota)) return false;
     std::vector<std::string> names;
-    for (const std::string& id : order) {
+    for (std::string_view id : order) {
       const RunningJob& r = **std::find_if(candidates.begin(), candidates.end(),
                                            [&](const RunningJob* c) { return c->job_id == id; });
       const int world = static_cast<int>(r.ranks.size());
       if (released[id] == 0) continue;
       victims_.insert(id);
-      decisions_.preemptions.push_back(
-          {id, job.job_id, released[id] < world ? world - released[id] : 0});
-      names.push_back(id);
+      decisions_.preemptions.push_back({std::string(id), std::string(job.job_id),
+                                        released[id] < world ? world - released[id] : 0});
+      names.emplace_back(id);
     }
     // What it will hold counts against its queue from now, so that the
     // jobs behind it do not preempt for the same share.
@@ -393,9 +443,21 @@ class Pass {
   const absl::Time now_;
   const SchedulingPolicy& policy_;
   SlotAmount total_;
-  std::map<std::string, QueueState> queues_;
-  std::map<std::string, int> placed_in_;
-  std::set<std::string> victims_;
+  int64_t free_slots_ = 0;  // in free_, and of them GPU slots
+  int64_t free_gpu_slots_ = 0;
+  std::unordered_map<std::string_view, size_t> worker_index_;  // into free_
+  std::map<std::string, std::string> never_fits_;              // NeverFitsCached
+  std::map<std::string, QueueState, std::less<>> queues_;
+  std::map<std::string_view, int> placed_in_;
+  // Each queue with jobs left, the one whose turn it is on top.
+  std::priority_queue<Turn, std::vector<Turn>, std::greater<Turn>> order_;
+  // Reasons of jobs short of free slots, by need, GPU, free slots and jobs
+  // of higher priority ahead.
+  std::map<std::tuple<int64_t, bool, int64_t, int>, std::string> short_reasons_;
+  // The queues with jobs pending or running, and their weights.
+  int wanting_ = 0;
+  double wanting_weights_ = 0;
+  std::set<std::string_view> victims_;
   // The smallest need for which preemption failed, by queue and priority:
   // larger needs there fail too, and are not tried again this pass.
   std::map<std::pair<std::string, int>, SlotAmount> failed_need_;

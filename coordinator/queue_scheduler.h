@@ -25,6 +25,8 @@
 
 #include <map>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "absl/time/time.h"
@@ -33,10 +35,13 @@
 
 namespace ringmaster {
 
+// Jobs name their id, queue and owner by views of the caller's strings,
+// which outlive the pass and its decisions: a pass over thousands of jobs
+// copies none of them.
 struct PendingJob {
-  std::string job_id;
-  std::string queue;
-  std::string owner;
+  std::string_view job_id;
+  std::string_view queue;
+  std::string_view owner;
   int priority = 0;
   int64_t sequence = 0;      // submit order (the job number)
   absl::Time pending_since;  // of this wait
@@ -47,9 +52,9 @@ struct PendingJob {
 };
 
 struct RunningJob {
-  std::string job_id;
-  std::string queue;
-  std::string owner;
+  std::string_view job_id;
+  std::string_view queue;
+  std::string_view owner;
   int priority = 0;
   absl::Time started;
   bool preemptible = true;
@@ -77,8 +82,8 @@ struct QueueLoad {
 };
 
 struct SchedulingDecisions {
-  std::map<std::string, std::vector<RankPlacement>> placed;
-  std::map<std::string, std::string> waiting;  // job id -> why, for people
+  std::unordered_map<std::string_view, std::vector<RankPlacement>> placed;
+  std::unordered_map<std::string_view, std::string> waiting;  // job id -> why, for people
   std::vector<Preemption> preemptions;
   std::map<std::string, QueueLoad> queues;  // every queue of the config
 };

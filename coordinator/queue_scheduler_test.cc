@@ -3,6 +3,8 @@
 // choice of victims.
 #include "coordinator/queue_scheduler.h"
 
+#include <deque>
+
 #include <gtest/gtest.h>
 
 #include "testing/status_matchers.h"
@@ -35,8 +37,8 @@ class Snapshot {
   RunningJob& Run(const std::string& id, const std::string& queue, int priority, int ranks,
                   absl::Duration age, int min_ranks = 0) {
     RunningJob job;
-    job.job_id = id;
-    job.queue = queue;
+    job.job_id = Keep(id);
+    job.queue = Keep(queue);
     job.owner = "u";
     job.priority = priority;
     job.started = kNow - age;
@@ -57,8 +59,8 @@ class Snapshot {
   PendingJob& Pend(const std::string& id, const std::string& queue, int priority, int ranks,
                    absl::Duration waited = absl::ZeroDuration()) {
     PendingJob job;
-    job.job_id = id;
-    job.queue = queue;
+    job.job_id = Keep(id);
+    job.queue = Keep(queue);
     job.owner = "u";
     job.priority = priority;
     job.sequence = static_cast<int64_t>(pending_.size()) + 1;
@@ -72,6 +74,10 @@ class Snapshot {
   }
 
  private:
+  // Jobs view their names: they are kept here.
+  std::string_view Keep(const std::string& name) { return names_.emplace_back(name); }
+
+  std::deque<std::string> names_;
   std::vector<WorkerCapacity> free_;
   std::vector<RunningJob> running_;
   std::vector<PendingJob> pending_;

@@ -62,15 +62,16 @@ class Simulation {
     }
   }
 
-  std::map<std::string, double> slot_seconds_;
-  std::map<std::string, double> share_;
+  std::map<std::string, double, std::less<>> slot_seconds_;
+  std::map<std::string, double, std::less<>> share_;
   double worst_wait_ratio_ = 0;
   std::string worst_job_;
 
  private:
-  void Submit(const std::string& queue) {
+  // `queue` views a name of the config's.
+  void Submit(std::string_view queue) {
     SimJob job;
-    job.pending.job_id = absl::StrCat(queue, "-", ++submitted_);
+    job.pending.job_id = ids_.emplace_back(absl::StrCat(std::string(queue), "-", ++submitted_));
     job.pending.queue = queue;
     job.pending.owner = "u";
     job.pending.priority = 100;
@@ -85,24 +86,24 @@ class Simulation {
       }
     }
     ahead += job.pending.request.ranks * absl::ToDoubleSeconds(job.duration);
-    job.fair_wait_s = ahead / (kWorkers * kSlotsPerWorker * share_[queue]);
+    job.fair_wait_s = ahead / (kWorkers * kSlotsPerWorker * share_.find(queue)->second);
     waiting_[job.pending.job_id] = job;
   }
 
-  void Start(const std::string& id, std::vector<RankPlacement> placement) {
+  void Start(std::string_view id, std::vector<RankPlacement> placement) {
     SimJob job = waiting_.at(id);
     waiting_.erase(id);
     const double waited = absl::ToDoubleSeconds(now_ - job.pending.pending_since);
     const double ratio = waited / job.fair_wait_s;
     if (ratio > worst_wait_ratio_) {
       worst_wait_ratio_ = ratio;
-      worst_job_ = absl::StrCat(id, " of ", job.pending.request.ranks, " slots waited ", waited,
-                                " s, fair ", job.fair_wait_s, " s");
+      worst_job_ = absl::StrCat(std::string(id), " of ", job.pending.request.ranks,
+                                " slots waited ", waited, " s, fair ", job.fair_wait_s, " s");
     }
     TakeCapacity(free_, placement, job.pending.request);
     RunningJob r{id,   job.pending.queue,   job.pending.owner,   100, now_,
                  true, job.pending.request, std::move(placement)};
-    slot_seconds_[r.queue] += r.request.ranks * absl::ToDoubleSeconds(job.duration);
+    slot_seconds_[std::string(r.queue)] += r.request.ranks * absl::ToDoubleSeconds(job.duration);
     running_.push_back({std::move(r), now_ + job.duration});
     ++started_;
     Submit(job.pending.queue);  // the backlog never runs dry
@@ -132,7 +133,8 @@ class Simulation {
   const SchedulingPolicy policy_;
   absl::Time now_ = absl::FromUnixSeconds(1'000'000);
   std::vector<WorkerCapacity> free_;
-  std::map<std::string, SimJob> waiting_;
+  std::deque<std::string> ids_;  // every job's id, which jobs view
+  std::map<std::string_view, SimJob> waiting_;
   std::vector<Running> running_;
   int64_t submitted_ = 0;
   int started_ = 0;

@@ -65,8 +65,7 @@ std::string Shortfall(const std::vector<WorkerCapacity>& workers, const GangRequ
     for (const auto& w : workers) {
       if (Matches(w, r)) free += static_cast<int>(w.free_slots.size());
     }
-    return absl::StrCat("needs ", min_ranks * SlotsPerRank(r), " free ", SlotWord(r), ", ", free,
-                        " free on ", workers.size(), " alive workers");
+    return SlotShortfall(r, min_ranks, free, workers.size());
   }
   int matching = 0;
   for (const auto& w : workers) matching += Matches(w, r) ? 1 : 0;
@@ -178,6 +177,13 @@ absl::StatusOr<std::vector<RankPlacement>> PlaceGang(const std::vector<WorkerCap
     }
   }
   return placement;
+}
+
+bool AsksOnlySlots(const GangRequest& request) { return SlotsOnly(request); }
+
+std::string SlotShortfall(const GangRequest& request, int ranks, int64_t free, size_t workers) {
+  return absl::StrCat("needs ", ranks * SlotsPerRank(request), " free ", SlotWord(request), ", ",
+                      free, " free on ", workers, " alive workers");
 }
 
 std::vector<WorkerCapacity> IdleCapacity(std::vector<WorkerCapacity> workers) {

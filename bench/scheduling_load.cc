@@ -1,0 +1,129 @@
+#include "bench/scheduling_load.h"
+
+#include <algorithm>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/fake_clock.h"
+#include "common/status_macros.h"
+#include "coordinator/fake_worker_link.h"
+#include "coordinator/job_manager.h"
+
+namespace ringmaster {
+namespace {
+
+double Percentile(std::vector<double> values, double p) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const size_t index = std::min(values.size() - 1, static_cast<size_t>(p * values.size()));
+  return values[index];
+}
+
+// 50 queues, each guaranteed an equal part of the cluster and allowed
+// twice it, with weights 1 to 5.
+QueueConfig Queues(const SchedulingLoadOptions& options) {
+  QueueConfig config = DefaultQueueConfig();
+  config.queues.clear();
+  const int64_t quota = int64_t{options.workers} * options.slots_per_worker / options.queues;
+  for (int i = 0; i < options.queues; ++i) {
+    QueueSpec queue;
+    queue.name = absl::StrCat("team-", i);
+    queue.weight = 1 + i % 5;
+    queue.quota = {quota, 0};
+    queue.limit = {2 * quota, 0};
+    config.queues.push_back(queue);
+  }
+  config.default_queue = "team-0";
+  return config;
+}
+
+v1::JobSpec Spec(const std::string& queue, int ranks, const std::string& priority) {
+  v1::JobSpec spec;
+  spec.set_name("load");
+  spec.set_ranks(ranks);
+  spec.add_command("true");
+  spec.set_queue(queue);
+  spec.set_priority(priority);
+  return spec;
+}
+
+}  // namespace
+
+absl::StatusOr<SchedulingLoadResult> RunSchedulingLoad(const SchedulingLoadOptions& options) {
+  spdlog::set_level(spdlog::level::warn);  // a line per job would be the run's cost
+  ASSIGN_OR_RETURN(std::unique_ptr<JobStore> store,
+                   JobStore::Open(options.state_dir + "/scheduling.db"));
+  FakeClock clock;
+  RendezvousStore rendezvous(&clock, {});
+  WorkerMembership membership(&clock, {});
+  JobManagerOptions manager_options;
+  manager_options.queues = Queues(options);
+  JobManager manager(store.get(), &rendezvous, &membership, &clock, manager_options);
+  RETURN_IF_ERROR(manager.Recover());
+
+  std::vector<std::unique_ptr<FakeWorkerLink>> links;
+  for (int i = 0; i < options.workers; ++i) {
+    links.push_back(std::make_unique<FakeWorkerLink>());
+    v1::RegisterWorker r;
+    r.set_worker_id(absl::StrCat("w", i));
+    r.set_address(absl::StrCat("w", i, ".local:7080"));
+    r.set_slots(options.slots_per_worker);
+    r.set_incarnation("bench");
+    for (int p = 0; p < options.slots_per_worker; ++p) r.add_free_ports(40000 + p);
+    int64_t ack = 0;
+    RETURN_IF_ERROR(manager.RegisterWorker(links.back().get(), r, &ack).status());
+  }
+  // Fill the cluster: each queue runs its quota in whole-worker jobs.
+  const int fill = options.workers;
+  for (int i = 0; i < fill; ++i) {
+    RETURN_IF_ERROR(manager
+                        .Submit(Spec(absl::StrCat("team-", i % options.queues),
+                                     options.slots_per_worker, "normal"))
+                        .status());
+  }
+  manager.Tick();
+  // Then the backlog, timing each submit, ticking as the coordinator would
+  // every 50 ms of submits.
+  std::mt19937_64 rng(7);
+  std::vector<double> submits;
+  absl::Time next_tick = absl::Now() + absl::Milliseconds(50);
+  for (int i = 0; i < options.pending; ++i) {
+    const std::string queue =
+        absl::StrCat("team-", std::uniform_int_distribution<int>(0, options.queues - 1)(rng));
+    const int ranks = std::uniform_int_distribution<int>(1, 8)(rng);
+    const char* priority = std::uniform_int_distribution<int>(0, 1)(rng) ? "low" : "normal";
+    const absl::Time start = absl::Now();
+    RETURN_IF_ERROR(manager.Submit(Spec(queue, ranks, priority)).status());
+    submits.push_back(absl::ToDoubleMilliseconds(absl::Now() - start));
+    if (absl::Now() >= next_tick) {
+      manager.Tick();
+      next_tick = absl::Now() + absl::Milliseconds(50);
+    }
+  }
+  // The clock stands still: no worker misses a heartbeat and nothing times
+  // out, so each tick does the same work.
+  std::vector<double> ticks;
+  for (int i = 0; i < options.ticks; ++i) {
+    const absl::Time start = absl::Now();
+    manager.Tick();
+    ticks.push_back(absl::ToDoubleMilliseconds(absl::Now() - start));
+  }
+  SchedulingLoadResult result;
+  for (const auto& [state, count] : manager.CountByState()) {
+    if (state == v1::PENDING) result.pending_jobs += count;
+    if (state == v1::STARTING || state == v1::RUNNING) result.running_jobs += count;
+  }
+  result.submit_p50_ms = Percentile(submits, 0.5);
+  result.submit_p99_ms = Percentile(submits, 0.99);
+  result.tick_p50_ms = Percentile(ticks, 0.5);
+  result.tick_p99_ms = Percentile(ticks, 0.99);
+  result.tick_max_ms = *std::max_element(ticks.begin(), ticks.end());
+  return result;
+}
+
+}  // namespace ringmaster

@@ -1,0 +1,37 @@
+// The scheduler under a deep queue, in this process: a JobManager over a
+// real job store, with simulated workers registered on in-memory links, a
+// full cluster and thousands of jobs pending over many queues. Measures
+// each submit and each scheduling tick as the coordinator runs them.
+#ifndef RINGMASTER_BENCH_SCHEDULING_LOAD_H_
+#define RINGMASTER_BENCH_SCHEDULING_LOAD_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace ringmaster {
+
+struct SchedulingLoadOptions {
+  std::string state_dir;  // the job store goes here
+  int workers = 2000;
+  int slots_per_worker = 8;
+  int queues = 50;
+  int pending = 10000;  // jobs left waiting
+  int ticks = 200;      // scheduling ticks measured with them
+};
+
+struct SchedulingLoadResult {
+  int running_jobs = 0;
+  int pending_jobs = 0;
+  double submit_p50_ms = 0;
+  double submit_p99_ms = 0;
+  double tick_p50_ms = 0;
+  double tick_p99_ms = 0;
+  double tick_max_ms = 0;
+};
+
+absl::StatusOr<SchedulingLoadResult> RunSchedulingLoad(const SchedulingLoadOptions& options);
+
+}  // namespace ringmaster
+
+#endif  // RINGMASTER_BENCH_SCHEDULING_LOAD_H_
