@@ -88,6 +88,7 @@ void CoordinatorMetrics::Collect() {
   for (const auto& [state, count] : workers) workers_.Add({{"state", state}}).Set(count);
   if (queue_source_) {
     for (const QueueGauges& q : queue_source_()) {
+      preemptions_.Add({{"queue", q.queue}});  // 0 from the start, so that increase() has data
       queue_in_use_.Add({{"queue", q.queue}}).Set(static_cast<double>(q.slots_in_use));
       queue_pending_.Add({{"queue", q.queue}}).Set(q.pending_jobs);
       if (q.quota_slots >= 0) {

@@ -62,7 +62,8 @@ absl::Status CoordinatorServer::InitJobs(const CoordinatorConfig& config) {
       [manager] { return manager->CountByState(); }, [manager] { return manager->ListWorkers(); },
       [manager] {
         std::vector<QueueGauges> gauges;
-        for (const v1::Queue& q : manager->ListQueues().queues()) {
+        const v1::ListQueuesResponse queues = manager->ListQueues();
+        for (const v1::Queue& q : queues.queues()) {
           gauges.push_back({q.name(), q.in_use().slots(), q.quota().slots(), q.pending_jobs()});
         }
         return gauges;

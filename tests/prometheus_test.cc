@@ -48,7 +48,7 @@ std::string UrlEncode(const std::string& s) {
 // A dashboard query with its variables ($job_id, $worker) replaced by the
 // regular expressions Grafana puts there.
 std::string Interpolate(std::string query, const std::string& job_id, const std::string& worker) {
-  absl::StrReplaceAll({{"$job_id", job_id}, {"$worker", worker}}, &query);
+  absl::StrReplaceAll({{"$job_id", job_id}, {"$worker", worker}, {"$queue", ".*"}}, &query);
   return query;
 }
 
@@ -61,7 +61,9 @@ std::vector<std::string> DashboardQueries() {
   EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(text.str(), &dashboard).ok());
   std::vector<std::string> queries;
   for (const Value& panel : dashboard.fields().at("panels").list_value().values()) {
-    for (const Value& target : panel.struct_value().fields().at("targets").list_value().values()) {
+    const auto& fields = panel.struct_value().fields();
+    if (fields.count("targets") == 0) continue;  // a row
+    for (const Value& target : fields.at("targets").list_value().values()) {
       queries.push_back(target.struct_value().fields().at("expr").string_value());
     }
   }
@@ -74,6 +76,10 @@ class PrometheusTest : public ClusterTest {
     extra_env_["RINGMASTER_NVML_LIBRARY"] = testing::Runfile("worker/testing/libfake_nvml.so");
     // Its ECC holds two uncorrectable errors, for the GPU alert.
     extra_env_["FAKE_NVML_DEVICES"] = "GPU-aaaa:42:2147483648:17179869184:150000:55:1500:2";
+    // A queue with a quota, for the Queues row.
+    const std::string queues = testing::MakeTempDir("queues") + "/queues.yaml";
+    std::ofstream(queues) << "queues:\n  - {name: default, quota: {slots: 2}}\n";
+    up_args_ = {"--queues", queues};
     ClusterTest::SetUp();
   }
   void TearDown() override {
@@ -145,7 +151,8 @@ void ExpectPanelsUseTheVariables(const std::vector<std::string>& queries) {
         q.find("ringmaster_rpc_") != std::string::npos) {
       continue;
     }
-    EXPECT_TRUE(q.find("$job_id") != std::string::npos || q.find("$worker") != std::string::npos)
+    EXPECT_TRUE(q.find("$job_id") != std::string::npos || q.find("$worker") != std::string::npos ||
+                q.find("$queue") != std::string::npos)
         << "a panel that ignores the dashboard's variables: " << q;
   }
 }
@@ -181,7 +188,7 @@ void ExpectJobsGroupedByJobId(const std::string& web, const std::vector<std::str
 
 TEST_F(PrometheusTest, EveryDashboardQueryReturnsData) {
   const std::vector<std::string> queries = DashboardQueries();
-  ASSERT_GE(queries.size(), 18u);
+  ASSERT_GE(queries.size(), 22u);
   ExpectPanelsUseTheVariables(queries);
   std::string web;
   ASSERT_NO_FATAL_FAILURE(StartPrometheus(&web));

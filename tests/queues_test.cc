@@ -141,6 +141,34 @@ TEST_F(QueuesTest, AHighPriorityJobPreemptsATrainerThatResumesFromTheStepItStopp
       << status.out;
 }
 
+// A Python rank polls ringmaster.preempted() and exits on its own, in the
+// grace, instead of being killed.
+TEST_F(QueuesTest, APythonRankSeesThatItIsPreempted) {
+  const std::string poller = Submit(
+      "name: poller\nranks: 4\npriority: low\ncommand: [python3, -c, \""
+      "import os, time, ringmaster\\n"
+      "polls = 0\\n"
+      "while not ringmaster.preempted():\\n"
+      "    polls += 1\\n"
+      "    time.sleep(0.05)\\n"
+      "print('told to stop after', polls, 'polls', flush=True)\"]\n");
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        auto job = client_->GetJob(poller);
+        return job.ok() && job->state() == v1::RUNNING;
+      },
+      absl::Seconds(60)));
+  const std::string high =
+      Submit("name: high\nranks: 1\npriority: high\ncommand: [sh, -c, 'sleep 1']\n");
+  WaitJob(high, [](const v1::Job& j) { return j.state() == v1::SUCCEEDED; });
+  v1::Job resumed = WaitJob(
+      poller, [](const v1::Job& j) { return j.attempt() == 1 && j.state() == v1::RUNNING; });
+  EXPECT_EQ(resumed.restarts(), 0);
+  testing::CommandResult logs = Cli({"logs", poller, "--rank", "0", "--attempt", "0"});
+  EXPECT_NE(logs.out.find("told to stop after"), std::string::npos) << logs.out << logs.err;
+  client_->CancelJob(poller).IgnoreError();
+}
+
 TEST_F(QueuesTest, AnElasticVictimShrinksInsteadOfStopping) {
   const std::string elastic = Submit(
       "name: elastic\nranks: 4\nmin_ranks: 2\nscale_up_after_s: 1\npriority: low\n"

@@ -7,6 +7,8 @@ sends this rank's progress to its worker, which shows it in `ringmaster
 status`, `top`, the `submit --follow` bar, /metrics and the dashboard, as it
 does for the built-in trainer. `ringmaster.torch.instrument(ddp_model)` adds
 the all-reduce's bytes and seconds (a DDP communication hook).
+`ringmaster.preempted()` says when the rank has been told to stop, so that
+the script saves a checkpoint and exits in time.
 
 The worker puts this package on the rank's PYTHONPATH; nothing to install.
 Reports go out on a thread of their own, the latest at most twice a second,
@@ -15,12 +17,13 @@ without python3-grpcio) it does nothing.
 """
 import atexit
 import os
+import signal
 import struct
 import sys
 import threading
 import time
 
-__all__ = ["report", "in_job"]
+__all__ = ["report", "in_job", "preempted"]
 
 _INTERVAL_S = 0.5
 
@@ -29,6 +32,40 @@ def in_job():
     """Whether this process is a rank of a Ringmaster job that can report."""
     return bool(os.environ.get("RINGMASTER_JOB_ID") and
                 os.environ.get("RINGMASTER_WORKER_ADDRESS"))
+
+
+_stop_requested = threading.Event()
+_stop_lock = threading.Lock()
+_stop_watched = False
+
+
+def _on_sigterm(signum, frame):
+    _stop_requested.set()
+
+
+def preempted():
+    """Whether this rank has been told to stop: its job was preempted (by a
+    job of higher priority, or a queue taking back its quota), or is being
+    stopped for another reason (cancelled, drained, restarted to grow). The
+    worker sends SIGTERM, then SIGKILL `preemption_grace_s` later (30 s by
+    default); a script that checks this between steps saves a checkpoint and
+    exits in time, and its job resumes from that checkpoint.
+
+        for step in range(start, steps):
+            train_step()
+            if ringmaster.preempted():
+                save_checkpoint(step)
+                sys.exit(0)
+
+    The first call, from the main thread, installs a SIGTERM handler that
+    only records the signal; until then SIGTERM ends the process as usual.
+    """
+    global _stop_watched
+    with _stop_lock:
+        if not _stop_watched and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, _on_sigterm)
+            _stop_watched = True
+    return _stop_requested.is_set()
 
 
 # Protocol buffer wire format, enough for ringmaster.v1.RankProgress.
