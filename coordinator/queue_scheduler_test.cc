@@ -29,6 +29,7 @@ class Snapshot {
       w.total_slots = slots;
       for (int s = 0; s < slots; ++s) w.free_slots.push_back(s);
       w.labels = labels;
+      w.gpu_slots = gpus_;
       free_.push_back(w);
     }
   }
@@ -42,7 +43,7 @@ class Snapshot {
     job.owner = "u";
     job.priority = priority;
     job.started = kNow - age;
-    job.request = {ranks, 0, min_ranks};
+    job.request = {ranks, gpus_ ? 1 : 0, min_ranks};
     absl::StatusOr<std::vector<RankPlacement>> placed = PlaceGang(free_, job.request);
     EXPECT_OK(placed) << id;
     job.ranks = *placed;
@@ -65,7 +66,7 @@ class Snapshot {
     job.priority = priority;
     job.sequence = static_cast<int64_t>(pending_.size()) + 1;
     job.pending_since = kNow - waited;
-    job.request = {ranks, 0};
+    job.request = {ranks, gpus_ ? 1 : 0};
     pending_.push_back(job);
     return pending_.back();
   }
@@ -78,6 +79,12 @@ class Snapshot {
   std::string_view Keep(const std::string& name) { return names_.emplace_back(name); }
 
   std::deque<std::string> names_;
+
+ public:
+  // Workers added from now on are GPU workers, and jobs take a GPU a rank.
+  bool gpus_ = false;
+
+ private:
   std::vector<WorkerCapacity> free_;
   std::vector<RunningJob> running_;
   std::vector<PendingJob> pending_;
@@ -295,6 +302,52 @@ TEST(ScheduleQueuesTest, AJobOfAQueueNoLongerConfiguredRunsInTheDefaultQueue) {
   SchedulingDecisions d = s.Schedule();
   EXPECT_EQ(d.placed.count("orphan"), 1u);
   EXPECT_EQ(d.queues["default"].in_use.slots, 1);
+}
+
+// The worked example of docs/scheduling.md, step by step: three teams on
+// 4 machines of 8 GPUs.
+TEST(ScheduleQueuesTest, TheThreeTeamsOfTheSchedulingGuide) {
+  const QueueConfig config = Queues(R"(queues:
+  - name: vision
+    weight: 2
+    quota: {slots: 16, gpus: 16}
+    limit: {slots: 32, gpus: 32}
+  - name: nlp
+    quota: {slots: 8, gpus: 8}
+    limit: {slots: 16, gpus: 16}
+  - name: interns
+    limit: {slots: 8, gpus: 8}
+default_queue: nlp
+)");
+  // 1. nlp alone: its quota, then 8 GPUs borrowed up to its limit.
+  Snapshot s(0, 0);
+  s.gpus_ = true;
+  s.AddWorkers("gpu", 4, 8);
+  for (int i = 1; i <= 5; ++i) s.Pend(absl::StrCat("nlp-", i), "nlp", 100, 4);
+  SchedulingDecisions d = s.Schedule(config);
+  EXPECT_EQ(d.placed.size(), 4u);
+  EXPECT_EQ(d.waiting["nlp-5"], "queue nlp at its limit (16 of 16 GPUs)");
+
+  // 2. The interns borrow what is left, up to their limit.
+  Snapshot later(0, 0);
+  later.gpus_ = true;
+  later.AddWorkers("gpu", 4, 8);
+  for (int i = 1; i <= 4; ++i) later.Run(absl::StrCat("nlp-", i), "nlp", 100, 4, absl::Hours(1));
+  later.Run("intern-1", "interns", 0, 4, absl::Minutes(30));
+  later.Run("intern-2", "interns", 0, 4, absl::Minutes(20));
+  later.Pend("intern-3", "interns", 0, 4);
+  d = later.Schedule(config);
+  EXPECT_EQ(d.waiting["intern-3"], "queue interns at its limit (8 of 8 GPUs)");
+
+  // 3. vision asks for its whole quota at once, with 8 GPUs free: the
+  // interns' jobs, which borrow and have the lowest priority, are
+  // preempted (the newest first); nlp's borrowed GPUs stay where they are,
+  // as that is enough.
+  later.Pend("vision-1", "vision", 100, 16);
+  d = later.Schedule(config);
+  EXPECT_EQ(Victims(d), (std::vector<std::string>{"intern-2", "intern-1"}));
+  EXPECT_EQ(d.waiting["vision-1"],
+            "preempting intern-2, intern-1; waiting for 8 GPU slots; 8 reserved for it");
 }
 
 }  // namespace

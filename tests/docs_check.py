@@ -41,6 +41,9 @@ OTHER_PROJECTS = {
     "DynamicUser", "ReadWritePaths", "ProtectSystem", "ExecStart", "AmbientCapabilities",
     "PrivateTmp", "StateDirectory", "NoNewPrivileges", "SslTargetNameOverride",
     "increase()", "init_process_group()", "KeyError",
+    # Slurm's and Kueue's, in docs/scheduling.md's comparison.
+    "GrpTRES", "MaxTRES", "AllowAccounts", "AllowGroups", "MaxJobsPerUser", "GraceTime",
+    "QuotaReserved",
 }
 # In a plain ``` block (a diagram): CamelCase names and calls.
 DIAGRAM_NAME = re.compile(r"(?<![\w.:/-])([A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+|[A-Za-z_]\w*\(\))")
