@@ -87,10 +87,10 @@ JobManager::JobManager(JobStore* store, RendezvousStore* rendezvous, WorkerMembe
                 membership->Send(worker_id, message);
               }),
       table_(store, &outbox_, clock, options_.on_transition),
-      queues_(options_.queues),
       rng_(std::random_device{}()),
       run_id_(absl::StrFormat(
-          "%016x", std::random_device{}() * uint64_t{0x100000000} ^ std::random_device{}())) {}
+          "%016x", std::random_device{}() * uint64_t{0x100000000} ^ std::random_device{}())),
+      queues_(options_.queues) {}
 
 absl::Status JobManager::Recover() {
   MutexLock lock(&mu_);

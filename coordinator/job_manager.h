@@ -258,6 +258,11 @@ class JobManager {
   const std::string run_id_;                  // this run of the coordinator, in resume tokens
   absl::Time next_prune_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   QueueConfig queues_ ABSL_GUARDED_BY(mu_);
+  // What the scheduler sees of each PENDING job, by number, with the stamp
+  // of JobTable::pending() it was made at.
+  std::map<int64_t, std::pair<int64_t, PendingJob>> pending_cache_ ABSL_GUARDED_BY(mu_);
+  // Ids of PENDING jobs whose victims are still stopping.
+  std::set<std::string> preemptors_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, QueueLoad> queue_loads_ ABSL_GUARDED_BY(mu_);
 };
 

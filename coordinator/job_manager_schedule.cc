@@ -36,7 +36,7 @@ GangRequest GangOf(const v1::JobSpec& spec) {
 std::vector<WorkerCapacity> JobManager::CapacityLocked(
     const std::vector<SchedulableWorker>& workers, const std::string& except) {
   std::vector<HeldSlots> held;
-  for (const auto& [number, record] : table_.resident()) {
+  for (const auto& [number, record] : table_.placed()) {  // a PENDING job holds no slot
     if (record->job.id() == except) continue;
     const v1::Resources& resources = record->job.spec().resources();
     for (const v1::RankStatus& rank : record->job.ranks()) {
@@ -65,20 +65,54 @@ absl::Time LastEntered(const v1::Job& job, v1::JobState state) {
 }  // namespace
 
 std::vector<PendingJob> JobManager::PendingJobsLocked() {
-  std::vector<PendingJob> pending;
-  pending.reserve(table_.pending().size());
-  for (int64_t number : table_.pending()) {
-    JobRecord& entry = *table_.resident().at(number);
-    const v1::Job& job = entry.job;
-    // A preemptor goes first until its victims have let go of their slots.
-    for (auto it = entry.preempting.begin(); it != entry.preempting.end();) {
-      const JobRecord* victim = table_.Find(*it);
-      it =
-          victim != nullptr && HoldsSlots(victim->job) ? std::next(it) : entry.preempting.erase(it);
+  // A pending job's view changes only when it becomes PENDING again (a new
+  // stamp): the records of the others are not read each pass.
+  auto cached = pending_cache_.begin();
+  for (const auto& [number, stamp] : table_.pending()) {
+    while (cached != pending_cache_.end() && cached->first < number) {
+      cached = pending_cache_.erase(cached);
     }
-    pending.push_back({job.id(), job.spec().queue(), job.owner(), job.priority(), number,
-                       LastEntered(job, v1::PENDING), !entry.preempting.empty(),
-                       GangOf(job.spec())});
+    if (cached == pending_cache_.end() || cached->first != number ||
+        cached->second.first != stamp) {
+      const v1::Job& job = table_.resident().at(number)->job;
+      PendingJob view{job.id(),    job.spec().queue(),
+                      job.owner(), job.priority(),
+                      number,      LastEntered(job, v1::PENDING),
+                      false,       GangOf(job.spec())};
+      cached = pending_cache_.insert_or_assign(cached, number, std::make_pair(stamp, view));
+    }
+    ++cached;
+  }
+  pending_cache_.erase(cached, pending_cache_.end());
+  // A preemptor goes first until its victims have let go of their slots.
+  for (auto it = preemptors_.begin(); it != preemptors_.end();) {
+    JobRecord* entry = table_.Find(*it);
+    if (entry != nullptr && entry->job.state() == v1::PENDING) {
+      for (auto v = entry->preempting.begin(); v != entry->preempting.end();) {
+        const JobRecord* victim = table_.Find(*v);
+        v = victim != nullptr && HoldsSlots(victim->job) ? std::next(v)
+                                                         : entry->preempting.erase(v);
+      }
+    }
+    if (entry == nullptr || entry->job.state() != v1::PENDING || entry->preempting.empty()) {
+      if (entry != nullptr) entry->preempting.clear();
+      it = preemptors_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  std::vector<PendingJob> pending;
+  pending.reserve(pending_cache_.size());
+  for (auto& [number, entry] : pending_cache_) {
+    PendingJob& view = entry.second;
+    view.preemptor = false;
+    pending.push_back(view);
+  }
+  for (const std::string& id : preemptors_) {
+    const int64_t number = JobNumber(id);
+    auto it = std::lower_bound(pending.begin(), pending.end(), number,
+                               [](const PendingJob& p, int64_t n) { return p.sequence < n; });
+    if (it != pending.end() && it->sequence == number) it->preemptor = true;
   }
   return pending;
 }
@@ -88,7 +122,7 @@ std::vector<RunningJob> JobManager::RunningJobsLocked(
   std::unordered_map<std::string_view, const SchedulableWorker*> by_id;
   for (const SchedulableWorker& w : workers) by_id.emplace(w.worker_id, &w);
   std::vector<RunningJob> running;
-  for (const auto& [number, record] : table_.resident()) {
+  for (const auto& [number, record] : table_.placed()) {
     const v1::Job& job = record->job;
     if (job.state() != v1::STARTING && job.state() != v1::RUNNING) continue;
     RunningJob r{job.id(),
@@ -137,7 +171,7 @@ void JobManager::ScheduleLocked() {
     }
     auto waiting = decisions.waiting.find(job.job_id);
     if (waiting != decisions.waiting.end() && entry.job.pending_reason() != waiting->second) {
-      entry.job.set_pending_reason(waiting->second);
+      entry.job.set_pending_reason(std::string(waiting->second));
       table_.Notify(entry);
     }
   }
@@ -147,6 +181,7 @@ void JobManager::ScheduleLocked() {
   for (auto& [number, placement] : starts) {
     JobRecord& entry = *table_.resident().at(number);
     entry.preempting.clear();
+    preemptors_.erase(entry.job.id());
     StartAttempt(entry, placement, workers);
   }
 }
@@ -170,6 +205,7 @@ void JobManager::PreemptLocked(JobRecord& victim, JobRecord& by, int keep_ranks)
   victim.regrow_since = absl::InfiniteFuture();
   StopRanks(victim, absl::Seconds(job.spec().preemption_grace_s()));
   by.preempting.insert(job.id());
+  preemptors_.insert(by.job.id());
 }
 
 void JobManager::SetQueues(QueueConfig queues) {
@@ -288,10 +324,10 @@ void JobManager::CheckRegrowth(JobRecord& entry, absl::Time now) {
   full.min_ranks = 0;
   // A job waiting at the same or a higher priority has the free slots
   // first: growing into them would only be preempted again.
-  const bool others_first =
-      std::any_of(table_.pending().begin(), table_.pending().end(), [&](int64_t number) {
-        return table_.resident().at(number)->job.priority() >= job.priority();
-      });
+  bool others_first = false;
+  for (const auto& [number, stamp] : table_.pending()) {
+    others_first |= table_.resident().at(number)->job.priority() >= job.priority();
+  }
   if (job.world_size() >= job.spec().ranks() || others_first ||
       !PlaceGang(CapacityLocked(membership_->Schedulable(), job.id()), full).ok()) {
     entry.regrow_since = absl::InfiniteFuture();

@@ -58,8 +58,18 @@ JobRecord& JobTable::Add(v1::Job job) {
   JobRecord& added = *record;
   resident_[number] = std::move(record);
   by_id_[added.job.id()] = &added;
-  if (added.job.state() == v1::PENDING) pending_.insert(number);
+  Classify(number, added);
   return added;
+}
+
+void JobTable::Classify(int64_t number, JobRecord& record) {
+  if (record.job.state() == v1::PENDING) {
+    placed_.erase(number);
+    if (pending_.count(number) == 0) pending_[number] = ++pending_stamp_;
+  } else {
+    pending_.erase(number);
+    placed_[number] = &record;
+  }
 }
 
 absl::Status JobTable::Load() {
@@ -105,6 +115,7 @@ void JobTable::RetireEnded() {
       return;
     }
     by_id_.erase(job.id());
+    placed_.erase(summary.number);
     resident_.erase(summary.number);  // destroys *record
     retired_[summary.number] = summary;
   }
@@ -122,6 +133,7 @@ absl::Status JobTable::Delete(const std::string& job_id) {
   } else {
     by_id_.erase(job_id);
     pending_.erase(number);
+    placed_.erase(number);
     resident_.erase(number);
   }
   return absl::OkStatus();
@@ -178,13 +190,8 @@ absl::Status JobTable::Transition(JobRecord& record, v1::JobState to, v1::Reason
   spdlog::info("job {}: {} -> {} ({}: {})", job.id(), StateName(job.state()), StateName(to),
                ReasonName(reason), message);
   if (on_transition_) on_transition_(job, change);
-  const int64_t number = JobNumber(job.id());
-  if (to == v1::PENDING) {
-    pending_.insert(number);
-  } else {
-    pending_.erase(number);
-  }
   record.job = std::move(next);
+  Classify(JobNumber(record.job.id()), record);
   outbox_->Notify(record.job);
   return absl::OkStatus();
 }

@@ -101,8 +101,13 @@ class JobTable {
 
   // Resident jobs in submission order.
   const Records& resident() const { return resident_; }
-  // Numbers of PENDING jobs, oldest first.
-  const std::set<int64_t>& pending() const { return pending_; }
+  // PENDING jobs, oldest first: each number with a stamp that changes each
+  // time the job becomes PENDING (so that what is derived from a pending
+  // job can be kept while the stamp stays).
+  const std::map<int64_t, int64_t>& pending() const { return pending_; }
+  // The resident jobs that are not PENDING (placed, restarting, or ended
+  // with ranks still to stop), oldest first.
+  const std::map<int64_t, JobRecord*>& placed() const { return placed_; }
   // Retired jobs by number.
   const std::map<int64_t, RetiredJob>& retired() const { return retired_; }
 
@@ -149,7 +154,11 @@ class JobTable {
   ChangeLog changes_{kRememberedChanges};
   Records resident_;
   std::map<std::string, JobRecord*> by_id_;  // resident
-  std::set<int64_t> pending_;
+  std::map<int64_t, int64_t> pending_;
+  int64_t pending_stamp_ = 0;
+  std::map<int64_t, JobRecord*> placed_;
+  // Files the job under pending_ or placed_ by its state.
+  void Classify(int64_t number, JobRecord& record);
   std::map<int64_t, RetiredJob> retired_;
 };
 

@@ -176,13 +176,16 @@ class Pass {
     const bool gpu = job.request.gpus_per_rank > 0;
     const int64_t free = gpu ? free_gpu_slots_ : free_slots_;
     const bool short_of_slots = need.slots > free;
-    absl::StatusOr<std::vector<RankPlacement>> placement =
-        short_of_slots ? absl::ResourceExhaustedError("") : PlaceGang(free_, job.request);
-    if (placement.ok()) {
-      Start(job, q, *std::move(placement));
-      return;
+    std::string shortfall;
+    if (!short_of_slots) {
+      absl::StatusOr<std::vector<RankPlacement>> placement = PlaceGang(free_, job.request);
+      if (placement.ok()) {
+        Start(job, q, *std::move(placement));
+        return;
+      }
+      shortfall = std::string(placement.status().message());
     }
-    if (const std::string& never = NeverFitsCached(job.request); !never.empty()) {
+    if (std::string_view never = NeverFitsCached(job.request); !never.empty()) {
       decisions_.waiting[job.job_id] = never;  // it holds up no one
       return;
     }
@@ -199,16 +202,21 @@ class Pass {
       higher += it->second;
     }
     if (!short_of_slots) {
-      Wait(job, Ahead(higher, placement.status().message()));
+      Wait(job, Ahead(higher, shortfall));
       return;
     }
     // Thousands of jobs wait for the same few reasons: each is made once.
     auto [it, added] = short_reasons_.try_emplace({need.slots, gpu, free, higher});
     if (added) {
-      it->second =
-          Ahead(higher, SlotShortfall(job.request, FewestRanks(job.request), free, free_.size()));
+      it->second = Keep(
+          Ahead(higher, SlotShortfall(job.request, FewestRanks(job.request), free, free_.size())));
     }
-    Wait(job, it->second);
+    WaitFor(job, it->second);
+  }
+
+  // A reason kept in the decisions, for waiting jobs to view.
+  std::string_view Keep(std::string reason) {
+    return decisions_.reasons.emplace_back(std::move(reason));
   }
 
   static std::string Ahead(int higher, absl::string_view why) {
@@ -230,12 +238,17 @@ class Pass {
   }
 
   // NeverFits, once per shape of request in a pass.
-  const std::string& NeverFitsCached(const GangRequest& r) {
-    std::string key = absl::StrCat(r.ranks, "/", r.min_ranks, "/", r.gpus_per_rank, "/", r.cpus,
-                                   "/", r.memory_mb, "/", r.ranks_per_worker);
-    for (const auto& [label, value] : r.selector) absl::StrAppend(&key, "/", label, "=", value);
-    auto [it, added] = never_fits_.try_emplace(std::move(key));
-    if (added) it->second = NeverFits(free_, r);
+  std::string_view NeverFitsCached(const GangRequest& r) {
+    std::string selector;  // empty, and not allocated, for most jobs
+    for (const auto& [label, value] : r.selector)
+      absl::StrAppend(&selector, label, "=", value, ",");
+    auto [it, added] =
+        never_fits_.try_emplace({r.ranks, r.min_ranks, r.gpus_per_rank, r.cpus, r.memory_mb,
+                                 r.ranks_per_worker, std::move(selector)});
+    if (added) {
+      std::string why = NeverFits(free_, r);
+      if (!why.empty()) it->second = Keep(std::move(why));
+    }
     return it->second;
   }
 
@@ -265,9 +278,10 @@ class Pass {
     decisions_.placed[job.job_id] = std::move(placement);
   }
 
-  void Wait(const PendingJob& job, std::string why) {
+  void Wait(const PendingJob& job, std::string why) { WaitFor(job, Keep(std::move(why))); }
+  void WaitFor(const PendingJob& job, std::string_view why) {
     ++ahead_by_priority_[job.priority];
-    decisions_.waiting[job.job_id] = std::move(why);
+    decisions_.waiting[job.job_id] = why;
   }
 
   // Takes out of free_ the slots `job` would use of `capacity` (free_, or
@@ -446,14 +460,15 @@ class Pass {
   int64_t free_slots_ = 0;  // in free_, and of them GPU slots
   int64_t free_gpu_slots_ = 0;
   std::unordered_map<std::string_view, size_t> worker_index_;  // into free_
-  std::map<std::string, std::string> never_fits_;              // NeverFitsCached
+  // NeverFitsCached's, by the shape of the request.
+  std::map<std::tuple<int, int, int, int, int64_t, int, std::string>, std::string_view> never_fits_;
   std::map<std::string, QueueState, std::less<>> queues_;
   std::map<std::string_view, int> placed_in_;
   // Each queue with jobs left, the one whose turn it is on top.
   std::priority_queue<Turn, std::vector<Turn>, std::greater<Turn>> order_;
   // Reasons of jobs short of free slots, by need, GPU, free slots and jobs
   // of higher priority ahead.
-  std::map<std::tuple<int64_t, bool, int64_t, int>, std::string> short_reasons_;
+  std::map<std::tuple<int64_t, bool, int64_t, int>, std::string_view> short_reasons_;
   // The queues with jobs pending or running, and their weights.
   int wanting_ = 0;
   double wanting_weights_ = 0;

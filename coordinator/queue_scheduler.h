@@ -23,6 +23,7 @@
 #ifndef RINGMASTER_COORDINATOR_QUEUE_SCHEDULER_H_
 #define RINGMASTER_COORDINATOR_QUEUE_SCHEDULER_H_
 
+#include <deque>
 #include <map>
 #include <string>
 #include <string_view>
@@ -83,7 +84,10 @@ struct QueueLoad {
 
 struct SchedulingDecisions {
   std::unordered_map<std::string_view, std::vector<RankPlacement>> placed;
-  std::unordered_map<std::string_view, std::string> waiting;  // job id -> why, for people
+  // Job id -> why it waits, for people: views of `reasons`, where jobs
+  // waiting for the same reason share one.
+  std::unordered_map<std::string_view, std::string_view> waiting;
+  std::deque<std::string> reasons;
   std::vector<Preemption> preemptions;
   std::map<std::string, QueueLoad> queues;  // every queue of the config
 };
