@@ -342,7 +342,14 @@ void JobManager::Tick() {
 void JobManager::TickLocked() {
   for (const LostWorker& lost : membership_->Expire()) OnWorkerLost(lost);
   const absl::Time now = clock_->Now();
-  for (const auto& [number, record] : table_.resident()) {
+  // A PENDING job has no rank; only its deadline can run out.
+  for (size_t i = 0; i < pending_views_.size(); ++i) {
+    const int64_t number = pending_views_[i].sequence;
+    if (pending_meta_[i].deadline && table_.pending().count(number) > 0) {
+      CheckDeadline(*table_.resident().at(number), now);
+    }
+  }
+  for (const auto& [number, record] : table_.placed()) {
     JobRecord& entry = *record;
     CheckRanksReported(entry);  // ended jobs too: their ranks hold slots
     if (CheckDeadline(entry, now) || !IsActive(entry.job.state())) continue;

@@ -190,7 +190,8 @@ class JobManager {
   void SendStart(const JobRecord& entry, int rank) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // What the scheduler sees of the jobs: pending ones, and those holding
   // slots that count against their queue or may be preempted.
-  std::vector<PendingJob> PendingJobsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Brings pending_views_ up to JobTable::pending() and marks preemptors.
+  void UpdatePendingViewsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::vector<RunningJob> RunningJobsLocked(const std::vector<SchedulableWorker>& workers)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Stops `victim`'s ranks with its preemption grace; it returns to PENDING
@@ -258,9 +259,17 @@ class JobManager {
   const std::string run_id_;                  // this run of the coordinator, in resume tokens
   absl::Time next_prune_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   QueueConfig queues_ ABSL_GUARDED_BY(mu_);
-  // What the scheduler sees of each PENDING job, by number, with the stamp
-  // of JobTable::pending() it was made at.
-  std::map<int64_t, std::pair<int64_t, PendingJob>> pending_cache_ ABSL_GUARDED_BY(mu_);
+  // What the scheduler sees of each PENDING job, oldest first, kept until
+  // the job's stamp in JobTable::pending() changes; beside each, that stamp
+  // and the reason it was last given, so that a pass reads no job whose
+  // reason stays.
+  std::vector<PendingJob> pending_views_ ABSL_GUARDED_BY(mu_);
+  struct PendingMeta {
+    int64_t stamp = 0;
+    std::string reason;
+    bool deadline = false;  // the spec has deadline_s
+  };
+  std::vector<PendingMeta> pending_meta_ ABSL_GUARDED_BY(mu_);
   // Ids of PENDING jobs whose victims are still stopping.
   std::set<std::string> preemptors_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, QueueLoad> queue_loads_ ABSL_GUARDED_BY(mu_);

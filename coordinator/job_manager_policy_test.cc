@@ -117,6 +117,25 @@ TEST_F(JobManagerTest, DeadlineEndsAJobWaitingBetweenAttempts) {
   EXPECT_EQ(Last(id).reason(), v1::DEADLINE_EXCEEDED);
 }
 
+TEST_F(JobManagerTest, DeadlineEndsAJobPendingForItsNextAttempt) {
+  TestWorker w1;
+  ASSERT_OK(Register(w1, "w1", 1));
+  v1::JobSpec spec = CommandSpec(1);
+  spec.set_deadline_s(10);
+  spec.set_max_restarts(10);
+  const std::string id = Submit(spec);
+  const std::string blocker = Submit(1);  // waits for the slot
+  Started(w1, id, 0, 0);
+  Exited(w1, id, 0, 0, 1);  // the blocker takes the slot it frees
+  Pass(absl::Seconds(5));
+  ASSERT_EQ(Job(blocker).state(), v1::STARTING);
+  EXPECT_EQ(Job(id).state(), v1::PENDING) << "back-off over, no slot for its next attempt";
+  Pass(absl::Seconds(5));
+  EXPECT_EQ(Job(id).state(), v1::FAILED);
+  EXPECT_EQ(Last(id).message(),
+            "PENDING at its deadline: 10s since its ranks first started (deadline_s)");
+}
+
 TEST_F(JobManagerTest, SelectorAndResourcesChooseTheWorkersAndReachTheRanks) {
   TestWorker a, b;
   a.labels = {{"zone", "a"}};

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
+#include "common/job_id.h"
 #include "common/net.h"
 #include "coordinator/job_manager.h"
 #include "coordinator/job_state.h"
@@ -64,27 +65,31 @@ absl::Time LastEntered(const v1::Job& job, v1::JobState state) {
 
 }  // namespace
 
-std::vector<PendingJob> JobManager::PendingJobsLocked() {
-  // A pending job's view changes only when it becomes PENDING again (a new
-  // stamp): the records of the others are not read each pass.
-  auto cached = pending_cache_.begin();
+void JobManager::UpdatePendingViewsLocked() {
+  // A merge of the table's pending jobs with the views kept: only a job new
+  // to PENDING (or PENDING again: a new stamp) is read.
+  std::vector<PendingJob> views;
+  std::vector<PendingMeta> meta;
+  views.reserve(table_.pending().size());
+  meta.reserve(table_.pending().size());
+  size_t kept = 0;
   for (const auto& [number, stamp] : table_.pending()) {
-    while (cached != pending_cache_.end() && cached->first < number) {
-      cached = pending_cache_.erase(cached);
+    while (kept < pending_views_.size() && pending_views_[kept].sequence < number) ++kept;
+    if (kept < pending_views_.size() && pending_views_[kept].sequence == number &&
+        pending_meta_[kept].stamp == stamp) {
+      views.push_back(pending_views_[kept]);
+      meta.push_back(std::move(pending_meta_[kept]));
+      continue;
     }
-    if (cached == pending_cache_.end() || cached->first != number ||
-        cached->second.first != stamp) {
-      const v1::Job& job = table_.resident().at(number)->job;
-      PendingJob view{job.id(),    job.spec().queue(),
-                      job.owner(), job.priority(),
-                      number,      LastEntered(job, v1::PENDING),
-                      false,       GangOf(job.spec())};
-      cached = pending_cache_.insert_or_assign(cached, number, std::make_pair(stamp, view));
-    }
-    ++cached;
+    const v1::Job& job = table_.resident().at(number)->job;
+    views.push_back({job.id(), job.spec().queue(), job.owner(), job.priority(), number,
+                     LastEntered(job, v1::PENDING), false, GangOf(job.spec())});
+    meta.push_back({stamp, job.pending_reason(), job.spec().deadline_s() > 0});
   }
-  pending_cache_.erase(cached, pending_cache_.end());
+  pending_views_ = std::move(views);
+  pending_meta_ = std::move(meta);
   // A preemptor goes first until its victims have let go of their slots.
+  for (PendingJob& view : pending_views_) view.preemptor = false;
   for (auto it = preemptors_.begin(); it != preemptors_.end();) {
     JobRecord* entry = table_.Find(*it);
     if (entry != nullptr && entry->job.state() == v1::PENDING) {
@@ -97,24 +102,14 @@ std::vector<PendingJob> JobManager::PendingJobsLocked() {
     if (entry == nullptr || entry->job.state() != v1::PENDING || entry->preempting.empty()) {
       if (entry != nullptr) entry->preempting.clear();
       it = preemptors_.erase(it);
-    } else {
-      ++it;
+      continue;
     }
+    const int64_t number = JobNumber(*it);
+    auto view = std::lower_bound(pending_views_.begin(), pending_views_.end(), number,
+                                 [](const PendingJob& p, int64_t n) { return p.sequence < n; });
+    if (view != pending_views_.end() && view->sequence == number) view->preemptor = true;
+    ++it;
   }
-  std::vector<PendingJob> pending;
-  pending.reserve(pending_cache_.size());
-  for (auto& [number, entry] : pending_cache_) {
-    PendingJob& view = entry.second;
-    view.preemptor = false;
-    pending.push_back(view);
-  }
-  for (const std::string& id : preemptors_) {
-    const int64_t number = JobNumber(id);
-    auto it = std::lower_bound(pending.begin(), pending.end(), number,
-                               [](const PendingJob& p, int64_t n) { return p.sequence < n; });
-    if (it != pending.end() && it->sequence == number) it->preemptor = true;
-  }
-  return pending;
 }
 
 std::vector<RunningJob> JobManager::RunningJobsLocked(
@@ -155,23 +150,27 @@ std::vector<RunningJob> JobManager::RunningJobsLocked(
 
 void JobManager::ScheduleLocked() {
   const std::vector<SchedulableWorker> workers = membership_->Schedulable();
-  const std::vector<PendingJob> pending = PendingJobsLocked();
+  UpdatePendingViewsLocked();
   SchedulingDecisions decisions =
-      ScheduleQueues(queues_, pending, RunningJobsLocked(workers), CapacityLocked(workers),
+      ScheduleQueues(queues_, pending_views_, RunningJobsLocked(workers), CapacityLocked(workers),
                      clock_->Now(), options_.scheduling);
   queue_loads_ = std::move(decisions.queues);
   // The decisions view the jobs' own strings: act on the jobs by number,
   // and on placements only after the views are done with.
   std::vector<std::pair<int64_t, std::vector<RankPlacement>>> starts;
-  for (const PendingJob& job : pending) {
-    JobRecord& entry = *table_.resident().at(job.sequence);
+  for (size_t i = 0; i < pending_views_.size(); ++i) {
+    const PendingJob& job = pending_views_[i];
     if (auto placed = decisions.placed.find(job.job_id); placed != decisions.placed.end()) {
       starts.emplace_back(job.sequence, std::move(placed->second));
+      pending_meta_[i].reason.clear();  // a start that fails says why on the job itself
       continue;
     }
     auto waiting = decisions.waiting.find(job.job_id);
-    if (waiting != decisions.waiting.end() && entry.job.pending_reason() != waiting->second) {
-      entry.job.set_pending_reason(std::string(waiting->second));
+    std::string& said = pending_meta_[i].reason;
+    if (waiting != decisions.waiting.end() && said != waiting->second) {
+      said = std::string(waiting->second);
+      JobRecord& entry = *table_.resident().at(job.sequence);
+      entry.job.set_pending_reason(said);
       table_.Notify(entry);
     }
   }

@@ -50,7 +50,12 @@ class Pass {
   Pass(const QueueConfig& config, const std::vector<RunningJob>& running,
        std::vector<WorkerCapacity> free, absl::Time now, const SchedulingPolicy& policy)
       : config_(config), running_(running), free_(std::move(free)), now_(now), policy_(policy) {
-    for (const QueueSpec& spec : config.queues) queues_[spec.name].spec = &spec;
+    for (const QueueSpec& spec : config.queues) {
+      QueueState& q = queues_[spec.name];
+      q.spec = &spec;
+      by_name_.emplace(spec.name, &q);
+    }
+    default_queue_ = by_name_.at(config.default_queue);
     for (size_t i = 0; i < free_.size(); ++i) {
       const WorkerCapacity& w = free_[i];
       total_.slots += w.total_slots;
@@ -102,8 +107,8 @@ class Pass {
 
  private:
   QueueState& QueueOf(std::string_view name) {
-    auto it = queues_.find(name);
-    return it != queues_.end() ? it->second : queues_.at(config_.default_queue);
+    auto it = by_name_.find(name);
+    return it != by_name_.end() ? *it->second : *default_queue_;
   }
 
   // The queue's dominant share of the cluster over its weight, with `more`
@@ -463,6 +468,8 @@ class Pass {
   // NeverFitsCached's, by the shape of the request.
   std::map<std::tuple<int, int, int, int, int64_t, int, std::string>, std::string_view> never_fits_;
   std::map<std::string, QueueState, std::less<>> queues_;
+  std::unordered_map<std::string_view, QueueState*> by_name_;  // into queues_
+  QueueState* default_queue_ = nullptr;
   std::map<std::string_view, int> placed_in_;
   // Each queue with jobs left, the one whose turn it is on top.
   std::priority_queue<Turn, std::vector<Turn>, std::greater<Turn>> order_;

@@ -3,6 +3,8 @@
 // submit, a trainer job preempted that checkpoints on SIGTERM and resumes
 // from that step, an elastic victim that shrinks, and fair share between
 // two queues' backlogs.
+#include <signal.h>
+
 #include <fstream>
 #include <regex>
 
@@ -28,17 +30,27 @@ default_queue: default
 class QueuesTest : public ClusterTest {
  protected:
   void SetUp() override {
-    const std::string file = testing::MakeTempDir("queues") + "/queues.yaml";
-    std::ofstream(file) << kQueues;
-    up_args_ = {"--queues", file};
+    queues_file_ = testing::MakeTempDir("queues") + "/queues.yaml";
+    std::ofstream(queues_file_) << kQueues;
+    up_args_ = {"--queues", queues_file_};
     up_slots_ = 2;
     ClusterTest::SetUp();
+  }
+
+  // The coordinator's value of a metric without labels, or -1.
+  double Metric(const std::string& name) {
+    const std::string text = testing::HttpGet(DaemonRecords()[0].metrics_address, "/metrics");
+    std::smatch m;
+    if (!std::regex_search(text, m, std::regex("\n" + name + " ([0-9.e+-]+)"))) return -1;
+    return std::stod(m[1]);
   }
 
   bool InState(const std::string& id, v1::JobState state) {
     auto job = client_->GetJob(id);
     return job.ok() && job->state() == state;
   }
+
+  std::string queues_file_;
 };
 
 TEST_F(QueuesTest, AJobOverItsQueuesLimitWaitsWhileSlotsAreFree) {
@@ -64,6 +76,38 @@ TEST_F(QueuesTest, AJobOverItsQueuesLimitWaitsWhileSlotsAreFree) {
   testing::CommandResult jobs = Cli({"jobs"});
   EXPECT_TRUE(std::regex_search(jobs.out, std::regex(second + " +admin +capped +normal \\(100\\)")))
       << jobs.out;
+}
+
+// SIGHUP reads the file again: a good one applies at the next pass, a bad
+// one keeps the queues as they were and says why in the log and a metric.
+TEST_F(QueuesTest, SighupRereadsTheQueuesAndABadFileKeepsTheOldOnes) {
+  const std::string first =
+      Submit("name: first\nranks: 1\nqueue: capped\ncommand: [sleep, '300']\n");
+  const std::string second =
+      Submit("name: second\nranks: 1\nqueue: capped\ncommand: [sleep, '300']\n");
+  WaitJob(second, [](const v1::Job& j) { return !j.pending_reason().empty(); });
+  const int coordinator = DaemonRecords()[0].pid;
+  EXPECT_EQ(Metric("ringmaster_queues_config_last_reload_successful"), 1);
+
+  std::ofstream(queues_file_) << "queues:\n  - name: default\n  - name: capped\n    wieght: 2\n";
+  ASSERT_EQ(kill(coordinator, SIGHUP), 0);
+  ASSERT_TRUE(testing::WaitFor(
+      [&] { return Metric("ringmaster_queues_config_last_reload_successful") == 0; },
+      absl::Seconds(10)));
+  std::ifstream log(state_dir_ + "/logs/coordinator.log");
+  const std::string text((std::istreambuf_iterator<char>(log)), {});
+  EXPECT_NE(text.find("SIGHUP: keeping the queues as they were: " + queues_file_ +
+                      " line 4: queues[1].wieght: unknown key"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(client_->GetJob(second)->state(), v1::PENDING) << "the old limit still holds";
+
+  std::ofstream(queues_file_) << "queues:\n  - name: default\n  - name: capped\n"
+                                 "    quota: {slots: 2}\n";
+  ASSERT_EQ(kill(coordinator, SIGHUP), 0);
+  WaitJob(second, [](const v1::Job& j) { return j.state() == v1::RUNNING; });
+  EXPECT_EQ(Metric("ringmaster_queues_config_last_reload_successful"), 1);
+  EXPECT_EQ(client_->GetJob(first)->state(), v1::RUNNING);
 }
 
 TEST_F(QueuesTest, SubmitRefusesAQueueOrClassItCannotUseWithExitTwo) {
