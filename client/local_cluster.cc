@@ -151,6 +151,15 @@ absl::Status WaitReady(const LocalClusterOptions& options, const std::vector<Dae
   }
 }
 
+// The coordinator's --queues, read here first so that a bad file is
+// refused by `up` itself.
+absl::Status AddQueuesFlag(const std::string& file, std::vector<std::string>* argv) {
+  if (file.empty()) return absl::OkStatus();
+  RETURN_IF_ERROR(LoadQueueConfig(file).status());
+  argv->insert(argv->end(), {"--queues", std::filesystem::absolute(file).string()});
+  return absl::OkStatus();
+}
+
 // The coordinator's and the workers' command lines: TLS from the state
 // dir's certificates, or the admin token by environment.
 absl::Status StartDaemons(const LocalClusterOptions& options, std::vector<Daemon>* daemons) {
@@ -186,11 +195,7 @@ absl::Status StartDaemons(const LocalClusterOptions& options, std::vector<Daemon
                                    "--state-dir",
                                    options.state_dir + "/coordinator"};
   argv.insert(argv.end(), tls_flags.begin(), tls_flags.end());
-  if (!options.queues_file.empty()) {
-    // Read here first, so that a bad file is refused by `up` itself.
-    RETURN_IF_ERROR(LoadQueueConfig(options.queues_file).status());
-    argv.insert(argv.end(), {"--queues", std::filesystem::absolute(options.queues_file).string()});
-  }
+  RETURN_IF_ERROR(AddQueuesFlag(options.queues_file, &argv));
   ASSIGN_OR_RETURN(pid_t pid,
                    StartDaemon(argv, options.state_dir + "/logs/coordinator.log", options.token));
   daemons->push_back(

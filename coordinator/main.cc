@@ -129,6 +129,23 @@ absl::Status LoadCredentials(const std::string& token_file, const std::string& t
   return absl::OkStatus();
 }
 
+// --issue-worker-token and --issue-user-token: print a credential, and exit.
+void AddIssueFlags(CLI::App& app, std::string* worker, std::string* user) {
+  auto* worker_token = app.add_option("--issue-worker-token", *worker,
+                                      "print the credential of the worker with this id, and exit");
+  app.add_option("--issue-user-token", *user,
+                 "print the credential of the user with this name (who owns the jobs it "
+                 "submits), and exit")
+      ->excludes(worker_token);
+}
+
+// The queues of --queues `file`, if one is given.
+absl::Status LoadQueues(const std::string& file, ringmaster::JobManagerOptions* manager) {
+  if (file.empty()) return absl::OkStatus();
+  ASSIGN_OR_RETURN(manager->queues, ringmaster::LoadQueueConfig(file));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -156,12 +173,7 @@ int main(int argc, char** argv) {
                  "queues, quotas and priority classes (YAML); reread on SIGHUP (default: one "
                  "queue, default, without a quota)");
   std::string issue_worker_token, issue_user_token;
-  auto* worker_token = app.add_option("--issue-worker-token", issue_worker_token,
-                                      "print the credential of the worker with this id, and exit");
-  app.add_option("--issue-user-token", issue_user_token,
-                 "print the credential of the user with this name (who owns the jobs it "
-                 "submits), and exit")
-      ->excludes(worker_token);
+  AddIssueFlags(app, &issue_worker_token, &issue_user_token);
   CLI11_PARSE(app, argc, argv);
   if (!issue_worker_token.empty() || !issue_user_token.empty()) {
     return IssueToken(config.state_dir, issue_worker_token, issue_user_token);
@@ -170,13 +182,9 @@ int main(int argc, char** argv) {
     spdlog::critical("{}", std::string(s.message()));
     return 2;
   }
-  if (!queues_file.empty()) {
-    absl::StatusOr<ringmaster::QueueConfig> queues = ringmaster::LoadQueueConfig(queues_file);
-    if (!queues.ok()) {
-      spdlog::critical("--queues {}", std::string(queues.status().message()));
-      return 2;
-    }
-    manager.queues = *std::move(queues);
+  if (absl::Status s = LoadQueues(queues_file, &manager); !s.ok()) {
+    spdlog::critical("--queues {}", std::string(s.message()));
+    return 2;
   }
 
   absl::StatusOr<ringmaster::DaemonAddresses> addresses = daemon.Start("coordinator");

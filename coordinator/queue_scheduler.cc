@@ -356,12 +356,22 @@ class Pass {
     return true;
   }
 
-  bool TryPreempt(const PendingJob& job, QueueState& q, const SlotAmount& need) {
+  // A search for the victims of one job: the candidates in the order they
+  // are taken, the ranks each would release, and the capacity left then.
+  struct VictimSearch {
+    std::vector<const RunningJob*> candidates;
+    std::vector<int> released;  // by candidate
+    std::vector<WorkerCapacity> capacity;
+    std::map<std::string_view, SlotAmount> lent_back;  // what each other queue gives up
+  };
+
+  // Who may be a victim of `job`: jobs of queues over their quota first,
+  // then by lowest priority, then the newest.
+  std::vector<const RunningJob*> Candidates(const PendingJob& job, const QueueState& q) {
     std::vector<const RunningJob*> candidates;
     for (const RunningJob& r : running_) {
       if (MayPreempt(r, job, q)) candidates.push_back(&r);
     }
-    if (candidates.empty()) return false;
     std::stable_sort(candidates.begin(), candidates.end(),
                      [&](const RunningJob* a, const RunningJob* b) {
                        const bool a_lent = &QueueOf(a->queue) != &q;
@@ -370,88 +380,95 @@ class Pass {
                        if (a->priority != b->priority) return a->priority < b->priority;
                        return a->started > b->started;
                      });
-    std::vector<WorkerCapacity> capacity = free_;
-    std::map<std::string_view, SlotAmount> lent_back;  // what each over-quota queue gives up
-    std::vector<Preemption> chosen;
-    std::map<std::string_view, int> released;  // victim -> ranks released
-    auto fits = [&] { return PlaceGang(capacity, job.request).ok(); };
-    // Releases more of `r`'s ranks: one at a time, down to `keep`, until the
-    // job fits (an elastic shrink); or, with `keep` 0, all of them at once.
-    // True when the job fits.
-    auto release = [&](const RunningJob& r, int keep) {
-      int& done = released[r.job_id];
-      const int world = static_cast<int>(r.ranks.size());
-      while (done < world - keep) {
-        const int step = keep > 0 ? 1 : world - done;
-        ReturnCapacity(
-            capacity, std::vector<RankPlacement>(r.ranks.end() - done - step, r.ranks.end() - done),
-            r.request);
-        done += step;
-        lent_back[r.queue] = lent_back[r.queue] + AmountOf(r.request, step);
-        if (fits()) return true;
-      }
-      return false;
-    };
-    auto still_lent = [&](const RunningJob& r) {
-      const QueueState& theirs = QueueOf(r.queue);
-      return &theirs == &q || !(theirs.in_use - lent_back[r.queue]).Within(theirs.spec->quota);
-    };
-    bool enough = false;
-    // Elastic jobs shrink first; the young only when the rest is not
-    // enough; elastic jobs are stopped whole last.
-    for (int round = 0; round < 3 && !enough; ++round) {
-      for (const RunningJob* r : candidates) {
-        const bool young = now_ - r->started < policy_.min_runtime;
-        if ((round == 0 && young) || !still_lent(*r)) continue;
-        const int world = static_cast<int>(r->ranks.size());
-        const int fewest = std::min(world, FewestRanks(r->request));
-        enough = release(*r, round < 2 && fewest < world ? fewest : 0);
-        if (enough) break;
+    return candidates;
+  }
+
+  // Releases more of candidate i's ranks: one at a time, down to `keep`,
+  // until `request` fits (an elastic shrink); or, with `keep` 0, all of
+  // them at once. True when it fits.
+  static bool Release(VictimSearch& v, size_t i, int keep, const GangRequest& request) {
+    const RunningJob& r = *v.candidates[i];
+    int& done = v.released[i];
+    const int world = static_cast<int>(r.ranks.size());
+    while (done < world - keep) {
+      const int step = keep > 0 ? 1 : world - done;
+      ReturnCapacity(v.capacity,
+                     std::vector<RankPlacement>(r.ranks.end() - done - step, r.ranks.end() - done),
+                     r.request);
+      done += step;
+      v.lent_back[r.queue] = v.lent_back[r.queue] + AmountOf(r.request, step);
+      if (PlaceGang(v.capacity, request).ok()) return true;
+    }
+    return false;
+  }
+
+  // Releases candidates until the job fits: elastic jobs shrink first; the
+  // young only when the rest is not enough; elastic jobs are stopped whole
+  // last. A queue that lent stops giving back once it is within its quota.
+  bool ChooseVictims(VictimSearch& v, const PendingJob& job, const QueueState& q) {
+    for (int round = 0; round < 3; ++round) {
+      for (size_t i = 0; i < v.candidates.size(); ++i) {
+        const RunningJob& r = *v.candidates[i];
+        const QueueState& theirs = QueueOf(r.queue);
+        const bool lent =
+            &theirs == &q || !(theirs.in_use - v.lent_back[r.queue]).Within(theirs.spec->quota);
+        if ((round == 0 && now_ - r.started < policy_.min_runtime) || !lent) continue;
+        const int world = static_cast<int>(r.ranks.size());
+        const int fewest = std::min(world, FewestRanks(r.request));
+        if (Release(v, i, round < 2 && fewest < world ? fewest : 0, job.request)) return true;
       }
     }
-    if (!enough) return false;
-    // Only as many as needed: drop, newest choice first, each victim
-    // released whole whose slots the job does not need after all.
-    std::vector<std::string_view> order;
-    for (const RunningJob* r : candidates) {
-      if (released[r->job_id] > 0) order.push_back(r->job_id);
-    }
-    for (auto it = order.rbegin(); it != order.rend(); ++it) {
-      const RunningJob& r = **std::find_if(candidates.begin(), candidates.end(),
-                                           [&](const RunningJob* c) { return c->job_id == *it; });
-      std::vector<WorkerCapacity> without = capacity;
+    return false;
+  }
+
+  // Only as many as needed: spares, the last chosen first, each victim
+  // whose slots the job does not need after all.
+  static void SpareUnneeded(VictimSearch& v, const GangRequest& request) {
+    for (size_t i = v.candidates.size(); i-- > 0;) {
+      if (v.released[i] == 0) continue;
+      const RunningJob& r = *v.candidates[i];
+      std::vector<WorkerCapacity> without = v.capacity;
       TakeCapacity(without,
-                   std::vector<RankPlacement>(r.ranks.end() - released[r.job_id], r.ranks.end()),
+                   std::vector<RankPlacement>(r.ranks.end() - v.released[i], r.ranks.end()),
                    r.request);
-      if (PlaceGang(without, job.request).ok()) {
-        capacity = std::move(without);
-        released[r.job_id] = 0;
+      if (PlaceGang(without, request).ok()) {
+        v.capacity = std::move(without);
+        v.released[i] = 0;
       }
     }
+  }
+
+  bool TryPreempt(const PendingJob& job, QueueState& q, const SlotAmount& need) {
+    VictimSearch v;
+    v.candidates = Candidates(job, q);
+    if (v.candidates.empty()) return false;
+    v.released.assign(v.candidates.size(), 0);
+    v.capacity = free_;
+    if (!ChooseVictims(v, job, q)) return false;
+    SpareUnneeded(v, job.request);
     // The quota must hold with the job started and its own queue's victims
     // stopped.
     SlotAmount own_released;
-    for (std::string_view id : order) {
-      const RunningJob& r = **std::find_if(candidates.begin(), candidates.end(),
-                                           [&](const RunningJob* c) { return c->job_id == id; });
-      if (&QueueOf(r.queue) == &q) own_released = own_released + AmountOf(r.request, released[id]);
+    for (size_t i = 0; i < v.candidates.size(); ++i) {
+      if (&QueueOf(v.candidates[i]->queue) == &q) {
+        own_released = own_released + AmountOf(v.candidates[i]->request, v.released[i]);
+      }
     }
     if (!(q.in_use - own_released + need).Within(q.spec->quota)) return false;
     std::vector<std::string> names;
-    for (std::string_view id : order) {
-      const RunningJob& r = **std::find_if(candidates.begin(), candidates.end(),
-                                           [&](const RunningJob* c) { return c->job_id == id; });
+    for (size_t i = 0; i < v.candidates.size(); ++i) {
+      if (v.released[i] == 0) continue;
+      const RunningJob& r = *v.candidates[i];
       const int world = static_cast<int>(r.ranks.size());
-      if (released[id] == 0) continue;
-      victims_.insert(id);
-      decisions_.preemptions.push_back({std::string(id), std::string(job.job_id),
-                                        released[id] < world ? world - released[id] : 0});
-      names.emplace_back(id);
+      victims_.insert(r.job_id);
+      decisions_.preemptions.push_back({std::string(r.job_id), std::string(job.job_id),
+                                        v.released[i] < world ? world - v.released[i] : 0});
+      names.emplace_back(r.job_id);
     }
     // What it will hold counts against its queue from now, so that the
     // jobs behind it do not preempt for the same share.
     q.in_use = q.in_use + need;
-    std::string reserve = Reserve(job, capacity);
+    std::string reserve = Reserve(job, v.capacity);
     Wait(job, absl::StrCat("preempting ", absl::StrJoin(names, ", "), "; ", reserve));
     return true;
   }

@@ -212,38 +212,40 @@ std::string NeverFits(const std::vector<WorkerCapacity>& workers, const GangRequ
                       ", more than all alive workers can hold (waiting for workers to join)");
 }
 
-void TakeCapacity(std::vector<WorkerCapacity>& workers, const std::vector<RankPlacement>& placement,
-                  const GangRequest& request) {
-  std::unordered_map<std::string_view, WorkerCapacity*> by_id;
-  for (WorkerCapacity& w : workers) by_id.emplace(w.worker_id, &w);
-  for (const RankPlacement& p : placement) {
-    auto it = by_id.find(p.worker_id);
-    if (it == by_id.end()) continue;
-    WorkerCapacity& w = *it->second;
-    for (int slot : p.slots) {
-      auto found = std::find(w.free_slots.begin(), w.free_slots.end(), slot);
-      if (found != w.free_slots.end()) w.free_slots.erase(found);
-    }
-    w.free_cpus -= request.cpus;
-    w.free_memory_mb -= request.memory_mb;
-  }
-}
+namespace {
 
-void ReturnCapacity(std::vector<WorkerCapacity>& workers,
-                    const std::vector<RankPlacement>& placement, const GangRequest& request) {
+// Takes `placement`'s slots, CPUs and memory out of `workers` (take), or
+// gives them back.
+void Adjust(std::vector<WorkerCapacity>& workers, const std::vector<RankPlacement>& placement,
+            const GangRequest& request, bool take) {
   std::unordered_map<std::string_view, WorkerCapacity*> by_id;
   for (WorkerCapacity& w : workers) by_id.emplace(w.worker_id, &w);
+  const int sign = take ? -1 : 1;
   for (const RankPlacement& p : placement) {
     auto it = by_id.find(p.worker_id);
     if (it == by_id.end()) continue;
     WorkerCapacity& w = *it->second;
     for (int slot : p.slots) {
       auto at = std::lower_bound(w.free_slots.begin(), w.free_slots.end(), slot);
-      if (at == w.free_slots.end() || *at != slot) w.free_slots.insert(at, slot);
+      const bool free = at != w.free_slots.end() && *at == slot;
+      if (take && free) w.free_slots.erase(at);
+      if (!take && !free) w.free_slots.insert(at, slot);
     }
-    w.free_cpus += request.cpus;
-    w.free_memory_mb += request.memory_mb;
+    w.free_cpus += sign * request.cpus;
+    w.free_memory_mb += sign * request.memory_mb;
   }
+}
+
+}  // namespace
+
+void TakeCapacity(std::vector<WorkerCapacity>& workers, const std::vector<RankPlacement>& placement,
+                  const GangRequest& request) {
+  Adjust(workers, placement, request, /*take=*/true);
+}
+
+void ReturnCapacity(std::vector<WorkerCapacity>& workers,
+                    const std::vector<RankPlacement>& placement, const GangRequest& request) {
+  Adjust(workers, placement, request, /*take=*/false);
 }
 
 }  // namespace ringmaster
