@@ -196,7 +196,7 @@ class JobManager {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Stops `victim`'s ranks with its preemption grace; it returns to PENDING
   // when they have stopped, without counting a restart.
-  void PreemptLocked(JobRecord& victim, JobRecord& by, int keep_ranks)
+  void PreemptLocked(JobRecord& victim, const JobRecord& by, int keep_ranks)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Elastic: restarts a smaller attempt at full size once room for it has
   // lasted scale_up_after_s.
@@ -270,8 +270,8 @@ class JobManager {
     bool deadline = false;  // the spec has deadline_s
   };
   std::vector<PendingMeta> pending_meta_ ABSL_GUARDED_BY(mu_);
-  // Ids of PENDING jobs whose victims are still stopping.
-  std::set<std::string> preemptors_ ABSL_GUARDED_BY(mu_);
+  // PENDING jobs that preempted others, by id: the victims still stopping.
+  std::map<std::string, std::set<std::string>> preemptors_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, QueueLoad> queue_loads_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -91,20 +91,17 @@ void JobManager::UpdatePendingViewsLocked() {
   // A preemptor goes first until its victims have let go of their slots.
   for (PendingJob& view : pending_views_) view.preemptor = false;
   for (auto it = preemptors_.begin(); it != preemptors_.end();) {
-    JobRecord* entry = table_.Find(*it);
-    if (entry != nullptr && entry->job.state() == v1::PENDING) {
-      for (auto v = entry->preempting.begin(); v != entry->preempting.end();) {
-        const JobRecord* victim = table_.Find(*v);
-        v = victim != nullptr && HoldsSlots(victim->job) ? std::next(v)
-                                                         : entry->preempting.erase(v);
-      }
+    const JobRecord* entry = table_.Find(it->first);
+    std::set<std::string>& victims = it->second;
+    for (auto v = victims.begin(); v != victims.end();) {
+      const JobRecord* victim = table_.Find(*v);
+      v = victim != nullptr && HoldsSlots(victim->job) ? std::next(v) : victims.erase(v);
     }
-    if (entry == nullptr || entry->job.state() != v1::PENDING || entry->preempting.empty()) {
-      if (entry != nullptr) entry->preempting.clear();
+    if (entry == nullptr || entry->job.state() != v1::PENDING || victims.empty()) {
       it = preemptors_.erase(it);
       continue;
     }
-    const int64_t number = JobNumber(*it);
+    const int64_t number = JobNumber(it->first);
     auto view = std::lower_bound(pending_views_.begin(), pending_views_.end(), number,
                                  [](const PendingJob& p, int64_t n) { return p.sequence < n; });
     if (view != pending_views_.end() && view->sequence == number) view->preemptor = true;
@@ -179,13 +176,12 @@ void JobManager::ScheduleLocked() {
   }
   for (auto& [number, placement] : starts) {
     JobRecord& entry = *table_.resident().at(number);
-    entry.preempting.clear();
     preemptors_.erase(entry.job.id());
     StartAttempt(entry, placement, workers);
   }
 }
 
-void JobManager::PreemptLocked(JobRecord& victim, JobRecord& by, int keep_ranks) {
+void JobManager::PreemptLocked(JobRecord& victim, const JobRecord& by, int keep_ranks) {
   v1::Job& job = victim.job;
   std::string message = absl::StrCat("PREEMPTED by ", by.job.id(), " (priority ", by.job.priority(),
                                      ", queue ", by.job.spec().queue(), ")");
@@ -203,8 +199,7 @@ void JobManager::PreemptLocked(JobRecord& victim, JobRecord& by, int keep_ranks)
   victim.restart_at = clock_->Now();
   victim.regrow_since = absl::InfiniteFuture();
   StopRanks(victim, absl::Seconds(job.spec().preemption_grace_s()));
-  by.preempting.insert(job.id());
-  preemptors_.insert(by.job.id());
+  preemptors_[by.job.id()].insert(job.id());
 }
 
 void JobManager::SetQueues(QueueConfig queues) {
@@ -322,10 +317,13 @@ void JobManager::CheckRegrowth(JobRecord& entry, absl::Time now) {
   GangRequest full = GangOf(job.spec());
   full.min_ranks = 0;
   // A job waiting at the same or a higher priority has the free slots
-  // first: growing into them would only be preempted again.
+  // first: growing into them would only be preempted again. Looked at only
+  // for a job below its size, as this runs for every RUNNING job.
   bool others_first = false;
-  for (const auto& [number, stamp] : table_.pending()) {
-    others_first |= table_.resident().at(number)->job.priority() >= job.priority();
+  if (job.world_size() < job.spec().ranks()) {
+    for (const auto& [number, stamp] : table_.pending()) {
+      others_first |= table_.resident().at(number)->job.priority() >= job.priority();
+    }
   }
   if (job.world_size() >= job.spec().ranks() || others_first ||
       !PlaceGang(CapacityLocked(membership_->Schedulable(), job.id()), full).ok()) {

@@ -54,8 +54,6 @@ struct JobRecord {
     bool queried = false;
   };
   std::map<int, Unseen> unseen;  // by rank
-  // Pending: the jobs it preempted, while they stop.
-  std::set<std::string> preempting;
 
   // Records a rank's report; the job's progress is rank 0's, with
   // throughput summed over the ranks.

@@ -179,8 +179,6 @@ absl::StatusOr<std::vector<RankPlacement>> PlaceGang(const std::vector<WorkerCap
   return placement;
 }
 
-bool AsksOnlySlots(const GangRequest& request) { return SlotsOnly(request); }
-
 std::string SlotShortfall(const GangRequest& request, int ranks, int64_t free, size_t workers) {
   return absl::StrCat("needs ", ranks * SlotsPerRank(request), " free ", SlotWord(request), ", ",
                       free, " free on ", workers, " alive workers");

@@ -76,11 +76,9 @@ struct GangRequest {
 absl::StatusOr<std::vector<RankPlacement>> PlaceGang(const std::vector<WorkerCapacity>& workers,
                                                      const GangRequest& request);
 
-// Whether only slots decide where `request` fits (no CPUs, memory, labels
-// or ranks per worker asked), and then why `ranks` of its ranks do not fit
-// when `free` matching slots are free on `workers` alive workers: "needs 4
-// free slots, 2 free on 3 alive workers".
-bool AsksOnlySlots(const GangRequest& request);
+// Why `ranks` of `request`'s ranks do not fit when `free` matching slots
+// are free on `workers` alive workers: "needs 4 free slots, 2 free on 3
+// alive workers".
 std::string SlotShortfall(const GangRequest& request, int ranks, int64_t free, size_t workers);
 
 // The workers as they would be with nothing running.
