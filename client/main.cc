@@ -3,6 +3,7 @@
 #include <iostream>
 #include <optional>
 
+#include <grpc/grpc.h>
 #include <grpc/support/log.h>
 
 #include "client/command_line.h"
@@ -102,5 +103,11 @@ int main(int argc, char** argv) {
   std::cout << parsed.out;
   std::cerr << parsed.err;
   if (!parsed.invocation) return parsed.exit_code;
-  return Run(*parsed.invocation);
+  // The last channel's clean-up may run on a gRPC thread of its own; with
+  // this reference the main thread does it, and waits for it, so that no
+  // gRPC thread is still at work (in a TLS handshake) when the process ends.
+  grpc_init();
+  const int code = Run(*parsed.invocation);
+  grpc_shutdown_blocking();
+  return code;
 }

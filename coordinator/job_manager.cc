@@ -554,9 +554,13 @@ v1::CoordinatorMessage JobManager::StopMessage(const std::string& job_id, int at
 }
 
 void JobManager::AdvanceRestarts(absl::Time now) {
-  for (const auto& [number, record] : table_.resident()) {
+  // Each job due goes back to PENDING, out of placed(): they are found first.
+  std::vector<JobRecord*> due;
+  for (const auto& [number, record] : table_.placed()) {
+    if (record->job.state() == v1::RESTARTING && now >= record->restart_at) due.push_back(record);
+  }
+  for (JobRecord* record : due) {
     JobRecord& entry = *record;
-    if (entry.job.state() != v1::RESTARTING || now < entry.restart_at) continue;
     // Wait for the ranks being stopped, except those on a worker that has
     // gone: they are stopped when it comes back, and until then their
     // worker takes no ranks.

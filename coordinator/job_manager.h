@@ -188,11 +188,11 @@ class JobManager {
                     const std::vector<SchedulableWorker>& workers)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void SendStart(const JobRecord& entry, int rank) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // What the scheduler sees of the jobs: pending ones, and those holding
-  // slots that count against their queue or may be preempted.
-  // Brings pending_views_ up to JobTable::pending() and marks preemptors.
+  // What the scheduler sees of the pending jobs: brings pending_views_ up
+  // to JobTable::pending() and marks preemptors.
   void UpdatePendingViewsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  std::vector<RunningJob> RunningJobsLocked(const std::vector<SchedulableWorker>& workers)
+  // Brings placed_views_ up to JobTable::placed().
+  void UpdatePlacedViewsLocked(const std::vector<SchedulableWorker>& workers)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Stops `victim`'s ranks with its preemption grace; it returns to PENDING
   // when they have stopped, without counting a restart.
@@ -270,6 +270,18 @@ class JobManager {
     bool deadline = false;  // the spec has deadline_s
   };
   std::vector<PendingMeta> pending_meta_ ABSL_GUARDED_BY(mu_);
+  // What the scheduler sees of each placed job, oldest first, kept while
+  // the job's revision stays (every change to a job takes a new one): the
+  // ranks that hold slots and, while it is STARTING or RUNNING, what may be
+  // preempted or counts against its queue. A tick reads no job that has not
+  // changed.
+  struct PlacedView {
+    int64_t number = 0;
+    int64_t revision = 0;
+    bool running = false;
+    RunningJob job;  // job.ranks: where its ranks hold slots
+  };
+  std::vector<PlacedView> placed_views_ ABSL_GUARDED_BY(mu_);
   // PENDING jobs that preempted others, by id: the victims still stopping.
   std::map<std::string, std::set<std::string>> preemptors_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, QueueLoad> queue_loads_ ABSL_GUARDED_BY(mu_);

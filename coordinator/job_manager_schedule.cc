@@ -6,6 +6,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "common/job_id.h"
 #include "common/net.h"
@@ -31,29 +32,6 @@ GangRequest GangOf(const v1::JobSpec& spec) {
   request.selector = {spec.worker_selector().begin(), spec.worker_selector().end()};
   return request;
 }
-
-}  // namespace
-
-std::vector<WorkerCapacity> JobManager::CapacityLocked(
-    const std::vector<SchedulableWorker>& workers, const std::string& except) {
-  std::vector<HeldSlots> held;
-  for (const auto& [number, record] : table_.placed()) {  // a PENDING job holds no slot
-    if (record->job.id() == except) continue;
-    const v1::Resources& resources = record->job.spec().resources();
-    for (const v1::RankStatus& rank : record->job.ranks()) {
-      if (RankHoldsSlot(rank)) {
-        held.push_back({rank.worker_id(),
-                        rank.slot(),
-                        {rank.gpus().begin(), rank.gpus().end()},
-                        resources.cpus(),
-                        resources.memory_mb()});
-      }
-    }
-  }
-  return FreeCapacity(workers, held, except);
-}
-
-namespace {
 
 // When the job last entered `state`, from its history.
 absl::Time LastEntered(const v1::Job& job, v1::JobState state) {
@@ -109,63 +87,98 @@ void JobManager::UpdatePendingViewsLocked() {
   }
 }
 
-std::vector<RunningJob> JobManager::RunningJobsLocked(
-    const std::vector<SchedulableWorker>& workers) {
-  std::unordered_map<std::string_view, const SchedulableWorker*> by_id;
+namespace {
+
+// What the scheduler sees of a placed job now.
+RunningJob ViewOfPlaced(
+    const v1::Job& job,
+    const absl::flat_hash_map<std::string_view, const SchedulableWorker*>& workers) {
+  RunningJob view{job.id(),
+                  job.spec().queue(),
+                  job.owner(),
+                  job.priority(),
+                  LastEntered(job, v1::STARTING),
+                  job.spec().preemptible(),
+                  GangOf(job.spec()),
+                  {}};
+  for (const v1::RankStatus& rank : job.ranks()) {
+    if (!RankHoldsSlot(rank)) continue;
+    RankPlacement& p = view.ranks.emplace_back(RankPlacement{rank.rank(), rank.worker_id(), {}});
+    auto worker = rank.gpus().empty() ? workers.end() : workers.find(rank.worker_id());
+    if (worker == workers.end()) {
+      p.slots.push_back(rank.slot());
+    } else {  // a GPU rank holds the slot of each of its GPUs
+      const std::vector<int>& indices = worker->second->gpu_indices;
+      for (int gpu : rank.gpus()) {
+        auto at = std::find(indices.begin(), indices.end(), gpu);
+        if (at != indices.end()) p.slots.push_back(static_cast<int>(at - indices.begin()));
+      }
+    }
+  }
+  return view;
+}
+
+}  // namespace
+
+void JobManager::UpdatePlacedViewsLocked(const std::vector<SchedulableWorker>& workers) {
+  absl::flat_hash_map<std::string_view, const SchedulableWorker*> by_id;
   for (const SchedulableWorker& w : workers) by_id.emplace(w.worker_id, &w);
-  std::vector<RunningJob> running;
+  std::vector<PlacedView> views;
+  views.reserve(table_.placed().size());
+  size_t kept = 0;
   for (const auto& [number, record] : table_.placed()) {
     const v1::Job& job = record->job;
-    if (job.state() != v1::STARTING && job.state() != v1::RUNNING) continue;
-    RunningJob r{job.id(),
-                 job.spec().queue(),
-                 job.owner(),
-                 job.priority(),
-                 LastEntered(job, v1::STARTING),
-                 job.spec().preemptible(),
-                 GangOf(job.spec()),
-                 {}};
-    for (const v1::RankStatus& rank : job.ranks()) {
-      if (!RankHoldsSlot(rank)) continue;
-      RankPlacement p{rank.rank(), rank.worker_id(), {}};
-      auto worker = by_id.find(rank.worker_id());
-      if (rank.gpus().empty() || worker == by_id.end()) {
-        p.slots.push_back(rank.slot());
-      } else {  // a GPU rank holds the slot of each of its GPUs
-        const std::vector<int>& indices = worker->second->gpu_indices;
-        for (int gpu : rank.gpus()) {
-          auto at = std::find(indices.begin(), indices.end(), gpu);
-          if (at != indices.end()) p.slots.push_back(static_cast<int>(at - indices.begin()));
-        }
-      }
-      r.ranks.push_back(std::move(p));
+    while (kept < placed_views_.size() && placed_views_[kept].number < number) ++kept;
+    if (kept < placed_views_.size() && placed_views_[kept].number == number &&
+        placed_views_[kept].revision == job.revision()) {
+      views.push_back(std::move(placed_views_[kept]));
+      continue;
     }
-    running.push_back(std::move(r));
+    const bool running = job.state() == v1::STARTING || job.state() == v1::RUNNING;
+    views.push_back({number, job.revision(), running, ViewOfPlaced(job, by_id)});
   }
-  return running;
+  placed_views_ = std::move(views);
+}
+
+std::vector<WorkerCapacity> JobManager::CapacityLocked(
+    const std::vector<SchedulableWorker>& workers, const std::string& except) {
+  UpdatePlacedViewsLocked(workers);
+  std::vector<HeldSlots> held;
+  for (const PlacedView& view : placed_views_) {
+    const RunningJob& job = view.job;
+    if (job.job_id == except) continue;
+    for (const RankPlacement& p : job.ranks) {
+      held.push_back({p.worker_id, p.slots, job.request.cpus, job.request.memory_mb});
+    }
+  }
+  return FreeCapacity(workers, held, except);
 }
 
 void JobManager::ScheduleLocked() {
   const std::vector<SchedulableWorker> workers = membership_->Schedulable();
   UpdatePendingViewsLocked();
-  SchedulingDecisions decisions =
-      ScheduleQueues(queues_, pending_views_, RunningJobsLocked(workers), CapacityLocked(workers),
-                     clock_->Now(), options_.scheduling);
+  std::vector<WorkerCapacity> free = CapacityLocked(workers);
+  std::vector<const RunningJob*> running;
+  for (const PlacedView& view : placed_views_) {
+    if (view.running) running.push_back(&view.job);
+  }
+  SchedulingDecisions decisions = ScheduleQueues(queues_, pending_views_, running, std::move(free),
+                                                 clock_->Now(), options_.scheduling);
   queue_loads_ = std::move(decisions.queues);
   // The decisions view the jobs' own strings: act on the jobs by number,
   // and on placements only after the views are done with.
   std::vector<std::pair<int64_t, std::vector<RankPlacement>>> starts;
   for (size_t i = 0; i < pending_views_.size(); ++i) {
     const PendingJob& job = pending_views_[i];
-    if (auto placed = decisions.placed.find(job.job_id); placed != decisions.placed.end()) {
-      starts.emplace_back(job.sequence, std::move(placed->second));
+    JobDecision& decided = decisions.jobs[i];
+    if (!decided.placement.empty()) {
+      starts.emplace_back(job.sequence, std::move(decided.placement));
       pending_meta_[i].reason.clear();  // a start that fails says why on the job itself
       continue;
     }
-    auto waiting = decisions.waiting.find(job.job_id);
     std::string& said = pending_meta_[i].reason;
-    if (waiting != decisions.waiting.end() && said != waiting->second) {
-      said = std::string(waiting->second);
+    if (!decided.waiting.empty() && said != decided.waiting) {
+      said = std::string(decided.waiting);
       JobRecord& entry = *table_.resident().at(job.sequence);
       entry.job.set_pending_reason(said);
       table_.Notify(entry);

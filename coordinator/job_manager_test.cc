@@ -57,6 +57,11 @@ TEST_F(JobManagerTest, RanksAreGivenExactlyTheirGpus) {
   EXPECT_EQ(std::vector<int>(starts[1].gpus().begin(), starts[1].gpus().end()),
             (std::vector<int>{6, 7}));
   EXPECT_EQ(starts[1].env().at("CUDA_VISIBLE_DEVICES"), "6,7");
+  spec.set_gpus_per_rank(1);
+  const std::string third = Submit(spec);
+  EXPECT_TRUE(Starts(w1).empty()) << "GPUs 6 and 7 are " << gpu << "'s, GPU 4's slot " << cpu
+                                  << "'s";
+  EXPECT_EQ(Job(third).state(), v1::PENDING);
 }
 
 TEST_F(JobManagerTest, WaitsForSlotsWithAReason) {

@@ -129,15 +129,16 @@ void JobManager::CheckRanksReported(JobRecord& entry) {
   const v1::Job& job = entry.job;
   for (int r = 0; r < job.ranks_size(); ++r) {
     const v1::RankStatus& rank = job.ranks(r);
+    std::optional<WorkerMembership::Sighting> seen;
     v1::RankRef ref;
-    ref.set_job_id(job.id());
-    ref.set_attempt(job.attempt());
-    ref.set_rank(r);
-    const std::optional<WorkerMembership::Sighting> seen =
-        rank.state() == v1::RANK_RUNNING ? membership_->LastSighting(rank.worker_id(), ref)
-                                         : std::nullopt;
+    if (rank.state() == v1::RANK_RUNNING) {
+      ref.set_job_id(job.id());
+      ref.set_attempt(job.attempt());
+      ref.set_rank(r);
+      seen = membership_->LastSighting(rank.worker_id(), ref);
+    }
     if (!seen || seen->running) {
-      entry.unseen.erase(r);
+      if (!entry.unseen.empty()) entry.unseen.erase(r);
       continue;
     }
     JobRecord::Unseen& unseen =

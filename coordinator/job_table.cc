@@ -103,8 +103,8 @@ absl::StatusOr<JobRecord*> JobTable::Create(v1::Job job, const std::string& requ
 
 void JobTable::RetireEnded() {
   std::vector<JobRecord*> ended;
-  for (const auto& [number, record] : resident_) {
-    if (IsTerminal(record->job.state()) && !HoldsSlots(record->job)) ended.push_back(record.get());
+  for (const auto& [number, record] : placed_) {  // a PENDING job has not ended
+    if (IsTerminal(record->job.state()) && !HoldsSlots(record->job)) ended.push_back(record);
   }
   for (JobRecord* record : ended) {
     const v1::Job& job = record->job;

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/btree_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -102,10 +103,10 @@ class JobTable {
   // PENDING jobs, oldest first: each number with a stamp that changes each
   // time the job becomes PENDING (so that what is derived from a pending
   // job can be kept while the stamp stays).
-  const std::map<int64_t, int64_t>& pending() const { return pending_; }
+  const absl::btree_map<int64_t, int64_t>& pending() const { return pending_; }
   // The resident jobs that are not PENDING (placed, restarting, or ended
   // with ranks still to stop), oldest first.
-  const std::map<int64_t, JobRecord*>& placed() const { return placed_; }
+  const absl::btree_map<int64_t, JobRecord*>& placed() const { return placed_; }
   // Retired jobs by number.
   const std::map<int64_t, RetiredJob>& retired() const { return retired_; }
 
@@ -152,9 +153,10 @@ class JobTable {
   ChangeLog changes_{kRememberedChanges};
   Records resident_;
   std::map<std::string, JobRecord*> by_id_;  // resident
-  std::map<int64_t, int64_t> pending_;
+  // B-trees: each tick walks them whole.
+  absl::btree_map<int64_t, int64_t> pending_;
   int64_t pending_stamp_ = 0;
-  std::map<int64_t, JobRecord*> placed_;
+  absl::btree_map<int64_t, JobRecord*> placed_;
   // Files the job under pending_ or placed_ by its state.
   void Classify(int64_t number, JobRecord& record);
   std::map<int64_t, RetiredJob> retired_;

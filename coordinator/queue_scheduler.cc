@@ -7,6 +7,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -30,6 +31,7 @@ struct QueueState {
   std::vector<const PendingJob*> pending;  // in the order they are considered
   size_t next = 0;                         // the first not yet decided
   int running_jobs = 0;
+  int placed = 0;               // of its pending jobs, this pass
   bool reserved_share = false;  // this pass reserved for it as owed its share
   // What its preemptible running jobs hold, by priority.
   std::map<int, SlotAmount> preemptible;
@@ -47,7 +49,7 @@ struct QueueState {
 // One scheduling pass over a snapshot: see the header for the policy.
 class Pass {
  public:
-  Pass(const QueueConfig& config, const std::vector<RunningJob>& running,
+  Pass(const QueueConfig& config, const std::vector<const RunningJob*>& running,
        std::vector<WorkerCapacity> free, absl::Time now, const SchedulingPolicy& policy)
       : config_(config), running_(running), free_(std::move(free)), now_(now), policy_(policy) {
     for (const QueueSpec& spec : config.queues) {
@@ -64,7 +66,8 @@ class Pass {
       if (w.gpu_slots) free_gpu_slots_ += static_cast<int64_t>(w.free_slots.size());
       worker_index_.emplace(w.worker_id, i);
     }
-    for (const RunningJob& job : running_) {
+    for (const RunningJob* running_job : running_) {
+      const RunningJob& job = *running_job;
       QueueState& q = QueueOf(job.queue);
       const SlotAmount held = AmountOf(job.request, static_cast<int>(job.ranks.size()));
       q.in_use = q.in_use + held;
@@ -75,6 +78,8 @@ class Pass {
   }
 
   SchedulingDecisions Run(const std::vector<PendingJob>& pending) {
+    pending_ = pending.data();
+    decisions_.jobs.resize(pending.size());
     for (const PendingJob& job : pending) QueueOf(job.queue).pending.push_back(&job);
     for (auto& [name, q] : queues_) {
       std::stable_sort(q.pending.begin(), q.pending.end(),
@@ -89,18 +94,17 @@ class Pass {
       }
       Enqueue(q);
     }
-    decisions_.waiting.reserve(pending.size());
     while (!order_.empty()) {
       QueueState& q = *order_.top().queue;
       order_.pop();
-      Decide(*q.pending[q.next++]);
+      Decide(*q.pending[q.next++], q);
       Enqueue(q);
     }
     for (auto& [name, q] : queues_) {
       QueueLoad& load = decisions_.queues[name];
       load.in_use = q.in_use;
       load.running_jobs = q.running_jobs;
-      load.pending_jobs = static_cast<int>(q.pending.size()) - placed_in_[name];
+      load.pending_jobs = static_cast<int>(q.pending.size()) - q.placed;
     }
     return std::move(decisions_);
   }
@@ -158,8 +162,9 @@ class Pass {
     order_.push({head.preemptor, head.priority, share, head.sequence, &q});
   }
 
-  void Decide(const PendingJob& job) {
-    QueueState& q = QueueOf(job.queue);
+  JobDecision& DecisionOf(const PendingJob& job) { return decisions_.jobs[&job - pending_]; }
+
+  void Decide(const PendingJob& job, QueueState& q) {
     const SlotAmount need = AmountOf(job.request, FewestRanks(job.request));
     if (!(q.in_use + need).Within(q.spec->limit)) {
       // Its own queue's lower-priority jobs may make room under the limit.
@@ -191,7 +196,7 @@ class Pass {
       shortfall = std::string(placement.status().message());
     }
     if (std::string_view never = NeverFitsCached(job.request); !never.empty()) {
-      decisions_.waiting[job.job_id] = never;  // it holds up no one
+      DecisionOf(job).waiting = never;  // it holds up no one
       return;
     }
     if (!job.preemptor && MaySeekVictims(job, q, need) && Preempt(job, q, need)) return;
@@ -278,15 +283,15 @@ class Pass {
     q.in_use = q.in_use + AmountOf(job.request, static_cast<int>(placement.size()));
     ++q.running_by_user[job.owner];
     ++q.running_jobs;
-    ++placed_in_[q.spec->name];
+    ++q.placed;
     ++ahead_by_priority_[job.priority];
-    decisions_.placed[job.job_id] = std::move(placement);
+    DecisionOf(job).placement = std::move(placement);
   }
 
   void Wait(const PendingJob& job, std::string why) { WaitFor(job, Keep(std::move(why))); }
   void WaitFor(const PendingJob& job, std::string_view why) {
     ++ahead_by_priority_[job.priority];
-    decisions_.waiting[job.job_id] = why;
+    DecisionOf(job).waiting = why;
   }
 
   // Takes out of free_ the slots `job` would use of `capacity` (free_, or
@@ -369,8 +374,8 @@ class Pass {
   // then by lowest priority, then the newest.
   std::vector<const RunningJob*> Candidates(const PendingJob& job, const QueueState& q) {
     std::vector<const RunningJob*> candidates;
-    for (const RunningJob& r : running_) {
-      if (MayPreempt(r, job, q)) candidates.push_back(&r);
+    for (const RunningJob* r : running_) {
+      if (MayPreempt(*r, job, q)) candidates.push_back(r);
     }
     std::stable_sort(candidates.begin(), candidates.end(),
                      [&](const RunningJob* a, const RunningJob* b) {
@@ -474,20 +479,20 @@ class Pass {
   }
 
   const QueueConfig& config_;
-  const std::vector<RunningJob>& running_;
-  std::vector<WorkerCapacity> free_;  // less what is placed or reserved this pass
+  const std::vector<const RunningJob*>& running_;
+  const PendingJob* pending_ = nullptr;  // the pending jobs given, in order
+  std::vector<WorkerCapacity> free_;     // less what is placed or reserved this pass
   const absl::Time now_;
   const SchedulingPolicy& policy_;
   SlotAmount total_;
   int64_t free_slots_ = 0;  // in free_, and of them GPU slots
   int64_t free_gpu_slots_ = 0;
-  std::unordered_map<std::string_view, size_t> worker_index_;  // into free_
+  absl::flat_hash_map<std::string_view, size_t> worker_index_;  // into free_
   // NeverFitsCached's, by the shape of the request.
   std::map<std::tuple<int, int, int, int, int64_t, int, std::string>, std::string_view> never_fits_;
   std::map<std::string, QueueState, std::less<>> queues_;
-  std::unordered_map<std::string_view, QueueState*> by_name_;  // into queues_
+  absl::flat_hash_map<std::string_view, QueueState*> by_name_;  // into queues_
   QueueState* default_queue_ = nullptr;
-  std::map<std::string_view, int> placed_in_;
   // Each queue with jobs left, the one whose turn it is on top.
   std::priority_queue<Turn, std::vector<Turn>, std::greater<Turn>> order_;
   // Reasons of jobs short of free slots, by need, GPU, free slots and jobs
@@ -509,7 +514,7 @@ class Pass {
 
 SchedulingDecisions ScheduleQueues(const QueueConfig& config,
                                    const std::vector<PendingJob>& pending,
-                                   const std::vector<RunningJob>& running,
+                                   const std::vector<const RunningJob*>& running,
                                    std::vector<WorkerCapacity> free, absl::Time now,
                                    const SchedulingPolicy& policy) {
   return Pass(config, running, std::move(free), now, policy).Run(pending);

@@ -27,7 +27,6 @@
 #include <map>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "absl/time/time.h"
@@ -82,11 +81,15 @@ struct QueueLoad {
   int pending_jobs = 0;
 };
 
+// What a pass decided for one pending job.
+struct JobDecision {
+  std::vector<RankPlacement> placement;  // where it starts; empty: it waits
+  std::string_view waiting;              // why it waits, for people: one of `reasons`
+};
+
 struct SchedulingDecisions {
-  std::unordered_map<std::string_view, std::vector<RankPlacement>> placed;
-  // Job id -> why it waits, for people: views of `reasons`, where jobs
-  // waiting for the same reason share one.
-  std::unordered_map<std::string_view, std::string_view> waiting;
+  std::vector<JobDecision> jobs;  // one per pending job, in the order given
+  // Why jobs wait: jobs waiting for the same reason share one.
   std::deque<std::string> reasons;
   std::vector<Preemption> preemptions;
   std::map<std::string, QueueLoad> queues;  // every queue of the config
@@ -101,7 +104,7 @@ SlotAmount AmountOf(const GangRequest& request, int ranks);
 // are scheduled as if in the default queue.
 SchedulingDecisions ScheduleQueues(const QueueConfig& config,
                                    const std::vector<PendingJob>& pending,
-                                   const std::vector<RunningJob>& running,
+                                   const std::vector<const RunningJob*>& running,
                                    std::vector<WorkerCapacity> free, absl::Time now,
                                    const SchedulingPolicy& policy);
 

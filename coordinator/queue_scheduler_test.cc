@@ -14,6 +14,14 @@ namespace {
 
 const absl::Time kNow = absl::FromUnixSeconds(1'000'000);
 
+// A pass's decisions by job id, as the tests read them.
+struct Decided {
+  std::map<std::string, std::vector<RankPlacement>> placed;
+  std::map<std::string, std::string> waiting;
+  std::vector<Preemption> preemptions;
+  std::map<std::string, QueueLoad> queues;
+};
+
 // A cluster being built: workers, the jobs running on them, and what is
 // left free.
 class Snapshot {
@@ -70,8 +78,24 @@ class Snapshot {
     pending_.push_back(job);
     return pending_.back();
   }
-  SchedulingDecisions Schedule(const QueueConfig& config = DefaultQueueConfig()) const {
-    return ScheduleQueues(config, pending_, running_, free_, kNow, SchedulingPolicy{});
+  Decided Schedule(const QueueConfig& config = DefaultQueueConfig()) const {
+    std::vector<const RunningJob*> running;
+    for (const RunningJob& r : running_) running.push_back(&r);
+    SchedulingDecisions d =
+        ScheduleQueues(config, pending_, running, free_, kNow, SchedulingPolicy{});
+    Decided out;
+    for (size_t i = 0; i < pending_.size(); ++i) {
+      const std::string id(pending_[i].job_id);
+      JobDecision& job = d.jobs[i];
+      if (!job.placement.empty()) {
+        out.placed[id] = std::move(job.placement);
+      } else if (!job.waiting.empty()) {
+        out.waiting[id] = std::string(job.waiting);
+      }
+    }
+    out.preemptions = std::move(d.preemptions);
+    out.queues = std::move(d.queues);
+    return out;
   }
 
  private:
@@ -96,7 +120,7 @@ QueueConfig Queues(const std::string& yaml) {
   return config.ok() ? *config : DefaultQueueConfig();
 }
 
-std::vector<std::string> Victims(const SchedulingDecisions& d) {
+std::vector<std::string> Victims(const Decided& d) {
   std::vector<std::string> ids;
   for (const Preemption& p : d.preemptions) ids.push_back(p.victim);
   return ids;
@@ -106,7 +130,7 @@ TEST(ScheduleQueuesTest, TheHighestPriorityGoesFirst) {
   Snapshot s(1, 2);
   s.Pend("low", "default", 0, 2);
   s.Pend("high", "default", 1000, 2);
-  SchedulingDecisions d = s.Schedule();
+  Decided d = s.Schedule();
   EXPECT_EQ(d.placed.count("high"), 1u);
   EXPECT_EQ(d.waiting["low"],
             "1 job of higher priority ahead; needs 2 free slots, 0 free on 1 alive workers");
@@ -127,7 +151,7 @@ TEST(ScheduleQueuesTest, WithinAQueueFirstComeFirstServedAndSmallJobsBackfill) {
   s.Pend("b", "default", 100, 2);
   s.Pend("c", "default", 100, 1);
   s.Pend("d", "default", 100, 1);
-  SchedulingDecisions d = s.Schedule();
+  Decided d = s.Schedule();
   ASSERT_EQ(d.placed.count("a"), 1u);
   EXPECT_EQ(d.waiting["b"], "needs 2 free slots, 1 free on 2 alive workers");
   EXPECT_EQ(d.placed.count("c"), 1u) << "b has not waited reserve_after: c starts before it";
@@ -144,7 +168,7 @@ TEST(ScheduleQueuesTest, ALongWaitReservesSlotsAndOthersBackfillOnlyElsewhere) {
   s.Pend("small-1", "default", 100, 1);
   s.Pend("small-2", "default", 100, 1);
   s.Pend("small-3", "default", 100, 1);
-  SchedulingDecisions d = s.Schedule();
+  Decided d = s.Schedule();
   EXPECT_EQ(d.waiting["big"], "waiting for 1 slots; 1 reserved for it");
   EXPECT_EQ(d.placed.count("small-1"), 1u);
   EXPECT_EQ(d.placed.count("small-2"), 1u);
@@ -160,7 +184,7 @@ TEST(ScheduleQueuesTest, EqualPrioritiesShareIdleCapacityByWeight) {
     s.Pend(absl::StrCat("a-", i), "a", 100, 1);
     s.Pend(absl::StrCat("b-", i), "b", 100, 1);
   }
-  SchedulingDecisions d = s.Schedule(
+  Decided d = s.Schedule(
       Queues("queues:\n  - {name: a, weight: 1}\n  - {name: b, weight: 3}\ndefault_queue: a\n"));
   EXPECT_EQ(d.queues["a"].in_use.slots, 2);
   EXPECT_EQ(d.queues["b"].in_use.slots, 6);
@@ -171,7 +195,7 @@ TEST(ScheduleQueuesTest, EqualPrioritiesShareIdleCapacityByWeight) {
 TEST(ScheduleQueuesTest, AQueueBorrowsUpToItsLimitAndNoFurther) {
   Snapshot s(1, 8);
   for (int i = 0; i < 8; ++i) s.Pend(absl::StrCat("a-", i), "a", 100, 1);
-  SchedulingDecisions d =
+  Decided d =
       s.Schedule(Queues("queues:\n"
                         "  - {name: a, quota: {slots: 4}, limit: {slots: 6}}\n"
                         "  - {name: b, quota: {slots: 4}}\n"
@@ -193,7 +217,7 @@ TEST(ScheduleQueuesTest, AQueueTakesBackItsQuotaFromTheNewestBorrowedJobs) {
       "  - {name: a, quota: {slots: 4}, limit: {slots: 8}}\n"
       "  - {name: b, quota: {slots: 4}}\n"
       "default_queue: a\n");
-  SchedulingDecisions d = s.Schedule(config);
+  Decided d = s.Schedule(config);
   EXPECT_EQ(Victims(d), std::vector<std::string>{"a-new"}) << "the newest, and only as needed";
   EXPECT_EQ(d.preemptions[0].preemptor, "b-1");
   EXPECT_EQ(d.waiting["b-1"], "preempting a-new; waiting for 2 slots; 0 reserved for it");
@@ -206,7 +230,7 @@ TEST(ScheduleQueuesTest, WithinAQueueLowestPriorityThenNewestButNotTheYoung) {
   s.Run("mid", "default", 50, 1, absl::Minutes(5));
   s.Run("high", "default", 1000, 1, absl::Minutes(5));  // not below the preemptor
   s.Pend("urgent", "default", 500, 1);
-  SchedulingDecisions d = s.Schedule();
+  Decided d = s.Schedule();
   EXPECT_EQ(Victims(d), std::vector<std::string>{"low-old"})
       << "low-young started under min_runtime ago";
 
@@ -233,7 +257,7 @@ TEST(ScheduleQueuesTest, TheQuotaEntitlesAJobWithItsQueuesLowerPriorityJobsStopp
   over.Run("low", "q", 0, 2, absl::Minutes(10));
   over.Run("other", "q", 100, 2, absl::Minutes(10));
   over.Pend("high", "q", 1000, 4);
-  SchedulingDecisions d = over.Schedule(small);
+  Decided d = over.Schedule(small);
   EXPECT_TRUE(d.preemptions.empty()) << "4 is more than the quota of 2 whatever is stopped";
   EXPECT_EQ(d.waiting["high"], "needs 4 free slots, 0 free on 1 alive workers");
 }
@@ -243,7 +267,7 @@ TEST(ScheduleQueuesTest, EqualPriorityDoesNotPreemptAndNonPreemptibleIsNeverAVic
   s.Run("peer", "default", 100, 1, absl::Minutes(5));
   s.Run("pinned", "default", 0, 1, absl::Minutes(5)).preemptible = false;
   s.Pend("next", "default", 100, 1);
-  SchedulingDecisions d = s.Schedule();
+  Decided d = s.Schedule();
   EXPECT_TRUE(d.preemptions.empty());
   EXPECT_EQ(d.waiting["next"], "needs 1 free slots, 0 free on 1 alive workers");
 }
@@ -253,7 +277,7 @@ TEST(ScheduleQueuesTest, OnlyAsManyVictimsAsNeeded) {
   for (int i = 0; i < 4; ++i)
     s.Run(absl::StrCat("low-", i), "default", 0, 1, absl::Minutes(10 - i));
   s.Pend("urgent", "default", 1000, 2);
-  SchedulingDecisions d = s.Schedule();
+  Decided d = s.Schedule();
   EXPECT_EQ(Victims(d), (std::vector<std::string>{"low-3", "low-2"}));
 }
 
@@ -261,7 +285,7 @@ TEST(ScheduleQueuesTest, AnElasticVictimShrinksBeforeItIsStopped) {
   Snapshot s(1, 4);
   s.Run("elastic", "default", 0, 4, absl::Minutes(10), /*min_ranks=*/1);
   s.Pend("urgent", "default", 1000, 2);
-  SchedulingDecisions d = s.Schedule();
+  Decided d = s.Schedule();
   ASSERT_EQ(Victims(d), std::vector<std::string>{"elastic"});
   EXPECT_EQ(d.preemptions[0].keep_ranks, 2);
 
@@ -280,7 +304,7 @@ TEST(ScheduleQueuesTest, APreemptorReservesWhatItsVictimsFreeAndPreemptsNoMore) 
   PendingJob& urgent = s.Pend("urgent", "default", 1000, 1);
   urgent.preemptor = true;
   s.Pend("other", "default", 1000, 1);
-  SchedulingDecisions d = s.Schedule();
+  Decided d = s.Schedule();
   EXPECT_EQ(d.waiting["urgent"], "waiting for 1 slots; 0 reserved for it");
   EXPECT_EQ(Victims(d), std::vector<std::string>{"low"}) << "other preempts for itself";
 }
@@ -290,7 +314,7 @@ TEST(ScheduleQueuesTest, AUserRunsNoMoreThanTheQueueAllows) {
   s.Run("one", "a", 100, 1, absl::Minutes(1)).owner = "alice";
   s.Pend("two", "a", 100, 1).owner = "alice";
   s.Pend("bobs", "a", 100, 1).owner = "bob";
-  SchedulingDecisions d = s.Schedule(
+  Decided d = s.Schedule(
       Queues("queues:\n  - {name: a, max_running_jobs_per_user: 1}\ndefault_queue: a\n"));
   EXPECT_EQ(d.waiting["two"], "alice runs 1 jobs in queue a, its max_running_jobs_per_user");
   EXPECT_EQ(d.placed.count("bobs"), 1u);
@@ -299,7 +323,7 @@ TEST(ScheduleQueuesTest, AUserRunsNoMoreThanTheQueueAllows) {
 TEST(ScheduleQueuesTest, AJobOfAQueueNoLongerConfiguredRunsInTheDefaultQueue) {
   Snapshot s(1, 1);
   s.Pend("orphan", "removed", 100, 1);
-  SchedulingDecisions d = s.Schedule();
+  Decided d = s.Schedule();
   EXPECT_EQ(d.placed.count("orphan"), 1u);
   EXPECT_EQ(d.queues["default"].in_use.slots, 1);
 }
@@ -324,7 +348,7 @@ default_queue: nlp
   s.gpus_ = true;
   s.AddWorkers("gpu", 4, 8);
   for (int i = 1; i <= 5; ++i) s.Pend(absl::StrCat("nlp-", i), "nlp", 100, 4);
-  SchedulingDecisions d = s.Schedule(config);
+  Decided d = s.Schedule(config);
   EXPECT_EQ(d.placed.size(), 4u);
   EXPECT_EQ(d.waiting["nlp-5"], "queue nlp at its limit (16 of 16 GPUs)");
 

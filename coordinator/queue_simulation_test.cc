@@ -53,11 +53,13 @@ class Simulation {
     while (started_ < kJobs) {
       std::vector<PendingJob> pending;
       for (const auto& [id, job] : waiting_) pending.push_back(job.pending);
-      std::vector<RunningJob> running;
-      for (const Running& r : running_) running.push_back(r.job);
+      std::vector<const RunningJob*> running;
+      for (const Running& r : running_) running.push_back(&r.job);
       SchedulingDecisions d = ScheduleQueues(config_, pending, running, free_, now_, policy_);
       ASSERT_TRUE(d.preemptions.empty()) << "no queue has a quota to take back";
-      for (auto& [id, placement] : d.placed) Start(id, std::move(placement));
+      for (size_t i = 0; i < pending.size(); ++i) {
+        if (!d.jobs[i].placement.empty()) Start(pending[i].job_id, std::move(d.jobs[i].placement));
+      }
       AdvanceToNextEvent();
     }
   }

@@ -5,6 +5,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/labels.h"
@@ -78,7 +79,7 @@ std::string Shortfall(const std::vector<WorkerCapacity>& workers, const GangRequ
 std::vector<WorkerCapacity> FreeCapacity(const std::vector<SchedulableWorker>& workers,
                                          const std::vector<HeldSlots>& held,
                                          const std::string& except_job) {
-  std::unordered_map<std::string_view, size_t> index;
+  absl::flat_hash_map<std::string_view, size_t> index;
   index.reserve(workers.size());
   std::vector<std::vector<bool>> used(workers.size());
   for (size_t i = 0; i < workers.size(); ++i) {
@@ -95,25 +96,31 @@ std::vector<WorkerCapacity> FreeCapacity(const std::vector<SchedulableWorker>& w
     c.total_cpus = c.free_cpus = workers[i].cpus;
     c.total_memory_mb = c.free_memory_mb = workers[i].memory_mb;
   }
-  auto hold = [&](size_t i, int slot, const auto& gpus, int cpus, int64_t memory_mb) {
-    const std::vector<int>& indices = workers[i].gpu_indices;
-    std::vector<bool>& slots = used[i];
-    if (gpus.empty() && slot >= 0 && slot < static_cast<int>(slots.size())) slots[slot] = true;
-    for (int gpu : gpus) {
-      auto it = std::find(indices.begin(), indices.end(), gpu);
-      if (it != indices.end()) slots[it - indices.begin()] = true;
-    }
+  auto use = [&](size_t i, int slot) {
+    if (slot >= 0 && slot < static_cast<int>(used[i].size())) used[i][slot] = true;
+  };
+  auto reserve = [&](size_t i, int cpus, int64_t memory_mb) {
     capacity[i].free_cpus -= cpus;
     capacity[i].free_memory_mb -= memory_mb;
   };
   for (size_t i = 0; i < workers.size(); ++i) {
+    const std::vector<int>& indices = workers[i].gpu_indices;
     for (const v1::RunningRank& r : workers[i].running) {
-      if (r.rank().job_id() != except_job) hold(i, r.slot(), r.gpus(), r.cpus(), r.memory_mb());
+      if (r.rank().job_id() == except_job) continue;
+      if (r.gpus().empty()) use(i, r.slot());
+      for (int gpu : r.gpus()) {  // a GPU rank holds the slot of each of its GPUs
+        auto at = std::find(indices.begin(), indices.end(), gpu);
+        if (at != indices.end()) use(i, static_cast<int>(at - indices.begin()));
+      }
+      reserve(i, r.cpus(), r.memory_mb());
     }
   }
+  auto it = index.end();  // a job's ranks on one worker come one after another
   for (const HeldSlots& h : held) {
-    auto it = index.find(h.worker_id);
-    if (it != index.end()) hold(it->second, h.slot, h.gpus, h.cpus, h.memory_mb);
+    if (it == index.end() || it->first != h.worker_id) it = index.find(h.worker_id);
+    if (it == index.end()) continue;
+    for (int slot : h.slots) use(it->second, slot);
+    reserve(it->second, h.cpus, h.memory_mb);
   }
   for (size_t i = 0; i < workers.size(); ++i) {
     for (int s = 0; s < static_cast<int>(used[i].size()); ++s) {

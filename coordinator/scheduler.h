@@ -7,9 +7,11 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "coordinator/worker_membership.h"
 
 namespace ringmaster {
@@ -29,11 +31,11 @@ struct WorkerCapacity {
   int64_t free_memory_mb = 0;
 };
 
-// A slot (or the GPUs) a placed rank holds, and what else it reserved.
+// The slots a placed rank holds (one, or one per GPU), and what else it
+// reserved: a view of the caller's placement.
 struct HeldSlots {
-  std::string worker_id;
-  int slot = 0;
-  std::vector<int> gpus;  // GPU indices; a GPU rank holds the slot of each
+  std::string_view worker_id;
+  absl::Span<const int> slots;  // slot indices
   int cpus = 0;
   int64_t memory_mb = 0;
 };

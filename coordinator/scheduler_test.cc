@@ -86,7 +86,8 @@ TEST(FreeCapacityTest, PlacedAndReportedRanksHoldTheirSlots) {
   stale.mutable_rank()->set_job_id("old");
   stale.set_slot(3);
   w.running.push_back(stale);
-  std::vector<WorkerCapacity> c = FreeCapacity({w}, {{"w1", 1, {}}}, "");
+  const std::vector<int> slot_1 = {1};
+  std::vector<WorkerCapacity> c = FreeCapacity({w}, {{"w1", slot_1}}, "");
   ASSERT_EQ(c.size(), 1u);
   EXPECT_EQ(c[0].free_slots, (std::vector<int>{0, 2}));
   EXPECT_EQ(FreeCapacity({w}, {}, "old")[0].free_slots, (std::vector<int>{0, 1, 2, 3}))
@@ -97,10 +98,16 @@ TEST(FreeCapacityTest, GpuRanksHoldTheSlotsOfTheirGpus) {
   SchedulableWorker w;
   w.worker_id = "g1";
   w.slots = 4;
-  w.gpu_indices = {0, 1, 2, 3};
-  std::vector<WorkerCapacity> c = FreeCapacity({w}, {{"g1", 0, {0, 1}}}, "");
+  w.gpu_indices = {4, 5, 6, 7};  // slot i is GPU gpu_indices[i]
+  v1::RunningRank reported;
+  reported.mutable_rank()->set_job_id("old");
+  reported.add_gpus(5);
+  reported.add_gpus(6);
+  w.running.push_back(reported);
+  const std::vector<int> slot_0 = {0};
+  std::vector<WorkerCapacity> c = FreeCapacity({w}, {{"g1", slot_0}}, "");
   EXPECT_TRUE(c[0].gpu_slots);
-  EXPECT_EQ(c[0].free_slots, (std::vector<int>{2, 3}));
+  EXPECT_EQ(c[0].free_slots, (std::vector<int>{3}));
 }
 
 TEST(PlaceGangTest, SelectorPlacesOnlyOnWorkersWithEveryLabel) {
@@ -202,7 +209,8 @@ TEST(FreeCapacityTest, PlacedAndReportedRanksHoldTheirCpusAndMemory) {
   stale.set_cpus(2);
   stale.set_memory_mb(4096);
   w.running.push_back(stale);
-  HeldSlots held{"w1", 0, {}, 3, 1024};
+  const std::vector<int> slot_0 = {0};
+  HeldSlots held{"w1", slot_0, 3, 1024};
   std::vector<WorkerCapacity> c = FreeCapacity({w}, {held}, "");
   EXPECT_EQ(c[0].free_cpus, 3);
   EXPECT_EQ(c[0].free_memory_mb, 16384 - 4096 - 1024);
