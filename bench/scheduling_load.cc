@@ -52,6 +52,36 @@ v1::JobSpec Spec(const std::string& queue, int ranks, const std::string& priorit
   return spec;
 }
 
+// Each worker starts the ranks it was sent, says so, and then lists them
+// in its heartbeats, as a real worker does: its heartbeat, to send again.
+absl::StatusOr<std::vector<v1::Heartbeat>> StartRanks(
+    JobManager& manager, const std::vector<WorkerSession>& sessions,
+    const std::vector<std::unique_ptr<FakeWorkerLink>>& links) {
+  std::vector<v1::Heartbeat> beats(links.size());
+  for (size_t w = 0; w < links.size(); ++w) {
+    v1::Heartbeat& beat = beats[w];
+    int64_t seq = 0;
+    for (const v1::CoordinatorMessage& m : links[w]->Take()) {
+      if (!m.has_start_rank()) continue;
+      const v1::StartRank& start = m.start_rank();
+      v1::WorkerMessage started;
+      started.set_seq(++seq);
+      *started.mutable_rank_started()->mutable_rank() = start.rank();
+      started.mutable_rank_started()->set_pid(1000 + seq);
+      manager.OnRankEvent(sessions[w], started);
+      v1::RunningRank& running = *beat.add_running();
+      *running.mutable_rank() = start.rank();
+      running.set_slot(start.slot());
+      *running.mutable_gpus() = start.gpus();
+      running.set_pid(1000 + seq);
+    }
+    if (!manager.OnHeartbeat(sessions[w], beat)) {
+      return absl::InternalError(absl::StrCat("worker ", w, " lost its session"));
+    }
+  }
+  return beats;
+}
+
 }  // namespace
 
 absl::StatusOr<SchedulingLoadResult> RunSchedulingLoad(const SchedulingLoadOptions& options) {
@@ -67,6 +97,7 @@ absl::StatusOr<SchedulingLoadResult> RunSchedulingLoad(const SchedulingLoadOptio
   RETURN_IF_ERROR(manager.Recover());
 
   std::vector<std::unique_ptr<FakeWorkerLink>> links;
+  std::vector<WorkerSession> sessions;
   for (int i = 0; i < options.workers; ++i) {
     links.push_back(std::make_unique<FakeWorkerLink>());
     v1::RegisterWorker r;
@@ -76,7 +107,8 @@ absl::StatusOr<SchedulingLoadResult> RunSchedulingLoad(const SchedulingLoadOptio
     r.set_incarnation("bench");
     for (int p = 0; p < options.slots_per_worker; ++p) r.add_free_ports(40000 + p);
     int64_t ack = 0;
-    RETURN_IF_ERROR(manager.RegisterWorker(links.back().get(), r, &ack).status());
+    ASSIGN_OR_RETURN(WorkerSession session, manager.RegisterWorker(links.back().get(), r, &ack));
+    sessions.push_back(session);
   }
   // Fill the cluster: each queue runs its quota in whole-worker jobs.
   const int fill = options.workers;
@@ -87,6 +119,7 @@ absl::StatusOr<SchedulingLoadResult> RunSchedulingLoad(const SchedulingLoadOptio
                         .status());
   }
   manager.Tick();
+  ASSIGN_OR_RETURN(const std::vector<v1::Heartbeat> beats, StartRanks(manager, sessions, links));
   // Then the backlog, timing each submit, ticking as the coordinator would
   // every 50 ms of submits.
   std::mt19937_64 rng(7);
@@ -106,9 +139,15 @@ absl::StatusOr<SchedulingLoadResult> RunSchedulingLoad(const SchedulingLoadOptio
     }
   }
   // The clock stands still: no worker misses a heartbeat and nothing times
-  // out, so each tick does the same work.
+  // out, so each tick does the same work. Between two ticks (50 ms) the
+  // twentieth of the workers whose turn it is heartbeat (every second).
   std::vector<double> ticks;
+  const size_t per_tick = std::max<size_t>(1, beats.size() / 20);
+  size_t next_beat = 0;
   for (int i = 0; i < options.ticks; ++i) {
+    for (size_t b = 0; b < per_tick; ++b, next_beat = (next_beat + 1) % beats.size()) {
+      manager.OnHeartbeat(sessions[next_beat], beats[next_beat]);
+    }
     const absl::Time start = absl::Now();
     manager.Tick();
     ticks.push_back(absl::ToDoubleMilliseconds(absl::Now() - start));
@@ -116,7 +155,7 @@ absl::StatusOr<SchedulingLoadResult> RunSchedulingLoad(const SchedulingLoadOptio
   SchedulingLoadResult result;
   for (const auto& [state, count] : manager.CountByState()) {
     if (state == v1::PENDING) result.pending_jobs += count;
-    if (state == v1::STARTING || state == v1::RUNNING) result.running_jobs += count;
+    if (state == v1::RUNNING) result.running_jobs += count;
   }
   result.submit_p50_ms = Percentile(submits, 0.5);
   result.submit_p99_ms = Percentile(submits, 0.99);

@@ -349,9 +349,16 @@ void JobManager::TickLocked() {
       CheckDeadline(*table_.resident().at(number), now);
     }
   }
+  const absl::flat_hash_set<std::string> relisted = membership_->ListsChangedSince(&lists_seen_);
+  size_t view = 0;  // into placed_views_, which follow placed() in order
   for (const auto& [number, record] : table_.placed()) {
     JobRecord& entry = *record;
-    CheckRanksReported(entry);  // ended jobs too: their ranks hold slots
+    while (view < placed_views_.size() && placed_views_[view].number < number) ++view;
+    const bool viewed = view < placed_views_.size() && placed_views_[view].number == number;
+    // Ended jobs too: their ranks hold slots.
+    if (MaySeeNewSightings(entry, viewed ? &placed_views_[view] : nullptr, relisted)) {
+      CheckRanksReported(entry);
+    }
     if (CheckDeadline(entry, now) || !IsActive(entry.job.state())) continue;
     if (entry.ending && now >= entry.decide_at) {
       EndAttempt(entry);

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -191,6 +192,11 @@ class JobManager {
   // What the scheduler sees of the pending jobs: brings pending_views_ up
   // to JobTable::pending() and marks preemptors.
   void UpdatePendingViewsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The queue's name as queues_ spells it, else `queue`: the views name
+  // their queue by the config's strings, which a scheduling pass reads
+  // thousands of times.
+  std::string_view QueueNameLocked(const std::string& queue) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Brings placed_views_ up to JobTable::placed().
   void UpdatePlacedViewsLocked(const std::vector<SchedulableWorker>& workers)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -226,6 +232,13 @@ class JobManager {
   // exit was lost: after kReportsBeforeQuery reports without it the exit is
   // asked for again, after kReportsBeforeLost the rank is RANK_LOST.
   void CheckRanksReported(JobRecord& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether the reports may say something new of the job's ranks since
+  // CheckRanksReported last looked: the job has changed, or a worker its
+  // ranks hold slots on (as of `view`, its placed view if any) has listed
+  // its running ranks again.
+  struct PlacedView;
+  static bool MaySeeNewSightings(const JobRecord& entry, const PlacedView* view,
+                                 const absl::flat_hash_set<std::string>& relisted);
   static constexpr int kReportsBeforeQuery = 2;
   static constexpr int kReportsBeforeLost = 4;
   void ReconcileLocked(const WorkerSession& session, const v1::RegisterWorker& request,
@@ -282,6 +295,7 @@ class JobManager {
     RunningJob job;  // job.ranks: where its ranks hold slots
   };
   std::vector<PlacedView> placed_views_ ABSL_GUARDED_BY(mu_);
+  int64_t lists_seen_ ABSL_GUARDED_BY(mu_) = 0;  // WorkerMembership::ListsChangedSince
   // PENDING jobs that preempted others, by id: the victims still stopping.
   std::map<std::string, std::set<std::string>> preemptors_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, QueueLoad> queue_loads_ ABSL_GUARDED_BY(mu_);

@@ -60,8 +60,8 @@ void JobManager::UpdatePendingViewsLocked() {
       continue;
     }
     const v1::Job& job = table_.resident().at(number)->job;
-    views.push_back({job.id(), job.spec().queue(), job.owner(), job.priority(), number,
-                     LastEntered(job, v1::PENDING), false, GangOf(job.spec())});
+    views.push_back({job.id(), QueueNameLocked(job.spec().queue()), job.owner(), job.priority(),
+                     number, LastEntered(job, v1::PENDING), false, GangOf(job.spec())});
     meta.push_back({stamp, job.pending_reason(), job.spec().deadline_s() > 0});
   }
   pending_views_ = std::move(views);
@@ -91,10 +91,10 @@ namespace {
 
 // What the scheduler sees of a placed job now.
 RunningJob ViewOfPlaced(
-    const v1::Job& job,
+    const v1::Job& job, std::string_view queue,
     const absl::flat_hash_map<std::string_view, const SchedulableWorker*>& workers) {
   RunningJob view{job.id(),
-                  job.spec().queue(),
+                  queue,
                   job.owner(),
                   job.priority(),
                   LastEntered(job, v1::STARTING),
@@ -135,7 +135,8 @@ void JobManager::UpdatePlacedViewsLocked(const std::vector<SchedulableWorker>& w
       continue;
     }
     const bool running = job.state() == v1::STARTING || job.state() == v1::RUNNING;
-    views.push_back({number, job.revision(), running, ViewOfPlaced(job, by_id)});
+    views.push_back({number, job.revision(), running,
+                     ViewOfPlaced(job, QueueNameLocked(job.spec().queue()), by_id)});
   }
   placed_views_ = std::move(views);
 }
@@ -219,6 +220,17 @@ void JobManager::SetQueues(QueueConfig queues) {
   MutexLock lock(&mu_);
   queues_ = std::move(queues);
   queue_loads_.clear();
+  // The views name their queues by the config's strings.
+  pending_views_.clear();
+  pending_meta_.clear();
+  placed_views_.clear();
+}
+
+std::string_view JobManager::QueueNameLocked(const std::string& queue) const {
+  for (const QueueSpec& spec : queues_.queues) {
+    if (spec.name == queue) return spec.name;
+  }
+  return queue;
 }
 
 namespace {
@@ -327,19 +339,19 @@ void JobManager::SendStart(const JobRecord& entry, int rank) {
 
 void JobManager::CheckRegrowth(JobRecord& entry, absl::Time now) {
   v1::Job& job = entry.job;
+  if (job.world_size() >= job.spec().ranks()) {  // as most are: this runs for every RUNNING job
+    entry.regrow_since = absl::InfiniteFuture();
+    return;
+  }
+  // A job waiting at the same or a higher priority has the free slots
+  // first: growing into them would only be preempted again.
+  bool others_first = false;
+  for (const auto& [number, stamp] : table_.pending()) {
+    others_first |= table_.resident().at(number)->job.priority() >= job.priority();
+  }
   GangRequest full = GangOf(job.spec());
   full.min_ranks = 0;
-  // A job waiting at the same or a higher priority has the free slots
-  // first: growing into them would only be preempted again. Looked at only
-  // for a job below its size, as this runs for every RUNNING job.
-  bool others_first = false;
-  if (job.world_size() < job.spec().ranks()) {
-    for (const auto& [number, stamp] : table_.pending()) {
-      others_first |= table_.resident().at(number)->job.priority() >= job.priority();
-    }
-  }
-  if (job.world_size() >= job.spec().ranks() || others_first ||
-      !PlaceGang(CapacityLocked(membership_->Schedulable(), job.id()), full).ok()) {
+  if (others_first || !PlaceGang(CapacityLocked(membership_->Schedulable(), job.id()), full).ok()) {
     entry.regrow_since = absl::InfiniteFuture();
     return;
   }

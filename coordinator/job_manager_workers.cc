@@ -125,18 +125,26 @@ void JobManager::HeartbeatLocked(const WorkerSession& session, const v1::Heartbe
   }
 }
 
+bool JobManager::MaySeeNewSightings(const JobRecord& entry, const PlacedView* view,
+                                    const absl::flat_hash_set<std::string>& relisted) {
+  const int64_t revision = entry.job.revision();
+  if (entry.sightings_checked != revision || view == nullptr || view->revision != revision) {
+    return true;
+  }
+  for (const RankPlacement& p : view->job.ranks) {
+    if (relisted.count(p.worker_id) > 0) return true;
+  }
+  return false;
+}
+
 void JobManager::CheckRanksReported(JobRecord& entry) {
   const v1::Job& job = entry.job;
+  entry.sightings_checked = job.revision();  // a change made here is looked at again
+  const std::vector<std::optional<WorkerMembership::Sighting>> sightings =
+      membership_->Sightings(job);
   for (int r = 0; r < job.ranks_size(); ++r) {
     const v1::RankStatus& rank = job.ranks(r);
-    std::optional<WorkerMembership::Sighting> seen;
-    v1::RankRef ref;
-    if (rank.state() == v1::RANK_RUNNING) {
-      ref.set_job_id(job.id());
-      ref.set_attempt(job.attempt());
-      ref.set_rank(r);
-      seen = membership_->LastSighting(rank.worker_id(), ref);
-    }
+    const std::optional<WorkerMembership::Sighting>& seen = sightings[r];
     if (!seen || seen->running) {
       if (!entry.unseen.empty()) entry.unseen.erase(r);
       continue;
@@ -161,7 +169,10 @@ void JobManager::CheckRanksReported(JobRecord& entry) {
       spdlog::warn("job {}: worker {} no longer lists rank {}: asking for its exit", job.id(),
                    rank.worker_id(), r);
       v1::CoordinatorMessage query;
-      *query.mutable_query_rank()->mutable_rank() = ref;
+      v1::RankRef& ref = *query.mutable_query_rank()->mutable_rank();
+      ref.set_job_id(job.id());
+      ref.set_attempt(job.attempt());
+      ref.set_rank(r);
       SendLocked(rank.worker_id(), query);
     }
   }

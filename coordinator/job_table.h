@@ -55,6 +55,8 @@ struct JobRecord {
     bool queried = false;
   };
   std::map<int, Unseen> unseen;  // by rank
+  // The revision CheckRanksReported last looked at.
+  int64_t sightings_checked = -1;
 
   // Records a rank's report; the job's progress is rank 0's, with
   // throughput summed over the ranks.

@@ -24,12 +24,27 @@ int FewestRanks(const GangRequest& r) {
   return r.min_ranks > 0 && r.min_ranks < r.ranks ? r.min_ranks : r.ranks;
 }
 
+// A pending job as a pass orders it: what the order reads, beside the job.
+struct InLine {
+  bool preemptor = false;
+  int priority = 0;
+  int64_t sequence = 0;
+  SlotAmount need;  // of its fewest ranks
+  const PendingJob* job = nullptr;
+
+  bool operator<(const InLine& o) const {
+    if (preemptor != o.preemptor) return preemptor;
+    if (priority != o.priority) return priority > o.priority;
+    return sequence < o.sequence;
+  }
+};
+
 struct QueueState {
   const QueueSpec* spec = nullptr;
   SlotAmount in_use;
   std::map<std::string_view, int> running_by_user;
-  std::vector<const PendingJob*> pending;  // in the order they are considered
-  size_t next = 0;                         // the first not yet decided
+  std::vector<InLine> pending;  // in the order they are considered
+  size_t next = 0;              // the first not yet decided
   int running_jobs = 0;
   int placed = 0;               // of its pending jobs, this pass
   bool reserved_share = false;  // this pass reserved for it as owed its share
@@ -80,14 +95,12 @@ class Pass {
   SchedulingDecisions Run(const std::vector<PendingJob>& pending) {
     pending_ = pending.data();
     decisions_.jobs.resize(pending.size());
-    for (const PendingJob& job : pending) QueueOf(job.queue).pending.push_back(&job);
+    for (const PendingJob& job : pending) {
+      QueueOf(job.queue).pending.push_back({job.preemptor, job.priority, job.sequence,
+                                            AmountOf(job.request, FewestRanks(job.request)), &job});
+    }
     for (auto& [name, q] : queues_) {
-      std::stable_sort(q.pending.begin(), q.pending.end(),
-                       [](const PendingJob* a, const PendingJob* b) {
-                         if (a->preemptor != b->preemptor) return a->preemptor;
-                         if (a->priority != b->priority) return a->priority > b->priority;
-                         return a->sequence < b->sequence;
-                       });
+      std::sort(q.pending.begin(), q.pending.end());
       if (!q.pending.empty() || q.running_jobs > 0) {
         wanting_weights_ += q.spec->weight;
         ++wanting_;
@@ -97,7 +110,7 @@ class Pass {
     while (!order_.empty()) {
       QueueState& q = *order_.top().queue;
       order_.pop();
-      Decide(*q.pending[q.next++], q);
+      Decide(*q.pending[q.next++].job, q);
       Enqueue(q);
     }
     for (auto& [name, q] : queues_) {
@@ -152,13 +165,12 @@ class Pass {
   // Puts the queue's next job in the order, if it has one.
   void Enqueue(QueueState& q) {
     if (q.next >= q.pending.size()) return;
-    const PendingJob& head = *q.pending[q.next];
+    const InLine& head = q.pending[q.next];
     // Half-way between the share it has and the one it would have with its
     // head started: the share before favours a queue of jobs large for its
     // share (each start overshoots it), the share after (Kueue's rule)
     // starves it.
-    const double share =
-        (Share(q) + Share(q, AmountOf(head.request, FewestRanks(head.request)))) / 2;
+    const double share = (Share(q) + Share(q, head.need)) / 2;
     order_.push({head.preemptor, head.priority, share, head.sequence, &q});
   }
 

@@ -105,8 +105,8 @@ std::vector<WorkerCapacity> FreeCapacity(const std::vector<SchedulableWorker>& w
   };
   for (size_t i = 0; i < workers.size(); ++i) {
     const std::vector<int>& indices = workers[i].gpu_indices;
-    for (const v1::RunningRank& r : workers[i].running) {
-      if (r.rank().job_id() == except_job) continue;
+    for (const v1::RunningRank& r : *workers[i].running) {
+      if (!except_job.empty() && r.rank().job_id() == except_job) continue;
       if (r.gpus().empty()) use(i, r.slot());
       for (int gpu : r.gpus()) {  // a GPU rank holds the slot of each of its GPUs
         auto at = std::find(indices.begin(), indices.end(), gpu);
@@ -202,17 +202,21 @@ std::vector<WorkerCapacity> IdleCapacity(std::vector<WorkerCapacity> workers) {
 }
 
 std::string NeverFits(const std::vector<WorkerCapacity>& workers, const GangRequest& request) {
-  if (PlaceGang(IdleCapacity(workers), request).ok()) return "";
   const int fewest =
       request.min_ranks > 0 ? std::min(request.min_ranks, request.ranks) : request.ranks;
-  if (SlotsOnly(request)) {
+  if (SlotsOnly(request)) {  // the ranks the idle workers hold, counted
     int cluster_slots = 0;
+    int room = 0;
     for (const auto& w : workers) {
-      if (Matches(w, request)) cluster_slots += w.total_slots;
+      if (!Matches(w, request)) continue;
+      cluster_slots += w.total_slots;
+      room += w.total_slots / SlotsPerRank(request);
     }
+    if (room >= fewest) return "";
     return absl::StrCat("needs ", fewest * SlotsPerRank(request), " ", SlotWord(request),
                         "; the cluster has ", cluster_slots, " (waiting for workers to join)");
   }
+  if (PlaceGang(IdleCapacity(workers), request).ok()) return "";
   return absl::StrCat("needs ", DescribeRanks(request, fewest),
                       ", more than all alive workers can hold (waiting for workers to join)");
 }

@@ -85,7 +85,7 @@ TEST(FreeCapacityTest, PlacedAndReportedRanksHoldTheirSlots) {
   v1::RunningRank stale;  // a rank of an attempt that ended while w1 was away
   stale.mutable_rank()->set_job_id("old");
   stale.set_slot(3);
-  w.running.push_back(stale);
+  w.running = std::make_shared<std::vector<v1::RunningRank>>(1, stale);
   const std::vector<int> slot_1 = {1};
   std::vector<WorkerCapacity> c = FreeCapacity({w}, {{"w1", slot_1}}, "");
   ASSERT_EQ(c.size(), 1u);
@@ -103,7 +103,7 @@ TEST(FreeCapacityTest, GpuRanksHoldTheSlotsOfTheirGpus) {
   reported.mutable_rank()->set_job_id("old");
   reported.add_gpus(5);
   reported.add_gpus(6);
-  w.running.push_back(reported);
+  w.running = std::make_shared<std::vector<v1::RunningRank>>(1, reported);
   const std::vector<int> slot_0 = {0};
   std::vector<WorkerCapacity> c = FreeCapacity({w}, {{"g1", slot_0}}, "");
   EXPECT_TRUE(c[0].gpu_slots);
@@ -208,7 +208,7 @@ TEST(FreeCapacityTest, PlacedAndReportedRanksHoldTheirCpusAndMemory) {
   stale.set_slot(3);
   stale.set_cpus(2);
   stale.set_memory_mb(4096);
-  w.running.push_back(stale);
+  w.running = std::make_shared<std::vector<v1::RunningRank>>(1, stale);
   const std::vector<int> slot_0 = {0};
   HeldSlots held{"w1", slot_0, 3, 1024};
   std::vector<WorkerCapacity> c = FreeCapacity({w}, {held}, "");

@@ -84,6 +84,8 @@ absl::StatusOr<WorkerSession> WorkerMembership::Register(WorkerLink* link,
   m.free_ports.assign(request.free_ports().begin(), request.free_ports().end());
   m.running.clear();
   for (const v1::RunningRank& r : request.running()) m.running[KeyOf(r.rank())] = r;
+  m.running_list.reset();
+  m.listed_at = ++list_changes_;
   ++m.reports;
   SetState(m, v1::WORKER_STATE_ALIVE, "");
   return WorkerSession{m.info.id(), m.info.session(), m.incarnation, new_incarnation};
@@ -121,6 +123,8 @@ bool WorkerMembership::Heartbeat(const WorkerSession& session, const v1::Heartbe
   m->info.set_cpu_utilization_ratio(beat.cpu_utilization_ratio());
   m->running.clear();
   for (const v1::RunningRank& r : beat.running()) m->running[KeyOf(r.rank())] = r;
+  m->running_list.reset();
+  m->listed_at = ++list_changes_;
   ++m->reports;
   *revived = m->info.state() == v1::WORKER_STATE_LOST;
   Evaluate(*m, clock_->Now());
@@ -135,16 +139,48 @@ EventVerdict WorkerMembership::AcceptEvent(const WorkerSession& session,
   if (message.seq() <= m->applied_seq) return EventVerdict::kDuplicate;
   m->applied_seq = message.seq();
   // An exited rank's slot is free now, not at the next heartbeat.
-  if (message.has_rank_exited()) m->running.erase(KeyOf(message.rank_exited().rank()));
+  if (message.has_rank_exited() && m->running.erase(KeyOf(message.rank_exited().rank())) > 0) {
+    m->running_list.reset();
+    m->listed_at = ++list_changes_;
+  }
   return EventVerdict::kApply;
 }
 
-std::optional<WorkerMembership::Sighting> WorkerMembership::LastSighting(
-    const std::string& worker_id, const v1::RankRef& rank) const {
+std::vector<std::optional<WorkerMembership::Sighting>> WorkerMembership::Sightings(
+    const v1::Job& job) const {
+  const int ranks = job.ranks_size();
+  std::vector<std::optional<Sighting>> out(ranks);
+  std::vector<const Member*> listed_by(ranks, nullptr);
   MutexLock lock(&mu_);
-  const Member* m = Find(worker_id);
-  if (m == nullptr) return std::nullopt;
-  return Sighting{m->reports, m->running.count(KeyOf(rank)) > 0};
+  const Member* m = nullptr;  // a job's ranks on one worker come one after another
+  for (int r = 0; r < ranks; ++r) {
+    const v1::RankStatus& rank = job.ranks(r);
+    if (rank.state() != v1::RANK_RUNNING) continue;
+    if (m == nullptr || m->info.id() != rank.worker_id()) {
+      m = Find(rank.worker_id());
+      if (m == nullptr) continue;
+      // What the worker's report lists of this attempt, in one walk.
+      for (auto it = m->running.lower_bound(RankKeyView{job.id(), job.attempt(), 0});
+           it != m->running.end() && std::get<1>(it->first) == job.attempt() &&
+           std::get<0>(it->first) == job.id();
+           ++it) {
+        const int listed = std::get<2>(it->first);
+        if (listed >= 0 && listed < ranks) listed_by[listed] = m;
+      }
+    }
+    out[r] = Sighting{m->reports, listed_by[r] == m};
+  }
+  return out;
+}
+
+absl::flat_hash_set<std::string> WorkerMembership::ListsChangedSince(int64_t* since) const {
+  absl::flat_hash_set<std::string> changed;
+  MutexLock lock(&mu_);
+  for (const auto& [id, m] : members_) {
+    if (m.listed_at > *since) changed.insert(id);
+  }
+  *since = list_changes_;
+  return changed;
 }
 
 bool WorkerMembership::Evaluate(Member& m, absl::Time now) {
@@ -187,6 +223,8 @@ std::vector<LostWorker> WorkerMembership::Expire() {
   for (auto& [id, m] : members_) {
     if (Evaluate(m, now)) lost.push_back({id, m.info.state_reason()});
   }
+  std::sort(lost.begin(), lost.end(),
+            [](const LostWorker& a, const LostWorker& b) { return a.worker_id < b.worker_id; });
   return lost;
 }
 
@@ -242,7 +280,12 @@ std::vector<SchedulableWorker> WorkerMembership::Schedulable() const {
     w.incarnation = m.incarnation;
     w.slots = m.info.slots();
     for (const v1::Gpu& gpu : m.info.gpus()) w.gpu_indices.push_back(gpu.index());
-    for (const auto& [key, rank] : m.running) w.running.push_back(rank);
+    if (m.running_list == nullptr) {
+      auto list = std::make_shared<std::vector<v1::RunningRank>>();
+      for (const auto& [key, rank] : m.running) list->push_back(rank);
+      m.running_list = std::move(list);
+    }
+    w.running = m.running_list;
     w.labels = {m.info.labels().begin(), m.info.labels().end()};
     w.cpus = m.info.cpus();
     w.memory_mb = m.info.memory_mb();

@@ -14,13 +14,17 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/container/node_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -28,6 +32,7 @@
 #include "common/mutex.h"
 #include "coordinator/worker_link.h"
 #include "proto/cluster.pb.h"
+#include "proto/job.pb.h"
 #include "proto/worker.pb.h"
 
 namespace ringmaster {
@@ -61,8 +66,11 @@ struct SchedulableWorker {
   std::string worker_id;
   std::string incarnation;
   int slots = 0;
-  std::vector<int> gpu_indices;          // per slot; empty for a CPU worker
-  std::vector<v1::RunningRank> running;  // rank processes the worker reports
+  std::vector<int> gpu_indices;  // per slot; empty for a CPU worker
+  // Rank processes the worker reports: one list per report, which every
+  // snapshot until the next shares. Never null.
+  std::shared_ptr<const std::vector<v1::RunningRank>> running =
+      std::make_shared<const std::vector<v1::RunningRank>>();
   std::map<std::string, std::string> labels;
   int cpus = 0;           // 0: not counted
   int64_t memory_mb = 0;  // 0: not counted
@@ -113,8 +121,13 @@ class WorkerMembership {
     int64_t reports = 0;
     bool running = false;  // the latest report listed the rank
   };
-  // Null for a worker that never registered.
-  std::optional<Sighting> LastSighting(const std::string& worker_id, const v1::RankRef& rank) const;
+  // Of each RUNNING rank of the job's current attempt, by its index:
+  // null for the other ranks and those of a worker that never registered.
+  std::vector<std::optional<Sighting>> Sightings(const v1::Job& job) const;
+  // The workers whose list of running ranks may have changed (a report, an
+  // applied exit) since `*since`, which it advances: a caller that asks
+  // before each look at Sightings looks again only where they changed.
+  absl::flat_hash_set<std::string> ListsChangedSince(int64_t* since) const;
 
   // Queues `message` on the worker's stream; false when it has none.
   bool Send(const std::string& worker_id, const v1::CoordinatorMessage& message);
@@ -132,6 +145,7 @@ class WorkerMembership {
 
  private:
   using RankKey = std::tuple<std::string, int, int>;  // job, attempt, rank
+  using RankKeyView = std::tuple<std::string_view, int, int>;
   struct Member {
     v1::Worker info;  // id, address, slots, gpus, usage; state and its reason
     WorkerLink* link = nullptr;
@@ -141,9 +155,13 @@ class WorkerMembership {
     absl::Time last_heartbeat;
     absl::Time lose_at = absl::InfiniteFuture();  // while it has no stream
     std::vector<int> free_ports;
-    std::map<RankKey, v1::RunningRank> running;
-    int64_t reports = 0;  // heartbeats and registrations
-    int64_t order = 0;    // registration order, for stable placement
+    std::map<RankKey, v1::RunningRank, std::less<>> running;
+    // `running` as a list for snapshots, made when first asked for; null
+    // after a change.
+    mutable std::shared_ptr<const std::vector<v1::RunningRank>> running_list;
+    int64_t reports = 0;    // heartbeats and registrations
+    int64_t listed_at = 0;  // list_changes_ when `running` last changed
+    int64_t order = 0;      // registration order, for stable placement
   };
 
   Member* Find(const std::string& worker_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -160,8 +178,10 @@ class WorkerMembership {
   const MembershipOptions options_;
 
   mutable Mutex mu_;
-  std::map<std::string, Member> members_ ABSL_GUARDED_BY(mu_);
+  // By id: looked up for every rank each tick.
+  absl::node_hash_map<std::string, Member> members_ ABSL_GUARDED_BY(mu_);
   int64_t next_order_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t list_changes_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace ringmaster

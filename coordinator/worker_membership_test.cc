@@ -210,10 +210,14 @@ TEST_F(WorkerMembershipTest, ReportedRanksOccupySlotsUntilTheirExitIsApplied) {
   r->set_slot(1);
   bool revived;
   ASSERT_TRUE(membership_.Heartbeat(s, beat, &revived));
-  ASSERT_EQ(membership_.Schedulable()[0].running.size(), 1u);
-  EXPECT_EQ(membership_.Schedulable()[0].running[0].slot(), 1);
+  const std::vector<SchedulableWorker> before = membership_.Schedulable();
+  ASSERT_EQ(before[0].running->size(), 1u);
+  EXPECT_EQ((*before[0].running)[0].slot(), 1);
+  EXPECT_EQ(membership_.Schedulable()[0].running, before[0].running)
+      << "snapshots share the list of one report";
   EXPECT_EQ(membership_.AcceptEvent(s, Event(1)), EventVerdict::kApply);
-  EXPECT_TRUE(membership_.Schedulable()[0].running.empty());
+  EXPECT_TRUE(membership_.Schedulable()[0].running->empty());
+  EXPECT_EQ(before[0].running->size(), 1u) << "a snapshot keeps what it saw";
 }
 
 }  // namespace
