@@ -190,8 +190,9 @@ class JobManager {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void SendStart(const JobRecord& entry, int rank) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // What the scheduler sees of the pending jobs: brings pending_views_ up
-  // to JobTable::pending() and marks preemptors.
+  // to JobTable::pending() (when it has changed) and marks preemptors.
   void UpdatePendingViewsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void MergePendingViewsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The queue's name as queues_ spells it, else `queue`: the views name
   // their queue by the config's strings, which a scheduling pass reads
   // thousands of times.
@@ -283,6 +284,8 @@ class JobManager {
     bool deadline = false;  // the spec has deadline_s
   };
   std::vector<PendingMeta> pending_meta_ ABSL_GUARDED_BY(mu_);
+  int64_t pending_views_at_ ABSL_GUARDED_BY(mu_) = -1;         // JobTable::pending_changes() then
+  std::vector<int64_t> preemptor_views_ ABSL_GUARDED_BY(mu_);  // the views marked preemptor
   // What the scheduler sees of each placed job, oldest first, kept while
   // the job's revision stays (every change to a job takes a new one): the
   // ranks that hold slots and, while it is STARTING or RUNNING, what may be

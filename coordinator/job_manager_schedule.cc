@@ -43,7 +43,44 @@ absl::Time LastEntered(const v1::Job& job, v1::JobState state) {
 
 }  // namespace
 
+namespace {
+
+PendingJob* ViewOf(std::vector<PendingJob>& views, int64_t number) {
+  auto view = std::lower_bound(views.begin(), views.end(), number,
+                               [](const PendingJob& p, int64_t n) { return p.sequence < n; });
+  return view != views.end() && view->sequence == number ? &*view : nullptr;
+}
+
+}  // namespace
+
 void JobManager::UpdatePendingViewsLocked() {
+  for (int64_t number : preemptor_views_) {
+    if (PendingJob* view = ViewOf(pending_views_, number)) view->preemptor = false;
+  }
+  preemptor_views_.clear();
+  if (pending_views_at_ != table_.pending_changes()) MergePendingViewsLocked();
+  // A preemptor goes first until its victims have let go of their slots.
+  for (auto it = preemptors_.begin(); it != preemptors_.end();) {
+    const JobRecord* entry = table_.Find(it->first);
+    std::set<std::string>& victims = it->second;
+    for (auto v = victims.begin(); v != victims.end();) {
+      const JobRecord* victim = table_.Find(*v);
+      v = victim != nullptr && HoldsSlots(victim->job) ? std::next(v) : victims.erase(v);
+    }
+    if (entry == nullptr || entry->job.state() != v1::PENDING || victims.empty()) {
+      it = preemptors_.erase(it);
+      continue;
+    }
+    const int64_t number = JobNumber(it->first);
+    if (PendingJob* view = ViewOf(pending_views_, number)) {
+      view->preemptor = true;
+      preemptor_views_.push_back(number);
+    }
+    ++it;
+  }
+}
+
+void JobManager::MergePendingViewsLocked() {
   // A merge of the table's pending jobs with the views kept: only a job new
   // to PENDING (or PENDING again: a new stamp) is read.
   std::vector<PendingJob> views;
@@ -66,25 +103,7 @@ void JobManager::UpdatePendingViewsLocked() {
   }
   pending_views_ = std::move(views);
   pending_meta_ = std::move(meta);
-  // A preemptor goes first until its victims have let go of their slots.
-  for (PendingJob& view : pending_views_) view.preemptor = false;
-  for (auto it = preemptors_.begin(); it != preemptors_.end();) {
-    const JobRecord* entry = table_.Find(it->first);
-    std::set<std::string>& victims = it->second;
-    for (auto v = victims.begin(); v != victims.end();) {
-      const JobRecord* victim = table_.Find(*v);
-      v = victim != nullptr && HoldsSlots(victim->job) ? std::next(v) : victims.erase(v);
-    }
-    if (entry == nullptr || entry->job.state() != v1::PENDING || victims.empty()) {
-      it = preemptors_.erase(it);
-      continue;
-    }
-    const int64_t number = JobNumber(it->first);
-    auto view = std::lower_bound(pending_views_.begin(), pending_views_.end(), number,
-                                 [](const PendingJob& p, int64_t n) { return p.sequence < n; });
-    if (view != pending_views_.end() && view->sequence == number) view->preemptor = true;
-    ++it;
-  }
+  pending_views_at_ = table_.pending_changes();
 }
 
 namespace {
@@ -223,6 +242,8 @@ void JobManager::SetQueues(QueueConfig queues) {
   // The views name their queues by the config's strings.
   pending_views_.clear();
   pending_meta_.clear();
+  preemptor_views_.clear();
+  pending_views_at_ = -1;
   placed_views_.clear();
 }
 

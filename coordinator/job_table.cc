@@ -65,9 +65,12 @@ JobRecord& JobTable::Add(v1::Job job) {
 void JobTable::Classify(int64_t number, JobRecord& record) {
   if (record.job.state() == v1::PENDING) {
     placed_.erase(number);
-    if (pending_.count(number) == 0) pending_[number] = ++pending_stamp_;
+    if (pending_.count(number) == 0) {
+      pending_[number] = ++pending_stamp_;
+      ++pending_changes_;
+    }
   } else {
-    pending_.erase(number);
+    pending_changes_ += pending_.erase(number);
     placed_[number] = &record;
   }
 }
@@ -132,7 +135,7 @@ absl::Status JobTable::Delete(const std::string& job_id) {
     retired_.erase(number);
   } else {
     by_id_.erase(job_id);
-    pending_.erase(number);
+    pending_changes_ += pending_.erase(number);
     placed_.erase(number);
     resident_.erase(number);
   }

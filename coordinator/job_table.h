@@ -106,6 +106,8 @@ class JobTable {
   // time the job becomes PENDING (so that what is derived from a pending
   // job can be kept while the stamp stays).
   const absl::btree_map<int64_t, int64_t>& pending() const { return pending_; }
+  // Counts the changes to pending(): a job added to it or removed.
+  int64_t pending_changes() const { return pending_changes_; }
   // The resident jobs that are not PENDING (placed, restarting, or ended
   // with ranks still to stop), oldest first.
   const absl::btree_map<int64_t, JobRecord*>& placed() const { return placed_; }
@@ -158,6 +160,7 @@ class JobTable {
   // B-trees: each tick walks them whole.
   absl::btree_map<int64_t, int64_t> pending_;
   int64_t pending_stamp_ = 0;
+  int64_t pending_changes_ = 0;
   absl::btree_map<int64_t, JobRecord*> placed_;
   // Files the job under pending_ or placed_ by its state.
   void Classify(int64_t number, JobRecord& record);

@@ -24,12 +24,16 @@ int FewestRanks(const GangRequest& r) {
   return r.min_ranks > 0 && r.min_ranks < r.ranks ? r.min_ranks : r.ranks;
 }
 
-// A pending job as a pass orders it: what the order reads, beside the job.
+// A pending job as a pass orders it: what the order, and the decision on a
+// job that waits for slots, read, beside the job (read only to place it).
 struct InLine {
   bool preemptor = false;
   int priority = 0;
   int64_t sequence = 0;
   SlotAmount need;  // of its fewest ranks
+  bool gpu = false;
+  absl::Time pending_since;
+  std::string_view never_fits;  // NeverFits of its request: why it never fits
   const PendingJob* job = nullptr;
 
   bool operator<(const InLine& o) const {
@@ -97,7 +101,9 @@ class Pass {
     decisions_.jobs.resize(pending.size());
     for (const PendingJob& job : pending) {
       QueueOf(job.queue).pending.push_back({job.preemptor, job.priority, job.sequence,
-                                            AmountOf(job.request, FewestRanks(job.request)), &job});
+                                            AmountOf(job.request, FewestRanks(job.request)),
+                                            job.request.gpus_per_rank > 0, job.pending_since,
+                                            NeverFitsCached(job.request), &job});
     }
     for (auto& [name, q] : queues_) {
       std::sort(q.pending.begin(), q.pending.end());
@@ -110,7 +116,7 @@ class Pass {
     while (!order_.empty()) {
       QueueState& q = *order_.top().queue;
       order_.pop();
-      Decide(*q.pending[q.next++].job, q);
+      Decide(q.pending[q.next++], q);
       Enqueue(q);
     }
     for (auto& [name, q] : queues_) {
@@ -166,6 +172,11 @@ class Pass {
   void Enqueue(QueueState& q) {
     if (q.next >= q.pending.size()) return;
     const InLine& head = q.pending[q.next];
+    // Deciding it reads its job, which lies anywhere among the pending ones:
+    // fetched while the other queues take their turns.
+    __builtin_prefetch(head.job);
+    __builtin_prefetch(reinterpret_cast<const char*>(head.job) + 64);
+    __builtin_prefetch(reinterpret_cast<const char*>(head.job) + 128);
     // Half-way between the share it has and the one it would have with its
     // head started: the share before favours a queue of jobs large for its
     // share (each start overshoots it), the share after (Kueue's rule)
@@ -176,13 +187,17 @@ class Pass {
 
   JobDecision& DecisionOf(const PendingJob& job) { return decisions_.jobs[&job - pending_]; }
 
-  void Decide(const PendingJob& job, QueueState& q) {
-    const SlotAmount need = AmountOf(job.request, FewestRanks(job.request));
+  // Thousands of jobs wait for slots: deciding one that does reads only
+  // `line`, not the job.
+  void Decide(const InLine& line, QueueState& q) {
+    const PendingJob& job = *line.job;
+    const SlotAmount& need = line.need;
     if (!(q.in_use + need).Within(q.spec->limit)) {
       // Its own queue's lower-priority jobs may make room under the limit.
       const bool room_below =
-          (q.in_use - q.PreemptibleBelow(job.priority) + need).Within(q.spec->limit);
-      if (room_below && !job.preemptor && MaySeekVictims(job, q, need) && Preempt(job, q, need)) {
+          (q.in_use - q.PreemptibleBelow(line.priority) + need).Within(q.spec->limit);
+      if (room_below && !line.preemptor && MaySeekVictims(line.priority, q, need) &&
+          Preempt(job, q, need)) {
         return;
       }
       Wait(job, AtLimit(q, need));
@@ -195,8 +210,7 @@ class Pass {
       return;
     }
     // Fewer free slots than it needs: no need to look at each worker.
-    const bool gpu = job.request.gpus_per_rank > 0;
-    const int64_t free = gpu ? free_gpu_slots_ : free_slots_;
+    const int64_t free = line.gpu ? free_gpu_slots_ : free_slots_;
     const bool short_of_slots = need.slots > free;
     std::string shortfall;
     if (!short_of_slots) {
@@ -207,19 +221,19 @@ class Pass {
       }
       shortfall = std::string(placement.status().message());
     }
-    if (std::string_view never = NeverFitsCached(job.request); !never.empty()) {
-      DecisionOf(job).waiting = never;  // it holds up no one
+    if (!line.never_fits.empty()) {
+      DecisionOf(job).waiting = line.never_fits;  // it holds up no one
       return;
     }
-    if (!job.preemptor && MaySeekVictims(job, q, need) && Preempt(job, q, need)) return;
+    if (!line.preemptor && MaySeekVictims(line.priority, q, need) && Preempt(job, q, need)) return;
     const bool owed = !q.reserved_share && Owed(q);
-    if (job.preemptor || now_ - job.pending_since >= policy_.reserve_after || owed) {
+    if (line.preemptor || now_ - line.pending_since >= policy_.reserve_after || owed) {
       q.reserved_share |= owed;  // for its next job only
       Wait(job, Reserve(job, free_));
       return;
     }
     int higher = 0;
-    for (auto it = ahead_by_priority_.upper_bound(job.priority); it != ahead_by_priority_.end();
+    for (auto it = ahead_by_priority_.upper_bound(line.priority); it != ahead_by_priority_.end();
          ++it) {
       higher += it->second;
     }
@@ -228,12 +242,12 @@ class Pass {
       return;
     }
     // Thousands of jobs wait for the same few reasons: each is made once.
-    auto [it, added] = short_reasons_.try_emplace({need.slots, gpu, free, higher});
+    auto [it, added] = short_reasons_.try_emplace({need.slots, line.gpu, free, higher});
     if (added) {
       it->second = Keep(
           Ahead(higher, SlotShortfall(job.request, FewestRanks(job.request), free, free_.size())));
     }
-    WaitFor(job, it->second);
+    WaitFor(line, it->second);
   }
 
   // A reason kept in the decisions, for waiting jobs to view.
@@ -305,6 +319,10 @@ class Pass {
     ++ahead_by_priority_[job.priority];
     DecisionOf(job).waiting = why;
   }
+  void WaitFor(const InLine& line, std::string_view why) {
+    ++ahead_by_priority_[line.priority];
+    DecisionOf(*line.job).waiting = why;
+  }
 
   // Takes out of free_ the slots `job` would use of `capacity` (free_, or
   // free_ with victims' slots): as many of its ranks as fit. "waiting for 4
@@ -350,10 +368,10 @@ class Pass {
   // Whether `job`'s queue quota entitles it to run once the lower-priority
   // jobs of its own queue are stopped, and preemption could free enough:
   // cheap bounds, before any victim is looked for.
-  bool MaySeekVictims(const PendingJob& job, const QueueState& q, const SlotAmount& need) {
-    const SlotAmount own = q.PreemptibleBelow(job.priority);
+  bool MaySeekVictims(int priority, const QueueState& q, const SlotAmount& need) {
+    const SlotAmount own = q.PreemptibleBelow(priority);
     if (!(q.in_use - own + need).Within(q.spec->quota)) return false;
-    auto failed = failed_need_.find({q.spec->name, job.priority});
+    auto failed = failed_need_.find({q.spec->name, priority});
     if (failed != failed_need_.end() && failed->second.Within(need)) return false;
     SlotAmount releasable = own;
     for (const auto& [name, other] : queues_) {

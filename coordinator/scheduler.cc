@@ -81,11 +81,13 @@ std::vector<WorkerCapacity> FreeCapacity(const std::vector<SchedulableWorker>& w
                                          const std::string& except_job) {
   absl::flat_hash_map<std::string_view, size_t> index;
   index.reserve(workers.size());
-  std::vector<std::vector<bool>> used(workers.size());
+  // Worker i's slots are used[first[i] + slot].
+  std::vector<size_t> first(workers.size() + 1, 0);
   for (size_t i = 0; i < workers.size(); ++i) {
     index.emplace(workers[i].worker_id, i);
-    used[i].assign(std::max(0, workers[i].slots), false);
+    first[i + 1] = first[i] + std::max(0, workers[i].slots);
   }
+  std::vector<bool> used(first.back(), false);
   std::vector<WorkerCapacity> capacity(workers.size());
   for (size_t i = 0; i < workers.size(); ++i) {
     WorkerCapacity& c = capacity[i];
@@ -97,22 +99,17 @@ std::vector<WorkerCapacity> FreeCapacity(const std::vector<SchedulableWorker>& w
     c.total_memory_mb = c.free_memory_mb = workers[i].memory_mb;
   }
   auto use = [&](size_t i, int slot) {
-    if (slot >= 0 && slot < static_cast<int>(used[i].size())) used[i][slot] = true;
+    if (slot >= 0 && slot < workers[i].slots) used[first[i] + slot] = true;
   };
   auto reserve = [&](size_t i, int cpus, int64_t memory_mb) {
     capacity[i].free_cpus -= cpus;
     capacity[i].free_memory_mb -= memory_mb;
   };
   for (size_t i = 0; i < workers.size(); ++i) {
-    const std::vector<int>& indices = workers[i].gpu_indices;
-    for (const v1::RunningRank& r : *workers[i].running) {
-      if (!except_job.empty() && r.rank().job_id() == except_job) continue;
-      if (r.gpus().empty()) use(i, r.slot());
-      for (int gpu : r.gpus()) {  // a GPU rank holds the slot of each of its GPUs
-        auto at = std::find(indices.begin(), indices.end(), gpu);
-        if (at != indices.end()) use(i, static_cast<int>(at - indices.begin()));
-      }
-      reserve(i, r.cpus(), r.memory_mb());
+    for (const ReportedRanks::Job& job : workers[i].running->jobs) {
+      if (job.job_id == except_job) continue;
+      for (int slot : job.slots) use(i, slot);
+      reserve(i, job.cpus, job.memory_mb);
     }
   }
   auto it = index.end();  // a job's ranks on one worker come one after another
@@ -123,8 +120,8 @@ std::vector<WorkerCapacity> FreeCapacity(const std::vector<SchedulableWorker>& w
     reserve(it->second, h.cpus, h.memory_mb);
   }
   for (size_t i = 0; i < workers.size(); ++i) {
-    for (int s = 0; s < static_cast<int>(used[i].size()); ++s) {
-      if (!used[i][s]) capacity[i].free_slots.push_back(s);
+    for (int s = 0; s < workers[i].slots; ++s) {
+      if (!used[first[i] + s]) capacity[i].free_slots.push_back(s);
     }
   }
   return capacity;

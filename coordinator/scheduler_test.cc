@@ -85,7 +85,7 @@ TEST(FreeCapacityTest, PlacedAndReportedRanksHoldTheirSlots) {
   v1::RunningRank stale;  // a rank of an attempt that ended while w1 was away
   stale.mutable_rank()->set_job_id("old");
   stale.set_slot(3);
-  w.running = std::make_shared<std::vector<v1::RunningRank>>(1, stale);
+  w.running = std::make_shared<ReportedRanks>(Report({&stale}, w.gpu_indices));
   const std::vector<int> slot_1 = {1};
   std::vector<WorkerCapacity> c = FreeCapacity({w}, {{"w1", slot_1}}, "");
   ASSERT_EQ(c.size(), 1u);
@@ -103,11 +103,13 @@ TEST(FreeCapacityTest, GpuRanksHoldTheSlotsOfTheirGpus) {
   reported.mutable_rank()->set_job_id("old");
   reported.add_gpus(5);
   reported.add_gpus(6);
-  w.running = std::make_shared<std::vector<v1::RunningRank>>(1, reported);
+  w.running = std::make_shared<ReportedRanks>(Report({&reported}, w.gpu_indices));
   const std::vector<int> slot_0 = {0};
   std::vector<WorkerCapacity> c = FreeCapacity({w}, {{"g1", slot_0}}, "");
   EXPECT_TRUE(c[0].gpu_slots);
   EXPECT_EQ(c[0].free_slots, (std::vector<int>{3}));
+  EXPECT_EQ(FreeCapacity({w}, {}, "old")[0].free_slots, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(FreeCapacity({w}, {}, "other")[0].free_slots, (std::vector<int>{0, 3}));
 }
 
 TEST(PlaceGangTest, SelectorPlacesOnlyOnWorkersWithEveryLabel) {
@@ -208,7 +210,7 @@ TEST(FreeCapacityTest, PlacedAndReportedRanksHoldTheirCpusAndMemory) {
   stale.set_slot(3);
   stale.set_cpus(2);
   stale.set_memory_mb(4096);
-  w.running = std::make_shared<std::vector<v1::RunningRank>>(1, stale);
+  w.running = std::make_shared<ReportedRanks>(Report({&stale}, w.gpu_indices));
   const std::vector<int> slot_0 = {0};
   HeldSlots held{"w1", slot_0, 3, 1024};
   std::vector<WorkerCapacity> c = FreeCapacity({w}, {held}, "");

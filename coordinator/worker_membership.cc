@@ -20,6 +20,25 @@ std::string StateWord(v1::WorkerState state) {
 
 }  // namespace
 
+ReportedRanks Report(const std::vector<const v1::RunningRank*>& ranks,
+                     const std::vector<int>& gpu_indices) {
+  ReportedRanks report;
+  for (const v1::RunningRank* r : ranks) {
+    if (report.jobs.empty() || report.jobs.back().job_id != r->rank().job_id()) {
+      report.jobs.push_back({r->rank().job_id()});
+    }
+    ReportedRanks::Job& job = report.jobs.back();
+    if (r->gpus().empty()) job.slots.push_back(r->slot());
+    for (int gpu : r->gpus()) {
+      auto at = std::find(gpu_indices.begin(), gpu_indices.end(), gpu);
+      if (at != gpu_indices.end()) job.slots.push_back(static_cast<int>(at - gpu_indices.begin()));
+    }
+    job.cpus += r->cpus();
+    job.memory_mb += r->memory_mb();
+  }
+  return report;
+}
+
 WorkerMembership::WorkerMembership(const Clock* clock, MembershipOptions options)
     : clock_(clock), options_(options) {}
 
@@ -280,10 +299,10 @@ std::vector<SchedulableWorker> WorkerMembership::Schedulable() const {
     w.incarnation = m.incarnation;
     w.slots = m.info.slots();
     for (const v1::Gpu& gpu : m.info.gpus()) w.gpu_indices.push_back(gpu.index());
-    if (m.running_list == nullptr) {
-      auto list = std::make_shared<std::vector<v1::RunningRank>>();
-      for (const auto& [key, rank] : m.running) list->push_back(rank);
-      m.running_list = std::move(list);
+    if (m.running_list == nullptr) {  // in job order: `running` is by job
+      std::vector<const v1::RunningRank*> ranks;
+      for (const auto& [key, rank] : m.running) ranks.push_back(&rank);
+      m.running_list = std::make_shared<const ReportedRanks>(Report(ranks, w.gpu_indices));
     }
     w.running = m.running_list;
     w.labels = {m.info.labels().begin(), m.info.labels().end()};

@@ -61,16 +61,30 @@ enum class EventVerdict {
   kStale,      // of an ended session: ignore
 };
 
+// What the rank processes a worker reports hold, by job.
+struct ReportedRanks {
+  struct Job {
+    std::string job_id;
+    std::vector<int> slots;  // a GPU rank holds the slot of each of its GPUs
+    int cpus = 0;
+    int64_t memory_mb = 0;
+  };
+  std::vector<Job> jobs;
+};
+
+// What `ranks` hold on a worker whose slot i is GPU gpu_indices[i].
+ReportedRanks Report(const std::vector<const v1::RunningRank*>& ranks,
+                     const std::vector<int>& gpu_indices);
+
 // A worker as the scheduler sees it: ALIVE, connected and admitted.
 struct SchedulableWorker {
   std::string worker_id;
   std::string incarnation;
   int slots = 0;
   std::vector<int> gpu_indices;  // per slot; empty for a CPU worker
-  // Rank processes the worker reports: one list per report, which every
-  // snapshot until the next shares. Never null.
-  std::shared_ptr<const std::vector<v1::RunningRank>> running =
-      std::make_shared<const std::vector<v1::RunningRank>>();
+  // Its latest report, which every snapshot until the next shares. Never
+  // null.
+  std::shared_ptr<const ReportedRanks> running = std::make_shared<const ReportedRanks>();
   std::map<std::string, std::string> labels;
   int cpus = 0;           // 0: not counted
   int64_t memory_mb = 0;  // 0: not counted
@@ -158,7 +172,7 @@ class WorkerMembership {
     std::map<RankKey, v1::RunningRank, std::less<>> running;
     // `running` as a list for snapshots, made when first asked for; null
     // after a change.
-    mutable std::shared_ptr<const std::vector<v1::RunningRank>> running_list;
+    mutable std::shared_ptr<const ReportedRanks> running_list;
     int64_t reports = 0;    // heartbeats and registrations
     int64_t listed_at = 0;  // list_changes_ when `running` last changed
     int64_t order = 0;      // registration order, for stable placement

@@ -211,13 +211,14 @@ TEST_F(WorkerMembershipTest, ReportedRanksOccupySlotsUntilTheirExitIsApplied) {
   bool revived;
   ASSERT_TRUE(membership_.Heartbeat(s, beat, &revived));
   const std::vector<SchedulableWorker> before = membership_.Schedulable();
-  ASSERT_EQ(before[0].running->size(), 1u);
-  EXPECT_EQ((*before[0].running)[0].slot(), 1);
+  ASSERT_EQ(before[0].running->jobs.size(), 1u);
+  EXPECT_EQ(before[0].running->jobs[0].job_id, "j-1");
+  EXPECT_EQ(before[0].running->jobs[0].slots, std::vector<int>{1});
   EXPECT_EQ(membership_.Schedulable()[0].running, before[0].running)
       << "snapshots share the list of one report";
   EXPECT_EQ(membership_.AcceptEvent(s, Event(1)), EventVerdict::kApply);
-  EXPECT_TRUE(membership_.Schedulable()[0].running->empty());
-  EXPECT_EQ(before[0].running->size(), 1u) << "a snapshot keeps what it saw";
+  EXPECT_TRUE(membership_.Schedulable()[0].running->jobs.empty());
+  EXPECT_EQ(before[0].running->jobs.size(), 1u) << "a snapshot keeps what it saw";
 }
 
 }  // namespace
