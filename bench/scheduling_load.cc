@@ -25,9 +25,11 @@ double Percentile(std::vector<double> values, double p) {
 }
 
 // 50 queues, each guaranteed an equal part of the cluster and allowed
-// twice it, with weights 1 to 5.
+// twice it, with weights 1 to 5; or, for one, the single default queue of
+// a coordinator started without --queues.
 QueueConfig Queues(const SchedulingLoadOptions& options) {
   QueueConfig config = DefaultQueueConfig();
+  if (options.queues <= 1) return config;
   config.queues.clear();
   const int64_t quota = int64_t{options.workers} * options.slots_per_worker / options.queues;
   for (int i = 0; i < options.queues; ++i) {
@@ -40,6 +42,11 @@ QueueConfig Queues(const SchedulingLoadOptions& options) {
   }
   config.default_queue = "team-0";
   return config;
+}
+
+// The queue jobs of the i-th queue name: none with the default queue alone.
+std::string QueueName(const SchedulingLoadOptions& options, int i) {
+  return options.queues <= 1 ? "" : absl::StrCat("team-", i);
 }
 
 v1::JobSpec Spec(const std::string& queue, int ranks, const std::string& priority) {
@@ -114,7 +121,7 @@ absl::StatusOr<SchedulingLoadResult> RunSchedulingLoad(const SchedulingLoadOptio
   const int fill = options.workers;
   for (int i = 0; i < fill; ++i) {
     RETURN_IF_ERROR(manager
-                        .Submit(Spec(absl::StrCat("team-", i % options.queues),
+                        .Submit(Spec(QueueName(options, i % options.queues),
                                      options.slots_per_worker, "normal"))
                         .status());
   }
@@ -127,7 +134,7 @@ absl::StatusOr<SchedulingLoadResult> RunSchedulingLoad(const SchedulingLoadOptio
   absl::Time next_tick = absl::Now() + absl::Milliseconds(50);
   for (int i = 0; i < options.pending; ++i) {
     const std::string queue =
-        absl::StrCat("team-", std::uniform_int_distribution<int>(0, options.queues - 1)(rng));
+        QueueName(options, std::uniform_int_distribution<int>(0, options.queues - 1)(rng));
     const int ranks = std::uniform_int_distribution<int>(1, 8)(rng);
     const char* priority = std::uniform_int_distribution<int>(0, 1)(rng) ? "low" : "normal";
     const absl::Time start = absl::Now();

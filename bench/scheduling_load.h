@@ -1,7 +1,9 @@
 // The scheduler under a deep queue, in this process: a JobManager over a
-// real job store, with simulated workers registered on in-memory links, a
-// full cluster and thousands of jobs pending over many queues. Measures
-// each submit and each scheduling tick as the coordinator runs them.
+// real job store, with simulated workers registered on in-memory links
+// that start their ranks, list them in heartbeats and heartbeat every
+// second; a full cluster and thousands of jobs pending over many queues.
+// Measures each submit and each scheduling tick as the coordinator runs
+// them.
 #ifndef RINGMASTER_BENCH_SCHEDULING_LOAD_H_
 #define RINGMASTER_BENCH_SCHEDULING_LOAD_H_
 
@@ -15,7 +17,7 @@ struct SchedulingLoadOptions {
   std::string state_dir;  // the job store goes here
   int workers = 2000;
   int slots_per_worker = 8;
-  int queues = 50;
+  int queues = 50;      // 1: the default queue alone, as without --queues
   int pending = 10000;  // jobs left waiting
   int ticks = 200;      // scheduling ticks measured with them
 };

@@ -296,6 +296,15 @@ class JobManager {
     int64_t revision = 0;
     bool running = false;
     RunningJob job;  // job.ranks: where its ranks hold slots
+    // The same by worker: the slots its ranks hold on each, and their CPUs
+    // and memory.
+    struct OnWorker {
+      std::string worker_id;
+      std::vector<int> slots;
+      int cpus = 0;
+      int64_t memory_mb = 0;
+    };
+    std::vector<OnWorker> held;
   };
   std::vector<PlacedView> placed_views_ ABSL_GUARDED_BY(mu_);
   int64_t lists_seen_ ABSL_GUARDED_BY(mu_) = 0;  // WorkerMembership::ListsChangedSince

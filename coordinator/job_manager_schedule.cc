@@ -154,8 +154,21 @@ void JobManager::UpdatePlacedViewsLocked(const std::vector<SchedulableWorker>& w
       continue;
     }
     const bool running = job.state() == v1::STARTING || job.state() == v1::RUNNING;
-    views.push_back({number, job.revision(), running,
-                     ViewOfPlaced(job, QueueNameLocked(job.spec().queue()), by_id)});
+    PlacedView& view =
+        views.emplace_back(PlacedView{number,
+                                      job.revision(),
+                                      running,
+                                      ViewOfPlaced(job, QueueNameLocked(job.spec().queue()), by_id),
+                                      {}});
+    for (const RankPlacement& p : view.job.ranks) {
+      if (view.held.empty() || view.held.back().worker_id != p.worker_id) {
+        view.held.push_back({p.worker_id});
+      }
+      PlacedView::OnWorker& on = view.held.back();
+      on.slots.insert(on.slots.end(), p.slots.begin(), p.slots.end());
+      on.cpus += view.job.request.cpus;
+      on.memory_mb += view.job.request.memory_mb;
+    }
   }
   placed_views_ = std::move(views);
 }
@@ -165,10 +178,9 @@ std::vector<WorkerCapacity> JobManager::CapacityLocked(
   UpdatePlacedViewsLocked(workers);
   std::vector<HeldSlots> held;
   for (const PlacedView& view : placed_views_) {
-    const RunningJob& job = view.job;
-    if (job.job_id == except) continue;
-    for (const RankPlacement& p : job.ranks) {
-      held.push_back({p.worker_id, p.slots, job.request.cpus, job.request.memory_mb});
+    if (view.job.job_id == except) continue;
+    for (const PlacedView::OnWorker& on : view.held) {
+      held.push_back({on.worker_id, on.slots, on.cpus, on.memory_mb});
     }
   }
   return FreeCapacity(workers, held, except);

@@ -46,7 +46,11 @@ struct InLine {
 struct QueueState {
   const QueueSpec* spec = nullptr;
   SlotAmount in_use;
+  // Counted only when its spec has max_running_jobs_per_user.
   std::map<std::string_view, int> running_by_user;
+  void Runs(std::string_view owner) {
+    if (spec->max_running_jobs_per_user > 0) ++running_by_user[owner];
+  }
   std::vector<InLine> pending;  // in the order they are considered
   size_t next = 0;              // the first not yet decided
   int running_jobs = 0;
@@ -91,7 +95,7 @@ class Pass {
       const SlotAmount held = AmountOf(job.request, static_cast<int>(job.ranks.size()));
       q.in_use = q.in_use + held;
       if (job.preemptible) q.preemptible[job.priority] = q.preemptible[job.priority] + held;
-      ++q.running_by_user[job.owner];
+      q.Runs(job.owner);
       ++q.running_jobs;
     }
   }
@@ -307,7 +311,7 @@ class Pass {
   void Start(const PendingJob& job, QueueState& q, std::vector<RankPlacement> placement) {
     Take(placement, job.request);
     q.in_use = q.in_use + AmountOf(job.request, static_cast<int>(placement.size()));
-    ++q.running_by_user[job.owner];
+    q.Runs(job.owner);
     ++q.running_jobs;
     ++q.placed;
     ++ahead_by_priority_[job.priority];

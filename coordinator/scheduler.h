@@ -31,8 +31,8 @@ struct WorkerCapacity {
   int64_t free_memory_mb = 0;
 };
 
-// The slots a placed rank holds (one, or one per GPU), and what else it
-// reserved: a view of the caller's placement.
+// The slots placed ranks hold on a worker (one a rank, or one per GPU),
+// and what else they reserved: a view of the caller's placement.
 struct HeldSlots {
   std::string_view worker_id;
   absl::Span<const int> slots;  // slot indices
