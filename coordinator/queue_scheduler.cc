@@ -342,13 +342,11 @@ class Pass {
         none_free ? absl::ResourceExhaustedError("") : PlaceGang(capacity, partial);
     if (some.ok()) {
       for (const RankPlacement& p : *some) {
-        auto w = std::find_if(free_.begin(), free_.end(),
-                              [&](const WorkerCapacity& c) { return c.worker_id == p.worker_id; });
+        auto w = worker_index_.find(p.worker_id);
+        if (w == worker_index_.end()) continue;
+        const std::vector<int>& free_slots = free_[w->second].free_slots;
         for (int slot : p.slots) {
-          if (w != free_.end() &&
-              std::binary_search(w->free_slots.begin(), w->free_slots.end(), slot)) {
-            ++reserved;
-          }
+          reserved += std::binary_search(free_slots.begin(), free_slots.end(), slot) ? 1 : 0;
         }
       }
       Take(*some, job.request);

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <set>
 #include <string_view>
-#include <unordered_map>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
@@ -175,6 +174,7 @@ absl::StatusOr<std::vector<RankPlacement>> PlaceGang(const std::vector<WorkerCap
       RankPlacement p;
       p.rank = static_cast<int>(placement.size());
       p.worker_id = w.worker_id;
+      p.worker_index = i;
       p.slots.assign(w.free_slots.begin() + k * per_rank,
                      w.free_slots.begin() + (k + 1) * per_rank);
       placement.push_back(std::move(p));
@@ -224,13 +224,23 @@ namespace {
 // gives them back.
 void Adjust(std::vector<WorkerCapacity>& workers, const std::vector<RankPlacement>& placement,
             const GangRequest& request, bool take) {
-  std::unordered_map<std::string_view, WorkerCapacity*> by_id;
-  for (WorkerCapacity& w : workers) by_id.emplace(w.worker_id, &w);
+  absl::flat_hash_map<std::string_view, WorkerCapacity*> by_id;  // made when first needed
+  auto find = [&](const RankPlacement& p) -> WorkerCapacity* {
+    const int i = p.worker_index;
+    if (i >= 0 && i < static_cast<int>(workers.size()) && workers[i].worker_id == p.worker_id) {
+      return &workers[i];
+    }
+    if (by_id.empty()) {
+      for (WorkerCapacity& w : workers) by_id.emplace(w.worker_id, &w);
+    }
+    auto it = by_id.find(p.worker_id);
+    return it == by_id.end() ? nullptr : it->second;
+  };
   const int sign = take ? -1 : 1;
   for (const RankPlacement& p : placement) {
-    auto it = by_id.find(p.worker_id);
-    if (it == by_id.end()) continue;
-    WorkerCapacity& w = *it->second;
+    WorkerCapacity* found = find(p);
+    if (found == nullptr) continue;
+    WorkerCapacity& w = *found;
     for (int slot : p.slots) {
       auto at = std::lower_bound(w.free_slots.begin(), w.free_slots.end(), slot);
       const bool free = at != w.free_slots.end() && *at == slot;

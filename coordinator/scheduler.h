@@ -52,6 +52,9 @@ struct RankPlacement {
   int rank = 0;
   std::string worker_id;
   std::vector<int> slots;  // one slot, or gpus_per_rank GPU slots
+  // Where the worker was in the capacity it was placed from (PlaceGang);
+  // -1: unknown.
+  int worker_index = -1;
 };
 
 // What a job asks of the cluster: its ranks and what each one needs.

@@ -198,6 +198,21 @@ TEST(TakeCapacityTest, ResourcesTakenAreNotOfferedAgainUntilReturned) {
   EXPECT_EQ(workers[0].free_cpus, 7);
 }
 
+// A placement remembers where its worker was; in capacity listed in
+// another order its worker is found by id.
+TEST(TakeCapacityTest, APlacementFromCapacityInAnotherOrderTakesFromItsOwnWorker) {
+  std::vector<WorkerCapacity> workers = {Worker("a", 2, {0, 1}), Worker("b", 2, {0, 1})};
+  auto placed = PlaceGang(workers, {1, 0});
+  ASSERT_OK(placed);
+  const RankPlacement& p = (*placed)[0];
+  ASSERT_EQ(workers[p.worker_index].worker_id, p.worker_id);
+  std::vector<WorkerCapacity> reordered = {workers[1], workers[0]};
+  TakeCapacity(reordered, *placed, {1, 0});
+  for (const WorkerCapacity& w : reordered) {
+    EXPECT_EQ(w.free_slots.size(), w.worker_id == p.worker_id ? 1u : 2u) << w.worker_id;
+  }
+}
+
 TEST(FreeCapacityTest, PlacedAndReportedRanksHoldTheirCpusAndMemory) {
   SchedulableWorker w;
   w.worker_id = "w1";
