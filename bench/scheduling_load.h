@@ -19,7 +19,7 @@ struct SchedulingLoadOptions {
   int slots_per_worker = 8;
   int queues = 50;      // 1: the default queue alone, as without --queues
   int pending = 10000;  // jobs left waiting
-  int ticks = 200;      // scheduling ticks measured with them
+  int ticks = 1000;     // scheduling ticks measured with them
 };
 
 struct SchedulingLoadResult {

@@ -521,7 +521,8 @@ class Pass {
   int64_t free_gpu_slots_ = 0;
   absl::flat_hash_map<std::string_view, size_t> worker_index_;  // into free_
   // NeverFitsCached's, by the shape of the request.
-  std::map<std::tuple<int, int, int, int, int64_t, int, std::string>, std::string_view> never_fits_;
+  absl::flat_hash_map<std::tuple<int, int, int, int, int64_t, int, std::string>, std::string_view>
+      never_fits_;
   std::map<std::string, QueueState, std::less<>> queues_;
   absl::flat_hash_map<std::string_view, QueueState*> by_name_;  // into queues_
   QueueState* default_queue_ = nullptr;
@@ -529,7 +530,7 @@ class Pass {
   std::priority_queue<Turn, std::vector<Turn>, std::greater<Turn>> order_;
   // Reasons of jobs short of free slots, by need, GPU, free slots and jobs
   // of higher priority ahead.
-  std::map<std::tuple<int64_t, bool, int64_t, int>, std::string_view> short_reasons_;
+  absl::flat_hash_map<std::tuple<int64_t, bool, int64_t, int>, std::string_view> short_reasons_;
   // The queues with jobs pending or running, and their weights.
   int wanting_ = 0;
   double wanting_weights_ = 0;

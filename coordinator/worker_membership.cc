@@ -81,7 +81,10 @@ absl::StatusOr<WorkerSession> WorkerMembership::Register(WorkerLink* link,
                      m.info.address(), " (session ", m.info.session(),
                      ", its stream still open); give this worker another --id, or stop that one"));
   }
-  if (inserted) m.order = next_order_++;
+  if (inserted) {
+    m.order = next_order_++;
+    in_order_.push_back(&m);
+  }
   const bool new_incarnation = m.incarnation.empty() || m.incarnation != request.incarnation();
   if (new_incarnation) {
     m.incarnation = request.incarnation();
@@ -253,6 +256,7 @@ void WorkerMembership::Expect(const std::string& worker_id, const std::string& a
   if (!inserted) return;
   Member& m = it->second;
   m.order = next_order_++;
+  in_order_.push_back(&m);
   m.info.set_id(worker_id);
   m.info.set_address(address);
   m.last_heartbeat = clock_->Now();
@@ -283,14 +287,12 @@ std::string WorkerMembership::Address(const std::string& worker_id) const {
 std::vector<SchedulableWorker> WorkerMembership::Schedulable() const {
   MutexLock lock(&mu_);
   std::vector<const Member*> ordered;
-  ordered.reserve(members_.size());
-  for (const auto& [id, m] : members_) {
-    if (m.info.state() == v1::WORKER_STATE_ALIVE && m.link != nullptr && m.admitted) {
-      ordered.push_back(&m);
+  ordered.reserve(in_order_.size());
+  for (const Member* m : in_order_) {
+    if (m->info.state() == v1::WORKER_STATE_ALIVE && m->link != nullptr && m->admitted) {
+      ordered.push_back(m);
     }
   }
-  std::sort(ordered.begin(), ordered.end(),
-            [](const Member* a, const Member* b) { return a->order < b->order; });
   std::vector<SchedulableWorker> out(ordered.size());
   for (size_t i = 0; i < ordered.size(); ++i) {
     const Member& m = *ordered[i];

@@ -195,6 +195,7 @@ class WorkerMembership {
   // By id: looked up for every rank each tick.
   absl::node_hash_map<std::string, Member> members_ ABSL_GUARDED_BY(mu_);
   int64_t next_order_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<Member*> in_order_ ABSL_GUARDED_BY(mu_);  // members_ by `order`
   int64_t list_changes_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
