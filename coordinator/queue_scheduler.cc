@@ -115,13 +115,22 @@ class Pass {
         wanting_weights_ += q.spec->weight;
         ++wanting_;
       }
-      Enqueue(q);
+      if (!q.pending.empty()) order_.push(TurnOf(q));
     }
     while (!order_.empty()) {
       QueueState& q = *order_.top().queue;
       order_.pop();
-      Decide(q.pending[q.next++], q);
-      Enqueue(q);
+      // While its next job is still ahead of every other queue's, the queue
+      // goes on without passing through the order.
+      for (;;) {
+        Decide(q.pending[q.next++], q);
+        if (q.next >= q.pending.size()) break;
+        const Turn next = TurnOf(q);
+        if (!order_.empty() && order_.top() < next) {
+          order_.push(next);
+          break;
+        }
+      }
     }
     for (auto& [name, q] : queues_) {
       QueueLoad& load = decisions_.queues[name];
@@ -172,9 +181,8 @@ class Pass {
     }
   };
 
-  // Puts the queue's next job in the order, if it has one.
-  void Enqueue(QueueState& q) {
-    if (q.next >= q.pending.size()) return;
+  // Where the queue's next job stands in the order.
+  Turn TurnOf(QueueState& q) {
     const InLine& head = q.pending[q.next];
     // Deciding it reads its job, which lies anywhere among the pending ones:
     // fetched while the other queues take their turns.
@@ -186,7 +194,7 @@ class Pass {
     // share (each start overshoots it), the share after (Kueue's rule)
     // starves it.
     const double share = (Share(q) + Share(q, head.need)) / 2;
-    order_.push({head.preemptor, head.priority, share, head.sequence, &q});
+    return {head.preemptor, head.priority, share, head.sequence, &q};
   }
 
   JobDecision& DecisionOf(const PendingJob& job) { return decisions_.jobs[&job - pending_]; }
