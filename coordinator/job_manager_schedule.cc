@@ -127,11 +127,7 @@ RunningJob ViewOfPlaced(
     if (worker == workers.end()) {
       p.slots.push_back(rank.slot());
     } else {  // a GPU rank holds the slot of each of its GPUs
-      const std::vector<int>& indices = worker->second->gpu_indices;
-      for (int gpu : rank.gpus()) {
-        auto at = std::find(indices.begin(), indices.end(), gpu);
-        if (at != indices.end()) p.slots.push_back(static_cast<int>(at - indices.begin()));
-      }
+      AppendGpuSlots(rank.gpus(), worker->second->gpu_indices, &p.slots);
     }
   }
   return view;

@@ -131,8 +131,8 @@ bool JobManager::MaySeeNewSightings(const JobRecord& entry, const PlacedView* vi
   if (entry.sightings_checked != revision || view == nullptr || view->revision != revision) {
     return true;
   }
-  for (const RankPlacement& p : view->job.ranks) {
-    if (relisted.count(p.worker_id) > 0) return true;
+  for (const PlacedView::OnWorker& on : view->held) {
+    if (relisted.count(on.worker_id) > 0) return true;
   }
   return false;
 }

@@ -29,10 +29,7 @@ ReportedRanks Report(const std::vector<const v1::RunningRank*>& ranks,
     }
     ReportedRanks::Job& job = report.jobs.back();
     if (r->gpus().empty()) job.slots.push_back(r->slot());
-    for (int gpu : r->gpus()) {
-      auto at = std::find(gpu_indices.begin(), gpu_indices.end(), gpu);
-      if (at != gpu_indices.end()) job.slots.push_back(static_cast<int>(at - gpu_indices.begin()));
-    }
+    AppendGpuSlots(r->gpus(), gpu_indices, &job.slots);
     job.cpus += r->cpus();
     job.memory_mb += r->memory_mb();
   }

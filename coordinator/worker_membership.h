@@ -12,6 +12,7 @@
 #ifndef RINGMASTER_COORDINATOR_WORKER_MEMBERSHIP_H_
 #define RINGMASTER_COORDINATOR_WORKER_MEMBERSHIP_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -71,6 +72,17 @@ struct ReportedRanks {
   };
   std::vector<Job> jobs;
 };
+
+// Appends to `slots` the slot of each of `gpus` on a worker whose slot i
+// is GPU gpu_indices[i]; a GPU it does not have is left out.
+template <typename Gpus>
+void AppendGpuSlots(const Gpus& gpus, const std::vector<int>& gpu_indices,
+                    std::vector<int>* slots) {
+  for (int gpu : gpus) {
+    auto at = std::find(gpu_indices.begin(), gpu_indices.end(), gpu);
+    if (at != gpu_indices.end()) slots->push_back(static_cast<int>(at - gpu_indices.begin()));
+  }
+}
 
 // What `ranks` hold on a worker whose slot i is GPU gpu_indices[i].
 ReportedRanks Report(const std::vector<const v1::RunningRank*>& ranks,
