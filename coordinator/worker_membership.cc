@@ -78,10 +78,7 @@ absl::StatusOr<WorkerSession> WorkerMembership::Register(WorkerLink* link,
                      m.info.address(), " (session ", m.info.session(),
                      ", its stream still open); give this worker another --id, or stop that one"));
   }
-  if (inserted) {
-    m.order = next_order_++;
-    in_order_.push_back(&m);
-  }
+  if (inserted) in_order_.push_back(&m);
   const bool new_incarnation = m.incarnation.empty() || m.incarnation != request.incarnation();
   if (new_incarnation) {
     m.incarnation = request.incarnation();
@@ -252,7 +249,6 @@ void WorkerMembership::Expect(const std::string& worker_id, const std::string& a
   auto [it, inserted] = members_.try_emplace(worker_id);
   if (!inserted) return;
   Member& m = it->second;
-  m.order = next_order_++;
   in_order_.push_back(&m);
   m.info.set_id(worker_id);
   m.info.set_address(address);
@@ -313,18 +309,14 @@ std::vector<SchedulableWorker> WorkerMembership::Schedulable() const {
 
 std::vector<v1::Worker> WorkerMembership::List() const {
   MutexLock lock(&mu_);
-  std::vector<std::pair<int64_t, v1::Worker>> ordered;
   const absl::Time now = clock_->Now();
-  for (const auto& [id, m] : members_) {
-    v1::Worker info = m.info;
-    info.set_last_heartbeat_unix_ms(absl::ToUnixMillis(m.last_heartbeat));
-    info.set_heartbeat_age_seconds(absl::ToDoubleSeconds(now - m.last_heartbeat));
-    ordered.emplace_back(m.order, std::move(info));
-  }
-  std::sort(ordered.begin(), ordered.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<v1::Worker> out;
-  for (auto& [order, info] : ordered) out.push_back(std::move(info));
+  out.reserve(in_order_.size());
+  for (const Member* m : in_order_) {
+    v1::Worker& info = out.emplace_back(m->info);
+    info.set_last_heartbeat_unix_ms(absl::ToUnixMillis(m->last_heartbeat));
+    info.set_heartbeat_age_seconds(absl::ToDoubleSeconds(now - m->last_heartbeat));
+  }
   return out;
 }
 

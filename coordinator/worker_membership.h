@@ -187,7 +187,6 @@ class WorkerMembership {
     mutable std::shared_ptr<const ReportedRanks> running_list;
     int64_t reports = 0;    // heartbeats and registrations
     int64_t listed_at = 0;  // list_changes_ when `running` last changed
-    int64_t order = 0;      // registration order, for stable placement
   };
 
   Member* Find(const std::string& worker_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -206,8 +205,8 @@ class WorkerMembership {
   mutable Mutex mu_;
   // By id: looked up for every rank each tick.
   absl::node_hash_map<std::string, Member> members_ ABSL_GUARDED_BY(mu_);
-  int64_t next_order_ ABSL_GUARDED_BY(mu_) = 0;
-  std::vector<Member*> in_order_ ABSL_GUARDED_BY(mu_);  // members_ by `order`
+  // members_ in registration order, for stable placement.
+  std::vector<Member*> in_order_ ABSL_GUARDED_BY(mu_);
   int64_t list_changes_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
