@@ -184,11 +184,6 @@ class Pass {
   // Where the queue's next job stands in the order.
   Turn TurnOf(QueueState& q) {
     const InLine& head = q.pending[q.next];
-    // Deciding it reads its job, which lies anywhere among the pending ones:
-    // fetched while the other queues take their turns.
-    __builtin_prefetch(head.job);
-    __builtin_prefetch(reinterpret_cast<const char*>(head.job) + 64);
-    __builtin_prefetch(reinterpret_cast<const char*>(head.job) + 128);
     // Half-way between the share it has and the one it would have with its
     // head started: the share before favours a queue of jobs large for its
     // share (each start overshoots it), the share after (Kueue's rule)
