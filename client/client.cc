@@ -175,6 +175,35 @@ absl::StatusOr<v1::ListQueuesResponse> Client::ListQueues() {
   return response;
 }
 
+absl::StatusOr<v1::Worker> Client::CordonWorker(const v1::CordonWorkerRequest& request) {
+  grpc::ClientContext context;
+  Prepare(&context, true);
+  v1::Worker response;
+  grpc::Status status = cluster_->CordonWorker(&context, request, &response);
+  if (!status.ok()) return Explain(status, address_, tls_);
+  return response;
+}
+
+absl::StatusOr<v1::Worker> Client::UncordonWorker(const std::string& worker_id) {
+  grpc::ClientContext context;
+  Prepare(&context, true);
+  v1::UncordonWorkerRequest request;
+  request.set_worker_id(worker_id);
+  v1::Worker response;
+  grpc::Status status = cluster_->UncordonWorker(&context, request, &response);
+  if (!status.ok()) return Explain(status, address_, tls_);
+  return response;
+}
+
+absl::StatusOr<v1::DrainWorkerResponse> Client::DrainWorker(const v1::DrainWorkerRequest& request) {
+  grpc::ClientContext context;
+  Prepare(&context, true);
+  v1::DrainWorkerResponse response;
+  grpc::Status status = cluster_->DrainWorker(&context, request, &response);
+  if (!status.ok()) return Explain(status, address_, tls_);
+  return response;
+}
+
 absl::Status Client::WatchJob(const std::string& job_id,
                               const std::function<bool(const v1::Job&)>& on_event) {
   grpc::ClientContext context;

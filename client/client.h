@@ -48,6 +48,9 @@ class Client {
   absl::Status DeleteJob(const std::string& job_id);
   absl::StatusOr<std::vector<v1::Worker>> ListWorkers();
   absl::StatusOr<v1::ListQueuesResponse> ListQueues();
+  absl::StatusOr<v1::Worker> CordonWorker(const v1::CordonWorkerRequest& request);
+  absl::StatusOr<v1::Worker> UncordonWorker(const std::string& worker_id);
+  absl::StatusOr<v1::DrainWorkerResponse> DrainWorker(const v1::DrainWorkerRequest& request);
   // Uploads the code archive at `path` unless the coordinator has it
   // already (then true). Unbounded in time: it takes what the bytes take.
   absl::StatusOr<bool> UploadCode(const std::string& path, const std::string& sha256,

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/daemon_flags.h"
 #include "common/version.h"
 
 namespace ringmaster {
@@ -159,6 +160,22 @@ void AddJobCommands(CLI::App& app, Invocation* run, std::map<Command, CLI::App*>
   (*commands)[Command::kWorkers] = app.add_subcommand("workers", "list workers");
   (*commands)[Command::kQueues] = app.add_subcommand(
       "queues", "list queues: weight, quota, limit, in use, borrowed, running and pending jobs");
+
+  CLI::App* cordon = app.add_subcommand("cordon", "give a worker no new ranks (admin)");
+  cordon->add_option("WORKER", run->worker_id, "worker id")->required();
+  cordon->add_option("--reason", run->reason, "why, for `workers` to show");
+  (*commands)[Command::kCordon] = cordon;
+  CLI::App* uncordon =
+      app.add_subcommand("uncordon", "make a cordoned or quarantined worker schedulable (admin)");
+  uncordon->add_option("WORKER", run->worker_id, "worker id")->required();
+  (*commands)[Command::kUncordon] = uncordon;
+  CLI::App* drain = app.add_subcommand(
+      "drain", "cordon a worker and move its jobs elsewhere, from a checkpoint (admin)");
+  drain->add_option("WORKER", run->worker_id, "worker id")->required();
+  drain->add_option("--reason", run->reason, "why, for `workers` to show");
+  AddDurationOption(*drain, "--grace", &run->grace,
+                    "SIGTERM to SIGKILL for its ranks, to checkpoint in (default 30s)");
+  (*commands)[Command::kDrain] = drain;
 
   CLI::App* top = app.add_subcommand("top", "live view of jobs and workers (q to quit)");
   top->add_option("--iterations", run->iterations, "stop after this many frames (0: until q)");

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/time/time.h"
 #include "client/certs.h"
 #include "client/commands.h"
 #include "client/local_cluster.h"
@@ -28,6 +29,9 @@ enum class Command {
   kWorkers,
   kQueues,
   kTop,
+  kCordon,
+  kUncordon,
+  kDrain,
 };
 
 // One run of the CLI: the command and every option given or defaulted.
@@ -47,9 +51,12 @@ struct Invocation {
   SubmitOptions submit;
   LogsOptions logs;
   JobsOptions jobs;
-  std::string job_id;  // status, logs, cancel, delete
-  int iterations = 0;  // top
-  bool all = false;    // top
+  std::string job_id;                        // status, logs, cancel, delete
+  std::string worker_id;                     // cordon, uncordon, drain
+  std::string reason;                        // cordon, drain
+  absl::Duration grace = absl::Seconds(30);  // drain
+  int iterations = 0;                        // top
+  bool all = false;                          // top
 };
 
 // What parsing ended with: an invocation to run, or an exit code with what

@@ -468,7 +468,7 @@ int RunWorkers(const GlobalOptions& global) {
     for (auto& w : *workers) *response.add_workers() = w;
     std::cout << Render(response, global.output) << std::flush;
   } else {
-    PrintWorkersTable(std::cout, *workers);
+    PrintWorkersTable(std::cout, *workers, absl::Now());
   }
   return kOk;
 }
@@ -481,6 +481,57 @@ int RunQueues(const GlobalOptions& global) {
     std::cout << Render(*queues, global.output) << std::flush;
   } else {
     PrintQueuesTable(std::cout, *queues);
+  }
+  return kOk;
+}
+
+namespace {
+
+// "worker w1 CORDONED (by admin: new NIC)" or the worker as -o asks.
+int PrintWorker(const GlobalOptions& global, const absl::StatusOr<v1::Worker>& worker) {
+  if (!worker.ok()) return Fail(worker.status());
+  if (!global.table()) {
+    std::cout << Render(*worker, global.output) << std::flush;
+  } else {
+    const std::string detail = CordonDetail(*worker, absl::Now());
+    std::cout << "worker " << worker->id() << " " << WorkerSchedulingLabel(*worker)
+              << (detail.empty() ? "" : ": ") << detail << std::endl;
+  }
+  return kOk;
+}
+
+}  // namespace
+
+int RunCordon(const GlobalOptions& global, const std::string& worker_id,
+              const std::string& reason) {
+  v1::CordonWorkerRequest request;
+  request.set_worker_id(worker_id);
+  request.set_reason(reason);
+  return PrintWorker(global, MakeClient(global).CordonWorker(request));
+}
+
+int RunUncordon(const GlobalOptions& global, const std::string& worker_id) {
+  return PrintWorker(global, MakeClient(global).UncordonWorker(worker_id));
+}
+
+int RunDrain(const GlobalOptions& global, const std::string& worker_id, const std::string& reason,
+             absl::Duration grace) {
+  v1::DrainWorkerRequest request;
+  request.set_worker_id(worker_id);
+  request.set_reason(reason);
+  request.set_grace_s(static_cast<int32_t>(absl::ToInt64Seconds(grace)));
+  absl::StatusOr<v1::DrainWorkerResponse> drained = MakeClient(global).DrainWorker(request);
+  if (!drained.ok()) return Fail(drained.status());
+  if (!global.table()) {
+    std::cout << Render(*drained, global.output) << std::flush;
+    return kOk;
+  }
+  std::cout << "worker " << worker_id << " " << WorkerSchedulingLabel(drained->worker()) << "; ";
+  if (drained->stopped_jobs().empty()) {
+    std::cout << "no job ran there" << std::endl;
+  } else {
+    std::cout << "stopping " << absl::StrJoin(drained->stopped_jobs(), ", ") << " with a "
+              << absl::FormatDuration(grace) << " grace: they resume elsewhere" << std::endl;
   }
   return kOk;
 }

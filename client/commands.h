@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "absl/time/time.h"
 #include "client/certs.h"
 #include "client/local_cluster.h"
 #include "client/output.h"
@@ -58,6 +59,11 @@ int RunCancel(const GlobalOptions& global, const std::string& job_id);
 int RunDelete(const GlobalOptions& global, const std::string& job_id);
 int RunWorkers(const GlobalOptions& global);
 int RunQueues(const GlobalOptions& global);
+// `cordon`, `uncordon`, `drain`: admin only.
+int RunCordon(const GlobalOptions& global, const std::string& worker_id, const std::string& reason);
+int RunUncordon(const GlobalOptions& global, const std::string& worker_id);
+int RunDrain(const GlobalOptions& global, const std::string& worker_id, const std::string& reason,
+             absl::Duration grace);
 // `top`: active jobs (and finished ones with `all`) and the workers.
 int RunTop(const GlobalOptions& global, int iterations, bool all);
 

@@ -88,6 +88,12 @@ int Run(const ringmaster::Invocation& run) {
       return ringmaster::RunQueues(global);
     case Command::kTop:
       return ringmaster::RunTop(global, run.iterations, run.all);
+    case Command::kCordon:
+      return ringmaster::RunCordon(global, run.worker_id, run.reason);
+    case Command::kUncordon:
+      return ringmaster::RunUncordon(global, run.worker_id);
+    case Command::kDrain:
+      return ringmaster::RunDrain(global, run.worker_id, run.reason, run.grace);
     default:
       return 2;
   }

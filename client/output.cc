@@ -321,16 +321,43 @@ void PrintQueuesTable(std::ostream& out, const v1::ListQueuesResponse& queues) {
   out << "priority classes: " << absl::StrJoin(shown, ", ") << "\n";
 }
 
-void PrintWorkersTable(std::ostream& out, const std::vector<v1::Worker>& workers) {
-  std::vector<std::vector<std::string>> rows = {{"WORKER", "STATE", "ADDRESS", "SLOTS", "GPUS",
-                                                 "CPUS", "MEMORY", "LABELS", "HEARTBEAT", "WHY"}};
+std::string WorkerSchedulingLabel(const v1::Worker& worker) {
+  return worker.health().has_cordon() ? "CORDONED" : "SCHEDULABLE";
+}
+
+std::string CordonDetail(const v1::Worker& worker, absl::Time now) {
+  const v1::WorkerHealth& health = worker.health();
+  auto when = [](int64_t unix_ms) {
+    return absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", absl::FromUnixMillis(unix_ms),
+                            absl::UTCTimeZone());
+  };
+  if (!health.has_cordon()) {
+    const int64_t until = health.probation_until_unix_ms();
+    return until > absl::ToUnixMillis(now) ? absl::StrCat("on probation until ", when(until)) : "";
+  }
+  const v1::Cordon& c = health.cordon();
+  std::string text = absl::StrCat(
+      c.drained() ? "drained" : "cordoned", " by ", c.by(), " since ", when(c.since_unix_ms()),
+      " (", ShortDuration(now - absl::FromUnixMillis(c.since_unix_ms())), " ago)");
+  if (c.until_unix_ms() > 0) absl::StrAppend(&text, " until ", when(c.until_unix_ms()));
+  absl::StrAppend(&text, ": ", c.reason());
+  return text;
+}
+
+void PrintWorkersTable(std::ostream& out, const std::vector<v1::Worker>& workers, absl::Time now) {
+  std::vector<std::vector<std::string>> rows = {{"WORKER", "STATE", "SCHEDULING", "ADDRESS",
+                                                 "SLOTS", "GPUS", "CPUS", "MEMORY", "LABELS",
+                                                 "HEARTBEAT", "WHY"}};
   for (const v1::Worker& w : workers) {
-    rows.push_back({w.id(), WorkerStateName(w.state()), w.address(),
+    std::vector<std::string> why;
+    if (!w.state_reason().empty()) why.push_back(w.state_reason());
+    if (std::string cordon = CordonDetail(w, now); !cordon.empty()) why.push_back(cordon);
+    rows.push_back({w.id(), WorkerStateName(w.state()), WorkerSchedulingLabel(w), w.address(),
                     absl::StrCat(w.slots_used(), "/", w.slots()), absl::StrCat(w.gpus_size()),
                     w.cpus() > 0 ? absl::StrCat(w.cpus()) : "-",
                     w.memory_mb() > 0 ? absl::StrFormat("%.1f GB", w.memory_mb() / 1024.0) : "-",
                     Labels(w.labels()), absl::StrFormat("%.1fs ago", w.heartbeat_age_seconds()),
-                    w.state_reason().empty() ? "-" : w.state_reason()});
+                    why.empty() ? "-" : absl::StrJoin(why, "; ")});
   }
   PrintTable(out, rows);
 }

@@ -45,7 +45,13 @@ std::string JobStateLabel(v1::JobState state);
 void PrintJobsTable(std::ostream& out, const std::vector<v1::Job>& jobs, absl::Time now);
 // The detail of `ringmaster status`.
 void PrintJobDetail(std::ostream& out, const v1::Job& job, absl::Time now);
-void PrintWorkersTable(std::ostream& out, const std::vector<v1::Worker>& workers);
+void PrintWorkersTable(std::ostream& out, const std::vector<v1::Worker>& workers, absl::Time now);
+// "SCHEDULABLE" or "CORDONED".
+std::string WorkerSchedulingLabel(const v1::Worker& worker);
+// Who cordoned it, when, why, and until when a quarantine lasts: "by admin
+// since 2026-11-26 11:50:01 UTC (5m ago): new NIC"; or "on probation until
+// 13:50:01 UTC"; empty for a schedulable worker.
+std::string CordonDetail(const v1::Worker& worker, absl::Time now);
 // QUEUE WEIGHT QUOTA LIMIT IN USE BORROWED RUNNING PENDING USERS, then the
 // priority classes.
 void PrintQueuesTable(std::ostream& out, const v1::ListQueuesResponse& queues);

@@ -110,9 +110,11 @@ std::string TopView::Render(const std::vector<v1::Job>& jobs,
                                         Gigabytes(g.memory_total_bytes())));
       }
     }
-    rows.push_back({w.id(), WorkerStateName(w.state()),
-                    absl::StrCat(w.slots_used(), "/", w.slots()),
-                    absl::StrFormat("%.0f%%", 100 * w.cpu_utilization_ratio()), util, memory});
+    rows.push_back(
+        {w.id(),
+         absl::StrCat(WorkerStateName(w.state()), w.health().has_cordon() ? " CORDONED" : ""),
+         absl::StrCat(w.slots_used(), "/", w.slots()),
+         absl::StrFormat("%.0f%%", 100 * w.cpu_utilization_ratio()), util, memory});
   }
   std::ostringstream workers_table;
   PrintTable(workers_table, rows);

@@ -5,6 +5,8 @@
 //   StatCode, UploadCode, ListWorkers     who submitted it, and a user sees the
 //                                         env and command of its own jobs only
 //   CancelJob, DeleteJob, StreamLogs      admin, or the job's owner
+//   CordonWorker, UncordonWorker,         admin
+//   DrainWorker
 //   WorkerService.Connect                 admin, or the worker whose id it registers
 //   WorkerService.ReadCode                admin, or any worker
 //   RendezvousService                     admin, or a job token of the scope's attempt

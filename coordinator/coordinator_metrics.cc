@@ -14,6 +14,9 @@ CoordinatorMetrics::CoordinatorMetrics(metrics::Registry* registry, const Clock*
       workers_(registry->AddGauge("ringmaster_workers", "Workers by state.")),
       heartbeat_age_(registry->AddGauge("ringmaster_worker_heartbeat_age_seconds",
                                         "Seconds since the worker's last heartbeat.")),
+      cordoned_(registry->AddGauge(
+          "ringmaster_worker_cordoned",
+          "1 while the worker takes no new ranks (cordoned, drained or quarantined).")),
       restarts_(registry->AddCounter("ringmaster_job_restarts_total",
                                      "Job restarts, by job and the reason of the failure.")),
       queue_wait_(registry
@@ -83,6 +86,7 @@ void CoordinatorMetrics::Collect() {
   for (const v1::Worker& w : worker_source_()) {
     ++workers[WorkerStateName(w.state())];
     heartbeat_age_.Add({{"worker", w.id()}}).Set(w.heartbeat_age_seconds());
+    cordoned_.Add({{"worker", w.id()}}).Set(w.health().has_cordon() ? 1 : 0);
     listed.insert(w.id());
   }
   for (const auto& [state, count] : workers) workers_.Add({{"state", state}}).Set(count);
@@ -102,7 +106,9 @@ void CoordinatorMetrics::Collect() {
   const absl::Time now = clock_->Now();
   MutexLock lock(&mu_);
   for (const std::string& id : workers_seen_) {
-    if (listed.count(id) == 0) heartbeat_age_.Remove({{"worker", id}});
+    if (listed.count(id) > 0) continue;
+    heartbeat_age_.Remove({{"worker", id}});
+    cordoned_.Remove({{"worker", id}});
   }
   workers_seen_ = std::move(listed);
   for (auto it = ended_.begin(); it != ended_.end();) {

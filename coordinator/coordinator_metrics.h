@@ -1,5 +1,5 @@
 // The coordinator's Prometheus metrics: jobs and workers by state, restarts
-// by reason, heartbeat age per worker, queue wait, RPC latency per method.
+// by reason, heartbeat age and cordon per worker, queue wait, RPC latency per method.
 // A job's restart series leave /metrics the retention after it ended.
 #ifndef RINGMASTER_COORDINATOR_COORDINATOR_METRICS_H_
 #define RINGMASTER_COORDINATOR_COORDINATOR_METRICS_H_
@@ -53,6 +53,7 @@ class CoordinatorMetrics {
   metrics::Family<metrics::Gauge>& jobs_;
   metrics::Family<metrics::Gauge>& workers_;
   metrics::Family<metrics::Gauge>& heartbeat_age_;
+  metrics::Family<metrics::Gauge>& cordoned_;
   metrics::Family<metrics::Counter>& restarts_;
   metrics::Histogram& queue_wait_;
   metrics::Family<metrics::Gauge>& queue_in_use_;

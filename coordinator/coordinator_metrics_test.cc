@@ -32,7 +32,12 @@ TEST(CoordinatorMetricsTest, GaugesRestartsAndQueueWait) {
       [&] {
         return std::map<v1::JobState, int>{{running.state(), 1}, {pending.state(), 1}};
       },
-      [&] { return std::vector<v1::Worker>{w}; });
+      [&] {
+        v1::Worker cordoned;
+        cordoned.set_id("w2");
+        cordoned.mutable_health()->mutable_cordon()->set_reason("new NIC");
+        return std::vector<v1::Worker>{w, cordoned};
+      });
 
   m.OnTransition(running, Change(v1::RESTARTING, v1::RANK_EXITED, 0));
   v1::Job queued = pending;
@@ -47,6 +52,8 @@ TEST(CoordinatorMetricsTest, GaugesRestartsAndQueueWait) {
   EXPECT_NE(text.find("ringmaster_workers{state=\"ALIVE\"} 1\n"), std::string::npos);
   EXPECT_NE(text.find("ringmaster_worker_heartbeat_age_seconds{worker=\"w1\"} 1.5\n"),
             std::string::npos);
+  EXPECT_NE(text.find("ringmaster_worker_cordoned{worker=\"w1\"} 0\n"), std::string::npos);
+  EXPECT_NE(text.find("ringmaster_worker_cordoned{worker=\"w2\"} 1\n"), std::string::npos);
   EXPECT_NE(text.find("ringmaster_job_restarts_total{job_id=\"a-1\",reason=\"RANK_EXITED\"} 1\n"),
             std::string::npos);
   EXPECT_NE(text.find("ringmaster_job_queue_wait_seconds_sum 2.5\n"), std::string::npos) << text;
@@ -74,6 +81,7 @@ TEST(CoordinatorMetricsTest, EndedJobsAndForgottenWorkersLeave) {
   std::string text = registry.Serialize();
   EXPECT_NE(text.find(a_series), std::string::npos) << text;
   EXPECT_EQ(text.find("heartbeat_age_seconds{worker=\"w2\"}"), std::string::npos) << text;
+  EXPECT_EQ(text.find("ringmaster_worker_cordoned{worker=\"w2\"}"), std::string::npos) << text;
   clock.Advance(absl::Seconds(1));
   text = registry.Serialize();
   EXPECT_EQ(text.find(a_series), std::string::npos) << text;

@@ -90,11 +90,14 @@ JobManager::JobManager(JobStore* store, RendezvousStore* rendezvous, WorkerMembe
       rng_(std::random_device{}()),
       run_id_(absl::StrFormat(
           "%016x", std::random_device{}() * uint64_t{0x100000000} ^ std::random_device{}())),
-      queues_(options_.queues) {}
+      queues_(options_.queues),
+      health_(options_.health) {}
 
 absl::Status JobManager::Recover() {
   MutexLock lock(&mu_);
   RETURN_IF_ERROR(table_.Load());
+  ASSIGN_OR_RETURN(std::vector<v1::WorkerHealth> health, store_->LoadWorkerHealth());
+  health_.Load(health);
   const absl::Time now = clock_->Now();
   for (const auto& [number, record] : table_.resident()) {
     JobRecord& entry = *record;
@@ -305,18 +308,12 @@ std::set<std::string> JobManager::CodeInUse() {
 }
 
 std::vector<v1::Worker> JobManager::ListWorkers() {
-  std::vector<v1::Worker> workers = membership_->List();
-  std::map<std::string, int> used;
+  std::vector<v1::Worker> workers;
   {
     MutexLock lock(&mu_);
-    for (const auto& [number, record] : table_.resident()) {
-      for (const v1::RankStatus& rank : record->job.ranks()) {
-        if (RankHoldsSlot(rank)) used[rank.worker_id()] += std::max(1, rank.gpus_size());
-      }
-    }
+    workers = ListWorkersLocked();
   }
   outbox_.Flush();
-  for (v1::Worker& w : workers) w.set_slots_used(used[w.id()]);
   return workers;
 }
 
@@ -366,6 +363,13 @@ void JobManager::TickLocked() {
     }
     CheckTimeouts(entry, now);
     if (entry.job.state() == v1::RUNNING) CheckRegrowth(entry, now);
+  }
+  for (const v1::WorkerHealth& record : health_.Expire(now)) {
+    StoreHealthLocked({record});
+    if (!record.has_cordon() && record.probation_until_unix_ms() > absl::ToUnixMillis(now)) {
+      spdlog::info("worker {}: quarantine over; on probation until {}", record.worker_id(),
+                   absl::FormatTime(absl::FromUnixMillis(record.probation_until_unix_ms())));
+    }
   }
   AdvanceRestarts(now);
   ScheduleLocked();
@@ -499,10 +503,14 @@ void JobManager::NoteFailure(JobRecord& entry, FailureCause cause) {
 }
 
 void JobManager::EndAttempt(JobRecord& entry) {
-  const FailureCause cause = *entry.ending;
+  FailureCause cause = *entry.ending;
   entry.ending.reset();
+  // A failure that moves the job off its worker is worth another attempt,
+  // even the same failure again.
+  const bool moves = BlameLocked(entry, cause);
   v1::Job& job = entry.job;
-  const bool repeat = entry.last_failure && RepeatsWithoutProgress(*entry.last_failure, cause);
+  const bool repeat =
+      !moves && entry.last_failure && RepeatsWithoutProgress(*entry.last_failure, cause);
   entry.last_failure = cause;
   v1::Failure* root = job.mutable_root_cause();
   root->set_attempt(job.attempt());

@@ -37,6 +37,7 @@
 #include "coordinator/restart_policy.h"
 #include "coordinator/scheduler.h"
 #include "coordinator/spec_validation.h"
+#include "coordinator/worker_health.h"
 #include "coordinator/worker_link.h"
 #include "coordinator/worker_membership.h"
 #include "proto/cluster.pb.h"
@@ -61,6 +62,8 @@ struct JobManagerOptions {
   // (the oldest first).
   absl::Duration retain_finished = absl::Hours(24 * 7);
   int retain_finished_jobs = 10000;
+  // Quarantine of workers that fail the ranks of several jobs.
+  HealthOptions health;
   // Uniform in [0, 1), for back-off jitter; empty: a random generator.
   std::function<double()> random;
   // Called under the manager's mutex after each stored transition, with the
@@ -136,7 +139,22 @@ class JobManager {
   // AttemptRanks.
   absl::StatusOr<std::vector<RankLogSource>> LogSources(const v1::Job& job, int attempt);
 
+  // Every worker, with its health (cordon, failures blamed on it).
   std::vector<v1::Worker> ListWorkers();
+
+  // Cordons and drains (job_manager_health.cc), by `by` ("admin"):
+  // stored before they return. NOT_FOUND for a worker never seen.
+  // Cordon: the worker takes no new ranks.
+  absl::StatusOr<v1::Worker> Cordon(const std::string& worker_id, const std::string& reason,
+                                    const std::string& by);
+  // Schedulable again; failures blamed on it are forgotten.
+  absl::StatusOr<v1::Worker> Uncordon(const std::string& worker_id);
+  // Cordons the worker, then stops every attempt with ranks on it (SIGTERM,
+  // SIGKILL after `grace`): each job goes to RESTARTING (WORKER_DRAINED)
+  // and is placed again elsewhere, without counting a restart.
+  absl::StatusOr<v1::DrainWorkerResponse> Drain(const std::string& worker_id,
+                                                const std::string& reason, const std::string& by,
+                                                absl::Duration grace);
 
   // Replaces the queues (as SIGHUP rereads --queues). Jobs of a queue no
   // longer listed are scheduled in the default queue; their priority,
@@ -178,6 +196,25 @@ class JobManager {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     outbox_.Send(worker_id, std::move(message));
   }
+
+  // Worker health (job_manager_health.cc).
+  // The schedulable workers that are not cordoned.
+  std::vector<SchedulableWorker> SchedulableLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void StoreHealthLocked(const std::vector<v1::WorkerHealth>& records)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Blames the worker the attempt's failure `cause` points at (BlameOf):
+  // may quarantine it, and makes the job avoid a worker where its ranks
+  // failed twice. A job at fault itself says so in `cause`. True when the
+  // job's next attempt avoids that worker now.
+  bool BlameLocked(JobRecord& entry, FailureCause& cause) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::vector<v1::Worker> ListWorkersLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The worker as ListWorkers shows it; NOT_FOUND for one never seen.
+  absl::StatusOr<v1::Worker> WorkerLocked(const std::string& worker_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Keeps the jobs' exclusions in their pending views only where the other
+  // workers can hold them.
+  void ApplyExclusionsLocked(const std::vector<WorkerCapacity>& free)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Scheduling (job_manager_schedule.cc).
   void ScheduleLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -282,6 +319,7 @@ class JobManager {
     int64_t stamp = 0;
     std::string reason;
     bool deadline = false;  // the spec has deadline_s
+    bool excludes = false;  // the job has excluded_workers
   };
   std::vector<PendingMeta> pending_meta_ ABSL_GUARDED_BY(mu_);
   int64_t pending_views_at_ ABSL_GUARDED_BY(mu_) = -1;         // JobTable::pending_changes() then
@@ -311,6 +349,9 @@ class JobManager {
   // PENDING jobs that preempted others, by id: the victims still stopping.
   std::map<std::string, std::set<std::string>> preemptors_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, QueueLoad> queue_loads_ ABSL_GUARDED_BY(mu_);
+  HealthRecords health_ ABSL_GUARDED_BY(mu_);
+  // The pending views of jobs that exclude workers, by job number.
+  std::vector<int64_t> excluding_views_ ABSL_GUARDED_BY(mu_);
 };
 
 // What counts as progress for the job's ranks.

@@ -99,7 +99,12 @@ void JobManager::MergePendingViewsLocked() {
     const v1::Job& job = table_.resident().at(number)->job;
     views.push_back({job.id(), QueueNameLocked(job.spec().queue()), job.owner(), job.priority(),
                      number, LastEntered(job, v1::PENDING), false, GangOf(job.spec())});
-    meta.push_back({stamp, job.pending_reason(), job.spec().deadline_s() > 0});
+    meta.push_back({stamp, job.pending_reason(), job.spec().deadline_s() > 0,
+                    job.excluded_workers_size() > 0});
+  }
+  excluding_views_.clear();
+  for (size_t i = 0; i < meta.size(); ++i) {
+    if (meta[i].excludes) excluding_views_.push_back(views[i].sequence);
   }
   pending_views_ = std::move(views);
   pending_meta_ = std::move(meta);
@@ -183,9 +188,10 @@ std::vector<WorkerCapacity> JobManager::CapacityLocked(
 }
 
 void JobManager::ScheduleLocked() {
-  const std::vector<SchedulableWorker> workers = membership_->Schedulable();
+  const std::vector<SchedulableWorker> workers = SchedulableLocked();
   UpdatePendingViewsLocked();
   std::vector<WorkerCapacity> free = CapacityLocked(workers);
+  ApplyExclusionsLocked(free);
   std::vector<const RunningJob*> running;
   for (const PlacedView& view : placed_views_) {
     if (view.running) running.push_back(&view.job);
@@ -251,6 +257,7 @@ void JobManager::SetQueues(QueueConfig queues) {
   pending_views_.clear();
   pending_meta_.clear();
   preemptor_views_.clear();
+  excluding_views_.clear();
   pending_views_at_ = -1;
   placed_views_.clear();
 }
@@ -380,7 +387,7 @@ void JobManager::CheckRegrowth(JobRecord& entry, absl::Time now) {
   }
   GangRequest full = GangOf(job.spec());
   full.min_ranks = 0;
-  if (others_first || !PlaceGang(CapacityLocked(membership_->Schedulable(), job.id()), full).ok()) {
+  if (others_first || !PlaceGang(CapacityLocked(SchedulableLocked(), job.id()), full).ok()) {
     entry.regrow_since = absl::InfiniteFuture();
     return;
   }

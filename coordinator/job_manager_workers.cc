@@ -224,6 +224,7 @@ void JobManager::OnRankExited(const std::string& worker_id, const v1::RankExited
     rank->set_state(v1::RANK_STOPPED);
     cause = {v1::RANK_SIGNALED, absl::StrCat("rank ", cause.rank, " was stopped by its worker"),
              cause.rank, 0, exited.signal()};
+    cause.stopped = true;
   } else {
     rank->set_state(cause.reason == v1::RANKS_SUCCEEDED ? v1::RANK_SUCCEEDED : v1::RANK_FAILED);
   }

@@ -284,6 +284,48 @@ grpc::ServerUnaryReactor* ClusterServiceImpl::ListQueues(grpc::CallbackServerCon
   return FinishUnary(context, absl::OkStatus());
 }
 
+grpc::ServerUnaryReactor* ClusterServiceImpl::CordonWorker(grpc::CallbackServerContext* context,
+                                                           const v1::CordonWorkerRequest* request,
+                                                           v1::Worker* response) {
+  absl::Status s = access_->RequireAdmin(*context);
+  if (s.ok()) {
+    absl::StatusOr<v1::Worker> worker =
+        manager_->Cordon(request->worker_id(), request->reason(), std::string(kAdminUser));
+    if (worker.ok()) *response = *std::move(worker);
+    s = worker.status();
+  }
+  return FinishUnary(context, s);
+}
+
+grpc::ServerUnaryReactor* ClusterServiceImpl::UncordonWorker(
+    grpc::CallbackServerContext* context, const v1::UncordonWorkerRequest* request,
+    v1::Worker* response) {
+  absl::Status s = access_->RequireAdmin(*context);
+  if (s.ok()) {
+    absl::StatusOr<v1::Worker> worker = manager_->Uncordon(request->worker_id());
+    if (worker.ok()) *response = *std::move(worker);
+    s = worker.status();
+  }
+  return FinishUnary(context, s);
+}
+
+grpc::ServerUnaryReactor* ClusterServiceImpl::DrainWorker(grpc::CallbackServerContext* context,
+                                                          const v1::DrainWorkerRequest* request,
+                                                          v1::DrainWorkerResponse* response) {
+  absl::Status s = access_->RequireAdmin(*context);
+  const int grace_s = request->has_grace_s() ? request->grace_s() : 30;
+  if (s.ok() && grace_s < 0) {
+    s = absl::InvalidArgumentError(absl::StrCat("grace_s is ", grace_s, "; it must be >= 0"));
+  }
+  if (s.ok()) {
+    absl::StatusOr<v1::DrainWorkerResponse> drained = manager_->Drain(
+        request->worker_id(), request->reason(), std::string(kAdminUser), absl::Seconds(grace_s));
+    if (drained.ok()) *response = *std::move(drained);
+    s = drained.status();
+  }
+  return FinishUnary(context, s);
+}
+
 grpc::ServerUnaryReactor* JobServiceImpl::StatCode(grpc::CallbackServerContext* context,
                                                    const v1::StatCodeRequest* request,
                                                    v1::StatCodeResponse* response) {

@@ -68,6 +68,15 @@ class ClusterServiceImpl final : public v1::ClusterService::CallbackService {
   grpc::ServerUnaryReactor* ListQueues(grpc::CallbackServerContext* context,
                                        const v1::ListQueuesRequest* request,
                                        v1::ListQueuesResponse* response) override;
+  grpc::ServerUnaryReactor* CordonWorker(grpc::CallbackServerContext* context,
+                                         const v1::CordonWorkerRequest* request,
+                                         v1::Worker* response) override;
+  grpc::ServerUnaryReactor* UncordonWorker(grpc::CallbackServerContext* context,
+                                           const v1::UncordonWorkerRequest* request,
+                                           v1::Worker* response) override;
+  grpc::ServerUnaryReactor* DrainWorker(grpc::CallbackServerContext* context,
+                                        const v1::DrainWorkerRequest* request,
+                                        v1::DrainWorkerResponse* response) override;
 
  private:
   JobManager* const manager_;

@@ -172,19 +172,26 @@ absl::Status JobStore::Migrate() {
     // Version 3: jobs' labels, for ListJobs to filter on, and the request
     // ids of submissions, which make SubmitJob idempotent (jobs stored
     // before had neither).
+    if (version < 3) {
+      RETURN_IF_ERROR(
+          writer_->Exec("CREATE TABLE job_labels ("
+                        "  key TEXT NOT NULL,"
+                        "  value TEXT NOT NULL,"
+                        "  number INTEGER NOT NULL,"
+                        "  PRIMARY KEY (key, value, number)) WITHOUT ROWID;"
+                        "CREATE INDEX labels_by_job ON job_labels(number);"
+                        "CREATE TABLE submit_requests ("
+                        "  request_id TEXT PRIMARY KEY,"
+                        "  number INTEGER NOT NULL);"
+                        "CREATE INDEX requests_by_job ON submit_requests(number);"));
+    }
+    // Version 4: workers' health (cordons, quarantines, failures blamed).
     RETURN_IF_ERROR(
-        writer_->Exec("CREATE TABLE job_labels ("
-                      "  key TEXT NOT NULL,"
-                      "  value TEXT NOT NULL,"
-                      "  number INTEGER NOT NULL,"
-                      "  PRIMARY KEY (key, value, number)) WITHOUT ROWID;"
-                      "CREATE INDEX labels_by_job ON job_labels(number);"
-                      "CREATE TABLE submit_requests ("
-                      "  request_id TEXT PRIMARY KEY,"
-                      "  number INTEGER NOT NULL);"
-                      "CREATE INDEX requests_by_job ON submit_requests(number);"
+        writer_->Exec("CREATE TABLE worker_health ("
+                      "  worker_id TEXT PRIMARY KEY,"
+                      "  record BLOB NOT NULL);"
                       "DELETE FROM schema_version;"
-                      "INSERT INTO schema_version VALUES (3);"));
+                      "INSERT INTO schema_version VALUES (4);"));
     return absl::OkStatus();
   });
 }
@@ -283,6 +290,29 @@ absl::Status JobStore::Delete(const std::string& job_id) {
     ASSIGN_OR_RETURN(auto job, writer_->Prepare("DELETE FROM jobs WHERE id = ?"));
     return job.Bind(1, job_id).Run();
   });
+}
+
+absl::Status JobStore::PutWorkerHealth(const v1::WorkerHealth& record) {
+  return writer_->Transaction([&]() -> absl::Status {
+    ASSIGN_OR_RETURN(auto put,
+                     writer_->Prepare("INSERT OR REPLACE INTO worker_health VALUES (?, ?)"));
+    return put.Bind(1, record.worker_id()).BindBlob(2, record.SerializeAsString()).Run();
+  });
+}
+
+absl::StatusOr<std::vector<v1::WorkerHealth>> JobStore::LoadWorkerHealth() {
+  std::vector<v1::WorkerHealth> records;
+  ASSIGN_OR_RETURN(auto query, writer_->Prepare("SELECT worker_id, record FROM worker_health "
+                                                "ORDER BY worker_id"));
+  for (;;) {
+    ASSIGN_OR_RETURN(bool has_row, query.Step());
+    if (!has_row) break;
+    if (!records.emplace_back().ParseFromString(query.ColumnBlob(1))) {
+      return absl::DataLossError(
+          absl::StrCat("worker ", query.ColumnText(0), " has an unreadable health record"));
+    }
+  }
+  return records;
 }
 
 absl::Status JobStore::Retire(const RetiredJob& job) {

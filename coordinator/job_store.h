@@ -1,5 +1,6 @@
 // Durable job state in SQLite: every job, its current snapshot, and the
-// full history of its state transitions. A coordinator restart reloads it.
+// full history of its state transitions; and each worker's health record.
+// A coordinator restart reloads it.
 //
 // Writes do not wait for the disk: they are durable once Sync returns
 // (group commit: one fdatasync of the write-ahead log covers every
@@ -26,6 +27,7 @@
 #include "absl/status/statusor.h"
 #include "common/mutex.h"
 #include "coordinator/sqlite_db.h"
+#include "proto/cluster.pb.h"
 #include "proto/job.pb.h"
 
 namespace ringmaster {
@@ -53,7 +55,7 @@ struct RetiredQuery {
 // ListRetired) are thread-safe and use a connection of their own.
 class JobStore {
  public:
-  static constexpr int kSchemaVersion = 3;
+  static constexpr int kSchemaVersion = 4;
 
   // Opens or creates the database at `path` (WAL mode), upgrading a
   // version 1 store. FAILED_PRECONDITION when the file has a schema version
@@ -82,6 +84,12 @@ class JobStore {
 
   // Removes the job and its history.
   absl::Status Delete(const std::string& job_id);
+
+  // Stores a worker's health record (WorkerHealth.worker_id), replacing
+  // the one before.
+  absl::Status PutWorkerHealth(const v1::WorkerHealth& record);
+  // Every worker's record, by id.
+  absl::StatusOr<std::vector<v1::WorkerHealth>> LoadWorkerHealth();
 
   // Marks an ended job as no longer held in memory.
   absl::Status Retire(const RetiredJob& job);

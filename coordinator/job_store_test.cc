@@ -232,6 +232,37 @@ TEST(JobStoreTest, UpgradesAVersionOneStore) {
   ASSERT_OK(below_two);
   ASSERT_EQ(below_two->size(), 1u);
   EXPECT_EQ((*below_two)[0].id(), "old-1");
+  v1::WorkerHealth health;
+  health.set_worker_id("w1");
+  ASSERT_OK((*store)->PutWorkerHealth(health)) << "the upgrade made its table";
+}
+
+TEST(JobStoreTest, WorkerHealthSurvivesReopen) {
+  const std::string path = TempDbPath("health.db");
+  {
+    auto store = JobStore::Open(path);
+    ASSERT_OK(store);
+    v1::WorkerHealth health;
+    health.set_worker_id("w2");
+    health.mutable_cordon()->set_reason("first");
+    ASSERT_OK((*store)->PutWorkerHealth(health));
+    health.mutable_cordon()->set_reason("replaced");
+    ASSERT_OK((*store)->PutWorkerHealth(health));
+    health.set_worker_id("w1");
+    health.clear_cordon();
+    health.add_failures()->set_job_id("job-1");
+    ASSERT_OK((*store)->PutWorkerHealth(health));
+    ASSERT_OK((*store)->Sync());
+  }
+  auto store = JobStore::Open(path);
+  ASSERT_OK(store);
+  auto records = (*store)->LoadWorkerHealth();
+  ASSERT_OK(records);
+  ASSERT_EQ(records->size(), 2u);
+  EXPECT_EQ((*records)[0].worker_id(), "w1");
+  EXPECT_EQ((*records)[0].failures(0).job_id(), "job-1");
+  EXPECT_EQ((*records)[1].worker_id(), "w2");
+  EXPECT_EQ((*records)[1].cordon().reason(), "replaced");
 }
 
 }  // namespace

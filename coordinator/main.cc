@@ -116,6 +116,23 @@ void AddTimingFlags(CLI::App& app, ringmaster::CoordinatorConfig* config) {
   ringmaster::AddDurationOption(app, "--min-runtime", &manager.scheduling.min_runtime,
                                 "a job running less than this is preempted only when nothing "
                                 "else frees enough (default 2m)");
+  ringmaster::HealthOptions& health = manager.health;
+  ringmaster::AddDurationOption(app, "--quarantine-window", &health.quarantine_window,
+                                "a worker blamed for failures of 2 jobs within this is "
+                                "quarantined (default 10m)");
+  ringmaster::AddDurationOption(app, "--quarantine-for", &health.quarantine_for,
+                                "a quarantine lasts this long, then as long again on "
+                                "probation (default 1h)");
+  app.add_option_function<std::string>(
+         "--max-quarantined",
+         [&health](const std::string& text) {
+           absl::StatusOr<ringmaster::QuarantineLimit> limit =
+               ringmaster::ParseQuarantineLimit(text);
+           if (!limit.ok()) throw CLI::ValidationError(std::string(limit.status().message()));
+           health.max_quarantined = *limit;
+         },
+         "most workers quarantined at once: a share (\"20%\", the default) or a number")
+      ->type_name("SHARE|N");
 }
 
 // The admin token (from `token_file`, else RINGMASTER_TOKEN) and, with

@@ -282,9 +282,10 @@ class Pass {
 
   // NeverFits, once per shape of request in a pass.
   std::string_view NeverFitsCached(const GangRequest& r) {
-    std::string selector;  // empty, and not allocated, for most jobs
+    std::string selector;  // and workers to avoid: empty, and not allocated, for most jobs
     for (const auto& [label, value] : r.selector)
       absl::StrAppend(&selector, label, "=", value, ",");
+    for (const std::string& worker : r.avoid) absl::StrAppend(&selector, "!", worker, ",");
     auto [it, added] =
         never_fits_.try_emplace({r.ranks, r.min_ranks, r.gpus_per_rank, r.cpus, r.memory_mb,
                                  r.ranks_per_worker, std::move(selector)});

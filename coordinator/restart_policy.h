@@ -31,6 +31,7 @@ struct FailureCause {
   int signal = 0;
   std::string error;        // the rank's TORCHELASTIC_ERROR_FILE message
   bool progressed = false;  // the attempt made progress before it
+  bool stopped = false;     // the rank was stopped on purpose (StopJob)
 };
 
 // What a rank's exit says: a start failure, an OOM kill, a signal, or its

@@ -15,7 +15,9 @@ namespace {
 int SlotsPerRank(const GangRequest& r) { return std::max(1, r.gpus_per_rank); }
 
 bool Matches(const WorkerCapacity& w, const GangRequest& r) {
-  return (r.gpus_per_rank == 0 || w.gpu_slots) && HasLabels(w.labels, r.selector);
+  return (r.gpus_per_rank == 0 || w.gpu_slots) && HasLabels(w.labels, r.selector) &&
+         (r.avoid.empty() ||
+          std::find(r.avoid.begin(), r.avoid.end(), w.worker_id) == r.avoid.end());
 }
 
 // How many of the request's ranks `w` can take now.
@@ -34,7 +36,8 @@ std::string SlotWord(const GangRequest& r) { return r.gpus_per_rank > 0 ? "GPU s
 
 // Whether only slots decide where the request fits.
 bool SlotsOnly(const GangRequest& r) {
-  return r.cpus == 0 && r.memory_mb == 0 && r.ranks_per_worker == 0 && r.selector.empty();
+  return r.cpus == 0 && r.memory_mb == 0 && r.ranks_per_worker == 0 && r.selector.empty() &&
+         r.avoid.empty();
 }
 
 // "2 ranks of 1 slot, 2 CPUs and 512 MB each, 1 per worker, on workers with zone=a"
@@ -53,6 +56,9 @@ std::string DescribeRanks(const GangRequest& r, int ranks) {
   if (!r.selector.empty()) {
     absl::StrAppend(&text, ", on workers with ",
                     absl::StrJoin(r.selector, ",", absl::PairFormatter("=")));
+  }
+  if (!r.avoid.empty()) {
+    absl::StrAppend(&text, ", not on ", absl::StrJoin(r.avoid, ", "), " (excluded for the job)");
   }
   return text;
 }

@@ -66,10 +66,11 @@ struct GangRequest {
   int64_t memory_mb = 0;     // per rank; 0: not counted
   int ranks_per_worker = 0;  // 0: as few workers as possible
   std::map<std::string, std::string> selector;  // labels a worker must have
+  std::vector<std::string> avoid;               // workers it must not use
 };
 
-// Places the request's ranks, each on a worker that matches the selector
-// and has max(1, gpus_per_rank) free slots (GPU slots when gpus_per_rank >
+// Places the request's ranks, each on a worker that matches the selector,
+// is not one to avoid, and has max(1, gpus_per_rank) free slots (GPU slots when gpus_per_rank >
 // 0) and the CPUs and memory it asks; an elastic job (0 < min_ranks <
 // ranks) gets as many ranks as fit, when at least min_ranks do. With
 // ranks_per_worker, each worker used takes exactly that many. Otherwise it

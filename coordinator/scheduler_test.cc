@@ -132,6 +132,29 @@ TEST(PlaceGangTest, SelectorPlacesOnlyOnWorkersWithEveryLabel) {
   EXPECT_FALSE(PlaceGang(workers, request).ok()) << "no worker has zone=c";
 }
 
+TEST(PlaceGangTest, WorkersToAvoidAreNotUsed) {
+  const std::vector<WorkerCapacity> workers = {Offering("w1", 4, 0, 0), Offering("w2", 2, 0, 0),
+                                               Offering("w3", 2, 0, 0)};
+  GangRequest request{2, 0};
+  auto p = PlaceGang(workers, request);
+  ASSERT_OK(p);
+  EXPECT_EQ(WorkersOf(*p), (std::vector<std::string>{"w3", "w3"})) << "the tightest fit";
+  request.avoid = {"w3"};
+  p = PlaceGang(workers, request);
+  ASSERT_OK(p);
+  EXPECT_EQ(WorkersOf(*p), (std::vector<std::string>{"w2", "w2"}));
+  request.avoid = {"w2", "w3"};
+  request.ranks = 6;
+  EXPECT_EQ(PlaceGang(workers, request).status().message(),
+            "needs 6 ranks of 1 slot each, not on w2, w3 (excluded for the job); room for 4 on "
+            "the 1 matching of 3 alive workers");
+  EXPECT_EQ(NeverFits(workers, request),
+            "needs 6 ranks of 1 slot each, not on w2, w3 (excluded for the job), more than all "
+            "alive workers can hold (waiting for workers to join)");
+  request.avoid.clear();
+  EXPECT_EQ(NeverFits(workers, request), "");
+}
+
 TEST(PlaceGangTest, RanksPerWorkerPutsExactlyThatManyOnEachWorkerUsed) {
   // w1 could hold all four; ranks_per_worker spreads them two by two, and
   // w2, with one free slot, takes none.

@@ -277,6 +277,16 @@ std::string WorkerMembership::Address(const std::string& worker_id) const {
   return m == nullptr ? "" : m->info.address();
 }
 
+bool WorkerMembership::Known(const std::string& worker_id) const {
+  MutexLock lock(&mu_);
+  return Find(worker_id) != nullptr;
+}
+
+int WorkerMembership::Size() const {
+  MutexLock lock(&mu_);
+  return static_cast<int>(members_.size());
+}
+
 std::vector<SchedulableWorker> WorkerMembership::Schedulable() const {
   MutexLock lock(&mu_);
   std::vector<const Member*> ordered;

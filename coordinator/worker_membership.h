@@ -160,6 +160,10 @@ class WorkerMembership {
   // Whether the worker has an open stream.
   bool Connected(const std::string& worker_id) const;
   std::string Address(const std::string& worker_id) const;
+  // Whether the worker has registered (or is expected back), and how many
+  // workers have.
+  bool Known(const std::string& worker_id) const;
+  int Size() const;
 
   // ALIVE, connected, admitted workers in registration order.
   std::vector<SchedulableWorker> Schedulable() const;

@@ -1,0 +1,190 @@
+// JobManager: cordons, drains and quarantines of workers, and the workers
+// a job avoids.
+#include <algorithm>
+#include <set>
+
+#include <spdlog/spdlog.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "common/status_macros.h"
+#include "coordinator/job_manager.h"
+#include "coordinator/job_state.h"
+
+namespace ringmaster {
+namespace {
+
+constexpr size_t kMaxReasonBytes = 512;
+
+absl::Status CheckReason(const std::string& reason) {
+  if (reason.size() <= kMaxReasonBytes) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("the reason is ", reason.size(), " bytes long; at most ", kMaxReasonBytes));
+}
+
+}  // namespace
+
+std::vector<SchedulableWorker> JobManager::SchedulableLocked() {
+  std::vector<SchedulableWorker> workers = membership_->Schedulable();
+  if (!health_.AnyCordoned()) return workers;
+  std::vector<SchedulableWorker> open;
+  open.reserve(workers.size());
+  for (SchedulableWorker& w : workers) {
+    if (!health_.Cordoned(w.worker_id)) open.push_back(std::move(w));
+  }
+  return open;
+}
+
+void JobManager::StoreHealthLocked(const std::vector<v1::WorkerHealth>& records) {
+  for (const v1::WorkerHealth& record : records) {
+    if (absl::Status s = store_->PutWorkerHealth(record); !s.ok()) {
+      spdlog::error("could not store the health of worker {}: {}", record.worker_id(),
+                    s.ToString());
+    }
+  }
+}
+
+std::vector<v1::Worker> JobManager::ListWorkersLocked() {
+  std::vector<v1::Worker> workers = membership_->List();
+  std::map<std::string, int> used;
+  for (const auto& [number, record] : table_.resident()) {
+    for (const v1::RankStatus& rank : record->job.ranks()) {
+      if (RankHoldsSlot(rank)) used[rank.worker_id()] += std::max(1, rank.gpus_size());
+    }
+  }
+  for (v1::Worker& w : workers) {
+    w.set_slots_used(used[w.id()]);
+    if (const v1::WorkerHealth* health = health_.Find(w.id())) *w.mutable_health() = *health;
+  }
+  return workers;
+}
+
+absl::StatusOr<v1::Worker> JobManager::WorkerLocked(const std::string& worker_id) {
+  for (v1::Worker& w : ListWorkersLocked()) {
+    if (w.id() == worker_id) return std::move(w);
+  }
+  if (const v1::WorkerHealth* health = health_.Find(worker_id)) {
+    v1::Worker w;  // known from its stored record only, since a coordinator restart
+    w.set_id(worker_id);
+    *w.mutable_health() = *health;
+    return w;
+  }
+  return absl::NotFoundError(
+      absl::StrCat("no worker \"", worker_id, "\"; `ringmaster workers` lists them"));
+}
+
+absl::StatusOr<v1::Worker> JobManager::Cordon(const std::string& worker_id,
+                                              const std::string& reason, const std::string& by) {
+  RETURN_IF_ERROR(CheckReason(reason));
+  absl::StatusOr<v1::Worker> worker;
+  {
+    MutexLock lock(&mu_);
+    RETURN_IF_ERROR(WorkerLocked(worker_id).status());
+    StoreHealthLocked({health_.Cordon(worker_id, reason.empty() ? "cordoned" : reason, by,
+                                      clock_->Now(), /*drained=*/false)});
+    spdlog::info("worker {} cordoned by {}: {}", worker_id, by, reason);
+    worker = WorkerLocked(worker_id);
+  }
+  outbox_.Flush();  // stored before the reply
+  return worker;
+}
+
+absl::StatusOr<v1::Worker> JobManager::Uncordon(const std::string& worker_id) {
+  absl::StatusOr<v1::Worker> worker;
+  {
+    MutexLock lock(&mu_);
+    RETURN_IF_ERROR(WorkerLocked(worker_id).status());
+    StoreHealthLocked({health_.Uncordon(worker_id)});
+    spdlog::info("worker {} uncordoned", worker_id);
+    worker = WorkerLocked(worker_id);
+  }
+  outbox_.Flush();
+  return worker;
+}
+
+absl::StatusOr<v1::DrainWorkerResponse> JobManager::Drain(const std::string& worker_id,
+                                                          const std::string& reason,
+                                                          const std::string& by,
+                                                          absl::Duration grace) {
+  RETURN_IF_ERROR(CheckReason(reason));
+  v1::DrainWorkerResponse response;
+  {
+    MutexLock lock(&mu_);
+    RETURN_IF_ERROR(WorkerLocked(worker_id).status());
+    const std::string why = reason.empty() ? "drained" : reason;
+    const absl::Time now = clock_->Now();
+    StoreHealthLocked({health_.Cordon(worker_id, why, by, now, /*drained=*/true)});
+    std::vector<JobRecord*> running;  // transitions change placed()
+    for (const auto& [number, record] : table_.placed()) {
+      const v1::Job& job = record->job;
+      if (job.state() != v1::STARTING && job.state() != v1::RUNNING) continue;
+      for (const v1::RankStatus& rank : job.ranks()) {
+        if (rank.worker_id() == worker_id && RankHoldsSlot(rank)) {
+          running.push_back(record);
+          break;
+        }
+      }
+    }
+    for (JobRecord* entry : running) {
+      const std::string message =
+          absl::StrCat("worker ", worker_id, " drained by ", by, " (", why,
+                       "): resumes elsewhere from a checkpoint taken on stop");
+      entry->ending.reset();
+      if (!table_.Transition(*entry, v1::RESTARTING, v1::WORKER_DRAINED, message).ok()) continue;
+      entry->restart_at = now;
+      entry->regrow_since = absl::InfiniteFuture();
+      StopRanks(*entry, grace);
+      response.add_stopped_jobs(entry->job.id());
+    }
+    spdlog::info("worker {} drained by {} ({}): stopping {} jobs with a {} grace", worker_id, by,
+                 why, response.stopped_jobs_size(), absl::FormatDuration(grace));
+    ASSIGN_OR_RETURN(*response.mutable_worker(), WorkerLocked(worker_id));
+  }
+  outbox_.Flush();
+  return response;
+}
+
+bool JobManager::BlameLocked(JobRecord& entry, FailureCause& cause) {
+  const absl::Time now = clock_->Now();
+  const std::optional<Blame> blame = BlameOf(entry.job, cause, now);
+  if (!blame) return false;
+  HealthRecords::Verdict verdict = health_.Record(*blame, now, membership_->Size());
+  StoreHealthLocked(verdict.changed);
+  if (verdict.quarantined) {
+    spdlog::warn("worker {} {}", blame->worker_id,
+                 health_.Find(blame->worker_id)->cordon().reason());
+  }
+  if (!verdict.spared.empty()) spdlog::warn("{}", verdict.spared);
+  if (!verdict.job_fault.empty()) {
+    absl::StrAppend(&cause.message, "; ", verdict.job_fault);
+    return false;
+  }
+  v1::Job& job = entry.job;
+  int32_t& failures = (*job.mutable_worker_failures())[blame->worker_id];
+  if (++failures != 2) return verdict.quarantined;
+  v1::ExcludedWorker& excluded = *job.add_excluded_workers();
+  excluded.set_worker_id(blame->worker_id);
+  excluded.set_reason(absl::StrCat("2 failures of its ranks there; the last: ", cause.message));
+  excluded.set_time_unix_ms(absl::ToUnixMillis(now));
+  spdlog::warn("job {}: avoids worker {} from now on ({})", job.id(), blame->worker_id,
+               excluded.reason());
+  return true;
+}
+
+void JobManager::ApplyExclusionsLocked(const std::vector<WorkerCapacity>& free) {
+  for (int64_t number : excluding_views_) {
+    auto view = std::lower_bound(pending_views_.begin(), pending_views_.end(), number,
+                                 [](const PendingJob& p, int64_t n) { return p.sequence < n; });
+    if (view == pending_views_.end() || view->sequence != number) continue;
+    GangRequest& request = view->request;
+    request.avoid.clear();
+    for (const v1::ExcludedWorker& e : table_.resident().at(number)->job.excluded_workers()) {
+      request.avoid.push_back(e.worker_id());
+    }
+    // Only while other capacity exists: a job that the other workers can
+    // never hold goes back to those it avoided.
+    if (!NeverFits(free, request).empty()) request.avoid.clear();
+  }
+}
+
+}  // namespace ringmaster
