@@ -63,6 +63,8 @@ void AddLocalClusterCommands(CLI::App& app, Invocation* run,
   up->add_flag("--no-tls", run->no_tls, "plaintext on loopback, without certificates");
   up->add_option("--queues", cluster.queues_file,
                  "the coordinator's queues, quotas and priority classes (YAML)");
+  up->add_option("--max-quarantined", cluster.max_quarantined,
+                 "most workers quarantined at once: a share (\"20%\", the default) or a number");
   (*commands)[Command::kUp] = up;
 
   run->down_state_dir = cluster.state_dir;

@@ -487,15 +487,20 @@ int RunQueues(const GlobalOptions& global) {
 
 namespace {
 
-// "worker w1 CORDONED (by admin: new NIC)" or the worker as -o asks.
+// "worker w1 CORDONED: cordoned by admin since ...: new NIC".
+std::string WorkerLine(const v1::Worker& worker) {
+  const std::string detail = CordonDetail(worker, absl::Now());
+  return absl::StrCat("worker ", worker.id(), " ", WorkerSchedulingLabel(worker),
+                      detail.empty() ? "" : ": ", detail);
+}
+
+// The worker's line, or the worker as -o asks.
 int PrintWorker(const GlobalOptions& global, const absl::StatusOr<v1::Worker>& worker) {
   if (!worker.ok()) return Fail(worker.status());
   if (!global.table()) {
     std::cout << Render(*worker, global.output) << std::flush;
   } else {
-    const std::string detail = CordonDetail(*worker, absl::Now());
-    std::cout << "worker " << worker->id() << " " << WorkerSchedulingLabel(*worker)
-              << (detail.empty() ? "" : ": ") << detail << std::endl;
+    std::cout << WorkerLine(*worker) << std::endl;
   }
   return kOk;
 }
@@ -526,7 +531,7 @@ int RunDrain(const GlobalOptions& global, const std::string& worker_id, const st
     std::cout << Render(*drained, global.output) << std::flush;
     return kOk;
   }
-  std::cout << "worker " << worker_id << " " << WorkerSchedulingLabel(drained->worker()) << "; ";
+  std::cout << WorkerLine(drained->worker()) << "\n";
   if (drained->stopped_jobs().empty()) {
     std::cout << "no job ran there" << std::endl;
   } else {

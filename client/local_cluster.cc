@@ -18,6 +18,7 @@
 #include "common/status_macros.h"
 #include "common/subprocess.h"
 #include "coordinator/queue_config.h"
+#include "coordinator/worker_health.h"
 
 namespace ringmaster {
 namespace {
@@ -196,6 +197,10 @@ absl::Status StartDaemons(const LocalClusterOptions& options, std::vector<Daemon
                                    options.state_dir + "/coordinator"};
   argv.insert(argv.end(), tls_flags.begin(), tls_flags.end());
   RETURN_IF_ERROR(AddQueuesFlag(options.queues_file, &argv));
+  if (!options.max_quarantined.empty()) {
+    RETURN_IF_ERROR(ParseQuarantineLimit(options.max_quarantined).status());
+    argv.insert(argv.end(), {"--max-quarantined", options.max_quarantined});
+  }
   ASSIGN_OR_RETURN(pid_t pid,
                    StartDaemon(argv, options.state_dir + "/logs/coordinator.log", options.token));
   daemons->push_back(

@@ -23,9 +23,10 @@ struct LocalClusterOptions {
   // one per worker, the admin's): workers identify by certificate and the
   // CLI by the admin's. Without TLS, workers get `token`, if any.
   bool tls = true;
-  std::string rank_user;       // the workers' --rank-user; empty: theirs
-  std::string rank_uid_range;  // the workers' --rank-uid-range: a uid per job
-  std::string queues_file;     // the coordinator's --queues
+  std::string rank_user;        // the workers' --rank-user; empty: theirs
+  std::string rank_uid_range;   // the workers' --rank-uid-range: a uid per job
+  std::string queues_file;      // the coordinator's --queues
+  std::string max_quarantined;  // the coordinator's --max-quarantined; empty: its default
   absl::Duration ready_timeout = absl::Seconds(30);
 };
 

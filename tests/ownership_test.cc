@@ -112,6 +112,27 @@ TEST_F(OwnershipTest, OnlyTheOwnerOrTheAdminCancelsDeletesOrReadsLogs) {
   EXPECT_EQ(deleted.exit_code, 0) << deleted.err;
 }
 
+// Workers are the admin's: a user lists them but cannot cordon, uncordon or
+// drain one.
+TEST_F(OwnershipTest, OnlyTheAdminCordonsUncordonsOrDrains) {
+  for (const std::string& user : {"alice", "bob"}) {
+    for (std::vector<std::string> verb : {std::vector<std::string>{"cordon", "local-0"},
+                                          {"uncordon", "local-0"},
+                                          {"drain", "local-0"}}) {
+      testing::CommandResult refused = As(user, verb);
+      EXPECT_EQ(refused.exit_code, 1) << verb[0];
+      EXPECT_NE(refused.err.find("a user credential cannot make this call; it needs the admin "
+                                 "credential"),
+                std::string::npos)
+          << user << " " << verb[0] << ": " << refused.err;
+    }
+    EXPECT_EQ(As(user, {"workers"}).exit_code, 0);
+  }
+  auto workers = client_->ListWorkers();
+  ASSERT_OK(workers);
+  for (const v1::Worker& w : *workers) EXPECT_FALSE(w.health().has_cordon()) << w.id();
+}
+
 // A request id is its submitter's: another user's retry with the same id
 // makes a job of its own instead of being handed the first one.
 TEST_F(OwnershipTest, RequestIdsAreEachUsersOwn) {

@@ -1,0 +1,164 @@
+// Worker health on a real local cluster: a drain moves a running trainer
+// job to another worker, where it resumes from the checkpoint it took on
+// SIGTERM without counting a restart; a worker on which the ranks of two
+// jobs die is quarantined, and the next job runs elsewhere.
+#include <regex>
+
+#include <gtest/gtest.h>
+
+#include "tests/cluster_fixture.h"
+
+namespace ringmaster {
+namespace {
+
+class HealthTest : public ClusterTest {
+ protected:
+  // The coordinator's ringmaster_worker_cordoned of `worker`, or -1.
+  double CordonedMetric(const std::string& worker) {
+    const std::string text = testing::HttpGet(DaemonRecords()[0].metrics_address, "/metrics");
+    std::smatch m;
+    if (!std::regex_search(
+            text, m,
+            std::regex("ringmaster_worker_cordoned\\{worker=\"" + worker + "\"\\} ([0-9]+)"))) {
+      return -1;
+    }
+    return std::stod(m[1]);
+  }
+  // The `workers` table's line of `worker`.
+  std::string WorkersLine(const std::string& worker) {
+    testing::CommandResult workers = Cli({"workers"});
+    EXPECT_EQ(workers.exit_code, 0) << workers.err;
+    std::smatch m;
+    if (!std::regex_search(workers.out, m, std::regex("\n" + worker + " [^\n]*"))) return "";
+    return m[0].str().substr(1);
+  }
+};
+
+class DrainTest : public HealthTest {
+ protected:
+  void SetUp() override {
+    up_slots_ = 2;
+    HealthTest::SetUp();
+  }
+};
+
+TEST_F(DrainTest, ADrainedTrainerResumesElsewhereFromItsSigtermCheckpointWithoutARestart) {
+  const std::string job = Submit(
+      "name: drained\nranks: 2\nmax_restarts: 0\ntrainer:\n"
+      "  data: {path: \"synthetic:rows=8000,features=16,classes=4\"}\n"
+      "  model: {hidden: [32]}\n  epochs: 300\n  batch_size: 16\n"
+      "  checkpoint_every_steps: 100000\n");
+  v1::Job running = WaitJob(job, [](const v1::Job& j) { return j.progress().step() >= 5; });
+  const std::string from = running.ranks(0).worker_id();
+  ASSERT_EQ(running.ranks(1).worker_id(), from) << "two slots each: the job is on one worker";
+  const std::string to = from == "local-0" ? "local-1" : "local-0";
+
+  testing::CommandResult drain =
+      Cli({"drain", from, "--grace", "30s", "--reason", "kernel upgrade"});
+  ASSERT_EQ(drain.exit_code, 0) << drain.err;
+  EXPECT_NE(drain.out.find(absl::StrCat("worker ", from, " CORDONED: drained by admin since ")),
+            std::string::npos)
+      << drain.out;
+  EXPECT_NE(drain.out.find(absl::StrCat("\nstopping ", job, " with a 30s grace")),
+            std::string::npos)
+      << drain.out;
+  const std::string line = WorkersLine(from);
+  EXPECT_TRUE(std::regex_search(line, std::regex(" CORDONED .*drained by admin since [0-9-]+ "
+                                                 "[0-9:]+ UTC \\([0-9]+s ago\\): kernel upgrade")))
+      << line;
+  EXPECT_EQ(CordonedMetric(from), 1);
+  EXPECT_EQ(CordonedMetric(to), 0);
+
+  v1::Job done = WaitJob(job, [](const v1::Job& j) { return j.state() == v1::SUCCEEDED; });
+  EXPECT_EQ(done.restarts(), 0);
+  EXPECT_EQ(done.attempt(), 1);
+  for (const v1::RankStatus& rank : done.ranks()) EXPECT_EQ(rank.worker_id(), to);
+  bool drained = false;
+  for (const v1::StateChange& c : done.history()) {
+    if (c.reason() != v1::WORKER_DRAINED) continue;
+    drained = true;
+    EXPECT_EQ(c.message(), absl::StrCat("worker ", from,
+                                        " drained by admin (kernel upgrade): resumes elsewhere "
+                                        "from a checkpoint taken on stop"));
+  }
+  EXPECT_TRUE(drained) << "the history says why it moved";
+
+  testing::CommandResult before = Cli({"logs", job, "--rank", "0", "--attempt", "0"});
+  std::smatch stopped;
+  ASSERT_TRUE(std::regex_search(before.out, stopped, std::regex("stopped after step ([0-9]+)")))
+      << before.out;
+  testing::CommandResult after = Cli({"logs", job, "--rank", "0", "--attempt", "1"});
+  EXPECT_NE(after.out.find(absl::StrCat("resuming from ", state_dir_, "/coordinator/checkpoints/",
+                                        job, "/step-", stopped[1].str())),
+            std::string::npos)
+      << "attempt 0 stopped after step " << stopped[1] << "; attempt 1 says:\n"
+      << after.out;
+
+  testing::CommandResult uncordon = Cli({"uncordon", from});
+  ASSERT_EQ(uncordon.exit_code, 0) << uncordon.err;
+  EXPECT_EQ(uncordon.out, absl::StrCat("worker ", from, " SCHEDULABLE\n"));
+  EXPECT_EQ(CordonedMetric(from), 0);
+  testing::CommandResult unknown = Cli({"cordon", "local-9"});
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_NE(unknown.err.find("no worker \"local-9\""), std::string::npos) << unknown.err;
+}
+
+class QuarantineTest : public HealthTest {
+ protected:
+  void SetUp() override {
+    up_workers_ = 3;
+    up_args_ = {"--max-quarantined", "1"};  // 20% of 3 workers is none
+    HealthTest::SetUp();
+  }
+  // One rank per worker; the rank on local-1 dies of SIGSEGV.
+  std::string FailingOnLocal1(const std::string& name, int ranks) {
+    return absl::StrCat(
+        "name: ", name, "\nranks: ", ranks,
+        "\nranks_per_worker: 1\nmax_restarts: 0\ncommand: [sh, -c, 'if [ "
+        "\"$RINGMASTER_WORKER_ID\" = local-1 ]; then kill -SEGV $$; fi; sleep 1']\n");
+  }
+};
+
+TEST_F(QuarantineTest, AWorkerWhereTwoJobsDieIsQuarantinedAndTheNextJobRunsElsewhere) {
+  std::vector<std::string> failed;
+  for (const char* name : {"first", "second"}) {
+    const std::string id = Submit(FailingOnLocal1(name, 3));
+    v1::Job job = WaitJob(id, [](const v1::Job& j) { return j.state() == v1::FAILED; });
+    EXPECT_EQ(job.root_cause().worker_id(), "local-1");
+    EXPECT_EQ(job.root_cause().signal(), 11);
+    failed.push_back(id);
+  }
+  auto workers = client_->ListWorkers();
+  ASSERT_OK(workers);
+  for (const v1::Worker& w : *workers) {
+    if (w.id() != "local-1") {
+      EXPECT_FALSE(w.health().has_cordon()) << w.id();
+      continue;
+    }
+    const v1::Cordon& cordon = w.health().cordon();
+    EXPECT_EQ(cordon.by(), "ringmaster");
+    EXPECT_TRUE(cordon.automatic());
+    EXPECT_NE(cordon.reason().find("quarantined: failures of 2 jobs within 10m"), std::string::npos)
+        << cordon.reason();
+    for (const std::string& id : failed) {
+      EXPECT_NE(cordon.reason().find(absl::StrCat(id, ": rank 1 was killed by signal 11")),
+                std::string::npos)
+          << cordon.reason();
+    }
+    EXPECT_GT(cordon.until_unix_ms(), cordon.since_unix_ms());
+  }
+  EXPECT_TRUE(std::regex_search(WorkersLine("local-1"),
+                                std::regex(" CORDONED .*cordoned by ringmaster since .* until "
+                                           ".*: quarantined: failures of 2 jobs")))
+      << WorkersLine("local-1");
+  EXPECT_EQ(CordonedMetric("local-1"), 1);
+
+  const std::string next = Submit(FailingOnLocal1("next", 2));
+  v1::Job done = WaitJob(
+      next, [](const v1::Job& j) { return j.state() == v1::SUCCEEDED || j.state() == v1::FAILED; });
+  EXPECT_EQ(done.state(), v1::SUCCEEDED) << done.root_cause().message();
+  for (const v1::RankStatus& rank : done.ranks()) EXPECT_NE(rank.worker_id(), "local-1");
+}
+
+}  // namespace
+}  // namespace ringmaster
