@@ -173,7 +173,8 @@ class JobManager {
   // acknowledge (0: none).
   absl::StatusOr<WorkerSession> RegisterWorker(WorkerLink* link, const v1::RegisterWorker& request,
                                                int64_t* ack);
-  // A rank event; returns its number when it is to be acknowledged, else 0.
+  // A rank event, or a GPU error; returns its number when it is to be
+  // acknowledged, else 0.
   int64_t OnRankEvent(const WorkerSession& session, const v1::WorkerMessage& message);
   // False when the session has ended (the stream should close).
   bool OnHeartbeat(const WorkerSession& session, const v1::Heartbeat& beat);
@@ -210,6 +211,9 @@ class JobManager {
   std::vector<v1::Worker> ListWorkersLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The worker as ListWorkers shows it; NOT_FOUND for one never seen.
   absl::StatusOr<v1::Worker> WorkerLocked(const std::string& worker_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A GPU error the worker reported: recorded, and a broken GPU cordons it.
+  void OnGpuErrorLocked(const std::string& worker_id, const v1::GpuError& error)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Keeps the jobs' exclusions in their pending views only where the other
   // workers can hold them.

@@ -171,6 +171,19 @@ bool JobManager::BlameLocked(JobRecord& entry, FailureCause& cause) {
   return true;
 }
 
+void JobManager::OnGpuErrorLocked(const std::string& worker_id, const v1::GpuError& error) {
+  bool cordoned = false;
+  const v1::WorkerHealth record =
+      health_.RecordGpuError(worker_id, error, clock_->Now(), &cordoned);
+  StoreHealthLocked({record});
+  if (cordoned) {
+    spdlog::error("worker {} cordoned: {}", worker_id, record.cordon().reason());
+  } else {
+    spdlog::warn("worker {}: GPU {} reported {} {} {}", worker_id, error.gpu(),
+                 v1::GpuErrorKind_Name(error.kind()), error.xid(), error.count());
+  }
+}
+
 void JobManager::ApplyExclusionsLocked(const std::vector<WorkerCapacity>& free) {
   for (int64_t number : excluding_views_) {
     auto view = std::lower_bound(pending_views_.begin(), pending_views_.end(), number,

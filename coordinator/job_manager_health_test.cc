@@ -89,6 +89,23 @@ TEST_F(JobManagerHealthTest, ACordonedWorkerTakesNoRanksAndStaysCordonedAcrossAR
   EXPECT_FALSE(Cordoned("w1")) << "nothing half-done";
 }
 
+TEST_F(JobManagerHealthTest, AGpuErrorEventIsAcknowledgedAndABrokenGpuCordonsItsWorker) {
+  TestWorker w1;
+  ASSERT_OK(Register(w1, "w1", 2));
+  v1::WorkerMessage m;
+  m.set_seq(++w1.seq);
+  m.mutable_gpu_error()->set_gpu(1);
+  m.mutable_gpu_error()->set_kind(v1::GPU_ERROR_XID);
+  m.mutable_gpu_error()->set_xid(79);
+  EXPECT_EQ(manager_->OnRankEvent(w1.session, m), m.seq()) << "acknowledged";
+  EXPECT_TRUE(Cordoned("w1"));
+  const std::string job = Submit(1);
+  EXPECT_EQ(Job(job).state(), v1::PENDING);
+  // Sent again after a reconnect, it is applied once.
+  EXPECT_EQ(manager_->OnRankEvent(w1.session, m), m.seq());
+  EXPECT_EQ(Find(manager_->ListWorkers(), "w1")->health().gpu_errors_size(), 1);
+}
+
 TEST_F(JobManagerHealthTest, ADrainMovesItsJobsElsewhereWithoutCountingARestart) {
   TestWorker w1, w2;
   ASSERT_OK(Register(w1, "w1", 1));

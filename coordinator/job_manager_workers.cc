@@ -188,6 +188,7 @@ JobLookup JobManager::FindJobLocked() {
 void JobManager::ApplyRankEvent(const std::string& worker_id, const v1::WorkerMessage& message) {
   if (message.has_rank_started()) OnRankStarted(worker_id, message.rank_started());
   if (message.has_rank_exited()) OnRankExited(worker_id, message.rank_exited());
+  if (message.has_gpu_error()) OnGpuErrorLocked(worker_id, message.gpu_error());
 }
 
 void JobManager::OnRankStarted(const std::string& worker_id, const v1::RankStarted& started) {

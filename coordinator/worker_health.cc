@@ -51,7 +51,52 @@ std::string Listed(const v1::WorkerHealth& record) {
   return absl::StrJoin(each, "; ");
 }
 
+struct Xid {
+  int number;
+  bool critical;
+  const char* meaning;
+};
+
+// From NVIDIA's "XID Errors" table of its GPU deployment and management
+// documentation.
+constexpr Xid kXids[] = {
+    {13, false, "graphics engine exception"},
+    {31, false, "GPU memory page fault"},
+    {43, false, "GPU stopped processing"},
+    {45, false, "preemptive cleanup, due to previous errors"},
+    {48, true, "double-bit ECC error"},
+    {61, false, "internal micro-controller breakpoint/warning"},
+    {62, true, "internal micro-controller halt"},
+    {63, true, "ECC page retirement or row remapping recording event"},
+    {64, true, "ECC page retirement or row remapper recording failure"},
+    {68, false, "video processor exception"},
+    {74, true, "NVLink error"},
+    {79, true, "GPU has fallen off the bus"},
+    {92, true, "high single-bit ECC error rate"},
+    {94, true, "contained ECC error"},
+    {95, true, "uncontained ECC error"},
+    {119, true, "GSP RPC timeout"},
+    {120, true, "GSP error"},
+};
+
+const Xid* FindXid(int xid) {
+  for (const Xid& x : kXids) {
+    if (x.number == xid) return &x;
+  }
+  return nullptr;
+}
+
 }  // namespace
+
+std::string XidMeaning(int xid) {
+  const Xid* x = FindXid(xid);
+  return x == nullptr ? "" : x->meaning;
+}
+
+bool CriticalXid(int xid) {
+  const Xid* x = FindXid(xid);
+  return x != nullptr && x->critical;
+}
 
 int QuarantineLimit::Of(int workers) const {
   if (count >= 0) return count;
@@ -241,6 +286,51 @@ HealthRecords::Verdict HealthRecords::Record(const Blame& blame, absl::Time now,
   verdict.quarantined = true;
   verdict.changed.push_back(record);
   return verdict;
+}
+
+v1::WorkerHealth HealthRecords::RecordGpuError(const std::string& worker_id, v1::GpuError error,
+                                               absl::Time now, bool* cordoned) {
+  *cordoned = false;
+  v1::WorkerHealth& record = At(worker_id);
+  std::string what;
+  bool broken = false;
+  switch (error.kind()) {
+    case v1::GPU_ERROR_XID:
+      error.set_meaning(XidMeaning(error.xid()));
+      broken = CriticalXid(error.xid());
+      what = absl::StrCat("XID ", error.xid(), error.meaning().empty() ? "" : " (", error.meaning(),
+                          error.meaning().empty() ? "" : ")");
+      break;
+    case v1::GPU_ERROR_ECC_UNCORRECTABLE:
+      error.set_meaning("uncorrectable ECC memory errors");
+      broken = true;
+      what = error.count() > 0 ? absl::StrCat(error.count(), " uncorrectable ECC errors")
+                               : "a double-bit ECC error";
+      break;
+    default:
+      error.set_meaning("pages of memory retired for ECC errors");
+      what = absl::StrCat(error.count(), " retired pages");
+      break;
+  }
+  const bool by_person = record.has_cordon() && !record.cordon().automatic();
+  const bool by_gpu =
+      record.has_cordon() && record.cordon().automatic() && record.cordon().until_unix_ms() == 0;
+  if (broken && !by_person && !by_gpu) {
+    v1::Cordon cordon;
+    cordon.set_reason(absl::StrCat("GPU ", error.gpu(), error.uuid().empty() ? "" : " (",
+                                   error.uuid(), error.uuid().empty() ? "" : ")", " reported ",
+                                   what));
+    cordon.set_by("ringmaster");
+    cordon.set_since_unix_ms(absl::ToUnixMillis(now));
+    cordon.set_automatic(true);
+    SetCordon(record, std::move(cordon));
+    error.set_cordoned(true);
+    *cordoned = true;
+  }
+  auto* errors = record.mutable_gpu_errors();
+  *errors->Add() = std::move(error);
+  if (errors->size() > kGpuErrorsKept) errors->erase(errors->begin());
+  return record;
 }
 
 std::vector<v1::WorkerHealth> HealthRecords::Expire(absl::Time now) {

@@ -12,6 +12,9 @@
 //   - A job whose ranks failed on several different workers within the
 //     window fails by its own fault: its failures are blamed on no worker,
 //     and quarantines that stood only on them are lifted.
+//   - A GPU error that means the GPU or its link is broken (CriticalXid, or
+//     a rise in uncorrectable ECC errors) cordons the worker at once, until
+//     a person uncordons it; the safety valve does not hold it back.
 #ifndef RINGMASTER_COORDINATOR_WORKER_HEALTH_H_
 #define RINGMASTER_COORDINATOR_WORKER_HEALTH_H_
 
@@ -38,6 +41,13 @@ struct QuarantineLimit {
   std::string ToString() const;
 };
 absl::StatusOr<QuarantineLimit> ParseQuarantineLimit(const std::string& text);
+
+// NVIDIA's meaning of an XID ("GPU has fallen off the bus"); empty for one
+// this table does not know.
+std::string XidMeaning(int xid);
+// Whether the XID means the GPU or its link is broken: 48, 62, 63, 64, 74,
+// 79, 92, 94, 95, 119, 120.
+bool CriticalXid(int xid);
 
 struct HealthOptions {
   absl::Duration quarantine_window = absl::Minutes(10);
@@ -89,6 +99,13 @@ class HealthRecords {
   };
   // Records `blame`; `workers` is how many workers the cluster has.
   Verdict Record(const Blame& blame, absl::Time now, int workers);
+
+  // Records a GPU error the worker reported, with its meaning; cordons the
+  // worker for one that means the GPU is broken, unless a person has
+  // cordoned it already. `cordoned` is set when it did.
+  v1::WorkerHealth RecordGpuError(const std::string& worker_id, v1::GpuError error, absl::Time now,
+                                  bool* cordoned);
+  static constexpr int kGpuErrorsKept = 16;
 
   // Quarantines whose time is up end, on probation; failures older than
   // the window are forgotten.

@@ -199,6 +199,69 @@ TEST(HealthRecordsTest, AJobThatFailsEverywhereIsAtFaultNotTheMachines) {
   EXPECT_FALSE(pair.Record(BlameOn("bad", "w2", kStart), kStart, 2).job_fault.empty());
 }
 
+v1::GpuError Xid(int gpu, int xid) {
+  v1::GpuError error;
+  error.set_gpu(gpu);
+  error.set_uuid("GPU-" + std::to_string(gpu));
+  error.set_kind(v1::GPU_ERROR_XID);
+  error.set_xid(xid);
+  return error;
+}
+
+TEST(HealthRecordsTest, ABrokenGpuCordonsItsWorkerUntilAPersonUncordonsIt) {
+  HealthRecords health(Options("0"));  // no quarantine allowed: XIDs are not held back
+  bool cordoned = false;
+  v1::WorkerHealth record = health.RecordGpuError("w1", Xid(0, 13), kStart, &cordoned);
+  EXPECT_FALSE(cordoned) << "XID 13 is the program's";
+  ASSERT_EQ(record.gpu_errors_size(), 1);
+  EXPECT_EQ(record.gpu_errors(0).meaning(), "graphics engine exception");
+  EXPECT_FALSE(record.gpu_errors(0).cordoned());
+
+  record = health.RecordGpuError("w1", Xid(3, 79), kStart, &cordoned);
+  EXPECT_TRUE(cordoned);
+  EXPECT_EQ(record.cordon().reason(), "GPU 3 (GPU-3) reported XID 79 (GPU has fallen off the bus)");
+  EXPECT_EQ(record.cordon().by(), "ringmaster");
+  EXPECT_TRUE(record.cordon().automatic());
+  EXPECT_EQ(record.cordon().until_unix_ms(), 0);
+  EXPECT_TRUE(record.gpu_errors(1).cordoned());
+  health.Expire(kStart + absl::Hours(24));
+  EXPECT_TRUE(health.Cordoned("w1")) << "no time heals a broken GPU";
+
+  // Another error keeps the first reason; a person's cordon stays a person's.
+  record = health.RecordGpuError("w1", Xid(2, 48), kStart, &cordoned);
+  EXPECT_FALSE(cordoned);
+  EXPECT_THAT(record.cordon().reason(), HasSubstr("XID 79"));
+  health.Cordon("w2", "maintenance", "admin", kStart, false);
+  record = health.RecordGpuError("w2", Xid(0, 74), kStart, &cordoned);
+  EXPECT_FALSE(cordoned);
+  EXPECT_EQ(record.cordon().reason(), "maintenance");
+
+  v1::GpuError ecc;
+  ecc.set_gpu(1);
+  ecc.set_kind(v1::GPU_ERROR_ECC_UNCORRECTABLE);
+  ecc.set_count(2);
+  record = health.RecordGpuError("w3", ecc, kStart, &cordoned);
+  EXPECT_TRUE(cordoned);
+  EXPECT_EQ(record.cordon().reason(), "GPU 1 reported 2 uncorrectable ECC errors");
+  v1::GpuError retired;
+  retired.set_kind(v1::GPU_ERROR_RETIRED_PAGES);
+  retired.set_count(5);
+  record = health.RecordGpuError("w4", retired, kStart, &cordoned);
+  EXPECT_FALSE(cordoned) << "retired pages are the GPU coping";
+
+  for (int i = 0; i < 20; ++i) health.RecordGpuError("w5", Xid(0, 13), kStart, &cordoned);
+  EXPECT_EQ(health.Find("w5")->gpu_errors_size(), HealthRecords::kGpuErrorsKept);
+}
+
+TEST(HealthRecordsTest, XidMeanings) {
+  for (int xid : {48, 62, 63, 64, 74, 79, 92, 94, 95, 119, 120}) {
+    EXPECT_TRUE(CriticalXid(xid)) << xid;
+    EXPECT_FALSE(XidMeaning(xid).empty()) << xid;
+  }
+  for (int xid : {13, 31, 43, 45, 999}) EXPECT_FALSE(CriticalXid(xid)) << xid;
+  EXPECT_EQ(XidMeaning(999), "");
+}
+
 TEST(HealthRecordsTest, PeopleCordonAndUncordon) {
   HealthRecords health(Options());
   EXPECT_FALSE(health.AnyCordoned());

@@ -113,7 +113,7 @@ class WorkerStream final
       if (!manager_->OnHeartbeat(session_, message.heartbeat())) {
         return absl::AbortedError("this worker session has ended; register again");
       }
-    } else if (message.has_rank_started() || message.has_rank_exited()) {
+    } else if (message.has_rank_started() || message.has_rank_exited() || message.has_gpu_error()) {
       ack = manager_->OnRankEvent(session_, message);
     } else {
       return absl::InvalidArgumentError("unexpected worker message");

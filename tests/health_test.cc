@@ -1,7 +1,9 @@
 // Worker health on a real local cluster: a drain moves a running trainer
 // job to another worker, where it resumes from the checkpoint it took on
 // SIGTERM without counting a restart; a worker on which the ranks of two
-// jobs die is quarantined, and the next job runs elsewhere.
+// jobs die is quarantined, and the next job runs elsewhere; a GPU's XID 79
+// cordons its worker.
+#include <fstream>
 #include <regex>
 
 #include <gtest/gtest.h>
@@ -158,6 +160,81 @@ TEST_F(QuarantineTest, AWorkerWhereTwoJobsDieIsQuarantinedAndTheNextJobRunsElsew
       next, [](const v1::Job& j) { return j.state() == v1::SUCCEEDED || j.state() == v1::FAILED; });
   EXPECT_EQ(done.state(), v1::SUCCEEDED) << done.root_cause().message();
   for (const v1::RankStatus& rank : done.ranks()) EXPECT_NE(rank.worker_id(), "local-1");
+}
+
+// Workers with two GPUs each (the fake NVML library), whose errors the test
+// injects through each worker's control file.
+class GpuErrorTest : public HealthTest {
+ protected:
+  void SetUp() override {
+    control_dir_ = testing::MakeTempDir("nvml");
+    extra_env_["RINGMASTER_NVML_LIBRARY"] = testing::Runfile("worker/testing/libfake_nvml.so");
+    extra_env_["FAKE_NVML_DEVICES"] =
+        "GPU-aaaa:0:0:17179869184:0:0:0:0;GPU-bbbb:0:0:17179869184:0:0:0:0";
+    extra_env_["FAKE_NVML_CONTROL"] = control_dir_ + "/control-{pid}";
+    HealthTest::SetUp();
+  }
+  // Appends `line` to the fake NVML control file of worker `index`.
+  void Inject(int index, const std::string& line) {
+    std::ofstream(absl::StrCat(control_dir_, "/control-", WorkerRecords()[index].pid),
+                  std::ios::app)
+        << line << "\n";
+  }
+  const v1::Cordon* CordonOf(const std::string& worker) {
+    auto workers = client_->ListWorkers();
+    if (!workers.ok()) return nullptr;
+    for (const v1::Worker& w : *workers) {
+      if (w.id() == worker && w.health().has_cordon()) {
+        cordon_ = w.health().cordon();
+        return &cordon_;
+      }
+    }
+    return nullptr;
+  }
+
+  std::string control_dir_;
+  v1::Cordon cordon_;
+};
+
+TEST_F(GpuErrorTest, AnXidThatMeansABrokenGpuCordonsItsWorkerWithinTwoSeconds) {
+  Inject(1, "xid 0 13");  // the program's fault: counted, not cordoned
+  Inject(1, "xid 1 79");
+  const absl::Time injected = absl::Now();
+  ASSERT_TRUE(testing::WaitFor([&] { return CordonOf("local-1") != nullptr; }, absl::Seconds(10)));
+  const absl::Duration took = absl::Now() - injected;
+  EXPECT_LT(took, absl::Seconds(2));
+  EXPECT_EQ(cordon_.reason(), "GPU 1 (GPU-bbbb) reported XID 79 (GPU has fallen off the bus)");
+  EXPECT_EQ(cordon_.by(), "ringmaster");
+  EXPECT_EQ(CordonOf("local-0"), nullptr);
+
+  auto workers = client_->ListWorkers();
+  ASSERT_OK(workers);
+  for (const v1::Worker& w : *workers) {
+    if (w.id() != "local-1") continue;
+    ASSERT_EQ(w.health().gpu_errors_size(), 2);
+    EXPECT_EQ(w.health().gpu_errors(0).xid(), 13);
+    EXPECT_EQ(w.health().gpu_errors(0).meaning(), "graphics engine exception");
+    EXPECT_FALSE(w.health().gpu_errors(0).cordoned());
+    EXPECT_EQ(w.health().gpu_errors(1).xid(), 79);
+    EXPECT_TRUE(w.health().gpu_errors(1).cordoned());
+  }
+  const std::string metrics = testing::HttpGet(WorkerRecords()[1].metrics_address, "/metrics");
+  EXPECT_NE(metrics.find("ringmaster_gpu_xid_errors_total{gpu=\"1\",worker=\"local-1\","
+                         "xid=\"79\"} 1\n"),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("ringmaster_gpu_xid_errors_total{gpu=\"0\",worker=\"local-1\","
+                         "xid=\"13\"} 1\n"),
+            std::string::npos);
+
+  // A GPU job goes to the other worker only.
+  const std::string job = Submit("name: gpu\nranks: 1\ngpus_per_rank: 2\ncommand: [true]\n");
+  v1::Job done = WaitJob(job, [](const v1::Job& j) { return j.state() == v1::SUCCEEDED; });
+  EXPECT_EQ(done.ranks(0).worker_id(), "local-0");
+
+  Inject(0, "ecc 0 2");
+  ASSERT_TRUE(testing::WaitFor([&] { return CordonOf("local-0") != nullptr; }, absl::Seconds(10)));
+  EXPECT_EQ(cordon_.reason(), "GPU 0 (GPU-aaaa) reported a double-bit ECC error");
 }
 
 }  // namespace

@@ -15,9 +15,10 @@
 
 namespace ringmaster {
 
-// Thread-safe. Its size is bounded by the ranks this worker runs: each
-// rank adds a started and an exited event, and the coordinator
-// acknowledges them as soon as it has them. The last kRecentExits
+// Thread-safe. Its size is bounded by the ranks this worker runs (each
+// rank adds a started and an exited event) and its GPUs (GpuWatch sends
+// each kind of error of a GPU at most once per interval), and the
+// coordinator acknowledges them as soon as it has them. The last kRecentExits
 // acknowledged exits are kept too, for a coordinator that asks again.
 class EventOutbox {
  public:

@@ -35,6 +35,12 @@ struct Nvml::Api {
   int (*nvlink_version)(Device, unsigned int, unsigned int*);
   int (*pcie_generation)(Device, unsigned int*);
   int (*pcie_width)(Device, unsigned int*);
+  // Optional: page retirement and events.
+  int (*retired_pages)(Device, int, unsigned int*, unsigned long long*);
+  int (*event_set_create)(nvml_abi::EventSet*);
+  int (*register_events)(Device, unsigned long long, nvml_abi::EventSet);
+  int (*event_set_wait)(nvml_abi::EventSet, nvml_abi::EventData*, unsigned int);
+  int (*event_set_free)(nvml_abi::EventSet);
 };
 
 double NvlinkGbPerSecond(unsigned version) {
@@ -96,6 +102,11 @@ absl::StatusOr<std::unique_ptr<Nvml>> Nvml::Load(const std::string& library) {
       {"nvmlDeviceGetNvLinkVersion", reinterpret_cast<void**>(&api->nvlink_version)},
       {"nvmlDeviceGetCurrPcieLinkGeneration", reinterpret_cast<void**>(&api->pcie_generation)},
       {"nvmlDeviceGetCurrPcieLinkWidth", reinterpret_cast<void**>(&api->pcie_width)},
+      {"nvmlDeviceGetRetiredPages", reinterpret_cast<void**>(&api->retired_pages)},
+      {"nvmlEventSetCreate", reinterpret_cast<void**>(&api->event_set_create)},
+      {"nvmlDeviceRegisterEvents", reinterpret_cast<void**>(&api->register_events)},
+      {"nvmlEventSetWait_v2", reinterpret_cast<void**>(&api->event_set_wait)},
+      {"nvmlEventSetFree", reinterpret_cast<void**>(&api->event_set_free)},
   };
   for (const Symbol& s : optional) *s.slot = dlsym(handle, s.name);
   if (int rc = api->init(); rc != 0) {
@@ -109,6 +120,7 @@ absl::StatusOr<std::unique_ptr<Nvml>> Nvml::Load(const std::string& library) {
 }
 
 Nvml::~Nvml() {
+  if (event_set_ != nullptr) api_->event_set_free(event_set_);
   if (api_) api_->shutdown();
   if (handle_ != nullptr) dlclose(handle_);
 }
@@ -142,9 +154,77 @@ std::vector<GpuSample> Nvml::Sample() {
                                                         nvml_abi::kVolatileEcc, &errors) == 0) {
       s.uncorrected_ecc_errors = static_cast<double>(errors);
     }
+    if (api_->retired_pages != nullptr) {
+      double retired = 0;
+      bool known = true;
+      for (int cause :
+           {nvml_abi::kRetiredForMultipleSingleBitEcc, nvml_abi::kRetiredForDoubleBitEcc}) {
+        unsigned int pages = 0;  // 0: count them without their addresses
+        const int rc = api_->retired_pages(device, cause, &pages, nullptr);
+        known &= rc == 0 || rc == nvml_abi::kErrorInsufficientSize;
+        retired += pages;
+      }
+      if (known) s.retired_pages = retired;
+    }
     samples.push_back(std::move(s));
   }
   return samples;
+}
+
+absl::Status Nvml::WatchEvents() {
+  if (api_->event_set_create == nullptr || api_->register_events == nullptr ||
+      api_->event_set_wait == nullptr || api_->event_set_free == nullptr) {
+    return absl::UnavailableError("NVML lacks the event API (nvmlEventSetWait_v2)");
+  }
+  if (event_set_ != nullptr) return absl::OkStatus();
+  if (int rc = api_->event_set_create(&event_set_); rc != 0) {
+    event_set_ = nullptr;
+    return absl::UnavailableError(absl::StrCat("nvmlEventSetCreate returned ", rc));
+  }
+  unsigned int count = 0;
+  if (api_->device_count(&count) != 0) count = 0;
+  int registered = 0;
+  for (unsigned int i = 0; i < count; ++i) {
+    Device device = nullptr;
+    if (api_->handle_by_index(i, &device) != 0) continue;
+    // A GPU without ECC refuses the ECC event: then XIDs alone.
+    for (unsigned long long types : {nvml_abi::kEventXidCritical | nvml_abi::kEventDoubleBitEcc,
+                                     nvml_abi::kEventXidCritical}) {
+      if (api_->register_events(device, types, event_set_) == 0) {
+        ++registered;
+        break;
+      }
+    }
+  }
+  if (registered == 0 && count > 0) {
+    return absl::UnavailableError("no GPU accepted NVML's XID events");
+  }
+  return absl::OkStatus();
+}
+
+std::optional<GpuEvent> Nvml::WaitEvent(absl::Duration timeout) {
+  if (event_set_ == nullptr) return std::nullopt;
+  nvml_abi::EventData data{};
+  const auto ms = static_cast<unsigned int>(absl::ToInt64Milliseconds(timeout));
+  if (api_->event_set_wait(event_set_, &data, ms) != 0) return std::nullopt;  // or a timeout
+  GpuEvent event;
+  unsigned int count = 0;
+  if (api_->device_count(&count) == 0) {
+    for (unsigned int i = 0; i < count; ++i) {
+      Device device = nullptr;
+      if (api_->handle_by_index(i, &device) == 0 && device == data.device) {
+        event.index = static_cast<int>(i);
+        char text[96] = {};
+        if (api_->uuid(device, text, sizeof(text)) == 0) event.uuid = text;
+      }
+    }
+  }
+  if (data.event_type & nvml_abi::kEventXidCritical) {
+    event.xid = static_cast<int>(data.event_data);
+  } else {
+    event.double_bit_ecc = (data.event_type & nvml_abi::kEventDoubleBitEcc) != 0;
+  }
+  return event;
 }
 
 absl::StatusOr<GpuLink> Nvml::Link(const std::string& pci_bus_id) {

@@ -4,10 +4,12 @@
 #define RINGMASTER_WORKER_NVML_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 
 namespace ringmaster {
 
@@ -24,6 +26,17 @@ struct GpuSample {
   // Uncorrectable ECC memory errors since the driver loaded (NVML's
   // volatile count); -1 where NVML cannot tell (no ECC, or off).
   double uncorrected_ecc_errors = -1;
+  // Pages of its memory retired for ECC errors, for good; -1 where NVML
+  // cannot tell.
+  double retired_pages = -1;
+};
+
+// An error NVML reported as an event: an XID, or a double-bit ECC error.
+struct GpuEvent {
+  int index = 0;
+  std::string uuid;
+  int xid = 0;  // 0 for an ECC event
+  bool double_bit_ecc = false;
 };
 
 // The link a GPU reaches its peers through, and its bandwidth in one
@@ -38,7 +51,8 @@ struct GpuLink {
 double NvlinkGbPerSecond(unsigned version);
 double PcieLaneGbPerSecond(unsigned generation);
 
-// Thread-compatible: the worker samples from one thread (its scrapes).
+// Thread-safe as NVML is: the worker samples from its heartbeats and its
+// scrapes, and waits for events on a thread of its own.
 class Nvml {
  public:
   // Opens `library` (libnvidia-ml.so.1 by default) and initializes it.
@@ -54,11 +68,19 @@ class Nvml {
   // cannot tell.
   absl::StatusOr<GpuLink> Link(const std::string& pci_bus_id);
 
+  // Registers for every GPU's XID and double-bit ECC events. UNAVAILABLE
+  // when this NVML cannot deliver them.
+  absl::Status WatchEvents();
+  // The next event, waiting at most `timeout`; nullopt when none came (or
+  // WatchEvents did not succeed). One caller at a time.
+  std::optional<GpuEvent> WaitEvent(absl::Duration timeout);
+
  private:
   struct Api;
   Nvml() = default;
   void* handle_ = nullptr;
   std::unique_ptr<Api> api_;
+  void* event_set_ = nullptr;  // made by WatchEvents
 };
 
 }  // namespace ringmaster

@@ -1,6 +1,7 @@
 #include "worker/nvml.h"
 
 #include <cstdlib>
+#include <fstream>
 
 #include <gtest/gtest.h>
 
@@ -36,6 +37,39 @@ TEST(NvmlTest, TellsAGpusLinkAndItsBandwidthInOneDirection) {
             "NVML cannot tell the links of GPU 0000:00:00.0");
   EXPECT_EQ((*nvml)->Link("0000:07:00.0").status().message(),
             "NVML knows no GPU at PCI bus id 0000:07:00.0 (error 6)");
+}
+
+// Errors come as NVML events (XIDs, double-bit ECC) and as counters; the
+// fake library takes them from its control file.
+TEST(NvmlTest, DeliversXidAndEccEventsAndCountsRetiredPages) {
+  const std::string control = testing::MakeTempDir("nvml") + "/control";
+  std::ofstream(control).close();
+  setenv("FAKE_NVML_CONTROL", control.c_str(), 1);
+  setenv("FAKE_NVML_DEVICES", "GPU-a:0:0:1:0:0:0:0;GPU-b:0:0:1:0:0:0:0", 1);
+  auto nvml = Nvml::Load(testing::Runfile(kFakeNvml));
+  ASSERT_OK(nvml) << nvml.status();
+  EXPECT_FALSE((*nvml)->WaitEvent(absl::Milliseconds(10))) << "not watching yet";
+  ASSERT_OK((*nvml)->WatchEvents());
+  EXPECT_FALSE((*nvml)->WaitEvent(absl::Milliseconds(50))) << "nothing happened";
+
+  std::ofstream(control, std::ios::app) << "xid 1 79\necc 0 3\nretired 1 2\n";
+  std::optional<GpuEvent> xid = (*nvml)->WaitEvent(absl::Seconds(5));
+  ASSERT_TRUE(xid.has_value());
+  EXPECT_EQ(xid->index, 1);
+  EXPECT_EQ(xid->uuid, "GPU-b");
+  EXPECT_EQ(xid->xid, 79);
+  std::optional<GpuEvent> ecc = (*nvml)->WaitEvent(absl::Seconds(5));
+  ASSERT_TRUE(ecc.has_value());
+  EXPECT_EQ(ecc->index, 0);
+  EXPECT_EQ(ecc->xid, 0);
+  EXPECT_TRUE(ecc->double_bit_ecc);
+
+  const std::vector<GpuSample> samples = (*nvml)->Sample();
+  ASSERT_EQ(samples.size(), 2u);
+  EXPECT_EQ(samples[0].uncorrected_ecc_errors, 3);
+  EXPECT_EQ(samples[0].retired_pages, 0);
+  EXPECT_EQ(samples[1].retired_pages, 2);
+  unsetenv("FAKE_NVML_CONTROL");
 }
 
 TEST(NvmlTest, LinkFiguresPerVersionAndGeneration) {

@@ -73,7 +73,7 @@ void WorkerMetrics::FillUsage(v1::Heartbeat* beat) {
 }
 
 WorkerMetrics::WorkerMetrics(metrics::Registry* registry, std::string worker_id,
-                             std::unique_ptr<Nvml> nvml,
+                             std::shared_ptr<Nvml> nvml,
                              std::function<std::vector<RankProcess>()> ranks, const Clock* clock,
                              absl::Duration retention)
     : worker_(std::move(worker_id)),
@@ -96,6 +96,11 @@ WorkerMetrics::WorkerMetrics(metrics::Registry* registry, std::string worker_id,
           "ringmaster_gpu_uncorrected_ecc_errors",
           "Uncorrectable ECC memory errors since the driver loaded (NVML); only GPUs with ECC "
           "on.")),
+      gpu_retired_pages_(registry->AddGauge(
+          "ringmaster_gpu_retired_pages",
+          "Pages of GPU memory retired for ECC errors (NVML); only GPUs that tell.")),
+      gpu_xid_errors_(registry->AddCounter("ringmaster_gpu_xid_errors_total",
+                                           "XID errors NVML reported, by GPU and XID.")),
       rank_cpu_(registry->AddGauge("ringmaster_rank_cpu_utilization_ratio",
                                    "CPU time of a rank's process per second of wall time.")),
       steps_(registry->AddCounter("ringmaster_train_steps_total", "Optimizer steps taken.",
@@ -143,6 +148,11 @@ void WorkerMetrics::OnProgress(const v1::RankProgress& report) {
   if (seconds > 0) busbw_.Add(comm).Set(bytes / seconds * 2.0 * (n - 1) / n);
 }
 
+void WorkerMetrics::CountXid(int gpu, int xid) {
+  gpu_xid_errors_.Add({{"worker", worker_}, {"gpu", absl::StrCat(gpu)}, {"xid", absl::StrCat(xid)}})
+      .Increment();
+}
+
 void WorkerMetrics::Expire(const std::vector<RankProcess>& running) {
   const absl::Time now = clock_->Now();
   std::set<std::string> runs;
@@ -186,6 +196,7 @@ void WorkerMetrics::Collect() {
       gpu_temperature_.Add(labels).Set(s.temperature_celsius);
       gpu_sm_clock_.Add(labels).Set(s.sm_clock_hertz);
       if (s.uncorrected_ecc_errors >= 0) gpu_ecc_errors_.Add(labels).Set(s.uncorrected_ecc_errors);
+      if (s.retired_pages >= 0) gpu_retired_pages_.Add(labels).Set(s.retired_pages);
     }
   }
   static const double ticks_per_second = static_cast<double>(sysconf(_SC_CLK_TCK));

@@ -1,4 +1,4 @@
-// The worker's Prometheus metrics: per-GPU telemetry from NVML, CPU use of
+// The worker's Prometheus metrics: per-GPU telemetry and XID errors from NVML, CPU use of
 // its ranks from /proc, and the training figures its ranks report
 // (all-reduce bytes, seconds and bus bandwidth; steps, samples, loss, step
 // durations). Series of a job leave /metrics once no rank of it has run
@@ -35,12 +35,14 @@ class WorkerMetrics {
  public:
   // `nvml` may be null (no driver): then there are no GPU series. `ranks`
   // lists the rank processes running now.
-  WorkerMetrics(metrics::Registry* registry, std::string worker_id, std::unique_ptr<Nvml> nvml,
+  WorkerMetrics(metrics::Registry* registry, std::string worker_id, std::shared_ptr<Nvml> nvml,
                 std::function<std::vector<RankProcess>()> ranks,
                 const Clock* clock = RealClock::Get(),
                 absl::Duration retention = absl::Minutes(10));
 
   void OnProgress(const v1::RankProgress& report);
+  // An XID error of GPU `gpu` (GpuWatch).
+  void CountXid(int gpu, int xid);
 
   // GPU and machine CPU use for a heartbeat (samples NVML and /proc/stat).
   void FillUsage(v1::Heartbeat* beat);
@@ -64,7 +66,7 @@ class WorkerMetrics {
   const std::string worker_;
   const Clock* const clock_;
   const absl::Duration retention_;
-  std::unique_ptr<Nvml> nvml_;
+  std::shared_ptr<Nvml> nvml_;
   std::function<std::vector<RankProcess>()> ranks_;
 
   metrics::Family<metrics::Gauge>& gpu_utilization_;
@@ -74,6 +76,8 @@ class WorkerMetrics {
   metrics::Family<metrics::Gauge>& gpu_temperature_;
   metrics::Family<metrics::Gauge>& gpu_sm_clock_;
   metrics::Family<metrics::Gauge>& gpu_ecc_errors_;
+  metrics::Family<metrics::Gauge>& gpu_retired_pages_;
+  metrics::Family<metrics::Counter>& gpu_xid_errors_;
   metrics::Family<metrics::Gauge>& rank_cpu_;
   metrics::Family<metrics::Counter>& steps_;
   metrics::Family<metrics::Counter>& samples_;

@@ -41,6 +41,14 @@ TEST(WorkerMetricsTest, GpuSeriesCarryNvmlValues) {
       << text;
   EXPECT_EQ(text.find("ringmaster_gpu_uncorrected_ecc_errors{gpu=\"1\""), std::string::npos)
       << text;
+  EXPECT_NE(text.find("ringmaster_gpu_retired_pages" + gpu0 + " 0\n"), std::string::npos) << text;
+
+  m.CountXid(1, 79);
+  m.CountXid(1, 79);
+  EXPECT_NE(registry.Serialize().find(
+                "ringmaster_gpu_xid_errors_total{gpu=\"1\",worker=\"w1\",xid=\"79\"} 2\n"),
+            std::string::npos)
+      << registry.Serialize();
 }
 
 TEST(WorkerMetricsTest, MissingNvmlIsAnErrorNotACrash) {

@@ -189,7 +189,9 @@ absl::Status WorkerServer::Init(const WorkerConfig& config) {
   v1::RegisterWorker identity = Identity(config, gpus);
   const int slots = identity.slots();
   InitLink(config, std::move(identity));
-  InitMetrics(config, nvml.ok() ? *std::move(nvml) : nullptr);
+  std::shared_ptr<Nvml> gpus_nvml = nvml.ok() ? *std::move(nvml) : nullptr;
+  InitMetrics(config, gpus_nvml);
+  InitGpuWatch(gpus_nvml);
   InitAgent(config);
   RETURN_IF_ERROR(Serve(config));
   link_thread_ = std::thread([this] { RunLink(); });
@@ -265,7 +267,26 @@ void WorkerServer::OnCommand(const v1::CoordinatorMessage& command) {
   }
 }
 
-void WorkerServer::InitMetrics(const WorkerConfig& config, std::unique_ptr<Nvml> nvml) {
+void WorkerServer::InitGpuWatch(std::shared_ptr<Nvml> nvml) {
+  if (nvml == nullptr) return;
+  if (absl::Status s = nvml->WatchEvents(); !s.ok()) {
+    spdlog::warn("not watching GPU errors: {}", std::string(s.message()));
+    return;
+  }
+  gpu_watch_ = std::make_unique<GpuWatch>(
+      GpuWatch::Source{[nvml](absl::Duration wait) { return nvml->WaitEvent(wait); },
+                       [nvml] { return nvml->Sample(); }},
+      GpuWatch::Sinks{[this](int gpu, int xid) { metrics_->CountXid(gpu, xid); },
+                      [this](const v1::GpuError& error) {
+                        v1::WorkerMessage m;
+                        *m.mutable_gpu_error() = error;
+                        link_->Send(m);
+                      }},
+      RealClock::Get());
+  gpu_watch_->Start();
+}
+
+void WorkerServer::InitMetrics(const WorkerConfig& config, std::shared_ptr<Nvml> nvml) {
   metrics_ = std::make_unique<WorkerMetrics>(
       &registry_, config.worker_id, std::move(nvml),
       [this] {

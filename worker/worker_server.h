@@ -20,6 +20,7 @@
 #include "common/tls.h"
 #include "worker/agent_service.h"
 #include "worker/coordinator_link.h"
+#include "worker/gpu_watch.h"
 #include "worker/job_code.h"
 #include "worker/nvml.h"
 #include "worker/process_launcher.h"
@@ -68,7 +69,9 @@ class WorkerServer {
   // Its parts, in the order Init makes them.
   absl::Status InitSupervisor(const WorkerConfig& config, const std::vector<v1::Gpu>& gpus);
   void InitLink(const WorkerConfig& config, v1::RegisterWorker identity);
-  void InitMetrics(const WorkerConfig& config, std::unique_ptr<Nvml> nvml);
+  void InitMetrics(const WorkerConfig& config, std::shared_ptr<Nvml> nvml);
+  // Errors of the GPUs, to metrics_ and the coordinator.
+  void InitGpuWatch(std::shared_ptr<Nvml> nvml);
   void InitAgent(const WorkerConfig& config);
   absl::Status Serve(const WorkerConfig& config);
   void RunLink();
@@ -85,6 +88,7 @@ class WorkerServer {
   std::unique_ptr<JobCode> code_;
   std::unique_ptr<RankSupervisor> supervisor_;
   std::unique_ptr<CoordinatorLink> link_;
+  std::unique_ptr<GpuWatch> gpu_watch_;
   std::unique_ptr<AgentAccess> access_;
   std::unique_ptr<AgentServiceImpl> agent_;
   std::unique_ptr<ServerTooling> tooling_;  // health and reflection

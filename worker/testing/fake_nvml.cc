@@ -6,11 +6,25 @@
 // 0000:<i in hex>:00.0. Every device's links come from FAKE_NVML_LINKS:
 // "nvlink:<nvmlNvlinkVersion_t>:<active links>" or "pcie:<generation>:
 // <width>"; without it, NVML cannot tell.
+//
+// Errors are injected through the file FAKE_NVML_CONTROL names: a test
+// appends lines, read as NVML is called. "xid <gpu> <xid>" delivers an XID
+// event; "ecc <gpu> <count>" sets the GPU's uncorrectable ECC errors (and
+// delivers a double-bit ECC event); "retired <gpu> <pages>" sets its
+// retired pages (0 before). "{pid}" in the name stands for the process's
+// id, so that each worker of a local cluster has a file of its own.
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <fstream>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
+
+#include <unistd.h>
 
 #include "worker/nvml_abi.h"
 
@@ -22,6 +36,7 @@ struct Device {
   unsigned long long used = 0, total = 0;
   unsigned power = 0, temp = 0, clock = 0;
   long long ecc_errors = -1;  // -1: no ECC
+  unsigned retired_pages = 0;
 };
 
 std::vector<Device> ParseDevices() {
@@ -49,10 +64,69 @@ std::vector<Device>& Devices() {
   return devices;
 }
 
+using ringmaster::nvml_abi::EventData;
 using ringmaster::nvml_abi::Memory;
 using ringmaster::nvml_abi::Utilization;
 
 Device* At(void* handle) { return static_cast<Device*>(handle); }
+
+// What FAKE_NVML_CONTROL has said so far. The worker's threads call in at
+// once (scrapes, heartbeats, its event wait).
+struct Control {
+  std::mutex mu;
+  std::streamoff read = 0;  // of the file
+  std::deque<EventData> events;
+};
+
+Control& TheControl() {
+  static Control* control = new Control;
+  return *control;
+}
+
+// Applies the lines appended since the last call; with control.mu held.
+void ReadControl(Control& control) {
+  const char* name = std::getenv("FAKE_NVML_CONTROL");
+  if (name == nullptr) return;
+  std::string path = name;
+  if (const size_t at = path.find("{pid}"); at != std::string::npos) {
+    path.replace(at, 5, std::to_string(getpid()));
+  }
+  std::ifstream in(path);
+  in.seekg(control.read);
+  std::string line;
+  while (std::getline(in, line) && !in.eof()) {
+    control.read = in.tellg();
+    char kind[16] = {};
+    unsigned gpu = 0;
+    long long value = 0;
+    if (std::sscanf(line.c_str(), "%15s %u %lld", kind, &gpu, &value) != 3 ||
+        gpu >= Devices().size()) {
+      continue;
+    }
+    Device& device = Devices()[gpu];
+    const std::string what = kind;
+    if (what == "xid") {
+      control.events.push_back({&device, ringmaster::nvml_abi::kEventXidCritical,
+                                static_cast<unsigned long long>(value), 0xFFFFFFFF, 0xFFFFFFFF});
+    } else if (what == "ecc") {
+      device.ecc_errors = value;
+      control.events.push_back(
+          {&device, ringmaster::nvml_abi::kEventDoubleBitEcc, 0, 0xFFFFFFFF, 0xFFFFFFFF});
+    } else if (what == "retired") {
+      device.retired_pages = static_cast<unsigned>(value);
+    }
+  }
+}
+
+// Holds the control's mutex, having applied what it says: ECC counts and
+// retired pages are read under it.
+class Controlled {
+ public:
+  Controlled() : lock_(TheControl().mu) { ReadControl(TheControl()); }
+
+ private:
+  std::lock_guard<std::mutex> lock_;
+};
 
 }  // namespace
 
@@ -94,6 +168,7 @@ int nvmlDeviceGetClockInfo(void* d, unsigned int, unsigned int* mhz) {
 }
 int nvmlDeviceGetTotalEccErrors(void* d, int error_type, int counter_type,
                                 unsigned long long* count) {
+  Controlled controlled;
   if (At(d)->ecc_errors < 0) return 3;  // NVML_ERROR_NOT_SUPPORTED
   if (error_type != ringmaster::nvml_abi::kMemoryErrorUncorrected ||
       counter_type != ringmaster::nvml_abi::kVolatileEcc) {
@@ -149,6 +224,39 @@ int nvmlDeviceGetCurrPcieLinkGeneration(void*, unsigned int* generation) {
 int nvmlDeviceGetCurrPcieLinkWidth(void*, unsigned int* width) {
   unsigned generation = 0;
   return Links("pcie", &generation, width) ? 0 : kNotSupported;
+}
+
+int nvmlDeviceGetRetiredPages(void* d, int cause, unsigned int* count, unsigned long long*) {
+  Controlled controlled;
+  // Every page counts as retired for double-bit errors.
+  *count = cause == ringmaster::nvml_abi::kRetiredForDoubleBitEcc ? At(d)->retired_pages : 0;
+  return 0;
+}
+
+int nvmlEventSetCreate(void** set) {
+  *set = &TheControl();
+  return 0;
+}
+int nvmlDeviceRegisterEvents(void*, unsigned long long, void*) { return 0; }
+int nvmlEventSetFree(void*) { return 0; }
+int nvmlEventSetWait_v2(void* set, EventData* data, unsigned int timeout_ms) {
+  Control& control = *static_cast<Control*>(set);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(control.mu);
+      ReadControl(control);
+      if (!control.events.empty()) {
+        *data = control.events.front();
+        control.events.pop_front();
+        return 0;
+      }
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return ringmaster::nvml_abi::kErrorTimeout;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
 }
 
 }  // extern "C"
