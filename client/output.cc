@@ -275,6 +275,12 @@ void PrintJobDetail(std::ostream& out, const v1::Job& job, absl::Time now) {
     }
   }
   PrintRanks(out, job);
+  for (const v1::Straggler& s : job.stragglers()) {
+    out << "straggler: " << StragglerLine(s, now) << "\n";
+  }
+  for (const v1::ExcludedWorker& e : job.excluded_workers()) {
+    out << "avoids:    " << e.worker_id() << " (" << e.reason() << ")\n";
+  }
   if (job.has_root_cause()) out << "root cause: " << RootCauseLine(job.root_cause()) << "\n";
   out << "history:\n";
   std::vector<std::vector<std::string>> rows;

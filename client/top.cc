@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "client/output.h"
 #include "coordinator/job_state.h"
 
@@ -67,8 +68,9 @@ std::string TopView::Render(const std::vector<v1::Job>& jobs,
                             const std::vector<v1::Worker>& workers, absl::Time now) {
   std::string out = absl::StrFormat("ringmaster top — %s\n\n",
                                     absl::FormatTime("%H:%M:%S", now, absl::LocalTimeZone()));
-  std::vector<std::vector<std::string>> rows = {
-      {"JOB", "STATE", "RANKS", "STEP", "STEPS/S", "SAMPLES/S", "LOSS", "ALLREDUCE GB/S (BUS)"}};
+  std::vector<std::vector<std::string>> rows = {{"JOB", "STATE", "RANKS", "STEP", "STEPS/S",
+                                                 "SAMPLES/S", "LOSS", "ALLREDUCE GB/S (BUS)",
+                                                 "STRAGGLERS"}};
   std::map<std::string, Last> seen;
   for (const v1::Job& job : jobs) {
     const v1::Progress& p = job.progress();
@@ -85,11 +87,16 @@ std::string TopView::Render(const std::vector<v1::Job>& jobs,
       const int n = std::max(1, job.world_size());
       bandwidth = absl::StrCat(Gigabytes(algbw), " (", Gigabytes(algbw * 2.0 * (n - 1) / n), ")");
     }
+    std::vector<std::string> stragglers;  // "rank 3 1.8×"
+    for (const v1::Straggler& s : job.stragglers()) {
+      stragglers.push_back(absl::StrFormat("rank %d %.1f×", s.rank(), s.ratio()));
+    }
     rows.push_back(
         {job.id(), JobStateLabel(job.state()), absl::StrCat(job.world_size()),
          p.total_steps() > 0 ? absl::StrCat(p.step(), "/", p.total_steps()) : "-", rate,
          p.samples_per_second() > 0 ? absl::StrFormat("%.0f", p.samples_per_second()) : "-",
-         p.step() > 0 ? absl::StrFormat("%.4f", p.loss()) : "-", bandwidth});
+         p.step() > 0 ? absl::StrFormat("%.4f", p.loss()) : "-", bandwidth,
+         stragglers.empty() ? "-" : absl::StrJoin(stragglers, ", ")});
   }
   last_ = std::move(seen);
   std::ostringstream table;

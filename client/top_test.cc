@@ -43,5 +43,23 @@ TEST(TopViewTest, RatesComeFromConsecutiveFrames) {
   EXPECT_NE(second.find(" 10.0 "), std::string::npos) << "20 steps in 2 s: " << second;
 }
 
+TEST(TopViewTest, MarksStragglersAndCordonedWorkers) {
+  v1::Job job;
+  job.set_id("train-1");
+  job.set_state(v1::RUNNING);
+  v1::Straggler* s = job.add_stragglers();
+  s->set_rank(3);
+  s->set_ratio(1.84);
+  v1::Worker worker;
+  worker.set_id("node-1");
+  worker.set_state(v1::WORKER_STATE_ALIVE);
+  worker.mutable_health()->mutable_cordon()->set_reason("new NIC");
+  TopView view;
+  const std::string frame = view.Render({job}, {worker}, absl::FromUnixSeconds(1000));
+  EXPECT_NE(frame.find("STRAGGLERS"), std::string::npos) << frame;
+  EXPECT_NE(frame.find("rank 3 1.8×"), std::string::npos) << frame;
+  EXPECT_NE(frame.find("ALIVE CORDONED"), std::string::npos) << frame;
+}
+
 }  // namespace
 }  // namespace ringmaster

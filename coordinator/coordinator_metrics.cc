@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "absl/strings/str_cat.h"
 #include "coordinator/job_state.h"
 
 namespace ringmaster {
@@ -17,6 +18,10 @@ CoordinatorMetrics::CoordinatorMetrics(metrics::Registry* registry, const Clock*
       cordoned_(registry->AddGauge(
           "ringmaster_worker_cordoned",
           "1 while the worker takes no new ranks (cordoned, drained or quarantined).")),
+      slowdown_(registry->AddGauge(
+          "ringmaster_rank_slowdown_ratio",
+          "A running rank's compute time per step over its job's median (1.3 for 60s: a "
+          "straggler).")),
       restarts_(registry->AddCounter("ringmaster_job_restarts_total",
                                      "Job restarts, by job and the reason of the failure.")),
       queue_wait_(registry
@@ -103,8 +108,22 @@ void CoordinatorMetrics::Collect() {
     }
   }
 
+  std::set<metrics::Labels> slowdowns;
+  if (slowdown_source_) {
+    for (const RankSlowdown& s : slowdown_source_()) {
+      metrics::Labels labels = {
+          {"job_id", s.job_id}, {"rank", absl::StrCat(s.rank)}, {"worker", s.worker}};
+      slowdown_.Add(labels).Set(s.ratio);
+      slowdowns.insert(std::move(labels));
+    }
+  }
+
   const absl::Time now = clock_->Now();
   MutexLock lock(&mu_);
+  for (const metrics::Labels& labels : slowdowns_seen_) {
+    if (slowdowns.count(labels) == 0) slowdown_.Remove(labels);
+  }
+  slowdowns_seen_ = std::move(slowdowns);
   for (const std::string& id : workers_seen_) {
     if (listed.count(id) > 0) continue;
     heartbeat_age_.Remove({{"worker", id}});

@@ -27,6 +27,14 @@ struct QueueGauges {
   int pending_jobs = 0;
 };
 
+// A rank's compute time per step over its job's median.
+struct RankSlowdown {
+  std::string job_id;
+  int rank = 0;
+  std::string worker;
+  double ratio = 0;
+};
+
 // Thread-safe.
 class CoordinatorMetrics {
  public:
@@ -38,6 +46,10 @@ class CoordinatorMetrics {
   void SetSources(std::function<std::map<v1::JobState, int>()> jobs,
                   std::function<std::vector<v1::Worker>()> workers,
                   std::function<std::vector<QueueGauges>()> queues = nullptr);
+  // The ranks' slowdown ratios, read at each scrape.
+  void SetSlowdownSource(std::function<std::vector<RankSlowdown>()> source) {
+    slowdown_source_ = std::move(source);
+  }
   // Whether the last reading of --queues (at start or SIGHUP) was taken.
   void SetQueuesReloaded(bool ok);
 
@@ -54,6 +66,7 @@ class CoordinatorMetrics {
   metrics::Family<metrics::Gauge>& workers_;
   metrics::Family<metrics::Gauge>& heartbeat_age_;
   metrics::Family<metrics::Gauge>& cordoned_;
+  metrics::Family<metrics::Gauge>& slowdown_;
   metrics::Family<metrics::Counter>& restarts_;
   metrics::Histogram& queue_wait_;
   metrics::Family<metrics::Gauge>& queue_in_use_;
@@ -64,10 +77,12 @@ class CoordinatorMetrics {
   std::function<std::map<v1::JobState, int>()> job_source_;
   std::function<std::vector<v1::Worker>()> worker_source_;
   std::function<std::vector<QueueGauges>()> queue_source_;
+  std::function<std::vector<RankSlowdown>()> slowdown_source_;
 
   Mutex mu_;
   std::map<std::string, absl::Time> ended_ ABSL_GUARDED_BY(mu_);  // job id -> when
   std::set<std::string> workers_seen_ ABSL_GUARDED_BY(mu_);       // with an age series
+  std::set<metrics::Labels> slowdowns_seen_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace ringmaster

@@ -68,6 +68,13 @@ absl::Status CoordinatorServer::InitJobs(const CoordinatorConfig& config) {
         }
         return gauges;
       });
+  metrics_->SetSlowdownSource([manager] {
+    std::vector<RankSlowdown> out;
+    for (const JobManager::Slowdown& s : manager->Slowdowns()) {
+      out.push_back({s.job_id, s.rank, s.worker_id, s.ratio});
+    }
+    return out;
+  });
   return manager_->Recover();
 }
 

@@ -64,6 +64,7 @@ struct JobManagerOptions {
   int retain_finished_jobs = 10000;
   // Quarantine of workers that fail the ranks of several jobs.
   HealthOptions health;
+  StragglerOptions stragglers;
   // Uniform in [0, 1), for back-off jitter; empty: a random generator.
   std::function<double()> random;
   // Called under the manager's mutex after each stored transition, with the
@@ -141,6 +142,15 @@ class JobManager {
 
   // Every worker, with its health (cordon, failures blamed on it).
   std::vector<v1::Worker> ListWorkers();
+  // Each rank of a RUNNING job with a compute figure: its ratio to the
+  // job's median (for ringmaster_rank_slowdown_ratio).
+  struct Slowdown {
+    std::string job_id;
+    int rank = 0;
+    std::string worker_id;
+    double ratio = 0;
+  };
+  std::vector<Slowdown> Slowdowns();
 
   // Cordons and drains (job_manager_health.cc), by `by` ("admin"):
   // stored before they return. NOT_FOUND for a worker never seen.
@@ -212,6 +222,15 @@ class JobManager {
   // The worker as ListWorkers shows it; NOT_FOUND for one never seen.
   absl::StatusOr<v1::Worker> WorkerLocked(const std::string& worker_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Names the job's ranks that compute far slower than the others, from
+  // their latest reports; with on_straggler: exclude, restarts it without
+  // a new straggler's worker where the job can do without it.
+  void UpdateStragglersLocked(JobRecord& entry, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Restarts the job from its checkpoint without `straggler`'s worker, and
+  // says so in its history; false, with a note that says why, when the
+  // other workers cannot hold it.
+  bool ExcludeStragglerLocked(JobRecord& entry, const v1::Straggler& straggler,
+                              const std::string& line) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A GPU error the worker reported: recorded, and a broken GPU cordons it.
   void OnGpuErrorLocked(const std::string& worker_id, const v1::GpuError& error)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -360,6 +379,8 @@ class JobManager {
 
 // What counts as progress for the job's ranks.
 ProgressWatch::Kind WatchKind(const v1::JobSpec& spec);
+// What the job asks of the cluster.
+GangRequest GangOf(const v1::JobSpec& spec);
 
 }  // namespace ringmaster
 

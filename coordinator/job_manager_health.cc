@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/time/time.h"
 #include "common/status_macros.h"
 #include "coordinator/job_manager.h"
@@ -169,6 +170,91 @@ bool JobManager::BlameLocked(JobRecord& entry, FailureCause& cause) {
   spdlog::warn("job {}: avoids worker {} from now on ({})", job.id(), blame->worker_id,
                excluded.reason());
   return true;
+}
+
+void JobManager::UpdateStragglersLocked(JobRecord& entry, absl::Time now) {
+  v1::Job& job = entry.job;
+  if (job.state() != v1::RUNNING) return;
+  entry.slowdown.clear();
+  std::vector<v1::Straggler> flagged;
+  for (const StragglerWatch::Figure& f : entry.stragglers.Evaluate(now, options_.stragglers)) {
+    if (f.ratio > 0) entry.slowdown[f.rank] = f.ratio;
+    if (!f.straggler || f.rank >= job.ranks_size()) continue;
+    v1::Straggler& s = flagged.emplace_back();
+    s.set_rank(f.rank);
+    s.set_worker_id(job.ranks(f.rank).worker_id());
+    s.set_ratio(f.ratio);
+    s.set_since_unix_ms(absl::ToUnixMillis(f.slow_since));
+  }
+  std::vector<const v1::Straggler*> added;
+  for (const v1::Straggler& s : flagged) {
+    const bool known = std::any_of(job.stragglers().begin(), job.stragglers().end(),
+                                   [&](const v1::Straggler& k) { return k.rank() == s.rank(); });
+    if (!known) added.push_back(&s);
+  }
+  const bool same_ranks =
+      added.empty() && job.stragglers_size() == static_cast<int>(flagged.size());
+  job.mutable_stragglers()->Assign(flagged.begin(), flagged.end());
+  if (same_ranks) return;  // the ratios go out with the progress already
+  for (const v1::Straggler* s : added) {
+    const std::string line = StragglerLine(*s, now);
+    spdlog::warn("job {}: straggler: {}", job.id(), line);
+    if (job.spec().on_straggler() != "exclude") {
+      table_.Note(entry, v1::RANK_STRAGGLING, absl::StrCat("straggler: ", line)).IgnoreError();
+    } else if (ExcludeStragglerLocked(entry, *s, line)) {
+      return;  // restarting
+    }
+  }
+  table_.Persist(entry);
+}
+
+bool JobManager::ExcludeStragglerLocked(JobRecord& entry, const v1::Straggler& straggler,
+                                        const std::string& line) {
+  v1::Job& job = entry.job;
+  GangRequest request = GangOf(job.spec());
+  for (const v1::ExcludedWorker& e : job.excluded_workers()) request.avoid.push_back(e.worker_id());
+  request.avoid.push_back(straggler.worker_id());
+  const std::vector<WorkerCapacity> idle = IdleCapacity(FreeCapacity(SchedulableLocked(), {}, ""));
+  if (const std::string short_of = NeverFits(idle, request); !short_of.empty()) {
+    table_
+        .Note(entry, v1::RANK_STRAGGLING,
+              absl::StrCat("straggler: ", line, "; not excluded: without ", straggler.worker_id(),
+                           " the job ", short_of))
+        .IgnoreError();
+    return false;
+  }
+  v1::ExcludedWorker& excluded = *job.add_excluded_workers();
+  excluded.set_worker_id(straggler.worker_id());
+  excluded.set_reason(absl::StrCat("straggler: ", line));
+  excluded.set_time_unix_ms(absl::ToUnixMillis(clock_->Now()));
+  if (!table_
+           .Transition(entry, v1::RESTARTING, v1::RANK_STRAGGLING,
+                       absl::StrCat("straggler: ", line,
+                                    ": restarting from a checkpoint taken on "
+                                    "stop without worker ",
+                                    straggler.worker_id()))
+           .ok()) {
+    job.mutable_excluded_workers()->RemoveLast();
+    return false;
+  }
+  entry.restart_at = clock_->Now();
+  entry.regrow_since = absl::InfiniteFuture();
+  StopRanks(entry);
+  return true;
+}
+
+std::vector<JobManager::Slowdown> JobManager::Slowdowns() {
+  std::vector<Slowdown> out;
+  MutexLock lock(&mu_);
+  for (const auto& [number, record] : table_.placed()) {
+    const v1::Job& job = record->job;
+    if (job.state() != v1::RUNNING) continue;
+    for (const auto& [rank, ratio] : record->slowdown) {
+      if (rank < job.ranks_size())
+        out.push_back({job.id(), rank, job.ranks(rank).worker_id(), ratio});
+    }
+  }
+  return out;
 }
 
 void JobManager::OnGpuErrorLocked(const std::string& worker_id, const v1::GpuError& error) {

@@ -51,6 +51,111 @@ class JobManagerHealthTest : public JobManagerTest {
   }
 };
 
+// Three workers of one slot run a 3-rank job whose rank 2 computes `slow`
+// times slower; every second each worker reports its rank's totals.
+class StragglerTest : public JobManagerHealthTest {
+ protected:
+  std::string StartJob(const std::string& on_straggler, int workers = 3) {
+    for (int i = 0; i < workers; ++i) {
+      EXPECT_OK(Register(w_[i], "w" + std::to_string(i), 1));
+    }
+    v1::JobSpec spec;
+    spec.set_name("train");
+    spec.set_ranks(3);
+    spec.set_max_restarts(0);
+    spec.set_on_straggler(on_straggler);
+    spec.add_command("true");
+    const std::string job = Submit(spec);
+    for (int r = 0; r < 3; ++r) Started(*ById(Workers(), WorkerOf(job, r)), job, 0, r);
+    EXPECT_EQ(Job(job).state(), v1::RUNNING);
+    return job;
+  }
+  std::vector<TestWorker*> Workers() { return {&w_[0], &w_[1], &w_[2], &w_[3]}; }
+  void Train(const std::string& job, absl::Duration d, double slow) {
+    for (absl::Duration t; t < d; t += absl::Seconds(1)) {
+      clock_.Advance(absl::Seconds(1));
+      ++seconds_;
+      const v1::Job now = Job(job);
+      if (now.state() != v1::RUNNING) return;
+      for (TestWorker* w : live_) {
+        v1::Heartbeat beat;
+        for (const auto& [key, rank] : w->running) *beat.add_running() = rank;
+        for (int r = 0; r < now.ranks_size(); ++r) {
+          if (now.ranks(r).worker_id() != w->id) continue;
+          v1::RankProgress* p = beat.add_progress();
+          *p->mutable_rank() = Ref(job, now.attempt(), r);
+          p->mutable_progress()->set_step(50 * seconds_);
+          p->mutable_progress()->set_compute_steps(50 * seconds_);
+          p->mutable_progress()->set_compute_seconds(0.5 * seconds_ * (r == 2 ? slow : 1.0));
+        }
+        manager_->OnHeartbeat(w->session, beat);
+      }
+      manager_->Tick();
+    }
+  }
+
+  TestWorker w_[4];
+  int64_t seconds_ = 0;
+};
+
+TEST_F(StragglerTest, ARankSlowForAMinuteIsNamedAndItsRatioMeasured) {
+  const std::string job = StartJob("warn");
+  // The first figure comes with the second report: slow from 2s on.
+  Train(job, absl::Seconds(61), 1.8);
+  EXPECT_EQ(Job(job).stragglers_size(), 0) << "slow for 59s";
+  std::vector<JobManager::Slowdown> slowdowns = manager_->Slowdowns();
+  ASSERT_EQ(slowdowns.size(), 3u);
+  EXPECT_NEAR(slowdowns[2].ratio, 1.8, 1e-6);
+  EXPECT_EQ(slowdowns[2].worker_id, WorkerOf(job, 2));
+  EXPECT_NEAR(slowdowns[0].ratio, 1.0, 1e-6);
+
+  Train(job, absl::Seconds(1), 1.8);
+  const v1::Job flagged = Job(job);
+  ASSERT_EQ(flagged.stragglers_size(), 1);
+  EXPECT_EQ(flagged.stragglers(0).rank(), 2);
+  EXPECT_EQ(flagged.stragglers(0).worker_id(), WorkerOf(job, 2));
+  EXPECT_NEAR(flagged.stragglers(0).ratio(), 1.8, 1e-6);
+  EXPECT_EQ(flagged.state(), v1::RUNNING) << "on_straggler: warn";
+  EXPECT_EQ(Last(job).reason(), v1::RANK_STRAGGLING);
+  EXPECT_EQ(Last(job).state(), v1::RUNNING) << "a note, not a transition";
+  EXPECT_EQ(Last(job).message(), absl::StrCat("straggler: rank 2 on ", WorkerOf(job, 2),
+                                              ": compute 1.8× the job's median for 1m"));
+  // Once it keeps up again, it is no longer named.
+  Train(job, absl::Seconds(40), 1.0);
+  EXPECT_EQ(Job(job).stragglers_size(), 0);
+}
+
+TEST_F(StragglerTest, ExcludeRestartsTheJobWithoutTheStragglersWorkerWhenOthersCanHoldIt) {
+  const std::string job = StartJob("exclude", /*workers=*/4);
+  const std::string slow_worker = WorkerOf(job, 2);
+  Train(job, absl::Seconds(62), 2.0);
+  v1::Job restarting = Job(job);
+  EXPECT_EQ(restarting.state(), v1::RESTARTING);
+  EXPECT_EQ(Last(job).reason(), v1::RANK_STRAGGLING);
+  EXPECT_THAT(Last(job).message(), HasSubstr("restarting from a checkpoint taken on stop without "
+                                             "worker " +
+                                             slow_worker));
+  ASSERT_EQ(restarting.excluded_workers_size(), 1);
+  EXPECT_EQ(restarting.excluded_workers(0).worker_id(), slow_worker);
+  EXPECT_EQ(restarting.restarts(), 0) << "not counted";
+  for (int r = 0; r < 3; ++r) {
+    TestWorker& w = *ById(Workers(), restarting.ranks(r).worker_id());
+    Exited(w, job, 0, r, 0, /*stopped=*/true);
+  }
+  Pass(absl::Seconds(1));
+  const v1::Job again = Job(job);
+  EXPECT_EQ(again.state(), v1::STARTING);
+  for (const v1::RankStatus& rank : again.ranks()) EXPECT_NE(rank.worker_id(), slow_worker);
+}
+
+TEST_F(StragglerTest, ExcludeOnlyWarnsWhenTheOthersCannotHoldTheJob) {
+  const std::string job = StartJob("exclude", /*workers=*/3);
+  Train(job, absl::Seconds(62), 2.0);
+  EXPECT_EQ(Job(job).state(), v1::RUNNING);
+  EXPECT_THAT(Last(job).message(), HasSubstr("; not excluded: without "));
+  EXPECT_EQ(Job(job).excluded_workers_size(), 0);
+}
+
 TEST_F(JobManagerHealthTest, ACordonedWorkerTakesNoRanksAndStaysCordonedAcrossARestart) {
   TestWorker w1, w2;
   ASSERT_OK(Register(w1, "w1", 2));

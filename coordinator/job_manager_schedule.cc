@@ -19,8 +19,6 @@ ProgressWatch::Kind WatchKind(const v1::JobSpec& spec) {
   return spec.has_trainer() ? ProgressWatch::Kind::kTrainer : ProgressWatch::Kind::kCommand;
 }
 
-namespace {
-
 GangRequest GangOf(const v1::JobSpec& spec) {
   GangRequest request;
   request.ranks = spec.ranks();
@@ -32,6 +30,8 @@ GangRequest GangOf(const v1::JobSpec& spec) {
   request.selector = {spec.worker_selector().begin(), spec.worker_selector().end()};
   return request;
 }
+
+namespace {
 
 // When the job last entered `state`, from its history.
 absl::Time LastEntered(const v1::Job& job, v1::JobState state) {
@@ -362,6 +362,9 @@ void JobManager::StartAttempt(JobRecord& entry, const std::vector<RankPlacement>
     return;
   }
   entry.watch.Begin(WatchKind(job.spec()), world, clock_->Now());
+  entry.stragglers.Reset();
+  entry.slowdown.clear();
+  job.clear_stragglers();
   entry.regrow_since = absl::InfiniteFuture();
   rendezvous_->OpenScope({job.id(), job.attempt()});
   for (int r = 0; r < world; ++r) SendStart(entry, r);

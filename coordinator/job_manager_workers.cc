@@ -107,13 +107,20 @@ bool JobManager::OnHeartbeat(const WorkerSession& session, const v1::Heartbeat& 
 
 void JobManager::HeartbeatLocked(const WorkerSession& session, const v1::Heartbeat& beat) {
   const absl::Time now = clock_->Now();
+  std::set<JobRecord*> computed;  // jobs with ranks' compute times in this report
   for (const v1::RankProgress& p : beat.progress()) {
     JobRecord* entry = nullptr;
     if (table_.FindRank(session.worker_id, p.rank(), &entry) == nullptr) continue;
     entry->SetRankProgress(p.rank().rank(), p.progress());
     entry->watch.Step(p.rank().rank(), p.progress().step(), now);
+    if (p.progress().compute_steps() > 0) {
+      entry->stragglers.Report(p.rank().rank(), now, p.progress().compute_steps(),
+                               p.progress().compute_seconds(), options_.stragglers);
+      computed.insert(entry);
+    }
     table_.Notify(*entry);
   }
+  for (JobRecord* entry : computed) UpdateStragglersLocked(*entry, now);
   for (const v1::RunningRank& r : beat.running()) {
     JobRecord* entry = nullptr;
     if (table_.FindRank(session.worker_id, r.rank(), &entry) == nullptr) continue;

@@ -1,6 +1,7 @@
 #include "coordinator/job_state.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace ringmaster {
 
@@ -60,5 +61,12 @@ std::optional<absl::Time> FirstStart(const v1::Job& job) {
 }
 
 std::string ReasonName(v1::Reason reason) { return v1::Reason_Name(reason); }
+
+std::string StragglerLine(const v1::Straggler& s, absl::Time now) {
+  return absl::StrFormat("rank %d on %s: compute %.1f× the job's median for %s", s.rank(),
+                         s.worker_id(), s.ratio(),
+                         absl::FormatDuration(absl::Trunc(
+                             now - absl::FromUnixMillis(s.since_unix_ms()), absl::Seconds(1))));
+}
 
 }  // namespace ringmaster

@@ -40,6 +40,9 @@ std::string WorkerStateName(v1::WorkerState state);
 std::optional<absl::Time> FirstStart(const v1::Job& job);
 std::string ReasonName(v1::Reason reason);
 
+// "rank 3 on gpu-7: compute 1.8× the job's median for 2m5s"
+std::string StragglerLine(const v1::Straggler& straggler, absl::Time now);
+
 }  // namespace ringmaster
 
 #endif  // RINGMASTER_COORDINATOR_JOB_STATE_H_

@@ -199,6 +199,27 @@ absl::Status JobTable::Transition(JobRecord& record, v1::JobState to, v1::Reason
   return absl::OkStatus();
 }
 
+absl::Status JobTable::Note(JobRecord& record, v1::Reason reason, const std::string& message) {
+  v1::Job next = record.job;
+  v1::StateChange change;
+  change.set_state(next.state());
+  change.set_reason(reason);
+  change.set_message(message);
+  change.set_time_unix_ms(absl::ToUnixMillis(clock_->Now()));
+  change.set_attempt(next.attempt());
+  *next.add_history() = change;
+  Stamp(next);
+  if (absl::Status s = store_->RecordTransition(next, change); !s.ok()) {
+    spdlog::error("job {}: cannot store {}: {}", next.id(), message, s.ToString());
+    return s;
+  }
+  spdlog::info("job {}: {} ({}: {})", next.id(), StateName(next.state()), ReasonName(reason),
+               message);
+  record.job = std::move(next);
+  outbox_->Notify(record.job);
+  return absl::OkStatus();
+}
+
 void JobTable::Persist(JobRecord& record) {
   Stamp(record.job);
   if (absl::Status s = store_->Update(record.job); !s.ok()) {

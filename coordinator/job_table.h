@@ -24,6 +24,7 @@
 #include "coordinator/outbox.h"
 #include "coordinator/progress_watch.h"
 #include "coordinator/restart_policy.h"
+#include "coordinator/straggler_watch.h"
 #include "proto/job.pb.h"
 #include "proto/worker.pb.h"
 
@@ -57,6 +58,10 @@ struct JobRecord {
   std::map<int, Unseen> unseen;  // by rank
   // The revision CheckRanksReported last looked at.
   int64_t sightings_checked = -1;
+  // The ranks' compute times of the current attempt, and each rank's ratio
+  // to the job's median at the last look (for the metric).
+  StragglerWatch stragglers;
+  std::map<int, double> slowdown;
 
   // Records a rank's report; the job's progress is rank 0's, with
   // throughput summed over the ranks.
@@ -118,6 +123,9 @@ class JobTable {
   // tells the watchers. The caller acts on it only when this returns OK.
   absl::Status Transition(JobRecord& record, v1::JobState to, v1::Reason reason,
                           const std::string& message);
+  // Records an event in the job's history without a change of state
+  // (a straggler), stored with its snapshot.
+  absl::Status Note(JobRecord& record, v1::Reason reason, const std::string& message);
   // Stores the snapshot (ranks, progress) and tells the watchers.
   void Persist(JobRecord& record);
   // Tells the watchers only (progress between snapshots). Every change

@@ -116,6 +116,16 @@ void AddTimingFlags(CLI::App& app, ringmaster::CoordinatorConfig* config) {
   ringmaster::AddDurationOption(app, "--min-runtime", &manager.scheduling.min_runtime,
                                 "a job running less than this is preempted only when nothing "
                                 "else frees enough (default 2m)");
+  ringmaster::StragglerOptions& stragglers = manager.stragglers;
+  app.add_option("--straggler-ratio", stragglers.ratio,
+                 "a rank whose compute time per step is this many times its job's median...")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 100.0));
+  ringmaster::AddDurationOption(app, "--straggler-for", &stragglers.after,
+                                "...for this long is a straggler (default 1m)");
+  ringmaster::AddDurationOption(app, "--straggler-window", &stragglers.window,
+                                "compute times are compared over this much of the latest "
+                                "reports (default 30s)");
   ringmaster::HealthOptions& health = manager.health;
   ringmaster::AddDurationOption(app, "--quarantine-window", &health.quarantine_window,
                                 "a worker blamed for failures of 2 jobs within this is "

@@ -208,6 +208,7 @@ absl::Status ValidatePlacementAndPolicy(const v1::JobSpec& spec) {
                                           "] seconds (0: none), got ", spec.deadline_s()));
   }
   RETURN_IF_ERROR(CheckOneOf("restart_policy", spec.restart_policy(), {"on_failure", "never"}));
+  RETURN_IF_ERROR(CheckOneOf("on_straggler", spec.on_straggler(), {"warn", "exclude"}));
   if (spec.never_retry_exit_codes_size() > kMaxNeverRetryCodes) {
     return Bad("never_retry_exit_codes", absl::StrCat("has ", spec.never_retry_exit_codes_size(),
                                                       " codes; at most ", kMaxNeverRetryCodes));
@@ -366,6 +367,7 @@ void ApplyJobSpecDefaults(v1::JobSpec* spec) {
   if (!spec->has_start_timeout_s()) spec->set_start_timeout_s(120);
   if (!spec->has_scale_up_after_s()) spec->set_scale_up_after_s(30);
   if (spec->restart_policy().empty()) spec->set_restart_policy("on_failure");
+  if (spec->on_straggler().empty()) spec->set_on_straggler("warn");
   if (spec->priority().empty()) spec->set_priority("normal");
   if (!spec->has_preemptible()) spec->set_preemptible(true);
   if (!spec->has_preemption_grace_s()) spec->set_preemption_grace_s(30);

@@ -305,7 +305,9 @@ absl::StatusOr<double> TrainingRun::ForwardBackward(int micro) {
 }
 
 absl::Status TrainingRun::Update() {
+  const Clock::time_point wait_start = Clock::now();
   RETURN_IF_ERROR(reducer_->Finish());
+  const double waited = Seconds(wait_start);
   if (!fused_) {
     double grad_scale = reducer_->grad_scale();
     ASSIGN_OR_RETURN(const double norm, runner_->GradNorm());
@@ -319,7 +321,13 @@ absl::Status TrainingRun::Update() {
   if (context_.on_progress) {
     // Kept only until the next report clears them; without reports, not kept.
     const Clock::time_point now = Clock::now();
-    progress_.add_step_seconds(std::chrono::duration<double>(now - step_start_).count());
+    const double step_seconds = std::chrono::duration<double>(now - step_start_).count();
+    progress_.add_step_seconds(step_seconds);
+    // Computing is the step but for its wait for the collectives (which a
+    // slow peer lengthens): the figure that shows a straggler.
+    progress_.set_compute_seconds(progress_.compute_seconds() +
+                                  std::max(0.0, step_seconds - waited));
+    progress_.set_compute_steps(progress_.compute_steps() + 1);
     step_start_ = now;
   }
   return absl::OkStatus();

@@ -307,6 +307,34 @@ TEST(TrainerTest, StopRequestCheckpointsAtTheStepBoundaryAndEndsEveryRank) {
   EXPECT_EQ(TrainWorld(spec, data, 2, resume), unstopped);
 }
 
+// A rank that is slow between its collectives (here: 20 ms in its progress
+// report, as a throttled CPU would be) shows it in its compute time; its
+// peer spends the same steps waiting in the all-reduce, which its compute
+// time leaves out.
+TEST(TrainerTest, ComputeTimeLeavesOutTheWaitForASlowPeer) {
+  const TrainTestSplit data = Data(512);
+  const v1::TrainerSpec spec = SgdSpec(16, 1);
+  std::vector<v1::Progress> last(2);
+  RunWorld(2, [&](int rank, Collective* comm) {
+    TrainerContext context;
+    context.comm = comm;
+    context.progress_interval_seconds = 0;  // a report every step
+    context.on_progress = [&, rank](const v1::Progress& p) {
+      last[rank] = p;
+      if (rank == 1) absl::SleepFor(absl::Milliseconds(20));
+    };
+    auto result = Train(spec, data, context);
+    ASSERT_OK(result) << result.status();
+  });
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_EQ(last[rank].compute_steps(), last[rank].step()) << rank;
+  }
+  const double slow = last[1].compute_seconds() / last[1].compute_steps();
+  const double waiting = last[0].compute_seconds() / last[0].compute_steps();
+  EXPECT_GT(slow, 0.018) << "the slow rank's 20 ms a step are its own";
+  EXPECT_LT(waiting, slow / 3) << "rank 0 waited for rank 1 in the all-reduce";
+}
+
 TEST(TrainerTest, LearnsDigits) {
   auto all = LoadCsv(DigitsPath(), -1);
   if (!all.ok()) GTEST_SKIP() << "python3-sklearn not installed: " << all.status();
