@@ -103,6 +103,7 @@ def _rank_progress(job_id, attempt, rank, p):
         _double(6, p["allreduce_bytes"]), _double(7, p["allreduce_seconds"]),
         _int(10, int(time.time() * 1000)), _int(11, p["samples"]),
         _bytes(12, steps), _int(13, p["world_size"]), _bytes(14, p["backend"].encode()),
+        _double(15, p["compute_seconds"]), _int(16, p["compute_steps"]),
     ])
     return _bytes(1, ref) + _bytes(2, progress)
 
@@ -116,6 +117,7 @@ class _Reporter:
         self._p = {"step": 0, "total_steps": 0, "epoch": 0, "loss": 0.0, "samples": 0,
                    "samples_per_second": 0.0, "allreduce_bytes": 0.0,
                    "allreduce_seconds": 0.0, "step_seconds": [],
+                   "compute_seconds": 0.0, "compute_steps": 0,
                    "world_size": int(os.environ.get("WORLD_SIZE", "1")), "backend": ""}
         self._dirty = False
         self._last_step_time = None
@@ -161,7 +163,7 @@ class _Reporter:
         return send
 
     def update(self, step, loss, samples, total_steps, epoch, allreduce_bytes,
-               allreduce_seconds, backend):
+               allreduce_seconds, backend, compute_seconds=None):
         now = time.monotonic()
         with self._lock:
             p = self._p
@@ -185,6 +187,9 @@ class _Reporter:
                 p["allreduce_seconds"] += float(allreduce_seconds)
             if backend is not None:
                 p["backend"] = backend
+            if compute_seconds is not None:
+                p["compute_seconds"] += float(compute_seconds)
+                p["compute_steps"] += 1
             self._dirty = True
 
     def _take(self, rate_from):
@@ -234,13 +239,15 @@ def _get():
 
 
 def report(step=None, loss=None, samples=None, total_steps=None, epoch=None,
-           allreduce_bytes=None, allreduce_seconds=None, backend=None):
+           allreduce_bytes=None, allreduce_seconds=None, backend=None, compute_seconds=None):
     """Records this rank's progress; returns at once.
 
     step: the optimizer steps done so far; loss: the latest loss;
     samples: samples this rank processed since the last call (its batch);
     total_steps, epoch: where it is; allreduce_bytes, allreduce_seconds:
-    added to the totals (ringmaster.torch.instrument reports them).
+    added to the totals; compute_seconds: one step's time not spent waiting
+    in collectives, from which the coordinator names stragglers
+    (ringmaster.torch.instrument reports these three).
     """
     _get().update(step, loss, samples, total_steps, epoch, allreduce_bytes,
-                  allreduce_seconds, backend)
+                  allreduce_seconds, backend, compute_seconds)
