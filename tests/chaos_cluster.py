@@ -100,8 +100,10 @@ class ClusterQueries:
 
 
 class Cluster(ClusterQueries):
-    def __init__(self, root, workers=3, coordinator_flags=(), worker_flags=(), slots=1):
+    def __init__(self, root, workers=3, coordinator_flags=(), worker_flags=(), slots=1,
+                 worker_env=None):
         self.root = root
+        self.worker_env = dict(worker_env or {})
         self.slots = slots
         self.bins = bin_dir()
         self.port = free_port()
@@ -115,9 +117,9 @@ class Cluster(ClusterQueries):
 
     # -- daemons ---------------------------------------------------------
 
-    def _spawn(self, argv, log_name):
+    def _spawn(self, argv, log_name, extra_env=None):
         log = open(os.path.join(self.root, "logs", log_name), "ab")
-        env = dict(os.environ, RINGMASTER_COORDINATOR=self.address)
+        env = dict(os.environ, RINGMASTER_COORDINATOR=self.address, **(extra_env or {}))
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env,
                                 start_new_session=True)
         log.close()
@@ -146,7 +148,8 @@ class Cluster(ClusterQueries):
                 "--rank-user", getpass.getuser()] + self.worker_flags
 
     def start_worker(self, i):
-        self.worker_procs[i] = self._spawn(self.worker_argv(i), f"worker-{i}.log")
+        self.worker_procs[i] = self._spawn(self.worker_argv(i), f"worker-{i}.log",
+                                           self.worker_env)
 
     def start(self):
         self.start_coordinator()
@@ -162,6 +165,9 @@ class Cluster(ClusterQueries):
         os.kill(self.worker_procs[i].pid, sig)
         if sig == signal.SIGKILL:
             self.worker_procs[i].wait()
+
+    def worker_pid(self, i):
+        return self.worker_procs[i].pid
 
     def kill_coordinator(self):
         self.coordinator.kill()

@@ -2,7 +2,8 @@
 loopback, short timeouts), a trainer job of about a minute with
 checkpoints, and one failure per case: a rank or a worker killed or
 paused, the coordinator killed during a burst of jobs, a duplicate worker
-id, a job shrunk below its ranks and grown back.
+id, a job shrunk below its ranks and grown back, a worker drained, a GPU's
+XID 79 that cordons its worker as its rank dies.
 
 After each case the job ended SUCCEEDED at its last step, the failure is in
 `ringmaster status` with its reason, training resumed from no earlier than
@@ -78,8 +79,16 @@ class ChaosTest(unittest.TestCase):
     def setUp(self):
         self.root = tempfile.mkdtemp(prefix=f"chaos-{self._testMethodName}-",
                                      dir=os.environ.get("TEST_TMPDIR"))
+        worker_env = {}
+        if self._testMethodName == "test_xid":  # a GPU per worker, errors injected
+            worker_env = {
+                "RINGMASTER_NVML_LIBRARY": os.path.join(chaos_cluster.bin_dir(), "worker",
+                                                        "testing", "libfake_nvml.so"),
+                "FAKE_NVML_DEVICES": "GPU-chaos:0:0:17179869184:0:0:0:0",
+                "FAKE_NVML_CONTROL": os.path.join(self.root, "nvml-{pid}"),
+            }
         self.cluster = Cluster(self.root, workers=3, coordinator_flags=COORDINATOR_FLAGS,
-                               worker_flags=WORKER_FLAGS)
+                               worker_flags=WORKER_FLAGS, worker_env=worker_env)
         self.addCleanup(shutil.rmtree, self.root, ignore_errors=True)
         self.addCleanup(self.cluster.stop)
         self.cluster.start()
@@ -263,6 +272,47 @@ class ChaosTest(unittest.TestCase):
         job = self.assert_recovered(job_id, ["WORKER_LOST", "SCALED_DOWN", "SCALING_UP"],
                                     checkpoint, same_world=False)
         self.assertEqual(int(job.get("world_size", 0)), 2)
+
+    def cordon_of(self, worker_id):
+        for w in self.cluster.worker_list():
+            if w["id"] == worker_id:
+                return w.get("health", {}).get("cordon")
+        return None
+
+    def test_drain(self):
+        c = self.cluster
+        job_id, job = self.start_job("drain")
+        drained = self.rank_of(job, 1)["worker_id"]
+        old_rank = int(self.rank_of(job, 1)["pid"])
+        checkpoint = c.checkpoints(job_id)[-1]
+        c.cli("drain", drained, "--grace", "10s", "--reason", "chaos")
+        self.assertIsNotNone(self.cordon_of(drained))
+        wait_for(lambda: not chaos_cluster.alive(old_rank), 30, "the drained rank stopped")
+        job = self.assert_recovered(job_id, ["WORKER_DRAINED"], checkpoint)
+        self.assertEqual(int(job.get("restarts", 0)), 0, "a drain counted as a restart")
+        for r in job["ranks"]:
+            self.assertNotEqual(r["worker_id"], drained, "placed on the drained worker")
+        self.assertIn("drained by admin", self.cordon_of(drained)["reason"] +
+                      c.cli("workers").stdout)
+        c.cli("uncordon", drained)
+        self.assertIsNone(self.cordon_of(drained))
+
+    def test_xid(self):
+        c = self.cluster
+        job_id, job = self.start_job("xid")
+        broken = self.rank_of(job, 1)["worker_id"]
+        index = c.worker_index(broken)
+        checkpoint = c.checkpoints(job_id)[-1]
+        # The GPU falls off the bus, and the rank using it dies with it.
+        with open(os.path.join(self.root, f"nvml-{c.worker_pid(index)}"), "a") as f:
+            f.write("xid 0 79\n")
+        wait_for(lambda: self.cordon_of(broken) is not None, 2, "the worker cordoned")
+        self.assertIn("XID 79 (GPU has fallen off the bus)", self.cordon_of(broken)["reason"])
+        os.kill(int(self.rank_of(job, 1)["pid"]), signal.SIGKILL)
+        job = self.assert_recovered(job_id, ["RANK_SIGNALED"], checkpoint)
+        for r in job["ranks"]:
+            self.assertNotEqual(r["worker_id"], broken, "placed on the cordoned worker")
+        self.assertIsNotNone(self.cordon_of(broken), "no time heals a broken GPU")
 
     def test_kill_coordinator_during_a_burst(self):
         c = self.cluster

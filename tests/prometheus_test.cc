@@ -76,11 +76,21 @@ class PrometheusTest : public ClusterTest {
     extra_env_["RINGMASTER_NVML_LIBRARY"] = testing::Runfile("worker/testing/libfake_nvml.so");
     // Its ECC holds two uncorrectable errors, for the GPU alert.
     extra_env_["FAKE_NVML_DEVICES"] = "GPU-aaaa:42:2147483648:17179869184:150000:55:1500:2";
+    // Where the test injects an XID, for the Health row.
+    nvml_control_ = testing::MakeTempDir("nvml");
+    extra_env_["FAKE_NVML_CONTROL"] = nvml_control_ + "/control-{pid}";
     // A queue with a quota, for the Queues row.
     const std::string queues = testing::MakeTempDir("queues") + "/queues.yaml";
     std::ofstream(queues) << "queues:\n  - {name: default, quota: {slots: 2}}\n";
     up_args_ = {"--queues", queues};
     ClusterTest::SetUp();
+  }
+  // Each worker's GPU reports an XID the program caused (13): counted,
+  // cordoning nothing.
+  void InjectXid() {
+    for (const DaemonRecord& w : WorkerRecords()) {
+      std::ofstream(absl::StrCat(nvml_control_, "/control-", w.pid), std::ios::app) << "xid 0 13\n";
+    }
   }
   void TearDown() override {
     if (prometheus_ > 0) {
@@ -120,6 +130,7 @@ class PrometheusTest : public ClusterTest {
   }
 
   pid_t prometheus_ = 0;
+  std::string nvml_control_;
 };
 
 // The result vector of an instant query; empty when the answer is not one.
@@ -192,6 +203,7 @@ TEST_F(PrometheusTest, EveryDashboardQueryReturnsData) {
   ExpectPanelsUseTheVariables(queries);
   std::string web;
   ASSERT_NO_FATAL_FAILURE(StartPrometheus(&web));
+  InjectXid();
 
   // A job that restarts once, then a trainer job that runs until every query
   // has data (each job takes both one-slot workers in turn).
@@ -252,8 +264,8 @@ TEST_F(PrometheusTest, APytorchJobFillsItsPanelsAndTop) {
             row = absl::StrSplit(line, ' ', absl::SkipEmpty());
           }
         }
-        // JOB STATE RANKS STEP STEPS/S SAMPLES/S LOSS ALLREDUCE GB/S (BUS)
-        return row.size() == 9 && row[5] != "-" && row[6] != "-" && row[7] != "-";
+        // JOB STATE RANKS STEP STEPS/S SAMPLES/S LOSS ALLREDUCE GB/S (BUS) STRAGGLERS
+        return row.size() == 10 && row[5] != "-" && row[6] != "-" && row[7] != "-";
       },
       absl::Seconds(60));
   EXPECT_TRUE(shown) << "top's row: " << absl::StrJoin(row, " ");

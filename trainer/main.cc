@@ -8,6 +8,7 @@
 #include <iostream>
 #include <sstream>
 
+#include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
 
 #include "absl/strings/numbers.h"
@@ -34,8 +35,21 @@ namespace {
 
 void Log(const std::string& line) { std::cout << line << std::endl; }
 
+// The error in torchrun's error file (TORCHELASTIC_ERROR_FILE), which the
+// worker reads into the job's root cause: a collective's error names the
+// peer it lost ("peer rank 2"), whose worker the coordinator then blames.
+void WriteErrorFile(const absl::Status& status) {
+  const char* path = std::getenv("TORCHELASTIC_ERROR_FILE");
+  if (path == nullptr || *path == '\0') return;
+  google::protobuf::Struct root;
+  (*root.mutable_fields())["message"].set_string_value(std::string(status.message()));
+  std::string json;
+  if (google::protobuf::util::MessageToJsonString(root, &json).ok()) std::ofstream(path) << json;
+}
+
 int Fail(const absl::Status& status) {
   std::cerr << "ringmaster-trainer: " << status.message() << std::endl;
+  WriteErrorFile(status);
   return 1;
 }
 
@@ -188,6 +202,7 @@ int Run(int argc, char** argv) {
     std::cerr << "ringmaster-trainer: " << (stop.requested() ? "stopped" : "failed")
               << " after step " << steps_done.load() << ": " << result.status().message()
               << std::endl;
+    if (!stop.requested()) WriteErrorFile(result.status());
     return stop.requested() ? stopped_code : 1;
   }
   if (result->stopped) return stopped_code;

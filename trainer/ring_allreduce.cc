@@ -270,7 +270,7 @@ class RingAllReduce::Pass {
       if (k < 0) {
         if (errno == EINTR) continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-        return absl::UnavailableError(absl::StrCat("ring all-reduce: sending to rank ",
+        return absl::UnavailableError(absl::StrCat("ring all-reduce: sending to peer rank ",
                                                    ring_.next_rank(), ": ", std::strerror(errno)));
       }
       moved = true;
@@ -291,11 +291,11 @@ class RingAllReduce::Pass {
     const ssize_t k = recv(ring_.prev_, landing, Bytes(block) - in_.offset, MSG_DONTWAIT);
     if (k == 0) {
       return absl::UnavailableError(
-          absl::StrCat("ring all-reduce: rank ", ring_.prev_rank(), " closed its connection"));
+          absl::StrCat("ring all-reduce: peer rank ", ring_.prev_rank(), " closed its connection"));
     }
     if (k < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return false;
-      return absl::UnavailableError(absl::StrCat("ring all-reduce: receiving from rank ",
+      return absl::UnavailableError(absl::StrCat("ring all-reduce: receiving from peer rank ",
                                                  ring_.prev_rank(), ": ", std::strerror(errno)));
     }
     in_.offset += k;

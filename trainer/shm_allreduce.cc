@@ -221,14 +221,14 @@ absl::Status ShmAllReduce::WatchPeers(gloo::rendezvous::Store& store, const std:
 absl::Status ShmAllReduce::PeersGone() const {
   if (const int32_t departed = header_->departed.load(std::memory_order_acquire); departed) {
     return absl::AbortedError(
-        absl::StrCat("shared-memory all-reduce: rank ", departed - 1, " has left"));
+        absl::StrCat("shared-memory all-reduce: peer rank ", departed - 1, " has left"));
   }
   // A pidfd becomes readable when its process ends, killed or not.
   for (const auto& [rank, fd] : peer_pidfds_) {
     pollfd p{fd, POLLIN, 0};
     if (poll(&p, 1, 0) == 1) {
       return absl::AbortedError(
-          absl::StrCat("shared-memory all-reduce: the process of rank ", rank, " ended"));
+          absl::StrCat("shared-memory all-reduce: the process of peer rank ", rank, " ended"));
     }
   }
   return absl::OkStatus();

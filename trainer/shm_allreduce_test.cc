@@ -146,7 +146,7 @@ TEST(ShmAllReduceTest, KilledPeerProcessAbortsTheOthers) {
   int wstatus = 0;
   waitpid(child, &wstatus, 0);
   EXPECT_EQ(status.code(), absl::StatusCode::kAborted) << status;
-  EXPECT_NE(status.message().find("process of rank 1 ended"), std::string::npos) << status;
+  EXPECT_NE(status.message().find("process of peer rank 1 ended"), std::string::npos) << status;
   EXPECT_TRUE(WIFSIGNALED(wstatus)) << "the child must have been killed, not failed";
 }
 

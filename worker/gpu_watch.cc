@@ -51,10 +51,10 @@ void GpuWatch::ReadCounters() {
   for (const GpuSample& s : source_.sample()) {
     auto [it, first] = counters_.try_emplace(s.index, -1, -1);
     auto& [ecc, retired] = it->second;
-    // Uncorrectable errors since the driver loaded are news even at the
-    // first reading; retired pages add up over a GPU's life, and only a
-    // rise is.
-    const bool ecc_rose = s.uncorrected_ecc_errors > std::max(0.0, ecc);
+    // Only a rise while the worker watches is news: what the first reading
+    // finds is older (ringmaster_gpu_uncorrected_ecc_errors and its alert
+    // show it).
+    const bool ecc_rose = !first && ecc >= 0 && s.uncorrected_ecc_errors > ecc;
     const bool retired_rose = !first && retired >= 0 && s.retired_pages > retired;
     ecc = s.uncorrected_ecc_errors;
     retired = s.retired_pages;

@@ -1,6 +1,6 @@
 // Watches a worker's GPUs for errors: NVML's XID and double-bit ECC events
 // as they come, and every few seconds the uncorrectable ECC and retired-page
-// counters, which only rise. Each XID is counted (for
+// counters, which only rise: a rise after the first reading is an error. Each XID is counted (for
 // ringmaster_gpu_xid_errors_total); each error goes to the coordinator, the
 // same (GPU, kind, XID) at most once per `repeat_after`, so that a GPU that
 // throws a storm of XIDs sends a bounded number of messages.
