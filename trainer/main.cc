@@ -19,6 +19,7 @@
 #include "common/tls.h"
 #include "trainer/coordinator_gloo_store.h"
 #include "trainer/dataset.h"
+#include "trainer/flight_recorder.h"
 #include "trainer/gloo_collective.h"
 #include "trainer/progress_reporter.h"
 #include "trainer/stop_signal.h"
@@ -188,6 +189,17 @@ int Run(int argc, char** argv) {
         MakeChannel(env->worker_address, CaOnly(env->tls_ca), env->worker_id), env->token, ref);
     context.on_progress = [&](const v1::Progress& p) { reporter->Report(p); };
   }
+  // Where this rank is, for its worker to read should the job hang.
+  std::unique_ptr<FlightRecorder> flight;
+  if (const char* path = std::getenv("RINGMASTER_FLIGHT_RECORD"); path != nullptr && *path) {
+    absl::StatusOr<std::unique_ptr<FlightRecorder>> opened = FlightRecorder::Open(path);
+    if (opened.ok()) {
+      flight = *std::move(opened);
+    } else {
+      std::cerr << "ringmaster-trainer: " << opened.status().message() << std::endl;
+    }
+  }
+  context.flight = flight.get();
   context.comm = comm->get();
   context.checkpoint_dir = env->checkpoint_dir;
   context.stop_requested = [&stop] { return stop.requested(); };

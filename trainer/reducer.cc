@@ -108,12 +108,14 @@ void Reducer::CommLoop() {
     }
     const auto start = std::chrono::steady_clock::now();
     if (events_) events_->Record(absl::StrCat("bucket ", b, " allreduce start"));
+    if (options_.flight) options_.flight->Bucket(b);
     absl::Status status = setup;
     if (status.ok() && options_.before_reduce) status = options_.before_reduce(buckets_[b]);
     if (status.ok()) status = Reduce(buckets_[b], scale);
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (events_) events_->Record(absl::StrCat("bucket ", b, " allreduce end"));
+    if (options_.flight) options_.flight->Bucket(-1);
     if (status.ok() && on_reduced) status = on_reduced(buckets_[b]);
     MutexLock lock(&mu_);
     last_bucket_seconds_[b] = seconds;

@@ -16,6 +16,7 @@
 #include "common/mutex.h"
 #include "trainer/collective.h"
 #include "trainer/event_log.h"
+#include "trainer/flight_recorder.h"
 #include "trainer/mlp.h"
 
 namespace ringmaster {
@@ -35,6 +36,8 @@ struct ReducerOptions {
   // With bf16_compression: scales `n` gradients at `data` by `scale`,
   // all-reduces them as bfloat16 and widens them back. Empty: on the host.
   std::function<absl::Status(float* data, size_t n, float scale)> reduce_bf16;
+  // Told the bucket whose all-reduce is in flight (-1 after it); may be null.
+  FlightRecorder* flight = nullptr;
 };
 
 struct Bucket {

@@ -140,6 +140,9 @@ class TrainingRun {
   absl::Status Update();
   absl::Status CheckpointIfDue(bool stop, int64_t epoch, bool epoch_done, int64_t epoch_rows);
   void ReportIfDue(int64_t epoch, Clock::time_point epoch_start, int64_t epoch_samples);
+  void Flight(TrainPhase phase) {
+    if (context_.flight) context_.flight->Phase(phase);
+  }
   // Sends the progress with these figures and starts the next report's.
   void Report(int64_t epoch, double loss, double samples_per_second, int64_t seen);
   absl::Status EndEpoch(int64_t epoch, Clock::time_point epoch_start, int64_t epoch_samples);
@@ -194,6 +197,7 @@ absl::Status TrainingRun::Start() {
   ASSIGN_OR_RETURN(result_.resumed_from_step,
                    ResumeOrBroadcast(context_, seed_, *runner_, &position_));
   if (context_.steps_done) context_.steps_done->store(position_.step, std::memory_order_relaxed);
+  if (context_.flight) context_.flight->Step(position_.step + 1);
   // The last step: those done, the rest of this epoch and whole epochs
   // after it, at this world size (a resize changes the steps still to go,
   // not the data still to see).
@@ -234,6 +238,7 @@ absl::Status TrainingRun::MakeReducer() {
   options.first_bucket_bytes = std::min<size_t>(1 << 20, options.bucket_bytes);
   options.bf16_compression = spec_.grad_compression() == "bf16";
   options.thread_setup = [this] { return runner_->EnterThread(); };
+  options.flight = context_.flight;
   options.before_reduce = [this](const Bucket& b) { return runner_->BeforeReduce(b); };
   if (options.bf16_compression) options.reduce_bf16 = runner_->Bf16Reduce(comm_);
   reducer_ = std::make_unique<Reducer>(comm_, runner_->param_spans(), runner_->grads(), options,
@@ -249,6 +254,7 @@ absl::StatusOr<bool> TrainingRun::Epoch(int64_t epoch) {
   const Clock::time_point epoch_start = Clock::now();
   int64_t epoch_samples = 0;
   for (int64_t b = 0; b < batches; ++b) {
+    Flight(TrainPhase::kData);
     LoadBatch(indices, b);
     const int micro = static_cast<int>(b % accum_);
     ASSIGN_OR_RETURN(const double loss, ForwardBackward(micro));
@@ -295,8 +301,15 @@ absl::StatusOr<double> TrainingRun::ForwardBackward(int micro) {
     }
   }
   // Only the last micro-step communicates (DDP's no_sync for the rest).
+  Flight(TrainPhase::kForward);
   std::function<void(int)> mark_ready;
-  if (communicate) mark_ready = [this](int param) { reducer_->MarkReady(param); };
+  if (communicate) {
+    mark_ready = [this, backward = false](int param) mutable {
+      if (!backward) Flight(TrainPhase::kBackward);  // the first gradient is final
+      backward = true;
+      reducer_->MarkReady(param);
+    };
+  }
   ASSIGN_OR_RETURN(const double loss,
                    runner_->ForwardBackward(xb_.data(), yb_.data(), batch_, 1.0f / accum_,
                                             micro > 0, mark_ready));
@@ -305,9 +318,11 @@ absl::StatusOr<double> TrainingRun::ForwardBackward(int micro) {
 }
 
 absl::Status TrainingRun::Update() {
+  Flight(TrainPhase::kAllReduce);
   const Clock::time_point wait_start = Clock::now();
   RETURN_IF_ERROR(reducer_->Finish());
   const double waited = Seconds(wait_start);
+  Flight(TrainPhase::kOptimizer);
   if (!fused_) {
     double grad_scale = reducer_->grad_scale();
     ASSIGN_OR_RETURN(const double norm, runner_->GradNorm());
@@ -317,6 +332,7 @@ absl::Status TrainingRun::Update() {
   }
   RETURN_IF_ERROR(runner_->AfterStep());
   ++step_;
+  if (context_.flight) context_.flight->Step(step_ + 1);  // the step it is on now
   if (context_.steps_done) context_.steps_done->store(step_, std::memory_order_relaxed);
   if (context_.on_progress) {
     // Kept only until the next report clears them; without reports, not kept.
@@ -342,6 +358,7 @@ absl::Status TrainingRun::CheckpointIfDue(bool stop, int64_t epoch, bool epoch_d
   if (rank_ != 0 || context_.checkpoint_dir.empty() || !(stop || steps_due || time_due)) {
     return absl::OkStatus();
   }
+  Flight(TrainPhase::kCheckpoint);
   RETURN_IF_ERROR(SaveCheckpoint(context_, *runner_, seed_, step_, epoch_done ? epoch + 1 : epoch,
                                  epoch_done ? 0 : epoch_rows));
   last_checkpoint_ = now_();
@@ -379,6 +396,7 @@ absl::Status TrainingRun::EndEpoch(int64_t epoch, Clock::time_point epoch_start,
   samples_ += epoch_samples;
   result_.samples_per_second = train_seconds_ > 0 ? samples_ / train_seconds_ : 0;
   if (rank_ == 0) {
+    Flight(TrainPhase::kEvaluate);
     ASSIGN_OR_RETURN(auto evaluation, runner_->Evaluate(test_));
     const auto [accuracy, eval_loss] = evaluation;
     result_.eval_accuracy = accuracy;
@@ -408,6 +426,7 @@ absl::StatusOr<TrainResult> TrainingRun::Stopped() {
 }
 
 absl::StatusOr<TrainResult> TrainingRun::Finish() {
+  Flight(TrainPhase::kDone);
   RETURN_IF_ERROR(comm_->Barrier());
   RETURN_IF_ERROR(runner_->ReadState(&result_.params, &position_.optimizer_state));
   result_.steps = step_;

@@ -15,6 +15,7 @@
 #include "trainer/collective.h"
 #include "trainer/dataset.h"
 #include "trainer/event_log.h"
+#include "trainer/flight_recorder.h"
 #include "trainer/model_runner.h"
 
 namespace ringmaster {
@@ -40,6 +41,9 @@ struct TrainerContext {
   RunnerFactory make_runner;
   // The clock of checkpoint_every_s; empty: std::chrono::steady_clock.
   std::function<std::chrono::steady_clock::time_point()> now;
+  // Where the rank is (step, phase, bucket in flight), for its worker to
+  // read when the job hangs; may be null.
+  FlightRecorder* flight = nullptr;
 };
 
 struct TrainResult {

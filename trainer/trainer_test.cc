@@ -11,6 +11,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
+#include "absl/synchronization/notification.h"
 #include "testing/status_matchers.h"
 #include "testing/test_util.h"
 #include "trainer/checkpoint.h"
@@ -333,6 +334,51 @@ TEST(TrainerTest, ComputeTimeLeavesOutTheWaitForASlowPeer) {
   const double waiting = last[0].compute_seconds() / last[0].compute_steps();
   EXPECT_GT(slow, 0.018) << "the slow rank's 20 ms a step are its own";
   EXPECT_LT(waiting, slow / 3) << "rank 0 waited for rank 1 in the all-reduce";
+}
+
+// A rank held up between steps: its peer's flight record says it waits in
+// the next step's all-reduce, with the bucket in flight; the held rank's
+// says where it is.
+TEST(TrainerTest, FlightRecordsSayWhereEachRankIs) {
+  const TrainTestSplit data = Data(512);
+  const v1::TrainerSpec spec = SgdSpec(16, 1);
+  const std::string dir = testing::MakeTempDir("flight");
+  std::vector<std::unique_ptr<FlightRecorder>> recorders;
+  for (int rank = 0; rank < 2; ++rank) {
+    auto recorder = FlightRecorder::Open(absl::StrCat(dir, "/rank-", rank));
+    ASSERT_OK(recorder);
+    recorders.push_back(*std::move(recorder));
+  }
+  absl::Notification waiting;
+  std::optional<FlightState> peer;
+  RunWorld(2, [&](int rank, Collective* comm) {
+    TrainerContext context;
+    context.comm = comm;
+    context.flight = recorders[rank].get();
+    context.progress_interval_seconds = 0;
+    context.on_progress = [&, rank](const v1::Progress& p) {
+      if (rank != 1 || p.step() != 3 || waiting.HasBeenNotified()) return;
+      // Held after step 3, until rank 0 is in step 4's all-reduce.
+      for (int i = 0; i < 500 && !peer; ++i) {
+        absl::StatusOr<FlightState> s = ReadFlightRecord(dir + "/rank-0");
+        if (s.ok() && s->phase == TrainPhase::kAllReduce && s->step == 4) peer = *s;
+        absl::SleepFor(absl::Milliseconds(10));
+      }
+      absl::StatusOr<FlightState> own = ReadFlightRecord(dir + "/rank-1");
+      EXPECT_OK(own);
+      if (own.ok()) {
+        EXPECT_EQ(own->step, 4);
+        EXPECT_EQ(own->phase, TrainPhase::kOptimizer) << PhaseName(own->phase);
+      }
+      waiting.Notify();
+    };
+    ASSERT_OK(Train(spec, data, context).status());
+  });
+  ASSERT_TRUE(peer.has_value()) << "rank 0 never waited in step 4's all-reduce";
+  EXPECT_GE(peer->bucket, 0) << "the bucket in flight";
+  absl::StatusOr<FlightState> done = ReadFlightRecord(dir + "/rank-0");
+  ASSERT_OK(done);
+  EXPECT_EQ(done->phase, TrainPhase::kDone);
 }
 
 TEST(TrainerTest, LearnsDigits) {
