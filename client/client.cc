@@ -175,6 +175,19 @@ absl::StatusOr<v1::ListQueuesResponse> Client::ListQueues() {
   return response;
 }
 
+absl::StatusOr<v1::StacksReport> Client::DumpStacks(const std::string& job_id) {
+  grpc::ClientContext context;
+  Prepare(&context, false);
+  context.set_deadline(std::chrono::system_clock::now() +
+                       absl::ToChronoSeconds(rpc_timeout_ + absl::Seconds(20)));
+  v1::DumpStacksRequest request;
+  request.set_job_id(job_id);
+  v1::StacksReport response;
+  grpc::Status status = jobs_->DumpStacks(&context, request, &response);
+  if (!status.ok()) return Explain(status, address_, tls_);
+  return response;
+}
+
 absl::StatusOr<v1::Worker> Client::CordonWorker(const v1::CordonWorkerRequest& request) {
   grpc::ClientContext context;
   Prepare(&context, true);

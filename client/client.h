@@ -48,6 +48,8 @@ class Client {
   absl::Status DeleteJob(const std::string& job_id);
   absl::StatusOr<std::vector<v1::Worker>> ListWorkers();
   absl::StatusOr<v1::ListQueuesResponse> ListQueues();
+  // Waits for the workers (up to about 10 s), beyond the usual RPC timeout.
+  absl::StatusOr<v1::StacksReport> DumpStacks(const std::string& job_id);
   absl::StatusOr<v1::Worker> CordonWorker(const v1::CordonWorkerRequest& request);
   absl::StatusOr<v1::Worker> UncordonWorker(const std::string& worker_id);
   absl::StatusOr<v1::DrainWorkerResponse> DrainWorker(const v1::DrainWorkerRequest& request);

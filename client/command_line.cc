@@ -163,6 +163,11 @@ void AddJobCommands(CLI::App& app, Invocation* run, std::map<Command, CLI::App*>
   (*commands)[Command::kQueues] = app.add_subcommand(
       "queues", "list queues: weight, quota, limit, in use, borrowed, running and pending jobs");
 
+  CLI::App* stacks = app.add_subcommand(
+      "stacks", "take every rank's stacks into its log, and say where each rank is");
+  stacks->add_option("JOB", run->job_id, "job id")->required();
+  (*commands)[Command::kStacks] = stacks;
+
   CLI::App* cordon = app.add_subcommand("cordon", "give a worker no new ranks (admin)");
   cordon->add_option("WORKER", run->worker_id, "worker id")->required();
   cordon->add_option("--reason", run->reason, "why, for `workers` to show");

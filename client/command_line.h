@@ -29,6 +29,7 @@ enum class Command {
   kWorkers,
   kQueues,
   kTop,
+  kStacks,
   kCordon,
   kUncordon,
   kDrain,
@@ -51,7 +52,7 @@ struct Invocation {
   SubmitOptions submit;
   LogsOptions logs;
   JobsOptions jobs;
-  std::string job_id;                        // status, logs, cancel, delete
+  std::string job_id;                        // status, logs, cancel, delete, stacks
   std::string worker_id;                     // cordon, uncordon, drain
   std::string reason;                        // cordon, drain
   absl::Duration grace = absl::Seconds(30);  // drain

@@ -507,6 +507,19 @@ int PrintWorker(const GlobalOptions& global, const absl::StatusOr<v1::Worker>& w
 
 }  // namespace
 
+int RunStacks(const GlobalOptions& global, const std::string& job_id) {
+  absl::StatusOr<v1::StacksReport> report = MakeClient(global).DumpStacks(job_id);
+  if (!report.ok()) return Fail(report.status());
+  if (!global.table()) {
+    std::cout << Render(*report, global.output) << std::flush;
+    return kOk;
+  }
+  PrintStacks(std::cout, *report);
+  std::cout << "the stacks are in the ranks' logs: ringmaster logs " << job_id << " --attempt "
+            << report->attempt() << "\n";
+  return kOk;
+}
+
 int RunCordon(const GlobalOptions& global, const std::string& worker_id,
               const std::string& reason) {
   v1::CordonWorkerRequest request;

@@ -59,6 +59,8 @@ int RunCancel(const GlobalOptions& global, const std::string& job_id);
 int RunDelete(const GlobalOptions& global, const std::string& job_id);
 int RunWorkers(const GlobalOptions& global);
 int RunQueues(const GlobalOptions& global);
+// `stacks`: where each rank of the job's running attempt is.
+int RunStacks(const GlobalOptions& global, const std::string& job_id);
 // `cordon`, `uncordon`, `drain`: admin only.
 int RunCordon(const GlobalOptions& global, const std::string& worker_id, const std::string& reason);
 int RunUncordon(const GlobalOptions& global, const std::string& worker_id);

@@ -88,6 +88,8 @@ int Run(const ringmaster::Invocation& run) {
       return ringmaster::RunQueues(global);
     case Command::kTop:
       return ringmaster::RunTop(global, run.iterations, run.all);
+    case Command::kStacks:
+      return ringmaster::RunStacks(global, run.job_id);
     case Command::kCordon:
       return ringmaster::RunCordon(global, run.worker_id, run.reason);
     case Command::kUncordon:

@@ -238,6 +238,17 @@ std::string RootCauseLine(const v1::Failure& f) {
 
 }  // namespace
 
+void PrintStacks(std::ostream& out, const v1::StacksReport& report) {
+  out << "stacks:    attempt " << report.attempt() << ", "
+      << absl::FormatTime("%H:%M:%S", absl::FromUnixMillis(report.time_unix_ms()),
+                          absl::LocalTimeZone())
+      << " (" << report.why() << ")\n";
+  if (!report.summary().empty()) out << "  " << report.summary() << "\n";
+  for (const v1::RankStacks& r : report.ranks()) {
+    out << "  rank " << r.rank() << " on " << r.worker_id() << ": " << r.summary() << "\n";
+  }
+}
+
 void PrintJobDetail(std::ostream& out, const v1::Job& job, absl::Time now) {
   out << "job:       " << job.id() << "\n"
       << "owner:     " << job.owner() << "\n"
@@ -281,6 +292,7 @@ void PrintJobDetail(std::ostream& out, const v1::Job& job, absl::Time now) {
   for (const v1::ExcludedWorker& e : job.excluded_workers()) {
     out << "avoids:    " << e.worker_id() << " (" << e.reason() << ")\n";
   }
+  if (job.stacks().ranks_size() > 0) PrintStacks(out, job.stacks());
   if (job.has_root_cause()) out << "root cause: " << RootCauseLine(job.root_cause()) << "\n";
   out << "history:\n";
   std::vector<std::vector<std::string>> rows;

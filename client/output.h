@@ -52,6 +52,8 @@ std::string WorkerSchedulingLabel(const v1::Worker& worker);
 // since 2026-11-26 11:50:01 UTC (5m ago): new NIC"; or "on probation until
 // 13:50:01 UTC"; empty for a schedulable worker.
 std::string CordonDetail(const v1::Worker& worker, absl::Time now);
+// The summary of a StacksReport and each rank's line.
+void PrintStacks(std::ostream& out, const v1::StacksReport& report);
 // QUEUE WEIGHT QUOTA LIMIT IN USE BORROWED RUNNING PENDING USERS, then the
 // priority classes.
 void PrintQueuesTable(std::ostream& out, const v1::ListQueuesResponse& queues);

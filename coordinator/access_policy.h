@@ -4,7 +4,8 @@
 //   SubmitJob, GetJob, ListJobs, Watch*,  admin, or any user; a job is owned by
 //   StatCode, UploadCode, ListWorkers     who submitted it, and a user sees the
 //                                         env and command of its own jobs only
-//   CancelJob, DeleteJob, StreamLogs      admin, or the job's owner
+//   CancelJob, DeleteJob, StreamLogs,     admin, or the job's owner
+//   DumpStacks
 //   CordonWorker, UncordonWorker,         admin
 //   DrainWorker
 //   WorkerService.Connect                 admin, or the worker whose id it registers

@@ -334,6 +334,7 @@ void JobManager::Tick() {
     }
   }
   outbox_.Flush();
+  RunReplies();
 }
 
 void JobManager::TickLocked() {
@@ -361,6 +362,8 @@ void JobManager::TickLocked() {
       EndAttempt(entry);
       continue;
     }
+    if (entry.stacks_request && now >= entry.stacks_request->deadline) FinishStacksLocked(entry);
+    if (!IsActive(entry.job.state())) continue;
     CheckTimeouts(entry, now);
     if (entry.job.state() == v1::RUNNING) CheckRegrowth(entry, now);
   }
@@ -465,15 +468,18 @@ void JobManager::CheckTimeouts(JobRecord& entry, absl::Time now) {
   std::optional<ProgressWatch::Hang> hang =
       entry.watch.Hung(absl::Seconds(spec.hang_timeout_s()), now);
   if (!hang || hang->rank >= entry.job.ranks_size()) return;
+  if (entry.stacks_request && entry.stacks_request->hang) return;  // its stacks are coming
   const std::string step =
       hang->last_step < 0 ? "no step reported" : absl::StrCat("last step ", hang->last_step);
-  NoteFailure(entry,
-              {v1::RANK_HUNG,
-               absl::StrCat("rank ", hang->rank, " on worker ",
-                            entry.job.ranks(hang->rank).worker_id(), " made no progress for ",
-                            absl::FormatDuration(absl::Trunc(hang->idle, absl::Seconds(1))), " (",
-                            step, ")"),
-               hang->rank});
+  FailureCause cause{v1::RANK_HUNG,
+                     absl::StrCat("rank ", hang->rank, " on worker ",
+                                  entry.job.ranks(hang->rank).worker_id(), " made no progress for ",
+                                  absl::FormatDuration(absl::Trunc(hang->idle, absl::Seconds(1))),
+                                  " (", step, ")"),
+                     hang->rank};
+  // Every rank's stacks first, before anything is stopped.
+  const std::string why = absl::StrCat("declared hung: ", cause.message);
+  RequestStacksLocked(entry, why, std::move(cause));
 }
 
 void JobManager::NoteFailure(JobRecord& entry, FailureCause cause) {

@@ -176,6 +176,14 @@ class JobManager {
   // The code archives (CodePackage.sha256) of the jobs not yet ended.
   std::set<std::string> CodeInUse();
 
+  // Takes the stacks of every rank of the job's running attempt into their
+  // logs (job_manager_stacks.cc); `done` gets where each rank is, once
+  // every worker has answered or after kStacksWait. FAILED_PRECONDITION
+  // when no attempt runs. `done` runs on no lock of the manager's.
+  using StacksDone = std::function<void(const absl::StatusOr<v1::StacksReport>&)>;
+  void DumpStacks(const std::string& job_id, StacksDone done);
+  static constexpr absl::Duration kStacksWait = absl::Seconds(10);
+
   // The worker streams. RegisterWorker opens a session for `link` (see
   // WorkerMembership::Register for refusals), applies the events the worker
   // still holds, reconciles the ranks it runs with those placed on it, and
@@ -207,6 +215,19 @@ class JobManager {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     outbox_.Send(worker_id, std::move(message));
   }
+
+  // Stacks (job_manager_stacks.cc).
+  // Asks the workers of the attempt for its ranks' stacks, unless that is
+  // under way; with `hang`, the failure is noted once they are in.
+  void RequestStacksLocked(JobRecord& entry, const std::string& why,
+                           std::optional<FailureCause> hang) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void OnStacksDumpedLocked(const std::string& worker_id, const v1::StacksDumped& dumped)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sets the job's StacksReport from what came, answers those waiting, and
+  // notes a hang's failure.
+  void FinishStacksLocked(JobRecord& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Runs the replies queued under mu_; called after releasing it.
+  void RunReplies();
 
   // Worker health (job_manager_health.cc).
   // The schedulable workers that are not cordoned.
@@ -373,6 +394,8 @@ class JobManager {
   std::map<std::string, std::set<std::string>> preemptors_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, QueueLoad> queue_loads_ ABSL_GUARDED_BY(mu_);
   HealthRecords health_ ABSL_GUARDED_BY(mu_);
+  // Answers to callers (DumpStacks) made under mu_, run after it.
+  std::vector<std::function<void()>> replies_ ABSL_GUARDED_BY(mu_);
   // The pending views of jobs that exclude workers, by job number.
   std::vector<int64_t> excluding_views_ ABSL_GUARDED_BY(mu_);
 };

@@ -158,13 +158,46 @@ TEST_F(JobManagerTest, HungTrainerRankIsNamedWithItsWorkerAndStep) {
     manager_->Tick();
   }
   EXPECT_EQ(Job(id).state(), v1::RUNNING);
+  w1.link.Take();
+  w2.link.Take();
   beat(w1, 0, 40, 14);
   beat(w2, 1, 40, 4);
   clock_.Advance(absl::Seconds(1));
   manager_->Tick();
-  EXPECT_EQ(Job(id).state(), v1::FAILED);
+  // Declared hung: every rank's stacks are asked for before anything is
+  // stopped.
+  EXPECT_EQ(Job(id).state(), v1::RUNNING);
+  for (TestWorker* w : {&w1, &w2}) {
+    std::vector<v1::CoordinatorMessage> sent = w->link.Take();
+    ASSERT_EQ(sent.size(), 1u) << w->id;
+    ASSERT_TRUE(sent[0].has_dump_stacks()) << sent[0].ShortDebugString();
+    EXPECT_EQ(sent[0].dump_stacks().why(),
+              "declared hung: rank 1 on worker w2 made no progress for 10s (last step 40)");
+  }
+  auto answer = [&](TestWorker& w, int rank, const std::string& phase, const std::string& state) {
+    v1::WorkerMessage m;
+    m.set_seq(++w.seq);
+    v1::StacksDumped& dumped = *m.mutable_stacks_dumped();
+    dumped.set_job_id(id);
+    v1::RankStacks& r = *dumped.add_ranks();
+    r.set_rank(rank);
+    r.set_step(41);
+    r.set_phase(phase);
+    r.set_bucket(phase == "all-reduce" ? 2 : -1);
+    r.set_process(state);
+    Deliver(w, m);
+  };
+  answer(w1, 0, "all-reduce", "sleeping");
+  EXPECT_EQ(Job(id).state(), v1::RUNNING) << "w2 has not answered";
+  answer(w2, 1, "forward", "stopped");
+  const v1::Job failed = Job(id);
+  EXPECT_EQ(failed.state(), v1::FAILED);
   EXPECT_EQ(Last(id).reason(), v1::RANK_HUNG);
-  EXPECT_EQ(Last(id).message(), "rank 1 on worker w2 made no progress for 10s (last step 40)");
+  EXPECT_EQ(Last(id).message(),
+            "rank 1 on worker w2 made no progress for 10s (last step 40); rank 0 waits in "
+            "all-reduce of bucket 2 at step 41 for rank 1; rank 1 is in forward (stopped)");
+  EXPECT_EQ(failed.stacks().ranks_size(), 2);
+  EXPECT_EQ(failed.stacks().ranks(1).worker_id(), "w2");
 }
 
 TEST_F(JobManagerTest, CommandJobHangsOnlyWhenSilentAndOnlyWhenAsked) {
@@ -200,8 +233,18 @@ TEST_F(JobManagerTest, CommandJobHangsOnlyWhenSilentAndOnlyWhenAsked) {
   clock_.Advance(absl::Seconds(1));
   beat(400);
   manager_->Tick();
+  // Its worker does not answer for the stacks: the failure waits for them
+  // kStacksWait at most.
+  for (absl::Duration waited; waited < JobManager::kStacksWait; waited += absl::Seconds(1)) {
+    EXPECT_EQ(Job(on).state(), v1::RUNNING);
+    clock_.Advance(absl::Seconds(1));
+    beat(400);
+    manager_->Tick();
+  }
   EXPECT_EQ(Job(on).state(), v1::FAILED);
-  EXPECT_EQ(Last(on).message(), "rank 0 on worker w1 made no progress for 5s (no step reported)");
+  EXPECT_EQ(Last(on).message(),
+            "rank 0 on worker w1 made no progress for 5s (no step reported); rank 0: no stacks: "
+            "worker w1 did not answer");
   for (int t = 0; t < 100; ++t) {
     clock_.Advance(absl::Seconds(1));
     ASSERT_TRUE(Heartbeat(w1, {Running(off, 0, 0, 0)}));

@@ -90,6 +90,7 @@ int64_t JobManager::OnRankEvent(const WorkerSession& session, const v1::WorkerMe
     }
   }
   outbox_.Flush();  // the event is stored before it is acknowledged
+  RunReplies();
   return message.seq();
 }
 
@@ -196,6 +197,7 @@ void JobManager::ApplyRankEvent(const std::string& worker_id, const v1::WorkerMe
   if (message.has_rank_started()) OnRankStarted(worker_id, message.rank_started());
   if (message.has_rank_exited()) OnRankExited(worker_id, message.rank_exited());
   if (message.has_gpu_error()) OnGpuErrorLocked(worker_id, message.gpu_error());
+  if (message.has_stacks_dumped()) OnStacksDumpedLocked(worker_id, message.stacks_dumped());
 }
 
 void JobManager::OnRankStarted(const std::string& worker_id, const v1::RankStarted& started) {

@@ -185,6 +185,21 @@ grpc::ServerUnaryReactor* JobServiceImpl::CancelJob(grpc::CallbackServerContext*
   return FinishUnary(context, job.status());
 }
 
+grpc::ServerUnaryReactor* JobServiceImpl::DumpStacks(grpc::CallbackServerContext* context,
+                                                     const v1::DumpStacksRequest* request,
+                                                     v1::StacksReport* response) {
+  absl::Status s = OwnerMay(*context, request->job_id(), "take the stacks of");
+  if (!s.ok()) return FinishUnary(context, s);
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  // Answered once the workers have (within JobManager::kStacksWait).
+  manager_->DumpStacks(request->job_id(),
+                       [reactor, response](const absl::StatusOr<v1::StacksReport>& report) {
+                         if (report.ok()) *response = *report;
+                         reactor->Finish(ToGrpcStatus(report.status()));
+                       });
+  return reactor;
+}
+
 grpc::ServerUnaryReactor* JobServiceImpl::DeleteJob(grpc::CallbackServerContext* context,
                                                     const v1::DeleteJobRequest* request,
                                                     v1::DeleteJobResponse*) {

@@ -39,6 +39,9 @@ class JobServiceImpl final : public v1::JobService::CallbackService {
                                                      const v1::WatchJobsRequest* request) override;
   grpc::ServerWriteReactor<v1::LogChunk>* StreamLogs(grpc::CallbackServerContext* context,
                                                      const v1::StreamLogsRequest* request) override;
+  grpc::ServerUnaryReactor* DumpStacks(grpc::CallbackServerContext* context,
+                                       const v1::DumpStacksRequest* request,
+                                       v1::StacksReport* response) override;
   grpc::ServerUnaryReactor* StatCode(grpc::CallbackServerContext* context,
                                      const v1::StatCodeRequest* request,
                                      v1::StatCodeResponse* response) override;

@@ -113,7 +113,8 @@ class WorkerStream final
       if (!manager_->OnHeartbeat(session_, message.heartbeat())) {
         return absl::AbortedError("this worker session has ended; register again");
       }
-    } else if (message.has_rank_started() || message.has_rank_exited() || message.has_gpu_error()) {
+    } else if (message.has_rank_started() || message.has_rank_exited() || message.has_gpu_error() ||
+               message.has_stacks_dumped()) {
       ack = manager_->OnRankEvent(session_, message);
     } else {
       return absl::InvalidArgumentError("unexpected worker message");

@@ -119,6 +119,10 @@ std::string RankSupervisor::ErrorFilePath(const v1::RankRef& ref) const {
                       ".error/error.json");
 }
 
+std::string RankSupervisor::RankFile(const v1::RankRef& ref, const std::string& name) const {
+  return (std::filesystem::path(ErrorFilePath(ref)).parent_path() / name).string();
+}
+
 absl::StatusOr<LaunchSpec> RankSupervisor::LaunchSpecFor(const v1::StartRank& start) const {
   const v1::RankRef& ref = start.rank();
   LaunchSpec spec;
@@ -143,6 +147,9 @@ absl::StatusOr<LaunchSpec> RankSupervisor::LaunchSpecFor(const v1::StartRank& st
     spec.hide_other_users_processes = options_.hide_other_jobs_processes;
   }
   spec.env["TORCHELASTIC_ERROR_FILE"] = ErrorFilePath(ref);
+  // Where the worker reads a hung rank's whereabouts (StackCapture).
+  spec.env["RINGMASTER_FLIGHT_RECORD"] = RankFile(ref, "flight");
+  spec.env["RINGMASTER_STACKS_FILE"] = RankFile(ref, "stacks");
   spec.working_dir = start.working_dir();
   spec.log_path = LogPath(ref.job_id(), ref.attempt(), ref.rank());
   spec.name = absl::StrCat(ref.job_id(), ".", ref.attempt(), ".", ref.rank());

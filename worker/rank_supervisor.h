@@ -80,6 +80,9 @@ class RankSupervisor {
   // The running rank whose job credential (RINGMASTER_JOB_TOKEN) is `token`.
   std::optional<v1::RankRef> RankOfJobToken(const std::string& token) const;
   std::string LogPath(const std::string& job_id, int attempt, int rank) const;
+  // A file the rank leaves for the worker, in its own directory beside its
+  // error file: "flight" (the trainer's flight record), "stacks" (Python's).
+  std::string RankFile(const v1::RankRef& ref, const std::string& name) const;
   // Removes the job's log directory (and its code), unless a rank of it still runs (or
   // `job_id` is not a valid id); false when it did not.
   bool DeleteLogs(const std::string& job_id);

@@ -183,6 +183,7 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(const WorkerCo
 // The link's hooks and the agent reach metrics_ and access_, made after
 // the link but before anything is served or the link runs.
 absl::Status WorkerServer::Init(const WorkerConfig& config) {
+  worker_id_ = config.worker_id;
   absl::StatusOr<std::unique_ptr<Nvml>> nvml = Nvml::Load(config.nvml_library);
   const std::vector<v1::Gpu> gpus = OfferedGpus(nvml);
   RETURN_IF_ERROR(InitSupervisor(config, gpus));
@@ -264,7 +265,33 @@ void WorkerServer::OnCommand(const v1::CoordinatorMessage& command) {
     supervisor_->StopJob(stop.job_id(), stop.attempt(), absl::Milliseconds(stop.grace_ms()));
   } else if (command.has_delete_job_logs()) {
     supervisor_->DeleteLogs(command.delete_job_logs().job_id());
+  } else if (command.has_dump_stacks()) {
+    DumpStacksOf(command.dump_stacks());
   }
+}
+
+void WorkerServer::DumpStacksOf(const v1::DumpStacks& dump) {
+  const std::string key = absl::StrCat(dump.job_id(), "/", dump.attempt());
+  {
+    MutexLock lock(&mu_);
+    if (!dumping_.insert(key).second) return;  // one at a time per attempt
+  }
+  std::vector<DumpTarget> targets;
+  for (const RankSupervisor::Process& p : supervisor_->RunningProcesses()) {
+    if (p.rank.job_id() != dump.job_id() || p.rank.attempt() != dump.attempt()) continue;
+    targets.push_back(
+        {p.rank, p.pid, supervisor_->LogPath(p.rank.job_id(), p.rank.attempt(), p.rank.rank()),
+         supervisor_->RankFile(p.rank, "flight"), supervisor_->RankFile(p.rank, "stacks")});
+  }
+  // eu-stack and a Python rank's dump take seconds: off the link's thread.
+  dumps_.Post([this, dump, key, targets = std::move(targets)] {
+    v1::WorkerMessage m;
+    *m.mutable_stacks_dumped() =
+        DumpStacks(dump.job_id(), dump.attempt(), targets, worker_id_, dump.why());
+    link_->Send(m);
+    MutexLock lock(&mu_);
+    dumping_.erase(key);
+  });
 }
 
 void WorkerServer::InitGpuWatch(std::shared_ptr<Nvml> nvml) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -17,6 +18,7 @@
 #include "common/metrics_server.h"
 #include "common/mutex.h"
 #include "common/server_reflection_v1.h"
+#include "common/task_pool.h"
 #include "common/tls.h"
 #include "worker/agent_service.h"
 #include "worker/coordinator_link.h"
@@ -26,6 +28,7 @@
 #include "worker/process_launcher.h"
 #include "worker/progress_board.h"
 #include "worker/rank_supervisor.h"
+#include "worker/stacks_dump.h"
 #include "worker/worker_metrics.h"
 
 namespace ringmaster {
@@ -75,8 +78,12 @@ class WorkerServer {
   void InitAgent(const WorkerConfig& config);
   absl::Status Serve(const WorkerConfig& config);
   void RunLink();
-  // A command of the coordinator's: start ranks, stop a job, delete logs.
+  // A command of the coordinator's: start ranks, stop a job, delete logs,
+  // take stacks.
   void OnCommand(const v1::CoordinatorMessage& command);
+  // Takes the stacks of the attempt's ranks here (stacks_dump.h) on dumps_,
+  // and sends where they are.
+  void DumpStacksOf(const v1::DumpStacks& dump);
   // Rank processes alive now, for registrations and heartbeats.
   std::vector<v1::RunningRank> RunningRanks();
 
@@ -94,8 +101,12 @@ class WorkerServer {
   std::unique_ptr<ServerTooling> tooling_;  // health and reflection
   std::unique_ptr<grpc::Server> server_;
   std::thread link_thread_;
+  std::string worker_id_;
   Mutex mu_;
   absl::Status fatal_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> dumping_ ABSL_GUARDED_BY(mu_);  // "job/attempt" being dumped
+  // Declared last: destroyed first, so that no dump outlives what it uses.
+  TaskPool dumps_{1};
 };
 
 }  // namespace ringmaster
