@@ -1,6 +1,6 @@
 #include "coordinator/stacks_summary.h"
 
-#include <map>
+#include <algorithm>
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
@@ -9,7 +9,12 @@
 namespace ringmaster {
 namespace {
 
-bool Waits(const v1::RankStacks& r) { return r.step() > 0 && r.phase() == "all-reduce"; }
+// A rank in a collective, able to go on once its peers arrive: one that is
+// stopped or gone holds the others up, wherever it is.
+bool Waits(const v1::RankStacks& r) {
+  const bool held = r.process() == "stopped" || r.process() == "gone" || r.process() == "a zombie";
+  return r.step() > 0 && r.phase() == "all-reduce" && !held;
+}
 
 // "(stopped)" and the like, for a process that is not simply running or
 // waiting in the kernel.
@@ -42,37 +47,44 @@ std::string RankStacksLine(const v1::RankStacks& r) {
 }
 
 std::string SummarizeStacks(const std::vector<v1::RankStacks>& ranks) {
-  // Trainer ranks waiting in a collective, by (step, bucket), and those
-  // that are not.
-  std::map<std::tuple<int64_t, int32_t>, std::vector<int>> waiting;
-  std::vector<const v1::RankStacks*> elsewhere;
+  // The ranks of the built-in trainer that wait in the latest collective
+  // any rank waits in are the front; the other trainer ranks are those they
+  // wait for.
+  std::tuple<int64_t, int32_t> front{0, -1};
+  for (const v1::RankStacks& r : ranks) {
+    if (Waits(r)) front = std::max(front, std::tuple<int64_t, int32_t>{r.step(), r.bucket()});
+  }
+  std::vector<int> waiting;
+  std::vector<const v1::RankStacks*> awaited;
   std::vector<std::string> others;  // ranks without a flight record
   for (const v1::RankStacks& r : ranks) {
-    if (Waits(r)) {
-      waiting[{r.step(), r.bucket()}].push_back(r.rank());
-    } else if (r.step() > 0) {
-      elsewhere.push_back(&r);
-    } else {
+    if (r.step() == 0) {
       others.push_back(absl::StrCat("rank ", r.rank(), ": ",
                                     r.summary().empty() ? RankStacksLine(r) : r.summary()));
+    } else if (Waits(r) && std::tuple<int64_t, int32_t>{r.step(), r.bucket()} == front) {
+      waiting.push_back(r.rank());
+    } else {
+      awaited.push_back(&r);
     }
   }
+  std::vector<int> awaited_ranks;
+  for (const v1::RankStacks* r : awaited) awaited_ranks.push_back(r->rank());
   std::vector<std::string> parts;
-  std::vector<int> awaited;
-  for (const v1::RankStacks* r : elsewhere) awaited.push_back(r->rank());
-  for (const auto& [where, group] : waiting) {
-    const auto& [step, bucket] = where;
+  const auto& [step, bucket] = front;
+  if (!waiting.empty()) {
     std::string part =
-        absl::StrCat(Ranks(group), group.size() == 1 ? " waits" : " wait", " in all-reduce");
+        absl::StrCat(Ranks(waiting), waiting.size() == 1 ? " waits" : " wait", " in all-reduce");
     if (bucket >= 0) absl::StrAppend(&part, " of bucket ", bucket);
     absl::StrAppend(&part, " at step ", step);
-    if (!awaited.empty()) absl::StrAppend(&part, " for ", Ranks(awaited));
+    if (!awaited_ranks.empty()) absl::StrAppend(&part, " for ", Ranks(awaited_ranks));
     parts.push_back(std::move(part));
   }
-  int64_t waiting_step = waiting.empty() ? 0 : std::get<0>(waiting.begin()->first);
-  for (const v1::RankStacks* r : elsewhere) {
+  for (const v1::RankStacks* r : awaited) {
     std::string part = absl::StrCat("rank ", r->rank(), " is in ", r->phase());
-    if (r->step() != waiting_step) absl::StrAppend(&part, " at step ", r->step());
+    if (r->phase() == "all-reduce" && r->bucket() >= 0) {
+      absl::StrAppend(&part, " of bucket ", r->bucket());
+    }
+    if (waiting.empty() || r->step() != step) absl::StrAppend(&part, " at step ", r->step());
     parts.push_back(absl::StrCat(part, State(*r)));
   }
   parts.insert(parts.end(), others.begin(), others.end());

@@ -25,6 +25,19 @@ TEST(StacksSummaryTest, RanksWaitingInOneCollectiveNameTheRankTheyWaitFor) {
   EXPECT_EQ(SummarizeStacks({Trainer(0, 7, "all-reduce", 0), Trainer(1, 6, "a checkpoint", -1)}),
             "rank 0 waits in all-reduce of bucket 0 at step 7 for rank 1; rank 1 is in a "
             "checkpoint at step 6");
+  // Stopped inside a ring all-reduce it had done its part of: the others
+  // went on to the next step's, and wait there for it.
+  EXPECT_EQ(SummarizeStacks({Trainer(0, 8806, "all-reduce", 0),
+                             Trainer(1, 8805, "all-reduce", 0, "stopped"),
+                             Trainer(2, 8806, "all-reduce", 0)}),
+            "ranks 0, 2 wait in all-reduce of bucket 0 at step 8806 for rank 1; rank 1 is in "
+            "all-reduce of bucket 0 at step 8805 (stopped)");
+  // Stopped inside the collective the others wait in.
+  EXPECT_EQ(
+      SummarizeStacks({Trainer(0, 42, "all-reduce", 0), Trainer(1, 42, "all-reduce", 0, "stopped"),
+                       Trainer(2, 42, "all-reduce", 0)}),
+      "ranks 0, 2 wait in all-reduce of bucket 0 at step 42 for rank 1; rank 1 is in "
+      "all-reduce of bucket 0 (stopped)");
 }
 
 TEST(StacksSummaryTest, UserProgramsAreListedWithTheirInnermostFrame) {
