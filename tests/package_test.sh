@@ -26,6 +26,7 @@ for file in install.sh Dockerfile runtime-packages.txt README.md docs/multi-host
 done
 grep -qx 'libgrpc++1.51' "$pkg/runtime-packages.txt" || fail "runtime-packages.txt lacks gRPC"
 grep -qx 'python3-sklearn' "$pkg/runtime-packages.txt" || fail "runtime-packages.txt lacks python3-sklearn (the digits data set)"
+grep -qx 'elfutils' "$pkg/runtime-packages.txt" || fail "runtime-packages.txt lacks elfutils (eu-stack, for hung ranks' stacks)"
 while read -r package; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||
     fail "runtime-packages.txt names $package, which is not installed here"
