@@ -168,6 +168,14 @@ void AddJobCommands(CLI::App& app, Invocation* run, std::map<Command, CLI::App*>
   stacks->add_option("JOB", run->job_id, "job id")->required();
   (*commands)[Command::kStacks] = stacks;
 
+  CLI::App* top = app.add_subcommand("top", "live view of jobs and workers (q to quit)");
+  top->add_option("--iterations", run->iterations, "stop after this many frames (0: until q)");
+  top->add_flag("--all", run->all, "finished jobs too (the newest 100 jobs)");
+  (*commands)[Command::kTop] = top;
+}
+
+// The admin's verbs on workers.
+void AddWorkerCommands(CLI::App& app, Invocation* run, std::map<Command, CLI::App*>* commands) {
   CLI::App* cordon = app.add_subcommand("cordon", "give a worker no new ranks (admin)");
   cordon->add_option("WORKER", run->worker_id, "worker id")->required();
   cordon->add_option("--reason", run->reason, "why, for `workers` to show");
@@ -183,11 +191,6 @@ void AddJobCommands(CLI::App& app, Invocation* run, std::map<Command, CLI::App*>
   AddDurationOption(*drain, "--grace", &run->grace,
                     "SIGTERM to SIGKILL for its ranks, to checkpoint in (default 30s)");
   (*commands)[Command::kDrain] = drain;
-
-  CLI::App* top = app.add_subcommand("top", "live view of jobs and workers (q to quit)");
-  top->add_option("--iterations", run->iterations, "stop after this many frames (0: until q)");
-  top->add_flag("--all", run->all, "finished jobs too (the newest 100 jobs)");
-  (*commands)[Command::kTop] = top;
 }
 
 // The options of `app`, long and short, as a shell completes them.
@@ -279,6 +282,7 @@ ParsedCommandLine ParseCommandLine(const std::vector<std::string>& args) {
   AddGlobalOptions(app, &run, &output);
   AddLocalClusterCommands(app, &run, &commands);
   AddJobCommands(app, &run, &commands);
+  AddWorkerCommands(app, &run, &commands);
   std::string shell;
   CLI::App* completion =
       app.add_subcommand("completion", "print a shell completion script (bash or zsh)");

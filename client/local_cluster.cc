@@ -152,12 +152,18 @@ absl::Status WaitReady(const LocalClusterOptions& options, const std::vector<Dae
   }
 }
 
-// The coordinator's --queues, read here first so that a bad file is
-// refused by `up` itself.
-absl::Status AddQueuesFlag(const std::string& file, std::vector<std::string>* argv) {
-  if (file.empty()) return absl::OkStatus();
-  RETURN_IF_ERROR(LoadQueueConfig(file).status());
-  argv->insert(argv->end(), {"--queues", std::filesystem::absolute(file).string()});
+// The coordinator's --queues and --max-quarantined, checked here first so
+// that a bad value is refused by `up` itself.
+absl::Status AddPolicyFlags(const LocalClusterOptions& options, std::vector<std::string>* argv) {
+  if (!options.queues_file.empty()) {
+    RETURN_IF_ERROR(LoadQueueConfig(options.queues_file).status());
+    argv->insert(argv->end(),
+                 {"--queues", std::filesystem::absolute(options.queues_file).string()});
+  }
+  if (!options.max_quarantined.empty()) {
+    RETURN_IF_ERROR(ParseQuarantineLimit(options.max_quarantined).status());
+    argv->insert(argv->end(), {"--max-quarantined", options.max_quarantined});
+  }
   return absl::OkStatus();
 }
 
@@ -196,11 +202,7 @@ absl::Status StartDaemons(const LocalClusterOptions& options, std::vector<Daemon
                                    "--state-dir",
                                    options.state_dir + "/coordinator"};
   argv.insert(argv.end(), tls_flags.begin(), tls_flags.end());
-  RETURN_IF_ERROR(AddQueuesFlag(options.queues_file, &argv));
-  if (!options.max_quarantined.empty()) {
-    RETURN_IF_ERROR(ParseQuarantineLimit(options.max_quarantined).status());
-    argv.insert(argv.end(), {"--max-quarantined", options.max_quarantined});
-  }
+  RETURN_IF_ERROR(AddPolicyFlags(options, &argv));
   ASSIGN_OR_RETURN(pid_t pid,
                    StartDaemon(argv, options.state_dir + "/logs/coordinator.log", options.token));
   daemons->push_back(

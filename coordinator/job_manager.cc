@@ -357,13 +357,18 @@ void JobManager::TickLocked() {
     if (MaySeeNewSightings(entry, viewed ? &placed_views_[view] : nullptr, relisted)) {
       CheckRanksReported(entry);
     }
+    // Stacks asked for are answered by their deadline, or once the attempt
+    // is over.
+    if (entry.stacks_request &&
+        (now >= entry.stacks_request->deadline || !IsActive(entry.job.state()) ||
+         entry.stacks_request->attempt != entry.job.attempt())) {
+      FinishStacksLocked(entry);
+    }
     if (CheckDeadline(entry, now) || !IsActive(entry.job.state())) continue;
     if (entry.ending && now >= entry.decide_at) {
       EndAttempt(entry);
       continue;
     }
-    if (entry.stacks_request && now >= entry.stacks_request->deadline) FinishStacksLocked(entry);
-    if (!IsActive(entry.job.state())) continue;
     CheckTimeouts(entry, now);
     if (entry.job.state() == v1::RUNNING) CheckRegrowth(entry, now);
   }
@@ -555,6 +560,9 @@ void JobManager::EndAttempt(JobRecord& entry) {
 }
 
 void JobManager::StopRanks(JobRecord& entry, std::optional<absl::Duration> grace) {
+  // Stacks still coming are of an attempt that is over: those waiting get
+  // what came.
+  if (entry.stacks_request) FinishStacksLocked(entry);
   rendezvous_->DropScope({entry.job.id(), entry.job.attempt()});
   std::set<std::string> workers;
   for (const v1::RankStatus& rank : entry.job.ranks()) {

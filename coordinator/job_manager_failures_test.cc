@@ -200,6 +200,37 @@ TEST_F(JobManagerTest, HungTrainerRankIsNamedWithItsWorkerAndStep) {
   EXPECT_EQ(failed.stacks().ranks(1).worker_id(), "w2");
 }
 
+TEST_F(JobManagerTest, StacksAskedForAreAnsweredByTheDeadlineOrWhenTheAttemptEnds) {
+  TestWorker w1;
+  ASSERT_OK(Register(w1, "w1", 2));
+  const std::string slow = Submit(1);
+  Started(w1, slow, 0, 0);
+  std::optional<absl::StatusOr<v1::StacksReport>> by_deadline;
+  manager_->DumpStacks(slow, [&](const absl::StatusOr<v1::StacksReport>& r) { by_deadline = r; });
+  Pass(JobManager::kStacksWait - absl::Seconds(1));
+  EXPECT_FALSE(by_deadline.has_value()) << "w1 may still answer";
+  Pass(absl::Seconds(1));
+  ASSERT_TRUE(by_deadline.has_value());
+  ASSERT_OK(*by_deadline);
+  EXPECT_EQ((*by_deadline)->ranks(0).summary(), "no stacks: worker w1 did not answer");
+  EXPECT_EQ(Job(slow).state(), v1::RUNNING) << "asking for stacks stops nothing";
+  EXPECT_EQ(Job(slow).stacks().ranks_size(), 1);
+
+  std::optional<absl::StatusOr<v1::StacksReport>> at_cancel;
+  manager_->DumpStacks(slow, [&](const absl::StatusOr<v1::StacksReport>& r) { at_cancel = r; });
+  ASSERT_OK(manager_->Cancel(slow));
+  manager_->Tick();
+  ASSERT_TRUE(at_cancel.has_value()) << "the attempt is over: nothing more will come";
+  EXPECT_OK(*at_cancel);
+
+  std::optional<absl::StatusOr<v1::StacksReport>> ended;
+  manager_->DumpStacks(slow, [&](const absl::StatusOr<v1::StacksReport>& r) { ended = r; });
+  ASSERT_TRUE(ended.has_value());
+  EXPECT_EQ(ended->status().code(), absl::StatusCode::kFailedPrecondition);
+  manager_->DumpStacks("nope-9", [&](const absl::StatusOr<v1::StacksReport>& r) { ended = r; });
+  EXPECT_EQ(ended->status().code(), absl::StatusCode::kNotFound);
+}
+
 TEST_F(JobManagerTest, CommandJobHangsOnlyWhenSilentAndOnlyWhenAsked) {
   TestWorker w1;
   ASSERT_OK(Register(w1, "w1", 2));

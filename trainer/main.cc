@@ -48,6 +48,17 @@ void WriteErrorFile(const absl::Status& status) {
   if (google::protobuf::util::MessageToJsonString(root, &json).ok()) std::ofstream(path) << json;
 }
 
+// The flight record the worker asked for (RINGMASTER_FLIGHT_RECORD); null
+// when it asked for none or it cannot be made (the rank runs on without).
+std::unique_ptr<FlightRecorder> OpenFlightRecord() {
+  const char* path = std::getenv("RINGMASTER_FLIGHT_RECORD");
+  if (path == nullptr || *path == '\0') return nullptr;
+  absl::StatusOr<std::unique_ptr<FlightRecorder>> opened = FlightRecorder::Open(path);
+  if (opened.ok()) return *std::move(opened);
+  std::cerr << "ringmaster-trainer: " << opened.status().message() << std::endl;
+  return nullptr;
+}
+
 int Fail(const absl::Status& status) {
   std::cerr << "ringmaster-trainer: " << status.message() << std::endl;
   WriteErrorFile(status);
@@ -190,15 +201,7 @@ int Run(int argc, char** argv) {
     context.on_progress = [&](const v1::Progress& p) { reporter->Report(p); };
   }
   // Where this rank is, for its worker to read should the job hang.
-  std::unique_ptr<FlightRecorder> flight;
-  if (const char* path = std::getenv("RINGMASTER_FLIGHT_RECORD"); path != nullptr && *path) {
-    absl::StatusOr<std::unique_ptr<FlightRecorder>> opened = FlightRecorder::Open(path);
-    if (opened.ok()) {
-      flight = *std::move(opened);
-    } else {
-      std::cerr << "ringmaster-trainer: " << opened.status().message() << std::endl;
-    }
-  }
+  std::unique_ptr<FlightRecorder> flight = OpenFlightRecord();
   context.flight = flight.get();
   context.comm = comm->get();
   context.checkpoint_dir = env->checkpoint_dir;
