@@ -43,7 +43,7 @@ void JobManager::RequestStacksLocked(JobRecord& entry, const std::string& why,
     if (hang && !entry.stacks_request->hang) entry.stacks_request->hang = std::move(hang);
     return;
   }
-  JobRecord::StacksRequest& request = entry.stacks_request.emplace();
+  StacksRequest& request = entry.stacks_request.emplace();
   request.attempt = job.attempt();
   request.why = why;
   request.deadline = clock_->Now() + kStacksWait;
@@ -69,7 +69,7 @@ void JobManager::OnStacksDumpedLocked(const std::string& worker_id,
       entry->stacks_request->attempt != dumped.attempt()) {
     return;  // late: its request has finished
   }
-  JobRecord::StacksRequest& request = *entry->stacks_request;
+  StacksRequest& request = *entry->stacks_request;
   const v1::Job& job = entry->job;
   for (const v1::RankStacks& rank : dumped.ranks()) {
     // A worker speaks for the ranks placed on it only.
@@ -85,7 +85,7 @@ void JobManager::OnStacksDumpedLocked(const std::string& worker_id,
 }
 
 void JobManager::FinishStacksLocked(JobRecord& entry) {
-  JobRecord::StacksRequest request = *std::move(entry.stacks_request);
+  StacksRequest request = *std::move(entry.stacks_request);
   entry.stacks_request.reset();
   v1::Job& job = entry.job;
   v1::StacksReport report;

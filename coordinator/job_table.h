@@ -38,6 +38,19 @@ namespace ringmaster {
 // reports from rank 0 alone), it is the whole job's, not that share's.
 double JobSamplesPerSecond(const std::map<int, v1::Progress>& rank_progress, int world_size);
 
+// Stacks asked of the current attempt's workers (DumpStacks): what came
+// so far, by rank. A hang's failure waits for them, or for the deadline.
+struct StacksRequest {
+  int attempt = 0;
+  std::string why;
+  absl::Time deadline;
+  std::set<std::string> workers;  // asked
+  std::set<std::string> answered;
+  std::map<int, v1::RankStacks> ranks;  // received
+  std::optional<FailureCause> hang;     // to note once they are in
+  std::vector<std::function<void(const absl::StatusOr<v1::StacksReport>&)>> waiting;
+};
+
 struct JobRecord {
   v1::Job job;
   absl::Time restart_at;  // while RESTARTING
@@ -58,18 +71,6 @@ struct JobRecord {
   std::map<int, Unseen> unseen;  // by rank
   // The revision CheckRanksReported last looked at.
   int64_t sightings_checked = -1;
-  // Stacks asked of the current attempt's workers (DumpStacks): what came
-  // so far, by rank. A hang's failure waits for them, or for the deadline.
-  struct StacksRequest {
-    int attempt = 0;
-    std::string why;
-    absl::Time deadline;
-    std::set<std::string> workers;  // asked
-    std::set<std::string> answered;
-    std::map<int, v1::RankStacks> ranks;  // received
-    std::optional<FailureCause> hang;     // to note once they are in
-    std::vector<std::function<void(const absl::StatusOr<v1::StacksReport>&)>> waiting;
-  };
   std::optional<StacksRequest> stacks_request;
   // The ranks' compute times of the current attempt, and each rank's ratio
   // to the job's median at the last look (for the metric).

@@ -115,7 +115,7 @@ TEST_F(OwnershipTest, OnlyTheOwnerOrTheAdminCancelsDeletesOrReadsLogs) {
 // Workers are the admin's: a user lists them but cannot cordon, uncordon or
 // drain one.
 TEST_F(OwnershipTest, OnlyTheAdminCordonsUncordonsOrDrains) {
-  for (const std::string& user : {"alice", "bob"}) {
+  for (const char* user : {"alice", "bob"}) {
     for (std::vector<std::string> verb : {std::vector<std::string>{"cordon", "local-0"},
                                           {"uncordon", "local-0"},
                                           {"drain", "local-0"}}) {
