@@ -78,9 +78,10 @@ struct Control {
   std::deque<EventData> events;
 };
 
+// Destroyed with the library when it is unloaded, as Devices() is.
 Control& TheControl() {
-  static Control* control = new Control;
-  return *control;
+  static Control control;
+  return control;
 }
 
 // Applies the lines appended since the last call; with control.mu held.
