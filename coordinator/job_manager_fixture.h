@@ -246,6 +246,14 @@ class JobManagerTest : public ::testing::Test {
     }
     return out;
   }
+  // The StopJob messages sent to `w`.
+  static std::vector<v1::StopJob> StopsOf(TestWorker& w) {
+    std::vector<v1::StopJob> out;
+    for (auto& m : w.link.Take()) {
+      if (m.has_stop_job()) out.push_back(m.stop_job());
+    }
+    return out;
+  }
   static int Stops(TestWorker& w) {
     int n = 0;
     for (auto& m : w.link.Take()) n += m.has_stop_job();

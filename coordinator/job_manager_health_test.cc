@@ -30,13 +30,6 @@ class JobManagerHealthTest : public JobManagerTest {
   std::string WorkerOf(const std::string& job, int rank = 0) {
     return Job(job).ranks(rank).worker_id();
   }
-  static std::vector<v1::StopJob> StopsOf(TestWorker& w) {
-    std::vector<v1::StopJob> out;
-    for (auto& m : w.link.Take()) {
-      if (m.has_stop_job()) out.push_back(m.stop_job());
-    }
-    return out;
-  }
   // The rank, started on `w`, dies by `signal`; its attempt ends.
   void Crash(TestWorker& w, const std::string& job, int signal = SIGSEGV) {
     const int attempt = Job(job).attempt();

@@ -21,14 +21,6 @@ class JobManagerQueuesTest : public JobManagerTest {
     spec.set_queue(queue);
     return spec;
   }
-  // The StopJob messages sent to `w`.
-  static std::vector<v1::StopJob> StopsOf(TestWorker& w) {
-    std::vector<v1::StopJob> out;
-    for (auto& m : w.link.Take()) {
-      if (m.has_stop_job()) out.push_back(m.stop_job());
-    }
-    return out;
-  }
 };
 
 TEST_F(JobManagerQueuesTest, AHigherPriorityJobPreemptsAndTheVictimComesBackWithoutARestart) {
