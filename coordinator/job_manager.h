@@ -255,13 +255,13 @@ class JobManager {
   // A GPU error the worker reported: recorded, and a broken GPU cordons it.
   void OnGpuErrorLocked(const std::string& worker_id, const v1::GpuError& error)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Scheduling (job_manager_schedule.cc).
+  void ScheduleLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Keeps the jobs' exclusions in their pending views only where the other
   // workers can hold them.
   void ApplyExclusionsLocked(const std::vector<WorkerCapacity>& free)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-
-  // Scheduling (job_manager_schedule.cc).
-  void ScheduleLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Free slots of `workers`, leaving out the ranks of `except`.
   std::vector<WorkerCapacity> CapacityLocked(const std::vector<SchedulableWorker>& workers,
                                              const std::string& except = "")

@@ -270,20 +270,4 @@ void JobManager::OnGpuErrorLocked(const std::string& worker_id, const v1::GpuErr
   }
 }
 
-void JobManager::ApplyExclusionsLocked(const std::vector<WorkerCapacity>& free) {
-  for (int64_t number : excluding_views_) {
-    auto view = std::lower_bound(pending_views_.begin(), pending_views_.end(), number,
-                                 [](const PendingJob& p, int64_t n) { return p.sequence < n; });
-    if (view == pending_views_.end() || view->sequence != number) continue;
-    GangRequest& request = view->request;
-    request.avoid.clear();
-    for (const v1::ExcludedWorker& e : table_.resident().at(number)->job.excluded_workers()) {
-      request.avoid.push_back(e.worker_id());
-    }
-    // Only while other capacity exists: a job that the other workers can
-    // never hold goes back to those it avoided.
-    if (!NeverFits(free, request).empty()) request.avoid.clear();
-  }
-}
-
 }  // namespace ringmaster

@@ -80,6 +80,21 @@ void JobManager::UpdatePendingViewsLocked() {
   }
 }
 
+void JobManager::ApplyExclusionsLocked(const std::vector<WorkerCapacity>& free) {
+  for (int64_t number : excluding_views_) {
+    PendingJob* view = ViewOf(pending_views_, number);
+    if (view == nullptr) continue;
+    GangRequest& request = view->request;
+    request.avoid.clear();
+    for (const v1::ExcludedWorker& e : table_.resident().at(number)->job.excluded_workers()) {
+      request.avoid.push_back(e.worker_id());
+    }
+    // Only while other capacity exists: a job that the other workers can
+    // never hold goes back to those it avoided.
+    if (!NeverFits(free, request).empty()) request.avoid.clear();
+  }
+}
+
 void JobManager::MergePendingViewsLocked() {
   // A merge of the table's pending jobs with the views kept: only a job new
   // to PENDING (or PENDING again: a new stamp) is read.
