@@ -97,11 +97,11 @@ class StragglerTest : public ClusterTest {
 
 TEST_F(StragglerTest, AThrottledTrainerRankIsNamed) {
   ExpectRankOneNamed(Submit(
-      // Steps that are mostly compute: a stop lands in it, as a slow CPU's
-      // or GPU's time would.
+      // Steps that are mostly compute, even with the all-reduce slowed by a
+      // sanitizer: a stop lands in it, as a slow CPU's or GPU's time would.
       "name: slow\nranks: 3\nranks_per_worker: 1\ntrainer:\n"
-      "  data: {path: \"synthetic:rows=20000,features=128,classes=4\"}\n"
-      "  model: {hidden: [512, 512]}\n  epochs: 5000\n  batch_size: 64\n"));
+      "  data: {path: \"synthetic:rows=100000,features=128,classes=4\"}\n"
+      "  model: {hidden: [512, 512]}\n  epochs: 5000\n  batch_size: 1024\n"));
 }
 
 TEST_F(StragglerTest, AThrottledPytorchRankIsNamedThroughInstrument) {
