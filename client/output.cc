@@ -249,6 +249,29 @@ void PrintStacks(std::ostream& out, const v1::StacksReport& report) {
   }
 }
 
+// The latest pre-flight check: each rank's bus bandwidths, and why a
+// worker was excluded.
+void PrintPreflight(std::ostream& out, const v1::Job& job) {
+  const v1::PreflightResult& result = job.preflight();
+  if (result.ranks_size() == 0) {
+    if (job.spec().preflight()) out << "preflight: on; no figures yet\n";
+    return;
+  }
+  out << "preflight: attempt " << result.attempt() << ", "
+      << (result.passed() ? "passed" : "workers excluded")
+      << " (64 MB all-reduce; bus bandwidth with the rank's best peer, across the job)\n";
+  for (const v1::PreflightRank& r : result.ranks()) {
+    out << "  rank " << r.rank() << " on " << r.worker_id() << ": ";
+    if (r.error().empty()) {
+      out << absl::StrFormat("%.2f GB/s, %.2f GB/s", r.bus_gb_per_s(), r.world_gb_per_s());
+    } else {
+      out << "failed: " << r.error();
+    }
+    if (!r.excluded().empty()) out << "  EXCLUDED: " << r.excluded();
+    out << "\n";
+  }
+}
+
 void PrintJobDetail(std::ostream& out, const v1::Job& job, absl::Time now) {
   out << "job:       " << job.id() << "\n"
       << "owner:     " << job.owner() << "\n"
@@ -286,6 +309,7 @@ void PrintJobDetail(std::ostream& out, const v1::Job& job, absl::Time now) {
     }
   }
   PrintRanks(out, job);
+  PrintPreflight(out, job);
   for (const v1::Straggler& s : job.stragglers()) {
     out << "straggler: " << StragglerLine(s, now) << "\n";
   }

@@ -123,6 +123,7 @@ absl::StatusOr<std::string> JobManager::Submit(v1::JobSpec spec, const std::stri
   RETURN_IF_ERROR(ValidateJobSpec(spec, options_.spec_limits));
   RETURN_IF_ERROR(ValidateRequestId(request_id));
   ApplyJobSpecDefaults(&spec);
+  if (!spec.has_preflight()) spec.set_preflight(options_.preflight_default);
   // Each user's request ids are its own: a user's are stored as
   // "<user>/<id>", which no admin's id can be ('/' is not allowed in one).
   const std::string request_key =
@@ -371,6 +372,7 @@ void JobManager::TickLocked() {
       continue;
     }
     CheckTimeouts(entry, now);
+    if (AwaitsPreflight(entry.job)) CheckPreflightLocked(entry);
     if (entry.job.state() == v1::RUNNING) CheckRegrowth(entry, now);
   }
   for (const v1::WorkerHealth& record : health_.Expire(now)) {

@@ -65,6 +65,8 @@ struct JobManagerOptions {
   // Quarantine of workers that fail the ranks of several jobs.
   HealthOptions health;
   StragglerOptions stragglers;
+  // Whether a job whose spec leaves `preflight` unset runs the check.
+  bool preflight_default = false;
   // Uniform in [0, 1), for back-off jitter; empty: a random generator.
   std::function<double()> random;
   // Called under the manager's mutex after each stored transition, with the
@@ -252,6 +254,17 @@ class JobManager {
   // other workers cannot hold it.
   bool ExcludeStragglerLocked(JobRecord& entry, const v1::Straggler& straggler,
                               const std::string& line) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Restarts the job from its checkpoint without `workers` (RESTARTING for
+  // `reason`, not counted against max_restarts) when the other workers can
+  // hold it; false otherwise, with what the job would lack in `short_of`
+  // ("needs 4 slots...") or nothing when the transition failed.
+  bool ExcludeWorkersLocked(JobRecord& entry, const std::vector<v1::ExcludedWorker>& workers,
+                            v1::Reason reason, const std::string& message, std::string* short_of)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Pre-flight (job_manager_preflight.cc): once every rank of the attempt
+  // has posted its report, the verdict: "go", or the attempt placed again
+  // without the workers of ranks that failed or were slow.
+  void CheckPreflightLocked(JobRecord& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A GPU error the worker reported: recorded, and a broken GPU cordons it.
   void OnGpuErrorLocked(const std::string& worker_id, const v1::GpuError& error)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -210,31 +210,46 @@ void JobManager::UpdateStragglersLocked(JobRecord& entry, absl::Time now) {
 
 bool JobManager::ExcludeStragglerLocked(JobRecord& entry, const v1::Straggler& straggler,
                                         const std::string& line) {
-  v1::Job& job = entry.job;
-  GangRequest request = GangOf(job.spec());
-  for (const v1::ExcludedWorker& e : job.excluded_workers()) request.avoid.push_back(e.worker_id());
-  request.avoid.push_back(straggler.worker_id());
-  const std::vector<WorkerCapacity> idle = IdleCapacity(FreeCapacity(SchedulableLocked(), {}, ""));
-  if (const std::string short_of = NeverFits(idle, request); !short_of.empty()) {
+  v1::ExcludedWorker excluded;
+  excluded.set_worker_id(straggler.worker_id());
+  excluded.set_reason(absl::StrCat("straggler: ", line));
+  std::string short_of;
+  if (ExcludeWorkersLocked(entry, {excluded}, v1::RANK_STRAGGLING,
+                           absl::StrCat("straggler: ", line,
+                                        ": restarting from a checkpoint taken on stop without "
+                                        "worker ",
+                                        straggler.worker_id()),
+                           &short_of)) {
+    return true;
+  }
+  if (!short_of.empty()) {
     table_
         .Note(entry, v1::RANK_STRAGGLING,
               absl::StrCat("straggler: ", line, "; not excluded: without ", straggler.worker_id(),
                            " the job ", short_of))
         .IgnoreError();
-    return false;
   }
-  v1::ExcludedWorker& excluded = *job.add_excluded_workers();
-  excluded.set_worker_id(straggler.worker_id());
-  excluded.set_reason(absl::StrCat("straggler: ", line));
-  excluded.set_time_unix_ms(absl::ToUnixMillis(clock_->Now()));
-  if (!table_
-           .Transition(entry, v1::RESTARTING, v1::RANK_STRAGGLING,
-                       absl::StrCat("straggler: ", line,
-                                    ": restarting from a checkpoint taken on "
-                                    "stop without worker ",
-                                    straggler.worker_id()))
-           .ok()) {
-    job.mutable_excluded_workers()->RemoveLast();
+  return false;
+}
+
+bool JobManager::ExcludeWorkersLocked(JobRecord& entry,
+                                      const std::vector<v1::ExcludedWorker>& workers,
+                                      v1::Reason reason, const std::string& message,
+                                      std::string* short_of) {
+  v1::Job& job = entry.job;
+  GangRequest request = GangOf(job.spec());
+  for (const v1::ExcludedWorker& e : job.excluded_workers()) request.avoid.push_back(e.worker_id());
+  for (const v1::ExcludedWorker& e : workers) request.avoid.push_back(e.worker_id());
+  const std::vector<WorkerCapacity> idle = IdleCapacity(FreeCapacity(SchedulableLocked(), {}, ""));
+  *short_of = NeverFits(idle, request);
+  if (!short_of->empty()) return false;
+  const int before = job.excluded_workers_size();
+  for (v1::ExcludedWorker e : workers) {
+    e.set_time_unix_ms(absl::ToUnixMillis(clock_->Now()));
+    *job.add_excluded_workers() = std::move(e);
+  }
+  if (!table_.Transition(entry, v1::RESTARTING, reason, message).ok()) {
+    job.mutable_excluded_workers()->DeleteSubrange(before, job.excluded_workers_size() - before);
     return false;
   }
   entry.restart_at = clock_->Now();

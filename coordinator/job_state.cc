@@ -69,4 +69,9 @@ std::string StragglerLine(const v1::Straggler& s, absl::Time now) {
                              now - absl::FromUnixMillis(s.since_unix_ms()), absl::Seconds(1))));
 }
 
+bool AwaitsPreflight(const v1::Job& job) {
+  if (!job.spec().preflight() || !IsActive(job.state())) return false;
+  return job.preflight().ranks_size() == 0 || job.preflight().attempt() != job.attempt();
+}
+
 }  // namespace ringmaster

@@ -40,6 +40,10 @@ std::string WorkerStateName(v1::WorkerState state);
 std::optional<absl::Time> FirstStart(const v1::Job& job);
 std::string ReasonName(v1::Reason reason);
 
+// The job runs the pre-flight check and its current attempt, STARTING or
+// RUNNING, has no verdict yet.
+bool AwaitsPreflight(const v1::Job& job);
+
 // "rank 3 on gpu-7: compute 1.8× the job's median for 2m5s"
 std::string StragglerLine(const v1::Straggler& straggler, absl::Time now);
 

@@ -126,6 +126,8 @@ void AddTimingFlags(CLI::App& app, ringmaster::CoordinatorConfig* config) {
   ringmaster::AddDurationOption(app, "--straggler-window", &stragglers.window,
                                 "compute times are compared over this much of the latest "
                                 "reports (default 30s)");
+  app.add_flag("--preflight-default", manager.preflight_default,
+               "jobs whose spec leaves preflight unset run the pre-flight check (default off)");
   ringmaster::HealthOptions& health = manager.health;
   ringmaster::AddDurationOption(app, "--quarantine-window", &health.quarantine_window,
                                 "a worker blamed for failures of 2 jobs within this is "

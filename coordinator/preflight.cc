@@ -6,13 +6,17 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 
 namespace ringmaster {
 
+std::string PreflightReportKey(int rank) { return absl::StrCat("preflight/report/", rank); }
+
 std::string EncodePreflightReport(const PreflightReport& report) {
-  return report.error.empty() ? absl::StrFormat("busbw %.6g", report.bus_gb_per_s)
-                              : absl::StrCat("error ", report.error);
+  return report.error.empty()
+             ? absl::StrFormat("busbw %.6g world %.6g", report.bus_gb_per_s, report.world_gb_per_s)
+             : absl::StrCat("error ", report.error);
 }
 
 absl::StatusOr<PreflightReport> DecodePreflightReport(const std::string& text) {
@@ -22,8 +26,10 @@ absl::StatusOr<PreflightReport> DecodePreflightReport(const std::string& text) {
     report.error = std::string(rest.empty() ? "unknown" : rest);
     return report;
   }
-  if (absl::ConsumePrefix(&rest, "busbw ") && absl::SimpleAtod(rest, &report.bus_gb_per_s) &&
-      report.bus_gb_per_s >= 0) {
+  const std::vector<absl::string_view> words = absl::StrSplit(rest, ' ');
+  if (words.size() == 4 && words[0] == "busbw" && words[2] == "world" &&
+      absl::SimpleAtod(words[1], &report.bus_gb_per_s) && report.bus_gb_per_s >= 0 &&
+      absl::SimpleAtod(words[3], &report.world_gb_per_s) && report.world_gb_per_s >= 0) {
     return report;
   }
   return absl::InvalidArgumentError(absl::StrCat("not a pre-flight report: \"", text, "\""));

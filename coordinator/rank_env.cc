@@ -79,8 +79,11 @@ v1::StartRank BuildStartRank(const v1::Job& job, int rank, const RankEnvContext&
     (*start.mutable_env())["RINGMASTER_TRAINER_SPEC"] = json;
     (*start.mutable_env())["RINGMASTER_COLLECTIVE_TIMEOUT_S"] =
         absl::StrCat(CollectiveTimeoutSeconds(job.spec()));
+    if (job.spec().preflight()) (*start.mutable_env())["RINGMASTER_PREFLIGHT"] = "1";
   } else {
     *start.mutable_argv() = job.spec().command();
+    // The worker runs the check first, with the trainer binary.
+    start.set_preflight_prelude(job.spec().preflight());
   }
   start.set_working_dir(job.spec().working_dir());
   if (job.spec().has_code()) *start.mutable_code() = job.spec().code();

@@ -84,5 +84,22 @@ TEST(RankEnvTest, TheSpecsCheckpointDirOverridesTheCoordinatorsAndIsCheckedForTh
   EXPECT_EQ(start.checkpoint_dir(), "/ckpt") << "the trainer always checkpoints";
 }
 
+TEST(RankEnvTest, PreflightIsTheTrainersOwnAndACommandsPrelude) {
+  v1::Job job = TwoWorkerJob();
+  EXPECT_FALSE(BuildStartRank(job, 0, {"c:1", "/ckpt"}).preflight_prelude());
+  job.mutable_spec()->set_preflight(true);
+  v1::StartRank command = BuildStartRank(job, 0, {"c:1", "/ckpt"});
+  EXPECT_TRUE(command.preflight_prelude());
+  EXPECT_EQ(command.env().count("RINGMASTER_PREFLIGHT"), 0u);
+
+  job.mutable_spec()->clear_command();
+  job.mutable_spec()->mutable_trainer()->set_epochs(1);
+  v1::StartRank trainer = BuildStartRank(job, 0, {"c:1", "/ckpt"});
+  EXPECT_FALSE(trainer.preflight_prelude());
+  EXPECT_EQ(trainer.env().at("RINGMASTER_PREFLIGHT"), "1");
+  job.mutable_spec()->set_preflight(false);
+  EXPECT_EQ(BuildStartRank(job, 0, {"c:1", "/ckpt"}).env().count("RINGMASTER_PREFLIGHT"), 0u);
+}
+
 }  // namespace
 }  // namespace ringmaster

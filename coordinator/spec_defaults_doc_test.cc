@@ -38,6 +38,7 @@ const std::map<std::string, std::string>& Described() {
       {"resources.gpus", "`gpus_per_rank`"},
       {"code", "set by `submit`"},
       {"queue", "the coordinator's `default_queue`"},
+      {"preflight", "the coordinator's `--preflight-default` (off)"},
   };
   return *described;
 }

@@ -2,8 +2,13 @@
 // trainer spec from RINGMASTER_TRAINER_SPEC (JSON) or --spec FILE, joins
 // the job's Gloo world through the coordinator's rendezvous store, and
 // trains.
+#include <linux/close_range.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -16,11 +21,13 @@
 #include "absl/strings/str_format.h"
 #include "client/client.h"
 #include "client/job_spec_yaml.h"
+#include "common/subprocess.h"
 #include "common/tls.h"
 #include "trainer/coordinator_gloo_store.h"
 #include "trainer/dataset.h"
 #include "trainer/flight_recorder.h"
 #include "trainer/gloo_collective.h"
+#include "trainer/preflight_check.h"
 #include "trainer/progress_reporter.h"
 #include "trainer/stop_signal.h"
 #include "trainer/trainer.h"
@@ -88,11 +95,13 @@ absl::StatusOr<v1::TrainerSpec> ReadSpec(int argc, char** argv, const TrainerEnv
   return spec;
 }
 
-// The job's world: NCCL on the rank's GPU when it was given one (CUDA
-// builds), else Gloo. Sets context->make_runner for the GPU.
-absl::StatusOr<std::unique_ptr<Collective>> Connect(const TrainerEnv& env,
-                                                    gloo::rendezvous::Store& store,
-                                                    TrainerContext* context) {
+// A group of the job's ranks on its transport: NCCL on the rank's GPU when
+// it was given one (CUDA builds), else Gloo. Bootstrap keys go under
+// `prefix` (empty: the backend's own).
+absl::StatusOr<std::unique_ptr<Collective>> ConnectGroupOn(const TrainerEnv& env,
+                                                           gloo::rendezvous::Store& store,
+                                                           const std::string& prefix, int rank,
+                                                           int size) {
   const bool gpu = !env.visible_gpus.empty();
 #ifdef RINGMASTER_WITH_CUDA
   if (gpu) {
@@ -103,15 +112,11 @@ absl::StatusOr<std::unique_ptr<Collective>> Connect(const TrainerEnv& env,
                        " but no usable GPU: ", s.ok() ? "none seen" : std::string(s.message())));
     }
     NcclOptions options;
+    if (!prefix.empty()) options.prefix = prefix;
     options.timeout = absl::ToChronoMilliseconds(env.collective_timeout);
     absl::StatusOr<std::unique_ptr<NcclCollective>> nccl =
-        NcclCollective::Connect(store, env.rank, env.world_size, /*device=*/0, options);
+        NcclCollective::Connect(store, rank, size, /*device=*/0, options);
     if (!nccl.ok()) return nccl.status();
-    cudaStream_t comm_stream = (*nccl)->stream();
-    context->make_runner = [comm_stream](const v1::TrainerSpec& s, const std::vector<int>& w) {
-      return MakeGpuRunner(s, w, comm_stream);
-    };
-    if (env.rank == 0) Log(absl::StrCat("collectives: nccl, ", env.world_size, " ranks"));
     return std::unique_ptr<Collective>(*std::move(nccl));
   }
 #else
@@ -122,16 +127,105 @@ absl::StatusOr<std::unique_ptr<Collective>> Connect(const TrainerEnv& env,
   }
 #endif
   GlooOptions options;
+  if (!prefix.empty()) options.prefix = prefix;
   options.hostname = env.host;
   options.timeout = absl::ToChronoMilliseconds(env.collective_timeout);
   absl::StatusOr<std::unique_ptr<GlooCollective>> gloo =
-      GlooCollective::Connect(store, env.rank, env.world_size, options);
+      GlooCollective::Connect(store, rank, size, options);
   if (!gloo.ok()) return gloo.status();
-  if (env.rank == 0) {
-    Log(absl::StrCat("collectives: gloo, ", env.world_size, " ranks, all-reduce over ",
-                     (*gloo)->transport()));
-  }
   return std::unique_ptr<Collective>(*std::move(gloo));
+}
+
+// The job's world, for training. Sets context->make_runner for the GPU.
+absl::StatusOr<std::unique_ptr<Collective>> Connect(const TrainerEnv& env,
+                                                    gloo::rendezvous::Store& store,
+                                                    TrainerContext* context) {
+  absl::StatusOr<std::unique_ptr<Collective>> comm =
+      ConnectGroupOn(env, store, "", env.rank, env.world_size);
+  if (!comm.ok()) return comm.status();
+#ifdef RINGMASTER_WITH_CUDA
+  if ((*comm)->backend() == "nccl") {
+    cudaStream_t comm_stream = static_cast<NcclCollective*>(comm->get())->stream();
+    context->make_runner = [comm_stream](const v1::TrainerSpec& s, const std::vector<int>& w) {
+      return MakeGpuRunner(s, w, comm_stream);
+    };
+  }
+#endif
+  if (env.rank != 0) return comm;
+  if ((*comm)->backend() == "nccl") {
+    Log(absl::StrCat("collectives: nccl, ", env.world_size, " ranks"));
+  } else {
+    Log(absl::StrCat("collectives: gloo, ", env.world_size, " ranks, all-reduce over ",
+                     static_cast<GlooCollective*>(comm->get())->transport()));
+  }
+  return comm;
+}
+
+// The pre-flight all-reduce's buffer, where `comm` reduces: device memory
+// for NCCL.
+using PreflightBuffer = std::unique_ptr<float, void (*)(float*)>;
+absl::StatusOr<PreflightBuffer> MakePreflightBuffer(const Collective& comm) {
+  constexpr size_t kFloats = kPreflightBytes / sizeof(float);
+#ifdef RINGMASTER_WITH_CUDA
+  if (comm.backend() == "nccl") {
+    void* device = nullptr;
+    CUDA_RETURN_IF_ERROR(cudaMalloc(&device, kPreflightBytes));
+    PreflightBuffer buffer(static_cast<float*>(device), [](float* p) { cudaFree(p); });
+    CUDA_RETURN_IF_ERROR(cudaMemset(device, 0, kPreflightBytes));
+    return buffer;
+  }
+#endif
+  return PreflightBuffer(new float[kFloats](), [](float* p) { delete[] p; });
+}
+
+// The attempt's rendezvous scope, where ranks post pre-flight reports and
+// the coordinator its verdict.
+class RendezvousBoard final : public PreflightBoard {
+ public:
+  explicit RendezvousBoard(RendezvousClient* client) : client_(client) {}
+  absl::Status Post(const std::string& key, const std::string& value) override {
+    return client_->Set(key, value);
+  }
+  absl::StatusOr<std::string> Await(const std::string& key, absl::Duration timeout) override {
+    if (absl::Status s = client_->Wait({key}, timeout); !s.ok()) return s;
+    return client_->Get(key);
+  }
+
+ private:
+  RendezvousClient* const client_;
+};
+
+// The pre-flight check (trainer/preflight_check.h) on `world`, its pairs
+// connected through `store` the same way.
+absl::Status Preflight(const TrainerEnv& env, gloo::rendezvous::Store& store,
+                       RendezvousClient* rendezvous, Collective* world,
+                       std::function<bool()> stop_requested) {
+  absl::StatusOr<PreflightBuffer> buffer = MakePreflightBuffer(*world);
+  if (!buffer.ok()) return buffer.status();
+  RendezvousBoard board(rendezvous);
+  ConnectGroup pairs = [&](const std::string& prefix, int rank, int size) {
+    return ConnectGroupOn(env, store, prefix, rank, size);
+  };
+  PreflightOptions options;
+  options.verdict_timeout = env.collective_timeout;
+  options.stop_requested = std::move(stop_requested);
+  options.on_measured = [](const PreflightReport& report) {
+    if (!report.error.empty()) {
+      Log(absl::StrCat("pre-flight: failed: ", report.error));
+      return;
+    }
+    Log(absl::StrFormat(
+        "pre-flight: %d MB all-reduce, bus bandwidth %.2f GB/s with its best peer, %.2f GB/s "
+        "across the job; waiting for the verdict",
+        kPreflightBytes >> 20, report.bus_gb_per_s, report.world_gb_per_s));
+  };
+  if (absl::Status s = RunPreflight(world, pairs, &board, buffer->get(),
+                                    kPreflightBytes / sizeof(float), options);
+      !s.ok()) {
+    return s;
+  }
+  Log("pre-flight: passed");
+  return absl::OkStatus();
 }
 
 // Rank 0 prints the run's figures (world throughput: every rank's samples
@@ -153,15 +247,52 @@ absl::Status Finish(const TrainerEnv& env, Collective& comm, const TrainResult& 
   return absl::OkStatus();
 }
 
+// `ringmaster-trainer --preflight -- PROGRAM ARGS...`: a command job's
+// prelude. The check runs on the job's transport, its keys apart from
+// anything the program may put in the scope; on "go" the process becomes
+// the program (same pid, environment and log), so nothing else changes for
+// the worker. SIGTERM keeps its default action here: a stop ends it at once.
+int RunPrelude(int argc, char** argv) {
+  if (argc < 4 || std::string(argv[2]) != "--") {
+    return Fail(absl::InvalidArgumentError("usage: ringmaster-trainer --preflight -- PROGRAM ..."));
+  }
+  absl::StatusOr<TrainerEnv> env = ReadTrainerEnv(std::getenv);
+  if (!env.ok()) return Fail(env.status());
+  absl::StatusOr<std::string> program = ResolveProgram(
+      argv[3], std::getenv("PATH") != nullptr ? std::getenv("PATH") : "/usr/bin:/bin");
+  if (!program.ok()) return Fail(program.status());
+  {
+    absl::StatusOr<std::unique_ptr<RendezvousClient>> rendezvous =
+        RendezvousClient::FromEnvironment();
+    if (!rendezvous.ok()) return Fail(rendezvous.status());
+    CoordinatorGlooStore store(rendezvous->get());
+    absl::StatusOr<std::unique_ptr<Collective>> world =
+        ConnectGroupOn(*env, store, "preflight/world", env->rank, env->world_size);
+    if (!world.ok()) return Fail(world.status());
+    absl::Status checked =
+        Preflight(*env, store, rendezvous->get(), world->get(), [] { return false; });
+    if (!checked.ok()) return Fail(checked);
+  }  // the job's connections are closed before the program starts
+  std::cout.flush();
+  // Nothing of this process but stdio reaches the program.
+  close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+  execv(program->c_str(), argv + 3);
+  return Fail(absl::FailedPreconditionError(
+      absl::StrCat("cannot run ", *program, ": ", std::strerror(errno))));
+}
+
 int Run(int argc, char** argv) {
   if (argc == 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
     std::cout << "ringmaster-trainer: the built-in rank process of Ringmaster's trainer jobs.\n"
                  "Usage: ringmaster-trainer [--spec FILE.yaml]\n"
+                 "       ringmaster-trainer --preflight -- PROGRAM [ARGS...]\n"
                  "A worker starts it with the rank environment (docs/reference.md) and the\n"
                  "job's trainer spec in RINGMASTER_TRAINER_SPEC; --spec reads a job spec's\n"
-                 "trainer: section from FILE instead.\n";
+                 "trainer: section from FILE instead. --preflight runs the job's pre-flight\n"
+                 "check (docs/health.md) and, when it passes, becomes PROGRAM.\n";
     return 0;
   }
+  if (argc >= 2 && std::string(argv[1]) == "--preflight") return RunPrelude(argc, argv);
   absl::StatusOr<TrainerEnv> env = ReadTrainerEnv(std::getenv);
   if (!env.ok()) return Fail(env.status());
   // Before any thread starts, so that every thread leaves SIGTERM to it.
@@ -189,6 +320,11 @@ int Run(int argc, char** argv) {
   TrainerContext context;
   absl::StatusOr<std::unique_ptr<Collective>> comm = Connect(*env, store, &context);
   if (!comm.ok()) return Fail(comm.status());
+  if (env->preflight) {
+    absl::Status checked = Preflight(*env, store, rendezvous->get(), comm->get(),
+                                     [&stop] { return stop.requested(); });
+    if (!checked.ok()) return stop.requested() ? 128 + stop.signal() : Fail(checked);
+  }
 
   std::unique_ptr<ProgressReporter> reporter;
   if (!env->worker_address.empty()) {

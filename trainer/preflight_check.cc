@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 
 namespace ringmaster {
@@ -19,6 +20,84 @@ absl::StatusOr<double> PreflightBusBandwidth(Collective* comm, float* buffer, si
   const double algbw = static_cast<double>(floats * sizeof(float)) / std::max(seconds, 1e-9);
   const int n = comm->size();
   return (n > 1 ? algbw * 2.0 * (n - 1) / n : algbw) / 1e9;
+}
+
+int PreflightPartner(int rank, int size, int round) {
+  if (round == 0) {
+    const int peer = rank ^ 1;
+    return peer < size ? peer : -1;
+  }
+  if (size <= 2) return -1;  // the same pair again
+  if (round == 2) {
+    // An odd count leaves the last rank out of round 0 and rank 0 out of
+    // round 1: they meet here.
+    if (size % 2 == 0) return -1;
+    return rank == 0 ? size - 1 : rank == size - 1 ? 0 : -1;
+  }
+  // Round 1 pairs (1,2), (3,4)...; with an even count, (size-1, 0) too.
+  // Round 0's pairing of the ranks shifted down by one: 1 -> 0, ..., 0 -> size-1.
+  const int peer_shifted = ((rank + size - 1) % size) ^ 1;
+  return peer_shifted < size ? (peer_shifted + 1) % size : -1;
+}
+
+absl::StatusOr<PreflightReport> MeasurePreflight(Collective* world, const ConnectGroup& connect,
+                                                 const std::string& prefix, float* buffer,
+                                                 size_t floats) {
+  const int rank = world->rank();
+  const int size = world->size();
+  PreflightReport report;
+  bool paired = false;
+  for (int round = 0; round < kPreflightRounds; ++round) {
+    const int peer = PreflightPartner(rank, size, round);
+    if (peer < 0) continue;
+    const std::string pair_prefix = absl::StrCat(prefix, "/round-", round, "/",
+                                                 std::min(rank, peer), "-", std::max(rank, peer));
+    absl::StatusOr<std::unique_ptr<Collective>> pair = connect(pair_prefix, rank < peer ? 0 : 1, 2);
+    if (!pair.ok()) {
+      return absl::Status(pair.status().code(), absl::StrCat("connecting to peer rank ", peer, ": ",
+                                                             pair.status().message()));
+    }
+    absl::StatusOr<double> busbw = PreflightBusBandwidth(pair->get(), buffer, floats);
+    if (!busbw.ok()) {
+      return absl::Status(busbw.status().code(), absl::StrCat("all-reduce with peer rank ", peer,
+                                                              ": ", busbw.status().message()));
+    }
+    report.bus_gb_per_s = std::max(report.bus_gb_per_s, *busbw);
+    paired = true;
+  }
+  ASSIGN_OR_RETURN(report.world_gb_per_s, PreflightBusBandwidth(world, buffer, floats));
+  if (!paired) report.bus_gb_per_s = report.world_gb_per_s;
+  return report;
+}
+
+absl::Status RunPreflight(Collective* world, const ConnectGroup& connect, PreflightBoard* board,
+                          float* buffer, size_t floats, const PreflightOptions& options) {
+  absl::StatusOr<PreflightReport> measured =
+      MeasurePreflight(world, connect, "preflight/pairs", buffer, floats);
+  PreflightReport report = measured.ok() ? *measured : PreflightReport{};
+  if (!measured.ok()) report.error = std::string(measured.status().message());
+  options.on_measured(report);
+  const std::string key = PreflightReportKey(world->rank());
+  const std::string value = EncodePreflightReport(report);
+  const absl::Time deadline = absl::Now() + options.verdict_timeout;
+  while (true) {
+    // Posted again at each look: a coordinator that restarted meanwhile has
+    // an empty scope.
+    RETURN_IF_ERROR(board->Post(key, value));
+    if (options.stop_requested()) return absl::CancelledError("stopped before the verdict");
+    absl::StatusOr<std::string> verdict = board->Await(kPreflightVerdictKey, options.poll);
+    if (verdict.ok()) {
+      if (!measured.ok()) return measured.status();
+      if (*verdict == kPreflightGo) return absl::OkStatus();
+      return absl::FailedPreconditionError(absl::StrCat("pre-flight: ", *verdict));
+    }
+    if (!absl::IsDeadlineExceeded(verdict.status())) return verdict.status();
+    if (absl::Now() >= deadline) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("pre-flight: no verdict from the coordinator within ",
+                       absl::FormatDuration(options.verdict_timeout)));
+    }
+  }
 }
 
 }  // namespace ringmaster

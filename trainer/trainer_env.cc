@@ -18,6 +18,17 @@ class Reader {
     if (v == nullptr || *v == '\0') return;
     if (!absl::SimpleAtoi(v, out) || *out < min) Bad(name, v, absl::StrCat("an integer >= ", min));
   }
+  void Bool(const char* name, bool* out) {
+    const char* v = getenv_(name);
+    if (v == nullptr || *v == '\0') return;
+    if (std::string(v) == "1" || std::string(v) == "true") {
+      *out = true;
+    } else if (std::string(v) == "0" || std::string(v) == "false") {
+      *out = false;
+    } else {
+      Bad(name, v, "1 or 0");
+    }
+  }
   void Seconds(const char* name, absl::Duration* out) {
     const char* v = getenv_(name);
     if (v == nullptr || *v == '\0') return;
@@ -59,6 +70,7 @@ absl::StatusOr<TrainerEnv> ReadTrainerEnv(const GetEnv& getenv) {
   read.String("RINGMASTER_CHECKPOINT_DIR", &env.checkpoint_dir);
   read.String("RINGMASTER_TRAINER_SAVE_WEIGHTS", &env.save_weights);
   read.String("CUDA_VISIBLE_DEVICES", &env.visible_gpus);
+  read.Bool("RINGMASTER_PREFLIGHT", &env.preflight);
   read.Seconds("RINGMASTER_COLLECTIVE_TIMEOUT_S", &env.collective_timeout);
   read.Seconds("RINGMASTER_STOP_GRACE_S", &env.stop_grace);
   if (!read.status().ok()) return read.status();

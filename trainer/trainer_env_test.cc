@@ -23,7 +23,8 @@ TEST(TrainerEnvTest, ReadsWhatTheWorkerSets) {
                                          {"RINGMASTER_JOB_ID", "j7"},
                                          {"RINGMASTER_CHECKPOINT_DIR", "/ck"},
                                          {"RINGMASTER_COLLECTIVE_TIMEOUT_S", "630"},
-                                         {"CUDA_VISIBLE_DEVICES", ""}});
+                                         {"CUDA_VISIBLE_DEVICES", ""},
+                                         {"RINGMASTER_PREFLIGHT", "1"}});
   ASSERT_OK(env) << env.status();
   EXPECT_EQ(env->rank, 2);
   EXPECT_EQ(env->world_size, 3);
@@ -34,6 +35,7 @@ TEST(TrainerEnvTest, ReadsWhatTheWorkerSets) {
   EXPECT_EQ(env->stop_grace, absl::Seconds(5));
   EXPECT_TRUE(env->visible_gpus.empty()) << "an empty list means the CPU";
   EXPECT_EQ(env->host, "127.0.0.1");
+  EXPECT_TRUE(env->preflight);
 }
 
 TEST(TrainerEnvTest, AStandaloneRunIsRankZeroOfOne) {
@@ -42,6 +44,7 @@ TEST(TrainerEnvTest, AStandaloneRunIsRankZeroOfOne) {
   EXPECT_EQ(env->rank, 0);
   EXPECT_EQ(env->world_size, 1);
   EXPECT_EQ(env->collective_timeout, absl::Seconds(120));
+  EXPECT_FALSE(env->preflight);
 }
 
 TEST(TrainerEnvTest, MalformedValuesAreNamed) {
@@ -52,6 +55,8 @@ TEST(TrainerEnvTest, MalformedValuesAreNamed) {
             "RINGMASTER_COLLECTIVE_TIMEOUT_S=\"-3\" is not a number of seconds > 0");
   EXPECT_EQ(Read({{"RINGMASTER_STOP_GRACE_S", "nan"}}).status().message(),
             "RINGMASTER_STOP_GRACE_S=\"nan\" is not a number of seconds > 0");
+  EXPECT_EQ(Read({{"RINGMASTER_PREFLIGHT", "yes"}}).status().message(),
+            "RINGMASTER_PREFLIGHT=\"yes\" is not 1 or 0");
   EXPECT_EQ(Read({{"RANK", "3"}, {"WORLD_SIZE", "3"}}).status().message(),
             "RANK=3 is not below WORLD_SIZE=3");
 }

@@ -129,6 +129,9 @@ absl::StatusOr<LaunchSpec> RankSupervisor::LaunchSpecFor(const v1::StartRank& st
   spec.argv.assign(start.argv().begin(), start.argv().end());
   if (!spec.argv.empty() && spec.argv[0] == kTrainerName) {
     spec.argv[0] = options_.trainer_program;
+  } else if (start.preflight_prelude()) {
+    // The trainer checks the job's links, then becomes the program.
+    spec.argv.insert(spec.argv.begin(), {options_.trainer_program, "--preflight", "--"});
   }
   spec.env = options_.base_env;
   for (const auto& [k, v] : start.env()) spec.env[k] = v;

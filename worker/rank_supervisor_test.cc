@@ -24,7 +24,8 @@ class RankSupervisorTest : public ::testing::Test {
     options.log_dir = std::string(dir ? dir : "/tmp") + "/logs";
     options.jobs_dir = std::string(dir ? dir : "/tmp") + "/jobs";
     options.base_env = {{"PATH", "/usr/bin:/bin"}};
-    for (int index : {0, 2}) {  // a worker offering two of its machine's GPUs
+    options.trainer_program = "/bin/echo";  // shows the arguments it is given
+    for (int index : {0, 2}) {              // a worker offering two of its machine's GPUs
       v1::Gpu& gpu = options.gpus.emplace_back();
       gpu.set_index(index);
       gpu.set_uuid(index == 0 ? "GPU-aaaa" : "GPU-cccc");
@@ -91,6 +92,14 @@ TEST_F(RankSupervisorTest, ReportsStartAndExitWithCodeAndLog) {
   EXPECT_FALSE(exits[0].stopped());
   EXPECT_EQ(ReadLog("job-a", 1), "rank=1\n");
   EXPECT_TRUE(supervisor_->RunningProcesses().empty());
+}
+
+TEST_F(RankSupervisorTest, APreflightPreludeRunsTheTrainerBeforeTheProgram) {
+  v1::StartRank start = Rank("job-p", 0, "exit 0");
+  start.set_preflight_prelude(true);
+  supervisor_->Start(start);
+  ASSERT_EQ(WaitExits(1).size(), 1u);
+  EXPECT_EQ(ReadLog("job-p", 0), "--preflight -- sh -c exit 0\n");
 }
 
 TEST_F(RankSupervisorTest, StopEscalatesToSigkillAfterGrace) {
