@@ -6,7 +6,7 @@ its own hostname (a UTS namespace) and its own /dev/shm and /tmp (a mount
 namespace with fresh tmpfs mounts). The bridge sits in a namespace of its
 own; this process reaches the hosts through one more veth pair with an
 address on the bridge's subnet. Traffic goes only between namespaces made
-here. A host's link can be cut and restored.
+here. A host's link can be cut and restored, or throttled.
 
 Needs root and iproute2; `unavailable()` says why hosts cannot be made.
 Everything made here is removed by close() (a `with` block calls it), and
@@ -250,6 +250,17 @@ class Hosts:
     def restore(self, i):
         _ip("-n", self.switch, "link", "set", f"host{i}", "up")
 
+    def throttle(self, i, mbit):
+        """Host i's link carries at most `mbit` megabits a second each way
+        (a token bucket on both ends of it): a slow NIC or cable."""
+        for ns, link in ((self.namespaces[i], "eth0"), (self.switch, f"host{i}")):
+            tc = shutil.which("tc", path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin")
+            r = subprocess.run([tc or "tc", "-n", ns, "qdisc", "replace", "dev", link, "root", "tbf",
+                                "rate", f"{mbit}mbit", "burst", "64kb", "latency", "500ms"],
+                               capture_output=True, text=True)
+            if r.returncode != 0:
+                raise RuntimeError(f"tc qdisc on host{i}: {r.stderr.strip()}")
+
     def traffic(self, i):
         """Bytes host i has sent and received on its link: (tx, rx)."""
         link = json.loads(_ip("-n", self.namespaces[i], "-s", "-j", "link", "show", "eth0"))[0]
@@ -316,7 +327,10 @@ class Cluster(ClusterQueries):
             return self.hosts.popen(host, argv, stdout=log, stderr=subprocess.STDOUT,
                                     env=self.env())
 
-    def start(self, timeout=60):
+    def start(self, timeout=60, in_order=False):
+        """Certificates, the coordinator, then the workers; `in_order`: each
+        worker registered before the next starts (ranks are placed in
+        registration order)."""
         certs = [f"{self.bins}/client/ringmaster", "certs", "init", "--dir", self.tls_dir]
         for i in range(self.hosts.count):
             certs += ["--host", self.hosts.address(i), "--host", self.hosts.hostname(i)]
@@ -326,6 +340,8 @@ class Cluster(ClusterQueries):
         self.start_coordinator(timeout)
         for h in self.worker_hosts:
             self.start_worker(h)
+            if in_order:
+                self.wait_workers_alive([h], timeout)
         self.wait_workers_alive(self.worker_hosts, timeout)
         return self
 
