@@ -67,7 +67,7 @@ void JobManager::CheckPreflightLocked(JobRecord& entry) {
                            " the job ", short_of.empty() ? "cannot restart" : short_of))
         .IgnoreError();
   }
-  result.set_passed(true);
+  job.mutable_preflight()->set_passed(true);  // the note may have replaced `result`
   if (absl::Status s = rendezvous_->Set(scope, kPreflightVerdictKey, kPreflightGo); !s.ok()) {
     spdlog::warn("job {}: pre-flight verdict not stored: {}", job.id(), s.ToString());
   }

@@ -281,6 +281,21 @@ int RunPrelude(int argc, char** argv) {
       absl::StrCat("cannot run ", *program, ": ", std::strerror(errno))));
 }
 
+// The spec's data set, split and standardized; rank 0 says what it holds.
+absl::StatusOr<TrainTestSplit> LoadData(const v1::TrainerSpec& spec, int rank) {
+  absl::StatusOr<Dataset> all = LoadDataset(spec.data());
+  if (!all.ok()) return all.status();
+  const double test_fraction = spec.data().test_fraction() > 0 ? spec.data().test_fraction() : 0.2;
+  TrainTestSplit data =
+      SplitAndStandardize(*all, test_fraction, static_cast<uint64_t>(spec.seed()));
+  if (rank == 0) {
+    Log(absl::StrFormat("data %s: %d train rows, %d test rows, %d features, %d classes",
+                        spec.data().path(), data.train.rows, data.test.rows, data.train.features,
+                        data.train.classes));
+  }
+  return data;
+}
+
 int Run(int argc, char** argv) {
   if (argc == 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
     std::cout << "ringmaster-trainer: the built-in rank process of Ringmaster's trainer jobs.\n"
@@ -301,17 +316,8 @@ int Run(int argc, char** argv) {
   absl::StatusOr<v1::TrainerSpec> spec = ReadSpec(argc, argv, *env);
   if (!spec.ok()) return Fail(spec.status());
 
-  absl::StatusOr<Dataset> all = LoadDataset(spec->data());
-  if (!all.ok()) return Fail(all.status());
-  const double test_fraction =
-      spec->data().test_fraction() > 0 ? spec->data().test_fraction() : 0.2;
-  TrainTestSplit data =
-      SplitAndStandardize(*all, test_fraction, static_cast<uint64_t>(spec->seed()));
-  if (env->rank == 0) {
-    Log(absl::StrFormat("data %s: %d train rows, %d test rows, %d features, %d classes",
-                        spec->data().path(), data.train.rows, data.test.rows, data.train.features,
-                        data.train.classes));
-  }
+  absl::StatusOr<TrainTestSplit> data = LoadData(*spec, env->rank);
+  if (!data.ok()) return Fail(data.status());
 
   absl::StatusOr<std::unique_ptr<RendezvousClient>> rendezvous =
       RendezvousClient::FromEnvironment();
@@ -345,7 +351,7 @@ int Run(int argc, char** argv) {
   std::atomic<int64_t> steps_done{0};
   context.steps_done = &steps_done;
   if (env->rank == 0) context.log = Log;
-  absl::StatusOr<TrainResult> result = Train(*spec, data, context);
+  absl::StatusOr<TrainResult> result = Train(*spec, *data, context);
   // Asked to stop, a rank ends as the signal would have ended it: rank 0
   // after its checkpoint, the others when rank 0 is gone.
   const int stopped_code = 128 + stop.signal();

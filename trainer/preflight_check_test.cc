@@ -73,7 +73,7 @@ class FakeBoard : public PreflightBoard {
   }
   absl::StatusOr<std::string> Await(const std::string& key, absl::Duration timeout) override {
     absl::MutexLock lock(&mu_);
-    auto set = [&] { return posted_.count(key) > 0; };
+    auto set = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return posted_.count(key) > 0; };
     if (!mu_.AwaitWithTimeout(absl::Condition(&set), timeout)) {
       return absl::DeadlineExceededError("not yet");
     }
