@@ -86,6 +86,8 @@ class PreflightTest(unittest.TestCase):
             self.assertGreater(r["bus_gb_per_s"], 0)
             self.assertEqual(r.get("excluded", ""), "")
         status = self.cluster.cli("status", job_id).stdout
+        print("".join(line + "\n" for line in status.splitlines()
+                      if line.startswith(("preflight:", "  rank", "avoids:"))))
         self.assertIn("preflight: attempt 1, passed", status)
         self.assertRegex(status, r"avoids:    host2 \(pre-flight: rank \d: pre-flight bus "
                                  r"bandwidth [0-9.]+ GB/s")

@@ -219,8 +219,8 @@ absl::Status Preflight(const TrainerEnv& env, gloo::rendezvous::Store& store,
         "across the job; waiting for the verdict",
         kPreflightBytes >> 20, report.bus_gb_per_s, report.world_gb_per_s));
   };
-  if (absl::Status s = RunPreflight(world, pairs, &board, buffer->get(),
-                                    kPreflightBytes / sizeof(float), options);
+  if (absl::Status s = RunPreflight(world, {env.group_rank, env.local_rank}, pairs, &board,
+                                    buffer->get(), kPreflightBytes / sizeof(float), options);
       !s.ok()) {
     return s;
   }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -40,15 +42,46 @@ int PreflightPartner(int rank, int size, int round) {
   return peer_shifted < size ? (peer_shifted + 1) % size : -1;
 }
 
-absl::StatusOr<PreflightReport> MeasurePreflight(Collective* world, const ConnectGroup& connect,
+std::vector<int> PreflightPeers(const std::vector<PreflightPlace>& places, int round) {
+  const int size = static_cast<int>(places.size());
+  int groups = 0;
+  std::map<std::pair<int, int>, int> rank_at;  // (group, local rank) -> rank
+  for (int rank = 0; rank < size; ++rank) {
+    groups = std::max(groups, places[rank].group + 1);
+    rank_at[{places[rank].group, places[rank].local_rank}] = rank;
+  }
+  std::vector<int> peers(size, -1);
+  for (int rank = 0; rank < size; ++rank) {
+    if (groups == 1) {
+      peers[rank] = PreflightPartner(rank, size, round);
+      continue;
+    }
+    const int group = PreflightPartner(places[rank].group, groups, round);
+    auto peer = rank_at.find({group, places[rank].local_rank});
+    if (group >= 0 && peer != rank_at.end()) peers[rank] = peer->second;
+  }
+  return peers;
+}
+
+absl::StatusOr<PreflightReport> MeasurePreflight(Collective* world, PreflightPlace place,
+                                                 const ConnectGroup& connect,
                                                  const std::string& prefix, float* buffer,
                                                  size_t floats) {
   const int rank = world->rank();
   const int size = world->size();
+  // Every rank's place, each rank's pair of values summed into the table.
+  std::vector<float> table(2 * static_cast<size_t>(size), 0.0f);
+  table[2 * rank] = static_cast<float>(place.group);
+  table[2 * rank + 1] = static_cast<float>(place.local_rank);
+  RETURN_IF_ERROR(world->AllReduceSum(table.data(), table.size()));
+  std::vector<PreflightPlace> places(size);
+  for (int r = 0; r < size; ++r) {
+    places[r] = {static_cast<int>(table[2 * r]), static_cast<int>(table[2 * r + 1])};
+  }
   PreflightReport report;
   bool paired = false;
   for (int round = 0; round < kPreflightRounds; ++round) {
-    const int peer = PreflightPartner(rank, size, round);
+    const int peer = PreflightPeers(places, round)[rank];
     if (peer < 0) continue;
     const std::string pair_prefix = absl::StrCat(prefix, "/round-", round, "/",
                                                  std::min(rank, peer), "-", std::max(rank, peer));
@@ -70,10 +103,11 @@ absl::StatusOr<PreflightReport> MeasurePreflight(Collective* world, const Connec
   return report;
 }
 
-absl::Status RunPreflight(Collective* world, const ConnectGroup& connect, PreflightBoard* board,
-                          float* buffer, size_t floats, const PreflightOptions& options) {
+absl::Status RunPreflight(Collective* world, PreflightPlace place, const ConnectGroup& connect,
+                          PreflightBoard* board, float* buffer, size_t floats,
+                          const PreflightOptions& options) {
   absl::StatusOr<PreflightReport> measured =
-      MeasurePreflight(world, connect, "preflight/pairs", buffer, floats);
+      MeasurePreflight(world, place, connect, "preflight/pairs", buffer, floats);
   PreflightReport report = measured.ok() ? *measured : PreflightReport{};
   if (!measured.ok()) report.error = std::string(measured.status().message());
   options.on_measured(report);

@@ -1,7 +1,8 @@
 // The pre-flight check a rank runs before an attempt's first step, on the
 // job's real transport and through the same bootstrap as training:
 //
-//   1. Pairs of ranks time a 64 MB all-reduce between themselves, in
+//   1. Pairs of ranks (of different hosts, when there are several) time a
+//      64 MB all-reduce between themselves, in
 //      rounds ((0,1), (2,3)... then (1,2), (3,4)..., and for an odd count
 //      (0,n-1)), so that every rank is timed against two different peers
 //      when there are three or more. A rank's figure is its best pair's: a
@@ -20,6 +21,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -41,14 +43,30 @@ absl::StatusOr<double> PreflightBusBandwidth(Collective* comm, float* buffer, si
 inline constexpr int kPreflightRounds = 3;
 int PreflightPartner(int rank, int size, int round);
 
+// Where a rank runs: its host's index among the job's (GROUP_RANK) and its
+// index on that host (LOCAL_RANK).
+struct PreflightPlace {
+  int group = 0;
+  int local_rank = 0;
+};
+
+// Every rank's peer in `round` (-1: it sits the round out), given every
+// rank's place. With two hosts or more, hosts pair as ranks do above, and
+// local rank i of one meets local rank i of the other: the links between
+// hosts are what is timed, not shared memory or NVLink within one. All on
+// one host, rank meets rank.
+std::vector<int> PreflightPeers(const std::vector<PreflightPlace>& places, int round);
+
 // Connects `size` ranks, this one `rank`, on the job's transport, with
 // their bootstrap keys under `prefix`.
 using ConnectGroup = std::function<absl::StatusOr<std::unique_ptr<Collective>>(
     const std::string& prefix, int rank, int size)>;
 
-// Steps 1 and 2 for the rank `world->rank()`: its figures. `prefix` keeps
+// Steps 1 and 2 for the rank `world->rank()`, at `place`: its figures.
+// The ranks first learn each other's places over `world`. `prefix` keeps
 // the pairs' bootstrap keys apart from anything else in the store.
-absl::StatusOr<PreflightReport> MeasurePreflight(Collective* world, const ConnectGroup& connect,
+absl::StatusOr<PreflightReport> MeasurePreflight(Collective* world, PreflightPlace place,
+                                                 const ConnectGroup& connect,
                                                  const std::string& prefix, float* buffer,
                                                  size_t floats);
 
@@ -73,8 +91,9 @@ struct PreflightOptions {
 // Measures, posts the report (or the measurement's error), and waits for
 // the verdict: OK on "go"; otherwise an error with the verdict, the
 // measurement's error, or CANCELLED once `stop_requested`.
-absl::Status RunPreflight(Collective* world, const ConnectGroup& connect, PreflightBoard* board,
-                          float* buffer, size_t floats, const PreflightOptions& options);
+absl::Status RunPreflight(Collective* world, PreflightPlace place, const ConnectGroup& connect,
+                          PreflightBoard* board, float* buffer, size_t floats,
+                          const PreflightOptions& options);
 
 }  // namespace ringmaster
 

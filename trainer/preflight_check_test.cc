@@ -58,6 +58,56 @@ TEST(PreflightCheckTest, PairRoundsMeetEveryRankWithTwoPeersFromThreeRanksOn) {
   EXPECT_EQ(PreflightPartner(0, 2, 1), -1);
 }
 
+TEST(PreflightCheckTest, AcrossHostsLocalRankMeetsTheSameLocalRankOfAnotherHost) {
+  // Three hosts of two ranks: ranks 0,1 on host 0, 2,3 on host 1, 4,5 on 2.
+  std::vector<PreflightPlace> places;
+  for (int group = 0; group < 3; ++group) {
+    for (int local = 0; local < 2; ++local) places.push_back({group, local});
+  }
+  EXPECT_EQ(PreflightPeers(places, 0), (std::vector<int>{2, 3, 0, 1, -1, -1}));
+  EXPECT_EQ(PreflightPeers(places, 1), (std::vector<int>{-1, -1, 4, 5, 2, 3}));
+  EXPECT_EQ(PreflightPeers(places, 2), (std::vector<int>{4, 5, -1, -1, 0, 1}));
+  // A host with fewer ranks: its missing local rank's peers sit out.
+  std::vector<PreflightPlace> uneven = {{0, 0}, {0, 1}, {1, 0}};
+  EXPECT_EQ(PreflightPeers(uneven, 0), (std::vector<int>{2, -1, 0}));
+  // One host: rank meets rank.
+  std::vector<PreflightPlace> one = {{0, 0}, {0, 1}, {0, 2}};
+  EXPECT_EQ(PreflightPeers(one, 0), (std::vector<int>{1, 0, -1}));
+  EXPECT_EQ(PreflightPeers(one, 2), (std::vector<int>{2, -1, 0}));
+}
+
+TEST(PreflightCheckTest, RanksLearnEachOthersPlacesAndPairAcrossHosts) {
+  constexpr size_t kFloats = (size_t{1} << 20) / sizeof(float);
+  gloo::rendezvous::HashStore pairs;
+  absl::Mutex mu;
+  std::map<std::string, std::set<int>> members;  // pair prefix -> world ranks
+  // RunWorld's host r % 2: ranks 0 and 2 on host 0, 1 and 3 on host 1.
+  RunWorld(
+      4,
+      [&](int rank, Collective* world) {
+        ConnectGroup connect = [&, rank](const std::string& prefix, int r,
+                                         int n) -> absl::StatusOr<std::unique_ptr<Collective>> {
+          {
+            absl::MutexLock lock(&mu);
+            members[prefix].insert(rank);
+          }
+          GlooOptions gloo;
+          gloo.prefix = prefix;
+          gloo.timeout = std::chrono::seconds(60);
+          auto comm = GlooCollective::Connect(pairs, r, n, gloo);
+          if (!comm.ok()) return comm.status();
+          return std::unique_ptr<Collective>(*std::move(comm));
+        };
+        std::vector<float> buffer(kFloats, 1.0f);
+        ASSERT_OK(MeasurePreflight(world, {rank % 2, rank / 2}, connect, "pairs", buffer.data(),
+                                   buffer.size()));
+      },
+      /*hosts=*/2);
+  absl::MutexLock lock(&mu);
+  EXPECT_EQ(members, (std::map<std::string, std::set<int>>{{"pairs/round-0/0-1", {0, 1}},
+                                                           {"pairs/round-0/2-3", {2, 3}}}));
+}
+
 // The coordinator's side of the scope, in memory: the verdict is given
 // once every rank has posted.
 class FakeBoard : public PreflightBoard {
@@ -108,7 +158,8 @@ void RunThree(FakeBoard* board, std::vector<absl::Status>* results,
       return std::unique_ptr<Collective>(*std::move(comm));
     };
     std::vector<float> buffer(kFloats, 1.0f);
-    (*results)[rank] = RunPreflight(world, connect, board, buffer.data(), buffer.size(), options);
+    (*results)[rank] =
+        RunPreflight(world, {0, rank}, connect, board, buffer.data(), buffer.size(), options);
   });
 }
 
@@ -156,7 +207,7 @@ TEST(PreflightCheckTest, PairsNameTheSlowRankThatOneAllReduceCannot) {
     };
     std::vector<float> buffer(kFloats, 1.0f);
     absl::StatusOr<PreflightReport> report =
-        MeasurePreflight(world, connect, "pairs", buffer.data(), buffer.size());
+        MeasurePreflight(world, {0, rank}, connect, "pairs", buffer.data(), buffer.size());
     ASSERT_OK(report);
     reports[rank] = *report;
   });

@@ -60,6 +60,8 @@ absl::StatusOr<TrainerEnv> ReadTrainerEnv(const GetEnv& getenv) {
   read.Int("RANK", &env.rank, 0);
   read.Int("WORLD_SIZE", &env.world_size, 1);
   read.Int("TORCHELASTIC_RESTART_COUNT", &env.attempt, 0);
+  read.Int("GROUP_RANK", &env.group_rank, 0);
+  read.Int("LOCAL_RANK", &env.local_rank, 0);
   read.String("RINGMASTER_JOB_ID", &env.job_id);
   read.String("RINGMASTER_TRAINER_SPEC", &env.spec_json);
   read.String("RINGMASTER_HOST", &env.host);

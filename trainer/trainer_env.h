@@ -26,6 +26,8 @@ struct TrainerEnv {
   std::string save_weights;        // RINGMASTER_TRAINER_SAVE_WEIGHTS: rank 0 writes them
   std::string visible_gpus;        // CUDA_VISIBLE_DEVICES; empty: train on the CPU
   bool preflight = false;          // RINGMASTER_PREFLIGHT=1: check the links before step 1
+  int group_rank = 0;              // GROUP_RANK: its host's index among the job's
+  int local_rank = 0;              // LOCAL_RANK: its index on its host
   // RINGMASTER_COLLECTIVE_TIMEOUT_S: how long a collective waits for a peer.
   absl::Duration collective_timeout = absl::Seconds(120);
   // RINGMASTER_STOP_GRACE_S: after SIGTERM, how long rank 0 has to reach a

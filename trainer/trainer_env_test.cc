@@ -24,7 +24,9 @@ TEST(TrainerEnvTest, ReadsWhatTheWorkerSets) {
                                          {"RINGMASTER_CHECKPOINT_DIR", "/ck"},
                                          {"RINGMASTER_COLLECTIVE_TIMEOUT_S", "630"},
                                          {"CUDA_VISIBLE_DEVICES", ""},
-                                         {"RINGMASTER_PREFLIGHT", "1"}});
+                                         {"RINGMASTER_PREFLIGHT", "1"},
+                                         {"GROUP_RANK", "1"},
+                                         {"LOCAL_RANK", "0"}});
   ASSERT_OK(env) << env.status();
   EXPECT_EQ(env->rank, 2);
   EXPECT_EQ(env->world_size, 3);
@@ -36,6 +38,8 @@ TEST(TrainerEnvTest, ReadsWhatTheWorkerSets) {
   EXPECT_TRUE(env->visible_gpus.empty()) << "an empty list means the CPU";
   EXPECT_EQ(env->host, "127.0.0.1");
   EXPECT_TRUE(env->preflight);
+  EXPECT_EQ(env->group_rank, 1);
+  EXPECT_EQ(env->local_rank, 0);
 }
 
 TEST(TrainerEnvTest, AStandaloneRunIsRankZeroOfOne) {
