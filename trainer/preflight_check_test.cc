@@ -14,6 +14,17 @@
 namespace ringmaster {
 namespace {
 
+// A Gloo group of `n` ranks through `store`, its keys under `prefix`.
+absl::StatusOr<std::unique_ptr<Collective>> ConnectGloo(gloo::rendezvous::Store& store,
+                                                        const std::string& prefix, int r, int n) {
+  GlooOptions gloo;
+  gloo.prefix = prefix;
+  gloo.timeout = std::chrono::seconds(60);
+  auto comm = GlooCollective::Connect(store, r, n, gloo);
+  if (!comm.ok()) return comm.status();
+  return std::unique_ptr<Collective>(*std::move(comm));
+}
+
 TEST(PreflightCheckTest, EveryRankMeasuresTheSameAllReduce) {
   constexpr size_t kFloats = (size_t{8} << 20) / sizeof(float);  // 8 MB: quick on a test machine
   std::vector<double> busbw(3, -1);
@@ -91,12 +102,7 @@ TEST(PreflightCheckTest, RanksLearnEachOthersPlacesAndPairAcrossHosts) {
             absl::MutexLock lock(&mu);
             members[prefix].insert(rank);
           }
-          GlooOptions gloo;
-          gloo.prefix = prefix;
-          gloo.timeout = std::chrono::seconds(60);
-          auto comm = GlooCollective::Connect(pairs, r, n, gloo);
-          if (!comm.ok()) return comm.status();
-          return std::unique_ptr<Collective>(*std::move(comm));
+          return ConnectGloo(pairs, prefix, r, n);
         };
         std::vector<float> buffer(kFloats, 1.0f);
         ASSERT_OK(MeasurePreflight(world, {rank % 2, rank / 2}, connect, "pairs", buffer.data(),
@@ -150,12 +156,7 @@ void RunThree(FakeBoard* board, std::vector<absl::Status>* results,
   RunWorld(3, [&](int rank, Collective* world) {
     ConnectGroup connect = [&](const std::string& prefix, int r,
                                int n) -> absl::StatusOr<std::unique_ptr<Collective>> {
-      GlooOptions gloo;
-      gloo.prefix = prefix;
-      gloo.timeout = std::chrono::seconds(60);
-      auto comm = GlooCollective::Connect(pairs, r, n, gloo);
-      if (!comm.ok()) return comm.status();
-      return std::unique_ptr<Collective>(*std::move(comm));
+      return ConnectGloo(pairs, prefix, r, n);
     };
     std::vector<float> buffer(kFloats, 1.0f);
     (*results)[rank] =
@@ -196,12 +197,8 @@ TEST(PreflightCheckTest, PairsNameTheSlowRankThatOneAllReduceCannot) {
     // Every pair rank 1 is in waits 300 ms for it.
     ConnectGroup connect = [&, rank](const std::string& prefix, int r,
                                      int n) -> absl::StatusOr<std::unique_ptr<Collective>> {
-      GlooOptions gloo;
-      gloo.prefix = prefix;
-      gloo.timeout = std::chrono::seconds(60);
-      auto comm = GlooCollective::Connect(pairs, r, n, gloo);
-      if (!comm.ok()) return comm.status();
-      if (rank != 1) return std::unique_ptr<Collective>(*std::move(comm));
+      absl::StatusOr<std::unique_ptr<Collective>> comm = ConnectGloo(pairs, prefix, r, n);
+      if (!comm.ok() || rank != 1) return comm;
       return std::unique_ptr<Collective>(
           std::make_unique<SlowCollective>(*std::move(comm), absl::Milliseconds(300)));
     };
