@@ -17,7 +17,6 @@ namespace ringmaster {
 namespace {
 
 using ::testing::HasSubstr;
-using testing::PostgresServer;
 
 // A coordinator's part: its connection, its clock and its lease.
 struct Candidate {
@@ -29,13 +28,11 @@ struct Candidate {
   LeaderLease lease;
 };
 
-class LeaderLeaseTest : public ::testing::Test {
+class LeaderLeaseTest : public testing::PostgresTest {
  protected:
   void SetUp() override {
-    if (std::string why = PostgresServer::Unavailable(); !why.empty()) GTEST_SKIP() << why;
-    absl::StatusOr<std::unique_ptr<PostgresServer>> server = PostgresServer::Start();
-    ASSERT_OK(server);
-    server_ = *std::move(server);
+    PostgresTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     a_ = std::make_unique<Candidate>(server_->conninfo(), "a");
     b_ = std::make_unique<Candidate>(server_->conninfo(), "b");
     ASSERT_OK(LeaderLease::CreateTable(a_->db.get()));
@@ -51,7 +48,6 @@ class LeaderLeaseTest : public ::testing::Test {
     }
   }
 
-  std::unique_ptr<PostgresServer> server_;
   std::unique_ptr<Candidate> a_, b_;
 };
 

@@ -20,19 +20,16 @@ namespace {
 using ::testing::HasSubstr;
 using testing::PostgresServer;
 
-class PgDbTest : public ::testing::Test {
+class PgDbTest : public testing::PostgresTest {
  protected:
   void SetUp() override {
-    if (std::string why = PostgresServer::Unavailable(); !why.empty()) GTEST_SKIP() << why;
-    absl::StatusOr<std::unique_ptr<PostgresServer>> server = PostgresServer::Start();
-    ASSERT_OK(server);
-    server_ = *std::move(server);
+    PostgresTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     absl::StatusOr<std::unique_ptr<PgDb>> db = PgDb::Connect(server_->conninfo());
     ASSERT_OK(db);
     db_ = *std::move(db);
   }
 
-  std::unique_ptr<PostgresServer> server_;
   std::unique_ptr<PgDb> db_;
 };
 

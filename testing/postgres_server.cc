@@ -119,4 +119,11 @@ absl::Status PostgresServer::Stop() {
 
 absl::Status PostgresServer::Restart() { return StartServer(); }
 
+void PostgresTest::SetUp() {
+  if (std::string why = PostgresServer::Unavailable(); !why.empty()) GTEST_SKIP() << why;
+  absl::StatusOr<std::unique_ptr<PostgresServer>> server = PostgresServer::Start();
+  ASSERT_TRUE(server.ok()) << server.status();
+  server_ = *std::move(server);
+}
+
 }  // namespace ringmaster::testing

@@ -11,6 +11,8 @@
 #include <memory>
 #include <string>
 
+#include <gtest/gtest.h>
+
 #include "absl/status/statusor.h"
 
 namespace ringmaster::testing {
@@ -48,6 +50,14 @@ class PostgresServer {
   const std::string dir_;
   const int port_;
   const bool as_nobody_;
+};
+
+// A fixture with a server of its own for each test; skips, saying why,
+// where none can run.
+class PostgresTest : public ::testing::Test {
+ protected:
+  void SetUp() override;
+  std::unique_ptr<PostgresServer> server_;
 };
 
 }  // namespace ringmaster::testing
