@@ -10,6 +10,7 @@
 #include "common/mutex.h"
 #include "common/status_macros.h"
 #include "coordinator/job_store.h"
+#include "coordinator/sqlite_job_store.h"
 #include "proto/job.grpc.pb.h"
 
 namespace ringmaster {
@@ -91,7 +92,7 @@ double Percentile(std::vector<double> values, double p) {
 
 absl::StatusOr<HistoryStats> WriteHistory(const std::string& db_path, int jobs) {
   const absl::Time start = absl::Now();
-  ASSIGN_OR_RETURN(std::unique_ptr<JobStore> store, JobStore::Open(db_path));
+  ASSIGN_OR_RETURN(std::unique_ptr<JobStore> store, SqliteJobStore::Open(db_path));
   const int64_t now_ms = absl::ToUnixMillis(start);
   double bytes = 0;
   RETURN_IF_ERROR(store->Batch([&]() -> absl::Status {

@@ -13,6 +13,7 @@
 #include "common/status_macros.h"
 #include "coordinator/fake_worker_link.h"
 #include "coordinator/job_manager.h"
+#include "coordinator/sqlite_job_store.h"
 
 namespace ringmaster {
 namespace {
@@ -94,7 +95,7 @@ absl::StatusOr<std::vector<v1::Heartbeat>> StartRanks(
 absl::StatusOr<SchedulingLoadResult> RunSchedulingLoad(const SchedulingLoadOptions& options) {
   spdlog::set_level(spdlog::level::warn);  // a line per job would be the run's cost
   ASSIGN_OR_RETURN(std::unique_ptr<JobStore> store,
-                   JobStore::Open(options.state_dir + "/scheduling.db"));
+                   SqliteJobStore::Open(options.state_dir + "/scheduling.db"));
   FakeClock clock;
   RendezvousStore rendezvous(&clock, {});
   WorkerMembership membership(&clock, {});

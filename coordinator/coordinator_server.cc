@@ -12,6 +12,7 @@
 #include "common/parse_errors.h"
 #include "common/private_dir.h"
 #include "common/status_macros.h"
+#include "coordinator/sqlite_job_store.h"
 
 namespace ringmaster {
 
@@ -44,7 +45,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
 }
 
 absl::Status CoordinatorServer::InitJobs(const CoordinatorConfig& config) {
-  ASSIGN_OR_RETURN(store_, JobStore::Open(config.state_dir + "/coordinator.db"));
+  ASSIGN_OR_RETURN(store_, SqliteJobStore::Open(config.state_dir + "/coordinator.db"));
   const Clock* clock = RealClock::Get();
   metrics_ = std::make_unique<CoordinatorMetrics>(&registry_, clock, config.metrics_retention);
   JobManagerOptions manager_options = config.manager;

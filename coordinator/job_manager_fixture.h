@@ -19,6 +19,7 @@
 #include "common/fake_clock.h"
 #include "coordinator/fake_worker_link.h"
 #include "coordinator/job_manager.h"
+#include "coordinator/sqlite_job_store.h"
 #include "testing/status_matchers.h"
 
 namespace ringmaster {
@@ -70,7 +71,7 @@ class JobManagerTest : public ::testing::Test {
     manager_.reset();
     membership_.reset();
     store_.reset();
-    auto store = JobStore::Open(db_path_);
+    auto store = SqliteJobStore::Open(db_path_);
     ASSERT_OK(store) << store.status();
     store_ = *std::move(store);
     membership_ = std::make_unique<WorkerMembership>(&clock_, membership_options_);

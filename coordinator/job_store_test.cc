@@ -1,4 +1,5 @@
 #include "coordinator/job_store.h"
+#include "coordinator/sqlite_job_store.h"
 #include "testing/status_matchers.h"
 #include "testing/test_util.h"
 
@@ -26,7 +27,7 @@ v1::StateChange Change(v1::JobState state, v1::Reason reason, const std::string&
 TEST(JobStoreTest, JobsAndHistorySurviveReopen) {
   const std::string path = TempDbPath("jobs.db");
   {
-    auto store = JobStore::Open(path);
+    auto store = SqliteJobStore::Open(path);
     ASSERT_OK(store) << store.status();
     auto n1 = (*store)->NextJobNumber();
     auto n2 = (*store)->NextJobNumber();
@@ -48,7 +49,7 @@ TEST(JobStoreTest, JobsAndHistorySurviveReopen) {
     *job.add_history() = running;
     ASSERT_OK((*store)->RecordTransition(job, running));
   }
-  auto store = JobStore::Open(path);
+  auto store = SqliteJobStore::Open(path);
   ASSERT_OK(store);
   auto jobs = (*store)->LoadResident();
   ASSERT_OK(jobs) << jobs.status();
@@ -73,7 +74,7 @@ TEST(JobStoreTest, RefusesUnknownSchemaVersion) {
         (*db)->Exec("CREATE TABLE schema_version (version INTEGER);"
                     "INSERT INTO schema_version VALUES (99);"));
   }
-  auto store = JobStore::Open(path);
+  auto store = SqliteJobStore::Open(path);
   EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
@@ -99,7 +100,7 @@ std::vector<std::string> Ids(const std::vector<v1::Job>& jobs) {
 TEST(JobStoreTest, RetiredJobsAreSummariesInMemoryAndWholeOnDisk) {
   const std::string path = TempDbPath("retired.db");
   {
-    auto store = JobStore::Open(path);
+    auto store = SqliteJobStore::Open(path);
     ASSERT_OK(store) << store.status();
     const std::vector<v1::Job> jobs = {
         EndedJob("a", 1, v1::SUCCEEDED), EndedJob("a-1", 2, v1::FAILED),
@@ -112,7 +113,7 @@ TEST(JobStoreTest, RetiredJobsAreSummariesInMemoryAndWholeOnDisk) {
     ASSERT_OK((*store)->Create(live));
     ASSERT_OK((*store)->Sync());
   }
-  auto store = JobStore::Open(path);
+  auto store = SqliteJobStore::Open(path);
   ASSERT_OK(store);
   auto resident = (*store)->LoadResident();
   ASSERT_OK(resident);
@@ -147,7 +148,7 @@ TEST(JobStoreTest, RetiredJobsAreSummariesInMemoryAndWholeOnDisk) {
 // One fdatasync covers every commit before it; a Sync with nothing new
 // does not touch the disk.
 TEST(JobStoreTest, OneSyncCoversEveryEarlierCommit) {
-  auto store = JobStore::Open(TempDbPath("sync.db"));
+  auto store = SqliteJobStore::Open(TempDbPath("sync.db"));
   ASSERT_OK(store);
   const int64_t before = (*store)->syncs();
   for (int i = 1; i <= 20; ++i) ASSERT_OK((*store)->Create(EndedJob("j", i, v1::PENDING)));
@@ -170,7 +171,7 @@ TEST(JobStoreTest, OneSyncCoversEveryEarlierCommit) {
 // A failed write inside a batch is undone alone; the batch's other writes
 // commit.
 TEST(JobStoreTest, AFailedWriteInABatchIsUndoneAlone) {
-  auto store = JobStore::Open(TempDbPath("batch.db"));
+  auto store = SqliteJobStore::Open(TempDbPath("batch.db"));
   ASSERT_OK(store);
   ASSERT_TRUE((*store)
                   ->Batch([&]() -> absl::Status {
@@ -216,7 +217,7 @@ TEST(JobStoreTest, UpgradesAVersionOneStore) {
           insert->Bind(1, int64_t{row}).Bind(2, id).BindBlob(3, job.SerializeAsString()).Run());
     }
   }
-  auto store = JobStore::Open(path);
+  auto store = SqliteJobStore::Open(path);
   ASSERT_OK(store) << store.status();
   auto jobs = (*store)->LoadResident();
   ASSERT_OK(jobs) << jobs.status();
@@ -240,7 +241,7 @@ TEST(JobStoreTest, UpgradesAVersionOneStore) {
 TEST(JobStoreTest, WorkerHealthSurvivesReopen) {
   const std::string path = TempDbPath("health.db");
   {
-    auto store = JobStore::Open(path);
+    auto store = SqliteJobStore::Open(path);
     ASSERT_OK(store);
     v1::WorkerHealth health;
     health.set_worker_id("w2");
@@ -254,7 +255,7 @@ TEST(JobStoreTest, WorkerHealthSurvivesReopen) {
     ASSERT_OK((*store)->PutWorkerHealth(health));
     ASSERT_OK((*store)->Sync());
   }
-  auto store = JobStore::Open(path);
+  auto store = SqliteJobStore::Open(path);
   ASSERT_OK(store);
   auto records = (*store)->LoadWorkerHealth();
   ASSERT_OK(records);

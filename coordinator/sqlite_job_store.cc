@@ -1,4 +1,4 @@
-#include "coordinator/job_store.h"
+#include "coordinator/sqlite_job_store.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -48,7 +48,7 @@ absl::Status SyncDirectoryOf(const std::string& path) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<JobStore>> JobStore::Open(const std::string& path) {
+absl::StatusOr<std::unique_ptr<JobStore>> SqliteJobStore::Open(const std::string& path) {
   ASSIGN_OR_RETURN(auto writer, SqliteDb::Open(path));
   // WAL keeps readers off the writer's back. Commits do not sync
   // (synchronous=NORMAL): Sync makes them durable with one fdatasync of the
@@ -68,8 +68,8 @@ absl::StatusOr<std::unique_ptr<JobStore>> JobStore::Open(const std::string& path
     close(wal_fd);
     return checkpointer.status();
   }
-  std::unique_ptr<JobStore> store(
-      new JobStore(std::move(writer), std::move(*reader), std::move(*checkpointer), wal_fd));
+  std::unique_ptr<SqliteJobStore> store(
+      new SqliteJobStore(std::move(writer), std::move(*reader), std::move(*checkpointer), wal_fd));
   RETURN_IF_ERROR(SyncDirectoryOf(path));
   {
     MutexLock lock(&store->read_mu_);
@@ -81,15 +81,15 @@ absl::StatusOr<std::unique_ptr<JobStore>> JobStore::Open(const std::string& path
   return store;
 }
 
-JobStore::JobStore(std::unique_ptr<SqliteDb> writer, std::unique_ptr<SqliteDb> reader,
-                   std::unique_ptr<SqliteDb> checkpointer, int wal_fd)
+SqliteJobStore::SqliteJobStore(std::unique_ptr<SqliteDb> writer, std::unique_ptr<SqliteDb> reader,
+                               std::unique_ptr<SqliteDb> checkpointer, int wal_fd)
     : writer_(std::move(writer)),
       reader_(std::move(reader)),
       wal_fd_(wal_fd),
       checkpointer_(std::move(checkpointer)),
       checkpoint_thread_([this] { CheckpointLoop(); }) {}
 
-JobStore::~JobStore() {
+SqliteJobStore::~SqliteJobStore() {
   {
     MutexLock lock(&checkpoint_mu_);
     closing_ = true;
@@ -98,7 +98,7 @@ JobStore::~JobStore() {
   close(wal_fd_);
 }
 
-absl::Status JobStore::Sync() {
+absl::Status SqliteJobStore::Sync() {
   MutexLock lock(&sync_mu_);
   const int64_t commits = writer_->commits();
   if (commits == synced_commits_.load()) return absl::OkStatus();
@@ -115,11 +115,11 @@ absl::Status JobStore::Sync() {
   return absl::OkStatus();
 }
 
-void JobStore::CheckpointLoop() {
+void SqliteJobStore::CheckpointLoop() {
   for (;;) {
     {
       MutexLock lock(&checkpoint_mu_);
-      checkpoint_mu_.Await(absl::Condition(this, &JobStore::CheckpointDue));
+      checkpoint_mu_.Await(absl::Condition(this, &SqliteJobStore::CheckpointDue));
       if (closing_) return;
       checkpoint_wanted_ = false;
     }
@@ -130,7 +130,7 @@ void JobStore::CheckpointLoop() {
   }
 }
 
-absl::Status JobStore::Migrate() {
+absl::Status SqliteJobStore::Migrate() {
   RETURN_IF_ERROR(
       writer_->Exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"));
   ASSIGN_OR_RETURN(auto query, writer_->Prepare("SELECT version FROM schema_version"));
@@ -196,7 +196,7 @@ absl::Status JobStore::Migrate() {
   });
 }
 
-absl::Status JobStore::RenumberJobs() {
+absl::Status SqliteJobStore::RenumberJobs() {
   std::vector<std::pair<int64_t, std::string>> jobs;
   ASSIGN_OR_RETURN(auto select, writer_->Prepare("SELECT number, id FROM jobs"));
   for (;;) {
@@ -212,7 +212,7 @@ absl::Status JobStore::RenumberJobs() {
   return writer_->Exec("UPDATE jobs SET number = -number");
 }
 
-absl::StatusOr<int64_t> JobStore::NextJobNumber() {
+absl::StatusOr<int64_t> SqliteJobStore::NextJobNumber() {
   int64_t number = 0;
   RETURN_IF_ERROR(writer_->Transaction([&]() -> absl::Status {
     RETURN_IF_ERROR(
@@ -227,7 +227,7 @@ absl::StatusOr<int64_t> JobStore::NextJobNumber() {
   return number;
 }
 
-absl::Status JobStore::WriteSnapshot(const v1::Job& job) {
+absl::Status SqliteJobStore::WriteSnapshot(const v1::Job& job) {
   v1::Job snapshot = job;
   snapshot.clear_history();  // history lives in the transitions table
   ASSIGN_OR_RETURN(auto update,
@@ -238,13 +238,14 @@ absl::Status JobStore::WriteSnapshot(const v1::Job& job) {
       .Run();
 }
 
-absl::Status JobStore::AppendTransition(const std::string& job_id, const v1::StateChange& change) {
+absl::Status SqliteJobStore::AppendTransition(const std::string& job_id,
+                                              const v1::StateChange& change) {
   ASSIGN_OR_RETURN(auto insert,
                    writer_->Prepare("INSERT INTO transitions (job_id, change) VALUES (?, ?)"));
   return insert.Bind(1, job_id).BindBlob(2, change.SerializeAsString()).Run();
 }
 
-absl::Status JobStore::Create(const v1::Job& job, const std::string& request_id) {
+absl::Status SqliteJobStore::Create(const v1::Job& job, const std::string& request_id) {
   return writer_->Transaction([&]() -> absl::Status {
     ASSIGN_OR_RETURN(auto insert, writer_->Prepare("INSERT INTO jobs (number, id, state, "
                                                    "snapshot) VALUES (?, ?, ?, x'')"));
@@ -266,18 +267,18 @@ absl::Status JobStore::Create(const v1::Job& job, const std::string& request_id)
   });
 }
 
-absl::Status JobStore::RecordTransition(const v1::Job& job, const v1::StateChange& change) {
+absl::Status SqliteJobStore::RecordTransition(const v1::Job& job, const v1::StateChange& change) {
   return writer_->Transaction([&]() -> absl::Status {
     RETURN_IF_ERROR(WriteSnapshot(job));
     return AppendTransition(job.id(), change);
   });
 }
 
-absl::Status JobStore::Update(const v1::Job& job) {
+absl::Status SqliteJobStore::Update(const v1::Job& job) {
   return writer_->Transaction([&] { return WriteSnapshot(job); });
 }
 
-absl::Status JobStore::Delete(const std::string& job_id) {
+absl::Status SqliteJobStore::Delete(const std::string& job_id) {
   return writer_->Transaction([&]() -> absl::Status {
     ASSIGN_OR_RETURN(auto transitions,
                      writer_->Prepare("DELETE FROM transitions WHERE job_id = ?"));
@@ -292,7 +293,7 @@ absl::Status JobStore::Delete(const std::string& job_id) {
   });
 }
 
-absl::Status JobStore::PutWorkerHealth(const v1::WorkerHealth& record) {
+absl::Status SqliteJobStore::PutWorkerHealth(const v1::WorkerHealth& record) {
   return writer_->Transaction([&]() -> absl::Status {
     ASSIGN_OR_RETURN(auto put,
                      writer_->Prepare("INSERT OR REPLACE INTO worker_health VALUES (?, ?)"));
@@ -300,7 +301,7 @@ absl::Status JobStore::PutWorkerHealth(const v1::WorkerHealth& record) {
   });
 }
 
-absl::StatusOr<std::vector<v1::WorkerHealth>> JobStore::LoadWorkerHealth() {
+absl::StatusOr<std::vector<v1::WorkerHealth>> SqliteJobStore::LoadWorkerHealth() {
   std::vector<v1::WorkerHealth> records;
   ASSIGN_OR_RETURN(auto query, writer_->Prepare("SELECT worker_id, record FROM worker_health "
                                                 "ORDER BY worker_id"));
@@ -315,7 +316,7 @@ absl::StatusOr<std::vector<v1::WorkerHealth>> JobStore::LoadWorkerHealth() {
   return records;
 }
 
-absl::Status JobStore::Retire(const RetiredJob& job) {
+absl::Status SqliteJobStore::Retire(const RetiredJob& job) {
   return writer_->Transaction([&]() -> absl::Status {
     ASSIGN_OR_RETURN(auto update,
                      writer_->Prepare("UPDATE jobs SET resident = 0, ended_unix_ms = ?, "
@@ -338,7 +339,7 @@ bool ParseSnapshot(const std::string& blob, v1::Job* job) {
 
 }  // namespace
 
-absl::StatusOr<std::vector<v1::Job>> JobStore::LoadResident() {
+absl::StatusOr<std::vector<v1::Job>> SqliteJobStore::LoadResident() {
   std::vector<v1::Job> jobs;
   std::map<std::string, size_t> index;
   ASSIGN_OR_RETURN(auto query, writer_->Prepare("SELECT id, snapshot FROM jobs "
@@ -369,7 +370,7 @@ absl::StatusOr<std::vector<v1::Job>> JobStore::LoadResident() {
   return jobs;
 }
 
-absl::StatusOr<std::vector<RetiredJob>> JobStore::LoadRetired() {
+absl::StatusOr<std::vector<RetiredJob>> SqliteJobStore::LoadRetired() {
   std::vector<RetiredJob> jobs;
   ASSIGN_OR_RETURN(auto query, writer_->Prepare("SELECT number, id, state, ended_unix_ms, workers "
                                                 "FROM jobs WHERE resident = 0 ORDER BY number"));
@@ -383,7 +384,7 @@ absl::StatusOr<std::vector<RetiredJob>> JobStore::LoadRetired() {
   return jobs;
 }
 
-absl::Status JobStore::ReadHistory(v1::Job* job) {
+absl::Status SqliteJobStore::ReadHistory(v1::Job* job) {
   ASSIGN_OR_RETURN(auto history, reader_->Prepare("SELECT change FROM transitions "
                                                   "WHERE job_id = ? ORDER BY seq"));
   history.Bind(1, job->id());
@@ -396,7 +397,7 @@ absl::Status JobStore::ReadHistory(v1::Job* job) {
   }
 }
 
-absl::StatusOr<std::string> JobStore::FindRequest(const std::string& request_id) {
+absl::StatusOr<std::string> SqliteJobStore::FindRequest(const std::string& request_id) {
   ASSIGN_OR_RETURN(auto query, writer_->Prepare("SELECT jobs.id FROM submit_requests JOIN jobs "
                                                 "USING (number) WHERE request_id = ?"));
   query.Bind(1, request_id);
@@ -404,7 +405,7 @@ absl::StatusOr<std::string> JobStore::FindRequest(const std::string& request_id)
   return has_row ? query.ColumnText(0) : std::string();
 }
 
-absl::StatusOr<v1::Job> JobStore::Load(const std::string& job_id) {
+absl::StatusOr<v1::Job> SqliteJobStore::Load(const std::string& job_id) {
   MutexLock lock(&read_mu_);
   ASSIGN_OR_RETURN(auto query, reader_->Prepare("SELECT snapshot FROM jobs WHERE id = ?"));
   query.Bind(1, job_id);
@@ -418,7 +419,7 @@ absl::StatusOr<v1::Job> JobStore::Load(const std::string& job_id) {
   return job;
 }
 
-absl::StatusOr<std::vector<v1::Job>> JobStore::ListRetired(const RetiredQuery& query) {
+absl::StatusOr<std::vector<v1::Job>> SqliteJobStore::ListRetired(const RetiredQuery& query) {
   // A job's name is its id without "-<number>".
   std::string sql =
       "SELECT snapshot FROM jobs WHERE resident = 0 AND number < ?1 "
