@@ -63,12 +63,20 @@ std::string PgResult::Bytes(int row, int col) const {
 }
 
 absl::StatusOr<std::unique_ptr<PgDb>> PgDb::Connect(const std::string& conninfo,
-                                                    absl::Duration timeout) {
+                                                    absl::Duration timeout,
+                                                    const std::string& password) {
   const std::string seconds = absl::StrCat(std::max<int64_t>(1, absl::ToInt64Seconds(timeout)));
   // The caller's string first; "expand_dbname" lets it be a URI too.
-  const char* keywords[] = {"dbname", "connect_timeout", "application_name", nullptr};
-  const char* values[] = {conninfo.c_str(), seconds.c_str(), "ringmaster-coordinator", nullptr};
-  std::unique_ptr<PgDb> db(new PgDb(PQconnectdbParams(keywords, values, /*expand_dbname=*/1)));
+  std::vector<const char*> keywords = {"dbname", "connect_timeout", "application_name"};
+  std::vector<const char*> values = {conninfo.c_str(), seconds.c_str(), "ringmaster-coordinator"};
+  if (!password.empty()) {
+    keywords.push_back("password");
+    values.push_back(password.c_str());
+  }
+  keywords.push_back(nullptr);
+  values.push_back(nullptr);
+  std::unique_ptr<PgDb> db(
+      new PgDb(PQconnectdbParams(keywords.data(), values.data(), /*expand_dbname=*/1)));
   if (db->conn_ == nullptr) return absl::ResourceExhaustedError("libpq: out of memory");
   if (!db->connected()) {
     std::string message = PQerrorMessage(db->conn_.get());

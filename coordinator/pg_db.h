@@ -59,9 +59,11 @@ class PgDb {
  public:
   // `conninfo` is a libpq connection string ("host=... dbname=...") or URI
   // ("postgresql://..."); the password comes from it, PGPASSFILE or
-  // ~/.pgpass. `timeout` bounds the connection's setup.
+  // ~/.pgpass, unless `password` is given. `timeout` bounds the
+  // connection's setup.
   static absl::StatusOr<std::unique_ptr<PgDb>> Connect(const std::string& conninfo,
-                                                       absl::Duration timeout = absl::Seconds(10));
+                                                       absl::Duration timeout = absl::Seconds(10),
+                                                       const std::string& password = "");
   PgDb(const PgDb&) = delete;
   PgDb& operator=(const PgDb&) = delete;
 
