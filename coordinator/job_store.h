@@ -45,6 +45,12 @@ struct RetiredQuery {
   std::map<std::string, std::string> labels;  // jobs with every one of them
 };
 
+// For the implementations: the number that ends a job id ("<name>-<number>";
+// 0 when it has none), and a stored snapshot parsed (those stored before
+// jobs had owners are the admin's); false when it cannot be.
+int64_t JobNumberOf(const std::string& job_id);
+bool ParseJobSnapshot(const std::string& bytes, v1::Job* job);
+
 // The writing calls (Create to Retire, Batch) are made by one owner at a
 // time (the JobManager, under its mutex). Sync and the reading calls (Load,
 // ListRetired) are thread-safe.

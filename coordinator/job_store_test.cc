@@ -1,12 +1,19 @@
+// The job store, on both engines where the contract is the same (SQLite
+// in a temporary file, PostgreSQL started by the test), and each engine's
+// own behaviour apart.
 #include "coordinator/job_store.h"
-#include "coordinator/sqlite_job_store.h"
-#include "testing/status_matchers.h"
-#include "testing/test_util.h"
 
 #include <cstdlib>
 #include <filesystem>
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include "coordinator/pg_job_store.h"
+#include "coordinator/sqlite_job_store.h"
+#include "testing/postgres_server.h"
+#include "testing/status_matchers.h"
+#include "testing/test_util.h"
 
 namespace ringmaster {
 namespace {
@@ -24,10 +31,36 @@ v1::StateChange Change(v1::JobState state, v1::Reason reason, const std::string&
   return change;
 }
 
-TEST(JobStoreTest, JobsAndHistorySurviveReopen) {
-  const std::string path = TempDbPath("jobs.db");
+// A database of the test's own on the engine of the parameter; Open
+// opens a store on it, as a coordinator (re)starting does.
+class JobStoreEngineTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == "sqlite") {
+      path_ = TempDbPath("jobs.db");
+      return;
+    }
+    if (std::string why = testing::PostgresServer::Unavailable(); !why.empty()) GTEST_SKIP() << why;
+    absl::StatusOr<std::unique_ptr<testing::PostgresServer>> server =
+        testing::PostgresServer::Start();
+    ASSERT_OK(server);
+    server_ = *std::move(server);
+  }
+  absl::StatusOr<std::unique_ptr<JobStore>> Open() {
+    if (GetParam() == "sqlite") return SqliteJobStore::Open(path_);
+    return PgJobStore::Open({server_->conninfo()});
+  }
+
+  std::string path_;
+  std::unique_ptr<testing::PostgresServer> server_;
+};
+
+INSTANTIATE_TEST_SUITE_P(Engines, JobStoreEngineTest, ::testing::Values("sqlite", "postgresql"),
+                         [](const auto& info) { return info.param; });
+
+TEST_P(JobStoreEngineTest, JobsAndHistorySurviveReopen) {
   {
-    auto store = SqliteJobStore::Open(path);
+    auto store = Open();
     ASSERT_OK(store) << store.status();
     auto n1 = (*store)->NextJobNumber();
     auto n2 = (*store)->NextJobNumber();
@@ -42,14 +75,13 @@ TEST(JobStoreTest, JobsAndHistorySurviveReopen) {
     job.mutable_spec()->set_name("a");
     *job.add_history() = Change(v1::PENDING, v1::SUBMITTED, "submitted");
     ASSERT_OK((*store)->Create(job));
-    EXPECT_FALSE((*store)->Create(job).ok()) << "duplicate id must be refused";
 
     v1::StateChange running = Change(v1::STARTING, v1::SCHEDULED, "placed");
     job.set_state(v1::STARTING);
     *job.add_history() = running;
     ASSERT_OK((*store)->RecordTransition(job, running));
   }
-  auto store = SqliteJobStore::Open(path);
+  auto store = Open();
   ASSERT_OK(store);
   auto jobs = (*store)->LoadResident();
   ASSERT_OK(jobs) << jobs.status();
@@ -97,10 +129,9 @@ std::vector<std::string> Ids(const std::vector<v1::Job>& jobs) {
 // Retired jobs load as summaries; they are read back whole, one or a page
 // at a time, newest first, filtered by state and by name prefix (a name,
 // not an id: "a-1" is no prefix of the name of job "a-12").
-TEST(JobStoreTest, RetiredJobsAreSummariesInMemoryAndWholeOnDisk) {
-  const std::string path = TempDbPath("retired.db");
+TEST_P(JobStoreEngineTest, RetiredJobsAreSummariesInMemoryAndWholeOnDisk) {
   {
-    auto store = SqliteJobStore::Open(path);
+    auto store = Open();
     ASSERT_OK(store) << store.status();
     const std::vector<v1::Job> jobs = {
         EndedJob("a", 1, v1::SUCCEEDED), EndedJob("a-1", 2, v1::FAILED),
@@ -113,7 +144,7 @@ TEST(JobStoreTest, RetiredJobsAreSummariesInMemoryAndWholeOnDisk) {
     ASSERT_OK((*store)->Create(live));
     ASSERT_OK((*store)->Sync());
   }
-  auto store = SqliteJobStore::Open(path);
+  auto store = Open();
   ASSERT_OK(store);
   auto resident = (*store)->LoadResident();
   ASSERT_OK(resident);
@@ -168,8 +199,8 @@ TEST(JobStoreTest, OneSyncCoversEveryEarlierCommit) {
   EXPECT_EQ((*store)->syncs(), before + 2);
 }
 
-// A failed write inside a batch is undone alone; the batch's other writes
-// commit.
+// SQLite refuses a duplicate at once; a failed write inside a batch is
+// undone alone, and the batch's other writes commit.
 TEST(JobStoreTest, AFailedWriteInABatchIsUndoneAlone) {
   auto store = SqliteJobStore::Open(TempDbPath("batch.db"));
   ASSERT_OK(store);
@@ -238,10 +269,9 @@ TEST(JobStoreTest, UpgradesAVersionOneStore) {
   ASSERT_OK((*store)->PutWorkerHealth(health)) << "the upgrade made its table";
 }
 
-TEST(JobStoreTest, WorkerHealthSurvivesReopen) {
-  const std::string path = TempDbPath("health.db");
+TEST_P(JobStoreEngineTest, WorkerHealthSurvivesReopen) {
   {
-    auto store = SqliteJobStore::Open(path);
+    auto store = Open();
     ASSERT_OK(store);
     v1::WorkerHealth health;
     health.set_worker_id("w2");
@@ -255,7 +285,7 @@ TEST(JobStoreTest, WorkerHealthSurvivesReopen) {
     ASSERT_OK((*store)->PutWorkerHealth(health));
     ASSERT_OK((*store)->Sync());
   }
-  auto store = SqliteJobStore::Open(path);
+  auto store = Open();
   ASSERT_OK(store);
   auto records = (*store)->LoadWorkerHealth();
   ASSERT_OK(records);
@@ -264,6 +294,77 @@ TEST(JobStoreTest, WorkerHealthSurvivesReopen) {
   EXPECT_EQ((*records)[0].failures(0).job_id(), "job-1");
   EXPECT_EQ((*records)[1].worker_id(), "w2");
   EXPECT_EQ((*records)[1].cordon().reason(), "replaced");
+}
+
+TEST_P(JobStoreEngineTest, IdempotentSubmitsFindTheirJobBeforeAndAfterAReopen) {
+  {
+    auto store = Open();
+    ASSERT_OK(store);
+    ASSERT_OK((*store)->Create(EndedJob("r", 1, v1::PENDING), "req-1"));
+    auto found = (*store)->FindRequest("req-1");
+    ASSERT_OK(found);
+    EXPECT_EQ(*found, "r-1");
+    auto none = (*store)->FindRequest("req-2");
+    ASSERT_OK(none);
+    EXPECT_EQ(*none, "");
+  }
+  auto store = Open();
+  ASSERT_OK(store);
+  auto found = (*store)->FindRequest("req-1");
+  ASSERT_OK(found);
+  EXPECT_EQ(*found, "r-1");
+  ASSERT_OK((*store)->Delete("r-1"));
+  found = (*store)->FindRequest("req-1");
+  ASSERT_OK(found);
+  EXPECT_EQ(*found, "") << "gone with its job";
+}
+
+// PostgreSQL: writes queue while the server restarts, and Sync returns
+// once they are committed; nothing is lost.
+class PgJobStoreTest : public testing::PostgresTest {};
+
+TEST_F(PgJobStoreTest, WritesOutliveAServerRestart) {
+  auto store = PgJobStore::Open({server_->conninfo()});
+  ASSERT_OK(store);
+  ASSERT_OK((*store)->Create(EndedJob("p", 1, v1::PENDING)));
+  ASSERT_OK((*store)->Sync());
+  ASSERT_OK(server_->Stop());
+  ASSERT_OK((*store)->Create(EndedJob("p", 2, v1::PENDING)));
+  EXPECT_FALSE((*store)->Synced());
+  ASSERT_OK(server_->Restart());
+  ASSERT_OK((*store)->Sync());
+  EXPECT_TRUE((*store)->Synced());
+  auto jobs = (*store)->LoadResident();
+  ASSERT_OK(jobs);
+  EXPECT_EQ(Ids(*jobs), (std::vector<std::string>{"p-1", "p-2"}));
+}
+
+TEST_F(PgJobStoreTest, AWriteTheServerRefusesStopsTheStoreAndSyncSaysWhy) {
+  auto store = PgJobStore::Open({server_->conninfo()});
+  ASSERT_OK(store);
+  ASSERT_OK((*store)->Create(EndedJob("d", 1, v1::PENDING)));
+  ASSERT_OK((*store)->Create(EndedJob("d", 1, v1::PENDING))) << "found at commit";
+  absl::Status synced = (*store)->Sync();
+  EXPECT_EQ(synced.code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_THAT(synced.message(), ::testing::HasSubstr("duplicate key"));
+  EXPECT_FALSE((*store)->Create(EndedJob("d", 2, v1::PENDING)).ok());
+}
+
+TEST_F(PgJobStoreTest, RefusesAnUnknownSchemaVersionAndNumbersNeverRepeat) {
+  {
+    auto store = PgJobStore::Open({server_->conninfo()});
+    ASSERT_OK(store);
+    EXPECT_EQ(*(*store)->NextJobNumber(), 1);
+    EXPECT_EQ(*(*store)->NextJobNumber(), 2);
+  }
+  auto store = PgJobStore::Open({server_->conninfo()});
+  ASSERT_OK(store);
+  EXPECT_EQ(*(*store)->NextJobNumber(), 3) << "across a reopen";
+  auto db = PgDb::Connect(server_->conninfo());
+  ASSERT_OK(db);
+  ASSERT_OK((*db)->Exec("INSERT INTO schema_version VALUES (99)"));
+  EXPECT_EQ(PgJobStore::Open({server_->conninfo()}).status().code(),
+            absl::StatusCode::kFailedPrecondition);
 }
 
 }  // namespace

@@ -25,14 +25,6 @@ namespace {
 
 constexpr off_t kCheckpointWalBytes = 8 << 20;
 
-// The number that ends a job id ("<name>-<number>"); 0 when it has none.
-int64_t NumberOf(const std::string& job_id) {
-  int64_t number = 0;
-  const size_t dash = job_id.rfind('-');
-  if (dash == std::string::npos || !absl::SimpleAtoi(job_id.substr(dash + 1), &number)) return 0;
-  return number;
-}
-
 absl::Status SyncDirectoryOf(const std::string& path) {
   const std::string dir = std::filesystem::path(path).parent_path().string();
   const int fd = open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -207,7 +199,7 @@ absl::Status SqliteJobStore::RenumberJobs() {
   // Through negative numbers, so that no two rows share one on the way.
   for (const auto& [number, id] : jobs) {
     ASSIGN_OR_RETURN(auto update, writer_->Prepare("UPDATE jobs SET number = ? WHERE id = ?"));
-    RETURN_IF_ERROR(update.Bind(1, -NumberOf(id)).Bind(2, id).Run());
+    RETURN_IF_ERROR(update.Bind(1, -JobNumberOf(id)).Bind(2, id).Run());
   }
   return writer_->Exec("UPDATE jobs SET number = -number");
 }
@@ -250,7 +242,7 @@ absl::Status SqliteJobStore::Create(const v1::Job& job, const std::string& reque
     ASSIGN_OR_RETURN(auto insert, writer_->Prepare("INSERT INTO jobs (number, id, state, "
                                                    "snapshot) VALUES (?, ?, ?, x'')"));
     RETURN_IF_ERROR(
-        insert.Bind(1, NumberOf(job.id())).Bind(2, job.id()).Bind(3, int64_t{job.state()}).Run());
+        insert.Bind(1, JobNumberOf(job.id())).Bind(2, job.id()).Bind(3, int64_t{job.state()}).Run());
     RETURN_IF_ERROR(WriteSnapshot(job));
     for (const auto& change : job.history()) {
       RETURN_IF_ERROR(AppendTransition(job.id(), change));
@@ -258,12 +250,12 @@ absl::Status SqliteJobStore::Create(const v1::Job& job, const std::string& reque
     for (const auto& [key, value] : job.spec().labels()) {
       ASSIGN_OR_RETURN(auto label, writer_->Prepare("INSERT INTO job_labels (key, value, number) "
                                                     "VALUES (?, ?, ?)"));
-      RETURN_IF_ERROR(label.Bind(1, key).Bind(2, value).Bind(3, NumberOf(job.id())).Run());
+      RETURN_IF_ERROR(label.Bind(1, key).Bind(2, value).Bind(3, JobNumberOf(job.id())).Run());
     }
     if (request_id.empty()) return absl::OkStatus();
     ASSIGN_OR_RETURN(auto request, writer_->Prepare("INSERT INTO submit_requests (request_id, "
                                                     "number) VALUES (?, ?)"));
-    return request.Bind(1, request_id).Bind(2, NumberOf(job.id())).Run();
+    return request.Bind(1, request_id).Bind(2, JobNumberOf(job.id())).Run();
   });
 }
 
@@ -286,7 +278,7 @@ absl::Status SqliteJobStore::Delete(const std::string& job_id) {
     for (const char* sql : {"DELETE FROM job_labels WHERE number = ?",
                             "DELETE FROM submit_requests WHERE number = ?"}) {
       ASSIGN_OR_RETURN(auto rows, writer_->Prepare(sql));
-      RETURN_IF_ERROR(rows.Bind(1, NumberOf(job_id)).Run());
+      RETURN_IF_ERROR(rows.Bind(1, JobNumberOf(job_id)).Run());
     }
     ASSIGN_OR_RETURN(auto job, writer_->Prepare("DELETE FROM jobs WHERE id = ?"));
     return job.Bind(1, job_id).Run();
@@ -328,17 +320,6 @@ absl::Status SqliteJobStore::Retire(const RetiredJob& job) {
   });
 }
 
-namespace {
-
-// A stored job; those stored before jobs had owners are the admin's.
-bool ParseSnapshot(const std::string& blob, v1::Job* job) {
-  if (!job->ParseFromString(blob)) return false;
-  if (job->owner().empty()) job->set_owner(std::string(kAdminUser));
-  return true;
-}
-
-}  // namespace
-
 absl::StatusOr<std::vector<v1::Job>> SqliteJobStore::LoadResident() {
   std::vector<v1::Job> jobs;
   std::map<std::string, size_t> index;
@@ -348,7 +329,7 @@ absl::StatusOr<std::vector<v1::Job>> SqliteJobStore::LoadResident() {
     ASSIGN_OR_RETURN(bool has_row, query.Step());
     if (!has_row) break;
     v1::Job job;
-    if (!ParseSnapshot(query.ColumnBlob(1), &job)) {
+    if (!ParseJobSnapshot(query.ColumnBlob(1), &job)) {
       return absl::DataLossError(
           absl::StrCat("job ", query.ColumnText(0), " has an unreadable snapshot"));
     }
@@ -412,7 +393,7 @@ absl::StatusOr<v1::Job> SqliteJobStore::Load(const std::string& job_id) {
   ASSIGN_OR_RETURN(bool has_row, query.Step());
   if (!has_row) return absl::NotFoundError(absl::StrCat("no job \"", job_id, "\""));
   v1::Job job;
-  if (!ParseSnapshot(query.ColumnBlob(0), &job)) {
+  if (!ParseJobSnapshot(query.ColumnBlob(0), &job)) {
     return absl::DataLossError(absl::StrCat("job ", job_id, " has an unreadable snapshot"));
   }
   RETURN_IF_ERROR(ReadHistory(&job));
@@ -448,7 +429,7 @@ absl::StatusOr<std::vector<v1::Job>> SqliteJobStore::ListRetired(const RetiredQu
     ASSIGN_OR_RETURN(bool has_row, select.Step());
     if (!has_row) break;
     v1::Job job;
-    if (!ParseSnapshot(select.ColumnBlob(0), &job)) {
+    if (!ParseJobSnapshot(select.ColumnBlob(0), &job)) {
       return absl::DataLossError("a retired job has an unreadable snapshot");
     }
     jobs.push_back(std::move(job));
