@@ -12,6 +12,7 @@
 #include "common/parse_errors.h"
 #include "common/private_dir.h"
 #include "common/status_macros.h"
+#include "coordinator/pg_job_store.h"
 #include "coordinator/sqlite_job_store.h"
 
 namespace ringmaster {
@@ -36,6 +37,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   RETURN_IF_ERROR(server->InitServices(config));
   RETURN_IF_ERROR(server->Serve(config));
   server->ticker_ = std::thread([s = server.get()] { s->TickLoop(); });
+  server->health_ = std::thread([s = server.get()] { s->HealthLoop(); });
   spdlog::info("coordinator serving {} on port {}, state in {}", config.tls ? "TLS" : "plaintext",
                server->port_, config.state_dir);
   if (server->access_->open()) {
@@ -44,8 +46,18 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   return server;
 }
 
+absl::StatusOr<std::unique_ptr<JobStore>> OpenStore(const CoordinatorConfig& config) {
+  const StoreConfig& store = config.store;
+  if (store.engine == StoreConfig::Engine::kSqlite) {
+    return SqliteJobStore::Open(store.sqlite_path.empty() ? config.state_dir + "/coordinator.db"
+                                                          : store.sqlite_path);
+  }
+  spdlog::info("job store: {}", StoreLabel(store));
+  return PgJobStore::Open({store.conninfo, store.password});
+}
+
 absl::Status CoordinatorServer::InitJobs(const CoordinatorConfig& config) {
-  ASSIGN_OR_RETURN(store_, SqliteJobStore::Open(config.state_dir + "/coordinator.db"));
+  ASSIGN_OR_RETURN(store_, OpenStore(config));
   const Clock* clock = RealClock::Get();
   metrics_ = std::make_unique<CoordinatorMetrics>(&registry_, clock, config.metrics_retention);
   JobManagerOptions manager_options = config.manager;
@@ -154,6 +166,21 @@ void CoordinatorServer::TickLoop() {
   }
 }
 
+void CoordinatorServer::HealthLoop() {
+  bool serving = true;
+  while (!stop_.WaitForNotificationWithTimeout(absl::Milliseconds(500))) {
+    const bool reachable = store_->Reachable();
+    if (reachable == serving) continue;
+    serving = reachable;
+    tooling_->Serving(server_.get(), serving);
+    if (serving) {
+      spdlog::info("the job store answers again: SERVING");
+    } else {
+      spdlog::error("the job store cannot be reached: NOT_SERVING until it is back");
+    }
+  }
+}
+
 void CoordinatorServer::Wait() { stop_.WaitForNotification(); }
 
 void CoordinatorServer::ReloadQueues(const std::string& path) {
@@ -175,6 +202,7 @@ void CoordinatorServer::Shutdown() {
 CoordinatorServer::~CoordinatorServer() {
   Shutdown();
   if (ticker_.joinable()) ticker_.join();
+  if (health_.joinable()) health_.join();
   metrics_server_.reset();  // its scrapes read the manager
   // The server's shutdown waits for every call to finish: a rendezvous Wait
   // would otherwise hold it until its own deadline, up to an hour away.

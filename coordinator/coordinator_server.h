@@ -22,6 +22,7 @@
 #include "coordinator/job_service.h"
 #include "coordinator/log_relay.h"
 #include "coordinator/rendezvous_service.h"
+#include "coordinator/store_config.h"
 #include "coordinator/worker_service.h"
 
 namespace ringmaster {
@@ -30,9 +31,10 @@ struct CoordinatorConfig {
   std::string listen_address = "0.0.0.0:7070";
   std::string metrics_address = "0.0.0.0:7071";          // empty: no /metrics
   absl::Duration metrics_retention = absl::Minutes(10);  // of an ended job's series
-  std::string state_dir;                                 // holds coordinator.db
-  std::string admin_token;                               // the admin credential; empty: none
-  Tls tls;  // coordinator.crt/.key and ca.crt; nullopt: plaintext
+  std::string state_dir;    // holds the credential key and code archives (and SQLite's file)
+  StoreConfig store;        // where jobs are kept; SQLite's path empty: <state_dir>/coordinator.db
+  std::string admin_token;  // the admin credential; empty: none
+  Tls tls;                  // coordinator.crt/.key and ca.crt; nullopt: plaintext
   RendezvousLimits rendezvous;
   int64_t max_log_line_bytes = kDefaultMaxLogLineBytes;    // longer lines are relayed split
   int max_stream_queue = kDefaultMaxStreamQueue;           // messages waiting on one worker stream
@@ -70,6 +72,9 @@ class CoordinatorServer {
   // The port and /metrics.
   absl::Status Serve(const CoordinatorConfig& config);
   void TickLoop();
+  // The health service follows the store: NOT_SERVING while it cannot be
+  // reached. A thread of its own, as the tick thread waits for the store.
+  void HealthLoop();
 
   std::unique_ptr<AccessPolicy> access_;
   metrics::Registry registry_;
@@ -91,6 +96,7 @@ class CoordinatorServer {
   int port_ = 0;
   Notification stop_;
   std::thread ticker_;
+  std::thread health_;
 };
 
 }  // namespace ringmaster

@@ -99,6 +99,9 @@ class JobStore {
   virtual bool Synced() const = 0;
   // How many times Sync went to the disk.
   virtual int64_t syncs() = 0;
+  // Whether the store answers: false while a shared store's connection is
+  // down (the coordinator's health is NOT_SERVING then).
+  virtual bool Reachable() const { return true; }
 
   // Jobs not retired, in submission order, each with its full history.
   virtual absl::StatusOr<std::vector<v1::Job>> LoadResident() = 0;

@@ -175,6 +175,31 @@ absl::Status LoadQueues(const std::string& file, ringmaster::JobManagerOptions* 
   return absl::OkStatus();
 }
 
+// --store (and its password file) into config->store.
+absl::Status LoadStore(const std::string& store, const std::string& password_file,
+                       ringmaster::CoordinatorConfig* config) {
+  ASSIGN_OR_RETURN(config->store,
+                   ringmaster::ParseStoreConfig(store, password_file, config->state_dir));
+  return absl::OkStatus();
+}
+
+// Where state lives: --state-dir, --checkpoint-dir, --store and its
+// password file.
+void AddStateFlags(CLI::App& app, std::string* state_dir, std::string* checkpoint_dir,
+                   std::string* store, std::string* store_password_file) {
+  app.add_option("--state-dir", *state_dir,
+                 "holds the credential key, code archives and (by default) coordinator.db")
+      ->capture_default_str();
+  app.add_option("--checkpoint-dir", *checkpoint_dir,
+                 "checkpoint root given to ranks (default: <state-dir>/checkpoints)");
+  app.add_option("--store", *store,
+                 "where jobs are kept: sqlite:///PATH (default: <state-dir>/coordinator.db) or "
+                 "postgresql://USER@HOST[:PORT]/DB (libpq's URI), shared by coordinators");
+  app.add_option("--store-password-file", *store_password_file,
+                 "the PostgreSQL password, in a file only its owner can read (else libpq's "
+                 "PGPASSFILE or ~/.pgpass); never in --store");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -188,9 +213,8 @@ int main(int argc, char** argv) {
   daemon.AddTo(app,
                "host:port ranks use to reach this coordinator "
                "(default: the bind address, or this host's name)");
-  app.add_option("--state-dir", config.state_dir, "holds coordinator.db")->capture_default_str();
-  app.add_option("--checkpoint-dir", checkpoint_dir,
-                 "checkpoint root given to ranks (default: <state-dir>/checkpoints)");
+  std::string store, store_password_file;
+  AddStateFlags(app, &config.state_dir, &checkpoint_dir, &store, &store_password_file);
   AddTimingFlags(app, &config);
   std::string token_file;
   app.add_option("--token-file", token_file,
@@ -207,8 +231,10 @@ int main(int argc, char** argv) {
   if (!issue_worker_token.empty() || !issue_user_token.empty()) {
     return IssueToken(config.state_dir, issue_worker_token, issue_user_token);
   }
-  if (absl::Status s = LoadCredentials(token_file, daemon.tls_dir(), &config); !s.ok()) {
-    spdlog::critical("{}", std::string(s.message()));
+  absl::Status loaded = LoadCredentials(token_file, daemon.tls_dir(), &config);
+  if (loaded.ok()) loaded = LoadStore(store, store_password_file, &config);
+  if (!loaded.ok()) {
+    spdlog::critical("{}", std::string(loaded.message()));
     return 2;
   }
   if (absl::Status s = LoadQueues(queues_file, &manager); !s.ok()) {

@@ -78,6 +78,10 @@ absl::StatusOr<std::unique_ptr<PgDb>> PgDb::Connect(const std::string& conninfo,
   std::unique_ptr<PgDb> db(
       new PgDb(PQconnectdbParams(keywords.data(), values.data(), /*expand_dbname=*/1)));
   if (db->conn_ == nullptr) return absl::ResourceExhaustedError("libpq: out of memory");
+  // The server's notices ("relation ... already exists, skipping") are not
+  // for the coordinator's log.
+  PQsetNoticeProcessor(
+      db->conn_.get(), [](void*, const char*) {}, nullptr);
   if (!db->connected()) {
     std::string message = PQerrorMessage(db->conn_.get());
     while (!message.empty() && message.back() == '\n') message.pop_back();

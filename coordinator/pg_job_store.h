@@ -66,8 +66,7 @@ class PgJobStore final : public JobStore {
   absl::StatusOr<v1::Job> Load(const std::string& job_id) override;
   absl::StatusOr<std::vector<v1::Job>> ListRetired(const RetiredQuery& query) override;
 
-  // Whether the writer's connection is up (false while it reconnects).
-  bool connected() const { return writer_->connected(); }
+  bool Reachable() const override { return writer_->connected(); }
 
  private:
   PgJobStore(PgJobStoreOptions options, std::unique_ptr<PgDb> reader,

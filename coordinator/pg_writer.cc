@@ -22,6 +22,8 @@ constexpr char kProgressTable[] =
     // Rows of writers long gone.
     "DELETE FROM writer_progress WHERE updated < now() - interval '7 days';";
 
+constexpr absl::Duration kIdleCheck = absl::Seconds(1);
+
 std::string NewWriterId() {
   std::random_device random;
   return absl::StrFormat("%08x%08x", random(), random());
@@ -98,12 +100,14 @@ void PgWriter::Run() {
     std::vector<Pending> group;
     {
       MutexLock lock(&mu_);
-      mu_.Await(absl::Condition(this, &PgWriter::HasWork));
+      mu_.AwaitWithTimeout(absl::Condition(this, &PgWriter::HasWork), kIdleCheck);
       if (closing_) return;
       const size_t n = std::min(queue_.size(), options_.max_group);
       group.assign(queue_.begin(), queue_.begin() + static_cast<ptrdiff_t>(n));
     }
-    absl::Status committed = Commit(group);
+    // Idle, it still looks at the connection, so that connected() is true
+    // to the second.
+    absl::Status committed = group.empty() ? db_->Exec("SELECT 1") : Commit(group);
     if (absl::IsUnavailable(committed)) {
       absl::StatusOr<int64_t> held = Reconnect();
       if (!held.ok()) return;  // closing
@@ -114,6 +118,7 @@ void PgWriter::Run() {
       durable_ = std::max(durable_, *held);
       continue;
     }
+    if (group.empty()) continue;
     MutexLock lock(&mu_);
     if (!committed.ok()) {
       spdlog::error("PostgreSQL writer stopped: {}", committed.ToString());

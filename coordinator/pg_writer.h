@@ -67,7 +67,8 @@ class PgWriter {
   int64_t submitted() const;
   int64_t durable() const;
   int64_t commits() const;  // PostgreSQL transactions committed
-  // Whether its connection is up (false while it reconnects).
+  // Whether its connection is up (false while it reconnects); an idle
+  // writer looks every second.
   bool connected() const;
 
  private:

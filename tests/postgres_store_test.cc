@@ -1,0 +1,157 @@
+// A coordinator whose jobs live in PostgreSQL (--store postgresql://...),
+// as real processes: a PostgreSQL started by the test, a coordinator and a
+// one-slot worker on free ports. The coordinator is killed and started
+// again with an empty --state-dir: its jobs come back from the database,
+// and the running one keeps running. While PostgreSQL is down the
+// coordinator's health is NOT_SERVING, and a submit made then is answered
+// once it is back.
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <future>
+
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_cat.h"
+#include "client/client.h"
+#include "common/net.h"
+#include "common/subprocess.h"
+#include "testing/postgres_server.h"
+#include "testing/status_matchers.h"
+#include "testing/test_util.h"
+#include "tests/health.grpc.pb.h"
+
+namespace ringmaster {
+namespace {
+
+class PostgresStoreTest : public testing::PostgresTest {
+ protected:
+  void SetUp() override {
+    PostgresTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    dir_ = testing::MakeTempDir("postgres-store");
+    absl::StatusOr<int> port = PickFreePort("127.0.0.1");
+    ASSERT_OK(port);
+    port_ = *port;
+    address_ = absl::StrCat("127.0.0.1:", port_);
+  }
+  void TearDown() override {
+    for (pid_t pid : {worker_, coordinator_}) Kill(pid);
+  }
+  static void Kill(pid_t pid) {
+    if (pid <= 0) return;
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+  }
+  pid_t Spawn(std::vector<std::string> argv, const std::string& log) {
+    SubprocessSpec spec;
+    spec.argv = std::move(argv);
+    spec.env = CurrentEnvironment();
+    spec.output_path = dir_ + "/" + log;
+    return SpawnProcess(spec).value_or(0);
+  }
+  // A coordinator on the test's port with its own --state-dir.
+  void StartCoordinator(const std::string& state) {
+    coordinator_ = Spawn(
+        {testing::Runfile("coordinator/ringmaster-coordinator"), "--port", absl::StrCat(port_),
+         "--metrics-port", "0", "--state-dir", dir_ + "/" + state, "--store",
+         absl::StrCat("postgresql://ringmaster@127.0.0.1:", server_->port(), "/ringmaster")},
+        state + ".log");
+    ASSERT_GT(coordinator_, 0);
+  }
+  grpc::health::v1::HealthCheckResponse::ServingStatus Health() {
+    auto health = grpc::health::v1::Health::NewStub(
+        grpc::CreateChannel(address_, grpc::InsecureChannelCredentials()));
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    grpc::health::v1::HealthCheckResponse response;
+    if (!health->Check(&context, {}, &response).ok()) return response.UNKNOWN;
+    return response.status();
+  }
+  std::string Logs() { return testing::Shell(absl::StrCat("tail -n 30 ", dir_, "/*.log")).out; }
+
+  std::string dir_;
+  int port_ = 0;
+  std::string address_;
+  pid_t coordinator_ = 0;
+  pid_t worker_ = 0;
+};
+
+v1::JobSpec Sleeper(const std::string& name) {
+  v1::JobSpec spec;
+  spec.set_name(name);
+  spec.set_ranks(1);
+  spec.add_command("sleep");
+  spec.add_command("600");
+  return spec;
+}
+
+TEST_F(PostgresStoreTest, JobsComeBackFromTheDatabaseAndAnOutageIsWaitedOut) {
+  StartCoordinator("first");
+  worker_ =
+      Spawn({testing::Runfile("worker/ringmaster-worker"), "--coordinator", address_, "--port", "0",
+             "--metrics-port", "0", "--slots", "1", "--state-dir", dir_ + "/worker"},
+            "worker.log");
+  Client client(address_);
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        auto workers = client.ListWorkers();
+        return workers.ok() && workers->size() == 1;
+      },
+      absl::Seconds(30)))
+      << Logs();
+  absl::StatusOr<std::string> running = client.Submit(Sleeper("running"));
+  ASSERT_OK(running);
+  absl::StatusOr<std::string> waiting = client.Submit(Sleeper("waiting"));
+  ASSERT_OK(waiting);
+  auto state_is = [&](const std::string& job, v1::JobState state) {
+    return testing::WaitFor(
+        [&] {
+          auto j = client.GetJob(job);
+          return j.ok() && j->state() == state;
+        },
+        absl::Seconds(30));
+  };
+  ASSERT_TRUE(state_is(*running, v1::RUNNING)) << Logs();
+
+  // Its machine lost: the new coordinator has nothing but the database.
+  Kill(coordinator_);
+  StartCoordinator("second");
+  ASSERT_TRUE(state_is(*waiting, v1::PENDING)) << Logs();
+  ASSERT_TRUE(state_is(*running, v1::RUNNING)) << Logs();
+  absl::StatusOr<v1::Job> kept = client.GetJob(*running);
+  ASSERT_OK(kept);
+  EXPECT_EQ(kept->attempt(), 0) << "the rank kept running: " << kept->ShortDebugString();
+  EXPECT_EQ(kept->restarts(), 0);
+  EXPECT_EQ(Health(), grpc::health::v1::HealthCheckResponse::SERVING);
+
+  // PostgreSQL away: NOT_SERVING, and a submit waits for it.
+  ASSERT_OK(server_->Stop());
+  EXPECT_TRUE(testing::WaitFor(
+      [&] { return Health() == grpc::health::v1::HealthCheckResponse::NOT_SERVING; },
+      absl::Seconds(20)))
+      << Logs();
+  Client patient(address_, "", {}, absl::Seconds(60));
+  std::future<absl::StatusOr<std::string>> submitted =
+      std::async(std::launch::async, [&] { return patient.Submit(Sleeper("late")); });
+  EXPECT_EQ(submitted.wait_for(std::chrono::seconds(2)), std::future_status::timeout)
+      << "not acknowledged before it is stored";
+  ASSERT_OK(server_->Restart());
+  absl::StatusOr<std::string> late = submitted.get();
+  ASSERT_OK(late) << Logs();
+  EXPECT_TRUE(
+      testing::WaitFor([&] { return Health() == grpc::health::v1::HealthCheckResponse::SERVING; },
+                       absl::Seconds(20)));
+  ASSERT_TRUE(state_is(*late, v1::PENDING));
+
+  // And it was stored: a third coordinator sees all three.
+  Kill(coordinator_);
+  StartCoordinator("third");
+  ASSERT_TRUE(state_is(*late, v1::PENDING)) << Logs();
+  ASSERT_TRUE(state_is(*waiting, v1::PENDING));
+  ASSERT_TRUE(state_is(*running, v1::RUNNING));
+}
+
+}  // namespace
+}  // namespace ringmaster
