@@ -65,6 +65,11 @@ void AddLocalClusterCommands(CLI::App& app, Invocation* run,
                  "the coordinator's queues, quotas and priority classes (YAML)");
   up->add_option("--max-quarantined", cluster.max_quarantined,
                  "most workers quarantined at once: a share (\"20%\", the default) or a number");
+  up->add_option("--store", cluster.store,
+                 "where the coordinator keeps jobs: sqlite:///PATH (default: in the state dir) "
+                 "or postgresql://USER@HOST[:PORT]/DB");
+  up->add_option("--store-password-file", cluster.store_password_file,
+                 "the PostgreSQL password, in a file only you can read");
   (*commands)[Command::kUp] = up;
 
   run->down_state_dir = cluster.state_dir;

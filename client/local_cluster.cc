@@ -18,6 +18,7 @@
 #include "common/status_macros.h"
 #include "common/subprocess.h"
 #include "coordinator/queue_config.h"
+#include "coordinator/store_config.h"
 #include "coordinator/worker_health.h"
 
 namespace ringmaster {
@@ -152,8 +153,8 @@ absl::Status WaitReady(const LocalClusterOptions& options, const std::vector<Dae
   }
 }
 
-// The coordinator's --queues and --max-quarantined, checked here first so
-// that a bad value is refused by `up` itself.
+// The coordinator's --queues, --max-quarantined and --store, checked here
+// first so that a bad value is refused by `up` itself.
 absl::Status AddPolicyFlags(const LocalClusterOptions& options, std::vector<std::string>* argv) {
   if (!options.queues_file.empty()) {
     RETURN_IF_ERROR(LoadQueueConfig(options.queues_file).status());
@@ -163,6 +164,15 @@ absl::Status AddPolicyFlags(const LocalClusterOptions& options, std::vector<std:
   if (!options.max_quarantined.empty()) {
     RETURN_IF_ERROR(ParseQuarantineLimit(options.max_quarantined).status());
     argv->insert(argv->end(), {"--max-quarantined", options.max_quarantined});
+  }
+  if (!options.store.empty()) {
+    RETURN_IF_ERROR(
+        ParseStoreConfig(options.store, options.store_password_file, options.state_dir).status());
+    argv->insert(argv->end(), {"--store", options.store});
+    if (!options.store_password_file.empty()) {
+      argv->insert(argv->end(), {"--store-password-file",
+                                 std::filesystem::absolute(options.store_password_file).string()});
+    }
   }
   return absl::OkStatus();
 }

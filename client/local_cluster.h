@@ -23,10 +23,12 @@ struct LocalClusterOptions {
   // one per worker, the admin's): workers identify by certificate and the
   // CLI by the admin's. Without TLS, workers get `token`, if any.
   bool tls = true;
-  std::string rank_user;        // the workers' --rank-user; empty: theirs
-  std::string rank_uid_range;   // the workers' --rank-uid-range: a uid per job
-  std::string queues_file;      // the coordinator's --queues
-  std::string max_quarantined;  // the coordinator's --max-quarantined; empty: its default
+  std::string rank_user;            // the workers' --rank-user; empty: theirs
+  std::string rank_uid_range;       // the workers' --rank-uid-range: a uid per job
+  std::string queues_file;          // the coordinator's --queues
+  std::string max_quarantined;      // the coordinator's --max-quarantined; empty: its default
+  std::string store;                // the coordinator's --store; empty: SQLite in the state dir
+  std::string store_password_file;  // the coordinator's --store-password-file
   absl::Duration ready_timeout = absl::Seconds(30);
 };
 

@@ -17,9 +17,11 @@
 #include "client/client.h"
 #include "common/net.h"
 #include "common/subprocess.h"
+#include "coordinator/pg_db.h"
 #include "testing/postgres_server.h"
 #include "testing/status_matchers.h"
 #include "testing/test_util.h"
+#include "tests/cluster_fixture.h"
 #include "tests/health.grpc.pb.h"
 
 namespace ringmaster {
@@ -151,6 +153,38 @@ TEST_F(PostgresStoreTest, JobsComeBackFromTheDatabaseAndAnOutageIsWaitedOut) {
   ASSERT_TRUE(state_is(*late, v1::PENDING)) << Logs();
   ASSERT_TRUE(state_is(*waiting, v1::PENDING));
   ASSERT_TRUE(state_is(*running, v1::RUNNING));
+}
+
+// `ringmaster up --store postgresql://...`: a local cluster whose jobs are
+// in the database.
+class UpOnPostgresTest : public ClusterTest {
+ protected:
+  void SetUp() override {
+    if (std::string why = testing::PostgresServer::Unavailable(); !why.empty()) GTEST_SKIP() << why;
+    absl::StatusOr<std::unique_ptr<testing::PostgresServer>> server =
+        testing::PostgresServer::Start();
+    ASSERT_OK(server);
+    server_ = *std::move(server);
+    up_args_ = {"--store",
+                absl::StrCat("postgresql://ringmaster@127.0.0.1:", server_->port(), "/ringmaster")};
+    ClusterTest::SetUp();
+  }
+  std::unique_ptr<testing::PostgresServer> server_;
+};
+
+TEST_F(UpOnPostgresTest, ATrainerJobRunsAndItsHistoryIsInTheDatabase) {
+  const std::string job = Submit(
+      "name: pg\nranks: 2\ntrainer:\n  data: {path: \"synthetic:rows=512,features=8,classes=2\"}\n"
+      "  epochs: 1\n");
+  const v1::Job done = WaitJob(job, [](const v1::Job& j) { return j.state() == v1::SUCCEEDED; });
+  ASSERT_EQ(done.state(), v1::SUCCEEDED) << done.ShortDebugString();
+  absl::StatusOr<std::unique_ptr<PgDb>> db = PgDb::Connect(server_->conninfo());
+  ASSERT_OK(db);
+  absl::StatusOr<PgResult> rows =
+      (*db)->Query("SELECT count(*) FROM transitions WHERE job_id = $1", {PgParam::Text(job)});
+  ASSERT_OK(rows);
+  EXPECT_EQ(rows->Int(0, 0), done.history_size()) << "every transition, stored there";
+  EXPECT_GE(done.history_size(), 4);
 }
 
 }  // namespace
