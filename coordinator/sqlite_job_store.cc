@@ -241,8 +241,10 @@ absl::Status SqliteJobStore::Create(const v1::Job& job, const std::string& reque
   return writer_->Transaction([&]() -> absl::Status {
     ASSIGN_OR_RETURN(auto insert, writer_->Prepare("INSERT INTO jobs (number, id, state, "
                                                    "snapshot) VALUES (?, ?, ?, x'')"));
-    RETURN_IF_ERROR(
-        insert.Bind(1, JobNumberOf(job.id())).Bind(2, job.id()).Bind(3, int64_t{job.state()}).Run());
+    RETURN_IF_ERROR(insert.Bind(1, JobNumberOf(job.id()))
+                        .Bind(2, job.id())
+                        .Bind(3, int64_t{job.state()})
+                        .Run());
     RETURN_IF_ERROR(WriteSnapshot(job));
     for (const auto& change : job.history()) {
       RETURN_IF_ERROR(AppendTransition(job.id(), change));
