@@ -33,19 +33,25 @@ absl::Status CheckSecretFileMode(const std::string& path, const std::string& wha
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::string> ReadSecretFile(const std::string& path, const std::string& what) {
+  if (absl::Status s = CheckSecretFileMode(path, what); !s.ok()) return s;
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in) {
+    return absl::FailedPreconditionError(absl::StrFormat("%s %s cannot be read", what, path));
+  }
+  return text.str();
+}
+
 absl::StatusOr<std::string> ReadToken(const std::string& path) {
   if (path.empty()) {
     const char* env = std::getenv("RINGMASTER_TOKEN");
     return std::string(env ? env : "");
   }
-  if (absl::Status s = CheckSecretFileMode(path, "token file"); !s.ok()) return s;
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  if (!in) {
-    return absl::FailedPreconditionError(absl::StrFormat("token file %s cannot be read", path));
-  }
-  std::string token(absl::StripAsciiWhitespace(text.str()));
+  absl::StatusOr<std::string> text = ReadSecretFile(path, "token file");
+  if (!text.ok()) return text.status();
+  std::string token(absl::StripAsciiWhitespace(*text));
   if (token.empty()) {
     return absl::FailedPreconditionError(absl::StrFormat("token file %s is empty", path));
   }

@@ -22,6 +22,11 @@ absl::StatusOr<std::string> ReadToken(const std::string& path);
 // FAILED_PRECONDITION naming `what`, its mode and the fix otherwise.
 absl::Status CheckSecretFileMode(const std::string& path, const std::string& what);
 
+// The contents of the secret file `path` (a token, a password), as they
+// are, once it passes CheckSecretFileMode. FAILED_PRECONDITION naming
+// `what` when it does not or cannot be read.
+absl::StatusOr<std::string> ReadSecretFile(const std::string& path, const std::string& what);
+
 }  // namespace ringmaster
 
 #endif  // RINGMASTER_COMMON_TOKEN_FILE_H_

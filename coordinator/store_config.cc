@@ -1,8 +1,5 @@
 #include "coordinator/store_config.h"
 
-#include <fstream>
-#include <sstream>
-
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -36,15 +33,9 @@ bool HasPassword(absl::string_view uri) {
 }
 
 absl::StatusOr<std::string> ReadPassword(const std::string& path) {
-  if (absl::Status s = CheckSecretFileMode(path, "--store-password-file"); !s.ok()) return s;
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  if (!in) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("--store-password-file ", path, ": cannot be read"));
-  }
-  std::string password(absl::StripTrailingAsciiWhitespace(text.str()));
+  absl::StatusOr<std::string> text = ReadSecretFile(path, "--store-password-file");
+  if (!text.ok()) return text.status();
+  std::string password(absl::StripTrailingAsciiWhitespace(*text));
   if (password.empty()) {
     return absl::FailedPreconditionError(absl::StrCat("--store-password-file ", path, " is empty"));
   }
