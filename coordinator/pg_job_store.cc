@@ -10,8 +10,9 @@
 namespace ringmaster {
 namespace {
 
-// How long a read waits for the writes queued before it.
-constexpr absl::Duration kReadFlushTimeout = absl::Seconds(10);
+// How long a read waits for the writes queued before it, and a shutdown for
+// those still queued.
+constexpr absl::Duration kFlushTimeout = absl::Seconds(10);
 
 PgStatement Snapshot(const v1::Job& job) {
   v1::Job snapshot = job;
@@ -57,7 +58,7 @@ absl::StatusOr<PgResult> PgJobStore::Read(const std::string& sql,
 }
 
 PgJobStore::~PgJobStore() {
-  if (absl::Status s = writer_->WaitDurable(writer_->submitted(), kReadFlushTimeout); !s.ok()) {
+  if (absl::Status s = Flush(kFlushTimeout); !s.ok()) {
     spdlog::warn("job store: writes not committed at shutdown: {}", s.ToString());
   }
 }
@@ -129,11 +130,11 @@ absl::Status PgJobStore::Batch(const std::function<absl::Status()>& body) {
   return writer_->Submit(std::move(statements)).status();
 }
 
-absl::Status PgJobStore::Flush() {
-  return writer_->WaitDurable(writer_->submitted(), absl::InfiniteDuration());
+absl::Status PgJobStore::Flush(absl::Duration timeout) {
+  return writer_->WaitDurable(writer_->submitted(), timeout);
 }
 
-absl::Status PgJobStore::Sync() { return Flush(); }
+absl::Status PgJobStore::Sync() { return Flush(absl::InfiniteDuration()); }
 
 bool PgJobStore::Synced() const { return writer_->durable() == writer_->submitted(); }
 
@@ -181,7 +182,7 @@ absl::StatusOr<std::string> PgJobStore::FindRequest(const std::string& request_i
   if (auto it = recent_requests_.find(request_id); it != recent_requests_.end()) {
     return it->second.first;
   }
-  RETURN_IF_ERROR(writer_->WaitDurable(writer_->submitted(), kReadFlushTimeout));
+  RETURN_IF_ERROR(Flush(kFlushTimeout));
   MutexLock lock(&read_mu_);
   ASSIGN_OR_RETURN(PgResult rows, Read("SELECT jobs.id FROM submit_requests JOIN jobs "
                                        "USING (number) WHERE request_id = $1",
@@ -220,7 +221,7 @@ absl::Status PgJobStore::Retire(const RetiredJob& job) {
 }
 
 absl::StatusOr<std::vector<v1::WorkerHealth>> PgJobStore::LoadWorkerHealth() {
-  RETURN_IF_ERROR(writer_->WaitDurable(writer_->submitted(), kReadFlushTimeout));
+  RETURN_IF_ERROR(Flush(kFlushTimeout));
   MutexLock lock(&read_mu_);
   ASSIGN_OR_RETURN(PgResult rows, Read("SELECT worker_id, record FROM worker_health "
                                        "ORDER BY worker_id"));
@@ -235,7 +236,7 @@ absl::StatusOr<std::vector<v1::WorkerHealth>> PgJobStore::LoadWorkerHealth() {
 }
 
 absl::StatusOr<std::vector<v1::Job>> PgJobStore::LoadResident() {
-  RETURN_IF_ERROR(writer_->WaitDurable(writer_->submitted(), kReadFlushTimeout));
+  RETURN_IF_ERROR(Flush(kFlushTimeout));
   MutexLock lock(&read_mu_);
   ASSIGN_OR_RETURN(PgResult rows, Read("SELECT id, snapshot FROM jobs "
                                        "WHERE resident = 1 ORDER BY number"));
@@ -262,7 +263,7 @@ absl::StatusOr<std::vector<v1::Job>> PgJobStore::LoadResident() {
 }
 
 absl::StatusOr<std::vector<RetiredJob>> PgJobStore::LoadRetired() {
-  RETURN_IF_ERROR(writer_->WaitDurable(writer_->submitted(), kReadFlushTimeout));
+  RETURN_IF_ERROR(Flush(kFlushTimeout));
   MutexLock lock(&read_mu_);
   ASSIGN_OR_RETURN(PgResult rows, Read("SELECT number, id, state, ended_unix_ms, workers "
                                        "FROM jobs WHERE resident = 0 ORDER BY number"));
@@ -287,7 +288,7 @@ absl::Status PgJobStore::ReadHistory(v1::Job* job) {
 }
 
 absl::StatusOr<v1::Job> PgJobStore::Load(const std::string& job_id) {
-  RETURN_IF_ERROR(writer_->WaitDurable(writer_->submitted(), kReadFlushTimeout));
+  RETURN_IF_ERROR(Flush(kFlushTimeout));
   MutexLock lock(&read_mu_);
   ASSIGN_OR_RETURN(PgResult rows,
                    Read("SELECT snapshot FROM jobs WHERE id = $1", {PgParam::Text(job_id)}));
@@ -321,7 +322,7 @@ absl::StatusOr<std::vector<v1::Job>> PgJobStore::ListRetired(const RetiredQuery&
     params.push_back(PgParam::Text(value));
   }
   absl::StrAppend(&sql, "ORDER BY number DESC LIMIT $3::bigint");
-  RETURN_IF_ERROR(writer_->WaitDurable(writer_->submitted(), kReadFlushTimeout));
+  RETURN_IF_ERROR(Flush(kFlushTimeout));
   MutexLock lock(&read_mu_);
   ASSIGN_OR_RETURN(PgResult rows, Read(sql, params));
   std::vector<v1::Job> jobs(rows.rows());

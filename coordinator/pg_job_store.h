@@ -78,8 +78,8 @@ class PgJobStore final : public JobStore {
   static absl::Status Migrate(PgDb* db);
   // Queues `statements` as one transaction, or into the open Batch.
   absl::Status Write(std::vector<PgStatement> statements);
-  // Waits until everything queued so far is committed.
-  absl::Status Flush();
+  // Waits until everything queued so far is committed, up to `timeout`.
+  absl::Status Flush(absl::Duration timeout);
   absl::Status ReadHistory(v1::Job* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(read_mu_);
   // A query on the reading connection, made again on a new connection once
   // when the old one turns out to be lost.

@@ -59,7 +59,7 @@ absl::StatusOr<int64_t> PgWriter::Submit(std::vector<PgStatement> transaction) {
     return absl::ResourceExhaustedError(
         absl::StrCat(queue_.size(), " writes wait for PostgreSQL, the most held"));
   }
-  queue_.push_back({++submitted_, std::move(transaction)});
+  queue_.push_back(std::make_shared<const Pending>(Pending{++submitted_, std::move(transaction)}));
   return submitted_;
 }
 
@@ -97,7 +97,7 @@ bool PgWriter::connected() const {
 
 void PgWriter::Run() {
   for (;;) {
-    std::vector<Pending> group;
+    std::vector<std::shared_ptr<const Pending>> group;
     {
       MutexLock lock(&mu_);
       mu_.AwaitWithTimeout(absl::Condition(this, &PgWriter::HasWork), kIdleCheck);
@@ -114,7 +114,7 @@ void PgWriter::Run() {
       // A commit whose answer was lost may have happened: what it held is
       // done, and only the rest is tried again.
       MutexLock lock(&mu_);
-      while (!queue_.empty() && queue_.front().seq <= *held) queue_.pop_front();
+      while (!queue_.empty() && queue_.front()->seq <= *held) queue_.pop_front();
       durable_ = std::max(durable_, *held);
       continue;
     }
@@ -126,16 +126,16 @@ void PgWriter::Run() {
       return;
     }
     queue_.erase(queue_.begin(), queue_.begin() + static_cast<ptrdiff_t>(group.size()));
-    durable_ = group.back().seq;
+    durable_ = group.back()->seq;
     ++commits_;
   }
 }
 
-absl::Status PgWriter::Commit(const std::vector<Pending>& group) {
+absl::Status PgWriter::Commit(const std::vector<std::shared_ptr<const Pending>>& group) {
   return db_->Transaction([&]() -> absl::Status {
     if (options_.term > 0) RETURN_IF_ERROR(LeaderLease::Fence(db_.get(), options_.term));
-    for (const Pending& pending : group) {
-      for (const PgStatement& statement : pending.statements) {
+    for (const std::shared_ptr<const Pending>& pending : group) {
+      for (const PgStatement& statement : pending->statements) {
         RETURN_IF_ERROR(db_->Query(statement.sql, statement.params).status());
       }
     }
@@ -143,7 +143,7 @@ absl::Status PgWriter::Commit(const std::vector<Pending>& group) {
         ->Query(
             "INSERT INTO writer_progress (writer, seq) VALUES ($1, $2) "
             "ON CONFLICT (writer) DO UPDATE SET seq = excluded.seq, updated = now()",
-            {PgParam::Text(id_), PgParam::Int(group.back().seq)})
+            {PgParam::Text(id_), PgParam::Int(group.back()->seq)})
         .status();
   });
 }

@@ -80,7 +80,7 @@ class PgWriter {
   void Run();
   // Commits `group` in one transaction: OK, UNAVAILABLE (reconnect and
   // retry), or an error that stops the writer.
-  absl::Status Commit(const std::vector<Pending>& group);
+  absl::Status Commit(const std::vector<std::shared_ptr<const Pending>>& group);
   // Reconnects until it can, or the writer is closing; the last submission
   // committed before, by the progress row.
   absl::StatusOr<int64_t> Reconnect();
@@ -91,7 +91,8 @@ class PgWriter {
   std::unique_ptr<PgDb> db_;  // the thread's alone
 
   mutable Mutex mu_;
-  std::deque<Pending> queue_ ABSL_GUARDED_BY(mu_);
+  // Shared with the thread's group in flight, which takes no copy.
+  std::deque<std::shared_ptr<const Pending>> queue_ ABSL_GUARDED_BY(mu_);
   int64_t submitted_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t durable_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t commits_ ABSL_GUARDED_BY(mu_) = 0;
