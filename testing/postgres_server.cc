@@ -19,6 +19,31 @@ constexpr char kBin[] = "/usr/lib/postgresql/15/bin";
 
 std::string Quote(const std::string& s) { return absl::StrCat("'", s, "'"); }
 
+// Runs a PostgreSQL program as the servers' user; its output in the error.
+absl::Status RunAsServerUser(bool as_nobody, const std::string& program, const std::string& args) {
+  const std::string line = absl::StrCat(as_nobody ? "/usr/sbin/runuser -u nobody -- " : "", kBin,
+                                        "/", program, " ", args, " 2>&1");
+  CommandResult result = Shell(line);
+  if (result.exit_code == 0) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat(line, ": exit ", result.exit_code, ": ", result.out));
+}
+
+// pg_ctl stop, "fast" (clients disconnected) or "immediate" (no shutdown
+// checkpoint), for the server of `dir`.
+absl::Status StopServer(bool as_nobody, const std::string& dir, const std::string& mode) {
+  return RunAsServerUser(as_nobody, "pg_ctl",
+                         absl::StrCat("-D ", Quote(dir + "/data"), " -m ", mode, " -w stop"));
+}
+
+// Gives `path` to `nobody`, the servers' user when the test runs as root.
+absl::Status GiveToNobody(const std::string& path) {
+  const passwd* nobody = getpwnam("nobody");
+  if (nobody != nullptr && chown(path.c_str(), nobody->pw_uid, nobody->pw_gid) == 0) {
+    return absl::OkStatus();
+  }
+  return absl::InternalError(absl::StrCat("chown nobody ", path));
+}
+
 // Servers whose test died before it could stop them: their directory
 // names a process that is gone.
 void RemoveOrphans(bool as_nobody) {
@@ -29,8 +54,7 @@ void RemoveOrphans(bool as_nobody) {
     std::ifstream owner(entry.path() / "owner");
     int pid = 0;
     if (!(owner >> pid) || pid <= 0 || ProcessAlive(pid)) continue;
-    Shell(absl::StrCat(as_nobody ? "/usr/sbin/runuser -u nobody -- " : "", kBin, "/pg_ctl -D ",
-                       Quote(entry.path().string() + "/data"), " -m immediate -w stop"));
+    StopServer(as_nobody, entry.path().string(), "immediate").IgnoreError();
     std::filesystem::remove_all(entry.path(), error);
   }
 }
@@ -55,39 +79,29 @@ absl::StatusOr<std::unique_ptr<PostgresServer>> PostgresServer::Start(const Opti
   const bool as_nobody = geteuid() == 0;
   RemoveOrphans(as_nobody);
   std::ofstream(absl::StrCat(templ, "/owner")) << getpid() << "\n";
-  if (as_nobody) {
-    const passwd* nobody = getpwnam("nobody");
-    if (chown(templ, nobody->pw_uid, nobody->pw_gid) != 0) {
-      return absl::InternalError(absl::StrCat("chown ", templ));
-    }
-  }
+  if (as_nobody) RETURN_IF_ERROR(GiveToNobody(templ));
   ASSIGN_OR_RETURN(int port, PickFreePort("127.0.0.1"));
   std::unique_ptr<PostgresServer> server(new PostgresServer(templ, port, as_nobody));
   const std::string pwfile = server->dir_ + "/password";
   std::string auth = "--auth=trust";
   if (!options.password.empty()) {
     std::ofstream(pwfile) << options.password << "\n";
-    const passwd* nobody = getpwnam("nobody");
-    if (as_nobody && chown(pwfile.c_str(), nobody->pw_uid, nobody->pw_gid) != 0) {
-      return absl::InternalError(absl::StrCat("chown ", pwfile));
-    }
+    if (as_nobody) RETURN_IF_ERROR(GiveToNobody(pwfile));
     auth = absl::StrCat("--auth-local=trust --auth-host=scram-sha-256 --pwfile=", Quote(pwfile));
   }
-  RETURN_IF_ERROR(server->Run(absl::StrCat(kBin, "/initdb"),
-                              absl::StrCat("-D ", Quote(server->dir_ + "/data"),
-                                           " -U ringmaster -E UTF8 --no-sync ", auth)));
+  RETURN_IF_ERROR(RunAsServerUser(as_nobody, "initdb",
+                                  absl::StrCat("-D ", Quote(server->dir_ + "/data"),
+                                               " -U ringmaster -E UTF8 --no-sync ", auth)));
   RETURN_IF_ERROR(server->StartServer());
   // Over the socket in its directory, which trusts the server's own user.
-  RETURN_IF_ERROR(server->Run(
-      absl::StrCat(kBin, "/createdb"),
+  RETURN_IF_ERROR(RunAsServerUser(
+      as_nobody, "createdb",
       absl::StrCat("-h ", Quote(server->dir_), " -p ", port, " -U ringmaster ringmaster")));
   return server;
 }
 
 PostgresServer::~PostgresServer() {
-  Run(absl::StrCat(kBin, "/pg_ctl"),
-      absl::StrCat("-D ", Quote(dir_ + "/data"), " -m immediate -w stop"))
-      .IgnoreError();
+  StopServer(as_nobody_, dir_, "immediate").IgnoreError();
   std::error_code error;
   std::filesystem::remove_all(dir_, error);
 }
@@ -96,26 +110,16 @@ std::string PostgresServer::conninfo() const {
   return absl::StrCat("host=127.0.0.1 port=", port_, " user=ringmaster dbname=ringmaster");
 }
 
-absl::Status PostgresServer::Run(const std::string& program, const std::string& args) const {
-  const std::string line = absl::StrCat(as_nobody_ ? "/usr/sbin/runuser -u nobody -- " : "",
-                                        program, " ", args, " 2>&1");
-  CommandResult result = Shell(line);
-  if (result.exit_code == 0) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat(line, ": exit ", result.exit_code, ": ", result.out));
-}
-
 absl::Status PostgresServer::StartServer() const {
-  return Run(absl::StrCat(kBin, "/pg_ctl"),
-             absl::StrCat(
-                 "-D ", Quote(dir_ + "/data"), " -l ", Quote(dir_ + "/server.log"), " -w -t 60 -o ",
-                 Quote(absl::StrCat("-p ", port_, " -k ", dir_, " -c listen_addresses=127.0.0.1")),
-                 " start"));
+  return RunAsServerUser(
+      as_nobody_, "pg_ctl",
+      absl::StrCat(
+          "-D ", Quote(dir_ + "/data"), " -l ", Quote(dir_ + "/server.log"), " -w -t 60 -o ",
+          Quote(absl::StrCat("-p ", port_, " -k ", dir_, " -c listen_addresses=127.0.0.1")),
+          " start"));
 }
 
-absl::Status PostgresServer::Stop() {
-  return Run(absl::StrCat(kBin, "/pg_ctl"),
-             absl::StrCat("-D ", Quote(dir_ + "/data"), " -m fast -w stop"));
-}
+absl::Status PostgresServer::Stop() { return StopServer(as_nobody_, dir_, "fast"); }
 
 absl::Status PostgresServer::Restart() { return StartServer(); }
 

@@ -43,8 +43,6 @@ class PostgresServer {
  private:
   PostgresServer(std::string dir, int port, bool as_nobody)
       : dir_(std::move(dir)), port_(port), as_nobody_(as_nobody) {}
-  // Runs a PostgreSQL program as the server's user; its output in the error.
-  absl::Status Run(const std::string& program, const std::string& args) const;
   absl::Status StartServer() const;
 
   const std::string dir_;
