@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
@@ -83,9 +84,9 @@ absl::StatusOr<std::unique_ptr<PgDb>> PgDb::Connect(const std::string& conninfo,
   PQsetNoticeProcessor(
       db->conn_.get(), [](void*, const char*) {}, nullptr);
   if (!db->connected()) {
-    std::string message = PQerrorMessage(db->conn_.get());
-    while (!message.empty() && message.back() == '\n') message.pop_back();
-    return absl::UnavailableError(absl::StrCat("cannot connect to PostgreSQL: ", message));
+    return absl::UnavailableError(
+        absl::StrCat("cannot connect to PostgreSQL: ",
+                     absl::StripTrailingAsciiWhitespace(PQerrorMessage(db->conn_.get()))));
   }
   return db;
 }
@@ -96,9 +97,9 @@ absl::Status PgDb::Check(const PGresult* result, const std::string& sql) const {
     return absl::OkStatus();
   }
   const char* state = result == nullptr ? nullptr : PQresultErrorField(result, PG_DIAG_SQLSTATE);
-  std::string message = result != nullptr ? PQresultErrorMessage(result) : "";
+  absl::string_view message = result != nullptr ? PQresultErrorMessage(result) : "";
   if (message.empty()) message = PQerrorMessage(conn_.get());
-  while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
+  message = absl::StripTrailingAsciiWhitespace(message);
   absl::StatusCode code = state != nullptr ? CodeOf(state) : absl::StatusCode::kInternal;
   if (!connected()) code = absl::StatusCode::kUnavailable;
   return absl::Status(code, absl::StrCat(Named(sql), ": ", message));
