@@ -253,9 +253,9 @@ class Hosts:
     def throttle(self, i, mbit):
         """Host i's link carries at most `mbit` megabits a second each way
         (a token bucket on both ends of it): a slow NIC or cable."""
+        tc = shutil.which("tc", path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin") or "tc"
         for ns, link in ((self.namespaces[i], "eth0"), (self.switch, f"host{i}")):
-            tc = shutil.which("tc", path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin")
-            r = subprocess.run([tc or "tc", "-n", ns, "qdisc", "replace", "dev", link, "root", "tbf",
+            r = subprocess.run([tc, "-n", ns, "qdisc", "replace", "dev", link, "root", "tbf",
                                 "rate", f"{mbit}mbit", "burst", "64kb", "latency", "500ms"],
                                capture_output=True, text=True)
             if r.returncode != 0:
