@@ -193,6 +193,7 @@ TEST_F(QueuesTest, APythonRankSeesThatItIsPreempted) {
       "import os, time, ringmaster\\n"
       "polls = 0\\n"
       "while not ringmaster.preempted():\\n"
+      "    if polls == 0: print('polling', flush=True)\\n"
       "    polls += 1\\n"
       "    time.sleep(0.05)\\n"
       "print('told to stop after', polls, 'polls', flush=True)\"]\n");
@@ -200,6 +201,13 @@ TEST_F(QueuesTest, APythonRankSeesThatItIsPreempted) {
       [&] {
         auto job = client_->GetJob(poller);
         return job.ok() && job->state() == v1::RUNNING;
+      },
+      absl::Seconds(60)));
+  // Preempted only once the first ringmaster.preempted() has taken SIGTERM:
+  // before it, the signal's default action would end the rank silently.
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        return Cli({"logs", poller, "--rank", "0"}).out.find("polling") != std::string::npos;
       },
       absl::Seconds(60)));
   const std::string high =
