@@ -45,11 +45,6 @@ class QueuesTest : public ClusterTest {
     return std::stod(m[1]);
   }
 
-  bool InState(const std::string& id, v1::JobState state) {
-    auto job = client_->GetJob(id);
-    return job.ok() && job->state() == state;
-  }
-
   std::string queues_file_;
 };
 
@@ -238,7 +233,10 @@ TEST_F(QueuesTest, AnElasticVictimShrinksInsteadOfStopping) {
             c.message().find("restarting with at most 2 of its 4 ranks") != std::string::npos;
   }
   EXPECT_TRUE(said) << "the history says it shrinks";
-  EXPECT_TRUE(InState(high, v1::RUNNING) || InState(high, v1::SUCCEEDED));
+  // The preemptor runs on the slots the victim gave up (it may still be
+  // starting when the victim is seen shrunk).
+  WaitJob(high,
+          [](const v1::Job& j) { return j.state() == v1::RUNNING || j.state() == v1::SUCCEEDED; });
   // When the preemptor is done, it grows back to 4.
   WaitJob(high, [](const v1::Job& j) { return j.state() == v1::SUCCEEDED; });
   v1::Job grown = WaitJob(
