@@ -19,15 +19,60 @@ namespace ringmaster {
 
 constexpr absl::Duration kTickInterval = absl::Milliseconds(50);
 
-absl::StatusOr<std::string> LoadCredentialKey(const std::string& state_dir) {
+namespace {
+
+PgJobStoreOptions PgOptions(const CoordinatorConfig& config) {
+  return {config.store.conninfo, config.store.password, config.lease_term};
+}
+
+// What both the leader's and a standby's server are built with: the
+// port, the largest message, keepalive.
+void Configure(const CoordinatorConfig& config, grpc::ServerBuilder& builder, int* port) {
+  builder.AddListeningPort(config.listen_address, ServerCredentials(config.tls), port);
+  // A port another server holds fails to bind here, rather than shares it.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  // A request may carry a spec or a rendezvous value at their limits (and a
+  // worker's registration its unacknowledged events: gRPC's 4 MiB at least).
+  builder.SetMaxReceiveMessageSize(static_cast<int>(
+      std::max({int64_t{4} << 20, config.manager.spec_limits.max_spec_bytes + (64 << 10),
+                config.rendezvous.max_value_bytes + (64 << 10)})));
+  // Workers keep their stream open; keepalive finds dead peers.
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+}
+
+// Marks the server's health, and the leader's service when it leads.
+void SetHealth(const ServerTooling& tooling, grpc::Server* server, bool serving, bool leader) {
+  tooling.Serving(server, serving);
+  if (grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService()) {
+    health->SetServingStatus(kLeaderHealthService, serving && leader);
+  }
+}
+
+void ExportLeader(metrics::Registry* registry, bool leader) {
+  registry
+      ->AddGauge("ringmaster_coordinator_leader",
+                 "1 on the coordinator that leads, 0 on a standby.")
+      .Add({})
+      .Set(leader ? 1 : 0);
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> LoadCredentialKey(const std::string& state_dir,
+                                              const StoreConfig& store) {
   // Job specs and their environments live here: the owner's only.
   RETURN_IF_ERROR(MakePrivateDir(state_dir));
-  return LoadOrCreateKey(state_dir + "/credential.key");
+  ASSIGN_OR_RETURN(std::string local, LoadOrCreateKey(state_dir + "/credential.key"));
+  if (store.engine != StoreConfig::Engine::kPostgres) return local;
+  return SharedCredentialKey({store.conninfo, store.password}, local);
 }
 
 absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     const CoordinatorConfig& config) {
-  ASSIGN_OR_RETURN(std::string key, LoadCredentialKey(config.state_dir));
+  ASSIGN_OR_RETURN(std::string key, LoadCredentialKey(config.state_dir, config.store));
   std::unique_ptr<CoordinatorServer> server(new CoordinatorServer);
   server->access_ = std::make_unique<AccessPolicy>(
       AccessOptions{config.admin_token, key, config.tls.has_value()});
@@ -53,7 +98,7 @@ absl::StatusOr<std::unique_ptr<JobStore>> OpenStore(const CoordinatorConfig& con
                                                           : store.sqlite_path);
   }
   spdlog::info("job store: {}", StoreLabel(store));
-  return PgJobStore::Open({store.conninfo, store.password});
+  return PgJobStore::Open(PgOptions(config));
 }
 
 absl::Status CoordinatorServer::InitJobs(const CoordinatorConfig& config) {
@@ -119,14 +164,7 @@ absl::Status CoordinatorServer::Serve(const CoordinatorConfig& config) {
   tooling_ = std::make_unique<ServerTooling>(services);
   grpc::ServerBuilder builder;
   tooling_->AddTo(builder);
-  builder.AddListeningPort(config.listen_address, ServerCredentials(config.tls), &port_);
-  // A port another server holds fails to bind here, rather than shares it.
-  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  // A request may carry a spec or a rendezvous value at their limits (and a
-  // worker's registration its unacknowledged events: gRPC's 4 MiB at least).
-  builder.SetMaxReceiveMessageSize(static_cast<int>(
-      std::max({int64_t{4} << 20, config.manager.spec_limits.max_spec_bytes + (64 << 10),
-                config.rendezvous.max_value_bytes + (64 << 10)})));
+  Configure(config, builder, &port_);
   builder.RegisterService(job_service_.get());
   builder.RegisterService(cluster_service_.get());
   builder.RegisterService(worker_service_.get());
@@ -135,16 +173,12 @@ absl::Status CoordinatorServer::Serve(const CoordinatorConfig& config) {
   interceptors.push_back(RpcLatencyInterceptor(&registry_));
   interceptors.push_back(ParseErrorInterceptor(services));
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
-  // Workers keep their stream open; keepalive finds dead peers.
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || port_ == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", config.listen_address));
   }
-  tooling_->Serving(server_.get(), true);
+  SetHealth(*tooling_, server_.get(), true, true);
+  ExportLeader(&registry_, true);
   if (!config.metrics_address.empty()) {
     ASSIGN_OR_RETURN(metrics_server_, MetricsServer::Start(config.metrics_address, &registry_));
   }
@@ -172,7 +206,7 @@ void CoordinatorServer::HealthLoop() {
     const bool reachable = store_->Reachable();
     if (reachable == serving) continue;
     serving = reachable;
-    tooling_->Serving(server_.get(), serving);
+    SetHealth(*tooling_, server_.get(), serving, true);
     if (serving) {
       spdlog::info("the job store answers again: SERVING");
     } else {
@@ -207,8 +241,46 @@ CoordinatorServer::~CoordinatorServer() {
   // The server's shutdown waits for every call to finish: a rendezvous Wait
   // would otherwise hold it until its own deadline, up to an hour away.
   rendezvous_->Close();
-  if (server_) tooling_->Serving(server_.get(), false);
+  if (server_) SetHealth(*tooling_, server_.get(), false, false);
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+}
+
+absl::StatusOr<std::unique_ptr<StandbyServer>> StandbyServer::Start(const CoordinatorConfig& config,
+                                                                    const Leadership* leadership) {
+  ASSIGN_OR_RETURN(std::string key, LoadCredentialKey(config.state_dir, config.store));
+  std::unique_ptr<StandbyServer> server(new StandbyServer);
+  server->access_ = std::make_unique<AccessPolicy>(
+      AccessOptions{config.admin_token, key, config.tls.has_value()});
+  // Term 0: a standby never writes.
+  ASSIGN_OR_RETURN(server->store_,
+                   PgJobStore::Open({config.store.conninfo, config.store.password}));
+  server->service_ =
+      std::make_unique<StandbyService>(server->store_.get(), server->access_.get(),
+                                       [leadership] { return leadership->state().leader_address; });
+  server->tooling_ = std::make_unique<ServerTooling>(std::vector<std::string>{
+      v1::JobService::service_full_name(), v1::ClusterService::service_full_name(),
+      v1::WorkerService::service_full_name(), v1::RendezvousService::service_full_name()});
+  grpc::ServerBuilder builder;
+  server->tooling_->AddTo(builder);
+  Configure(config, builder, &server->port_);
+  builder.RegisterCallbackGenericService(server->service_.get());
+  server->server_ = builder.BuildAndStart();
+  if (server->server_ == nullptr || server->port_ == 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", config.listen_address));
+  }
+  SetHealth(*server->tooling_, server->server_.get(), true, false);
+  ExportLeader(&server->registry_, false);
+  if (!config.metrics_address.empty()) {
+    ASSIGN_OR_RETURN(server->metrics_server_,
+                     MetricsServer::Start(config.metrics_address, &server->registry_));
+  }
+  spdlog::info("standby on port {}: reads served, the rest sent to the leader", server->port_);
+  return server;
+}
+
+StandbyServer::~StandbyServer() {
+  metrics_server_.reset();
+  if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
 }
 
 }  // namespace ringmaster

@@ -20,8 +20,10 @@
 #include "coordinator/coordinator_metrics.h"
 #include "coordinator/job_manager.h"
 #include "coordinator/job_service.h"
+#include "coordinator/leadership.h"
 #include "coordinator/log_relay.h"
 #include "coordinator/rendezvous_service.h"
+#include "coordinator/standby_service.h"
 #include "coordinator/store_config.h"
 #include "coordinator/worker_service.h"
 
@@ -33,6 +35,7 @@ struct CoordinatorConfig {
   absl::Duration metrics_retention = absl::Minutes(10);  // of an ended job's series
   std::string state_dir;    // holds the credential key and code archives (and SQLite's file)
   StoreConfig store;        // where jobs are kept; SQLite's path empty: <state_dir>/coordinator.db
+  int64_t lease_term = 0;   // with PostgreSQL: the leader's term, which fences its writes
   std::string admin_token;  // the admin credential; empty: none
   Tls tls;                  // coordinator.crt/.key and ca.crt; nullopt: plaintext
   RendezvousLimits rendezvous;
@@ -45,8 +48,10 @@ struct CoordinatorConfig {
 };
 
 // The key that signs worker, job and agent credentials:
-// <state_dir>/credential.key, made on first use.
-absl::StatusOr<std::string> LoadCredentialKey(const std::string& state_dir);
+// <state_dir>/credential.key, made on first use; with PostgreSQL, the
+// database's (seeded with that one), which every coordinator shares.
+absl::StatusOr<std::string> LoadCredentialKey(const std::string& state_dir,
+                                              const StoreConfig& store);
 
 class CoordinatorServer {
  public:
@@ -98,6 +103,35 @@ class CoordinatorServer {
   std::thread ticker_;
   std::thread health_;
 };
+
+// A coordinator while another one leads (coordinator/standby_service.h):
+// it answers job reads from the shared store and sends everything else to
+// the leader. Its health is SERVING, but for the service
+// "ringmaster.v1.Leader", which is SERVING on the leader alone (a
+// readiness probe's); metric ringmaster_coordinator_leader is 0.
+class StandbyServer {
+ public:
+  static absl::StatusOr<std::unique_ptr<StandbyServer>> Start(const CoordinatorConfig& config,
+                                                              const Leadership* leadership);
+  // Stops serving, at once: its calls are short.
+  ~StandbyServer();
+  int port() const { return port_; }
+
+ private:
+  StandbyServer() = default;
+
+  std::unique_ptr<AccessPolicy> access_;
+  metrics::Registry registry_;
+  std::unique_ptr<MetricsServer> metrics_server_;
+  std::unique_ptr<JobStore> store_;
+  std::unique_ptr<StandbyService> service_;
+  std::unique_ptr<ServerTooling> tooling_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+};
+
+// The health service name that is SERVING on the leader alone.
+inline constexpr char kLeaderHealthService[] = "ringmaster.v1.Leader";
 
 }  // namespace ringmaster
 

@@ -58,6 +58,8 @@ std::vector<v1::Job> MergeNewestFirst(std::vector<v1::Job> resident, std::vector
   return merged;
 }
 
+}  // namespace
+
 JobPage PageOf(const std::vector<v1::Job>& jobs, const JobQuery& query) {
   JobPage page;
   int64_t page_bytes = 0;
@@ -74,8 +76,6 @@ JobPage PageOf(const std::vector<v1::Job>& jobs, const JobQuery& query) {
   return page;
 }
 
-}  // namespace
-
 JobManager::JobManager(JobStore* store, RendezvousStore* rendezvous, WorkerMembership* membership,
                        const Clock* clock, JobManagerOptions options)
     : store_(store),
@@ -86,7 +86,8 @@ JobManager::JobManager(JobStore* store, RendezvousStore* rendezvous, WorkerMembe
       outbox_([store] { return store->Sync(); }, [store] { return store->Synced(); },
               [membership](const std::string& worker_id, const v1::CoordinatorMessage& message) {
                 membership->Send(worker_id, message);
-              }),
+              },
+              options_.on_store_lost),
       table_(store, &outbox_, clock, options_.on_transition),
       rng_(std::random_device{}()),
       run_id_(absl::StrFormat(
@@ -199,7 +200,7 @@ absl::StatusOr<JobPage> JobManager::ListPage(const JobQuery& query) {
   }
   outbox_.Flush();
   ASSIGN_OR_RETURN(std::vector<v1::Job> retired,
-                   store_->ListRetired({query.before_number, query.states, query.name_prefix,
+                   store_->ListRetired({false, query.before_number, query.states, query.name_prefix,
                                         query.page_size + 1, query.labels}));
   return PageOf(MergeNewestFirst(std::move(resident), std::move(retired)), query);
 }
@@ -328,11 +329,8 @@ void JobManager::Tick() {
       return absl::OkStatus();
     });
     if (!stored.ok()) {
-      spdlog::critical(
-          "cannot commit the job store: {}; exiting: a restart recovers the "
-          "stored state",
-          stored.ToString());
-      std::abort();
+      spdlog::critical("cannot commit the job store: {}", stored.ToString());
+      StoreLost(options_.on_store_lost, stored);
     }
   }
   outbox_.Flush();

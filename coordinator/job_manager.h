@@ -72,6 +72,9 @@ struct JobManagerOptions {
   // Called under the manager's mutex after each stored transition, with the
   // job as it was before it; must only record (metrics).
   std::function<void(const v1::Job& before, const v1::StateChange& change)> on_transition;
+  // Called, instead of exiting, when the store refuses a commit (with a
+  // shared store: another coordinator leads). It must not return.
+  std::function<void(const absl::Status&)> on_store_lost;
 };
 
 // Which jobs ListJobs returns (see ListJobsRequest).
@@ -90,6 +93,9 @@ struct JobPage {
   std::vector<v1::Job> jobs;
   int64_t next_before_number = 0;  // 0: no page after this one
 };
+
+// The first page of `jobs` (newest first, already matching `query`).
+JobPage PageOf(const std::vector<v1::Job>& jobs, const JobQuery& query);
 
 // Thread-safe: one mutex guards all job state. Called by the gRPC handlers
 // (any thread) and by a timer thread (Tick). While holding its mutex it

@@ -117,11 +117,11 @@ grpc::ServerUnaryReactor* JobServiceImpl::GetJob(grpc::CallbackServerContext* co
 }
 
 namespace {
-
 constexpr int kMaxPageSize = 500;
 constexpr int kMaxLabelFilters = 16;
+}  // namespace
 
-absl::StatusOr<JobQuery> ToQuery(const v1::ListJobsRequest& request) {
+absl::StatusOr<JobQuery> ToJobQuery(const v1::ListJobsRequest& request) {
   JobQuery query;
   if (request.page_size() < 0 || request.page_size() > kMaxPageSize) {
     return absl::InvalidArgumentError(
@@ -146,14 +146,12 @@ absl::StatusOr<JobQuery> ToQuery(const v1::ListJobsRequest& request) {
   return query;
 }
 
-}  // namespace
-
 grpc::ServerUnaryReactor* JobServiceImpl::ListJobs(grpc::CallbackServerContext* context,
                                                    const v1::ListJobsRequest* request,
                                                    v1::ListJobsResponse* response) {
   absl::StatusOr<std::string> user = access_->RequireUser(*context);
   if (!user.ok()) return FinishUnary(context, user.status());
-  absl::StatusOr<JobQuery> query = ToQuery(*request);
+  absl::StatusOr<JobQuery> query = ToJobQuery(*request);
   if (!query.ok()) return FinishUnary(context, query.status());
   absl::StatusOr<JobPage> page = manager_->ListPage(*query);
   if (!page.ok()) return FinishUnary(context, page.status());

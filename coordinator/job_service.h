@@ -13,6 +13,10 @@
 
 namespace ringmaster {
 
+// A ListJobsRequest as the JobManager's query; INVALID_ARGUMENT naming the
+// field that is wrong.
+absl::StatusOr<JobQuery> ToJobQuery(const v1::ListJobsRequest& request);
+
 class JobServiceImpl final : public v1::JobService::CallbackService {
  public:
   JobServiceImpl(JobManager* manager, LogRelay* logs, CodeStore* code, CodeUploads* uploads,

@@ -38,6 +38,7 @@ struct RetiredJob {
 
 // Which retired jobs ListRetired returns, newest first.
 struct RetiredQuery {
+  bool resident_too = false;  // and jobs not retired (a standby's listing)
   int64_t before_number = INT64_MAX;
   std::set<v1::JobState> states;  // empty: any
   std::string name_prefix;
@@ -110,7 +111,8 @@ class JobStore {
 
   // One job with its history; NOT_FOUND when there is none.
   virtual absl::StatusOr<v1::Job> Load(const std::string& job_id) = 0;
-  // Retired jobs matching `query`, newest first, with their histories.
+  // Retired jobs (and, with resident_too, the others) matching `query`,
+  // newest first, with their histories.
   virtual absl::StatusOr<std::vector<v1::Job>> ListRetired(const RetiredQuery& query) = 0;
 };
 

@@ -1,8 +1,13 @@
 // ringmaster-coordinator: the job queue, scheduler, rendezvous store and
 // health checker of a Ringmaster cluster.
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <random>
 #include <string>
 
 #include <spdlog/spdlog.h>
@@ -15,6 +20,7 @@
 #include "common/status_macros.h"
 #include "common/token_file.h"
 #include "coordinator/coordinator_server.h"
+#include "coordinator/elected_coordinator.h"
 
 namespace {
 
@@ -75,8 +81,8 @@ absl::StatusOr<std::string> MakeCheckpointRoot(const std::string& flag,
 }
 
 // Prints the credential of the worker or user named, signed with the key in
-// `state_dir`.
-int IssueToken(const std::string& state_dir, const std::string& worker_id,
+// `state_dir` (or the shared store's).
+int IssueToken(const ringmaster::CoordinatorConfig& config, const std::string& worker_id,
                const std::string& user) {
   if (!user.empty()) {
     if (absl::Status s = ringmaster::ValidateUserName(user); !s.ok()) {
@@ -84,7 +90,7 @@ int IssueToken(const std::string& state_dir, const std::string& worker_id,
       return 2;
     }
   }
-  absl::StatusOr<std::string> key = ringmaster::LoadCredentialKey(state_dir);
+  absl::StatusOr<std::string> key = ringmaster::LoadCredentialKey(config.state_dir, config.store);
   if (!key.ok()) {
     std::cerr << "ringmaster-coordinator: " << key.status().message() << std::endl;
     return 1;
@@ -200,9 +206,48 @@ void AddStateFlags(CLI::App& app, std::string* state_dir, std::string* checkpoin
                  "PGPASSFILE or ~/.pgpass); never in --store");
 }
 
+// With a shared store: --lease-timeout, and --peers for ranks.
+void AddElectionFlags(CLI::App& app, absl::Duration* lease_timeout, std::string* peers) {
+  ringmaster::AddDurationOption(app, "--lease-timeout", lease_timeout,
+                                "with a PostgreSQL --store: a leader that has not renewed its "
+                                "lease this long is replaced by a standby (default 5s)");
+  app.add_option("--peers", *peers,
+                 "every coordinator's host:port, comma-separated, in the order ranks try them "
+                 "(default: this one's --advertise)");
+}
+
+char** saved_argv = nullptr;
+
+// Steps down from leading: the process restarts in place, as a standby.
+[[noreturn]] void RestartAsStandby() {
+  spdlog::warn("no longer the leader: restarting as a standby");
+  spdlog::default_logger()->flush();
+  close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);  // the ports, the store's connections
+  execv("/proc/self/exe", saved_argv);
+  spdlog::critical("cannot restart: {}", strerror(errno));
+  std::abort();
+}
+
+// Runs the coordinators' election against a shared store until a
+// termination signal.
+int RunElected(ringmaster::CoordinatorConfig config, absl::Duration lease_timeout,
+               const std::string& advertise, const std::string& queues_file) {
+  const std::string id =
+      absl::StrCat(advertise, "/", getpid(), "-", std::random_device{}() % 100000);
+  auto coordinator = ringmaster::ElectedCoordinator::Start(
+      std::move(config), {id, advertise, lease_timeout, RestartAsStandby});
+  int signal = ringmaster::WaitForTerminationSignal([&] {
+    if (!queues_file.empty()) coordinator->ReloadQueues(queues_file);
+  });
+  spdlog::info("signal {}: shutting down", signal);
+  coordinator.reset();
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  saved_argv = argv;
   ringmaster::CoordinatorConfig config;
   ringmaster::DaemonFlags daemon(7070, 7071);
   std::string checkpoint_dir;
@@ -225,14 +270,16 @@ int main(int argc, char** argv) {
   app.add_option("--queues", queues_file,
                  "queues, quotas and priority classes (YAML); reread on SIGHUP (default: one "
                  "queue, default, without a quota)");
-  std::string issue_worker_token, issue_user_token;
+  std::string issue_worker_token, issue_user_token, peers;
   AddIssueFlags(app, &issue_worker_token, &issue_user_token);
+  absl::Duration lease_timeout = absl::Seconds(5);
+  AddElectionFlags(app, &lease_timeout, &peers);
   CLI11_PARSE(app, argc, argv);
-  if (!issue_worker_token.empty() || !issue_user_token.empty()) {
-    return IssueToken(config.state_dir, issue_worker_token, issue_user_token);
+  absl::Status loaded = LoadStore(store, store_password_file, &config);
+  if (loaded.ok() && (!issue_worker_token.empty() || !issue_user_token.empty())) {
+    return IssueToken(config, issue_worker_token, issue_user_token);
   }
-  absl::Status loaded = LoadCredentials(token_file, daemon.tls_dir(), &config);
-  if (loaded.ok()) loaded = LoadStore(store, store_password_file, &config);
+  if (loaded.ok()) loaded = LoadCredentials(token_file, daemon.tls_dir(), &config);
   if (!loaded.ok()) {
     spdlog::critical("{}", std::string(loaded.message()));
     return 2;
@@ -251,7 +298,7 @@ int main(int argc, char** argv) {
   config.listen_address = addresses->listen;
   config.metrics_address = addresses->metrics;
   config.metrics_retention = daemon.metrics_retention();
-  manager.rank_env.coordinator_address = addresses->advertise;
+  manager.rank_env.coordinator_address = peers.empty() ? addresses->advertise : peers;
   absl::StatusOr<std::string> checkpoint_root =
       MakeCheckpointRoot(checkpoint_dir, config.state_dir);
   if (!checkpoint_root.ok()) {
@@ -259,6 +306,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   manager.rank_env.checkpoint_dir = *checkpoint_root;
+  if (config.store.engine == ringmaster::StoreConfig::Engine::kPostgres) {
+    return RunElected(std::move(config), lease_timeout, addresses->advertise, queues_file);
+  }
   auto server = ringmaster::CoordinatorServer::Start(config);
   if (!server.ok()) {
     spdlog::critical("{}", server.status().ToString());

@@ -8,6 +8,14 @@
 
 namespace ringmaster {
 
+void StoreLost(const std::function<void(const absl::Status&)>& on_lost,
+               const absl::Status& status) {
+  if (on_lost) on_lost(status);
+  spdlog::critical("exiting: a restart recovers the stored state");
+  spdlog::default_logger()->flush();
+  std::abort();
+}
+
 void Outbox::Send(const std::string& worker_id, v1::CoordinatorMessage message) {
   MutexLock lock(&mu_);
   Item item;
@@ -85,8 +93,8 @@ void Outbox::Flush() {
   }
   // Every change queued above was stored before it was queued.
   if (absl::Status s = sync_(); !s.ok()) {
-    spdlog::critical("{}; exiting: a restart recovers the stored state", s.ToString());
-    std::abort();
+    spdlog::critical("cannot sync the job store: {}", s.ToString());
+    StoreLost(on_lost_, s);
   }
   for (const Item& item : items) {
     if (!item.job) {

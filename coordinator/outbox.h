@@ -24,6 +24,11 @@
 
 namespace ringmaster {
 
+// Calls `on_lost` (which must not return), else aborts: what is in memory
+// is no longer what is stored.
+[[noreturn]] void StoreLost(const std::function<void(const absl::Status&)>& on_lost,
+                            const absl::Status& status);
+
 // Thread-safe. Send, Notify, Watch and Unwatch may be called under the
 // manager's mutex; Flush must not be. Observers are called under mu_ and
 // must only queue.
@@ -36,8 +41,13 @@ class Outbox {
   // `sync` makes every change stored so far durable, `synced` tells
   // without waiting whether all are; `deliver` hands a message to a
   // worker's stream and must not block.
-  Outbox(std::function<absl::Status()> sync, std::function<bool()> synced, Deliver deliver)
-      : sync_(std::move(sync)), synced_(std::move(synced)), deliver_(std::move(deliver)) {}
+  // `on_lost` is called when a Sync fails (see Flush).
+  Outbox(std::function<absl::Status()> sync, std::function<bool()> synced, Deliver deliver,
+         std::function<void(const absl::Status&)> on_lost = nullptr)
+      : sync_(std::move(sync)),
+        synced_(std::move(synced)),
+        deliver_(std::move(deliver)),
+        on_lost_(std::move(on_lost)) {}
 
   void Send(const std::string& worker_id, v1::CoordinatorMessage message);
   // Queues the job as it is now for its watchers (nothing when it has none).
@@ -53,9 +63,10 @@ class Outbox {
   void Unwatch(int64_t watch_id);
 
   // Syncs the store, then delivers everything queued before the call; at
-  // once when nothing is queued or unsynced. A
-  // store that cannot be synced cannot be trusted with what is in memory:
-  // the process exits so that a restart recovers the stored state.
+  // once when nothing is queued or unsynced. A store that cannot be synced
+  // cannot be trusted with what is in memory: nothing is delivered, and
+  // StoreLost ends the process (or restarts it as a standby) so that a
+  // restart recovers the stored state.
   void Flush();
 
  private:
@@ -77,6 +88,7 @@ class Outbox {
   const std::function<absl::Status()> sync_;
   const std::function<bool()> synced_;
   const Deliver deliver_;
+  const std::function<void(const absl::Status&)> on_lost_;
 
   Mutex flush_mu_;  // one Flush delivers at a time, keeping the order
   Mutex mu_;

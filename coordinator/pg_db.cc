@@ -68,8 +68,13 @@ absl::StatusOr<std::unique_ptr<PgDb>> PgDb::Connect(const std::string& conninfo,
                                                     const std::string& password) {
   const std::string seconds = absl::StrCat(std::max<int64_t>(1, absl::ToInt64Seconds(timeout)));
   // The caller's string first; "expand_dbname" lets it be a URI too.
-  std::vector<const char*> keywords = {"dbname", "connect_timeout", "application_name"};
-  std::vector<const char*> values = {conninfo.c_str(), seconds.c_str(), "ringmaster-coordinator"};
+  // A server that stops answering (its link cut) fails the statement
+  // within about 10 s, instead of at TCP's retransmission limit.
+  std::vector<const char*> keywords = {"dbname",          "connect_timeout",     "application_name",
+                                       "keepalives_idle", "keepalives_interval", "keepalives_count",
+                                       "tcp_user_timeout"};
+  std::vector<const char*> values = {
+      conninfo.c_str(), seconds.c_str(), "ringmaster-coordinator", "5", "2", "3", "10000"};
   if (!password.empty()) {
     keywords.push_back("password");
     values.push_back(password.c_str());
@@ -89,6 +94,15 @@ absl::StatusOr<std::unique_ptr<PgDb>> PgDb::Connect(const std::string& conninfo,
                      absl::StripTrailingAsciiWhitespace(PQerrorMessage(db->conn_.get()))));
   }
   return db;
+}
+
+absl::Status PgDb::Reset() {
+  PQreset(conn_.get());
+  depth_ = 0;
+  if (connected()) return absl::OkStatus();
+  return absl::UnavailableError(
+      absl::StrCat("cannot connect to PostgreSQL again: ",
+                   absl::StripTrailingAsciiWhitespace(PQerrorMessage(conn_.get()))));
 }
 
 absl::Status PgDb::Check(const PGresult* result, const std::string& sql) const {

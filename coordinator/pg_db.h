@@ -89,6 +89,9 @@ class PgDb {
     return Exec(outer ? "COMMIT" : "RELEASE SAVEPOINT tx");
   }
 
+  // Connects again with the same parameters (after a lost connection).
+  absl::Status Reset();
+
   // Whether the connection is still up (as of the last statement).
   bool connected() const { return PQstatus(conn_.get()) == CONNECTION_OK; }
 

@@ -46,6 +46,24 @@ absl::StatusOr<std::unique_ptr<JobStore>> PgJobStore::Open(const PgJobStoreOptio
       new PgJobStore(options, std::move(reader), std::move(writer), last.Int(0, 0)));
 }
 
+absl::StatusOr<std::string> SharedCredentialKey(const PgJobStoreOptions& options,
+                                                const std::string& local_key) {
+  ASSIGN_OR_RETURN(std::unique_ptr<PgDb> db,
+                   PgDb::Connect(options.conninfo, options.connect_timeout, options.password));
+  RETURN_IF_ERROR(
+      db->Exec("CREATE TABLE IF NOT EXISTS credential_key (id INTEGER PRIMARY KEY CHECK (id = 1), "
+               "key BYTEA NOT NULL)"));
+  ASSIGN_OR_RETURN(PgResult key,
+                   db->Query("WITH added AS (INSERT INTO credential_key VALUES (1, $1) "
+                             "ON CONFLICT (id) DO NOTHING RETURNING key) "
+                             "SELECT key FROM added UNION ALL SELECT key FROM credential_key",
+                             {PgParam::Bytes(local_key)}));
+  if (key.rows() < 1 || key.Bytes(0, 0).size() != local_key.size()) {
+    return absl::DataLossError("the database's credential key is missing or of the wrong size");
+  }
+  return key.Bytes(0, 0);
+}
+
 absl::StatusOr<PgResult> PgJobStore::Read(const std::string& sql,
                                           const std::vector<PgParam>& params) {
   absl::StatusOr<PgResult> result = reader_->Query(sql, params);
@@ -304,9 +322,10 @@ absl::StatusOr<v1::Job> PgJobStore::Load(const std::string& job_id) {
 absl::StatusOr<std::vector<v1::Job>> PgJobStore::ListRetired(const RetiredQuery& query) {
   // A job's name is its id without "-<number>".
   std::string sql =
-      "SELECT snapshot FROM jobs WHERE resident = 0 AND number < $1::bigint "
-      "AND substr(id, 1, length($2::text)) = $2::text "
-      "AND length($2::text) < length(id) - length(number::text) ";
+      absl::StrCat("SELECT snapshot FROM jobs WHERE ", query.resident_too ? "TRUE" : "resident = 0",
+                   " AND number < $1::bigint "
+                   "AND substr(id, 1, length($2::text)) = $2::text "
+                   "AND length($2::text) < length(id) - length(number::text) ");
   if (!query.states.empty()) {
     std::vector<std::string> states;
     for (v1::JobState state : query.states) states.push_back(absl::StrCat(int{state}));
@@ -328,7 +347,7 @@ absl::StatusOr<std::vector<v1::Job>> PgJobStore::ListRetired(const RetiredQuery&
   std::vector<v1::Job> jobs(rows.rows());
   for (int r = 0; r < rows.rows(); ++r) {
     if (!ParseJobSnapshot(rows.Bytes(r, 0), &jobs[r])) {
-      return absl::DataLossError("a retired job has an unreadable snapshot");
+      return absl::DataLossError("a stored job has an unreadable snapshot");
     }
   }
   for (v1::Job& job : jobs) RETURN_IF_ERROR(ReadHistory(&job));

@@ -37,6 +37,13 @@ struct PgJobStoreOptions {
   absl::Duration connect_timeout = absl::Seconds(10);
 };
 
+// The key that signs credentials, kept in the database so that every
+// coordinator sharing it accepts the same tokens. The first coordinator to
+// ask stores `local_key` (its state directory's), so that tokens issued
+// before it moved to PostgreSQL stay valid.
+absl::StatusOr<std::string> SharedCredentialKey(const PgJobStoreOptions& options,
+                                                const std::string& local_key);
+
 class PgJobStore final : public JobStore {
  public:
   static constexpr int kSchemaVersion = 4;

@@ -404,9 +404,10 @@ absl::StatusOr<v1::Job> SqliteJobStore::Load(const std::string& job_id) {
 
 absl::StatusOr<std::vector<v1::Job>> SqliteJobStore::ListRetired(const RetiredQuery& query) {
   // A job's name is its id without "-<number>".
-  std::string sql =
-      "SELECT snapshot FROM jobs WHERE resident = 0 AND number < ?1 "
-      "AND substr(id, 1, length(?2)) = ?2 AND length(?2) < length(id) - length(number) ";
+  std::string sql = absl::StrCat(
+      "SELECT snapshot FROM jobs WHERE ", query.resident_too ? "1" : "resident = 0",
+      " AND number < ?1 "
+      "AND substr(id, 1, length(?2)) = ?2 AND length(?2) < length(id) - length(number) ");
   if (!query.states.empty()) {
     std::vector<std::string> states;
     for (v1::JobState state : query.states) states.push_back(absl::StrCat(int{state}));
@@ -432,7 +433,7 @@ absl::StatusOr<std::vector<v1::Job>> SqliteJobStore::ListRetired(const RetiredQu
     if (!has_row) break;
     v1::Job job;
     if (!ParseJobSnapshot(select.ColumnBlob(0), &job)) {
-      return absl::DataLossError("a retired job has an unreadable snapshot");
+      return absl::DataLossError("a stored job has an unreadable snapshot");
     }
     jobs.push_back(std::move(job));
   }
