@@ -8,6 +8,7 @@
 #include "common/credentials.h"
 #include "common/grpc_status.h"
 #include "common/limits.h"
+#include "common/status_macros.h"
 
 namespace ringmaster {
 namespace {
@@ -43,9 +44,28 @@ Client::Client(const std::string& address, const std::string& token, Tls tls,
       token_(token),
       tls_(tls.has_value()),
       rpc_timeout_(rpc_timeout),
-      channel_(CoordinatorChannel(address, tls)),
-      jobs_(v1::JobService::NewStub(channel_)),
-      cluster_(v1::ClusterService::NewStub(channel_)) {}
+      targets_(address, std::move(tls)) {}
+
+Client::Stubs Client::Current() {
+  CoordinatorTargets::Target target = targets_.Current();
+  return {target.address, v1::JobService::NewStub(target.channel),
+          v1::ClusterService::NewStub(target.channel)};
+}
+
+absl::Status Client::Call(bool bounded,
+                          const std::function<grpc::Status(Stubs&, grpc::ClientContext*)>& rpc) {
+  const absl::Time deadline = absl::Now() + kFollowFor;
+  for (;;) {
+    grpc::ClientContext context;
+    Prepare(&context, bounded);
+    Stubs stubs = Current();
+    grpc::Status status = rpc(stubs, &context);
+    if (status.ok()) return absl::OkStatus();
+    if (!targets_.Follow(status, stubs.address, deadline)) {
+      return Explain(status, stubs.address, tls_);
+    }
+  }
+}
 
 void Client::Prepare(grpc::ClientContext* context, bool bounded) const {
   if (bounded) context->set_deadline(DeadlineIn(rpc_timeout_));
@@ -53,27 +73,26 @@ void Client::Prepare(grpc::ClientContext* context, bool bounded) const {
 }
 
 absl::StatusOr<std::string> Client::Submit(const v1::JobSpec& spec, const std::string& request_id) {
-  grpc::ClientContext context;
-  Prepare(&context, true);
   v1::SubmitJobRequest request;
   *request.mutable_spec() = spec;
   request.set_request_id(request_id);
   v1::SubmitJobResponse response;
-  grpc::Status status = jobs_->SubmitJob(&context, request, &response);
-  if (!status.ok()) return Explain(status, address_, tls_);
+  RETURN_IF_ERROR(Call(true, [&](Stubs& s, grpc::ClientContext* c) {
+    return s.jobs->SubmitJob(c, request, &response);
+  }));
   return response.job_id();
 }
 
 absl::StatusOr<bool> Client::UploadCode(const std::string& path, const std::string& sha256,
                                         int64_t archive_bytes) {
   {
-    grpc::ClientContext context;
-    Prepare(&context, true);
     v1::StatCodeRequest request;
     request.set_sha256(sha256);
     v1::StatCodeResponse response;
-    grpc::Status status = jobs_->StatCode(&context, request, &response);
-    if (!status.ok()) return Explain(status, address_, tls_);
+    // Found the leader, when there are several coordinators.
+    RETURN_IF_ERROR(Call(true, [&](Stubs& s, grpc::ClientContext* c) {
+      return s.jobs->StatCode(c, request, &response);
+    }));
     if (response.stored()) return true;
   }
   std::ifstream in(path, std::ios::binary);
@@ -81,8 +100,9 @@ absl::StatusOr<bool> Client::UploadCode(const std::string& path, const std::stri
   grpc::ClientContext context;
   Prepare(&context, false);
   v1::UploadCodeResponse response;
+  Stubs stubs = Current();
   std::unique_ptr<grpc::ClientWriter<v1::UploadCodeRequest>> writer =
-      jobs_->UploadCode(&context, &response);
+      stubs.jobs->UploadCode(&context, &response);
   v1::UploadCodeRequest piece;
   piece.set_sha256(sha256);
   piece.set_archive_bytes(archive_bytes);
@@ -99,27 +119,24 @@ absl::StatusOr<bool> Client::UploadCode(const std::string& path, const std::stri
   }
   writer->WritesDone();
   grpc::Status status = writer->Finish();
-  if (!status.ok()) return Explain(status, address_, tls_);
+  if (!status.ok()) return Explain(status, stubs.address, tls_);
   return response.already_stored();
 }
 
 absl::StatusOr<v1::Job> Client::GetJob(const std::string& job_id) {
-  grpc::ClientContext context;
-  Prepare(&context, true);
   v1::GetJobRequest request;
   request.set_job_id(job_id);
   v1::Job job;
-  grpc::Status status = jobs_->GetJob(&context, request, &job);
-  if (!status.ok()) return Explain(status, address_, tls_);
+  RETURN_IF_ERROR(Call(
+      true, [&](Stubs& s, grpc::ClientContext* c) { return s.jobs->GetJob(c, request, &job); }));
   return job;
 }
 
 absl::StatusOr<v1::ListJobsResponse> Client::ListJobsPage(const v1::ListJobsRequest& request) {
-  grpc::ClientContext context;
-  Prepare(&context, true);
   v1::ListJobsResponse response;
-  grpc::Status status = jobs_->ListJobs(&context, request, &response);
-  if (!status.ok()) return Explain(status, address_, tls_);
+  RETURN_IF_ERROR(Call(true, [&](Stubs& s, grpc::ClientContext* c) {
+    return s.jobs->ListJobs(c, request, &response);
+  }));
   return response;
 }
 
@@ -136,103 +153,98 @@ absl::StatusOr<std::vector<v1::Job>> Client::ListJobs() {
 }
 
 absl::Status Client::DeleteJob(const std::string& job_id) {
-  grpc::ClientContext context;
-  Prepare(&context, true);
   v1::DeleteJobRequest request;
   request.set_job_id(job_id);
   v1::DeleteJobResponse response;
-  grpc::Status status = jobs_->DeleteJob(&context, request, &response);
-  if (!status.ok()) return Explain(status, address_, tls_);
+  RETURN_IF_ERROR(Call(true, [&](Stubs& s, grpc::ClientContext* c) {
+    return s.jobs->DeleteJob(c, request, &response);
+  }));
   return absl::OkStatus();
 }
 
 absl::StatusOr<v1::Job> Client::CancelJob(const std::string& job_id) {
-  grpc::ClientContext context;
-  Prepare(&context, true);
   v1::CancelJobRequest request;
   request.set_job_id(job_id);
   v1::Job job;
-  grpc::Status status = jobs_->CancelJob(&context, request, &job);
-  if (!status.ok()) return Explain(status, address_, tls_);
+  RETURN_IF_ERROR(Call(
+      true, [&](Stubs& s, grpc::ClientContext* c) { return s.jobs->CancelJob(c, request, &job); }));
   return job;
 }
 
 absl::StatusOr<std::vector<v1::Worker>> Client::ListWorkers() {
-  grpc::ClientContext context;
-  Prepare(&context, true);
   v1::ListWorkersResponse response;
-  grpc::Status status = cluster_->ListWorkers(&context, v1::ListWorkersRequest(), &response);
-  if (!status.ok()) return Explain(status, address_, tls_);
+  RETURN_IF_ERROR(Call(true, [&](Stubs& s, grpc::ClientContext* c) {
+    return s.cluster->ListWorkers(c, v1::ListWorkersRequest(), &response);
+  }));
   return std::vector<v1::Worker>(response.workers().begin(), response.workers().end());
 }
 
 absl::StatusOr<v1::ListQueuesResponse> Client::ListQueues() {
-  grpc::ClientContext context;
-  Prepare(&context, true);
   v1::ListQueuesResponse response;
-  grpc::Status status = cluster_->ListQueues(&context, v1::ListQueuesRequest(), &response);
-  if (!status.ok()) return Explain(status, address_, tls_);
+  RETURN_IF_ERROR(Call(true, [&](Stubs& s, grpc::ClientContext* c) {
+    return s.cluster->ListQueues(c, v1::ListQueuesRequest(), &response);
+  }));
   return response;
 }
 
 absl::StatusOr<v1::StacksReport> Client::DumpStacks(const std::string& job_id) {
-  grpc::ClientContext context;
-  Prepare(&context, false);
-  context.set_deadline(std::chrono::system_clock::now() +
-                       absl::ToChronoSeconds(rpc_timeout_ + absl::Seconds(20)));
   v1::DumpStacksRequest request;
   request.set_job_id(job_id);
   v1::StacksReport response;
-  grpc::Status status = jobs_->DumpStacks(&context, request, &response);
-  if (!status.ok()) return Explain(status, address_, tls_);
+  RETURN_IF_ERROR(Call(false, [&](Stubs& s, grpc::ClientContext* c) {
+    c->set_deadline(absl::ToChronoTime(absl::Now() + rpc_timeout_ + absl::Seconds(20)));
+    return s.jobs->DumpStacks(c, request, &response);
+  }));
   return response;
 }
 
 absl::StatusOr<v1::Worker> Client::CordonWorker(const v1::CordonWorkerRequest& request) {
-  grpc::ClientContext context;
-  Prepare(&context, true);
   v1::Worker response;
-  grpc::Status status = cluster_->CordonWorker(&context, request, &response);
-  if (!status.ok()) return Explain(status, address_, tls_);
+  RETURN_IF_ERROR(Call(true, [&](Stubs& s, grpc::ClientContext* c) {
+    return s.cluster->CordonWorker(c, request, &response);
+  }));
   return response;
 }
 
 absl::StatusOr<v1::Worker> Client::UncordonWorker(const std::string& worker_id) {
-  grpc::ClientContext context;
-  Prepare(&context, true);
   v1::UncordonWorkerRequest request;
   request.set_worker_id(worker_id);
   v1::Worker response;
-  grpc::Status status = cluster_->UncordonWorker(&context, request, &response);
-  if (!status.ok()) return Explain(status, address_, tls_);
+  RETURN_IF_ERROR(Call(true, [&](Stubs& s, grpc::ClientContext* c) {
+    return s.cluster->UncordonWorker(c, request, &response);
+  }));
   return response;
 }
 
 absl::StatusOr<v1::DrainWorkerResponse> Client::DrainWorker(const v1::DrainWorkerRequest& request) {
-  grpc::ClientContext context;
-  Prepare(&context, true);
   v1::DrainWorkerResponse response;
-  grpc::Status status = cluster_->DrainWorker(&context, request, &response);
-  if (!status.ok()) return Explain(status, address_, tls_);
+  RETURN_IF_ERROR(Call(true, [&](Stubs& s, grpc::ClientContext* c) {
+    return s.cluster->DrainWorker(c, request, &response);
+  }));
   return response;
 }
 
 absl::Status Client::WatchJob(const std::string& job_id,
                               const std::function<bool(const v1::Job&)>& on_event) {
-  grpc::ClientContext context;
-  Prepare(&context, false);
   v1::WatchJobRequest request;
   request.set_job_id(job_id);
-  auto reader = jobs_->WatchJob(&context, request);
-  v1::JobEvent event;
-  while (reader->Read(&event)) {
-    if (!on_event(event.job())) {
-      context.TryCancel();
-      reader->Finish().ok();
-      return absl::OkStatus();
+  bool stopped = false;
+  // A broken stream is made again (with several coordinators, at the
+  // leader): its first event is the job as it is then.
+  absl::Status status = Call(false, [&](Stubs& s, grpc::ClientContext* c) {
+    auto reader = s.jobs->WatchJob(c, request);
+    v1::JobEvent event;
+    while (reader->Read(&event)) {
+      if (!on_event(event.job())) {
+        stopped = true;
+        c->TryCancel();
+        reader->Finish().ok();
+        return grpc::Status::OK;
+      }
     }
-  }
-  return Explain(reader->Finish(), address_, tls_);
+    return reader->Finish();
+  });
+  return stopped ? absl::OkStatus() : status;
 }
 
 absl::Status Client::StreamLogs(const std::string& job_id, std::optional<int> rank, bool follow,
@@ -247,17 +259,29 @@ absl::Status Client::StreamLogs(const std::string& job_id, std::optional<int> ra
 
 absl::Status Client::StreamLogs(const v1::StreamLogsRequest& request,
                                 const std::function<void(const v1::LogChunk&)>& on_chunk) {
-  grpc::ClientContext context;
-  Prepare(&context, false);
-  auto reader = jobs_->StreamLogs(&context, request);
-  v1::LogChunk chunk;
-  while (reader->Read(&chunk)) on_chunk(chunk);
-  return Explain(reader->Finish(), address_, tls_);
+  bool received = false;
+  grpc::Status broken;  // after lines arrived: not made again, lest they repeat
+  absl::Status status = Call(false, [&](Stubs& s, grpc::ClientContext* c) {
+    auto reader = s.jobs->StreamLogs(c, request);
+    v1::LogChunk chunk;
+    while (reader->Read(&chunk)) {
+      received = true;
+      on_chunk(chunk);
+    }
+    grpc::Status finished = reader->Finish();
+    if (received && !finished.ok()) {
+      broken = finished;
+      return grpc::Status::OK;
+    }
+    return finished;
+  });
+  if (!broken.ok()) return Explain(broken, address_, tls_);
+  return status;
 }
 
 RendezvousClient::RendezvousClient(const std::string& address, std::string job_id, int attempt,
                                    const std::string& token, const Tls& tls)
-    : token_(token), stub_(v1::RendezvousService::NewStub(CoordinatorChannel(address, tls))) {
+    : token_(token), targets_(address, tls) {
   scope_.set_job_id(std::move(job_id));
   scope_.set_attempt(attempt);
 }
@@ -281,56 +305,74 @@ absl::StatusOr<std::unique_ptr<RendezvousClient>> RendezvousClient::FromEnvironm
 
 void RendezvousClient::Prepare(grpc::ClientContext* context, absl::Duration timeout) const {
   context->set_deadline(DeadlineIn(timeout));
-  context->set_wait_for_ready(true);
+  // One coordinator: wait through its restart. Several: try the others.
+  context->set_wait_for_ready(!targets_.several());
   AddBearerToken(context, token_);
 }
 
+absl::Status RendezvousClient::Call(
+    absl::Duration timeout,
+    const std::function<grpc::Status(v1::RendezvousService::Stub&, grpc::ClientContext*)>& rpc) {
+  const absl::Time deadline = absl::Now() + timeout;
+  for (;;) {
+    grpc::ClientContext context;
+    Prepare(&context, timeout);
+    CoordinatorTargets::Target target = targets_.Current();
+    std::unique_ptr<v1::RendezvousService::Stub> stub =
+        v1::RendezvousService::NewStub(target.channel);
+    grpc::Status status = rpc(*stub, &context);
+    if (status.ok()) return absl::OkStatus();
+    if (!targets_.Follow(status, target.address, deadline)) return FromGrpcStatus(status);
+  }
+}
+
 absl::Status RendezvousClient::Set(const std::string& key, const std::string& value) {
-  grpc::ClientContext context;
-  Prepare(&context, absl::Seconds(30));
   v1::SetRequest request;
   *request.mutable_scope() = scope_;
   request.set_key(key);
   request.set_value(value);
   v1::SetResponse response;
-  return FromGrpcStatus(stub_->Set(&context, request, &response));
+  return Call(absl::Seconds(30), [&](v1::RendezvousService::Stub& stub, grpc::ClientContext* c) {
+    return stub.Set(c, request, &response);
+  });
 }
 
 absl::StatusOr<std::string> RendezvousClient::Get(const std::string& key) {
-  grpc::ClientContext context;
-  Prepare(&context, absl::Seconds(30));
   v1::GetRequest request;
   *request.mutable_scope() = scope_;
   request.set_key(key);
   v1::GetResponse response;
-  grpc::Status status = stub_->Get(&context, request, &response);
-  if (!status.ok()) return FromGrpcStatus(status);
+  RETURN_IF_ERROR(
+      Call(absl::Seconds(30), [&](v1::RendezvousService::Stub& stub, grpc::ClientContext* c) {
+        return stub.Get(c, request, &response);
+      }));
   return response.value();
 }
 
 absl::Status RendezvousClient::Wait(const std::vector<std::string>& keys, absl::Duration timeout) {
-  grpc::ClientContext context;
-  // The server enforces `timeout`; the RPC deadline only guards against a
-  // coordinator that never answers.
-  Prepare(&context, timeout + absl::Seconds(30));
   v1::WaitRequest request;
   *request.mutable_scope() = scope_;
   for (const auto& key : keys) request.add_keys(key);
   request.set_timeout_ms(absl::ToInt64Milliseconds(timeout));
   v1::WaitResponse response;
-  return FromGrpcStatus(stub_->Wait(&context, request, &response));
+  // The server enforces `timeout`; the RPC deadline only guards against a
+  // coordinator that never answers.
+  return Call(timeout + absl::Seconds(30),
+              [&](v1::RendezvousService::Stub& stub, grpc::ClientContext* c) {
+                return stub.Wait(c, request, &response);
+              });
 }
 
 absl::StatusOr<int64_t> RendezvousClient::Add(const std::string& key, int64_t delta) {
-  grpc::ClientContext context;
-  Prepare(&context, absl::Seconds(30));
   v1::AddRequest request;
   *request.mutable_scope() = scope_;
   request.set_key(key);
   request.set_delta(delta);
   v1::AddResponse response;
-  grpc::Status status = stub_->Add(&context, request, &response);
-  if (!status.ok()) return FromGrpcStatus(status);
+  RETURN_IF_ERROR(
+      Call(absl::Seconds(30), [&](v1::RendezvousService::Stub& stub, grpc::ClientContext* c) {
+        return stub.Add(c, request, &response);
+      }));
   return response.value();
 }
 

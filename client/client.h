@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/coordinator_targets.h"
 #include "common/tls.h"
 #include "proto/cluster.grpc.pb.h"
 #include "proto/job.grpc.pb.h"
@@ -23,7 +24,9 @@
 namespace ringmaster {
 
 // Thread-safe. Every call is bounded by `rpc_timeout` except the streams
-// and Wait, which have their own limits.
+// and Wait, which have their own limits. `address` may list several
+// coordinators ("a:7070,b:7070"): calls go to the one that leads, found
+// as common/coordinator_targets.h says, for up to 30 s.
 // Whether an error is the coordinator's answer to a call (or its absence),
 // not the client's own.
 bool FromCoordinator(const absl::Status& status);
@@ -69,19 +72,30 @@ class Client {
                           const std::function<void(const v1::LogChunk&)>& on_chunk);
 
  private:
-  friend class RendezvousClient;
+  struct Stubs {
+    std::string address;
+    std::unique_ptr<v1::JobService::Stub> jobs;
+    std::unique_ptr<v1::ClusterService::Stub> cluster;
+  };
+  // How long a call goes on trying the coordinators for one that leads.
+  static constexpr absl::Duration kFollowFor = absl::Seconds(30);
+
   void Prepare(grpc::ClientContext* context, bool bounded) const;
+  Stubs Current();
+  // Makes `rpc` on the coordinator called now, and again as
+  // CoordinatorTargets::Follow says (the leader named, the next address).
+  absl::Status Call(bool bounded,
+                    const std::function<grpc::Status(Stubs&, grpc::ClientContext*)>& rpc);
 
   const std::string address_;
   const std::string token_;
   const bool tls_;
   const absl::Duration rpc_timeout_;
-  std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<v1::JobService::Stub> jobs_;
-  std::unique_ptr<v1::ClusterService::Stub> cluster_;
+  CoordinatorTargets targets_;
 };
 
-// The rendezvous key-value store of one job attempt.
+// The rendezvous key-value store of one job attempt. `address` may list
+// several coordinators, as for Client.
 class RendezvousClient {
  public:
   RendezvousClient(const std::string& address, std::string job_id, int attempt,
@@ -99,10 +113,15 @@ class RendezvousClient {
 
  private:
   void Prepare(grpc::ClientContext* context, absl::Duration timeout) const;
+  // Makes `rpc` (each try bounded by `timeout`), following the leader as
+  // Client does, for up to `timeout`.
+  absl::Status Call(
+      absl::Duration timeout,
+      const std::function<grpc::Status(v1::RendezvousService::Stub&, grpc::ClientContext*)>& rpc);
 
   v1::RendezvousScope scope_;
   const std::string token_;
-  std::unique_ptr<v1::RendezvousService::Stub> stub_;
+  CoordinatorTargets targets_;
 };
 
 }  // namespace ringmaster

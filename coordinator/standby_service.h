@@ -12,14 +12,14 @@
 #include <grpcpp/generic/async_generic_service.h>
 
 #include "absl/status/status.h"
+#include "common/coordinator_targets.h"
 #include "coordinator/access_policy.h"
 #include "coordinator/job_store.h"
 
 namespace ringmaster {
 
 // UNAVAILABLE "not the leader: the leader is at ADDRESS" (or that none
-// leads now). Clients find the address after kLeaderIsAt.
-inline constexpr char kLeaderIsAt[] = "the leader is at ";
+// leads now), which clients follow (common/coordinator_targets.h).
 absl::Status NotLeaderError(const std::string& leader_address);
 
 // Thread-safe.

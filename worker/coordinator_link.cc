@@ -6,6 +6,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/coordinator_targets.h"
 #include "common/credentials.h"
 #include "common/net.h"
 
@@ -80,16 +81,22 @@ void CoordinatorLink::WriteLoop(
 }
 
 absl::Status CoordinatorLink::Run() {
+  const bool several = SplitAddresses(options_.coordinator_address).size() > 1;
   grpc::ChannelArguments args;
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
+  // Among several coordinators, a leader that stopped answering (paused,
+  // cut off) is left within about 5 s, before the next one would count
+  // this worker lost; alone, it may come back.
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, several ? 2000 : 10000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, several ? 3000 : 20000);
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   // Reconnect promptly after a coordinator restart.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
   ExpectServerName(options_.tls, kCoordinatorName, &args);
-  auto channel = grpc::CreateCustomChannel(options_.coordinator_address,
-                                           ChannelCredentials(options_.tls), args);
-  auto stub = v1::WorkerService::NewStub(channel);
+  CoordinatorTargets targets(
+      options_.coordinator_address, options_.tls, [&](const std::string& address) {
+        return grpc::CreateCustomChannel(address, ChannelCredentials(options_.tls), args);
+      });
   absl::Duration backoff = options_.reconnect_initial;
   bool ever_registered = false;
   std::string unreachable_why;  // last said, and when
@@ -101,8 +108,16 @@ absl::Status CoordinatorLink::Run() {
     }
     const absl::Time started = absl::Now();
     bool registered = false;
+    CoordinatorTargets::Target target = targets.Current(absl::Seconds(3));
+    auto stub = v1::WorkerService::NewStub(target.channel);
     grpc::Status status = Serve(stub.get(), &registered);
     ever_registered |= registered;
+    // To the leader a standby names, or the next coordinator; at once.
+    if (targets.Follow(status, target.address, absl::InfiniteFuture()) &&
+        (registered || !LeaderNamedIn(status.error_message()).empty())) {
+      backoff = options_.reconnect_initial;
+      continue;
+    }
     if (status.error_code() == grpc::StatusCode::ALREADY_EXISTS) {
       // Before this process ever registered, the id belongs to another
       // worker; later, it may be our own old stream not yet seen closed.
@@ -119,10 +134,10 @@ absl::Status CoordinatorLink::Run() {
         unreachable_why = status.error_message();
         unreachable_said = absl::Now();
         const std::string tls_why =
-            unavailable ? ExplainTlsFailure(options_.coordinator_address, options_.tls.has_value(),
-                                            unreachable_why)
-                        : "";
-        spdlog::warn("cannot register with the coordinator at {}: {}", options_.coordinator_address,
+            unavailable
+                ? ExplainTlsFailure(target.address, options_.tls.has_value(), unreachable_why)
+                : "";
+        spdlog::warn("cannot register with the coordinator at {}: {}", target.address,
                      tls_why.empty() ? unreachable_why : tls_why);
       }
       // The channel redials on its own back-off.

@@ -20,6 +20,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/coordinator_targets.h"
 #include "common/net.h"
 #include "common/parse_errors.h"
 #include "common/private_dir.h"
@@ -213,7 +214,9 @@ absl::Status WorkerServer::InitSupervisor(const WorkerConfig& config,
   RETURN_IF_ERROR(ChooseRankUsers(config, &options));
   code_ = std::make_unique<JobCode>(
       options.jobs_dir, UnpackLimits{config.max_code_bytes},
-      CoordinatorCodeFetch(CoordinatorChannel(config.coordinator_address, config.tls),
+      // Code archives are kept by the coordinator they were uploaded to:
+      // with several, the first one listed.
+      CoordinatorCodeFetch(CoordinatorChannel(FirstAddress(config.coordinator_address), config.tls),
                            config.token));
   options.code = code_.get();
   // Kills what an earlier worker of this id left before anything registers.

@@ -1,0 +1,88 @@
+#include "common/coordinator_targets.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+
+namespace ringmaster {
+
+std::vector<std::string> SplitAddresses(const std::string& list) {
+  std::vector<std::string> out;
+  for (absl::string_view part : absl::StrSplit(list, ',')) {
+    part = absl::StripAsciiWhitespace(part);
+    if (!part.empty()) out.emplace_back(part);
+  }
+  return out;
+}
+
+std::string FirstAddress(const std::string& list) {
+  std::vector<std::string> addresses = SplitAddresses(list);
+  return addresses.empty() ? list : addresses.front();
+}
+
+std::string LeaderNamedIn(const std::string& message) {
+  const size_t at = message.find(kLeaderIsAt);
+  if (at == std::string::npos) return "";
+  absl::string_view rest = absl::string_view(message).substr(at + sizeof(kLeaderIsAt) - 1);
+  return std::string(rest.substr(0, rest.find_first_of(" ,;)")));
+}
+
+CoordinatorTargets::CoordinatorTargets(const std::string& list, Tls tls, MakeChannel make_channel)
+    : list_(list),
+      addresses_(SplitAddresses(list)),
+      tls_(std::move(tls)),
+      make_channel_(std::move(make_channel)) {
+  MutexLock lock(&mu_);
+  current_ = addresses_.empty() ? list : addresses_.front();
+}
+
+std::shared_ptr<grpc::Channel> CoordinatorTargets::ChannelLocked(const std::string& address) {
+  std::shared_ptr<grpc::Channel>& channel = channels_[address];
+  if (channel == nullptr) {
+    channel = make_channel_ ? make_channel_(address) : CoordinatorChannel(address, tls_);
+  }
+  return channel;
+}
+
+CoordinatorTargets::Target CoordinatorTargets::Current(absl::Duration connect_timeout) {
+  Target target;
+  {
+    MutexLock lock(&mu_);
+    target = {current_, ChannelLocked(current_)};
+  }
+  if (several()) {
+    target.channel->WaitForConnected(absl::ToChronoTime(absl::Now() + connect_timeout));
+  }
+  return target;
+}
+
+bool CoordinatorTargets::Follow(const grpc::Status& status, const std::string& used,
+                                absl::Time deadline) {
+  const bool refused = status.error_code() == grpc::StatusCode::UNAVAILABLE;
+  const std::string leader = refused ? LeaderNamedIn(status.error_message()) : "";
+  if (!refused || (!several() && leader.empty()) || absl::Now() >= deadline) {
+    MutexLock lock(&mu_);
+    misses_ = 0;
+    return false;
+  }
+  absl::Duration pause;
+  {
+    MutexLock lock(&mu_);
+    if (current_ == used) {  // not moved already by another call
+      if (!leader.empty() && leader != used) {
+        current_ = leader;
+      } else {
+        auto it = std::find(addresses_.begin(), addresses_.end(), used);
+        current_ =
+            it == addresses_.end() || it + 1 == addresses_.end() ? addresses_.front() : *(it + 1);
+      }
+    }
+    // A whole round without a leader: one is being elected.
+    if (++misses_ % std::max<int>(1, addresses_.size()) == 0) pause = absl::Milliseconds(250);
+  }
+  absl::SleepFor(std::min(pause, std::max(absl::ZeroDuration(), deadline - absl::Now())));
+  return true;
+}
+
+}  // namespace ringmaster

@@ -1,0 +1,56 @@
+#include "common/coordinator_targets.h"
+
+#include <gtest/gtest.h>
+
+namespace ringmaster {
+namespace {
+
+const grpc::Status kRefused(grpc::StatusCode::UNAVAILABLE,
+                            "not the leader: the leader is at 10.0.0.2:7070");
+const grpc::Status kDown(grpc::StatusCode::UNAVAILABLE, "failed to connect to all addresses");
+
+absl::Time Later() { return absl::Now() + absl::Seconds(30); }
+
+TEST(CoordinatorTargetsTest, SplitsAListAndFindsTheLeaderNamed) {
+  EXPECT_EQ(SplitAddresses(" a:1, b:2,,"), (std::vector<std::string>{"a:1", "b:2"}));
+  EXPECT_EQ(LeaderNamedIn(kRefused.error_message()), "10.0.0.2:7070");
+  EXPECT_EQ(LeaderNamedIn("not the leader, and no coordinator leads now"), "");
+}
+
+TEST(CoordinatorTargetsTest, GoesToTheLeaderAStandbyNames) {
+  CoordinatorTargets targets("10.0.0.1:7070,10.0.0.2:7070", {});
+  EXPECT_EQ(targets.Current(absl::ZeroDuration()).address, "10.0.0.1:7070");
+  EXPECT_TRUE(targets.Follow(kRefused, "10.0.0.1:7070", Later()));
+  EXPECT_EQ(targets.Current(absl::ZeroDuration()).address, "10.0.0.2:7070");
+}
+
+TEST(CoordinatorTargetsTest, TriesTheNextAddressWhenOneIsDown) {
+  CoordinatorTargets targets("a:1,b:2,c:3", {});
+  EXPECT_TRUE(targets.Follow(kDown, "a:1", Later()));
+  EXPECT_EQ(targets.Current(absl::ZeroDuration()).address, "b:2");
+  EXPECT_TRUE(targets.Follow(kDown, "b:2", Later()));
+  EXPECT_TRUE(targets.Follow(kDown, "c:3", Later()));
+  EXPECT_EQ(targets.Current(absl::ZeroDuration()).address, "a:1") << "round and round";
+  // Another call already moved on: a late failure on `a:1`'s predecessor
+  // does not move it again.
+  EXPECT_TRUE(targets.Follow(kDown, "c:3", Later()));
+  EXPECT_EQ(targets.Current(absl::ZeroDuration()).address, "a:1");
+}
+
+TEST(CoordinatorTargetsTest, AnAnswerOrAPassedDeadlineStands) {
+  CoordinatorTargets targets("a:1,b:2", {});
+  EXPECT_FALSE(targets.Follow(grpc::Status(grpc::StatusCode::NOT_FOUND, "no job"), "a:1", Later()));
+  EXPECT_FALSE(targets.Follow(grpc::Status::OK, "a:1", Later()));
+  EXPECT_FALSE(targets.Follow(kDown, "a:1", absl::Now() - absl::Seconds(1)));
+  EXPECT_EQ(targets.Current(absl::ZeroDuration()).address, "a:1");
+}
+
+TEST(CoordinatorTargetsTest, OneAddressIsCalledAgainOnlyToFollowALeader) {
+  CoordinatorTargets one("a:1", {});
+  EXPECT_FALSE(one.Follow(kDown, "a:1", Later())) << "as before: the caller's retry policy";
+  EXPECT_TRUE(one.Follow(kRefused, "a:1", Later()));
+  EXPECT_EQ(one.Current(absl::ZeroDuration()).address, "10.0.0.2:7070");
+}
+
+}  // namespace
+}  // namespace ringmaster
