@@ -68,12 +68,19 @@ void Leadership::Run() {
 }
 
 void Leadership::Step() {
-  if (!db_->connected()) {
-    if (absl::Status s = db_->Reset(); !s.ok()) spdlog::warn("leader lease: {}", s.ToString());
-  }
+  absl::Status reset = db_->connected() ? absl::OkStatus() : db_->Reset();
   const absl::Time sent = absl::Now();
   absl::StatusOr<LeaseState> stepped = lease_.Step();
-  if (!stepped.ok()) spdlog::warn("leader lease: {}", stepped.status().ToString());
+  // Said when it changes, not at every step of an outage.
+  const std::string trouble = !reset.ok() ? reset.ToString() : stepped.status().ToString();
+  if (trouble != said_) {
+    if (stepped.ok()) {
+      spdlog::info("leader lease: the database answers again");
+    } else {
+      spdlog::warn("leader lease: {}", trouble);
+    }
+    said_ = trouble;
+  }
   MutexLock lock(&mu_);
   if (stepped.ok() && stepped->leader) renewed_ = sent;
   state_ = lease_.state();

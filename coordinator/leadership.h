@@ -50,6 +50,7 @@ class Leadership {
   Mutex step_mu_;  // the election's thread's; the destructor's after it
   std::unique_ptr<PgDb> db_ ABSL_GUARDED_BY(step_mu_);
   LeaderLease lease_ ABSL_GUARDED_BY(step_mu_);
+  std::string said_ ABSL_GUARDED_BY(step_mu_) = "OK";  // the last trouble logged
   mutable Mutex mu_;
   LeaseState state_ ABSL_GUARDED_BY(mu_);
   absl::Time renewed_ ABSL_GUARDED_BY(mu_);  // when the last good renewal was sent

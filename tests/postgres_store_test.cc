@@ -55,21 +55,35 @@ class PostgresStoreTest : public testing::PostgresTest {
   }
   // A coordinator on the test's port with its own --state-dir.
   void StartCoordinator(const std::string& state) {
-    coordinator_ = Spawn(
-        {testing::Runfile("coordinator/ringmaster-coordinator"), "--port", absl::StrCat(port_),
-         "--metrics-port", "0", "--state-dir", dir_ + "/" + state, "--store",
-         absl::StrCat("postgresql://ringmaster@127.0.0.1:", server_->port(), "/ringmaster")},
-        state + ".log");
+    coordinator_ =
+        Spawn({testing::Runfile("coordinator/ringmaster-coordinator"), "--port",
+               absl::StrCat(port_), "--metrics-port", "0", "--state-dir", dir_ + "/" + state,
+               // Longer than the outage below: the leader waits it out.
+               "--lease-timeout", "10s", "--store",
+               absl::StrCat("postgresql://ringmaster@127.0.0.1:", server_->port(), "/ringmaster")},
+              state + ".log");
     ASSERT_GT(coordinator_, 0);
   }
-  grpc::health::v1::HealthCheckResponse::ServingStatus Health() {
+  // The health of the server ("") or of one service.
+  grpc::health::v1::HealthCheckResponse::ServingStatus Health(const std::string& service = "") {
     auto health = grpc::health::v1::Health::NewStub(
         grpc::CreateChannel(address_, grpc::InsecureChannelCredentials()));
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    grpc::health::v1::HealthCheckRequest request;
+    request.set_service(service);
     grpc::health::v1::HealthCheckResponse response;
-    if (!health->Check(&context, {}, &response).ok()) return response.UNKNOWN;
+    if (!health->Check(&context, request, &response).ok()) return response.UNKNOWN;
     return response.status();
+  }
+  // Waits until the coordinator leads: a new one waits out the lease of
+  // the one killed, answering reads meanwhile.
+  bool Leads() {
+    return testing::WaitFor(
+        [&] {
+          return Health("ringmaster.v1.Leader") == grpc::health::v1::HealthCheckResponse::SERVING;
+        },
+        absl::Seconds(30));
   }
   std::string Logs() { return testing::Shell(absl::StrCat("tail -n 30 ", dir_, "/*.log")).out; }
 
@@ -120,6 +134,7 @@ TEST_F(PostgresStoreTest, JobsComeBackFromTheDatabaseAndAnOutageIsWaitedOut) {
   // Its machine lost: the new coordinator has nothing but the database.
   Kill(coordinator_);
   StartCoordinator("second");
+  ASSERT_TRUE(Leads()) << Logs();
   ASSERT_TRUE(state_is(*waiting, v1::PENDING)) << Logs();
   ASSERT_TRUE(state_is(*running, v1::RUNNING)) << Logs();
   absl::StatusOr<v1::Job> kept = client.GetJob(*running);
