@@ -2,9 +2,11 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <random>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/credentials.h"
 #include "common/grpc_status.h"
 #include "common/limits.h"
@@ -15,6 +17,12 @@ namespace {
 
 std::chrono::system_clock::time_point DeadlineIn(absl::Duration d) {
   return absl::ToChronoTime(absl::Now() + d);
+}
+
+// 128 random bits, as a SubmitJobRequest.request_id.
+std::string NewRequestId() {
+  std::random_device random;
+  return absl::StrFormat("%08x%08x%08x%08x", random(), random(), random(), random());
 }
 
 constexpr absl::string_view kFromCoordinator = "ringmaster.dev/from-coordinator";
@@ -52,16 +60,19 @@ Client::Stubs Client::Current() {
           v1::ClusterService::NewStub(target.channel)};
 }
 
-absl::Status Client::Call(bool bounded,
+absl::Status Client::Call(bool bounded, bool idempotent,
                           const std::function<grpc::Status(Stubs&, grpc::ClientContext*)>& rpc) {
   const absl::Time deadline = absl::Now() + kFollowFor;
   for (;;) {
     grpc::ClientContext context;
     Prepare(&context, bounded);
+    if (bounded && idempotent && targets_.several()) {
+      context.set_deadline(DeadlineIn(std::min(rpc_timeout_, absl::Seconds(3))));
+    }
     Stubs stubs = Current();
     grpc::Status status = rpc(stubs, &context);
     if (status.ok()) return absl::OkStatus();
-    if (!targets_.Follow(status, stubs.address, deadline)) {
+    if (!targets_.Follow(status, stubs.address, deadline, idempotent)) {
       return Explain(status, stubs.address, tls_);
     }
   }
@@ -75,9 +86,11 @@ void Client::Prepare(grpc::ClientContext* context, bool bounded) const {
 absl::StatusOr<std::string> Client::Submit(const v1::JobSpec& spec, const std::string& request_id) {
   v1::SubmitJobRequest request;
   *request.mutable_spec() = spec;
-  request.set_request_id(request_id);
+  // Made here when the caller has none, so that the call can be made
+  // again safely (a lost answer, a new leader).
+  request.set_request_id(request_id.empty() ? NewRequestId() : request_id);
   v1::SubmitJobResponse response;
-  RETURN_IF_ERROR(Call(true, [&](Stubs& s, grpc::ClientContext* c) {
+  RETURN_IF_ERROR(Call(true, true, [&](Stubs& s, grpc::ClientContext* c) {
     return s.jobs->SubmitJob(c, request, &response);
   }));
   return response.job_id();
@@ -90,7 +103,7 @@ absl::StatusOr<bool> Client::UploadCode(const std::string& path, const std::stri
     request.set_sha256(sha256);
     v1::StatCodeResponse response;
     // Found the leader, when there are several coordinators.
-    RETURN_IF_ERROR(Call(true, [&](Stubs& s, grpc::ClientContext* c) {
+    RETURN_IF_ERROR(Call(true, true, [&](Stubs& s, grpc::ClientContext* c) {
       return s.jobs->StatCode(c, request, &response);
     }));
     if (response.stored()) return true;
@@ -127,14 +140,15 @@ absl::StatusOr<v1::Job> Client::GetJob(const std::string& job_id) {
   v1::GetJobRequest request;
   request.set_job_id(job_id);
   v1::Job job;
-  RETURN_IF_ERROR(Call(
-      true, [&](Stubs& s, grpc::ClientContext* c) { return s.jobs->GetJob(c, request, &job); }));
+  RETURN_IF_ERROR(Call(true, true, [&](Stubs& s, grpc::ClientContext* c) {
+    return s.jobs->GetJob(c, request, &job);
+  }));
   return job;
 }
 
 absl::StatusOr<v1::ListJobsResponse> Client::ListJobsPage(const v1::ListJobsRequest& request) {
   v1::ListJobsResponse response;
-  RETURN_IF_ERROR(Call(true, [&](Stubs& s, grpc::ClientContext* c) {
+  RETURN_IF_ERROR(Call(true, true, [&](Stubs& s, grpc::ClientContext* c) {
     return s.jobs->ListJobs(c, request, &response);
   }));
   return response;
@@ -156,7 +170,7 @@ absl::Status Client::DeleteJob(const std::string& job_id) {
   v1::DeleteJobRequest request;
   request.set_job_id(job_id);
   v1::DeleteJobResponse response;
-  RETURN_IF_ERROR(Call(true, [&](Stubs& s, grpc::ClientContext* c) {
+  RETURN_IF_ERROR(Call(true, false, [&](Stubs& s, grpc::ClientContext* c) {
     return s.jobs->DeleteJob(c, request, &response);
   }));
   return absl::OkStatus();
@@ -166,14 +180,15 @@ absl::StatusOr<v1::Job> Client::CancelJob(const std::string& job_id) {
   v1::CancelJobRequest request;
   request.set_job_id(job_id);
   v1::Job job;
-  RETURN_IF_ERROR(Call(
-      true, [&](Stubs& s, grpc::ClientContext* c) { return s.jobs->CancelJob(c, request, &job); }));
+  RETURN_IF_ERROR(Call(true, false, [&](Stubs& s, grpc::ClientContext* c) {
+    return s.jobs->CancelJob(c, request, &job);
+  }));
   return job;
 }
 
 absl::StatusOr<std::vector<v1::Worker>> Client::ListWorkers() {
   v1::ListWorkersResponse response;
-  RETURN_IF_ERROR(Call(true, [&](Stubs& s, grpc::ClientContext* c) {
+  RETURN_IF_ERROR(Call(true, true, [&](Stubs& s, grpc::ClientContext* c) {
     return s.cluster->ListWorkers(c, v1::ListWorkersRequest(), &response);
   }));
   return std::vector<v1::Worker>(response.workers().begin(), response.workers().end());
@@ -181,7 +196,7 @@ absl::StatusOr<std::vector<v1::Worker>> Client::ListWorkers() {
 
 absl::StatusOr<v1::ListQueuesResponse> Client::ListQueues() {
   v1::ListQueuesResponse response;
-  RETURN_IF_ERROR(Call(true, [&](Stubs& s, grpc::ClientContext* c) {
+  RETURN_IF_ERROR(Call(true, true, [&](Stubs& s, grpc::ClientContext* c) {
     return s.cluster->ListQueues(c, v1::ListQueuesRequest(), &response);
   }));
   return response;
@@ -191,7 +206,7 @@ absl::StatusOr<v1::StacksReport> Client::DumpStacks(const std::string& job_id) {
   v1::DumpStacksRequest request;
   request.set_job_id(job_id);
   v1::StacksReport response;
-  RETURN_IF_ERROR(Call(false, [&](Stubs& s, grpc::ClientContext* c) {
+  RETURN_IF_ERROR(Call(false, true, [&](Stubs& s, grpc::ClientContext* c) {
     c->set_deadline(absl::ToChronoTime(absl::Now() + rpc_timeout_ + absl::Seconds(20)));
     return s.jobs->DumpStacks(c, request, &response);
   }));
@@ -200,7 +215,7 @@ absl::StatusOr<v1::StacksReport> Client::DumpStacks(const std::string& job_id) {
 
 absl::StatusOr<v1::Worker> Client::CordonWorker(const v1::CordonWorkerRequest& request) {
   v1::Worker response;
-  RETURN_IF_ERROR(Call(true, [&](Stubs& s, grpc::ClientContext* c) {
+  RETURN_IF_ERROR(Call(true, false, [&](Stubs& s, grpc::ClientContext* c) {
     return s.cluster->CordonWorker(c, request, &response);
   }));
   return response;
@@ -210,7 +225,7 @@ absl::StatusOr<v1::Worker> Client::UncordonWorker(const std::string& worker_id) 
   v1::UncordonWorkerRequest request;
   request.set_worker_id(worker_id);
   v1::Worker response;
-  RETURN_IF_ERROR(Call(true, [&](Stubs& s, grpc::ClientContext* c) {
+  RETURN_IF_ERROR(Call(true, false, [&](Stubs& s, grpc::ClientContext* c) {
     return s.cluster->UncordonWorker(c, request, &response);
   }));
   return response;
@@ -218,7 +233,7 @@ absl::StatusOr<v1::Worker> Client::UncordonWorker(const std::string& worker_id) 
 
 absl::StatusOr<v1::DrainWorkerResponse> Client::DrainWorker(const v1::DrainWorkerRequest& request) {
   v1::DrainWorkerResponse response;
-  RETURN_IF_ERROR(Call(true, [&](Stubs& s, grpc::ClientContext* c) {
+  RETURN_IF_ERROR(Call(true, false, [&](Stubs& s, grpc::ClientContext* c) {
     return s.cluster->DrainWorker(c, request, &response);
   }));
   return response;
@@ -231,7 +246,7 @@ absl::Status Client::WatchJob(const std::string& job_id,
   bool stopped = false;
   // A broken stream is made again (with several coordinators, at the
   // leader): its first event is the job as it is then.
-  absl::Status status = Call(false, [&](Stubs& s, grpc::ClientContext* c) {
+  absl::Status status = Call(false, true, [&](Stubs& s, grpc::ClientContext* c) {
     auto reader = s.jobs->WatchJob(c, request);
     v1::JobEvent event;
     while (reader->Read(&event)) {
@@ -261,7 +276,7 @@ absl::Status Client::StreamLogs(const v1::StreamLogsRequest& request,
                                 const std::function<void(const v1::LogChunk&)>& on_chunk) {
   bool received = false;
   grpc::Status broken;  // after lines arrived: not made again, lest they repeat
-  absl::Status status = Call(false, [&](Stubs& s, grpc::ClientContext* c) {
+  absl::Status status = Call(false, true, [&](Stubs& s, grpc::ClientContext* c) {
     auto reader = s.jobs->StreamLogs(c, request);
     v1::LogChunk chunk;
     while (reader->Read(&chunk)) {

@@ -40,7 +40,9 @@ class Client {
 
   const std::string& address() const { return address_; }
 
-  // `request_id` (optional) makes a retried submit return the first one's job.
+  // `request_id` (optional) makes a retried submit return the first one's
+  // job; without one, a random one is sent, which makes this call's own
+  // retries safe.
   absl::StatusOr<std::string> Submit(const v1::JobSpec& spec, const std::string& request_id = "");
   absl::StatusOr<v1::Job> GetJob(const std::string& job_id);
   // Every job, newest first, read page by page.
@@ -84,7 +86,9 @@ class Client {
   Stubs Current();
   // Makes `rpc` on the coordinator called now, and again as
   // CoordinatorTargets::Follow says (the leader named, the next address).
-  absl::Status Call(bool bounded,
+  // A bounded `idempotent` call tries each of several coordinators for at
+  // most 3 s, so that a paused one is passed over.
+  absl::Status Call(bool bounded, bool idempotent,
                     const std::function<grpc::Status(Stubs&, grpc::ClientContext*)>& rpc);
 
   const std::string address_;

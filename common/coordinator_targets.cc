@@ -58,8 +58,10 @@ CoordinatorTargets::Target CoordinatorTargets::Current(absl::Duration connect_ti
 }
 
 bool CoordinatorTargets::Follow(const grpc::Status& status, const std::string& used,
-                                absl::Time deadline) {
-  const bool refused = status.error_code() == grpc::StatusCode::UNAVAILABLE;
+                                absl::Time deadline, bool idempotent) {
+  const bool refused =
+      status.error_code() == grpc::StatusCode::UNAVAILABLE ||
+      (idempotent && several() && status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED);
   const std::string leader = refused ? LeaderNamedIn(status.error_message()) : "";
   if (!refused || (!several() && leader.empty()) || absl::Now() >= deadline) {
     MutexLock lock(&mu_);

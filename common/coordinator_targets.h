@@ -50,8 +50,10 @@ class CoordinatorTargets {
   // After a call to `used` failed with `status`: false when the call
   // should not be made again (its answer stands, or `deadline` passed);
   // else true, once the next target is chosen (and, after a whole round
-  // with none answering, a short pause).
-  bool Follow(const grpc::Status& status, const std::string& used, absl::Time deadline);
+  // with none answering, a short pause). An `idempotent` call that ran out
+  // of time is made again elsewhere too: its coordinator may be paused.
+  bool Follow(const grpc::Status& status, const std::string& used, absl::Time deadline,
+              bool idempotent = false);
 
   bool several() const { return addresses_.size() > 1; }
   const std::string& list() const { return list_; }

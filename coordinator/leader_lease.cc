@@ -8,14 +8,19 @@
 namespace ringmaster {
 
 absl::Status LeaderLease::CreateTable(PgDb* db) {
-  return db->Exec(
-      "CREATE TABLE IF NOT EXISTS leader_lease ("
-      "  id INTEGER PRIMARY KEY CHECK (id = 1),"
-      "  term BIGINT NOT NULL,"
-      "  renewals BIGINT NOT NULL,"
-      "  holder TEXT NOT NULL,"
-      "  address TEXT NOT NULL);"
-      "INSERT INTO leader_lease VALUES (1, 0, 0, '', '') ON CONFLICT (id) DO NOTHING;");
+  // Coordinators starting together would race in CREATE TABLE: one at a
+  // time, under the lock the schema's migrations take.
+  return db->Transaction([db] {
+    return db->Exec(
+        "SELECT pg_advisory_xact_lock(7070);"
+        "CREATE TABLE IF NOT EXISTS leader_lease ("
+        "  id INTEGER PRIMARY KEY CHECK (id = 1),"
+        "  term BIGINT NOT NULL,"
+        "  renewals BIGINT NOT NULL,"
+        "  holder TEXT NOT NULL,"
+        "  address TEXT NOT NULL);"
+        "INSERT INTO leader_lease VALUES (1, 0, 0, '', '') ON CONFLICT (id) DO NOTHING;");
+  });
 }
 
 absl::StatusOr<LeaderLease::Row> LeaderLease::Read() {

@@ -213,7 +213,7 @@ void AddElectionFlags(CLI::App& app, absl::Duration* lease_timeout, std::string*
                                 "lease this long is replaced by a standby (default 5s)");
   app.add_option("--peers", *peers,
                  "every coordinator's host:port, comma-separated, in the order ranks try them "
-                 "(default: this one's --advertise)");
+                 "(default: this one's --advertise-address)");
 }
 
 char** saved_argv = nullptr;

@@ -50,9 +50,13 @@ absl::StatusOr<std::string> SharedCredentialKey(const PgJobStoreOptions& options
                                                 const std::string& local_key) {
   ASSIGN_OR_RETURN(std::unique_ptr<PgDb> db,
                    PgDb::Connect(options.conninfo, options.connect_timeout, options.password));
-  RETURN_IF_ERROR(
-      db->Exec("CREATE TABLE IF NOT EXISTS credential_key (id INTEGER PRIMARY KEY CHECK (id = 1), "
-               "key BYTEA NOT NULL)"));
+  // One at a time (the migrations' lock): CREATE TABLE races.
+  RETURN_IF_ERROR(db->Transaction([&db] {
+    return db->Exec(
+        "SELECT pg_advisory_xact_lock(7070); "
+        "CREATE TABLE IF NOT EXISTS credential_key (id INTEGER PRIMARY KEY CHECK (id = 1), "
+        "key BYTEA NOT NULL)");
+  }));
   ASSIGN_OR_RETURN(PgResult key,
                    db->Query("WITH added AS (INSERT INTO credential_key VALUES (1, $1) "
                              "ON CONFLICT (id) DO NOTHING RETURNING key) "

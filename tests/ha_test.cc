@@ -1,0 +1,293 @@
+// Coordinators that share one PostgreSQL (issue: a control plane that
+// survives the loss of its machine), as real processes on loopback: a
+// PostgreSQL started by the test, 2 coordinators (--lease-timeout 3s) and 3
+// one-slot workers given both addresses. Each case disturbs the leader (or
+// the database) while a 3-rank trainer job runs, then checks that the job
+// ends with every step and no restart, that only one attempt ever started
+// its ranks (the workers' start records), and that the CLI, given both
+// addresses, answered throughout.
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <atomic>
+#include <fstream>
+#include <regex>
+#include <thread>
+
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "client/client.h"
+#include "client/job_spec_yaml.h"
+#include "common/net.h"
+#include "common/subprocess.h"
+#include "testing/postgres_server.h"
+#include "testing/status_matchers.h"
+#include "testing/test_util.h"
+#include "tests/health.grpc.pb.h"
+
+namespace ringmaster {
+namespace {
+
+using Health = grpc::health::v1::HealthCheckResponse;
+
+constexpr absl::Duration kLease = absl::Seconds(3);
+
+class HaTest : public testing::PostgresTest {
+ protected:
+  void SetUp() override {
+    PostgresTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    dir_ = testing::MakeTempDir("ha");
+    for (int i = 0; i < 2; ++i) {
+      absl::StatusOr<int> port = PickFreePort("127.0.0.1");
+      ASSERT_OK(port);
+      addresses_.push_back(absl::StrCat("127.0.0.1:", *port));
+    }
+    both_ = absl::StrJoin(addresses_, ",");
+    for (int i = 0; i < 2; ++i) StartCoordinator(i);
+    for (int i = 0; i < 3; ++i) {
+      workers_.push_back(Spawn(
+          {testing::Runfile("worker/ringmaster-worker"), "--coordinator", both_, "--port", "0",
+           "--metrics-port", "0", "--slots", "1", "--state-dir", absl::StrCat(dir_, "/w", i),
+           "--trainer-bin", testing::Runfile("trainer/ringmaster-trainer"),
+           // Not a test of isolation: ranks run as the test's user.
+           "--rank-user", "root"},
+          absl::StrCat("worker", i, ".log")));
+    }
+    client_ = std::make_unique<Client>(both_);
+    ASSERT_TRUE(testing::WaitFor(
+        [&] {
+          auto workers = client_->ListWorkers();
+          return workers.ok() && workers->size() == 3;
+        },
+        absl::Seconds(60)))
+        << Logs();
+  }
+  void TearDown() override {
+    for (pid_t pid : coordinators_) Kill(pid);
+    for (pid_t pid : workers_) Kill(pid);
+  }
+  static void Kill(pid_t pid) {
+    if (pid <= 0) return;
+    kill(pid, SIGCONT);
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+  }
+  pid_t Spawn(std::vector<std::string> argv, const std::string& log) {
+    SubprocessSpec spec;
+    spec.argv = std::move(argv);
+    spec.env = CurrentEnvironment();
+    spec.output_path = dir_ + "/" + log;
+    return SpawnProcess(spec).value_or(0);
+  }
+  void StartCoordinator(int i) {
+    const std::string port = addresses_[i].substr(addresses_[i].rfind(':') + 1);
+    pid_t pid =
+        Spawn({testing::Runfile("coordinator/ringmaster-coordinator"), "--port", port,
+               "--advertise-address", addresses_[i], "--peers", both_, "--metrics-port", "0",
+               "--state-dir", absl::StrCat(dir_, "/c", i),
+               // Storage every host mounts, as checkpoints need.
+               "--checkpoint-dir", dir_ + "/checkpoints", "--lease-timeout",
+               absl::StrCat(absl::ToInt64Seconds(kLease), "s"), "--store",
+               absl::StrCat("postgresql://ringmaster@127.0.0.1:", server_->port(), "/ringmaster")},
+              absl::StrCat("coordinator", i, ".log"));
+    if (static_cast<int>(coordinators_.size()) <= i) coordinators_.resize(i + 1);
+    coordinators_[i] = pid;
+  }
+  Health::ServingStatus HealthOf(int i, const std::string& service) {
+    auto health = grpc::health::v1::Health::NewStub(
+        grpc::CreateChannel(addresses_[i], grpc::InsecureChannelCredentials()));
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
+    grpc::health::v1::HealthCheckRequest request;
+    request.set_service(service);
+    Health response;
+    if (!health->Check(&context, request, &response).ok()) return Health::UNKNOWN;
+    return response.status();
+  }
+  // The coordinator that leads now, or -1.
+  int Leader() {
+    for (int i = 0; i < 2; ++i) {
+      if (HealthOf(i, "ringmaster.v1.Leader") == Health::SERVING) return i;
+    }
+    return -1;
+  }
+  // Waits for a leader other than `not_this`; its index, or -1.
+  int WaitForLeader(int not_this = -1) {
+    int leader = -1;
+    testing::WaitFor(
+        [&] {
+          leader = Leader();
+          return leader >= 0 && leader != not_this;
+        },
+        absl::Seconds(60));
+    return leader != not_this ? leader : -1;
+  }
+  std::string SubmitTrainer() {
+    absl::StatusOr<v1::JobSpec> spec = ParseJobSpecYaml(
+        "name: ha-train\nranks: 3\ntrainer:\n"
+        "  model: {type: mlp, hidden: [512, 512]}\n"
+        "  data: {path: \"synthetic:rows=4000,features=64,classes=4\"}\n"
+        "  batch_size: 16\n  epochs: 80\n");
+    EXPECT_OK(spec);
+    absl::StatusOr<std::string> id = client_->Submit(*spec);
+    EXPECT_OK(id);
+    return id.value_or("");
+  }
+  v1::Job WaitJob(const std::string& id, const std::function<bool(const v1::Job&)>& done,
+                  absl::Duration timeout = absl::Seconds(120)) {
+    v1::Job job;
+    testing::WaitFor(
+        [&] {
+          auto j = client_->GetJob(id);
+          if (j.ok()) job = *j;
+          return j.ok() && done(job);
+        },
+        timeout);
+    return job;
+  }
+  // Waits for the trainer job to be past its first steps.
+  void WaitTraining(const std::string& id) {
+    v1::Job j = WaitJob(
+        id, [](const v1::Job& j) { return j.state() == v1::RUNNING && j.progress().step() > 10; });
+    ASSERT_EQ(j.state(), v1::RUNNING) << j.ShortDebugString() << Logs();
+  }
+  // The job ended with every step, no restart, and one attempt that
+  // started each rank once.
+  void ExpectWhole(const std::string& id) {
+    v1::Job done = WaitJob(
+        id,
+        [](const v1::Job& j) {
+          return j.state() == v1::SUCCEEDED || j.state() == v1::FAILED ||
+                 j.state() == v1::CANCELLED;
+        },
+        absl::Minutes(10));
+    ASSERT_EQ(done.state(), v1::SUCCEEDED) << done.ShortDebugString() << Logs();
+    EXPECT_EQ(done.progress().step(), done.progress().total_steps());
+    EXPECT_EQ(done.restarts(), 0);
+    EXPECT_EQ(done.attempt(), 0);
+    std::string starts;
+    for (int i = 0; i < 3; ++i) {
+      std::ifstream in(absl::StrCat(dir_, "/worker", i, ".log"));
+      std::string line;
+      while (std::getline(in, line)) {
+        if (line.find("job " + id + " rank") != std::string::npos &&
+            line.find("started pid") != std::string::npos) {
+          absl::StrAppend(&starts, line, "\n");
+        }
+      }
+    }
+    EXPECT_EQ(std::count(starts.begin(), starts.end(), '\n'), 3) << "each rank started once:\n"
+                                                                 << starts;
+  }
+  // The CLI given both addresses.
+  testing::CommandResult Cli(std::vector<std::string> args) {
+    args.insert(args.begin(), testing::Runfile("client/ringmaster"));
+    return testing::RunCommand(args, {{"RINGMASTER_COORDINATOR", both_}});
+  }
+  std::string Logs() {
+    return testing::Shell(absl::StrCat("tail -n 25 ", dir_, "/coordinator*.log")).out;
+  }
+
+  std::string dir_;
+  std::vector<std::string> addresses_;
+  std::string both_;
+  std::vector<pid_t> coordinators_;
+  std::vector<pid_t> workers_;
+  std::unique_ptr<Client> client_;
+};
+
+TEST_F(HaTest, KillingTheLeaderLosesNoJobAndNoStep) {
+  const int first = WaitForLeader();
+  ASSERT_GE(first, 0) << Logs();
+  const std::string trainer = SubmitTrainer();
+  WaitTraining(trainer);
+
+  // A burst of 100 submits; the leader is killed after the 30th answer.
+  std::atomic<int> answered{0};
+  std::vector<std::string> acknowledged;
+  std::thread burst([&] {
+    Client client(both_);
+    absl::StatusOr<v1::JobSpec> spec = ParseJobSpecYaml("name: burst\nranks: 1\ncommand: [true]\n");
+    for (int i = 0; i < 100; ++i) {
+      absl::StatusOr<std::string> id = client.Submit(*spec, absl::StrCat("burst-", i));
+      if (id.ok()) acknowledged.push_back(*id);
+      ++answered;
+    }
+  });
+  ASSERT_TRUE(testing::WaitFor([&] { return answered >= 30; }, absl::Seconds(60)));
+  const absl::Time killed = absl::Now();
+  Kill(coordinators_[first]);
+  const int second = WaitForLeader(first);
+  const absl::Duration failover = absl::Now() - killed;
+  ASSERT_GE(second, 0) << Logs();
+  std::cout << "failover after kill -9: " << absl::FormatDuration(failover) << " (lease "
+            << absl::FormatDuration(kLease) << ")" << std::endl;
+  EXPECT_LE(failover, kLease + absl::Seconds(2)) << Logs();
+  testing::CommandResult status = Cli({"status", trainer});
+  EXPECT_EQ(status.exit_code, 0) << status.err;
+  EXPECT_NE(status.out.find("RUNNING"), std::string::npos) << status.out;
+  burst.join();
+  EXPECT_EQ(acknowledged.size(), 100u) << "every submit answered, following the leader";
+  for (const std::string& id : acknowledged) EXPECT_OK(client_->GetJob(id).status()) << id;
+  ExpectWhole(trainer);
+  // The pending ones are placed by the new leader.
+  v1::Job last =
+      WaitJob(acknowledged.back(), [](const v1::Job& j) { return j.state() == v1::SUCCEEDED; });
+  EXPECT_EQ(last.state(), v1::SUCCEEDED) << last.ShortDebugString();
+  // The killed coordinator, started again, is a standby that serves reads.
+  StartCoordinator(first);
+  EXPECT_TRUE(
+      testing::WaitFor([&] { return HealthOf(first, "") == Health::SERVING; }, absl::Seconds(30)));
+  EXPECT_EQ(Leader(), second);
+  Client standby(addresses_[first]);
+  EXPECT_OK(standby.GetJob(trainer).status());
+}
+
+TEST_F(HaTest, APausedLeaderComesBackAsAStandby) {
+  const int first = WaitForLeader();
+  ASSERT_GE(first, 0) << Logs();
+  const std::string trainer = SubmitTrainer();
+  WaitTraining(trainer);
+  kill(coordinators_[first], SIGSTOP);
+  const int second = WaitForLeader(first);
+  ASSERT_GE(second, 0) << Logs();
+  // Well past the lease, and past the workers' move to the new leader.
+  absl::SleepFor(kLease);
+  testing::CommandResult status = Cli({"status", trainer});
+  EXPECT_EQ(status.exit_code, 0) << status.err;
+  kill(coordinators_[first], SIGCONT);
+  EXPECT_TRUE(testing::WaitFor(
+      [&] {
+        return HealthOf(first, "") == Health::SERVING &&
+               HealthOf(first, "ringmaster.v1.Leader") == Health::NOT_SERVING;
+      },
+      absl::Seconds(30)))
+      << "the paused leader is a standby now\n"
+      << Logs();
+  EXPECT_EQ(Leader(), second);
+  ExpectWhole(trainer);
+}
+
+TEST_F(HaTest, APostgresRestartIsWaitedOut) {
+  ASSERT_GE(WaitForLeader(), 0) << Logs();
+  const std::string trainer = SubmitTrainer();
+  WaitTraining(trainer);
+  ASSERT_OK(server_->Stop());
+  ASSERT_OK(server_->Restart());
+  ASSERT_GE(WaitForLeader(), 0) << Logs();
+  absl::StatusOr<v1::JobSpec> spec = ParseJobSpecYaml("name: after\nranks: 1\ncommand: [true]\n");
+  absl::StatusOr<std::string> after = client_->Submit(*spec);
+  ASSERT_OK(after);
+  testing::CommandResult listed = Cli({"jobs"});
+  EXPECT_EQ(listed.exit_code, 0) << listed.err;
+  ExpectWhole(trainer);
+  EXPECT_EQ(WaitJob(*after, [](const v1::Job& j) { return j.state() == v1::SUCCEEDED; }).state(),
+            v1::SUCCEEDED);
+}
+
+}  // namespace
+}  // namespace ringmaster
