@@ -40,10 +40,17 @@ absl::StatusOr<std::unique_ptr<JobStore>> PgJobStore::Open(const PgJobStoreOptio
   writer_options.conninfo = options.conninfo;
   writer_options.password = options.password;
   writer_options.term = options.term;
+  ASSIGN_OR_RETURN(PgResult stored, reader->Query("SELECT request_id, jobs.id FROM "
+                                                  "submit_requests JOIN jobs USING (number)"));
+  std::map<std::string, std::string> requests;
+  for (int r = 0; r < stored.rows(); ++r) requests[stored.Text(r, 0)] = stored.Text(r, 1);
+  std::map<std::string, std::string> request_of_job;
+  for (const auto& [request, job] : requests) request_of_job[job] = request;
   ASSIGN_OR_RETURN(std::unique_ptr<PgWriter> writer,
                    PgWriter::Start(writer_options, options.connect_timeout));
-  return std::unique_ptr<JobStore>(
-      new PgJobStore(options, std::move(reader), std::move(writer), last.Int(0, 0)));
+  return std::unique_ptr<JobStore>(new PgJobStore(options, std::move(reader), std::move(writer),
+                                                  last.Int(0, 0), std::move(requests),
+                                                  std::move(request_of_job)));
 }
 
 absl::StatusOr<std::string> SharedCredentialKey(const PgJobStoreOptions& options,
@@ -190,26 +197,15 @@ absl::Status PgJobStore::Create(const v1::Job& job, const std::string& request_i
   }
   RETURN_IF_ERROR(Write(std::move(statements)));
   if (!request_id.empty()) {
-    // Until it is committed, the server cannot answer for it.
-    recent_requests_[request_id] = {job.id(), writer_->submitted() + (batch_ ? 1 : 0)};
+    requests_[request_id] = job.id();
+    request_of_job_[job.id()] = request_id;
   }
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::string> PgJobStore::FindRequest(const std::string& request_id) {
-  const int64_t durable = writer_->durable();
-  for (auto it = recent_requests_.begin(); it != recent_requests_.end();) {
-    it = it->second.second <= durable ? recent_requests_.erase(it) : std::next(it);
-  }
-  if (auto it = recent_requests_.find(request_id); it != recent_requests_.end()) {
-    return it->second.first;
-  }
-  RETURN_IF_ERROR(Flush(kFlushTimeout));
-  MutexLock lock(&read_mu_);
-  ASSIGN_OR_RETURN(PgResult rows, Read("SELECT jobs.id FROM submit_requests JOIN jobs "
-                                       "USING (number) WHERE request_id = $1",
-                                       {PgParam::Text(request_id)}));
-  return rows.rows() > 0 ? rows.Text(0, 0) : std::string();
+  auto it = requests_.find(request_id);
+  return it == requests_.end() ? std::string() : it->second;
 }
 
 absl::Status PgJobStore::RecordTransition(const v1::Job& job, const v1::StateChange& change) {
@@ -220,8 +216,9 @@ absl::Status PgJobStore::Update(const v1::Job& job) { return Write({Snapshot(job
 
 absl::Status PgJobStore::Delete(const std::string& job_id) {
   const PgParam number = PgParam::Int(JobNumberOf(job_id));
-  for (auto it = recent_requests_.begin(); it != recent_requests_.end();) {
-    it = it->second.first == job_id ? recent_requests_.erase(it) : std::next(it);
+  if (auto it = request_of_job_.find(job_id); it != request_of_job_.end()) {
+    requests_.erase(it->second);
+    request_of_job_.erase(it);
   }
   return Write({{"DELETE FROM transitions WHERE job_id = $1", {PgParam::Text(job_id)}},
                 {"DELETE FROM job_labels WHERE number = $1", {number}},

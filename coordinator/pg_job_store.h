@@ -5,10 +5,11 @@
 // The writing calls never wait for the network: they queue their
 // statements on a PgWriter (one transaction per call, or per Batch), and
 // Sync waits until PostgreSQL has committed everything queued before it,
-// across a lost connection or a server restart. Job numbers come from
-// memory, taken from the store when it opens. The writer is fenced by the
-// lease term it was opened with; once another coordinator leads, Sync
-// fails with FAILED_PRECONDITION and nothing more is written.
+// across a lost connection or a server restart. Job numbers and submit
+// request ids come from memory, read from the store when it opens. The
+// writer is fenced by the lease term it was opened with; once another
+// coordinator leads, Sync fails with FAILED_PRECONDITION and nothing more
+// is written.
 //
 // A write the server refuses (a duplicate job id, say) is found when it is
 // committed: the writer stops and Sync returns the error. The reading calls
@@ -77,11 +78,15 @@ class PgJobStore final : public JobStore {
 
  private:
   PgJobStore(PgJobStoreOptions options, std::unique_ptr<PgDb> reader,
-             std::unique_ptr<PgWriter> writer, int64_t last_number)
+             std::unique_ptr<PgWriter> writer, int64_t last_number,
+             std::map<std::string, std::string> requests,
+             std::map<std::string, std::string> request_of_job)
       : options_(std::move(options)),
         reader_(std::move(reader)),
         writer_(std::move(writer)),
-        last_number_(last_number) {}
+        last_number_(last_number),
+        requests_(std::move(requests)),
+        request_of_job_(std::move(request_of_job)) {}
   static absl::Status Migrate(PgDb* db);
   // Queues `statements` as one transaction, or into the open Batch.
   absl::Status Write(std::vector<PgStatement> statements);
@@ -101,8 +106,10 @@ class PgJobStore final : public JobStore {
   // The writing owner's alone (the JobManager's mutex).
   int64_t last_number_ = 0;
   std::optional<std::vector<PgStatement>> batch_;  // open while a Batch runs
-  // Request ids whose job may not be committed yet: id -> (job, write).
-  std::map<std::string, std::pair<std::string, int64_t>> recent_requests_;
+  // Every stored request id, and its job's id: a submit never waits for
+  // the database to find out whether it is a retry.
+  std::map<std::string, std::string> requests_;
+  std::map<std::string, std::string> request_of_job_;  // the other way
 };
 
 }  // namespace ringmaster
