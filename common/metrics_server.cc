@@ -15,11 +15,13 @@
 namespace ringmaster {
 
 absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(const std::string& address,
-                                                                    metrics::Registry* registry) {
+                                                                    metrics::Registry* registry,
+                                                                    std::function<bool()> ready) {
   static const unsigned initialized = mg_init_library(0);
   (void)initialized;
   std::unique_ptr<MetricsServer> server(new MetricsServer);
   server->registry_ = registry;
+  server->ready_ = std::move(ready);
   const char* options[] = {"listening_ports", address.c_str(), "num_threads", "2", nullptr};
   mg_callbacks callbacks{};
   server->context_ = mg_start(&callbacks, nullptr, options);
@@ -28,6 +30,9 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(const std::s
         absl::StrCat("cannot serve metrics on ", address, " (address in use?)"));
   }
   mg_set_request_handler(server->context_, "/metrics", &MetricsServer::Handle, server.get());
+  if (server->ready_) {
+    mg_set_request_handler(server->context_, "/ready", &MetricsServer::HandleReady, server.get());
+  }
   server->port_ = std::stoi(address.substr(address.rfind(':') + 1));
   server->host_ = address.substr(0, address.rfind(':'));
   return server;
@@ -66,6 +71,18 @@ int MetricsServer::Handle(::mg_connection* connection, void* self) {
   mg_write(connection, head.data(), head.size());
   mg_write(connection, body.data(), body.size());
   return 200;
+}
+
+int MetricsServer::HandleReady(::mg_connection* connection, void* self) {
+  const bool ready = static_cast<MetricsServer*>(self)->ready_();
+  const std::string body = ready ? "ready\n" : "not ready\n";
+  const std::string head =
+      absl::StrCat("HTTP/1.1 ", ready ? "200 OK" : "503 Service Unavailable",
+                   "\r\nContent-Type: text/plain\r\nContent-Length: ", body.size(),
+                   "\r\nConnection: close\r\n\r\n");
+  mg_write(connection, head.data(), head.size());
+  mg_write(connection, body.data(), body.size());
+  return ready ? 200 : 503;
 }
 
 }  // namespace ringmaster

@@ -1,7 +1,10 @@
-// Serves a metrics Registry on GET /metrics (civetweb).
+// Serves a metrics Registry on GET /metrics (civetweb), and, when given a
+// readiness test, GET /ready: 200 while it holds, else 503 (an HTTP
+// readiness probe's).
 #ifndef RINGMASTER_COMMON_METRICS_SERVER_H_
 #define RINGMASTER_COMMON_METRICS_SERVER_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -18,15 +21,18 @@ class MetricsServer {
  public:
   // Listens on `address` ("host:port"; port 0 is refused: metrics ports are
   // configured). The registry must outlive the server.
-  static absl::StatusOr<std::unique_ptr<MetricsServer>> Start(const std::string& address,
-                                                              metrics::Registry* registry);
+  static absl::StatusOr<std::unique_ptr<MetricsServer>> Start(
+      const std::string& address, metrics::Registry* registry,
+      std::function<bool()> ready = nullptr);
   ~MetricsServer();
 
  private:
   MetricsServer() = default;
   static int Handle(::mg_connection* connection, void* self);
+  static int HandleReady(::mg_connection* connection, void* self);
 
   metrics::Registry* registry_ = nullptr;
+  std::function<bool()> ready_;
   int port_ = 0;
   std::string host_;
   ::mg_context* context_ = nullptr;

@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -52,6 +53,25 @@ TEST(MetricsServerTest, ServesTheRegistryOnMetrics) {
   // A second server on the same port is refused with a reason.
   auto twice = MetricsServer::Start(absl::StrCat("127.0.0.1:", *port), &registry);
   EXPECT_FALSE(twice.ok());
+}
+
+// /ready follows its test (a standby coordinator's 503, the leader's 200),
+// and is not served without one.
+TEST(MetricsServerTest, ReadyFollowsItsTest) {
+  metrics::Registry registry;
+  std::atomic<bool> ready{false};
+  auto port = PickFreePort("127.0.0.1");
+  ASSERT_OK(port);
+  auto server = MetricsServer::Start(absl::StrCat("127.0.0.1:", *port), &registry,
+                                     [&] { return ready.load(); });
+  ASSERT_OK(server) << server.status();
+  EXPECT_NE(HttpGet(*port, "/ready").find("503 Service Unavailable"), std::string::npos);
+  ready = true;
+  EXPECT_NE(HttpGet(*port, "/ready").find("200 OK"), std::string::npos);
+  server->reset();
+  auto plain = MetricsServer::Start(absl::StrCat("127.0.0.1:", *port), &registry);
+  ASSERT_OK(plain) << plain.status();
+  EXPECT_EQ(HttpGet(*port, "/ready").find("200 OK"), std::string::npos);
 }
 
 // promtool, Prometheus' own checker, accepts what the registry writes.

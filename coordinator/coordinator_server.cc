@@ -181,7 +181,10 @@ absl::Status CoordinatorServer::Serve(const CoordinatorConfig& config) {
   SetHealth(*tooling_, server_.get(), true, true);
   ExportLeader(&registry_, true);
   if (!config.metrics_address.empty()) {
-    ASSIGN_OR_RETURN(metrics_server_, MetricsServer::Start(config.metrics_address, &registry_));
+    // /ready: the leader, while its store answers.
+    ASSIGN_OR_RETURN(metrics_server_,
+                     MetricsServer::Start(config.metrics_address, &registry_,
+                                          [store = store_.get()] { return store->Reachable(); }));
   }
   return absl::OkStatus();
 }
@@ -272,8 +275,9 @@ absl::StatusOr<std::unique_ptr<StandbyServer>> StandbyServer::Start(const Coordi
   SetHealth(*server->tooling_, server->server_.get(), true, false);
   ExportLeader(&server->registry_, false);
   if (!config.metrics_address.empty()) {
-    ASSIGN_OR_RETURN(server->metrics_server_,
-                     MetricsServer::Start(config.metrics_address, &server->registry_));
+    ASSIGN_OR_RETURN(
+        server->metrics_server_,
+        MetricsServer::Start(config.metrics_address, &server->registry_, [] { return false; }));
   }
   spdlog::info("standby on port {}: reads served, the rest sent to the leader", server->port_);
   return server;

@@ -107,8 +107,9 @@ class CoordinatorServer {
 // A coordinator while another one leads (coordinator/standby_service.h):
 // it answers job reads from the shared store and sends everything else to
 // the leader. Its health is SERVING, but for the service
-// "ringmaster.v1.Leader", which is SERVING on the leader alone (a
-// readiness probe's); metric ringmaster_coordinator_leader is 0.
+// "ringmaster.v1.Leader", which is SERVING on the leader alone, as is
+// /ready on the metrics port (readiness probes'); metric
+// ringmaster_coordinator_leader is 0.
 class StandbyServer {
  public:
   static absl::StatusOr<std::unique_ptr<StandbyServer>> Start(const CoordinatorConfig& config,

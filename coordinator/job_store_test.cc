@@ -170,9 +170,11 @@ TEST_P(JobStoreEngineTest, RetiredJobsAreSummariesInMemoryAndWholeOnDisk) {
   EXPECT_EQ(list({}), (std::vector<std::string>{"a-12", "b-3", "a-1-2", "a-1"}));
   EXPECT_EQ(list({false, INT64_MAX, {}, "", 2}), (std::vector<std::string>{"a-12", "b-3"}));
   EXPECT_EQ(list({false, 12, {}, "", 2}), (std::vector<std::string>{"b-3", "a-1-2"}));
-  EXPECT_EQ(list({false, INT64_MAX, {v1::FAILED}, "", 10}), (std::vector<std::string>{"a-12", "a-1-2"}));
+  EXPECT_EQ(list({false, INT64_MAX, {v1::FAILED}, "", 10}),
+            (std::vector<std::string>{"a-12", "a-1-2"}));
   EXPECT_EQ(list({false, INT64_MAX, {}, "a-1", 10}), (std::vector<std::string>{"a-1-2"}));
-  EXPECT_EQ(list({false, INT64_MAX, {}, "a", 10}), (std::vector<std::string>{"a-12", "a-1-2", "a-1"}));
+  EXPECT_EQ(list({false, INT64_MAX, {}, "a", 10}),
+            (std::vector<std::string>{"a-12", "a-1-2", "a-1"}));
   EXPECT_EQ(list({false, INT64_MAX, {}, "b-3", 10}), (std::vector<std::string>{}));
   // A standby's listing: the resident job too, in the same order.
   EXPECT_EQ(list({true, INT64_MAX, {}, "a", 10}),

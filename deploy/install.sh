@@ -3,7 +3,8 @@
 # Debian packages the binaries link against.
 #   install.sh [--prefix /usr/local] [--enable coordinator,worker]
 #              [--coordinator HOST:PORT] [--advertise-host NAME]
-#              [--metrics-bind ADDRESS] [--root /] [--bin-dir DIR] [--no-deps]
+#              [--metrics-bind ADDRESS] [--store DSN --peers HOST:PORT,...]
+#              [--root /] [--bin-dir DIR] [--no-deps]
 # --enable      enables (and, on a running systemd, starts) those units; with
 #               coordinator, makes /etc/ringmaster/admin.token if there is none
 # --coordinator where this machine's worker finds the coordinator
@@ -13,8 +14,13 @@
 # --metrics-bind
 #               where /metrics listens (default 127.0.0.1; 0.0.0.0 for a
 #               Prometheus on another machine)
-#               These three are written to /etc/ringmaster/ringmaster.env,
-#               which the units read.
+# --store, --peers
+#               several coordinators on one PostgreSQL (docs/high-availability.md):
+#               the database as libpq's URI (its password in
+#               /etc/ringmaster/store.password, mode 600, the ringmaster
+#               user's), and every coordinator's HOST:PORT
+#               These are written to /etc/ringmaster/ringmaster.env, which the
+#               units read.
 # --bin-dir     holds ringmaster, ringmaster-coordinator, ringmaster-worker and
 #               ringmaster-trainer (default: bin/ beside this script in a
 #               release archive, else bazel-bin of this checkout)
@@ -31,6 +37,8 @@ enable=""
 coordinator=""
 advertise=""
 metrics_bind=""
+store=""
+peers=""
 deps=1
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -41,6 +49,8 @@ while [ $# -gt 0 ]; do
     --coordinator) coordinator=$2; shift 2 ;;
     --advertise-host) advertise=$2; shift 2 ;;
     --metrics-bind) metrics_bind=$2; shift 2 ;;
+    --store) store=$2; shift 2 ;;
+    --peers) peers=$2; shift 2 ;;
     --no-deps) deps=0; shift ;;
     *) echo "install.sh: unknown argument $1 (see the header of $0)" >&2; exit 2 ;;
   esac
@@ -55,6 +65,15 @@ done
 case "$coordinator" in
   ""|*:[0-9]*) ;;
   *) echo "install.sh: --coordinator takes HOST:PORT, not '$coordinator'" >&2; exit 2 ;;
+esac
+case "$store" in
+  "") [ -z "$peers" ] || { echo "install.sh: --peers goes with --store" >&2; exit 2; } ;;
+  postgresql://*|postgres://*)
+    case "$peers" in
+      *:[0-9]*) ;;
+      *) echo "install.sh: --store needs --peers HOST:PORT,... (every coordinator)" >&2; exit 2 ;;
+    esac ;;
+  *) echo "install.sh: --store takes a postgresql:// URI, not '$store'" >&2; exit 2 ;;
 esac
 case "$advertise" in
   *:*|*/*|*" "*) echo "install.sh: --advertise-host takes a name or IPv4 address, not '$advertise'" >&2
@@ -119,6 +138,8 @@ set_env() {
 [ -z "$coordinator" ] || set_env RINGMASTER_COORDINATOR "$coordinator"
 [ -z "$advertise" ] || set_env RINGMASTER_ADVERTISE_HOST "$advertise"
 [ -z "$metrics_bind" ] || set_env RINGMASTER_METRICS_BIND "$metrics_bind"
+[ -z "$store" ] || set_env RINGMASTER_STORE_FLAGS \
+  "\"--store=$store --store-password-file=/etc/ringmaster/store.password --peers=$peers\""
 if [ ${#units[@]} -gt 0 ]; then
   if [ "$root" = / ]; then
     systemctl enable "${units[@]}"

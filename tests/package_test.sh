@@ -66,14 +66,18 @@ PY
 # Both kustomizations build, where kubectl is installed (it is not a Debian
 # package).
 if command -v kubectl > /dev/null; then
-  for dir in kubernetes kubernetes/gpu; do
+  for dir in kubernetes kubernetes/gpu kubernetes/ha; do
     rendered=$(kubectl kustomize "$pkg/$dir" 2>&1) || fail "kubectl kustomize $dir: $rendered"
     echo "$rendered" | grep -q "image: ringmaster:$version" ||
       fail "kubectl kustomize $dir does not use the image ringmaster:$version"
   done
   kubectl kustomize "$pkg/kubernetes/gpu" | grep -q "nvidia.com/gpu:" ||
     fail "kubectl kustomize kubernetes/gpu asks for no GPUs"
-  echo "kubectl kustomize: kubernetes and kubernetes/gpu build"
+  ha=$(kubectl kustomize "$pkg/kubernetes/ha")
+  ! echo "$ha" | grep -q "^kind: StatefulSet" || fail "kubernetes/ha keeps the SQLite StatefulSet"
+  echo "$ha" | grep -q "replicas: 2" || fail "kubernetes/ha has not 2 coordinators"
+  echo "$ha" | grep -q "path: /ready" || fail "kubernetes/ha's readiness is not the leader's /ready"
+  echo "kubectl kustomize: kubernetes, kubernetes/gpu and kubernetes/ha build"
 else
   echo "kubectl is not installed: the kustomizations were not built"
 fi
@@ -91,7 +95,8 @@ echo "$out" | grep -q "'scheduler'" || fail "the error does not name what is wro
 mkdir -p "$root/usr/lib/systemd"
 cp -r /usr/lib/systemd/system "$root/usr/lib/systemd/"
 "$pkg/install.sh" --root "$root" --prefix /opt/ringmaster --enable coordinator,worker \
-    --coordinator 10.1.2.3:7070
+    --coordinator 10.1.2.3:7070,10.1.2.4:7070 --store postgresql://ringmaster@db:5432/ringmaster \
+    --peers 10.1.2.3:7070,10.1.2.4:7070
 for program in ringmaster ringmaster-coordinator ringmaster-worker ringmaster-trainer; do
   "$root/opt/ringmaster/bin/$program" --help > /dev/null || fail "$program --help failed"
 done
@@ -103,8 +108,10 @@ for unit in "${units[@]}"; do
 done
 [ -x "$root/opt/ringmaster/share/ringmaster/slurm/ringmaster.sbatch" ] ||
   fail "the Slurm batch script was not installed"
-grep -qx "RINGMASTER_COORDINATOR=10.1.2.3:7070" "$root/etc/ringmaster/ringmaster.env" ||
-  fail "the worker's coordinator address was not written"
+grep -qx "RINGMASTER_COORDINATOR=10.1.2.3:7070,10.1.2.4:7070" "$root/etc/ringmaster/ringmaster.env" ||
+  fail "the worker's coordinator addresses were not written"
+grep -q '^RINGMASTER_STORE_FLAGS="--store=postgresql://ringmaster@db:5432/ringmaster .*--peers=10.1.2.3:7070,10.1.2.4:7070"$' \
+  "$root/etc/ringmaster/ringmaster.env" || fail "the coordinators' store and peers were not written"
 echo "installed from the archive: 4 binaries run, both units enabled"
 
 out=$(systemd-analyze verify --root="$root" "${units[@]}" 2>&1) || {
