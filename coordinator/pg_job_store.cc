@@ -57,18 +57,19 @@ absl::StatusOr<std::string> SharedCredentialKey(const PgJobStoreOptions& options
                                                 const std::string& local_key) {
   ASSIGN_OR_RETURN(std::unique_ptr<PgDb> db,
                    PgDb::Connect(options.conninfo, options.connect_timeout, options.password));
-  // One at a time (the migrations' lock): CREATE TABLE races.
-  RETURN_IF_ERROR(db->Transaction([&db] {
-    return db->Exec(
+  // One coordinator at a time (the migrations' lock), so that the first
+  // one's key is there, committed, when the next one looks.
+  RETURN_IF_ERROR(db->Transaction([&]() -> absl::Status {
+    RETURN_IF_ERROR(db->Exec(
         "SELECT pg_advisory_xact_lock(7070); "
         "CREATE TABLE IF NOT EXISTS credential_key (id INTEGER PRIMARY KEY CHECK (id = 1), "
-        "key BYTEA NOT NULL)");
+        "key BYTEA NOT NULL)"));
+    return db
+        ->Query("INSERT INTO credential_key VALUES (1, $1) ON CONFLICT (id) DO NOTHING",
+                {PgParam::Bytes(local_key)})
+        .status();
   }));
-  ASSIGN_OR_RETURN(PgResult key,
-                   db->Query("WITH added AS (INSERT INTO credential_key VALUES (1, $1) "
-                             "ON CONFLICT (id) DO NOTHING RETURNING key) "
-                             "SELECT key FROM added UNION ALL SELECT key FROM credential_key",
-                             {PgParam::Bytes(local_key)}));
+  ASSIGN_OR_RETURN(PgResult key, db->Query("SELECT key FROM credential_key"));
   if (key.rows() < 1 || key.Bytes(0, 0).size() != local_key.size()) {
     return absl::DataLossError("the database's credential key is missing or of the wrong size");
   }

@@ -35,7 +35,10 @@ absl::StatusOr<std::unique_ptr<PgWriter>> PgWriter::Start(PgWriterOptions option
                                                           absl::Duration timeout) {
   ASSIGN_OR_RETURN(std::unique_ptr<PgDb> db,
                    PgDb::Connect(options.conninfo, timeout, options.password));
-  RETURN_IF_ERROR(db->Exec(kProgressTable));
+  // One coordinator at a time (the schema's lock): CREATE TABLE races.
+  RETURN_IF_ERROR(db->Transaction([&db] {
+    return db->Exec(absl::StrCat("SELECT pg_advisory_xact_lock(7070);", kProgressTable));
+  }));
   std::unique_ptr<PgWriter> writer(new PgWriter(std::move(options), std::move(db), NewWriterId()));
   writer->thread_ = std::thread([w = writer.get()] { w->Run(); });
   return writer;

@@ -80,8 +80,9 @@ absl::StatusOr<std::unique_ptr<PostgresServer>> PostgresServer::Start(const Opti
   RemoveOrphans(as_nobody);
   std::ofstream(absl::StrCat(templ, "/owner")) << getpid() << "\n";
   if (as_nobody) RETURN_IF_ERROR(GiveToNobody(templ));
-  ASSIGN_OR_RETURN(int port, PickFreePort("127.0.0.1"));
-  std::unique_ptr<PostgresServer> server(new PostgresServer(templ, port, as_nobody));
+  ASSIGN_OR_RETURN(int port, PickFreePort(options.listen_address));
+  std::unique_ptr<PostgresServer> server(
+      new PostgresServer(templ, options.listen_address, port, as_nobody));
   const std::string pwfile = server->dir_ + "/password";
   std::string auth = "--auth=trust";
   if (!options.password.empty()) {
@@ -92,6 +93,11 @@ absl::StatusOr<std::unique_ptr<PostgresServer>> PostgresServer::Start(const Opti
   RETURN_IF_ERROR(RunAsServerUser(as_nobody, "initdb",
                                   absl::StrCat("-D ", Quote(server->dir_ + "/data"),
                                                " -U ringmaster -E UTF8 --no-sync ", auth)));
+  if (options.listen_address != "127.0.0.1") {
+    std::ofstream(server->dir_ + "/data/pg_hba.conf", std::ios::app)
+        << "host all all 0.0.0.0/0 " << (options.password.empty() ? "trust" : "scram-sha-256")
+        << "\n";
+  }
   RETURN_IF_ERROR(server->StartServer());
   // Over the socket in its directory, which trusts the server's own user.
   RETURN_IF_ERROR(RunAsServerUser(
@@ -107,16 +113,16 @@ PostgresServer::~PostgresServer() {
 }
 
 std::string PostgresServer::conninfo() const {
-  return absl::StrCat("host=127.0.0.1 port=", port_, " user=ringmaster dbname=ringmaster");
+  return absl::StrCat("host=", host_, " port=", port_, " user=ringmaster dbname=ringmaster");
 }
 
 absl::Status PostgresServer::StartServer() const {
   return RunAsServerUser(
       as_nobody_, "pg_ctl",
-      absl::StrCat(
-          "-D ", Quote(dir_ + "/data"), " -l ", Quote(dir_ + "/server.log"), " -w -t 60 -o ",
-          Quote(absl::StrCat("-p ", port_, " -k ", dir_, " -c listen_addresses=127.0.0.1")),
-          " start"));
+      absl::StrCat("-D ", Quote(dir_ + "/data"), " -l ", Quote(dir_ + "/server.log"),
+                   " -w -t 60 -o ",
+                   Quote(absl::StrCat("-p ", port_, " -k ", dir_, " -c listen_addresses=", host_)),
+                   " start"));
 }
 
 absl::Status PostgresServer::Stop() { return StopServer(as_nobody_, dir_, "fast"); }

@@ -21,6 +21,9 @@ class PostgresServer {
  public:
   struct Options {
     std::string password;  // empty: trust (no password)
+    // Where it listens; beyond loopback (simulated hosts' bridge), clients
+    // from any address are let in as on loopback.
+    std::string listen_address = "127.0.0.1";
   };
 
   // Why no server can run here (postgresql-15 is not installed), or empty.
@@ -29,8 +32,8 @@ class PostgresServer {
   static absl::StatusOr<std::unique_ptr<PostgresServer>> Start() { return Start(Options{}); }
   ~PostgresServer();
 
-  // "host=127.0.0.1 port=N user=ringmaster dbname=ringmaster", without the
-  // password.
+  // "host=<listen address> port=N user=ringmaster dbname=ringmaster",
+  // without the password.
   std::string conninfo() const;
   int port() const { return port_; }
   const std::string& dir() const { return dir_; }
@@ -41,11 +44,12 @@ class PostgresServer {
   absl::Status Restart();
 
  private:
-  PostgresServer(std::string dir, int port, bool as_nobody)
-      : dir_(std::move(dir)), port_(port), as_nobody_(as_nobody) {}
+  PostgresServer(std::string dir, std::string host, int port, bool as_nobody)
+      : dir_(std::move(dir)), host_(std::move(host)), port_(port), as_nobody_(as_nobody) {}
   absl::Status StartServer() const;
 
   const std::string dir_;
+  const std::string host_;
   const int port_;
   const bool as_nobody_;
 };
