@@ -228,6 +228,22 @@ char** saved_argv = nullptr;
   std::abort();
 }
 
+// Runs the only coordinator (SQLite) until a termination signal.
+int RunAlone(const ringmaster::CoordinatorConfig& config, const std::string& queues_file) {
+  auto server = ringmaster::CoordinatorServer::Start(config);
+  if (!server.ok()) {
+    spdlog::critical("{}", server.status().ToString());
+    return 1;
+  }
+  spdlog::info("ready on port {}", (*server)->port());
+  int signal = ringmaster::WaitForTerminationSignal([&] {
+    if (!queues_file.empty()) (*server)->ReloadQueues(queues_file);
+  });
+  spdlog::info("signal {}: shutting down", signal);
+  (*server)->Shutdown();
+  return 0;
+}
+
 // Runs the coordinators' election against a shared store until a
 // termination signal.
 int RunElected(ringmaster::CoordinatorConfig config, absl::Duration lease_timeout,
@@ -309,16 +325,5 @@ int main(int argc, char** argv) {
   if (config.store.engine == ringmaster::StoreConfig::Engine::kPostgres) {
     return RunElected(std::move(config), lease_timeout, addresses->advertise, queues_file);
   }
-  auto server = ringmaster::CoordinatorServer::Start(config);
-  if (!server.ok()) {
-    spdlog::critical("{}", server.status().ToString());
-    return 1;
-  }
-  spdlog::info("ready on port {}", (*server)->port());
-  int signal = ringmaster::WaitForTerminationSignal([&] {
-    if (!queues_file.empty()) (*server)->ReloadQueues(queues_file);
-  });
-  spdlog::info("signal {}: shutting down", signal);
-  (*server)->Shutdown();
-  return 0;
+  return RunAlone(config, queues_file);
 }
