@@ -29,8 +29,7 @@ std::string LeaderNamedIn(const std::string& message) {
 }
 
 CoordinatorTargets::CoordinatorTargets(const std::string& list, Tls tls, MakeChannel make_channel)
-    : list_(list),
-      addresses_(SplitAddresses(list)),
+    : addresses_(SplitAddresses(list)),
       tls_(std::move(tls)),
       make_channel_(std::move(make_channel)) {
   MutexLock lock(&mu_);

@@ -56,13 +56,11 @@ class CoordinatorTargets {
               bool idempotent = false);
 
   bool several() const { return addresses_.size() > 1; }
-  const std::string& list() const { return list_; }
 
  private:
   std::shared_ptr<grpc::Channel> ChannelLocked(const std::string& address)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  const std::string list_;
   const std::vector<std::string> addresses_;
   const Tls tls_;
   const MakeChannel make_channel_;

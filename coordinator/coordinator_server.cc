@@ -25,6 +25,12 @@ PgJobStoreOptions PgOptions(const CoordinatorConfig& config) {
   return {config.store.conninfo, config.store.password, config.lease_term};
 }
 
+// The API's services, which the leader and a standby both answer for.
+std::vector<std::string> ApiServices() {
+  return {v1::JobService::service_full_name(), v1::ClusterService::service_full_name(),
+          v1::WorkerService::service_full_name(), v1::RendezvousService::service_full_name()};
+}
+
 // What both the leader's and a standby's server are built with: the
 // port, the largest message, keepalive.
 void Configure(const CoordinatorConfig& config, grpc::ServerBuilder& builder, int* port) {
@@ -159,9 +165,7 @@ absl::Status CoordinatorServer::InitServices(const CoordinatorConfig& config) {
 }
 
 absl::Status CoordinatorServer::Serve(const CoordinatorConfig& config) {
-  const std::vector<std::string> services = {
-      v1::JobService::service_full_name(), v1::ClusterService::service_full_name(),
-      v1::WorkerService::service_full_name(), v1::RendezvousService::service_full_name()};
+  const std::vector<std::string> services = ApiServices();
   tooling_ = std::make_unique<ServerTooling>(services);
   grpc::ServerBuilder builder;
   tooling_->AddTo(builder);
@@ -261,9 +265,7 @@ absl::StatusOr<std::unique_ptr<StandbyServer>> StandbyServer::Start(const Coordi
   server->service_ =
       std::make_unique<StandbyService>(server->store_.get(), server->access_.get(),
                                        [leadership] { return leadership->state().leader_address; });
-  server->tooling_ = std::make_unique<ServerTooling>(std::vector<std::string>{
-      v1::JobService::service_full_name(), v1::ClusterService::service_full_name(),
-      v1::WorkerService::service_full_name(), v1::RendezvousService::service_full_name()});
+  server->tooling_ = std::make_unique<ServerTooling>(ApiServices());
   grpc::ServerBuilder builder;
   server->tooling_->AddTo(builder);
   Configure(config, builder, &server->port_);
