@@ -146,4 +146,18 @@ bool ProcessAlive(int pid) {
   return close != std::string::npos && line.size() > close + 2 && line[close + 2] != 'Z';
 }
 
+int SpawnLogged(std::vector<std::string> argv, const std::string& log_path) {
+  SubprocessSpec spec;
+  spec.argv = std::move(argv);
+  spec.env = CurrentEnvironment();
+  spec.output_path = log_path;
+  return SpawnProcess(spec).value_or(0);
+}
+
+void KillAndReap(int pid) {
+  if (pid <= 0) return;
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+}
+
 }  // namespace ringmaster::testing

@@ -62,6 +62,13 @@ class BackgroundProcess {
 CommandResult Shell(const std::string& command_line);
 bool ProcessAlive(int pid);
 
+// Starts `argv` as a daemon of the test (killed with the spawning thread),
+// with this process's environment and its output appended to `log_path`;
+// 0 when it cannot be started.
+int SpawnLogged(std::vector<std::string> argv, const std::string& log_path);
+// SIGKILLs `pid` (when it is above 0) and reaps it.
+void KillAndReap(int pid);
+
 }  // namespace ringmaster::testing
 
 #endif  // RINGMASTER_TESTING_TEST_UTIL_H_

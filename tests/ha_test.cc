@@ -7,7 +7,6 @@
 // its ranks (the workers' start records), and that the CLI, given both
 // addresses, answered throughout.
 #include <signal.h>
-#include <sys/wait.h>
 
 #include <atomic>
 #include <fstream>
@@ -22,7 +21,6 @@
 #include "client/client.h"
 #include "client/job_spec_yaml.h"
 #include "common/net.h"
-#include "common/subprocess.h"
 #include "testing/postgres_server.h"
 #include "testing/status_matchers.h"
 #include "testing/test_util.h"
@@ -67,21 +65,11 @@ class HaTest : public testing::PostgresTest {
         << Logs();
   }
   void TearDown() override {
-    for (pid_t pid : coordinators_) Kill(pid);
-    for (pid_t pid : workers_) Kill(pid);
-  }
-  static void Kill(pid_t pid) {
-    if (pid <= 0) return;
-    kill(pid, SIGCONT);
-    kill(pid, SIGKILL);
-    waitpid(pid, nullptr, 0);
+    for (pid_t pid : coordinators_) testing::KillAndReap(pid);
+    for (pid_t pid : workers_) testing::KillAndReap(pid);
   }
   pid_t Spawn(std::vector<std::string> argv, const std::string& log) {
-    SubprocessSpec spec;
-    spec.argv = std::move(argv);
-    spec.env = CurrentEnvironment();
-    spec.output_path = dir_ + "/" + log;
-    return SpawnProcess(spec).value_or(0);
+    return testing::SpawnLogged(std::move(argv), dir_ + "/" + log);
   }
   void StartCoordinator(int i) {
     const std::string port = addresses_[i].substr(addresses_[i].rfind(':') + 1);
@@ -220,7 +208,7 @@ TEST_F(HaTest, KillingTheLeaderLosesNoJobAndNoStep) {
   });
   ASSERT_TRUE(testing::WaitFor([&] { return answered >= 30; }, absl::Seconds(60)));
   const absl::Time killed = absl::Now();
-  Kill(coordinators_[first]);
+  testing::KillAndReap(coordinators_[first]);
   const int second = WaitForLeader(first);
   const absl::Duration failover = absl::Now() - killed;
   ASSERT_GE(second, 0) << Logs();

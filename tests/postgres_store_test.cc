@@ -5,8 +5,6 @@
 // and the running one keeps running. While PostgreSQL is down the
 // coordinator's health is NOT_SERVING, and a submit made then is answered
 // once it is back.
-#include <signal.h>
-#include <sys/wait.h>
 
 #include <future>
 
@@ -16,7 +14,6 @@
 #include "absl/strings/str_cat.h"
 #include "client/client.h"
 #include "common/net.h"
-#include "common/subprocess.h"
 #include "coordinator/pg_db.h"
 #include "testing/postgres_server.h"
 #include "testing/status_matchers.h"
@@ -39,19 +36,10 @@ class PostgresStoreTest : public testing::PostgresTest {
     address_ = absl::StrCat("127.0.0.1:", port_);
   }
   void TearDown() override {
-    for (pid_t pid : {worker_, coordinator_}) Kill(pid);
-  }
-  static void Kill(pid_t pid) {
-    if (pid <= 0) return;
-    kill(pid, SIGKILL);
-    waitpid(pid, nullptr, 0);
+    for (pid_t pid : {worker_, coordinator_}) testing::KillAndReap(pid);
   }
   pid_t Spawn(std::vector<std::string> argv, const std::string& log) {
-    SubprocessSpec spec;
-    spec.argv = std::move(argv);
-    spec.env = CurrentEnvironment();
-    spec.output_path = dir_ + "/" + log;
-    return SpawnProcess(spec).value_or(0);
+    return testing::SpawnLogged(std::move(argv), dir_ + "/" + log);
   }
   // A coordinator on the test's port with its own --state-dir.
   void StartCoordinator(const std::string& state) {
@@ -132,7 +120,7 @@ TEST_F(PostgresStoreTest, JobsComeBackFromTheDatabaseAndAnOutageIsWaitedOut) {
   ASSERT_TRUE(state_is(*running, v1::RUNNING)) << Logs();
 
   // Its machine lost: the new coordinator has nothing but the database.
-  Kill(coordinator_);
+  testing::KillAndReap(coordinator_);
   StartCoordinator("second");
   ASSERT_TRUE(Leads()) << Logs();
   ASSERT_TRUE(state_is(*waiting, v1::PENDING)) << Logs();
@@ -163,7 +151,7 @@ TEST_F(PostgresStoreTest, JobsComeBackFromTheDatabaseAndAnOutageIsWaitedOut) {
   ASSERT_TRUE(state_is(*late, v1::PENDING));
 
   // And it was stored: a third coordinator sees all three.
-  Kill(coordinator_);
+  testing::KillAndReap(coordinator_);
   StartCoordinator("third");
   ASSERT_TRUE(state_is(*late, v1::PENDING)) << Logs();
   ASSERT_TRUE(state_is(*waiting, v1::PENDING));
