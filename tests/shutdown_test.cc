@@ -54,12 +54,7 @@ struct Daemons {
     worker = SpawnProcess(spec).value_or(0);
   }
   ~Daemons() {
-    for (pid_t pid : {worker, reaped ? 0 : coordinator}) {
-      if (pid > 0) {
-        kill(pid, SIGKILL);
-        waitpid(pid, nullptr, 0);
-      }
-    }
+    for (pid_t pid : {worker, reaped ? 0 : coordinator}) testing::KillAndReap(pid);
   }
   std::string Log() const { return testing::Shell("tail -n 20 " + state + "/log").out; }
 
@@ -138,10 +133,8 @@ TEST(ShutdownTest, SigtermEndsPendingWaitsWatchesAndLogStreamsWithinFiveSeconds)
       [&] { return waitpid(daemons.coordinator, &status, WNOHANG) == daemons.coordinator; },
       absl::Seconds(10));
   EXPECT_TRUE(stopped) << "the coordinator did not stop within 10 s of SIGTERM\n" << daemons.Log();
-  if (!stopped) {  // so that the calls end and the threads can be joined
-    kill(daemons.coordinator, SIGKILL);
-    waitpid(daemons.coordinator, nullptr, 0);
-  }
+  // So that the calls end and the threads can be joined.
+  if (!stopped) testing::KillAndReap(daemons.coordinator);
   daemons.reaped = true;
   const absl::Duration took = absl::Now() - signalled;
   std::cout << "stopped " << absl::FormatDuration(took) << " after SIGTERM" << std::endl;
