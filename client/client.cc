@@ -54,28 +54,29 @@ Client::Client(const std::string& address, const std::string& token, Tls tls,
       rpc_timeout_(rpc_timeout),
       targets_(address, std::move(tls)) {}
 
-Client::Stubs Client::Current() {
-  CoordinatorTargets::Target target = targets_.Current();
+Client::Stubs Client::StubsFor(const CoordinatorTargets::Target& target) {
   return {target.address, v1::JobService::NewStub(target.channel),
           v1::ClusterService::NewStub(target.channel)};
 }
 
+Client::Stubs Client::Current() { return StubsFor(targets_.Current()); }
+
 absl::Status Client::Call(bool bounded, bool idempotent,
                           const std::function<grpc::Status(Stubs&, grpc::ClientContext*)>& rpc) {
-  const absl::Time deadline = absl::Now() + kFollowFor;
-  for (;;) {
-    grpc::ClientContext context;
-    Prepare(&context, bounded);
-    if (bounded && idempotent && targets_.several()) {
-      context.set_deadline(DeadlineIn(std::min(rpc_timeout_, absl::Seconds(3))));
-    }
-    Stubs stubs = Current();
-    grpc::Status status = rpc(stubs, &context);
-    if (status.ok()) return absl::OkStatus();
-    if (!targets_.Follow(status, stubs.address, deadline, idempotent)) {
-      return Explain(status, stubs.address, tls_);
-    }
-  }
+  std::string used;
+  grpc::Status status = targets_.Call(
+      absl::Now() + kFollowFor, idempotent,
+      [&](const CoordinatorTargets::Target& target) {
+        grpc::ClientContext context;
+        Prepare(&context, bounded);
+        if (bounded && idempotent && targets_.several()) {
+          context.set_deadline(DeadlineIn(std::min(rpc_timeout_, absl::Seconds(3))));
+        }
+        Stubs stubs = StubsFor(target);
+        return rpc(stubs, &context);
+      },
+      &used);
+  return status.ok() ? absl::OkStatus() : Explain(status, used, tls_);
 }
 
 void Client::Prepare(grpc::ClientContext* context, bool bounded) const {
@@ -328,17 +329,14 @@ void RendezvousClient::Prepare(grpc::ClientContext* context, absl::Duration time
 absl::Status RendezvousClient::Call(
     absl::Duration timeout,
     const std::function<grpc::Status(v1::RendezvousService::Stub&, grpc::ClientContext*)>& rpc) {
-  const absl::Time deadline = absl::Now() + timeout;
-  for (;;) {
-    grpc::ClientContext context;
-    Prepare(&context, timeout);
-    CoordinatorTargets::Target target = targets_.Current();
-    std::unique_ptr<v1::RendezvousService::Stub> stub =
-        v1::RendezvousService::NewStub(target.channel);
-    grpc::Status status = rpc(*stub, &context);
-    if (status.ok()) return absl::OkStatus();
-    if (!targets_.Follow(status, target.address, deadline)) return FromGrpcStatus(status);
-  }
+  return FromGrpcStatus(targets_.Call(absl::Now() + timeout, /*idempotent=*/false,
+                                      [&](const CoordinatorTargets::Target& target) {
+                                        grpc::ClientContext context;
+                                        Prepare(&context, timeout);
+                                        std::unique_ptr<v1::RendezvousService::Stub> stub =
+                                            v1::RendezvousService::NewStub(target.channel);
+                                        return rpc(*stub, &context);
+                                      }));
 }
 
 absl::Status RendezvousClient::Set(const std::string& key, const std::string& value) {

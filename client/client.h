@@ -83,6 +83,7 @@ class Client {
   static constexpr absl::Duration kFollowFor = absl::Seconds(30);
 
   void Prepare(grpc::ClientContext* context, bool bounded) const;
+  static Stubs StubsFor(const CoordinatorTargets::Target& target);
   Stubs Current();
   // Makes `rpc` on the coordinator called now, and again as
   // CoordinatorTargets::Follow says (the leader named, the next address).

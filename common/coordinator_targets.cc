@@ -16,11 +16,6 @@ std::vector<std::string> SplitAddresses(const std::string& list) {
   return out;
 }
 
-std::string FirstAddress(const std::string& list) {
-  std::vector<std::string> addresses = SplitAddresses(list);
-  return addresses.empty() ? list : addresses.front();
-}
-
 std::string LeaderNamedIn(const std::string& message) {
   const size_t at = message.find(kLeaderIsAt);
   if (at == std::string::npos) return "";
@@ -84,6 +79,19 @@ bool CoordinatorTargets::Follow(const grpc::Status& status, const std::string& u
   }
   absl::SleepFor(std::min(pause, std::max(absl::ZeroDuration(), deadline - absl::Now())));
   return true;
+}
+
+grpc::Status CoordinatorTargets::Call(absl::Time deadline, bool idempotent,
+                                      const std::function<grpc::Status(const Target&)>& call,
+                                      std::string* used) {
+  for (;;) {
+    const Target target = Current();
+    grpc::Status status = call(target);
+    if (status.ok() || !Follow(status, target.address, deadline, idempotent)) {
+      if (used != nullptr) *used = target.address;
+      return status;
+    }
+  }
 }
 
 }  // namespace ringmaster

@@ -26,8 +26,6 @@ inline constexpr char kLeaderIsAt[] = "the leader is at ";
 
 // The addresses of a comma-separated list, blanks dropped.
 std::vector<std::string> SplitAddresses(const std::string& list);
-// The first of them (the list itself when it has none).
-std::string FirstAddress(const std::string& list);
 // The leader's address in a standby's refusal; empty when it names none.
 std::string LeaderNamedIn(const std::string& message);
 
@@ -54,6 +52,13 @@ class CoordinatorTargets {
   // of time is made again elsewhere too: its coordinator may be paused.
   bool Follow(const grpc::Status& status, const std::string& used, absl::Time deadline,
               bool idempotent = false);
+
+  // Makes `call` on the coordinator to call now, and again wherever Follow
+  // sends it, until it succeeds or Follow says to stop. Returns its last
+  // status, and in `*used` the address that gave it.
+  grpc::Status Call(absl::Time deadline, bool idempotent,
+                    const std::function<grpc::Status(const Target&)>& call,
+                    std::string* used = nullptr);
 
   bool several() const { return addresses_.size() > 1; }
 

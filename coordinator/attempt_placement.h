@@ -32,6 +32,17 @@ struct RankLogSource {
 // job has no such attempt, or its placement is not kept.
 absl::StatusOr<std::vector<RankLogSource>> AttemptRanks(const v1::Job& job, int attempt);
 
+// Where a coordinator finds a job and the workers that hold its ranks'
+// logs: the leader's jobs in memory, or a standby's store.
+class JobLogIndex {
+ public:
+  virtual ~JobLogIndex() = default;
+  virtual absl::StatusOr<v1::Job> Get(const std::string& job_id) = 0;
+  // NOT_FOUND as AttemptRanks.
+  virtual absl::StatusOr<std::vector<RankLogSource>> LogSources(const v1::Job& job,
+                                                                int attempt) = 0;
+};
+
 }  // namespace ringmaster
 
 #endif  // RINGMASTER_COORDINATOR_ATTEMPT_PLACEMENT_H_

@@ -49,17 +49,55 @@ absl::Status CodeStore::Init() {
     found[sha256] = {st.st_size, absl::FromUnixSeconds(st.st_mtime)};
   }
   if (error) return absl::InternalError(absl::StrCat(options_.dir, ": ", error.message()));
+  if (options_.shared != nullptr) RETURN_IF_ERROR(IndexShared(&found));
   MutexLock lock(&mu_);
   archives_ = std::move(found);
   return absl::OkStatus();
 }
 
-std::optional<int64_t> CodeStore::Use(const std::string& sha256) {
+absl::Status CodeStore::IndexShared(std::map<std::string, Archive>* found) {
+  using Sizes = std::map<std::string, int64_t>;
+  ASSIGN_OR_RETURN(const Sizes shared, options_.shared->List());
+  for (const auto& [sha256, archive] : *found) {
+    if (shared.count(sha256) > 0) continue;
+    // Uploaded before this coordinator shared its store.
+    RETURN_IF_ERROR(options_.shared->Put(sha256, PathOf(sha256), archive.bytes));
+    spdlog::info("code archive {} is now in the shared store", sha256);
+  }
+  for (const auto& [sha256, bytes] : shared) {
+    found->try_emplace(sha256, Archive{bytes, clock_->Now(), /*here=*/false});
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<CodeStore::Archive>> CodeStore::Touch(const std::string& sha256) {
+  {
+    MutexLock lock(&mu_);
+    if (auto it = archives_.find(sha256); it != archives_.end()) {
+      it->second.last_used = clock_->Now();
+      return it->second;
+    }
+  }
+  if (options_.shared == nullptr || !IsSha256Hex(sha256)) return std::nullopt;
+  // Another coordinator took it.
+  absl::StatusOr<int64_t> bytes = options_.shared->Size(sha256);
+  if (absl::IsNotFound(bytes.status())) return std::nullopt;
+  if (!bytes.ok()) {
+    return absl::Status(bytes.status().code(),
+                        absl::StrCat("cannot ask the shared store for code archive ", sha256, ": ",
+                                     bytes.status().message()));
+  }
   MutexLock lock(&mu_);
-  auto it = archives_.find(sha256);
-  if (it == archives_.end()) return std::nullopt;
-  it->second.last_used = clock_->Now();
-  return it->second.bytes;
+  Archive& archive =
+      archives_.try_emplace(sha256, Archive{*bytes, absl::Time(), /*here=*/false}).first->second;
+  archive.last_used = clock_->Now();
+  return archive;
+}
+
+absl::StatusOr<std::optional<int64_t>> CodeStore::Use(const std::string& sha256) {
+  ASSIGN_OR_RETURN(const std::optional<Archive> archive, Touch(sha256));
+  if (!archive.has_value()) return std::nullopt;
+  return archive->bytes;
 }
 
 absl::StatusOr<std::unique_ptr<CodeStore::Upload>> CodeStore::BeginUpload(
@@ -146,10 +184,16 @@ absl::StatusOr<bool> CodeStore::Upload::Commit() {
     return absl::InvalidArgumentError(
         absl::StrCat("the uploaded bytes have SHA-256 ", digest, ", not ", sha256_));
   }
-  // On disk before any job can refer to it.
+  // On disk, and shared, before any job can refer to it.
   if (fsync(fd_) != 0) return ErrnoError(absl::StrCat("fsync ", temp_path_));
   close(fd_);
   fd_ = -1;
+  if (SharedCodeArchives* shared = store_->options_.shared; shared != nullptr) {
+    if (absl::Status s = shared->Put(sha256_, temp_path_, bytes_); !s.ok()) {
+      return absl::Status(
+          s.code(), absl::StrCat("cannot keep the archive in the shared store: ", s.message()));
+    }
+  }
   const std::string path = store_->PathOf(sha256_);
   {
     MutexLock lock(&store_->mu_);
@@ -168,21 +212,31 @@ absl::StatusOr<bool> CodeStore::Upload::Commit() {
 
 absl::StatusOr<std::string> CodeStore::Read(const std::string& sha256, int64_t offset,
                                             int max_bytes, int64_t* archive_bytes) {
-  const std::optional<int64_t> bytes = Use(sha256);
-  if (!bytes.has_value()) {
+  ASSIGN_OR_RETURN(const std::optional<Archive> archive, Touch(sha256));
+  if (!archive.has_value()) {
     return absl::NotFoundError(absl::StrCat("no code archive ", sha256, " is stored"));
   }
-  *archive_bytes = *bytes;
-  if (offset < 0 || offset > *bytes || max_bytes <= 0) {
+  const int64_t bytes = archive->bytes;
+  *archive_bytes = bytes;
+  if (offset < 0 || offset > bytes || max_bytes <= 0) {
     return absl::InvalidArgumentError(absl::StrCat("offset ", offset, " and max_bytes ", max_bytes,
-                                                   " do not fit an archive of ", *bytes, " bytes"));
+                                                   " do not fit an archive of ", bytes, " bytes"));
+  }
+  const int length =
+      static_cast<int>(std::min<int64_t>(std::min(max_bytes, kMaxCodeChunkBytes), bytes - offset));
+  if (length == 0) return std::string();  // its end
+  if (!archive->here) {
+    ASSIGN_OR_RETURN(std::string data, options_.shared->Read(sha256, offset, length));
+    if (data.size() != static_cast<size_t>(length)) {
+      return absl::DataLossError(
+          absl::StrCat("the shared store's code archive ", sha256, " is shorter than listed"));
+    }
+    return data;
   }
   const std::string path = PathOf(sha256);
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return ErrnoError(absl::StrCat("cannot open ", path));
-  std::string data(static_cast<size_t>(
-                       std::min<int64_t>(std::min(max_bytes, kMaxCodeChunkBytes), *bytes - offset)),
-                   '\0');
+  std::string data(static_cast<size_t>(length), '\0');
   size_t done = 0;
   while (done < data.size()) {
     const ssize_t n = pread(fd, data.data() + done, data.size() - done,
@@ -199,23 +253,27 @@ absl::StatusOr<std::string> CodeStore::Read(const std::string& sha256, int64_t o
 }
 
 int CodeStore::Prune(const std::set<std::string>& in_use) {
-  std::vector<std::string> unused;
+  std::vector<std::pair<std::string, bool>> unused;  // and whether it is here
   {
     MutexLock lock(&mu_);
     const absl::Time now = clock_->Now();
     for (auto it = archives_.begin(); it != archives_.end();) {
       if (in_use.count(it->first) == 0 && now - it->second.last_used >= options_.keep_unused) {
-        unused.push_back(it->first);
+        unused.emplace_back(it->first, it->second.here);
         it = archives_.erase(it);
       } else {
         ++it;
       }
     }
   }
-  for (const std::string& sha256 : unused) {
+  for (const auto& [sha256, here] : unused) {
     std::error_code error;
-    fs::remove(PathOf(sha256), error);
+    if (here) fs::remove(PathOf(sha256), error);
     if (error) spdlog::warn("cannot remove code archive {}: {}", sha256, error.message());
+    if (options_.shared == nullptr) continue;
+    if (absl::Status s = options_.shared->Remove(sha256); !s.ok()) {
+      spdlog::warn("cannot remove code archive {} from the shared store: {}", sha256, s.ToString());
+    }
   }
   return static_cast<int>(unused.size());
 }

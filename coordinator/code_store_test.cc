@@ -6,6 +6,7 @@
 
 #include "common/fake_clock.h"
 #include "common/status_macros.h"
+#include "coordinator/fake_shared_code_archives.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "testing/status_matchers.h"
@@ -49,6 +50,13 @@ class CodeStoreTest : public ::testing::Test {
     return (*upload)->Commit();
   }
 
+  // The archive's size, nullopt when it is not stored.
+  static std::optional<int64_t> Stored(CodeStore& store, const std::string& sha256) {
+    absl::StatusOr<std::optional<int64_t>> bytes = store.Use(sha256);
+    EXPECT_OK(bytes);
+    return bytes.value_or(std::nullopt);
+  }
+
   std::string dir_;
   CodeStoreOptions options_;
   FakeClock clock_;
@@ -57,11 +65,11 @@ class CodeStoreTest : public ::testing::Test {
 TEST_F(CodeStoreTest, UploadedOnceReadBackInPieces) {
   auto store = Open();
   const std::string data = "an archive's bytes";
-  EXPECT_FALSE(store->Use(HashOf(data)).has_value());
+  EXPECT_FALSE(Stored(*store, HashOf(data)).has_value());
   auto first = Put(*store, data);
   ASSERT_OK(first) << first.status();
   EXPECT_FALSE(*first);
-  EXPECT_EQ(store->Use(HashOf(data)), static_cast<int64_t>(data.size()));
+  EXPECT_EQ(Stored(*store, HashOf(data)), static_cast<int64_t>(data.size()));
   auto again = Put(*store, data);
   ASSERT_OK(again);
   EXPECT_TRUE(*again);  // already stored
@@ -90,7 +98,7 @@ TEST_F(CodeStoreTest, WrongHashOrSizeStoresNothing) {
   EXPECT_THAT(committed.status().message(),
               HasSubstr("have SHA-256 " + HashOf("tampered") + ", not " + HashOf("expected")));
   upload->reset();
-  EXPECT_FALSE(store->Use(HashOf("expected")).has_value());
+  EXPECT_FALSE(Stored(*store, HashOf("expected")).has_value());
 
   upload = store->BeginUpload(HashOf("abc"), 3);
   ASSERT_OK(upload);
@@ -128,10 +136,10 @@ TEST_F(CodeStoreTest, UnusedArchivesGoAfterAnHourThoseInUseStay) {
   clock_.Advance(absl::Minutes(15));
   // "old" and "live" are 65 minutes unused; "live" belongs to an active job.
   EXPECT_EQ(store->Prune({HashOf("live")}), 1);
-  EXPECT_FALSE(store->Use(HashOf("old")).has_value());
+  EXPECT_FALSE(Stored(*store, HashOf("old")).has_value());
   EXPECT_FALSE(fs::exists(dir_ + "/" + HashOf("old") + ".tar.gz"));
-  EXPECT_TRUE(store->Use(HashOf("live")).has_value());
-  EXPECT_TRUE(store->Use(HashOf("recent")).has_value());
+  EXPECT_TRUE(Stored(*store, HashOf("live")).has_value());
+  EXPECT_TRUE(Stored(*store, HashOf("recent")).has_value());
 }
 
 TEST_F(CodeStoreTest, ARestartFindsTheArchivesAndDropsCutUploads) {
@@ -145,8 +153,95 @@ TEST_F(CodeStoreTest, ARestartFindsTheArchivesAndDropsCutUploads) {
     fs::copy_file(fs::directory_iterator(dir_)->path(), dir_ + "/.upload-leftover");
   }
   auto store = Open();
-  EXPECT_EQ(store->Use(HashOf("kept")), 4);
+  EXPECT_EQ(Stored(*store, HashOf("kept")), 4);
   EXPECT_FALSE(fs::exists(dir_ + "/.upload-leftover"));
+}
+
+// Two coordinators sharing one store: what one took, the other serves.
+class SharedCodeStoreTest : public CodeStoreTest {
+ protected:
+  void SetUp() override {
+    CodeStoreTest::SetUp();
+    options_.shared = &shared_;
+  }
+  // The other coordinator's store, on a directory of its own.
+  std::unique_ptr<CodeStore> OpenOther() {
+    CodeStoreOptions other = options_;
+    other.dir = dir_ + "-other";
+    auto store = std::make_unique<CodeStore>(other, &clock_);
+    EXPECT_OK(store->Init());
+    return store;
+  }
+
+  FakeSharedCodeArchives shared_;
+};
+
+TEST_F(SharedCodeStoreTest, AnUploadIsSharedAndTheOtherCoordinatorServesItFromThere) {
+  auto leader = Open();
+  const std::string data = "the job's code, uploaded to the first leader";
+  ASSERT_OK(Put(*leader, data));
+  EXPECT_TRUE(shared_.Holds(HashOf(data)));
+
+  auto next = OpenOther();
+  EXPECT_EQ(Stored(*next, HashOf(data)), static_cast<int64_t>(data.size()));
+  int64_t size = 0;
+  auto head = next->Read(HashOf(data), 0, 10, &size);
+  auto tail = next->Read(HashOf(data), 10, 1000, &size);
+  ASSERT_OK(head);
+  ASSERT_OK(tail);
+  auto end = next->Read(HashOf(data), static_cast<int64_t>(data.size()), 1000, &size);
+  ASSERT_OK(end);
+  EXPECT_EQ(*head + *tail, data);
+  EXPECT_EQ(*end, "");
+  EXPECT_EQ(size, static_cast<int64_t>(data.size()));
+  EXPECT_EQ(shared_.reads(), 2);
+  // The first one reads its own file.
+  ASSERT_OK(leader->Read(HashOf(data), 0, 1000, &size));
+  EXPECT_EQ(shared_.reads(), 2);
+}
+
+TEST_F(SharedCodeStoreTest, AnArchiveSharedAfterTheOtherStartedIsFoundWhenAskedFor) {
+  auto next = OpenOther();
+  auto leader = Open();
+  ASSERT_OK(Put(*leader, "late"));
+  EXPECT_EQ(Stored(*next, HashOf("late")), 4);
+  EXPECT_FALSE(Stored(*next, HashOf("never uploaded")).has_value());
+}
+
+TEST_F(SharedCodeStoreTest, NothingIsAcknowledgedOrKeptWhenTheSharedStoreIsDown) {
+  auto store = Open();
+  shared_.SetDown(absl::UnavailableError("connection refused"));
+  auto put = Put(*store, "lost?");
+  EXPECT_EQ(put.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(put.status().message(),
+              HasSubstr("cannot keep the archive in the shared store: connection refused"));
+  // Not "not stored", which would send a client to upload again for nothing.
+  absl::StatusOr<std::optional<int64_t>> asked = store->Use(HashOf("other"));
+  EXPECT_EQ(asked.status().code(), absl::StatusCode::kUnavailable);
+  shared_.SetDown(absl::OkStatus());
+  EXPECT_FALSE(Stored(*store, HashOf("lost?")).has_value());
+  EXPECT_TRUE(fs::is_empty(dir_));
+}
+
+TEST_F(SharedCodeStoreTest, ArchivesKeptHereAloneAreSharedAtStart) {
+  options_.shared = nullptr;
+  ASSERT_OK(Put(*Open(), "before sharing"));
+  options_.shared = &shared_;
+  Open();
+  EXPECT_TRUE(shared_.Holds(HashOf("before sharing")));
+  EXPECT_EQ(Stored(*OpenOther(), HashOf("before sharing")), 14);
+}
+
+TEST_F(SharedCodeStoreTest, PruningRemovesTheSharedCopyToo) {
+  auto leader = Open();
+  ASSERT_OK(Put(*leader, "mine"));
+  ASSERT_OK(Put(*OpenOther(), "another's"));
+  ASSERT_TRUE(Stored(*leader, HashOf("another's")).has_value());
+  clock_.Advance(absl::Minutes(61));
+  EXPECT_EQ(leader->Prune({}), 2);
+  EXPECT_FALSE(shared_.Holds(HashOf("mine")));
+  EXPECT_FALSE(shared_.Holds(HashOf("another's")));
+  EXPECT_FALSE(fs::exists(dir_ + "/" + HashOf("mine") + ".tar.gz"));
 }
 
 }  // namespace

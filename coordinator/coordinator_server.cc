@@ -12,6 +12,7 @@
 #include "common/parse_errors.h"
 #include "common/private_dir.h"
 #include "common/status_macros.h"
+#include "coordinator/pg_code_archives.h"
 #include "coordinator/pg_job_store.h"
 #include "coordinator/sqlite_job_store.h"
 
@@ -151,8 +152,14 @@ absl::Status CoordinatorServer::InitServices(const CoordinatorConfig& config) {
   const Tls agent_tls = CaOnly(config.tls ? config.tls->ca_pem : "");
   logs_ = std::make_unique<LogRelay>(manager_.get(), &access->signer(), agent_tls,
                                      config.max_log_line_bytes);
-  code_ = std::make_unique<CodeStore>(
-      CodeStoreOptions{config.state_dir + "/code", config.max_upload_bytes}, clock);
+  CodeStoreOptions code{config.state_dir + "/code"};
+  code.max_archive_bytes = config.max_upload_bytes;
+  if (config.store.engine == StoreConfig::Engine::kPostgres) {
+    shared_code_ = std::make_unique<PgCodeArchives>(
+        PgPool::Options{config.store.conninfo, config.store.password}, config.lease_term);
+    code.shared = shared_code_.get();
+  }
+  code_ = std::make_unique<CodeStore>(code, clock);
   RETURN_IF_ERROR(code_->Init());
   uploads_ = std::make_unique<CodeUploads>(code_.get(), config.upload_idle_timeout);
   job_service_ = std::make_unique<JobServiceImpl>(manager_.get(), logs_.get(), code_.get(),
@@ -262,6 +269,12 @@ absl::StatusOr<std::unique_ptr<StandbyServer>> StandbyServer::Start(const Coordi
   // Term 0: a standby never writes.
   ASSIGN_OR_RETURN(server->store_,
                    PgJobStore::Open({config.store.conninfo, config.store.password}));
+  server->jobs_ = std::make_unique<StoredJobLogIndex>(server->store_.get());
+  server->logs_ = std::make_unique<LogRelay>(server->jobs_.get(), &server->access_->signer(),
+                                             CaOnly(config.tls ? config.tls->ca_pem : ""),
+                                             config.max_log_line_bytes);
+  server->log_service_ =
+      std::make_unique<StandbyLogService>(server->logs_.get(), server->access_.get());
   server->service_ =
       std::make_unique<StandbyService>(server->store_.get(), server->access_.get(),
                                        [leadership] { return leadership->state().leader_address; });
@@ -269,6 +282,7 @@ absl::StatusOr<std::unique_ptr<StandbyServer>> StandbyServer::Start(const Coordi
   grpc::ServerBuilder builder;
   server->tooling_->AddTo(builder);
   Configure(config, builder, &server->port_);
+  builder.RegisterService(server->log_service_.get());
   builder.RegisterCallbackGenericService(server->service_.get());
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0) {
@@ -287,7 +301,39 @@ absl::StatusOr<std::unique_ptr<StandbyServer>> StandbyServer::Start(const Coordi
 
 StandbyServer::~StandbyServer() {
   metrics_server_.reset();
-  // Its calls are short reads: cancelled at once, so the leader takes the port now.
+  // Its calls (reads, and log streams that clients follow elsewhere) are
+  // cancelled at once, so that the leader takes the port now.
+  if (server_) server_->Shutdown(std::chrono::system_clock::now());
+}
+
+absl::StatusOr<std::unique_ptr<StorelessServer>> StorelessServer::Start(
+    const CoordinatorConfig& config, std::function<std::string()> why) {
+  std::unique_ptr<StorelessServer> server(new StorelessServer);
+  server->service_ = std::make_unique<RefusingService>([why = std::move(why)] {
+    return absl::UnavailableError(
+        absl::StrCat("this coordinator cannot reach its job store yet: ", why()));
+  });
+  server->tooling_ = std::make_unique<ServerTooling>(ApiServices());
+  grpc::ServerBuilder builder;
+  server->tooling_->AddTo(builder);
+  Configure(config, builder, &server->port_);
+  builder.RegisterCallbackGenericService(server->service_.get());
+  server->server_ = builder.BuildAndStart();
+  if (server->server_ == nullptr || server->port_ == 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", config.listen_address));
+  }
+  SetHealth(*server->tooling_, server->server_.get(), false, false);
+  ExportLeader(&server->registry_, false);
+  if (!config.metrics_address.empty()) {
+    ASSIGN_OR_RETURN(
+        server->metrics_server_,
+        MetricsServer::Start(config.metrics_address, &server->registry_, [] { return false; }));
+  }
+  return server;
+}
+
+StorelessServer::~StorelessServer() {
+  metrics_server_.reset();
   if (server_) server_->Shutdown(std::chrono::system_clock::now());
 }
 

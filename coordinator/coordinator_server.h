@@ -90,6 +90,7 @@ class CoordinatorServer {
   std::unique_ptr<WorkerMembership> membership_;
   std::unique_ptr<JobManager> manager_;
   std::unique_ptr<LogRelay> logs_;
+  std::unique_ptr<SharedCodeArchives> shared_code_;  // with PostgreSQL
   std::unique_ptr<CodeStore> code_;
   std::unique_ptr<CodeUploads> uploads_;
   std::unique_ptr<JobServiceImpl> job_service_;
@@ -105,8 +106,8 @@ class CoordinatorServer {
 };
 
 // A coordinator while another one leads (coordinator/standby_service.h):
-// it answers job reads from the shared store and sends everything else to
-// the leader. Its health is SERVING, but for the service
+// it answers job reads from the shared store, relays logs from the workers,
+// and sends everything else to the leader. Its health is SERVING, but for the service
 // "ringmaster.v1.Leader", which is SERVING on the leader alone, as is
 // /ready on the metrics port (readiness probes'); metric
 // ringmaster_coordinator_leader is 0.
@@ -125,7 +126,33 @@ class StandbyServer {
   metrics::Registry registry_;
   std::unique_ptr<MetricsServer> metrics_server_;
   std::unique_ptr<JobStore> store_;
+  std::unique_ptr<StoredJobLogIndex> jobs_;
+  std::unique_ptr<LogRelay> logs_;
+  std::unique_ptr<StandbyLogService> log_service_;
   std::unique_ptr<StandbyService> service_;
+  std::unique_ptr<ServerTooling> tooling_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+};
+
+// A coordinator that cannot reach its store yet (it cannot tell whether
+// it leads): its health is NOT_SERVING, /ready fails, and every call is
+// refused with UNAVAILABLE saying why, where a closed port would say
+// nothing.
+class StorelessServer {
+ public:
+  // `why` gives the store's last error.
+  static absl::StatusOr<std::unique_ptr<StorelessServer>> Start(const CoordinatorConfig& config,
+                                                                std::function<std::string()> why);
+  ~StorelessServer();
+  int port() const { return port_; }
+
+ private:
+  StorelessServer() = default;
+
+  metrics::Registry registry_;
+  std::unique_ptr<MetricsServer> metrics_server_;
+  std::unique_ptr<RefusingService> service_;
   std::unique_ptr<ServerTooling> tooling_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;

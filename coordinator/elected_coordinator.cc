@@ -30,27 +30,53 @@ std::unique_ptr<T> ElectedCoordinator::Retry(
     if (started.status().ToString() != said) {
       said = started.status().ToString();
       spdlog::error("{}: {}; trying again each second", what, said);
+      MutexLock lock(&mu_);
+      store_error_ = std::string(started.status().message());
     }
   } while (!stop_.WaitForNotificationWithTimeout(absl::Seconds(1)));
   return nullptr;
 }
 
+std::unique_ptr<StorelessServer> ElectedCoordinator::ServeStoreless() {
+  absl::StatusOr<std::unique_ptr<StorelessServer>> server = StorelessServer::Start(config_, [this] {
+    MutexLock lock(&mu_);
+    return store_error_.empty() ? std::string("connecting") : store_error_;
+  });
+  if (!server.ok()) {
+    spdlog::warn("cannot say on the port that the store is out of reach: {}",
+                 server.status().ToString());
+    return nullptr;
+  }
+  PinPort((*server)->port());
+  return *std::move(server);
+}
+
+void ElectedCoordinator::PinPort(int port) {
+  // Port 0 is chosen once: every role serves where the first one did.
+  if (absl::EndsWith(config_.listen_address, ":0")) {
+    config_.listen_address.resize(config_.listen_address.size() - 1);
+    absl::StrAppend(&config_.listen_address, port);
+  }
+}
+
 void ElectedCoordinator::Run() {
+  // Until the store answers, the port says so.
+  std::unique_ptr<StorelessServer> storeless = ServeStoreless();
   leadership_ = Retry<Leadership>("cannot join the election", [this] {
     return Leadership::Start({config_.store.conninfo,
                               config_.store.password,
                               {options_.id, options_.address, options_.lease_timeout}});
   });
   if (leadership_ == nullptr) return;
-  std::unique_ptr<StandbyServer> standby =
-      Retry<StandbyServer>("cannot serve as a standby",
-                           [this] { return StandbyServer::Start(config_, leadership_.get()); });
+  std::unique_ptr<StandbyServer> standby = Retry<StandbyServer>("cannot serve as a standby", [&]() {
+    storeless.reset();  // frees the port
+    absl::StatusOr<std::unique_ptr<StandbyServer>> started =
+        StandbyServer::Start(config_, leadership_.get());
+    if (!started.ok()) storeless = ServeStoreless();
+    return started;
+  });
   if (standby == nullptr) return;
-  // Port 0 is chosen once: the leader serves where the standby did.
-  if (absl::EndsWith(config_.listen_address, ":0")) {
-    config_.listen_address.resize(config_.listen_address.size() - 1);
-    absl::StrAppend(&config_.listen_address, standby->port());
-  }
+  PinPort(standby->port());
   {
     MutexLock lock(&mu_);
     standby_ = std::move(standby);
@@ -70,6 +96,7 @@ void ElectedCoordinator::Lead() {
   if (!server.ok()) {
     spdlog::error("cannot lead: {}", server.status().ToString());
     options_.step_down();
+    return;
   }
   {
     MutexLock lock(&mu_);

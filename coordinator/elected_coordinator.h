@@ -32,7 +32,7 @@ class ElectedCoordinator {
  public:
   // Joins the election and serves as a standby, on a thread of its own:
   // until the database answers (and the port is free) it tries again each
-  // second.
+  // second, its port saying so (StorelessServer).
   static std::unique_ptr<ElectedCoordinator> Start(CoordinatorConfig config,
                                                    ElectionOptions options);
   // A leader shuts down and releases its lease, so a standby takes over
@@ -50,6 +50,11 @@ class ElectedCoordinator {
   template <typename T>
   std::unique_ptr<T> Retry(const char* what,
                            const std::function<absl::StatusOr<std::unique_ptr<T>>()>& start);
+  // Serves on the port that the store is out of reach (StorelessServer);
+  // null when it cannot.
+  std::unique_ptr<StorelessServer> ServeStoreless();
+  // With port 0, the port chosen first is kept for every role.
+  void PinPort(int port);
   // Waits for the lease, then leads until it is lost (and steps down) or
   // the coordinator stops.
   void Lead();
@@ -61,6 +66,7 @@ class ElectedCoordinator {
   Mutex mu_;
   std::unique_ptr<StandbyServer> standby_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<CoordinatorServer> leader_ ABSL_GUARDED_BY(mu_);
+  std::string store_error_ ABSL_GUARDED_BY(mu_);  // the last, while it cannot be reached
   std::thread thread_;
 };
 

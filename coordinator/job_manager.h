@@ -103,7 +103,7 @@ JobPage PageOf(const std::vector<v1::Job>& jobs, const JobQuery& query);
 // to the job store without waiting for the disk; what it does about a
 // change (messages to workers, snapshots to watchers, its reply) waits for
 // the store's sync, which runs after the mutex is released (Outbox).
-class JobManager {
+class JobManager final : public JobLogIndex {
  public:
   using JobObserver = std::function<void(const v1::Job&)>;
 
@@ -120,7 +120,7 @@ class JobManager {
   // ALREADY_EXISTS when they differ.
   absl::StatusOr<std::string> Submit(v1::JobSpec spec, const std::string& request_id = "",
                                      const std::string& owner = std::string(kAdminUser));
-  absl::StatusOr<v1::Job> Get(const std::string& job_id);
+  absl::StatusOr<v1::Job> Get(const std::string& job_id) override;
   // Newest first: up to page_size jobs matching `query`.
   absl::StatusOr<JobPage> ListPage(const JobQuery& query);
   // How many jobs are in each state, ended ones included.
@@ -146,7 +146,7 @@ class JobManager {
   // Where the logs of the ranks of `job`'s `attempt` can be read (a
   // worker's address as it is now, if it is connected). NOT_FOUND as
   // AttemptRanks.
-  absl::StatusOr<std::vector<RankLogSource>> LogSources(const v1::Job& job, int attempt);
+  absl::StatusOr<std::vector<RankLogSource>> LogSources(const v1::Job& job, int attempt) override;
 
   // Every worker, with its health (cordon, failures blamed on it).
   std::vector<v1::Worker> ListWorkers();

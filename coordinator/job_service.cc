@@ -91,11 +91,15 @@ grpc::ServerUnaryReactor* JobServiceImpl::SubmitJob(grpc::CallbackServerContext*
   absl::StatusOr<std::string> user = access_->RequireUser(*context);
   if (!user.ok()) return FinishUnary(context, user.status());
   const std::string& code = request->spec().code().sha256();
-  if (!code.empty() && !code_->Use(code).has_value()) {
-    return FinishUnary(context, absl::FailedPreconditionError(
-                                    absl::StrCat("code.sha256: no code archive ", code,
-                                                 " is stored on the coordinator; upload it first "
-                                                 "(`ringmaster submit` does)")));
+  if (!code.empty()) {
+    absl::StatusOr<std::optional<int64_t>> stored = code_->Use(code);
+    if (!stored.ok()) return FinishUnary(context, stored.status());
+    if (!stored->has_value()) {
+      return FinishUnary(context, absl::FailedPreconditionError(
+                                      absl::StrCat("code.sha256: no code archive ", code,
+                                                   " is stored on the coordinator; upload it first "
+                                                   "(`ringmaster submit` does)")));
+    }
   }
   absl::StatusOr<std::string> id = manager_->Submit(request->spec(), request->request_id(), *user);
   if (id.ok()) response->set_job_id(*id);
@@ -251,30 +255,8 @@ grpc::ServerWriteReactor<v1::JobsEvent>* JobServiceImpl::WatchJobs(
 grpc::ServerWriteReactor<v1::LogChunk>* JobServiceImpl::StreamLogs(
     grpc::CallbackServerContext* context, const v1::StreamLogsRequest* request) {
   absl::StatusOr<std::string> user = access_->RequireUser(*context);
-  absl::Status s = user.status();
-  if (s.ok()) s = ValidateRankRef(request->job_id(), request->all_ranks() ? 0 : request->rank());
-  if (s.ok() && request->tail_lines() < 0) {
-    s = absl::InvalidArgumentError(
-        absl::StrCat("tail_lines must not be negative, got ", request->tail_lines()));
-  }
-  // A rank or attempt the job never had would stream nothing, and look
-  // like silence.
-  absl::StatusOr<v1::Job> job = s.ok() ? manager_->Get(request->job_id()) : s;
-  if (s.ok() && !job.ok()) s = job.status();
-  if (s.ok()) s = AccessPolicy::RequireOwner(*user, *job, "read the logs of");
-  if (s.ok() && !request->all_ranks()) {
-    if (const int ranks = std::max(job->spec().ranks(), job->world_size());
-        request->rank() >= ranks) {
-      s = absl::NotFoundError(absl::StrCat("job ", request->job_id(), " has no rank ",
-                                           request->rank(), ": its ranks are 0..", ranks - 1));
-    }
-  }
-  if (s.ok() && request->has_attempt() &&
-      !(request->attempt() == job->attempt() && request->follow())) {
-    s = AttemptRanks(*job, request->attempt()).status();
-  }
-  if (!s.ok()) return new RefusedWriteReactor<v1::LogChunk>(ToGrpcStatus(s));
-  return logs_->Stream(*request);
+  if (!user.ok()) return new RefusedWriteReactor<v1::LogChunk>(ToGrpcStatus(user.status()));
+  return logs_->Stream(*user, *request);
 }
 
 grpc::ServerUnaryReactor* ClusterServiceImpl::ListWorkers(grpc::CallbackServerContext* context,
@@ -345,11 +327,12 @@ grpc::ServerUnaryReactor* JobServiceImpl::StatCode(grpc::CallbackServerContext* 
   if (absl::Status s = access_->RequireUser(*context).status(); !s.ok()) {
     return FinishUnary(context, s);
   }
-  if (const std::optional<int64_t> bytes = code_->Use(request->sha256())) {
+  absl::StatusOr<std::optional<int64_t>> bytes = code_->Use(request->sha256());
+  if (bytes.ok() && bytes->has_value()) {
     response->set_stored(true);
-    response->set_archive_bytes(*bytes);
+    response->set_archive_bytes(**bytes);
   }
-  return FinishUnary(context, absl::OkStatus());
+  return FinishUnary(context, bytes.status());
 }
 
 grpc::ServerReadReactor<v1::UploadCodeRequest>* JobServiceImpl::UploadCode(

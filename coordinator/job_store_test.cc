@@ -356,6 +356,27 @@ TEST_F(PgJobStoreTest, AWriteTheServerRefusesStopsTheStoreAndSyncSaysWhy) {
   EXPECT_FALSE((*store)->Create(EndedJob("d", 2, v1::PENDING)).ok());
 }
 
+TEST_F(PgJobStoreTest, AVersion4StoreIsUpgradedInPlace) {
+  {
+    auto store = PgJobStore::Open({server_->conninfo()});
+    ASSERT_OK(store);
+    ASSERT_OK((*store)->Create(EndedJob("kept", 1, v1::SUCCEEDED)));
+    ASSERT_OK((*store)->Sync());
+  }
+  auto db = PgDb::Connect(server_->conninfo());
+  ASSERT_OK(db);
+  // As a version 4 store was: no code archives.
+  ASSERT_OK((*db)->Exec(
+      "DROP TABLE code_archives, code_chunks; DELETE FROM schema_version WHERE version = 5"));
+  auto store = PgJobStore::Open({server_->conninfo()});
+  ASSERT_OK(store);
+  EXPECT_OK((*store)->Load("kept-1").status());
+  auto version = (*db)->Query("SELECT max(version) FROM schema_version");
+  ASSERT_OK(version);
+  EXPECT_EQ(version->Int(0, 0), PgJobStore::kSchemaVersion);
+  EXPECT_OK((*db)->Query("SELECT count(*) FROM code_archives, code_chunks").status());
+}
+
 TEST_F(PgJobStoreTest, RefusesAnUnknownSchemaVersionAndNumbersNeverRepeat) {
   {
     auto store = PgJobStore::Open({server_->conninfo()});

@@ -6,8 +6,10 @@
 #include "common/credentials.h"
 #include "common/grpc_handoff.h"
 #include "common/grpc_status.h"
+#include "common/job_id.h"
 #include "common/status_macros.h"
 #include "common/stream_writer.h"
+#include "coordinator/access_policy.h"
 #include "coordinator/attempt_placement.h"
 #include "coordinator/job_state.h"
 
@@ -103,13 +105,13 @@ class LogStream final : public grpc::ServerWriteReactor<v1::LogChunk> {
       if (!writer_.Write(unsent_.front())) return Next::kWaitForRoom;
       unsent_.pop_front();
     }
-    ASSIGN_OR_RETURN(v1::Job job, relay_->manager()->Get(request_.job_id()));
+    ASSIGN_OR_RETURN(v1::Job job, relay_->jobs()->Get(request_.job_id()));
     const std::vector<int> placed = PlacedAttempts(job);
     if (attempt_ < 0) {
       attempt_ = request_.has_attempt() ? request_.attempt() : placed.empty() ? -1 : placed.back();
     }
     bool got_data = false;
-    absl::StatusOr<std::vector<RankLogSource>> ranks = relay_->manager()->LogSources(job, attempt_);
+    absl::StatusOr<std::vector<RankLogSource>> ranks = relay_->jobs()->LogSources(job, attempt_);
     for (const RankLogSource& rank : ranks.value_or(std::vector<RankLogSource>())) {
       if (!request_.all_ranks() && rank.rank != request_.rank()) continue;
       if (!writer_.HasRoom()) return Next::kWaitForRoom;
@@ -207,8 +209,33 @@ class LogStream final : public grpc::ServerWriteReactor<v1::LogChunk> {
 
 }  // namespace
 
-grpc::ServerWriteReactor<v1::LogChunk>* LogRelay::Stream(const v1::StreamLogsRequest& request) {
+grpc::ServerWriteReactor<v1::LogChunk>* LogRelay::Stream(const std::string& user,
+                                                         const v1::StreamLogsRequest& request) {
+  if (absl::Status s = Check(user, request); !s.ok()) {
+    return new RefusedWriteReactor<v1::LogChunk>(ToGrpcStatus(s));
+  }
   return new LogStream(this, request);
+}
+
+absl::Status LogRelay::Check(const std::string& user, const v1::StreamLogsRequest& request) {
+  RETURN_IF_ERROR(ValidateRankRef(request.job_id(), request.all_ranks() ? 0 : request.rank()));
+  if (request.tail_lines() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tail_lines must not be negative, got ", request.tail_lines()));
+  }
+  // A rank or attempt the job never had would stream nothing, and look
+  // like silence.
+  ASSIGN_OR_RETURN(const v1::Job job, jobs_->Get(request.job_id()));
+  RETURN_IF_ERROR(AccessPolicy::RequireOwner(user, job, "read the logs of"));
+  if (const int ranks = std::max(job.spec().ranks(), job.world_size());
+      !request.all_ranks() && request.rank() >= ranks) {
+    return absl::NotFoundError(absl::StrCat("job ", request.job_id(), " has no rank ",
+                                            request.rank(), ": its ranks are 0..", ranks - 1));
+  }
+  if (request.has_attempt() && !(request.attempt() == job.attempt() && request.follow())) {
+    return AttemptRanks(job, request.attempt()).status();
+  }
+  return absl::OkStatus();
 }
 
 v1::WorkerAgentService::Stub* LogRelay::AgentFor(const std::string& address,

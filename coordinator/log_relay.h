@@ -15,7 +15,7 @@
 #include "common/mutex.h"
 #include "common/task_pool.h"
 #include "common/tls.h"
-#include "coordinator/job_manager.h"
+#include "coordinator/attempt_placement.h"
 #include "proto/job.pb.h"
 #include "proto/worker.grpc.pb.h"
 
@@ -31,17 +31,20 @@ class LogRelay {
   // `signer` makes the agent credential each worker's agent expects;
   // `tls` (the CA only) checks the agents' certificates. Lines longer than
   // `max_line_bytes` are relayed in pieces of that size.
-  LogRelay(JobManager* manager, const CredentialSigner* signer, Tls tls,
+  LogRelay(JobLogIndex* jobs, const CredentialSigner* signer, Tls tls,
            int64_t max_line_bytes = kDefaultMaxLogLineBytes)
-      : manager_(manager),
+      : jobs_(jobs),
         signer_(signer),
         tls_(std::move(tls)),
         max_line_bytes_(std::max<int64_t>(1, max_line_bytes)) {}
 
-  // A reactor that deletes itself when the RPC is done.
-  grpc::ServerWriteReactor<v1::LogChunk>* Stream(const v1::StreamLogsRequest& request);
+  // A reactor that deletes itself when the RPC is done. `user` (the caller)
+  // must own the job; a request that names a rank or attempt the job never
+  // had is refused with NOT_FOUND, as silence would mislead.
+  grpc::ServerWriteReactor<v1::LogChunk>* Stream(const std::string& user,
+                                                 const v1::StreamLogsRequest& request);
 
-  JobManager* manager() const { return manager_; }
+  JobLogIndex* jobs() const { return jobs_; }
   const CredentialSigner& signer() const { return *signer_; }
   int64_t max_line_bytes() const { return max_line_bytes_; }
   TaskPool* pool() { return &pool_; }
@@ -50,7 +53,9 @@ class LogRelay {
   v1::WorkerAgentService::Stub* AgentFor(const std::string& address, const std::string& worker_id);
 
  private:
-  JobManager* const manager_;
+  absl::Status Check(const std::string& user, const v1::StreamLogsRequest& request);
+
+  JobLogIndex* const jobs_;
   const CredentialSigner* const signer_;
   const Tls tls_;
   const int64_t max_line_bytes_;

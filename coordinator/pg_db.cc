@@ -144,4 +144,47 @@ absl::StatusOr<PgResult> PgDb::Query(const std::string& sql, const std::vector<P
   return PgResult(result.release());
 }
 
+absl::Status PgPool::Run(const std::function<absl::Status(PgDb*)>& body) {
+  absl::Status status;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    absl::StatusOr<std::unique_ptr<PgDb>> db = Borrow();
+    if (!db.ok()) return db.status();
+    status = body(db->get());
+    if (!(*db)->connected() || absl::IsUnavailable(status)) {
+      db->reset();  // lost: the next try opens another
+      Return(nullptr);
+      continue;
+    }
+    Return(*std::move(db));
+    return status;
+  }
+  return status;
+}
+
+absl::StatusOr<std::unique_ptr<PgDb>> PgPool::Borrow() {
+  {
+    MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(this, &PgPool::CanBorrow));
+    if (!idle_.empty()) {
+      std::unique_ptr<PgDb> db = std::move(idle_.back());
+      idle_.pop_back();
+      return db;
+    }
+    ++open_;
+  }
+  absl::StatusOr<std::unique_ptr<PgDb>> db =
+      PgDb::Connect(options_.conninfo, options_.connect_timeout, options_.password);
+  if (!db.ok()) Return(nullptr);
+  return db;
+}
+
+void PgPool::Return(std::unique_ptr<PgDb> db) {
+  MutexLock lock(&mu_);
+  if (db == nullptr) {
+    --open_;
+  } else {
+    idle_.push_back(std::move(db));
+  }
+}
+
 }  // namespace ringmaster

@@ -17,6 +17,7 @@
 #include <postgresql/libpq-fe.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,6 +25,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/mutex.h"
 
 namespace ringmaster {
 
@@ -102,6 +104,38 @@ class PgDb {
 
   std::unique_ptr<PGconn, void (*)(PGconn*)> conn_;
   int depth_ = 0;
+};
+
+// Connections to one database for callers on many threads: a call borrows
+// an idle connection (or opens one, up to `max_connections`; beyond, it
+// waits for one), and no lock is held while its statements run.
+// Thread-safe.
+class PgPool {
+ public:
+  struct Options {
+    std::string conninfo;
+    std::string password;  // empty: libpq's own
+    int max_connections = 4;
+    absl::Duration connect_timeout = absl::Seconds(10);
+  };
+  explicit PgPool(Options options) : options_(std::move(options)) {}
+
+  // Runs `body` on a connection. When the connection turns out to be lost
+  // (UNAVAILABLE), it is dropped and `body` runs once more on a new one, so
+  // `body` must be safe to run twice (a transaction is).
+  absl::Status Run(const std::function<absl::Status(PgDb*)>& body);
+
+ private:
+  absl::StatusOr<std::unique_ptr<PgDb>> Borrow();
+  bool CanBorrow() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return !idle_.empty() || open_ < options_.max_connections;
+  }
+  void Return(std::unique_ptr<PgDb> db);
+
+  const Options options_;
+  Mutex mu_;
+  std::vector<std::unique_ptr<PgDb>> idle_ ABSL_GUARDED_BY(mu_);
+  int open_ ABSL_GUARDED_BY(mu_) = 0;  // idle or borrowed
 };
 
 }  // namespace ringmaster

@@ -5,11 +5,16 @@
 
 #include <sys/stat.h>
 
+#include <atomic>
 #include <cstdio>
+#include <set>
+#include <thread>
+#include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "common/mutex.h"
 #include "common/status_macros.h"
 #include "testing/postgres_server.h"
 #include "testing/status_matchers.h"
@@ -93,6 +98,63 @@ TEST_F(PgDbTest, AServerThatStopsIsUnavailableUntilItIsBack) {
   absl::StatusOr<std::unique_ptr<PgDb>> again = PgDb::Connect(server_->conninfo());
   ASSERT_OK(again);
   EXPECT_OK((*again)->Query("SELECT 1").status());
+}
+
+TEST_F(PgDbTest, APoolOpensNoMoreThanItsLimitAndCallersWaitForAConnection) {
+  PgPool pool({server_->conninfo(), "", /*max_connections=*/2});
+  Mutex mu;
+  std::set<int64_t> backends;
+  std::vector<std::thread> callers;
+  std::atomic<int> done{0};
+  for (int i = 0; i < 6; ++i) {
+    callers.emplace_back([&] {
+      absl::Status s = pool.Run([&](PgDb* db) -> absl::Status {
+        ASSIGN_OR_RETURN(PgResult row, db->Query("SELECT pg_backend_pid(), pg_sleep(0.1)"));
+        MutexLock lock(&mu);
+        backends.insert(row.Int(0, 0));
+        return absl::OkStatus();
+      });
+      if (s.ok()) ++done;
+    });
+  }
+  for (std::thread& t : callers) t.join();
+  EXPECT_EQ(done.load(), 6);
+  MutexLock lock(&mu);
+  EXPECT_EQ(backends.size(), 2u);  // each connection served several callers
+}
+
+TEST_F(PgDbTest, APoolRunsACallAgainOnANewConnectionAfterTheServerRestarted) {
+  PgPool pool({server_->conninfo()});
+  int64_t first = 0;
+  ASSERT_OK(pool.Run([&](PgDb* db) -> absl::Status {
+    ASSIGN_OR_RETURN(PgResult row, db->Query("SELECT pg_backend_pid()"));
+    first = row.Int(0, 0);
+    return absl::OkStatus();
+  }));
+  ASSERT_OK(server_->Stop());
+  ASSERT_OK(server_->Restart());
+  int runs = 0;
+  int64_t second = 0;
+  ASSERT_OK(pool.Run([&](PgDb* db) -> absl::Status {
+    ++runs;
+    ASSIGN_OR_RETURN(PgResult row, db->Query("SELECT pg_backend_pid()"));
+    second = row.Int(0, 0);
+    return absl::OkStatus();
+  }));
+  EXPECT_EQ(runs, 2);  // once on the connection the restart broke
+  EXPECT_NE(second, first);
+}
+
+TEST_F(PgDbTest, APoolSaysWhenItCannotConnect) {
+  ASSERT_OK(server_->Stop());
+  PgPool pool({server_->conninfo()});
+  int runs = 0;
+  absl::Status s = pool.Run([&](PgDb*) {
+    ++runs;
+    return absl::OkStatus();
+  });
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_EQ(runs, 0);
 }
 
 TEST(PgDbPasswordTest, APasswordFromAPassfileSignsIn) {

@@ -107,38 +107,51 @@ absl::Status PgJobStore::Migrate(PgDb* db) {
           absl::StrCat("job store schema version ", version, " is newer than ", kSchemaVersion,
                        " (this build's); use a matching coordinator or another database"));
     }
-    // PostgreSQL stores began at version 4; later versions add steps here.
+    // PostgreSQL stores began at version 4 (SQLite's then).
+    if (version < 4) RETURN_IF_ERROR(CreateVersion4(db));
+    // Version 5: code archives (coordinator/pg_code_archives.h), in chunks.
     return db->Exec(
-        "CREATE TABLE jobs ("
-        "  number BIGINT PRIMARY KEY,"
-        "  id TEXT NOT NULL UNIQUE,"
-        "  state INTEGER NOT NULL,"
-        "  snapshot BYTEA NOT NULL,"
-        "  resident INTEGER NOT NULL DEFAULT 1,"
-        "  ended_unix_ms BIGINT NOT NULL DEFAULT 0,"
-        "  workers TEXT NOT NULL DEFAULT '');"
-        "CREATE INDEX resident_jobs ON jobs(number) WHERE resident = 1;"
-        "CREATE TABLE transitions ("
-        "  seq BIGSERIAL PRIMARY KEY,"
-        "  job_id TEXT NOT NULL REFERENCES jobs(id),"
-        "  change BYTEA NOT NULL);"
-        "CREATE INDEX transitions_by_job ON transitions(job_id, seq);"
-        "CREATE TABLE counters (name TEXT PRIMARY KEY, value BIGINT NOT NULL);"
-        "CREATE TABLE job_labels ("
-        "  key TEXT NOT NULL,"
-        "  value TEXT NOT NULL,"
-        "  number BIGINT NOT NULL,"
-        "  PRIMARY KEY (key, value, number));"
-        "CREATE INDEX labels_by_job ON job_labels(number);"
-        "CREATE TABLE submit_requests ("
-        "  request_id TEXT PRIMARY KEY,"
-        "  number BIGINT NOT NULL);"
-        "CREATE INDEX requests_by_job ON submit_requests(number);"
-        "CREATE TABLE worker_health ("
-        "  worker_id TEXT PRIMARY KEY,"
-        "  record BYTEA NOT NULL);"
-        "INSERT INTO schema_version VALUES (4);");
+        "CREATE TABLE code_archives (sha256 TEXT PRIMARY KEY, bytes BIGINT NOT NULL);"
+        "CREATE TABLE code_chunks ("
+        "  sha256 TEXT NOT NULL,"
+        "  seq INTEGER NOT NULL,"
+        "  data BYTEA NOT NULL,"
+        "  PRIMARY KEY (sha256, seq));"
+        "INSERT INTO schema_version VALUES (5);");
   });
+}
+
+absl::Status PgJobStore::CreateVersion4(PgDb* db) {
+  return db->Exec(
+      "CREATE TABLE jobs ("
+      "  number BIGINT PRIMARY KEY,"
+      "  id TEXT NOT NULL UNIQUE,"
+      "  state INTEGER NOT NULL,"
+      "  snapshot BYTEA NOT NULL,"
+      "  resident INTEGER NOT NULL DEFAULT 1,"
+      "  ended_unix_ms BIGINT NOT NULL DEFAULT 0,"
+      "  workers TEXT NOT NULL DEFAULT '');"
+      "CREATE INDEX resident_jobs ON jobs(number) WHERE resident = 1;"
+      "CREATE TABLE transitions ("
+      "  seq BIGSERIAL PRIMARY KEY,"
+      "  job_id TEXT NOT NULL REFERENCES jobs(id),"
+      "  change BYTEA NOT NULL);"
+      "CREATE INDEX transitions_by_job ON transitions(job_id, seq);"
+      "CREATE TABLE counters (name TEXT PRIMARY KEY, value BIGINT NOT NULL);"
+      "CREATE TABLE job_labels ("
+      "  key TEXT NOT NULL,"
+      "  value TEXT NOT NULL,"
+      "  number BIGINT NOT NULL,"
+      "  PRIMARY KEY (key, value, number));"
+      "CREATE INDEX labels_by_job ON job_labels(number);"
+      "CREATE TABLE submit_requests ("
+      "  request_id TEXT PRIMARY KEY,"
+      "  number BIGINT NOT NULL);"
+      "CREATE INDEX requests_by_job ON submit_requests(number);"
+      "CREATE TABLE worker_health ("
+      "  worker_id TEXT PRIMARY KEY,"
+      "  record BYTEA NOT NULL);"
+      "INSERT INTO schema_version VALUES (4);");
 }
 
 absl::Status PgJobStore::Write(std::vector<PgStatement> statements) {

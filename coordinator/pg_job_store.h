@@ -47,7 +47,7 @@ absl::StatusOr<std::string> SharedCredentialKey(const PgJobStoreOptions& options
 
 class PgJobStore final : public JobStore {
  public:
-  static constexpr int kSchemaVersion = 4;
+  static constexpr int kSchemaVersion = 5;
 
   // Connects, creates or checks the schema, and starts the writer.
   // FAILED_PRECONDITION when the database has a schema version this build
@@ -88,6 +88,8 @@ class PgJobStore final : public JobStore {
         requests_(std::move(requests)),
         request_of_job_(std::move(request_of_job)) {}
   static absl::Status Migrate(PgDb* db);
+  // The tables of schema version 4, where PostgreSQL stores began.
+  static absl::Status CreateVersion4(PgDb* db);
   // Queues `statements` as one transaction, or into the open Batch.
   absl::Status Write(std::vector<PgStatement> statements);
   // Waits until everything queued so far is committed, up to `timeout`.

@@ -64,16 +64,19 @@ absl::StatusOr<v1::ListJobsResponse> ListJobs(JobStore* store, const std::string
   return response;
 }
 
+// A call refused at once.
+class RefusedCall final : public grpc::ServerGenericBidiReactor {
+ public:
+  explicit RefusedCall(const absl::Status& status) { Finish(ToGrpcStatus(status)); }
+  void OnDone() override { delete this; }
+};
+
 // One call: a read is answered once its request has arrived; anything
 // else is refused at once.
 class StandbyCall final : public grpc::ServerGenericBidiReactor {
  public:
   StandbyCall(const StandbyService* service, grpc::GenericCallbackServerContext* context)
       : service_(service), context_(context) {
-    if (!StandbyService::Reads(context->method())) {
-      Finish(ToGrpcStatus(service->NotLeader()));
-      return;
-    }
     StartRead(&request_);
   }
 
@@ -115,7 +118,13 @@ bool StandbyService::Reads(const std::string& method) {
 
 grpc::ServerGenericBidiReactor* StandbyService::CreateReactor(
     grpc::GenericCallbackServerContext* context) {
+  if (!Reads(context->method())) return new RefusedCall(NotLeader());
   return new StandbyCall(this, context);
+}
+
+grpc::ServerGenericBidiReactor* RefusingService::CreateReactor(
+    grpc::GenericCallbackServerContext*) {
+  return new RefusedCall(refusal_());
 }
 
 absl::Status StandbyService::Answer(const grpc::GenericCallbackServerContext& context,
@@ -134,6 +143,13 @@ absl::Status StandbyService::Answer(const grpc::GenericCallbackServerContext& co
   ASSIGN_OR_RETURN(v1::ListJobsResponse page, ListJobs(store_, user, list));
   Serialize(page, response);
   return absl::OkStatus();
+}
+
+grpc::ServerWriteReactor<v1::LogChunk>* StandbyLogService::StreamLogs(
+    grpc::CallbackServerContext* context, const v1::StreamLogsRequest* request) {
+  absl::StatusOr<std::string> user = access_->RequireUser(*context);
+  if (!user.ok()) return new RefusedWriteReactor<v1::LogChunk>(ToGrpcStatus(user.status()));
+  return logs_->Stream(*user, *request);
 }
 
 }  // namespace ringmaster

@@ -1,7 +1,8 @@
 // What a standby coordinator serves while another one leads: job reads
-// (GetJob, ListJobs) from the shared store, and for every other call
-// UNAVAILABLE naming the leader, so that clients, workers and ranks go
-// there. Registered as the server's generic service, it answers every
+// (GetJob, ListJobs) from the shared store, logs relayed from the workers
+// that hold them (StandbyLogService), and for every other call UNAVAILABLE
+// naming the leader, so that clients, workers and ranks go there.
+// Registered as the server's generic service, StandbyService answers every
 // method of the API without a handler of its own for each.
 #ifndef RINGMASTER_COORDINATOR_STANDBY_SERVICE_H_
 #define RINGMASTER_COORDINATOR_STANDBY_SERVICE_H_
@@ -14,7 +15,10 @@
 #include "absl/status/status.h"
 #include "common/coordinator_targets.h"
 #include "coordinator/access_policy.h"
+#include "coordinator/attempt_placement.h"
 #include "coordinator/job_store.h"
+#include "coordinator/log_relay.h"
+#include "proto/job.grpc.pb.h"
 
 namespace ringmaster {
 
@@ -43,6 +47,54 @@ class StandbyService final : public grpc::CallbackGenericService {
   JobStore* const store_;
   const AccessPolicy* const access_;
   const std::function<std::string()> leader_;
+};
+
+// Refuses every call with `refusal()`: a coordinator that cannot serve
+// yet. Thread-safe.
+class RefusingService final : public grpc::CallbackGenericService {
+ public:
+  explicit RefusingService(std::function<absl::Status()> refusal) : refusal_(std::move(refusal)) {}
+  grpc::ServerGenericBidiReactor* CreateReactor(
+      grpc::GenericCallbackServerContext* context) override;
+
+ private:
+  const std::function<absl::Status()> refusal_;
+};
+
+// Jobs as the store has them, and their ranks' workers as placed.
+class StoredJobLogIndex final : public JobLogIndex {
+ public:
+  explicit StoredJobLogIndex(JobStore* store) : store_(store) {}
+  absl::StatusOr<v1::Job> Get(const std::string& job_id) override { return store_->Load(job_id); }
+  absl::StatusOr<std::vector<RankLogSource>> LogSources(const v1::Job& job, int attempt) override {
+    return AttemptRanks(job, attempt);
+  }
+
+ private:
+  JobStore* const store_;
+};
+
+// JobService's StreamLogs on a standby; its other methods are left to the
+// generic StandbyService.
+using StandbyLogServiceBase = v1::JobService::WithGenericMethod_SubmitJob<
+    v1::JobService::WithGenericMethod_GetJob<v1::JobService::WithGenericMethod_ListJobs<
+        v1::JobService::WithGenericMethod_CancelJob<v1::JobService::WithGenericMethod_DeleteJob<
+            v1::JobService::WithGenericMethod_WatchJob<v1::JobService::WithGenericMethod_WatchJobs<
+                v1::JobService::WithGenericMethod_DumpStacks<
+                    v1::JobService::WithGenericMethod_StatCode<
+                        v1::JobService::WithGenericMethod_UploadCode<
+                            v1::JobService::WithCallbackMethod_StreamLogs<
+                                v1::JobService::Service>>>>>>>>>>>;
+
+class StandbyLogService final : public StandbyLogServiceBase {
+ public:
+  StandbyLogService(LogRelay* logs, const AccessPolicy* access) : logs_(logs), access_(access) {}
+  grpc::ServerWriteReactor<v1::LogChunk>* StreamLogs(grpc::CallbackServerContext* context,
+                                                     const v1::StreamLogsRequest* request) override;
+
+ private:
+  LogRelay* const logs_;
+  const AccessPolicy* const access_;
 };
 
 }  // namespace ringmaster

@@ -9,6 +9,7 @@
 #include <signal.h>
 
 #include <atomic>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <thread>
@@ -19,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "client/client.h"
+#include "client/code_package.h"
 #include "client/job_spec_yaml.h"
 #include "common/net.h"
 #include "testing/postgres_server.h"
@@ -233,6 +235,63 @@ TEST_F(HaTest, KillingTheLeaderLosesNoJobAndNoStep) {
   EXPECT_EQ(Leader(), second);
   Client standby(addresses_[first]);
   EXPECT_OK(standby.GetJob(trainer).status());
+}
+
+// The leader's machine is lost, disk and all, after a job with uploaded
+// code was submitted to it: the next leader runs the job from the shared
+// store's copy, and its output is read from the leader and from a standby.
+TEST_F(HaTest, AJobsCodeAndLogsOutliveTheLeadersMachine) {
+  const int first = WaitForLeader();
+  ASSERT_GE(first, 0) << Logs();
+  const std::string trainer = SubmitTrainer();  // every slot: the next job waits
+  WaitTraining(trainer);
+  const std::string code = dir_ + "/code";
+  ASSERT_TRUE(std::filesystem::create_directories(code));
+  std::ofstream(code + "/message.txt") << "shipped with the job\n";
+  absl::StatusOr<PackedDirectory> packed = PackDirectory(code, 1 << 20, dir_ + "/code.tar.gz");
+  ASSERT_OK(packed);
+  ASSERT_OK(client_->UploadCode(dir_ + "/code.tar.gz", packed->sha256, packed->archive_bytes));
+  absl::StatusOr<v1::JobSpec> spec =
+      ParseJobSpecYaml("name: shipped\nranks: 1\ncommand: [cat, message.txt]\n");
+  ASSERT_OK(spec);
+  spec->mutable_code()->set_sha256(packed->sha256);
+  spec->mutable_code()->set_archive_bytes(packed->archive_bytes);
+  absl::StatusOr<std::string> shipped = client_->Submit(*spec);
+  ASSERT_OK(shipped);
+
+  testing::KillAndReap(coordinators_[first]);
+  std::filesystem::remove_all(absl::StrCat(dir_, "/c", first));
+  const int second = WaitForLeader(first);
+  ASSERT_GE(second, 0) << Logs();
+  ExpectWhole(trainer);
+  v1::Job ran = WaitJob(*shipped, [](const v1::Job& j) {
+    return j.state() == v1::SUCCEEDED || j.state() == v1::FAILED;
+  });
+  ASSERT_EQ(ran.state(), v1::SUCCEEDED) << ran.ShortDebugString() << Logs();
+
+  // The lost machine comes back, empty, as a standby that relays logs.
+  StartCoordinator(first);
+  ASSERT_TRUE(
+      testing::WaitFor([&] { return HealthOf(first, "") == Health::SERVING; }, absl::Seconds(30)));
+  std::string output;
+  ASSERT_OK(client_->StreamLogs(*shipped, 0, /*follow=*/false,
+                                [&](const v1::LogChunk& chunk) { output += chunk.data(); }));
+  EXPECT_EQ(output, "shipped with the job\n");
+  // Asked of the standby itself (a client would follow a refusal).
+  auto standby = v1::JobService::NewStub(
+      grpc::CreateChannel(addresses_[first], grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  v1::StreamLogsRequest request;
+  request.set_job_id(*shipped);
+  request.set_all_ranks(true);
+  auto reader = standby->StreamLogs(&context, request);
+  output.clear();
+  for (v1::LogChunk chunk; reader->Read(&chunk);) output += chunk.data();
+  grpc::Status relayed = reader->Finish();
+  EXPECT_TRUE(relayed.ok()) << relayed.error_message();
+  EXPECT_EQ(output, "shipped with the job\n") << "from the standby";
+  EXPECT_EQ(Leader(), second);
 }
 
 TEST_F(HaTest, APausedLeaderComesBackAsAStandby) {

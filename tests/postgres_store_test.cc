@@ -4,10 +4,11 @@
 // again with an empty --state-dir: its jobs come back from the database,
 // and the running one keeps running. While PostgreSQL is down the
 // coordinator's health is NOT_SERVING, and a submit made then is answered
-// once it is back.
+// once it is back; one started while it is down says so on its port.
 
 #include <future>
 
+#include <gmock/gmock.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
@@ -156,6 +157,25 @@ TEST_F(PostgresStoreTest, JobsComeBackFromTheDatabaseAndAnOutageIsWaitedOut) {
   ASSERT_TRUE(state_is(*late, v1::PENDING)) << Logs();
   ASSERT_TRUE(state_is(*waiting, v1::PENDING));
   ASSERT_TRUE(state_is(*running, v1::RUNNING));
+}
+
+TEST_F(PostgresStoreTest, ACoordinatorStartedWithoutItsDatabaseSaysSoUntilItIsThere) {
+  ASSERT_OK(server_->Stop());
+  StartCoordinator("early");
+  // Its port answers: NOT_SERVING, and calls refused saying why.
+  ASSERT_TRUE(testing::WaitFor(
+      [&] { return Health() == grpc::health::v1::HealthCheckResponse::NOT_SERVING; },
+      absl::Seconds(30)))
+      << Logs();
+  Client client(address_, "", {}, absl::Seconds(2));
+  absl::StatusOr<std::vector<v1::Worker>> refused = client.ListWorkers();
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(refused.status().message()),
+              ::testing::HasSubstr("cannot reach its job store yet"));
+  ASSERT_OK(server_->Restart());
+  ASSERT_TRUE(Leads()) << Logs();
+  EXPECT_EQ(Health(), grpc::health::v1::HealthCheckResponse::SERVING);
+  EXPECT_OK(client.ListWorkers().status());
 }
 
 // `ringmaster up --store postgresql://...`: a local cluster whose jobs are

@@ -11,22 +11,26 @@
 
 namespace ringmaster {
 
-JobCode::Fetch CoordinatorCodeFetch(std::shared_ptr<grpc::Channel> coordinator, std::string token,
-                                    absl::Duration call_timeout) {
-  std::shared_ptr<v1::WorkerService::Stub> stub = v1::WorkerService::NewStub(coordinator);
-  return [stub, token, call_timeout](const std::string& sha256,
-                                     const std::string& path) -> absl::Status {
+JobCode::Fetch CoordinatorCodeFetch(std::shared_ptr<CoordinatorTargets> coordinators,
+                                    std::string token, absl::Duration call_timeout) {
+  return [coordinators, token, call_timeout](const std::string& sha256,
+                                             const std::string& path) -> absl::Status {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
     if (!out) return absl::InternalError("cannot create a file for the archive");
     v1::ReadCodeRequest request;
     request.set_sha256(sha256);
     request.set_max_bytes(kMaxCodeChunkBytes);
     for (;;) {
-      grpc::ClientContext context;
-      context.set_deadline(absl::ToChronoTime(absl::Now() + call_timeout));
-      AddBearerToken(&context, token);
       v1::ReadCodeResponse response;
-      grpc::Status status = stub->ReadCode(&context, request, &response);
+      grpc::Status status =
+          coordinators->Call(absl::Now() + call_timeout, /*idempotent=*/true,
+                             [&](const CoordinatorTargets::Target& target) {
+                               grpc::ClientContext context;
+                               context.set_deadline(absl::ToChronoTime(absl::Now() + call_timeout));
+                               AddBearerToken(&context, token);
+                               return v1::WorkerService::NewStub(target.channel)
+                                   ->ReadCode(&context, request, &response);
+                             });
       if (!status.ok()) {
         return absl::Status(
             FromGrpcStatus(status).code(),

@@ -214,10 +214,9 @@ absl::Status WorkerServer::InitSupervisor(const WorkerConfig& config,
   RETURN_IF_ERROR(ChooseRankUsers(config, &options));
   code_ = std::make_unique<JobCode>(
       options.jobs_dir, UnpackLimits{config.max_code_bytes},
-      // Code archives are kept by the coordinator they were uploaded to:
-      // with several, the first one listed.
-      CoordinatorCodeFetch(CoordinatorChannel(FirstAddress(config.coordinator_address), config.tls),
-                           config.token));
+      CoordinatorCodeFetch(
+          std::make_shared<CoordinatorTargets>(config.coordinator_address, config.tls),
+          config.token));
   options.code = code_.get();
   // Kills what an earlier worker of this id left before anything registers.
   launcher_ = std::make_unique<PosixProcessLauncher>(
