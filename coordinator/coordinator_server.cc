@@ -14,6 +14,7 @@
 #include "common/status_macros.h"
 #include "coordinator/pg_code_archives.h"
 #include "coordinator/pg_job_store.h"
+#include "coordinator/pg_rendezvous_journal.h"
 #include "coordinator/sqlite_job_store.h"
 
 namespace ringmaster {
@@ -119,7 +120,15 @@ absl::Status CoordinatorServer::InitJobs(const CoordinatorConfig& config) {
                                                        const v1::StateChange& change) {
     m->OnTransition(before, change);
   };
-  rendezvous_ = std::make_unique<RendezvousStore>(clock, config.rendezvous);
+  if (config.store.engine == StoreConfig::Engine::kPostgres) {
+    ASSIGN_OR_RETURN(rendezvous_journal_,
+                     PgRendezvousJournal::Start(config.store.conninfo, config.store.password,
+                                                config.lease_term));
+  }
+  rendezvous_ =
+      std::make_unique<RendezvousStore>(clock, config.rendezvous, rendezvous_journal_.get());
+  // The keys of attempts that were starting under the last leader.
+  RETURN_IF_ERROR(rendezvous_->Restore());
   membership_ = std::make_unique<WorkerMembership>(clock, config.membership);
   manager_ = std::make_unique<JobManager>(store_.get(), rendezvous_.get(), membership_.get(), clock,
                                           manager_options);
@@ -141,7 +150,9 @@ absl::Status CoordinatorServer::InitJobs(const CoordinatorConfig& config) {
     }
     return out;
   });
-  return manager_->Recover();
+  RETURN_IF_ERROR(manager_->Recover());
+  rendezvous_->EndRestore();
+  return absl::OkStatus();
 }
 
 absl::Status CoordinatorServer::InitServices(const CoordinatorConfig& config) {

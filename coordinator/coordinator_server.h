@@ -86,6 +86,7 @@ class CoordinatorServer {
   std::unique_ptr<CoordinatorMetrics> metrics_;
   std::unique_ptr<MetricsServer> metrics_server_;
   std::unique_ptr<JobStore> store_;
+  std::unique_ptr<RendezvousJournal> rendezvous_journal_;  // with PostgreSQL
   std::unique_ptr<RendezvousStore> rendezvous_;
   std::unique_ptr<WorkerMembership> membership_;
   std::unique_ptr<JobManager> manager_;

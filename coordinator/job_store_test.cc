@@ -365,16 +365,18 @@ TEST_F(PgJobStoreTest, AVersion4StoreIsUpgradedInPlace) {
   }
   auto db = PgDb::Connect(server_->conninfo());
   ASSERT_OK(db);
-  // As a version 4 store was: no code archives.
-  ASSERT_OK((*db)->Exec(
-      "DROP TABLE code_archives, code_chunks; DELETE FROM schema_version WHERE version = 5"));
+  // As a version 4 store was: no code archives, no rendezvous keys.
+  ASSERT_OK(
+      (*db)->Exec("DROP TABLE code_archives, code_chunks, rendezvous_keys; "
+                  "DELETE FROM schema_version WHERE version > 4"));
   auto store = PgJobStore::Open({server_->conninfo()});
   ASSERT_OK(store);
   EXPECT_OK((*store)->Load("kept-1").status());
   auto version = (*db)->Query("SELECT max(version) FROM schema_version");
   ASSERT_OK(version);
   EXPECT_EQ(version->Int(0, 0), PgJobStore::kSchemaVersion);
-  EXPECT_OK((*db)->Query("SELECT count(*) FROM code_archives, code_chunks").status());
+  EXPECT_OK(
+      (*db)->Query("SELECT count(*) FROM code_archives, code_chunks, rendezvous_keys").status());
 }
 
 TEST_F(PgJobStoreTest, RefusesAnUnknownSchemaVersionAndNumbersNeverRepeat) {

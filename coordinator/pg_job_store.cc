@@ -110,14 +110,25 @@ absl::Status PgJobStore::Migrate(PgDb* db) {
     // PostgreSQL stores began at version 4 (SQLite's then).
     if (version < 4) RETURN_IF_ERROR(CreateVersion4(db));
     // Version 5: code archives (coordinator/pg_code_archives.h), in chunks.
+    if (version < 5) {
+      RETURN_IF_ERROR(
+          db->Exec("CREATE TABLE code_archives (sha256 TEXT PRIMARY KEY, bytes BIGINT NOT NULL);"
+                   "CREATE TABLE code_chunks ("
+                   "  sha256 TEXT NOT NULL,"
+                   "  seq INTEGER NOT NULL,"
+                   "  data BYTEA NOT NULL,"
+                   "  PRIMARY KEY (sha256, seq));"
+                   "INSERT INTO schema_version VALUES (5);"));
+    }
+    // Version 6: rendezvous keys (coordinator/pg_rendezvous_journal.h).
     return db->Exec(
-        "CREATE TABLE code_archives (sha256 TEXT PRIMARY KEY, bytes BIGINT NOT NULL);"
-        "CREATE TABLE code_chunks ("
-        "  sha256 TEXT NOT NULL,"
-        "  seq INTEGER NOT NULL,"
-        "  data BYTEA NOT NULL,"
-        "  PRIMARY KEY (sha256, seq));"
-        "INSERT INTO schema_version VALUES (5);");
+        "CREATE TABLE rendezvous_keys ("
+        "  job_id TEXT NOT NULL,"
+        "  attempt INTEGER NOT NULL,"
+        "  key BYTEA NOT NULL,"
+        "  value BYTEA NOT NULL,"
+        "  PRIMARY KEY (job_id, attempt, key));"
+        "INSERT INTO schema_version VALUES (6);");
   });
 }
 

@@ -47,7 +47,7 @@ absl::StatusOr<std::string> SharedCredentialKey(const PgJobStoreOptions& options
 
 class PgJobStore final : public JobStore {
  public:
-  static constexpr int kSchemaVersion = 5;
+  static constexpr int kSchemaVersion = 6;
 
   // Connects, creates or checks the schema, and starts the writer.
   // FAILED_PRECONDITION when the database has a schema version this build

@@ -41,9 +41,33 @@ void RendezvousStore::Run(Ready& ready) {
   for (auto& [done, status] : ready) done(status);
 }
 
+absl::Status RendezvousStore::Restore() {
+  if (journal_ == nullptr) return absl::OkStatus();
+  ASSIGN_OR_RETURN(ScopesValues found, journal_->Load());
+  MutexLock lock(&mu_);
+  restored_ = std::move(found);
+  return absl::OkStatus();
+}
+
 void RendezvousStore::OpenScope(const ScopeId& scope) {
   MutexLock lock(&mu_);
-  scopes_[scope];
+  Scope& open = scopes_[scope];
+  auto restored = restored_.find(scope);
+  if (restored == restored_.end()) return;
+  for (auto& [key, value] : restored->second) {
+    open.bytes += static_cast<int64_t>(key.size() + value.size());
+    open.values[key] = std::move(value);
+  }
+  restored_.erase(restored);
+}
+
+void RendezvousStore::EndRestore() {
+  ScopesValues ended;
+  {
+    MutexLock lock(&mu_);
+    ended.swap(restored_);
+  }
+  for (const auto& [scope, values] : ended) journal_->Drop(scope);
 }
 
 void RendezvousStore::DropScope(const ScopeId& scope) {
@@ -58,21 +82,40 @@ void RendezvousStore::DropScope(const ScopeId& scope) {
                                                          scope.job_id, " ended while waiting")));
     }
     scopes_.erase(it);
+    if (journal_ != nullptr) journal_->Drop(scope);  // after every Put to it
   }
   Run(ready);
 }
 
+absl::StatusOr<int64_t> RendezvousStore::Journal(const ScopeId& scope, const std::string& key,
+                                                 const std::string& value) {
+  return journal_ != nullptr ? journal_->Put(scope, key, value) : 0;
+}
+
+absl::Status RendezvousStore::Keep(const std::string& key, const absl::StatusOr<int64_t>& ticket,
+                                   Ready& ready) {
+  absl::Status kept = ticket.status();
+  if (kept.ok() && *ticket > 0) kept = journal_->WaitDurable(*ticket);
+  // Waiters go on either way: the key is set here.
+  Run(ready);
+  if (kept.ok()) return kept;
+  return absl::Status(kept.code(),
+                      absl::StrCat("the coordinator could not keep key \"", key.substr(0, 64),
+                                   "\" durably; set it again: ", kept.message()));
+}
+
 absl::Status RendezvousStore::Set(const ScopeId& scope, const std::string& key, std::string value) {
   Ready ready;
+  absl::StatusOr<int64_t> ticket;
   {
     MutexLock lock(&mu_);
     auto it = scopes_.find(scope);
     if (it == scopes_.end()) return ScopeNotOpen(scope);
     RETURN_IF_ERROR(Put(it->second, key, std::move(value)));
+    ticket = Journal(scope, key, it->second.values[key]);
     CollectReady(it->second, &ready);
   }
-  Run(ready);
-  return absl::OkStatus();
+  return Keep(key, ticket, ready);
 }
 
 absl::StatusOr<std::string> RendezvousStore::Get(const ScopeId& scope, const std::string& key) {
@@ -89,6 +132,7 @@ absl::StatusOr<std::string> RendezvousStore::Get(const ScopeId& scope, const std
 absl::StatusOr<int64_t> RendezvousStore::Add(const ScopeId& scope, const std::string& key,
                                              int64_t delta) {
   Ready ready;
+  absl::StatusOr<int64_t> ticket;
   int64_t sum = 0;
   {
     MutexLock lock(&mu_);
@@ -102,9 +146,10 @@ absl::StatusOr<int64_t> RendezvousStore::Add(const ScopeId& scope, const std::st
     }
     sum = current + delta;
     RETURN_IF_ERROR(Put(it->second, key, absl::StrCat(sum)));
+    ticket = Journal(scope, key, it->second.values[key]);
     CollectReady(it->second, &ready);
   }
-  Run(ready);
+  RETURN_IF_ERROR(Keep(key, ticket, ready));
   return sum;
 }
 

@@ -1,12 +1,15 @@
 #include "coordinator/rendezvous_store.h"
 
+#include <atomic>
 #include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "common/fake_clock.h"
+#include "coordinator/fake_rendezvous_journal.h"
 #include "testing/status_matchers.h"
+#include "testing/test_util.h"
 
 namespace ringmaster {
 namespace {
@@ -162,6 +165,79 @@ TEST(RendezvousLimitsTest, ValuesAndScopesAreBoundedAndRefusalsNameTheLimit) {
   EXPECT_EQ(store.Set(kScope, "d", std::string(65, 'd')).code(),  // 251
             absl::StatusCode::kResourceExhausted);
   EXPECT_OK(store.Set(kScope, "d", std::string(64, 'd')));  // 250
+}
+
+class JournaledRendezvousTest : public ::testing::Test {
+ protected:
+  JournaledRendezvousTest() : store_(&clock_, {}, &journal_) { store_.OpenScope(kScope); }
+  FakeClock clock_;
+  FakeRendezvousJournal journal_;
+  RendezvousStore store_;
+};
+
+TEST_F(JournaledRendezvousTest, ASetIsAnsweredOnceItsKeyIsDurable) {
+  journal_.Hold(true);
+  std::atomic<bool> answered{false};
+  std::thread setter([&] {
+    EXPECT_OK(store_.Set(kScope, "addr", "10.0.0.1:5000"));
+    answered = true;
+  });
+  ASSERT_TRUE(testing::WaitFor([&] { return !journal_.waited().empty(); }, absl::Seconds(10)));
+  EXPECT_FALSE(answered) << "answered before the journal made it durable";
+  EXPECT_EQ(journal_.scopes()[kScope]["addr"], "10.0.0.1:5000");
+  journal_.Hold(false);
+  setter.join();
+  EXPECT_TRUE(answered);
+}
+
+TEST_F(JournaledRendezvousTest, TheJournalKeepsConcurrentAddsInTheirOrder) {
+  std::vector<std::thread> adders;
+  for (int t = 0; t < 8; ++t) {
+    adders.emplace_back([&] {
+      for (int i = 0; i < 100; ++i) ASSERT_OK(store_.Add(kScope, "count", 1));
+    });
+  }
+  for (std::thread& t : adders) t.join();
+  EXPECT_EQ(*store_.Get(kScope, "count"), "800");
+  EXPECT_EQ(journal_.scopes()[kScope]["count"], "800");
+}
+
+TEST_F(JournaledRendezvousTest, TheNextLeaderRestoresTheScopesOfRunningAttemptsAlone) {
+  ASSERT_OK(store_.Set(kScope, "rank0", "a"));
+  const ScopeId ended{"job-2", 3};
+  store_.OpenScope(ended);
+  ASSERT_OK(store_.Set(ended, "rank0", "b"));
+
+  RendezvousStore next(&clock_, {}, &journal_);
+  ASSERT_OK(next.Restore());
+  next.OpenScope(kScope);  // the attempt found running
+  next.EndRestore();
+  EXPECT_EQ(*next.Get(kScope, "rank0"), "a");
+  absl::Status waited = next.WaitBlocking(kScope, {"rank0"}, clock_.Now() + absl::Seconds(1));
+  EXPECT_OK(waited);
+  EXPECT_EQ(next.Get(ended, "rank0").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(journal_.scopes().count(ended), 0u) << "an ended attempt's keys are forgotten";
+  // The restored scope's bytes count against its limit as before.
+  ASSERT_OK(next.Set(kScope, "rank1", "c"));
+  next.DropScope(kScope);
+  EXPECT_TRUE(journal_.scopes().empty());
+}
+
+TEST_F(JournaledRendezvousTest, AKeyTheJournalCannotKeepIsRefusedButSetHere) {
+  absl::Status woken = absl::UnknownError("not called");
+  store_.Wait(kScope, {"k"}, clock_.Now() + absl::Seconds(30), [&](absl::Status s) { woken = s; });
+  journal_.SetDown(absl::UnavailableError("the database is away"));
+  absl::Status set = store_.Set(kScope, "k", "v");
+  EXPECT_EQ(set.code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(set.message(),
+            "the coordinator could not keep key \"k\" durably; set it again: the database is "
+            "away");
+  EXPECT_OK(woken);
+  EXPECT_EQ(*store_.Get(kScope, "k"), "v");
+  EXPECT_EQ(store_.Add(kScope, "n", 1).status().code(), absl::StatusCode::kUnavailable);
+  journal_.SetDown(absl::OkStatus());
+  ASSERT_OK(store_.Set(kScope, "k", "v"));
+  EXPECT_EQ(journal_.scopes()[kScope]["k"], "v");
 }
 
 }  // namespace

@@ -31,6 +31,14 @@
 namespace ringmaster {
 namespace {
 
+int CountOf(const std::string& text, const std::string& piece) {
+  int count = 0;
+  for (size_t at = text.find(piece); at != std::string::npos; at = text.find(piece, at + 1)) {
+    ++count;
+  }
+  return count;
+}
+
 using Health = grpc::health::v1::HealthCheckResponse;
 
 constexpr absl::Duration kLease = absl::Seconds(3);
@@ -292,6 +300,51 @@ TEST_F(HaTest, AJobsCodeAndLogsOutliveTheLeadersMachine) {
   EXPECT_TRUE(relayed.ok()) << relayed.error_message();
   EXPECT_EQ(output, "shipped with the job\n") << "from the standby";
   EXPECT_EQ(Leader(), second);
+}
+
+// The leader is lost while an attempt's ranks are meeting: each has set
+// its key there, and they find every key at the next leader.
+TEST_F(HaTest, RanksMeetingWhenTheLeaderIsLostMeetAtTheNext) {
+  const int first = WaitForLeader();
+  ASSERT_GE(first, 0) << Logs();
+  const std::string go = dir_ + "/go";
+  absl::StatusOr<v1::JobSpec> spec =
+      ParseJobSpecYaml(absl::StrCat("name: meet\nranks: 3\ncommand: [",
+                                    testing::Runfile("tests/rendezvous_probe"), ", ", go, "]\n"));
+  ASSERT_OK(spec);
+  absl::StatusOr<std::string> id = client_->Submit(*spec);
+  ASSERT_OK(id);
+  auto output = [&] {
+    std::string text;
+    client_
+        ->StreamLogs(*id, std::nullopt, /*follow=*/false,
+                     [&](const v1::LogChunk& chunk) { text += chunk.data(); })
+        .IgnoreError();
+    return text;
+  };
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        const std::string text = output();
+        return std::count(text.begin(), text.end(), '\n') >= 3;
+      },
+      absl::Seconds(60)))
+      << output() << Logs();
+  for (int r = 0; r < 3; ++r) ASSERT_EQ(CountOf(output(), absl::StrCat("set rank-", r, "\n")), 1);
+
+  testing::KillAndReap(coordinators_[first]);
+  ASSERT_GE(WaitForLeader(first), 0) << Logs();
+  std::ofstream(go) << "go\n";
+  v1::Job met = WaitJob(
+      *id, [](const v1::Job& j) { return j.state() == v1::SUCCEEDED || j.state() == v1::FAILED; });
+  ASSERT_EQ(met.state(), v1::SUCCEEDED) << met.ShortDebugString() << output() << Logs();
+  EXPECT_EQ(met.attempt(), 0);
+  EXPECT_EQ(met.restarts(), 0);
+  const std::string text = output();
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(CountOf(text, absl::StrCat("got rank-", r, " = value of rank-", r, "\n")), 3)
+        << "every rank read rank " << r << "'s key:\n"
+        << text;
+  }
 }
 
 TEST_F(HaTest, APausedLeaderComesBackAsAStandby) {
