@@ -277,9 +277,11 @@ absl::StatusOr<std::unique_ptr<StandbyServer>> StandbyServer::Start(const Coordi
   std::unique_ptr<StandbyServer> server(new StandbyServer);
   server->access_ = std::make_unique<AccessPolicy>(
       AccessOptions{config.admin_token, key, config.tls.has_value()});
-  // Term 0: a standby never writes.
-  ASSIGN_OR_RETURN(server->store_,
-                   PgJobStore::Open({config.store.conninfo, config.store.password}));
+  PgJobStoreOptions read;
+  read.conninfo = config.store.conninfo;
+  read.password = config.store.password;
+  read.read_only = true;  // a standby never writes
+  ASSIGN_OR_RETURN(server->store_, PgJobStore::Open(read));
   server->jobs_ = std::make_unique<StoredJobLogIndex>(server->store_.get());
   server->logs_ = std::make_unique<LogRelay>(server->jobs_.get(), &server->access_->signer(),
                                              CaOnly(config.tls ? config.tls->ca_pem : ""),

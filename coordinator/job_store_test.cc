@@ -356,6 +356,23 @@ TEST_F(PgJobStoreTest, AWriteTheServerRefusesStopsTheStoreAndSyncSaysWhy) {
   EXPECT_FALSE((*store)->Create(EndedJob("d", 2, v1::PENDING)).ok());
 }
 
+TEST_F(PgJobStoreTest, AReadOnlyStoreReadsWhatTheLeaderWroteAndWritesNothing) {
+  auto leader = PgJobStore::Open({server_->conninfo()});
+  ASSERT_OK(leader);
+  ASSERT_OK((*leader)->Create(EndedJob("seen", 1, v1::SUCCEEDED)));
+  ASSERT_OK((*leader)->Sync());
+  PgJobStoreOptions options{server_->conninfo()};
+  options.read_only = true;
+  auto standby = PgJobStore::Open(options);
+  ASSERT_OK(standby);
+  EXPECT_EQ((*standby)->Load("seen-1")->state(), v1::SUCCEEDED);
+  absl::Status refused = (*standby)->Create(EndedJob("other", 2, v1::PENDING));
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition) << refused;
+  EXPECT_THAT(refused.message(), ::testing::HasSubstr("writes nothing"));
+  EXPECT_OK((*standby)->Sync());
+  EXPECT_FALSE((*standby)->Load("other-2").ok());
+}
+
 TEST_F(PgJobStoreTest, AVersion4StoreIsUpgradedInPlace) {
   {
     auto store = PgJobStore::Open({server_->conninfo()});

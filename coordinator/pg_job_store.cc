@@ -36,16 +36,20 @@ absl::StatusOr<std::unique_ptr<JobStore>> PgJobStore::Open(const PgJobStoreOptio
   ASSIGN_OR_RETURN(PgResult last,
                    reader->Query("SELECT GREATEST((SELECT value FROM counters WHERE name = "
                                  "'job'), (SELECT max(number) FROM jobs), 0)"));
-  PgWriterOptions writer_options;
-  writer_options.conninfo = options.conninfo;
-  writer_options.password = options.password;
-  writer_options.term = options.term;
+  if (options.read_only) {
+    return std::unique_ptr<JobStore>(
+        new PgJobStore(options, std::move(reader), nullptr, last.Int(0, 0), {}, {}));
+  }
   ASSIGN_OR_RETURN(PgResult stored, reader->Query("SELECT request_id, jobs.id FROM "
                                                   "submit_requests JOIN jobs USING (number)"));
   std::map<std::string, std::string> requests;
   for (int r = 0; r < stored.rows(); ++r) requests[stored.Text(r, 0)] = stored.Text(r, 1);
   std::map<std::string, std::string> request_of_job;
   for (const auto& [request, job] : requests) request_of_job[job] = request;
+  PgWriterOptions writer_options;
+  writer_options.conninfo = options.conninfo;
+  writer_options.password = options.password;
+  writer_options.term = options.term;
   ASSIGN_OR_RETURN(std::unique_ptr<PgWriter> writer,
                    PgWriter::Start(writer_options, options.connect_timeout));
   return std::unique_ptr<JobStore>(new PgJobStore(options, std::move(reader), std::move(writer),
@@ -166,6 +170,7 @@ absl::Status PgJobStore::CreateVersion4(PgDb* db) {
 }
 
 absl::Status PgJobStore::Write(std::vector<PgStatement> statements) {
+  if (writer_ == nullptr) return ReadOnly();
   if (batch_) {
     for (PgStatement& s : statements) batch_->push_back(std::move(s));
     return absl::OkStatus();
@@ -181,16 +186,24 @@ absl::Status PgJobStore::Batch(const std::function<absl::Status()>& body) {
   batch_.reset();
   if (!s.ok()) return s;  // none of it, as a rolled-back transaction
   if (statements.empty()) return absl::OkStatus();
+  if (writer_ == nullptr) return ReadOnly();
   return writer_->Submit(std::move(statements)).status();
 }
 
+absl::Status PgJobStore::ReadOnly() {
+  return absl::FailedPreconditionError("this job store was opened to read: it writes nothing");
+}
+
 absl::Status PgJobStore::Flush(absl::Duration timeout) {
+  if (writer_ == nullptr) return absl::OkStatus();
   return writer_->WaitDurable(writer_->submitted(), timeout);
 }
 
 absl::Status PgJobStore::Sync() { return Flush(absl::InfiniteDuration()); }
 
-bool PgJobStore::Synced() const { return writer_->durable() == writer_->submitted(); }
+bool PgJobStore::Synced() const {
+  return writer_ == nullptr || writer_->durable() == writer_->submitted();
+}
 
 absl::StatusOr<int64_t> PgJobStore::NextJobNumber() {
   const int64_t number = last_number_ + 1;

@@ -36,6 +36,9 @@ struct PgJobStoreOptions {
   std::string password;  // empty: libpq's own
   int64_t term = 0;      // the lease term writes are fenced by; 0: none
   absl::Duration connect_timeout = absl::Seconds(10);
+  // A standby's: reads alone, with no writer (its thread and connection)
+  // and no submit request ids loaded; every write is FAILED_PRECONDITION.
+  bool read_only = false;
 };
 
 // The key that signs credentials, kept in the database so that every
@@ -68,13 +71,13 @@ class PgJobStore final : public JobStore {
   absl::Status Batch(const std::function<absl::Status()>& body) override;
   absl::Status Sync() override;
   bool Synced() const override;
-  int64_t syncs() override { return writer_->commits(); }
+  int64_t syncs() override { return writer_ ? writer_->commits() : 0; }
   absl::StatusOr<std::vector<v1::Job>> LoadResident() override;
   absl::StatusOr<std::vector<RetiredJob>> LoadRetired() override;
   absl::StatusOr<v1::Job> Load(const std::string& job_id) override;
   absl::StatusOr<std::vector<v1::Job>> ListRetired(const RetiredQuery& query) override;
 
-  bool Reachable() const override { return writer_->connected(); }
+  bool Reachable() const override { return writer_ == nullptr || writer_->connected(); }
 
  private:
   PgJobStore(PgJobStoreOptions options, std::unique_ptr<PgDb> reader,
@@ -87,6 +90,7 @@ class PgJobStore final : public JobStore {
         last_number_(last_number),
         requests_(std::move(requests)),
         request_of_job_(std::move(request_of_job)) {}
+  static absl::Status ReadOnly();
   static absl::Status Migrate(PgDb* db);
   // The tables of schema version 4, where PostgreSQL stores began.
   static absl::Status CreateVersion4(PgDb* db);
@@ -103,7 +107,7 @@ class PgJobStore final : public JobStore {
   const PgJobStoreOptions options_;
   Mutex read_mu_;  // the reading connection is used by one call at a time
   std::unique_ptr<PgDb> reader_ ABSL_GUARDED_BY(read_mu_);
-  const std::unique_ptr<PgWriter> writer_;
+  const std::unique_ptr<PgWriter> writer_;  // null when read_only
 
   // The writing owner's alone (the JobManager's mutex).
   int64_t last_number_ = 0;
