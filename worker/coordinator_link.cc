@@ -81,22 +81,21 @@ void CoordinatorLink::WriteLoop(
 }
 
 absl::Status CoordinatorLink::Run() {
-  const bool several = SplitAddresses(options_.coordinator_address).size() > 1;
-  grpc::ChannelArguments args;
+  grpc::ChannelArguments args;  // set below, before the first channel is made
+  CoordinatorTargets targets(
+      options_.coordinator_address, options_.tls, [&](const std::string& address) {
+        return grpc::CreateCustomChannel(address, ChannelCredentials(options_.tls), args);
+      });
   // Among several coordinators, a leader that stopped answering (paused,
   // cut off) is left within about 5 s, before the next one would count
   // this worker lost; alone, it may come back.
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, several ? 2000 : 10000);
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, several ? 3000 : 20000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, targets.several() ? 2000 : 10000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, targets.several() ? 3000 : 20000);
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   // Reconnect promptly after a coordinator restart.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
   ExpectServerName(options_.tls, kCoordinatorName, &args);
-  CoordinatorTargets targets(
-      options_.coordinator_address, options_.tls, [&](const std::string& address) {
-        return grpc::CreateCustomChannel(address, ChannelCredentials(options_.tls), args);
-      });
   absl::Duration backoff = options_.reconnect_initial;
   bool ever_registered = false;
   std::string unreachable_why;  // last said, and when
