@@ -22,6 +22,7 @@
 #include "client/client.h"
 #include "client/code_package.h"
 #include "client/job_spec_yaml.h"
+#include "common/mutex.h"
 #include "common/net.h"
 #include "testing/postgres_server.h"
 #include "testing/status_matchers.h"
@@ -75,6 +76,7 @@ class HaTest : public testing::PostgresTest {
         << Logs();
   }
   void TearDown() override {
+    StopWatchingCli();
     for (pid_t pid : coordinators_) testing::KillAndReap(pid);
     for (pid_t pid : workers_) testing::KillAndReap(pid);
   }
@@ -186,6 +188,33 @@ class HaTest : public testing::PostgresTest {
     args.insert(args.begin(), testing::Runfile("client/ringmaster"));
     return testing::RunCommand(args, {{"RINGMASTER_COORDINATOR", both_}});
   }
+  // Runs `ringmaster jobs` with both addresses, one after another, until
+  // StopWatchingCli: the CLI must answer throughout a case.
+  void WatchCli() {
+    cli_watch_ = std::thread([this] {
+      while (!stop_cli_) {
+        testing::CommandResult listed = Cli({"jobs"});
+        MutexLock lock(&cli_mu_);
+        ++cli_calls_;
+        if (listed.exit_code != 0) cli_failures_.push_back(listed.err);
+      }
+    });
+  }
+  void StopWatchingCli() {
+    stop_cli_ = true;
+    if (cli_watch_.joinable()) cli_watch_.join();
+  }
+  // Stops watching; every call answered.
+  void ExpectCliAnsweredThroughout() {
+    StopWatchingCli();
+    MutexLock lock(&cli_mu_);
+    EXPECT_GT(cli_calls_, 5);
+    EXPECT_TRUE(cli_failures_.empty())
+        << cli_failures_.size() << " of " << cli_calls_
+        << " `ringmaster jobs` failed; the first: " << cli_failures_.front();
+    std::cout << "`ringmaster jobs` with both addresses: " << cli_calls_ << " calls, "
+              << cli_failures_.size() << " failed" << std::endl;
+  }
   std::string Logs() {
     return testing::Shell(absl::StrCat("tail -n 25 ", dir_, "/coordinator*.log")).out;
   }
@@ -196,6 +225,11 @@ class HaTest : public testing::PostgresTest {
   std::vector<pid_t> coordinators_;
   std::vector<pid_t> workers_;
   std::unique_ptr<Client> client_;
+  std::thread cli_watch_;
+  std::atomic<bool> stop_cli_{false};
+  Mutex cli_mu_;
+  int cli_calls_ ABSL_GUARDED_BY(cli_mu_) = 0;
+  std::vector<std::string> cli_failures_ ABSL_GUARDED_BY(cli_mu_);
 };
 
 TEST_F(HaTest, KillingTheLeaderLosesNoJobAndNoStep) {
@@ -203,6 +237,7 @@ TEST_F(HaTest, KillingTheLeaderLosesNoJobAndNoStep) {
   ASSERT_GE(first, 0) << Logs();
   const std::string trainer = SubmitTrainer();
   WaitTraining(trainer);
+  WatchCli();
 
   // A burst of 100 submits; the leader is killed after the 30th answer.
   std::atomic<int> answered{0};
@@ -232,6 +267,7 @@ TEST_F(HaTest, KillingTheLeaderLosesNoJobAndNoStep) {
   EXPECT_EQ(acknowledged.size(), 100u) << "every submit answered, following the leader";
   for (const std::string& id : acknowledged) EXPECT_OK(client_->GetJob(id).status()) << id;
   ExpectWhole(trainer);
+  ExpectCliAnsweredThroughout();
   // The pending ones are placed by the new leader.
   v1::Job last =
       WaitJob(acknowledged.back(), [](const v1::Job& j) { return j.state() == v1::SUCCEEDED; });
@@ -352,6 +388,7 @@ TEST_F(HaTest, APausedLeaderComesBackAsAStandby) {
   ASSERT_GE(first, 0) << Logs();
   const std::string trainer = SubmitTrainer();
   WaitTraining(trainer);
+  WatchCli();
   kill(coordinators_[first], SIGSTOP);
   const int second = WaitForLeader(first);
   ASSERT_GE(second, 0) << Logs();
@@ -370,12 +407,14 @@ TEST_F(HaTest, APausedLeaderComesBackAsAStandby) {
       << Logs();
   EXPECT_EQ(Leader(), second);
   ExpectWhole(trainer);
+  ExpectCliAnsweredThroughout();
 }
 
 TEST_F(HaTest, APostgresRestartIsWaitedOut) {
   ASSERT_GE(WaitForLeader(), 0) << Logs();
   const std::string trainer = SubmitTrainer();
   WaitTraining(trainer);
+  WatchCli();
   ASSERT_OK(server_->Stop());
   ASSERT_OK(server_->Restart());
   ASSERT_GE(WaitForLeader(), 0) << Logs();
@@ -385,6 +424,7 @@ TEST_F(HaTest, APostgresRestartIsWaitedOut) {
   testing::CommandResult listed = Cli({"jobs"});
   EXPECT_EQ(listed.exit_code, 0) << listed.err;
   ExpectWhole(trainer);
+  ExpectCliAnsweredThroughout();
   EXPECT_EQ(WaitJob(*after, [](const v1::Job& j) { return j.state() == v1::SUCCEEDED; }).state(),
             v1::SUCCEEDED);
 }
