@@ -291,32 +291,13 @@ absl::StatusOr<std::unique_ptr<StandbyServer>> StandbyServer::Start(const Coordi
   server->service_ =
       std::make_unique<StandbyService>(server->store_.get(), server->access_.get(),
                                        [leadership] { return leadership->state().leader_address; });
-  server->tooling_ = std::make_unique<ServerTooling>(ApiServices());
-  grpc::ServerBuilder builder;
-  server->tooling_->AddTo(builder);
-  Configure(config, builder, &server->port_);
-  builder.RegisterService(server->log_service_.get());
-  builder.RegisterCallbackGenericService(server->service_.get());
-  server->server_ = builder.BuildAndStart();
-  if (server->server_ == nullptr || server->port_ == 0) {
-    return absl::UnavailableError(absl::StrCat("cannot listen on ", config.listen_address));
-  }
-  SetHealth(*server->tooling_, server->server_.get(), true, false);
-  ExportLeader(&server->registry_, false);
-  if (!config.metrics_address.empty()) {
-    ASSIGN_OR_RETURN(
-        server->metrics_server_,
-        MetricsServer::Start(config.metrics_address, &server->registry_, [] { return false; }));
-  }
-  spdlog::info("standby on port {}: reads served, the rest sent to the leader", server->port_);
+  RETURN_IF_ERROR(server->port_.Start(config, /*serving=*/true, [&](grpc::ServerBuilder& builder) {
+    builder.RegisterService(server->log_service_.get());
+    builder.RegisterCallbackGenericService(server->service_.get());
+  }));
+  spdlog::info("standby on port {}: reads served, the rest sent to the leader",
+               server->port_.port());
   return server;
-}
-
-StandbyServer::~StandbyServer() {
-  metrics_server_.reset();
-  // Its calls (reads, and log streams that clients follow elsewhere) are
-  // cancelled at once, so that the leader takes the port now.
-  if (server_) server_->Shutdown(std::chrono::system_clock::now());
 }
 
 absl::StatusOr<std::unique_ptr<StorelessServer>> StorelessServer::Start(
@@ -326,26 +307,33 @@ absl::StatusOr<std::unique_ptr<StorelessServer>> StorelessServer::Start(
     return absl::UnavailableError(
         absl::StrCat("this coordinator cannot reach its job store yet: ", why()));
   });
-  server->tooling_ = std::make_unique<ServerTooling>(ApiServices());
-  grpc::ServerBuilder builder;
-  server->tooling_->AddTo(builder);
-  Configure(config, builder, &server->port_);
-  builder.RegisterCallbackGenericService(server->service_.get());
-  server->server_ = builder.BuildAndStart();
-  if (server->server_ == nullptr || server->port_ == 0) {
-    return absl::UnavailableError(absl::StrCat("cannot listen on ", config.listen_address));
-  }
-  SetHealth(*server->tooling_, server->server_.get(), false, false);
-  ExportLeader(&server->registry_, false);
-  if (!config.metrics_address.empty()) {
-    ASSIGN_OR_RETURN(
-        server->metrics_server_,
-        MetricsServer::Start(config.metrics_address, &server->registry_, [] { return false; }));
-  }
+  RETURN_IF_ERROR(server->port_.Start(config, /*serving=*/false, [&](grpc::ServerBuilder& builder) {
+    builder.RegisterCallbackGenericService(server->service_.get());
+  }));
   return server;
 }
 
-StorelessServer::~StorelessServer() {
+absl::Status FollowerPort::Start(const CoordinatorConfig& config, bool serving,
+                                 const std::function<void(grpc::ServerBuilder&)>& add_services) {
+  tooling_ = std::make_unique<ServerTooling>(ApiServices());
+  grpc::ServerBuilder builder;
+  tooling_->AddTo(builder);
+  Configure(config, builder, &port_);
+  add_services(builder);
+  server_ = builder.BuildAndStart();
+  if (server_ == nullptr || port_ == 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", config.listen_address));
+  }
+  SetHealth(*tooling_, server_.get(), serving, /*leader=*/false);
+  ExportLeader(&registry_, false);
+  if (!config.metrics_address.empty()) {
+    ASSIGN_OR_RETURN(metrics_server_, MetricsServer::Start(config.metrics_address, &registry_,
+                                                           [] { return false; }));
+  }
+  return absl::OkStatus();
+}
+
+FollowerPort::~FollowerPort() {
   metrics_server_.reset();
   if (server_) server_->Shutdown(std::chrono::system_clock::now());
 }

@@ -106,34 +106,53 @@ class CoordinatorServer {
   std::thread health_;
 };
 
+// The port of a coordinator that does not lead: its services, health
+// (never the service "ringmaster.v1.Leader"), /metrics with /ready failing,
+// and metric ringmaster_coordinator_leader at 0.
+class FollowerPort {
+ public:
+  FollowerPort() = default;
+  FollowerPort(const FollowerPort&) = delete;
+  FollowerPort& operator=(const FollowerPort&) = delete;
+  // Listens, with `add_services` registering the services; health
+  // `serving`.
+  absl::Status Start(const CoordinatorConfig& config, bool serving,
+                     const std::function<void(grpc::ServerBuilder&)>& add_services);
+  // Stops serving at once: the calls of a coordinator that does not lead
+  // are reads, and log streams that clients follow elsewhere, so the next
+  // role takes the port now.
+  ~FollowerPort();
+  int port() const { return port_; }
+
+ private:
+  metrics::Registry registry_;
+  std::unique_ptr<MetricsServer> metrics_server_;
+  std::unique_ptr<ServerTooling> tooling_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+};
+
 // A coordinator while another one leads (coordinator/standby_service.h):
 // it answers job reads from the shared store, relays logs from the workers,
-// and sends everything else to the leader. Its health is SERVING, but for the service
-// "ringmaster.v1.Leader", which is SERVING on the leader alone, as is
-// /ready on the metrics port (readiness probes'); metric
-// ringmaster_coordinator_leader is 0.
+// and sends everything else to the leader. Its health is SERVING, but for
+// the service "ringmaster.v1.Leader", which is SERVING on the leader alone,
+// as is /ready on the metrics port (readiness probes').
 class StandbyServer {
  public:
   static absl::StatusOr<std::unique_ptr<StandbyServer>> Start(const CoordinatorConfig& config,
                                                               const Leadership* leadership);
-  // Stops serving, at once: its calls are short.
-  ~StandbyServer();
-  int port() const { return port_; }
+  int port() const { return port_.port(); }
 
  private:
   StandbyServer() = default;
 
   std::unique_ptr<AccessPolicy> access_;
-  metrics::Registry registry_;
-  std::unique_ptr<MetricsServer> metrics_server_;
   std::unique_ptr<JobStore> store_;
   std::unique_ptr<StoredJobLogIndex> jobs_;
   std::unique_ptr<LogRelay> logs_;
   std::unique_ptr<StandbyLogService> log_service_;
   std::unique_ptr<StandbyService> service_;
-  std::unique_ptr<ServerTooling> tooling_;
-  std::unique_ptr<grpc::Server> server_;
-  int port_ = 0;
+  FollowerPort port_;  // last: stops serving before the services go
 };
 
 // A coordinator that cannot reach its store yet (it cannot tell whether
@@ -145,18 +164,13 @@ class StorelessServer {
   // `why` gives the store's last error.
   static absl::StatusOr<std::unique_ptr<StorelessServer>> Start(const CoordinatorConfig& config,
                                                                 std::function<std::string()> why);
-  ~StorelessServer();
-  int port() const { return port_; }
+  int port() const { return port_.port(); }
 
  private:
   StorelessServer() = default;
 
-  metrics::Registry registry_;
-  std::unique_ptr<MetricsServer> metrics_server_;
   std::unique_ptr<RefusingService> service_;
-  std::unique_ptr<ServerTooling> tooling_;
-  std::unique_ptr<grpc::Server> server_;
-  int port_ = 0;
+  FollowerPort port_;
 };
 
 // The health service name that is SERVING on the leader alone.
