@@ -12,13 +12,13 @@ the script saves a checkpoint and exits in time.
 
 The worker puts this package on the rank's PYTHONPATH; nothing to install.
 Reports go out on a thread of their own, the latest at most twice a second,
-so `report` never waits for the network. Outside a Ringmaster job (or
-without python3-grpcio) it does nothing.
+so `report` never waits for the network; they are ringmaster.v1 messages
+(the generated modules in ringmaster.v1). Outside a Ringmaster job (or
+without python3-grpcio and python3-protobuf) it does nothing.
 """
 import atexit
 import os
 import signal
-import struct
 import sys
 import threading
 import time
@@ -68,44 +68,29 @@ def preempted():
     return _stop_requested.is_set()
 
 
-# Protocol buffer wire format, enough for ringmaster.v1.RankProgress.
-def _varint(n):
-    n &= (1 << 64) - 1
-    out = bytearray()
-    while True:
-        byte = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-def _int(field, n):
-    return _varint(field << 3) + _varint(int(n)) if n else b""
-
-
-def _double(field, x):
-    return _varint(field << 3 | 1) + struct.pack("<d", float(x)) if x else b""
-
-
-def _bytes(field, data):
-    return _varint(field << 3 | 2) + _varint(len(data)) + data if data else b""
-
-
 def _rank_progress(job_id, attempt, rank, p):
-    ref = _bytes(1, job_id.encode()) + _int(2, attempt) + _int(3, rank)
-    steps = b"".join(struct.pack("<d", s) for s in p["step_seconds"])
-    progress = b"".join([
-        _int(1, p["step"]), _int(2, p["total_steps"]), _int(3, p["epoch"]),
-        _double(4, p["loss"]), _double(5, p["samples_per_second"]),
-        _double(6, p["allreduce_bytes"]), _double(7, p["allreduce_seconds"]),
-        _int(10, int(time.time() * 1000)), _int(11, p["samples"]),
-        _bytes(12, steps), _int(13, p["world_size"]), _bytes(14, p["backend"].encode()),
-        _double(15, p["compute_seconds"]), _int(16, p["compute_steps"]),
-    ])
-    return _bytes(1, ref) + _bytes(2, progress)
+    """The figures `p` as a ringmaster.v1.RankProgress, serialized."""
+    from ringmaster.v1 import worker_pb2
+    message = worker_pb2.RankProgress()
+    message.rank.job_id = job_id
+    message.rank.attempt = attempt
+    message.rank.rank = rank
+    progress = message.progress
+    progress.step = int(p["step"])
+    progress.total_steps = int(p["total_steps"])
+    progress.epoch = int(p["epoch"])
+    progress.loss = float(p["loss"])
+    progress.samples_per_second = float(p["samples_per_second"])
+    progress.allreduce_bytes = float(p["allreduce_bytes"])
+    progress.allreduce_seconds = float(p["allreduce_seconds"])
+    progress.update_unix_ms = int(time.time() * 1000)
+    progress.samples = int(p["samples"])
+    progress.step_seconds.extend(p["step_seconds"])
+    progress.world_size = int(p["world_size"])
+    progress.backend = p["backend"]
+    progress.compute_seconds = float(p["compute_seconds"])
+    progress.compute_steps = int(p["compute_steps"])
+    return message.SerializeToString()
 
 
 class _Reporter:
@@ -135,9 +120,10 @@ class _Reporter:
             return None
         try:
             import grpc
+            from ringmaster.v1 import worker_pb2  # noqa: F401 (python3-protobuf)
         except ImportError:
-            print("ringmaster: python3-grpcio is not installed; progress is not reported",
-                  file=sys.stderr)
+            print("ringmaster: python3-grpcio or python3-protobuf is not installed; "
+                  "progress is not reported", file=sys.stderr)
             return None
         address = os.environ["RINGMASTER_WORKER_ADDRESS"]
         ca = os.environ.get("RINGMASTER_TLS_CA")
