@@ -5,11 +5,13 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "client/certs.h"
 #include "client/client.h"
@@ -36,6 +38,17 @@ struct Daemon {
 };
 
 std::string ClusterFile(const std::string& state_dir) { return state_dir + "/cluster"; }
+
+// The last `count` lines of the file at `path` (a daemon's log).
+std::string LastLines(const std::string& path, int count) {
+  std::ifstream in(path);
+  std::deque<std::string> lines;
+  for (std::string line; std::getline(in, line);) {
+    lines.push_back(std::move(line));
+    if (static_cast<int>(lines.size()) > count) lines.pop_front();
+  }
+  return absl::StrJoin(lines, "\n");
+}
 
 std::vector<Daemon> ReadClusterFile(const std::string& state_dir) {
   std::vector<Daemon> daemons;
@@ -137,11 +150,15 @@ absl::Status WaitReady(const LocalClusterOptions& options, const std::vector<Dae
       client = std::make_unique<Client>(options.coordinator_address, options.token, tls,
                                         absl::Seconds(2));
     }
+    int worker = 0;
     for (const Daemon& d : daemons) {
+      const std::string log =
+          d.role == "worker" ? absl::StrCat(options.state_dir, "/logs/worker-", worker++, ".log")
+                             : absl::StrCat(options.state_dir, "/logs/", d.role, ".log");
       if (!IsOurs(d)) {
         return absl::UnavailableError(absl::StrCat("the ", d.role, " (pid ", d.pid,
-                                                   ") exited during start-up; see ",
-                                                   options.state_dir, "/logs"));
+                                                   ") exited during start-up; the end of ", log,
+                                                   ":\n", LastLines(log, 10)));
       }
     }
     if (absl::Now() >= deadline) {
