@@ -69,6 +69,10 @@ int SpawnLogged(std::vector<std::string> argv, const std::string& log_path);
 // SIGKILLs `pid` (when it is above 0) and reaps it.
 void KillAndReap(int pid);
 
+// A socket listening on 127.0.0.1 at a port the kernel chose (in `*port`),
+// with a queue of `backlog`; -1 when it cannot be made. The caller closes it.
+int ListenOnLoopback(int* port, int backlog = 16);
+
 }  // namespace ringmaster::testing
 
 #endif  // RINGMASTER_TESTING_TEST_UTIL_H_

@@ -3,9 +3,6 @@
 // --version, shell completion, top with and without finished jobs, logs by
 // attempt, tailed and timestamped, and a clear error for a rank or an
 // attempt a job does not have.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -60,20 +57,14 @@ TEST(CliTest, VersionIsTheRepositorysVersion) {
 
 TEST(CliTest, UpWhoseCoordinatorCannotStartShowsTheEndOfItsLog) {
   // The port is taken: a listening socket of the test's.
-  const int taken = socket(AF_INET, SOCK_STREAM, 0);
+  int port = 0;
+  const int taken = testing::ListenOnLoopback(&port, 1);
   ASSERT_GE(taken, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(taken, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
-  ASSERT_EQ(listen(taken, 1), 0);
-  socklen_t length = sizeof(address);
-  ASSERT_EQ(getsockname(taken, reinterpret_cast<sockaddr*>(&address), &length), 0);
   const std::string state = testing::MakeTempDir("up-taken");
-  CommandResult r = testing::RunCommand(
-      {Ringmaster(), "--coordinator", absl::StrCat("127.0.0.1:", ntohs(address.sin_port)), "up",
-       "--workers", "1", "--state-dir", state},
-      {});
+  CommandResult r =
+      testing::RunCommand({Ringmaster(), "--coordinator", absl::StrCat("127.0.0.1:", port), "up",
+                           "--workers", "1", "--state-dir", state},
+                          {});
   close(taken);
   testing::RunCommand({Ringmaster(), "down", "--state-dir", state}, {});
   EXPECT_NE(r.exit_code, 0);

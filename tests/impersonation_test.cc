@@ -47,15 +47,8 @@ class StolenKeyServer {
     EXPECT_EQ(SSL_CTX_use_certificate_file(ctx_, (stem + ".crt").c_str(), SSL_FILETYPE_PEM), 1);
     EXPECT_EQ(SSL_CTX_use_PrivateKey_file(ctx_, (stem + ".key").c_str(), SSL_FILETYPE_PEM), 1);
     SSL_CTX_set_alpn_select_cb(ctx_, SelectH2, nullptr);
-    listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-    EXPECT_EQ(listen(listen_fd_, 16), 0);
-    socklen_t len = sizeof(addr);
-    getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
-    port_ = ntohs(addr.sin_port);
+    listen_fd_ = testing::ListenOnLoopback(&port_);
+    EXPECT_GE(listen_fd_, 0);
     thread_ = std::thread([this] { Serve(); });
   }
 
