@@ -188,18 +188,18 @@ absl::StatusOr<bool> CodeStore::Upload::Commit() {
   if (fsync(fd_) != 0) return ErrnoError(absl::StrCat("fsync ", temp_path_));
   close(fd_);
   fd_ = -1;
+  const std::string path = store_->PathOf(sha256_);
+  {
+    MutexLock lock(&store_->mu_);
+    if (store_->archives_.count(sha256_) > 0) {  // indexed: shared already
+      store_->archives_[sha256_].last_used = store_->clock_->Now();
+      return true;
+    }
+  }
   if (SharedCodeArchives* shared = store_->options_.shared; shared != nullptr) {
     if (absl::Status s = shared->Put(sha256_, temp_path_, bytes_); !s.ok()) {
       return absl::Status(
           s.code(), absl::StrCat("cannot keep the archive in the shared store: ", s.message()));
-    }
-  }
-  const std::string path = store_->PathOf(sha256_);
-  {
-    MutexLock lock(&store_->mu_);
-    if (store_->archives_.count(sha256_) > 0) {
-      store_->archives_[sha256_].last_used = store_->clock_->Now();
-      return true;
     }
   }
   if (rename(temp_path_.c_str(), path.c_str()) != 0) {
