@@ -21,16 +21,24 @@ class ChangeLog {
  public:
   explicit ChangeLog(size_t capacity) : capacity_(capacity) {}
 
-  // The change's revision: 1, 2, ...
+  // Numbers the next change `revision` + 1 (before any change is recorded).
+  void StartAfter(int64_t revision) {
+    if (recent_.empty()) last_ = first_ = revision;
+  }
+  int64_t first() const { return first_; }
+
+  // The change's revision: 1, 2, ... (or on from StartAfter's).
   int64_t Record(const std::string& job_id);
 
   // The jobs changed after `revision`, each once with its latest revision,
   // oldest first. OUT_OF_RANGE when some change after `revision` is no
-  // longer remembered, or `revision` is one this log never gave.
+  // longer remembered (any before StartAfter's), or `revision` is one this
+  // log never gave.
   absl::StatusOr<std::vector<std::pair<std::string, int64_t>>> ChangedSince(int64_t revision) const;
 
  private:
   const size_t capacity_;
+  int64_t first_ = 0;  // StartAfter's
   int64_t last_ = 0;
   std::deque<std::string> recent_;  // the jobs of revisions last_ - size + 1 .. last_
 };

@@ -32,5 +32,15 @@ TEST(ChangeLogTest, ARevisionOlderThanWhatIsKeptOrNeverGivenIsOutOfRange) {
   EXPECT_EQ(log.ChangedSince(-1).status().code(), absl::StatusCode::kOutOfRange);
 }
 
+TEST(ChangeLogTest, NumbersOnFromWhereItStartsAndCannotTellWhatCameBefore) {
+  ChangeLog log(3);
+  log.StartAfter(1000);
+  EXPECT_EQ(log.Record("a-1"), 1001);
+  EXPECT_EQ(log.ChangedSince(1000).value(), (Changes{{"a-1", 1001}}));
+  EXPECT_EQ(log.ChangedSince(999).status().code(), absl::StatusCode::kOutOfRange);
+  log.StartAfter(5000);
+  EXPECT_EQ(log.Record("a-1"), 1002) << "only before the first change";
+}
+
 }  // namespace
 }  // namespace ringmaster

@@ -292,6 +292,58 @@ TEST_F(JobManagerTest, WatchAllListsThenFollowsEveryJobAndResumesFromAToken) {
             "resume_token is of an earlier run of the coordinator; watch again without one");
 }
 
+// Revisions stay comparable across a restart: a job keeps the revision it
+// was stored with, and the next run numbers its changes above every
+// revision given before, even a progress update's that was never stored.
+TEST_F(JobManagerTest, RevisionsGrowAcrossARestartAndAResumeTokenCoversTheJobsLoaded) {
+  TestWorker w1;
+  ASSERT_OK(Register(w1, "w1", 1));
+  const std::string a = Submit(1);
+  const std::string b = Submit(1);  // PENDING behind a
+  Started(w1, a, 0, 0);
+  v1::Heartbeat beat;
+  v1::RankProgress* progress = beat.add_progress();
+  *progress->mutable_rank() = Ref(a, 0, 0);
+  progress->mutable_progress()->set_step(7);
+  manager_->OnHeartbeat(w1.session, beat);
+  const absl::StatusOr<v1::Job> reported = manager_->Get(a);
+  ASSERT_OK(reported);
+  ASSERT_EQ(reported->progress().step(), 7);
+  const int64_t b_before = manager_->Get(b)->revision();
+
+  Restart();
+  std::vector<v1::Job> listed;
+  absl::StatusOr<int64_t> watch =
+      manager_->WatchAll("", [&](const v1::Job& job) { listed.push_back(job); });
+  ASSERT_OK(watch) << watch.status();
+  ASSERT_EQ(listed.size(), 2u);
+  EXPECT_EQ(listed[0].id(), b) << "b changed last before a started";
+  EXPECT_LE(listed[0].revision(), b_before)
+      << "b as stored: at most what watchers saw of it (its pending reason is only sent)";
+  EXPECT_EQ(listed[1].id(), a);
+  EXPECT_LT(listed[1].revision(), reported->revision())
+      << "a as stored, without the progress only sent to watchers";
+  manager_->Unwatch(*watch);
+
+  ASSERT_OK(manager_->Cancel(b));
+  const int64_t b_after = manager_->Get(b)->revision();
+  EXPECT_GT(b_after, reported->revision()) << "above the last run's unstored progress";
+
+  // A token this run gave with a job it loaded resumes after that job:
+  // the jobs loaded after it, then this run's changes.
+  std::vector<v1::Job> resumed;
+  watch = manager_->WatchAll(manager_->ResumeToken(listed[0]),
+                             [&](const v1::Job& job) { resumed.push_back(job); });
+  ASSERT_OK(watch) << watch.status();
+  ASSERT_EQ(resumed.size(), 2u);
+  EXPECT_EQ(resumed[0].id(), a);
+  EXPECT_EQ(resumed[0].revision(), listed[1].revision());
+  EXPECT_EQ(resumed[1].id(), b);
+  EXPECT_EQ(resumed[1].state(), v1::CANCELLED);
+  EXPECT_EQ(resumed[1].revision(), b_after);
+  manager_->Unwatch(*watch);
+}
+
 TEST_F(JobManagerTest, ARanksErrorFileIsTheRootCauseOverItsPeersPlainExits) {
   TestWorker w1, w2;
   ASSERT_OK(Register(w1, "w1", 1));

@@ -61,6 +61,10 @@ class JobStore {
 
   // A number never handed out before, for the next job id.
   virtual absl::StatusOr<int64_t> NextJobNumber() = 0;
+  // 1, 2, ...: a number for each run of a leading coordinator over this
+  // store, durable when returned (job revisions of a run begin above
+  // those of every run before; see JobTable::Load).
+  virtual absl::StatusOr<int64_t> NextRunNumber() = 0;
 
   // Stores a new job together with the transitions in its history, and
   // the submission's request id (SubmitJobRequest.request_id) when it has

@@ -97,6 +97,19 @@ TEST_P(JobStoreEngineTest, JobsAndHistorySurviveReopen) {
   EXPECT_EQ(*n3, 3) << "job numbers are never reused across restarts";
 }
 
+TEST_P(JobStoreEngineTest, RunNumbersGrowAcrossReopensApartFromJobNumbers) {
+  {
+    auto store = Open();
+    ASSERT_OK(store) << store.status();
+    EXPECT_EQ((*store)->NextRunNumber().value_or(-1), 1);
+    EXPECT_EQ((*store)->NextJobNumber().value_or(-1), 1);
+  }
+  auto store = Open();
+  ASSERT_OK(store) << store.status();
+  EXPECT_EQ((*store)->NextRunNumber().value_or(-1), 2) << "across a reopen";
+  EXPECT_EQ((*store)->NextJobNumber().value_or(-1), 2);
+}
+
 TEST(JobStoreTest, RefusesUnknownSchemaVersion) {
   const std::string path = TempDbPath("future.db");
   {

@@ -79,7 +79,13 @@ absl::Status JobTable::Load() {
   ASSIGN_OR_RETURN(std::vector<RetiredJob> retired, store_->LoadRetired());
   for (RetiredJob& job : retired) retired_[job.number] = std::move(job);
   ASSIGN_OR_RETURN(std::vector<v1::Job> jobs, store_->LoadResident());
-  for (v1::Job& job : jobs) Notify(Add(std::move(job)));  // each takes a revision
+  // Each job keeps the revision it was stored with, and this run's changes
+  // are numbered above every revision an earlier run gave (stored or only
+  // sent to watchers): a watcher that saw a job before the restart can
+  // tell whether a snapshot of it is new by its revision alone.
+  ASSIGN_OR_RETURN(const int64_t run, store_->NextRunNumber());
+  changes_.StartAfter(run << kRunRevisionBits);
+  for (v1::Job& job : jobs) outbox_->Notify(Add(std::move(job)).job);
   RetireEnded();
   return absl::OkStatus();
 }
@@ -231,6 +237,24 @@ void JobTable::Persist(JobRecord& record) {
 void JobTable::Notify(JobRecord& record) {
   Stamp(record.job);
   outbox_->Notify(record.job);
+}
+
+absl::StatusOr<std::vector<std::pair<std::string, int64_t>>> JobTable::ChangedSince(
+    int64_t revision) const {
+  ASSIGN_OR_RETURN(auto changed, changes_.ChangedSince(std::max(revision, changes_.first())));
+  if (revision >= changes_.first()) return changed;
+  // A revision of an earlier run, given with this run's token (a job
+  // loaded at the start): those loaded jobs not changed since then that
+  // are newer than it, then this run's changes.
+  std::vector<std::pair<std::string, int64_t>> loaded;
+  for (const auto& [number, record] : resident_) {
+    const int64_t r = record->job.revision();
+    if (r > revision && r <= changes_.first()) loaded.emplace_back(record->job.id(), r);
+  }
+  std::sort(loaded.begin(), loaded.end(),
+            [](const auto& a, const auto& b) { return a.second < b.second; });
+  loaded.insert(loaded.end(), changed.begin(), changed.end());
+  return loaded;
 }
 
 void JobTable::Stamp(v1::Job& job) { job.set_revision(changes_.Record(job.id())); }

@@ -147,11 +147,9 @@ class JobTable {
   // revision, stored with it when it is stored.
   void Notify(JobRecord& record);
   // The jobs changed after `revision`, oldest change first, each with its
-  // latest revision (ChangeLog::ChangedSince).
-  absl::StatusOr<std::vector<std::pair<std::string, int64_t>>> ChangedSince(
-      int64_t revision) const {
-    return changes_.ChangedSince(revision);
-  }
+  // latest revision (ChangeLog::ChangedSince); a revision from before this
+  // run's first change also brings the jobs loaded since it.
+  absl::StatusOr<std::vector<std::pair<std::string, int64_t>>> ChangedSince(int64_t revision) const;
 
   // Retires every resident job that has ended with no rank holding a slot.
   // Invalidates references to those records.
@@ -167,6 +165,8 @@ class JobTable {
   // Enough for a watcher to resume after a short break in a busy cluster
   // (a job reports progress about once a second).
   static constexpr size_t kRememberedChanges = 20000;
+  // Run n numbers its changes from (n << kRunRevisionBits) + 1.
+  static constexpr int kRunRevisionBits = 40;
 
   JobRecord& Add(v1::Job job);
   // Gives the job's change the next revision.

@@ -215,6 +215,22 @@ absl::StatusOr<int64_t> PgJobStore::NextJobNumber() {
   return number;
 }
 
+absl::StatusOr<int64_t> PgJobStore::NextRunNumber() {
+  int64_t last = 0;
+  {
+    MutexLock lock(&read_mu_);
+    ASSIGN_OR_RETURN(PgResult run,
+                     Read("SELECT COALESCE((SELECT value FROM counters WHERE name = 'run'), 0)"));
+    last = run.Int(0, 0);
+  }
+  RETURN_IF_ERROR(
+      Write({{"INSERT INTO counters VALUES ('run', $1) ON CONFLICT (name) DO UPDATE "
+              "SET value = GREATEST(counters.value, excluded.value)",
+              {PgParam::Int(last + 1)}}}));
+  RETURN_IF_ERROR(Flush(options_.connect_timeout));
+  return last + 1;
+}
+
 absl::Status PgJobStore::Create(const v1::Job& job, const std::string& request_id) {
   const int64_t number = JobNumberOf(job.id());
   std::vector<PgStatement> statements;

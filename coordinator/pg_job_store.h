@@ -60,6 +60,7 @@ class PgJobStore final : public JobStore {
   ~PgJobStore() override;
 
   absl::StatusOr<int64_t> NextJobNumber() override;
+  absl::StatusOr<int64_t> NextRunNumber() override;
   absl::Status Create(const v1::Job& job, const std::string& request_id = "") override;
   absl::StatusOr<std::string> FindRequest(const std::string& request_id) override;
   absl::Status RecordTransition(const v1::Job& job, const v1::StateChange& change) override;

@@ -204,20 +204,24 @@ absl::Status SqliteJobStore::RenumberJobs() {
   return writer_->Exec("UPDATE jobs SET number = -number");
 }
 
-absl::StatusOr<int64_t> SqliteJobStore::NextJobNumber() {
+absl::StatusOr<int64_t> SqliteJobStore::NextCounter(const std::string& name) {
   int64_t number = 0;
   RETURN_IF_ERROR(writer_->Transaction([&]() -> absl::Status {
-    RETURN_IF_ERROR(
-        writer_->Exec("INSERT INTO counters VALUES ('job', 0) ON CONFLICT(name) DO "
-                      "UPDATE SET value = value + 1"));
-    ASSIGN_OR_RETURN(auto query, writer_->Prepare("SELECT value FROM counters WHERE name = 'job'"));
-    ASSIGN_OR_RETURN(bool has_row, query.Step());
-    if (!has_row) return absl::InternalError("job counter vanished");
+    ASSIGN_OR_RETURN(auto bump, writer_->Prepare("INSERT INTO counters VALUES (?, 0) ON "
+                                                 "CONFLICT(name) DO UPDATE SET value = value + 1"));
+    RETURN_IF_ERROR(bump.Bind(1, name).Run());
+    ASSIGN_OR_RETURN(auto query, writer_->Prepare("SELECT value FROM counters WHERE name = ?"));
+    ASSIGN_OR_RETURN(bool has_row, query.Bind(1, name).Step());
+    if (!has_row) return absl::InternalError(absl::StrCat(name, " counter vanished"));
     number = query.ColumnInt(0) + 1;
     return absl::OkStatus();
   }));
   return number;
 }
+
+absl::StatusOr<int64_t> SqliteJobStore::NextJobNumber() { return NextCounter("job"); }
+
+absl::StatusOr<int64_t> SqliteJobStore::NextRunNumber() { return NextCounter("run"); }
 
 absl::Status SqliteJobStore::WriteSnapshot(const v1::Job& job) {
   v1::Job snapshot = job;

@@ -33,6 +33,7 @@ class SqliteJobStore final : public JobStore {
 
   // A number never handed out before, for the next job id.
   absl::StatusOr<int64_t> NextJobNumber() override;
+  absl::StatusOr<int64_t> NextRunNumber() override;
 
   // Stores a new job together with the transitions in its history, and
   // the submission's request id (SubmitJobRequest.request_id) when it has
@@ -91,6 +92,8 @@ class SqliteJobStore final : public JobStore {
  private:
   SqliteJobStore(std::unique_ptr<SqliteDb> writer, std::unique_ptr<SqliteDb> reader,
                  std::unique_ptr<SqliteDb> checkpointer, int wal_fd);
+  // The next value of the counter `name` ("job", "run"), from 1.
+  absl::StatusOr<int64_t> NextCounter(const std::string& name);
   // Copies the log into the database whenever it has grown past a bound,
   // so that the log is reused from its start; a thread of its own, off
   // every caller's path.
