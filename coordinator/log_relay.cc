@@ -1,6 +1,8 @@
 #include "coordinator/log_relay.h"
 
+#include <algorithm>
 #include <deque>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "common/credentials.h"
@@ -30,6 +32,14 @@ class LogStream final : public grpc::ServerWriteReactor<v1::LogChunk> {
  public:
   LogStream(LogRelay* relay, v1::StreamLogsRequest request)
       : relay_(relay), request_(std::move(request)), writer_(this, kMaxQueued, Overflow::kRefuse) {
+    for (const v1::LogPosition& position : request_.resume()) {
+      attempt_ = position.attempt();
+      tail_ = false;
+      Source& source = sources_[position.rank()];
+      source.offset = position.offset();
+      source.mid_line = position.mid_line();
+      source.read_once = true;
+    }
     HandToGrpc(this);
     relay_->pool()->Post([this] { Round(); });
   }
@@ -140,7 +150,7 @@ class LogStream final : public grpc::ServerWriteReactor<v1::LogChunk> {
 
   void EmitPartials() {
     for (auto& [rank, source] : sources_) {
-      if (!source.partial.empty()) Emit(rank, source.partial + "\n");
+      if (!source.partial.empty()) Emit(rank, source.partial + "\n", &source);
       source.partial.clear();
     }
   }
@@ -171,14 +181,15 @@ class LogStream final : public grpc::ServerWriteReactor<v1::LogChunk> {
     source->partial += response.data();
     const size_t end = source->partial.rfind('\n');
     if (end != std::string::npos) {
-      Emit(rank.rank, source->partial.substr(0, end + 1));
+      std::string lines = source->partial.substr(0, end + 1);
       source->partial.erase(0, end + 1);
+      Emit(rank.rank, std::move(lines), source->partial.empty() ? source : nullptr);
     }
     // A line without an end (a progress bar redrawn with \r) is split, so
     // what is held stays under the limit plus one read.
     const size_t max_line = static_cast<size_t>(relay_->max_line_bytes());
     while (source->partial.size() >= max_line) {
-      Emit(rank.rank, source->partial.substr(0, max_line) + "\n");
+      Emit(rank.rank, source->partial.substr(0, max_line) + "\n", nullptr);
       source->partial.erase(0, max_line);
     }
     return true;
@@ -186,11 +197,20 @@ class LogStream final : public grpc::ServerWriteReactor<v1::LogChunk> {
 
   // Queues a chunk, or keeps it for the next round when the client is
   // behind (at most one read's worth: rounds read only when there is room).
-  void Emit(int rank, std::string data) {
+  // `read` is the rank's source when everything read of it is in `data`
+  // (where the log goes on after it is known), else null.
+  void Emit(int rank, std::string data, const Source* read) {
     v1::LogChunk chunk;
     chunk.set_rank(rank);
     chunk.set_attempt(attempt_);
     chunk.set_data(std::move(data));
+    if (read != nullptr) {
+      v1::LogPosition* next = chunk.mutable_next();
+      next->set_attempt(attempt_);
+      next->set_rank(rank);
+      next->set_offset(read->offset);
+      next->set_mid_line(read->mid_line);
+    }
     if (!unsent_.empty() || !writer_.Write(chunk)) unsent_.push_back(std::move(chunk));
   }
 
@@ -233,7 +253,32 @@ absl::Status LogRelay::Check(const std::string& user, const v1::StreamLogsReques
                                             request.rank(), ": its ranks are 0..", ranks - 1));
   }
   if (request.has_attempt() && !(request.attempt() == job.attempt() && request.follow())) {
-    return AttemptRanks(job, request.attempt()).status();
+    RETURN_IF_ERROR(AttemptRanks(job, request.attempt()).status());
+  }
+  return CheckResume(job, request);
+}
+
+absl::Status LogRelay::CheckResume(const v1::Job& job, const v1::StreamLogsRequest& request) {
+  if (request.resume().empty()) return absl::OkStatus();
+  const int attempt = request.resume(0).attempt();
+  if (request.has_attempt() && request.attempt() != attempt) {
+    return absl::InvalidArgumentError(absl::StrCat("resume is at attempt ", attempt,
+                                                   ", but the request asks for attempt ",
+                                                   request.attempt()));
+  }
+  ASSIGN_OR_RETURN(const std::vector<RankLogSource> ranks, AttemptRanks(job, attempt));
+  std::set<int> seen;
+  for (const v1::LogPosition& position : request.resume()) {
+    const bool known = std::any_of(ranks.begin(), ranks.end(), [&](const RankLogSource& r) {
+      return r.rank == position.rank();
+    });
+    if (position.attempt() != attempt || !known || position.offset() < 0 ||
+        !seen.insert(position.rank()).second) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "resume: position ", position.ShortDebugString(),
+          " is not one of this job's; pass back the `next` of the last chunk of each rank, "
+          "all of one attempt"));
+    }
   }
   return absl::OkStatus();
 }

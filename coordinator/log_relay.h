@@ -54,6 +54,7 @@ class LogRelay {
 
  private:
   absl::Status Check(const std::string& user, const v1::StreamLogsRequest& request);
+  static absl::Status CheckResume(const v1::Job& job, const v1::StreamLogsRequest& request);
 
   JobLogIndex* const jobs_;
   const CredentialSigner* const signer_;
