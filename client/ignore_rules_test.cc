@@ -1,64 +1,48 @@
 #include "client/ignore_rules.h"
 
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
+#include "testing/test_util.h"
 
 namespace ringmaster {
 namespace {
 
-TEST(GlobMatchTest, StarsQuestionMarksAndClasses) {
-  EXPECT_TRUE(GlobMatch("*.pyc", "a.pyc"));
-  EXPECT_FALSE(GlobMatch("*.pyc", "dir/a.pyc"));  // '*' stops at '/'
-  EXPECT_TRUE(GlobMatch("a?c", "abc"));
-  EXPECT_FALSE(GlobMatch("a?c", "a/c"));
-  EXPECT_TRUE(GlobMatch("run[0-9]", "run7"));
-  EXPECT_FALSE(GlobMatch("run[!0-9]", "run7"));
-  EXPECT_TRUE(GlobMatch("run[!0-9]", "runx"));
-  EXPECT_TRUE(GlobMatch("a[", "a["));  // no ']': an ordinary '['
-  EXPECT_TRUE(GlobMatch("\\*", "*"));
-  EXPECT_FALSE(GlobMatch("\\*", "x"));
-}
-
-TEST(GlobMatchTest, DoubleStarsSpanDirectories) {
-  EXPECT_TRUE(GlobMatch("**/cache", "cache"));
-  EXPECT_TRUE(GlobMatch("**/cache", "a/b/cache"));
-  EXPECT_TRUE(GlobMatch("logs/**", "logs/a/b"));
-  EXPECT_FALSE(GlobMatch("logs/**", "logs"));
-  EXPECT_TRUE(GlobMatch("a/**/b", "a/b"));
-  EXPECT_TRUE(GlobMatch("a/**/b", "a/x/y/b"));
-  EXPECT_FALSE(GlobMatch("a/**/b", "a/x/y/c"));
-  EXPECT_TRUE(GlobMatch("a**b", "axxb"));
-}
-
-TEST(IgnoreRulesTest, GitignoreMeaning) {
-  const IgnoreRules rules(
-      "# data and outputs\n"
-      "\n"
-      "*.pyc\n"
-      "/build\n"
-      "data/\n"
-      "src/gen/*.h\n"
-      "!keep.pyc\n"
-      "trailing   \n");
-  EXPECT_TRUE(rules.Ignored("a.pyc", false));
-  EXPECT_TRUE(rules.Ignored("deep/er/a.pyc", false));
-  EXPECT_FALSE(rules.Ignored("keep.pyc", false));  // taken back
-  EXPECT_TRUE(rules.Ignored("build", true));
-  EXPECT_FALSE(rules.Ignored("src/build", true));  // anchored at the top
-  EXPECT_TRUE(rules.Ignored("data", true));
-  EXPECT_TRUE(rules.Ignored("x/data", true));
-  EXPECT_FALSE(rules.Ignored("data", false));  // directories only
-  EXPECT_TRUE(rules.Ignored("src/gen/a.h", false));
-  EXPECT_FALSE(rules.Ignored("gen/a.h", false));
-  EXPECT_TRUE(rules.Ignored("trailing", false));  // spaces at the end dropped
-  EXPECT_FALSE(rules.Ignored("# data and outputs", false));
-}
-
-TEST(IgnoreRulesTest, GitDirectoryAlwaysLeftOut) {
-  const IgnoreRules rules("");
-  EXPECT_TRUE(rules.Ignored(".git", true));
-  EXPECT_TRUE(rules.Ignored("vendor/lib/.git", true));
-  EXPECT_FALSE(rules.Ignored(".gitignore", false));
-  EXPECT_FALSE(rules.Ignored("train.py", false));
+// The cases of ignore_rules_cases.txt (its header says how they read),
+// which the Python package's submit is tested against too.
+TEST(IgnoreRulesTest, EveryCaseOfTheSharedFile) {
+  std::ifstream in(testing::Runfile("client/ignore_rules_cases.txt"));
+  ASSERT_TRUE(in) << "ignore_rules_cases.txt is missing";
+  std::string section, rules_text;
+  int cases = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line[0] == '[') {
+      if (line == "[rules]") rules_text.clear();
+      section = line;
+      continue;
+    }
+    if (section == "[rules]") {
+      rules_text += line + "\n";
+      continue;
+    }
+    const std::vector<std::string> f = absl::StrSplit(line, '\t');
+    if (section == "[globs]") {
+      ASSERT_EQ(f.size(), 3u) << line;
+      EXPECT_EQ(GlobMatch(f[1], f[2]), f[0] == "match") << f[1] << " against " << f[2];
+      ++cases;
+    } else if (section == "[paths]") {
+      ASSERT_EQ(f.size(), 3u) << line;
+      const IgnoreRules rules(rules_text);
+      EXPECT_EQ(rules.Ignored(f[2], f[1] == "dir"), f[0] == "ignored")
+          << f[2] << " (" << f[1] << ") with rules:\n"
+          << rules_text;
+      ++cases;
+    }
+  }
+  EXPECT_GE(cases, 30) << "the file was not read whole";
 }
 
 }  // namespace

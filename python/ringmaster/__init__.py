@@ -1,4 +1,16 @@
-"""Ringmaster's helpers for a rank's own program.
+"""Ringmaster's Python package: a client of its API, and helpers for a
+rank's own program.
+
+    client = ringmaster.Client()
+    job_id = client.submit("job.yaml")
+    job = client.wait(job_id)
+
+ringmaster.Client (and ringmaster.aio.Client, on asyncio) submits, lists,
+watches, cancels and deletes jobs and reads their logs; its errors are
+ringmaster.errors' (RingmasterError, NotFound, PermissionDenied, InvalidSpec,
+Unavailable, JobFailed). See help(ringmaster.Client).
+
+Inside a rank:
 
     import ringmaster
     ringmaster.report(step=step, loss=loss.item(), samples=len(batch))
@@ -23,7 +35,19 @@ import sys
 import threading
 import time
 
-__all__ = ["report", "in_job", "preempted"]
+from ringmaster.errors import (InvalidSpec, JobFailed, NotFound, PermissionDenied,
+                               RingmasterError, Unavailable)
+
+__all__ = ["Client", "RingmasterError", "NotFound", "PermissionDenied", "InvalidSpec",
+           "Unavailable", "JobFailed", "report", "in_job", "preempted"]
+
+
+def __getattr__(name):
+    # The client needs grpc; a rank that only reports does not load it.
+    if name == "Client":
+        from ringmaster.client import Client
+        return Client
+    raise AttributeError(f"module 'ringmaster' has no attribute {name!r}")
 
 _INTERVAL_S = 0.5
 
