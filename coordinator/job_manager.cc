@@ -268,10 +268,6 @@ absl::StatusOr<int64_t> JobManager::WatchAll(const std::string& resume_token,
             "resume_token \"", absl::CHexEscape(resume_token.substr(0, 64)),
             "\" is not one this API gave (pass an event's resume_token back as it is)"));
       }
-      if (parts.first != run_id_) {
-        return absl::OutOfRangeError(
-            "resume_token is of an earlier run of the coordinator; watch again without one");
-      }
       ASSIGN_OR_RETURN(auto changed, table_.ChangedSince(revision));
       for (const auto& [job_id, latest] : changed) {
         if (const JobRecord* record = table_.Find(job_id)) {

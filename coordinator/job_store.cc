@@ -18,4 +18,9 @@ bool ParseJobSnapshot(const std::string& bytes, v1::Job* job) {
   return true;
 }
 
+int64_t RevisionOfSnapshot(const std::string& bytes) {
+  v1::Job job;
+  return job.ParseFromString(bytes) ? job.revision() : 0;
+}
+
 }  // namespace ringmaster

@@ -34,6 +34,7 @@ struct RetiredJob {
   v1::JobState state = v1::JOB_STATE_UNSPECIFIED;
   int64_t ended_unix_ms = 0;
   std::vector<std::string> workers;  // that ran its ranks, and so hold its logs
+  int64_t revision = 0;              // of its last stored snapshot
 };
 
 // Which retired jobs ListRetired returns, newest first.
@@ -51,6 +52,8 @@ struct RetiredQuery {
 // jobs had owners are the admin's); false when it cannot be.
 int64_t JobNumberOf(const std::string& job_id);
 bool ParseJobSnapshot(const std::string& bytes, v1::Job* job);
+// Job.revision of a stored snapshot (0 when it does not parse).
+int64_t RevisionOfSnapshot(const std::string& bytes);
 
 // The writing calls (Create to Retire, Batch) are made by one owner at a
 // time (the JobManager, under its mutex). Sync and the reading calls (Load,

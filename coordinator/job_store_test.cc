@@ -149,7 +149,9 @@ TEST_P(JobStoreEngineTest, RetiredJobsAreSummariesInMemoryAndWholeOnDisk) {
     const std::vector<v1::Job> jobs = {
         EndedJob("a", 1, v1::SUCCEEDED), EndedJob("a-1", 2, v1::FAILED),
         EndedJob("b", 3, v1::CANCELLED), EndedJob("a", 12, v1::FAILED)};
-    for (const v1::Job& job : jobs) {
+    int64_t revision = 40;
+    for (v1::Job job : jobs) {
+      job.set_revision(++revision);
       ASSERT_OK((*store)->Create(job));
       ASSERT_OK((*store)->Retire({0, job.id(), job.state(), 500, {"w1", "w2"}}));
     }
@@ -169,6 +171,7 @@ TEST_P(JobStoreEngineTest, RetiredJobsAreSummariesInMemoryAndWholeOnDisk) {
   EXPECT_EQ((*retired)[3].state, v1::FAILED);
   EXPECT_EQ((*retired)[3].ended_unix_ms, 500);
   EXPECT_EQ((*retired)[3].workers, (std::vector<std::string>{"w1", "w2"}));
+  EXPECT_EQ((*retired)[3].revision, 44) << "its snapshot's, for WatchJobs";
 
   auto whole = (*store)->Load("a-12");
   ASSERT_OK(whole);

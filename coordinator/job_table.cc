@@ -117,8 +117,8 @@ void JobTable::RetireEnded() {
   }
   for (JobRecord* record : ended) {
     const v1::Job& job = record->job;
-    const RetiredJob summary{JobNumber(job.id()), job.id(), job.state(), EndedUnixMs(job),
-                             WorkersOf(job)};
+    const RetiredJob summary{JobNumber(job.id()), job.id(),       job.state(),
+                             EndedUnixMs(job),    WorkersOf(job), job.revision()};
     if (absl::Status s = store_->Retire(summary); !s.ok()) {
       spdlog::warn("job {}: cannot retire it from memory: {}", job.id(), s.ToString());
       return;
@@ -241,20 +241,24 @@ void JobTable::Notify(JobRecord& record) {
 
 absl::StatusOr<std::vector<std::pair<std::string, int64_t>>> JobTable::ChangedSince(
     int64_t revision) const {
-  ASSIGN_OR_RETURN(auto changed, changes_.ChangedSince(std::max(revision, changes_.first())));
-  if (revision >= changes_.first()) return changed;
-  // A revision of an earlier run, given with this run's token (a job
-  // loaded at the start): those loaded jobs not changed since then that
-  // are newer than it, then this run's changes.
-  std::vector<std::pair<std::string, int64_t>> loaded;
+  absl::StatusOr<std::vector<std::pair<std::string, int64_t>>> logged =
+      changes_.ChangedSince(revision);
+  if (logged.ok() || revision >= changes_.first() || revision < 0) return logged;
+  // A revision of an earlier run, or given with a job loaded at the start:
+  // every job whose revision is higher, from the records (each keeps the
+  // revision of its latest change, a retired one that of its last
+  // snapshot).
+  std::vector<std::pair<std::string, int64_t>> changed;
   for (const auto& [number, record] : resident_) {
-    const int64_t r = record->job.revision();
-    if (r > revision && r <= changes_.first()) loaded.emplace_back(record->job.id(), r);
+    if (record->job.revision() > revision)
+      changed.emplace_back(record->job.id(), record->job.revision());
   }
-  std::sort(loaded.begin(), loaded.end(),
+  for (const auto& [number, retired] : retired_) {
+    if (retired.revision > revision) changed.emplace_back(retired.id, retired.revision);
+  }
+  std::sort(changed.begin(), changed.end(),
             [](const auto& a, const auto& b) { return a.second < b.second; });
-  loaded.insert(loaded.end(), changed.begin(), changed.end());
-  return loaded;
+  return changed;
 }
 
 void JobTable::Stamp(v1::Job& job) { job.set_revision(changes_.Record(job.id())); }

@@ -147,8 +147,8 @@ class JobTable {
   // revision, stored with it when it is stored.
   void Notify(JobRecord& record);
   // The jobs changed after `revision`, oldest change first, each with its
-  // latest revision (ChangeLog::ChangedSince); a revision from before this
-  // run's first change also brings the jobs loaded since it.
+  // latest revision: from the ChangeLog, or for a revision older than it
+  // holds (of an earlier run too), from every job's record.
   absl::StatusOr<std::vector<std::pair<std::string, int64_t>>> ChangedSince(int64_t revision) const;
 
   // Retires every resident job that has ended with no rank holding a slot.

@@ -338,12 +338,13 @@ absl::StatusOr<std::vector<v1::Job>> PgJobStore::LoadResident() {
 absl::StatusOr<std::vector<RetiredJob>> PgJobStore::LoadRetired() {
   RETURN_IF_ERROR(Flush(kFlushTimeout));
   MutexLock lock(&read_mu_);
-  ASSIGN_OR_RETURN(PgResult rows, Read("SELECT number, id, state, ended_unix_ms, workers "
+  ASSIGN_OR_RETURN(PgResult rows, Read("SELECT number, id, state, ended_unix_ms, workers, snapshot "
                                        "FROM jobs WHERE resident = 0 ORDER BY number"));
   std::vector<RetiredJob> jobs;
   for (int r = 0; r < rows.rows(); ++r) {
     jobs.push_back({rows.Int(r, 0), rows.Text(r, 1), static_cast<v1::JobState>(rows.Int(r, 2)),
-                    rows.Int(r, 3), absl::StrSplit(rows.Text(r, 4), ' ', absl::SkipEmpty())});
+                    rows.Int(r, 3), absl::StrSplit(rows.Text(r, 4), ' ', absl::SkipEmpty()),
+                    RevisionOfSnapshot(rows.Bytes(r, 5))});
   }
   return jobs;
 }

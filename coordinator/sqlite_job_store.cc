@@ -359,14 +359,16 @@ absl::StatusOr<std::vector<v1::Job>> SqliteJobStore::LoadResident() {
 
 absl::StatusOr<std::vector<RetiredJob>> SqliteJobStore::LoadRetired() {
   std::vector<RetiredJob> jobs;
-  ASSIGN_OR_RETURN(auto query, writer_->Prepare("SELECT number, id, state, ended_unix_ms, workers "
-                                                "FROM jobs WHERE resident = 0 ORDER BY number"));
+  ASSIGN_OR_RETURN(auto query,
+                   writer_->Prepare("SELECT number, id, state, ended_unix_ms, workers, snapshot "
+                                    "FROM jobs WHERE resident = 0 ORDER BY number"));
   for (;;) {
     ASSIGN_OR_RETURN(bool has_row, query.Step());
     if (!has_row) break;
     jobs.push_back({query.ColumnInt(0), query.ColumnText(1),
                     static_cast<v1::JobState>(query.ColumnInt(2)), query.ColumnInt(3),
-                    absl::StrSplit(query.ColumnText(4), ' ', absl::SkipEmpty())});
+                    absl::StrSplit(query.ColumnText(4), ' ', absl::SkipEmpty()),
+                    RevisionOfSnapshot(query.ColumnBlob(5))});
   }
   return jobs;
 }

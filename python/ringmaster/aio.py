@@ -121,8 +121,11 @@ class Client:
                 if code == "DEADLINE_EXCEEDED" and deadline is not None and \
                         time.monotonic() >= deadline:
                     raise TimeoutError(f"{method}: no end within the time given") from None
-                if on_error is not None and on_error(code, text):
+                then = on_error(code, text) if on_error is not None else None
+                if then == "retry":
                     continue
+                if then == "end":
+                    return
                 broken_since = broken_since or time.monotonic()
                 pause = stream_pause(self._targets, code, text, address, broken_since,
                                      self._reconnect_timeout)
@@ -224,11 +227,11 @@ class Client:
         def request():
             return job_pb2.WatchJobsRequest(resume_token=token[0], labels=labels or {})
 
-        def on_error(code: str, message: str) -> bool:
-            if code == "OUT_OF_RANGE" and token[0]:
+        def on_error(code: str, message: str) -> Optional[str]:
+            if code == "OUT_OF_RANGE" and token[0]:  # not a token of this cluster's
                 token[0] = ""
-                return True
-            return code == "RESOURCE_EXHAUSTED"
+                return "retry"
+            return "retry" if code == "RESOURCE_EXHAUSTED" else None  # fell behind
 
         async for event in self._stream("WatchJobs", request, None, on_error):
             token[0] = event.resume_token

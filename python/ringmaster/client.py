@@ -200,8 +200,11 @@ class Client:
                 if code == "DEADLINE_EXCEEDED" and deadline is not None and \
                         time.monotonic() >= deadline:
                     raise TimeoutError(f"{method}: no end within the time given") from None
-                if on_error is not None and on_error(code, text):
+                then = on_error(code, text) if on_error is not None else None
+                if then == "retry":
                     continue
+                if then == "end":
+                    return
                 broken_since = broken_since or time.monotonic()
                 pause = stream_pause(self._targets, code, text, address, broken_since,
                                      self._reconnect_timeout)
@@ -324,21 +327,20 @@ class Client:
         """Events of every job (with every one of `labels`): first each
         job the coordinator holds, then every change, without end. Each
         event's resume_token may be passed back later to go on after it.
-        A broken stream goes on from its last token; after a coordinator
-        restart it lists the jobs again, and gives only what is new, by
-        each job's revision."""
+        A broken stream (a coordinator restart, a new leader, a reader that
+        fell behind) goes on from its last token, with no change lost or
+        given twice (by each job's revision)."""
         token = [resume_token]
         seen = RevisionFilter()
 
         def request():
             return job_pb2.WatchJobsRequest(resume_token=token[0], labels=labels or {})
 
-        def on_error(code: str, message: str) -> bool:
-            # Too old, or of an earlier run: list again from the start.
-            if code == "OUT_OF_RANGE" and token[0]:
+        def on_error(code: str, message: str) -> Optional[str]:
+            if code == "OUT_OF_RANGE" and token[0]:  # not a token of this cluster's
                 token[0] = ""
-                return True
-            return code == "RESOURCE_EXHAUSTED"  # fell behind: go on from the token
+                return "retry"
+            return "retry" if code == "RESOURCE_EXHAUSTED" else None  # fell behind
 
         for event in self._stream("WatchJobs", request, None, on_error):
             token[0] = event.resume_token
