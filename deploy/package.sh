@@ -3,7 +3,8 @@
 #   package.sh OUT.tar.gz VERSION_FILE FILE...
 # FILEs are the four binaries (to bin/), deploy/... (to the archive's top:
 # install.sh, systemd/, kubernetes/, slurm/, prometheus/, grafana/,
-# Dockerfile), docs/..., proto/*.proto and README.md. The archive holds one directory,
+# Dockerfile), docs/..., proto/*.proto, python/... (the Python package,
+# for `pip install ./python`) and README.md. The archive holds one directory,
 # ringmaster-<version>/, and runtime-packages.txt: the Debian packages of
 # the shared libraries the binaries link and of what ranks use beside them
 # (python3-sklearn, python3-grpcio), for install.sh and the Dockerfile.
@@ -23,7 +24,7 @@ for file in "$@"; do
     deploy/package.sh|deploy/BUILD) ;;
     deploy/*) install -D -m "$( [ -x "$file" ] && echo 0755 || echo 0644)" "$file" \
                 "$top/${file#deploy/}" ;;
-    docs/*|proto/*.proto|README.md|VERSION) install -D -m 0644 "$file" "$top/$file" ;;
+    docs/*|proto/*.proto|README.md|VERSION|python/*) install -D -m 0644 "$file" "$top/$file" ;;
     *) echo "package.sh: do not know where $file goes" >&2; exit 1 ;;
   esac
 done

@@ -21,7 +21,8 @@ pkg="$work/ringmaster-$version"
 for file in install.sh Dockerfile runtime-packages.txt README.md docs/multi-host.md \
             docs/reference.md systemd/ringmaster-worker.service kubernetes/base/worker.yaml \
             slurm/ringmaster.sbatch bin/ringmaster bin/ringmaster-trainer proto/job.proto \
-            proto/worker.proto; do
+            proto/worker.proto python/pyproject.toml python/ringmaster/client.py \
+            python/ringmaster/v1/job_pb2.py; do
   [ -e "$pkg/$file" ] || fail "the archive lacks $file"
 done
 grep -qx 'libgrpc++1.51' "$pkg/runtime-packages.txt" || fail "runtime-packages.txt lacks gRPC"
