@@ -1,11 +1,12 @@
-"""What the synchronous and asynchronous clients do alike when a stream
-breaks: whether and when to make it again, and how to go on from where it
-broke without giving anything twice."""
+"""What the synchronous and asynchronous clients do alike when a call
+fails or a stream breaks: whether and when to make it again, and how to go
+on from where it broke without giving anything twice."""
 import random
 import time
-from typing import Dict, Optional
+from typing import Callable, Dict, Optional
 
 from ringmaster._connection import Targets
+from ringmaster.errors import from_status
 from ringmaster.v1 import job_pb2
 
 # A stream broken by these is made again (at the leader, when a standby
@@ -23,6 +24,72 @@ def stream_pause(targets: Targets, code: str, message: str, used: str, broken_si
     if pause is None:  # one coordinator: wait for it to come back
         pause = 0.2 + random.random() * 0.3
     return pause
+
+
+class UnaryTries:
+    """The tries of one call, within `timeout` seconds: each try's own
+    time, and after a failure the pause before the next try at the
+    coordinator now current (a standby names the leader; one that is down
+    or, for an idempotent call, paused is passed over)."""
+
+    def __init__(self, targets: Targets, timeout: float, idempotent: bool) -> None:
+        self._targets = targets
+        self._deadline = time.monotonic() + timeout
+        self._idempotent = idempotent
+
+    def time_for_try(self) -> float:
+        left = max(0.0, self._deadline - time.monotonic())
+        return min(left, 3.0) if self._idempotent and self._targets.several else left
+
+    def pause_after(self, code: str, message: str, address: str) -> float:
+        """Raises the call's error when it is not to be made again."""
+        pause = None
+        if time.monotonic() < self._deadline:
+            pause = self._targets.follow(code, message, address, self._idempotent)
+        if pause is None:
+            raise from_status(code, message) from None
+        return min(pause, max(0.0, self._deadline - time.monotonic()))
+
+
+class StreamTries:
+    """The tries of one server stream, until it ends: after a break, the
+    pause before it is made again, for up to `reconnect_timeout` seconds of
+    breaks in a row. `retry_now(code, message)` may take an error as one to
+    make the stream again at once (with the request it then gives)."""
+
+    def __init__(self, targets: Targets, method: str, deadline: Optional[float],
+                 reconnect_timeout: float,
+                 retry_now: Optional[Callable[[str, str], bool]] = None) -> None:
+        self._targets = targets
+        self._method = method
+        self._deadline = deadline
+        self._reconnect_timeout = reconnect_timeout
+        self._retry_now = retry_now
+        self._broken_since: Optional[float] = None
+
+    def timeout(self) -> Optional[float]:
+        """The time left for a try (None: no end)."""
+        return None if self._deadline is None else max(0.0, self._deadline - time.monotonic())
+
+    def received(self) -> None:
+        self._broken_since = None
+        self._targets.answered()
+
+    def pause_after(self, code: str, message: str, address: str) -> float:
+        """Raises the stream's error (TimeoutError past the deadline) when
+        it is not to be made again."""
+        if code == "DEADLINE_EXCEEDED" and self._deadline is not None and \
+                time.monotonic() >= self._deadline:
+            raise TimeoutError(f"{self._method}: no end within the time given") from None
+        if self._retry_now is not None and self._retry_now(code, message):
+            return 0.0
+        if self._broken_since is None:
+            self._broken_since = time.monotonic()
+        pause = stream_pause(self._targets, code, message, address, self._broken_since,
+                             self._reconnect_timeout)
+        if pause is None:
+            raise from_status(code, message) from None
+        return pause
 
 
 class RevisionFilter:

@@ -15,7 +15,6 @@ iterators.
     asyncio.run(main())
 """
 import asyncio
-import os
 import tempfile
 import time
 import uuid
@@ -26,11 +25,11 @@ import grpc.aio
 
 from ringmaster import _pack
 from ringmaster._connection import Addresses, Connection, Targets, discover
-from ringmaster._spec import SpecLike, to_job_spec
-from ringmaster._stream import LogResume, RevisionFilter, stream_pause
+from ringmaster._spec import SpecLike
+from ringmaster._stream import LogResume, RevisionFilter, StreamTries, UnaryTries
 from ringmaster.client import (CHUNK_BYTES, TERMINAL_STATES, UPLOAD_LIMIT_MB, Ranks, States,
                                _state_numbers, code_source, lines_of, logs_request,
-                               reads_its_directory)
+                               prepare_spec)
 from ringmaster.errors import JobFailed, from_status
 from ringmaster.v1 import cluster_pb2, cluster_pb2_grpc, job_pb2, job_pb2_grpc
 
@@ -83,69 +82,40 @@ class Client:
         return cluster_pb2_grpc.ClusterServiceStub(channel)
 
     async def _unary(self, service: str, method: str, request, idempotent: bool = True):
-        deadline = time.monotonic() + self._timeout
+        tries = UnaryTries(self._targets, self._timeout, idempotent)
         while True:
             address = self._targets.current()
-            left = max(0.0, deadline - time.monotonic())
-            per_call = min(left, 3.0) if idempotent and self._targets.several else left
             try:
                 response = await getattr(self._stub(service, address), method)(
-                    request, timeout=per_call, metadata=self._connection.metadata())
+                    request, timeout=tries.time_for_try(), metadata=self._connection.metadata())
                 self._targets.answered()
                 return response
             except grpc.aio.AioRpcError as e:
-                code, message = e.code().name, e.details() or ""
-                pause = None
-                if time.monotonic() < deadline:
-                    pause = self._targets.follow(code, message, address, idempotent)
-                if pause is None:
-                    raise from_status(code, message) from None
-                await asyncio.sleep(min(pause, max(0.0, deadline - time.monotonic())))
+                await asyncio.sleep(tries.pause_after(e.code().name, e.details() or "", address))
 
     async def _stream(self, method: str, request_of, deadline: Optional[float] = None,
-                      on_error=None) -> AsyncIterator:
-        broken_since: Optional[float] = None
+                      retry_now=None) -> AsyncIterator:
+        tries = StreamTries(self._targets, method, deadline, self._reconnect_timeout, retry_now)
         while True:
             address = self._targets.current()
-            timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
             call = getattr(self._stub("jobs", address), method)(
-                request_of(), timeout=timeout, metadata=self._connection.metadata())
+                request_of(), timeout=tries.timeout(), metadata=self._connection.metadata())
             try:
                 async for message in call:
-                    broken_since = None
-                    self._targets.answered()
+                    tries.received()
                     yield message
                 return
             except grpc.aio.AioRpcError as e:
-                code, text = e.code().name, e.details() or ""
-                if code == "DEADLINE_EXCEEDED" and deadline is not None and \
-                        time.monotonic() >= deadline:
-                    raise TimeoutError(f"{method}: no end within the time given") from None
-                then = on_error(code, text) if on_error is not None else None
-                if then == "retry":
-                    continue
-                if then == "end":
-                    return
-                broken_since = broken_since or time.monotonic()
-                pause = stream_pause(self._targets, code, text, address, broken_since,
-                                     self._reconnect_timeout)
-                if pause is None:
-                    raise from_status(code, text) from None
-                await asyncio.sleep(pause)
+                await asyncio.sleep(tries.pause_after(e.code().name, e.details() or "", address))
             finally:
                 call.cancel()
 
     async def submit(self, spec: SpecLike, *, upload: bool = True,
                      directory: Optional[str] = None, request_id: Optional[str] = None,
                      upload_limit_mb: int = UPLOAD_LIMIT_MB) -> str:
-        message = to_job_spec(spec)
-        if not message.working_dir and reads_its_directory(message) and \
-                not message.HasField("code"):
-            here = os.path.abspath(directory or os.getcwd())
-            if upload:
-                await self._ship(here, upload_limit_mb << 20, message)
-            else:
-                message.working_dir = here
+        message, ship = prepare_spec(spec, upload, directory)
+        if ship is not None:
+            await self._ship(ship, upload_limit_mb << 20, message)
         request = job_pb2.SubmitJobRequest(spec=message, request_id=request_id or str(uuid.uuid4()))
         return (await self._unary("jobs", "SubmitJob", request)).job_id
 
@@ -227,13 +197,13 @@ class Client:
         def request():
             return job_pb2.WatchJobsRequest(resume_token=token[0], labels=labels or {})
 
-        def on_error(code: str, message: str) -> Optional[str]:
+        def retry_now(code: str, message: str) -> bool:
             if code == "OUT_OF_RANGE" and token[0]:  # not a token of this cluster's
                 token[0] = ""
-                return "retry"
-            return "retry" if code == "RESOURCE_EXHAUSTED" else None  # fell behind
+                return True
+            return code == "RESOURCE_EXHAUSTED"  # fell behind: on from the token
 
-        async for event in self._stream("WatchJobs", request, None, on_error):
+        async for event in self._stream("WatchJobs", request, None, retry_now):
             token[0] = event.resume_token
             if seen.new(event.job):
                 yield event

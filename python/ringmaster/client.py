@@ -26,7 +26,7 @@ import grpc
 from ringmaster import _pack
 from ringmaster._connection import Addresses, Connection, Targets, discover
 from ringmaster._spec import SpecLike, to_job_spec
-from ringmaster._stream import LogResume, RevisionFilter, stream_pause
+from ringmaster._stream import LogResume, RevisionFilter, StreamTries, UnaryTries
 from ringmaster.errors import InvalidSpec, JobFailed, from_status
 from ringmaster.v1 import cluster_pb2, cluster_pb2_grpc, job_pb2, job_pb2_grpc
 
@@ -61,6 +61,22 @@ def reads_its_directory(spec: job_pb2.JobSpec) -> bool:
         return True
     path = spec.trainer.data.path
     return not (path == "digits" or path.startswith("synthetic:") or path.startswith("/"))
+
+
+def prepare_spec(spec: SpecLike, upload: bool,
+                 directory: Optional[str]) -> Tuple[job_pb2.JobSpec, Optional[str]]:
+    """The JobSpec to submit, and the directory to pack and upload into it
+    (None: nothing). A job that runs from its working directory and names
+    none gets `directory` (the current one): uploaded, or without `upload`
+    named as its working_dir."""
+    message = to_job_spec(spec)
+    if message.working_dir or message.HasField("code") or not reads_its_directory(message):
+        return message, None
+    here = os.path.abspath(directory or os.getcwd())
+    if upload:
+        return message, here
+    message.working_dir = here
+    return message, None
 
 
 def code_source(directory: str) -> str:
@@ -158,59 +174,33 @@ class Client:
 
     def _unary(self, service: str, method: str, request, idempotent: bool = True,
                timeout: Optional[float] = None):
-        deadline = time.monotonic() + (timeout or self._timeout)
+        tries = UnaryTries(self._targets, timeout or self._timeout, idempotent)
         while True:
             address = self._targets.current()
-            left = max(0.0, deadline - time.monotonic())
-            # A paused coordinator is passed over when there are others.
-            per_call = min(left, 3.0) if idempotent and self._targets.several else left
             try:
                 response = getattr(self._stub(service, address), method)(
-                    request, timeout=per_call, metadata=self._connection.metadata())
+                    request, timeout=tries.time_for_try(), metadata=self._connection.metadata())
                 self._targets.answered()
                 return response
             except grpc.RpcError as e:
-                code, message = e.code().name, e.details() or ""
-                pause = None
-                if time.monotonic() < deadline:
-                    pause = self._targets.follow(code, message, address, idempotent)
-                if pause is None:
-                    raise from_status(code, message) from None
-                time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
+                time.sleep(tries.pause_after(e.code().name, e.details() or "", address))
 
     def _stream(self, method: str, request_of, deadline: Optional[float] = None,
-                on_error=None) -> Iterator:
-        """The messages of a server stream, made again where it broke:
-        `request_of()` gives the request for each try; `on_error(code,
-        message)` may say to try again at once (True)."""
-        broken_since: Optional[float] = None
+                retry_now=None) -> Iterator:
+        """The messages of a server stream, made again where it broke
+        (StreamTries): `request_of()` gives the request of each try."""
+        tries = StreamTries(self._targets, method, deadline, self._reconnect_timeout, retry_now)
         while True:
             address = self._targets.current()
-            timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
             call = getattr(self._stub("jobs", address), method)(
-                request_of(), timeout=timeout, metadata=self._connection.metadata())
+                request_of(), timeout=tries.timeout(), metadata=self._connection.metadata())
             try:
                 for message in call:
-                    broken_since = None
-                    self._targets.answered()
+                    tries.received()
                     yield message
                 return
             except grpc.RpcError as e:
-                code, text = e.code().name, e.details() or ""
-                if code == "DEADLINE_EXCEEDED" and deadline is not None and \
-                        time.monotonic() >= deadline:
-                    raise TimeoutError(f"{method}: no end within the time given") from None
-                then = on_error(code, text) if on_error is not None else None
-                if then == "retry":
-                    continue
-                if then == "end":
-                    return
-                broken_since = broken_since or time.monotonic()
-                pause = stream_pause(self._targets, code, text, address, broken_since,
-                                     self._reconnect_timeout)
-                if pause is None:
-                    raise from_status(code, text) from None
-                time.sleep(pause)
+                time.sleep(tries.pause_after(e.code().name, e.details() or "", address))
             finally:
                 call.cancel()
 
@@ -230,14 +220,9 @@ class Client:
         `request_id` (made here when None), so a retry never makes two jobs.
         InvalidSpec names what is wrong; nothing is submitted then.
         """
-        message = to_job_spec(spec)
-        if not message.working_dir and reads_its_directory(message) and \
-                not message.HasField("code"):
-            here = os.path.abspath(directory or os.getcwd())
-            if upload:
-                self._ship(here, upload_limit_mb << 20, message)
-            else:
-                message.working_dir = here
+        message, ship = prepare_spec(spec, upload, directory)
+        if ship is not None:
+            self._ship(ship, upload_limit_mb << 20, message)
         request = job_pb2.SubmitJobRequest(spec=message, request_id=request_id or str(uuid.uuid4()))
         return self._unary("jobs", "SubmitJob", request).job_id
 
@@ -336,13 +321,13 @@ class Client:
         def request():
             return job_pb2.WatchJobsRequest(resume_token=token[0], labels=labels or {})
 
-        def on_error(code: str, message: str) -> Optional[str]:
+        def retry_now(code: str, message: str) -> bool:
             if code == "OUT_OF_RANGE" and token[0]:  # not a token of this cluster's
                 token[0] = ""
-                return "retry"
-            return "retry" if code == "RESOURCE_EXHAUSTED" else None  # fell behind
+                return True
+            return code == "RESOURCE_EXHAUSTED"  # fell behind: on from the token
 
-        for event in self._stream("WatchJobs", request, None, on_error):
+        for event in self._stream("WatchJobs", request, None, retry_now):
             token[0] = event.resume_token
             if seen.new(event.job):
                 yield event
