@@ -23,9 +23,9 @@ class ChangeLog {
 
   // Numbers the next change `revision` + 1 (before any change is recorded).
   void StartAfter(int64_t revision) {
-    if (recent_.empty()) last_ = first_ = revision;
+    if (recent_.empty()) last_ = revision;
   }
-  int64_t first() const { return first_; }
+  int64_t last() const { return last_; }
 
   // The change's revision: 1, 2, ... (or on from StartAfter's).
   int64_t Record(const std::string& job_id);
@@ -38,7 +38,6 @@ class ChangeLog {
 
  private:
   const size_t capacity_;
-  int64_t first_ = 0;  // StartAfter's
   int64_t last_ = 0;
   std::deque<std::string> recent_;  // the jobs of revisions last_ - size + 1 .. last_
 };

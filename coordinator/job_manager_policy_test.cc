@@ -353,6 +353,33 @@ TEST_F(JobManagerTest, RevisionsGrowAcrossARestartAndAResumeTokenCoversTheJobsLo
   manager_->Unwatch(*watch);
 }
 
+// A token older than the change log holds is answered from the jobs'
+// records: each job changed since, once, as it is now.
+TEST_F(JobManagerTest, ATokenOlderThanTheChangeLogStillResumes) {
+  TestWorker w1;
+  ASSERT_OK(Register(w1, "w1", 2));
+  const std::string a = Submit(1);
+  const std::string b = Submit(1);
+  Started(w1, a, 0, 0);
+  Started(w1, b, 0, 0);
+  const std::string token = manager_->ResumeToken(*manager_->Get(b));
+  for (int step = 1; step <= 20001; ++step) {  // more than the 20000 changes the log keeps
+    v1::Heartbeat beat;
+    v1::RankProgress* progress = beat.add_progress();
+    *progress->mutable_rank() = Ref(a, 0, 0);
+    progress->mutable_progress()->set_step(step);
+    manager_->OnHeartbeat(w1.session, beat);
+  }
+  std::vector<v1::Job> resumed;
+  absl::StatusOr<int64_t> watch =
+      manager_->WatchAll(token, [&](const v1::Job& job) { resumed.push_back(job); });
+  ASSERT_OK(watch) << watch.status();
+  ASSERT_EQ(resumed.size(), 1u) << "b has not changed since its token";
+  EXPECT_EQ(resumed[0].id(), a);
+  EXPECT_EQ(resumed[0].progress().step(), 20001);
+  manager_->Unwatch(*watch);
+}
+
 TEST_F(JobManagerTest, ARanksErrorFileIsTheRootCauseOverItsPeersPlainExits) {
   TestWorker w1, w2;
   ASSERT_OK(Register(w1, "w1", 1));

@@ -243,11 +243,11 @@ absl::StatusOr<std::vector<std::pair<std::string, int64_t>>> JobTable::ChangedSi
     int64_t revision) const {
   absl::StatusOr<std::vector<std::pair<std::string, int64_t>>> logged =
       changes_.ChangedSince(revision);
-  if (logged.ok() || revision >= changes_.first() || revision < 0) return logged;
-  // A revision of an earlier run, or given with a job loaded at the start:
-  // every job whose revision is higher, from the records (each keeps the
-  // revision of its latest change, a retired one that of its last
-  // snapshot).
+  if (logged.ok() || revision < 0 || revision > changes_.last()) return logged;
+  // A revision the log no longer holds (of an earlier run, given with a
+  // job loaded at the start, or too many changes ago): every job whose
+  // revision is higher, from the records (each keeps the revision of its
+  // latest change, a retired one that of its last snapshot).
   std::vector<std::pair<std::string, int64_t>> changed;
   for (const auto& [number, record] : resident_) {
     if (record->job.revision() > revision)
