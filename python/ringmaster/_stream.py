@@ -14,18 +14,6 @@ from ringmaster.v1 import job_pb2
 _BROKEN = {"UNAVAILABLE", "CANCELLED"}
 
 
-def stream_pause(targets: Targets, code: str, message: str, used: str, broken_since: float,
-                 reconnect_timeout: float) -> Optional[float]:
-    """After a stream from `used` broke with `code`: the pause (s) before
-    making it again, or None to give up (not a break, or broken too long)."""
-    if code not in _BROKEN or time.monotonic() - broken_since > reconnect_timeout:
-        return None
-    pause = targets.follow("UNAVAILABLE", message, used, True)
-    if pause is None:  # one coordinator: wait for it to come back
-        pause = 0.2 + random.random() * 0.3
-    return pause
-
-
 class UnaryTries:
     """The tries of one call, within `timeout` seconds: each try's own
     time, and after a failure the pause before the next try at the
@@ -85,10 +73,12 @@ class StreamTries:
             return 0.0
         if self._broken_since is None:
             self._broken_since = time.monotonic()
-        pause = stream_pause(self._targets, code, message, address, self._broken_since,
-                             self._reconnect_timeout)
-        if pause is None:
+        broken_too_long = time.monotonic() - self._broken_since > self._reconnect_timeout
+        if code not in _BROKEN or broken_too_long:
             raise from_status(code, message) from None
+        pause = self._targets.follow("UNAVAILABLE", message, address, True)
+        if pause is None:  # one coordinator: wait for it to come back
+            pause = 0.2 + random.random() * 0.3
         return pause
 
 

@@ -172,9 +172,8 @@ class Client:
             return job_pb2_grpc.JobServiceStub(channel)
         return cluster_pb2_grpc.ClusterServiceStub(channel)
 
-    def _unary(self, service: str, method: str, request, idempotent: bool = True,
-               timeout: Optional[float] = None):
-        tries = UnaryTries(self._targets, timeout or self._timeout, idempotent)
+    def _unary(self, service: str, method: str, request, idempotent: bool = True):
+        tries = UnaryTries(self._targets, self._timeout, idempotent)
         while True:
             address = self._targets.current()
             try:
