@@ -5,6 +5,8 @@ import stat
 import threading
 from typing import Iterable, List, NamedTuple, Optional, Sequence, Tuple, Union
 
+import grpc
+
 from ringmaster.errors import PermissionDenied, RingmasterError
 
 DEFAULT_COORDINATOR = "127.0.0.1:7070"
@@ -31,15 +33,19 @@ class Connection(NamedTuple):
     def metadata(self) -> Tuple[Tuple[str, str], ...]:
         return (("authorization", "Bearer " + self.token),) if self.token else ()
 
-    def channel_options(self) -> List[Tuple[str, object]]:
+    def channel(self, address: str, grpc_module):
+        """A channel to `address` with this connection's TLS, made by
+        `grpc_module`: grpc, or grpc.aio."""
         options: List[Tuple[str, object]] = [
             ("grpc.keepalive_time_ms", 10000),
             ("grpc.keepalive_timeout_ms", 5000),
             ("grpc.max_receive_message_length", 64 << 20),
         ]
-        if self.tls is not None:
-            options.append(("grpc.ssl_target_name_override", COORDINATOR_NAME))
-        return options
+        if self.tls is None:
+            return grpc_module.insecure_channel(address, options=options)
+        options.append(("grpc.ssl_target_name_override", COORDINATOR_NAME))
+        credentials = grpc.ssl_channel_credentials(self.tls.ca, self.tls.key, self.tls.cert)
+        return grpc_module.secure_channel(address, credentials, options=options)
 
 
 def split_addresses(addresses: Addresses) -> Tuple[str, ...]:

@@ -29,9 +29,9 @@ from ringmaster._spec import SpecLike
 from ringmaster._stream import LogResume, RevisionFilter, StreamTries, UnaryTries
 from ringmaster.client import (CHUNK_BYTES, TERMINAL_STATES, UPLOAD_LIMIT_MB, Ranks, States,
                                _state_numbers, code_source, lines_of, logs_request,
-                               prepare_spec)
+                               prepare_spec, stub_for)
 from ringmaster.errors import JobFailed, from_status
-from ringmaster.v1 import cluster_pb2, cluster_pb2_grpc, job_pb2, job_pb2_grpc
+from ringmaster.v1 import cluster_pb2, job_pb2
 
 __all__ = ["Client"]
 
@@ -69,17 +69,8 @@ class Client:
     def _stub(self, service: str, address: str):
         channel = self._channels.get(address)
         if channel is None:
-            tls = self._connection.tls
-            options = self._connection.channel_options()
-            if tls is None:
-                channel = grpc.aio.insecure_channel(address, options=options)
-            else:
-                credentials = grpc.ssl_channel_credentials(tls.ca, tls.key, tls.cert)
-                channel = grpc.aio.secure_channel(address, credentials, options=options)
-            self._channels[address] = channel
-        if service == "jobs":
-            return job_pb2_grpc.JobServiceStub(channel)
-        return cluster_pb2_grpc.ClusterServiceStub(channel)
+            channel = self._channels[address] = self._connection.channel(address, grpc.aio)
+        return stub_for(service, channel)
 
     async def _unary(self, service: str, method: str, request, idempotent: bool = True):
         tries = UnaryTries(self._targets, self._timeout, idempotent)

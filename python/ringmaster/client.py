@@ -109,6 +109,13 @@ def logs_request(job_id: str, follow: bool, attempt: Optional[int], tail: Option
     return request, None if ranks is None else frozenset(ranks)
 
 
+def stub_for(service: str, channel):
+    """The stub of `service` ("jobs" or "cluster") on `channel`."""
+    if service == "jobs":
+        return job_pb2_grpc.JobServiceStub(channel)
+    return cluster_pb2_grpc.ClusterServiceStub(channel)
+
+
 class Client:
     """A connection to a Ringmaster cluster.
 
@@ -153,24 +160,11 @@ class Client:
 
     # Calls.
 
-    def _channel(self, address: str) -> grpc.Channel:
+    def _stub(self, service: str, address: str):
         channel = self._channels.get(address)
         if channel is None:
-            tls = self._connection.tls
-            options = self._connection.channel_options()
-            if tls is None:
-                channel = grpc.insecure_channel(address, options=options)
-            else:
-                credentials = grpc.ssl_channel_credentials(tls.ca, tls.key, tls.cert)
-                channel = grpc.secure_channel(address, credentials, options=options)
-            self._channels[address] = channel
-        return channel
-
-    def _stub(self, service: str, address: str):
-        channel = self._channel(address)
-        if service == "jobs":
-            return job_pb2_grpc.JobServiceStub(channel)
-        return cluster_pb2_grpc.ClusterServiceStub(channel)
+            channel = self._channels[address] = self._connection.channel(address, grpc)
+        return stub_for(service, channel)
 
     def _unary(self, service: str, method: str, request, idempotent: bool = True):
         tries = UnaryTries(self._targets, self._timeout, idempotent)
