@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/status_macros.h"
+#include "common/unique_fd.h"
 
 namespace ringmaster {
 namespace {
@@ -230,27 +231,6 @@ absl::Status ArchiveWriter::Finish() {
 
 namespace {
 
-// A directory's descriptor, closed with it.
-class DirFd {
- public:
-  explicit DirFd(int fd = -1) : fd_(fd) {}
-  DirFd(DirFd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  DirFd& operator=(DirFd&& other) noexcept {
-    if (this != &other) {
-      if (fd_ >= 0) close(fd_);
-      fd_ = std::exchange(other.fd_, -1);
-    }
-    return *this;
-  }
-  ~DirFd() {
-    if (fd_ >= 0) close(fd_);
-  }
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
 // The directory `name` under `at`, never through a link.
 int OpenDirAt(int at, const char* name) {
   return openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -294,9 +274,9 @@ class Unpacker {
     const std::string parent = slash == std::string::npos ? "" : name.substr(0, slash);
     if (parent.empty()) return root_;
     if (parent == parent_name_ && parent_.get() >= 0) return parent_.get();
-    DirFd dir(OpenDirAt(root_, "."));
+    UniqueFd dir(OpenDirAt(root_, "."));
     for (absl::string_view part : absl::StrSplit(parent, '/')) {
-      DirFd next(OpenDirAt(dir.get(), std::string(part).c_str()));
+      UniqueFd next(OpenDirAt(dir.get(), std::string(part).c_str()));
       if (next.get() < 0) return Failed(name, "its directory cannot be opened");
       dir = std::move(next);
     }
@@ -362,7 +342,7 @@ class Unpacker {
       if (mkdirat(parent, Leaf(name).c_str(), 0755) != 0) {
         return Bad(absl::StrCat("entry \"", name, "\": ", strerror(errno)));
       }
-      DirFd made(OpenDirAt(parent, Leaf(name).c_str()));
+      UniqueFd made(OpenDirAt(parent, Leaf(name).c_str()));
       if (made.get() < 0 || fchmod(made.get(), 0755) != 0) {
         return Failed(name, "cannot set its mode");
       }
@@ -449,7 +429,7 @@ class Unpacker {
   gzFile gz_;
   const int root_;
   const UnpackLimits limits_;
-  DirFd parent_;  // of the last entry in a subdirectory
+  UniqueFd parent_;  // of the last entry in a subdirectory
   std::string parent_name_;
   std::set<std::string> directories_;
   std::optional<std::string> pax_path_;  // for the next entry
@@ -470,7 +450,7 @@ absl::Status UnpackArchive(const std::string& archive, const std::string& dir,
     return absl::InvalidArgumentError("the archive is not gzip-compressed");
   }
   if (mkdir(dir.c_str(), 0755) != 0) return ErrnoError("cannot create the code directory");
-  DirFd root(OpenDirAt(AT_FDCWD, dir.c_str()));
+  UniqueFd root(OpenDirAt(AT_FDCWD, dir.c_str()));
   absl::Status status = root.get() >= 0 && fchmod(root.get(), 0755) == 0
                             ? Unpacker(gz, root.get(), limits).Run()
                             : ErrnoError("cannot open the code directory");
@@ -493,7 +473,7 @@ absl::Status ChownBelow(int dir, const UnpackOwner& owner, const std::string& wh
     const std::string name = entry->d_name;
     if (name == "." || name == "..") continue;
     const std::string path = where.empty() ? name : absl::StrCat(where, "/", name);
-    DirFd sub(OpenDirAt(dir, name.c_str()));
+    UniqueFd sub(OpenDirAt(dir, name.c_str()));
     if (sub.get() >= 0) {
       RETURN_IF_ERROR(ChownBelow(sub.get(), owner, path));
       continue;
@@ -534,7 +514,7 @@ absl::Status RemoveBelow(int dir, const std::string& where) {
   }
   for (const std::string& name : names) {
     const std::string path = absl::StrCat(where, "/", name);
-    DirFd sub(TakeDirAt(dir, name.c_str()));
+    UniqueFd sub(TakeDirAt(dir, name.c_str()));
     if (sub.get() >= 0) {
       RETURN_IF_ERROR(RemoveBelow(sub.get(), path));
       if (unlinkat(dir, name.c_str(), AT_REMOVEDIR) != 0)
@@ -549,7 +529,7 @@ absl::Status RemoveBelow(int dir, const std::string& where) {
 }  // namespace
 
 absl::Status RemoveTree(const std::string& dir) {
-  DirFd root(TakeDirAt(AT_FDCWD, dir.c_str()));
+  UniqueFd root(TakeDirAt(AT_FDCWD, dir.c_str()));
   if (root.get() < 0) {
     if (errno == ENOENT) return absl::OkStatus();
     return ErrnoError("cannot open " + dir);
@@ -560,7 +540,7 @@ absl::Status RemoveTree(const std::string& dir) {
 }
 
 absl::Status ChownTree(const std::string& dir, const UnpackOwner& owner) {
-  DirFd root(OpenDirAt(AT_FDCWD, dir.c_str()));
+  UniqueFd root(OpenDirAt(AT_FDCWD, dir.c_str()));
   if (root.get() < 0) return ErrnoError("cannot open the code directory");
   return ChownBelow(root.get(), owner, "");
 }

@@ -4,11 +4,16 @@
 //   ASSERT_OK(store.Put(job));                 // an absl::Status
 //   EXPECT_OK(client.ListJobs()) << "while up"; // an absl::StatusOr<T>
 //   ASSERT_OK_AND_ASSIGN(auto jobs, client.ListJobs());
+//   EXPECT_THAT(store.Get("x"), StatusIs(absl::StatusCode::kNotFound));
+//   EXPECT_THAT(dir.Read("f"), StatusIs(absl::StatusCode::kPermissionDenied,
+//                                       HasSubstr("is a link")));
+//   EXPECT_THAT(dir.Size("f"), IsOkAndHolds(10));
 #ifndef RINGMASTER_TESTING_STATUS_MATCHERS_H_
 #define RINGMASTER_TESTING_STATUS_MATCHERS_H_
 
 #include <utility>
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "absl/status/status.h"
@@ -32,6 +37,33 @@ template <typename T>
 }
 
 }  // namespace ringmaster::status_matchers
+
+namespace ringmaster {
+
+// An absl::Status or StatusOr whose code is `code` (and whose message
+// matches `message`).
+MATCHER_P(StatusIs, code, "") {
+  const absl::Status& status = status_matchers::StatusOf(arg);
+  *result_listener << "whose status is " << status;
+  return status.code() == code;
+}
+MATCHER_P2(StatusIs, code, message, "") {
+  const absl::Status& status = status_matchers::StatusOf(arg);
+  *result_listener << "whose status is " << status;
+  return status.code() == code &&
+         ::testing::ExplainMatchResult(message, std::string(status.message()), result_listener);
+}
+
+// An OK absl::StatusOr whose value matches `value`.
+MATCHER_P(IsOkAndHolds, value, "") {
+  if (!arg.ok()) {
+    *result_listener << "whose status is " << arg.status();
+    return false;
+  }
+  return ::testing::ExplainMatchResult(value, *arg, result_listener);
+}
+
+}  // namespace ringmaster
 
 #define EXPECT_OK(expr) EXPECT_PRED_FORMAT1(::ringmaster::status_matchers::IsOk, expr)
 #define ASSERT_OK(expr) ASSERT_PRED_FORMAT1(::ringmaster::status_matchers::IsOk, expr)

@@ -33,5 +33,18 @@ TEST(StatusMatchersTest, AFailurePrintsTheStatus) {
       "NOT_FOUND: no such job");
 }
 
+TEST(StatusMatchersTest, StatusIsAndIsOkAndHoldsMatchCodeMessageAndValue) {
+  EXPECT_THAT(Named(false), StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_THAT(Named(false), StatusIs(absl::StatusCode::kNotFound, ::testing::HasSubstr("job")));
+  EXPECT_THAT(absl::OkStatus(), StatusIs(absl::StatusCode::kOk));
+  EXPECT_THAT(Named(true), IsOkAndHolds(std::string("job-1")));
+  EXPECT_THAT(Named(false), ::testing::Not(IsOkAndHolds(std::string("job-1"))));
+  EXPECT_THAT(Named(false), ::testing::Not(StatusIs(absl::StatusCode::kInternal)));
+  EXPECT_THAT(Named(false),
+              ::testing::Not(StatusIs(absl::StatusCode::kNotFound, ::testing::HasSubstr("nope"))));
+  EXPECT_NONFATAL_FAILURE(EXPECT_THAT(Named(false), StatusIs(absl::StatusCode::kInternal)),
+                          "whose status is NOT_FOUND: no such job");
+}
+
 }  // namespace
 }  // namespace ringmaster

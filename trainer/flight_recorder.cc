@@ -74,11 +74,15 @@ void FlightRecorder::Bucket(int32_t bucket) {
 }
 
 absl::StatusOr<FlightState> ReadFlightRecord(const std::string& path) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0) {
     return absl::NotFoundError(absl::StrCat("no flight record at ", path, ": ", strerror(errno)));
   }
   absl::Cleanup close_fd = [fd] { close(fd); };
+  return ReadFlightRecord(fd, path);
+}
+
+absl::StatusOr<FlightState> ReadFlightRecord(int fd, const std::string& what) {
   // Plain integers at the atomics' offsets: a rank may be stopped mid-store,
   // and each field is one aligned word.
   struct Raw {
@@ -93,7 +97,7 @@ absl::StatusOr<FlightState> ReadFlightRecord(const std::string& path) {
   if (pread(fd, &raw, sizeof(raw), 0) != static_cast<ssize_t>(sizeof(raw)) ||
       raw.magic != FlightRecorder::Shared::kMagic || raw.phase < 0 ||
       raw.phase > static_cast<int32_t>(TrainPhase::kDone)) {
-    return absl::DataLossError(absl::StrCat(path, " is not a flight record"));
+    return absl::DataLossError(absl::StrCat(what, " is not a flight record"));
   }
   return FlightState{raw.step, static_cast<TrainPhase>(raw.phase), raw.bucket, raw.since_unix_ms};
 }

@@ -67,9 +67,12 @@ class FlightRecorder {
   Shared* const shared_;
 };
 
-// What the rank last wrote at `path`. NOT_FOUND when there is no record,
-// DATA_LOSS when the file is not one.
+// What the rank last wrote at `path` (never through a link, never waiting
+// on a FIFO). NOT_FOUND when there is no record, DATA_LOSS when the file is
+// not one.
 absl::StatusOr<FlightState> ReadFlightRecord(const std::string& path);
+// The same from an open file; `what` names it in errors.
+absl::StatusOr<FlightState> ReadFlightRecord(int fd, const std::string& what);
 
 }  // namespace ringmaster
 

@@ -22,7 +22,8 @@ constexpr int kMinReadBytes = kMaxRecordText + kRecordPrefixBytes + 1;
 
 absl::StatusOr<v1::ReadLogResponse> ReadLogFile(const std::string& path, const std::string& what,
                                                 const v1::ReadLogRequest& request) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // A log is the worker's own file; never read through a link, or wait on a FIFO.
+  const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT) return absl::NotFoundError(absl::StrCat("no log of ", what));
     return absl::InternalError(
@@ -33,11 +34,14 @@ absl::StatusOr<v1::ReadLogResponse> ReadLogFile(const std::string& path, const s
     return absl::InternalError(
         absl::StrCat("cannot ", step, " the log of ", what, ": ", strerror(errno)));
   };
+  struct stat st;
+  if (fstat(fd, &st) != 0) return failed("stat");
+  if (!S_ISREG(st.st_mode)) {
+    return absl::InternalError(absl::StrCat("the log of ", what, " is not a regular file"));
+  }
   int64_t offset = std::max<int64_t>(request.offset(), 0);
   bool mid_line = request.mid_line();
   if (request.tail_lines() > 0 && offset == 0) {
-    struct stat st;
-    if (fstat(fd, &st) != 0) return failed("stat");
     absl::StatusOr<int64_t> tail = TailOffset(fd, st.st_size, request.tail_lines());
     if (!tail.ok()) {
       return absl::InternalError(

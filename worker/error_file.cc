@@ -9,11 +9,13 @@
 
 #include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
+#include <spdlog/spdlog.h>
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
+#include "worker/rank_dir.h"
 
 namespace ringmaster {
 
@@ -62,25 +64,29 @@ absl::Status PrepareErrorDir(const std::string& dir, const std::optional<RunAs>&
   if (owner && fchown(*fd, -1, owner->gid) != 0) {
     return absl::InternalError(absl::StrCat("chgrp ", dir, ": ", std::strerror(errno)));
   }
-  if (unlinkat(*fd, "error.json", 0) != 0 && errno != ENOENT) {
+  if (unlinkat(*fd, kErrorFile, 0) != 0 && errno != ENOENT) {
     return absl::InternalError(
         absl::StrCat("removing ", dir, "/error.json: ", std::strerror(errno)));
   }
   return absl::OkStatus();
 }
 
-std::string ReadRankError(const std::string& path) {
-  const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return "";
-  struct stat st;
-  std::string text;
-  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-      static_cast<size_t>(st.st_size) <= kMaxErrorFileBytes) {
-    text.resize(st.st_size);
-    const ssize_t n = pread(fd, text.data(), text.size(), 0);
-    text.resize(n > 0 ? n : 0);
+std::string ReadRankError(const std::string& dir, uid_t rank_uid) {
+  absl::StatusOr<RankDir> own = RankDir::Open(dir, rank_uid);
+  if (!own.ok()) return "";
+  absl::StatusOr<UniqueFd> fd = own->OpenFile(kErrorFile);
+  if (!fd.ok()) {
+    if (!absl::IsNotFound(fd.status())) {
+      spdlog::warn("not reading a rank's error file: {}", fd.status().ToString());
+    }
+    return "";
   }
-  close(fd);
+  struct stat st;
+  if (fstat(fd->get(), &st) != 0 || static_cast<size_t>(st.st_size) > kMaxErrorFileBytes) {
+    return "";
+  }
+  absl::StatusOr<std::string> read = ReadAt(fd->get(), 0, kMaxErrorFileBytes);
+  const std::string text = read.ok() ? *std::move(read) : "";
   google::protobuf::Struct root;
   if (text.empty() || !google::protobuf::util::JsonStringToMessage(text, &root).ok()) return "";
   auto field = root.fields().find("message");

@@ -7,6 +7,8 @@
 #ifndef RINGMASTER_WORKER_ERROR_FILE_H_
 #define RINGMASTER_WORKER_ERROR_FILE_H_
 
+#include <sys/types.h>
+
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -32,11 +34,12 @@ absl::Status MakeRankDir(const std::string& dir, const std::optional<RunAs>& own
 absl::Status PrepareErrorDir(const std::string& dir, const std::optional<RunAs>& owner);
 
 // The error's message ("ValueError: bad input"), on one line and at most
-// kMaxErrorMessageBytes; empty when there is no file or it is not one
-// torchrun writes. The rank owns the directory, so the file is opened
-// without following a link and read only when it is a regular file of at
-// most kMaxErrorFileBytes.
-std::string ReadRankError(const std::string& path);
+// kMaxErrorMessageBytes, from the error file in `dir`, the rank's own
+// directory; empty when there is no file or it is not one torchrun writes.
+// The rank writes in `dir`, so the file is read only as rank_dir.h says: a
+// regular file of `rank_uid`'s, never through a link, of at most
+// kMaxErrorFileBytes.
+std::string ReadRankError(const std::string& dir, uid_t rank_uid);
 
 }  // namespace ringmaster
 

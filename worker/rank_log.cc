@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -110,11 +111,16 @@ absl::StatusOr<int64_t> TailOffset(int fd, int64_t size, int lines) {
 
 absl::StatusOr<std::unique_ptr<LogPump>> LogPump::Start(int read_fd, const std::string& path,
                                                         Clock now) {
-  const int log_fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
-  if (log_fd < 0) {
-    const int saved = errno;
+  // Never through a link, nor into anything but a regular file.
+  const int log_fd =
+      open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0640);
+  struct stat st;
+  if (log_fd < 0 || fstat(log_fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    const int saved = log_fd < 0 ? errno : EINVAL;
+    if (log_fd >= 0) close(log_fd);
     close(read_fd);
-    return absl::FailedPreconditionError(absl::StrCat("cannot open ", path, ": ", strerror(saved)));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cannot open ", path, ": ", saved == EINVAL ? "not a regular file" : strerror(saved)));
   }
   const int stop_fd = eventfd(0, EFD_CLOEXEC);
   if (stop_fd < 0 || fcntl(read_fd, F_SETFL, O_NONBLOCK) != 0) {

@@ -21,6 +21,7 @@
 #include "common/status_macros.h"
 #include "worker/error_file.h"
 #include "worker/gpu_discovery.h"
+#include "worker/rank_dir.h"
 
 namespace ringmaster {
 namespace {
@@ -114,13 +115,8 @@ void RankSupervisor::Start(const v1::StartRank& start) {
   slot->thread = std::thread([this, key] { Supervise(key); });
 }
 
-std::string RankSupervisor::ErrorFilePath(const v1::RankRef& ref) const {
-  return absl::StrCat(options_.jobs_dir, "/", ref.job_id(), "/rank-", ref.rank(),
-                      ".error/error.json");
-}
-
-std::string RankSupervisor::RankFile(const v1::RankRef& ref, const std::string& name) const {
-  return (std::filesystem::path(ErrorFilePath(ref)).parent_path() / name).string();
+std::string RankSupervisor::RankDirPath(const v1::RankRef& ref) const {
+  return absl::StrCat(options_.jobs_dir, "/", ref.job_id(), "/rank-", ref.rank(), ".error");
 }
 
 absl::StatusOr<LaunchSpec> RankSupervisor::LaunchSpecFor(const v1::StartRank& start) const {
@@ -149,10 +145,10 @@ absl::StatusOr<LaunchSpec> RankSupervisor::LaunchSpecFor(const v1::StartRank& st
     spec.env.erase("USER");
     spec.hide_other_users_processes = options_.hide_other_jobs_processes;
   }
-  spec.env["TORCHELASTIC_ERROR_FILE"] = ErrorFilePath(ref);
+  spec.env["TORCHELASTIC_ERROR_FILE"] = absl::StrCat(RankDirPath(ref), "/", kErrorFile);
   // Where the worker reads a hung rank's whereabouts (StackCapture).
-  spec.env["RINGMASTER_FLIGHT_RECORD"] = RankFile(ref, "flight");
-  spec.env["RINGMASTER_STACKS_FILE"] = RankFile(ref, "stacks");
+  spec.env["RINGMASTER_FLIGHT_RECORD"] = absl::StrCat(RankDirPath(ref), "/", kFlightRecordFile);
+  spec.env["RINGMASTER_STACKS_FILE"] = absl::StrCat(RankDirPath(ref), "/", kPythonStacksFile);
   spec.working_dir = start.working_dir();
   spec.log_path = LogPath(ref.job_id(), ref.attempt(), ref.rank());
   spec.name = absl::StrCat(ref.job_id(), ".", ref.attempt(), ".", ref.rank());
@@ -168,8 +164,7 @@ absl::Status RankSupervisor::PrepareFiles(const v1::StartRank& start, LaunchSpec
   // A failure shows as the launcher's when it opens the log.
   (void)MakePrivateDir(std::filesystem::path(spec->log_path).parent_path().string(), 0750);
   // The ranks' user passes through the jobs' directories to its own.
-  const std::filesystem::path error_dir =
-      std::filesystem::path(ErrorFilePath(start.rank())).parent_path();
+  const std::filesystem::path error_dir = RankDirPath(start.rank());
   RETURN_IF_ERROR(MakePrivateDir(options_.jobs_dir, 0711));
   RETURN_IF_ERROR(MakePrivateDir(error_dir.parent_path().string(), 0711));
   RETURN_IF_ERROR(PrepareErrorDir(error_dir.string(), spec->run_as));
@@ -211,9 +206,10 @@ void RankSupervisor::Supervise(Key key) {
     exited.set_start_failed(true);
     exited.set_message(std::string(pid.status().message()));
   } else {
-    RunToExit(key, ref, *pid, &exited);
+    RunToExit(key, ref, *pid, spec->run_as, &exited);
     if (exited.exit_code() != 0 || exited.signal() != 0) {
-      exited.set_error(ReadRankError(ErrorFilePath(ref)));
+      exited.set_error(
+          ReadRankError(RankDirPath(ref), spec->run_as ? spec->run_as->uid : geteuid()));
     }
   }
   {
@@ -227,11 +223,13 @@ void RankSupervisor::Supervise(Key key) {
   ranks_[key]->reported = true;
 }
 
-void RankSupervisor::RunToExit(Key key, const v1::RankRef& ref, pid_t pid, v1::RankExited* exited) {
+void RankSupervisor::RunToExit(Key key, const v1::RankRef& ref, pid_t pid,
+                               const std::optional<RunAs>& run_as, v1::RankExited* exited) {
   {
     MutexLock lock(&mu_);
     Rank& rank = *ranks_[key];
     rank.pid = pid;
+    rank.run_as = run_as;
     // A stop that came before the process: deliver it now.
     if (rank.stop_requested) {
       launcher_->SignalGroup(rank.pid, rank.kill_at > absl::Now() ? SIGTERM : SIGKILL);
@@ -310,7 +308,8 @@ std::vector<RankSupervisor::Process> RankSupervisor::RunningProcesses() {
                      rank->start.slot(),
                      {rank->start.gpus().begin(), rank->start.gpus().end()},
                      rank->start.cpus(),
-                     rank->start.memory_bytes() >> 20});
+                     rank->start.memory_bytes() >> 20,
+                     rank->run_as});
     }
   }
   return out;

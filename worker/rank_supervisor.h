@@ -75,14 +75,16 @@ class RankSupervisor {
     std::vector<int> gpus;
     int cpus = 0;  // reserved by its StartRank
     int64_t memory_mb = 0;
+    std::optional<RunAs> run_as;  // nullopt: as the worker
   };
   std::vector<Process> RunningProcesses();
   // The running rank whose job credential (RINGMASTER_JOB_TOKEN) is `token`.
   std::optional<v1::RankRef> RankOfJobToken(const std::string& token) const;
   std::string LogPath(const std::string& job_id, int attempt, int rank) const;
-  // A file the rank leaves for the worker, in its own directory beside its
-  // error file: "flight" (the trainer's flight record), "stacks" (Python's).
-  std::string RankFile(const v1::RankRef& ref, const std::string& name) const;
+  // The rank's own directory, where it leaves files for the worker: its
+  // error file, the trainer's flight record, Python's stacks. The rank
+  // writes in it; the worker reads them only through RankDir.
+  std::string RankDirPath(const v1::RankRef& ref) const;
   // Removes the job's log directory (and its code), unless a rank of it still runs (or
   // `job_id` is not a valid id); false when it did not.
   bool DeleteLogs(const std::string& job_id);
@@ -93,7 +95,8 @@ class RankSupervisor {
   using Key = std::tuple<std::string, int, int>;  // job, attempt, rank
   struct Rank {
     v1::StartRank start;
-    pid_t pid = 0;  // 0 until spawned
+    pid_t pid = 0;                // 0 until spawned
+    std::optional<RunAs> run_as;  // once spawned; nullopt: as the worker
     bool stop_requested = false;
     absl::Time kill_at = absl::InfiniteFuture();
     bool exited = false;    // the process is gone
@@ -104,14 +107,12 @@ class RankSupervisor {
   // A rank thread's life: prepare, start, wait for the exit, report it.
   void Supervise(Key key);
   absl::StatusOr<LaunchSpec> LaunchSpecFor(const v1::StartRank& start) const;
-  // TORCHELASTIC_ERROR_FILE: in a directory of the rank's own, emptied at
-  // each start.
-  std::string ErrorFilePath(const v1::RankRef& ref) const;
   // The log directory, and the job's code when it comes with some (this
   // may wait for another rank's fetch).
   absl::Status PrepareFiles(const v1::StartRank& start, LaunchSpec* spec);
   // From a started process to its exit, stops delivered.
-  void RunToExit(Key key, const v1::RankRef& ref, pid_t pid, v1::RankExited* exited);
+  void RunToExit(Key key, const v1::RankRef& ref, pid_t pid, const std::optional<RunAs>& run_as,
+                 v1::RankExited* exited);
   // Sends SIGTERM now and SIGKILL at `grace` from now.
   void RequestStop(Rank& rank, absl::Duration grace) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ReapFinishedThreads() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -10,7 +10,8 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <sstream>
+
+#include <spdlog/spdlog.h>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -20,6 +21,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/subprocess.h"
+#include "worker/rank_dir.h"
 
 namespace ringmaster {
 namespace {
@@ -36,31 +38,23 @@ char ProcessState(pid_t pid) {
   return stat[close + 2];
 }
 
-int64_t FileSize(const std::string& path) {
-  struct stat st;
-  return stat(path.c_str(), &st) == 0 ? st.st_size : -1;
-}
-
-// The bytes of `path` from `offset` on, at most kMaxStackBytes.
-std::string ReadFrom(const std::string& path, int64_t offset) {
-  std::ifstream in(path, std::ios::binary);
-  in.seekg(offset);
-  std::string text(kMaxStackBytes, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<size_t>(in.gcount()));
-  return text;
+// The size of the rank's stacks file: 0 when there is none, or when it is
+// not one the worker reads (rank_dir.h).
+int64_t StacksSize(const RankDir& dir) {
+  absl::StatusOr<int64_t> size = dir.Size(kPythonStacksFile);
+  return size.ok() ? *size : 0;
 }
 
 // Signals a Python rank and waits for faulthandler's dump to stop growing.
-std::string PythonStacks(pid_t pid, const StackCaptureOptions& options) {
-  const int64_t before = std::max<int64_t>(0, FileSize(options.python_stacks));
+std::string PythonStacks(pid_t pid, const RankDir& dir, const StackCaptureOptions& options) {
+  const int64_t before = StacksSize(dir);
   if (kill(pid, PythonStacksSignal()) != 0) return "";
   const absl::Time deadline = absl::Now() + options.python_wait;
   int64_t seen = before;
   absl::Time still_since = absl::InfiniteFuture();
   while (absl::Now() < deadline) {
     absl::SleepFor(absl::Milliseconds(20));
-    const int64_t size = FileSize(options.python_stacks);
+    const int64_t size = StacksSize(dir);
     if (size > seen) {
       seen = size;
       still_since = absl::Now();
@@ -68,16 +62,41 @@ std::string PythonStacks(pid_t pid, const StackCaptureOptions& options) {
       break;  // written, and no more for a while
     }
   }
-  return seen > before ? ReadFrom(options.python_stacks, before) : "";
+  if (seen <= before) return "";
+  absl::StatusOr<std::string> text = dir.Read(kPythonStacksFile, before, kMaxStackBytes);
+  if (!text.ok()) {
+    spdlog::warn("not reading the Python stacks of pid {}: {}", pid, text.status().ToString());
+    return "";
+  }
+  return *std::move(text);
 }
 
-// Runs `argv` with its output captured, for at most `timeout`.
-absl::StatusOr<std::string> Output(const std::vector<std::string>& argv, absl::Duration timeout) {
+// The trainer's flight record, when the rank left one the worker reads.
+std::optional<FlightState> Flight(const RankDir& dir) {
+  absl::StatusOr<UniqueFd> fd = dir.OpenFile(kFlightRecordFile);
+  if (!fd.ok()) {
+    if (!absl::IsNotFound(fd.status())) {
+      spdlog::warn("not reading a flight record: {}", fd.status().ToString());
+    }
+    return std::nullopt;
+  }
+  absl::StatusOr<FlightState> flight =
+      ReadFlightRecord(fd->get(), absl::StrCat(dir.path(), "/", kFlightRecordFile));
+  if (!flight.ok()) return std::nullopt;
+  return *flight;
+}
+
+// Runs `argv` as `user` (nullopt: as this process) with its output
+// captured, for at most `timeout`.
+absl::StatusOr<std::string> Output(const std::vector<std::string>& argv,
+                                   const std::optional<RunAs>& user, absl::Duration timeout) {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) return absl::InternalError(strerror(errno));
   SubprocessSpec spec;
   spec.argv = argv;
   spec.env = CurrentEnvironment();
+  spec.run_as = user;
+  spec.no_new_privs = true;
   spec.output_fd = fds[1];
   absl::StatusOr<pid_t> pid = SpawnProcess(spec);
   close(fds[1]);
@@ -143,17 +162,25 @@ RankStackCapture CaptureStacks(pid_t pid, const StackCaptureOptions& options) {
   RankStackCapture capture;
   capture.state = ProcessState(pid);
   if (capture.state == 0) return capture;
-  if (!options.flight_record.empty()) {
-    absl::StatusOr<FlightState> flight = ReadFlightRecord(options.flight_record);
-    if (flight.ok()) capture.flight = *flight;
+  std::optional<RankDir> dir;
+  if (!options.rank_dir.empty()) {
+    const uid_t rank_uid = options.rank_user ? options.rank_user->uid : geteuid();
+    absl::StatusOr<RankDir> opened = RankDir::Open(options.rank_dir, rank_uid);
+    if (opened.ok()) {
+      dir = *std::move(opened);
+    } else {
+      spdlog::warn("no flight record or Python stacks of pid {}: {}", pid,
+                   opened.status().ToString());
+    }
   }
+  if (dir) capture.flight = Flight(*dir);
   // A stopped process runs no handler: its Python stack stays unknown.
-  if (!options.python_stacks.empty() && capture.state != 'T' && capture.state != 't' &&
+  if (dir && capture.state != 'T' && capture.state != 't' &&
       CatchesSignal(pid, PythonStacksSignal())) {
-    capture.python = PythonStacks(pid, options);
+    capture.python = PythonStacks(pid, *dir, options);
   }
-  absl::StatusOr<std::string> native =
-      Output({options.eu_stack, "-p", absl::StrCat(pid)}, options.native_timeout);
+  absl::StatusOr<std::string> native = Output({options.eu_stack, "-p", absl::StrCat(pid)},
+                                              options.rank_user, options.native_timeout);
   capture.native = native.ok() ? *std::move(native)
                                : absl::StrCat("no native stacks: ", native.status().message());
   return capture;

@@ -19,13 +19,19 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/subprocess.h"
 #include "trainer/flight_recorder.h"
 
 namespace ringmaster {
 
 struct StackCaptureOptions {
-  std::string flight_record;  // the trainer's; empty: none
-  std::string python_stacks;  // where faulthandler writes; empty: none
+  // The rank's own directory, with kFlightRecordFile and kPythonStacksFile
+  // (empty: none). A rank may put anything in their place: they are read
+  // only as rank_dir.h says, and must be the rank's user's.
+  std::string rank_dir;
+  // Who the rank runs as (nullopt: as the worker). eu-stack runs as that
+  // user too, so that no ELF file a hostile rank maps is parsed as root.
+  std::optional<RunAs> rank_user;
   std::string eu_stack = "eu-stack";
   // How long a Python rank has to write its stacks once signalled.
   absl::Duration python_wait = absl::Seconds(3);

@@ -1,7 +1,9 @@
 #include "worker/stack_capture.h"
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <fstream>
 
@@ -44,6 +46,7 @@ class PythonRank {
     waitpid(pid_, nullptr, 0);
   }
   pid_t pid() const { return pid_; }
+  std::string dir() const { return dir_; }
   std::string stacks() const { return dir_ + "/stacks"; }
   // Once its sitecustomize has registered the signal and the script sleeps.
   bool Ready() {
@@ -66,7 +69,7 @@ TEST(StackCaptureTest, APythonRankWritesEveryThreadsStackAndStaysAlive) {
   PythonRank rank;
   ASSERT_TRUE(rank.Ready()) << "sitecustomize did not register SIGRTMIN+5";
   StackCaptureOptions options;
-  options.python_stacks = rank.stacks();
+  options.rank_dir = rank.dir();
   const RankStackCapture capture = CaptureStacks(rank.pid(), options);
   EXPECT_EQ(ProcessStateName(capture.state), "sleeping");
   EXPECT_NE(capture.python.find("line 6 in sleep_forever"), std::string::npos) << capture.python;
@@ -87,7 +90,7 @@ TEST(StackCaptureTest, AStoppedRankHasNativeStacksOnly) {
   ASSERT_TRUE(testing::WaitFor([&] { return CaptureStacks(rank.pid(), {}).state == 'T'; },
                                absl::Seconds(5)));
   StackCaptureOptions options;
-  options.python_stacks = rank.stacks();
+  options.rank_dir = rank.dir();
   const RankStackCapture capture = CaptureStacks(rank.pid(), options);
   EXPECT_EQ(ProcessStateName(capture.state), "stopped");
   EXPECT_TRUE(capture.python.empty()) << "a stopped process runs no handler";
@@ -96,14 +99,14 @@ TEST(StackCaptureTest, AStoppedRankHasNativeStacksOnly) {
 }
 
 TEST(StackCaptureTest, ReadsTheTrainersFlightRecord) {
-  const std::string path = testing::MakeTempDir("flight") + "/record";
-  auto recorder = FlightRecorder::Open(path);
+  const std::string dir = testing::MakeTempDir("flight");
+  auto recorder = FlightRecorder::Open(dir + "/flight");
   ASSERT_OK(recorder);
   (*recorder)->Step(1250);
   (*recorder)->Phase(TrainPhase::kAllReduce);
   (*recorder)->Bucket(4);
   StackCaptureOptions options;
-  options.flight_record = path;
+  options.rank_dir = dir;
   options.eu_stack = "/nonexistent/eu-stack";
   const RankStackCapture capture = CaptureStacks(getpid(), options);
   ASSERT_TRUE(capture.flight.has_value());
@@ -111,6 +114,27 @@ TEST(StackCaptureTest, ReadsTheTrainersFlightRecord) {
   EXPECT_EQ(capture.flight->bucket, 4);
   EXPECT_NE(capture.native.find("no native stacks"), std::string::npos) << capture.native;
   EXPECT_EQ(CaptureStacks(999999999, options).state, 0) << "gone";
+}
+
+// What a rank leaves in place of its stacks file or flight record is read
+// only when it is a regular file of the rank's own: not a link to another
+// file, nor a FIFO, which would block the worker.
+TEST(StackCaptureTest, ALinkOrAFifoInPlaceOfTheRanksFilesIsNotRead) {
+  PythonRank rank;
+  ASSERT_TRUE(rank.Ready());
+  const std::string secret = testing::MakeTempDir("secret") + "/key";
+  std::ofstream(secret) << "the worker's secret";
+  // The rank's sitecustomize opened the file already: replace it.
+  ASSERT_EQ(unlink(rank.stacks().c_str()), 0);
+  ASSERT_EQ(symlink(secret.c_str(), rank.stacks().c_str()), 0);
+  ASSERT_EQ(mkfifo((rank.dir() + "/flight").c_str(), 0600), 0);
+  StackCaptureOptions options;
+  options.rank_dir = rank.dir();
+  options.python_wait = absl::Seconds(1);
+  const RankStackCapture capture = CaptureStacks(rank.pid(), options);
+  EXPECT_EQ(capture.python.find("secret"), std::string::npos) << capture.python;
+  EXPECT_FALSE(capture.flight.has_value());
+  EXPECT_NE(capture.native.find("TID "), std::string::npos) << capture.native;
 }
 
 TEST(StackCaptureTest, SummariesNameTheInnermostFrame) {

@@ -1,11 +1,46 @@
 #include "worker/stacks_dump.h"
 
-#include <fstream>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <sstream>
+
+#include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
+#include "common/unique_fd.h"
 #include "coordinator/stacks_summary.h"
 
 namespace ringmaster {
+namespace {
+
+// Appends `text` to the rank's log, a file of the worker's own in a
+// directory of its own, never through a link or to anything but a
+// regular file.
+void AppendToLog(const std::string& path, const std::string& text) {
+  UniqueFd fd(open(path.c_str(),
+                   O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0640));
+  struct stat st;
+  if (!fd.valid() || fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+    spdlog::warn("cannot write the stacks to {}: not a log of this worker's ({})", path,
+                 fd.valid() ? "not a regular file of its own" : std::strerror(errno));
+    return;
+  }
+  for (size_t done = 0; done < text.size();) {
+    const ssize_t n = write(fd.get(), text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      spdlog::warn("cannot write the stacks to {}: {}", path, std::strerror(errno));
+      return;
+    }
+    done += static_cast<size_t>(n);
+  }
+}
+
+}  // namespace
 
 v1::StacksDumped DumpStacks(const std::string& job_id, int attempt,
                             const std::vector<DumpTarget>& ranks, const std::string& worker_id,
@@ -15,8 +50,8 @@ v1::StacksDumped DumpStacks(const std::string& job_id, int attempt,
   dumped.set_attempt(attempt);
   for (const DumpTarget& target : ranks) {
     StackCaptureOptions options = base;
-    options.flight_record = target.flight_record;
-    options.python_stacks = target.python_stacks;
+    options.rank_dir = target.rank_dir;
+    options.rank_user = target.rank_user;
     const RankStackCapture capture = CaptureStacks(target.pid, options);
     v1::RankStacks& r = *dumped.add_ranks();
     r.set_rank(target.rank.rank());
@@ -32,7 +67,7 @@ v1::StacksDumped DumpStacks(const std::string& job_id, int attempt,
     r.set_native(NativeSummary(capture.native));
     r.set_summary(RankStacksLine(r));
 
-    std::ofstream log(target.log_path, std::ios::app);
+    std::ostringstream log;
     const int rank = target.rank.rank();
     log << "----- ringmaster: stacks of rank " << rank << " (pid " << target.pid << ", "
         << r.process() << "): " << why << " -----\n"
@@ -45,6 +80,7 @@ v1::StacksDumped DumpStacks(const std::string& job_id, int attempt,
     if (!capture.python.empty()) log << "python stacks:\n" << capture.python << "\n";
     log << "native stacks:\n"
         << capture.native << "\n----- ringmaster: end of the stacks of rank " << rank << " -----\n";
+    AppendToLog(target.log_path, log.str());
   }
   return dumped;
 }

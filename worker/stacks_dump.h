@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,8 +19,8 @@ struct DumpTarget {
   v1::RankRef rank;
   pid_t pid = 0;
   std::string log_path;
-  std::string flight_record;  // the rank's own files
-  std::string python_stacks;
+  std::string rank_dir;            // its own, with its flight record and Python stacks
+  std::optional<RunAs> rank_user;  // who it runs as (nullopt: as the worker)
 };
 
 // Marks each log "----- ringmaster: stacks of rank 2 (pid 1234, stopped):

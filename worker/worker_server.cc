@@ -281,9 +281,9 @@ void WorkerServer::DumpStacksOf(const v1::DumpStacks& dump) {
   std::vector<DumpTarget> targets;
   for (const RankSupervisor::Process& p : supervisor_->RunningProcesses()) {
     if (p.rank.job_id() != dump.job_id() || p.rank.attempt() != dump.attempt()) continue;
-    targets.push_back(
-        {p.rank, p.pid, supervisor_->LogPath(p.rank.job_id(), p.rank.attempt(), p.rank.rank()),
-         supervisor_->RankFile(p.rank, "flight"), supervisor_->RankFile(p.rank, "stacks")});
+    targets.push_back({p.rank, p.pid,
+                       supervisor_->LogPath(p.rank.job_id(), p.rank.attempt(), p.rank.rank()),
+                       supervisor_->RankDirPath(p.rank), p.run_as});
   }
   // eu-stack and a Python rank's dump take seconds: off the link's thread.
   dumps_.Post([this, dump, key, targets = std::move(targets)] {
