@@ -320,14 +320,16 @@ int RunSubmit(const GlobalOptions& global, const SubmitOptions& options) {
   absl::StatusOr<std::string> id = client.Submit(*spec, options.request_id);
   if (!id.ok()) {
     // The spec as given is refused (a field, a queue or priority class the
-    // coordinator does not have, a queue the user may not use): bad usage.
+    // coordinator does not have; a queue, priority or preemptible: false
+    // the user may not use): bad usage.
     const absl::StatusCode code = id.status().code();
+    const absl::string_view message = id.status().message();
     const int exit_code = Fail(id.status());
-    return code == absl::StatusCode::kInvalidArgument ||
-                   (code == absl::StatusCode::kPermissionDenied &&
-                    absl::StartsWith(id.status().message(), "queue: "))
-               ? kUsage
-               : exit_code;
+    const bool spec_denied =
+        code == absl::StatusCode::kPermissionDenied &&
+        (absl::StartsWith(message, "queue: ") || absl::StartsWith(message, "priority: ") ||
+         absl::StartsWith(message, "preemptible: "));
+    return code == absl::StatusCode::kInvalidArgument || spec_denied ? kUsage : exit_code;
   }
   if (global.table()) {
     std::cout << *id << std::endl;

@@ -92,7 +92,11 @@ TEST_F(JobManagerQueuesTest, SubmitRefusesAnUnknownQueueOrClassAndStoresNothing)
   EXPECT_EQ(not_hers.status().code(), absl::StatusCode::kPermissionDenied);
   EXPECT_TRUE(AllJobs().empty());
 
-  absl::StatusOr<std::string> ok = manager_->Submit(Spec("a", 1, "250", "research"), "", "alice");
+  // An integer priority is the admin's.
+  EXPECT_THAT(manager_->Submit(Spec("a", 1, "250", "research"), "", "alice"),
+              StatusIs(absl::StatusCode::kPermissionDenied));
+  EXPECT_TRUE(AllJobs().empty());
+  absl::StatusOr<std::string> ok = manager_->Submit(Spec("a", 1, "250", "research"), "", "admin");
   ASSERT_OK(ok);
   v1::Job job = Job(*ok);
   EXPECT_EQ(job.spec().queue(), "research");

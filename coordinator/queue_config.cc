@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "common/credentials.h"
 #include "common/status_macros.h"
 
@@ -86,8 +87,10 @@ absl::StatusOr<SlotAmount> Amount(const YAML::Node& node, const std::string& pat
 }
 
 absl::StatusOr<QueueSpec> Queue(const YAML::Node& node, const std::string& path) {
-  RETURN_IF_ERROR(CheckKeys(
-      node, path, {"name", "weight", "quota", "limit", "users", "max_running_jobs_per_user"}));
+  RETURN_IF_ERROR(
+      CheckKeys(node, path,
+                {"name", "weight", "quota", "limit", "users", "max_running_jobs_per_user",
+                 "priority_classes", "max_priority", "allow_unpreemptible"}));
   QueueSpec queue;
   if (!node["name"]) return Bad(node, path + ".name", "is required");
   ASSIGN_OR_RETURN(queue.name, Name(node["name"], path + ".name"));
@@ -131,7 +134,46 @@ absl::StatusOr<QueueSpec> Queue(const YAML::Node& node, const std::string& path)
                                            path + ".max_running_jobs_per_user", 0, 1 << 20));
     queue.max_running_jobs_per_user = static_cast<int>(most);
   }
+  // The classes are checked against priority_classes once both are read.
+  if (const YAML::Node classes = node["priority_classes"]) {
+    if (!classes.IsSequence() || classes.size() == 0) {
+      return Bad(classes, path + ".priority_classes",
+                 absl::StrCat("expected a list of class names, got ", Shown(classes)));
+    }
+    for (size_t i = 0; i < classes.size(); ++i) {
+      ASSIGN_OR_RETURN(std::string name,
+                       Name(classes[i], absl::StrCat(path, ".priority_classes[", i, "]")));
+      queue.priority_classes.push_back(std::move(name));
+    }
+  }
+  if (node["max_priority"]) {
+    ASSIGN_OR_RETURN(int64_t most, Integer(node["max_priority"], path + ".max_priority",
+                                           -kMaxPriority, kMaxPriority));
+    queue.max_priority = static_cast<int>(most);
+  }
+  if (const YAML::Node allow = node["allow_unpreemptible"]) {
+    if (!allow.IsScalar() || (allow.Scalar() != "true" && allow.Scalar() != "false")) {
+      return Bad(allow, path + ".allow_unpreemptible",
+                 absl::StrCat("expected true or false, got ", Shown(allow)));
+    }
+    queue.allow_unpreemptible = allow.Scalar() == "true";
+  }
   return queue;
+}
+
+// Each class a queue lists is defined.
+absl::Status CheckQueueClasses(const YAML::Node& queues, const QueueConfig& config) {
+  for (size_t i = 0; i < config.queues.size(); ++i) {
+    const std::vector<std::string>& listed = config.queues[i].priority_classes;
+    for (size_t c = 0; c < listed.size(); ++c) {
+      if (config.priority_classes.count(listed[c]) == 0) {
+        return Bad(queues[i]["priority_classes"][c],
+                   absl::StrCat("queues[", i, "].priority_classes[", c, "]"),
+                   absl::StrCat("\"", listed[c], "\" is not one of priority_classes"));
+      }
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<QueueConfig> ParseDocument(const YAML::Node& root) {
@@ -164,7 +206,7 @@ absl::StatusOr<QueueConfig> ParseDocument(const YAML::Node& root) {
     for (const auto& item : classes) {
       ASSIGN_OR_RETURN(std::string name, Name(item.first, "priority_classes"));
       const std::string path = "priority_classes." + name;
-      ASSIGN_OR_RETURN(int64_t value, Integer(item.second, path, -1000000000, 1000000000));
+      ASSIGN_OR_RETURN(int64_t value, Integer(item.second, path, -kMaxPriority, kMaxPriority));
       if (!config.priority_classes.emplace(name, static_cast<int>(value)).second) {
         return Bad(item.first, path, "given twice");
       }
@@ -176,6 +218,7 @@ absl::StatusOr<QueueConfig> ParseDocument(const YAML::Node& root) {
   } else {
     config.priority_classes = DefaultQueueConfig().priority_classes;
   }
+  RETURN_IF_ERROR(CheckQueueClasses(queues, config));
   config.default_queue = "default";
   if (const YAML::Node name = root["default_queue"]) {
     ASSIGN_OR_RETURN(config.default_queue, Name(name, "default_queue"));
@@ -235,6 +278,71 @@ absl::StatusOr<QueueConfig> LoadQueueConfig(const std::string& path) {
   return config;
 }
 
+namespace {
+
+// Whether the users of `queue` may name the class `name` of `priority`.
+bool ClassOpen(const QueueConfig& config, const QueueSpec& queue, const std::string& name,
+               int priority) {
+  const std::vector<std::string>& listed = queue.priority_classes;
+  if (!listed.empty() && std::find(listed.begin(), listed.end(), name) == listed.end()) {
+    return false;
+  }
+  std::optional<int> most = queue.max_priority;
+  if (!most && listed.empty()) most = config.priority_classes.at("normal");
+  return !most || priority <= *most;
+}
+
+// "low (0), normal (100)": the classes of `config`, those open to the
+// users of `queue` when it is given.
+std::string Classes(const QueueConfig& config, const QueueSpec* queue) {
+  std::vector<std::string> shown;
+  for (const auto& [name, value] : config.priority_classes) {
+    if (queue == nullptr || ClassOpen(config, *queue, name, value)) {
+      shown.push_back(absl::StrCat(name, " (", value, ")"));
+    }
+  }
+  return shown.empty() ? "none" : absl::StrJoin(shown, ", ");
+}
+
+// An optional '-' and digits: an integer, whether or not it fits.
+bool LooksLikeInteger(absl::string_view text) {
+  absl::ConsumePrefix(&text, "-");
+  return !text.empty() && std::all_of(text.begin(), text.end(), absl::ascii_isdigit);
+}
+
+// The priority the spec names, as a number, checked for `user`.
+absl::StatusOr<int> Priority(const QueueConfig& config, const QueueSpec& queue,
+                             const std::string& priority, const std::string& user) {
+  const bool admin = user == kAdminUser;
+  if (auto it = config.priority_classes.find(priority); it != config.priority_classes.end()) {
+    if (!admin && !ClassOpen(config, queue, it->first, it->second)) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "priority: class ", priority, " (", it->second, ") is not open to users of queue ",
+          queue.name, "; theirs are ", Classes(config, &queue)));
+    }
+    return it->second;
+  }
+  if (!LooksLikeInteger(priority)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "priority: \"", priority, "\" is neither a priority class nor an integer; the classes are ",
+        Classes(config, nullptr)));
+  }
+  int64_t value = 0;
+  if (!absl::SimpleAtoi(priority, &value) || value < 0 || value > kMaxPriority) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("priority: ", priority, " is out of range: an integer priority is in [0, ",
+                     kMaxPriority, "] (a negative one comes only from a class)"));
+  }
+  if (!admin) {
+    return absl::PermissionDeniedError(absl::StrCat("priority: an integer priority (", priority,
+                                                    ") is the admin's; users of queue ", queue.name,
+                                                    " name a class: ", Classes(config, &queue)));
+  }
+  return static_cast<int>(value);
+}
+
+}  // namespace
+
 absl::StatusOr<QueueAdmission> AdmitToQueue(const QueueConfig& config, const v1::JobSpec& spec,
                                             const std::string& user) {
   QueueAdmission admission;
@@ -246,24 +354,20 @@ absl::StatusOr<QueueAdmission> AdmitToQueue(const QueueConfig& config, const v1:
     return absl::InvalidArgumentError(absl::StrCat(
         "queue: no queue \"", admission.queue, "\"; the queues are ", absl::StrJoin(names, ", ")));
   }
-  if (!queue->users.empty() && user != kAdminUser &&
+  const bool admin = user == kAdminUser;
+  if (!queue->users.empty() && !admin &&
       std::find(queue->users.begin(), queue->users.end(), user) == queue->users.end()) {
     return absl::PermissionDeniedError(
         absl::StrCat("queue: user ", user, " may not submit to queue ", queue->name,
                      "; its users are ", absl::StrJoin(queue->users, ", ")));
   }
-  const std::string& priority = spec.priority().empty() ? "normal" : spec.priority();
-  if (auto it = config.priority_classes.find(priority); it != config.priority_classes.end()) {
-    admission.priority = it->second;
-  } else if (!absl::SimpleAtoi(priority, &admission.priority) ||
-             std::abs(static_cast<int64_t>(admission.priority)) > 1000000000) {
-    std::vector<std::string> classes;
-    for (const auto& [name, value] : config.priority_classes) {
-      classes.push_back(absl::StrCat(name, " (", value, ")"));
-    }
-    return absl::InvalidArgumentError(absl::StrCat(
-        "priority: \"", priority, "\" is neither a priority class nor an integer; the classes are ",
-        absl::StrJoin(classes, ", ")));
+  ASSIGN_OR_RETURN(
+      admission.priority,
+      Priority(config, *queue, spec.priority().empty() ? "normal" : spec.priority(), user));
+  if (spec.has_preemptible() && !spec.preemptible() && !admin && !queue->allow_unpreemptible) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("preemptible: false is not allowed in queue ", queue->name,
+                     " (it does not set allow_unpreemptible); leave it out"));
   }
   return admission;
 }

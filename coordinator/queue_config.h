@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,13 @@ struct QueueSpec {
   SlotAmount limit;
   std::vector<std::string> users;     // who may submit to it; empty: anyone
   int max_running_jobs_per_user = 0;  // 0: no limit
+  // What its users may ask (the admin may ask anything). The priority
+  // classes they may name: those listed, at most max_priority when it is
+  // set; with none listed, every class up to max_priority, which is then
+  // "normal"'s priority unless set. An integer priority is the admin's.
+  std::vector<std::string> priority_classes;
+  std::optional<int> max_priority;
+  bool allow_unpreemptible = false;  // whether its users may ask preemptible: false
 };
 
 struct QueueConfig {
@@ -62,10 +70,18 @@ absl::StatusOr<QueueConfig> ParseQueueConfig(const std::string& text);
 // The file at `path`, as ParseQueueConfig, its errors prefixed with it.
 absl::StatusOr<QueueConfig> LoadQueueConfig(const std::string& path);
 
+// The highest integer priority (the lowest is 0: a negative priority
+// comes only from a class).
+inline constexpr int kMaxPriority = 1000000000;
+
 // What a job's spec asks in queue terms, checked against `config` for the
 // submitting `user`. The queue (the default queue when the spec names
 // none) and the priority as a number. INVALID_ARGUMENT for an unknown
-// queue or class; PERMISSION_DENIED for a queue the user may not use.
+// queue or class, or an integer priority out of [0, kMaxPriority];
+// PERMISSION_DENIED, its message beginning with the spec's field
+// ("queue: ", "priority: ", "preemptible: "), for a queue the user may not
+// use, a class not open to its users, an integer priority from anyone but
+// the admin, and preemptible: false where the queue does not allow it.
 struct QueueAdmission {
   std::string queue;
   int priority = 0;

@@ -68,6 +68,14 @@ TEST(QueueConfigTest, EachMistakeIsRefusedNamingItsLine) {
       {"queues:\n  - name: default\n   bad indent: [\n", "line 3"},
       {"queues: []\n", "line 1: queues: expected a list of at least one queue"},
       {"queue:\n  - name: default\n", "line 1: queue: unknown key"},
+      {"queues:\n  - name: a\n    priority_classes: [urgent]\ndefault_queue: a\n",
+       "line 3: queues[0].priority_classes[0]: \"urgent\" is not one of priority_classes"},
+      {"queues:\n  - name: a\n    priority_classes: []\n",
+       "line 3: queues[0].priority_classes: expected a list of class names"},
+      {"queues:\n  - name: a\n    max_priority: 2000000000\n",
+       "line 3: queues[0].max_priority: must be in [-1000000000, 1000000000]"},
+      {"queues:\n  - name: a\n    allow_unpreemptible: yes\n",
+       "line 3: queues[0].allow_unpreemptible: expected true or false"},
   };
   for (const auto& [text, expected] : cases) {
     absl::StatusOr<QueueConfig> config = ParseQueueConfig(text);
@@ -86,10 +94,11 @@ TEST(QueueConfigTest, AdmitsByQueueUsersAndPriority) {
   EXPECT_EQ(plain.priority, 100);
 
   spec.set_queue("research");
-  spec.set_priority("high");
+  spec.set_priority("low");
   ASSERT_OK_AND_ASSIGN(QueueAdmission alice, AdmitToQueue(config, spec, "alice"));
   EXPECT_EQ(alice.queue, "research");
-  EXPECT_EQ(alice.priority, 1000);
+  EXPECT_EQ(alice.priority, 0);
+  spec.set_priority("high");
   EXPECT_OK(AdmitToQueue(config, spec, "admin"));
   absl::Status carol = AdmitToQueue(config, spec, "carol").status();
   EXPECT_EQ(carol.code(), absl::StatusCode::kPermissionDenied);
@@ -97,7 +106,7 @@ TEST(QueueConfigTest, AdmitsByQueueUsersAndPriority) {
             "queue: user carol may not submit to queue research; its users are alice, bob");
 
   spec.set_priority("250");
-  EXPECT_EQ(AdmitToQueue(config, spec, "bob")->priority, 250);
+  EXPECT_EQ(AdmitToQueue(config, spec, "admin")->priority, 250);
   spec.set_priority("urgent");
   absl::Status unknown_class = AdmitToQueue(config, spec, "bob").status();
   EXPECT_EQ(unknown_class.code(), absl::StatusCode::kInvalidArgument);
@@ -109,6 +118,82 @@ TEST(QueueConfigTest, AdmitsByQueueUsersAndPriority) {
   absl::Status unknown_queue = AdmitToQueue(config, spec, "bob").status();
   EXPECT_EQ(unknown_queue.message(),
             "queue: no queue \"gpu\"; the queues are research, default, scavenger");
+}
+
+// Kueue ties priority classes to who may use them, Slurm QOS to
+// associations: a queue names the classes its users may use, the admin
+// uses any class or integer.
+constexpr char kClasses[] = R"(queues:
+  - name: default
+  - name: batch
+    priority_classes: [background, low, normal]
+  - name: prod
+    priority_classes: [normal, high, urgent]
+    max_priority: 1000
+    allow_unpreemptible: true
+priority_classes: {background: -10, low: 0, normal: 100, high: 1000, urgent: 5000}
+)";
+
+v1::JobSpec In(const std::string& queue, const std::string& priority) {
+  v1::JobSpec spec;
+  spec.set_queue(queue);
+  spec.set_priority(priority);
+  return spec;
+}
+
+TEST(QueueConfigTest, AQueueOpensTheClassesItListsUpToItsMaximum) {
+  ASSERT_OK_AND_ASSIGN(QueueConfig config, ParseQueueConfig(kClasses));
+  EXPECT_THAT(AdmitToQueue(config, In("batch", "background"), "bob"),
+              IsOkAndHolds(::testing::Field(&QueueAdmission::priority, -10)));
+  EXPECT_THAT(AdmitToQueue(config, In("prod", "high"), "bob"),
+              IsOkAndHolds(::testing::Field(&QueueAdmission::priority, 1000)));
+  EXPECT_THAT(AdmitToQueue(config, In("batch", "high"), "bob"),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "priority: class high (1000) is not open to users of queue batch; "
+                       "theirs are background (-10), low (0), normal (100)"));
+  // Listed, but over the queue's maximum.
+  EXPECT_THAT(AdmitToQueue(config, In("prod", "urgent"), "bob"),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "priority: class urgent (5000) is not open to users of queue prod; "
+                       "theirs are high (1000), normal (100)"));
+  // A queue that lists none opens the classes up to normal's.
+  EXPECT_THAT(AdmitToQueue(config, In("default", "high"), "bob"),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       ::testing::HasSubstr("theirs are background (-10), low (0), normal (100)")));
+  EXPECT_OK(AdmitToQueue(config, In("default", "urgent"), "admin"));
+}
+
+TEST(QueueConfigTest, AnIntegerPriorityIsTheAdminsAndNeverNegative) {
+  ASSERT_OK_AND_ASSIGN(QueueConfig config, ParseQueueConfig(kClasses));
+  EXPECT_THAT(AdmitToQueue(config, In("prod", "1000000"), "bob"),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "priority: an integer priority (1000000) is the admin's; users of queue "
+                       "prod name a class: high (1000), normal (100)"));
+  EXPECT_THAT(AdmitToQueue(config, In("prod", "1000000"), "admin"),
+              IsOkAndHolds(::testing::Field(&QueueAdmission::priority, 1000000)));
+  for (const char* out : {"-5", "99999999999", "-99999999999999999999999"}) {
+    EXPECT_THAT(AdmitToQueue(config, In("prod", out), "admin"),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         absl::StrCat("priority: ", out,
+                                      " is out of range: an integer priority is in [0, "
+                                      "1000000000] (a negative one comes only from a class)")));
+  }
+}
+
+TEST(QueueConfigTest, PreemptibleFalseOnlyWhereTheQueueAllowsIt) {
+  ASSERT_OK_AND_ASSIGN(QueueConfig config, ParseQueueConfig(kClasses));
+  v1::JobSpec spec = In("batch", "normal");
+  spec.set_preemptible(false);
+  EXPECT_THAT(AdmitToQueue(config, spec, "bob"),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "preemptible: false is not allowed in queue batch (it does not set "
+                       "allow_unpreemptible); leave it out"));
+  EXPECT_OK(AdmitToQueue(config, spec, "admin"));
+  spec.set_queue("prod");
+  EXPECT_OK(AdmitToQueue(config, spec, "bob"));
+  spec.set_queue("batch");
+  spec.set_preemptible(true);
+  EXPECT_OK(AdmitToQueue(config, spec, "bob"));
 }
 
 }  // namespace

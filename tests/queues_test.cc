@@ -126,6 +126,23 @@ TEST_F(QueuesTest, SubmitRefusesAQueueOrClassItCannotUseWithExitTwo) {
   EXPECT_NE(not_his.err.find("queue: user bob may not submit to queue capped; its users are alice"),
             std::string::npos)
       << not_his.err;
+  // A user takes only the classes the queue opens, never an integer, a
+  // negative one or preemptible: false where the queue does not allow it.
+  const std::vector<std::pair<std::string, std::string>> denied = {
+      {"priority: '1000000'\npreemptible: false",
+       "priority: an integer priority (1000000) is the admin's"},
+      {"priority: high", "priority: class high (1000) is not open to users of queue default"},
+      {"priority: '-5'", "priority: -5 is out of range: an integer priority is in [0, 1000000000]"},
+      {"preemptible: false", "preemptible: false is not allowed in queue default"},
+  };
+  for (const auto& [field, refusal] : denied) {
+    testing::CommandResult r =
+        Cli({"--cert", "bob", "submit",
+             WriteSpec("greedy",
+                       absl::StrCat("name: greedy\nranks: 1\n", field, "\ncommand: [true]\n"))});
+    EXPECT_EQ(r.exit_code, 2) << field << ": " << r.err;
+    EXPECT_NE(r.err.find(refusal), std::string::npos) << field << ": " << r.err;
+  }
   auto jobs = client_->ListJobs();
   ASSERT_OK(jobs);
   EXPECT_TRUE(jobs->empty()) << "nothing is stored";
