@@ -36,6 +36,9 @@ void AddGlobalOptions(CLI::App& app, Invocation* run, std::string* output) {
   app.add_option("--tls-dir", run->tls_dir,
                  "TLS files of the cluster (env RINGMASTER_TLS_DIR; default: those of `up`, "
                  "for its coordinator; \"\" for plaintext)");
+  app.add_flag("--insecure", run->insecure,
+               "send the token in plaintext to a coordinator beyond loopback (no TLS dir; "
+               "anyone on the way may read it)");
   app.add_option("--cert", run->cert,
                  "present this client certificate of the TLS dir: NAME.crt, or a user's "
                  "user-NAME.crt (default: admin.crt, unless a token is given)");

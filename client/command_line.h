@@ -40,8 +40,9 @@ struct Invocation {
   Command command = Command::kWorkers;
   std::string coordinator;  // --coordinator, else RINGMASTER_COORDINATOR, else 127.0.0.1:7070
   std::string token_file;
-  std::optional<std::string> tls_dir;          // --tls-dir, else RINGMASTER_TLS_DIR
-  std::string cert;                            // --cert: a client certificate of the TLS dir
+  std::optional<std::string> tls_dir;  // --tls-dir, else RINGMASTER_TLS_DIR
+  std::string cert;                    // --cert: a client certificate of the TLS dir
+  bool insecure = false;               // --insecure: a token may go over plaintext beyond loopback
   OutputFormat output = OutputFormat::kTable;  // -o/--output
   LocalClusterOptions cluster;                 // up
   bool no_tls = false;                         // up --no-tls

@@ -6,8 +6,12 @@
 #include <grpc/grpc.h>
 #include <grpc/support/log.h>
 
+#include "absl/strings/str_join.h"
 #include "client/command_line.h"
 #include "client/commands.h"
+#include "common/coordinator_targets.h"
+#include "common/daemon_flags.h"
+#include "common/net.h"
 #include "common/token_file.h"
 
 namespace {
@@ -46,6 +50,31 @@ bool LoadTls(const ringmaster::Invocation& run, ringmaster::GlobalOptions* globa
   return true;
 }
 
+// A token goes in plaintext only to loopback, unless the user said so:
+// --insecure, or --tls-dir "" (or RINGMASTER_TLS_DIR="") given on purpose,
+// and then with a warning. False, said on stderr, when it may not go.
+bool MayUseCredential(const ringmaster::Invocation& run, const ringmaster::GlobalOptions& global) {
+  if (global.tls || global.token.empty()) return true;
+  std::vector<std::string> beyond;
+  for (const std::string& address : ringmaster::SplitAddresses(global.coordinator)) {
+    if (!ringmaster::IsLoopbackHost(ringmaster::HostOfAddress(address))) {
+      beyond.push_back(address);
+    }
+  }
+  if (beyond.empty()) return true;
+  const std::string where = absl::StrJoin(beyond, ", ");
+  if (!run.insecure && !(run.tls_dir && run.tls_dir->empty())) {
+    std::cerr << "ringmaster: not sending the token in plaintext to " << where
+              << ", beyond loopback: give --tls-dir with the cluster's CA (ca.crt), or "
+                 "--insecure to send it anyway"
+              << std::endl;
+    return false;
+  }
+  std::cerr << "ringmaster: warning: the token goes in plaintext to " << where
+            << ": anyone on the way can read it and act as you" << std::endl;
+  return true;
+}
+
 // Runs what the command line asked for.
 int Run(const ringmaster::Invocation& run) {
   using ringmaster::Command;
@@ -68,7 +97,7 @@ int Run(const ringmaster::Invocation& run) {
     default:
       break;
   }
-  if (!LoadTls(run, &global)) return 2;
+  if (!LoadTls(run, &global) || !MayUseCredential(run, global)) return 2;
   switch (run.command) {
     case Command::kSubmit:
       return ringmaster::RunSubmit(global, run.submit);

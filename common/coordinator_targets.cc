@@ -56,7 +56,13 @@ bool CoordinatorTargets::Follow(const grpc::Status& status, const std::string& u
   const bool refused =
       status.error_code() == grpc::StatusCode::UNAVAILABLE ||
       (idempotent && several() && status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED);
-  const std::string leader = refused ? LeaderNamedIn(status.error_message()) : "";
+  // A standby may name any address. Calls carry credentials, so they go
+  // there only when TLS will check that it is the coordinator, or when it
+  // is one of the addresses given.
+  std::string leader = refused ? LeaderNamedIn(status.error_message()) : "";
+  if (!tls_ && std::find(addresses_.begin(), addresses_.end(), leader) == addresses_.end()) {
+    leader.clear();
+  }
   if (!refused || (!several() && leader.empty()) || absl::Now() >= deadline) {
     MutexLock lock(&mu_);
     misses_ = 0;

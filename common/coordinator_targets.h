@@ -3,7 +3,10 @@
 // the leader takes changes; a standby refuses them with UNAVAILABLE "not
 // the leader: the leader is at ADDRESS", and a coordinator that is down
 // cannot be reached. After either, Follow moves to the leader named, or to
-// the next address, so that the call can be made again there.
+// the next address, so that the call can be made again there. A leader
+// named is followed only where the credentials a call carries are safe:
+// with TLS (the channel checks that its certificate names the
+// coordinator), or to one of the addresses given.
 #ifndef RINGMASTER_COMMON_COORDINATOR_TARGETS_H_
 #define RINGMASTER_COMMON_COORDINATOR_TARGETS_H_
 

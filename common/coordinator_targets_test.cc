@@ -17,7 +17,22 @@ TEST(CoordinatorTargetsTest, SplitsAListAndFindsTheLeaderNamed) {
   EXPECT_EQ(LeaderNamedIn("not the leader, and no coordinator leads now"), "");
 }
 
-TEST(CoordinatorTargetsTest, GoesToTheLeaderAStandbyNames) {
+// Plaintext, a call's token would reach whatever listens at the address a
+// standby names: only the addresses given are followed. With TLS, the
+// channel checks the coordinator's certificate wherever it goes.
+TEST(CoordinatorTargetsTest, PlaintextFollowsOnlyTheAddressesGiven) {
+  CoordinatorTargets one("a:1", {});
+  EXPECT_FALSE(one.Follow(kRefused, "a:1", Later()));
+  EXPECT_EQ(one.Current(absl::ZeroDuration()).address, "a:1");
+  CoordinatorTargets two("a:1,b:2", {});
+  EXPECT_TRUE(two.Follow(kRefused, "a:1", Later()));
+  EXPECT_EQ(two.Current(absl::ZeroDuration()).address, "b:2") << "the next one given";
+  CoordinatorTargets checked("a:1", TlsFiles{"a CA", "", ""});
+  EXPECT_TRUE(checked.Follow(kRefused, "a:1", Later()));
+  EXPECT_EQ(checked.Current(absl::ZeroDuration()).address, "10.0.0.2:7070");
+}
+
+TEST(CoordinatorTargetsTest, GoesToTheLeaderAStandbyNamesAmongThoseGiven) {
   CoordinatorTargets targets("10.0.0.1:7070,10.0.0.2:7070", {});
   EXPECT_EQ(targets.Current(absl::ZeroDuration()).address, "10.0.0.1:7070");
   EXPECT_TRUE(targets.Follow(kRefused, "10.0.0.1:7070", Later()));
@@ -46,7 +61,7 @@ TEST(CoordinatorTargetsTest, AnAnswerOrAPassedDeadlineStands) {
 }
 
 TEST(CoordinatorTargetsTest, OneAddressIsCalledAgainOnlyToFollowALeader) {
-  CoordinatorTargets one("a:1", {});
+  CoordinatorTargets one("a:1", TlsFiles{"a CA", "", ""});
   EXPECT_FALSE(one.Follow(kDown, "a:1", Later())) << "as before: the caller's retry policy";
   EXPECT_TRUE(one.Follow(kRefused, "a:1", Later()));
   EXPECT_EQ(one.Current(absl::ZeroDuration()).address, "10.0.0.2:7070");

@@ -36,10 +36,10 @@ import threading
 import time
 
 from ringmaster.errors import (InvalidSpec, JobFailed, NotFound, PermissionDenied,
-                               RingmasterError, Unavailable)
+                               PlaintextTokenWarning, RingmasterError, Unavailable)
 
 __all__ = ["Client", "RingmasterError", "NotFound", "PermissionDenied", "InvalidSpec",
-           "Unavailable", "JobFailed", "report", "in_job", "preempted"]
+           "Unavailable", "JobFailed", "PlaintextTokenWarning", "report", "in_job", "preempted"]
 
 
 def __getattr__(name):

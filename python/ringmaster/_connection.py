@@ -3,11 +3,12 @@ does, and which coordinator it calls now (following the leader)."""
 import os
 import stat
 import threading
+import warnings
 from typing import Iterable, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import grpc
 
-from ringmaster.errors import PermissionDenied, RingmasterError
+from ringmaster.errors import PermissionDenied, PlaintextTokenWarning, RingmasterError
 
 DEFAULT_COORDINATOR = "127.0.0.1:7070"
 # Only the coordinator's certificate names this: a worker's, signed by the
@@ -155,26 +156,52 @@ def read_token(token: Optional[str], token_file: Optional[str]) -> str:
     return os.environ.get("RINGMASTER_TOKEN", "")
 
 
+def is_loopback(address: str) -> bool:
+    """Whether `address` ("host:port", "[v6]:port") is this machine's
+    loopback, as the CLI decides it."""
+    host = address
+    if host.startswith("["):
+        host = host[1:host.find("]")]
+    elif host.count(":") == 1:
+        host = host.split(":")[0]
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
 def discover(coordinator: Addresses = None, tls_dir: Optional[str] = None,
              token: Optional[str] = None, token_file: Optional[str] = None,
-             cert: Optional[str] = None) -> Connection:
+             cert: Optional[str] = None, insecure: bool = False) -> Connection:
     """As the CLI: the coordinator from `coordinator` (a list, or
     "a:7070,b:7070"), else $RINGMASTER_COORDINATOR, else 127.0.0.1:7070; the
     token from `token`, `token_file`, else $RINGMASTER_TOKEN; TLS from
     `tls_dir`, else $RINGMASTER_TLS_DIR, else the files of the local cluster
     of `ringmaster up` when it is that cluster's coordinator ("" speaks
     plaintext). The client certificate presented is `cert`, else none when
-    a token is used, else the TLS directory's admin certificate."""
+    a token is used, else the TLS directory's admin certificate.
+
+    A token goes in plaintext only to loopback, unless `insecure` is true
+    or `tls_dir` (or $RINGMASTER_TLS_DIR) is "" on purpose, and then with a
+    PlaintextTokenWarning; else PermissionDenied, before anything is sent."""
     addresses = split_addresses(coordinator)
     found_token = read_token(token, token_file)
     if tls_dir is None:
         tls_dir = os.environ.get("RINGMASTER_TLS_DIR")
+    plaintext_asked = tls_dir == ""
     if tls_dir is None:
         tls_dir = _local_cluster_tls_dir(addresses)
     no_cert = not cert and bool(found_token)
     if cert:
         found_token = ""
-    return Connection(addresses, _load_tls(tls_dir, cert, no_cert), found_token)
+    tls = _load_tls(tls_dir, cert, no_cert)
+    beyond = [a for a in addresses if not is_loopback(a)]
+    if tls is None and found_token and beyond:
+        where = ", ".join(beyond)
+        if not (insecure or plaintext_asked):
+            raise PermissionDenied(
+                f"not sending the token in plaintext to {where}, beyond loopback: give tls_dir "
+                f"with the cluster's CA (ca.crt), or insecure=True to send it anyway", "CLIENT")
+        warnings.warn(f"the token goes in plaintext to {where}: anyone on the way can read it "
+                      f"and act as you", PlaintextTokenWarning, stacklevel=3)
+    return Connection(addresses, tls, found_token)
 
 
 def leader_named_in(message: str) -> str:
@@ -193,10 +220,13 @@ def leader_named_in(message: str) -> str:
 class Targets:
     """Which coordinator to call now. After UNAVAILABLE (down, or a standby
     naming the leader), `follow` moves to the leader named or the next
-    address. Thread-safe."""
+    address. Calls carry credentials, so a leader named is followed only
+    with `tls` (the channel checks that it is the coordinator) or when it
+    is one of `addresses`. Thread-safe."""
 
-    def __init__(self, addresses: Sequence[str]) -> None:
+    def __init__(self, addresses: Sequence[str], tls: bool = True) -> None:
         self.addresses = tuple(addresses)
+        self._tls = tls
         self._lock = threading.Lock()
         self._current = self.addresses[0]
         self._misses = 0
@@ -220,6 +250,8 @@ class Targets:
         refused = code == "UNAVAILABLE" or (idempotent and self.several and
                                             code == "DEADLINE_EXCEEDED")
         leader = leader_named_in(message) if refused else ""
+        if not self._tls and leader not in self.addresses:
+            leader = ""
         if not refused or (not self.several and not leader):
             return None
         with self._lock:

@@ -44,9 +44,10 @@ class Client:
     def __init__(self, coordinator: Addresses = None, tls_dir: Optional[str] = None,
                  token: Optional[str] = None, *, token_file: Optional[str] = None,
                  cert: Optional[str] = None, timeout: float = 30.0,
-                 reconnect_timeout: float = 60.0) -> None:
-        self._connection: Connection = discover(coordinator, tls_dir, token, token_file, cert)
-        self._targets = Targets(self._connection.addresses)
+                 reconnect_timeout: float = 60.0, insecure: bool = False) -> None:
+        self._connection: Connection = discover(coordinator, tls_dir, token, token_file, cert,
+                                                insecure)
+        self._targets = Targets(self._connection.addresses, self._connection.tls is not None)
         self._timeout = timeout
         self._reconnect_timeout = reconnect_timeout
         self._channels: Dict[str, grpc.aio.Channel] = {}

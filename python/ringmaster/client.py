@@ -128,15 +128,19 @@ class Client:
     certificate of the TLS directory (admin's by default, none when a token
     is given). `timeout` bounds each call (s), leader changes included;
     `reconnect_timeout` how long a stream keeps trying to go on after it
-    broke.
+    broke. Without TLS, a token goes only to loopback addresses unless
+    `insecure` is true or `tls_dir` is "" (then with a
+    PlaintextTokenWarning); a standby's redirect is followed only to an
+    address given, unless TLS checks the leader named.
     """
 
     def __init__(self, coordinator: Addresses = None, tls_dir: Optional[str] = None,
                  token: Optional[str] = None, *, token_file: Optional[str] = None,
                  cert: Optional[str] = None, timeout: float = 30.0,
-                 reconnect_timeout: float = 60.0) -> None:
-        self._connection: Connection = discover(coordinator, tls_dir, token, token_file, cert)
-        self._targets = Targets(self._connection.addresses)
+                 reconnect_timeout: float = 60.0, insecure: bool = False) -> None:
+        self._connection: Connection = discover(coordinator, tls_dir, token, token_file, cert,
+                                                insecure)
+        self._targets = Targets(self._connection.addresses, self._connection.tls is not None)
         self._timeout = timeout
         self._reconnect_timeout = reconnect_timeout
         self._channels: Dict[str, grpc.Channel] = {}

@@ -86,3 +86,8 @@ _BY_CODE = {
 def from_status(code_name: str, message: str) -> RingmasterError:
     """The error for a gRPC status."""
     return _BY_CODE.get(code_name, RingmasterError)(message, code_name)
+
+
+class PlaintextTokenWarning(UserWarning):
+    """A token is sent without TLS to an address beyond loopback, because
+    the caller asked for it (insecure=True, or tls_dir="")."""
