@@ -217,17 +217,13 @@ absl::Status StartDaemons(const LocalClusterOptions& options, std::vector<Daemon
   if (static_cast<int>(metrics_ports.size()) < options.workers + 1) {
     return absl::UnavailableError("cannot find free ports for /metrics");
   }
-  std::vector<std::string> argv = {coordinator_bin,
-                                   "--bind",
-                                   host,
-                                   "--port",
-                                   port,
-                                   "--metrics-port",
-                                   absl::StrCat(metrics_ports[0]),
-                                   "--advertise-address",
-                                   options.coordinator_address,
-                                   "--state-dir",
-                                   options.state_dir + "/coordinator"};
+  std::vector<std::string> argv = {coordinator_bin, "--bind", host, "--port", port,
+                                   "--metrics-port", absl::StrCat(metrics_ports[0]),
+                                   "--advertise-address", options.coordinator_address,
+                                   "--state-dir", options.state_dir + "/coordinator",
+                                   // Beside, not inside, the coordinator's own
+                                   // 0700 directory: ranks of other users reach it.
+                                   "--checkpoint-dir", options.state_dir + "/checkpoints"};
   argv.insert(argv.end(), tls_flags.begin(), tls_flags.end());
   RETURN_IF_ERROR(AddPolicyFlags(options, &argv));
   ASSIGN_OR_RETURN(pid_t pid,
@@ -357,6 +353,12 @@ absl::StatusOr<LocalCluster> StartLocalCluster(const LocalClusterOptions& option
   }
   RETURN_IF_ERROR(MakePrivateDir(options.state_dir, other_user ? 0711 : 0700));
   RETURN_IF_ERROR(MakePrivateDir(options.state_dir + "/logs"));
+  // With a uid per job the workers make each job's checkpoint directory,
+  // so the root is theirs alone: no job can make another's first. (Else
+  // the coordinator makes it writable by the ranks, as /tmp is.)
+  if (!options.rank_uid_range.empty()) {
+    RETURN_IF_ERROR(MakePrivateDir(options.state_dir + "/checkpoints", 0755));
+  }
   std::error_code error;
 
   std::vector<Daemon> daemons;

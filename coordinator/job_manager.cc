@@ -19,6 +19,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/checkpoint_roots.h"
 #include "common/labels.h"
 #include "common/status_macros.h"
 #include "coordinator/job_state.h"
@@ -119,10 +120,22 @@ absl::Status JobManager::Recover() {
   return store_->Sync();
 }
 
+std::vector<std::string> JobManager::CheckpointRoots() const {
+  std::vector<std::string> roots = options_.checkpoint_roots;
+  const std::string& root = options_.rank_env.checkpoint_dir;
+  if (!root.empty() && std::find(roots.begin(), roots.end(), root) == roots.end()) {
+    roots.push_back(root);
+  }
+  return roots;
+}
+
 absl::StatusOr<std::string> JobManager::Submit(v1::JobSpec spec, const std::string& request_id,
                                                const std::string& owner) {
   RETURN_IF_ERROR(ValidateJobSpec(spec, options_.spec_limits));
   RETURN_IF_ERROR(ValidateRequestId(request_id));
+  if (!spec.checkpoint_dir().empty()) {
+    RETURN_IF_ERROR(CheckCheckpointDir(spec.checkpoint_dir(), CheckpointRoots()));
+  }
   ApplyJobSpecDefaults(&spec);
   if (!spec.has_preflight()) spec.set_preflight(options_.preflight_default);
   // Each user's request ids are its own: a user's are stored as

@@ -54,6 +54,9 @@ struct JobManagerOptions {
   // has ended by then.
   absl::Duration failure_settle = absl::Seconds(1);
   RankEnvContext rank_env;
+  // Where a spec's checkpoint_dir may lie (rank_env.checkpoint_dir, the
+  // default root, always may).
+  std::vector<std::string> checkpoint_roots;
   SpecLimits spec_limits;
   // Queues, priorities and preemption (SetQueues replaces the queues).
   QueueConfig queues = DefaultQueueConfig();
@@ -213,6 +216,9 @@ class JobManager final : public JobLogIndex {
   void Tick();
 
  private:
+  // Where a spec's checkpoint_dir may lie: options_.checkpoint_roots and
+  // the default root.
+  std::vector<std::string> CheckpointRoots() const;
   void TickLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status DeleteLocked(RetiredJob job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Deletes ended jobs past the retention (job_manager.cc).

@@ -28,6 +28,9 @@ absl::StatusOr<WorkerSession> JobManager::RegisterWorker(WorkerLink* link,
   if (options_.rank_env.signer != nullptr) {
     hello.mutable_registered()->set_agent_credential(options_.rank_env.signer->Agent(worker_id));
   }
+  for (const std::string& root : CheckpointRoots()) {
+    hello.mutable_registered()->add_checkpoint_roots(root);
+  }
   link->Send(hello);
   {
     MutexLock lock(&mu_);

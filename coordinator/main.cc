@@ -15,6 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "common/checkpoint_roots.h"
 #include "common/daemon_flags.h"
 #include "common/signals.h"
 #include "common/status_macros.h"
@@ -192,12 +193,16 @@ absl::Status LoadStore(const std::string& store, const std::string& password_fil
 // Where state lives: --state-dir, --checkpoint-dir, --store and its
 // password file.
 void AddStateFlags(CLI::App& app, std::string* state_dir, std::string* checkpoint_dir,
-                   std::string* store, std::string* store_password_file) {
+                   std::string* checkpoint_roots, std::string* store,
+                   std::string* store_password_file) {
   app.add_option("--state-dir", *state_dir,
                  "holds the credential key, code archives and (by default) coordinator.db")
       ->capture_default_str();
   app.add_option("--checkpoint-dir", *checkpoint_dir,
                  "checkpoint root given to ranks (default: <state-dir>/checkpoints)");
+  app.add_option("--checkpoint-roots", *checkpoint_roots,
+                 "DIR[,DIR...] where a job's checkpoint_dir may lie, besides --checkpoint-dir "
+                 "(default: nowhere else); workers without their own are told these");
   app.add_option("--store", *store,
                  "where jobs are kept: sqlite:///PATH (default: <state-dir>/coordinator.db) or "
                  "postgresql://USER@HOST[:PORT]/DB (libpq's URI), shared by coordinators");
@@ -266,7 +271,7 @@ int main(int argc, char** argv) {
   saved_argv = argv;
   ringmaster::CoordinatorConfig config;
   ringmaster::DaemonFlags daemon(7070, 7071);
-  std::string checkpoint_dir;
+  std::string checkpoint_dir, checkpoint_roots;
   config.state_dir = "/var/lib/ringmaster";
   ringmaster::JobManagerOptions& manager = config.manager;
 
@@ -275,7 +280,8 @@ int main(int argc, char** argv) {
                "host:port ranks use to reach this coordinator "
                "(default: the bind address, or this host's name)");
   std::string store, store_password_file;
-  AddStateFlags(app, &config.state_dir, &checkpoint_dir, &store, &store_password_file);
+  AddStateFlags(app, &config.state_dir, &checkpoint_dir, &checkpoint_roots, &store,
+                &store_password_file);
   AddTimingFlags(app, &config);
   std::string token_file;
   app.add_option("--token-file", token_file,
@@ -291,6 +297,16 @@ int main(int argc, char** argv) {
   absl::Duration lease_timeout = absl::Seconds(5);
   AddElectionFlags(app, &lease_timeout, &peers);
   CLI11_PARSE(app, argc, argv);
+  // Every path below it is absolute, whatever directory the daemon runs in.
+  config.state_dir = std::filesystem::absolute(config.state_dir).lexically_normal().string();
+  if (config.state_dir.size() > 1 && config.state_dir.back() == '/') config.state_dir.pop_back();
+  absl::StatusOr<std::vector<std::string>> roots =
+      ringmaster::ParseCheckpointRoots(checkpoint_roots, "--checkpoint-roots");
+  if (!roots.ok()) {
+    std::cerr << "ringmaster-coordinator: " << roots.status().message() << std::endl;
+    return 2;
+  }
+  manager.checkpoint_roots = *std::move(roots);
   absl::Status loaded = LoadStore(store, store_password_file, &config);
   if (loaded.ok() && (!issue_worker_token.empty() || !issue_user_token.empty())) {
     return IssueToken(config, issue_worker_token, issue_user_token);

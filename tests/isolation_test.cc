@@ -109,9 +109,12 @@ TEST_F(IsolationTest, AHostileJobOnTheSameWorkerIsRefusedEveryAttack) {
 }
 
 TEST_F(IsolationTest, EachJobRunsAsAUidOfItsOwnAndItsRanksShareWhatTheyMust) {
+  // `up` made the root for the workers alone: only they make a job's
+  // directory in it.
   const std::string checkpoints = state_dir_ + "/checkpoints";
-  ASSERT_TRUE(fs::create_directory(checkpoints));
-  chmod(checkpoints.c_str(), 0755);  // only the worker makes the job's directory
+  struct stat root {};
+  ASSERT_EQ(stat(checkpoints.c_str(), &root), 0);
+  EXPECT_EQ(root.st_mode & 07777, 0755u);
   // Rank 0 writes in the checkpoint dir and in /dev/shm (0600); rank 1 reads
   // both and a file of the shipped code, and answers through /dev/shm.
   const std::string id = Submit(absl::StrCat(
@@ -143,6 +146,40 @@ TEST_F(IsolationTest, EachJobRunsAsAUidOfItsOwnAndItsRanksShareWhatTheyMust) {
     EXPECT_EQ(st.st_uid, static_cast<uid_t>(uid)) << dir;
     EXPECT_EQ(st.st_mode & 0777, 0700u) << dir;
   }
+}
+
+// A root worker makes <checkpoint_dir>/<job> for the job's uid, so a
+// checkpoint_dir lies only in a root the operator allows: one outside is
+// refused at submit, naming the roots, and one that a link in a root leads
+// outside is refused by the worker at start. Nothing is made outside.
+TEST_F(IsolationTest, ACheckpointDirOutsideTheAllowedRootsIsRefused) {
+  const std::string root = state_dir_ + "/checkpoints";
+  const std::string outside = state_dir_ + "/outside";
+  ASSERT_TRUE(fs::create_directory(outside));
+  const testing::CommandResult refused =
+      Cli({"submit", WriteSpec("out", absl::StrCat("name: out\nranks: 1\ncheckpoint_dir: ", outside,
+                                                   "\ncommand: [true]\n"))});
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  EXPECT_NE(refused.err.find(absl::StrCat("checkpoint_dir: ", outside,
+                                          " is not in a checkpoint root this cluster allows (",
+                                          root, ")")),
+            std::string::npos)
+      << refused.err;
+  auto jobs = client_->ListJobs();
+  ASSERT_OK(jobs);
+  EXPECT_TRUE(jobs->empty()) << "nothing is stored";
+
+  ASSERT_EQ(symlink(outside.c_str(), (root + "/escape").c_str()), 0);
+  const std::string id =
+      Submit(absl::StrCat("name: escape\nranks: 1\nmax_restarts: 0\n", "checkpoint_dir: ", root,
+                          "/escape\n", "command: [true]\n"));
+  const v1::Job failed = WaitJob(id, [](const v1::Job& j) { return j.state() == v1::FAILED; });
+  const std::string cause = failed.history(failed.history_size() - 1).message();
+  EXPECT_NE(cause.find(absl::StrCat("checkpoint_dir ", root, "/escape (", outside,
+                                    ") is not in a checkpoint root of this worker")),
+            std::string::npos)
+      << cause;
+  EXPECT_TRUE(fs::is_empty(outside)) << "a job's directory was made outside the roots";
 }
 
 // One --rank-user for every job: the same attacks all succeed. This is

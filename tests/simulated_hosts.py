@@ -352,6 +352,9 @@ class Cluster(ClusterQueries):
             "--bind", self.hosts.address(host), "--port", str(COORDINATOR_PORT),
             "--metrics-port", str(COORDINATOR_METRICS_PORT), "--advertise-address", self.address,
             "--state-dir", os.path.join(self.root, "coordinator"), "--tls-dir", self.tls_dir,
+            # Jobs keep checkpoints anywhere in the suite's directory (shared
+            # storage, a directory missing on the hosts).
+            "--checkpoint-roots", self.root,
         ] + self.coordinator_flags, "coordinator.log")
         wait_for(lambda: self.cli("workers", check=False).returncode == 0, timeout,
                  "the coordinator answers")

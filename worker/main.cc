@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "common/checkpoint_roots.h"
 #include "common/daemon_flags.h"
 #include "common/labels.h"
 #include "common/net.h"
@@ -79,6 +80,18 @@ void AddWorkerFlags(CLI::App& app, ringmaster::WorkerConfig* config) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   app.add_option("--state-dir", config->state_dir, "rank logs live below it")
       ->capture_default_str();
+  app.add_option_function<std::string>(
+      "--checkpoint-roots",
+      [config](const std::string& list) {
+        absl::StatusOr<std::vector<std::string>> roots =
+            ringmaster::ParseCheckpointRoots(list, "--checkpoint-roots");
+        if (!roots.ok()) {
+          throw CLI::ValidationError("--checkpoint-roots", std::string(roots.status().message()));
+        }
+        config->checkpoint_roots = *std::move(roots);
+      },
+      "DIR[,DIR...] where a job's checkpoint directory may lie; the worker makes each job's "
+      "there (default: the coordinator's checkpoint root and --checkpoint-roots)");
   app.add_option("--trainer-bin", config->trainer_program, "the built-in trainer's path")
       ->capture_default_str();
 }

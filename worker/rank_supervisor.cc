@@ -14,6 +14,7 @@
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
+#include "common/checkpoint_roots.h"
 #include "common/credentials.h"
 #include "common/job_id.h"
 #include "common/net.h"
@@ -47,12 +48,10 @@ PathAccess CheckpointAccess(const std::string& root, const v1::RankRef& ref, boo
 // is made whole under another name and renamed into place, so that a rank
 // of the same job starting beside this one (or on another host of shared
 // storage) never sees it half made. One that exists must be the job's.
-absl::Status MakeJobCheckpointDir(const std::string& root, const std::string& job_id,
+// `root_fd` is the root, opened and checked (OpenCheckpointDir).
+absl::Status MakeJobCheckpointDir(int root_fd, const std::string& root, const std::string& job_id,
                                   const RunAs& job) {
   static std::atomic<int> made{0};
-  const int root_fd = open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (root_fd < 0) return ErrnoError(absl::StrCat("checkpoint_dir ", root));
-  absl::Cleanup close_root = [root_fd] { close(root_fd); };
   const std::string dir = absl::StrCat(root, "/", job_id);
   const std::string temp = absl::StrCat(".", job_id, ".", Hostname(), ".", getpid(), ".", made++);
   if (mkdirat(root_fd, temp.c_str(), 0700) != 0) {
@@ -170,9 +169,14 @@ absl::Status RankSupervisor::PrepareFiles(const v1::StartRank& start, LaunchSpec
   RETURN_IF_ERROR(PrepareErrorDir(error_dir.string(), spec->run_as));
   if (options_.identities.per_job()) {
     RETURN_IF_ERROR(MakeRankDir(spec->run_as->home, spec->run_as));  // the job's scratch
-    if (!start.checkpoint_dir().empty()) {
-      RETURN_IF_ERROR(
-          MakeJobCheckpointDir(start.checkpoint_dir(), start.rank().job_id(), *spec->run_as));
+  }
+  if (!start.checkpoint_dir().empty()) {
+    // Only where the operator allows: a root worker makes the job's
+    // directory there.
+    ASSIGN_OR_RETURN(UniqueFd root, OpenCheckpointDir(start.checkpoint_dir(), CheckpointRoots()));
+    if (options_.identities.per_job()) {
+      RETURN_IF_ERROR(MakeJobCheckpointDir(root.get(), start.checkpoint_dir(),
+                                           start.rank().job_id(), *spec->run_as));
     }
   }
   if (!start.has_code()) return absl::OkStatus();
@@ -285,6 +289,17 @@ void RankSupervisor::StopAll(absl::Duration grace) {
   for (auto& [key, rank] : ranks_) {
     if (!rank->exited) RequestStop(*rank, grace);
   }
+}
+
+void RankSupervisor::SetCoordinatorCheckpointRoots(std::vector<std::string> roots) {
+  MutexLock lock(&mu_);
+  coordinator_checkpoint_roots_ = std::move(roots);
+}
+
+std::vector<std::string> RankSupervisor::CheckpointRoots() const {
+  if (!options_.checkpoint_roots.empty()) return options_.checkpoint_roots;
+  MutexLock lock(&mu_);
+  return coordinator_checkpoint_roots_;
 }
 
 bool RankSupervisor::WaitAllExited(absl::Duration timeout) {

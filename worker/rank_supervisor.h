@@ -42,6 +42,9 @@ struct RankSupervisorOptions {
   // The GPUs this worker offers: a rank's CUDA_VISIBLE_DEVICES names its
   // own (StartRank.gpus) by UUID, and nothing for a rank without any.
   std::vector<v1::Gpu> gpus;
+  // Where a job's checkpoint directory may lie (--checkpoint-roots); empty:
+  // where the coordinator says (SetCoordinatorCheckpointRoots).
+  std::vector<std::string> checkpoint_roots;
 };
 
 // Thread-safe. The callbacks run on the rank threads, never under the
@@ -66,6 +69,9 @@ class RankSupervisor {
   void StopAll(absl::Duration grace);
   // Blocks until no rank is running or `timeout` passes; true when none is.
   bool WaitAllExited(absl::Duration timeout);
+  // The coordinator's checkpoint roots (Registered.checkpoint_roots), used
+  // unless options.checkpoint_roots are given.
+  void SetCoordinatorCheckpointRoots(std::vector<std::string> roots);
 
   // Running ranks with their process and slot.
   struct Process {
@@ -121,8 +127,12 @@ class RankSupervisor {
   const RankSupervisorOptions options_;
   const Callbacks callbacks_;
 
+  // options_.checkpoint_roots, else the coordinator's.
+  std::vector<std::string> CheckpointRoots() const;
+
   mutable Mutex mu_;
   std::map<Key, std::unique_ptr<Rank>> ranks_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> coordinator_checkpoint_roots_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace ringmaster

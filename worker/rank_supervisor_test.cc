@@ -189,5 +189,32 @@ TEST_F(RankSupervisorTest, ListsTheJobsItHoldsLogsOf) {
   EXPECT_FALSE(listed("older-2"));
 }
 
+// A rank's checkpoint directory lies in a root the worker allows: its
+// own --checkpoint-roots, else the coordinator's.
+TEST_F(RankSupervisorTest, ACheckpointDirOutsideTheRootsDoesNotStart) {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  const std::string base = std::string(tmp ? tmp : "/tmp") + "/checkpoint-roots";
+  std::filesystem::create_directories(base + "/allowed");
+  std::filesystem::create_directories(base + "/other");
+  supervisor_->SetCoordinatorCheckpointRoots({base + "/allowed"});
+  v1::StartRank outside = Rank("ck-1", 0, "exit 0");
+  outside.set_checkpoint_dir(base + "/other");
+  supervisor_->Start(outside);
+  std::vector<v1::RankExited> exits = WaitExits(1);
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_TRUE(exits[0].start_failed());
+  EXPECT_EQ(exits[0].message(), "checkpoint_dir " + base + "/other is not in a checkpoint root " +
+                                    "of this worker (" + base + "/allowed); its " +
+                                    "--checkpoint-roots, or the coordinator's, says which");
+
+  v1::StartRank inside = Rank("ck-2", 0, "exit 0");
+  inside.set_checkpoint_dir(base + "/allowed");
+  supervisor_->Start(inside);
+  exits = WaitExits(2);
+  ASSERT_EQ(exits.size(), 2u);
+  EXPECT_FALSE(exits[1].start_failed()) << exits[1].message();
+  EXPECT_EQ(exits[1].exit_code(), 0);
+}
+
 }  // namespace
 }  // namespace ringmaster

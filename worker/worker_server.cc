@@ -210,6 +210,7 @@ absl::Status WorkerServer::InitSupervisor(const WorkerConfig& config,
   options.jobs_dir = config.state_dir + "/jobs";
   options.gpus = gpus;
   options.trainer_program = config.trainer_program;
+  options.checkpoint_roots = config.checkpoint_roots;
   ASSIGN_OR_RETURN(options.base_env, RankBaseEnv(config));
   RETURN_IF_ERROR(ChooseRankUsers(config, &options));
   code_ = std::make_unique<JobCode>(
@@ -254,6 +255,8 @@ void WorkerServer::InitLink(const WorkerConfig& config, v1::RegisterWorker ident
   hooks.usage = [this](v1::Heartbeat* beat) { metrics_->FillUsage(beat); };
   hooks.registered = [this](const v1::Registered& registered) {
     access_->SetAgentCredential(registered.agent_credential());
+    supervisor_->SetCoordinatorCheckpointRoots(
+        {registered.checkpoint_roots().begin(), registered.checkpoint_roots().end()});
   };
   hooks.logged_jobs = [this] { return supervisor_->LoggedJobs(); };
   link_ = std::make_unique<CoordinatorLink>(options, std::move(hooks));

@@ -39,6 +39,8 @@ struct WorkerConfig {
   std::string listen_address;     // host:port for the agent service
   std::string advertise_address;  // how the coordinator reaches the agent
   std::string state_dir;          // logs below it
+  // Where jobs' checkpoint directories may lie; empty: the coordinator's.
+  std::vector<std::string> checkpoint_roots;
   std::string trainer_program;
   int slots = 0;                              // 0: one per GPU, or 1 without GPUs
   std::map<std::string, std::string> labels;  // for jobs' worker_selector
