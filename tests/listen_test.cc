@@ -3,6 +3,7 @@
 // told when the server is plaintext, and `up`'s files used only for `up`'s
 // own coordinator.
 
+#include <filesystem>
 #include <map>
 #include <optional>
 
@@ -54,6 +55,24 @@ TEST(BindTest, BeyondLoopbackNeedsTlsOrInsecure) {
   testing::CommandResult tls = serve("--tls-dir " + state + "/tls", "serving TLS");
   EXPECT_NE(tls.out.find("coordinator serving TLS"), std::string::npos) << tls.out;
   EXPECT_EQ(tls.out.find("--insecure"), std::string::npos) << tls.out;
+}
+
+// A relative --state-dir is taken from the directory the coordinator
+// starts in: its database, key and checkpoints go there.
+TEST(BindTest, ARelativeStateDirIsBelowTheWorkingDirectory) {
+  const std::string coordinator = testing::Runfile("coordinator/ringmaster-coordinator");
+  const std::string cwd = testing::MakeTempDir("relative");
+  const testing::CommandResult run = testing::Shell(absl::StrCat(
+      "cd ", cwd, " && ", coordinator,
+      " --port 0 --metrics-port 0 --state-dir state > log 2>&1 & pid=$!; for i in $(seq 100); do "
+      "grep -q 'coordinator serving' ",
+      cwd,
+      "/log && break; sleep 0.1; done; kill $pid; wait $pid; "
+      "cat ",
+      cwd, "/log"));
+  EXPECT_NE(run.out.find("coordinator serving"), std::string::npos) << run.out;
+  EXPECT_TRUE(std::filesystem::exists(cwd + "/state/coordinator.db")) << run.out;
+  EXPECT_TRUE(std::filesystem::is_directory(cwd + "/state/checkpoints")) << run.out;
 }
 
 // /metrics binds apart from the API: loopback by default even when the API
