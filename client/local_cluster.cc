@@ -353,12 +353,6 @@ absl::StatusOr<LocalCluster> StartLocalCluster(const LocalClusterOptions& option
   }
   RETURN_IF_ERROR(MakePrivateDir(options.state_dir, other_user ? 0711 : 0700));
   RETURN_IF_ERROR(MakePrivateDir(options.state_dir + "/logs"));
-  // With a uid per job the workers make each job's checkpoint directory,
-  // so the root is theirs alone: no job can make another's first. (Else
-  // the coordinator makes it writable by the ranks, as /tmp is.)
-  if (!options.rank_uid_range.empty()) {
-    RETURN_IF_ERROR(MakePrivateDir(options.state_dir + "/checkpoints", 0755));
-  }
   std::error_code error;
 
   std::vector<Daemon> daemons;

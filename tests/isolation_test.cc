@@ -109,12 +109,8 @@ TEST_F(IsolationTest, AHostileJobOnTheSameWorkerIsRefusedEveryAttack) {
 }
 
 TEST_F(IsolationTest, EachJobRunsAsAUidOfItsOwnAndItsRanksShareWhatTheyMust) {
-  // `up` made the root for the workers alone: only they make a job's
-  // directory in it.
+  // `up`'s checkpoint root, beside the coordinator's private directory.
   const std::string checkpoints = state_dir_ + "/checkpoints";
-  struct stat root {};
-  ASSERT_EQ(stat(checkpoints.c_str(), &root), 0);
-  EXPECT_EQ(root.st_mode & 07777, 0755u);
   // Rank 0 writes in the checkpoint dir and in /dev/shm (0600); rank 1 reads
   // both and a file of the shipped code, and answers through /dev/shm.
   const std::string id = Submit(absl::StrCat(
@@ -146,6 +142,26 @@ TEST_F(IsolationTest, EachJobRunsAsAUidOfItsOwnAndItsRanksShareWhatTheyMust) {
     EXPECT_EQ(st.st_uid, static_cast<uid_t>(uid)) << dir;
     EXPECT_EQ(st.st_mode & 0777, 0700u) << dir;
   }
+}
+
+// `up`'s default checkpoint root is reachable by jobs of their own uid: a
+// program that checkpoints where RINGMASTER_CHECKPOINT_DIR says, without a
+// checkpoint_dir of its own, makes and writes its directory there.
+TEST_F(IsolationTest, TheDefaultCheckpointRootWorksWithAUidPerJob) {
+  const std::string id = Submit(
+      "name: default-root\nranks: 1\nmax_restarts: 0\n"
+      "command: [sh, -c, 'mkdir -p $RINGMASTER_CHECKPOINT_DIR && "
+      "echo step-3 > $RINGMASTER_CHECKPOINT_DIR/latest && echo $RINGMASTER_CHECKPOINT_DIR']\n");
+  const v1::Job job = WaitJob(
+      id, [](const v1::Job& j) { return j.state() == v1::SUCCEEDED || j.state() == v1::FAILED; });
+  const std::string logs = Cli({"logs", id}).out;
+  ASSERT_EQ(job.state(), v1::SUCCEEDED) << logs;
+  const std::string dir = absl::StrCat(state_dir_, "/checkpoints/", id);
+  EXPECT_NE(logs.find("[rank 0] " + dir), std::string::npos) << logs;
+  std::ifstream latest(dir + "/latest");
+  std::string step;
+  latest >> step;
+  EXPECT_EQ(step, "step-3");
 }
 
 // A root worker makes <checkpoint_dir>/<job> for the job's uid, so a
