@@ -243,6 +243,14 @@ absl::Status ValidateFiles(const v1::JobSpec& spec) {
   return absl::OkStatus();
 }
 
+// A NUL ends a C string: execve would pass what comes before it alone.
+absl::Status NoNul(const std::string& field, const std::string& value) {
+  const size_t at = value.find('\0');
+  if (at == std::string::npos) return absl::OkStatus();
+  return Bad(field, absl::StrCat("holds a NUL byte at offset ", at,
+                                 "; the process would get only what comes before it"));
+}
+
 }  // namespace
 
 bool IsReservedEnvName(const std::string& name) {
@@ -343,6 +351,10 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec, const SpecLimits& limits) 
       return Bad(absl::StrCat("env.", name),
                  "is set by Ringmaster for every rank and cannot be overridden");
     }
+    RETURN_IF_ERROR(NoNul(absl::StrCat("env.", name), value));
+  }
+  for (int i = 0; i < spec.command_size(); ++i) {
+    RETURN_IF_ERROR(NoNul(absl::StrCat("command[", i, "]"), spec.command(i)));
   }
   const bool has_trainer = spec.has_trainer();
   const bool has_command = spec.command_size() > 0;

@@ -109,6 +109,17 @@ grpc::Status CallWithGarbage(const std::shared_ptr<grpc::Channel>& channel,
   return status;
 }
 
+// A NUL in an env value (YAML's "\0") would end the variable where the
+// rank reads it: submit refuses it, naming the variable.
+TEST_F(RequestValidationTest, ANulInAnEnvValueIsRefused) {
+  const testing::CommandResult r =
+      Cli({"submit", WriteSpec("nul",
+                               "name: nul\nranks: 1\nenv: {SECRET: \"abc\\0def\"}\n"
+                               "command: [sh, -c, 'echo ${#SECRET}']\n")});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("env.SECRET: holds a NUL byte at offset 3"), std::string::npos) << r.err;
+}
+
 TEST_F(RequestValidationTest, ARequestThatDoesNotParseIsRefusedNamingItsMessage) {
   auto coordinator = CoordinatorChannel(address_, tls_);
   for (const auto& [method, message] : std::vector<std::pair<std::string, std::string>>{
