@@ -346,6 +346,9 @@ void JobManager::StartAttempt(JobRecord& entry, const std::vector<RankPlacement>
     v1::RankStatus* rank = job.add_ranks();
     rank->set_rank(p.rank);
     rank->set_worker_id(p.worker_id);
+    if (std::find(job.ran_on().begin(), job.ran_on().end(), p.worker_id) == job.ran_on().end()) {
+      job.add_ran_on(p.worker_id);
+    }
     rank->set_worker_address(membership_->Address(p.worker_id));
     rank->set_worker_incarnation(w.incarnation);
     rank->set_slot(p.slots[0]);

@@ -425,5 +425,35 @@ TEST_F(JobManagerTest, LogsOfJobsDeletedWhileAWorkerWasAwayAreDeletedOnItsReturn
   EXPECT_EQ(told, (std::vector<std::string>{deleted, "never-existed-7"}));
 }
 
+// Deleting a job reaches every worker where it ran, not only its last
+// placement: each holds logs/<job> and jobs/<job> (and the uid they keep).
+TEST_F(JobManagerTest, DeleteReachesEveryWorkerWhereTheJobRan) {
+  TestWorker w1;
+  ASSERT_OK(Register(w1, "w1", 1));
+  const std::string id = Submit(1, /*max_restarts=*/1);
+  Started(w1, id, 0, 0);
+  TestWorker w2;
+  ASSERT_OK(Register(w2, "w2", 1));
+  ASSERT_OK(manager_->Cordon("w1", "moving", "admin").status());
+  Exited(w1, id, 0, 0, 1);
+  Pass(absl::Minutes(1));  // past the restart's back-off
+  ASSERT_EQ(Job(id).attempt(), 1);
+  ASSERT_EQ(Job(id).ranks(0).worker_id(), "w2");
+  Started(w2, id, 1, 0);
+  Exited(w2, id, 1, 0, 0);
+  Pass(absl::Seconds(1));
+  ASSERT_EQ(Job(id).state(), v1::SUCCEEDED);
+  w1.link.Take();
+  w2.link.Take();
+  ASSERT_OK(manager_->Delete(id));
+  for (TestWorker* w : {&w1, &w2}) {
+    std::vector<std::string> told;
+    for (const v1::CoordinatorMessage& m : w->link.Take()) {
+      if (m.has_delete_job_logs()) told.push_back(m.delete_job_logs().job_id());
+    }
+    EXPECT_EQ(told, std::vector<std::string>{id}) << "a worker was not told";
+  }
+}
+
 }  // namespace
 }  // namespace ringmaster

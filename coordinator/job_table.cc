@@ -46,8 +46,13 @@ int64_t EndedUnixMs(const v1::Job& job) {
 }  // namespace
 
 std::vector<std::string> WorkersOf(const v1::Job& job) {
-  std::set<std::string> workers;
+  std::set<std::string> workers(job.ran_on().begin(), job.ran_on().end());
+  // Jobs stored before ran_on was kept: their attempts' workers.
   for (const v1::RankStatus& rank : job.ranks()) workers.insert(rank.worker_id());
+  for (const v1::AttemptPlacement& past : job.past_attempts()) {
+    workers.insert(past.worker_ids().begin(), past.worker_ids().end());
+  }
+  workers.erase("");
   return {workers.begin(), workers.end()};
 }
 

@@ -85,7 +85,7 @@ struct JobRecord {
 // Whether any rank of the job's current attempt holds its slot.
 bool HoldsSlots(const v1::Job& job);
 
-// The workers that ran the job's current attempt.
+// Every worker that has held a rank of the job (its logs and files are there).
 std::vector<std::string> WorkersOf(const v1::Job& job);
 
 // Thread-compatible: the JobManager calls it under its mutex. Jobs are
