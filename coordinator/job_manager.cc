@@ -129,6 +129,35 @@ std::vector<std::string> JobManager::CheckpointRoots() const {
   return roots;
 }
 
+absl::Status JobManager::CheckPendingLimitsLocked(const std::string& owner,
+                                                  const std::string& queue) const {
+  if (owner == kAdminUser) return absl::OkStatus();
+  const QueueSpec* spec = queues_.Find(queue);
+  const int in_queue_most = spec != nullptr ? spec->max_pending_jobs_per_user : 0;
+  const int most = options_.max_pending_jobs_per_user;
+  if (in_queue_most <= 0 && most <= 0) return absl::OkStatus();
+  int in_all = 0;
+  int in_queue = 0;
+  for (const auto& [number, stamp] : table_.pending()) {
+    const v1::Job& job = table_.resident().at(number)->job;
+    if (job.owner() != owner) continue;
+    ++in_all;
+    if (job.spec().queue() == queue) ++in_queue;
+  }
+  if (in_queue_most > 0 && in_queue >= in_queue_most) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "user ", owner, " has ", in_queue, " jobs pending in queue ", queue,
+        ", its max_pending_jobs_per_user (", in_queue_most, "); submit more once some start"));
+  }
+  if (most > 0 && in_all >= most) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("user ", owner, " has ", in_all,
+                     " jobs pending, the coordinator's --max-pending-jobs-per-user (", most,
+                     "); submit more once some start"));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::string> JobManager::Submit(v1::JobSpec spec, const std::string& request_id,
                                                const std::string& owner) {
   RETURN_IF_ERROR(ValidateJobSpec(spec, options_.spec_limits));
@@ -161,6 +190,7 @@ absl::StatusOr<std::string> JobManager::Submit(v1::JobSpec spec, const std::stri
         return earlier;
       }
     }
+    RETURN_IF_ERROR(CheckPendingLimitsLocked(owner, admission.queue));
     v1::Job job;
     job.set_owner(owner);
     job.set_priority(admission.priority);

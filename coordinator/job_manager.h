@@ -60,6 +60,10 @@ struct JobManagerOptions {
   SpecLimits spec_limits;
   // Queues, priorities and preemption (SetQueues replaces the queues).
   QueueConfig queues = DefaultQueueConfig();
+  // A user's PENDING jobs at most, in every queue together (a queue's
+  // max_pending_jobs_per_user bounds them there too); 0: no limit. The
+  // admin's are not counted.
+  int max_pending_jobs_per_user = 1000;
   SchedulingPolicy scheduling;
   // Ended jobs are deleted this long after they ended, and beyond this many
   // (the oldest first).
@@ -219,6 +223,10 @@ class JobManager final : public JobLogIndex {
   // Where a spec's checkpoint_dir may lie: options_.checkpoint_roots and
   // the default root.
   std::vector<std::string> CheckpointRoots() const;
+  // RESOURCE_EXHAUSTED, naming the limit, when `owner` has as many jobs
+  // waiting as it may, in `queue` or in all.
+  absl::Status CheckPendingLimitsLocked(const std::string& owner, const std::string& queue) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void TickLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status DeleteLocked(RetiredJob job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Deletes ended jobs past the retention (job_manager.cc).

@@ -129,5 +129,32 @@ TEST_F(JobManagerQueuesTest, NewQueuesApplyToTheNextPass) {
   EXPECT_EQ(Job(second).state(), v1::STARTING);
 }
 
+// A user's jobs waiting are bounded, in all queues together and per queue:
+// a submit over either is RESOURCE_EXHAUSTED naming the limit, and stores
+// nothing. Running jobs and the admin's do not count.
+TEST_F(JobManagerQueuesTest, AUsersPendingJobsAreBounded) {
+  options_.max_pending_jobs_per_user = 3;
+  options_.queues = *ParseQueueConfig(
+      "queues:\n  - {name: default}\n  - {name: small, max_pending_jobs_per_user: 1}\n");
+  Restart();
+  TestWorker w1;
+  ASSERT_OK(Register(w1, "w1", 1));
+  ASSERT_OK(manager_->Submit(Spec("a", 1, ""), "", "bob"));  // runs
+  manager_->Tick();
+  for (int i = 0; i < 3; ++i) ASSERT_OK(manager_->Submit(Spec("b", 1, ""), "", "bob"));
+  EXPECT_THAT(manager_->Submit(Spec("b", 1, ""), "", "bob"),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       "user bob has 3 jobs pending, the coordinator's "
+                       "--max-pending-jobs-per-user (3); submit more once some start"));
+  EXPECT_OK(manager_->Submit(Spec("c", 1, ""), "", "carol")) << "another user's own bound";
+  EXPECT_OK(manager_->Submit(Spec("d", 1, ""), "", "admin"));
+  ASSERT_OK(manager_->Submit(Spec("e", 1, "", "small"), "", "carol"));
+  EXPECT_THAT(manager_->Submit(Spec("e", 1, "", "small"), "", "carol"),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       "user carol has 1 jobs pending in queue small, its "
+                       "max_pending_jobs_per_user (1); submit more once some start"));
+  EXPECT_EQ(AllJobs().size(), 7u);
+}
+
 }  // namespace
 }  // namespace ringmaster

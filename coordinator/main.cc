@@ -44,6 +44,11 @@ void AddLimitFlags(CLI::App& app, ringmaster::CoordinatorConfig* config) {
   app.add_option("--retain-finished-jobs", config->manager.retain_finished_jobs,
                  "and beyond this many ended jobs, the oldest first")
       ->capture_default_str();
+  app.add_option("--max-pending-jobs-per-user", config->manager.max_pending_jobs_per_user,
+                 "a user's jobs waiting at most, every queue together (0: no limit; the "
+                 "admin's are not counted); a submit over it is RESOURCE_EXHAUSTED")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_option_function<int64_t>(
          "--max-upload-mb", [config](int64_t mb) { config->max_upload_bytes = mb << 20; },
          "largest code archive `submit` may upload with a job, in MiB (default 200)")

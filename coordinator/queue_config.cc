@@ -87,10 +87,10 @@ absl::StatusOr<SlotAmount> Amount(const YAML::Node& node, const std::string& pat
 }
 
 absl::StatusOr<QueueSpec> Queue(const YAML::Node& node, const std::string& path) {
-  RETURN_IF_ERROR(
-      CheckKeys(node, path,
-                {"name", "weight", "quota", "limit", "users", "max_running_jobs_per_user",
-                 "priority_classes", "max_priority", "allow_unpreemptible"}));
+  RETURN_IF_ERROR(CheckKeys(
+      node, path,
+      {"name", "weight", "quota", "limit", "users", "max_running_jobs_per_user",
+       "max_pending_jobs_per_user", "priority_classes", "max_priority", "allow_unpreemptible"}));
   QueueSpec queue;
   if (!node["name"]) return Bad(node, path + ".name", "is required");
   ASSIGN_OR_RETURN(queue.name, Name(node["name"], path + ".name"));
@@ -133,6 +133,11 @@ absl::StatusOr<QueueSpec> Queue(const YAML::Node& node, const std::string& path)
     ASSIGN_OR_RETURN(int64_t most, Integer(node["max_running_jobs_per_user"],
                                            path + ".max_running_jobs_per_user", 0, 1 << 20));
     queue.max_running_jobs_per_user = static_cast<int>(most);
+  }
+  if (node["max_pending_jobs_per_user"]) {
+    ASSIGN_OR_RETURN(int64_t most, Integer(node["max_pending_jobs_per_user"],
+                                           path + ".max_pending_jobs_per_user", 0, 1 << 20));
+    queue.max_pending_jobs_per_user = static_cast<int>(most);
   }
   // The classes are checked against priority_classes once both are read.
   if (const YAML::Node classes = node["priority_classes"]) {

@@ -41,6 +41,9 @@ struct QueueSpec {
   SlotAmount limit;
   std::vector<std::string> users;     // who may submit to it; empty: anyone
   int max_running_jobs_per_user = 0;  // 0: no limit
+  // A user's jobs waiting in it at most; 0: the coordinator's
+  // --max-pending-jobs-per-user alone.
+  int max_pending_jobs_per_user = 0;
   // What its users may ask (the admin may ask anything). The priority
   // classes they may name: those listed, at most max_priority when it is
   // set; with none listed, every class up to max_priority, which is then

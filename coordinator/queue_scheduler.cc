@@ -29,6 +29,9 @@ int FewestRanks(const GangRequest& r) {
 struct InLine {
   bool preemptor = false;
   int priority = 0;
+  // Users take turns in a queue: the jobs its owner runs there, plus those
+  // of its own ahead of this one.
+  int turn = 0;
   int64_t sequence = 0;
   SlotAmount need;  // of its fewest ranks
   bool gpu = false;
@@ -39,6 +42,7 @@ struct InLine {
   bool operator<(const InLine& o) const {
     if (preemptor != o.preemptor) return preemptor;
     if (priority != o.priority) return priority > o.priority;
+    if (turn != o.turn) return turn < o.turn;
     return sequence < o.sequence;
   }
 };
@@ -46,11 +50,8 @@ struct InLine {
 struct QueueState {
   const QueueSpec* spec = nullptr;
   SlotAmount in_use;
-  // Counted only when its spec has max_running_jobs_per_user.
   std::map<std::string_view, int> running_by_user;
-  void Runs(std::string_view owner) {
-    if (spec->max_running_jobs_per_user > 0) ++running_by_user[owner];
-  }
+  void Runs(std::string_view owner) { ++running_by_user[owner]; }
   std::vector<InLine> pending;  // in the order they are considered
   size_t next = 0;              // the first not yet decided
   int running_jobs = 0;
@@ -104,12 +105,17 @@ class Pass {
     pending_ = pending.data();
     decisions_.jobs.resize(pending.size());
     for (const PendingJob& job : pending) {
-      QueueOf(job.queue).pending.push_back({job.preemptor, job.priority, job.sequence,
+      QueueOf(job.queue).pending.push_back({job.preemptor, job.priority, 0, job.sequence,
                                             AmountOf(job.request, FewestRanks(job.request)),
                                             job.request.gpus_per_rank > 0, job.pending_since,
                                             NeverFitsCached(job.request), &job});
     }
     for (auto& [name, q] : queues_) {
+      // Each user's jobs in order; then the users' jobs interleaved, so
+      // that one user's backlog does not hold up another's first job.
+      std::sort(q.pending.begin(), q.pending.end());
+      std::map<std::string_view, int> turns = q.running_by_user;
+      for (InLine& line : q.pending) line.turn = turns[line.job->owner]++;
       std::sort(q.pending.begin(), q.pending.end());
       if (!q.pending.empty() || q.running_jobs > 0) {
         wanting_weights_ += q.spec->weight;

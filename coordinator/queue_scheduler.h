@@ -6,8 +6,11 @@
 //      lowest weighted dominant share (max of its slot and GPU shares,
 //      divided by its weight), counting half of its next job, goes next,
 //      as in Kueue's and YARN's fair sharing. A queue below its share, beside
-//      another that wants capacity, reserves for its next job at once. Within a queue, first come
-//      first served; a preempted job keeps its place.
+//      another that wants capacity, reserves for its next job at once.
+//      Within a queue, users take turns: the next job of equal priority is
+//      that of the user with the fewest jobs running there and ahead of it,
+//      the older on a tie; a user's own jobs first come first served, a
+//      preempted job keeping its place among them.
 //   2. A queue never uses more than its limit; a user never runs more than
 //      the queue's max_running_jobs_per_user there.
 //   3. A job that fits starts. One that does not fit waits; once it has

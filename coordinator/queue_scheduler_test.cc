@@ -320,6 +320,27 @@ TEST(ScheduleQueuesTest, AUserRunsNoMoreThanTheQueueAllows) {
   EXPECT_EQ(d.placed.count("bobs"), 1u);
 }
 
+// Users take turns within a queue, as Slurm's fair share does among
+// associations: one user's backlog does not hold up another's first job.
+TEST(ScheduleQueuesTest, WithinAQueueUsersTakeTurns) {
+  Snapshot s(1, 3);
+  s.Run("a0", "default", 100, 1, absl::Minutes(5)).owner = "alice";
+  for (int i = 1; i <= 50; ++i) s.Pend(absl::StrCat("a", i), "default", 100, 1).owner = "alice";
+  s.Pend("b1", "default", 100, 1).owner = "bob";
+  s.Pend("b2", "default", 100, 1).owner = "bob";
+  Decided d = s.Schedule();
+  // Two free slots: alice runs a job already, so bob's first goes first;
+  // then each runs one, and the older job goes.
+  EXPECT_EQ(d.placed.count("b1"), 1u) << "bob waits behind alice's backlog";
+  EXPECT_EQ(d.placed.count("a1"), 1u);
+  EXPECT_EQ(d.placed.size(), 2u);
+  // Priority still comes first.
+  s.Pend("a-urgent", "default", 1000, 1).owner = "alice";
+  d = s.Schedule();
+  EXPECT_EQ(d.placed.count("a-urgent"), 1u);
+  EXPECT_EQ(d.placed.count("b1"), 1u);
+}
+
 TEST(ScheduleQueuesTest, AJobOfAQueueNoLongerConfiguredRunsInTheDefaultQueue) {
   Snapshot s(1, 1);
   s.Pend("orphan", "removed", 100, 1);
