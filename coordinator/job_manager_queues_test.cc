@@ -156,5 +156,43 @@ TEST_F(JobManagerQueuesTest, AUsersPendingJobsAreBounded) {
   EXPECT_EQ(AllJobs().size(), 7u);
 }
 
+// A job preempted max_preemptions_per_hour (3) times within the hour says
+// so in the third preemption's history entry, and is not preempted again.
+TEST_F(JobManagerQueuesTest, AJobIsPreemptedAtMostThreeTimesAnHourAndSaysSo) {
+  TestWorker w1;
+  ASSERT_OK(Register(w1, "w1", 1));
+  const std::string low = Submit(Spec("low", 1, "low"));
+  int attempt = 0;
+  Started(w1, low, attempt, 0);
+  for (int i = 1; i <= 3; ++i) {
+    Pass(absl::Minutes(5));  // past min_runtime
+    const std::string high = Submit(Spec("high", 1, "high"));
+    ASSERT_EQ(Job(low).state(), v1::RESTARTING) << "preemption " << i;
+    const std::string said = Last(low).message();
+    EXPECT_EQ(said.find("not preempted again before") != std::string::npos, i == 3) << said;
+    Exited(w1, low, attempt, 0, 143, /*stopped=*/true);
+    Pass(absl::Seconds(1));
+    Started(w1, high, 0, 0);
+    Exited(w1, high, 0, 0, 0);
+    Pass(absl::Seconds(1));
+    ASSERT_EQ(Job(low).state(), v1::STARTING);
+    Started(w1, low, ++attempt, 0);
+  }
+  std::string third;
+  const v1::Job preempted = Job(low);
+  for (const v1::StateChange& change : preempted.history()) {
+    if (change.reason() == v1::PREEMPTED) third = change.message();
+  }
+  EXPECT_NE(third.find("; preempted 3 times within the hour, it is not preempted again before "),
+            std::string::npos)
+      << third;
+  EXPECT_NE(third.find("(--max-preemptions-per-hour)"), std::string::npos) << third;
+  Pass(absl::Minutes(5));
+  const std::string waits = Submit(Spec("high", 1, "high"));
+  EXPECT_EQ(Job(low).state(), v1::RUNNING);
+  EXPECT_EQ(Job(low).preemptions(), 3);
+  EXPECT_EQ(Job(waits).state(), v1::PENDING);
+}
+
 }  // namespace
 }  // namespace ringmaster

@@ -34,6 +34,18 @@ GangRequest GangOf(const v1::JobSpec& spec) {
 namespace {
 
 // When the job last entered `state`, from its history.
+// When the job was preempted, its latest `most` times (history entries
+// with reason PREEMPTED), oldest first.
+std::vector<absl::Time> PreemptedAt(const v1::Job& job, int most) {
+  std::vector<absl::Time> times;
+  for (auto it = job.history().rbegin();
+       it != job.history().rend() && static_cast<int>(times.size()) < most; ++it) {
+    if (it->reason() == v1::PREEMPTED) times.push_back(absl::FromUnixMillis(it->time_unix_ms()));
+  }
+  std::reverse(times.begin(), times.end());
+  return times;
+}
+
 absl::Time LastEntered(const v1::Job& job, v1::JobState state) {
   for (auto it = job.history().rbegin(); it != job.history().rend(); ++it) {
     if (it->state() == state) return absl::FromUnixMillis(it->time_unix_ms());
@@ -131,7 +143,8 @@ namespace {
 // What the scheduler sees of a placed job now.
 RunningJob ViewOfPlaced(
     const v1::Job& job, std::string_view queue,
-    const absl::flat_hash_map<std::string_view, const SchedulableWorker*>& workers) {
+    const absl::flat_hash_map<std::string_view, const SchedulableWorker*>& workers,
+    int max_preemptions_per_hour) {
   RunningJob view{job.id(),
                   queue,
                   job.owner(),
@@ -139,7 +152,8 @@ RunningJob ViewOfPlaced(
                   LastEntered(job, v1::STARTING),
                   job.spec().preemptible(),
                   GangOf(job.spec()),
-                  {}};
+                  {},
+                  PreemptedAt(job, max_preemptions_per_hour)};
   for (const v1::RankStatus& rank : job.ranks()) {
     if (!RankHoldsSlot(rank)) continue;
     RankPlacement& p = view.ranks.emplace_back(RankPlacement{rank.rank(), rank.worker_id(), {}});
@@ -174,7 +188,8 @@ void JobManager::UpdatePlacedViewsLocked(const std::vector<SchedulableWorker>& w
         views.emplace_back(PlacedView{number,
                                       job.revision(),
                                       running,
-                                      ViewOfPlaced(job, QueueNameLocked(job.spec().queue()), by_id),
+                                      ViewOfPlaced(job, QueueNameLocked(job.spec().queue()), by_id,
+                                                   options_.scheduling.max_preemptions_per_hour),
                                       {}});
     for (const RankPlacement& p : view.job.ranks) {
       if (view.held.empty() || view.held.back().worker_id != p.worker_id) {
@@ -252,6 +267,17 @@ void JobManager::PreemptLocked(JobRecord& victim, const JobRecord& by, int keep_
                     job.world_size(), " ranks from a checkpoint taken on stop");
   } else {
     absl::StrAppend(&message, ": resumes from a checkpoint taken on stop when it is placed again");
+  }
+  // The bound, said when this preemption reaches it.
+  const int most = options_.scheduling.max_preemptions_per_hour;
+  std::vector<absl::Time> times = PreemptedAt(job, most);
+  times.push_back(clock_->Now());
+  if (most > 0 && PreemptionsInTheLastHour(times, clock_->Now()) >= most) {
+    const absl::Time free_at = times[times.size() - most] + absl::Hours(1);
+    absl::StrAppend(&message, "; preempted ", most,
+                    " times within the hour, it is not preempted again before ",
+                    absl::FormatTime("%H:%M:%S UTC", free_at, absl::UTCTimeZone()),
+                    " (--max-preemptions-per-hour)");
   }
   job.set_preemptions(job.preemptions() + 1);
   if (!table_.Transition(victim, v1::RESTARTING, v1::PREEMPTED, message).ok()) {

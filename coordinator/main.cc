@@ -125,9 +125,15 @@ void AddTimingFlags(CLI::App& app, ringmaster::CoordinatorConfig* config) {
   ringmaster::AddDurationOption(app, "--reserve-after", &manager.scheduling.reserve_after,
                                 "a job pending this long reserves the slots it needs as they "
                                 "free up (default 60s)");
+  app.add_option("--max-preemptions-per-hour", manager.scheduling.max_preemptions_per_hour,
+                 "a job preempted this many times within the hour is not preempted again "
+                 "until an hour after the first of them (0: no bound)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   ringmaster::AddDurationOption(app, "--min-runtime", &manager.scheduling.min_runtime,
                                 "a job running less than this is preempted only when nothing "
-                                "else frees enough (default 2m)");
+                                "else of the preemptor's queue frees enough, and never to take "
+                                "back what another queue lent (default 2m)");
   ringmaster::StragglerOptions& stragglers = manager.stragglers;
   app.add_option("--straggler-ratio", stragglers.ratio,
                  "a rank whose compute time per step is this many times its job's median...")

@@ -13,6 +13,11 @@
 
 namespace ringmaster {
 
+int PreemptionsInTheLastHour(const std::vector<absl::Time>& preempted_at, absl::Time now) {
+  return static_cast<int>(std::count_if(preempted_at.begin(), preempted_at.end(),
+                                        [now](absl::Time t) { return now - t < absl::Hours(1); }));
+}
+
 SlotAmount AmountOf(const GangRequest& request, int ranks) {
   return {int64_t{ranks} * std::max(1, request.gpus_per_rank),
           int64_t{ranks} * request.gpus_per_rank};
@@ -174,6 +179,7 @@ class Pass {
   // weighted share, then the oldest job.
   struct Turn {
     bool preemptor;
+    bool borrowing;  // its queue would exceed its quota with the job
     int priority;
     double share;
     int64_t sequence;
@@ -181,6 +187,7 @@ class Pass {
     bool operator>(const Turn& o) const { return o < *this; }
     bool operator<(const Turn& o) const {
       if (preemptor != o.preemptor) return preemptor;
+      if (borrowing != o.borrowing) return !borrowing;
       if (priority != o.priority) return priority > o.priority;
       if (share != o.share) return share < o.share;
       return sequence < o.sequence;
@@ -195,7 +202,9 @@ class Pass {
     // share (each start overshoots it), the share after (Kueue's rule)
     // starves it.
     const double share = (Share(q) + Share(q, head.need)) / 2;
-    return {head.preemptor, head.priority, share, head.sequence, &q};
+    return {head.preemptor, !(q.in_use + head.need).Within(q.spec->quota),
+            head.priority,  share,
+            head.sequence,  &q};
   }
 
   JobDecision& DecisionOf(const PendingJob& job) { return decisions_.jobs[&job - pending_]; }
@@ -205,6 +214,16 @@ class Pass {
   void Decide(const InLine& line, QueueState& q) {
     const PendingJob& job = *line.job;
     const SlotAmount& need = line.need;
+    const bool borrowing = !(q.in_use + need).Within(q.spec->quota);
+    if (borrowing && !line.preemptor && within_quota_waiting_) {
+      if (borrow_wait_.empty()) {
+        borrow_wait_ = Keep(
+            "would borrow, while a job within its queue's quota waits for slots; what is "
+            "lent is only what no such job waits for");
+      }
+      WaitFor(line, borrow_wait_);
+      return;
+    }
     if (!(q.in_use + need).Within(q.spec->limit)) {
       // Its own queue's lower-priority jobs may make room under the limit.
       const bool room_below =
@@ -238,6 +257,8 @@ class Pass {
       DecisionOf(job).waiting = line.never_fits;  // it holds up no one
       return;
     }
+    // No job borrows what it waits for (the preemptor too, if it becomes one).
+    within_quota_waiting_ |= !borrowing;
     if (!line.preemptor && MaySeekVictims(line.priority, q, need) && Preempt(job, q, need)) return;
     const bool owed = !q.reserved_share && Owed(q);
     if (line.preemptor || now_ - line.pending_since >= policy_.reserve_after || owed) {
@@ -372,6 +393,8 @@ class Pass {
   // of lower priority in the job's own queue.
   bool MayPreempt(const RunningJob& r, const PendingJob& job, const QueueState& q) {
     if (!r.preemptible || victims_.count(r.job_id) > 0) return false;
+    const int most = policy_.max_preemptions_per_hour;
+    if (most > 0 && PreemptionsInTheLastHour(r.preempted_at, now_) >= most) return false;
     const QueueState& theirs = QueueOf(r.queue);
     if (&theirs == &q) return r.priority < job.priority;
     return theirs.over_quota();
@@ -459,7 +482,10 @@ class Pass {
         const QueueState& theirs = QueueOf(r.queue);
         const bool lent =
             &theirs == &q || !(theirs.in_use - v.lent_back[r.queue]).Within(theirs.spec->quota);
-        if ((round == 0 && now_ - r.started < policy_.min_runtime) || !lent) continue;
+        // The young of the job's own queue only as a last resort; another
+        // queue's never: what it borrowed stays its until min_runtime.
+        const bool young = now_ - r.started < policy_.min_runtime;
+        if ((young && (round == 0 || &theirs != &q)) || !lent) continue;
         const int world = static_cast<int>(r.ranks.size());
         const int fewest = std::min(world, FewestRanks(r.request));
         if (Release(v, i, round < 2 && fewest < world ? fewest : 0, job.request)) return true;
@@ -548,6 +574,10 @@ class Pass {
   // The smallest need for which preemption failed, by queue and priority:
   // larger needs there fail too, and are not tried again this pass.
   std::map<std::pair<std::string, int>, SlotAmount> failed_need_;
+  // A job within its queue's quota waits for slots: later jobs that would
+  // borrow wait too, for the reason kept in borrow_wait_.
+  bool within_quota_waiting_ = false;
+  std::string_view borrow_wait_;
   // Jobs decided so far that started, or wait for slots, by priority.
   std::map<int, int> ahead_by_priority_;
   SchedulingDecisions decisions_;

@@ -19,10 +19,17 @@
 //   4. A job its queue's quota entitles to run, that does not fit,
 //      preempts: victims from queues over their quota first (taking back
 //      what was lent), then its own queue's jobs of lower priority, lowest
-//      priority first, then the newest; jobs younger than min_runtime only
-//      when the others do not free enough; never a non-preemptible one;
-//      an elastic job shrinks before it is stopped whole; only as many as
-//      needed. The preemptor then reserves what the victims free.
+//      priority first, then the newest; its own queue's jobs younger than
+//      min_runtime only when the others do not free enough, another
+//      queue's never; never a non-preemptible one, nor one preempted
+//      max_preemptions_per_hour times within the hour; an elastic job
+//      shrinks before it is stopped whole; only as many as needed. The
+//      preemptor then reserves what the victims free.
+//   5. Jobs within their queue's quota go before jobs that would borrow,
+//      whatever their priorities (as in Kueue), and while one of them waits
+//      for slots no job borrows: what is lent is only what no queue within
+//      its quota waits for, so a borrower is never placed only to be
+//      preempted on the next pass.
 #ifndef RINGMASTER_COORDINATOR_QUEUE_SCHEDULER_H_
 #define RINGMASTER_COORDINATOR_QUEUE_SCHEDULER_H_
 
@@ -63,12 +70,21 @@ struct RunningJob {
   bool preemptible = true;
   GangRequest request;
   std::vector<RankPlacement> ranks;  // where its ranks hold slots
+  // When it was preempted lately (at least the last
+  // max_preemptions_per_hour times).
+  std::vector<absl::Time> preempted_at;
 };
 
 struct SchedulingPolicy {
   absl::Duration reserve_after = absl::Seconds(60);
   absl::Duration min_runtime = absl::Minutes(2);
+  // A job preempted this many times within the last hour is not preempted
+  // again until the oldest of them is an hour old; 0: no bound.
+  int max_preemptions_per_hour = 3;
 };
+
+// How many of `preempted_at` lie within the hour before `now`.
+int PreemptionsInTheLastHour(const std::vector<absl::Time>& preempted_at, absl::Time now);
 
 struct Preemption {
   std::string victim;

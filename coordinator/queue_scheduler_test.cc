@@ -341,6 +341,60 @@ TEST(ScheduleQueuesTest, WithinAQueueUsersTakeTurns) {
   EXPECT_EQ(d.placed.count("b1"), 1u);
 }
 
+// What is lent is only what no job within its quota waits for: a borrower
+// placed in the slots such a job needs would be preempted on the next pass.
+TEST(ScheduleQueuesTest, NoJobBorrowsWhileAJobWithinItsQuotaWaitsForSlots) {
+  const QueueConfig config = Queues(
+      "queues:\n  - {name: team, quota: {slots: 8}}\n  - {name: guest}\n"
+      "default_queue: team\n");
+  Snapshot s(1, 4);
+  s.Run("team-old", "team", 100, 2, absl::Minutes(5));
+  s.Pend("guest-1", "guest", 1000, 1);  // earlier, and of a higher priority
+  s.Pend("team-big", "team", 100, 3);
+  Decided d = s.Schedule(config);
+  EXPECT_EQ(d.placed.count("guest-1"), 0u);
+  EXPECT_EQ(d.waiting["guest-1"],
+            "would borrow, while a job within its queue's quota waits for slots; what is lent is "
+            "only what no such job waits for");
+  EXPECT_EQ(d.waiting["team-big"], "needs 3 free slots, 2 free on 1 alive workers");
+}
+
+// Capacity no queue within its quota can use (its queues at their limits) is
+// lent, and a borrower placed in it is not taken back before min_runtime.
+TEST(ScheduleQueuesTest, ABorrowerIsTakenBackOnlyAfterMinRuntime) {
+  const QueueConfig config = Queues(
+      "queues:\n  - {name: team, quota: {slots: 4}}\n  - {name: guest}\n"
+      "default_queue: team\n");
+  Snapshot s(1, 4);
+  s.Run("team-old", "team", 100, 3, absl::Minutes(5));
+  s.Run("guest-young", "guest", 100, 1, absl::Minutes(1));
+  s.Pend("team-next", "team", 100, 1);
+  Decided d = s.Schedule(config);
+  EXPECT_TRUE(d.preemptions.empty()) << "guest-young has run 1 minute of its 2";
+  Snapshot later(1, 4);
+  later.Run("team-old", "team", 100, 3, absl::Minutes(5));
+  later.Run("guest-old", "guest", 100, 1, absl::Minutes(3));
+  later.Pend("team-next", "team", 100, 1);
+  EXPECT_EQ(Victims(later.Schedule(config)), std::vector<std::string>{"guest-old"});
+}
+
+// A job preempted max_preemptions_per_hour times within the hour is no
+// victim until the oldest of them is an hour old.
+TEST(ScheduleQueuesTest, AJobPreemptedThreeTimesThisHourIsNotPreemptedAgain) {
+  const QueueConfig config = Queues(
+      "queues:\n  - {name: team, quota: {slots: 4}}\n  - {name: guest}\n"
+      "default_queue: team\n");
+  Snapshot s(1, 4);
+  s.Run("team-old", "team", 100, 3, absl::Minutes(5));
+  RunningJob& guest = s.Run("guest", "guest", 100, 1, absl::Minutes(3));
+  guest.preempted_at = {kNow - absl::Minutes(59), kNow - absl::Minutes(30),
+                        kNow - absl::Minutes(4)};
+  s.Pend("team-next", "team", 100, 1);
+  EXPECT_TRUE(s.Schedule(config).preemptions.empty());
+  guest.preempted_at[0] = kNow - absl::Minutes(61);
+  EXPECT_EQ(Victims(s.Schedule(config)), std::vector<std::string>{"guest"});
+}
+
 TEST(ScheduleQueuesTest, AJobOfAQueueNoLongerConfiguredRunsInTheDefaultQueue) {
   Snapshot s(1, 1);
   s.Pend("orphan", "removed", 100, 1);
