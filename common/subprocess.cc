@@ -33,6 +33,7 @@ enum Step {
   kRedirect,
   kStdin,
   kHideProcesses,
+  kPrivateShm,
   kNoNewPrivs,
   kRunAs,
   kChdir,
@@ -40,11 +41,18 @@ enum Step {
   kExec,
   kSteps
 };
-const char* const kStepNames[kSteps] = {
-    "detach",          "prctl",          "join cgroup",
-    "redirect output", "open /dev/null", "mount a /proc that hides other users' processes",
-    "drop privileges", "switch to user", "chdir",
-    "access",          "execve"};
+const char* const kStepNames[kSteps] = {"detach",
+                                        "prctl",
+                                        "join cgroup",
+                                        "redirect output",
+                                        "open /dev/null",
+                                        "mount a /proc that hides other users' processes",
+                                        "mount the job's own /dev/shm",
+                                        "drop privileges",
+                                        "switch to user",
+                                        "chdir",
+                                        "access",
+                                        "execve"};
 
 // In a mount namespace of the caller's own (its mounts no longer flow back
 // to the host's), a /proc that lists only the caller's user's processes.
@@ -64,6 +72,7 @@ struct ChildPlan {
   const std::vector<int>* cgroup_fds;
   const RunAs* run_as;  // null: stay
   bool hide_other_users_processes;
+  const char* private_shm;  // "": the host's /dev/shm
   bool no_new_privs;
   const char* dir;
   const std::vector<PathAccess>* required_access;
@@ -104,6 +113,11 @@ struct ChildPlan {
   if (devnull < 0 || dup2(devnull, STDIN_FILENO) < 0) fail();
   step = kHideProcesses;
   if (plan.hide_other_users_processes && !MountProcHidingOthers()) fail();
+  step = kPrivateShm;
+  if (plan.private_shm[0] != '\0' &&
+      mount(plan.private_shm, "/dev/shm", nullptr, MS_BIND, nullptr) != 0) {
+    fail();
+  }
   step = kNoNewPrivs;
   if (plan.no_new_privs && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail();
   // A worker that switches users by ambient capabilities does not hand them
@@ -272,8 +286,8 @@ absl::StatusOr<pid_t> SpawnProcess(const SubprocessSpec& spec) {
   if (pid == 0) {
     ExecChild({spec.detach, parent, output_fd, pipe_fds[1], &cgroup_fds,
                spec.run_as ? &*spec.run_as : nullptr, spec.hide_other_users_processes,
-               spec.no_new_privs, spec.working_dir.c_str(), &spec.required_access, program->c_str(),
-               argv.data(), envp.data()});
+               spec.private_shm.c_str(), spec.no_new_privs, spec.working_dir.c_str(),
+               &spec.required_access, program->c_str(), argv.data(), envp.data()});
   }
   if (spec.detach == SubprocessSpec::Detach::kProcessGroup) {
     // Also from the parent, so that signalling -pid works at once.

@@ -67,6 +67,9 @@ struct SubprocessSpec {
   // hidepid=2: it sees only its own user's processes (needs root, or
   // CAP_SYS_ADMIN; see CanHideOtherUsersProcesses).
   bool hide_other_users_processes = false;
+  // With hide_other_users_processes: a directory (a job's tmpfs) mounted
+  // on /dev/shm in the child's mount namespace; empty: the host's.
+  std::string private_shm;
 };
 
 // Whether SubprocessSpec::hide_other_users_processes works here: a child

@@ -22,6 +22,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/job_id.h"
+#include "common/subprocess.h"
 #include "tests/cluster_fixture.h"
 
 namespace ringmaster {
@@ -196,6 +197,86 @@ TEST_F(IsolationTest, ACheckpointDirOutsideTheAllowedRootsIsRefused) {
             std::string::npos)
       << cause;
   EXPECT_TRUE(fs::is_empty(outside)) << "a job's directory was made outside the roots";
+}
+
+// Each job has a /dev/shm of its own (a tmpfs its ranks on the worker
+// share): another job's files do not show there, nothing reaches the
+// host's, and it is unmounted when the job's last rank here exits. The
+// built-in trainer's ranks still meet in it for their shared-memory
+// all-reduce.
+class PrivateShmTest : public IsolationTest {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root: only a root worker switches users";
+    if (!CanHideOtherUsersProcesses()) {
+      GTEST_SKIP() << "this machine gives no process a mount namespace of its own";
+    }
+    // The trainer where ranks of any uid may run it (the test's runfiles
+    // are root's alone).
+    bin_dir_ = absl::StrCat("/tmp/ringmaster-bin-", getpid());
+    fs::create_directories(bin_dir_);
+    chmod(bin_dir_.c_str(), 0755);
+    for (const char* program : {"coordinator/ringmaster-coordinator", "worker/ringmaster-worker",
+                                "trainer/ringmaster-trainer"}) {
+      const std::string to = bin_dir_ + "/" + fs::path(program).filename().string();
+      fs::copy_file(testing::Runfile(program), to, fs::copy_options::overwrite_existing);
+      chmod(to.c_str(), 0755);
+    }
+    extra_env_["RINGMASTER_BIN_DIR"] = bin_dir_;
+    IsolationTest::SetUp();
+  }
+  void TearDown() override {
+    IsolationTest::TearDown();
+    if (!bin_dir_.empty()) fs::remove_all(bin_dir_);
+  }
+  std::string MountInfo() {
+    std::ifstream in("/proc/self/mountinfo");
+    return std::string((std::istreambuf_iterator<char>(in)), {});
+  }
+  std::string bin_dir_;
+};
+
+TEST_F(PrivateShmTest, EachJobHasADevShmOfItsOwn) {
+  const std::string a = Submit(
+      "name: shm-a\nranks: 1\nmax_restarts: 0\n"
+      "command: [sh, -c, 'echo x > /dev/shm/shm-a-file && chmod 644 /dev/shm/shm-a-file && "
+      "echo written && exec sleep 300']\n");
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        return absl::StrContains(Cli({"logs", a}).out, "written");
+      },
+      absl::Seconds(60)));
+  const std::string shm = absl::StrCat(state_dir_, "/worker-0/shm/", a);
+  EXPECT_TRUE(absl::StrContains(MountInfo(), shm)) << "no tmpfs of the job's at " << shm;
+  EXPECT_FALSE(fs::exists("/dev/shm/shm-a-file")) << "the job wrote in the host's /dev/shm";
+  const std::string b = Submit(
+      "name: shm-b\nranks: 1\nmax_restarts: 0\n"
+      "command: [sh, -c, 'ls -A /dev/shm; echo listed']\n");
+  WaitJob(b, [](const v1::Job& j) { return j.state() == v1::SUCCEEDED; });
+  const std::string listed = Cli({"logs", b}).out;
+  EXPECT_TRUE(absl::StrContains(listed, "listed")) << listed;
+  EXPECT_FALSE(absl::StrContains(listed, "shm-a-file")) << "another job's file shows: " << listed;
+
+  ASSERT_EQ(Cli({"cancel", a}).exit_code, 0);
+  WaitJob(a, [](const v1::Job& j) { return j.state() == v1::CANCELLED && AllRanksEnded(j); });
+  EXPECT_TRUE(
+      testing::WaitFor([&] { return !absl::StrContains(MountInfo(), shm); }, absl::Seconds(30)))
+      << shm << " is still mounted after the job ended";
+}
+
+TEST_F(PrivateShmTest, TheTrainersRanksMeetInTheirJobsShm) {
+  const std::string id = Submit(
+      "name: shm-trainer\nranks: 2\nmax_restarts: 0\n"
+      "trainer:\n"
+      "  model: {type: mlp, hidden: [16]}\n"
+      "  data: {path: \"synthetic:rows=256,features=8,classes=4\"}\n"
+      "  epochs: 1\n  batch_size: 16\n"
+      "  optimizer: {type: sgd, lr: 0.05}\n");
+  const v1::Job job = WaitJob(
+      id, [](const v1::Job& j) { return j.state() == v1::SUCCEEDED || j.state() == v1::FAILED; });
+  const std::string logs = Cli({"logs", id}).out;
+  ASSERT_EQ(job.state(), v1::SUCCEEDED) << logs;
+  EXPECT_TRUE(absl::StrContains(logs, "all-reduce over shared memory")) << logs;
 }
 
 // One --rank-user for every job: the same attacks all succeed. This is

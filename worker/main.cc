@@ -80,6 +80,11 @@ void AddWorkerFlags(CLI::App& app, ringmaster::WorkerConfig* config) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   app.add_option("--state-dir", config->state_dir, "rank logs live below it")
       ->capture_default_str();
+  app.add_option_function<int64_t>(
+         "--shm-size-mb", [config](int64_t mb) { config->shm_size_bytes = mb << 20; },
+         "size of each job's own /dev/shm, a tmpfs its ranks on this worker share (default: "
+         "half of this machine's memory, as the host's)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
   app.add_option_function<std::string>(
       "--checkpoint-roots",
       [config](const std::string& list) {

@@ -70,6 +70,7 @@ absl::StatusOr<pid_t> PosixProcessLauncher::Spawn(const LaunchSpec& spec) {
   sub.detach = SubprocessSpec::Detach::kOwnSession;
   sub.run_as = spec.run_as;
   sub.hide_other_users_processes = spec.hide_other_users_processes;
+  sub.private_shm = spec.private_shm;
   sub.no_new_privs = true;
   sub.required_access = spec.required_access;
   if (contain) {

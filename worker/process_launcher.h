@@ -30,6 +30,7 @@ struct LaunchSpec {
   std::optional<RunAs> run_as;              // its user; nullopt: the worker's
   std::vector<PathAccess> required_access;  // checked as its user before exec
   bool hide_other_users_processes = false;  // SubprocessSpec's
+  std::string private_shm;                  // SubprocessSpec's
 };
 
 struct ExitStatus {

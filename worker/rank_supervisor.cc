@@ -179,13 +179,19 @@ absl::Status RankSupervisor::PrepareFiles(const v1::StartRank& start, LaunchSpec
                                            start.rank().job_id(), *spec->run_as));
     }
   }
-  if (!start.has_code()) return absl::OkStatus();
-  if (options_.code == nullptr) return absl::FailedPreconditionError("this worker takes no code");
-  // The rank's thread may wait: the first rank of the job fetches.
-  absl::StatusOr<std::string> dir =
-      options_.code->Prepare(start.rank().job_id(), start.code(), spec->run_as);
-  if (!dir.ok()) return dir.status();
-  spec->working_dir = *dir;
+  if (start.has_code()) {
+    if (options_.code == nullptr) return absl::FailedPreconditionError("this worker takes no code");
+    // The rank's thread may wait: the first rank of the job fetches.
+    absl::StatusOr<std::string> dir =
+        options_.code->Prepare(start.rank().job_id(), start.code(), spec->run_as);
+    if (!dir.ok()) return dir.status();
+    spec->working_dir = *dir;
+  }
+  // Last, so that nothing fails once it is held: Supervise releases it.
+  if (options_.shm != nullptr && spec->hide_other_users_processes && spec->run_as) {
+    ASSIGN_OR_RETURN(spec->private_shm,
+                     options_.shm->Acquire(start.rank().job_id(), *spec->run_as));
+  }
   return absl::OkStatus();
 }
 
@@ -216,6 +222,7 @@ void RankSupervisor::Supervise(Key key) {
           ReadRankError(RankDirPath(ref), spec->run_as ? spec->run_as->uid : geteuid()));
     }
   }
+  if (spec.ok() && !spec->private_shm.empty()) options_.shm->Release(ref.job_id());
   {
     MutexLock lock(&mu_);
     Rank& rank = *ranks_[key];

@@ -18,6 +18,7 @@
 #include "common/mutex.h"
 #include "proto/worker.pb.h"
 #include "worker/job_code.h"
+#include "worker/job_shm.h"
 #include "worker/process_launcher.h"
 #include "worker/rank_identity.h"
 
@@ -39,6 +40,9 @@ struct RankSupervisorOptions {
   absl::Duration clear_group_timeout = absl::Seconds(10);
   // Unpacks the code of jobs that come with it (StartRank.code); not owned.
   JobCode* code = nullptr;
+  // With hide_other_jobs_processes: each job's own /dev/shm; not owned.
+  // Null: ranks see the host's.
+  JobShm* shm = nullptr;
   // The GPUs this worker offers: a rank's CUDA_VISIBLE_DEVICES names its
   // own (StartRank.gpus) by UUID, and nothing for a rank without any.
   std::vector<v1::Gpu> gpus;

@@ -219,6 +219,17 @@ absl::Status WorkerServer::InitSupervisor(const WorkerConfig& config,
           std::make_shared<CoordinatorTargets>(config.coordinator_address, config.tls),
           config.token));
   options.code = code_.get();
+  // Each job's own /dev/shm, where its ranks get a mount namespace.
+  if (options.identities.per_job() && options.hide_other_jobs_processes) {
+    shm_ = std::make_unique<JobShm>(config.state_dir + "/shm", config.shm_size_bytes > 0
+                                                                   ? config.shm_size_bytes
+                                                                   : DefaultShmBytes());
+    options.shm = shm_.get();
+  } else {
+    spdlog::warn(
+        "ranks share the host's /dev/shm: each job has one of its own only with a uid "
+        "per job on a worker that may mount");
+  }
   // Kills what an earlier worker of this id left before anything registers.
   launcher_ = std::make_unique<PosixProcessLauncher>(
       RankCgroups::NameFor(config.worker_id, config.state_dir));

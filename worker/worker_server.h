@@ -24,6 +24,7 @@
 #include "worker/coordinator_link.h"
 #include "worker/gpu_watch.h"
 #include "worker/job_code.h"
+#include "worker/job_shm.h"
 #include "worker/nvml.h"
 #include "worker/process_launcher.h"
 #include "worker/progress_board.h"
@@ -41,6 +42,8 @@ struct WorkerConfig {
   std::string state_dir;          // logs below it
   // Where jobs' checkpoint directories may lie; empty: the coordinator's.
   std::vector<std::string> checkpoint_roots;
+  // The size of each job's own /dev/shm (job_shm.h); 0: half of memory.
+  int64_t shm_size_bytes = 0;
   std::string trainer_program;
   int slots = 0;                              // 0: one per GPU, or 1 without GPUs
   std::map<std::string, std::string> labels;  // for jobs' worker_selector
@@ -95,6 +98,7 @@ class WorkerServer {
   std::unique_ptr<WorkerMetrics> metrics_;
   std::unique_ptr<MetricsServer> metrics_server_;
   std::unique_ptr<JobCode> code_;
+  std::unique_ptr<JobShm> shm_;  // null: ranks see the host's /dev/shm
   std::unique_ptr<RankSupervisor> supervisor_;
   std::unique_ptr<CoordinatorLink> link_;
   std::unique_ptr<GpuWatch> gpu_watch_;
