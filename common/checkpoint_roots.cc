@@ -66,8 +66,8 @@ absl::Status CheckCheckpointDir(const std::string& dir, const std::vector<std::s
                    "); the coordinator's --checkpoint-roots says which"));
 }
 
-absl::StatusOr<UniqueFd> OpenCheckpointDir(const std::string& dir,
-                                           const std::vector<std::string>& roots) {
+absl::StatusOr<CheckpointDir> OpenCheckpointDir(const std::string& dir,
+                                                const std::vector<std::string>& roots) {
   // Through links: shared storage is often mounted through one.
   UniqueFd fd(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!fd.valid()) {
@@ -84,7 +84,9 @@ absl::StatusOr<UniqueFd> OpenCheckpointDir(const std::string& dir,
   const std::string where(resolved, static_cast<size_t>(n));
   for (const std::string& root : roots) {
     char real[PATH_MAX];
-    if (realpath(root.c_str(), real) != nullptr && Within(where, real)) return fd;
+    if (realpath(root.c_str(), real) != nullptr && Within(where, real)) {
+      return CheckpointDir{std::move(fd), where == real};
+    }
   }
   return absl::FailedPreconditionError(
       absl::StrCat("checkpoint_dir ", dir, where == dir ? "" : absl::StrCat(" (", where, ")"),

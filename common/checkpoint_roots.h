@@ -25,12 +25,17 @@ absl::StatusOr<std::vector<std::string>> ParseCheckpointRoots(const std::string&
 // otherwise, or for a path with "..".
 absl::Status CheckCheckpointDir(const std::string& dir, const std::vector<std::string>& roots);
 
+struct CheckpointDir {
+  UniqueFd fd;
+  bool is_root = false;  // it is one of the roots itself, not below one
+};
+
 // `dir`, opened as a directory, when the directory it resolves to lies in
 // one of `roots` as they resolve on this machine (a root missing here
 // holds nothing). FAILED_PRECONDITION naming the roots when it lies
 // elsewhere; "checkpoint_dir <dir>: <strerror>" when it cannot be opened.
-absl::StatusOr<UniqueFd> OpenCheckpointDir(const std::string& dir,
-                                           const std::vector<std::string>& roots);
+absl::StatusOr<CheckpointDir> OpenCheckpointDir(const std::string& dir,
+                                                const std::vector<std::string>& roots);
 
 }  // namespace ringmaster
 

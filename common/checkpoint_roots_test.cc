@@ -44,7 +44,10 @@ TEST(CheckpointRootsTest, AWorkerOpensOnlyWhatResolvesIntoARoot) {
   const std::string via = testing::MakeTempDir("links") + "/root";
   ASSERT_EQ(symlink(root.c_str(), via.c_str()), 0);
 
-  EXPECT_OK(OpenCheckpointDir(root + "/team", {root}));
+  EXPECT_THAT(OpenCheckpointDir(root + "/team", {root}),
+              IsOkAndHolds(::testing::Field(&CheckpointDir::is_root, false)));
+  EXPECT_THAT(OpenCheckpointDir(root, {root}),
+              IsOkAndHolds(::testing::Field(&CheckpointDir::is_root, true)));
   EXPECT_OK(OpenCheckpointDir(via + "/team", {root})) << "a root reached through a link";
   EXPECT_OK(OpenCheckpointDir(root + "/team", {via})) << "a root named through a link";
   EXPECT_THAT(OpenCheckpointDir(root + "/escape", {root}),

@@ -1,5 +1,8 @@
 #include "common/daemon_flags.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <chrono>
 #include <thread>
 
@@ -54,7 +57,10 @@ void DaemonFlags::AddTo(CLI::App& app, const std::string& advertise_help) {
 }
 
 bool IsLoopbackHost(const std::string& host) {
-  return host == "localhost" || host == "::1" || host == "[::1]" || absl::StartsWith(host, "127.");
+  if (host == "localhost" || host == "::1" || host == "[::1]") return true;
+  // An address, not a name that begins like one ("127.0.0.1.example.com").
+  in_addr v4{};
+  return inet_pton(AF_INET, host.c_str(), &v4) == 1 && (ntohl(v4.s_addr) >> 24) == 127;
 }
 
 absl::StatusOr<DaemonAddresses> DaemonFlags::Start(const std::string& name) {

@@ -44,6 +44,8 @@ class DaemonFlags {
 
   // The --tls-dir given; empty: plaintext.
   const std::string& tls_dir() const { return tls_dir_; }
+  // Whether --insecure was given.
+  bool insecure() const { return insecure_; }
   // How long the series of an ended job stay on /metrics.
   absl::Duration metrics_retention() const { return metrics_retention_; }
 

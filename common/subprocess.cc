@@ -235,6 +235,10 @@ std::map<std::string, std::string> CurrentEnvironment() {
 }
 
 absl::StatusOr<pid_t> SpawnProcess(const SubprocessSpec& spec) {
+  if (!spec.private_shm.empty() && !spec.hide_other_users_processes) {
+    return absl::InvalidArgumentError(
+        "a private /dev/shm needs the mount namespace of hide_other_users_processes");
+  }
   if (spec.argv.empty()) return absl::InvalidArgumentError("empty argv");
   auto path_it = spec.env.find("PATH");
   absl::StatusOr<std::string> program =

@@ -348,7 +348,13 @@ int main(int argc, char** argv) {
     spdlog::critical("{}", std::string(checkpoint_root.status().message()));
     return 2;
   }
-  manager.rank_env.checkpoint_dir = *checkpoint_root;
+  // One spelling, as --checkpoint-roots have: absolute, no trailing '/'.
+  manager.rank_env.checkpoint_dir =
+      std::filesystem::absolute(*checkpoint_root).lexically_normal().string();
+  while (manager.rank_env.checkpoint_dir.size() > 1 &&
+         manager.rank_env.checkpoint_dir.back() == '/') {
+    manager.rank_env.checkpoint_dir.pop_back();
+  }
   if (config.store.engine == ringmaster::StoreConfig::Engine::kPostgres) {
     return RunElected(std::move(config), lease_timeout, addresses->advertise, queues_file);
   }

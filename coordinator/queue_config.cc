@@ -323,7 +323,9 @@ absl::StatusOr<int> Priority(const QueueConfig& config, const QueueSpec& queue,
     if (!admin && !ClassOpen(config, queue, it->first, it->second)) {
       return absl::PermissionDeniedError(absl::StrCat(
           "priority: class ", priority, " (", it->second, ") is not open to users of queue ",
-          queue.name, "; theirs are ", Classes(config, &queue)));
+          queue.name, "; theirs are ", Classes(config, &queue),
+          priority == "normal" ? " (a job that names no priority is normal: name one of them)"
+                               : ""));
     }
     return it->second;
   }

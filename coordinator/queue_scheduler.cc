@@ -119,8 +119,13 @@ class Pass {
       // Each user's jobs in order; then the users' jobs interleaved, so
       // that one user's backlog does not hold up another's first job.
       std::sort(q.pending.begin(), q.pending.end());
+      // A job that has waited reserve_after keeps its place by age, so that
+      // it reserves before other users' newer jobs take its slots.
       std::map<std::string_view, int> turns = q.running_by_user;
-      for (InLine& line : q.pending) line.turn = turns[line.job->owner]++;
+      for (InLine& line : q.pending) {
+        const bool reserving = now_ - line.pending_since >= policy_.reserve_after;
+        line.turn = reserving ? 0 : turns[line.job->owner]++;
+      }
       std::sort(q.pending.begin(), q.pending.end());
       if (!q.pending.empty() || q.running_jobs > 0) {
         wanting_weights_ += q.spec->weight;
@@ -215,7 +220,7 @@ class Pass {
     const PendingJob& job = *line.job;
     const SlotAmount& need = line.need;
     const bool borrowing = !(q.in_use + need).Within(q.spec->quota);
-    if (borrowing && !line.preemptor && within_quota_waiting_) {
+    if (borrowing && !line.preemptor && within_quota_waiting_[line.gpu]) {
       if (borrow_wait_.empty()) {
         borrow_wait_ = Keep(
             "would borrow, while a job within its queue's quota waits for slots; what is "
@@ -258,7 +263,7 @@ class Pass {
       return;
     }
     // No job borrows what it waits for (the preemptor too, if it becomes one).
-    within_quota_waiting_ |= !borrowing;
+    within_quota_waiting_[line.gpu] |= !borrowing;
     if (!line.preemptor && MaySeekVictims(line.priority, q, need) && Preempt(job, q, need)) return;
     const bool owed = !q.reserved_share && Owed(q);
     if (line.preemptor || now_ - line.pending_since >= policy_.reserve_after || owed) {
@@ -574,9 +579,10 @@ class Pass {
   // The smallest need for which preemption failed, by queue and priority:
   // larger needs there fail too, and are not tried again this pass.
   std::map<std::pair<std::string, int>, SlotAmount> failed_need_;
-  // A job within its queue's quota waits for slots: later jobs that would
-  // borrow wait too, for the reason kept in borrow_wait_.
-  bool within_quota_waiting_ = false;
+  // A job within its queue's quota waits for slots, of CPU workers [0] or
+  // GPU workers [1]: later jobs that would borrow the same kind wait too,
+  // for the reason kept in borrow_wait_.
+  bool within_quota_waiting_[2] = {false, false};
   std::string_view borrow_wait_;
   // Jobs decided so far that started, or wait for slots, by priority.
   std::map<int, int> ahead_by_priority_;

@@ -356,6 +356,8 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec, const SpecLimits& limits) 
   for (int i = 0; i < spec.command_size(); ++i) {
     RETURN_IF_ERROR(NoNul(absl::StrCat("command[", i, "]"), spec.command(i)));
   }
+  RETURN_IF_ERROR(NoNul("working_dir", spec.working_dir()));
+  RETURN_IF_ERROR(NoNul("checkpoint_dir", spec.checkpoint_dir()));
   const bool has_trainer = spec.has_trainer();
   const bool has_command = spec.command_size() > 0;
   if (has_trainer == has_command) {

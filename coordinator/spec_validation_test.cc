@@ -55,6 +55,8 @@ TEST(SpecValidationTest, EachBadFieldIsNamed) {
        [](v1::JobSpec* s) { (*s->mutable_env())["RINGMASTER_JOB_ID"] = "x"; }},
       {"env.SECRET",
        [](v1::JobSpec* s) { (*s->mutable_env())["SECRET"] = std::string("abc\0def", 7); }},
+      {"checkpoint_dir",
+       [](v1::JobSpec* s) { s->set_checkpoint_dir(std::string("/srv/ckpt\0/etc", 14)); }},
       {"command[2]", [](v1::JobSpec* s) { s->add_command(std::string("a\0b", 3)); }},
       {"trainer/command", [](v1::JobSpec* s) { s->clear_command(); }},
       {"trainer/command",

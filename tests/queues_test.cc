@@ -185,8 +185,8 @@ TEST_F(QueuesTest, AHighPriorityJobPreemptsATrainerThatResumesFromTheStepItStopp
   ASSERT_TRUE(std::regex_search(before.out, stopped, std::regex("stopped after step ([0-9]+)")))
       << before.out;
   testing::CommandResult after = Cli({"logs", low, "--rank", "0", "--attempt", "1"});
-  EXPECT_NE(after.out.find(absl::StrCat("resuming from ", state_dir_, "/coordinator/checkpoints/",
-                                        low, "/step-", stopped[1].str())),
+  EXPECT_NE(after.out.find(absl::StrCat("resuming from ", state_dir_, "/checkpoints/", low,
+                                        "/step-", stopped[1].str())),
             std::string::npos)
       << "attempt 0 stopped after step " << stopped[1] << "; attempt 1 says:\n"
       << after.out;

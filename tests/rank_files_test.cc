@@ -101,8 +101,7 @@ class RankFilesTest : public ClusterTest {
       const testing::CommandResult logs = Cli({"logs", id});
       EXPECT_TRUE(absl::StrContains(logs.out, "ringmaster: end of the stacks of rank 0"))
           << logs.out;
-      // eu-stack, run as the rank's user, still reads its native stacks.
-      EXPECT_TRUE(absl::StrContains(logs.out, "TID ")) << logs.out;
+      EXPECT_TRUE(absl::StrContains(logs.out, "TID ")) << "no native stacks: " << logs.out;
       ExpectNoSecret(logs.out, absl::StrCat("the log of job ", id));
     }
   }

@@ -129,6 +129,28 @@ TEST(TokenRoutesTest, APlaintextTokenGoesBeyondLoopbackOnlyWhenTheUserSaysSo) {
                                                      absl::StrCat("Bearer ", kToken)}));
 }
 
+// Loopback is an address, not a name that begins like one.
+TEST(TokenRoutesTest, ANameThatLooksLikeLoopbackIsNotLoopback) {
+  const testing::CommandResult r = Jobs({"--coordinator", "127.0.0.1.example.invalid:7070"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("not sending the token in plaintext to 127.0.0.1.example.invalid:7070"),
+            std::string::npos)
+      << r.err;
+}
+
+// A worker's own token follows the same rule.
+TEST(TokenRoutesTest, AWorkerSendsItsTokenInPlaintextOnlyToLoopback) {
+  const std::string state = testing::MakeTempDir("worker-token");
+  const testing::CommandResult r = testing::RunCommand(
+      {testing::Runfile("worker/ringmaster-worker"), "--coordinator", "192.0.2.9:7070", "--port",
+       "0", "--metrics-port", "0", "--state-dir", state},
+      {{"RINGMASTER_TOKEN", "wkr.w1.0d3c"}, {"PATH", "/usr/bin:/bin"}}, absl::Seconds(30));
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE((r.out + r.err).find("not sending this worker's token in plaintext to 192.0.2.9:7070"),
+            std::string::npos)
+      << r.out << r.err;
+}
+
 TEST(TokenRoutesTest, ALoopbackCoordinatorTakesAPlaintextTokenWithoutAWord) {
   RecordingCoordinator local("127.0.0.1");
   const testing::CommandResult r = Jobs({"--coordinator", local.address()});

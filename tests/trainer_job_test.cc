@@ -47,8 +47,8 @@ TEST_F(TrainerJobTest, TwoRankProcessesMatchOneRankWithDoubleBatch) {
   EXPECT_NE(logs.out.find("all-reduce over shared memory"), std::string::npos)
       << "two ranks on one host share memory: " << logs.out;
 
-  auto checkpoint = ReadCheckpointFile(
-      absl::StrCat(state_dir_, "/coordinator/checkpoints/", id, "/step-20/state.bin"));
+  auto checkpoint =
+      ReadCheckpointFile(absl::StrCat(state_dir_, "/checkpoints/", id, "/step-20/state.bin"));
   ASSERT_OK(checkpoint) << checkpoint.status();
 
   v1::JobSpec spec;

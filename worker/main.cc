@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/checkpoint_roots.h"
+#include "common/coordinator_targets.h"
 #include "common/daemon_flags.h"
 #include "common/labels.h"
 #include "common/net.h"
@@ -147,6 +148,18 @@ int main(int argc, char** argv) {
   if (absl::Status s = LoadCredentials(token_file, daemon.tls_dir(), &config); !s.ok()) {
     spdlog::critical("{}", std::string(s.message()));
     return 2;
+  }
+  // The worker's token goes in plaintext only to loopback, as the CLI's.
+  if (!config.token.empty() && daemon.tls_dir().empty() && !daemon.insecure()) {
+    for (const std::string& address : ringmaster::SplitAddresses(config.coordinator_address)) {
+      if (!ringmaster::IsLoopbackHost(ringmaster::HostOfAddress(address))) {
+        spdlog::critical(
+            "not sending this worker's token in plaintext to {}, beyond loopback: give "
+            "--tls-dir with the cluster's CA, or --insecure to send it anyway",
+            address);
+        return 2;
+      }
+    }
   }
   // Forked while this process has one thread; it outlives a killed worker
   // to end the ranks' processes.

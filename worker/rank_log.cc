@@ -115,12 +115,12 @@ absl::StatusOr<std::unique_ptr<LogPump>> LogPump::Start(int read_fd, const std::
   const int log_fd =
       open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0640);
   struct stat st;
-  if (log_fd < 0 || fstat(log_fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    const int saved = log_fd < 0 ? errno : EINVAL;
+  const bool opened = log_fd >= 0 && fstat(log_fd, &st) == 0;
+  if (!opened || !S_ISREG(st.st_mode)) {
+    const std::string why = opened ? "not a regular file" : strerror(errno);
     if (log_fd >= 0) close(log_fd);
     close(read_fd);
-    return absl::FailedPreconditionError(absl::StrCat(
-        "cannot open ", path, ": ", saved == EINVAL ? "not a regular file" : strerror(saved)));
+    return absl::FailedPreconditionError(absl::StrCat("cannot open ", path, ": ", why));
   }
   const int stop_fd = eventfd(0, EFD_CLOEXEC);
   if (stop_fd < 0 || fcntl(read_fd, F_SETFL, O_NONBLOCK) != 0) {

@@ -152,10 +152,6 @@ absl::StatusOr<LaunchSpec> RankSupervisor::LaunchSpecFor(const v1::StartRank& st
   spec.log_path = LogPath(ref.job_id(), ref.attempt(), ref.rank());
   spec.name = absl::StrCat(ref.job_id(), ".", ref.attempt(), ".", ref.rank());
   spec.memory_bytes = start.memory_bytes();
-  if (!start.checkpoint_dir().empty()) {
-    spec.required_access.push_back(
-        CheckpointAccess(start.checkpoint_dir(), ref, options_.identities.per_job()));
-  }
   return spec;
 }
 
@@ -171,13 +167,18 @@ absl::Status RankSupervisor::PrepareFiles(const v1::StartRank& start, LaunchSpec
     RETURN_IF_ERROR(MakeRankDir(spec->run_as->home, spec->run_as));  // the job's scratch
   }
   if (!start.checkpoint_dir().empty()) {
-    // Only where the operator allows: a root worker makes the job's
-    // directory there.
-    ASSIGN_OR_RETURN(UniqueFd root, OpenCheckpointDir(start.checkpoint_dir(), CheckpointRoots()));
-    if (options_.identities.per_job()) {
-      RETURN_IF_ERROR(MakeJobCheckpointDir(root.get(), start.checkpoint_dir(),
+    // Only where the operator allows. The worker makes the job's directory
+    // for a uid of its own in a root itself, not in a directory below one,
+    // which may be someone's: there rank 0 makes it, if its user may.
+    ASSIGN_OR_RETURN(CheckpointDir dir,
+                     OpenCheckpointDir(start.checkpoint_dir(), CheckpointRoots()));
+    const bool worker_makes_it = options_.identities.per_job() && dir.is_root;
+    if (worker_makes_it) {
+      RETURN_IF_ERROR(MakeJobCheckpointDir(dir.fd.get(), start.checkpoint_dir(),
                                            start.rank().job_id(), *spec->run_as));
     }
+    spec->required_access.push_back(
+        CheckpointAccess(start.checkpoint_dir(), start.rank(), worker_makes_it));
   }
   if (start.has_code()) {
     if (options_.code == nullptr) return absl::FailedPreconditionError("this worker takes no code");

@@ -86,16 +86,13 @@ std::optional<FlightState> Flight(const RankDir& dir) {
   return *flight;
 }
 
-// Runs `argv` as `user` (nullopt: as this process) with its output
-// captured, for at most `timeout`.
-absl::StatusOr<std::string> Output(const std::vector<std::string>& argv,
-                                   const std::optional<RunAs>& user, absl::Duration timeout) {
+// Runs `argv` with its output captured, for at most `timeout`.
+absl::StatusOr<std::string> Output(const std::vector<std::string>& argv, absl::Duration timeout) {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) return absl::InternalError(strerror(errno));
   SubprocessSpec spec;
   spec.argv = argv;
   spec.env = CurrentEnvironment();
-  spec.run_as = user;
   spec.no_new_privs = true;
   spec.output_fd = fds[1];
   absl::StatusOr<pid_t> pid = SpawnProcess(spec);
@@ -179,8 +176,8 @@ RankStackCapture CaptureStacks(pid_t pid, const StackCaptureOptions& options) {
       CatchesSignal(pid, PythonStacksSignal())) {
     capture.python = PythonStacks(pid, *dir, options);
   }
-  absl::StatusOr<std::string> native = Output({options.eu_stack, "-p", absl::StrCat(pid)},
-                                              options.rank_user, options.native_timeout);
+  absl::StatusOr<std::string> native =
+      Output({options.eu_stack, "-p", absl::StrCat(pid)}, options.native_timeout);
   capture.native = native.ok() ? *std::move(native)
                                : absl::StrCat("no native stacks: ", native.status().message());
   return capture;

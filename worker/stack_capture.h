@@ -29,8 +29,10 @@ struct StackCaptureOptions {
   // (empty: none). A rank may put anything in their place: they are read
   // only as rank_dir.h says, and must be the rank's user's.
   std::string rank_dir;
-  // Who the rank runs as (nullopt: as the worker). eu-stack runs as that
-  // user too, so that no ELF file a hostile rank maps is parsed as root.
+  // Who the rank runs as (nullopt: as the worker): its files must be
+  // that user's. eu-stack runs as the worker, not as that user: a process
+  // of the rank's uid outside the rank's mount namespace and cgroup would
+  // be the rank's to read and trace.
   std::optional<RunAs> rank_user;
   std::string eu_stack = "eu-stack";
   // How long a Python rank has to write its stacks once signalled.

@@ -211,6 +211,7 @@ absl::Status WorkerServer::InitSupervisor(const WorkerConfig& config,
   options.gpus = gpus;
   options.trainer_program = config.trainer_program;
   options.checkpoint_roots = config.checkpoint_roots;
+  checkpoint_roots_given_ = !config.checkpoint_roots.empty();
   ASSIGN_OR_RETURN(options.base_env, RankBaseEnv(config));
   RETURN_IF_ERROR(ChooseRankUsers(config, &options));
   code_ = std::make_unique<JobCode>(
@@ -266,6 +267,11 @@ void WorkerServer::InitLink(const WorkerConfig& config, v1::RegisterWorker ident
   hooks.usage = [this](v1::Heartbeat* beat) { metrics_->FillUsage(beat); };
   hooks.registered = [this](const v1::Registered& registered) {
     access_->SetAgentCredential(registered.agent_credential());
+    if (registered.checkpoint_roots().empty() && !checkpoint_roots_given_) {
+      spdlog::warn(
+          "the coordinator names no checkpoint roots (a version before them?): ranks with a "
+          "checkpoint directory will not start here until it does, or --checkpoint-roots says");
+    }
     supervisor_->SetCoordinatorCheckpointRoots(
         {registered.checkpoint_roots().begin(), registered.checkpoint_roots().end()});
   };

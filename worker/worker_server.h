@@ -98,7 +98,8 @@ class WorkerServer {
   std::unique_ptr<WorkerMetrics> metrics_;
   std::unique_ptr<MetricsServer> metrics_server_;
   std::unique_ptr<JobCode> code_;
-  std::unique_ptr<JobShm> shm_;  // null: ranks see the host's /dev/shm
+  std::unique_ptr<JobShm> shm_;          // null: ranks see the host's /dev/shm
+  bool checkpoint_roots_given_ = false;  // --checkpoint-roots
   std::unique_ptr<RankSupervisor> supervisor_;
   std::unique_ptr<CoordinatorLink> link_;
   std::unique_ptr<GpuWatch> gpu_watch_;

@@ -1,5 +1,6 @@
 """How a client finds its coordinators and credentials, exactly as the CLI
 does, and which coordinator it calls now (following the leader)."""
+import ipaddress
 import os
 import stat
 import threading
@@ -164,7 +165,12 @@ def is_loopback(address: str) -> bool:
         host = host[1:host.find("]")]
     elif host.count(":") == 1:
         host = host.split(":")[0]
-    return host in ("localhost", "::1") or host.startswith("127.")
+    if host in ("localhost", "::1"):
+        return True
+    try:  # an address, not a name that begins like one ("127.0.0.1.example.com")
+        return ipaddress.IPv4Address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def discover(coordinator: Addresses = None, tls_dir: Optional[str] = None,

@@ -97,6 +97,11 @@ def test_a_plaintext_token_goes_beyond_loopback_only_when_asked(recorders):
     assert remote.seen == ["Bearer " + TOKEN] * 2
 
 
+def test_a_name_that_looks_like_loopback_is_not_loopback():
+    with pytest.raises(ringmaster.PermissionDenied, match="not sending the token in plaintext"):
+        ringmaster.Client("127.0.0.1.example.invalid:7070", token=TOKEN)
+
+
 def test_a_loopback_coordinator_takes_a_plaintext_token_without_a_word(recorders):
     local = recorders("127.0.0.1")
     with warnings.catch_warnings():
