@@ -99,7 +99,7 @@ TEST(CliTest, CompletionKnowsVerbsOptionsAndFormats) {
   EXPECT_EQ(Complete("bash", "ringmaster logs j-1 -o "), "table json yaml");
   EXPECT_EQ(Complete("bash", "ringmaster completion "),
             "bash zsh --coordinator --token-file "
-            "--tls-dir --cert --output -o");
+            "--tls-dir --insecure --cert --output -o");
   if (testing::RunCommand({"sh", "-c", "command -v zsh"}, {}).exit_code != 0) {
     GTEST_SKIP() << "zsh is not installed (./dev installs it)";
   }
