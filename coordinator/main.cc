@@ -201,6 +201,14 @@ absl::Status LoadStore(const std::string& store, const std::string& password_fil
   return absl::OkStatus();
 }
 
+// `path` from the working directory, without "." or ".." parts or a
+// trailing '/'.
+std::string AbsolutePath(const std::string& path) {
+  std::string absolute = std::filesystem::absolute(path).lexically_normal().string();
+  while (absolute.size() > 1 && absolute.back() == '/') absolute.pop_back();
+  return absolute;
+}
+
 // Where state lives: --state-dir, --checkpoint-dir, --store and its
 // password file.
 void AddStateFlags(CLI::App& app, std::string* state_dir, std::string* checkpoint_dir,
@@ -309,8 +317,7 @@ int main(int argc, char** argv) {
   AddElectionFlags(app, &lease_timeout, &peers);
   CLI11_PARSE(app, argc, argv);
   // Every path below it is absolute, whatever directory the daemon runs in.
-  config.state_dir = std::filesystem::absolute(config.state_dir).lexically_normal().string();
-  if (config.state_dir.size() > 1 && config.state_dir.back() == '/') config.state_dir.pop_back();
+  config.state_dir = AbsolutePath(config.state_dir);
   absl::StatusOr<std::vector<std::string>> roots =
       ringmaster::ParseCheckpointRoots(checkpoint_roots, "--checkpoint-roots");
   if (!roots.ok()) {
@@ -348,13 +355,8 @@ int main(int argc, char** argv) {
     spdlog::critical("{}", std::string(checkpoint_root.status().message()));
     return 2;
   }
-  // One spelling, as --checkpoint-roots have: absolute, no trailing '/'.
-  manager.rank_env.checkpoint_dir =
-      std::filesystem::absolute(*checkpoint_root).lexically_normal().string();
-  while (manager.rank_env.checkpoint_dir.size() > 1 &&
-         manager.rank_env.checkpoint_dir.back() == '/') {
-    manager.rank_env.checkpoint_dir.pop_back();
-  }
+  // One spelling, as --checkpoint-roots have.
+  manager.rank_env.checkpoint_dir = AbsolutePath(*checkpoint_root);
   if (config.store.engine == ringmaster::StoreConfig::Engine::kPostgres) {
     return RunElected(std::move(config), lease_timeout, addresses->advertise, queues_file);
   }
