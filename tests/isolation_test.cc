@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -229,9 +230,24 @@ class PrivateShmTest : public IsolationTest {
     IsolationTest::TearDown();
     if (!bin_dir_.empty()) fs::remove_all(bin_dir_);
   }
-  std::string MountInfo() {
-    std::ifstream in("/proc/self/mountinfo");
+  // The mount table of a process: "self" or a pid.
+  static std::string MountInfo(const std::string& process) {
+    std::ifstream in(absl::StrCat("/proc/", process, "/mountinfo"));
     return std::string((std::istreambuf_iterator<char>(in)), {});
+  }
+  // The cluster's worker process, found by its state dir.
+  std::string WorkerPid() {
+    const std::string state = state_dir_ + "/worker-0";
+    for (const auto& entry : fs::directory_iterator("/proc")) {
+      std::ifstream in(entry.path() / "cmdline");
+      std::string cmdline((std::istreambuf_iterator<char>(in)), {});
+      std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+      if (absl::StrContains(cmdline, "ringmaster-worker") &&
+          absl::StrContains(cmdline, state + " ")) {
+        return entry.path().filename().string();
+      }
+    }
+    return "";
   }
   std::string bin_dir_;
 };
@@ -247,7 +263,12 @@ TEST_F(PrivateShmTest, EachJobHasADevShmOfItsOwn) {
       },
       absl::Seconds(60)));
   const std::string shm = absl::StrCat(state_dir_, "/worker-0/shm/", a);
-  EXPECT_TRUE(absl::StrContains(MountInfo(), shm)) << "no tmpfs of the job's at " << shm;
+  const std::string worker = WorkerPid();
+  ASSERT_FALSE(worker.empty()) << "no worker process with state dir " << state_dir_;
+  EXPECT_TRUE(absl::StrContains(MountInfo(worker), shm)) << "no tmpfs of the job's at " << shm;
+  // Only in the worker's own mount namespace: a worker that dies, however
+  // it does, leaves no mount in the host's table.
+  EXPECT_FALSE(absl::StrContains(MountInfo("self"), shm)) << shm << " is in the host's mounts";
   EXPECT_FALSE(fs::exists("/dev/shm/shm-a-file")) << "the job wrote in the host's /dev/shm";
   const std::string b = Submit(
       "name: shm-b\nranks: 1\nmax_restarts: 0\n"
@@ -259,8 +280,8 @@ TEST_F(PrivateShmTest, EachJobHasADevShmOfItsOwn) {
 
   ASSERT_EQ(Cli({"cancel", a}).exit_code, 0);
   WaitJob(a, [](const v1::Job& j) { return j.state() == v1::CANCELLED && AllRanksEnded(j); });
-  EXPECT_TRUE(
-      testing::WaitFor([&] { return !absl::StrContains(MountInfo(), shm); }, absl::Seconds(30)))
+  EXPECT_TRUE(testing::WaitFor([&] { return !absl::StrContains(MountInfo(worker), shm); },
+                               absl::Seconds(30)))
       << shm << " is still mounted after the job ended";
 }
 

@@ -1,6 +1,10 @@
 // ringmaster-worker: one per machine; runs the ranks the coordinator places
 // on its slots.
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include <spdlog/spdlog.h>
@@ -16,6 +20,7 @@
 #include "common/tls.h"
 #include "common/token_file.h"
 #include "worker/death_watch.h"
+#include "worker/job_shm.h"
 #include "worker/rank_cgroups.h"
 #include "worker/rank_identity.h"
 #include "worker/state_dir_lock.h"
@@ -127,6 +132,12 @@ int main(int argc, char** argv) {
   ringmaster::AddDurationOption(app, "--shutdown-grace", &shutdown_grace,
                                 "on SIGTERM, ranks get this long before SIGKILL");
   CLI11_PARSE(app, argc, argv);
+  // Before any thread: each job's /dev/shm is mounted where only the
+  // worker and its ranks see it. A worker that may not mount has no need.
+  if (geteuid() == 0 && !ringmaster::EnterOwnMountNamespace()) {
+    spdlog::warn("no mount namespace of the worker's own ({}): jobs share the host's /dev/shm",
+                 std::strerror(errno));
+  }
   // Held for the process's life; before anything that acts on the state dir.
   if (absl::StatusOr<int> lock = ringmaster::LockStateDir(config.state_dir); !lock.ok()) {
     spdlog::critical("{}", std::string(lock.status().message()));
