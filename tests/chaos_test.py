@@ -38,7 +38,7 @@ WORKER_FLAGS = ["--shutdown-grace", "5s"]
 ENDED = ("SUCCEEDED", "FAILED", "CANCELLED")
 # About a minute of training on two ranks of this machine; a checkpoint every
 # two seconds or so.
-EPOCHS = 400
+EPOCHS = 200
 CHECKPOINT_EVERY = 500
 
 
