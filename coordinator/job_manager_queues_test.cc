@@ -194,5 +194,46 @@ TEST_F(JobManagerQueuesTest, AJobIsPreemptedAtMostThreeTimesAnHourAndSaysSo) {
   EXPECT_EQ(Job(waits).state(), v1::PENDING);
 }
 
+// Preempted every 20 minutes for four hours: its history folds the rounds
+// (RESTARTING, PENDING, STARTING, RUNNING) into one entry that counts them,
+// every preemption still adds up, and the hourly bound still holds.
+TEST_F(JobManagerQueuesTest, APreemptionLoopOverHoursKeepsAShortHistory) {
+  TestWorker w1;
+  ASSERT_OK(Register(w1, "w1", 1));
+  const std::string low = Submit(Spec("low", 1, "low"));
+  int attempt = 0;
+  Started(w1, low, attempt, 0);
+  for (int i = 1; i <= 12; ++i) {
+    Pass(absl::Minutes(20));
+    const std::string high = Submit(Spec("high", 1, "high"));
+    ASSERT_EQ(Job(low).state(), v1::RESTARTING) << "preemption " << i;
+    Exited(w1, low, attempt, 0, 143, /*stopped=*/true);
+    Pass(absl::Seconds(1));
+    Started(w1, high, 0, 0);
+    Exited(w1, high, 0, 0, 0);
+    Pass(absl::Seconds(1));
+    ASSERT_EQ(Job(low).state(), v1::STARTING) << "preemption " << i;
+    Started(w1, low, ++attempt, 0);
+  }
+  const v1::Job looped = Job(low);
+  EXPECT_EQ(looped.preemptions(), 12);
+  EXPECT_LE(looped.history_size(), 14) << looped.DebugString();
+  int counted = 0;
+  for (int i = 0; i < looped.history_size(); ++i) {
+    const v1::StateChange& change = looped.history(i);
+    if (change.reason() == v1::PREEMPTED) ++counted;
+    if (change.reason() != v1::HISTORY_FOLDED) continue;
+    for (int j = i - change.fold_period(); j < i; ++j) {
+      if (looped.history(j).reason() == v1::PREEMPTED) counted += change.folds();
+    }
+  }
+  EXPECT_EQ(counted, 12) << "preemptions, whole or folded, in " << looped.DebugString();
+  // Three in the last hour: not a fourth.
+  Pass(absl::Minutes(5));
+  const std::string waits = Submit(Spec("high", 1, "high"));
+  EXPECT_EQ(Job(low).state(), v1::RUNNING);
+  EXPECT_EQ(Job(waits).state(), v1::PENDING);
+}
+
 }  // namespace
 }  // namespace ringmaster

@@ -34,15 +34,10 @@ GangRequest GangOf(const v1::JobSpec& spec) {
 namespace {
 
 // When the job last entered `state`, from its history.
-// When the job was preempted, its latest `most` times (history entries
-// with reason PREEMPTED), oldest first.
-std::vector<absl::Time> PreemptedAt(const v1::Job& job, int most) {
+// When the job was preempted within the last hour, oldest first.
+std::vector<absl::Time> PreemptedAt(const v1::Job& job) {
   std::vector<absl::Time> times;
-  for (auto it = job.history().rbegin();
-       it != job.history().rend() && static_cast<int>(times.size()) < most; ++it) {
-    if (it->reason() == v1::PREEMPTED) times.push_back(absl::FromUnixMillis(it->time_unix_ms()));
-  }
-  std::reverse(times.begin(), times.end());
+  for (int64_t ms : job.preempted_unix_ms()) times.push_back(absl::FromUnixMillis(ms));
   return times;
 }
 
@@ -143,8 +138,7 @@ namespace {
 // What the scheduler sees of a placed job now.
 RunningJob ViewOfPlaced(
     const v1::Job& job, std::string_view queue,
-    const absl::flat_hash_map<std::string_view, const SchedulableWorker*>& workers,
-    int max_preemptions_per_hour) {
+    const absl::flat_hash_map<std::string_view, const SchedulableWorker*>& workers) {
   RunningJob view{job.id(),
                   queue,
                   job.owner(),
@@ -153,7 +147,7 @@ RunningJob ViewOfPlaced(
                   job.spec().preemptible(),
                   GangOf(job.spec()),
                   {},
-                  PreemptedAt(job, max_preemptions_per_hour)};
+                  PreemptedAt(job)};
   for (const v1::RankStatus& rank : job.ranks()) {
     if (!RankHoldsSlot(rank)) continue;
     RankPlacement& p = view.ranks.emplace_back(RankPlacement{rank.rank(), rank.worker_id(), {}});
@@ -188,8 +182,7 @@ void JobManager::UpdatePlacedViewsLocked(const std::vector<SchedulableWorker>& w
         views.emplace_back(PlacedView{number,
                                       job.revision(),
                                       running,
-                                      ViewOfPlaced(job, QueueNameLocked(job.spec().queue()), by_id,
-                                                   options_.scheduling.max_preemptions_per_hour),
+                                      ViewOfPlaced(job, QueueNameLocked(job.spec().queue()), by_id),
                                       {}});
     for (const RankPlacement& p : view.job.ranks) {
       if (view.held.empty() || view.held.back().worker_id != p.worker_id) {
@@ -270,18 +263,25 @@ void JobManager::PreemptLocked(JobRecord& victim, const JobRecord& by, int keep_
   }
   // The bound, said when this preemption reaches it.
   const int most = options_.scheduling.max_preemptions_per_hour;
-  std::vector<absl::Time> times = PreemptedAt(job, most);
-  times.push_back(clock_->Now());
-  if (most > 0 && PreemptionsInTheLastHour(times, clock_->Now()) >= most) {
+  const absl::Time now = clock_->Now();
+  std::vector<absl::Time> times = PreemptedAt(job);
+  times.push_back(now);
+  // Only the last hour's are kept: a job in a loop keeps at most `most`.
+  times.erase(times.begin(), std::find_if(times.begin(), times.end(),
+                                          [&](absl::Time t) { return t > now - absl::Hours(1); }));
+  if (most > 0 && static_cast<int>(times.size()) >= most) {
     const absl::Time free_at = times[times.size() - most] + absl::Hours(1);
     absl::StrAppend(&message, "; preempted ", most,
                     " times within the hour, it is not preempted again before ",
                     absl::FormatTime("%H:%M:%S UTC", free_at, absl::UTCTimeZone()),
                     " (--max-preemptions-per-hour)");
   }
+  const v1::Job before = job;
   job.set_preemptions(job.preemptions() + 1);
+  job.clear_preempted_unix_ms();
+  for (absl::Time t : times) job.add_preempted_unix_ms(absl::ToUnixMillis(t));
   if (!table_.Transition(victim, v1::RESTARTING, v1::PREEMPTED, message).ok()) {
-    job.set_preemptions(job.preemptions() - 1);
+    job = before;
     return;
   }
   victim.restart_at = clock_->Now();

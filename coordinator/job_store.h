@@ -78,9 +78,11 @@ class JobStore {
   // none is. Called by the writing owner: it reads what that owner wrote.
   virtual absl::StatusOr<std::string> FindRequest(const std::string& request_id) = 0;
 
-  // Stores the job's snapshot and appends `change` to its history in one
-  // transaction. `job` already carries `change` as its last history entry.
-  virtual absl::Status RecordTransition(const v1::Job& job, const v1::StateChange& change) = 0;
+  // Stores the job's snapshot and the end of its history in one
+  // transaction: the last `drop` entries stored go, and job.history()
+  // from entry `from` on is appended (a change is one entry appended; a
+  // fold rewrites a few at the end, coordinator/history_fold.h).
+  virtual absl::Status RecordTransition(const v1::Job& job, int drop, int from) = 0;
 
   // Stores the job's snapshot (ranks, progress) without a transition.
   virtual absl::Status Update(const v1::Job& job) = 0;

@@ -79,7 +79,7 @@ TEST_P(JobStoreEngineTest, JobsAndHistorySurviveReopen) {
     v1::StateChange running = Change(v1::STARTING, v1::SCHEDULED, "placed");
     job.set_state(v1::STARTING);
     *job.add_history() = running;
-    ASSERT_OK((*store)->RecordTransition(job, running));
+    ASSERT_OK((*store)->RecordTransition(job, /*drop=*/0, /*from=*/1));
   }
   auto store = Open();
   ASSERT_OK(store);
@@ -95,6 +95,37 @@ TEST_P(JobStoreEngineTest, JobsAndHistorySurviveReopen) {
   auto n3 = (*store)->NextJobNumber();
   ASSERT_OK(n3);
   EXPECT_EQ(*n3, 3) << "job numbers are never reused across restarts";
+}
+
+// A fold rewrites the end of a history: the entries dropped go, the
+// entries appended follow what was kept, across a reopen.
+TEST_P(JobStoreEngineTest, ATransitionRewritesTheEndOfTheHistory) {
+  {
+    auto store = Open();
+    ASSERT_OK(store) << store.status();
+    v1::Job job;
+    job.set_id("a-1");
+    job.mutable_spec()->set_name("a");
+    for (const char* message : {"one", "two", "three", "four"}) {
+      *job.add_history() = Change(v1::RUNNING, v1::RANK_STRAGGLING, message);
+    }
+    ASSERT_OK((*store)->Create(job));
+    *job.add_history() = Change(v1::RUNNING, v1::RANK_STRAGGLING, "five");
+    ASSERT_OK((*store)->RecordTransition(job, 0, 4));
+    // Keep "one" and "two"; "three" to "five" become "folded", "five".
+    job.mutable_history()->DeleteSubrange(2, 3);
+    *job.add_history() = Change(v1::RUNNING, v1::HISTORY_FOLDED, "folded");
+    *job.add_history() = Change(v1::RUNNING, v1::RANK_STRAGGLING, "five");
+    ASSERT_OK((*store)->RecordTransition(job, 3, 2));
+  }
+  auto store = Open();
+  ASSERT_OK(store);
+  auto jobs = (*store)->LoadResident();
+  ASSERT_OK(jobs);
+  ASSERT_EQ(jobs->size(), 1u);
+  std::vector<std::string> messages;
+  for (const v1::StateChange& c : (*jobs)[0].history()) messages.push_back(c.message());
+  EXPECT_EQ(messages, (std::vector<std::string>{"one", "two", "folded", "five"}));
 }
 
 TEST_P(JobStoreEngineTest, RunNumbersGrowAcrossReopensApartFromJobNumbers) {

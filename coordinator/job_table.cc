@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "coordinator/history_fold.h"
 #include "coordinator/job_state.h"
 
 namespace ringmaster {
@@ -194,9 +195,10 @@ absl::Status JobTable::Transition(JobRecord& record, v1::JobState to, v1::Reason
   change.set_attempt(next.attempt());
   next.set_state(to);
   if (to != v1::PENDING) next.clear_pending_reason();
-  *next.add_history() = change;
+  const int stored = next.history_size();
+  const int kept = AppendToHistory(change, next.mutable_history());
   Stamp(next);
-  if (absl::Status s = store_->RecordTransition(next, change); !s.ok()) {
+  if (absl::Status s = store_->RecordTransition(next, stored - kept, kept); !s.ok()) {
     spdlog::error("job {}: cannot store {} -> {}: {}", job.id(), StateName(job.state()),
                   StateName(to), s.ToString());
     return s;
@@ -218,9 +220,10 @@ absl::Status JobTable::Note(JobRecord& record, v1::Reason reason, const std::str
   change.set_message(message);
   change.set_time_unix_ms(absl::ToUnixMillis(clock_->Now()));
   change.set_attempt(next.attempt());
-  *next.add_history() = change;
+  const int stored = next.history_size();
+  const int kept = AppendToHistory(change, next.mutable_history());
   Stamp(next);
-  if (absl::Status s = store_->RecordTransition(next, change); !s.ok()) {
+  if (absl::Status s = store_->RecordTransition(next, stored - kept, kept); !s.ok()) {
     spdlog::error("job {}: cannot store {}: {}", next.id(), message, s.ToString());
     return s;
   }

@@ -262,8 +262,18 @@ absl::StatusOr<std::string> PgJobStore::FindRequest(const std::string& request_i
   return it == requests_.end() ? std::string() : it->second;
 }
 
-absl::Status PgJobStore::RecordTransition(const v1::Job& job, const v1::StateChange& change) {
-  return Write({Snapshot(job), Transition(job.id(), change)});
+absl::Status PgJobStore::RecordTransition(const v1::Job& job, int drop, int from) {
+  std::vector<PgStatement> statements = {Snapshot(job)};
+  if (drop > 0) {
+    statements.push_back(
+        {"DELETE FROM transitions WHERE seq IN (SELECT seq FROM transitions "
+         "WHERE job_id = $1 ORDER BY seq DESC LIMIT $2)",
+         {PgParam::Text(job.id()), PgParam::Int(drop)}});
+  }
+  for (int i = from; i < job.history_size(); ++i) {
+    statements.push_back(Transition(job.id(), job.history(i)));
+  }
+  return Write(std::move(statements));
 }
 
 absl::Status PgJobStore::Update(const v1::Job& job) { return Write({Snapshot(job)}); }

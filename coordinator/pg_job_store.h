@@ -63,7 +63,7 @@ class PgJobStore final : public JobStore {
   absl::StatusOr<int64_t> NextRunNumber() override;
   absl::Status Create(const v1::Job& job, const std::string& request_id = "") override;
   absl::StatusOr<std::string> FindRequest(const std::string& request_id) override;
-  absl::Status RecordTransition(const v1::Job& job, const v1::StateChange& change) override;
+  absl::Status RecordTransition(const v1::Job& job, int drop, int from) override;
   absl::Status Update(const v1::Job& job) override;
   absl::Status Delete(const std::string& job_id) override;
   absl::Status PutWorkerHealth(const v1::WorkerHealth& record) override;

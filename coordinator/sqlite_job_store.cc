@@ -265,10 +265,19 @@ absl::Status SqliteJobStore::Create(const v1::Job& job, const std::string& reque
   });
 }
 
-absl::Status SqliteJobStore::RecordTransition(const v1::Job& job, const v1::StateChange& change) {
+absl::Status SqliteJobStore::RecordTransition(const v1::Job& job, int drop, int from) {
   return writer_->Transaction([&]() -> absl::Status {
     RETURN_IF_ERROR(WriteSnapshot(job));
-    return AppendTransition(job.id(), change);
+    if (drop > 0) {
+      ASSIGN_OR_RETURN(auto last, writer_->Prepare("DELETE FROM transitions WHERE seq IN (SELECT "
+                                                   "seq FROM transitions WHERE job_id = ? ORDER "
+                                                   "BY seq DESC LIMIT ?)"));
+      RETURN_IF_ERROR(last.Bind(1, job.id()).Bind(2, int64_t{drop}).Run());
+    }
+    for (int i = from; i < job.history_size(); ++i) {
+      RETURN_IF_ERROR(AppendTransition(job.id(), job.history(i)));
+    }
+    return absl::OkStatus();
   });
 }
 

@@ -46,7 +46,7 @@ class SqliteJobStore final : public JobStore {
 
   // Stores the job's snapshot and appends `change` to its history in one
   // transaction. `job` already carries `change` as its last history entry.
-  absl::Status RecordTransition(const v1::Job& job, const v1::StateChange& change) override;
+  absl::Status RecordTransition(const v1::Job& job, int drop, int from) override;
 
   // Stores the job's snapshot (ranks, progress) without a transition.
   absl::Status Update(const v1::Job& job) override;
