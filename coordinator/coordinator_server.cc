@@ -12,6 +12,7 @@
 #include "common/parse_errors.h"
 #include "common/private_dir.h"
 #include "common/status_macros.h"
+#include "coordinator/leader_lease.h"
 #include "coordinator/pg_code_archives.h"
 #include "coordinator/pg_job_store.h"
 #include "coordinator/pg_rendezvous_journal.h"
@@ -24,7 +25,7 @@ constexpr absl::Duration kTickInterval = absl::Milliseconds(50);
 namespace {
 
 PgJobStoreOptions PgOptions(const CoordinatorConfig& config) {
-  return {config.store.conninfo, config.store.password, config.lease_term};
+  return {config.store.conninfo, config.store.password, LeaderLease::FenceOf(config.lease_term)};
 }
 
 // The API's services, which the leader and a standby both answer for.
@@ -123,7 +124,7 @@ absl::Status CoordinatorServer::InitJobs(const CoordinatorConfig& config) {
   if (config.store.engine == StoreConfig::Engine::kPostgres) {
     ASSIGN_OR_RETURN(rendezvous_journal_,
                      PgRendezvousJournal::Start(config.store.conninfo, config.store.password,
-                                                config.lease_term));
+                                                LeaderLease::FenceOf(config.lease_term)));
   }
   rendezvous_ =
       std::make_unique<RendezvousStore>(clock, config.rendezvous, rendezvous_journal_.get());
@@ -167,7 +168,8 @@ absl::Status CoordinatorServer::InitServices(const CoordinatorConfig& config) {
   code.max_archive_bytes = config.max_upload_bytes;
   if (config.store.engine == StoreConfig::Engine::kPostgres) {
     shared_code_ = std::make_unique<PgCodeArchives>(
-        PgPool::Options{config.store.conninfo, config.store.password}, config.lease_term);
+        PgPool::Options{config.store.conninfo, config.store.password},
+        LeaderLease::FenceOf(config.lease_term));
     code.shared = shared_code_.get();
   }
   code_ = std::make_unique<CodeStore>(code, clock);

@@ -101,6 +101,11 @@ absl::Status LeaderLease::Release() {
       .status();
 }
 
+PgFence LeaderLease::FenceOf(int64_t term) {
+  if (term <= 0) return nullptr;
+  return [term](PgDb* db) { return Fence(db, term); };
+}
+
 absl::Status LeaderLease::Fence(PgDb* db, int64_t term) {
   ASSIGN_OR_RETURN(PgResult rows,
                    db->Query("SELECT term, address FROM leader_lease WHERE id = 1 FOR SHARE"));

@@ -25,6 +25,7 @@
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "coordinator/pg_db.h"
+#include "coordinator/pg_fence.h"
 
 namespace ringmaster {
 
@@ -65,6 +66,8 @@ class LeaderLease {
   // unless the lease still has `term`, and the row is then held until the
   // transaction ends.
   static absl::Status Fence(PgDb* db, int64_t term);
+  // The store's fence for the leader of `term` (0: none).
+  static PgFence FenceOf(int64_t term);
 
  private:
   struct Row {

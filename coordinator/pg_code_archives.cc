@@ -7,7 +7,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "coordinator/leader_lease.h"
 
 namespace ringmaster {
 namespace {
@@ -108,7 +107,7 @@ absl::StatusOr<std::map<std::string, int64_t>> PgCodeArchives::List() {
 absl::Status PgCodeArchives::Remove(const std::string& sha256) {
   return pool_.Run([&](PgDb* db) {
     return db->Transaction([&]() -> absl::Status {
-      if (term_ > 0) RETURN_IF_ERROR(LeaderLease::Fence(db, term_));
+      if (fence_) RETURN_IF_ERROR(fence_(db));
       RETURN_IF_ERROR(
           db->Query("DELETE FROM code_archives WHERE sha256 = $1", {PgParam::Text(sha256)})
               .status());

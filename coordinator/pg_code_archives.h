@@ -12,6 +12,7 @@
 
 #include "coordinator/code_store.h"
 #include "coordinator/pg_db.h"
+#include "coordinator/pg_fence.h"
 
 namespace ringmaster {
 
@@ -20,9 +21,10 @@ class PgCodeArchives final : public SharedCodeArchives {
  public:
   static constexpr int kChunkBytes = 1 << 20;
 
-  // Removals are fenced by the lease `term` (0: not fenced), so that a
-  // deposed leader cannot remove what the next one uses.
-  PgCodeArchives(PgPool::Options options, int64_t term) : pool_(std::move(options)), term_(term) {}
+  // Removals are fenced (empty: not), so that a deposed leader cannot
+  // remove what the next one uses.
+  PgCodeArchives(PgPool::Options options, PgFence fence)
+      : pool_(std::move(options)), fence_(std::move(fence)) {}
 
   absl::Status Put(const std::string& sha256, const std::string& path, int64_t bytes) override;
   absl::StatusOr<int64_t> Size(const std::string& sha256) override;
@@ -33,7 +35,7 @@ class PgCodeArchives final : public SharedCodeArchives {
 
  private:
   PgPool pool_;
-  const int64_t term_;
+  const PgFence fence_;
 };
 
 }  // namespace ringmaster

@@ -116,7 +116,7 @@ TEST_F(PgCodeArchivesTest, ADeposedLeaderCannotRemoveAnArchive) {
   std::string gone;
   const std::string kept_path = File(7, &kept);
   const std::string gone_path = File(8, &gone);
-  PgCodeArchives leader({server_->conninfo()}, term);
+  PgCodeArchives leader({server_->conninfo()}, LeaderLease::FenceOf(term));
   ASSERT_OK(leader.Put(kept, kept_path, 7));
   ASSERT_OK(leader.Put(gone, gone_path, 8));
   ASSERT_OK(leader.Remove(gone));

@@ -49,7 +49,7 @@ absl::StatusOr<std::unique_ptr<JobStore>> PgJobStore::Open(const PgJobStoreOptio
   PgWriterOptions writer_options;
   writer_options.conninfo = options.conninfo;
   writer_options.password = options.password;
-  writer_options.term = options.term;
+  writer_options.fence = options.fence;
   ASSIGN_OR_RETURN(std::unique_ptr<PgWriter> writer,
                    PgWriter::Start(writer_options, options.connect_timeout));
   return std::unique_ptr<JobStore>(new PgJobStore(options, std::move(reader), std::move(writer),

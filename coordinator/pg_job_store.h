@@ -34,7 +34,7 @@ namespace ringmaster {
 struct PgJobStoreOptions {
   std::string conninfo;
   std::string password;  // empty: libpq's own
-  int64_t term = 0;      // the lease term writes are fenced by; 0: none
+  PgFence fence;         // run inside every write transaction; empty: none
   absl::Duration connect_timeout = absl::Seconds(10);
   // A standby's: reads alone, with no writer (its thread and connection)
   // and no submit request ids loaded; every write is FAILED_PRECONDITION.

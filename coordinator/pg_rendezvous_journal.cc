@@ -6,11 +6,11 @@
 namespace ringmaster {
 
 absl::StatusOr<std::unique_ptr<PgRendezvousJournal>> PgRendezvousJournal::Start(
-    const std::string& conninfo, const std::string& password, int64_t term) {
+    const std::string& conninfo, const std::string& password, PgFence fence) {
   PgWriterOptions options;
   options.conninfo = conninfo;
   options.password = password;
-  options.term = term;
+  options.fence = std::move(fence);
   ASSIGN_OR_RETURN(std::unique_ptr<PgWriter> writer,
                    PgWriter::Start(std::move(options), absl::Seconds(10)));
   return std::unique_ptr<PgRendezvousJournal>(

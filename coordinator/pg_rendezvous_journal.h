@@ -22,7 +22,7 @@ class PgRendezvousJournal final : public RendezvousJournal {
 
   static absl::StatusOr<std::unique_ptr<PgRendezvousJournal>> Start(const std::string& conninfo,
                                                                     const std::string& password,
-                                                                    int64_t term);
+                                                                    PgFence fence);
 
   absl::StatusOr<int64_t> Put(const ScopeId& scope, const std::string& key,
                               const std::string& value) override;

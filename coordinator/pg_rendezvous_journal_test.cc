@@ -29,7 +29,7 @@ class PgRendezvousJournalTest : public testing::PostgresTest {
     ASSERT_OK(db_->Exec("UPDATE leader_lease SET term = 5"));
   }
   std::unique_ptr<PgRendezvousJournal> Journal(int64_t term) {
-    auto journal = PgRendezvousJournal::Start(server_->conninfo(), "", term);
+    auto journal = PgRendezvousJournal::Start(server_->conninfo(), "", LeaderLease::FenceOf(term));
     EXPECT_OK(journal);
     return journal.ok() ? *std::move(journal) : nullptr;
   }

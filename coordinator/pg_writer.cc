@@ -8,7 +8,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
-#include "coordinator/leader_lease.h"
 
 namespace ringmaster {
 namespace {
@@ -136,7 +135,7 @@ void PgWriter::Run() {
 
 absl::Status PgWriter::Commit(const std::vector<std::shared_ptr<const Pending>>& group) {
   return db_->Transaction([&]() -> absl::Status {
-    if (options_.term > 0) RETURN_IF_ERROR(LeaderLease::Fence(db_.get(), options_.term));
+    if (options_.fence) RETURN_IF_ERROR(options_.fence(db_.get()));
     for (const std::shared_ptr<const Pending>& pending : group) {
       for (const PgStatement& statement : pending->statements) {
         RETURN_IF_ERROR(db_->Query(statement.sql, statement.params).status());

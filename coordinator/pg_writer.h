@@ -9,7 +9,7 @@
 //     writer, the last submission it holds; after a reconnect that row says
 //     whether a commit whose answer was lost happened, so that nothing is
 //     applied twice.
-//   - With a lease term, every commit is fenced (LeaderLease::Fence): once
+//   - With a fence, every commit is fenced (coordinator/pg_fence.h): once
 //     another coordinator holds the lease, nothing more is written and every
 //     waiter gets FAILED_PRECONDITION "not the leader".
 //   - A statement the server refuses otherwise stops the writer too (a
@@ -30,13 +30,14 @@
 #include "absl/time/time.h"
 #include "common/mutex.h"
 #include "coordinator/pg_db.h"
+#include "coordinator/pg_fence.h"
 
 namespace ringmaster {
 
 struct PgWriterOptions {
   std::string conninfo;
   std::string password;         // empty: libpq's own (PGPASSFILE, ~/.pgpass)
-  int64_t term = 0;             // the lease term every commit is fenced by; 0: none
+  PgFence fence;                // run inside every commit; empty: none
   size_t max_pending = 100000;  // submissions waiting; more are refused
   size_t max_group = 1000;      // submissions per PostgreSQL transaction
   absl::Duration max_backoff = absl::Seconds(2);

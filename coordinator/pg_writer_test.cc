@@ -29,7 +29,7 @@ class PgWriterTest : public testing::PostgresTest {
   std::unique_ptr<PgWriter> Start(int64_t term = 0, size_t max_pending = 100000) {
     PgWriterOptions options;
     options.conninfo = server_->conninfo();
-    options.term = term;
+    options.fence = LeaderLease::FenceOf(term);
     options.max_pending = max_pending;
     options.max_backoff = absl::Milliseconds(200);
     absl::StatusOr<std::unique_ptr<PgWriter>> writer = PgWriter::Start(options, absl::Seconds(10));

@@ -12,7 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "coordinator/worker_membership.h"
+#include "coordinator/schedulable_worker.h"
 
 namespace ringmaster {
 
