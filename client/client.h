@@ -1,5 +1,6 @@
-// The C++ client of a Ringmaster coordinator: jobs, workers, logs and the
-// rendezvous store. Used by the CLI, the trainer and tests.
+// The C++ client of a Ringmaster coordinator: jobs, workers, queues and
+// logs. Used by the CLI and tests; ranks reach the rendezvous store with
+// domain/rendezvous_client.h.
 #ifndef RINGMASTER_CLIENT_CLIENT_H_
 #define RINGMASTER_CLIENT_CLIENT_H_
 
@@ -19,7 +20,6 @@
 #include "common/tls.h"
 #include "proto/cluster.grpc.pb.h"
 #include "proto/job.grpc.pb.h"
-#include "proto/rendezvous.grpc.pb.h"
 
 namespace ringmaster {
 
@@ -96,36 +96,6 @@ class Client {
   const std::string token_;
   const bool tls_;
   const absl::Duration rpc_timeout_;
-  CoordinatorTargets targets_;
-};
-
-// The rendezvous key-value store of one job attempt. `address` may list
-// several coordinators, as for Client.
-class RendezvousClient {
- public:
-  RendezvousClient(const std::string& address, std::string job_id, int attempt,
-                   const std::string& token = "", const Tls& tls = {});
-
-  // Reads RINGMASTER_COORDINATOR, RINGMASTER_JOB_ID,
-  // TORCHELASTIC_RESTART_COUNT, RINGMASTER_JOB_TOKEN and RINGMASTER_TLS_CA,
-  // as a rank process has them.
-  static absl::StatusOr<std::unique_ptr<RendezvousClient>> FromEnvironment();
-
-  absl::Status Set(const std::string& key, const std::string& value);
-  absl::StatusOr<std::string> Get(const std::string& key);
-  absl::Status Wait(const std::vector<std::string>& keys, absl::Duration timeout);
-  absl::StatusOr<int64_t> Add(const std::string& key, int64_t delta);
-
- private:
-  void Prepare(grpc::ClientContext* context, absl::Duration timeout) const;
-  // Makes `rpc` (each try bounded by `timeout`), following the leader as
-  // Client does, for up to `timeout`.
-  absl::Status Call(
-      absl::Duration timeout,
-      const std::function<grpc::Status(v1::RendezvousService::Stub&, grpc::ClientContext*)>& rpc);
-
-  v1::RendezvousScope scope_;
-  const std::string token_;
   CoordinatorTargets targets_;
 };
 

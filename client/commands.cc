@@ -20,13 +20,13 @@
 #include "absl/strings/str_join.h"
 #include "client/client.h"
 #include "client/code_package.h"
-#include "client/job_spec_yaml.h"
 #include "client/output.h"
 #include "client/top.h"
 #include "common/labels.h"
 #include "common/net.h"
 #include "common/status_macros.h"
-#include "coordinator/spec_validation.h"
+#include "domain/job_spec_yaml.h"
+#include "domain/spec_validation.h"
 
 namespace ringmaster {
 namespace {

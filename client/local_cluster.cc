@@ -19,9 +19,9 @@
 #include "common/private_dir.h"
 #include "common/status_macros.h"
 #include "common/subprocess.h"
-#include "coordinator/queue_config.h"
-#include "coordinator/store_config.h"
-#include "coordinator/worker_health.h"
+#include "domain/quarantine_limit.h"
+#include "domain/queue_config.h"
+#include "domain/store_config.h"
 
 namespace ringmaster {
 namespace {

@@ -9,8 +9,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "coordinator/job_state.h"
-#include "trainer/optimizer.h"
+#include "domain/job_state.h"
+#include "domain/lr_schedule.h"
 
 namespace ringmaster {
 

@@ -3,7 +3,7 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
-#include "coordinator/job_state.h"
+#include "domain/job_state.h"
 
 namespace ringmaster {
 CoordinatorMetrics::CoordinatorMetrics(metrics::Registry* registry, const Clock* clock,

@@ -24,8 +24,8 @@
 #include "coordinator/log_relay.h"
 #include "coordinator/rendezvous_service.h"
 #include "coordinator/standby_service.h"
-#include "coordinator/store_config.h"
 #include "coordinator/worker_service.h"
+#include "domain/store_config.h"
 
 namespace ringmaster {
 

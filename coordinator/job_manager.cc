@@ -22,8 +22,8 @@
 #include "common/checkpoint_roots.h"
 #include "common/labels.h"
 #include "common/status_macros.h"
-#include "coordinator/job_state.h"
-#include "coordinator/spec_validation.h"
+#include "domain/job_state.h"
+#include "domain/spec_validation.h"
 
 namespace ringmaster {
 

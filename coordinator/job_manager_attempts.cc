@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "coordinator/job_manager.h"
-#include "coordinator/job_state.h"
+#include "domain/job_state.h"
 
 namespace ringmaster {
 

@@ -10,7 +10,7 @@
 #include "absl/time/time.h"
 #include "common/status_macros.h"
 #include "coordinator/job_manager.h"
-#include "coordinator/job_state.h"
+#include "domain/job_state.h"
 
 namespace ringmaster {
 namespace {

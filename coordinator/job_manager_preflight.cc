@@ -9,8 +9,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "coordinator/job_manager.h"
-#include "coordinator/job_state.h"
 #include "coordinator/preflight.h"
+#include "domain/job_state.h"
 
 namespace ringmaster {
 

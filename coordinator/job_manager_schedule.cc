@@ -11,7 +11,7 @@
 #include "common/job_id.h"
 #include "common/net.h"
 #include "coordinator/job_manager.h"
-#include "coordinator/job_state.h"
+#include "domain/job_state.h"
 
 namespace ringmaster {
 

@@ -4,8 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "coordinator/job_manager.h"
-#include "coordinator/job_state.h"
-#include "coordinator/stacks_summary.h"
+#include "domain/job_state.h"
+#include "domain/stacks_summary.h"
 
 namespace ringmaster {
 

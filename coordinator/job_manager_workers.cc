@@ -9,8 +9,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "coordinator/job_manager.h"
-#include "coordinator/job_state.h"
 #include "coordinator/reconcile.h"
+#include "domain/job_state.h"
 
 namespace ringmaster {
 absl::StatusOr<WorkerSession> JobManager::RegisterWorker(WorkerLink* link,

@@ -14,7 +14,7 @@
 #include "common/status_macros.h"
 #include "common/stream_writer.h"
 #include "coordinator/attempt_placement.h"
-#include "coordinator/job_state.h"
+#include "domain/job_state.h"
 
 namespace ringmaster {
 namespace {

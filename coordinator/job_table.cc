@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "coordinator/history_fold.h"
-#include "coordinator/job_state.h"
+#include "domain/job_state.h"
 
 namespace ringmaster {
 

@@ -13,7 +13,7 @@
 #include "common/stream_writer.h"
 #include "coordinator/access_policy.h"
 #include "coordinator/attempt_placement.h"
-#include "coordinator/job_state.h"
+#include "domain/job_state.h"
 
 namespace ringmaster {
 namespace {

@@ -40,8 +40,8 @@
 #include <vector>
 
 #include "absl/time/time.h"
-#include "coordinator/queue_config.h"
 #include "coordinator/scheduler.h"
+#include "domain/queue_config.h"
 
 namespace ringmaster {
 

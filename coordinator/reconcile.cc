@@ -2,7 +2,7 @@
 
 #include <tuple>
 
-#include "coordinator/job_state.h"
+#include "domain/job_state.h"
 
 namespace ringmaster {
 

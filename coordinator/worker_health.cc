@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
-#include "coordinator/job_state.h"
+#include "domain/job_state.h"
 
 namespace ringmaster {
 namespace {
@@ -96,30 +96,6 @@ std::string XidMeaning(int xid) {
 bool CriticalXid(int xid) {
   const Xid* x = FindXid(xid);
   return x != nullptr && x->critical;
-}
-
-int QuarantineLimit::Of(int workers) const {
-  if (count >= 0) return count;
-  return static_cast<int>(std::floor(percent / 100 * workers + 1e-9));
-}
-
-std::string QuarantineLimit::ToString() const {
-  return count >= 0 ? absl::StrCat(count) : absl::StrCat(percent, "%");
-}
-
-absl::StatusOr<QuarantineLimit> ParseQuarantineLimit(const std::string& text) {
-  QuarantineLimit limit;
-  absl::string_view rest = text;
-  if (absl::ConsumeSuffix(&rest, "%")) {
-    if (absl::SimpleAtod(rest, &limit.percent) && limit.percent >= 0 && limit.percent <= 100) {
-      return limit;
-    }
-  } else if (absl::SimpleAtoi(rest, &limit.count) && limit.count >= 0) {
-    return limit;
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat("--max-quarantined \"", text,
-                   "\" is neither a share of the workers (\"20%\") nor a number of them (\"3\")"));
 }
 
 std::optional<Blame> BlameOf(const v1::Job& job, const FailureCause& cause, absl::Time now) {

@@ -26,21 +26,11 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "coordinator/restart_policy.h"
+#include "domain/quarantine_limit.h"
 #include "proto/cluster.pb.h"
 #include "proto/job.pb.h"
 
 namespace ringmaster {
-
-// At most `count` workers, or `percent` of those known, quarantined at
-// once ("20%" or "3").
-struct QuarantineLimit {
-  double percent = 20;
-  int count = -1;  // >= 0: a number of workers, not a share
-  // How many of `workers` may be quarantined.
-  int Of(int workers) const;
-  std::string ToString() const;
-};
-absl::StatusOr<QuarantineLimit> ParseQuarantineLimit(const std::string& text);
 
 // NVIDIA's meaning of an XID ("GPU has fallen off the bus"); empty for one
 // this table does not know.

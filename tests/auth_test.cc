@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_split.h"
+#include "domain/rendezvous_client.h"
 #include "proto/rendezvous.grpc.pb.h"
 #include "proto/worker.grpc.pb.h"
 #include "testing/status_matchers.h"

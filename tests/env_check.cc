@@ -9,7 +9,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "client/client.h"
+#include "domain/rendezvous_client.h"
 
 namespace {
 

@@ -12,7 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "client/client.h"
+#include "domain/rendezvous_client.h"
 
 int main(int argc, char** argv) {
   int rank = -1;

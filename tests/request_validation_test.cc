@@ -10,6 +10,7 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include "domain/rendezvous_client.h"
 #include "proto/worker.grpc.pb.h"
 #include "testing/status_matchers.h"
 #include "tests/cluster_fixture.h"

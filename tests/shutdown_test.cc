@@ -16,6 +16,7 @@
 #include "common/mutex.h"
 #include "common/net.h"
 #include "common/subprocess.h"
+#include "domain/rendezvous_client.h"
 #include "testing/status_matchers.h"
 #include "testing/test_util.h"
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "client/client.h"
+#include "domain/rendezvous_client.h"
 
 namespace ringmaster {
 

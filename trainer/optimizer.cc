@@ -5,8 +5,6 @@
 namespace ringmaster {
 namespace {
 
-constexpr double kPi = 3.14159265358979323846;
-
 class Sgd final : public Optimizer {
  public:
   Sgd(double momentum, double weight_decay, size_t n)
@@ -101,21 +99,6 @@ class AdamW final : public Optimizer {
 std::unique_ptr<Optimizer> MakeOptimizer(const v1::TrainerSpec::Optimizer& spec, size_t n) {
   if (spec.type() == "sgd") return std::make_unique<Sgd>(spec.momentum(), spec.weight_decay(), n);
   return std::make_unique<AdamW>(spec, n);
-}
-
-double LrSchedule::Peak() const {
-  if (scaling == "linear") return base_lr * world_size;
-  if (scaling == "sqrt") return base_lr * std::sqrt(static_cast<double>(world_size));
-  return base_lr;
-}
-
-double LrSchedule::At(int64_t step) const {
-  const double lr = Peak();
-  if (step < warmup_steps) return lr * static_cast<double>(step + 1) / (warmup_steps + 1);
-  const int64_t decay_steps = total_steps - warmup_steps;
-  if (decay_steps <= 0) return lr;
-  const double progress = std::min(1.0, static_cast<double>(step - warmup_steps) / decay_steps);
-  return lr * 0.5 * (1 + std::cos(kPi * progress));
 }
 
 double GradNorm(const float* grads, size_t n) {

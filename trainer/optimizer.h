@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "domain/lr_schedule.h"
 #include "proto/job.pb.h"
 
 namespace ringmaster {
@@ -38,22 +39,6 @@ class Optimizer {
 
 // From the spec's optimizer section (type sgd or adamw), for n parameters.
 std::unique_ptr<Optimizer> MakeOptimizer(const v1::TrainerSpec::Optimizer& spec, size_t n);
-
-// The learning rate at optimizer step `step` (0-based): the base rate
-// scaled by world size (linear: x world, sqrt: x sqrt(world), none), linear
-// warm-up from 0 over `warmup_steps`, then cosine decay to 0 at
-// `total_steps`.
-struct LrSchedule {
-  double base_lr = 1e-3;
-  std::string scaling = "linear";
-  int world_size = 1;
-  int64_t warmup_steps = 0;
-  int64_t total_steps = 1;
-
-  // base_lr scaled by the world size: the rate after warm-up.
-  double Peak() const;
-  double At(int64_t step) const;
-};
 
 // The L2 norm of `grads`.
 double GradNorm(const float* grads, size_t n);

@@ -25,7 +25,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "coordinator/preflight.h"
+#include "domain/preflight_codec.h"
 #include "trainer/collective.h"
 
 namespace ringmaster {

@@ -14,9 +14,9 @@
 
 #include "absl/status/status.h"
 #include "common/mutex.h"
+#include "domain/flight_recorder.h"
 #include "trainer/collective.h"
 #include "trainer/event_log.h"
-#include "trainer/flight_recorder.h"
 #include "trainer/mlp.h"
 
 namespace ringmaster {

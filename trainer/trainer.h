@@ -11,11 +11,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "domain/flight_recorder.h"
 #include "proto/job.pb.h"
 #include "trainer/collective.h"
 #include "trainer/dataset.h"
 #include "trainer/event_log.h"
-#include "trainer/flight_recorder.h"
 #include "trainer/model_runner.h"
 
 namespace ringmaster {

@@ -20,7 +20,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/subprocess.h"
-#include "trainer/flight_recorder.h"
+#include "domain/flight_recorder.h"
 
 namespace ringmaster {
 

@@ -12,7 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/unique_fd.h"
-#include "coordinator/stacks_summary.h"
+#include "domain/stacks_summary.h"
 
 namespace ringmaster {
 namespace {

@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <string>
 
-#include "client/job_spec_yaml.h"
-#include "coordinator/spec_validation.h"
+#include "domain/job_spec_yaml.h"
+#include "domain/spec_validation.h"
 #include "tests/fuzz/require.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,4 +1,4 @@
-#include "coordinator/job_state.h"
+#include "domain/job_state.h"
 
 #include <set>
 #include <utility>

@@ -1,4 +1,4 @@
-#include "client/job_spec_yaml.h"
+#include "domain/job_spec_yaml.h"
 
 #include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>

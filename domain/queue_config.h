@@ -1,8 +1,8 @@
 // The coordinator's queues (--queues FILE): who may submit where, how much
 // each queue is guaranteed and may borrow, its share of idle capacity, and
 // the priority classes jobs name. See docs/scheduling.md.
-#ifndef RINGMASTER_COORDINATOR_QUEUE_CONFIG_H_
-#define RINGMASTER_COORDINATOR_QUEUE_CONFIG_H_
+#ifndef RINGMASTER_DOMAIN_QUEUE_CONFIG_H_
+#define RINGMASTER_DOMAIN_QUEUE_CONFIG_H_
 
 #include <cstdint>
 #include <limits>
@@ -94,4 +94,4 @@ absl::StatusOr<QueueAdmission> AdmitToQueue(const QueueConfig& config, const v1:
 
 }  // namespace ringmaster
 
-#endif  // RINGMASTER_COORDINATOR_QUEUE_CONFIG_H_
+#endif  // RINGMASTER_DOMAIN_QUEUE_CONFIG_H_

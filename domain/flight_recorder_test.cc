@@ -1,4 +1,4 @@
-#include "trainer/flight_recorder.h"
+#include "domain/flight_recorder.h"
 
 #include <signal.h>
 #include <sys/wait.h>

@@ -1,4 +1,4 @@
-#include "coordinator/stacks_summary.h"
+#include "domain/stacks_summary.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "coordinator/queue_config.h"
+#include "domain/queue_config.h"
 
 #include <gtest/gtest.h>
 

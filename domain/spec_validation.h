@@ -1,6 +1,6 @@
 // Checks a submitted JobSpec before anything is stored.
-#ifndef RINGMASTER_COORDINATOR_SPEC_VALIDATION_H_
-#define RINGMASTER_COORDINATOR_SPEC_VALIDATION_H_
+#ifndef RINGMASTER_DOMAIN_SPEC_VALIDATION_H_
+#define RINGMASTER_DOMAIN_SPEC_VALIDATION_H_
 
 #include "absl/status/status.h"
 #include "common/limits.h"
@@ -25,4 +25,4 @@ bool IsReservedEnvName(const std::string& name);
 
 }  // namespace ringmaster
 
-#endif  // RINGMASTER_COORDINATOR_SPEC_VALIDATION_H_
+#endif  // RINGMASTER_DOMAIN_SPEC_VALIDATION_H_

@@ -3,8 +3,8 @@
 // password never comes from the command line, which every user of the
 // machine can read in ps: it comes from a file only its owner can read
 // (--store-password-file), or libpq's PGPASSFILE.
-#ifndef RINGMASTER_COORDINATOR_STORE_CONFIG_H_
-#define RINGMASTER_COORDINATOR_STORE_CONFIG_H_
+#ifndef RINGMASTER_DOMAIN_STORE_CONFIG_H_
+#define RINGMASTER_DOMAIN_STORE_CONFIG_H_
 
 #include <string>
 
@@ -36,4 +36,4 @@ std::string StoreLabel(const StoreConfig& config);
 
 }  // namespace ringmaster
 
-#endif  // RINGMASTER_COORDINATOR_STORE_CONFIG_H_
+#endif  // RINGMASTER_DOMAIN_STORE_CONFIG_H_

@@ -1,6 +1,6 @@
 // Reads a job spec from YAML (or JSON, which YAML contains) into JobSpec.
-#ifndef RINGMASTER_CLIENT_JOB_SPEC_YAML_H_
-#define RINGMASTER_CLIENT_JOB_SPEC_YAML_H_
+#ifndef RINGMASTER_DOMAIN_JOB_SPEC_YAML_H_
+#define RINGMASTER_DOMAIN_JOB_SPEC_YAML_H_
 
 #include <string>
 
@@ -19,4 +19,4 @@ absl::StatusOr<v1::JobSpec> ParseJobSpecYaml(const std::string& text);
 
 }  // namespace ringmaster
 
-#endif  // RINGMASTER_CLIENT_JOB_SPEC_YAML_H_
+#endif  // RINGMASTER_DOMAIN_JOB_SPEC_YAML_H_

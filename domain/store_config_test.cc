@@ -1,4 +1,4 @@
-#include "coordinator/store_config.h"
+#include "domain/store_config.h"
 
 #include <sys/stat.h>
 

@@ -1,4 +1,4 @@
-#include "coordinator/job_state.h"
+#include "domain/job_state.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"

@@ -1,4 +1,4 @@
-#include "coordinator/store_config.h"
+#include "domain/store_config.h"
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"

@@ -5,8 +5,8 @@
 //    rank 1 is in forward (stopped)"
 // Ranks without a flight record (user programs) are listed with their own
 // summary: "rank 0: File "train.py", line 12 in main (sleeping)".
-#ifndef RINGMASTER_COORDINATOR_STACKS_SUMMARY_H_
-#define RINGMASTER_COORDINATOR_STACKS_SUMMARY_H_
+#ifndef RINGMASTER_DOMAIN_STACKS_SUMMARY_H_
+#define RINGMASTER_DOMAIN_STACKS_SUMMARY_H_
 
 #include <string>
 #include <vector>
@@ -23,4 +23,4 @@ std::string SummarizeStacks(const std::vector<v1::RankStacks>& ranks);
 
 }  // namespace ringmaster
 
-#endif  // RINGMASTER_COORDINATOR_STACKS_SUMMARY_H_
+#endif  // RINGMASTER_DOMAIN_STACKS_SUMMARY_H_

@@ -5,8 +5,8 @@
 // rank is stopped, and so names exactly where each rank waits. Writers
 // store with relaxed atomics into shared memory: nothing waits, nothing is
 // written to disk on the training path.
-#ifndef RINGMASTER_TRAINER_FLIGHT_RECORDER_H_
-#define RINGMASTER_TRAINER_FLIGHT_RECORDER_H_
+#ifndef RINGMASTER_DOMAIN_FLIGHT_RECORDER_H_
+#define RINGMASTER_DOMAIN_FLIGHT_RECORDER_H_
 
 #include <atomic>
 #include <cstdint>
@@ -76,4 +76,4 @@ absl::StatusOr<FlightState> ReadFlightRecord(int fd, const std::string& what);
 
 }  // namespace ringmaster
 
-#endif  // RINGMASTER_TRAINER_FLIGHT_RECORDER_H_
+#endif  // RINGMASTER_DOMAIN_FLIGHT_RECORDER_H_

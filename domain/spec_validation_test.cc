@@ -1,4 +1,4 @@
-#include "coordinator/spec_validation.h"
+#include "domain/spec_validation.h"
 #include "testing/status_matchers.h"
 
 #include <cmath>

@@ -6,8 +6,8 @@
 //
 // Every non-terminal state may go to CANCELLED and to FAILED (a PENDING
 // job fails only when its deadline passes between attempts).
-#ifndef RINGMASTER_COORDINATOR_JOB_STATE_H_
-#define RINGMASTER_COORDINATOR_JOB_STATE_H_
+#ifndef RINGMASTER_DOMAIN_JOB_STATE_H_
+#define RINGMASTER_DOMAIN_JOB_STATE_H_
 
 #include <optional>
 #include <string>
@@ -49,4 +49,4 @@ std::string StragglerLine(const v1::Straggler& straggler, absl::Time now);
 
 }  // namespace ringmaster
 
-#endif  // RINGMASTER_COORDINATOR_JOB_STATE_H_
+#endif  // RINGMASTER_DOMAIN_JOB_STATE_H_

@@ -17,7 +17,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "coordinator/spec_validation.h"
+#include "domain/spec_validation.h"
 
 namespace ringmaster {
 namespace {
