@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The longest functions of the product's C++ (client, common, coordinator,
+"""The longest functions of the product's C++ (client, common, coordinator, domain,
 worker, trainer; not tests, fakes or benchmarks), longest first:
 
     python3 tests/function_lengths.py [N]
@@ -9,7 +9,7 @@ signature has a parenthesis; its length runs from the signature's first
 line to the closing brace.
 """
 import os, re, sys
-roots = ["client", "common", "coordinator", "worker", "trainer"]
+roots = ["client", "common", "coordinator", "domain", "worker", "trainer"]
 out = []
 for root in roots:
     for d, _, files in os.walk(root):
