@@ -89,7 +89,7 @@ TEST_F(PackDirectoryTest, OverTheLimitNamesTheLargestEntries) {
   Put("train.py", "x");
   // --upload-limit-mb 1
   auto packed = PackDirectory(dir_, 1 << 20, root_ + "/code.tar.gz");
-  EXPECT_EQ(packed.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(packed.status(), StatusIs(absl::StatusCode::kFailedPrecondition));
   EXPECT_THAT(packed.status().message(), HasSubstr("holds 1.4 MiB to upload, more than the 1.0 "
                                                    "MiB limit (--upload-limit-mb)"));
   EXPECT_THAT(packed.status().message(), HasSubstr("the largest: checkpoints/ 1.1 MiB, "
@@ -115,7 +115,7 @@ TEST_F(PackDirectoryTest, SocketsStayBehind) {
 
 TEST_F(PackDirectoryTest, AnUnreadableDirectoryIsAnError) {
   auto packed = PackDirectory(root_ + "/missing", 1 << 20, root_ + "/code.tar.gz");
-  EXPECT_EQ(packed.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(packed.status(), StatusIs(absl::StatusCode::kFailedPrecondition));
   EXPECT_THAT(packed.status().message(), HasSubstr(root_ + "/missing"));
 }
 

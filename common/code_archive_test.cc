@@ -221,7 +221,7 @@ class HostileArchiveTest : public CodeArchiveTest {
                      UnpackLimits limits = UnpackLimits{}) {
     const std::string out = root_ + "/out";
     const absl::Status status = UnpackArchive(archive, out, limits);
-    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+    EXPECT_THAT(status, StatusIs(absl::StatusCode::kInvalidArgument)) << status;
     EXPECT_THAT(status.message(), HasSubstr(why));
     EXPECT_FALSE(fs::exists(out));
   }

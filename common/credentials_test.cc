@@ -51,10 +51,10 @@ TEST(ValidateUserNameTest, TakesLoginNamesAndRefusesTheRest) {
   EXPECT_OK(ValidateUserName(std::string(32, 'a')));
   for (const char* bad : {"", "Alice", "1bob", "a b", "a/b", "a:b", "ali\n"}) {
     absl::Status s = ValidateUserName(bad);
-    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(s, StatusIs(absl::StatusCode::kInvalidArgument)) << bad;
     EXPECT_NE(s.message().find("user name"), absl::string_view::npos) << s;
   }
-  EXPECT_FALSE(ValidateUserName(std::string(33, 'a')).ok());
+  EXPECT_THAT(ValidateUserName(std::string(33, 'a')), IsError());
   absl::Status admin = ValidateUserName("admin");
   EXPECT_NE(admin.message().find("admin credential"), absl::string_view::npos) << admin;
 }
@@ -108,7 +108,7 @@ TEST(LoadOrCreateKeyTest, RefusesAKeyOthersCanRead) {
   ASSERT_OK(LoadOrCreateKey(path));
   chmod(path.c_str(), 0644);
   absl::StatusOr<std::string> key = LoadOrCreateKey(path);
-  EXPECT_EQ(key.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(key.status(), StatusIs(absl::StatusCode::kFailedPrecondition));
   EXPECT_NE(key.status().message().find("chmod 600"), absl::string_view::npos) << key.status();
 }
 

@@ -21,7 +21,7 @@ TEST(JobIdTest, RefusesPathsAndAnythingElse) {
         std::string("a/b"), nul, std::string(""), std::string("-a"), std::string("Demo-1"),
         std::string("a_b"), std::string("a b"), std::string(64, 'a'), std::string(".")}) {
     absl::Status status = ValidateJobId(id);
-    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << id;
+    EXPECT_THAT(status, StatusIs(absl::StatusCode::kInvalidArgument)) << id;
   }
 }
 

@@ -52,7 +52,7 @@ TEST(MetricsServerTest, ServesTheRegistryOnMetrics) {
   EXPECT_NE(response.find("ringmaster_test_total{job=\"x\"} 5\n"), std::string::npos) << response;
   // A second server on the same port is refused with a reason.
   auto twice = MetricsServer::Start(absl::StrCat("127.0.0.1:", *port), &registry);
-  EXPECT_FALSE(twice.ok());
+  EXPECT_THAT(twice, IsError());
 }
 
 // /ready follows its test (a standby coordinator's 503, the leader's 200),

@@ -22,7 +22,8 @@ TEST(PickFreePortTest, DrawsBelowTheEphemeralRangeAPortThatBinds) {
     seen.insert(*port);
   }
   EXPECT_GT(seen.size(), 40u) << "drawn at random";
-  EXPECT_EQ(PickFreePort("not-an-address").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(PickFreePort("not-an-address").status(),
+              StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
 }  // namespace

@@ -26,7 +26,7 @@ TEST(PrivateDirTest, CreatesWithTheModeAndTightensAnOpenOne) {
   chmod((root + "/open").c_str(), 0777);
   ASSERT_OK(MakePrivateDir(root + "/open", 0750));
   EXPECT_EQ(ModeOf(root + "/open"), 0750u);
-  EXPECT_EQ(MakePrivateDir("/proc/self/nope").code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(MakePrivateDir("/proc/self/nope"), StatusIs(absl::StatusCode::kFailedPrecondition));
 }
 
 }  // namespace

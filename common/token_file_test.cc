@@ -31,11 +31,12 @@ TEST(TokenFileTest, RefusesFilesOthersCanReadAndSaysWhy) {
   const std::string open = Write("open", "s3cret", 0644);
   EXPECT_EQ(ReadToken(open).status().message(),
             "token file " + open + " is open to group or others (mode 0644); chmod 600 " + open);
-  EXPECT_FALSE(ReadToken(Write("group-writable", "s3cret", 0660)).ok());
+  EXPECT_THAT(ReadToken(Write("group-writable", "s3cret", 0660)), IsError());
   const std::string empty = Write("empty", "\n", 0600);
   EXPECT_EQ(ReadToken(empty).status().message(), "token file " + empty + " is empty");
-  EXPECT_EQ(ReadToken("/nonexistent/token").status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_FALSE(ReadToken(std::getenv("TEST_TMPDIR")).ok()) << "a directory";
+  EXPECT_THAT(ReadToken("/nonexistent/token").status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition));
+  EXPECT_THAT(ReadToken(std::getenv("TEST_TMPDIR")), IsError()) << "a directory";
 }
 
 // A Kubernetes Secret mounted for a non-root container: root:fsGroup 0440.
@@ -45,7 +46,7 @@ TEST(TokenFileTest, GroupMayReadOnlyARootOwnedFile) {
   ASSERT_EQ(chown(mounted.c_str(), 0, 65534), 0);
   EXPECT_OK(ReadToken(mounted));
   ASSERT_EQ(chown(mounted.c_str(), 65534, 65534), 0);
-  EXPECT_EQ(ReadToken(mounted).status().code(), absl::StatusCode::kFailedPrecondition)
+  EXPECT_THAT(ReadToken(mounted).status(), StatusIs(absl::StatusCode::kFailedPrecondition))
       << "a group may read only what root owns";
 }
 

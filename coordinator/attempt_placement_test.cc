@@ -1,4 +1,5 @@
 #include "coordinator/attempt_placement.h"
+#include "testing/status_matchers.h"
 
 #include <gtest/gtest.h>
 
@@ -60,13 +61,13 @@ TEST(AttemptPlacementTest, AnAttemptNotPlacedOrNotKeptIsNotFoundSayingWhy) {
   EXPECT_EQ(PlacedAttempts(job).front(), 3);
   EXPECT_EQ(PlacedAttempts(job).back(), 12);
   EXPECT_EQ(Workers(*AttemptRanks(job, 3)), "0@w3(w3:7071) ");
-  EXPECT_EQ(AttemptRanks(job, 2).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(AttemptRanks(job, 2).status(), StatusIs(absl::StatusCode::kNotFound));
   EXPECT_EQ(AttemptRanks(job, 2).status().message(),
             "where attempt 2 of job j-2 ran is no longer kept (the last 10 attempts' placements "
             "are)");
   EXPECT_EQ(AttemptRanks(job, 14).status().message(),
             "job j-2 has no attempt 14: its attempts are 0..13");
-  EXPECT_EQ(AttemptRanks(job, -1).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(AttemptRanks(job, -1).status(), StatusIs(absl::StatusCode::kNotFound));
   EXPECT_EQ(AttemptRanks(job, 13).status().message(), "attempt 13 of job j-2 has placed no ranks");
 }
 

@@ -84,8 +84,8 @@ TEST_F(CodeStoreTest, UploadedOnceReadBackInPieces) {
   EXPECT_EQ(*head + *tail, data);
   EXPECT_EQ(*end, "");
   EXPECT_EQ(size, static_cast<int64_t>(data.size()));
-  EXPECT_EQ(store->Read(HashOf("other"), 0, 10, &size).status().code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_THAT(store->Read(HashOf("other"), 0, 10, &size).status(),
+              StatusIs(absl::StatusCode::kNotFound));
 }
 
 TEST_F(CodeStoreTest, WrongHashOrSizeStoresNothing) {
@@ -94,7 +94,7 @@ TEST_F(CodeStoreTest, WrongHashOrSizeStoresNothing) {
   ASSERT_OK(upload);
   ASSERT_OK((*upload)->Append("tampered"));
   auto committed = (*upload)->Commit();
-  EXPECT_EQ(committed.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(committed.status(), StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(committed.status().message(),
               HasSubstr("have SHA-256 " + HashOf("tampered") + ", not " + HashOf("expected")));
   upload->reset();
@@ -112,7 +112,7 @@ TEST_F(CodeStoreTest, WrongHashOrSizeStoresNothing) {
 TEST_F(CodeStoreTest, LimitsNamedInTheError) {
   auto store = Open();
   auto big = store->BeginUpload(HashOf("x"), 1001);
-  EXPECT_EQ(big.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(big.status(), StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(big.status().message(), HasSubstr("takes 1 to 1000 (--max-upload-mb)"));
   EXPECT_THAT(store->BeginUpload("../../etc/passwd", 5).status().message(),
               HasSubstr("64 lowercase hex digits"));
@@ -121,7 +121,7 @@ TEST_F(CodeStoreTest, LimitsNamedInTheError) {
   ASSERT_OK(a);
   ASSERT_OK(b);
   auto c = store->BeginUpload(HashOf("c"), 1);
-  EXPECT_EQ(c.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(c.status(), StatusIs(absl::StatusCode::kResourceExhausted));
   a->reset();  // one ends: room again
   EXPECT_OK(store->BeginUpload(HashOf("c"), 1));
 }
@@ -212,12 +212,12 @@ TEST_F(SharedCodeStoreTest, NothingIsAcknowledgedOrKeptWhenTheSharedStoreIsDown)
   auto store = Open();
   shared_.SetDown(absl::UnavailableError("connection refused"));
   auto put = Put(*store, "lost?");
-  EXPECT_EQ(put.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(put.status(), StatusIs(absl::StatusCode::kUnavailable));
   EXPECT_THAT(put.status().message(),
               HasSubstr("cannot keep the archive in the shared store: connection refused"));
   // Not "not stored", which would send a client to upload again for nothing.
   absl::StatusOr<std::optional<int64_t>> asked = store->Use(HashOf("other"));
-  EXPECT_EQ(asked.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(asked.status(), StatusIs(absl::StatusCode::kUnavailable));
   shared_.SetDown(absl::OkStatus());
   EXPECT_FALSE(Stored(*store, HashOf("lost?")).has_value());
   EXPECT_TRUE(fs::is_empty(dir_));

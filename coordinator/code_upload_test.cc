@@ -94,13 +94,13 @@ TEST_F(CodeUploadTest, AStalledUploadIsEndedAndOneCallerCannotTakeEverySlot) {
   Upload fifth_upload = StartStalled(1000);
   fifth_upload.writer->WritesDone();
   const grpc::Status fifth = fifth_upload.writer->Finish();
-  EXPECT_EQ(fifth.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(fifth, StatusIs(grpc::StatusCode::RESOURCE_EXHAUSTED));
   EXPECT_EQ(fifth.error_message(),
             "you have 4 code uploads in progress; try again when one has ended");
 
   for (Upload& u : stalled) {
     const grpc::Status status = u.writer->Finish();  // returns once the server ends it
-    EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+    EXPECT_THAT(status, StatusIs(grpc::StatusCode::DEADLINE_EXCEEDED));
     EXPECT_EQ(status.error_message(), "the upload received nothing for 1s; ended");
   }
   EXPECT_LT(absl::Now() - began, absl::Seconds(10));

@@ -167,7 +167,7 @@ TEST_F(JobManagerTest, DuplicateWorkerIdIsRefusedAndGetsNothing) {
   TestWorker real, impostor;
   ASSERT_OK(Register(real, "w1", 1));
   absl::Status refused = Register(impostor, "w1", 1, {}, {}, "another-process");
-  EXPECT_EQ(refused.code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_THAT(refused, StatusIs(absl::StatusCode::kAlreadyExists));
   EXPECT_NE(refused.message().find("held by the worker at w1.local:7080"), std::string::npos)
       << refused;
   const std::string id = Submit(1);
@@ -427,7 +427,7 @@ TEST_F(JobManagerTest, ACancelledJobWhoseExitWasLostStillFreesItsSlot) {
   w1.running.clear();  // it exited; the exit was lost
   ASSERT_OK(manager_->Cancel(id));
   EXPECT_EQ(ListWorkersUsed("w1"), 1) << "the stop finds nothing to stop: no exit comes";
-  EXPECT_FALSE(manager_->Delete(id).ok());
+  EXPECT_THAT(manager_->Delete(id), IsError());
   Pass(absl::Seconds(4));
   EXPECT_EQ(Job(id).state(), v1::CANCELLED);
   EXPECT_EQ(Job(id).ranks(0).state(), v1::RANK_FAILED);

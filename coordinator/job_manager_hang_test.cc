@@ -112,9 +112,9 @@ TEST_F(JobManagerTest, StacksAskedForAreAnsweredByTheDeadlineOrWhenTheAttemptEnd
   std::optional<absl::StatusOr<v1::StacksReport>> ended;
   manager_->DumpStacks(slow, [&](const absl::StatusOr<v1::StacksReport>& r) { ended = r; });
   ASSERT_TRUE(ended.has_value());
-  EXPECT_EQ(ended->status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(ended->status(), StatusIs(absl::StatusCode::kFailedPrecondition));
   manager_->DumpStacks("nope-9", [&](const absl::StatusOr<v1::StacksReport>& r) { ended = r; });
-  EXPECT_EQ(ended->status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(ended->status(), StatusIs(absl::StatusCode::kNotFound));
 }
 
 TEST_F(JobManagerTest, CommandJobHangsOnlyWhenSilentAndOnlyWhenAsked) {

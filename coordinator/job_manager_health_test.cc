@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "coordinator/job_manager_fixture.h"
+#include "testing/status_matchers.h"
 
 namespace ringmaster {
 namespace {
@@ -179,11 +180,11 @@ TEST_F(JobManagerHealthTest, ACordonedWorkerTakesNoRanksAndStaysCordonedAcrossAR
   Pass(absl::Seconds(1));
   EXPECT_EQ(WorkerOf(waiting), "w2");
 
-  EXPECT_EQ(manager_->Cordon("w9", "", "admin").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(manager_->Cordon("w9", "", "admin").status(), StatusIs(absl::StatusCode::kNotFound));
   EXPECT_THAT(std::string(manager_->Cordon("w9", "", "admin").status().message()),
               HasSubstr("no worker \"w9\""));
-  EXPECT_EQ(manager_->Cordon("w1", std::string(600, 'x'), "admin").status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(manager_->Cordon("w1", std::string(600, 'x'), "admin").status(),
+              StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_FALSE(Cordoned("w1")) << "nothing half-done";
 }
 

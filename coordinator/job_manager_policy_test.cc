@@ -227,14 +227,14 @@ TEST_F(JobManagerTest, RequestIdMakesASubmissionSafeToRetryAcrossARestart) {
   v1::JobSpec changed = spec;
   changed.set_ranks(2);
   absl::Status conflict = manager_->Submit(changed, "3f2a-retry-1").status();
-  EXPECT_EQ(conflict.code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_THAT(conflict, StatusIs(absl::StatusCode::kAlreadyExists));
   EXPECT_EQ(conflict.message(),
             absl::StrCat("request_id \"3f2a-retry-1\" was used for job ", *first,
                          " with another spec; use a new request_id for a new job"));
-  EXPECT_EQ(manager_->Submit(spec, "has space").status().code(),
-            absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(manager_->Submit(spec, std::string(129, 'x')).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(manager_->Submit(spec, "has space").status(),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(manager_->Submit(spec, std::string(129, 'x')).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument));
 
   // Ended and retired, it still answers; deleted, the id is free again.
   ASSERT_OK(manager_->Cancel(*first));
@@ -283,8 +283,8 @@ TEST_F(JobManagerTest, WatchAllListsThenFollowsEveryJobAndResumesFromAToken) {
   EXPECT_EQ(resumed[2].state(), v1::RUNNING);
   manager_->Unwatch(*watch);
 
-  EXPECT_EQ(manager_->WatchAll("nonsense", [](const v1::Job&) {}).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(manager_->WatchAll("nonsense", [](const v1::Job&) {}).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument));
   // A token of the run before a restart still resumes: each job changed
   // since, as stored.
   Restart();
@@ -298,7 +298,7 @@ TEST_F(JobManagerTest, WatchAllListsThenFollowsEveryJobAndResumesFromAToken) {
   EXPECT_EQ(after_restart[1].state(), v1::RUNNING);
   manager_->Unwatch(*watch);
   absl::Status never = manager_->WatchAll("x.999999999999999", [](const v1::Job&) {}).status();
-  EXPECT_EQ(never.code(), absl::StatusCode::kOutOfRange) << never;
+  EXPECT_THAT(never, StatusIs(absl::StatusCode::kOutOfRange)) << never;
 }
 
 // Revisions stay comparable across a restart: a job keeps the revision it

@@ -7,6 +7,7 @@
 
 #include "coordinator/job_manager_fixture.h"
 #include "coordinator/preflight.h"
+#include "testing/status_matchers.h"
 
 namespace ringmaster {
 namespace {
@@ -59,7 +60,7 @@ TEST_F(JobManagerPreflightTest, TheVerdictWaitsForEveryRankThenGoes) {
   Post(job, 0, {8.0, 7.9, ""});
   Post(job, 2, {8.2, 7.9, ""});
   Pass(absl::Seconds(1));
-  EXPECT_FALSE(Verdict(job, 0).ok()) << "rank 1 has not posted";
+  EXPECT_THAT(Verdict(job, 0), IsError()) << "rank 1 has not posted";
   Post(job, 1, {7.7, 7.9, ""});
   Pass(absl::Seconds(1));
   ASSERT_OK(Verdict(job, 0));
@@ -95,7 +96,7 @@ TEST_F(JobManagerPreflightTest, ASlowRanksWorkerIsExcludedAndTheAttemptPlacedAga
   EXPECT_THAT(restarting.excluded_workers(0).reason(), HasSubstr("1.50 GB/s"));
   EXPECT_FALSE(restarting.preflight().passed());
   EXPECT_THAT(restarting.preflight().ranks(2).excluded(), HasSubstr("under half"));
-  EXPECT_FALSE(Verdict(job, 0).ok()) << "no go for the stopped attempt";
+  EXPECT_THAT(Verdict(job, 0), IsError()) << "no go for the stopped attempt";
 
   for (int r = 0; r < 3; ++r) {
     Exited(*ByWorker(restarting.ranks(r).worker_id()), job, 0, r, 0, /*stopped=*/true);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "coordinator/job_manager_fixture.h"
+#include "testing/status_matchers.h"
 
 namespace ringmaster {
 namespace {
@@ -85,11 +86,11 @@ TEST_F(JobManagerQueuesTest, SubmitRefusesAnUnknownQueueOrClassAndStoresNothing)
       *ParseQueueConfig("queues:\n  - {name: research, users: [alice]}\n  - {name: default}\n");
   Restart();
   absl::StatusOr<std::string> unknown = manager_->Submit(Spec("a", 1, "", "gpu"), "", "alice");
-  EXPECT_EQ(unknown.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(unknown.status(), StatusIs(absl::StatusCode::kInvalidArgument));
   absl::StatusOr<std::string> bad_class = manager_->Submit(Spec("a", 1, "urgent"), "", "alice");
-  EXPECT_EQ(bad_class.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad_class.status(), StatusIs(absl::StatusCode::kInvalidArgument));
   absl::StatusOr<std::string> not_hers = manager_->Submit(Spec("a", 1, "", "research"), "", "bob");
-  EXPECT_EQ(not_hers.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(not_hers.status(), StatusIs(absl::StatusCode::kPermissionDenied));
   EXPECT_TRUE(AllJobs().empty());
 
   // An integer priority is the admin's.

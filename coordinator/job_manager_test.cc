@@ -115,8 +115,8 @@ TEST_F(JobManagerTest, CancelStopsRanks) {
   ASSERT_OK(job);
   EXPECT_EQ(job->state(), v1::CANCELLED);
   EXPECT_EQ(Stops(w1), 1);
-  EXPECT_EQ(manager_->Cancel(id).status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(manager_->Cancel("nope").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(manager_->Cancel(id).status(), StatusIs(absl::StatusCode::kFailedPrecondition));
+  EXPECT_THAT(manager_->Cancel("nope").status(), StatusIs(absl::StatusCode::kNotFound));
 }
 
 TEST_F(JobManagerTest, BadSpecStoresNothing) {
@@ -124,7 +124,7 @@ TEST_F(JobManagerTest, BadSpecStoresNothing) {
   spec.set_name("x");
   spec.set_ranks(0);
   spec.add_command("true");
-  EXPECT_EQ(manager_->Submit(spec).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(manager_->Submit(spec).status(), StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_TRUE(AllJobs().empty());
   Restart();
   EXPECT_TRUE(AllJobs().empty());
@@ -275,15 +275,15 @@ namespace {
 TEST_F(JobManagerTest, DeleteForgetsAnEndedJobOnlyAndForGood) {
   const std::string active = Submit(1);  // no worker: stays PENDING
   absl::Status refused = manager_->Delete(active);
-  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(refused, StatusIs(absl::StatusCode::kFailedPrecondition));
   EXPECT_EQ(refused.message(),
             absl::StrCat("job ", active, " is PENDING; cancel it before deleting it"));
   ASSERT_OK(manager_->Cancel(active));
   ASSERT_OK(manager_->Delete(active));
-  EXPECT_EQ(manager_->Get(active).status().code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(manager_->Delete(active).code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(manager_->Get(active).status(), StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_THAT(manager_->Delete(active), StatusIs(absl::StatusCode::kNotFound));
   Restart();
-  EXPECT_EQ(manager_->Get(active).status().code(), absl::StatusCode::kNotFound)
+  EXPECT_THAT(manager_->Get(active).status(), StatusIs(absl::StatusCode::kNotFound))
       << "deleted from the store, not only from memory";
 }
 
@@ -300,15 +300,15 @@ TEST_F(JobManagerTest, EndedJobsArePrunedByAgeAndByCount) {
   const std::string pending = Submit(1);
   manager_->Tick();
   // Four ended, two kept: the two oldest go.
-  EXPECT_EQ(manager_->Get(ids[0]).status().code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(manager_->Get(ids[1]).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(manager_->Get(ids[0]).status(), StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_THAT(manager_->Get(ids[1]).status(), StatusIs(absl::StatusCode::kNotFound));
   EXPECT_OK(manager_->Get(ids[2]));
   EXPECT_OK(manager_->Get(ids[3]));
   // ids[2] ended 2 minutes after the first, ids[3] 3: a day and 30 s after
   // ids[2] ended, only it is past the age.
   clock_.Advance(absl::Hours(24) - absl::Minutes(2) + absl::Seconds(30));
   manager_->Tick();
-  EXPECT_EQ(manager_->Get(ids[2]).status().code(), absl::StatusCode::kNotFound)
+  EXPECT_THAT(manager_->Get(ids[2]).status(), StatusIs(absl::StatusCode::kNotFound))
       << "ended a day ago";
   EXPECT_OK(manager_->Get(ids[3])) << "ended a minute later";
   EXPECT_OK(manager_->Get(pending)) << "an active job is never pruned";
@@ -367,7 +367,7 @@ TEST_F(JobManagerTest, EndedJobsAreRetiredFromMemoryAndReadBackWhole) {
   const v1::Job after = Job(ids[3]);
   EXPECT_EQ(after.SerializeAsString(), before.SerializeAsString());
   absl::Status cancel = manager_->Cancel(ids[3]).status();
-  EXPECT_EQ(cancel.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(cancel, StatusIs(absl::StatusCode::kFailedPrecondition));
   EXPECT_EQ(cancel.message(), absl::StrCat("job ", ids[3], " already ended: CANCELLED"));
 
   JobQuery query;

@@ -151,7 +151,7 @@ TEST(JobStoreTest, RefusesUnknownSchemaVersion) {
                     "INSERT INTO schema_version VALUES (99);"));
   }
   auto store = SqliteJobStore::Open(path);
-  EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(store.status(), StatusIs(absl::StatusCode::kFailedPrecondition));
 }
 
 v1::Job EndedJob(const std::string& name, int64_t number, v1::JobState state) {
@@ -207,7 +207,7 @@ TEST_P(JobStoreEngineTest, RetiredJobsAreSummariesInMemoryAndWholeOnDisk) {
   auto whole = (*store)->Load("a-12");
   ASSERT_OK(whole);
   EXPECT_EQ(whole->history_size(), 2);
-  EXPECT_EQ((*store)->Load("a-99").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT((*store)->Load("a-99").status(), StatusIs(absl::StatusCode::kNotFound));
 
   auto list = [&](RetiredQuery query) {
     auto jobs = (*store)->ListRetired(query);
@@ -260,7 +260,7 @@ TEST(JobStoreTest, AFailedWriteInABatchIsUndoneAlone) {
   ASSERT_TRUE((*store)
                   ->Batch([&]() -> absl::Status {
                     EXPECT_OK((*store)->Create(EndedJob("j", 1, v1::PENDING)));
-                    EXPECT_FALSE((*store)->Create(EndedJob("j", 1, v1::PENDING)).ok())
+                    EXPECT_THAT((*store)->Create(EndedJob("j", 1, v1::PENDING)), IsError())
                         << "duplicate id";
                     EXPECT_OK((*store)->Create(EndedJob("j", 2, v1::PENDING)));
                     return absl::OkStatus();
@@ -398,9 +398,9 @@ TEST_F(PgJobStoreTest, AWriteTheServerRefusesStopsTheStoreAndSyncSaysWhy) {
   ASSERT_OK((*store)->Create(EndedJob("d", 1, v1::PENDING)));
   ASSERT_OK((*store)->Create(EndedJob("d", 1, v1::PENDING))) << "found at commit";
   absl::Status synced = (*store)->Sync();
-  EXPECT_EQ(synced.code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_THAT(synced, StatusIs(absl::StatusCode::kAlreadyExists));
   EXPECT_THAT(synced.message(), ::testing::HasSubstr("duplicate key"));
-  EXPECT_FALSE((*store)->Create(EndedJob("d", 2, v1::PENDING)).ok());
+  EXPECT_THAT((*store)->Create(EndedJob("d", 2, v1::PENDING)), IsError());
 }
 
 TEST_F(PgJobStoreTest, AReadOnlyStoreReadsWhatTheLeaderWroteAndWritesNothing) {
@@ -414,10 +414,10 @@ TEST_F(PgJobStoreTest, AReadOnlyStoreReadsWhatTheLeaderWroteAndWritesNothing) {
   ASSERT_OK(standby);
   EXPECT_EQ((*standby)->Load("seen-1")->state(), v1::SUCCEEDED);
   absl::Status refused = (*standby)->Create(EndedJob("other", 2, v1::PENDING));
-  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition) << refused;
+  EXPECT_THAT(refused, StatusIs(absl::StatusCode::kFailedPrecondition)) << refused;
   EXPECT_THAT(refused.message(), ::testing::HasSubstr("writes nothing"));
   EXPECT_OK((*standby)->Sync());
-  EXPECT_FALSE((*standby)->Load("other-2").ok());
+  EXPECT_THAT((*standby)->Load("other-2"), IsError());
 }
 
 TEST_F(PgJobStoreTest, AVersion4StoreIsUpgradedInPlace) {
@@ -456,8 +456,8 @@ TEST_F(PgJobStoreTest, RefusesAnUnknownSchemaVersionAndNumbersNeverRepeat) {
   auto db = PgDb::Connect(server_->conninfo());
   ASSERT_OK(db);
   ASSERT_OK((*db)->Exec("INSERT INTO schema_version VALUES (99)"));
-  EXPECT_EQ(PgJobStore::Open({server_->conninfo()}).status().code(),
-            absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(PgJobStore::Open({server_->conninfo()}).status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition));
 }
 
 }  // namespace

@@ -110,7 +110,7 @@ TEST_F(LeaderLeaseTest, ADeposedLeaderCommitsNothingAfterTheNewLeadersFirstWrite
   ASSERT_OK(write(b_->db.get(), b_->lease.state().term, "b"));
 
   absl::Status fenced = write(a_->db.get(), a_term, "a, deposed");
-  EXPECT_EQ(fenced.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(fenced, StatusIs(absl::StatusCode::kFailedPrecondition));
   EXPECT_THAT(fenced.message(),
               HasSubstr("not the leader: the lease is at term 2 (held by b:7070)"));
   absl::StatusOr<PgResult> rows = a_->db->Query("SELECT who FROM writes");
@@ -124,10 +124,10 @@ TEST_F(LeaderLeaseTest, ALeaderThatCannotReachTheDatabaseStepsDownByItsOwnClock)
   ASSERT_OK(a_->lease.Step());
   ASSERT_OK(server_->Stop());
   a_->clock.Advance(absl::Seconds(4));
-  EXPECT_FALSE(a_->lease.Step().ok());
+  EXPECT_THAT(a_->lease.Step(), IsError());
   EXPECT_TRUE(a_->lease.state().leader) << "its lease has 1s left";
   a_->clock.Advance(absl::Seconds(1));
-  EXPECT_FALSE(a_->lease.Step().ok());
+  EXPECT_THAT(a_->lease.Step(), IsError());
   EXPECT_FALSE(a_->lease.state().leader) << "5s since its last renewal";
 }
 

@@ -85,7 +85,7 @@ TEST_F(PgCodeArchivesTest, ASecondPutOfTheSameBytesAndTheListing) {
   ASSERT_OK(other.Put(b, b_path, PgCodeArchives::kChunkBytes));
   EXPECT_THAT(*one.List(),
               ::testing::UnorderedElementsAre(Pair(a, 10), Pair(b, PgCodeArchives::kChunkBytes)));
-  EXPECT_EQ(one.Size(std::string(64, '0')).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(one.Size(std::string(64, '0')).status(), StatusIs(absl::StatusCode::kNotFound));
 }
 
 TEST_F(PgCodeArchivesTest, AFileShorterThanItsSizeStoresNothing) {
@@ -93,7 +93,7 @@ TEST_F(PgCodeArchivesTest, AFileShorterThanItsSizeStoresNothing) {
   std::string sha256;
   const std::string path = File(100, &sha256);
   absl::Status s = archives.Put(sha256, path, PgCodeArchives::kChunkBytes + 1);
-  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
+  EXPECT_THAT(s, StatusIs(absl::StatusCode::kDataLoss)) << s;
   EXPECT_THAT(s.message(), HasSubstr("ended early"));
   EXPECT_TRUE(archives.List()->empty());
   EXPECT_EQ(*archives.Read(sha256, 0, 100), "") << "no chunk left behind";
@@ -120,7 +120,7 @@ TEST_F(PgCodeArchivesTest, ADeposedLeaderCannotRemoveAnArchive) {
   ASSERT_OK(leader.Put(kept, kept_path, 7));
   ASSERT_OK(leader.Put(gone, gone_path, 8));
   ASSERT_OK(leader.Remove(gone));
-  EXPECT_EQ(leader.Size(gone).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(leader.Size(gone).status(), StatusIs(absl::StatusCode::kNotFound));
   EXPECT_EQ(*leader.Read(gone, 0, 8), "");
 
   // Another coordinator takes over: the first one's term no longer fences.
@@ -131,7 +131,7 @@ TEST_F(PgCodeArchivesTest, ADeposedLeaderCannotRemoveAnArchive) {
   ASSERT_OK(other.Step());
   ASSERT_TRUE(other.state().leader);
   absl::Status refused = leader.Remove(kept);
-  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition) << refused;
+  EXPECT_THAT(refused, StatusIs(absl::StatusCode::kFailedPrecondition)) << refused;
   EXPECT_THAT(refused.message(), HasSubstr("not the leader"));
   EXPECT_EQ(*leader.Size(kept), 7);
 }

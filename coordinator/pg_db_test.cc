@@ -64,13 +64,13 @@ TEST_F(PgDbTest, AFailedTransactionLeavesNothingAndNestedOnesRollBackAlone) {
     RETURN_IF_ERROR(db_->Query("INSERT INTO t VALUES (1)").status());
     return db_->Query("INSERT INTO t VALUES (1)").status();
   });
-  EXPECT_EQ(failed.code(), absl::StatusCode::kAlreadyExists) << failed;
+  EXPECT_THAT(failed, StatusIs(absl::StatusCode::kAlreadyExists)) << failed;
   EXPECT_THAT(failed.message(), HasSubstr("INSERT INTO t VALUES (1): ERROR:  duplicate key"));
   ASSERT_OK(db_->Transaction([&]() -> absl::Status {
     RETURN_IF_ERROR(db_->Query("INSERT INTO t VALUES (2)").status());
-    EXPECT_FALSE(
-        db_->Transaction([&] { return db_->Query("INSERT INTO t VALUES (3), (3)").status(); })
-            .ok());
+    EXPECT_THAT(
+        db_->Transaction([&] { return db_->Query("INSERT INTO t VALUES (3), (3)").status(); }),
+        IsError());
     return absl::OkStatus();
   }));
   absl::StatusOr<PgResult> rows = db_->Query("SELECT n FROM t ORDER BY n");
@@ -81,18 +81,18 @@ TEST_F(PgDbTest, AFailedTransactionLeavesNothingAndNestedOnesRollBackAlone) {
 
 TEST_F(PgDbTest, ErrorsNameTheStatementAndSayWhatToDo) {
   absl::Status missing = db_->Query("SELECT * FROM nowhere").status();
-  EXPECT_EQ(missing.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(missing, StatusIs(absl::StatusCode::kFailedPrecondition));
   EXPECT_THAT(missing.message(), HasSubstr("SELECT * FROM nowhere: ERROR:  relation \"nowhere\""));
   absl::StatusOr<std::unique_ptr<PgDb>> refused =
       PgDb::Connect("host=127.0.0.1 port=1 dbname=ringmaster", absl::Seconds(2));
-  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(refused.status(), StatusIs(absl::StatusCode::kUnavailable));
   EXPECT_THAT(refused.status().message(), HasSubstr("cannot connect to PostgreSQL"));
 }
 
 TEST_F(PgDbTest, AServerThatStopsIsUnavailableUntilItIsBack) {
   ASSERT_OK(server_->Stop());
   absl::Status lost = db_->Query("SELECT 1").status();
-  EXPECT_EQ(lost.code(), absl::StatusCode::kUnavailable) << lost;
+  EXPECT_THAT(lost, StatusIs(absl::StatusCode::kUnavailable)) << lost;
   EXPECT_FALSE(db_->connected());
   ASSERT_OK(server_->Restart());
   absl::StatusOr<std::unique_ptr<PgDb>> again = PgDb::Connect(server_->conninfo());
@@ -153,7 +153,7 @@ TEST_F(PgDbTest, APoolSaysWhenItCannotConnect) {
     ++runs;
     return absl::OkStatus();
   });
-  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_THAT(s, StatusIs(absl::StatusCode::kUnavailable)) << s;
   EXPECT_EQ(runs, 0);
 }
 
@@ -163,7 +163,7 @@ TEST(PgDbPasswordTest, APasswordFromAPassfileSignsIn) {
       PostgresServer::Start({.password = "s3cret pass"});
   ASSERT_OK(server);
   absl::StatusOr<std::unique_ptr<PgDb>> without = PgDb::Connect((*server)->conninfo());
-  EXPECT_EQ(without.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(without.status(), StatusIs(absl::StatusCode::kUnavailable));
   EXPECT_THAT(without.status().message(), HasSubstr("password"));
   const std::string passfile = (*server)->dir() + "/pgpass";
   {

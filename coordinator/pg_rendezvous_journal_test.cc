@@ -72,7 +72,7 @@ TEST_F(PgRendezvousJournalTest, ADeposedLeaderKeepsNothing) {
   ASSERT_OK(Keep(*deposed, {"j-1", 0}, "a", "1"));
   ASSERT_OK(db_->Exec("UPDATE leader_lease SET term = 6"));  // another took over
   absl::Status refused = Keep(*deposed, {"j-1", 0}, "b", "2");
-  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition) << refused;
+  EXPECT_THAT(refused, StatusIs(absl::StatusCode::kFailedPrecondition)) << refused;
   EXPECT_THAT(refused.message(), HasSubstr("not the leader"));
   absl::StatusOr<ScopesValues> loaded = Journal(6)->Load();
   ASSERT_OK(loaded);

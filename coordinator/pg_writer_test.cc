@@ -76,7 +76,7 @@ TEST_F(PgWriterTest, AServerRestartLosesNothingAndAppliesNothingTwice) {
   ASSERT_OK(seq) << "accepted while the server is away";
   ASSERT_OK(writer->Submit(Insert(3)));
   absl::Status waiting = writer->WaitDurable(*seq, absl::Milliseconds(500));
-  EXPECT_EQ(waiting.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(waiting, StatusIs(absl::StatusCode::kDeadlineExceeded));
   EXPECT_THAT(waiting.message(), HasSubstr("(reconnecting)"));
   EXPECT_FALSE(writer->connected());
   ASSERT_OK(server_->Restart());
@@ -98,7 +98,7 @@ TEST_F(PgWriterTest, WritesWaitingAreBoundedWhileTheServerIsAway) {
   for (int n = 1; n <= 10; ++n) {
     absl::StatusOr<int64_t> seq = writer->Submit(Insert(n));
     if (!seq.ok()) {
-      EXPECT_EQ(seq.status().code(), absl::StatusCode::kResourceExhausted);
+      EXPECT_THAT(seq.status(), StatusIs(absl::StatusCode::kResourceExhausted));
       ++refused;
     }
   }
@@ -122,10 +122,10 @@ TEST_F(PgWriterTest, ADeposedLeadersWriterStopsAndSaysWhy) {
   absl::StatusOr<int64_t> seq = writer->Submit(Insert(2));
   ASSERT_OK(seq);
   absl::Status fenced = writer->WaitDurable(*seq, absl::Seconds(10));
-  EXPECT_EQ(fenced.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(fenced, StatusIs(absl::StatusCode::kFailedPrecondition));
   EXPECT_THAT(fenced.message(),
               HasSubstr("not the leader: the lease is at term 2 (held by b:7070)"));
-  EXPECT_EQ(writer->Submit(Insert(3)).status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(writer->Submit(Insert(3)).status(), StatusIs(absl::StatusCode::kFailedPrecondition));
   EXPECT_EQ(Rows(), (std::vector<int64_t>{1}));
 }
 

@@ -1,4 +1,5 @@
 #include "coordinator/preflight.h"
+#include "testing/status_matchers.h"
 
 #include <gtest/gtest.h>
 
@@ -15,11 +16,11 @@ TEST(PreflightTest, ReportsRoundTripAndNonsenseIsRefused) {
       DecodePreflightReport(EncodePreflightReport({0, 0, "peer rank 2 closed its connection"}));
   ASSERT_TRUE(failed.ok());
   EXPECT_EQ(failed->error, "peer rank 2 closed its connection");
-  EXPECT_FALSE(DecodePreflightReport("busbw fast").ok());
-  EXPECT_FALSE(DecodePreflightReport("busbw -1 world 2").ok());
-  EXPECT_FALSE(DecodePreflightReport("busbw 1").ok());
-  EXPECT_FALSE(DecodePreflightReport("busbw 1 world 2 extra").ok());
-  EXPECT_FALSE(DecodePreflightReport("").ok());
+  EXPECT_THAT(DecodePreflightReport("busbw fast"), IsError());
+  EXPECT_THAT(DecodePreflightReport("busbw -1 world 2"), IsError());
+  EXPECT_THAT(DecodePreflightReport("busbw 1"), IsError());
+  EXPECT_THAT(DecodePreflightReport("busbw 1 world 2 extra"), IsError());
+  EXPECT_THAT(DecodePreflightReport(""), IsError());
 }
 
 TEST(PreflightTest, ASlowOrFailedRankIsExcludedAndTheRestPass) {

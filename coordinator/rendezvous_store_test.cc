@@ -28,7 +28,7 @@ TEST_F(RendezvousStoreTest, SetThenGet) {
   auto v = store_.Get(kScope, "k");
   ASSERT_OK(v);
   EXPECT_EQ(*v, "v");
-  EXPECT_EQ(store_.Get(kScope, "missing").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(store_.Get(kScope, "missing").status(), StatusIs(absl::StatusCode::kNotFound));
 }
 
 TEST_F(RendezvousStoreTest, WaitWakesWhenTheLastKeyIsSet) {
@@ -68,7 +68,7 @@ TEST_F(RendezvousStoreTest, DeadlineExpiresOnTheClock) {
   clock_.Advance(absl::Seconds(1));
   store_.ExpireWaiters();
   ASSERT_EQ(calls, 1);
-  EXPECT_EQ(result.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(result, StatusIs(absl::StatusCode::kDeadlineExceeded));
   EXPECT_NE(result.message().find("never"), std::string::npos) << result;
   EXPECT_EQ(result.message().find("set,"), std::string::npos) << result;
 }
@@ -92,21 +92,21 @@ TEST_F(RendezvousStoreTest, AddIsAtomicUnderConcurrentCallers) {
 
 TEST_F(RendezvousStoreTest, AddRefusesNonIntegers) {
   ASSERT_OK(store_.Set(kScope, "k", "abc"));
-  EXPECT_EQ(store_.Add(kScope, "k", 1).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(store_.Add(kScope, "k", 1).status(), StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
 TEST_F(RendezvousStoreTest, ScopesAreIsolatedAndDroppingAbortsWaiters) {
   const ScopeId next{"job-1", 1};
   store_.OpenScope(next);
   ASSERT_OK(store_.Set(kScope, "k", "old"));
-  EXPECT_EQ(store_.Get(next, "k").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(store_.Get(next, "k").status(), StatusIs(absl::StatusCode::kNotFound));
 
   absl::Status result;
   store_.Wait(kScope, {"other"}, clock_.Now() + absl::Hours(1),
               [&](absl::Status s) { result = s; });
   store_.DropScope(kScope);
-  EXPECT_EQ(result.code(), absl::StatusCode::kAborted);
-  EXPECT_EQ(store_.Set(kScope, "k", "v").code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(result, StatusIs(absl::StatusCode::kAborted));
+  EXPECT_THAT(store_.Set(kScope, "k", "v"), StatusIs(absl::StatusCode::kNotFound));
 }
 
 }  // namespace
@@ -124,11 +124,11 @@ TEST_F(RendezvousStoreTest, CloseEndsEveryWaiterNowAndLaterOnesAtOnce) {
   EXPECT_TRUE(results.empty());
   store_.Close();
   ASSERT_EQ(results.size(), 1u);
-  EXPECT_EQ(results[0].code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(results[0], StatusIs(absl::StatusCode::kUnavailable));
   store_.Wait(kScope, {"never"}, clock_.Now() + absl::Hours(1),
               [&](absl::Status s) { results.push_back(s); });
   ASSERT_EQ(results.size(), 2u);
-  EXPECT_EQ(results[1].code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(results[1], StatusIs(absl::StatusCode::kUnavailable));
   clock_.Advance(absl::Hours(2));
   store_.ExpireWaiters();
   EXPECT_EQ(results.size(), 2u) << "each waiter is called exactly once";
@@ -145,16 +145,16 @@ TEST(RendezvousLimitsTest, ValuesAndScopesAreBoundedAndRefusalsNameTheLimit) {
   RendezvousStore store(&clock, {/*max_value_bytes=*/100, /*max_scope_bytes=*/250});
   store.OpenScope(kScope);
   absl::Status big = store.Set(kScope, "k", std::string(101, 'x'));
-  EXPECT_EQ(big.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(big, StatusIs(absl::StatusCode::kResourceExhausted));
   EXPECT_EQ(big.message(),
             "a value of 101 bytes for key \"k\"; the limit is 100 "
             "(coordinator --max-rendezvous-value-bytes)");
-  EXPECT_EQ(store.Get(kScope, "k").status().code(), absl::StatusCode::kNotFound)
+  EXPECT_THAT(store.Get(kScope, "k").status(), StatusIs(absl::StatusCode::kNotFound))
       << "nothing stored";
   ASSERT_OK(store.Set(kScope, "a", std::string(100, 'a')));  // 101 bytes
   ASSERT_OK(store.Set(kScope, "b", std::string(100, 'b')));  // 202
   absl::Status full = store.Set(kScope, "c", std::string(100, 'c'));
-  EXPECT_EQ(full.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(full, StatusIs(absl::StatusCode::kResourceExhausted));
   EXPECT_NE(full.message().find("the limit is 250 (coordinator --max-rendezvous-scope-bytes)"),
             absl::string_view::npos)
       << full;
@@ -215,7 +215,7 @@ TEST_F(JournaledRendezvousTest, TheNextLeaderRestoresTheScopesOfRunningAttemptsA
   EXPECT_EQ(*next.Get(kScope, "rank0"), "a");
   absl::Status waited = next.WaitBlocking(kScope, {"rank0"}, clock_.Now() + absl::Seconds(1));
   EXPECT_OK(waited);
-  EXPECT_EQ(next.Get(ended, "rank0").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(next.Get(ended, "rank0").status(), StatusIs(absl::StatusCode::kNotFound));
   EXPECT_EQ(journal_.scopes().count(ended), 0u) << "an ended attempt's keys are forgotten";
   // The restored scope's bytes count against its limit as before.
   ASSERT_OK(next.Set(kScope, "rank1", "c"));
@@ -228,13 +228,13 @@ TEST_F(JournaledRendezvousTest, AKeyTheJournalCannotKeepIsRefusedButSetHere) {
   store_.Wait(kScope, {"k"}, clock_.Now() + absl::Seconds(30), [&](absl::Status s) { woken = s; });
   journal_.SetDown(absl::UnavailableError("the database is away"));
   absl::Status set = store_.Set(kScope, "k", "v");
-  EXPECT_EQ(set.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(set, StatusIs(absl::StatusCode::kUnavailable));
   EXPECT_EQ(set.message(),
             "the coordinator could not keep key \"k\" durably; set it again: the database is "
             "away");
   EXPECT_OK(woken);
   EXPECT_EQ(*store_.Get(kScope, "k"), "v");
-  EXPECT_EQ(store_.Add(kScope, "n", 1).status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(store_.Add(kScope, "n", 1).status(), StatusIs(absl::StatusCode::kUnavailable));
   journal_.SetDown(absl::OkStatus());
   ASSERT_OK(store_.Set(kScope, "k", "v"));
   EXPECT_EQ(journal_.scopes()[kScope]["k"], "v");

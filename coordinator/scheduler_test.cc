@@ -51,7 +51,7 @@ TEST(PlaceGangTest, UsesFewestWorkersAndOrdersRanksByWorkerThenSlot) {
 
 TEST(PlaceGangTest, NotEnoughSlotsPlacesNothingAndSaysWhy) {
   auto p = PlaceGang({Worker("w1", 1, {0}), Worker("w2", 1, {})}, {2, 0});
-  EXPECT_EQ(p.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(p.status(), StatusIs(absl::StatusCode::kResourceExhausted));
   EXPECT_EQ(p.status().message(), "needs 2 free slots, 1 free on 2 alive workers");
 }
 
@@ -62,7 +62,7 @@ TEST(PlaceGangTest, GpuRanksOnlyOnGpuWorkersAndTakeWholeGpus) {
   ASSERT_OK(p) << p.status();
   EXPECT_EQ(WorkersOf(*p), (std::vector<std::string>{"gpu", "gpu"}));
   EXPECT_EQ((*p)[1].slots, (std::vector<int>{2, 3}));
-  EXPECT_FALSE(PlaceGang({Worker("cpu", 8, {0, 1, 2, 3})}, {1, 1}).ok());
+  EXPECT_THAT(PlaceGang({Worker("cpu", 8, {0, 1, 2, 3})}, {1, 1}), IsError());
 }
 
 TEST(PlaceGangTest, ElasticJobTakesAsManyRanksAsFitDownToItsMinimum) {
@@ -129,7 +129,7 @@ TEST(PlaceGangTest, SelectorPlacesOnlyOnWorkersWithEveryLabel) {
             "1 matching of 3 alive workers");
   request.selector = {{"zone", "c"}};
   request.ranks = 1;
-  EXPECT_FALSE(PlaceGang(workers, request).ok()) << "no worker has zone=c";
+  EXPECT_THAT(PlaceGang(workers, request), IsError()) << "no worker has zone=c";
 }
 
 TEST(PlaceGangTest, WorkersToAvoidAreNotUsed) {
@@ -215,7 +215,8 @@ TEST(TakeCapacityTest, ResourcesTakenAreNotOfferedAgainUntilReturned) {
   TakeCapacity(workers, *placed, big);
   EXPECT_EQ(workers[0].free_slots, (std::vector<int>{2, 3}));
   EXPECT_EQ(workers[0].free_cpus, 1);
-  EXPECT_FALSE(PlaceGang(workers, big).ok()) << "2 slots are free, but 6 of the 7 CPUs are taken";
+  EXPECT_THAT(PlaceGang(workers, big), IsError())
+      << "2 slots are free, but 6 of the 7 CPUs are taken";
   ReturnCapacity(workers, *placed, big);
   EXPECT_EQ(workers[0].free_slots, (std::vector<int>{0, 1, 2, 3}));
   EXPECT_EQ(workers[0].free_cpus, 7);

@@ -4,6 +4,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "testing/status_matchers.h"
 
 namespace ringmaster {
 namespace {
@@ -85,8 +86,8 @@ TEST(QuarantineLimitTest, ParsesShareOrCount) {
   EXPECT_EQ(count->Of(3), 1);
   EXPECT_THAT(std::string(ParseQuarantineLimit("lots").status().message()),
               HasSubstr("--max-quarantined \"lots\" is neither"));
-  EXPECT_FALSE(ParseQuarantineLimit("120%").ok());
-  EXPECT_FALSE(ParseQuarantineLimit("-1").ok());
+  EXPECT_THAT(ParseQuarantineLimit("120%"), IsError());
+  EXPECT_THAT(ParseQuarantineLimit("-1"), IsError());
 }
 
 HealthOptions Options(const std::string& max = "20%") {

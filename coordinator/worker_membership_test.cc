@@ -129,7 +129,7 @@ TEST_F(WorkerMembershipTest, SecondRegistrationOfALiveIdIsRefused) {
   FakeWorkerLink real, impostor;
   WorkerSession s = Join(real, "w1");
   auto refused = membership_.Register(&impostor, Request("w1", "b"));
-  ASSERT_EQ(refused.status().code(), absl::StatusCode::kAlreadyExists);
+  ASSERT_THAT(refused.status(), StatusIs(absl::StatusCode::kAlreadyExists));
   EXPECT_EQ(refused.status().message(),
             "worker id \"w1\" is held by the worker at w1.local:7080 (session 1, its stream "
             "still open); give this worker another --id, or stop that one");

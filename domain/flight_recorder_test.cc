@@ -43,9 +43,9 @@ TEST(FlightRecorderTest, AnotherProcessReadsWhereTheRankIsEvenWhileItIsStopped) 
 
 TEST(FlightRecorderTest, NoRecordOrAnotherFileIsAnError) {
   const std::string dir = testing::MakeTempDir("flight");
-  EXPECT_EQ(ReadFlightRecord(dir + "/none").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(ReadFlightRecord(dir + "/none").status(), StatusIs(absl::StatusCode::kNotFound));
   std::ofstream(dir + "/other") << "not a record at all, but long enough to be read whole";
-  EXPECT_EQ(ReadFlightRecord(dir + "/other").status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(ReadFlightRecord(dir + "/other").status(), StatusIs(absl::StatusCode::kDataLoss));
 }
 
 }  // namespace

@@ -81,8 +81,8 @@ TEST(JobSpecYamlTest, ErrorsNameThePlace) {
   };
   for (const auto& [yaml, want] : cases) {
     auto spec = ParseJobSpecYaml(yaml);
-    ASSERT_FALSE(spec.ok()) << yaml;
-    EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+    ASSERT_THAT(spec, IsError()) << yaml;
+    EXPECT_THAT(spec.status(), StatusIs(absl::StatusCode::kInvalidArgument));
     EXPECT_NE(spec.status().message().find(want), std::string::npos)
         << "want \"" << want << "\" in: " << spec.status().message();
   }
@@ -109,7 +109,7 @@ TEST(JobSpecYamlTest, DuplicateKeysAreRefusedWithTheirPlace) {
 TEST(JobSpecYamlTest, DeepDocumentsAreRefusedWithTheirPlace) {
   const std::string deep = "command: " + std::string(100000, '[') + std::string(100000, ']');
   auto spec = ParseJobSpecYaml(deep);
-  EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(spec.status(), StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_NE(spec.status().message().find("line 1, column"), std::string::npos) << spec.status();
   EXPECT_NE(spec.status().message().find("nested too deep"), std::string::npos) << spec.status();
 }
@@ -117,7 +117,7 @@ TEST(JobSpecYamlTest, DeepDocumentsAreRefusedWithTheirPlace) {
 TEST(JobSpecYamlTest, SpecsOverTheLimitAreRefusedBeforeParsing) {
   const std::string big = "name: x\nenv: {A: \"" + std::string(kDefaultMaxSpecBytes, 'x') + "\"}\n";
   auto spec = ParseJobSpecYaml(big);
-  EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(spec.status(), StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_EQ(spec.status().message(),
             absl::StrCat("the job spec is ", big.size(), " bytes; the limit is 1048576"));
 }

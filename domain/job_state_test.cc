@@ -1,4 +1,5 @@
 #include "domain/job_state.h"
+#include "testing/status_matchers.h"
 
 #include <set>
 #include <utility>
@@ -48,7 +49,7 @@ TEST(JobStateTest, TerminalStatesHaveNoWayOut) {
 
 TEST(JobStateTest, IllegalTransitionNamesBothStates) {
   absl::Status status = CheckTransition(v1::SUCCEEDED, v1::RUNNING);
-  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(status, StatusIs(absl::StatusCode::kFailedPrecondition));
   EXPECT_NE(status.message().find("SUCCEEDED"), std::string::npos);
   EXPECT_NE(status.message().find("RUNNING"), std::string::npos);
 }

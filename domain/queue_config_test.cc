@@ -79,8 +79,8 @@ TEST(QueueConfigTest, EachMistakeIsRefusedNamingItsLine) {
   };
   for (const auto& [text, expected] : cases) {
     absl::StatusOr<QueueConfig> config = ParseQueueConfig(text);
-    ASSERT_FALSE(config.ok()) << text;
-    EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
+    ASSERT_THAT(config, IsError()) << text;
+    EXPECT_THAT(config.status(), StatusIs(absl::StatusCode::kInvalidArgument));
     EXPECT_EQ(config.status().message().substr(0, expected.size()), expected)
         << config.status().message();
   }
@@ -101,7 +101,7 @@ TEST(QueueConfigTest, AdmitsByQueueUsersAndPriority) {
   spec.set_priority("high");
   EXPECT_OK(AdmitToQueue(config, spec, "admin"));
   absl::Status carol = AdmitToQueue(config, spec, "carol").status();
-  EXPECT_EQ(carol.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(carol, StatusIs(absl::StatusCode::kPermissionDenied));
   EXPECT_EQ(carol.message(),
             "queue: user carol may not submit to queue research; its users are alice, bob");
 
@@ -109,7 +109,7 @@ TEST(QueueConfigTest, AdmitsByQueueUsersAndPriority) {
   EXPECT_EQ(AdmitToQueue(config, spec, "admin")->priority, 250);
   spec.set_priority("urgent");
   absl::Status unknown_class = AdmitToQueue(config, spec, "bob").status();
-  EXPECT_EQ(unknown_class.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(unknown_class, StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_EQ(unknown_class.message(),
             "priority: \"urgent\" is neither a priority class nor an integer; the classes are "
             "high (1000), low (0), normal (100)");

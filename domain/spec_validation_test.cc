@@ -91,7 +91,7 @@ TEST(SpecValidationTest, EachBadFieldIsNamed) {
     v1::JobSpec spec = CommandSpec();
     c.mutate(&spec);
     absl::Status status = ValidateJobSpec(spec);
-    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << c.field;
+    EXPECT_THAT(status, StatusIs(absl::StatusCode::kInvalidArgument)) << c.field;
     EXPECT_NE(status.message().find(c.field + ":"), std::string::npos)
         << "want field " << c.field << " in: " << status.message();
   }
@@ -128,7 +128,7 @@ TEST(SpecValidationTest, EachBadTrainerFieldIsNamed) {
     v1::JobSpec spec = TrainerJobSpec();
     c.mutate(&spec);
     absl::Status status = ValidateJobSpec(spec);
-    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << c.field;
+    EXPECT_THAT(status, StatusIs(absl::StatusCode::kInvalidArgument)) << c.field;
     EXPECT_NE(status.message().find(c.field + ":"), std::string::npos)
         << "want field " << c.field << " in: " << status.message();
   }
@@ -146,7 +146,7 @@ TEST(SpecValidationTest, TheTrainerTakesOneGpuPerRank) {
             "per rank)");
   trainer.set_gpus_per_rank(0);
   trainer.mutable_resources()->set_gpus(2);
-  EXPECT_EQ(ValidateJobSpec(trainer).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(ValidateJobSpec(trainer), StatusIs(absl::StatusCode::kInvalidArgument));
   v1::JobSpec command = CommandSpec();
   command.set_gpus_per_rank(4);
   EXPECT_OK(ValidateJobSpec(command));
@@ -171,7 +171,7 @@ TEST(SpecValidationTest, NumbersMustBeFinite) {
     v1::JobSpec spec = TrainerJobSpec();
     c.mutate(&spec);
     absl::Status status = ValidateJobSpec(spec);
-    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << c.field;
+    EXPECT_THAT(status, StatusIs(absl::StatusCode::kInvalidArgument)) << c.field;
     EXPECT_NE(status.message().find(c.field + ": must be a finite number"), std::string::npos)
         << status.message();
   }
@@ -182,7 +182,7 @@ TEST(SpecValidationTest, SizesAreBoundedAndRefusalsNameTheLimit) {
   (*big.mutable_env())["BLOB"] = std::string(100000, 'x');
   (*big.mutable_env())["MORE"] = std::string(100000, 'x');
   absl::Status spec = ValidateJobSpec(big, {/*max_spec_bytes=*/150000, kDefaultMaxEnvBytes});
-  EXPECT_EQ(spec.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(spec, StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_NE(spec.message().find("the limit is 150000 (coordinator --max-spec-bytes)"),
             absl::string_view::npos)
       << spec;

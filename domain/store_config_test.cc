@@ -53,8 +53,8 @@ TEST(StoreConfigTest, PostgresqlTakesAUriAndItsPasswordFromAFileOnlyItsOwnerRead
   EXPECT_EQ(config->password, "s3cret");
 
   const std::string open = TempFile("open", "s3cret\n", 0644);
-  EXPECT_EQ(ParseStoreConfig("postgresql://db/rm", open, "/x").status().code(),
-            absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(ParseStoreConfig("postgresql://db/rm", open, "/x").status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition));
   const std::string empty = TempFile("empty", "\n", 0600);
   EXPECT_THAT(ParseStoreConfig("postgresql://db/rm", empty, "/x").status().message(),
               HasSubstr("is empty"));
@@ -64,7 +64,7 @@ TEST(StoreConfigTest, APasswordOnTheCommandLineOrAnotherSchemeIsRefused) {
   for (const char* uri : {"postgresql://ringmaster:s3cret@db/ringmaster",
                           "postgresql://db/ringmaster?sslmode=require&password=s3cret"}) {
     absl::Status refused = ParseStoreConfig(uri, "", "/x").status();
-    EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument) << uri;
+    EXPECT_THAT(refused, StatusIs(absl::StatusCode::kInvalidArgument)) << uri;
     EXPECT_THAT(refused.message(), HasSubstr("--store-password-file")) << uri;
     EXPECT_THAT(refused.message(), ::testing::Not(HasSubstr("s3cret"))) << uri;
   }

@@ -8,12 +8,16 @@
 //   EXPECT_THAT(dir.Read("f"), StatusIs(absl::StatusCode::kPermissionDenied,
 //                                       HasSubstr("is a link")));
 //   EXPECT_THAT(dir.Size("f"), IsOkAndHolds(10));
+//   EXPECT_THAT(stub->Get(&context, request, &reply),
+//               StatusIs(grpc::StatusCode::PERMISSION_DENIED));
+//   EXPECT_THAT(PlaceGang(workers, request), IsError());
 #ifndef RINGMASTER_TESTING_STATUS_MATCHERS_H_
 #define RINGMASTER_TESTING_STATUS_MATCHERS_H_
 
 #include <utility>
 
 #include <gmock/gmock.h>
+#include <grpcpp/support/status.h>
 #include <gtest/gtest.h>
 
 #include "absl/status/status.h"
@@ -25,6 +29,14 @@ inline const absl::Status& StatusOf(const absl::Status& status) { return status;
 template <typename T>
 const absl::Status& StatusOf(const absl::StatusOr<T>& status_or) {
   return status_or.status();
+}
+// gRPC's codes are absl's, number for number.
+inline absl::Status StatusOf(const grpc::Status& status) {
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
+}
+inline absl::StatusCode CodeOf(absl::StatusCode code) { return code; }
+inline absl::StatusCode CodeOf(grpc::StatusCode code) {
+  return static_cast<absl::StatusCode>(code);
 }
 
 // For EXPECT_PRED_FORMAT1: success when OK, else the expression and its
@@ -40,18 +52,25 @@ template <typename T>
 
 namespace ringmaster {
 
-// An absl::Status or StatusOr whose code is `code` (and whose message
-// matches `message`).
+// An absl::Status, StatusOr or grpc::Status whose code is `code`, absl's
+// or gRPC's (and whose message matches `message`).
 MATCHER_P(StatusIs, code, "") {
-  const absl::Status& status = status_matchers::StatusOf(arg);
+  const absl::Status status = status_matchers::StatusOf(arg);
   *result_listener << "whose status is " << status;
-  return status.code() == code;
+  return status.code() == status_matchers::CodeOf(code);
 }
 MATCHER_P2(StatusIs, code, message, "") {
-  const absl::Status& status = status_matchers::StatusOf(arg);
+  const absl::Status status = status_matchers::StatusOf(arg);
   *result_listener << "whose status is " << status;
-  return status.code() == code &&
+  return status.code() == status_matchers::CodeOf(code) &&
          ::testing::ExplainMatchResult(message, std::string(status.message()), result_listener);
+}
+
+// An absl::Status, StatusOr or grpc::Status that is not OK.
+MATCHER(IsError, "") {
+  const absl::Status status = status_matchers::StatusOf(arg);
+  *result_listener << "whose status is " << status;
+  return !status.ok();
 }
 
 // An OK absl::StatusOr whose value matches `value`.

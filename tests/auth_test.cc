@@ -294,13 +294,13 @@ TEST_F(AuthTest, EveryRpcAllowsExactlyTheDocumentedCredentials) {
 TEST_F(AuthTest, RefusalsSayWhichCredentialIsNeeded) {
   Client anonymous(address_, "", CaOnly());
   absl::Status none = anonymous.ListJobs().status();
-  EXPECT_EQ(none.code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_THAT(none, StatusIs(absl::StatusCode::kUnauthenticated));
   EXPECT_NE(none.message().find("needs a user credential"), absl::string_view::npos) << none;
   absl::StatusOr<std::string> key = LoadOrCreateKey(state_dir_ + "/coordinator/credential.key");
   ASSERT_OK(key);
   Client worker(address_, CredentialSigner(*key).Worker("local-0"), CaOnly());
   absl::Status denied = worker.CancelJob("any-1").status();
-  EXPECT_EQ(denied.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(denied, StatusIs(absl::StatusCode::kPermissionDenied));
   EXPECT_EQ(denied.message(),
             "a worker credential cannot make this call; it needs a user credential (a token from "
             "`ringmaster-coordinator --issue-user-token NAME`, or a user's client certificate of "
@@ -308,7 +308,7 @@ TEST_F(AuthTest, RefusalsSayWhichCredentialIsNeeded) {
   RendezvousClient store(address_, "job-x-1", 0, CredentialSigner(*key).Job("job-y-1", 0),
                          CaOnly());
   absl::Status other_job = store.Set("k", "v");
-  EXPECT_EQ(other_job.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(other_job, StatusIs(absl::StatusCode::kPermissionDenied));
   EXPECT_EQ(other_job.message(),
             "the job credential of job-y-1 attempt 0 cannot use the rendezvous scope of job-x-1 "
             "attempt 0");
@@ -410,7 +410,7 @@ TEST_F(AuthTest, StateKeysAndLogsAreNotWorldReadable) {
 // another CA, and one whose certificate another CA signed are all refused.
 TEST_F(AuthTest, PlaintextAndOtherCasAreRefused) {
   absl::Status plaintext = Client(address_, kAdminToken).ListJobs().status();
-  EXPECT_EQ(plaintext.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(plaintext, StatusIs(absl::StatusCode::kUnavailable));
   EXPECT_NE(plaintext.message().find("requires TLS: give --tls-dir"), absl::string_view::npos)
       << plaintext;
 
@@ -421,7 +421,7 @@ TEST_F(AuthTest, PlaintextAndOtherCasAreRefused) {
   absl::StatusOr<TlsFiles> other_admin = LoadTls(other, "admin");
   ASSERT_OK(other_admin) << other_admin.status();
   absl::Status wrong_ca = Client(address_, "", *other_admin).ListJobs().status();
-  EXPECT_EQ(wrong_ca.code(), absl::StatusCode::kUnavailable) << wrong_ca;
+  EXPECT_THAT(wrong_ca, StatusIs(absl::StatusCode::kUnavailable)) << wrong_ca;
   EXPECT_NE(wrong_ca.message().find("TLS"), absl::string_view::npos) << wrong_ca;
   TlsFiles foreign_certificate = *other_admin;
   foreign_certificate.ca_pem = CaOnly()->ca_pem;  // trusts the server, shows another CA's cert

@@ -298,7 +298,7 @@ TEST_F(ClusterTest, EveryServerServesHealthPerServiceAndReflectionV1AndV1alpha) 
           << address << " " << name;
     }
     grpc::health::v1::HealthCheckResponse unknown;
-    EXPECT_EQ(check("no.such.Service", &unknown).error_code(), grpc::StatusCode::NOT_FOUND);
+    EXPECT_THAT(check("no.such.Service", &unknown), StatusIs(grpc::StatusCode::NOT_FOUND));
 
     for (const std::string version : {"v1", "v1alpha"}) {
       rv1::ServerReflectionRequest list;
@@ -326,8 +326,8 @@ TEST_F(ClusterTest, EveryServerServesHealthPerServiceAndReflectionV1AndV1alpha) 
       EXPECT_TRUE(has_service) << proto.name() << " " << version;
       rv1::ServerReflectionRequest missing;
       missing.set_file_containing_symbol("no.such.Symbol");
-      EXPECT_EQ(Reflect(channel, version, missing).error_response().error_code(),
-                grpc::StatusCode::NOT_FOUND)
+      EXPECT_THAT(Reflect(channel, version, missing).error_response(),
+                  StatusIs(grpc::StatusCode::NOT_FOUND))
           << version;
     }
   }
@@ -397,7 +397,7 @@ TEST_F(ClusterTest, OversizedSpecsAreRefusedWithTheLimit) {
   env.add_command("true");
   for (int i = 0; i < 4; ++i) (*env.mutable_env())[absl::StrCat("V", i)] = std::string(100000, 'x');
   absl::StatusOr<std::string> id = client_->Submit(env);
-  EXPECT_EQ(id.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(id.status(), StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_NE(id.status().message().find("(coordinator --max-env-bytes)"), absl::string_view::npos)
       << id.status();
   auto jobs = client_->ListJobs();
@@ -439,10 +439,10 @@ TEST_F(ClusterTest, JobsArePagedNewestFirst) {
 
   v1::ListJobsRequest forged;
   forged.set_page_token("../x");
-  EXPECT_EQ(client_->ListJobsPage(forged).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(client_->ListJobsPage(forged).status(), StatusIs(absl::StatusCode::kInvalidArgument));
   v1::ListJobsRequest huge;
   huge.set_page_size(100000);
-  EXPECT_EQ(client_->ListJobsPage(huge).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(client_->ListJobsPage(huge).status(), StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
 }  // namespace
@@ -475,7 +475,7 @@ TEST_F(ClusterTest, DeleteForgetsAnEndedJobAndItsLogs) {
 
   CommandResult deleted = Cli({"delete", id});
   EXPECT_EQ(deleted.exit_code, 0) << deleted.err;
-  EXPECT_EQ(client_->GetJob(id).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(client_->GetJob(id).status(), StatusIs(absl::StatusCode::kNotFound));
   EXPECT_TRUE(
       testing::WaitFor([&] { return access(log_dir.c_str(), F_OK) != 0; }, absl::Seconds(10)))
       << log_dir << " still there";

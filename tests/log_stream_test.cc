@@ -13,6 +13,7 @@
 #include "client/client.h"
 #include "common/tls.h"
 #include "proto/job.grpc.pb.h"
+#include "testing/status_matchers.h"
 #include "testing/test_util.h"
 #include "tests/cluster_fixture.h"
 
@@ -92,7 +93,7 @@ TEST_F(ClusterTest, ALogStreamResumedFromItsPositionsRepeatsAndLosesNothing) {
   ResumableRead first = ReadLogs(stub.get(), request, [](const ResumableRead& r) {
     return r.next.size() == 2 && r.data.at(0).size() > 100000 && r.data.at(1).size() > 100000;
   });
-  ASSERT_EQ(first.status.error_code(), grpc::StatusCode::CANCELLED) << "broken part way";
+  ASSERT_THAT(first.status, StatusIs(grpc::StatusCode::CANCELLED)) << "broken part way";
   for (const auto& [rank, position] : first.next) *request.add_resume() = position;
   ResumableRead rest = ReadLogs(stub.get(), request, [](const ResumableRead&) { return false; });
   ASSERT_TRUE(rest.status.ok()) << rest.status.error_message();
@@ -110,14 +111,12 @@ TEST_F(ClusterTest, ALogStreamResumedFromItsPositionsRepeatsAndLosesNothing) {
   // Positions of two attempts, or of a rank the job never had, are refused.
   v1::StreamLogsRequest bad = request;
   bad.mutable_resume(1)->set_attempt(3);
-  EXPECT_EQ(
-      ReadLogs(stub.get(), bad, [](const ResumableRead&) { return false; }).status.error_code(),
-      grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(ReadLogs(stub.get(), bad, [](const ResumableRead&) { return false; }).status,
+              StatusIs(grpc::StatusCode::INVALID_ARGUMENT));
   bad = request;
   bad.mutable_resume(1)->set_rank(7);
-  EXPECT_EQ(
-      ReadLogs(stub.get(), bad, [](const ResumableRead&) { return false; }).status.error_code(),
-      grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(ReadLogs(stub.get(), bad, [](const ResumableRead&) { return false; }).status,
+              StatusIs(grpc::StatusCode::INVALID_ARGUMENT));
 }
 
 }  // namespace

@@ -169,7 +169,7 @@ TEST_F(PostgresStoreTest, ACoordinatorStartedWithoutItsDatabaseSaysSoUntilItIsTh
       << Logs();
   Client client(address_, "", {}, absl::Seconds(2));
   absl::StatusOr<std::vector<v1::Worker>> refused = client.ListWorkers();
-  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(refused.status(), StatusIs(absl::StatusCode::kUnavailable));
   EXPECT_THAT(std::string(refused.status().message()),
               ::testing::HasSubstr("cannot reach its job store yet"));
   ASSERT_OK(server_->Restart());

@@ -44,18 +44,19 @@ class RequestValidationTest : public ClusterTest {
 
 TEST_F(RequestValidationTest, CoordinatorServicesRefuseMalformedJobIds) {
   for (const std::string& id : BadIds()) {
-    EXPECT_EQ(client_->GetJob(id).status().code(), absl::StatusCode::kInvalidArgument) << id;
-    EXPECT_EQ(client_->CancelJob(id).status().code(), absl::StatusCode::kInvalidArgument) << id;
-    EXPECT_EQ(client_->WatchJob(id, [](const v1::Job&) { return false; }).code(),
-              absl::StatusCode::kInvalidArgument)
+    EXPECT_THAT(client_->GetJob(id).status(), StatusIs(absl::StatusCode::kInvalidArgument)) << id;
+    EXPECT_THAT(client_->CancelJob(id).status(), StatusIs(absl::StatusCode::kInvalidArgument))
         << id;
-    EXPECT_EQ(client_->StreamLogs(id, std::nullopt, false, [](const v1::LogChunk&) {}).code(),
-              absl::StatusCode::kInvalidArgument)
+    EXPECT_THAT(client_->WatchJob(id, [](const v1::Job&) { return false; }),
+                StatusIs(absl::StatusCode::kInvalidArgument))
+        << id;
+    EXPECT_THAT(client_->StreamLogs(id, std::nullopt, false, [](const v1::LogChunk&) {}),
+                StatusIs(absl::StatusCode::kInvalidArgument))
         << id;
     RendezvousClient store(address_, id, 0, "", CaOnly());
-    EXPECT_EQ(store.Set("k", "v").code(), absl::StatusCode::kInvalidArgument) << id;
+    EXPECT_THAT(store.Set("k", "v"), StatusIs(absl::StatusCode::kInvalidArgument)) << id;
   }
-  EXPECT_EQ(client_->GetJob("no-such-job-1").status().code(), absl::StatusCode::kNotFound)
+  EXPECT_THAT(client_->GetJob("no-such-job-1").status(), StatusIs(absl::StatusCode::kNotFound))
       << "a well-formed id is looked up";
 }
 
@@ -76,8 +77,8 @@ TEST_F(RequestValidationTest, WorkerLogServiceRefusesPathsAndShowsNone) {
   report.mutable_progress()->set_step(999999);
   v1::ReportProgressResponse response;
   // No rank of a job "../../x" runs here, so no credential could be its.
-  EXPECT_EQ(worker->ReportProgress(&context, report, &response).error_code(),
-            grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_THAT(worker->ReportProgress(&context, report, &response),
+              StatusIs(grpc::StatusCode::UNAUTHENTICATED));
 }
 
 // Bytes that are no protobuf message: field 1 as a varint that never ends.
@@ -129,24 +130,24 @@ TEST_F(RequestValidationTest, ARequestThatDoesNotParseIsRefusedNamingItsMessage)
            {"/ringmaster.v1.ClusterService/ListWorkers", "ListWorkersRequest"},
            {"/ringmaster.v1.RendezvousService/Set", "SetRequest"}}) {
     const grpc::Status status = CallWithGarbage(coordinator, method);
-    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << method;
+    EXPECT_THAT(status, StatusIs(grpc::StatusCode::INVALID_ARGUMENT)) << method;
     EXPECT_EQ(status.error_message(), "cannot parse " + message) << method;
   }
   const grpc::Status unknown =
       CallWithGarbage(coordinator, "/ringmaster.v1.JobService/NoSuchMethod");
-  EXPECT_EQ(unknown.error_code(), grpc::StatusCode::UNIMPLEMENTED) << "no such method stays so";
+  EXPECT_THAT(unknown, StatusIs(grpc::StatusCode::UNIMPLEMENTED)) << "no such method stays so";
 
   const std::vector<DaemonRecord> workers = WorkerRecords();
   ASSERT_FALSE(workers.empty());
   const grpc::Status agent =
       CallWithGarbage(MakeChannel(workers[0].address, CaOnly(), "local-0"),
                       "/ringmaster.v1.WorkerAgentService/ReadLog", AgentCredential(0));
-  EXPECT_EQ(agent.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(agent, StatusIs(grpc::StatusCode::INVALID_ARGUMENT));
   EXPECT_EQ(agent.error_message(), "cannot parse ReadLogRequest");
   const grpc::Status elsewhere =
       CallWithGarbage(MakeChannel(workers[0].address, CaOnly(), "local-0"),
                       "/ringmaster.v1.JobService/GetJob", AgentCredential(0));
-  EXPECT_EQ(elsewhere.error_code(), grpc::StatusCode::UNIMPLEMENTED)
+  EXPECT_THAT(elsewhere, StatusIs(grpc::StatusCode::UNIMPLEMENTED))
       << "a worker serves no JobService: " << elsewhere.error_message();
 }
 
@@ -170,7 +171,7 @@ TEST_F(RequestValidationTest, AWorkerStreamThatDoesNotParseIsRefused) {
   grpc::Status garbage;
   raw->Finish(&garbage, reinterpret_cast<void*>(4));
   ASSERT_TRUE(cq.Next(&tag, &ok));
-  EXPECT_EQ(garbage.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << garbage.error_message();
+  EXPECT_THAT(garbage, StatusIs(grpc::StatusCode::INVALID_ARGUMENT)) << garbage.error_message();
   EXPECT_EQ(garbage.error_message(),
             "cannot parse WorkerMessage, or the stream ended before the worker registered");
   cq.Shutdown();

@@ -147,9 +147,9 @@ TEST(ShutdownTest, SigtermEndsPendingWaitsWatchesAndLogStreamsWithinFiveSeconds)
   waiter.join();
   watcher.join();
   follower.join();
-  EXPECT_EQ(wait_status.code(), absl::StatusCode::kUnavailable) << wait_status;
-  EXPECT_FALSE(watch_status.ok());
-  EXPECT_FALSE(logs_status.ok()) << "a following log stream ends with the coordinator";
+  EXPECT_THAT(wait_status, StatusIs(absl::StatusCode::kUnavailable)) << wait_status;
+  EXPECT_THAT(watch_status, IsError());
+  EXPECT_THAT(logs_status, IsError()) << "a following log stream ends with the coordinator";
 }
 
 }  // namespace

@@ -70,11 +70,11 @@ TEST(CheckpointTest, CorruptOrTruncatedNewestFallsBackToThePrevious) {
 
 TEST(CheckpointTest, NoneReadableIsNotFound) {
   const std::string dir = testing::MakeTempDir("ckpt-none");
-  EXPECT_EQ(LoadLatestCheckpoint(dir).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(LoadLatestCheckpoint(dir).status(), StatusIs(absl::StatusCode::kNotFound));
   ASSERT_OK(WriteCheckpoint(dir, State(5)));
   fs::resize_file(dir + "/step-5/state.bin", 0);
   auto loaded = LoadLatestCheckpoint(dir);
-  EXPECT_EQ(loaded.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(loaded.status(), StatusIs(absl::StatusCode::kNotFound));
   EXPECT_NE(loaded.status().message().find("skipped"), std::string::npos);
 }
 

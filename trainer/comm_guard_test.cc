@@ -87,7 +87,7 @@ TEST_F(CommGuardTest, AnOperationPastTheTimeoutIsAbortedAndEveryLaterCallFails) 
   // The wait returns once the abort ended the kernels; what it says is not
   // the reason.
   const absl::Status pending = guard_.Complete(absl::UnknownError("stream error"));
-  EXPECT_EQ(pending.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(pending, StatusIs(absl::StatusCode::kDeadlineExceeded));
   EXPECT_EQ(pending.message(), "ncclAllReduce on rank 3 exceeded 5m; a peer is gone or stuck");
   bool touched = false;
   const absl::Status later = guard_.Enqueue("ncclBroadcast", [&] {
@@ -106,7 +106,7 @@ TEST_F(CommGuardTest, AnAsynchronousErrorAbortsEvenWithNothingInFlight) {
   comm_.SetAsyncError(absl::UnavailableError("ncclRemoteError: a peer closed its connection"));
   EXPECT_TRUE(guard_.Check());
   EXPECT_TRUE(guard_.aborted());
-  EXPECT_EQ(guard_.error().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(guard_.error(), StatusIs(absl::StatusCode::kUnavailable));
   EXPECT_EQ(guard_.error().message(),
             "asynchronous communicator error: ncclRemoteError: a peer closed its connection");
   EXPECT_EQ(guard_.Enqueue("ncclAllReduce", [] { return absl::OkStatus(); }), guard_.error());
@@ -139,7 +139,7 @@ TEST_F(CommGuardTest, AbortWaitsForAnEnqueueInProgress) {
   watchdog.join();
   EXPECT_EQ(aborts_during_launch, 0);
   EXPECT_EQ(comm_.aborts(), 1);
-  EXPECT_EQ(guard_.Complete(absl::OkStatus()).code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(guard_.Complete(absl::OkStatus()), StatusIs(absl::StatusCode::kInternal));
 }
 
 // A launch that fails (a bad argument, an unhandled CUDA error) fails the
@@ -148,7 +148,7 @@ TEST_F(CommGuardTest, AbortWaitsForAnEnqueueInProgress) {
 TEST_F(CommGuardTest, AFailedLaunchFailsTheCommunicatorForGood) {
   const absl::Status failed = guard_.Enqueue(
       "ncclAllReduce", [] { return absl::InvalidArgumentError("ncclInvalidArgument"); });
-  EXPECT_EQ(failed.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(failed, StatusIs(absl::StatusCode::kInvalidArgument));
   int launched = 0;
   EXPECT_EQ(guard_.Enqueue("ncclAllReduce",
                            [&] {

@@ -31,7 +31,7 @@ TEST(DatasetTest, ReadsCsvWithHeaderAndLabelColumn) {
 
 TEST(DatasetTest, ErrorsNameFileLineAndColumn) {
   auto bad = LoadCsv(WriteTemp("b.csv", "1,2,0\n3,x,1\n"), -1);
-  ASSERT_FALSE(bad.ok());
+  ASSERT_THAT(bad, IsError());
   EXPECT_NE(bad.status().message().find("b.csv:2: column 2 is not a number"), std::string::npos)
       << bad.status();
   auto ragged = LoadCsv(WriteTemp("c.csv", "1,2,0\n3,1\n"), -1);
@@ -39,7 +39,7 @@ TEST(DatasetTest, ErrorsNameFileLineAndColumn) {
       << ragged.status();
   auto label = LoadCsv(WriteTemp("d.csv", "1,2,0.5\n"), -1);
   EXPECT_NE(label.status().message().find("is not a class index"), std::string::npos);
-  EXPECT_EQ(LoadCsv("/nonexistent.csv", 0).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(LoadCsv("/nonexistent.csv", 0).status(), StatusIs(absl::StatusCode::kNotFound));
 }
 
 TEST(DatasetTest, DigitsIsTheRealDataSet) {
@@ -57,7 +57,7 @@ TEST(DatasetTest, SyntheticIsDeterministic) {
   ASSERT_OK(b);
   EXPECT_EQ(a->x, b->x);
   EXPECT_EQ(a->y, b->y);
-  EXPECT_FALSE(MakeSynthetic("synthetic:rows=10,colour=3").ok());
+  EXPECT_THAT(MakeSynthetic("synthetic:rows=10,colour=3"), IsError());
 }
 
 TEST(DatasetTest, SplitStandardizesWithTrainingStatistics) {

@@ -143,10 +143,10 @@ TEST(GlooCollectiveTest, PeerOnAnotherHostThatNeverComesTimesOut) {
   ASSERT_TRUE(comms[0] && comms[1]);
   std::vector<float> data(1000, 1.0f);
   absl::Status status = comms[0]->AllReduceSum(data.data(), data.size());
-  EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded) << status;
+  EXPECT_THAT(status, StatusIs(absl::StatusCode::kDeadlineExceeded)) << status;
   EXPECT_NE(status.message().find("ring all-reduce"), std::string::npos) << status;
   // The streams are out of step: later calls fail at once.
-  EXPECT_FALSE(comms[0]->AllReduceSum(data.data(), data.size()).ok());
+  EXPECT_THAT(comms[0]->AllReduceSum(data.data(), data.size()), IsError());
 }
 
 }  // namespace

@@ -241,7 +241,7 @@ TEST(PreflightCheckTest, AnotherVerdictEndsTheCheckWithIt) {
   std::vector<absl::Status> results(3);
   RunThree(&board, &results);
   for (const absl::Status& s : results) {
-    EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_THAT(s, StatusIs(absl::StatusCode::kFailedPrecondition));
     EXPECT_EQ(s.message(), "pre-flight: rank 2 excluded");
   }
 }
@@ -253,13 +253,14 @@ TEST(PreflightCheckTest, NoVerdictEndsByTheDeadlineOrAStop) {
   options.verdict_timeout = absl::Milliseconds(300);
   options.poll = absl::Milliseconds(50);
   RunThree(&board, &results, options);
-  for (const absl::Status& s : results) EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded);
+  for (const absl::Status& s : results)
+    EXPECT_THAT(s, StatusIs(absl::StatusCode::kDeadlineExceeded));
 
   FakeBoard stopped(3, "");
   options.verdict_timeout = absl::Minutes(5);
   options.stop_requested = [] { return true; };
   RunThree(&stopped, &results, options);
-  for (const absl::Status& s : results) EXPECT_EQ(s.code(), absl::StatusCode::kCancelled);
+  for (const absl::Status& s : results) EXPECT_THAT(s, StatusIs(absl::StatusCode::kCancelled));
 }
 
 }  // namespace

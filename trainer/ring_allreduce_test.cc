@@ -78,8 +78,8 @@ TEST(RingAllReduceTest, AConnectionClaimingAnotherRankIsRefused) {
   gloo::rendezvous::HashStore store;
   FakePeer peer(store);
   auto ring = JoinWith(peer, store, 5);
-  ASSERT_FALSE(ring.ok());
-  EXPECT_EQ(ring.status().code(), absl::StatusCode::kFailedPrecondition) << ring.status();
+  ASSERT_THAT(ring, IsError());
+  EXPECT_THAT(ring.status(), StatusIs(absl::StatusCode::kFailedPrecondition)) << ring.status();
   EXPECT_NE(ring.status().message().find("claims rank 5 of 2; expected rank 1 of 2"),
             std::string::npos)
       << ring.status();
@@ -97,7 +97,7 @@ TEST(RingAllReduceTest, APeerThatClosesMidwayFailsTheCallAndEveryLaterOne) {
   shutdown(peer.out(), SHUT_WR);
   std::vector<float> data(4000, 1.0f);
   absl::Status status = (*ring)->AllReduceSum(data.data(), data.size());
-  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+  EXPECT_THAT(status, StatusIs(absl::StatusCode::kUnavailable)) << status;
   EXPECT_NE(status.message().find("peer rank 1 closed its connection"), std::string::npos)
       << status;
   EXPECT_EQ((*ring)->AllReduceSum(data.data(), data.size()), status);
@@ -107,7 +107,7 @@ TEST(RingAllReduceTest, AnAddressThatDoesNotResolveIsNamed) {
   gloo::rendezvous::HashStore store;
   auto ring =
       RingAllReduce::Connect(store, "ring", 0, 2, "no-such-host.invalid", milliseconds(1000));
-  ASSERT_FALSE(ring.ok());
+  ASSERT_THAT(ring, IsError());
   EXPECT_NE(ring.status().message().find("no-such-host.invalid"), std::string::npos)
       << ring.status();
 }

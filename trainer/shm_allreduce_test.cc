@@ -96,7 +96,7 @@ TEST(ShmAllReduceTest, MissingPeerTimesOut) {
   float x[4] = {1, 2, 3, 4};
   // Rank 1 never calls: rank 0 must give up, not hang.
   absl::Status status = (*s)->AllReduceSum(x, 4);
-  EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded) << status;
+  EXPECT_THAT(status, StatusIs(absl::StatusCode::kDeadlineExceeded)) << status;
 }
 
 // A peer that ends (its collective destroyed) fails the others' next
@@ -116,7 +116,7 @@ TEST(ShmAllReduceTest, PeerThatLeftAbortsTheOthersAtOnce) {
   float x[4] = {1, 2, 3, 4};
   const auto start = std::chrono::steady_clock::now();
   absl::Status status = (*shm0)->AllReduceSum(x, 4);
-  EXPECT_EQ(status.code(), absl::StatusCode::kAborted) << status;
+  EXPECT_THAT(status, StatusIs(absl::StatusCode::kAborted)) << status;
   EXPECT_NE(status.message().find("rank 1"), std::string::npos) << status;
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30))
       << "waited for the timeout";
@@ -145,7 +145,7 @@ TEST(ShmAllReduceTest, KilledPeerProcessAbortsTheOthers) {
   absl::Status status = (*shm)->AllReduceSum(x, 4);
   int wstatus = 0;
   waitpid(child, &wstatus, 0);
-  EXPECT_EQ(status.code(), absl::StatusCode::kAborted) << status;
+  EXPECT_THAT(status, StatusIs(absl::StatusCode::kAborted)) << status;
   EXPECT_NE(status.message().find("process of peer rank 1 ended"), std::string::npos) << status;
   EXPECT_TRUE(WIFSIGNALED(wstatus)) << "the child must have been killed, not failed";
 }

@@ -93,7 +93,7 @@ TEST(StepStreamsTest, AThreadMustEnterTheRanksDeviceBeforeIssuingWork) {
     entered_launch = gpu.Launch(rank.comm, "allreduce 0");
   }).join();
 
-  EXPECT_EQ(unentered.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(unentered, StatusIs(absl::StatusCode::kFailedPrecondition));
   EXPECT_EQ(unentered.message(),
             "CUDA work for device 1 issued from a thread on device 0; the thread must call "
             "EnterThread first");
@@ -113,11 +113,11 @@ TEST(StepStreamsTest, RanksOnTwoDevicesKeepToTheirOwn) {
   ASSERT_NE(rank0.streams, nullptr);
   ASSERT_NE(rank1.streams, nullptr);
   EXPECT_OK(rank1.streams->GradientReady(0));
-  EXPECT_EQ(rank0.streams->GradientReady(0).code(), absl::StatusCode::kFailedPrecondition)
+  EXPECT_THAT(rank0.streams->GradientReady(0), StatusIs(absl::StatusCode::kFailedPrecondition))
       << "the thread is on device 1 since rank 1 was made";
   ASSERT_OK(rank0.streams->EnterThread());
   EXPECT_OK(rank0.streams->GradientReady(0));
-  EXPECT_EQ(rank1.streams->GradientReady(0).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(rank1.streams->GradientReady(0), StatusIs(absl::StatusCode::kFailedPrecondition));
 }
 
 TEST(StepStreamsTest, EventsAreDestroyedWithTheStreams) {

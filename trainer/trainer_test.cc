@@ -301,7 +301,7 @@ TEST(TrainerTest, StopRequestCheckpointsAtTheStepBoundaryAndEndsEveryRank) {
   EXPECT_TRUE(results[0]->stopped);
   EXPECT_EQ(results[0]->steps, 4);
   EXPECT_TRUE(fs::exists(dir + "/step-4"));
-  EXPECT_FALSE(results[1].ok()) << "rank 1 ran on without rank 0";
+  EXPECT_THAT(results[1], IsError()) << "rank 1 ran on without rank 0";
 
   TrainerContext resume;
   resume.checkpoint_dir = dir;

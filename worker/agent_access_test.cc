@@ -39,19 +39,19 @@ class AgentAccessTest : public ::testing::Test {
 TEST_F(AgentAccessTest, ReadLogTakesOnlyTheAgentCredential) {
   EXPECT_OK(Coordinator("agent-token"));
   absl::Status none = Coordinator("");
-  EXPECT_EQ(none.code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_THAT(none, StatusIs(absl::StatusCode::kUnauthenticated));
   EXPECT_NE(none.message().find("agent credential"), absl::string_view::npos) << none;
-  EXPECT_EQ(Coordinator("guess").code(), absl::StatusCode::kUnauthenticated);
-  EXPECT_EQ(Coordinator("job-a-token").code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(Coordinator("guess"), StatusIs(absl::StatusCode::kUnauthenticated));
+  EXPECT_THAT(Coordinator("job-a-token"), StatusIs(absl::StatusCode::kPermissionDenied));
 }
 
 TEST_F(AgentAccessTest, ProgressTakesOnlyTheRunningAttemptsCredential) {
   EXPECT_OK(Rank("job-a-token", Ref("a", 1)));
-  EXPECT_EQ(Rank("job-a-token", Ref("b", 1)).code(), absl::StatusCode::kPermissionDenied);
-  EXPECT_EQ(Rank("job-a-token", Ref("a", 2)).code(), absl::StatusCode::kPermissionDenied);
-  EXPECT_EQ(Rank("agent-token", Ref("a", 1)).code(), absl::StatusCode::kPermissionDenied);
-  EXPECT_EQ(Rank("", Ref("a", 1)).code(), absl::StatusCode::kUnauthenticated);
-  EXPECT_EQ(Rank("job-b-token", Ref("a", 1)).code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_THAT(Rank("job-a-token", Ref("b", 1)), StatusIs(absl::StatusCode::kPermissionDenied));
+  EXPECT_THAT(Rank("job-a-token", Ref("a", 2)), StatusIs(absl::StatusCode::kPermissionDenied));
+  EXPECT_THAT(Rank("agent-token", Ref("a", 1)), StatusIs(absl::StatusCode::kPermissionDenied));
+  EXPECT_THAT(Rank("", Ref("a", 1)), StatusIs(absl::StatusCode::kUnauthenticated));
+  EXPECT_THAT(Rank("job-b-token", Ref("a", 1)), StatusIs(absl::StatusCode::kUnauthenticated));
 }
 
 TEST(AgentAccessOpenTest, AWorkerWithoutCredentialsLetsEveryoneThrough) {
@@ -62,8 +62,8 @@ TEST(AgentAccessOpenTest, AWorkerWithoutCredentialsLetsEveryoneThrough) {
 
 TEST(AgentAccessUnregisteredTest, NoAgentCredentialBeforeRegistration) {
   AgentAccess access(true, [](const std::string&) { return std::nullopt; });
-  EXPECT_EQ(access.RequireCoordinatorToken(std::string("")).code(),
-            absl::StatusCode::kUnauthenticated);
+  EXPECT_THAT(access.RequireCoordinatorToken(std::string("")),
+              StatusIs(absl::StatusCode::kUnauthenticated));
 }
 
 }  // namespace

@@ -68,10 +68,10 @@ TEST(ReadLogFileTest, ErrorsNameTheLogNotItsPath) {
   const std::string dir = std::getenv("TEST_TMPDIR");
   absl::StatusOr<v1::ReadLogResponse> missing =
       ReadLogFile(dir + "/nothing/rank-3.log", "job j-1 rank 3", At(0));
-  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(missing.status(), StatusIs(absl::StatusCode::kNotFound));
   EXPECT_EQ(missing.status().message(), "no log of job j-1 rank 3");
   absl::StatusOr<v1::ReadLogResponse> directory = ReadLogFile(dir, "job j-1 rank 4", At(0));
-  EXPECT_FALSE(directory.ok());
+  EXPECT_THAT(directory, IsError());
   EXPECT_EQ(std::string(directory.status().message()).find(dir), std::string::npos)
       << directory.status();
 }

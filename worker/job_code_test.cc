@@ -96,7 +96,7 @@ TEST_F(JobCodeTest, ATamperedArchiveIsRefusedAndTriedAgainLater) {
   std::string tampered = "not the archive";
   JobCode jobs(root(), UnpackLimits{}, Serving(&tampered));
   auto dir = jobs.Prepare("train-1", code_, std::nullopt);
-  EXPECT_EQ(dir.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(dir.status(), StatusIs(absl::StatusCode::kDataLoss));
   EXPECT_THAT(dir.status().message(),
               HasSubstr("code " + code_.sha256().substr(0, 12) +
                         " from laptop:/home/me/project: the fetched archive has SHA-256 "));
@@ -126,7 +126,7 @@ TEST_F(JobCodeTest, ErrorsNameNoFileOfTheWorkerNorAnEmptySource) {
   code_.clear_source();
   JobCode jobs(root(), UnpackLimits{}, Serving(&corrupt));
   auto dir = jobs.Prepare("train-1", code_, std::nullopt);
-  ASSERT_FALSE(dir.ok());
+  ASSERT_THAT(dir, IsError());
   EXPECT_EQ(dir.status().message().rfind("code " + code_.sha256().substr(0, 12) + ": ", 0), 0u)
       << dir.status().message();
   EXPECT_EQ(dir.status().message().find(tmp_), std::string::npos) << dir.status().message();

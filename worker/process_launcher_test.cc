@@ -102,12 +102,12 @@ TEST(ProcessLauncherTest, MissingProgramIsAnErrorNamingIt) {
   LaunchSpec spec = Shell("", "missing.log");
   spec.argv = {"no-such-program-xyz"};
   auto pid = launcher.Spawn(spec);
-  EXPECT_EQ(pid.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(pid.status(), StatusIs(absl::StatusCode::kNotFound));
   EXPECT_NE(pid.status().message().find("no-such-program-xyz"), std::string::npos);
 
   spec.argv = {"/nonexistent/prog"};
   pid = launcher.Spawn(spec);
-  EXPECT_FALSE(pid.ok());
+  EXPECT_THAT(pid, IsError());
   EXPECT_NE(pid.status().message().find("execve /nonexistent/prog"), std::string::npos)
       << pid.status();
 }
@@ -117,7 +117,7 @@ TEST(ProcessLauncherTest, BadWorkingDirIsAnError) {
   LaunchSpec spec = Shell("true", "dir.log");
   spec.working_dir = "/nonexistent-dir";
   auto pid = launcher.Spawn(spec);
-  EXPECT_FALSE(pid.ok());
+  EXPECT_THAT(pid, IsError());
   EXPECT_NE(pid.status().message().find("chdir /nonexistent-dir"), std::string::npos)
       << pid.status();
 }
@@ -182,7 +182,7 @@ TEST(ResolveProgramTest, LooksUpPath) {
   ASSERT_OK(sh);
   EXPECT_EQ(*sh, "/bin/sh");
   EXPECT_EQ(*ResolveProgram("./x", ""), "./x");
-  EXPECT_FALSE(ResolveProgram("sh", "/nonexistent").ok());
+  EXPECT_THAT(ResolveProgram("sh", "/nonexistent"), IsError());
 }
 
 // The pids a log holds, one per line.
@@ -284,7 +284,7 @@ TEST(ProcessLauncherTest, MemoryLimitWithoutCgroupsIsRefused) {
   LaunchSpec spec = Shell("true", "refused.log");
   spec.memory_bytes = 1 << 20;
   auto pid = launcher.Spawn(spec);
-  EXPECT_EQ(pid.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(pid.status(), StatusIs(absl::StatusCode::kFailedPrecondition));
 }
 
 }  // namespace

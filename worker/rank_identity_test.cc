@@ -100,7 +100,7 @@ TEST_F(RankIdentityTest, AWorkerWithoutThemRunsRanksAsItselfAndRefusesOtherUsers
 
 TEST(RankIdentityNamesTest, AnUnknownUserIsNamed) {
   absl::StatusOr<std::optional<RunAs>> as = RankIdentity("no-such-user-xyz");
-  EXPECT_EQ(as.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(as.status(), StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_NE(as.status().message().find("no user \"no-such-user-xyz\""), absl::string_view::npos)
       << as.status();
 }
@@ -112,7 +112,7 @@ TEST(UidRangeTest, ParsesFirstToLastAndNamesTheFlagOtherwise) {
   EXPECT_EQ(range->count, 65536u);
   for (const std::string bad : {"", "200000", "5-10", "300-200", "a-b", "1000-2147483647"}) {
     absl::StatusOr<UidRange> refused = ParseUidRange(bad);
-    EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(refused.status(), StatusIs(absl::StatusCode::kInvalidArgument)) << bad;
     EXPECT_NE(refused.status().message().find("--rank-uid-range \"" + bad + "\""),
               absl::string_view::npos)
         << refused.status();
@@ -147,7 +147,7 @@ TEST_F(RankIdentitiesTest, AUidStillHeldByAnotherJobsFilesIsRefused) {
   ASSERT_EQ(chown((jobs_ + "/train-7/home").c_str(), 300007, 300007), 0);
   EXPECT_OK(ids.ForJob("train-7")) << "its own files";
   absl::StatusOr<std::optional<RunAs>> later = ids.ForJob("eval-1007");
-  EXPECT_EQ(later.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(later.status(), StatusIs(absl::StatusCode::kFailedPrecondition));
   EXPECT_EQ(later.status().message(),
             "uid 300007 of job eval-1007 is still held by the files of job train-7 on this "
             "worker; delete job train-7 first");
@@ -157,9 +157,9 @@ TEST_F(RankIdentitiesTest, AUidStillHeldByAnotherJobsFilesIsRefused) {
 
 TEST(ChooseRankIdentitiesTest, RankUserWinsAndBothAreRefused) {
   absl::StatusOr<RankIdentities> both = ChooseRankIdentities("nobody", "300000-300999", "/x");
-  EXPECT_EQ(both.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(both.status(), StatusIs(absl::StatusCode::kInvalidArgument));
   absl::StatusOr<RankIdentities> bad = ChooseRankIdentities("", "9-1", "/x");
-  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.status(), StatusIs(absl::StatusCode::kInvalidArgument));
   if (geteuid() != 0) return;
   absl::StatusOr<RankIdentities> shared = ChooseRankIdentities("nobody", "", "/x");
   ASSERT_OK(shared) << shared.status();

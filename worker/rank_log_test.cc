@@ -196,7 +196,7 @@ TEST(LogPumpTest, AnUnwritableLogIsAnErrorNamingIt) {
   absl::StatusOr<std::unique_ptr<LogPump>> pump =
       LogPump::Start(fds[0], "/nonexistent-dir/rank-0.log");
   close(fds[1]);
-  ASSERT_FALSE(pump.ok());
+  ASSERT_THAT(pump, IsError());
   EXPECT_EQ(pump.status().message(),
             "cannot open /nonexistent-dir/rank-0.log: No such file or directory");
 }

@@ -18,8 +18,8 @@ TEST(StateDirLockTest, ASecondHolderIsRefusedUntilTheFirstLetsGo) {
   absl::StatusOr<int> first = LockStateDir(dir);
   ASSERT_OK(first) << first.status();
   absl::StatusOr<int> second = LockStateDir(dir);
-  ASSERT_FALSE(second.ok());
-  EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition);
+  ASSERT_THAT(second, IsError());
+  EXPECT_THAT(second.status(), StatusIs(absl::StatusCode::kFailedPrecondition));
   EXPECT_EQ(second.status().message(),
             absl::StrCat("state dir ", dir, " is in use by another worker (pid ", getpid(),
                          "); give each worker its own --state-dir"));

@@ -53,7 +53,7 @@ TEST(WorkerMetricsTest, GpuSeriesCarryNvmlValues) {
 
 TEST(WorkerMetricsTest, MissingNvmlIsAnErrorNotACrash) {
   auto nvml = Nvml::Load("/nonexistent/libnvidia-ml.so.1");
-  EXPECT_EQ(nvml.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(nvml.status(), StatusIs(absl::StatusCode::kUnavailable));
   EXPECT_NE(nvml.status().message().find("/nonexistent/libnvidia-ml.so.1"), std::string::npos);
   metrics::Registry registry;
   WorkerMetrics m(&registry, "w1", nullptr, [] { return std::vector<RankProcess>{}; });

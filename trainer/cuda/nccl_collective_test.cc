@@ -69,7 +69,7 @@ TEST(NcclCollectiveTest, WatchdogAbortsAHungAllReduce) {
   float* device;
   ASSERT_EQ(cudaMalloc(&device, 1024 * sizeof(float)), cudaSuccess);
   absl::Status status = (*nccl)->AllReduceSum(device, 1024);  // rank 1 never calls
-  EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded) << status;
+  EXPECT_THAT(status, StatusIs(absl::StatusCode::kDeadlineExceeded)) << status;
   ASSERT_EQ(cudaFree(device), cudaSuccess);
 }
 
