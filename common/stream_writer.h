@@ -148,6 +148,38 @@ class StreamWriter {
   grpc::Status status_ ABSL_GUARDED_BY(mu_);
 };
 
+// A server stream's reactor that writes through a StreamWriter, `writer_`:
+// `Reactor` is grpc::ServerWriteReactor<Message> or a ServerBidiReactor
+// writing Message. OnWriteDone and OnCancel go to the writer; OnDone, once
+// gRPC is done with the reactor, to Ended, which deletes it or leaves that
+// to whoever still runs it. A class that has other bases lists this first,
+// so that the reactor's address is the one handed to gRPC.
+template <typename Reactor, typename Message>
+class WritingReactor : public Reactor {
+ public:
+  void OnWriteDone(bool ok) override {
+    GrpcCallback callback(this);
+    writer_.OnWriteDone(ok);
+  }
+  void OnCancel() override {
+    GrpcCallback callback(this);
+    writer_.OnCancel();
+  }
+  void OnDone() override {
+    BackFromGrpc(this);
+    Ended();
+  }
+
+ protected:
+  WritingReactor(size_t max_queued, Overflow overflow,
+                 typename StreamWriter<Message>::Coalesce coalesce = nullptr)
+      : writer_(this, max_queued, overflow, std::move(coalesce)) {}
+  // gRPC is done with the reactor (OnDone).
+  virtual void Ended() = 0;
+
+  StreamWriter<Message> writer_;
+};
+
 }  // namespace ringmaster
 
 #endif  // RINGMASTER_COMMON_STREAM_WRITER_H_

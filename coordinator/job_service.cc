@@ -25,7 +25,7 @@ namespace {
 // every state change but not every progress tick; one more than
 // `max_queued` changes behind, the stream ends (RESOURCE_EXHAUSTED).
 template <typename Event>
-class WatchReactor final : public grpc::ServerWriteReactor<Event> {
+class WatchReactor final : public WritingReactor<grpc::ServerWriteReactor<Event>, Event> {
  public:
   // Starts the watch with the observer; its id, or why there is none.
   using Start = std::function<absl::StatusOr<int64_t>(JobManager::JobObserver)>;
@@ -34,31 +34,25 @@ class WatchReactor final : public grpc::ServerWriteReactor<Event> {
 
   WatchReactor(JobManager* manager, size_t max_queued, bool end_when_ended, ToEvent to_event,
                const Start& start)
-      : manager_(manager),
+      : WritingReactor<grpc::ServerWriteReactor<Event>, Event>(
+            max_queued, Overflow::kEnd,
+            [](const Event& queued, const Event& next) {
+              return queued.job().id() == next.job().id() &&
+                     queued.job().state() == next.job().state();
+            }),
+        manager_(manager),
         end_when_ended_(end_when_ended),
-        to_event_(std::move(to_event)),
-        writer_(this, max_queued, Overflow::kEnd, [](const Event& queued, const Event& next) {
-          return queued.job().id() == next.job().id() && queued.job().state() == next.job().state();
-        }) {
+        to_event_(std::move(to_event)) {
     absl::StatusOr<int64_t> watch = start([this](const v1::Job& job) { Push(job); });
     if (!watch.ok()) {
-      writer_.Finish(ToGrpcStatus(watch.status()), /*drain=*/false);
+      this->writer_.Finish(ToGrpcStatus(watch.status()), /*drain=*/false);
       return;
     }
     watch_id_ = *watch;
     HandToGrpc(this);
   }
 
-  void OnWriteDone(bool ok) override {
-    GrpcCallback callback(this);
-    writer_.OnWriteDone(ok);
-  }
-  void OnCancel() override {
-    GrpcCallback callback(this);
-    writer_.OnCancel();
-  }
-  void OnDone() override {
-    BackFromGrpc(this);
+  void Ended() override {
     if (watch_id_ != 0) manager_->Unwatch(watch_id_);
     delete this;
   }
@@ -66,9 +60,9 @@ class WatchReactor final : public grpc::ServerWriteReactor<Event> {
  private:
   void Push(const v1::Job& job) {
     std::optional<Event> event = to_event_(job);
-    if (event) writer_.Write(*std::move(event));
+    if (event) this->writer_.Write(*std::move(event));
     if (end_when_ended_ && IsTerminal(job.state())) {
-      writer_.Finish(grpc::Status::OK, /*drain=*/true);
+      this->writer_.Finish(grpc::Status::OK, /*drain=*/true);
     }
   }
 
@@ -76,7 +70,6 @@ class WatchReactor final : public grpc::ServerWriteReactor<Event> {
   const bool end_when_ended_;
   const ToEvent to_event_;
   int64_t watch_id_ = 0;  // OnDone runs only after the constructor returned
-  StreamWriter<Event> writer_;
 };
 
 constexpr size_t kMaxQueuedJobChanges = 256;

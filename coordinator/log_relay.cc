@@ -28,10 +28,11 @@ constexpr absl::Duration kRoomInterval = absl::Milliseconds(20);
 // and queues whole lines; the next round follows at once when there was
 // data, after kPollInterval when there was none, and after kRoomInterval
 // when the client is behind. No thread waits for a stream between rounds.
-class LogStream final : public grpc::ServerWriteReactor<v1::LogChunk> {
+class LogStream final
+    : public WritingReactor<grpc::ServerWriteReactor<v1::LogChunk>, v1::LogChunk> {
  public:
   LogStream(LogRelay* relay, v1::StreamLogsRequest request)
-      : relay_(relay), request_(std::move(request)), writer_(this, kMaxQueued, Overflow::kRefuse) {
+      : WritingReactor(kMaxQueued, Overflow::kRefuse), relay_(relay), request_(std::move(request)) {
     for (const v1::LogPosition& position : request_.resume()) {
       attempt_ = position.attempt();
       tail_ = false;
@@ -44,16 +45,7 @@ class LogStream final : public grpc::ServerWriteReactor<v1::LogChunk> {
     relay_->pool()->Post([this] { Round(); });
   }
 
-  void OnWriteDone(bool ok) override {
-    GrpcCallback callback(this);
-    writer_.OnWriteDone(ok);
-  }
-  void OnCancel() override {
-    GrpcCallback callback(this);
-    writer_.OnCancel();
-  }
-  void OnDone() override {
-    BackFromGrpc(this);
+  void Ended() override {
     bool in_pool = false;
     {
       MutexLock lock(&mu_);
@@ -221,7 +213,6 @@ class LogStream final : public grpc::ServerWriteReactor<v1::LogChunk> {
   bool tail_ = true;               // the request's tail applies (to the first attempt relayed)
   std::map<int, Source> sources_;  // by rank
   std::deque<v1::LogChunk> unsent_;
-  StreamWriter<v1::LogChunk> writer_;
   Mutex mu_;
   bool in_pool_ ABSL_GUARDED_BY(mu_) = true;  // a round is queued or running
   bool done_ ABSL_GUARDED_BY(mu_) = false;    // OnDone has run

@@ -17,17 +17,18 @@ namespace {
 // resynchronizes when it registers again. The first message must register;
 // the session it opens goes with every later message.
 class WorkerStream final
-    : public grpc::ServerBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage>,
+    : public WritingReactor<grpc::ServerBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage>,
+                            v1::CoordinatorMessage>,
       public WorkerLink {
  public:
   WorkerStream(JobManager* manager, WorkerMembership* membership, const AccessPolicy* access,
                TaskPool* inbox, int max_queued, Caller caller)
-      : manager_(manager),
+      : WritingReactor(max_queued, Overflow::kEnd),
+        manager_(manager),
         membership_(membership),
         access_(access),
         inbox_(inbox),
-        caller_(std::move(caller)),
-        writer_(this, max_queued, Overflow::kEnd) {
+        caller_(std::move(caller)) {
     HandToGrpc(this);
     StartRead(&in_);
   }
@@ -54,17 +55,7 @@ class WorkerStream final
     inbox_->Post([this] { HandleAndReadOn(); });
   }
 
-  void OnWriteDone(bool ok) override {
-    GrpcCallback callback(this);
-    writer_.OnWriteDone(ok);
-  }
-  void OnCancel() override {
-    GrpcCallback callback(this);
-    writer_.OnCancel();
-  }
-
-  void OnDone() override {
-    BackFromGrpc(this);
+  void Ended() override {
     bool handling = false;
     {
       MutexLock lock(&mu_);
@@ -134,7 +125,6 @@ class WorkerStream final
   const Caller caller_;    // who opened the stream
   WorkerSession session_;  // epoch 0 until registered; the inbox's
   v1::WorkerMessage in_;   // the one read, then handled, at a time
-  StreamWriter<v1::CoordinatorMessage> writer_;
   Mutex mu_;
   bool handling_ ABSL_GUARDED_BY(mu_) = false;  // in_ is with the inbox
   bool done_ ABSL_GUARDED_BY(mu_) = false;      // OnDone has run
