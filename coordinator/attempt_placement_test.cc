@@ -17,7 +17,7 @@ void Place(v1::Job* job, const std::vector<std::string>& workers) {
   }
 }
 
-// What AdvanceRestarts does between attempts.
+// What AdvanceRestartsLocked does between attempts.
 void NextAttempt(v1::Job* job) {
   KeepPastAttempt(job);
   job->set_attempt(job->attempt() + 1);

@@ -263,7 +263,7 @@ absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& job_id) {
     }
     RETURN_IF_ERROR(
         table_.Transition(*entry, v1::CANCELLED, v1::CANCEL_REQUESTED, "cancelled by user"));
-    StopRanks(*entry);
+    StopRanksLocked(*entry);
     cancelled = entry->job;
   }
   outbox_.Flush();
@@ -377,13 +377,13 @@ void JobManager::Tick() {
 }
 
 void JobManager::TickLocked() {
-  for (const LostWorker& lost : membership_->Expire()) OnWorkerLost(lost);
+  for (const LostWorker& lost : membership_->Expire()) OnWorkerLostLocked(lost);
   const absl::Time now = clock_->Now();
   // A PENDING job has no rank; only its deadline can run out.
   for (size_t i = 0; i < pending_views_.size(); ++i) {
     const int64_t number = pending_views_[i].sequence;
     if (pending_meta_[i].deadline && table_.pending().count(number) > 0) {
-      CheckDeadline(*table_.resident().at(number), now);
+      CheckDeadlineLocked(*table_.resident().at(number), now);
     }
   }
   const absl::flat_hash_set<std::string> relisted = membership_->ListsChangedSince(&lists_seen_);
@@ -394,7 +394,7 @@ void JobManager::TickLocked() {
     const bool viewed = view < placed_views_.size() && placed_views_[view].number == number;
     // Ended jobs too: their ranks hold slots.
     if (MaySeeNewSightings(entry, viewed ? &placed_views_[view] : nullptr, relisted)) {
-      CheckRanksReported(entry);
+      CheckRanksReportedLocked(entry);
     }
     // Stacks asked for are answered by their deadline, or once the attempt
     // is over.
@@ -403,14 +403,14 @@ void JobManager::TickLocked() {
          entry.stacks_request->attempt != entry.job.attempt())) {
       FinishStacksLocked(entry);
     }
-    if (CheckDeadline(entry, now) || !IsActive(entry.job.state())) continue;
+    if (CheckDeadlineLocked(entry, now) || !IsActive(entry.job.state())) continue;
     if (entry.ending && now >= entry.decide_at) {
-      EndAttempt(entry);
+      EndAttemptLocked(entry);
       continue;
     }
-    CheckTimeouts(entry, now);
+    CheckTimeoutsLocked(entry, now);
     if (AwaitsPreflight(entry.job)) CheckPreflightLocked(entry);
-    if (entry.job.state() == v1::RUNNING) CheckRegrowth(entry, now);
+    if (entry.job.state() == v1::RUNNING) CheckRegrowthLocked(entry, now);
   }
   for (const v1::WorkerHealth& record : health_.Expire(now)) {
     StoreHealthLocked({record});
@@ -419,7 +419,7 @@ void JobManager::TickLocked() {
                    absl::FormatTime(absl::FromUnixMillis(record.probation_until_unix_ms())));
     }
   }
-  AdvanceRestarts(now);
+  AdvanceRestartsLocked(now);
   ScheduleLocked();
   table_.RetireEnded();
   if (now >= next_prune_) {

@@ -299,10 +299,10 @@ class JobManager final : public JobLogIndex {
   std::vector<WorkerCapacity> CapacityLocked(const std::vector<SchedulableWorker>& workers,
                                              const std::string& except = "")
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void StartAttempt(JobRecord& entry, const std::vector<RankPlacement>& placement,
-                    const std::vector<SchedulableWorker>& workers)
+  void StartAttemptLocked(JobRecord& entry, const std::vector<RankPlacement>& placement,
+                          const std::vector<SchedulableWorker>& workers)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void SendStart(const JobRecord& entry, int rank) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void SendStartLocked(const JobRecord& entry, int rank) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // What the scheduler sees of the pending jobs: brings pending_views_ up
   // to JobTable::pending() (when it has changed) and marks preemptors.
   void UpdatePendingViewsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -321,34 +321,34 @@ class JobManager final : public JobLogIndex {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Elastic: restarts a smaller attempt at full size once room for it has
   // lasted scale_up_after_s.
-  void CheckRegrowth(JobRecord& entry, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void CheckRegrowthLocked(JobRecord& entry, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Failing and restarting attempts.
   // A failure of the current attempt: keeps the most telling cause and
   // ends the attempt when the cause is decisive or no rank runs on.
-  void NoteFailure(JobRecord& entry, FailureCause cause) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void NoteFailureLocked(JobRecord& entry, FailureCause cause) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // RESTARTING while restarts remain (and the failure is no repeat without
   // progress), else FAILED; stops the ranks still running either way.
-  void EndAttempt(JobRecord& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void EndAttemptLocked(JobRecord& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // SIGTERM, then SIGKILL after `grace` (default: --stop-grace).
-  void StopRanks(JobRecord& entry, std::optional<absl::Duration> grace = std::nullopt)
+  void StopRanksLocked(JobRecord& entry, std::optional<absl::Duration> grace = std::nullopt)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // SIGTERM to the attempt's ranks on a worker, SIGKILL after the grace.
   v1::CoordinatorMessage StopMessage(const std::string& job_id, int attempt,
                                      absl::Duration grace) const;
-  void CheckTimeouts(JobRecord& entry, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void CheckTimeoutsLocked(JobRecord& entry, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // FAILED with DEADLINE_EXCEEDED once deadline_s has passed since the
   // first start, whatever the state; true when it ended the job.
-  bool CheckDeadline(JobRecord& entry, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void AdvanceRestarts(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool CheckDeadlineLocked(JobRecord& entry, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void AdvanceRestartsLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Worker events (job_manager_workers.cc).
   // A RUNNING rank its worker's reports no longer list ended there and its
   // exit was lost: after kReportsBeforeQuery reports without it the exit is
   // asked for again, after kReportsBeforeLost the rank is RANK_LOST.
-  void CheckRanksReported(JobRecord& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void CheckRanksReportedLocked(JobRecord& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether the reports may say something new of the job's ranks since
-  // CheckRanksReported last looked: the job has changed, or a worker its
+  // CheckRanksReportedLocked last looked: the job has changed, or a worker its
   // ranks hold slots on (as of `view`, its placed view if any) has listed
   // its running ranks again.
   struct PlacedView;
@@ -360,16 +360,16 @@ class JobManager final : public JobLogIndex {
                        int64_t* ack) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void HeartbeatLocked(const WorkerSession& session, const v1::Heartbeat& beat)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void ApplyRankEvent(const std::string& worker_id, const v1::WorkerMessage& message)
+  void ApplyRankEventLocked(const std::string& worker_id, const v1::WorkerMessage& message)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void OnRankStarted(const std::string& worker_id, const v1::RankStarted& started)
+  void OnRankStartedLocked(const std::string& worker_id, const v1::RankStarted& started)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void OnRankExited(const std::string& worker_id, const v1::RankExited& exited)
+  void OnRankExitedLocked(const std::string& worker_id, const v1::RankExited& exited)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A rank of the current attempt ended (or was lost): update the job.
-  void OnRankEnded(JobRecord& entry, int rank, const FailureCause& cause)
+  void OnRankEndedLocked(JobRecord& entry, int rank, const FailureCause& cause)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void OnWorkerLost(const LostWorker& lost) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void OnWorkerLostLocked(const LostWorker& lost) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Finds jobs in the table; to be called only while holding mu_.
   JobLookup FindJobLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

@@ -13,7 +13,7 @@
 
 namespace ringmaster {
 
-bool JobManager::CheckDeadline(JobRecord& entry, absl::Time now) {
+bool JobManager::CheckDeadlineLocked(JobRecord& entry, absl::Time now) {
   const v1::Job& job = entry.job;
   if (job.spec().deadline_s() <= 0 || IsTerminal(job.state())) return false;
   const std::optional<absl::Time> began = FirstStart(job);
@@ -24,16 +24,16 @@ bool JobManager::CheckDeadline(JobRecord& entry, absl::Time now) {
                    "s since its ranks first started (deadline_s)");
   if (!table_.Transition(entry, v1::FAILED, v1::DEADLINE_EXCEEDED, why).ok()) return false;
   entry.ending.reset();
-  StopRanks(entry);
+  StopRanksLocked(entry);
   return true;
 }
 
-void JobManager::CheckTimeouts(JobRecord& entry, absl::Time now) {
+void JobManager::CheckTimeoutsLocked(JobRecord& entry, absl::Time now) {
   const v1::JobSpec& spec = entry.job.spec();
   if (entry.job.state() == v1::STARTING && spec.start_timeout_s() > 0 &&
       now - entry.watch.began() >= absl::Seconds(spec.start_timeout_s())) {
     std::vector<int> missing = entry.watch.NotStarted();
-    NoteFailure(
+    NoteFailureLocked(
         entry, {v1::RANK_START_TIMEOUT,
                 absl::StrCat(missing.size() == 1 ? "rank " : "ranks ", absl::StrJoin(missing, ", "),
                              " did not report started within ", spec.start_timeout_s(), "s"),
@@ -58,7 +58,7 @@ void JobManager::CheckTimeouts(JobRecord& entry, absl::Time now) {
   RequestStacksLocked(entry, why, std::move(cause));
 }
 
-void JobManager::NoteFailure(JobRecord& entry, FailureCause cause) {
+void JobManager::NoteFailureLocked(JobRecord& entry, FailureCause cause) {
   cause.progressed = entry.watch.progressed();
   // A rank of this attempt on a worker that has gone explains its peers'
   // failures: they lost the peer.
@@ -78,13 +78,13 @@ void JobManager::NoteFailure(JobRecord& entry, FailureCause cause) {
     return RankHoldsSlot(r) && membership_->Connected(r.worker_id());
   });
   if (Decisive(*entry.ending) || !others_run) {
-    EndAttempt(entry);
+    EndAttemptLocked(entry);
   } else {
     table_.Persist(entry);
   }
 }
 
-void JobManager::EndAttempt(JobRecord& entry) {
+void JobManager::EndAttemptLocked(JobRecord& entry) {
   FailureCause cause = *entry.ending;
   entry.ending.reset();
   // A failure that moves the job off its worker is worth another attempt,
@@ -127,10 +127,10 @@ void JobManager::EndAttempt(JobRecord& entry) {
     }
     if (!table_.Transition(entry, v1::FAILED, cause.reason, why).ok()) return;
   }
-  StopRanks(entry);
+  StopRanksLocked(entry);
 }
 
-void JobManager::StopRanks(JobRecord& entry, std::optional<absl::Duration> grace) {
+void JobManager::StopRanksLocked(JobRecord& entry, std::optional<absl::Duration> grace) {
   // Stacks still coming are of an attempt that is over: those waiting get
   // what came.
   if (entry.stacks_request) FinishStacksLocked(entry);
@@ -153,7 +153,7 @@ v1::CoordinatorMessage JobManager::StopMessage(const std::string& job_id, int at
   return message;
 }
 
-void JobManager::AdvanceRestarts(absl::Time now) {
+void JobManager::AdvanceRestartsLocked(absl::Time now) {
   // Each job due goes back to PENDING, out of placed(): they are found first.
   std::vector<JobRecord*> due;
   for (const auto& [number, record] : table_.placed()) {

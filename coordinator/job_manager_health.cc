@@ -134,7 +134,7 @@ absl::StatusOr<v1::DrainWorkerResponse> JobManager::Drain(const std::string& wor
       if (!table_.Transition(*entry, v1::RESTARTING, v1::WORKER_DRAINED, message).ok()) continue;
       entry->restart_at = now;
       entry->regrow_since = absl::InfiniteFuture();
-      StopRanks(*entry, grace);
+      StopRanksLocked(*entry, grace);
       response.add_stopped_jobs(entry->job.id());
     }
     spdlog::info("worker {} drained by {} ({}): stopping {} jobs with a {} grace", worker_id, by,
@@ -254,7 +254,7 @@ bool JobManager::ExcludeWorkersLocked(JobRecord& entry,
   }
   entry.restart_at = clock_->Now();
   entry.regrow_since = absl::InfiniteFuture();
-  StopRanks(entry);
+  StopRanksLocked(entry);
   return true;
 }
 

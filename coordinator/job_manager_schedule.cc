@@ -247,7 +247,7 @@ void JobManager::ScheduleLocked() {
   for (auto& [number, placement] : starts) {
     JobRecord& entry = *table_.resident().at(number);
     preemptors_.erase(entry.job.id());
-    StartAttempt(entry, placement, workers);
+    StartAttemptLocked(entry, placement, workers);
   }
 }
 
@@ -286,7 +286,7 @@ void JobManager::PreemptLocked(JobRecord& victim, const JobRecord& by, int keep_
   }
   victim.restart_at = clock_->Now();
   victim.regrow_since = absl::InfiniteFuture();
-  StopRanks(victim, absl::Seconds(job.spec().preemption_grace_s()));
+  StopRanksLocked(victim, absl::Seconds(job.spec().preemption_grace_s()));
   preemptors_[by.job.id()].insert(job.id());
 }
 
@@ -346,8 +346,8 @@ v1::ListQueuesResponse JobManager::ListQueues() {
   return response;
 }
 
-void JobManager::StartAttempt(JobRecord& entry, const std::vector<RankPlacement>& placement,
-                              const std::vector<SchedulableWorker>& workers) {
+void JobManager::StartAttemptLocked(JobRecord& entry, const std::vector<RankPlacement>& placement,
+                                    const std::vector<SchedulableWorker>& workers) {
   v1::Job& job = entry.job;
   std::set<int> ports_in_use;
   const std::string& master_worker = placement[0].worker_id;
@@ -411,16 +411,16 @@ void JobManager::StartAttempt(JobRecord& entry, const std::vector<RankPlacement>
   job.clear_stragglers();
   entry.regrow_since = absl::InfiniteFuture();
   rendezvous_->OpenScope({job.id(), job.attempt()});
-  for (int r = 0; r < world; ++r) SendStart(entry, r);
+  for (int r = 0; r < world; ++r) SendStartLocked(entry, r);
 }
 
-void JobManager::SendStart(const JobRecord& entry, int rank) {
+void JobManager::SendStartLocked(const JobRecord& entry, int rank) {
   v1::CoordinatorMessage message;
   *message.mutable_start_rank() = BuildStartRank(entry.job, rank, options_.rank_env);
   SendLocked(entry.job.ranks(rank).worker_id(), message);
 }
 
-void JobManager::CheckRegrowth(JobRecord& entry, absl::Time now) {
+void JobManager::CheckRegrowthLocked(JobRecord& entry, absl::Time now) {
   v1::Job& job = entry.job;
   if (job.world_size() >= job.spec().ranks()) {  // as most are: this runs for every RUNNING job
     entry.regrow_since = absl::InfiniteFuture();
@@ -452,7 +452,7 @@ void JobManager::CheckRegrowth(JobRecord& entry, absl::Time now) {
     return;
   }
   entry.restart_at = now;
-  StopRanks(entry);
+  StopRanksLocked(entry);
 }
 
 }  // namespace ringmaster

@@ -120,7 +120,7 @@ void JobManager::FinishStacksLocked(JobRecord& entry) {
   if (request.hang && request.attempt == job.attempt() && IsActive(job.state())) {
     FailureCause cause = *std::move(request.hang);
     if (!report.summary().empty()) absl::StrAppend(&cause.message, "; ", report.summary());
-    NoteFailure(entry, std::move(cause));
+    NoteFailureLocked(entry, std::move(cause));
   }
 }
 

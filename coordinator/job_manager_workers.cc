@@ -47,7 +47,7 @@ void JobManager::ReconcileLocked(const WorkerSession& session, const v1::Registe
   *ack = 0;
   for (const v1::WorkerMessage& m : request.unacked()) {
     if (membership_->AcceptEvent(session, m) == EventVerdict::kApply) {
-      ApplyRankEvent(worker_id, m);
+      ApplyRankEventLocked(worker_id, m);
     }
     *ack = std::max(*ack, m.seq());
   }
@@ -57,11 +57,11 @@ void JobManager::ReconcileLocked(const WorkerSession& session, const v1::Registe
   for (const auto& [number, record] : table_.resident()) jobs.push_back(&record->job);
   const Reconciliation plan =
       ReconcileWorker(jobs, FindJobLocked(), worker_id, session.incarnation, request.running());
-  for (const auto& [job_id, rank] : plan.resend) SendStart(*table_.Find(job_id), rank);
+  for (const auto& [job_id, rank] : plan.resend) SendStartLocked(*table_.Find(job_id), rank);
   for (const auto& [job_id, rank] : plan.gone) {
     JobRecord& entry = *table_.Find(job_id);
     entry.job.mutable_ranks(rank)->set_state(v1::RANK_FAILED);
-    OnRankEnded(
+    OnRankEndedLocked(
         entry, rank,
         {v1::WORKER_LOST,
          absl::StrCat("rank ", rank, " was gone when worker ", worker_id, " registered again"),
@@ -88,7 +88,7 @@ int64_t JobManager::OnRankEvent(const WorkerSession& session, const v1::WorkerMe
       case EventVerdict::kDuplicate:
         break;
       case EventVerdict::kApply:
-        ApplyRankEvent(session.worker_id, message);
+        ApplyRankEventLocked(session.worker_id, message);
         break;
     }
   }
@@ -148,7 +148,7 @@ bool JobManager::MaySeeNewSightings(const JobRecord& entry, const PlacedView* vi
   return false;
 }
 
-void JobManager::CheckRanksReported(JobRecord& entry) {
+void JobManager::CheckRanksReportedLocked(JobRecord& entry) {
   const v1::Job& job = entry.job;
   entry.sightings_checked = job.revision();  // a change made here is looked at again
   const std::vector<std::optional<WorkerMembership::Sighting>> sightings =
@@ -168,11 +168,12 @@ void JobManager::CheckRanksReported(JobRecord& entry) {
       entry.unseen.erase(r);
       entry.job.mutable_ranks(r)->set_state(v1::RANK_FAILED);
       spdlog::warn("job {}: rank {} is lost: worker {} no longer runs it", job.id(), r, worker);
-      OnRankEnded(entry, r,
-                  {v1::RANK_LOST,
-                   absl::StrCat("rank ", r, " no longer runs on worker ", worker,
-                                " and its exit never arrived (", missed, " heartbeats without it)"),
-                   r});
+      OnRankEndedLocked(
+          entry, r,
+          {v1::RANK_LOST,
+           absl::StrCat("rank ", r, " no longer runs on worker ", worker,
+                        " and its exit never arrived (", missed, " heartbeats without it)"),
+           r});
       return;  // the attempt may have ended; the next tick sees the rest
     }
     if (missed >= kReportsBeforeQuery && !unseen.queried) {
@@ -196,14 +197,15 @@ JobLookup JobManager::FindJobLocked() {
   };
 }
 
-void JobManager::ApplyRankEvent(const std::string& worker_id, const v1::WorkerMessage& message) {
-  if (message.has_rank_started()) OnRankStarted(worker_id, message.rank_started());
-  if (message.has_rank_exited()) OnRankExited(worker_id, message.rank_exited());
+void JobManager::ApplyRankEventLocked(const std::string& worker_id,
+                                      const v1::WorkerMessage& message) {
+  if (message.has_rank_started()) OnRankStartedLocked(worker_id, message.rank_started());
+  if (message.has_rank_exited()) OnRankExitedLocked(worker_id, message.rank_exited());
   if (message.has_gpu_error()) OnGpuErrorLocked(worker_id, message.gpu_error());
   if (message.has_stacks_dumped()) OnStacksDumpedLocked(worker_id, message.stacks_dumped());
 }
 
-void JobManager::OnRankStarted(const std::string& worker_id, const v1::RankStarted& started) {
+void JobManager::OnRankStartedLocked(const std::string& worker_id, const v1::RankStarted& started) {
   JobRecord* entry = nullptr;
   v1::RankStatus* rank = table_.FindRank(worker_id, started.rank(), &entry);
   if (rank == nullptr || rank->state() != v1::RANK_ASSIGNED) return;
@@ -223,7 +225,7 @@ void JobManager::OnRankStarted(const std::string& worker_id, const v1::RankStart
   }
 }
 
-void JobManager::OnRankExited(const std::string& worker_id, const v1::RankExited& exited) {
+void JobManager::OnRankExitedLocked(const std::string& worker_id, const v1::RankExited& exited) {
   JobRecord* entry = nullptr;
   v1::RankStatus* rank = table_.FindRank(worker_id, exited.rank(), &entry);
   if (rank == nullptr || !RankHoldsSlot(*rank)) return;
@@ -241,10 +243,10 @@ void JobManager::OnRankExited(const std::string& worker_id, const v1::RankExited
   } else {
     rank->set_state(cause.reason == v1::RANKS_SUCCEEDED ? v1::RANK_SUCCEEDED : v1::RANK_FAILED);
   }
-  OnRankEnded(*entry, exited.rank().rank(), cause);
+  OnRankEndedLocked(*entry, exited.rank().rank(), cause);
 }
 
-void JobManager::OnRankEnded(JobRecord& entry, int rank, const FailureCause& cause) {
+void JobManager::OnRankEndedLocked(JobRecord& entry, int rank, const FailureCause& cause) {
   const v1::Job& job = entry.job;
   if (!IsActive(job.state())) {
     table_.Persist(entry);
@@ -252,7 +254,7 @@ void JobManager::OnRankEnded(JobRecord& entry, int rank, const FailureCause& cau
   }
   const v1::RankState state = job.ranks(rank).state();
   if (state == v1::RANK_FAILED || state == v1::RANK_STOPPED) {
-    NoteFailure(entry, cause);
+    NoteFailureLocked(entry, cause);
     return;
   }
   const bool all_succeeded =
@@ -261,7 +263,7 @@ void JobManager::OnRankEnded(JobRecord& entry, int rank, const FailureCause& cau
   if (!all_succeeded || entry.ending) {
     // A rank that succeeded while its attempt is failing changes nothing.
     if (entry.ending && std::none_of(job.ranks().begin(), job.ranks().end(), RankHoldsSlot)) {
-      EndAttempt(entry);
+      EndAttemptLocked(entry);
     } else {
       table_.Persist(entry);
     }
@@ -279,7 +281,7 @@ void JobManager::OnRankEnded(JobRecord& entry, int rank, const FailureCause& cau
   }
 }
 
-void JobManager::OnWorkerLost(const LostWorker& lost) {
+void JobManager::OnWorkerLostLocked(const LostWorker& lost) {
   for (const auto& [number, record] : table_.resident()) {
     JobRecord& entry = *record;
     for (int r = 0; r < entry.job.ranks_size(); ++r) {
@@ -287,7 +289,7 @@ void JobManager::OnWorkerLost(const LostWorker& lost) {
         continue;
       }
       entry.job.mutable_ranks(r)->set_state(v1::RANK_FAILED);
-      OnRankEnded(
+      OnRankEndedLocked(
           entry, r,
           {v1::WORKER_LOST,
            absl::StrCat("rank ", r, " lost with worker ", lost.worker_id, ": ", lost.why), r});

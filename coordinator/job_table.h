@@ -69,7 +69,7 @@ struct JobRecord {
     bool queried = false;
   };
   std::map<int, Unseen> unseen;  // by rank
-  // The revision CheckRanksReported last looked at.
+  // The revision CheckRanksReportedLocked last looked at.
   int64_t sightings_checked = -1;
   std::optional<StacksRequest> stacks_request;
   // The ranks' compute times of the current attempt, and each rank's ratio
