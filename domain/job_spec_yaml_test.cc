@@ -1,13 +1,80 @@
 #include "domain/job_spec_yaml.h"
 
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <google/protobuf/text_format.h>
+#include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/limits.h"
 #include "testing/status_matchers.h"
+#include "testing/test_util.h"
 
 namespace ringmaster {
 namespace {
+
+// A case of job_spec_cases.txt (its header says how they read).
+struct SpecCase {
+  std::string what;
+  std::string text;      // the spec as written
+  std::string kind;      // "spec" or "error"
+  std::string expected;  // the JobSpec in text format, or words of the error
+};
+
+std::vector<SpecCase> SpecCases() {
+  std::ifstream in(testing::Runfile("domain/job_spec_cases.txt"));
+  std::vector<SpecCase> cases;
+  std::vector<std::string> lines;
+  std::string part;
+  auto close = [&] {
+    if (cases.empty()) return;
+    std::string& into = part == "in" ? cases.back().text : cases.back().expected;
+    into = absl::StrCat(absl::StrJoin(lines, "\n"), part == "in" ? "\n" : "");
+    lines.clear();
+  };
+  for (std::string line; std::getline(in, line);) {
+    if (absl::StartsWith(line, "=== ")) {
+      close();
+      cases.push_back({line.substr(4)});
+      part = "in";
+    } else if (absl::StartsWith(line, "--- ")) {
+      close();
+      part = line.substr(4);
+      cases.back().kind = part;
+    } else if (!cases.empty()) {
+      lines.push_back(line);
+    }
+  }
+  close();
+  return cases;
+}
+
+// The same cases as the Python package's reader (python/tests).
+TEST(JobSpecYamlTest, ReadsEveryCaseAsThePythonClientDoes) {
+  const std::vector<SpecCase> cases = SpecCases();
+  ASSERT_GE(cases.size(), 20u) << "domain/job_spec_cases.txt is missing or short";
+  for (const SpecCase& c : cases) {
+    absl::StatusOr<v1::JobSpec> spec = ParseJobSpecYaml(c.text);
+    if (c.kind == "spec") {
+      v1::JobSpec expected;
+      ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(c.expected, &expected)) << c.what;
+      ASSERT_OK(spec) << c.what;
+      EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(*spec, expected))
+          << c.what << ": read as\n"
+          << spec->DebugString() << "expected\n"
+          << expected.DebugString();
+    } else {
+      EXPECT_THAT(spec,
+                  StatusIs(absl::StatusCode::kInvalidArgument, ::testing::HasSubstr(c.expected)))
+          << c.what;
+    }
+  }
+}
 
 TEST(JobSpecYamlTest, ReadsTheSpecExample) {
   auto spec = ParseJobSpecYaml(R"(

@@ -126,28 +126,44 @@ def _load_text(text: str) -> Any:
             raise InvalidSpec(f"line {e.lineno}, column {e.colno}: {e.msg} (YAML needs "
                               "python3-yaml; this is read as JSON)") from None
 
-    class Loader(yaml.BaseLoader):  # every scalar as text, as the CLI's YAML
-        def construct_mapping(self, node, deep=False):
-            seen = {}
-            for key_node, _ in node.value:
-                if not isinstance(key_node, yaml.ScalarNode):
-                    mark = key_node.start_mark
-                    raise InvalidSpec(f"line {mark.line + 1}, column {mark.column + 1}: "
-                                      "a key must be a plain value")
-                key = key_node.value
-                if key in seen:
-                    mark = key_node.start_mark
-                    raise InvalidSpec(f"line {mark.line + 1}, column {mark.column + 1}: {key}: "
-                                      f"duplicate key (first at line {seen[key]})")
-                seen[key] = key_node.start_mark.line + 1
-            return super().construct_mapping(node, deep=True)
+    def place(node):
+        return f"line {node.start_mark.line + 1}, column {node.start_mark.column + 1}"
+
+    def check_keys(node, path):
+        """Keys plain and each once, named by their path as the CLI names
+        them ("env.A: duplicate key")."""
+        if isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                check_keys(item, f"{path}[{i}]")
+        if not isinstance(node, yaml.MappingNode):
+            return
+        seen = {}
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):
+                kind = "a list" if isinstance(key_node, yaml.SequenceNode) else "a mapping"
+                raise InvalidSpec(f"{place(key_node)}: {path + ': ' if path else ''}a key must "
+                                  f"be a plain value, got {kind}")
+            key = key_node.value
+            key_path = f"{path}.{key}" if path else key
+            if key in seen:
+                raise InvalidSpec(f"{place(key_node)}: {key_path}: duplicate key (first at line "
+                                  f"{seen[key]})")
+            seen[key] = key_node.start_mark.line + 1
+            check_keys(value_node, key_path)
 
     try:
-        return yaml.load(text, Loader=Loader), True
+        node = yaml.compose(text, Loader=yaml.BaseLoader)
+        if node is None:
+            return None, True
+        check_keys(node, "")
+        # every scalar as text, as the CLI's YAML
+        return yaml.BaseLoader(text).construct_document(node), True
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark
         raise InvalidSpec(f"line {mark.line + 1}, column {mark.column + 1}: {e.problem}") \
             from None
+    except RecursionError:
+        raise InvalidSpec("job spec: nested too deep") from None
 
 
 def _looks_like_path(spec: str) -> bool:

@@ -13,6 +13,7 @@ from ringmaster._ignore import IgnoreRules, glob_match
 from ringmaster._pack import pack_directory
 from ringmaster._spec import to_job_spec
 from ringmaster.v1 import job_pb2
+from google.protobuf import text_format
 
 
 def test_the_cli_s_ignore_rule_cases():
@@ -38,6 +39,46 @@ def test_the_cli_s_ignore_rule_cases():
                 assert ignored == (fields[0] == "ignored"), (line, rules_text)
                 cases += 1
     assert cases >= 30
+
+
+def spec_cases():
+    """domain/job_spec_cases.txt: (what, the spec as written, "spec" or
+    "error", what it reads as)."""
+    cases, what, part, parts = [], None, None, {}
+    with open(os.path.join(REPO, "domain/job_spec_cases.txt")) as f:
+        lines = f.read().split("\n")[:-1]
+    for line in lines + ["=== "]:
+        if line.startswith("=== "):
+            if what is not None:
+                kind = "spec" if "spec" in parts else "error"
+                cases.append((what, "\n".join(parts["in"]) + "\n", kind,
+                              "\n".join(parts[kind])))
+            what, part, parts = line[4:], "in", {"in": []}
+        elif line.startswith("--- "):
+            part = line[4:]
+            parts[part] = []
+        elif what is not None:
+            parts[part].append(line)
+        else:
+            assert line.startswith("#") or not line, line
+    return cases
+
+
+@pytest.mark.parametrize("what, text, kind, want", spec_cases(), ids=lambda c: None)
+def test_the_cli_s_spec_cases(what, text, kind, want):
+    """domain/job_spec_cases.txt, which the CLI's reader is tested against
+    too."""
+    if kind == "spec":
+        expected = text_format.Parse(want, job_pb2.JobSpec())
+        assert to_job_spec(text) == expected, what
+    else:
+        with pytest.raises(InvalidSpec) as refused:
+            to_job_spec(text)
+        assert want in str(refused.value), what
+
+
+def test_there_are_spec_cases():
+    assert len(spec_cases()) >= 20
 
 
 def test_a_yaml_spec_reads_as_the_cli_reads_it():
@@ -84,6 +125,12 @@ def test_a_bad_spec_names_what_is_wrong(spec, words):
     with pytest.raises(InvalidSpec) as refused:
         to_job_spec(spec)
     assert words in str(refused.value)
+
+
+def test_a_deep_document_is_refused_as_the_cli_refuses_it():
+    with pytest.raises(InvalidSpec) as refused:
+        to_job_spec("command: " + "[" * 100000 + "]" * 100000)
+    assert "nested too deep" in str(refused.value)
 
 
 def test_a_spec_message_is_copied_not_changed():
