@@ -4,15 +4,21 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
 #include "common/code_archive.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "testing/status_matchers.h"
+#include "testing/test_util.h"
 
 namespace ringmaster {
 namespace {
@@ -39,6 +45,78 @@ class PackDirectoryTest : public ::testing::Test {
   std::string root_;
   std::string dir_;
 };
+
+// A case of code_package_cases.txt (its header says how they read).
+struct PackCase {
+  std::string what;
+  std::vector<std::string> tree;
+  std::vector<std::string> packed;
+  std::string sha256;
+};
+
+std::vector<PackCase> PackCases() {
+  std::ifstream in(testing::Runfile("client/code_package_cases.txt"));
+  std::vector<PackCase> cases;
+  std::string part;
+  for (std::string line; std::getline(in, line);) {
+    if (absl::StartsWith(line, "=== ")) {
+      cases.push_back({line.substr(4)});
+      part = "tree";
+    } else if (absl::StartsWith(line, "--- ")) {
+      part = line.substr(4);
+    } else if (!cases.empty()) {
+      if (part == "tree") cases.back().tree.push_back(line);
+      if (part == "packed") cases.back().packed.push_back(line);
+      if (part == "sha256") cases.back().sha256 = line;
+    }
+  }
+  return cases;
+}
+
+std::string Unescape(const std::string& text) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\\' && i + 1 < text.size()) {
+      const char next = text[++i];
+      out += next == 'n' ? '\n' : next == 't' ? '\t' : next;
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
+
+// The same directories pack to the same bytes as the Python package's
+// (python/tests), which also checks the members the cases list.
+TEST_F(PackDirectoryTest, PacksEveryCaseToTheBytesThePythonClientDoes) {
+  const std::vector<PackCase> cases = PackCases();
+  ASSERT_GE(cases.size(), 3u) << "client/code_package_cases.txt is missing or short";
+  for (size_t n = 0; n < cases.size(); ++n) {
+    const PackCase& c = cases[n];
+    const std::string top = root_ + "/case-" + std::to_string(n);
+    fs::create_directories(top);
+    for (const std::string& line : c.tree) {
+      std::vector<std::string> words = absl::StrSplit(line, absl::MaxSplits(' ', 3));
+      const std::string path = top + "/" + words[1];
+      fs::create_directories(fs::path(path).parent_path());
+      if (words[0] == "dir") {
+        fs::create_directories(path);
+      } else if (words[0] == "link") {
+        fs::create_symlink(words[2], path);
+      } else {
+        std::ofstream(path, std::ios::binary) << Unescape(words.size() > 3 ? words[3] : "");
+        fs::permissions(path, static_cast<fs::perms>(std::stoi(words[2], nullptr, 8)));
+      }
+    }
+    auto packed = PackDirectory(top, 1 << 20, top + ".tar.gz");
+    ASSERT_OK(packed) << c.what;
+    EXPECT_EQ(packed->sha256, c.sha256) << c.what;
+    EXPECT_EQ(packed->files,
+              std::count_if(c.packed.begin(), c.packed.end(),
+                            [](const auto& m) { return absl::StartsWith(m, "file "); }))
+        << c.what;
+  }
+}
 
 TEST_F(PackDirectoryTest, PacksWhatTheIgnoreFileDoesNotLeaveOut) {
   Put("train.py", "print('hi')\n");

@@ -140,6 +140,69 @@ def test_a_spec_message_is_copied_not_changed():
     assert original.working_dir == ""
 
 
+def pack_cases():
+    """client/code_package_cases.txt: (what, tree lines, packed members,
+    sha256)."""
+    cases, part = [], None
+    with open(os.path.join(REPO, "client/code_package_cases.txt")) as f:
+        for line in f.read().split("\n")[:-1]:
+            if line.startswith("=== "):
+                cases.append((line[4:], [], [], []))
+                part = 1
+            elif line.startswith("--- "):
+                part = {"packed": 2, "sha256": 3}[line[4:]]
+            elif cases:
+                cases[-1][part].append(line)
+    return [(what, tree, packed, sha[0]) for what, tree, packed, sha in cases]
+
+
+def unescape(text):
+    out, i = [], 0
+    while i < len(text):
+        if text[i] == "\\" and i + 1 < len(text):
+            out.append({"n": "\n", "t": "\t"}.get(text[i + 1], text[i + 1]))
+            i += 2
+        else:
+            out.append(text[i])
+            i += 1
+    return "".join(out)
+
+
+@pytest.mark.parametrize("what, tree, packed, sha256", pack_cases(), ids=lambda c: None)
+def test_the_cli_s_pack_cases(tmp_path, what, tree, packed, sha256):
+    """client/code_package_cases.txt, which the CLI's packing is tested
+    against too: the same members, and the same bytes."""
+    top = tmp_path / "code"
+    top.mkdir()
+    for line in tree:
+        kind, rest = line.split(" ", 1)
+        if kind == "dir":
+            (top / rest).mkdir(parents=True, exist_ok=True)
+            continue
+        path, more = rest.split(" ", 1)
+        (top / path).parent.mkdir(parents=True, exist_ok=True)
+        if kind == "link":
+            os.symlink(more, top / path)
+        else:
+            mode, text = more.split(" ", 1) if " " in more else (more, "")
+            (top / path).write_text(unescape(text))
+            (top / path).chmod(int(mode, 8))
+    with open(tmp_path / "a.tgz", "w+b") as out:
+        result = pack_directory(str(top), 1 << 20, out)
+        out.seek(0)
+        with tarfile.open(fileobj=io.BytesIO(gzip.decompress(out.read()))) as tar:
+            members = []
+            for m in tar.getmembers():
+                if m.isdir():
+                    members.append(f"dir {m.name} {m.mode:04o}")
+                elif m.issym():
+                    members.append(f"link {m.name} {m.linkname}")
+                else:
+                    members.append(f"file {m.name} {m.mode:04o} {m.size}")
+    assert members == packed, what
+    assert result.sha256 == sha256, what
+
+
 def test_a_directory_packs_to_the_same_bytes_every_time(tmp_path):
     top = tmp_path / "code"
     (top / "src").mkdir(parents=True)
