@@ -19,8 +19,10 @@ import sys
 # Lowest first. A package not listed is outside the check (tests, bench,
 # examples, deploy, docs, the root).
 LAYERS = [
-    ["third_party", "proto"],
-    ["common", "common/cuda", "testing"],
+    ["third_party"],
+    ["proto"],
+    ["common", "common/cuda"],
+    ["testing"],
     ["domain"],
     ["coordinator", "worker", "worker/testing", "trainer", "trainer/cuda", "client"],
 ]
