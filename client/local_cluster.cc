@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -355,20 +356,25 @@ absl::StatusOr<LocalCluster> StartLocalCluster(const LocalClusterOptions& option
   RETURN_IF_ERROR(MakePrivateDir(options.state_dir + "/logs"));
   std::error_code error;
 
-  std::vector<Daemon> daemons;
-  auto fail = [&](absl::Status status) {
+  // A port found free may be taken by another program before its daemon
+  // binds it: the daemons start again on newly picked ports, three times
+  // at most.
+  for (int attempt = 1;; ++attempt) {
+    std::vector<Daemon> daemons;
+    absl::Status s = StartDaemons(options, &daemons);
+    if (s.ok()) s = WriteClusterFile(options.state_dir, daemons);
+    if (s.ok()) s = WaitReady(options, daemons);
+    if (s.ok()) {
+      return LocalCluster{options.coordinator_address, options.workers, false, restarted,
+                          MetricsAddresses(daemons)};
+    }
     SignalAll(daemons, "worker", SIGKILL);
     SignalAll(daemons, "coordinator", SIGKILL);
     WaitGone(daemons, "worker", absl::Now() + absl::Seconds(5));
     WaitGone(daemons, "coordinator", absl::Now() + absl::Seconds(5));
     fs::remove(ClusterFile(options.state_dir), error);
-    return status;
-  };
-  if (absl::Status s = StartDaemons(options, &daemons); !s.ok()) return fail(s);
-  if (absl::Status s = WriteClusterFile(options.state_dir, daemons); !s.ok()) return fail(s);
-  if (absl::Status s = WaitReady(options, daemons); !s.ok()) return fail(s);
-  return LocalCluster{options.coordinator_address, options.workers, false, restarted,
-                      MetricsAddresses(daemons)};
+    if (attempt == 3 || !absl::StrContains(s.message(), "in use")) return s;
+  }
 }
 
 absl::Status StopLocalCluster(const std::string& state_dir, absl::Duration grace) {

@@ -107,6 +107,23 @@ void AddWorkerFlags(CLI::App& app, ringmaster::WorkerConfig* config) {
       ->capture_default_str();
 }
 
+// The worker's token goes in plaintext only to loopback, as the CLI's.
+absl::Status CheckTokenRoute(const ringmaster::WorkerConfig& config,
+                             const ringmaster::DaemonFlags& daemon) {
+  if (config.token.empty() || !daemon.tls_dir().empty() || daemon.insecure()) {
+    return absl::OkStatus();
+  }
+  for (const std::string& address : ringmaster::SplitAddresses(config.coordinator_address)) {
+    if (!ringmaster::IsLoopbackHost(ringmaster::HostOfAddress(address))) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "not sending this worker's token in plaintext to ", address,
+          ", beyond loopback: give --tls-dir with the cluster's CA, or --insecure to send it "
+          "anyway"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -160,17 +177,9 @@ int main(int argc, char** argv) {
     spdlog::critical("{}", std::string(s.message()));
     return 2;
   }
-  // The worker's token goes in plaintext only to loopback, as the CLI's.
-  if (!config.token.empty() && daemon.tls_dir().empty() && !daemon.insecure()) {
-    for (const std::string& address : ringmaster::SplitAddresses(config.coordinator_address)) {
-      if (!ringmaster::IsLoopbackHost(ringmaster::HostOfAddress(address))) {
-        spdlog::critical(
-            "not sending this worker's token in plaintext to {}, beyond loopback: give "
-            "--tls-dir with the cluster's CA, or --insecure to send it anyway",
-            address);
-        return 2;
-      }
-    }
+  if (absl::Status s = CheckTokenRoute(config, daemon); !s.ok()) {
+    spdlog::critical("{}", std::string(s.message()));
+    return 2;
   }
   // Forked while this process has one thread; it outlives a killed worker
   // to end the ranks' processes.
