@@ -22,6 +22,22 @@ class JobManagerQueuesTest : public JobManagerTest {
     spec.set_queue(queue);
     return spec;
   }
+  // A "high" job preempts `low`, the only job on `w1`, runs there and ends;
+  // `low` is placed again and starts its next attempt. The preemption's
+  // history message.
+  std::string PreemptedAndBack(TestWorker& w1, const std::string& low, int* attempt) {
+    const std::string high = Submit(Spec("high", 1, "high"));
+    EXPECT_EQ(Job(low).state(), v1::RESTARTING);
+    const std::string said = Last(low).message();
+    Exited(w1, low, *attempt, 0, 143, /*stopped=*/true);
+    Pass(absl::Seconds(1));
+    Started(w1, high, 0, 0);
+    Exited(w1, high, 0, 0, 0);
+    Pass(absl::Seconds(1));
+    EXPECT_EQ(Job(low).state(), v1::STARTING);
+    Started(w1, low, ++*attempt, 0);
+    return said;
+  }
 };
 
 TEST_F(JobManagerQueuesTest, AHigherPriorityJobPreemptsAndTheVictimComesBackWithoutARestart) {
@@ -167,17 +183,8 @@ TEST_F(JobManagerQueuesTest, AJobIsPreemptedAtMostThreeTimesAnHourAndSaysSo) {
   Started(w1, low, attempt, 0);
   for (int i = 1; i <= 3; ++i) {
     Pass(absl::Minutes(5));  // past min_runtime
-    const std::string high = Submit(Spec("high", 1, "high"));
-    ASSERT_EQ(Job(low).state(), v1::RESTARTING) << "preemption " << i;
-    const std::string said = Last(low).message();
+    const std::string said = PreemptedAndBack(w1, low, &attempt);
     EXPECT_EQ(said.find("not preempted again before") != std::string::npos, i == 3) << said;
-    Exited(w1, low, attempt, 0, 143, /*stopped=*/true);
-    Pass(absl::Seconds(1));
-    Started(w1, high, 0, 0);
-    Exited(w1, high, 0, 0, 0);
-    Pass(absl::Seconds(1));
-    ASSERT_EQ(Job(low).state(), v1::STARTING);
-    Started(w1, low, ++attempt, 0);
   }
   std::string third;
   const v1::Job preempted = Job(low);
@@ -206,15 +213,7 @@ TEST_F(JobManagerQueuesTest, APreemptionLoopOverHoursKeepsAShortHistory) {
   Started(w1, low, attempt, 0);
   for (int i = 1; i <= 12; ++i) {
     Pass(absl::Minutes(20));
-    const std::string high = Submit(Spec("high", 1, "high"));
-    ASSERT_EQ(Job(low).state(), v1::RESTARTING) << "preemption " << i;
-    Exited(w1, low, attempt, 0, 143, /*stopped=*/true);
-    Pass(absl::Seconds(1));
-    Started(w1, high, 0, 0);
-    Exited(w1, high, 0, 0, 0);
-    Pass(absl::Seconds(1));
-    ASSERT_EQ(Job(low).state(), v1::STARTING) << "preemption " << i;
-    Started(w1, low, ++attempt, 0);
+    PreemptedAndBack(w1, low, &attempt);
   }
   const v1::Job looped = Job(low);
   EXPECT_EQ(looped.preemptions(), 12);
