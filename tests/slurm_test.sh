@@ -104,7 +104,7 @@ SPEC
 
 run_batch() {  # spec -> the batch job's exit code
   RINGMASTER_BIN_DIR="$work/bin" RINGMASTER_DIR="$work/rm" RINGMASTER_SLOTS=2 \
-    RINGMASTER_PORT=$(free_port) RINGMASTER_WORKER_PORT=$(free_port) \
+    RINGMASTER_PORT=$(free_port_pair) RINGMASTER_WORKER_PORT=$(free_port_pair) \
     sbatch --wait --nodes=1 --chdir="$work/job" --output="$work/job/$1.out" \
       --export=ALL "$src/deploy/slurm/ringmaster.sbatch" "$1.yaml" > /dev/null || return $?
 }

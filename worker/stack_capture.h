@@ -1,6 +1,6 @@
 // The stacks of a rank's process, taken when its job hangs or on demand,
 // without stopping or killing it:
-//   - the built-in trainer: its flight record (trainer/flight_recorder.h)
+//   - the built-in trainer: its flight record (domain/flight_recorder.h)
 //     says the step, the phase and the bucket in flight;
 //   - a Python rank: every thread's Python stack, which the `ringmaster`
 //     package's sitecustomize has faulthandler write to a file of the
