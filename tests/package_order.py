@@ -73,7 +73,11 @@ def violations(pairs):
 
 
 def main():
-    found = violations(edges(sys.stdin.read()))
+    pairs = list(edges(sys.stdin.read()))
+    if not pairs:
+        print("no dependency graph on standard input (did bazel query fail?)", file=sys.stderr)
+        return 2
+    found = violations(pairs)
     for v in found:
         print(v)
     if found:
