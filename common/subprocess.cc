@@ -24,6 +24,10 @@
 extern char** environ;
 
 namespace ringmaster {
+
+bool EnterOwnMountNamespace() {
+  return unshare(CLONE_NEWNS) == 0 && mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) == 0;
+}
 namespace {
 
 enum Step {
@@ -58,8 +62,7 @@ const char* const kStepNames[kSteps] = {"detach",
 // to the host's), a /proc that lists only the caller's user's processes.
 // Async-signal-safe: only system calls.
 bool MountProcHidingOthers() {
-  return unshare(CLONE_NEWNS) == 0 &&
-         mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) == 0 &&
+  return EnterOwnMountNamespace() &&
          mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2") == 0;
 }
 

@@ -76,6 +76,12 @@ struct SubprocessSpec {
 // is made to try it (a container without CAP_SYS_ADMIN cannot).
 bool CanHideOtherUsersProcesses();
 
+// Moves the calling process into a mount namespace of its own that still
+// receives the host's mounts but sends none back. Only before the process
+// starts a thread; async-signal-safe (only system calls). False, with
+// errno, where it may not (not root).
+bool EnterOwnMountNamespace();
+
 // Starts the process; stdin is /dev/null and no descriptor of the caller
 // but stdout/stderr reaches it. The error names the failing step and path.
 absl::StatusOr<pid_t> SpawnProcess(const SubprocessSpec& spec);

@@ -1,6 +1,5 @@
 #include "worker/job_shm.h"
 
-#include <sched.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -21,10 +20,6 @@ int64_t DefaultShmBytes() {
   const int64_t pages = sysconf(_SC_PHYS_PAGES);
   const int64_t page_size = sysconf(_SC_PAGE_SIZE);
   return pages > 0 && page_size > 0 ? pages * page_size / 2 : int64_t{64} << 20;
-}
-
-bool EnterOwnMountNamespace() {
-  return unshare(CLONE_NEWNS) == 0 && mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) == 0;
 }
 
 JobShm::JobShm(std::string root, int64_t size_bytes)

@@ -51,14 +51,6 @@ class JobShm {
 // Half of this machine's memory, as the host's /dev/shm is by default.
 int64_t DefaultShmBytes();
 
-// Moves the calling process into a mount namespace of its own that still
-// receives the host's mounts but sends none back: the jobs' tmpfs mounted
-// after this are not in the host's mount table, and go with the worker
-// however it ends (a worker killed with SIGKILL leaves none behind). Only
-// before the process starts a thread. False, with errno, where this
-// process may not (not root): it then mounts nothing.
-bool EnterOwnMountNamespace();
-
 }  // namespace ringmaster
 
 #endif  // RINGMASTER_WORKER_JOB_SHM_H_

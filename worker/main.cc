@@ -17,10 +17,10 @@
 #include "common/labels.h"
 #include "common/net.h"
 #include "common/signals.h"
+#include "common/subprocess.h"
 #include "common/tls.h"
 #include "common/token_file.h"
 #include "worker/death_watch.h"
-#include "worker/job_shm.h"
 #include "worker/rank_cgroups.h"
 #include "worker/rank_identity.h"
 #include "worker/state_dir_lock.h"
@@ -149,8 +149,9 @@ int main(int argc, char** argv) {
   ringmaster::AddDurationOption(app, "--shutdown-grace", &shutdown_grace,
                                 "on SIGTERM, ranks get this long before SIGKILL");
   CLI11_PARSE(app, argc, argv);
-  // Before any thread: each job's /dev/shm is mounted where only the
-  // worker and its ranks see it. A worker that may not mount has no need.
+  // Before any thread: each job's /dev/shm (worker/job_shm.h) is mounted
+  // where only the worker and its ranks see it, so that it goes with the
+  // worker however it ends. A worker that may not mount has no need.
   if (geteuid() == 0 && !ringmaster::EnterOwnMountNamespace()) {
     spdlog::warn("no mount namespace of the worker's own ({}): jobs share the host's /dev/shm",
                  std::strerror(errno));
