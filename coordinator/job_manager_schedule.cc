@@ -33,7 +33,6 @@ GangRequest GangOf(const v1::JobSpec& spec) {
 
 namespace {
 
-// When the job last entered `state`, from its history.
 // When the job was preempted within the last hour, oldest first.
 std::vector<absl::Time> PreemptedAt(const v1::Job& job) {
   std::vector<absl::Time> times;
@@ -41,6 +40,7 @@ std::vector<absl::Time> PreemptedAt(const v1::Job& job) {
   return times;
 }
 
+// When the job last entered `state`, from its history.
 absl::Time LastEntered(const v1::Job& job, v1::JobState state) {
   for (auto it = job.history().rbegin(); it != job.history().rend(); ++it) {
     if (it->state() == state) return absl::FromUnixMillis(it->time_unix_ms());
@@ -276,12 +276,14 @@ void JobManager::PreemptLocked(JobRecord& victim, const JobRecord& by, int keep_
                     absl::FormatTime("%H:%M:%S UTC", free_at, absl::UTCTimeZone()),
                     " (--max-preemptions-per-hour)");
   }
-  const v1::Job before = job;
+  // Set before the transition, which stores them; put back if it fails.
+  const google::protobuf::RepeatedField<int64_t> preempted_before = job.preempted_unix_ms();
   job.set_preemptions(job.preemptions() + 1);
   job.clear_preempted_unix_ms();
   for (absl::Time t : times) job.add_preempted_unix_ms(absl::ToUnixMillis(t));
   if (!table_.Transition(victim, v1::RESTARTING, v1::PREEMPTED, message).ok()) {
-    job = before;
+    job.set_preemptions(job.preemptions() - 1);
+    *job.mutable_preempted_unix_ms() = preempted_before;
     return;
   }
   victim.restart_at = clock_->Now();
