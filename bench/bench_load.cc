@@ -9,8 +9,8 @@
 #include "absl/strings/str_cat.h"
 #include "common/mutex.h"
 #include "common/status_macros.h"
-#include "coordinator/job_store.h"
-#include "coordinator/sqlite_job_store.h"
+#include "coordinator/core/job_store.h"
+#include "coordinator/store/sqlite_job_store.h"
 #include "proto/job.grpc.pb.h"
 
 namespace ringmaster {

@@ -33,8 +33,8 @@
 #include "bench/sim_workers.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
-#include "coordinator/coordinator_server.h"
-#include "coordinator/job_store.h"
+#include "coordinator/api/coordinator_server.h"
+#include "coordinator/core/job_store.h"
 
 namespace ringmaster {
 namespace {

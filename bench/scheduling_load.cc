@@ -11,9 +11,9 @@
 #include "absl/time/clock.h"
 #include "common/fake_clock.h"
 #include "common/status_macros.h"
-#include "coordinator/fake_worker_link.h"
-#include "coordinator/job_manager.h"
-#include "coordinator/sqlite_job_store.h"
+#include "coordinator/core/fake_worker_link.h"
+#include "coordinator/jobs/job_manager.h"
+#include "coordinator/store/sqlite_job_store.h"
 
 namespace ringmaster {
 namespace {

@@ -20,8 +20,8 @@
 #include "common/signals.h"
 #include "common/status_macros.h"
 #include "common/token_file.h"
-#include "coordinator/coordinator_server.h"
-#include "coordinator/elected_coordinator.h"
+#include "coordinator/api/coordinator_server.h"
+#include "coordinator/api/elected_coordinator.h"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // What a rank and the coordinator say to each other in a pre-flight check
-// (coordinator/preflight.h): the keys in the attempt's rendezvous scope and
+// (coordinator/health/preflight.h): the keys in the attempt's rendezvous scope and
 // the report's text, which the trainer writes and the coordinator reads.
 #ifndef RINGMASTER_DOMAIN_PREFLIGHT_CODEC_H_
 #define RINGMASTER_DOMAIN_PREFLIGHT_CODEC_H_

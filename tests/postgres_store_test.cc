@@ -15,7 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/client.h"
 #include "common/net.h"
-#include "coordinator/pg_db.h"
+#include "coordinator/store/pg_db.h"
 #include "testing/postgres_server.h"
 #include "testing/status_matchers.h"
 #include "testing/test_util.h"

@@ -12,7 +12,7 @@
 //      be named.)
 //   2. The whole job times the same all-reduce, for the record.
 //   3. The rank posts its figures and waits for the coordinator's verdict
-//      (coordinator/preflight.h), which excludes a rank whose figure is under
+//      (coordinator/health/preflight.h), which excludes a rank whose figure is under
 //      half the job's median, or whose check failed.
 #ifndef RINGMASTER_TRAINER_PREFLIGHT_CHECK_H_
 #define RINGMASTER_TRAINER_PREFLIGHT_CHECK_H_

@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "absl/synchronization/mutex.h"
-#include "coordinator/preflight.h"
+#include "coordinator/health/preflight.h"
 
 #include "testing/status_matchers.h"
 #include "trainer/test_world.h"

@@ -10,7 +10,7 @@
 
 #include "common/fake_clock.h"
 #include "common/job_id.h"
-#include "coordinator/rendezvous_store.h"
+#include "coordinator/rendezvous/rendezvous_store.h"
 #include "tests/fuzz/require.h"
 
 namespace {

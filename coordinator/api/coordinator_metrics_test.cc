@@ -1,0 +1,93 @@
+#include "coordinator/api/coordinator_metrics.h"
+
+#include <gtest/gtest.h>
+
+#include "common/fake_clock.h"
+
+namespace ringmaster {
+namespace {
+
+v1::StateChange Change(v1::JobState state, v1::Reason reason, int64_t ms) {
+  v1::StateChange c;
+  c.set_state(state);
+  c.set_reason(reason);
+  c.set_time_unix_ms(ms);
+  return c;
+}
+
+TEST(CoordinatorMetricsTest, GaugesRestartsAndQueueWait) {
+  metrics::Registry registry;
+  CoordinatorMetrics m(&registry);
+  v1::Job running;
+  running.set_id("a-1");
+  running.set_state(v1::RUNNING);
+  v1::Job pending = running;
+  pending.set_id("b-2");
+  pending.set_state(v1::PENDING);
+  v1::Worker w;
+  w.set_id("w1");
+  w.set_state(v1::WORKER_STATE_ALIVE);
+  w.set_heartbeat_age_seconds(1.5);
+  m.SetSources(
+      [&] {
+        return std::map<v1::JobState, int>{{running.state(), 1}, {pending.state(), 1}};
+      },
+      [&] {
+        v1::Worker cordoned;
+        cordoned.set_id("w2");
+        cordoned.mutable_health()->mutable_cordon()->set_reason("new NIC");
+        return std::vector<v1::Worker>{w, cordoned};
+      });
+
+  m.OnTransition(running, Change(v1::RESTARTING, v1::RANK_EXITED, 0));
+  v1::Job queued = pending;
+  *queued.add_history() = Change(v1::PENDING, v1::SUBMITTED, 1000);
+  m.OnTransition(queued, Change(v1::STARTING, v1::SCHEDULED, 3500));
+
+  const std::string text = registry.Serialize();
+  EXPECT_NE(text.find("ringmaster_jobs{state=\"RUNNING\"} 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("ringmaster_jobs{state=\"PENDING\"} 1\n"), std::string::npos);
+  EXPECT_NE(text.find("ringmaster_jobs{state=\"FAILED\"} 0\n"), std::string::npos)
+      << "every state has a series, so dashboards see zeros";
+  EXPECT_NE(text.find("ringmaster_workers{state=\"ALIVE\"} 1\n"), std::string::npos);
+  EXPECT_NE(text.find("ringmaster_worker_heartbeat_age_seconds{worker=\"w1\"} 1.5\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("ringmaster_worker_cordoned{worker=\"w1\"} 0\n"), std::string::npos);
+  EXPECT_NE(text.find("ringmaster_worker_cordoned{worker=\"w2\"} 1\n"), std::string::npos);
+  EXPECT_NE(text.find("ringmaster_job_restarts_total{job_id=\"a-1\",reason=\"RANK_EXITED\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("ringmaster_job_queue_wait_seconds_sum 2.5\n"), std::string::npos) << text;
+}
+
+TEST(CoordinatorMetricsTest, EndedJobsAndForgottenWorkersLeave) {
+  metrics::Registry registry;
+  FakeClock clock;
+  CoordinatorMetrics m(&registry, &clock, absl::Minutes(10));
+  std::vector<v1::Worker> workers(2);
+  workers[0].set_id("w1");
+  workers[1].set_id("w2");
+  m.SetSources([] { return std::map<v1::JobState, int>{}; }, [&] { return workers; });
+  v1::Job a, b;
+  a.set_id("a-1");
+  b.set_id("b-2");
+  m.OnTransition(a, Change(v1::RESTARTING, v1::RANK_EXITED, 0));
+  m.OnTransition(b, Change(v1::RESTARTING, v1::WORKER_LOST, 0));
+  m.OnTransition(a, Change(v1::FAILED, v1::RANK_EXITED, 0));
+  const std::string a_series = "ringmaster_job_restarts_total{job_id=\"a-1\"";
+  const std::string b_series = "ringmaster_job_restarts_total{job_id=\"b-2\"";
+  EXPECT_NE(registry.Serialize().find("heartbeat_age_seconds{worker=\"w2\"}"), std::string::npos);
+  workers.pop_back();
+  clock.Advance(absl::Minutes(10) - absl::Seconds(1));
+  std::string text = registry.Serialize();
+  EXPECT_NE(text.find(a_series), std::string::npos) << text;
+  EXPECT_EQ(text.find("heartbeat_age_seconds{worker=\"w2\"}"), std::string::npos) << text;
+  EXPECT_EQ(text.find("ringmaster_worker_cordoned{worker=\"w2\"}"), std::string::npos) << text;
+  clock.Advance(absl::Seconds(1));
+  text = registry.Serialize();
+  EXPECT_EQ(text.find(a_series), std::string::npos) << text;
+  EXPECT_NE(text.find(b_series), std::string::npos) << "b has not ended";
+  EXPECT_NE(text.find("heartbeat_age_seconds{worker=\"w1\"}"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ringmaster

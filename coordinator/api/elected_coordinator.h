@@ -1,0 +1,75 @@
+// A coordinator among several that share one PostgreSQL: a standby
+// (StandbyServer) until it wins the lease, then the leader
+// (CoordinatorServer, its writes fenced by its term) until it stops
+// leading. Then it steps down by restarting in place (`step_down`, an
+// exec of its own binary): its worker streams close, nothing of the
+// leader's memory survives to act, and it comes back as a standby. It
+// never stops a rank because it lost the lease: the workers keep their
+// ranks and report them to the next leader.
+#ifndef RINGMASTER_COORDINATOR_API_ELECTED_COORDINATOR_H_
+#define RINGMASTER_COORDINATOR_API_ELECTED_COORDINATOR_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "common/mutex.h"
+#include "coordinator/api/coordinator_server.h"
+#include "coordinator/store/leadership.h"
+
+namespace ringmaster {
+
+struct ElectionOptions {
+  std::string id;       // unique among the coordinators
+  std::string address;  // where clients reach this one
+  absl::Duration lease_timeout = absl::Seconds(5);
+  // Restarts the process as a standby; does not return.
+  std::function<void()> step_down;
+};
+
+class ElectedCoordinator {
+ public:
+  // Joins the election and serves as a standby, on a thread of its own:
+  // until the database answers (and the port is free) it tries again each
+  // second, its port saying so (StorelessServer).
+  static std::unique_ptr<ElectedCoordinator> Start(CoordinatorConfig config,
+                                                   ElectionOptions options);
+  // A leader shuts down and releases its lease, so a standby takes over
+  // without waiting for it to run out.
+  ~ElectedCoordinator();
+
+  // The queues file read again, when leading (SIGHUP).
+  void ReloadQueues(const std::string& path);
+
+ private:
+  ElectedCoordinator(CoordinatorConfig config, ElectionOptions options)
+      : config_(std::move(config)), options_(std::move(options)) {}
+  void Run();
+  // Retries `start` each second until it succeeds or the coordinator stops.
+  template <typename T>
+  std::unique_ptr<T> Retry(const char* what,
+                           const std::function<absl::StatusOr<std::unique_ptr<T>>()>& start);
+  // Serves on the port that the store is out of reach (StorelessServer);
+  // null when it cannot.
+  std::unique_ptr<StorelessServer> ServeStoreless();
+  // With port 0, the port chosen first is kept for every role.
+  void PinPort(int port);
+  // Waits for the lease, then leads until it is lost (and steps down) or
+  // the coordinator stops.
+  void Lead();
+
+  CoordinatorConfig config_;  // the role thread's
+  const ElectionOptions options_;
+  std::unique_ptr<Leadership> leadership_;  // made by the role thread
+  Notification stop_;
+  Mutex mu_;
+  std::unique_ptr<StandbyServer> standby_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<CoordinatorServer> leader_ ABSL_GUARDED_BY(mu_);
+  std::string store_error_ ABSL_GUARDED_BY(mu_);  // the last, while it cannot be reached
+  std::thread thread_;
+};
+
+}  // namespace ringmaster
+
+#endif  // RINGMASTER_COORDINATOR_API_ELECTED_COORDINATOR_H_

@@ -1,0 +1,101 @@
+#include "coordinator/core/rank_env.h"
+
+#include <vector>
+
+#include <google/protobuf/util/json_util.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace ringmaster {
+
+std::map<std::string, std::string> BuildRankEnv(const v1::Job& job, int rank,
+                                                const RankEnvContext& context) {
+  const v1::RankStatus& self = job.ranks(rank);
+  // Workers in order of their first rank are torchrun's "nodes" (groups).
+  std::vector<std::string> groups;
+  int local_rank = 0;
+  int local_world_size = 0;
+  for (const v1::RankStatus& r : job.ranks()) {
+    if (std::find(groups.begin(), groups.end(), r.worker_id()) == groups.end()) {
+      groups.push_back(r.worker_id());
+    }
+    if (r.worker_id() == self.worker_id()) {
+      if (r.rank() < rank) ++local_rank;
+      ++local_world_size;
+    }
+  }
+  const int group_rank =
+      static_cast<int>(std::find(groups.begin(), groups.end(), self.worker_id()) - groups.begin());
+
+  std::map<std::string, std::string> env(job.spec().env().begin(), job.spec().env().end());
+  env.emplace("OMP_NUM_THREADS", "1");  // keeps a value the spec set
+  const std::string world = absl::StrCat(job.world_size());
+  env["RANK"] = absl::StrCat(rank);
+  env["LOCAL_RANK"] = absl::StrCat(local_rank);
+  env["WORLD_SIZE"] = world;
+  env["LOCAL_WORLD_SIZE"] = absl::StrCat(local_world_size);
+  env["GROUP_RANK"] = absl::StrCat(group_rank);
+  env["GROUP_WORLD_SIZE"] = absl::StrCat(groups.size());
+  env["ROLE_RANK"] = absl::StrCat(rank);
+  env["ROLE_NAME"] = "default";
+  env["ROLE_WORLD_SIZE"] = world;
+  env["MASTER_ADDR"] = job.master_addr();
+  env["MASTER_PORT"] = absl::StrCat(job.master_port());
+  env["TORCHELASTIC_RESTART_COUNT"] = absl::StrCat(job.attempt());
+  env["TORCHELASTIC_MAX_RESTARTS"] = absl::StrCat(job.spec().max_restarts());
+  env["TORCHELASTIC_RUN_ID"] = job.id();
+  // By index; the worker, which knows its GPUs' UUIDs, names them by those.
+  env["CUDA_VISIBLE_DEVICES"] = absl::StrJoin(self.gpus(), ",");
+  env["RINGMASTER_JOB_ID"] = job.id();
+  env["RINGMASTER_COORDINATOR"] = context.coordinator_address;
+  env["RINGMASTER_CHECKPOINT_DIR"] = absl::StrCat(CheckpointRoot(job, context), "/", job.id());
+  if (context.signer != nullptr) {
+    env["RINGMASTER_JOB_TOKEN"] = context.signer->Job(job.id(), job.attempt());
+  }
+  return env;
+}
+
+std::string CheckpointRoot(const v1::Job& job, const RankEnvContext& context) {
+  return job.spec().checkpoint_dir().empty() ? context.checkpoint_dir : job.spec().checkpoint_dir();
+}
+
+int64_t CollectiveTimeoutSeconds(const v1::JobSpec& spec) {
+  return spec.hang_timeout_s() > 0 ? spec.hang_timeout_s() + 30 : 1800;
+}
+
+v1::StartRank BuildStartRank(const v1::Job& job, int rank, const RankEnvContext& context) {
+  v1::StartRank start;
+  start.mutable_rank()->set_job_id(job.id());
+  start.mutable_rank()->set_attempt(job.attempt());
+  start.mutable_rank()->set_rank(rank);
+  for (auto& [key, value] : BuildRankEnv(job, rank, context)) {
+    (*start.mutable_env())[key] = value;
+  }
+  if (job.spec().has_trainer()) {
+    start.add_argv("ringmaster-trainer");
+    std::string json;
+    (void)google::protobuf::util::MessageToJsonString(job.spec().trainer(), &json);
+    (*start.mutable_env())["RINGMASTER_TRAINER_SPEC"] = json;
+    (*start.mutable_env())["RINGMASTER_COLLECTIVE_TIMEOUT_S"] =
+        absl::StrCat(CollectiveTimeoutSeconds(job.spec()));
+    if (job.spec().preflight()) (*start.mutable_env())["RINGMASTER_PREFLIGHT"] = "1";
+  } else {
+    *start.mutable_argv() = job.spec().command();
+    // The worker runs the check first, with the trainer binary.
+    start.set_preflight_prelude(job.spec().preflight());
+  }
+  start.set_working_dir(job.spec().working_dir());
+  if (job.spec().has_code()) *start.mutable_code() = job.spec().code();
+  // The trainer checkpoints; a program checkpoints where the spec says.
+  if (job.spec().has_trainer() || !job.spec().checkpoint_dir().empty()) {
+    start.set_checkpoint_dir(CheckpointRoot(job, context));
+  }
+  start.set_slot(job.ranks(rank).slot());
+  *start.mutable_gpus() = job.ranks(rank).gpus();
+  start.set_memory_bytes(job.spec().resources().memory_mb() * (int64_t{1} << 20));
+  start.set_cpus(job.spec().resources().cpus());
+  return start;
+}
+
+}  // namespace ringmaster

@@ -1,0 +1,46 @@
+// The environment each rank process gets: torchrun's contract, so an
+// unmodified PyTorch DDP script runs, plus Ringmaster's own variables.
+#ifndef RINGMASTER_COORDINATOR_CORE_RANK_ENV_H_
+#define RINGMASTER_COORDINATOR_CORE_RANK_ENV_H_
+
+#include <map>
+#include <string>
+
+#include "common/credentials.h"
+#include "proto/job.pb.h"
+#include "proto/worker.pb.h"
+
+namespace ringmaster {
+
+struct RankEnvContext {
+  std::string coordinator_address;  // RINGMASTER_COORDINATOR
+  std::string checkpoint_dir;       // root; the job's directory is below it
+  // Signs RINGMASTER_JOB_TOKEN, the attempt's credential; null: none.
+  const CredentialSigner* signer = nullptr;
+};
+
+// The variables for `rank` of `job`'s current attempt. `job.ranks()` holds
+// the placement of every rank (worker and slots); the spec's env comes
+// first and the contract's variables override nothing it may not set
+// (ValidateJobSpec refuses reserved names). OMP_NUM_THREADS is 1 unless the
+// spec sets it.
+std::map<std::string, std::string> BuildRankEnv(const v1::Job& job, int rank,
+                                                const RankEnvContext& context);
+
+// The command that starts `rank` of the job's current attempt: its program
+// (the built-in trainer, whose spec goes in RINGMASTER_TRAINER_SPEC, or the
+// spec's command), environment, slot, GPUs and memory limit.
+v1::StartRank BuildStartRank(const v1::Job& job, int rank, const RankEnvContext& context);
+
+// Where the job's checkpoint directory lies: the spec's checkpoint_dir, else
+// the coordinator's.
+std::string CheckpointRoot(const v1::Job& job, const RankEnvContext& context);
+
+// How long the trainer's collectives wait for a peer: past the job's hang
+// timeout, so that the coordinator names a hung rank before its peers time
+// out; 30 minutes when hang detection is off.
+int64_t CollectiveTimeoutSeconds(const v1::JobSpec& spec);
+
+}  // namespace ringmaster
+
+#endif  // RINGMASTER_COORDINATOR_CORE_RANK_ENV_H_

@@ -1,0 +1,443 @@
+// The coordinator's core: jobs from submission to their end. It owns the
+// in-memory view of every job, stores each transition before acting on it,
+// places jobs with the scheduler, tells workers to start and stop ranks,
+// reacts to rank events and lost workers, ends attempts that do not start,
+// hang or lose a worker, restarts them with jittered back-off, and regrows
+// elastic jobs. Which workers exist and whether they are healthy is
+// WorkerMembership's; this class asks it.
+#ifndef RINGMASTER_COORDINATOR_JOBS_JOB_MANAGER_H_
+#define RINGMASTER_COORDINATOR_JOBS_JOB_MANAGER_H_
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "common/credentials.h"
+#include "common/mutex.h"
+#include "coordinator/core/attempt_placement.h"
+#include "coordinator/core/job_store.h"
+#include "coordinator/core/job_table.h"
+#include "coordinator/core/outbox.h"
+#include "coordinator/core/progress_watch.h"
+#include "coordinator/core/rank_env.h"
+#include "coordinator/core/reconcile.h"
+#include "coordinator/core/restart_policy.h"
+#include "coordinator/core/worker_link.h"
+#include "coordinator/core/worker_membership.h"
+#include "coordinator/health/worker_health.h"
+#include "coordinator/rendezvous/rendezvous_store.h"
+#include "coordinator/scheduling/queue_scheduler.h"
+#include "coordinator/scheduling/scheduler.h"
+#include "domain/job_state.h"
+#include "domain/queue_config.h"
+#include "domain/spec_validation.h"
+#include "proto/cluster.pb.h"
+#include "proto/job.pb.h"
+#include "proto/worker.pb.h"
+
+namespace ringmaster {
+
+struct JobManagerOptions {
+  absl::Duration stop_grace = absl::Seconds(10);  // SIGTERM to SIGKILL
+  BackoffOptions backoff;
+  // A plain non-zero exit waits this long for a more telling cause (a
+  // signal, a lost worker) before it ends the attempt, unless every rank
+  // has ended by then.
+  absl::Duration failure_settle = absl::Seconds(1);
+  RankEnvContext rank_env;
+  // Where a spec's checkpoint_dir may lie (rank_env.checkpoint_dir, the
+  // default root, always may).
+  std::vector<std::string> checkpoint_roots;
+  SpecLimits spec_limits;
+  // Queues, priorities and preemption (SetQueues replaces the queues).
+  QueueConfig queues = DefaultQueueConfig();
+  // A user's PENDING jobs at most, in every queue together (a queue's
+  // max_pending_jobs_per_user bounds them there too); 0: no limit. The
+  // admin's are not counted.
+  int max_pending_jobs_per_user = 1000;
+  SchedulingPolicy scheduling;
+  // Ended jobs are deleted this long after they ended, and beyond this many
+  // (the oldest first).
+  absl::Duration retain_finished = absl::Hours(24 * 7);
+  int retain_finished_jobs = 10000;
+  // Quarantine of workers that fail the ranks of several jobs.
+  HealthOptions health;
+  StragglerOptions stragglers;
+  // Whether a job whose spec leaves `preflight` unset runs the check.
+  bool preflight_default = false;
+  // Uniform in [0, 1), for back-off jitter; empty: a random generator.
+  std::function<double()> random;
+  // Called under the manager's mutex after each stored transition, with the
+  // job as it was before it; must only record (metrics).
+  std::function<void(const v1::Job& before, const v1::StateChange& change)> on_transition;
+  // Called, instead of exiting, when the store refuses a commit (with a
+  // shared store: another coordinator leads). It must not return.
+  std::function<void(const absl::Status&)> on_store_lost;
+};
+
+// Which jobs ListJobs returns (see ListJobsRequest).
+struct JobQuery {
+  int page_size = 100;
+  // A page ends early rather than pass this many bytes of jobs, so that it
+  // fits a client's default 4 MiB message whatever the jobs hold.
+  int64_t max_page_bytes = 2 << 20;
+  int64_t before_number = INT64_MAX;  // only jobs numbered below (the page token)
+  std::set<v1::JobState> states;      // empty: any
+  std::string name_prefix;
+  std::map<std::string, std::string> labels;  // jobs with every one of them
+};
+
+struct JobPage {
+  std::vector<v1::Job> jobs;
+  int64_t next_before_number = 0;  // 0: no page after this one
+};
+
+// The first page of `jobs` (newest first, already matching `query`).
+JobPage PageOf(const std::vector<v1::Job>& jobs, const JobQuery& query);
+
+// Thread-safe: one mutex guards all job state. Called by the gRPC handlers
+// (any thread) and by a timer thread (Tick). While holding its mutex it
+// calls into WorkerMembership (whose mutex comes after this one) and writes
+// to the job store without waiting for the disk; what it does about a
+// change (messages to workers, snapshots to watchers, its reply) waits for
+// the store's sync, which runs after the mutex is released (Outbox).
+class JobManager final : public JobLogIndex {
+ public:
+  using JobObserver = std::function<void(const v1::Job&)>;
+
+  JobManager(JobStore* store, RendezvousStore* rendezvous, WorkerMembership* membership,
+             const Clock* clock, JobManagerOptions options);
+
+  // Loads stored jobs. Workers that ran active ranks are expected back
+  // within the heartbeat timeout; ranks not reported by then are lost.
+  absl::Status Recover();
+
+  // A new job's id, the job owned by `owner`. With a request id, a retried
+  // submission of the same owner is answered with the job the first one
+  // made (while that job is stored) when the specs are the same, and
+  // ALREADY_EXISTS when they differ.
+  absl::StatusOr<std::string> Submit(v1::JobSpec spec, const std::string& request_id = "",
+                                     const std::string& owner = std::string(kAdminUser));
+  absl::StatusOr<v1::Job> Get(const std::string& job_id) override;
+  // Newest first: up to page_size jobs matching `query`.
+  absl::StatusOr<JobPage> ListPage(const JobQuery& query);
+  // How many jobs are in each state, ended ones included.
+  std::map<v1::JobState, int> CountByState();
+  absl::StatusOr<v1::Job> Cancel(const std::string& job_id);
+  // Forgets an ended job: its stored history, and (by telling the connected
+  // workers) its ranks' logs. FAILED_PRECONDITION while it is active.
+  absl::Status Delete(const std::string& job_id);
+  // Calls `observer` with the current snapshot, then after every change;
+  // the id is 0 when the job has ended (one call, nothing to unwatch).
+  absl::StatusOr<int64_t> Watch(const std::string& job_id, JobObserver observer);
+  void Unwatch(int64_t watch_id);
+  // Every job: with an empty `resume_token`, each job in memory (those
+  // active and those just ended) oldest change first; with the token of a
+  // job snapshot this coordinator gave (ResumeToken), each job changed
+  // since, at its latest. Then every change of any job, in revision order.
+  // OUT_OF_RANGE when the token is too old, or of an earlier run of the
+  // coordinator: the watcher starts again without one. Deleted jobs are not
+  // announced.
+  absl::StatusOr<int64_t> WatchAll(const std::string& resume_token, JobObserver observer);
+  // Where a watcher that has seen `job` goes on from.
+  std::string ResumeToken(const v1::Job& job) const;
+  // Where the logs of the ranks of `job`'s `attempt` can be read (a
+  // worker's address as it is now, if it is connected). NOT_FOUND as
+  // AttemptRanks.
+  absl::StatusOr<std::vector<RankLogSource>> LogSources(const v1::Job& job, int attempt) override;
+
+  // Every worker, with its health (cordon, failures blamed on it).
+  std::vector<v1::Worker> ListWorkers();
+  // Each rank of a RUNNING job with a compute figure: its ratio to the
+  // job's median (for ringmaster_rank_slowdown_ratio).
+  struct Slowdown {
+    std::string job_id;
+    int rank = 0;
+    std::string worker_id;
+    double ratio = 0;
+  };
+  std::vector<Slowdown> Slowdowns();
+
+  // Cordons and drains (job_manager_health.cc), by `by` ("admin"):
+  // stored before they return. NOT_FOUND for a worker never seen.
+  // Cordon: the worker takes no new ranks.
+  absl::StatusOr<v1::Worker> Cordon(const std::string& worker_id, const std::string& reason,
+                                    const std::string& by);
+  // Schedulable again; failures blamed on it are forgotten.
+  absl::StatusOr<v1::Worker> Uncordon(const std::string& worker_id);
+  // Cordons the worker, then stops every attempt with ranks on it (SIGTERM,
+  // SIGKILL after `grace`): each job goes to RESTARTING (WORKER_DRAINED)
+  // and is placed again elsewhere, without counting a restart.
+  absl::StatusOr<v1::DrainWorkerResponse> Drain(const std::string& worker_id,
+                                                const std::string& reason, const std::string& by,
+                                                absl::Duration grace);
+
+  // Replaces the queues (as SIGHUP rereads --queues). Jobs of a queue no
+  // longer listed are scheduled in the default queue; their priority,
+  // fixed at submit, stays.
+  void SetQueues(QueueConfig queues);
+  // Each queue and what it held at the last scheduling pass, and the
+  // priority classes.
+  v1::ListQueuesResponse ListQueues();
+  // The code archives (CodePackage.sha256) of the jobs not yet ended.
+  std::set<std::string> CodeInUse();
+
+  // Takes the stacks of every rank of the job's running attempt into their
+  // logs (job_manager_stacks.cc); `done` gets where each rank is, once
+  // every worker has answered or after kStacksWait. FAILED_PRECONDITION
+  // when no attempt runs. `done` runs on no lock of the manager's.
+  using StacksDone = std::function<void(const absl::StatusOr<v1::StacksReport>&)>;
+  void DumpStacks(const std::string& job_id, StacksDone done);
+  static constexpr absl::Duration kStacksWait = absl::Seconds(10);
+
+  // The worker streams. RegisterWorker opens a session for `link` (see
+  // WorkerMembership::Register for refusals), applies the events the worker
+  // still holds, reconciles the ranks it runs with those placed on it, and
+  // only then makes it schedulable. *ack is the highest event number to
+  // acknowledge (0: none).
+  absl::StatusOr<WorkerSession> RegisterWorker(WorkerLink* link, const v1::RegisterWorker& request,
+                                               int64_t* ack);
+  // A rank event, or a GPU error; returns its number when it is to be
+  // acknowledged, else 0.
+  int64_t OnRankEvent(const WorkerSession& session, const v1::WorkerMessage& message);
+  // False when the session has ended (the stream should close).
+  bool OnHeartbeat(const WorkerSession& session, const v1::Heartbeat& beat);
+
+  // Worker health, timeouts, hangs, restart back-off, elastic regrowth,
+  // scheduling and (once a minute) pruning of ended jobs; called
+  // periodically. Jobs are placed here only, a tick's worth at a time, so
+  // that submitting and rank events do not pay for a pass over every
+  // worker.
+  void Tick();
+
+ private:
+  // Where a spec's checkpoint_dir may lie: options_.checkpoint_roots and
+  // the default root.
+  std::vector<std::string> CheckpointRoots() const;
+  // RESOURCE_EXHAUSTED, naming the limit, when `owner` has as many jobs
+  // waiting as it may, in `queue` or in all.
+  absl::Status CheckPendingLimitsLocked(const std::string& owner, const std::string& queue) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void TickLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status DeleteLocked(RetiredJob job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Deletes ended jobs past the retention (job_manager.cc).
+  void PruneLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Queues a message for the worker, sent once what led to it is stored.
+  void SendLocked(const std::string& worker_id, v1::CoordinatorMessage message)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    outbox_.Send(worker_id, std::move(message));
+  }
+
+  // Stacks (job_manager_stacks.cc).
+  // Asks the workers of the attempt for its ranks' stacks, unless that is
+  // under way; with `hang`, the failure is noted once they are in.
+  void RequestStacksLocked(JobRecord& entry, const std::string& why,
+                           std::optional<FailureCause> hang) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void OnStacksDumpedLocked(const std::string& worker_id, const v1::StacksDumped& dumped)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sets the job's StacksReport from what came, answers those waiting, and
+  // notes a hang's failure.
+  void FinishStacksLocked(JobRecord& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Runs the replies queued under mu_; called after releasing it.
+  void RunReplies();
+
+  // Worker health (job_manager_health.cc).
+  // The schedulable workers that are not cordoned.
+  std::vector<SchedulableWorker> SchedulableLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void StoreHealthLocked(const std::vector<v1::WorkerHealth>& records)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Blames the worker the attempt's failure `cause` points at (BlameOf):
+  // may quarantine it, and makes the job avoid a worker where its ranks
+  // failed twice. A job at fault itself says so in `cause`. True when the
+  // job's next attempt avoids that worker now.
+  bool BlameLocked(JobRecord& entry, FailureCause& cause) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::vector<v1::Worker> ListWorkersLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The worker as ListWorkers shows it; NOT_FOUND for one never seen.
+  absl::StatusOr<v1::Worker> WorkerLocked(const std::string& worker_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Names the job's ranks that compute far slower than the others, from
+  // their latest reports; with on_straggler: exclude, restarts it without
+  // a new straggler's worker where the job can do without it.
+  void UpdateStragglersLocked(JobRecord& entry, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Restarts the job from its checkpoint without `straggler`'s worker, and
+  // says so in its history; false, with a note that says why, when the
+  // other workers cannot hold it.
+  bool ExcludeStragglerLocked(JobRecord& entry, const v1::Straggler& straggler,
+                              const std::string& line) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Restarts the job from its checkpoint without `workers` (RESTARTING for
+  // `reason`, not counted against max_restarts) when the other workers can
+  // hold it; false otherwise, with what the job would lack in `short_of`
+  // ("needs 4 slots...") or nothing when the transition failed.
+  bool ExcludeWorkersLocked(JobRecord& entry, const std::vector<v1::ExcludedWorker>& workers,
+                            v1::Reason reason, const std::string& message, std::string* short_of)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Pre-flight (job_manager_preflight.cc): once every rank of the attempt
+  // has posted its report, the verdict: "go", or the attempt placed again
+  // without the workers of ranks that failed or were slow.
+  void CheckPreflightLocked(JobRecord& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A GPU error the worker reported: recorded, and a broken GPU cordons it.
+  void OnGpuErrorLocked(const std::string& worker_id, const v1::GpuError& error)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Scheduling (job_manager_schedule.cc).
+  void ScheduleLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Keeps the jobs' exclusions in their pending views only where the other
+  // workers can hold them.
+  void ApplyExclusionsLocked(const std::vector<WorkerCapacity>& free)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Free slots of `workers`, leaving out the ranks of `except`.
+  std::vector<WorkerCapacity> CapacityLocked(const std::vector<SchedulableWorker>& workers,
+                                             const std::string& except = "")
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void StartAttemptLocked(JobRecord& entry, const std::vector<RankPlacement>& placement,
+                          const std::vector<SchedulableWorker>& workers)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void SendStartLocked(const JobRecord& entry, int rank) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // What the scheduler sees of the pending jobs: brings pending_views_ up
+  // to JobTable::pending() (when it has changed) and marks preemptors.
+  void UpdatePendingViewsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void MergePendingViewsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The queue's name as queues_ spells it, else `queue`: the views name
+  // their queue by the config's strings, which a scheduling pass reads
+  // thousands of times.
+  std::string_view QueueNameLocked(const std::string& queue) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Brings placed_views_ up to JobTable::placed().
+  void UpdatePlacedViewsLocked(const std::vector<SchedulableWorker>& workers)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Stops `victim`'s ranks with its preemption grace; it returns to PENDING
+  // when they have stopped, without counting a restart.
+  void PreemptLocked(JobRecord& victim, const JobRecord& by, int keep_ranks)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Elastic: restarts a smaller attempt at full size once room for it has
+  // lasted scale_up_after_s.
+  void CheckRegrowthLocked(JobRecord& entry, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Failing and restarting attempts.
+  // A failure of the current attempt: keeps the most telling cause and
+  // ends the attempt when the cause is decisive or no rank runs on.
+  void NoteFailureLocked(JobRecord& entry, FailureCause cause) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // RESTARTING while restarts remain (and the failure is no repeat without
+  // progress), else FAILED; stops the ranks still running either way.
+  void EndAttemptLocked(JobRecord& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // SIGTERM, then SIGKILL after `grace` (default: --stop-grace).
+  void StopRanksLocked(JobRecord& entry, std::optional<absl::Duration> grace = std::nullopt)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // SIGTERM to the attempt's ranks on a worker, SIGKILL after the grace.
+  v1::CoordinatorMessage StopMessage(const std::string& job_id, int attempt,
+                                     absl::Duration grace) const;
+  void CheckTimeoutsLocked(JobRecord& entry, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // FAILED with DEADLINE_EXCEEDED once deadline_s has passed since the
+  // first start, whatever the state; true when it ended the job.
+  bool CheckDeadlineLocked(JobRecord& entry, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void AdvanceRestartsLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Worker events (job_manager_workers.cc).
+  // A RUNNING rank its worker's reports no longer list ended there and its
+  // exit was lost: after kReportsBeforeQuery reports without it the exit is
+  // asked for again, after kReportsBeforeLost the rank is RANK_LOST.
+  void CheckRanksReportedLocked(JobRecord& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether the reports may say something new of the job's ranks since
+  // CheckRanksReportedLocked last looked: the job has changed, or a worker its
+  // ranks hold slots on (as of `view`, its placed view if any) has listed
+  // its running ranks again.
+  struct PlacedView;
+  static bool MaySeeNewSightings(const JobRecord& entry, const PlacedView* view,
+                                 const absl::flat_hash_set<std::string>& relisted);
+  static constexpr int kReportsBeforeQuery = 2;
+  static constexpr int kReportsBeforeLost = 4;
+  void ReconcileLocked(const WorkerSession& session, const v1::RegisterWorker& request,
+                       int64_t* ack) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void HeartbeatLocked(const WorkerSession& session, const v1::Heartbeat& beat)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ApplyRankEventLocked(const std::string& worker_id, const v1::WorkerMessage& message)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void OnRankStartedLocked(const std::string& worker_id, const v1::RankStarted& started)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void OnRankExitedLocked(const std::string& worker_id, const v1::RankExited& exited)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A rank of the current attempt ended (or was lost): update the job.
+  void OnRankEndedLocked(JobRecord& entry, int rank, const FailureCause& cause)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void OnWorkerLostLocked(const LostWorker& lost) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Finds jobs in the table; to be called only while holding mu_.
+  JobLookup FindJobLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  JobStore* const store_;
+  RendezvousStore* const rendezvous_;
+  WorkerMembership* const membership_;
+  const Clock* const clock_;
+  const JobManagerOptions options_;
+  // Every public call that changes jobs flushes it after releasing mu_.
+  Outbox outbox_;
+
+  Mutex mu_;
+  JobTable table_ ABSL_GUARDED_BY(mu_);
+  std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);  // back-off jitter
+  const std::string run_id_;                  // this run of the coordinator, in resume tokens
+  absl::Time next_prune_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  QueueConfig queues_ ABSL_GUARDED_BY(mu_);
+  // What the scheduler sees of each PENDING job, oldest first, kept until
+  // the job's stamp in JobTable::pending() changes; beside each, that stamp
+  // and the reason it was last given, so that a pass reads no job whose
+  // reason stays.
+  std::vector<PendingJob> pending_views_ ABSL_GUARDED_BY(mu_);
+  struct PendingMeta {
+    int64_t stamp = 0;
+    std::string reason;
+    bool deadline = false;  // the spec has deadline_s
+    bool excludes = false;  // the job has excluded_workers
+  };
+  std::vector<PendingMeta> pending_meta_ ABSL_GUARDED_BY(mu_);
+  int64_t pending_views_at_ ABSL_GUARDED_BY(mu_) = -1;         // JobTable::pending_changes() then
+  std::vector<int64_t> preemptor_views_ ABSL_GUARDED_BY(mu_);  // the views marked preemptor
+  // What the scheduler sees of each placed job, oldest first, kept while
+  // the job's revision stays (every change to a job takes a new one): the
+  // ranks that hold slots and, while it is STARTING or RUNNING, what may be
+  // preempted or counts against its queue. A tick reads no job that has not
+  // changed.
+  struct PlacedView {
+    int64_t number = 0;
+    int64_t revision = 0;
+    bool running = false;
+    RunningJob job;  // job.ranks: where its ranks hold slots
+    // The same by worker: the slots its ranks hold on each, and their CPUs
+    // and memory.
+    struct OnWorker {
+      std::string worker_id;
+      std::vector<int> slots;
+      int cpus = 0;
+      int64_t memory_mb = 0;
+    };
+    std::vector<OnWorker> held;
+  };
+  std::vector<PlacedView> placed_views_ ABSL_GUARDED_BY(mu_);
+  int64_t lists_seen_ ABSL_GUARDED_BY(mu_) = 0;  // WorkerMembership::ListsChangedSince
+  // PENDING jobs that preempted others, by id: the victims still stopping.
+  std::map<std::string, std::set<std::string>> preemptors_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, QueueLoad> queue_loads_ ABSL_GUARDED_BY(mu_);
+  HealthRecords health_ ABSL_GUARDED_BY(mu_);
+  // Answers to callers (DumpStacks) made under mu_, run after it.
+  std::vector<std::function<void()>> replies_ ABSL_GUARDED_BY(mu_);
+  // The pending views of jobs that exclude workers, by job number.
+  std::vector<int64_t> excluding_views_ ABSL_GUARDED_BY(mu_);
+};
+
+// What counts as progress for the job's ranks.
+ProgressWatch::Kind WatchKind(const v1::JobSpec& spec);
+// What the job asks of the cluster.
+GangRequest GangOf(const v1::JobSpec& spec);
+
+}  // namespace ringmaster
+
+#endif  // RINGMASTER_COORDINATOR_JOBS_JOB_MANAGER_H_

@@ -1,0 +1,188 @@
+// JobManager: failing and restarting attempts: deadlines, start timeouts
+// and hangs, the most telling cause of a failure, restart or give up, and
+// the back-off back to PENDING.
+#include <algorithm>
+#include <set>
+
+#include <spdlog/spdlog.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "coordinator/jobs/job_manager.h"
+#include "domain/job_state.h"
+
+namespace ringmaster {
+
+bool JobManager::CheckDeadlineLocked(JobRecord& entry, absl::Time now) {
+  const v1::Job& job = entry.job;
+  if (job.spec().deadline_s() <= 0 || IsTerminal(job.state())) return false;
+  const std::optional<absl::Time> began = FirstStart(job);
+  const absl::Duration deadline = absl::Seconds(job.spec().deadline_s());
+  if (!began || now - *began < deadline) return false;
+  const std::string why =
+      absl::StrCat(StateName(job.state()), " at its deadline: ", job.spec().deadline_s(),
+                   "s since its ranks first started (deadline_s)");
+  if (!table_.Transition(entry, v1::FAILED, v1::DEADLINE_EXCEEDED, why).ok()) return false;
+  entry.ending.reset();
+  StopRanksLocked(entry);
+  return true;
+}
+
+void JobManager::CheckTimeoutsLocked(JobRecord& entry, absl::Time now) {
+  const v1::JobSpec& spec = entry.job.spec();
+  if (entry.job.state() == v1::STARTING && spec.start_timeout_s() > 0 &&
+      now - entry.watch.began() >= absl::Seconds(spec.start_timeout_s())) {
+    std::vector<int> missing = entry.watch.NotStarted();
+    NoteFailureLocked(
+        entry, {v1::RANK_START_TIMEOUT,
+                absl::StrCat(missing.size() == 1 ? "rank " : "ranks ", absl::StrJoin(missing, ", "),
+                             " did not report started within ", spec.start_timeout_s(), "s"),
+                missing.empty() ? -1 : missing[0]});
+    return;
+  }
+  if (entry.job.state() != v1::RUNNING || spec.hang_timeout_s() <= 0) return;
+  std::optional<ProgressWatch::Hang> hang =
+      entry.watch.Hung(absl::Seconds(spec.hang_timeout_s()), now);
+  if (!hang || hang->rank >= entry.job.ranks_size()) return;
+  if (entry.stacks_request && entry.stacks_request->hang) return;  // its stacks are coming
+  const std::string step =
+      hang->last_step < 0 ? "no step reported" : absl::StrCat("last step ", hang->last_step);
+  FailureCause cause{v1::RANK_HUNG,
+                     absl::StrCat("rank ", hang->rank, " on worker ",
+                                  entry.job.ranks(hang->rank).worker_id(), " made no progress for ",
+                                  absl::FormatDuration(absl::Trunc(hang->idle, absl::Seconds(1))),
+                                  " (", step, ")"),
+                     hang->rank};
+  // Every rank's stacks first, before anything is stopped.
+  const std::string why = absl::StrCat("declared hung: ", cause.message);
+  RequestStacksLocked(entry, why, std::move(cause));
+}
+
+void JobManager::NoteFailureLocked(JobRecord& entry, FailureCause cause) {
+  cause.progressed = entry.watch.progressed();
+  // A rank of this attempt on a worker that has gone explains its peers'
+  // failures: they lost the peer.
+  for (const v1::RankStatus& rank : entry.job.ranks()) {
+    if (!RankHoldsSlot(rank) || membership_->Connected(rank.worker_id())) continue;
+    FailureCause lost{v1::WORKER_LOST,
+                      absl::StrCat("rank ", rank.rank(), " lost with worker ", rank.worker_id(),
+                                   " (its stream broke); then ", cause.message),
+                      rank.rank()};
+    if (MoreTelling(lost, cause)) cause = lost;
+    break;
+  }
+  if (!entry.ending) entry.decide_at = clock_->Now() + options_.failure_settle;
+  if (!entry.ending || MoreTelling(cause, *entry.ending)) entry.ending = cause;
+  const auto& ranks = entry.job.ranks();
+  const bool others_run = std::any_of(ranks.begin(), ranks.end(), [&](const auto& r) {
+    return RankHoldsSlot(r) && membership_->Connected(r.worker_id());
+  });
+  if (Decisive(*entry.ending) || !others_run) {
+    EndAttemptLocked(entry);
+  } else {
+    table_.Persist(entry);
+  }
+}
+
+void JobManager::EndAttemptLocked(JobRecord& entry) {
+  FailureCause cause = *entry.ending;
+  entry.ending.reset();
+  // A failure that moves the job off its worker is worth another attempt,
+  // even the same failure again.
+  const bool moves = BlameLocked(entry, cause);
+  v1::Job& job = entry.job;
+  const bool repeat =
+      !moves && entry.last_failure && RepeatsWithoutProgress(*entry.last_failure, cause);
+  entry.last_failure = cause;
+  v1::Failure* root = job.mutable_root_cause();
+  root->set_attempt(job.attempt());
+  root->set_reason(cause.reason);
+  root->set_rank(cause.rank);
+  root->set_worker_id(
+      cause.rank >= 0 && cause.rank < job.ranks_size() ? job.ranks(cause.rank).worker_id() : "");
+  root->set_exit_code(cause.exit_code);
+  root->set_signal(cause.signal);
+  root->set_error(cause.error);
+  root->set_message(cause.message);
+  const std::string refused = RestartRefusal(job);
+  if (refused.empty() && !repeat && job.restarts() < job.spec().max_restarts()) {
+    job.set_restarts(job.restarts() + 1);
+    if (!table_.Transition(entry, v1::RESTARTING, cause.reason, cause.message).ok()) {
+      job.set_restarts(job.restarts() - 1);
+      return;
+    }
+    const double unit =
+        options_.random ? options_.random() : std::uniform_real_distribution<double>(0, 1)(rng_);
+    entry.restart_at = clock_->Now() + RestartBackoff(options_.backoff, job.restarts() - 1, unit);
+  } else {
+    std::string why = cause.message;
+    if (!refused.empty()) {
+      absl::StrAppend(&why, ": not restarting (", refused, ")");
+    } else if (repeat) {
+      absl::StrAppend(&why,
+                      ", the same failure as the attempt before, with no progress in "
+                      "between: not restarting");
+    } else if (job.spec().max_restarts() > 0) {
+      absl::StrAppend(&why, " (after ", job.spec().max_restarts(), " restarts)");
+    }
+    if (!table_.Transition(entry, v1::FAILED, cause.reason, why).ok()) return;
+  }
+  StopRanksLocked(entry);
+}
+
+void JobManager::StopRanksLocked(JobRecord& entry, std::optional<absl::Duration> grace) {
+  // Stacks still coming are of an attempt that is over: those waiting get
+  // what came.
+  if (entry.stacks_request) FinishStacksLocked(entry);
+  rendezvous_->DropScope({entry.job.id(), entry.job.attempt()});
+  std::set<std::string> workers;
+  for (const v1::RankStatus& rank : entry.job.ranks()) {
+    if (RankHoldsSlot(rank)) workers.insert(rank.worker_id());
+  }
+  const v1::CoordinatorMessage message =
+      StopMessage(entry.job.id(), entry.job.attempt(), grace.value_or(options_.stop_grace));
+  for (const std::string& worker_id : workers) SendLocked(worker_id, message);
+}
+
+v1::CoordinatorMessage JobManager::StopMessage(const std::string& job_id, int attempt,
+                                               absl::Duration grace) const {
+  v1::CoordinatorMessage message;
+  message.mutable_stop_job()->set_job_id(job_id);
+  message.mutable_stop_job()->set_attempt(attempt);
+  message.mutable_stop_job()->set_grace_ms(absl::ToInt64Milliseconds(grace));
+  return message;
+}
+
+void JobManager::AdvanceRestartsLocked(absl::Time now) {
+  // Each job due goes back to PENDING, out of placed(): they are found first.
+  std::vector<JobRecord*> due;
+  for (const auto& [number, record] : table_.placed()) {
+    if (record->job.state() == v1::RESTARTING && now >= record->restart_at) due.push_back(record);
+  }
+  for (JobRecord* record : due) {
+    JobRecord& entry = *record;
+    // Wait for the ranks being stopped, except those on a worker that has
+    // gone: they are stopped when it comes back, and until then their
+    // worker takes no ranks.
+    const auto& ranks = entry.job.ranks();
+    if (std::any_of(ranks.begin(), ranks.end(), [&](const v1::RankStatus& r) {
+          return RankHoldsSlot(r) && membership_->Connected(r.worker_id());
+        })) {
+      continue;
+    }
+    const int next_attempt = entry.job.attempt() + 1;
+    v1::Job before = entry.job;
+    KeepPastAttempt(&entry.job);
+    entry.job.set_attempt(next_attempt);
+    entry.job.clear_ranks();
+    if (!table_
+             .Transition(entry, v1::PENDING, v1::RESTART_BACKOFF_DONE,
+                         absl::StrCat("attempt ", next_attempt, "; ", entry.job.restarts(), " of ",
+                                      entry.job.spec().max_restarts(), " restarts used"))
+             .ok()) {
+      entry.job = std::move(before);
+    }
+  }
+}
+
+}  // namespace ringmaster

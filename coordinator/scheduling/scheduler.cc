@@ -1,0 +1,273 @@
+#include "coordinator/scheduling/scheduler.h"
+
+#include <algorithm>
+#include <set>
+#include <string_view>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/labels.h"
+
+namespace ringmaster {
+namespace {
+
+int SlotsPerRank(const GangRequest& r) { return std::max(1, r.gpus_per_rank); }
+
+bool Matches(const WorkerCapacity& w, const GangRequest& r) {
+  return (r.gpus_per_rank == 0 || w.gpu_slots) && HasLabels(w.labels, r.selector) &&
+         (r.avoid.empty() ||
+          std::find(r.avoid.begin(), r.avoid.end(), w.worker_id) == r.avoid.end());
+}
+
+// How many of the request's ranks `w` can take now.
+int RankRoom(const WorkerCapacity& w, const GangRequest& r) {
+  if (!Matches(w, r)) return 0;
+  int room = static_cast<int>(w.free_slots.size()) / SlotsPerRank(r);
+  if (w.total_cpus > 0 && r.cpus > 0) room = std::min(room, w.free_cpus / r.cpus);
+  if (w.total_memory_mb > 0 && r.memory_mb > 0) {
+    room = static_cast<int>(std::min<int64_t>(room, w.free_memory_mb / r.memory_mb));
+  }
+  if (r.ranks_per_worker > 0) room = room >= r.ranks_per_worker ? r.ranks_per_worker : 0;
+  return std::max(0, room);
+}
+
+std::string SlotWord(const GangRequest& r) { return r.gpus_per_rank > 0 ? "GPU slots" : "slots"; }
+
+// Whether only slots decide where the request fits.
+bool SlotsOnly(const GangRequest& r) {
+  return r.cpus == 0 && r.memory_mb == 0 && r.ranks_per_worker == 0 && r.selector.empty() &&
+         r.avoid.empty();
+}
+
+// "2 ranks of 1 slot, 2 CPUs and 512 MB each, 1 per worker, on workers with zone=a"
+std::string DescribeRanks(const GangRequest& r, int ranks) {
+  std::vector<std::string> each = {absl::StrCat(SlotsPerRank(r),
+                                                r.gpus_per_rank > 0 ? " GPU slot" : " slot",
+                                                SlotsPerRank(r) > 1 ? "s" : "")};
+  if (r.cpus > 0) each.push_back(absl::StrCat(r.cpus, " CPUs"));
+  if (r.memory_mb > 0) each.push_back(absl::StrCat(r.memory_mb, " MB"));
+  std::string text = absl::StrCat(ranks, " ranks of ", each[0]);
+  for (size_t i = 1; i < each.size(); ++i) {
+    absl::StrAppend(&text, i + 1 == each.size() ? " and " : ", ", each[i]);
+  }
+  absl::StrAppend(&text, " each");
+  if (r.ranks_per_worker > 0) absl::StrAppend(&text, ", ", r.ranks_per_worker, " per worker");
+  if (!r.selector.empty()) {
+    absl::StrAppend(&text, ", on workers with ",
+                    absl::StrJoin(r.selector, ",", absl::PairFormatter("=")));
+  }
+  if (!r.avoid.empty()) {
+    absl::StrAppend(&text, ", not on ", absl::StrJoin(r.avoid, ", "), " (excluded for the job)");
+  }
+  return text;
+}
+
+// Why `min_ranks` ranks do not fit on `workers`, where `room` do.
+std::string Shortfall(const std::vector<WorkerCapacity>& workers, const GangRequest& r,
+                      int min_ranks, int room) {
+  if (SlotsOnly(r)) {
+    int free = 0;
+    for (const auto& w : workers) {
+      if (Matches(w, r)) free += static_cast<int>(w.free_slots.size());
+    }
+    return SlotShortfall(r, min_ranks, free, workers.size());
+  }
+  int matching = 0;
+  for (const auto& w : workers) matching += Matches(w, r) ? 1 : 0;
+  return absl::StrCat("needs ", DescribeRanks(r, min_ranks), "; room for ", room, " on the ",
+                      matching, " matching of ", workers.size(), " alive workers");
+}
+
+}  // namespace
+
+std::vector<WorkerCapacity> FreeCapacity(const std::vector<SchedulableWorker>& workers,
+                                         const std::vector<HeldSlots>& held,
+                                         const std::string& except_job) {
+  absl::flat_hash_map<std::string_view, size_t> index;
+  index.reserve(workers.size());
+  // Worker i's slots are used[first[i] + slot].
+  std::vector<size_t> first(workers.size() + 1, 0);
+  for (size_t i = 0; i < workers.size(); ++i) {
+    index.emplace(workers[i].worker_id, i);
+    first[i + 1] = first[i] + std::max(0, workers[i].slots);
+  }
+  std::vector<bool> used(first.back(), false);
+  std::vector<WorkerCapacity> capacity(workers.size());
+  for (size_t i = 0; i < workers.size(); ++i) {
+    WorkerCapacity& c = capacity[i];
+    c.worker_id = workers[i].worker_id;
+    c.total_slots = workers[i].slots;
+    c.gpu_slots = !workers[i].gpu_indices.empty();
+    c.labels = workers[i].labels;
+    c.total_cpus = c.free_cpus = workers[i].cpus;
+    c.total_memory_mb = c.free_memory_mb = workers[i].memory_mb;
+  }
+  auto use = [&](size_t i, int slot) {
+    if (slot >= 0 && slot < workers[i].slots) used[first[i] + slot] = true;
+  };
+  auto reserve = [&](size_t i, int cpus, int64_t memory_mb) {
+    capacity[i].free_cpus -= cpus;
+    capacity[i].free_memory_mb -= memory_mb;
+  };
+  for (size_t i = 0; i < workers.size(); ++i) {
+    for (const ReportedRanks::Job& job : workers[i].running->jobs) {
+      if (job.job_id == except_job) continue;
+      for (int slot : job.slots) use(i, slot);
+      reserve(i, job.cpus, job.memory_mb);
+    }
+  }
+  auto it = index.end();  // a job's ranks on one worker come one after another
+  for (const HeldSlots& h : held) {
+    if (it == index.end() || it->first != h.worker_id) it = index.find(h.worker_id);
+    if (it == index.end()) continue;
+    for (int slot : h.slots) use(it->second, slot);
+    reserve(it->second, h.cpus, h.memory_mb);
+  }
+  for (size_t i = 0; i < workers.size(); ++i) {
+    for (int s = 0; s < workers[i].slots; ++s) {
+      if (!used[first[i] + s]) capacity[i].free_slots.push_back(s);
+    }
+  }
+  return capacity;
+}
+
+absl::StatusOr<std::vector<RankPlacement>> PlaceGang(const std::vector<WorkerCapacity>& workers,
+                                                     const GangRequest& request) {
+  int ranks = request.ranks;
+  int min_ranks = request.min_ranks;
+  if (min_ranks <= 0 || min_ranks > ranks) min_ranks = ranks;
+  std::vector<int> candidates;  // indices into workers
+  std::vector<int> rooms(workers.size());
+  int total_room = 0;
+  for (int i = 0; i < static_cast<int>(workers.size()); ++i) {
+    rooms[i] = RankRoom(workers[i], request);
+    if (rooms[i] > 0) candidates.push_back(i);
+    total_room += rooms[i];
+  }
+  if (total_room < ranks && total_room >= min_ranks) ranks = total_room;
+  if (total_room < ranks) {
+    return absl::ResourceExhaustedError(Shortfall(workers, request, min_ranks, total_room));
+  }
+  auto room = [&](int i) { return rooms[i]; };
+  // Best fit on one worker when possible; otherwise roomiest first, which
+  // reaches `ranks` with the fewest workers.
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [&](int a, int b) { return room(a) > room(b); });
+  std::vector<int> chosen;
+  for (auto it = candidates.rbegin(); it != candidates.rend(); ++it) {
+    if (room(*it) >= ranks) {
+      chosen = {*it};
+      break;
+    }
+  }
+  if (chosen.empty()) {
+    int enough = 0;
+    for (int i : candidates) {
+      if (enough >= ranks) break;
+      chosen.push_back(i);
+      enough += room(i);
+    }
+  }
+  std::sort(chosen.begin(), chosen.end());  // rank order follows worker order
+
+  std::vector<RankPlacement> placement;
+  const int per_rank = SlotsPerRank(request);
+  for (int i : chosen) {
+    const WorkerCapacity& w = workers[i];
+    const int here = std::min(room(i), ranks - static_cast<int>(placement.size()));
+    for (int k = 0; k < here; ++k) {
+      RankPlacement p;
+      p.rank = static_cast<int>(placement.size());
+      p.worker_id = w.worker_id;
+      p.worker_index = i;
+      p.slots.assign(w.free_slots.begin() + k * per_rank,
+                     w.free_slots.begin() + (k + 1) * per_rank);
+      placement.push_back(std::move(p));
+    }
+  }
+  return placement;
+}
+
+std::string SlotShortfall(const GangRequest& request, int ranks, int64_t free, size_t workers) {
+  return absl::StrCat("needs ", ranks * SlotsPerRank(request), " free ", SlotWord(request), ", ",
+                      free, " free on ", workers, " alive workers");
+}
+
+std::vector<WorkerCapacity> IdleCapacity(std::vector<WorkerCapacity> workers) {
+  for (WorkerCapacity& w : workers) {
+    w.free_slots.resize(w.total_slots);
+    for (int s = 0; s < w.total_slots; ++s) w.free_slots[s] = s;
+    w.free_cpus = w.total_cpus;
+    w.free_memory_mb = w.total_memory_mb;
+  }
+  return workers;
+}
+
+std::string NeverFits(const std::vector<WorkerCapacity>& workers, const GangRequest& request) {
+  const int fewest =
+      request.min_ranks > 0 ? std::min(request.min_ranks, request.ranks) : request.ranks;
+  if (SlotsOnly(request)) {  // the ranks the idle workers hold, counted
+    int cluster_slots = 0;
+    int room = 0;
+    for (const auto& w : workers) {
+      if (!Matches(w, request)) continue;
+      cluster_slots += w.total_slots;
+      room += w.total_slots / SlotsPerRank(request);
+    }
+    if (room >= fewest) return "";
+    return absl::StrCat("needs ", fewest * SlotsPerRank(request), " ", SlotWord(request),
+                        "; the cluster has ", cluster_slots, " (waiting for workers to join)");
+  }
+  if (PlaceGang(IdleCapacity(workers), request).ok()) return "";
+  return absl::StrCat("needs ", DescribeRanks(request, fewest),
+                      ", more than all alive workers can hold (waiting for workers to join)");
+}
+
+namespace {
+
+// Takes `placement`'s slots, CPUs and memory out of `workers` (take), or
+// gives them back.
+void Adjust(std::vector<WorkerCapacity>& workers, const std::vector<RankPlacement>& placement,
+            const GangRequest& request, bool take) {
+  absl::flat_hash_map<std::string_view, WorkerCapacity*> by_id;  // made when first needed
+  auto find = [&](const RankPlacement& p) -> WorkerCapacity* {
+    const int i = p.worker_index;
+    if (i >= 0 && i < static_cast<int>(workers.size()) && workers[i].worker_id == p.worker_id) {
+      return &workers[i];
+    }
+    if (by_id.empty()) {
+      for (WorkerCapacity& w : workers) by_id.emplace(w.worker_id, &w);
+    }
+    auto it = by_id.find(p.worker_id);
+    return it == by_id.end() ? nullptr : it->second;
+  };
+  const int sign = take ? -1 : 1;
+  for (const RankPlacement& p : placement) {
+    WorkerCapacity* found = find(p);
+    if (found == nullptr) continue;
+    WorkerCapacity& w = *found;
+    for (int slot : p.slots) {
+      auto at = std::lower_bound(w.free_slots.begin(), w.free_slots.end(), slot);
+      const bool free = at != w.free_slots.end() && *at == slot;
+      if (take && free) w.free_slots.erase(at);
+      if (!take && !free) w.free_slots.insert(at, slot);
+    }
+    w.free_cpus += sign * request.cpus;
+    w.free_memory_mb += sign * request.memory_mb;
+  }
+}
+
+}  // namespace
+
+void TakeCapacity(std::vector<WorkerCapacity>& workers, const std::vector<RankPlacement>& placement,
+                  const GangRequest& request) {
+  Adjust(workers, placement, request, /*take=*/true);
+}
+
+void ReturnCapacity(std::vector<WorkerCapacity>& workers,
+                    const std::vector<RankPlacement>& placement, const GangRequest& request) {
+  Adjust(workers, placement, request, /*take=*/false);
+}
+
+}  // namespace ringmaster

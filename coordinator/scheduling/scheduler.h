@@ -1,0 +1,108 @@
+// Gang scheduling: a job's ranks are placed all at once or not at all,
+// packed onto as few workers as possible. Pure functions over a snapshot of
+// capacity, so the policy is tested without daemons.
+#ifndef RINGMASTER_COORDINATOR_SCHEDULING_SCHEDULER_H_
+#define RINGMASTER_COORDINATOR_SCHEDULING_SCHEDULER_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "coordinator/core/schedulable_worker.h"
+
+namespace ringmaster {
+
+// What one alive worker can offer now. Workers are listed in a stable order
+// (registration order); rank order follows it. A worker that registered no
+// CPUs (or no memory) is not limited by them.
+struct WorkerCapacity {
+  std::string worker_id;
+  int total_slots = 0;
+  std::vector<int> free_slots;  // ascending slot indices
+  bool gpu_slots = false;       // each slot is one GPU
+  std::map<std::string, std::string> labels;
+  int total_cpus = 0;  // 0: not counted
+  int free_cpus = 0;
+  int64_t total_memory_mb = 0;  // 0: not counted
+  int64_t free_memory_mb = 0;
+};
+
+// The slots placed ranks hold on a worker (one a rank, or one per GPU),
+// and what else they reserved: a view of the caller's placement.
+struct HeldSlots {
+  std::string_view worker_id;
+  absl::Span<const int> slots;  // slot indices
+  int cpus = 0;
+  int64_t memory_mb = 0;
+};
+
+// What each schedulable worker has free: its slots minus those `held` by
+// placed ranks and those of rank processes the worker reports running
+// (ranks of attempts that ended while it was away keep their slots until
+// they exit), except the reports of `except_job`.
+std::vector<WorkerCapacity> FreeCapacity(const std::vector<SchedulableWorker>& workers,
+                                         const std::vector<HeldSlots>& held,
+                                         const std::string& except_job);
+
+struct RankPlacement {
+  int rank = 0;
+  std::string worker_id;
+  std::vector<int> slots;  // one slot, or gpus_per_rank GPU slots
+  // Where the worker was in the capacity it was placed from (PlaceGang);
+  // -1: unknown.
+  int worker_index = -1;
+};
+
+// What a job asks of the cluster: its ranks and what each one needs.
+struct GangRequest {
+  int ranks = 0;
+  int gpus_per_rank = 0;     // 0: one CPU slot per rank; else that many GPU slots
+  int min_ranks = 0;         // elastic lower bound; 0: ranks
+  int cpus = 0;              // per rank; 0: not counted
+  int64_t memory_mb = 0;     // per rank; 0: not counted
+  int ranks_per_worker = 0;  // 0: as few workers as possible
+  std::map<std::string, std::string> selector;  // labels a worker must have
+  std::vector<std::string> avoid;               // workers it must not use
+};
+
+// Places the request's ranks, each on a worker that matches the selector,
+// is not one to avoid, and has max(1, gpus_per_rank) free slots (GPU slots when gpus_per_rank >
+// 0) and the CPUs and memory it asks; an elastic job (0 < min_ranks <
+// ranks) gets as many ranks as fit, when at least min_ranks do. With
+// ranks_per_worker, each worker used takes exactly that many. Otherwise it
+// uses the fewest workers: one worker when any can hold the whole job (the
+// one with least room that fits, to keep large holes for large jobs), else
+// the roomiest workers first. Ranks are numbered by worker order, then slot.
+// RESOURCE_EXHAUSTED with a person-readable reason when the job does not
+// fit.
+absl::StatusOr<std::vector<RankPlacement>> PlaceGang(const std::vector<WorkerCapacity>& workers,
+                                                     const GangRequest& request);
+
+// Why `ranks` of `request`'s ranks do not fit when `free` matching slots
+// are free on `workers` alive workers: "needs 4 free slots, 2 free on 3
+// alive workers".
+std::string SlotShortfall(const GangRequest& request, int ranks, int64_t free, size_t workers);
+
+// The workers as they would be with nothing running.
+std::vector<WorkerCapacity> IdleCapacity(std::vector<WorkerCapacity> workers);
+
+// Why `request` cannot be placed even on an idle cluster of `workers` (too
+// large, or no worker has the labels or resources it asks): "needs 32
+// slots; the cluster has 24 (waiting for workers to join)". Empty when it
+// would fit on the idle cluster.
+std::string NeverFits(const std::vector<WorkerCapacity>& workers, const GangRequest& request);
+
+// Takes the slots, CPUs and memory of `placement` out of `workers`, and
+// gives them back.
+void TakeCapacity(std::vector<WorkerCapacity>& workers, const std::vector<RankPlacement>& placement,
+                  const GangRequest& request);
+void ReturnCapacity(std::vector<WorkerCapacity>& workers,
+                    const std::vector<RankPlacement>& placement, const GangRequest& request);
+
+}  // namespace ringmaster
+
+#endif  // RINGMASTER_COORDINATOR_SCHEDULING_SCHEDULER_H_
