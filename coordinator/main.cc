@@ -22,6 +22,7 @@
 #include "common/token_file.h"
 #include "coordinator/api/coordinator_server.h"
 #include "coordinator/api/elected_coordinator.h"
+#include "coordinator/store/store_factory.h"
 
 namespace {
 
@@ -88,15 +89,15 @@ absl::StatusOr<std::string> MakeCheckpointRoot(const std::string& flag,
 
 // Prints the credential of the worker or user named, signed with the key in
 // `state_dir` (or the shared store's).
-int IssueToken(const ringmaster::CoordinatorConfig& config, const std::string& worker_id,
-               const std::string& user) {
+int IssueToken(const ringmaster::CoordinatorConfig& config, ringmaster::StoreEngine& store,
+               const std::string& worker_id, const std::string& user) {
   if (!user.empty()) {
     if (absl::Status s = ringmaster::ValidateUserName(user); !s.ok()) {
       std::cerr << "ringmaster-coordinator: --issue-user-token: " << s.message() << std::endl;
       return 2;
     }
   }
-  absl::StatusOr<std::string> key = ringmaster::LoadCredentialKey(config.state_dir, config.store);
+  absl::StatusOr<std::string> key = ringmaster::LoadCredentialKey(config.state_dir, store);
   if (!key.ok()) {
     std::cerr << "ringmaster-coordinator: " << key.status().message() << std::endl;
     return 1;
@@ -193,11 +194,13 @@ absl::Status LoadQueues(const std::string& file, ringmaster::JobManagerOptions* 
   return absl::OkStatus();
 }
 
-// --store (and its password file) into config->store.
+// --store (and its password file) into config->store, and its engine.
 absl::Status LoadStore(const std::string& store, const std::string& password_file,
-                       ringmaster::CoordinatorConfig* config) {
+                       ringmaster::CoordinatorConfig* config,
+                       std::unique_ptr<ringmaster::StoreEngine>* engine) {
   ASSIGN_OR_RETURN(config->store,
                    ringmaster::ParseStoreConfig(store, password_file, config->state_dir));
+  ASSIGN_OR_RETURN(*engine, ringmaster::OpenStoreEngine(config->store, config->state_dir));
   return absl::OkStatus();
 }
 
@@ -270,12 +273,13 @@ int RunAlone(const ringmaster::CoordinatorConfig& config, const std::string& que
 
 // Runs the coordinators' election against a shared store until a
 // termination signal.
-int RunElected(ringmaster::CoordinatorConfig config, absl::Duration lease_timeout,
+int RunElected(ringmaster::CoordinatorConfig config,
+               std::unique_ptr<ringmaster::StoreEngine> engine, absl::Duration lease_timeout,
                const std::string& advertise, const std::string& queues_file) {
   const std::string id =
       absl::StrCat(advertise, "/", getpid(), "-", std::random_device{}() % 100000);
   auto coordinator = ringmaster::ElectedCoordinator::Start(
-      std::move(config), {id, advertise, lease_timeout, RestartAsStandby});
+      std::move(config), std::move(engine), {id, advertise, lease_timeout, RestartAsStandby});
   int signal = ringmaster::WaitForTerminationSignal([&] {
     if (!queues_file.empty()) coordinator->ReloadQueues(queues_file);
   });
@@ -325,9 +329,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   manager.checkpoint_roots = *std::move(roots);
-  absl::Status loaded = LoadStore(store, store_password_file, &config);
+  std::unique_ptr<ringmaster::StoreEngine> engine;
+  absl::Status loaded = LoadStore(store, store_password_file, &config, &engine);
   if (loaded.ok() && (!issue_worker_token.empty() || !issue_user_token.empty())) {
-    return IssueToken(config, issue_worker_token, issue_user_token);
+    return IssueToken(config, *engine, issue_worker_token, issue_user_token);
   }
   if (loaded.ok()) loaded = LoadCredentials(token_file, daemon.tls_dir(), &config);
   if (!loaded.ok()) {
@@ -357,8 +362,9 @@ int main(int argc, char** argv) {
   }
   // One spelling, as --checkpoint-roots have.
   manager.rank_env.checkpoint_dir = AbsolutePath(*checkpoint_root);
-  if (config.store.engine == ringmaster::StoreConfig::Engine::kPostgres) {
-    return RunElected(std::move(config), lease_timeout, addresses->advertise, queues_file);
+  if (engine->shared()) {
+    return RunElected(std::move(config), std::move(engine), lease_timeout, addresses->advertise,
+                      queues_file);
   }
   return RunAlone(config, queues_file);
 }

@@ -50,6 +50,7 @@ absl::StatusOr<StoreConfig> ParseStoreConfig(const std::string& store,
   StoreConfig config;
   absl::string_view rest = store;
   if (store.empty() || absl::ConsumePrefix(&rest, "sqlite://")) {
+    config.uri = store;
     config.sqlite_path = store.empty() ? state_dir + "/coordinator.db" : std::string(rest);
     if (!absl::StartsWith(config.sqlite_path, "/")) {
       return absl::InvalidArgumentError(
@@ -62,15 +63,22 @@ absl::StatusOr<StoreConfig> ParseStoreConfig(const std::string& store,
     }
     return config;
   }
-  if (!absl::StartsWith(store, "postgresql://") && !absl::StartsWith(store, "postgres://")) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--store ", store, ": not sqlite:///PATH or postgresql://..."));
+  const size_t colon = store.find("://");
+  const std::string scheme = absl::AsciiStrToLower(store.substr(0, colon));
+  if (colon == std::string::npos || scheme.empty() ||
+      scheme.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789+.-") != std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--store ", store, ": not a URI such as sqlite:///PATH or postgresql://HOST/DATABASE"));
   }
-  if (HasPassword(store)) {
-    return absl::InvalidArgumentError(absl::StrCat("--store holds a password: ", kPasswordAdvice));
+  config.uri = store;
+  config.engine = scheme == "postgres" ? StoreConfig::kPostgres : scheme;
+  if (config.engine == StoreConfig::kPostgres) {
+    if (HasPassword(store)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--store holds a password: ", kPasswordAdvice));
+    }
+    config.conninfo = store;
   }
-  config.engine = StoreConfig::Engine::kPostgres;
-  config.conninfo = store;
   if (!password_file.empty()) {
     absl::StatusOr<std::string> password = ReadPassword(password_file);
     if (!password.ok()) return password.status();
@@ -80,10 +88,8 @@ absl::StatusOr<StoreConfig> ParseStoreConfig(const std::string& store,
 }
 
 std::string StoreLabel(const StoreConfig& config) {
-  if (config.engine == StoreConfig::Engine::kSqlite) {
-    return absl::StrCat("sqlite://", config.sqlite_path);
-  }
-  return config.conninfo.substr(0, config.conninfo.find('?'));
+  if (config.engine == StoreConfig::kSqlite) return absl::StrCat("sqlite://", config.sqlite_path);
+  return config.uri.substr(0, config.uri.find('?'));
 }
 
 }  // namespace ringmaster

@@ -1,5 +1,8 @@
-// Where the coordinator keeps its state (--store): SQLite, a file of its
-// own, or PostgreSQL, shared by several coordinators. A PostgreSQL
+// Where the coordinator keeps its state (--store): a URI whose scheme names
+// the engine. SQLite is a file of the coordinator's own; PostgreSQL is
+// shared by several coordinators. Which engines a coordinator has is its
+// store factory's (coordinator/store/store_factory.cc): this only reads the
+// URI, and checks what it knows of the two engines above. A PostgreSQL
 // password never comes from the command line, which every user of the
 // machine can read in ps: it comes from a file only its owner can read
 // (--store-password-file), or libpq's PGPASSFILE.
@@ -13,19 +16,22 @@
 namespace ringmaster {
 
 struct StoreConfig {
-  enum class Engine { kSqlite, kPostgres };
-  Engine engine = Engine::kSqlite;
-  std::string sqlite_path;  // kSqlite: the database file
-  std::string conninfo;     // kPostgres: a libpq URI, without a password
-  std::string password;     // kPostgres: from --store-password-file; empty: libpq's own
+  static constexpr char kSqlite[] = "sqlite";
+  static constexpr char kPostgres[] = "postgresql";
+  std::string engine = kSqlite;  // the URI's scheme ("postgres" is "postgresql")
+  std::string uri;               // as given; empty for the default
+  std::string sqlite_path;       // sqlite: the database file
+  std::string conninfo;          // postgresql: a libpq URI, without a password
+  std::string password;          // from --store-password-file; empty: the engine's own
 };
 
 // `store` is "sqlite:///ABSOLUTE/PATH", "postgresql://..." (or
-// "postgres://...", libpq's URI), or empty: SQLite at
-// <state_dir>/coordinator.db. `password_file` (PostgreSQL only) holds the
-// password, and must pass CheckSecretFileMode. INVALID_ARGUMENT naming
-// what is wrong: another scheme, a relative path, a password in the URI;
-// FAILED_PRECONDITION for a password file that cannot be used.
+// "postgres://...", libpq's URI), another engine's "SCHEME://...", or
+// empty: SQLite at <state_dir>/coordinator.db. `password_file` (not for
+// SQLite) holds the password, and must pass CheckSecretFileMode.
+// INVALID_ARGUMENT naming what is wrong: no scheme, a relative path, a
+// password in the URI; FAILED_PRECONDITION for a password file that cannot
+// be used.
 absl::StatusOr<StoreConfig> ParseStoreConfig(const std::string& store,
                                              const std::string& password_file,
                                              const std::string& state_dir);

@@ -27,7 +27,7 @@ std::string TempFile(const std::string& name, const std::string& text, mode_t mo
 TEST(StoreConfigTest, TheDefaultIsSqliteInTheStateDir) {
   absl::StatusOr<StoreConfig> config = ParseStoreConfig("", "", "/var/lib/ringmaster");
   ASSERT_OK(config);
-  EXPECT_EQ(config->engine, StoreConfig::Engine::kSqlite);
+  EXPECT_EQ(config->engine, StoreConfig::kSqlite);
   EXPECT_EQ(config->sqlite_path, "/var/lib/ringmaster/coordinator.db");
   EXPECT_EQ(StoreLabel(*config), "sqlite:///var/lib/ringmaster/coordinator.db");
 
@@ -43,9 +43,10 @@ TEST(StoreConfigTest, PostgresqlTakesAUriAndItsPasswordFromAFileOnlyItsOwnerRead
       "postgresql://ringmaster@db1:5432,db2:5432/ringmaster?target_session_attrs=read-write", "",
       "/x");
   ASSERT_OK(config);
-  EXPECT_EQ(config->engine, StoreConfig::Engine::kPostgres);
+  EXPECT_EQ(config->engine, StoreConfig::kPostgres);
   EXPECT_TRUE(config->password.empty()) << "libpq's own: PGPASSFILE or ~/.pgpass";
   EXPECT_EQ(StoreLabel(*config), "postgresql://ringmaster@db1:5432,db2:5432/ringmaster");
+  EXPECT_EQ(ParseStoreConfig("postgres://db/rm", "", "/x")->engine, StoreConfig::kPostgres);
 
   const std::string good = TempFile("good", "s3cret\n", 0600);
   config = ParseStoreConfig("postgres://ringmaster@db/ringmaster", good, "/x");
@@ -69,8 +70,14 @@ TEST(StoreConfigTest, APasswordOnTheCommandLineOrAnotherSchemeIsRefused) {
     EXPECT_THAT(refused.message(), ::testing::Not(HasSubstr("s3cret"))) << uri;
   }
   EXPECT_OK(ParseStoreConfig("postgresql://user@db/rm?passfile=/etc/rm/pgpass", "", "/x"));
-  EXPECT_THAT(ParseStoreConfig("mysql://db/rm", "", "/x").status().message(),
-              HasSubstr("not sqlite:///PATH or postgresql://"));
+  EXPECT_THAT(ParseStoreConfig("db/rm", "", "/x").status().message(),
+              HasSubstr("not a URI such as sqlite:///PATH or postgresql://HOST/DATABASE"));
+  // Another scheme is another engine's: the coordinator's store factory
+  // refuses one it does not have.
+  absl::StatusOr<StoreConfig> other = ParseStoreConfig("Memory://jobs?x=1", "", "/x");
+  ASSERT_OK(other);
+  EXPECT_EQ(other->engine, "memory");
+  EXPECT_EQ(StoreLabel(*other), "Memory://jobs");
   EXPECT_THAT(ParseStoreConfig("sqlite:///a.db", "/etc/pw", "/x").status().message(),
               HasSubstr("--store-password-file is for a PostgreSQL --store"));
 }

@@ -12,21 +12,13 @@
 #include "common/parse_errors.h"
 #include "common/private_dir.h"
 #include "common/status_macros.h"
-#include "coordinator/store/leader_lease.h"
-#include "coordinator/store/pg_code_archives.h"
-#include "coordinator/store/pg_job_store.h"
-#include "coordinator/store/pg_rendezvous_journal.h"
-#include "coordinator/store/sqlite_job_store.h"
+#include "coordinator/store/store_factory.h"
 
 namespace ringmaster {
 
 constexpr absl::Duration kTickInterval = absl::Milliseconds(50);
 
 namespace {
-
-PgJobStoreOptions PgOptions(const CoordinatorConfig& config) {
-  return {config.store.conninfo, config.store.password, LeaderLease::FenceOf(config.lease_term)};
-}
 
 // The API's services, which the leader and a standby both answer for.
 std::vector<std::string> ApiServices() {
@@ -71,19 +63,18 @@ void ExportLeader(metrics::Registry* registry, bool leader) {
 
 }  // namespace
 
-absl::StatusOr<std::string> LoadCredentialKey(const std::string& state_dir,
-                                              const StoreConfig& store) {
+absl::StatusOr<std::string> LoadCredentialKey(const std::string& state_dir, StoreEngine& store) {
   // Job specs and their environments live here: the owner's only.
   RETURN_IF_ERROR(MakePrivateDir(state_dir));
   ASSIGN_OR_RETURN(std::string local, LoadOrCreateKey(state_dir + "/credential.key"));
-  if (store.engine != StoreConfig::Engine::kPostgres) return local;
-  return SharedCredentialKey({store.conninfo, store.password}, local);
+  return store.CredentialKey(local);
 }
 
 absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     const CoordinatorConfig& config) {
-  ASSIGN_OR_RETURN(std::string key, LoadCredentialKey(config.state_dir, config.store));
   std::unique_ptr<CoordinatorServer> server(new CoordinatorServer);
+  ASSIGN_OR_RETURN(server->engine_, OpenStoreEngine(config.store, config.state_dir));
+  ASSIGN_OR_RETURN(std::string key, LoadCredentialKey(config.state_dir, *server->engine_));
   server->access_ = std::make_unique<AccessPolicy>(
       AccessOptions{config.admin_token, key, config.tls.has_value()});
   // The jobs first (recovered from the store), then the services that
@@ -101,18 +92,9 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   return server;
 }
 
-absl::StatusOr<std::unique_ptr<JobStore>> OpenStore(const CoordinatorConfig& config) {
-  const StoreConfig& store = config.store;
-  if (store.engine == StoreConfig::Engine::kSqlite) {
-    return SqliteJobStore::Open(store.sqlite_path.empty() ? config.state_dir + "/coordinator.db"
-                                                          : store.sqlite_path);
-  }
-  spdlog::info("job store: {}", StoreLabel(store));
-  return PgJobStore::Open(PgOptions(config));
-}
-
 absl::Status CoordinatorServer::InitJobs(const CoordinatorConfig& config) {
-  ASSIGN_OR_RETURN(store_, OpenStore(config));
+  if (engine_->shared()) spdlog::info("job store: {}", engine_->label());
+  ASSIGN_OR_RETURN(store_, engine_->OpenJobStore(config.lease_term));
   const Clock* clock = RealClock::Get();
   metrics_ = std::make_unique<CoordinatorMetrics>(&registry_, clock, config.metrics_retention);
   JobManagerOptions manager_options = config.manager;
@@ -121,11 +103,7 @@ absl::Status CoordinatorServer::InitJobs(const CoordinatorConfig& config) {
                                                        const v1::StateChange& change) {
     m->OnTransition(before, change);
   };
-  if (config.store.engine == StoreConfig::Engine::kPostgres) {
-    ASSIGN_OR_RETURN(rendezvous_journal_,
-                     PgRendezvousJournal::Start(config.store.conninfo, config.store.password,
-                                                LeaderLease::FenceOf(config.lease_term)));
-  }
+  ASSIGN_OR_RETURN(rendezvous_journal_, engine_->OpenRendezvousJournal(config.lease_term));
   rendezvous_ =
       std::make_unique<RendezvousStore>(clock, config.rendezvous, rendezvous_journal_.get());
   // The keys of attempts that were starting under the last leader.
@@ -166,12 +144,8 @@ absl::Status CoordinatorServer::InitServices(const CoordinatorConfig& config) {
                                      config.max_log_line_bytes);
   CodeStoreOptions code{config.state_dir + "/code"};
   code.max_archive_bytes = config.max_upload_bytes;
-  if (config.store.engine == StoreConfig::Engine::kPostgres) {
-    shared_code_ = std::make_unique<PgCodeArchives>(
-        PgPool::Options{config.store.conninfo, config.store.password},
-        LeaderLease::FenceOf(config.lease_term));
-    code.shared = shared_code_.get();
-  }
+  shared_code_ = engine_->OpenCodeArchives(config.lease_term);
+  code.shared = shared_code_.get();
   code_ = std::make_unique<CodeStore>(code, clock);
   RETURN_IF_ERROR(code_->Init());
   uploads_ = std::make_unique<CodeUploads>(code_.get(), config.upload_idle_timeout);
@@ -274,16 +248,13 @@ CoordinatorServer::~CoordinatorServer() {
 }
 
 absl::StatusOr<std::unique_ptr<StandbyServer>> StandbyServer::Start(const CoordinatorConfig& config,
+                                                                    StoreEngine& engine,
                                                                     const Leadership* leadership) {
-  ASSIGN_OR_RETURN(std::string key, LoadCredentialKey(config.state_dir, config.store));
+  ASSIGN_OR_RETURN(std::string key, LoadCredentialKey(config.state_dir, engine));
   std::unique_ptr<StandbyServer> server(new StandbyServer);
   server->access_ = std::make_unique<AccessPolicy>(
       AccessOptions{config.admin_token, key, config.tls.has_value()});
-  PgJobStoreOptions read;
-  read.conninfo = config.store.conninfo;
-  read.password = config.store.password;
-  read.read_only = true;  // a standby never writes
-  ASSIGN_OR_RETURN(server->store_, PgJobStore::Open(read));
+  ASSIGN_OR_RETURN(server->store_, engine.OpenJobReader());
   server->jobs_ = std::make_unique<StoredJobLogIndex>(server->store_.get());
   server->logs_ = std::make_unique<LogRelay>(server->jobs_.get(), &server->access_->signer(),
                                              CaOnly(config.tls ? config.tls->ca_pem : ""),

@@ -23,8 +23,9 @@
 #include "coordinator/api/standby_service.h"
 #include "coordinator/api/worker_service.h"
 #include "coordinator/code/code_store.h"
+#include "coordinator/ha/leadership.h"
 #include "coordinator/jobs/job_manager.h"
-#include "coordinator/store/leadership.h"
+#include "coordinator/store/store_engine.h"
 #include "domain/store_config.h"
 
 namespace ringmaster {
@@ -48,10 +49,9 @@ struct CoordinatorConfig {
 };
 
 // The key that signs worker, job and agent credentials:
-// <state_dir>/credential.key, made on first use; with PostgreSQL, the
-// database's (seeded with that one), which every coordinator shares.
-absl::StatusOr<std::string> LoadCredentialKey(const std::string& state_dir,
-                                              const StoreConfig& store);
+// <state_dir>/credential.key, made on first use; with a shared store, the
+// store's (seeded with that one), which every coordinator uses.
+absl::StatusOr<std::string> LoadCredentialKey(const std::string& state_dir, StoreEngine& store);
 
 class CoordinatorServer {
  public:
@@ -85,13 +85,14 @@ class CoordinatorServer {
   metrics::Registry registry_;
   std::unique_ptr<CoordinatorMetrics> metrics_;
   std::unique_ptr<MetricsServer> metrics_server_;
+  std::unique_ptr<StoreEngine> engine_;
   std::unique_ptr<JobStore> store_;
-  std::unique_ptr<RendezvousJournal> rendezvous_journal_;  // with PostgreSQL
+  std::unique_ptr<RendezvousJournal> rendezvous_journal_;  // with a shared store
   std::unique_ptr<RendezvousStore> rendezvous_;
   std::unique_ptr<WorkerMembership> membership_;
   std::unique_ptr<JobManager> manager_;
   std::unique_ptr<LogRelay> logs_;
-  std::unique_ptr<SharedCodeArchives> shared_code_;  // with PostgreSQL
+  std::unique_ptr<SharedCodeArchives> shared_code_;  // with a shared store
   std::unique_ptr<CodeStore> code_;
   std::unique_ptr<CodeUploads> uploads_;
   std::unique_ptr<JobServiceImpl> job_service_;
@@ -140,6 +141,7 @@ class FollowerPort {
 class StandbyServer {
  public:
   static absl::StatusOr<std::unique_ptr<StandbyServer>> Start(const CoordinatorConfig& config,
+                                                              StoreEngine& engine,
                                                               const Leadership* leadership);
   int port() const { return port_.port(); }
 

@@ -9,13 +9,14 @@
 namespace ringmaster {
 
 std::unique_ptr<ElectedCoordinator> ElectedCoordinator::Start(CoordinatorConfig config,
+                                                              std::unique_ptr<StoreEngine> engine,
                                                               ElectionOptions options) {
   // A leader whose store is fenced (another leads) steps down too.
   config.manager.on_store_lost = [step_down = options.step_down](const absl::Status&) {
     step_down();
   };
   std::unique_ptr<ElectedCoordinator> coordinator(
-      new ElectedCoordinator(std::move(config), std::move(options)));
+      new ElectedCoordinator(std::move(config), std::move(engine), std::move(options)));
   coordinator->thread_ = std::thread([c = coordinator.get()] { c->Run(); });
   return coordinator;
 }
@@ -62,16 +63,18 @@ void ElectedCoordinator::PinPort(int port) {
 void ElectedCoordinator::Run() {
   // Until the store answers, the port says so.
   std::unique_ptr<StorelessServer> storeless = ServeStoreless();
-  leadership_ = Retry<Leadership>("cannot join the election", [this] {
-    return Leadership::Start({config_.store.conninfo,
-                              config_.store.password,
-                              {options_.id, options_.address, options_.lease_timeout}});
-  });
+  leadership_ = Retry<Leadership>(
+      "cannot join the election", [this]() -> absl::StatusOr<std::unique_ptr<Leadership>> {
+        ASSIGN_OR_RETURN(
+            std::unique_ptr<Lease> lease,
+            engine_->OpenLease({options_.id, options_.address, options_.lease_timeout}));
+        return Leadership::Start(std::move(lease), options_.lease_timeout);
+      });
   if (leadership_ == nullptr) return;
   std::unique_ptr<StandbyServer> standby = Retry<StandbyServer>("cannot serve as a standby", [&]() {
     storeless.reset();  // frees the port
     absl::StatusOr<std::unique_ptr<StandbyServer>> started =
-        StandbyServer::Start(config_, leadership_.get());
+        StandbyServer::Start(config_, *engine_, leadership_.get());
     if (!started.ok()) storeless = ServeStoreless();
     return started;
   });

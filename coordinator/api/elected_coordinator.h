@@ -16,7 +16,8 @@
 
 #include "common/mutex.h"
 #include "coordinator/api/coordinator_server.h"
-#include "coordinator/store/leadership.h"
+#include "coordinator/ha/leadership.h"
+#include "coordinator/store/store_engine.h"
 
 namespace ringmaster {
 
@@ -33,7 +34,9 @@ class ElectedCoordinator {
   // Joins the election and serves as a standby, on a thread of its own:
   // until the database answers (and the port is free) it tries again each
   // second, its port saying so (StorelessServer).
+  // `engine` is the shared store's.
   static std::unique_ptr<ElectedCoordinator> Start(CoordinatorConfig config,
+                                                   std::unique_ptr<StoreEngine> engine,
                                                    ElectionOptions options);
   // A leader shuts down and releases its lease, so a standby takes over
   // without waiting for it to run out.
@@ -43,8 +46,9 @@ class ElectedCoordinator {
   void ReloadQueues(const std::string& path);
 
  private:
-  ElectedCoordinator(CoordinatorConfig config, ElectionOptions options)
-      : config_(std::move(config)), options_(std::move(options)) {}
+  ElectedCoordinator(CoordinatorConfig config, std::unique_ptr<StoreEngine> engine,
+                     ElectionOptions options)
+      : config_(std::move(config)), engine_(std::move(engine)), options_(std::move(options)) {}
   void Run();
   // Retries `start` each second until it succeeds or the coordinator stops.
   template <typename T>
@@ -60,6 +64,7 @@ class ElectedCoordinator {
   void Lead();
 
   CoordinatorConfig config_;  // the role thread's
+  const std::unique_ptr<StoreEngine> engine_;
   const ElectionOptions options_;
   std::unique_ptr<Leadership> leadership_;  // made by the role thread
   Notification stop_;

@@ -24,23 +24,11 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "coordinator/ha/lease.h"
 #include "coordinator/store/pg_db.h"
 #include "coordinator/store/pg_fence.h"
 
 namespace ringmaster {
-
-struct LeaseOptions {
-  std::string id;       // this coordinator's, unique among them
-  std::string address;  // where clients reach it
-  absl::Duration timeout = absl::Seconds(5);
-};
-
-struct LeaseState {
-  bool leader = false;  // this coordinator leads
-  int64_t term = 0;     // the lease's, as last seen
-  std::string leader_id;
-  std::string leader_address;  // empty: no leader
-};
 
 // Thread-compatible: one owner steps it. `db` is its own connection.
 class LeaderLease {

@@ -1,32 +1,27 @@
-#include "coordinator/store/leadership.h"
+#include "coordinator/ha/leadership.h"
 
 #include <spdlog/spdlog.h>
 
-#include "common/status_macros.h"
-
 namespace ringmaster {
 
-absl::StatusOr<std::unique_ptr<Leadership>> Leadership::Start(LeadershipOptions options) {
-  ASSIGN_OR_RETURN(std::unique_ptr<PgDb> db,
-                   PgDb::Connect(options.conninfo, absl::Seconds(10), options.password));
-  RETURN_IF_ERROR(LeaderLease::CreateTable(db.get()));
-  std::unique_ptr<Leadership> leadership(new Leadership(std::move(options), std::move(db)));
+std::unique_ptr<Leadership> Leadership::Start(std::unique_ptr<Lease> lease,
+                                              absl::Duration timeout) {
+  std::unique_ptr<Leadership> leadership(new Leadership(std::move(lease), timeout));
   leadership->thread_ = std::thread([l = leadership.get()] { l->Run(); });
   return leadership;
 }
 
-Leadership::Leadership(LeadershipOptions options, std::unique_ptr<PgDb> db)
-    : options_(std::move(options)),
-      interval_(std::min(absl::Seconds(1), options_.lease.timeout / 5)),
-      db_(std::move(db)),
-      lease_(db_.get(), RealClock::Get(), options_.lease) {}
+Leadership::Leadership(std::unique_ptr<Lease> lease, absl::Duration timeout)
+    : timeout_(timeout),
+      interval_(std::min(absl::Seconds(1), timeout / 5)),
+      lease_(std::move(lease)) {}
 
 Leadership::~Leadership() {
   stop_.Notify();
   if (thread_.joinable()) thread_.join();
   MutexLock lock(&step_mu_);
-  if (lease_.state().leader) {
-    if (absl::Status s = lease_.Release(); !s.ok()) {
+  if (lease_->state().leader) {
+    if (absl::Status s = lease_->Release(); !s.ok()) {
       spdlog::warn("leader lease: not released ({}); a standby takes over once it runs out",
                    s.ToString());
     } else {
@@ -51,7 +46,7 @@ bool Leadership::WaitWhileLeading(Notification* stop) const {
   while (!stop->WaitForNotificationWithTimeout(absl::Milliseconds(100))) {
     MutexLock lock(&mu_);
     if (!state_.leader) return true;
-    if (absl::Now() - renewed_ >= options_.lease.timeout) {
+    if (absl::Now() - renewed_ >= timeout_) {
       spdlog::error("leader lease: not renewed for {}: stepping down",
                     absl::FormatDuration(absl::Now() - renewed_));
       return true;
@@ -68,11 +63,10 @@ void Leadership::Run() {
 }
 
 void Leadership::Step() {
-  absl::Status reset = db_->connected() ? absl::OkStatus() : db_->Reset();
   const absl::Time sent = absl::Now();
-  absl::StatusOr<LeaseState> stepped = lease_.Step();
+  absl::StatusOr<LeaseState> stepped = lease_->Step();
   // Said when it changes, not at every step of an outage.
-  const std::string trouble = !reset.ok() ? reset.ToString() : stepped.status().ToString();
+  const std::string trouble = stepped.status().ToString();
   if (trouble != said_) {
     if (stepped.ok()) {
       spdlog::info("leader lease: the database answers again");
@@ -83,7 +77,7 @@ void Leadership::Step() {
   }
   MutexLock lock(&mu_);
   if (stepped.ok() && stepped->leader) renewed_ = sent;
-  state_ = lease_.state();
+  state_ = lease_->state();
 }
 
 }  // namespace ringmaster
