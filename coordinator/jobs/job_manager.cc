@@ -93,7 +93,7 @@ JobManager::JobManager(JobStore* store, RendezvousStore* rendezvous, WorkerMembe
       rng_(std::random_device{}()),
       run_id_(absl::StrFormat(
           "%016x", std::random_device{}() * uint64_t{0x100000000} ^ std::random_device{}())),
-      queues_(options_.queues),
+      scheduling_(options_.queues, options_.scheduling),
       health_(options_.health) {}
 
 absl::Status JobManager::Recover() {
@@ -132,7 +132,7 @@ std::vector<std::string> JobManager::CheckpointRoots() const {
 absl::Status JobManager::CheckPendingLimitsLocked(const std::string& owner,
                                                   const std::string& queue) const {
   if (owner == kAdminUser) return absl::OkStatus();
-  const QueueSpec* spec = queues_.Find(queue);
+  const QueueSpec* spec = scheduling_.queues().Find(queue);
   const int in_queue_most = spec != nullptr ? spec->max_pending_jobs_per_user : 0;
   const int most = options_.max_pending_jobs_per_user;
   if (in_queue_most <= 0 && most <= 0) return absl::OkStatus();
@@ -174,7 +174,7 @@ absl::StatusOr<std::string> JobManager::Submit(v1::JobSpec spec, const std::stri
   std::string job_id;
   {
     MutexLock lock(&mu_);
-    ASSIGN_OR_RETURN(QueueAdmission admission, AdmitToQueue(queues_, spec, owner));
+    ASSIGN_OR_RETURN(QueueAdmission admission, AdmitToQueue(scheduling_.queues(), spec, owner));
     spec.set_queue(admission.queue);
     if (!request_key.empty()) {
       ASSIGN_OR_RETURN(std::string earlier, store_->FindRequest(request_key));
@@ -380,20 +380,14 @@ void JobManager::TickLocked() {
   for (const LostWorker& lost : membership_->Expire()) OnWorkerLostLocked(lost);
   const absl::Time now = clock_->Now();
   // A PENDING job has no rank; only its deadline can run out.
-  for (size_t i = 0; i < pending_views_.size(); ++i) {
-    const int64_t number = pending_views_[i].sequence;
-    if (pending_meta_[i].deadline && table_.pending().count(number) > 0) {
-      CheckDeadlineLocked(*table_.resident().at(number), now);
-    }
+  for (int64_t number : scheduling_.PendingWithDeadline()) {
+    if (table_.pending().count(number) > 0) CheckDeadlineLocked(*table_.resident().at(number), now);
   }
   const absl::flat_hash_set<std::string> relisted = membership_->ListsChangedSince(&lists_seen_);
-  size_t view = 0;  // into placed_views_, which follow placed() in order
   for (const auto& [number, record] : table_.placed()) {
     JobRecord& entry = *record;
-    while (view < placed_views_.size() && placed_views_[view].number < number) ++view;
-    const bool viewed = view < placed_views_.size() && placed_views_[view].number == number;
     // Ended jobs too: their ranks hold slots.
-    if (MaySeeNewSightings(entry, viewed ? &placed_views_[view] : nullptr, relisted)) {
+    if (scheduling_.MaySeeNewSightings(entry, relisted)) {
       CheckRanksReportedLocked(entry);
     }
     // Stacks asked for are answered by their deadline, or once the attempt

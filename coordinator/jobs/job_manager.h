@@ -37,6 +37,7 @@
 #include "coordinator/rendezvous/rendezvous_store.h"
 #include "coordinator/scheduling/queue_scheduler.h"
 #include "coordinator/scheduling/scheduler.h"
+#include "coordinator/scheduling/scheduling_views.h"
 #include "domain/job_state.h"
 #include "domain/queue_config.h"
 #include "domain/spec_validation.h"
@@ -289,12 +290,9 @@ class JobManager final : public JobLogIndex {
   void OnGpuErrorLocked(const std::string& worker_id, const v1::GpuError& error)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  // Scheduling (job_manager_schedule.cc).
+  // Scheduling (job_manager_schedule.cc): acting on what a pass of
+  // scheduling_ decides.
   void ScheduleLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Keeps the jobs' exclusions in their pending views only where the other
-  // workers can hold them.
-  void ApplyExclusionsLocked(const std::vector<WorkerCapacity>& free)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Free slots of `workers`, leaving out the ranks of `except`.
   std::vector<WorkerCapacity> CapacityLocked(const std::vector<SchedulableWorker>& workers,
                                              const std::string& except = "")
@@ -303,18 +301,6 @@ class JobManager final : public JobLogIndex {
                           const std::vector<SchedulableWorker>& workers)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void SendStartLocked(const JobRecord& entry, int rank) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // What the scheduler sees of the pending jobs: brings pending_views_ up
-  // to JobTable::pending() (when it has changed) and marks preemptors.
-  void UpdatePendingViewsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void MergePendingViewsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The queue's name as queues_ spells it, else `queue`: the views name
-  // their queue by the config's strings, which a scheduling pass reads
-  // thousands of times.
-  std::string_view QueueNameLocked(const std::string& queue) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Brings placed_views_ up to JobTable::placed().
-  void UpdatePlacedViewsLocked(const std::vector<SchedulableWorker>& workers)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Stops `victim`'s ranks with its preemption grace; it returns to PENDING
   // when they have stopped, without counting a restart.
   void PreemptLocked(JobRecord& victim, const JobRecord& by, int keep_ranks)
@@ -347,13 +333,6 @@ class JobManager final : public JobLogIndex {
   // exit was lost: after kReportsBeforeQuery reports without it the exit is
   // asked for again, after kReportsBeforeLost the rank is RANK_LOST.
   void CheckRanksReportedLocked(JobRecord& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Whether the reports may say something new of the job's ranks since
-  // CheckRanksReportedLocked last looked: the job has changed, or a worker its
-  // ranks hold slots on (as of `view`, its placed view if any) has listed
-  // its running ranks again.
-  struct PlacedView;
-  static bool MaySeeNewSightings(const JobRecord& entry, const PlacedView* view,
-                                 const absl::flat_hash_set<std::string>& relisted);
   static constexpr int kReportsBeforeQuery = 2;
   static constexpr int kReportsBeforeLost = 4;
   void ReconcileLocked(const WorkerSession& session, const v1::RegisterWorker& request,
@@ -386,57 +365,15 @@ class JobManager final : public JobLogIndex {
   std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);  // back-off jitter
   const std::string run_id_;                  // this run of the coordinator, in resume tokens
   absl::Time next_prune_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
-  QueueConfig queues_ ABSL_GUARDED_BY(mu_);
-  // What the scheduler sees of each PENDING job, oldest first, kept until
-  // the job's stamp in JobTable::pending() changes; beside each, that stamp
-  // and the reason it was last given, so that a pass reads no job whose
-  // reason stays.
-  std::vector<PendingJob> pending_views_ ABSL_GUARDED_BY(mu_);
-  struct PendingMeta {
-    int64_t stamp = 0;
-    std::string reason;
-    bool deadline = false;  // the spec has deadline_s
-    bool excludes = false;  // the job has excluded_workers
-  };
-  std::vector<PendingMeta> pending_meta_ ABSL_GUARDED_BY(mu_);
-  int64_t pending_views_at_ ABSL_GUARDED_BY(mu_) = -1;         // JobTable::pending_changes() then
-  std::vector<int64_t> preemptor_views_ ABSL_GUARDED_BY(mu_);  // the views marked preemptor
-  // What the scheduler sees of each placed job, oldest first, kept while
-  // the job's revision stays (every change to a job takes a new one): the
-  // ranks that hold slots and, while it is STARTING or RUNNING, what may be
-  // preempted or counts against its queue. A tick reads no job that has not
-  // changed.
-  struct PlacedView {
-    int64_t number = 0;
-    int64_t revision = 0;
-    bool running = false;
-    RunningJob job;  // job.ranks: where its ranks hold slots
-    // The same by worker: the slots its ranks hold on each, and their CPUs
-    // and memory.
-    struct OnWorker {
-      std::string worker_id;
-      std::vector<int> slots;
-      int cpus = 0;
-      int64_t memory_mb = 0;
-    };
-    std::vector<OnWorker> held;
-  };
-  std::vector<PlacedView> placed_views_ ABSL_GUARDED_BY(mu_);
+  SchedulingViews scheduling_ ABSL_GUARDED_BY(mu_);
   int64_t lists_seen_ ABSL_GUARDED_BY(mu_) = 0;  // WorkerMembership::ListsChangedSince
-  // PENDING jobs that preempted others, by id: the victims still stopping.
-  std::map<std::string, std::set<std::string>> preemptors_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, QueueLoad> queue_loads_ ABSL_GUARDED_BY(mu_);
   HealthRecords health_ ABSL_GUARDED_BY(mu_);
   // Answers to callers (DumpStacks) made under mu_, run after it.
   std::vector<std::function<void()>> replies_ ABSL_GUARDED_BY(mu_);
-  // The pending views of jobs that exclude workers, by job number.
-  std::vector<int64_t> excluding_views_ ABSL_GUARDED_BY(mu_);
 };
 
 // What counts as progress for the job's ranks.
 ProgressWatch::Kind WatchKind(const v1::JobSpec& spec);
-// What the job asks of the cluster.
-GangRequest GangOf(const v1::JobSpec& spec);
 
 }  // namespace ringmaster
 

@@ -19,236 +19,22 @@ ProgressWatch::Kind WatchKind(const v1::JobSpec& spec) {
   return spec.has_trainer() ? ProgressWatch::Kind::kTrainer : ProgressWatch::Kind::kCommand;
 }
 
-GangRequest GangOf(const v1::JobSpec& spec) {
-  GangRequest request;
-  request.ranks = spec.ranks();
-  request.gpus_per_rank = spec.gpus_per_rank();
-  request.min_ranks = spec.min_ranks();
-  request.cpus = spec.resources().cpus();
-  request.memory_mb = spec.resources().memory_mb();
-  request.ranks_per_worker = spec.ranks_per_worker();
-  request.selector = {spec.worker_selector().begin(), spec.worker_selector().end()};
-  return request;
-}
-
-namespace {
-
-// When the job was preempted within the last hour, oldest first.
-std::vector<absl::Time> PreemptedAt(const v1::Job& job) {
-  std::vector<absl::Time> times;
-  for (int64_t ms : job.preempted_unix_ms()) times.push_back(absl::FromUnixMillis(ms));
-  return times;
-}
-
-// When the job last entered `state`, from its history.
-absl::Time LastEntered(const v1::Job& job, v1::JobState state) {
-  for (auto it = job.history().rbegin(); it != job.history().rend(); ++it) {
-    if (it->state() == state) return absl::FromUnixMillis(it->time_unix_ms());
+void JobManager::ScheduleLocked() {
+  const std::vector<SchedulableWorker> workers = SchedulableLocked();
+  SchedulingViews::Decisions decisions = scheduling_.Pass(table_, workers, clock_->Now());
+  for (const Preemption& p : decisions.preemptions) {
+    PreemptLocked(*table_.Find(p.victim), *table_.Find(p.preemptor), p.keep_ranks);
   }
-  return absl::FromUnixMillis(job.create_unix_ms());
-}
-
-}  // namespace
-
-namespace {
-
-PendingJob* ViewOf(std::vector<PendingJob>& views, int64_t number) {
-  auto view = std::lower_bound(views.begin(), views.end(), number,
-                               [](const PendingJob& p, int64_t n) { return p.sequence < n; });
-  return view != views.end() && view->sequence == number ? &*view : nullptr;
-}
-
-}  // namespace
-
-void JobManager::UpdatePendingViewsLocked() {
-  for (int64_t number : preemptor_views_) {
-    if (PendingJob* view = ViewOf(pending_views_, number)) view->preemptor = false;
+  for (auto& [number, placement] : decisions.starts) {
+    JobRecord& entry = *table_.resident().at(number);
+    scheduling_.Started(entry.job.id());
+    StartAttemptLocked(entry, placement, workers);
   }
-  preemptor_views_.clear();
-  if (pending_views_at_ != table_.pending_changes()) MergePendingViewsLocked();
-  // A preemptor goes first until its victims have let go of their slots.
-  for (auto it = preemptors_.begin(); it != preemptors_.end();) {
-    const JobRecord* entry = table_.Find(it->first);
-    std::set<std::string>& victims = it->second;
-    for (auto v = victims.begin(); v != victims.end();) {
-      const JobRecord* victim = table_.Find(*v);
-      v = victim != nullptr && HoldsSlots(victim->job) ? std::next(v) : victims.erase(v);
-    }
-    if (entry == nullptr || entry->job.state() != v1::PENDING || victims.empty()) {
-      it = preemptors_.erase(it);
-      continue;
-    }
-    const int64_t number = JobNumber(it->first);
-    if (PendingJob* view = ViewOf(pending_views_, number)) {
-      view->preemptor = true;
-      preemptor_views_.push_back(number);
-    }
-    ++it;
-  }
-}
-
-void JobManager::ApplyExclusionsLocked(const std::vector<WorkerCapacity>& free) {
-  for (int64_t number : excluding_views_) {
-    PendingJob* view = ViewOf(pending_views_, number);
-    if (view == nullptr) continue;
-    GangRequest& request = view->request;
-    request.avoid.clear();
-    for (const v1::ExcludedWorker& e : table_.resident().at(number)->job.excluded_workers()) {
-      request.avoid.push_back(e.worker_id());
-    }
-    // Only while other capacity exists: a job that the other workers can
-    // never hold goes back to those it avoided.
-    if (!NeverFits(free, request).empty()) request.avoid.clear();
-  }
-}
-
-void JobManager::MergePendingViewsLocked() {
-  // A merge of the table's pending jobs with the views kept: only a job new
-  // to PENDING (or PENDING again: a new stamp) is read.
-  std::vector<PendingJob> views;
-  std::vector<PendingMeta> meta;
-  views.reserve(table_.pending().size());
-  meta.reserve(table_.pending().size());
-  size_t kept = 0;
-  for (const auto& [number, stamp] : table_.pending()) {
-    while (kept < pending_views_.size() && pending_views_[kept].sequence < number) ++kept;
-    if (kept < pending_views_.size() && pending_views_[kept].sequence == number &&
-        pending_meta_[kept].stamp == stamp) {
-      views.push_back(pending_views_[kept]);
-      meta.push_back(std::move(pending_meta_[kept]));
-      continue;
-    }
-    const v1::Job& job = table_.resident().at(number)->job;
-    views.push_back({job.id(), QueueNameLocked(job.spec().queue()), job.owner(), job.priority(),
-                     number, LastEntered(job, v1::PENDING), false, GangOf(job.spec())});
-    meta.push_back({stamp, job.pending_reason(), job.spec().deadline_s() > 0,
-                    job.excluded_workers_size() > 0});
-  }
-  excluding_views_.clear();
-  for (size_t i = 0; i < meta.size(); ++i) {
-    if (meta[i].excludes) excluding_views_.push_back(views[i].sequence);
-  }
-  pending_views_ = std::move(views);
-  pending_meta_ = std::move(meta);
-  pending_views_at_ = table_.pending_changes();
-}
-
-namespace {
-
-// What the scheduler sees of a placed job now.
-RunningJob ViewOfPlaced(
-    const v1::Job& job, std::string_view queue,
-    const absl::flat_hash_map<std::string_view, const SchedulableWorker*>& workers) {
-  RunningJob view{job.id(),
-                  queue,
-                  job.owner(),
-                  job.priority(),
-                  LastEntered(job, v1::STARTING),
-                  job.spec().preemptible(),
-                  GangOf(job.spec()),
-                  {},
-                  PreemptedAt(job)};
-  for (const v1::RankStatus& rank : job.ranks()) {
-    if (!RankHoldsSlot(rank)) continue;
-    RankPlacement& p = view.ranks.emplace_back(RankPlacement{rank.rank(), rank.worker_id(), {}});
-    auto worker = rank.gpus().empty() ? workers.end() : workers.find(rank.worker_id());
-    if (worker == workers.end()) {
-      p.slots.push_back(rank.slot());
-    } else {  // a GPU rank holds the slot of each of its GPUs
-      AppendGpuSlots(rank.gpus(), worker->second->gpu_indices, &p.slots);
-    }
-  }
-  return view;
-}
-
-}  // namespace
-
-void JobManager::UpdatePlacedViewsLocked(const std::vector<SchedulableWorker>& workers) {
-  absl::flat_hash_map<std::string_view, const SchedulableWorker*> by_id;
-  for (const SchedulableWorker& w : workers) by_id.emplace(w.worker_id, &w);
-  std::vector<PlacedView> views;
-  views.reserve(table_.placed().size());
-  size_t kept = 0;
-  for (const auto& [number, record] : table_.placed()) {
-    const v1::Job& job = record->job;
-    while (kept < placed_views_.size() && placed_views_[kept].number < number) ++kept;
-    if (kept < placed_views_.size() && placed_views_[kept].number == number &&
-        placed_views_[kept].revision == job.revision()) {
-      views.push_back(std::move(placed_views_[kept]));
-      continue;
-    }
-    const bool running = job.state() == v1::STARTING || job.state() == v1::RUNNING;
-    PlacedView& view =
-        views.emplace_back(PlacedView{number,
-                                      job.revision(),
-                                      running,
-                                      ViewOfPlaced(job, QueueNameLocked(job.spec().queue()), by_id),
-                                      {}});
-    for (const RankPlacement& p : view.job.ranks) {
-      if (view.held.empty() || view.held.back().worker_id != p.worker_id) {
-        view.held.push_back({p.worker_id});
-      }
-      PlacedView::OnWorker& on = view.held.back();
-      on.slots.insert(on.slots.end(), p.slots.begin(), p.slots.end());
-      on.cpus += view.job.request.cpus;
-      on.memory_mb += view.job.request.memory_mb;
-    }
-  }
-  placed_views_ = std::move(views);
 }
 
 std::vector<WorkerCapacity> JobManager::CapacityLocked(
     const std::vector<SchedulableWorker>& workers, const std::string& except) {
-  UpdatePlacedViewsLocked(workers);
-  std::vector<HeldSlots> held;
-  for (const PlacedView& view : placed_views_) {
-    if (view.job.job_id == except) continue;
-    for (const PlacedView::OnWorker& on : view.held) {
-      held.push_back({on.worker_id, on.slots, on.cpus, on.memory_mb});
-    }
-  }
-  return FreeCapacity(workers, held, except);
-}
-
-void JobManager::ScheduleLocked() {
-  const std::vector<SchedulableWorker> workers = SchedulableLocked();
-  UpdatePendingViewsLocked();
-  std::vector<WorkerCapacity> free = CapacityLocked(workers);
-  ApplyExclusionsLocked(free);
-  std::vector<const RunningJob*> running;
-  for (const PlacedView& view : placed_views_) {
-    if (view.running) running.push_back(&view.job);
-  }
-  SchedulingDecisions decisions = ScheduleQueues(queues_, pending_views_, running, std::move(free),
-                                                 clock_->Now(), options_.scheduling);
-  queue_loads_ = std::move(decisions.queues);
-  // The decisions view the jobs' own strings: act on the jobs by number,
-  // and on placements only after the views are done with.
-  std::vector<std::pair<int64_t, std::vector<RankPlacement>>> starts;
-  for (size_t i = 0; i < pending_views_.size(); ++i) {
-    const PendingJob& job = pending_views_[i];
-    JobDecision& decided = decisions.jobs[i];
-    if (!decided.placement.empty()) {
-      starts.emplace_back(job.sequence, std::move(decided.placement));
-      pending_meta_[i].reason.clear();  // a start that fails says why on the job itself
-      continue;
-    }
-    std::string& said = pending_meta_[i].reason;
-    if (!decided.waiting.empty() && said != decided.waiting) {
-      said = std::string(decided.waiting);
-      JobRecord& entry = *table_.resident().at(job.sequence);
-      entry.job.set_pending_reason(said);
-      table_.Notify(entry);
-    }
-  }
-  for (const Preemption& p : decisions.preemptions) {
-    PreemptLocked(*table_.Find(p.victim), *table_.Find(p.preemptor), p.keep_ranks);
-  }
-  for (auto& [number, placement] : starts) {
-    JobRecord& entry = *table_.resident().at(number);
-    preemptors_.erase(entry.job.id());
-    StartAttemptLocked(entry, placement, workers);
-  }
+  return scheduling_.Capacity(table_, workers, except);
 }
 
 void JobManager::PreemptLocked(JobRecord& victim, const JobRecord& by, int keep_ranks) {
@@ -262,7 +48,7 @@ void JobManager::PreemptLocked(JobRecord& victim, const JobRecord& by, int keep_
     absl::StrAppend(&message, ": resumes from a checkpoint taken on stop when it is placed again");
   }
   // The bound, said when this preemption reaches it.
-  const int most = options_.scheduling.max_preemptions_per_hour;
+  const int most = scheduling_.policy().max_preemptions_per_hour;
   const absl::Time now = clock_->Now();
   std::vector<absl::Time> times = PreemptedAt(job);
   times.push_back(now);
@@ -289,63 +75,17 @@ void JobManager::PreemptLocked(JobRecord& victim, const JobRecord& by, int keep_
   victim.restart_at = clock_->Now();
   victim.regrow_since = absl::InfiniteFuture();
   StopRanksLocked(victim, absl::Seconds(job.spec().preemption_grace_s()));
-  preemptors_[by.job.id()].insert(job.id());
+  scheduling_.Preempted(job.id(), by.job.id());
 }
 
 void JobManager::SetQueues(QueueConfig queues) {
   MutexLock lock(&mu_);
-  queues_ = std::move(queues);
-  queue_loads_.clear();
-  // The views name their queues by the config's strings.
-  pending_views_.clear();
-  pending_meta_.clear();
-  preemptor_views_.clear();
-  excluding_views_.clear();
-  pending_views_at_ = -1;
-  placed_views_.clear();
+  scheduling_.SetQueues(std::move(queues));
 }
-
-std::string_view JobManager::QueueNameLocked(const std::string& queue) const {
-  for (const QueueSpec& spec : queues_.queues) {
-    if (spec.name == queue) return spec.name;
-  }
-  return queue;
-}
-
-namespace {
-
-void SetAmount(const SlotAmount& amount, v1::SlotAmount* out) {
-  out->set_slots(amount.slots >= SlotAmount::kUnlimited ? -1 : amount.slots);
-  out->set_gpus(amount.gpus >= SlotAmount::kUnlimited ? -1 : amount.gpus);
-}
-
-}  // namespace
 
 v1::ListQueuesResponse JobManager::ListQueues() {
   MutexLock lock(&mu_);
-  v1::ListQueuesResponse response;
-  for (const QueueSpec& spec : queues_.queues) {
-    v1::Queue* queue = response.add_queues();
-    queue->set_name(spec.name);
-    queue->set_weight(spec.weight);
-    SetAmount(spec.quota, queue->mutable_quota());
-    SetAmount(spec.limit, queue->mutable_limit());
-    for (const std::string& user : spec.users) queue->add_users(user);
-    queue->set_max_running_jobs_per_user(spec.max_running_jobs_per_user);
-    queue->set_is_default(spec.name == queues_.default_queue);
-    auto load = queue_loads_.find(spec.name);
-    if (load == queue_loads_.end()) continue;
-    const SlotAmount& used = load->second.in_use;
-    SetAmount(used, queue->mutable_in_use());
-    queue->mutable_borrowed()->set_slots(std::max<int64_t>(0, used.slots - spec.quota.slots));
-    queue->mutable_borrowed()->set_gpus(std::max<int64_t>(0, used.gpus - spec.quota.gpus));
-    queue->set_running_jobs(load->second.running_jobs);
-    queue->set_pending_jobs(load->second.pending_jobs);
-  }
-  for (const auto& [name, priority] : queues_.priority_classes) {
-    (*response.mutable_priority_classes())[name] = priority;
-  }
-  return response;
+  return scheduling_.ListQueues();
 }
 
 void JobManager::StartAttemptLocked(JobRecord& entry, const std::vector<RankPlacement>& placement,

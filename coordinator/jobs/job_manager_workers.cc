@@ -136,18 +136,6 @@ void JobManager::HeartbeatLocked(const WorkerSession& session, const v1::Heartbe
   }
 }
 
-bool JobManager::MaySeeNewSightings(const JobRecord& entry, const PlacedView* view,
-                                    const absl::flat_hash_set<std::string>& relisted) {
-  const int64_t revision = entry.job.revision();
-  if (entry.sightings_checked != revision || view == nullptr || view->revision != revision) {
-    return true;
-  }
-  for (const PlacedView::OnWorker& on : view->held) {
-    if (relisted.count(on.worker_id) > 0) return true;
-  }
-  return false;
-}
-
 void JobManager::CheckRanksReportedLocked(JobRecord& entry) {
   const v1::Job& job = entry.job;
   entry.sightings_checked = job.revision();  // a change made here is looked at again
