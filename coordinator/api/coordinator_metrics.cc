@@ -112,7 +112,7 @@ void CoordinatorMetrics::Collect() {
   if (slowdown_source_) {
     for (const RankSlowdown& s : slowdown_source_()) {
       metrics::Labels labels = {
-          {"job_id", s.job_id}, {"rank", absl::StrCat(s.rank)}, {"worker", s.worker}};
+          {"job_id", s.job_id}, {"rank", absl::StrCat(s.rank)}, {"worker", s.worker_id}};
       slowdown_.Add(labels).Set(s.ratio);
       slowdowns.insert(std::move(labels));
     }

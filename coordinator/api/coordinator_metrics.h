@@ -14,6 +14,7 @@
 #include "common/clock.h"
 #include "common/metrics.h"
 #include "common/mutex.h"
+#include "coordinator/health/health_keeper.h"
 #include "proto/cluster.pb.h"
 #include "proto/job.pb.h"
 
@@ -25,14 +26,6 @@ struct QueueGauges {
   int64_t slots_in_use = 0;
   int64_t quota_slots = -1;  // -1: no quota (no series)
   int pending_jobs = 0;
-};
-
-// A rank's compute time per step over its job's median.
-struct RankSlowdown {
-  std::string job_id;
-  int rank = 0;
-  std::string worker;
-  double ratio = 0;
 };
 
 // Thread-safe.

@@ -122,13 +122,7 @@ absl::Status CoordinatorServer::InitJobs(const CoordinatorConfig& config) {
         }
         return gauges;
       });
-  metrics_->SetSlowdownSource([manager] {
-    std::vector<RankSlowdown> out;
-    for (const JobManager::Slowdown& s : manager->Slowdowns()) {
-      out.push_back({s.job_id, s.rank, s.worker_id, s.ratio});
-    }
-    return out;
-  });
+  metrics_->SetSlowdownSource([manager] { return manager->Slowdowns(); });
   RETURN_IF_ERROR(manager_->Recover());
   rendezvous_->EndRestore();
   return absl::OkStatus();

@@ -94,7 +94,7 @@ JobManager::JobManager(JobStore* store, RendezvousStore* rendezvous, WorkerMembe
       run_id_(absl::StrFormat(
           "%016x", std::random_device{}() * uint64_t{0x100000000} ^ std::random_device{}())),
       scheduling_(options_.queues, options_.scheduling),
-      health_(options_.health) {}
+      health_(store_, membership_, clock_, options_.health) {}
 
 absl::Status JobManager::Recover() {
   MutexLock lock(&mu_);
@@ -353,7 +353,7 @@ std::vector<v1::Worker> JobManager::ListWorkers() {
   std::vector<v1::Worker> workers;
   {
     MutexLock lock(&mu_);
-    workers = ListWorkersLocked();
+    workers = health_.List(table_);
   }
   outbox_.Flush();
   return workers;
@@ -406,13 +406,7 @@ void JobManager::TickLocked() {
     if (AwaitsPreflight(entry.job)) CheckPreflightLocked(entry);
     if (entry.job.state() == v1::RUNNING) CheckRegrowthLocked(entry, now);
   }
-  for (const v1::WorkerHealth& record : health_.Expire(now)) {
-    StoreHealthLocked({record});
-    if (!record.has_cordon() && record.probation_until_unix_ms() > absl::ToUnixMillis(now)) {
-      spdlog::info("worker {}: quarantine over; on probation until {}", record.worker_id(),
-                   absl::FormatTime(absl::FromUnixMillis(record.probation_until_unix_ms())));
-    }
-  }
+  health_.Expire();
   AdvanceRestartsLocked(now);
   ScheduleLocked();
   table_.RetireEnded();

@@ -33,6 +33,7 @@
 #include "coordinator/core/restart_policy.h"
 #include "coordinator/core/worker_link.h"
 #include "coordinator/core/worker_membership.h"
+#include "coordinator/health/health_keeper.h"
 #include "coordinator/health/worker_health.h"
 #include "coordinator/rendezvous/rendezvous_store.h"
 #include "coordinator/scheduling/queue_scheduler.h"
@@ -158,15 +159,8 @@ class JobManager final : public JobLogIndex {
 
   // Every worker, with its health (cordon, failures blamed on it).
   std::vector<v1::Worker> ListWorkers();
-  // Each rank of a RUNNING job with a compute figure: its ratio to the
-  // job's median (for ringmaster_rank_slowdown_ratio).
-  struct Slowdown {
-    std::string job_id;
-    int rank = 0;
-    std::string worker_id;
-    double ratio = 0;
-  };
-  std::vector<Slowdown> Slowdowns();
+  // Each rank of a RUNNING job with a compute figure (HealthKeeper).
+  std::vector<RankSlowdown> Slowdowns();
 
   // Cordons and drains (job_manager_health.cc), by `by` ("admin"):
   // stored before they return. NOT_FOUND for a worker never seen.
@@ -252,20 +246,7 @@ class JobManager final : public JobLogIndex {
   // Runs the replies queued under mu_; called after releasing it.
   void RunReplies();
 
-  // Worker health (job_manager_health.cc).
-  // The schedulable workers that are not cordoned.
-  std::vector<SchedulableWorker> SchedulableLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void StoreHealthLocked(const std::vector<v1::WorkerHealth>& records)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Blames the worker the attempt's failure `cause` points at (BlameOf):
-  // may quarantine it, and makes the job avoid a worker where its ranks
-  // failed twice. A job at fault itself says so in `cause`. True when the
-  // job's next attempt avoids that worker now.
-  bool BlameLocked(JobRecord& entry, FailureCause& cause) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  std::vector<v1::Worker> ListWorkersLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The worker as ListWorkers shows it; NOT_FOUND for one never seen.
-  absl::StatusOr<v1::Worker> WorkerLocked(const std::string& worker_id)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Worker health for jobs (job_manager_health.cc).
   // Names the job's ranks that compute far slower than the others, from
   // their latest reports; with on_straggler: exclude, restarts it without
   // a new straggler's worker where the job can do without it.
@@ -286,9 +267,6 @@ class JobManager final : public JobLogIndex {
   // has posted its report, the verdict: "go", or the attempt placed again
   // without the workers of ranks that failed or were slow.
   void CheckPreflightLocked(JobRecord& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // A GPU error the worker reported: recorded, and a broken GPU cordons it.
-  void OnGpuErrorLocked(const std::string& worker_id, const v1::GpuError& error)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Scheduling (job_manager_schedule.cc): acting on what a pass of
   // scheduling_ decides.
@@ -367,7 +345,7 @@ class JobManager final : public JobLogIndex {
   absl::Time next_prune_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   SchedulingViews scheduling_ ABSL_GUARDED_BY(mu_);
   int64_t lists_seen_ ABSL_GUARDED_BY(mu_) = 0;  // WorkerMembership::ListsChangedSince
-  HealthRecords health_ ABSL_GUARDED_BY(mu_);
+  HealthKeeper health_ ABSL_GUARDED_BY(mu_);
   // Answers to callers (DumpStacks) made under mu_, run after it.
   std::vector<std::function<void()>> replies_ ABSL_GUARDED_BY(mu_);
 };

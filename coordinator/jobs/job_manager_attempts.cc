@@ -89,7 +89,7 @@ void JobManager::EndAttemptLocked(JobRecord& entry) {
   entry.ending.reset();
   // A failure that moves the job off its worker is worth another attempt,
   // even the same failure again.
-  const bool moves = BlameLocked(entry, cause);
+  const bool moves = health_.Blame(entry, cause);
   v1::Job& job = entry.job;
   const bool repeat =
       !moves && entry.last_failure && RepeatsWithoutProgress(*entry.last_failure, cause);

@@ -1,5 +1,5 @@
-// JobManager: cordons, drains and quarantines of workers, and the workers
-// a job avoids.
+// JobManager: what the workers' health (HealthKeeper) means for jobs:
+// cordons and drains, the workers a job avoids, its stragglers.
 #include <algorithm>
 #include <set>
 
@@ -13,78 +13,17 @@
 #include "domain/job_state.h"
 
 namespace ringmaster {
-namespace {
-
-constexpr size_t kMaxReasonBytes = 512;
-
-absl::Status CheckReason(const std::string& reason) {
-  if (reason.size() <= kMaxReasonBytes) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat("the reason is ", reason.size(), " bytes long; at most ", kMaxReasonBytes));
-}
-
-}  // namespace
-
-std::vector<SchedulableWorker> JobManager::SchedulableLocked() {
-  std::vector<SchedulableWorker> workers = membership_->Schedulable();
-  if (!health_.AnyCordoned()) return workers;
-  std::vector<SchedulableWorker> open;
-  open.reserve(workers.size());
-  for (SchedulableWorker& w : workers) {
-    if (!health_.Cordoned(w.worker_id)) open.push_back(std::move(w));
-  }
-  return open;
-}
-
-void JobManager::StoreHealthLocked(const std::vector<v1::WorkerHealth>& records) {
-  for (const v1::WorkerHealth& record : records) {
-    if (absl::Status s = store_->PutWorkerHealth(record); !s.ok()) {
-      spdlog::error("could not store the health of worker {}: {}", record.worker_id(),
-                    s.ToString());
-    }
-  }
-}
-
-std::vector<v1::Worker> JobManager::ListWorkersLocked() {
-  std::vector<v1::Worker> workers = membership_->List();
-  std::map<std::string, int> used;
-  for (const auto& [number, record] : table_.resident()) {
-    for (const v1::RankStatus& rank : record->job.ranks()) {
-      if (RankHoldsSlot(rank)) used[rank.worker_id()] += std::max(1, rank.gpus_size());
-    }
-  }
-  for (v1::Worker& w : workers) {
-    w.set_slots_used(used[w.id()]);
-    if (const v1::WorkerHealth* health = health_.Find(w.id())) *w.mutable_health() = *health;
-  }
-  return workers;
-}
-
-absl::StatusOr<v1::Worker> JobManager::WorkerLocked(const std::string& worker_id) {
-  for (v1::Worker& w : ListWorkersLocked()) {
-    if (w.id() == worker_id) return std::move(w);
-  }
-  if (const v1::WorkerHealth* health = health_.Find(worker_id)) {
-    v1::Worker w;  // known from its stored record only, since a coordinator restart
-    w.set_id(worker_id);
-    *w.mutable_health() = *health;
-    return w;
-  }
-  return absl::NotFoundError(
-      absl::StrCat("no worker \"", worker_id, "\"; `ringmaster workers` lists them"));
-}
 
 absl::StatusOr<v1::Worker> JobManager::Cordon(const std::string& worker_id,
                                               const std::string& reason, const std::string& by) {
-  RETURN_IF_ERROR(CheckReason(reason));
+  RETURN_IF_ERROR(CheckCordonReason(reason));
   absl::StatusOr<v1::Worker> worker;
   {
     MutexLock lock(&mu_);
-    RETURN_IF_ERROR(WorkerLocked(worker_id).status());
-    StoreHealthLocked({health_.Cordon(worker_id, reason.empty() ? "cordoned" : reason, by,
-                                      clock_->Now(), /*drained=*/false)});
+    RETURN_IF_ERROR(health_.Worker(table_, worker_id).status());
+    health_.Cordon(worker_id, reason.empty() ? "cordoned" : reason, by, /*drained=*/false);
     spdlog::info("worker {} cordoned by {}: {}", worker_id, by, reason);
-    worker = WorkerLocked(worker_id);
+    worker = health_.Worker(table_, worker_id);
   }
   outbox_.Flush();  // stored before the reply
   return worker;
@@ -94,10 +33,10 @@ absl::StatusOr<v1::Worker> JobManager::Uncordon(const std::string& worker_id) {
   absl::StatusOr<v1::Worker> worker;
   {
     MutexLock lock(&mu_);
-    RETURN_IF_ERROR(WorkerLocked(worker_id).status());
-    StoreHealthLocked({health_.Uncordon(worker_id)});
+    RETURN_IF_ERROR(health_.Worker(table_, worker_id).status());
+    health_.Uncordon(worker_id);
     spdlog::info("worker {} uncordoned", worker_id);
-    worker = WorkerLocked(worker_id);
+    worker = health_.Worker(table_, worker_id);
   }
   outbox_.Flush();
   return worker;
@@ -107,14 +46,14 @@ absl::StatusOr<v1::DrainWorkerResponse> JobManager::Drain(const std::string& wor
                                                           const std::string& reason,
                                                           const std::string& by,
                                                           absl::Duration grace) {
-  RETURN_IF_ERROR(CheckReason(reason));
+  RETURN_IF_ERROR(CheckCordonReason(reason));
   v1::DrainWorkerResponse response;
   {
     MutexLock lock(&mu_);
-    RETURN_IF_ERROR(WorkerLocked(worker_id).status());
+    RETURN_IF_ERROR(health_.Worker(table_, worker_id).status());
     const std::string why = reason.empty() ? "drained" : reason;
     const absl::Time now = clock_->Now();
-    StoreHealthLocked({health_.Cordon(worker_id, why, by, now, /*drained=*/true)});
+    health_.Cordon(worker_id, why, by, /*drained=*/true);
     std::vector<JobRecord*> running;  // transitions change placed()
     for (const auto& [number, record] : table_.placed()) {
       const v1::Job& job = record->job;
@@ -139,53 +78,16 @@ absl::StatusOr<v1::DrainWorkerResponse> JobManager::Drain(const std::string& wor
     }
     spdlog::info("worker {} drained by {} ({}): stopping {} jobs with a {} grace", worker_id, by,
                  why, response.stopped_jobs_size(), absl::FormatDuration(grace));
-    ASSIGN_OR_RETURN(*response.mutable_worker(), WorkerLocked(worker_id));
+    ASSIGN_OR_RETURN(*response.mutable_worker(), health_.Worker(table_, worker_id));
   }
   outbox_.Flush();
   return response;
 }
 
-bool JobManager::BlameLocked(JobRecord& entry, FailureCause& cause) {
-  const absl::Time now = clock_->Now();
-  const std::optional<Blame> blame = BlameOf(entry.job, cause, now);
-  if (!blame) return false;
-  HealthRecords::Verdict verdict = health_.Record(*blame, now, membership_->Size());
-  StoreHealthLocked(verdict.changed);
-  if (verdict.quarantined) {
-    spdlog::warn("worker {} {}", blame->worker_id,
-                 health_.Find(blame->worker_id)->cordon().reason());
-  }
-  if (!verdict.spared.empty()) spdlog::warn("{}", verdict.spared);
-  if (!verdict.job_fault.empty()) {
-    absl::StrAppend(&cause.message, "; ", verdict.job_fault);
-    return false;
-  }
-  v1::Job& job = entry.job;
-  int32_t& failures = (*job.mutable_worker_failures())[blame->worker_id];
-  if (++failures != 2) return verdict.quarantined;
-  v1::ExcludedWorker& excluded = *job.add_excluded_workers();
-  excluded.set_worker_id(blame->worker_id);
-  excluded.set_reason(absl::StrCat("2 failures of its ranks there; the last: ", cause.message));
-  excluded.set_time_unix_ms(absl::ToUnixMillis(now));
-  spdlog::warn("job {}: avoids worker {} from now on ({})", job.id(), blame->worker_id,
-               excluded.reason());
-  return true;
-}
-
 void JobManager::UpdateStragglersLocked(JobRecord& entry, absl::Time now) {
   v1::Job& job = entry.job;
   if (job.state() != v1::RUNNING) return;
-  entry.slowdown.clear();
-  std::vector<v1::Straggler> flagged;
-  for (const StragglerWatch::Figure& f : entry.stragglers.Evaluate(now, options_.stragglers)) {
-    if (f.ratio > 0) entry.slowdown[f.rank] = f.ratio;
-    if (!f.straggler || f.rank >= job.ranks_size()) continue;
-    v1::Straggler& s = flagged.emplace_back();
-    s.set_rank(f.rank);
-    s.set_worker_id(job.ranks(f.rank).worker_id());
-    s.set_ratio(f.ratio);
-    s.set_since_unix_ms(absl::ToUnixMillis(f.slow_since));
-  }
+  const std::vector<v1::Straggler> flagged = FlagStragglers(entry, now, options_.stragglers);
   std::vector<const v1::Straggler*> added;
   for (const v1::Straggler& s : flagged) {
     const bool known = std::any_of(job.stragglers().begin(), job.stragglers().end(),
@@ -240,7 +142,8 @@ bool JobManager::ExcludeWorkersLocked(JobRecord& entry,
   GangRequest request = GangOf(job.spec());
   for (const v1::ExcludedWorker& e : job.excluded_workers()) request.avoid.push_back(e.worker_id());
   for (const v1::ExcludedWorker& e : workers) request.avoid.push_back(e.worker_id());
-  const std::vector<WorkerCapacity> idle = IdleCapacity(FreeCapacity(SchedulableLocked(), {}, ""));
+  const std::vector<WorkerCapacity> idle =
+      IdleCapacity(FreeCapacity(health_.Schedulable(), {}, ""));
   *short_of = NeverFits(idle, request);
   if (!short_of->empty()) return false;
   const int before = job.excluded_workers_size();
@@ -258,31 +161,9 @@ bool JobManager::ExcludeWorkersLocked(JobRecord& entry,
   return true;
 }
 
-std::vector<JobManager::Slowdown> JobManager::Slowdowns() {
-  std::vector<Slowdown> out;
+std::vector<RankSlowdown> JobManager::Slowdowns() {
   MutexLock lock(&mu_);
-  for (const auto& [number, record] : table_.placed()) {
-    const v1::Job& job = record->job;
-    if (job.state() != v1::RUNNING) continue;
-    for (const auto& [rank, ratio] : record->slowdown) {
-      if (rank < job.ranks_size())
-        out.push_back({job.id(), rank, job.ranks(rank).worker_id(), ratio});
-    }
-  }
-  return out;
-}
-
-void JobManager::OnGpuErrorLocked(const std::string& worker_id, const v1::GpuError& error) {
-  bool cordoned = false;
-  const v1::WorkerHealth record =
-      health_.RecordGpuError(worker_id, error, clock_->Now(), &cordoned);
-  StoreHealthLocked({record});
-  if (cordoned) {
-    spdlog::error("worker {} cordoned: {}", worker_id, record.cordon().reason());
-  } else {
-    spdlog::warn("worker {}: GPU {} reported {} {} {}", worker_id, error.gpu(),
-                 v1::GpuErrorKind_Name(error.kind()), error.xid(), error.count());
-  }
+  return ringmaster::Slowdowns(table_);
 }
 
 }  // namespace ringmaster

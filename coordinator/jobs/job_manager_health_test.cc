@@ -97,7 +97,7 @@ TEST_F(StragglerTest, ARankSlowForAMinuteIsNamedAndItsRatioMeasured) {
   // The first figure comes with the second report: slow from 2s on.
   Train(job, absl::Seconds(61), 1.8);
   EXPECT_EQ(Job(job).stragglers_size(), 0) << "slow for 59s";
-  std::vector<JobManager::Slowdown> slowdowns = manager_->Slowdowns();
+  std::vector<RankSlowdown> slowdowns = manager_->Slowdowns();
   ASSERT_EQ(slowdowns.size(), 3u);
   EXPECT_NEAR(slowdowns[2].ratio, 1.8, 1e-6);
   EXPECT_EQ(slowdowns[2].worker_id, WorkerOf(job, 2));

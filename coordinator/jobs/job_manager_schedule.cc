@@ -20,7 +20,7 @@ ProgressWatch::Kind WatchKind(const v1::JobSpec& spec) {
 }
 
 void JobManager::ScheduleLocked() {
-  const std::vector<SchedulableWorker> workers = SchedulableLocked();
+  const std::vector<SchedulableWorker> workers = health_.Schedulable();
   SchedulingViews::Decisions decisions = scheduling_.Pass(table_, workers, clock_->Now());
   for (const Preemption& p : decisions.preemptions) {
     PreemptLocked(*table_.Find(p.victim), *table_.Find(p.preemptor), p.keep_ranks);
@@ -176,7 +176,7 @@ void JobManager::CheckRegrowthLocked(JobRecord& entry, absl::Time now) {
   }
   GangRequest full = GangOf(job.spec());
   full.min_ranks = 0;
-  if (others_first || !PlaceGang(CapacityLocked(SchedulableLocked(), job.id()), full).ok()) {
+  if (others_first || !PlaceGang(CapacityLocked(health_.Schedulable(), job.id()), full).ok()) {
     entry.regrow_since = absl::InfiniteFuture();
     return;
   }

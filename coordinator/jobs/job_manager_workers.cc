@@ -189,7 +189,7 @@ void JobManager::ApplyRankEventLocked(const std::string& worker_id,
                                       const v1::WorkerMessage& message) {
   if (message.has_rank_started()) OnRankStartedLocked(worker_id, message.rank_started());
   if (message.has_rank_exited()) OnRankExitedLocked(worker_id, message.rank_exited());
-  if (message.has_gpu_error()) OnGpuErrorLocked(worker_id, message.gpu_error());
+  if (message.has_gpu_error()) health_.OnGpuError(worker_id, message.gpu_error());
   if (message.has_stacks_dumped()) OnStacksDumpedLocked(worker_id, message.stacks_dumped());
 }
 
