@@ -24,6 +24,7 @@
 #include "common/credentials.h"
 #include "common/mutex.h"
 #include "coordinator/core/attempt_placement.h"
+#include "coordinator/core/job_query.h"
 #include "coordinator/core/job_store.h"
 #include "coordinator/core/job_table.h"
 #include "coordinator/core/outbox.h"
@@ -35,6 +36,7 @@
 #include "coordinator/core/worker_membership.h"
 #include "coordinator/health/health_keeper.h"
 #include "coordinator/health/worker_health.h"
+#include "coordinator/jobs/job_manager_options.h"
 #include "coordinator/rendezvous/rendezvous_store.h"
 #include "coordinator/scheduling/queue_scheduler.h"
 #include "coordinator/scheduling/scheduler.h"
@@ -47,64 +49,6 @@
 #include "proto/worker.pb.h"
 
 namespace ringmaster {
-
-struct JobManagerOptions {
-  absl::Duration stop_grace = absl::Seconds(10);  // SIGTERM to SIGKILL
-  BackoffOptions backoff;
-  // A plain non-zero exit waits this long for a more telling cause (a
-  // signal, a lost worker) before it ends the attempt, unless every rank
-  // has ended by then.
-  absl::Duration failure_settle = absl::Seconds(1);
-  RankEnvContext rank_env;
-  // Where a spec's checkpoint_dir may lie (rank_env.checkpoint_dir, the
-  // default root, always may).
-  std::vector<std::string> checkpoint_roots;
-  SpecLimits spec_limits;
-  // Queues, priorities and preemption (SetQueues replaces the queues).
-  QueueConfig queues = DefaultQueueConfig();
-  // A user's PENDING jobs at most, in every queue together (a queue's
-  // max_pending_jobs_per_user bounds them there too); 0: no limit. The
-  // admin's are not counted.
-  int max_pending_jobs_per_user = 1000;
-  SchedulingPolicy scheduling;
-  // Ended jobs are deleted this long after they ended, and beyond this many
-  // (the oldest first).
-  absl::Duration retain_finished = absl::Hours(24 * 7);
-  int retain_finished_jobs = 10000;
-  // Quarantine of workers that fail the ranks of several jobs.
-  HealthOptions health;
-  StragglerOptions stragglers;
-  // Whether a job whose spec leaves `preflight` unset runs the check.
-  bool preflight_default = false;
-  // Uniform in [0, 1), for back-off jitter; empty: a random generator.
-  std::function<double()> random;
-  // Called under the manager's mutex after each stored transition, with the
-  // job as it was before it; must only record (metrics).
-  std::function<void(const v1::Job& before, const v1::StateChange& change)> on_transition;
-  // Called, instead of exiting, when the store refuses a commit (with a
-  // shared store: another coordinator leads). It must not return.
-  std::function<void(const absl::Status&)> on_store_lost;
-};
-
-// Which jobs ListJobs returns (see ListJobsRequest).
-struct JobQuery {
-  int page_size = 100;
-  // A page ends early rather than pass this many bytes of jobs, so that it
-  // fits a client's default 4 MiB message whatever the jobs hold.
-  int64_t max_page_bytes = 2 << 20;
-  int64_t before_number = INT64_MAX;  // only jobs numbered below (the page token)
-  std::set<v1::JobState> states;      // empty: any
-  std::string name_prefix;
-  std::map<std::string, std::string> labels;  // jobs with every one of them
-};
-
-struct JobPage {
-  std::vector<v1::Job> jobs;
-  int64_t next_before_number = 0;  // 0: no page after this one
-};
-
-// The first page of `jobs` (newest first, already matching `query`).
-JobPage PageOf(const std::vector<v1::Job>& jobs, const JobQuery& query);
 
 // Thread-safe: one mutex guards all job state. Called by the gRPC handlers
 // (any thread) and by a timer thread (Tick). While holding its mutex it
