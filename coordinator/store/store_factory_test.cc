@@ -26,12 +26,12 @@ v1::Job AJob(const std::string& id) {
 }
 
 TEST(StoreFactoryTest, AnEngineItDoesNotHaveIsRefusedNamingThoseItHas) {
-  absl::StatusOr<StoreConfig> config = ParseStoreConfig("memory://jobs", "", "/x");
+  absl::StatusOr<StoreConfig> config = ParseStoreConfig("mysql://db/jobs", "", "/x");
   ASSERT_OK(config);
   absl::StatusOr<std::unique_ptr<StoreEngine>> engine = OpenStoreEngine(*config, "/x");
   EXPECT_THAT(engine.status(), StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(engine.status().message(),
-              HasSubstr("no store engine \"memory\"; this coordinator has sqlite, postgresql"));
+              HasSubstr("no store engine \"mysql\"; this coordinator has sqlite, postgresql"));
 }
 
 TEST(StoreFactoryTest, SqliteIsOneCoordinatorsFileInItsStateDir) {
