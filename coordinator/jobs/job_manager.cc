@@ -74,11 +74,13 @@ JobManager::JobManager(JobStore* store, RendezvousStore* rendezvous, WorkerMembe
               },
               options_.on_store_lost),
       table_(store, &outbox_, clock, options_.on_transition),
-      rng_(std::random_device{}()),
       run_id_(absl::StrFormat(
           "%016x", std::random_device{}() * uint64_t{0x100000000} ^ std::random_device{}())),
       scheduling_(options_.queues, options_.scheduling),
-      health_(store_, membership_, clock_, options_.health) {}
+      health_(store_, membership_, clock_, options_.health),
+      attempts_({table_, outbox_, scheduling_, health_, replies_}, membership_, rendezvous_, clock_,
+                options_),
+      events_({table_, outbox_, health_, attempts_}, membership_, rendezvous_, clock_, options_) {}
 
 absl::Status JobManager::Recover() {
   MutexLock lock(&mu_);
@@ -247,7 +249,7 @@ absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& job_id) {
     }
     RETURN_IF_ERROR(
         table_.Transition(*entry, v1::CANCELLED, v1::CANCEL_REQUESTED, "cancelled by user"));
-    StopRanksLocked(*entry);
+    attempts_.StopRanks(*entry);
     cancelled = entry->job;
   }
   outbox_.Flush();
@@ -361,37 +363,38 @@ void JobManager::Tick() {
 }
 
 void JobManager::TickLocked() {
-  for (const LostWorker& lost : membership_->Expire()) OnWorkerLostLocked(lost);
+  for (const LostWorker& lost : membership_->Expire()) events_.OnWorkerLost(lost);
   const absl::Time now = clock_->Now();
   // A PENDING job has no rank; only its deadline can run out.
   for (int64_t number : scheduling_.PendingWithDeadline()) {
-    if (table_.pending().count(number) > 0) CheckDeadlineLocked(*table_.resident().at(number), now);
+    if (table_.pending().count(number) > 0)
+      attempts_.CheckDeadline(*table_.resident().at(number), now);
   }
   const absl::flat_hash_set<std::string> relisted = membership_->ListsChangedSince(&lists_seen_);
   for (const auto& [number, record] : table_.placed()) {
     JobRecord& entry = *record;
     // Ended jobs too: their ranks hold slots.
     if (scheduling_.MaySeeNewSightings(entry, relisted)) {
-      CheckRanksReportedLocked(entry);
+      events_.CheckRanksReported(entry);
     }
     // Stacks asked for are answered by their deadline, or once the attempt
     // is over.
     if (entry.stacks_request &&
         (now >= entry.stacks_request->deadline || !IsActive(entry.job.state()) ||
          entry.stacks_request->attempt != entry.job.attempt())) {
-      FinishStacksLocked(entry);
+      attempts_.FinishStacks(entry);
     }
-    if (CheckDeadlineLocked(entry, now) || !IsActive(entry.job.state())) continue;
+    if (attempts_.CheckDeadline(entry, now) || !IsActive(entry.job.state())) continue;
     if (entry.ending && now >= entry.decide_at) {
-      EndAttemptLocked(entry);
+      attempts_.End(entry);
       continue;
     }
-    CheckTimeoutsLocked(entry, now);
-    if (AwaitsPreflight(entry.job)) CheckPreflightLocked(entry);
-    if (entry.job.state() == v1::RUNNING) CheckRegrowthLocked(entry, now);
+    attempts_.CheckTimeouts(entry, now);
+    if (AwaitsPreflight(entry.job)) attempts_.CheckPreflight(entry);
+    if (entry.job.state() == v1::RUNNING) attempts_.CheckRegrowth(entry, now);
   }
   health_.Expire();
-  AdvanceRestartsLocked(now);
+  attempts_.AdvanceRestarts(now);
   ScheduleLocked();
   table_.RetireEnded();
   if (now >= next_prune_) {
@@ -432,7 +435,7 @@ absl::Status JobManager::DeleteLocked(RetiredJob job) {
   RETURN_IF_ERROR(table_.Delete(job.id));
   v1::CoordinatorMessage forget;
   forget.mutable_delete_job_logs()->set_job_id(job.id);
-  for (const std::string& worker : job.workers) SendLocked(worker, forget);
+  for (const std::string& worker : job.workers) outbox_.Send(worker, forget);
   spdlog::info("job {}: deleted", job.id);
   return absl::OkStatus();
 }

@@ -1,22 +1,19 @@
-// The coordinator's core: jobs from submission to their end. It owns the
-// in-memory view of every job, stores each transition before acting on it,
-// places jobs with the scheduler, tells workers to start and stop ranks,
-// reacts to rank events and lost workers, ends attempts that do not start,
-// hang or lose a worker, restarts them with jittered back-off, and regrows
-// elastic jobs. Which workers exist and whether they are healthy is
-// WorkerMembership's; this class asks it.
+// Jobs from submission to their end: the API's calls, the workers'
+// streams and the tick. It owns the in-memory view of every job (JobTable),
+// which stores each transition before anything acts on it, and under one
+// mutex the parts that decide about them: SchedulingViews (where pending
+// jobs go), HealthKeeper (which workers take ranks), Attempts (starting,
+// failing, restarting) and RankEvents (what the workers report). Which
+// workers exist is WorkerMembership's; this class asks it.
 #ifndef RINGMASTER_COORDINATOR_JOBS_JOB_MANAGER_H_
 #define RINGMASTER_COORDINATOR_JOBS_JOB_MANAGER_H_
 
 #include <functional>
 #include <map>
-#include <optional>
-#include <random>
 #include <set>
 #include <string>
 #include <vector>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -28,22 +25,15 @@
 #include "coordinator/core/job_store.h"
 #include "coordinator/core/job_table.h"
 #include "coordinator/core/outbox.h"
-#include "coordinator/core/progress_watch.h"
-#include "coordinator/core/rank_env.h"
-#include "coordinator/core/reconcile.h"
-#include "coordinator/core/restart_policy.h"
 #include "coordinator/core/worker_link.h"
 #include "coordinator/core/worker_membership.h"
 #include "coordinator/health/health_keeper.h"
-#include "coordinator/health/worker_health.h"
+#include "coordinator/jobs/attempts.h"
 #include "coordinator/jobs/job_manager_options.h"
+#include "coordinator/jobs/rank_events.h"
 #include "coordinator/rendezvous/rendezvous_store.h"
-#include "coordinator/scheduling/queue_scheduler.h"
-#include "coordinator/scheduling/scheduler.h"
 #include "coordinator/scheduling/scheduling_views.h"
-#include "domain/job_state.h"
 #include "domain/queue_config.h"
-#include "domain/spec_validation.h"
 #include "proto/cluster.pb.h"
 #include "proto/job.pb.h"
 #include "proto/worker.pb.h"
@@ -136,7 +126,7 @@ class JobManager final : public JobLogIndex {
   // when no attempt runs. `done` runs on no lock of the manager's.
   using StacksDone = std::function<void(const absl::StatusOr<v1::StacksReport>&)>;
   void DumpStacks(const std::string& job_id, StacksDone done);
-  static constexpr absl::Duration kStacksWait = absl::Seconds(10);
+  static constexpr absl::Duration kStacksWait = Attempts::kStacksWait;
 
   // The worker streams. RegisterWorker opens a session for `link` (see
   // WorkerMembership::Register for refusals), applies the events the worker
@@ -171,108 +161,12 @@ class JobManager final : public JobLogIndex {
   // Deletes ended jobs past the retention (job_manager.cc).
   void PruneLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  // Queues a message for the worker, sent once what led to it is stored.
-  void SendLocked(const std::string& worker_id, v1::CoordinatorMessage message)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    outbox_.Send(worker_id, std::move(message));
-  }
-
-  // Stacks (job_manager_stacks.cc).
-  // Asks the workers of the attempt for its ranks' stacks, unless that is
-  // under way; with `hang`, the failure is noted once they are in.
-  void RequestStacksLocked(JobRecord& entry, const std::string& why,
-                           std::optional<FailureCause> hang) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void OnStacksDumpedLocked(const std::string& worker_id, const v1::StacksDumped& dumped)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Sets the job's StacksReport from what came, answers those waiting, and
-  // notes a hang's failure.
-  void FinishStacksLocked(JobRecord& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Runs the replies queued under mu_; called after releasing it.
   void RunReplies();
 
-  // Worker health for jobs (job_manager_health.cc).
-  // Names the job's ranks that compute far slower than the others, from
-  // their latest reports; with on_straggler: exclude, restarts it without
-  // a new straggler's worker where the job can do without it.
-  void UpdateStragglersLocked(JobRecord& entry, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Restarts the job from its checkpoint without `straggler`'s worker, and
-  // says so in its history; false, with a note that says why, when the
-  // other workers cannot hold it.
-  bool ExcludeStragglerLocked(JobRecord& entry, const v1::Straggler& straggler,
-                              const std::string& line) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Restarts the job from its checkpoint without `workers` (RESTARTING for
-  // `reason`, not counted against max_restarts) when the other workers can
-  // hold it; false otherwise, with what the job would lack in `short_of`
-  // ("needs 4 slots...") or nothing when the transition failed.
-  bool ExcludeWorkersLocked(JobRecord& entry, const std::vector<v1::ExcludedWorker>& workers,
-                            v1::Reason reason, const std::string& message, std::string* short_of)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Pre-flight (job_manager_preflight.cc): once every rank of the attempt
-  // has posted its report, the verdict: "go", or the attempt placed again
-  // without the workers of ranks that failed or were slow.
-  void CheckPreflightLocked(JobRecord& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-
-  // Scheduling (job_manager_schedule.cc): acting on what a pass of
-  // scheduling_ decides.
+  // Scheduling (job_manager_schedule.cc): starts and preempts what a pass
+  // of scheduling_ decides.
   void ScheduleLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Free slots of `workers`, leaving out the ranks of `except`.
-  std::vector<WorkerCapacity> CapacityLocked(const std::vector<SchedulableWorker>& workers,
-                                             const std::string& except = "")
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void StartAttemptLocked(JobRecord& entry, const std::vector<RankPlacement>& placement,
-                          const std::vector<SchedulableWorker>& workers)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void SendStartLocked(const JobRecord& entry, int rank) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Stops `victim`'s ranks with its preemption grace; it returns to PENDING
-  // when they have stopped, without counting a restart.
-  void PreemptLocked(JobRecord& victim, const JobRecord& by, int keep_ranks)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Elastic: restarts a smaller attempt at full size once room for it has
-  // lasted scale_up_after_s.
-  void CheckRegrowthLocked(JobRecord& entry, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-
-  // Failing and restarting attempts.
-  // A failure of the current attempt: keeps the most telling cause and
-  // ends the attempt when the cause is decisive or no rank runs on.
-  void NoteFailureLocked(JobRecord& entry, FailureCause cause) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // RESTARTING while restarts remain (and the failure is no repeat without
-  // progress), else FAILED; stops the ranks still running either way.
-  void EndAttemptLocked(JobRecord& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // SIGTERM, then SIGKILL after `grace` (default: --stop-grace).
-  void StopRanksLocked(JobRecord& entry, std::optional<absl::Duration> grace = std::nullopt)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // SIGTERM to the attempt's ranks on a worker, SIGKILL after the grace.
-  v1::CoordinatorMessage StopMessage(const std::string& job_id, int attempt,
-                                     absl::Duration grace) const;
-  void CheckTimeoutsLocked(JobRecord& entry, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // FAILED with DEADLINE_EXCEEDED once deadline_s has passed since the
-  // first start, whatever the state; true when it ended the job.
-  bool CheckDeadlineLocked(JobRecord& entry, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void AdvanceRestartsLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-
-  // Worker events (job_manager_workers.cc).
-  // A RUNNING rank its worker's reports no longer list ended there and its
-  // exit was lost: after kReportsBeforeQuery reports without it the exit is
-  // asked for again, after kReportsBeforeLost the rank is RANK_LOST.
-  void CheckRanksReportedLocked(JobRecord& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  static constexpr int kReportsBeforeQuery = 2;
-  static constexpr int kReportsBeforeLost = 4;
-  void ReconcileLocked(const WorkerSession& session, const v1::RegisterWorker& request,
-                       int64_t* ack) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void HeartbeatLocked(const WorkerSession& session, const v1::Heartbeat& beat)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void ApplyRankEventLocked(const std::string& worker_id, const v1::WorkerMessage& message)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void OnRankStartedLocked(const std::string& worker_id, const v1::RankStarted& started)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void OnRankExitedLocked(const std::string& worker_id, const v1::RankExited& exited)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // A rank of the current attempt ended (or was lost): update the job.
-  void OnRankEndedLocked(JobRecord& entry, int rank, const FailureCause& cause)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void OnWorkerLostLocked(const LostWorker& lost) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Finds jobs in the table; to be called only while holding mu_.
-  JobLookup FindJobLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   JobStore* const store_;
   RendezvousStore* const rendezvous_;
@@ -284,18 +178,16 @@ class JobManager final : public JobLogIndex {
 
   Mutex mu_;
   JobTable table_ ABSL_GUARDED_BY(mu_);
-  std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);  // back-off jitter
-  const std::string run_id_;                  // this run of the coordinator, in resume tokens
+  const std::string run_id_;  // this run of the coordinator, in resume tokens
   absl::Time next_prune_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   SchedulingViews scheduling_ ABSL_GUARDED_BY(mu_);
   int64_t lists_seen_ ABSL_GUARDED_BY(mu_) = 0;  // WorkerMembership::ListsChangedSince
   HealthKeeper health_ ABSL_GUARDED_BY(mu_);
   // Answers to callers (DumpStacks) made under mu_, run after it.
   std::vector<std::function<void()>> replies_ ABSL_GUARDED_BY(mu_);
+  Attempts attempts_ ABSL_GUARDED_BY(mu_);
+  RankEvents events_ ABSL_GUARDED_BY(mu_);
 };
-
-// What counts as progress for the job's ranks.
-ProgressWatch::Kind WatchKind(const v1::JobSpec& spec);
 
 }  // namespace ringmaster
 

@@ -4,6 +4,7 @@
 // as ListJobs filters; SubmitJob's request_id; WatchAll and its resume
 // tokens.
 #include "coordinator/jobs/job_manager_fixture.h"
+#include "domain/job_state.h"
 #include "testing/status_matchers.h"
 
 namespace ringmaster {

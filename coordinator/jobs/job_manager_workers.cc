@@ -34,49 +34,10 @@ absl::StatusOr<WorkerSession> JobManager::RegisterWorker(WorkerLink* link,
   link->Send(hello);
   {
     MutexLock lock(&mu_);
-    ReconcileLocked(*session, request, ack);
+    events_.Reconcile(*session, request, ack);
   }
   outbox_.Flush();  // before the acknowledgement
   return session;
-}
-
-void JobManager::ReconcileLocked(const WorkerSession& session, const v1::RegisterWorker& request,
-                                 int64_t* ack) {
-  const std::string& worker_id = session.worker_id;
-  // First what happened while the worker was away, then what it runs now.
-  *ack = 0;
-  for (const v1::WorkerMessage& m : request.unacked()) {
-    if (membership_->AcceptEvent(session, m) == EventVerdict::kApply) {
-      ApplyRankEventLocked(worker_id, m);
-    }
-    *ack = std::max(*ack, m.seq());
-  }
-  // Decide about every rank placed here before acting on any, so that no
-  // job is placed on this worker while it is being reconciled.
-  std::vector<const v1::Job*> jobs;
-  for (const auto& [number, record] : table_.resident()) jobs.push_back(&record->job);
-  const Reconciliation plan =
-      ReconcileWorker(jobs, FindJobLocked(), worker_id, session.incarnation, request.running());
-  for (const auto& [job_id, rank] : plan.resend) SendStartLocked(*table_.Find(job_id), rank);
-  for (const auto& [job_id, rank] : plan.gone) {
-    JobRecord& entry = *table_.Find(job_id);
-    entry.job.mutable_ranks(rank)->set_state(v1::RANK_FAILED);
-    OnRankEndedLocked(
-        entry, rank,
-        {v1::WORKER_LOST,
-         absl::StrCat("rank ", rank, " was gone when worker ", worker_id, " registered again"),
-         rank});
-  }
-  for (const auto& [job_id, attempt] : plan.stop) {
-    SendLocked(worker_id, StopMessage(job_id, attempt, options_.stop_grace));
-  }
-  for (const std::string& job_id : request.logs_of()) {
-    if (table_.Find(job_id) != nullptr || table_.FindRetired(job_id) != nullptr) continue;
-    v1::CoordinatorMessage forget;
-    forget.mutable_delete_job_logs()->set_job_id(job_id);
-    SendLocked(worker_id, std::move(forget));  // deleted while the worker was away
-  }
-  membership_->Admit(session);
 }
 
 int64_t JobManager::OnRankEvent(const WorkerSession& session, const v1::WorkerMessage& message) {
@@ -88,7 +49,7 @@ int64_t JobManager::OnRankEvent(const WorkerSession& session, const v1::WorkerMe
       case EventVerdict::kDuplicate:
         break;
       case EventVerdict::kApply:
-        ApplyRankEventLocked(session.worker_id, message);
+        events_.Apply(session.worker_id, message);
         break;
     }
   }
@@ -103,186 +64,10 @@ bool JobManager::OnHeartbeat(const WorkerSession& session, const v1::Heartbeat& 
   if (beat.progress_size() == 0 && beat.running_size() == 0) return true;
   {
     MutexLock lock(&mu_);
-    HeartbeatLocked(session, beat);
+    events_.Heartbeat(session, beat);
   }
   outbox_.Flush();
   return true;
-}
-
-void JobManager::HeartbeatLocked(const WorkerSession& session, const v1::Heartbeat& beat) {
-  const absl::Time now = clock_->Now();
-  std::set<JobRecord*> computed;  // jobs with ranks' compute times in this report
-  for (const v1::RankProgress& p : beat.progress()) {
-    JobRecord* entry = nullptr;
-    if (table_.FindRank(session.worker_id, p.rank(), &entry) == nullptr) continue;
-    entry->SetRankProgress(p.rank().rank(), p.progress());
-    entry->watch.Step(p.rank().rank(), p.progress().step(), now);
-    if (p.progress().compute_steps() > 0) {
-      entry->stragglers.Report(p.rank().rank(), now, p.progress().compute_steps(),
-                               p.progress().compute_seconds(), options_.stragglers);
-      computed.insert(entry);
-    }
-    table_.Notify(*entry);
-  }
-  for (JobRecord* entry : computed) UpdateStragglersLocked(*entry, now);
-  for (const v1::RunningRank& r : beat.running()) {
-    JobRecord* entry = nullptr;
-    if (table_.FindRank(session.worker_id, r.rank(), &entry) == nullptr) continue;
-    entry->watch.Activity(r.rank().rank(), r.output_bytes(), r.progress_reports(), now);
-  }
-  for (const auto& [job_id, attempt] :
-       StrayAttempts(FindJobLocked(), session.worker_id, beat.running())) {
-    SendLocked(session.worker_id, StopMessage(job_id, attempt, options_.stop_grace));
-  }
-}
-
-void JobManager::CheckRanksReportedLocked(JobRecord& entry) {
-  const v1::Job& job = entry.job;
-  entry.sightings_checked = job.revision();  // a change made here is looked at again
-  const std::vector<std::optional<WorkerMembership::Sighting>> sightings =
-      membership_->Sightings(job);
-  for (int r = 0; r < job.ranks_size(); ++r) {
-    const v1::RankStatus& rank = job.ranks(r);
-    const std::optional<WorkerMembership::Sighting>& seen = sightings[r];
-    if (!seen || seen->running) {
-      if (!entry.unseen.empty()) entry.unseen.erase(r);
-      continue;
-    }
-    JobRecord::Unseen& unseen =
-        entry.unseen.try_emplace(r, JobRecord::Unseen{seen->reports}).first->second;
-    const int64_t missed = seen->reports - unseen.since + 1;
-    if (missed >= kReportsBeforeLost) {
-      const std::string worker = rank.worker_id();
-      entry.unseen.erase(r);
-      entry.job.mutable_ranks(r)->set_state(v1::RANK_FAILED);
-      spdlog::warn("job {}: rank {} is lost: worker {} no longer runs it", job.id(), r, worker);
-      OnRankEndedLocked(
-          entry, r,
-          {v1::RANK_LOST,
-           absl::StrCat("rank ", r, " no longer runs on worker ", worker,
-                        " and its exit never arrived (", missed, " heartbeats without it)"),
-           r});
-      return;  // the attempt may have ended; the next tick sees the rest
-    }
-    if (missed >= kReportsBeforeQuery && !unseen.queried) {
-      unseen.queried = true;
-      spdlog::warn("job {}: worker {} no longer lists rank {}: asking for its exit", job.id(),
-                   rank.worker_id(), r);
-      v1::CoordinatorMessage query;
-      v1::RankRef& ref = *query.mutable_query_rank()->mutable_rank();
-      ref.set_job_id(job.id());
-      ref.set_attempt(job.attempt());
-      ref.set_rank(r);
-      SendLocked(rank.worker_id(), query);
-    }
-  }
-}
-
-JobLookup JobManager::FindJobLocked() {
-  return [this](const std::string& id) ABSL_NO_THREAD_SAFETY_ANALYSIS -> const v1::Job* {
-    const JobRecord* record = table_.Find(id);
-    return record == nullptr ? nullptr : &record->job;
-  };
-}
-
-void JobManager::ApplyRankEventLocked(const std::string& worker_id,
-                                      const v1::WorkerMessage& message) {
-  if (message.has_rank_started()) OnRankStartedLocked(worker_id, message.rank_started());
-  if (message.has_rank_exited()) OnRankExitedLocked(worker_id, message.rank_exited());
-  if (message.has_gpu_error()) health_.OnGpuError(worker_id, message.gpu_error());
-  if (message.has_stacks_dumped()) OnStacksDumpedLocked(worker_id, message.stacks_dumped());
-}
-
-void JobManager::OnRankStartedLocked(const std::string& worker_id, const v1::RankStarted& started) {
-  JobRecord* entry = nullptr;
-  v1::RankStatus* rank = table_.FindRank(worker_id, started.rank(), &entry);
-  if (rank == nullptr || rank->state() != v1::RANK_ASSIGNED) return;
-  rank->set_state(v1::RANK_RUNNING);
-  rank->set_pid(started.pid());
-  entry->watch.Started(rank->rank());
-  const auto& ranks = entry->job.ranks();
-  const bool all_started = std::all_of(
-      ranks.begin(), ranks.end(), [](const auto& r) { return r.state() != v1::RANK_ASSIGNED; });
-  if (entry->job.state() == v1::STARTING && all_started) {
-    table_
-        .Transition(*entry, v1::RUNNING, v1::RANKS_RUNNING,
-                    absl::StrCat("all ", ranks.size(), " ranks running"))
-        .IgnoreError();  // logged; the job stays STARTING in memory
-  } else {
-    table_.Persist(*entry);
-  }
-}
-
-void JobManager::OnRankExitedLocked(const std::string& worker_id, const v1::RankExited& exited) {
-  JobRecord* entry = nullptr;
-  v1::RankStatus* rank = table_.FindRank(worker_id, exited.rank(), &entry);
-  if (rank == nullptr || !RankHoldsSlot(*rank)) return;
-  rank->set_exit_code(exited.exit_code());
-  rank->set_signal(exited.signal());
-  if (exited.has_last_progress()) {
-    entry->SetRankProgress(exited.rank().rank(), exited.last_progress());
-  }
-  FailureCause cause = CauseOfExit(exited, exited.rank().rank());
-  if (exited.stopped()) {
-    rank->set_state(v1::RANK_STOPPED);
-    cause = {v1::RANK_SIGNALED, absl::StrCat("rank ", cause.rank, " was stopped by its worker"),
-             cause.rank, 0, exited.signal()};
-    cause.stopped = true;
-  } else {
-    rank->set_state(cause.reason == v1::RANKS_SUCCEEDED ? v1::RANK_SUCCEEDED : v1::RANK_FAILED);
-  }
-  OnRankEndedLocked(*entry, exited.rank().rank(), cause);
-}
-
-void JobManager::OnRankEndedLocked(JobRecord& entry, int rank, const FailureCause& cause) {
-  const v1::Job& job = entry.job;
-  if (!IsActive(job.state())) {
-    table_.Persist(entry);
-    return;
-  }
-  const v1::RankState state = job.ranks(rank).state();
-  if (state == v1::RANK_FAILED || state == v1::RANK_STOPPED) {
-    NoteFailureLocked(entry, cause);
-    return;
-  }
-  const bool all_succeeded =
-      std::all_of(job.ranks().begin(), job.ranks().end(),
-                  [](const v1::RankStatus& r) { return r.state() == v1::RANK_SUCCEEDED; });
-  if (!all_succeeded || entry.ending) {
-    // A rank that succeeded while its attempt is failing changes nothing.
-    if (entry.ending && std::none_of(job.ranks().begin(), job.ranks().end(), RankHoldsSlot)) {
-      EndAttemptLocked(entry);
-    } else {
-      table_.Persist(entry);
-    }
-    return;
-  }
-  if (job.state() == v1::STARTING) {
-    // Every rank started and exited before the last start was seen.
-    table_.Transition(entry, v1::RUNNING, v1::RANKS_RUNNING, "all ranks ran").IgnoreError();
-  }
-  if (table_
-          .Transition(entry, v1::SUCCEEDED, v1::RANKS_SUCCEEDED,
-                      absl::StrCat("all ", job.ranks_size(), " ranks exited with code 0"))
-          .ok()) {
-    rendezvous_->DropScope({job.id(), job.attempt()});
-  }
-}
-
-void JobManager::OnWorkerLostLocked(const LostWorker& lost) {
-  for (const auto& [number, record] : table_.resident()) {
-    JobRecord& entry = *record;
-    for (int r = 0; r < entry.job.ranks_size(); ++r) {
-      if (entry.job.ranks(r).worker_id() != lost.worker_id || !RankHoldsSlot(entry.job.ranks(r))) {
-        continue;
-      }
-      entry.job.mutable_ranks(r)->set_state(v1::RANK_FAILED);
-      OnRankEndedLocked(
-          entry, r,
-          {v1::WORKER_LOST,
-           absl::StrCat("rank ", r, " lost with worker ", lost.worker_id, ": ", lost.why), r});
-    }
-  }
 }
 
 }  // namespace ringmaster

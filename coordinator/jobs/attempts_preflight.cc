@@ -9,12 +9,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "coordinator/health/preflight.h"
-#include "coordinator/jobs/job_manager.h"
+#include "coordinator/jobs/attempts.h"
 #include "domain/job_state.h"
 
 namespace ringmaster {
 
-void JobManager::CheckPreflightLocked(JobRecord& entry) {
+void Attempts::CheckPreflight(JobRecord& entry) {
   if (entry.ending) return;
   v1::Job& job = entry.job;
   const ScopeId scope{job.id(), job.attempt()};
@@ -55,10 +55,10 @@ void JobManager::CheckPreflightLocked(JobRecord& entry) {
     const std::string what = absl::StrCat("pre-flight: ", absl::StrJoin(lines, ", "));
     spdlog::warn("job {}: {}", job.id(), what);
     std::string short_of;
-    if (ExcludeWorkersLocked(entry, excluded, v1::PREFLIGHT_FAILED,
-                             absl::StrCat(what, ": placed again without ",
-                                          excluded.size() == 1 ? "that worker" : "those workers"),
-                             &short_of)) {
+    if (ExcludeWorkers(entry, excluded, v1::PREFLIGHT_FAILED,
+                       absl::StrCat(what, ": placed again without ",
+                                    excluded.size() == 1 ? "that worker" : "those workers"),
+                       &short_of)) {
       return;
     }
     table_

@@ -1,4 +1,4 @@
-// JobManager: failing and restarting attempts: deadlines, start timeouts
+// Attempts: failing and restarting them: deadlines, start timeouts
 // and hangs, the most telling cause of a failure, restart or give up, and
 // the back-off back to PENDING.
 #include <algorithm>
@@ -8,12 +8,28 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "coordinator/jobs/job_manager.h"
+#include "coordinator/jobs/attempts.h"
+
+#include "coordinator/core/attempt_placement.h"
+#include "coordinator/core/rank_env.h"
 #include "domain/job_state.h"
 
 namespace ringmaster {
 
-bool JobManager::CheckDeadlineLocked(JobRecord& entry, absl::Time now) {
+Attempts::Attempts(Shared shared, WorkerMembership* membership, RendezvousStore* rendezvous,
+                   const Clock* clock, const JobManagerOptions& options)
+    : table_(shared.table),
+      outbox_(shared.outbox),
+      scheduling_(shared.scheduling),
+      health_(shared.health),
+      replies_(shared.replies),
+      membership_(membership),
+      rendezvous_(rendezvous),
+      clock_(clock),
+      options_(options),
+      rng_(std::random_device{}()) {}
+
+bool Attempts::CheckDeadline(JobRecord& entry, absl::Time now) {
   const v1::Job& job = entry.job;
   if (job.spec().deadline_s() <= 0 || IsTerminal(job.state())) return false;
   const std::optional<absl::Time> began = FirstStart(job);
@@ -24,16 +40,16 @@ bool JobManager::CheckDeadlineLocked(JobRecord& entry, absl::Time now) {
                    "s since its ranks first started (deadline_s)");
   if (!table_.Transition(entry, v1::FAILED, v1::DEADLINE_EXCEEDED, why).ok()) return false;
   entry.ending.reset();
-  StopRanksLocked(entry);
+  StopRanks(entry);
   return true;
 }
 
-void JobManager::CheckTimeoutsLocked(JobRecord& entry, absl::Time now) {
+void Attempts::CheckTimeouts(JobRecord& entry, absl::Time now) {
   const v1::JobSpec& spec = entry.job.spec();
   if (entry.job.state() == v1::STARTING && spec.start_timeout_s() > 0 &&
       now - entry.watch.began() >= absl::Seconds(spec.start_timeout_s())) {
     std::vector<int> missing = entry.watch.NotStarted();
-    NoteFailureLocked(
+    NoteFailure(
         entry, {v1::RANK_START_TIMEOUT,
                 absl::StrCat(missing.size() == 1 ? "rank " : "ranks ", absl::StrJoin(missing, ", "),
                              " did not report started within ", spec.start_timeout_s(), "s"),
@@ -55,10 +71,10 @@ void JobManager::CheckTimeoutsLocked(JobRecord& entry, absl::Time now) {
                      hang->rank};
   // Every rank's stacks first, before anything is stopped.
   const std::string why = absl::StrCat("declared hung: ", cause.message);
-  RequestStacksLocked(entry, why, std::move(cause));
+  RequestStacks(entry, why, std::move(cause));
 }
 
-void JobManager::NoteFailureLocked(JobRecord& entry, FailureCause cause) {
+void Attempts::NoteFailure(JobRecord& entry, FailureCause cause) {
   cause.progressed = entry.watch.progressed();
   // A rank of this attempt on a worker that has gone explains its peers'
   // failures: they lost the peer.
@@ -78,13 +94,13 @@ void JobManager::NoteFailureLocked(JobRecord& entry, FailureCause cause) {
     return RankHoldsSlot(r) && membership_->Connected(r.worker_id());
   });
   if (Decisive(*entry.ending) || !others_run) {
-    EndAttemptLocked(entry);
+    End(entry);
   } else {
     table_.Persist(entry);
   }
 }
 
-void JobManager::EndAttemptLocked(JobRecord& entry) {
+void Attempts::End(JobRecord& entry) {
   FailureCause cause = *entry.ending;
   entry.ending.reset();
   // A failure that moves the job off its worker is worth another attempt,
@@ -127,13 +143,13 @@ void JobManager::EndAttemptLocked(JobRecord& entry) {
     }
     if (!table_.Transition(entry, v1::FAILED, cause.reason, why).ok()) return;
   }
-  StopRanksLocked(entry);
+  StopRanks(entry);
 }
 
-void JobManager::StopRanksLocked(JobRecord& entry, std::optional<absl::Duration> grace) {
+void Attempts::StopRanks(JobRecord& entry, std::optional<absl::Duration> grace) {
   // Stacks still coming are of an attempt that is over: those waiting get
   // what came.
-  if (entry.stacks_request) FinishStacksLocked(entry);
+  if (entry.stacks_request) FinishStacks(entry);
   rendezvous_->DropScope({entry.job.id(), entry.job.attempt()});
   std::set<std::string> workers;
   for (const v1::RankStatus& rank : entry.job.ranks()) {
@@ -141,11 +157,10 @@ void JobManager::StopRanksLocked(JobRecord& entry, std::optional<absl::Duration>
   }
   const v1::CoordinatorMessage message =
       StopMessage(entry.job.id(), entry.job.attempt(), grace.value_or(options_.stop_grace));
-  for (const std::string& worker_id : workers) SendLocked(worker_id, message);
+  for (const std::string& worker_id : workers) Send(worker_id, message);
 }
 
-v1::CoordinatorMessage JobManager::StopMessage(const std::string& job_id, int attempt,
-                                               absl::Duration grace) const {
+v1::CoordinatorMessage StopMessage(const std::string& job_id, int attempt, absl::Duration grace) {
   v1::CoordinatorMessage message;
   message.mutable_stop_job()->set_job_id(job_id);
   message.mutable_stop_job()->set_attempt(attempt);
@@ -153,7 +168,7 @@ v1::CoordinatorMessage JobManager::StopMessage(const std::string& job_id, int at
   return message;
 }
 
-void JobManager::AdvanceRestartsLocked(absl::Time now) {
+void Attempts::AdvanceRestarts(absl::Time now) {
   // Each job due goes back to PENDING, out of placed(): they are found first.
   std::vector<JobRecord*> due;
   for (const auto& [number, record] : table_.placed()) {
