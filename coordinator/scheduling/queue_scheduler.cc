@@ -80,7 +80,7 @@ class Pass {
  public:
   Pass(const QueueConfig& config, const std::vector<const RunningJob*>& running,
        std::vector<WorkerCapacity> free, absl::Time now, const SchedulingPolicy& policy)
-      : config_(config), running_(running), free_(std::move(free)), now_(now), policy_(policy) {
+      : running_(running), free_(std::move(free)), now_(now), policy_(policy) {
     for (const QueueSpec& spec : config.queues) {
       QueueState& q = queues_[spec.name];
       q.spec = &spec;
@@ -551,7 +551,6 @@ class Pass {
     return true;
   }
 
-  const QueueConfig& config_;
   const std::vector<const RunningJob*>& running_;
   const PendingJob* pending_ = nullptr;  // the pending jobs given, in order
   std::vector<WorkerCapacity> free_;     // less what is placed or reserved this pass
