@@ -10,6 +10,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "coordinator/scheduling/victim_search.h"
 
 namespace ringmaster {
 
@@ -24,10 +25,6 @@ SlotAmount AmountOf(const GangRequest& request, int ranks) {
 }
 
 namespace {
-
-int FewestRanks(const GangRequest& r) {
-  return r.min_ranks > 0 && r.min_ranks < r.ranks ? r.min_ranks : r.ranks;
-}
 
 // A pending job as a pass orders it: what the order, and the decision on a
 // job that waits for slots, read, beside the job (read only to place it).
@@ -431,15 +428,6 @@ class Pass {
     return true;
   }
 
-  // A search for the victims of one job: the candidates in the order they
-  // are taken, the ranks each would release, and the capacity left then.
-  struct VictimSearch {
-    std::vector<const RunningJob*> candidates;
-    std::vector<int> released;  // by candidate
-    std::vector<WorkerCapacity> capacity;
-    std::map<std::string_view, SlotAmount> lent_back;  // what each other queue gives up
-  };
-
   // Who may be a victim of `job`: jobs of queues over their quota first,
   // then by lowest priority, then the newest.
   std::vector<const RunningJob*> Candidates(const PendingJob& job, const QueueState& q) {
@@ -458,25 +446,6 @@ class Pass {
     return candidates;
   }
 
-  // Releases more of candidate i's ranks: one at a time, down to `keep`,
-  // until `request` fits (an elastic shrink); or, with `keep` 0, all of
-  // them at once. True when it fits.
-  static bool Release(VictimSearch& v, size_t i, int keep, const GangRequest& request) {
-    const RunningJob& r = *v.candidates[i];
-    int& done = v.released[i];
-    const int world = static_cast<int>(r.ranks.size());
-    while (done < world - keep) {
-      const int step = keep > 0 ? 1 : world - done;
-      ReturnCapacity(v.capacity,
-                     std::vector<RankPlacement>(r.ranks.end() - done - step, r.ranks.end() - done),
-                     r.request);
-      done += step;
-      v.lent_back[r.queue] = v.lent_back[r.queue] + AmountOf(r.request, step);
-      if (PlaceGang(v.capacity, request).ok()) return true;
-    }
-    return false;
-  }
-
   // Releases candidates until the job fits: elastic jobs shrink first; the
   // young only when the rest is not enough; elastic jobs are stopped whole
   // last. A queue that lent stops giving back once it is within its quota.
@@ -493,27 +462,10 @@ class Pass {
         if ((young && (round == 0 || &theirs != &q)) || !lent) continue;
         const int world = static_cast<int>(r.ranks.size());
         const int fewest = std::min(world, FewestRanks(r.request));
-        if (Release(v, i, round < 2 && fewest < world ? fewest : 0, job.request)) return true;
+        if (ReleaseRanks(v, i, round < 2 && fewest < world ? fewest : 0, job.request)) return true;
       }
     }
     return false;
-  }
-
-  // Only as many as needed: spares, the last chosen first, each victim
-  // whose slots the job does not need after all.
-  static void SpareUnneeded(VictimSearch& v, const GangRequest& request) {
-    for (size_t i = v.candidates.size(); i-- > 0;) {
-      if (v.released[i] == 0) continue;
-      const RunningJob& r = *v.candidates[i];
-      std::vector<WorkerCapacity> without = v.capacity;
-      TakeCapacity(without,
-                   std::vector<RankPlacement>(r.ranks.end() - v.released[i], r.ranks.end()),
-                   r.request);
-      if (PlaceGang(without, request).ok()) {
-        v.capacity = std::move(without);
-        v.released[i] = 0;
-      }
-    }
   }
 
   bool TryPreempt(const PendingJob& job, QueueState& q, const SlotAmount& need) {
