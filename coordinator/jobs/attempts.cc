@@ -1,6 +1,8 @@
-// Attempts: failing and restarting them: deadlines, start timeouts
+// Attempts: failing and restarting: deadlines, start timeouts
 // and hangs, the most telling cause of a failure, restart or give up, and
 // the back-off back to PENDING.
+#include "coordinator/jobs/attempts.h"
+
 #include <algorithm>
 #include <set>
 
@@ -8,10 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "coordinator/jobs/attempts.h"
-
 #include "coordinator/core/attempt_placement.h"
-#include "coordinator/core/rank_env.h"
 #include "domain/job_state.h"
 
 namespace ringmaster {

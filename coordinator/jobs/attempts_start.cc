@@ -1,9 +1,6 @@
 // Attempts: starting one on a placement, preemption, elastic regrowth.
 #include "coordinator/jobs/attempts.h"
 
-#include "coordinator/core/attempt_placement.h"
-#include "coordinator/core/rank_env.h"
-
 #include <algorithm>
 #include <set>
 
@@ -11,6 +8,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/net.h"
+#include "coordinator/core/attempt_placement.h"
+#include "coordinator/core/rank_env.h"
 #include "domain/job_state.h"
 
 namespace ringmaster {

@@ -1,12 +1,8 @@
 // JobManager: what the workers' health (HealthKeeper) means for jobs:
 // cordons and drains, the workers a job avoids, its stragglers.
-#include <algorithm>
-#include <set>
-
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/time/time.h"
 #include "common/status_macros.h"
 #include "coordinator/jobs/job_manager.h"

@@ -1,17 +1,5 @@
 // JobManager: acting on what a scheduling pass decides; the queues.
-#include <algorithm>
-#include <set>
-#include <string_view>
-#include <unordered_map>
-
-#include <spdlog/spdlog.h>
-
-#include "absl/container/flat_hash_map.h"
-#include "absl/strings/str_cat.h"
-#include "common/job_id.h"
-#include "common/net.h"
 #include "coordinator/jobs/job_manager.h"
-#include "domain/job_state.h"
 
 namespace ringmaster {
 

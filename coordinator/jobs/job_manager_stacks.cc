@@ -1,11 +1,10 @@
-// JobManager: the stacks of a job's ranks, taken when it is declared hung
-// (before anything is stopped) and on demand (`ringmaster stacks`).
+// JobManager: the stacks of a job's ranks on demand (`ringmaster stacks`);
+// Attempts takes and collects them.
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
 #include "coordinator/jobs/job_manager.h"
 #include "domain/job_state.h"
-#include "domain/stacks_summary.h"
 
 namespace ringmaster {
 

@@ -1,18 +1,11 @@
-// JobManager: events from the workers' streams, their reports of what
-// runs, and lost workers.
-#include <algorithm>
-#include <optional>
-#include <set>
-#include <tuple>
-
+// JobManager: the workers' streams (registration, rank events,
+// heartbeats), handed to RankEvents under the manager's mutex.
 #include <spdlog/spdlog.h>
 
-#include "absl/strings/str_cat.h"
-#include "coordinator/core/reconcile.h"
 #include "coordinator/jobs/job_manager.h"
-#include "domain/job_state.h"
 
 namespace ringmaster {
+
 absl::StatusOr<WorkerSession> JobManager::RegisterWorker(WorkerLink* link,
                                                          const v1::RegisterWorker& request,
                                                          int64_t* ack) {

@@ -1,4 +1,4 @@
-// JobManager: events from the workers' streams, their reports of what
+// RankEvents: events from the workers' streams, their reports of what
 // runs, and lost workers.
 #include <algorithm>
 #include <optional>
