@@ -196,15 +196,18 @@ TEST(SpecDefaultsDocTest, AnExplicitZeroIsKept) {
   spec.set_ranks(1);
   spec.set_max_restarts(0);
   spec.mutable_trainer()->set_checkpoint_every_s(0);
+  spec.mutable_trainer()->set_snapshot_every_steps(0);
   ApplyJobSpecDefaults(&spec);
   EXPECT_EQ(spec.max_restarts(), 0);
   EXPECT_EQ(spec.trainer().checkpoint_every_s(), 0);
+  EXPECT_EQ(spec.trainer().snapshot_every_steps(), 0);
   v1::JobSpec unset;
   unset.set_ranks(1);
   unset.mutable_trainer();
   ApplyJobSpecDefaults(&unset);
   EXPECT_EQ(unset.max_restarts(), 3);
   EXPECT_EQ(unset.trainer().checkpoint_every_s(), 300);
+  EXPECT_EQ(unset.trainer().snapshot_every_steps(), 1);
 }
 
 }  // namespace

@@ -133,6 +133,7 @@ absl::Status ValidateSteps(const v1::TrainerSpec& t, int gpus_per_rank) {
   RETURN_IF_ERROR(CheckOneOf("trainer.grad_compression", t.grad_compression(), {"none", "bf16"}));
   if (t.checkpoint_every_steps() < 0) return Bad("trainer.checkpoint_every_steps", "must be >= 0");
   if (t.checkpoint_every_s() < 0) return Bad("trainer.checkpoint_every_s", "must be >= 0");
+  if (t.snapshot_every_steps() < 0) return Bad("trainer.snapshot_every_steps", "must be >= 0");
   return absl::OkStatus();
 }
 
@@ -406,6 +407,7 @@ void ApplyJobSpecDefaults(v1::JobSpec* spec) {
   if (t->precision().empty()) t->set_precision("fp32");
   if (t->grad_compression().empty()) t->set_grad_compression("none");
   if (!t->has_checkpoint_every_s()) t->set_checkpoint_every_s(300);
+  if (!t->has_snapshot_every_steps()) t->set_snapshot_every_steps(1);
 }
 
 }  // namespace ringmaster

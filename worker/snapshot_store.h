@@ -1,0 +1,99 @@
+// The snapshot segments of the ranks this worker runs
+// (domain/snapshot_segment.h): one per job and rank, made when the rank
+// first starts here and kept across the job's attempts, so that a rank
+// started again on this worker finds the state its predecessor left. Each
+// is handed to its rank process as an open descriptor and never has a
+// name, so no other job can open it.
+//
+// Memory is bounded by --snapshot-memory-limit: half of it is for the
+// segments of ranks running here, split evenly over the worker's slots;
+// the other half is kept for replicas of peers' snapshots. A segment is
+// freed when its job ends or is deleted, or to make room, least recently
+// used first, when no rank of its job runs here.
+#ifndef RINGMASTER_WORKER_SNAPSHOT_STORE_H_
+#define RINGMASTER_WORKER_SNAPSHOT_STORE_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/mutex.h"
+#include "common/unique_fd.h"
+#include "domain/snapshot_segment.h"
+#include "proto/worker.pb.h"
+
+namespace ringmaster {
+
+// Thread-safe: rank threads acquire and release, the link reports and
+// frees. One mutex over the table; segments are made outside it.
+class SnapshotStore {
+ public:
+  SnapshotStore(uint64_t limit_bytes, int slots);
+
+  // A segment held for a rank while it runs: the descriptor to hand it.
+  class Lease;
+  // The job's rank's segment: the one it had here before, or a new one.
+  // RESOURCE_EXHAUSTED when the limit leaves no room (the rank then runs
+  // without one, and its snapshots go to disk).
+  absl::StatusOr<std::shared_ptr<Lease>> Acquire(const std::string& job_id, int rank);
+  // Frees the job's segments (its ranks here have exited).
+  void Forget(const std::string& job_id);
+
+  // What each segment holds, for heartbeats; segments without a committed
+  // snapshot are left out.
+  std::vector<v1::HeldSnapshots> Held() const;
+  // The room each rank's segment has (the limit's local half over the
+  // slots).
+  uint64_t segment_bytes() const { return segment_bytes_; }
+  uint64_t limit_bytes() const { return limit_bytes_; }
+  // Bytes of segments in existence.
+  uint64_t reserved_bytes() const;
+
+ private:
+  struct Segment {
+    UniqueFd fd;
+    std::unique_ptr<SnapshotSegment> view;  // the worker's own mapping
+    int leases = 0;                         // ranks running with it
+    int64_t last_used = 0;                  // order of Acquire calls
+  };
+  using Key = std::pair<std::string, int>;  // job, rank
+  void Release(const Key& key, const Segment* segment);
+  // Frees unleased segments of other jobs, oldest first, until one more
+  // fits; false when none is left to free.
+  bool MakeRoom(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const uint64_t limit_bytes_;
+  const uint64_t segment_bytes_;
+  const uint64_t local_bytes_;  // the local half of the limit
+  mutable Mutex mu_;
+  std::map<Key, std::shared_ptr<Segment>> segments_ ABSL_GUARDED_BY(mu_);
+  int64_t uses_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+class SnapshotStore::Lease {
+ public:
+  Lease(SnapshotStore* store, Key key, std::shared_ptr<Segment> segment)
+      : store_(store), key_(std::move(key)), segment_(std::move(segment)) {}
+  ~Lease() { store_->Release(key_, segment_.get()); }
+  Lease(const Lease&) = delete;
+  Lease& operator=(const Lease&) = delete;
+  int fd() const { return segment_->fd.get(); }
+  uint64_t bytes() const { return segment_->view->capacity(); }
+
+ private:
+  SnapshotStore* const store_;
+  const Key key_;
+  const std::shared_ptr<Segment> segment_;  // open while the rank may start
+};
+
+// --snapshot-memory-limit: "25%" of this machine's memory, or a size
+// ("4GiB", "512MiB", a number of bytes). INVALID_ARGUMENT naming it.
+absl::StatusOr<uint64_t> ParseSnapshotMemoryLimit(const std::string& text);
+
+}  // namespace ringmaster
+
+#endif  // RINGMASTER_WORKER_SNAPSHOT_STORE_H_
