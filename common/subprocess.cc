@@ -42,6 +42,7 @@ enum Step {
   kRunAs,
   kChdir,
   kAccess,
+  kInheritFd,
   kExec,
   kSteps
 };
@@ -56,6 +57,7 @@ const char* const kStepNames[kSteps] = {"detach",
                                         "switch to user",
                                         "chdir",
                                         "access",
+                                        "keep descriptor",
                                         "execve"};
 
 // In a mount namespace of the caller's own (its mounts no longer flow back
@@ -76,6 +78,7 @@ struct ChildPlan {
   const RunAs* run_as;  // null: stay
   bool hide_other_users_processes;
   const char* private_shm;  // "": the host's /dev/shm
+  int inherit_fd;           // < 0: none
   bool no_new_privs;
   const char* dir;
   const std::vector<PathAccess>* required_access;
@@ -144,7 +147,14 @@ struct ChildPlan {
   }
   // Nothing else of the caller's open files reaches the child; the error
   // pipe is close-on-exec and so closes itself on success.
-  syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
+  if (plan.inherit_fd >= 3) {
+    step = kInheritFd;
+    if (plan.inherit_fd > 3) syscall(SYS_close_range, 3, plan.inherit_fd - 1, CLOSE_RANGE_CLOEXEC);
+    syscall(SYS_close_range, plan.inherit_fd + 1, ~0U, CLOSE_RANGE_CLOEXEC);
+    if (fcntl(plan.inherit_fd, F_SETFD, 0) != 0) fail();
+  } else {
+    syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
+  }
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -243,6 +253,9 @@ absl::StatusOr<pid_t> SpawnProcess(const SubprocessSpec& spec) {
         "a private /dev/shm needs the mount namespace of hide_other_users_processes");
   }
   if (spec.argv.empty()) return absl::InvalidArgumentError("empty argv");
+  if (spec.inherit_fd >= 0 && spec.inherit_fd < 3) {
+    return absl::InvalidArgumentError("inherit_fd must not be stdin, stdout or stderr");
+  }
   auto path_it = spec.env.find("PATH");
   absl::StatusOr<std::string> program =
       ResolveProgram(spec.argv[0], path_it == spec.env.end() ? "/usr/bin:/bin" : path_it->second);
@@ -293,8 +306,9 @@ absl::StatusOr<pid_t> SpawnProcess(const SubprocessSpec& spec) {
   if (pid == 0) {
     ExecChild({spec.detach, parent, output_fd, pipe_fds[1], &cgroup_fds,
                spec.run_as ? &*spec.run_as : nullptr, spec.hide_other_users_processes,
-               spec.private_shm.c_str(), spec.no_new_privs, spec.working_dir.c_str(),
-               &spec.required_access, program->c_str(), argv.data(), envp.data()});
+               spec.private_shm.c_str(), spec.inherit_fd, spec.no_new_privs,
+               spec.working_dir.c_str(), &spec.required_access, program->c_str(), argv.data(),
+               envp.data()});
   }
   if (spec.detach == SubprocessSpec::Detach::kProcessGroup) {
     // Also from the parent, so that signalling -pid works at once.

@@ -70,6 +70,10 @@ struct SubprocessSpec {
   // With hide_other_users_processes: a directory (a job's tmpfs) mounted
   // on /dev/shm in the child's mount namespace; empty: the host's.
   std::string private_shm;
+  // An open descriptor of the caller's (>= 3) that the child keeps, at the
+  // same number; it learns the number some other way (its environment).
+  // -1: none.
+  int inherit_fd = -1;
 };
 
 // Whether SubprocessSpec::hide_other_users_processes works here: a child
@@ -83,7 +87,7 @@ bool CanHideOtherUsersProcesses();
 bool EnterOwnMountNamespace();
 
 // Starts the process; stdin is /dev/null and no descriptor of the caller
-// but stdout/stderr reaches it. The error names the failing step and path.
+// but stdout/stderr (and inherit_fd) reaches it. The error names the failing step and path.
 absl::StatusOr<pid_t> SpawnProcess(const SubprocessSpec& spec);
 
 // The path execve gets for argv[0]: itself when it holds a '/', otherwise

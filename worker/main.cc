@@ -23,6 +23,7 @@
 #include "worker/death_watch.h"
 #include "worker/rank_cgroups.h"
 #include "worker/rank_identity.h"
+#include "worker/snapshot_store.h"
 #include "worker/state_dir_lock.h"
 #include "worker/worker_server.h"
 
@@ -103,6 +104,19 @@ void AddWorkerFlags(CLI::App& app, ringmaster::WorkerConfig* config) {
       },
       "DIR[,DIR...] where a job's checkpoint directory may lie; the worker makes each job's "
       "there (default: the coordinator's checkpoint root and --checkpoint-roots)");
+  config->snapshot_memory_limit_bytes = *ringmaster::ParseSnapshotMemoryLimit("25%");
+  app.add_option_function<std::string>(
+      "--snapshot-memory-limit",
+      [config](const std::string& text) {
+        absl::StatusOr<uint64_t> limit = ringmaster::ParseSnapshotMemoryLimit(text);
+        if (!limit.ok()) {
+          throw CLI::ValidationError("--snapshot-memory-limit",
+                                     std::string(limit.status().message()));
+        }
+        config->snapshot_memory_limit_bytes = *limit;
+      },
+      "memory for ranks' in-memory snapshots and peers' replicas: a share of this machine's "
+      "(\"25%\", the default) or a size (\"4GiB\"); 0: none, restarts resume from disk");
   app.add_option("--trainer-bin", config->trainer_program, "the built-in trainer's path")
       ->capture_default_str();
 }

@@ -71,6 +71,7 @@ absl::StatusOr<pid_t> PosixProcessLauncher::Spawn(const LaunchSpec& spec) {
   sub.run_as = spec.run_as;
   sub.hide_other_users_processes = spec.hide_other_users_processes;
   sub.private_shm = spec.private_shm;
+  sub.inherit_fd = spec.inherit_fd;
   sub.no_new_privs = true;
   sub.required_access = spec.required_access;
   if (contain) {

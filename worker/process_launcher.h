@@ -31,6 +31,7 @@ struct LaunchSpec {
   std::vector<PathAccess> required_access;  // checked as its user before exec
   bool hide_other_users_processes = false;  // SubprocessSpec's
   std::string private_shm;                  // SubprocessSpec's
+  int inherit_fd = -1;                      // SubprocessSpec's: the rank's snapshot segment
 };
 
 struct ExitStatus {

@@ -3,9 +3,11 @@
 #include "common/subprocess.h"
 #include "worker/rank_log.h"
 
+#include <fcntl.h>
 #include <signal.h>
 
 #include <unistd.h>
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
@@ -15,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "testing/status_matchers.h"
 #include "testing/test_util.h"
 
@@ -95,6 +98,31 @@ TEST(ProcessLauncherTest, OutputReachesTheLogAsTimedRecords) {
       << records;
   EXPECT_GE(first, before);
   EXPECT_LE(first, after);
+}
+
+// The rank's snapshot segment reaches it at the worker's number, and no
+// other descriptor of the worker's does.
+TEST(ProcessLauncherTest, OnlyTheInheritedDescriptorReachesTheProcess) {
+  PosixProcessLauncher launcher;
+  const int kept = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  // Not close-on-exec, and above any number the child opens itself: it must
+  // not leak either.
+  const int other = fcntl(kept, F_DUPFD, 100);
+  ASSERT_GE(kept, 3);
+  ASSERT_GE(other, 3);
+  LaunchSpec spec = Shell(absl::StrCat("ls /proc/self/fd"), "fds.log");
+  spec.inherit_fd = kept;
+  auto pid = launcher.Spawn(spec);
+  close(other);
+  ASSERT_OK(pid) << pid.status();
+  EXPECT_EQ(WaitFor(launcher, *pid).exit_code, 0);
+  ASSERT_TRUE(launcher.ClearGroup(*pid, absl::Seconds(10)));
+  close(kept);
+  std::vector<std::string> fds = absl::StrSplit(ReadOutput(spec.log_path), '\n', absl::SkipEmpty());
+  // 0-2, the inherited one, and the one ls opens to read the directory.
+  EXPECT_EQ(fds.size(), 5u) << ReadOutput(spec.log_path);
+  EXPECT_NE(std::find(fds.begin(), fds.end(), std::to_string(kept)), fds.end());
+  EXPECT_EQ(std::find(fds.begin(), fds.end(), std::to_string(other)), fds.end());
 }
 
 TEST(ProcessLauncherTest, MissingProgramIsAnErrorNamingIt) {

@@ -208,6 +208,9 @@ void RankSupervisor::Supervise(Key key) {
     if (absl::Status ready = PrepareFiles(start, &*spec); !ready.ok()) spec = ready;
   }
 
+  // Held until the rank exits: its segment stays the job's either way.
+  std::shared_ptr<SnapshotStore::Lease> snapshot;
+  if (spec.ok()) snapshot = HandSnapshotSegment(start, &*spec);
   v1::RankExited exited;
   *exited.mutable_rank() = ref;
   absl::StatusOr<pid_t> pid = spec.ok() ? launcher_->Spawn(*spec) : spec.status();
@@ -233,6 +236,23 @@ void RankSupervisor::Supervise(Key key) {
   callbacks_.exited(exited);
   MutexLock lock(&mu_);
   ranks_[key]->reported = true;
+}
+
+std::shared_ptr<SnapshotStore::Lease> RankSupervisor::HandSnapshotSegment(
+    const v1::StartRank& start, LaunchSpec* spec) const {
+  if (options_.snapshots == nullptr || !start.snapshot_segment()) return nullptr;
+  absl::StatusOr<std::shared_ptr<SnapshotStore::Lease>> lease =
+      options_.snapshots->Acquire(start.rank().job_id(), start.rank().rank());
+  if (!lease.ok()) {
+    // Not a failure to start: the rank's snapshots go to disk, and it says so.
+    spdlog::warn("job {} rank {}: no snapshot segment: {}", start.rank().job_id(),
+                 start.rank().rank(), std::string(lease.status().message()));
+    spec->env["RINGMASTER_SNAPSHOT_REFUSED"] = std::string(lease.status().message());
+    return nullptr;
+  }
+  spec->inherit_fd = (*lease)->fd();
+  spec->env["RINGMASTER_SNAPSHOT_FD"] = std::to_string((*lease)->fd());
+  return *std::move(lease);
 }
 
 void RankSupervisor::RunToExit(Key key, const v1::RankRef& ref, pid_t pid,

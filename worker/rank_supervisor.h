@@ -21,6 +21,7 @@
 #include "worker/job_shm.h"
 #include "worker/process_launcher.h"
 #include "worker/rank_identity.h"
+#include "worker/snapshot_store.h"
 
 namespace ringmaster {
 
@@ -49,6 +50,9 @@ struct RankSupervisorOptions {
   // Where a job's checkpoint directory may lie (--checkpoint-roots); empty:
   // where the coordinator says (SetCoordinatorCheckpointRoots).
   std::vector<std::string> checkpoint_roots;
+  // Where ranks that ask for one (StartRank.snapshot_segment) get their
+  // snapshot segment; not owned. Null: no rank gets one.
+  SnapshotStore* snapshots = nullptr;
 };
 
 // Thread-safe. The callbacks run on the rank threads, never under the
@@ -120,6 +124,10 @@ class RankSupervisor {
   // The log directory, and the job's code when it comes with some (this
   // may wait for another rank's fetch).
   absl::Status PrepareFiles(const v1::StartRank& start, LaunchSpec* spec);
+  // The rank's snapshot segment, named in its environment, when it asks
+  // for one; its refusal, said there too, when there is no room.
+  std::shared_ptr<SnapshotStore::Lease> HandSnapshotSegment(const v1::StartRank& start,
+                                                            LaunchSpec* spec) const;
   // From a started process to its exit, stops delivered.
   void RunToExit(Key key, const v1::RankRef& ref, pid_t pid, const std::optional<RunAs>& run_as,
                  v1::RankExited* exited);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -25,7 +26,8 @@ class RankSupervisorTest : public ::testing::Test {
     options.jobs_dir = std::string(dir ? dir : "/tmp") + "/jobs";
     options.base_env = {{"PATH", "/usr/bin:/bin"}};
     options.trainer_program = "/bin/echo";  // shows the arguments it is given
-    for (int index : {0, 2}) {              // a worker offering two of its machine's GPUs
+    options.snapshots = &snapshots_;
+    for (int index : {0, 2}) {  // a worker offering two of its machine's GPUs
       v1::Gpu& gpu = options.gpus.emplace_back();
       gpu.set_index(index);
       gpu.set_uuid(index == 0 ? "GPU-aaaa" : "GPU-cccc");
@@ -77,11 +79,60 @@ class RankSupervisorTest : public ::testing::Test {
   }
 
   PosixProcessLauncher launcher_;
+  SnapshotStore snapshots_{4 * (64 << 10), 2};  // 64 KiB segments
   Mutex mu_;
   std::vector<v1::RankStarted> started_ ABSL_GUARDED_BY(mu_);
   std::vector<v1::RankExited> exited_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<RankSupervisor> supervisor_;
 };
+
+// A rank that asks for a snapshot segment reads it at the descriptor its
+// environment names; started again, it gets the same segment back.
+TEST_F(RankSupervisorTest, ARankGetsItsJobsSnapshotSegmentAcrossAttempts) {
+  const std::string script =
+      "test -n \"$RINGMASTER_SNAPSHOT_FD\" || exit 9; head -c 4 "
+      "/proc/self/fd/$RINGMASTER_SNAPSHOT_FD";
+  v1::StartRank first = Rank("job-s", 1, script);
+  first.set_snapshot_segment(true);
+  supervisor_->Start(first);
+  ASSERT_EQ(WaitExits(1).back().exit_code(), 0);
+  EXPECT_EQ(ReadLog("job-s", 1), "RMSS");  // the segment's magic
+
+  // What the first attempt left (written here as the rank would).
+  {
+    absl::StatusOr<std::shared_ptr<SnapshotStore::Lease>> lease = snapshots_.Acquire("job-s", 1);
+    ASSERT_TRUE(lease.ok());
+    auto segment = SnapshotSegment::Map((*lease)->fd(), 0, "segment");
+    ASSERT_TRUE(segment.ok());
+    auto slot = (*segment)->Begin(3);
+    ASSERT_TRUE(slot.ok());
+    std::memcpy(slot->data, "abc", 3);
+    SnapshotInfo info;
+    info.step = 77;
+    (*segment)->Commit(*slot, info, SnapshotChecksum("abc", 3));
+  }
+  // The new rank reads the step of slot 0 (at byte 40 of the header).
+  v1::StartRank second =
+      Rank("job-s", 1, "od -An -td8 -j40 -N8 /proc/self/fd/$RINGMASTER_SNAPSHOT_FD | tr -d ' '");
+  second.mutable_rank()->set_attempt(1);
+  second.set_snapshot_segment(true);
+  supervisor_->Start(second);
+  ASSERT_EQ(WaitExits(2).back().exit_code(), 0);
+  std::ifstream log(supervisor_->LogPath("job-s", 1, 1));
+  std::stringstream text;
+  text << log.rdbuf();
+  std::string seen;
+  bool mid_line = false;
+  RenderRecords(text.str(), /*timestamps=*/false, &mid_line, &seen);
+  EXPECT_EQ(seen, "77\n");
+  const std::vector<v1::HeldSnapshots> held = snapshots_.Held();
+  ASSERT_EQ(held.size(), 1u);
+  EXPECT_EQ(held[0].steps(0), 77);
+
+  // A rank that does not ask gets none.
+  supervisor_->Start(Rank("job-t", 0, "test -z \"$RINGMASTER_SNAPSHOT_FD\""));
+  EXPECT_EQ(WaitExits(3).back().exit_code(), 0);
+}
 
 TEST_F(RankSupervisorTest, ReportsStartAndExitWithCodeAndLog) {
   supervisor_->Start(Rank("job-a", 1, "echo rank=$RANK; exit 4"));

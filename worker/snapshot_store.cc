@@ -92,12 +92,17 @@ absl::StatusOr<std::shared_ptr<SnapshotStore::Lease>> SnapshotStore::Acquire(
 bool SnapshotStore::MakeRoom(const std::string& job_id) {
   if (segment_bytes_ < SnapshotCapacityFor(1)) return false;
   while ((segments_.size() + 1) * segment_bytes_ > local_bytes_) {
+    // Other jobs' first, then the job's own idle ones (of ranks that now
+    // run elsewhere); least recently used first.
+    auto worse = [&](const auto& a, const auto& b) {
+      const bool a_other = a->first.first != job_id, b_other = b->first.first != job_id;
+      if (a_other != b_other) return a_other;
+      return a->second->last_used < b->second->last_used;
+    };
     auto oldest = segments_.end();
     for (auto it = segments_.begin(); it != segments_.end(); ++it) {
-      if (it->second->leases > 0 || it->first.first == job_id) continue;
-      if (oldest == segments_.end() || it->second->last_used < oldest->second->last_used) {
-        oldest = it;
-      }
+      if (it->second->leases > 0) continue;
+      if (oldest == segments_.end() || worse(it, oldest)) oldest = it;
     }
     if (oldest == segments_.end()) return false;
     spdlog::info("freeing job {} rank {}'s snapshot segment for room", oldest->first.first,

@@ -8,8 +8,8 @@
 // Memory is bounded by --snapshot-memory-limit: half of it is for the
 // segments of ranks running here, split evenly over the worker's slots;
 // the other half is kept for replicas of peers' snapshots. A segment is
-// freed when its job ends or is deleted, or to make room, least recently
-// used first, when no rank of its job runs here.
+// freed when its job ends or is deleted, or to make room when no rank runs
+// with it (other jobs' first, least recently used first).
 #ifndef RINGMASTER_WORKER_SNAPSHOT_STORE_H_
 #define RINGMASTER_WORKER_SNAPSHOT_STORE_H_
 
@@ -62,8 +62,8 @@ class SnapshotStore {
   };
   using Key = std::pair<std::string, int>;  // job, rank
   void Release(const Key& key, const Segment* segment);
-  // Frees unleased segments of other jobs, oldest first, until one more
-  // fits; false when none is left to free.
+  // Frees unleased segments, other jobs' first and the oldest first, until
+  // one more fits; false when none is left to free.
   bool MakeRoom(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const uint64_t limit_bytes_;

@@ -83,12 +83,26 @@ TEST(SnapshotStoreTest, TheLimitFreesAnIdleJobsSegmentButNeverARunningRanks) {
   EXPECT_TRUE(store.Held().empty());  // job-a's snapshot went with its segment
 }
 
-TEST(SnapshotStoreTest, AJobsOwnSegmentsAreNotFreedForAnotherOfItsRanks) {
-  SnapshotStore store = Store(1);
-  auto r0 = store.Acquire("job-a", 0);
-  ASSERT_OK(r0);
-  r0->reset();
-  EXPECT_THAT(store.Acquire("job-a", 1), StatusIs(absl::StatusCode::kResourceExhausted));
+TEST(SnapshotStoreTest, AnotherJobsIdleSegmentGoesBeforeTheJobsOwn) {
+  SnapshotStore store = Store(2);
+  auto a0 = store.Acquire("job-a", 0);
+  auto b0 = store.Acquire("job-b", 0);
+  ASSERT_OK(a0);
+  ASSERT_OK(b0);
+  WriteStep((*a0)->fd(), 1);
+  WriteStep((*b0)->fd(), 2);
+  b0->reset();
+  a0->reset();  // used last, but job-a's own
+  auto a1 = store.Acquire("job-a", 1);
+  ASSERT_OK(a1);
+  std::vector<v1::HeldSnapshots> held = store.Held();
+  ASSERT_EQ(held.size(), 1u);
+  EXPECT_EQ(held[0].job_id(), "job-a");
+  // With no other job's left, the job's own idle one goes.
+  a1->reset();
+  auto a2 = store.Acquire("job-a", 2);
+  ASSERT_OK(a2);
+  EXPECT_EQ(store.reserved_bytes(), 2 * kSegment);
 }
 
 TEST(SnapshotStoreTest, ForgetFreesTheJobsSegmentsEvenWhileALeaseIsHeld) {

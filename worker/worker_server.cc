@@ -187,8 +187,8 @@ absl::Status WorkerServer::Init(const WorkerConfig& config) {
   worker_id_ = config.worker_id;
   absl::StatusOr<std::unique_ptr<Nvml>> nvml = Nvml::Load(config.nvml_library);
   const std::vector<v1::Gpu> gpus = OfferedGpus(nvml);
-  RETURN_IF_ERROR(InitSupervisor(config, gpus));
   v1::RegisterWorker identity = Identity(config, gpus);
+  RETURN_IF_ERROR(InitSupervisor(config, gpus, identity.slots()));
   const int slots = identity.slots();
   InitLink(config, std::move(identity));
   std::shared_ptr<Nvml> gpus_nvml = nvml.ok() ? *std::move(nvml) : nullptr;
@@ -203,8 +203,12 @@ absl::Status WorkerServer::Init(const WorkerConfig& config) {
 }
 
 absl::Status WorkerServer::InitSupervisor(const WorkerConfig& config,
-                                          const std::vector<v1::Gpu>& gpus) {
+                                          const std::vector<v1::Gpu>& gpus, int slots) {
   RankSupervisorOptions options;
+  snapshots_ = std::make_unique<SnapshotStore>(config.snapshot_memory_limit_bytes, slots);
+  options.snapshots = snapshots_.get();
+  spdlog::info("snapshot memory limit {} MiB: {} MiB for each slot's rank",
+               config.snapshot_memory_limit_bytes >> 20, snapshots_->segment_bytes() >> 20);
   options.log_dir = config.state_dir + "/logs";
   RETURN_IF_ERROR(MakePrivateDir(options.log_dir, 0750));
   options.jobs_dir = config.state_dir + "/jobs";
@@ -264,7 +268,10 @@ void WorkerServer::InitLink(const WorkerConfig& config, v1::RegisterWorker ident
   hooks.on_command = [this](const v1::CoordinatorMessage& command) { OnCommand(command); };
   hooks.running_ranks = [this] { return RunningRanks(); };
   hooks.progress = [this] { return progress_.TakeChanged(); };
-  hooks.usage = [this](v1::Heartbeat* beat) { metrics_->FillUsage(beat); };
+  hooks.usage = [this](v1::Heartbeat* beat) {
+    metrics_->FillUsage(beat);
+    for (v1::HeldSnapshots& held : snapshots_->Held()) *beat->add_snapshots() = std::move(held);
+  };
   hooks.registered = [this](const v1::Registered& registered) {
     access_->SetAgentCredential(registered.agent_credential());
     if (registered.checkpoint_roots().empty() && !checkpoint_roots_given_) {
@@ -286,7 +293,10 @@ void WorkerServer::OnCommand(const v1::CoordinatorMessage& command) {
     const v1::StopJob& stop = command.stop_job();
     supervisor_->StopJob(stop.job_id(), stop.attempt(), absl::Milliseconds(stop.grace_ms()));
   } else if (command.has_delete_job_logs()) {
+    snapshots_->Forget(command.delete_job_logs().job_id());
     supervisor_->DeleteLogs(command.delete_job_logs().job_id());
+  } else if (command.has_job_ended()) {
+    snapshots_->Forget(command.job_ended().job_id());
   } else if (command.has_dump_stacks()) {
     DumpStacksOf(command.dump_stacks());
   }

@@ -29,6 +29,7 @@
 #include "worker/process_launcher.h"
 #include "worker/progress_board.h"
 #include "worker/rank_supervisor.h"
+#include "worker/snapshot_store.h"
 #include "worker/stacks_dump.h"
 #include "worker/worker_metrics.h"
 
@@ -59,6 +60,8 @@ struct WorkerConfig {
   std::string rank_user;
   std::string rank_uid_range;                 // empty: the default, unless rank_user is given
   int64_t max_code_bytes = int64_t{1} << 30;  // a job's unpacked code, at most
+  // Ranks' snapshot segments and peers' replicas (snapshot_store.h), at most.
+  uint64_t snapshot_memory_limit_bytes = 0;
 };
 
 class WorkerServer {
@@ -75,7 +78,8 @@ class WorkerServer {
   WorkerServer() = default;
   absl::Status Init(const WorkerConfig& config);
   // Its parts, in the order Init makes them.
-  absl::Status InitSupervisor(const WorkerConfig& config, const std::vector<v1::Gpu>& gpus);
+  absl::Status InitSupervisor(const WorkerConfig& config, const std::vector<v1::Gpu>& gpus,
+                              int slots);
   void InitLink(const WorkerConfig& config, v1::RegisterWorker identity);
   void InitMetrics(const WorkerConfig& config, std::shared_ptr<Nvml> nvml);
   // Errors of the GPUs, to metrics_ and the coordinator.
@@ -98,7 +102,8 @@ class WorkerServer {
   std::unique_ptr<WorkerMetrics> metrics_;
   std::unique_ptr<MetricsServer> metrics_server_;
   std::unique_ptr<JobCode> code_;
-  std::unique_ptr<JobShm> shm_;          // null: ranks see the host's /dev/shm
+  std::unique_ptr<JobShm> shm_;  // null: ranks see the host's /dev/shm
+  std::unique_ptr<SnapshotStore> snapshots_;
   bool checkpoint_roots_given_ = false;  // --checkpoint-roots
   std::unique_ptr<RankSupervisor> supervisor_;
   std::unique_ptr<CoordinatorLink> link_;
