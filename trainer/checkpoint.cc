@@ -24,18 +24,6 @@ namespace fs = std::filesystem;
 constexpr char kMagic[8] = {'R', 'M', 'C', 'K', 'P', 'T', '0', '2'};
 constexpr char kFile[] = "state.bin";
 
-void Put(std::string* out, const void* data, size_t bytes) {
-  if (bytes > 0) out->append(static_cast<const char*>(data), bytes);
-}
-template <typename T>
-void PutValue(std::string* out, T v) {
-  Put(out, &v, sizeof(v));
-}
-void PutFloats(std::string* out, const std::vector<float>& v) {
-  PutValue<uint64_t>(out, v.size());
-  Put(out, v.data(), v.size() * sizeof(float));
-}
-
 class Reader {
  public:
   explicit Reader(const std::string& data) : data_(data) {}
@@ -110,20 +98,50 @@ std::vector<std::pair<int64_t, fs::path>> ListCheckpoints(const std::string& dir
 
 }  // namespace
 
-std::string EncodeCheckpoint(const TrainingState& state) {
-  std::string data;
-  Put(&data, kMagic, sizeof(kMagic));
-  PutValue<int64_t>(&data, state.step);
-  PutValue<int64_t>(&data, state.epoch);
-  PutValue<int64_t>(&data, state.epoch_rows);
-  PutValue<int64_t>(&data, state.world_size);
-  PutValue<uint64_t>(&data, state.seed);
-  PutValue<int64_t>(&data, state.optimizer_steps);
-  PutFloats(&data, state.params);
-  PutFloats(&data, state.optimizer_state);
+CheckpointLayout LayoutOf(size_t params, size_t state) {
+  CheckpointLayout layout;
+  layout.params_offset = sizeof(kMagic) + 6 * sizeof(int64_t) + sizeof(uint64_t);
+  layout.state_offset = layout.params_offset + params * sizeof(float) + sizeof(uint64_t);
+  layout.checksum_offset = layout.state_offset + state * sizeof(float);
+  layout.bytes = layout.checksum_offset + sizeof(uint32_t);
+  return layout;
+}
+
+void WriteCheckpointFrame(const TrainingState& position, size_t params, size_t state, char* out) {
+  const CheckpointLayout layout = LayoutOf(params, state);
+  const int64_t fields[6] = {position.step,
+                             position.epoch,
+                             position.epoch_rows,
+                             position.world_size,
+                             static_cast<int64_t>(position.seed),
+                             position.optimizer_steps};
+  std::memcpy(out, kMagic, sizeof(kMagic));
+  std::memcpy(out + sizeof(kMagic), fields, sizeof(fields));
+  const uint64_t counts[2] = {params, state};
+  std::memcpy(out + layout.params_offset - sizeof(uint64_t), &counts[0], sizeof(uint64_t));
+  std::memcpy(out + layout.state_offset - sizeof(uint64_t), &counts[1], sizeof(uint64_t));
+}
+
+uint32_t SealCheckpoint(char* out, const CheckpointLayout& layout) {
   const uint32_t crc = static_cast<uint32_t>(
-      crc32(0, reinterpret_cast<const Bytef*>(data.data()), static_cast<uInt>(data.size())));
-  PutValue<uint32_t>(&data, crc);
+      crc32(0, reinterpret_cast<const Bytef*>(out), static_cast<uInt>(layout.checksum_offset)));
+  std::memcpy(out + layout.checksum_offset, &crc, sizeof(crc));
+  return crc;
+}
+
+std::string EncodeCheckpoint(const TrainingState& state) {
+  const CheckpointLayout layout = LayoutOf(state.params.size(), state.optimizer_state.size());
+  std::string data(layout.bytes, '\0');
+  WriteCheckpointFrame(state, state.params.size(), state.optimizer_state.size(), data.data());
+  if (!state.params.empty()) {
+    std::memcpy(data.data() + layout.params_offset, state.params.data(),
+                state.params.size() * sizeof(float));
+  }
+  if (!state.optimizer_state.empty()) {
+    std::memcpy(data.data() + layout.state_offset, state.optimizer_state.data(),
+                state.optimizer_state.size() * sizeof(float));
+  }
+  SealCheckpoint(data.data(), layout);
   return data;
 }
 

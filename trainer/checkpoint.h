@@ -42,6 +42,22 @@ absl::StatusOr<LoadedCheckpoint> LoadLatestCheckpoint(const std::string& dir);
 // One checkpoint file; DATA_LOSS naming what is wrong.
 absl::StatusOr<TrainingState> ReadCheckpointFile(const std::string& path);
 
+// Where the parts of a checkpoint file of `params` and `state` floats lie,
+// for writing one in place (trainer/snapshotter.h): a frame, the
+// parameters, the optimizer state, and last a CRC-32 of all before it.
+struct CheckpointLayout {
+  size_t params_offset = 0;
+  size_t state_offset = 0;
+  size_t checksum_offset = 0;
+  size_t bytes = 0;  // the whole file
+};
+CheckpointLayout LayoutOf(size_t params, size_t state);
+// Writes the frame into `out` (layout.bytes long): the format's magic,
+// `position`'s fields (its vectors are not read) and the two counts.
+void WriteCheckpointFrame(const TrainingState& position, size_t params, size_t state, char* out);
+// Once the floats are in place too: writes the checksum and returns it.
+uint32_t SealCheckpoint(char* out, const CheckpointLayout& layout);
+
 // A checkpoint file's bytes, and back (`path` only names it in errors).
 std::string EncodeCheckpoint(const TrainingState& state);
 absl::StatusOr<TrainingState> DecodeCheckpoint(std::string data, const std::string& path);

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cstring>
 
 #include "trainer/loss.h"
 #include "trainer/model_runner.h"
@@ -46,6 +47,18 @@ class CpuRunner final : public ModelRunner {
   }
   absl::StatusOr<double> GradNorm() override {
     return ringmaster::GradNorm(model_.grads(), size());
+  }
+
+  absl::Status CopyStateRange(size_t offset, size_t n, float* params_out,
+                              float* state_out) override {
+    const size_t size = model_.params().size();
+    std::memcpy(params_out + offset, model_.params().data() + offset, n * sizeof(float));
+    const std::vector<float>& state = *optimizer_->mutable_state();
+    for (size_t plane = 0; (plane + 1) * size <= state.size(); ++plane) {
+      std::memcpy(state_out + plane * size + offset, state.data() + plane * size + offset,
+                  n * sizeof(float));
+    }
+    return absl::OkStatus();
   }
 
   absl::Status ReadState(std::vector<float>* params, std::vector<float>* state) override {

@@ -70,6 +70,14 @@ class ModelRunner {
     return nullptr;
   }
 
+  // Host copies of [offset, offset + n) of the parameters, to
+  // params_out + offset, and of each plane of the optimizer state (its
+  // optimizer_state_size() floats are planes of size() each: none, a
+  // momentum, or AdamW's two moments), to state_out + plane * size() +
+  // offset: a snapshot, bucket by bucket. The training thread after a
+  // step, or the reducer's after the range's update.
+  virtual absl::Status CopyStateRange(size_t offset, size_t n, float* params_out,
+                                      float* state_out) = 0;
   // Host copies, for checkpoints and resume.
   virtual absl::Status ReadState(std::vector<float>* params,
                                  std::vector<float>* optimizer_state) = 0;

@@ -161,6 +161,21 @@ class GpuRunner final : public ModelRunner {
     return std::sqrt(sum);
   }
 
+  absl::Status CopyStateRange(size_t offset, size_t n, float* params_out,
+                              float* state_out) override {
+    // On the collective's stream: after the range's update.
+    const size_t size = model_->size();
+    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(params_out + offset, model_->params() + offset,
+                                         n * sizeof(float), cudaMemcpyDeviceToHost, comm_stream_));
+    for (size_t plane = 0; (plane + 1) * size <= state_size_; ++plane) {
+      CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(state_out + plane * size + offset,
+                                           state_ + plane * size + offset, n * sizeof(float),
+                                           cudaMemcpyDeviceToHost, comm_stream_));
+    }
+    CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(comm_stream_));
+    return absl::OkStatus();
+  }
+
   absl::Status ReadState(std::vector<float>* params, std::vector<float>* state) override {
     CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(comm_stream_));
     RETURN_IF_ERROR(model_->CopyParamsToHost(params));

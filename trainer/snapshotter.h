@@ -1,0 +1,116 @@
+// A rank's snapshots into the segment its worker holds for it
+// (domain/snapshot_segment.h): after every `every_steps` steps the whole
+// training state, in the checkpoint file's format (trainer/checkpoint.h),
+// so that a restart reads it back as it would a checkpoint.
+//
+// The copy into the slot is the only part on the training thread's path,
+// and it can be taken off it too:
+//   kStaged   the training thread copies the whole state after the step;
+//   kBucketed the reducer's thread copies each bucket as soon as the
+//             optimizer has updated it, while later buckets are still
+//             being reduced (the fused update path; without it, staged).
+// Either way a thread of its own then computes the checksum and commits
+// the slot. A snapshot is skipped, never waited for, when the one before
+// is still being committed.
+#ifndef RINGMASTER_TRAINER_SNAPSHOTTER_H_
+#define RINGMASTER_TRAINER_SNAPSHOTTER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/status/statusor.h"
+#include "common/mutex.h"
+#include "domain/snapshot_segment.h"
+#include "trainer/checkpoint.h"
+#include "trainer/model_runner.h"
+
+namespace ringmaster {
+
+enum class SnapshotCopy { kStaged, kBucketed };
+
+struct SnapshotterOptions {
+  int every_steps = 1;
+  SnapshotCopy copy = SnapshotCopy::kBucketed;
+  int32_t attempt = 0;
+  int32_t rank = 0;
+  int32_t world_size = 1;
+};
+
+// What snapshots cost a rank so far.
+struct SnapshotStats {
+  int64_t committed = 0;
+  int64_t skipped = 0;        // due while the one before was still being committed
+  double copy_seconds = 0;    // on the training thread (staged) or the reducer's
+  double commit_seconds = 0;  // checksums and commits, on the snapshot thread
+  int64_t bytes = 0;          // of one snapshot
+  int64_t newest_step = -1;   // committed
+};
+
+// The training thread calls Begin and End; the reducer's thread CopyRange
+// between them. One mutex over the hand-off to the snapshot thread.
+class Snapshotter {
+ public:
+  // RESOURCE_EXHAUSTED naming both sizes when a snapshot of `params` and
+  // `state` floats does not fit the segment's slots.
+  static absl::StatusOr<std::unique_ptr<Snapshotter>> Make(SnapshotSegment* segment, size_t params,
+                                                           size_t state,
+                                                           SnapshotterOptions options);
+  // Commits what is being committed and stops the thread.
+  ~Snapshotter();
+  Snapshotter(const Snapshotter&) = delete;
+  Snapshotter& operator=(const Snapshotter&) = delete;
+
+  // Training thread, before the step that will make `step` steps done:
+  // whether its state is taken. True reserves a slot until End.
+  bool Begin(int64_t step);
+  // Whether the step being taken copies bucket by bucket (CopyRange).
+  bool copying_buckets() const { return reserved_ && options_.copy == SnapshotCopy::kBucketed; }
+  // Reducer's thread: [offset, offset + n) is updated for the step.
+  absl::Status CopyRange(ModelRunner& runner, size_t offset, size_t n);
+  // Training thread, after the step: the rest of the copy (all of it when
+  // staged), the frame from `position`, and the hand-off.
+  absl::Status End(ModelRunner& runner, const TrainingState& position);
+  // Waits until nothing is being committed.
+  void Drain();
+
+  SnapshotStats stats() const;
+  const SnapshotSegment& segment() const { return *segment_; }
+
+ private:
+  Snapshotter(SnapshotSegment* segment, size_t params, size_t state, SnapshotterOptions options);
+  void Run();  // the snapshot thread
+  float* params_out() const { return reinterpret_cast<float*>(slot_.data + layout_.params_offset); }
+  float* state_out() const { return reinterpret_cast<float*>(slot_.data + layout_.state_offset); }
+
+  SnapshotSegment* const segment_;
+  const size_t params_, state_;
+  const CheckpointLayout layout_;
+  const SnapshotterOptions options_;
+
+  // The training thread's (and, between Begin and End, the reducer's).
+  bool reserved_ = false;
+  SnapshotSegment::Slot slot_;
+  int64_t step_ = 0;
+  std::atomic<size_t> copied_{0};  // parameters copied for the step so far
+  std::atomic<int64_t> copy_nanos_{0};
+
+  mutable Mutex mu_;
+  bool pending_ ABSL_GUARDED_BY(mu_) = false;  // a slot handed to the thread
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  SnapshotSegment::Slot pending_slot_ ABSL_GUARDED_BY(mu_);
+  int64_t pending_step_ ABSL_GUARDED_BY(mu_) = 0;
+  SnapshotStats stats_ ABSL_GUARDED_BY(mu_);
+  std::thread thread_;
+};
+
+// The newest snapshot of the segment that reads back whole and decodes as
+// the trainer's; NOT_FOUND when there is none. A corrupt newer one is
+// passed over and listed in `skipped`.
+absl::StatusOr<LoadedCheckpoint> LoadNewestSnapshot(const SnapshotSegment& segment);
+
+}  // namespace ringmaster
+
+#endif  // RINGMASTER_TRAINER_SNAPSHOTTER_H_

@@ -1,0 +1,194 @@
+#include "trainer/snapshotter.h"
+
+#include <sys/mman.h>
+
+#include <gtest/gtest.h>
+
+#include "testing/status_matchers.h"
+
+namespace ringmaster {
+namespace {
+
+// An MLP 6 -> 16 -> 3 with AdamW: two planes of optimizer state.
+std::unique_ptr<ModelRunner> Runner() {
+  v1::TrainerSpec spec;
+  spec.set_seed(5);
+  spec.mutable_optimizer()->set_type("adamw");
+  spec.mutable_optimizer()->set_lr(0.01);
+  absl::StatusOr<std::unique_ptr<ModelRunner>> runner = MakeCpuRunner(spec, {6, 16, 3});
+  EXPECT_OK(runner);
+  return *std::move(runner);
+}
+
+// One training step on made-up rows, so that parameters and moments change.
+void Step(ModelRunner& runner) {
+  std::vector<float> x(4 * 6);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = 0.1f * static_cast<float>(i % 7) - 0.3f;
+  std::vector<int32_t> y = {0, 1, 2, 1};
+  ASSERT_OK(runner.ForwardBackward(x.data(), y.data(), 4, 1.0f, false, nullptr).status());
+  runner.BeginStep(0.01f, 1.0f);
+  ASSERT_OK(runner.UpdateRange(0, runner.size()));
+}
+
+struct Segment {
+  UniqueFd fd;
+  std::unique_ptr<SnapshotSegment> rank_view;  // the snapshotter writes through it
+  std::unique_ptr<SnapshotSegment> worker_view;
+};
+
+Segment MakeSegment(uint64_t capacity) {
+  Segment s;
+  absl::StatusOr<UniqueFd> fd = SnapshotSegment::Create(capacity);
+  EXPECT_OK(fd);
+  s.fd = *std::move(fd);
+  s.rank_view = *SnapshotSegment::Map(s.fd.get(), 0, "the rank's segment");
+  s.worker_view = *SnapshotSegment::Map(s.fd.get(), capacity, "the worker's view");
+  return s;
+}
+
+TrainingState Position(const ModelRunner& runner) {
+  TrainingState position;
+  position.epoch = 1;
+  position.epoch_rows = 96;
+  position.world_size = 2;
+  position.seed = 5;
+  position.optimizer_steps = runner.optimizer_steps();
+  return position;
+}
+
+void ExpectHoldsRunnersState(const LoadedCheckpoint& loaded, ModelRunner& runner, int64_t step) {
+  std::vector<float> params, state;
+  ASSERT_OK(runner.ReadState(&params, &state));
+  EXPECT_EQ(loaded.path, "memory");
+  EXPECT_EQ(loaded.state.step, step);
+  EXPECT_EQ(loaded.state.epoch, 1);
+  EXPECT_EQ(loaded.state.epoch_rows, 96);
+  EXPECT_EQ(loaded.state.world_size, 2);
+  EXPECT_EQ(loaded.state.optimizer_steps, runner.optimizer_steps());
+  EXPECT_EQ(loaded.state.params, params);
+  EXPECT_EQ(loaded.state.optimizer_state, state);
+}
+
+class SnapshotterTest : public ::testing::TestWithParam<SnapshotCopy> {};
+
+TEST_P(SnapshotterTest, EachStepsStateReadsBackExactly) {
+  std::unique_ptr<ModelRunner> runner = Runner();
+  Segment segment = MakeSegment(1 << 20);
+  SnapshotterOptions options;
+  options.copy = GetParam();
+  options.attempt = 4;
+  options.rank = 1;
+  options.world_size = 2;
+  absl::StatusOr<std::unique_ptr<Snapshotter>> snapshots = Snapshotter::Make(
+      segment.rank_view.get(), runner->size(), runner->optimizer_state_size(), options);
+  ASSERT_OK(snapshots);
+  for (int64_t step = 1; step <= 3; ++step) {
+    ASSERT_TRUE((*snapshots)->Begin(step));
+    EXPECT_EQ((*snapshots)->copying_buckets(), GetParam() == SnapshotCopy::kBucketed);
+    Step(*runner);
+    if ((*snapshots)->copying_buckets()) {
+      // As the reducer does: the last bucket first.
+      const size_t half = runner->size() / 2;
+      ASSERT_OK((*snapshots)->CopyRange(*runner, half, runner->size() - half));
+      ASSERT_OK((*snapshots)->CopyRange(*runner, 0, half));
+    }
+    ASSERT_OK((*snapshots)->End(*runner, Position(*runner)));
+    (*snapshots)->Drain();
+  }
+  const std::vector<SnapshotInfo> held = segment.worker_view->Committed();
+  ASSERT_EQ(held.size(), 2u);
+  EXPECT_EQ(held[0].step, 3);
+  EXPECT_EQ(held[1].step, 2);
+  EXPECT_EQ(held[0].attempt, 4);
+  EXPECT_EQ(held[0].rank, 1);
+  EXPECT_EQ(held[0].format, SnapshotFormat::kTrainer);
+  absl::StatusOr<LoadedCheckpoint> loaded = LoadNewestSnapshot(*segment.worker_view);
+  ASSERT_OK(loaded);
+  ExpectHoldsRunnersState(*loaded, *runner, 3);
+  const SnapshotStats stats = (*snapshots)->stats();
+  EXPECT_EQ(stats.committed, 3);
+  EXPECT_EQ(stats.newest_step, 3);
+  EXPECT_EQ(stats.bytes, static_cast<int64_t>(held[0].bytes));
+}
+
+INSTANTIATE_TEST_SUITE_P(Copies, SnapshotterTest,
+                         ::testing::Values(SnapshotCopy::kStaged, SnapshotCopy::kBucketed));
+
+TEST(SnapshotterTest, BucketsNotAllCopiedAreCopiedWholeAtTheEnd) {
+  std::unique_ptr<ModelRunner> runner = Runner();
+  Segment segment = MakeSegment(1 << 20);
+  auto snapshots = Snapshotter::Make(segment.rank_view.get(), runner->size(),
+                                     runner->optimizer_state_size(), {});
+  ASSERT_OK(snapshots);
+  ASSERT_TRUE((*snapshots)->Begin(1));
+  Step(*runner);
+  ASSERT_OK((*snapshots)->CopyRange(*runner, 0, 10));  // one bucket only
+  ASSERT_OK((*snapshots)->End(*runner, Position(*runner)));
+  (*snapshots)->Drain();
+  absl::StatusOr<LoadedCheckpoint> loaded = LoadNewestSnapshot(*segment.worker_view);
+  ASSERT_OK(loaded);
+  ExpectHoldsRunnersState(*loaded, *runner, 1);
+}
+
+TEST(SnapshotterTest, OnlyEveryNthStepIsTaken) {
+  std::unique_ptr<ModelRunner> runner = Runner();
+  Segment segment = MakeSegment(1 << 20);
+  SnapshotterOptions options;
+  options.every_steps = 3;
+  auto snapshots = Snapshotter::Make(segment.rank_view.get(), runner->size(),
+                                     runner->optimizer_state_size(), options);
+  ASSERT_OK(snapshots);
+  EXPECT_FALSE((*snapshots)->Begin(1));
+  EXPECT_FALSE((*snapshots)->Begin(2));
+  EXPECT_TRUE((*snapshots)->Begin(3));
+  ASSERT_OK((*snapshots)->End(*runner, Position(*runner)));
+  options.every_steps = 0;  // off
+  Segment off_segment = MakeSegment(1 << 20);
+  auto off = Snapshotter::Make(off_segment.rank_view.get(), runner->size(),
+                               runner->optimizer_state_size(), options);
+  ASSERT_OK(off);
+  EXPECT_FALSE((*off)->Begin(1));
+}
+
+TEST(SnapshotterTest, AStateLargerThanTheSlotsIsRefusedNamingBothSizes) {
+  std::unique_ptr<ModelRunner> runner = Runner();
+  Segment segment = MakeSegment(16 << 10);
+  EXPECT_THAT(Snapshotter::Make(segment.rank_view.get(), 1 << 20, 2 << 20, {}),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       "a snapshot of this model and its optimizer is 12.0 MiB; the worker's "
+                       "segment holds two of 0.0 MiB (its --snapshot-memory-limit)"));
+}
+
+TEST(SnapshotterTest, ACorruptNewestSnapshotFallsBackToTheOneBefore) {
+  std::unique_ptr<ModelRunner> runner = Runner();
+  Segment segment = MakeSegment(1 << 20);
+  auto snapshots = Snapshotter::Make(segment.rank_view.get(), runner->size(),
+                                     runner->optimizer_state_size(), {});
+  ASSERT_OK(snapshots);
+  for (int64_t step = 1; step <= 2; ++step) {
+    ASSERT_TRUE((*snapshots)->Begin(step));
+    Step(*runner);
+    ASSERT_OK((*snapshots)->End(*runner, Position(*runner)));
+    (*snapshots)->Drain();
+  }
+  const SnapshotInfo newest = segment.worker_view->Committed()[0];
+  char* base = static_cast<char*>(
+      mmap(nullptr, 1 << 20, PROT_READ | PROT_WRITE, MAP_SHARED, segment.fd.get(), 0));
+  ASSERT_NE(base, MAP_FAILED);
+  base[kSnapshotHeaderBytes + newest.slot * segment.worker_view->slot_bytes() + 100] ^= 0x10;
+  munmap(base, 1 << 20);
+  absl::StatusOr<LoadedCheckpoint> loaded = LoadNewestSnapshot(*segment.worker_view);
+  ASSERT_OK(loaded);
+  EXPECT_EQ(loaded->state.step, 1);
+  ASSERT_EQ(loaded->skipped.size(), 1u);
+  EXPECT_EQ(loaded->skipped[0], "the worker's view: the snapshot of step 2 fails its checksum");
+}
+
+TEST(SnapshotterTest, AnEmptySegmentHasNoSnapshot) {
+  Segment segment = MakeSegment(1 << 20);
+  EXPECT_THAT(LoadNewestSnapshot(*segment.worker_view),
+              StatusIs(absl::StatusCode::kNotFound, "no readable snapshot in the worker's memory"));
+}
+
+}  // namespace
+}  // namespace ringmaster
