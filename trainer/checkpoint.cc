@@ -202,6 +202,11 @@ absl::StatusOr<TrainingState> DecodeCheckpoint(std::string data, const std::stri
   return state;
 }
 
+int64_t NewestCheckpointStep(const std::string& dir) {
+  const auto all = ListCheckpoints(dir);
+  return all.empty() ? -1 : all.front().first;
+}
+
 absl::StatusOr<LoadedCheckpoint> LoadLatestCheckpoint(const std::string& dir) {
   LoadedCheckpoint loaded;
   for (const auto& [step, path] : ListCheckpoints(dir)) {

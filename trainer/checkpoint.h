@@ -39,6 +39,10 @@ struct LoadedCheckpoint {
 // is listed in `skipped` and passed over.
 absl::StatusOr<LoadedCheckpoint> LoadLatestCheckpoint(const std::string& dir);
 
+// The step of the newest checkpoint directory under `dir`, by its name
+// (not read); -1 when there is none.
+int64_t NewestCheckpointStep(const std::string& dir);
+
 // One checkpoint file; DATA_LOSS naming what is wrong.
 absl::StatusOr<TrainingState> ReadCheckpointFile(const std::string& path);
 

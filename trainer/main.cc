@@ -24,6 +24,7 @@
 #include "domain/flight_recorder.h"
 #include "domain/job_spec_yaml.h"
 #include "domain/rendezvous_client.h"
+#include "domain/snapshot_segment.h"
 #include "trainer/coordinator_gloo_store.h"
 #include "trainer/dataset.h"
 #include "trainer/gloo_collective.h"
@@ -351,6 +352,21 @@ int Run(int argc, char** argv) {
   std::atomic<int64_t> steps_done{0};
   context.steps_done = &steps_done;
   if (env->rank == 0) context.log = Log;
+  context.warn = [](const std::string& line) { std::cerr << line << std::endl; };
+  context.attempt = env->attempt;
+  // The segment the worker holds for this rank's snapshots.
+  std::unique_ptr<SnapshotSegment> snapshots;
+  context.snapshots_refused = env->snapshot_refused;
+  if (env->snapshot_fd >= 0) {
+    absl::StatusOr<std::unique_ptr<SnapshotSegment>> mapped =
+        SnapshotSegment::Map(env->snapshot_fd, 0, "the worker's snapshot segment");
+    if (mapped.ok()) {
+      snapshots = *std::move(mapped);
+      context.snapshots = snapshots.get();
+    } else {
+      context.snapshots_refused = std::string(mapped.status().message());
+    }
+  }
   absl::StatusOr<TrainResult> result = Train(*spec, *data, context);
   // Asked to stop, a rank ends as the signal would have ended it: rank 0
   // after its checkpoint, the others when rank 0 is gone.

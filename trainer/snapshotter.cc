@@ -51,10 +51,14 @@ Snapshotter::~Snapshotter() {
 bool Snapshotter::Begin(int64_t step) {
   if (options_.every_steps <= 0 || step % options_.every_steps != 0) return false;
   {
+    // The slot to write is the older one only once the newer one is
+    // committed: until then it holds the one valid snapshot.
     MutexLock lock(&mu_);
     if (pending_) {
-      ++stats_.skipped;
-      return false;
+      const Clock::time_point start = Clock::now();
+      auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !pending_; };
+      mu_.Await(absl::Condition(&idle));
+      stats_.wait_seconds += NanosSince(start) * 1e-9;
     }
   }
   absl::StatusOr<SnapshotSegment::Slot> slot = segment_->Begin(layout_.bytes);

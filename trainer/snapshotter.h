@@ -10,8 +10,10 @@
 //             optimizer has updated it, while later buckets are still
 //             being reduced (the fused update path; without it, staged).
 // Either way a thread of its own then computes the checksum and commits
-// the slot. A snapshot is skipped, never waited for, when the one before
-// is still being committed.
+// the slot. The next snapshot waits for that commit before it clears the
+// other slot, which until then holds the one valid snapshot: each step
+// is snapshotted, and a commit slower than a step slows the step
+// (SnapshotStats::wait_seconds; snapshot_every_steps spaces them out).
 #ifndef RINGMASTER_TRAINER_SNAPSHOTTER_H_
 #define RINGMASTER_TRAINER_SNAPSHOTTER_H_
 
@@ -42,7 +44,7 @@ struct SnapshotterOptions {
 // What snapshots cost a rank so far.
 struct SnapshotStats {
   int64_t committed = 0;
-  int64_t skipped = 0;        // due while the one before was still being committed
+  double wait_seconds = 0;    // the training thread waiting for the commit before
   double copy_seconds = 0;    // on the training thread (staged) or the reducer's
   double commit_seconds = 0;  // checksums and commits, on the snapshot thread
   int64_t bytes = 0;          // of one snapshot
@@ -53,8 +55,9 @@ struct SnapshotStats {
 // between them. One mutex over the hand-off to the snapshot thread.
 class Snapshotter {
  public:
-  // RESOURCE_EXHAUSTED naming both sizes when a snapshot of `params` and
-  // `state` floats does not fit the segment's slots.
+  // Writes into `segment` (not owned). RESOURCE_EXHAUSTED naming both
+  // sizes when a snapshot of `params` and `state` floats does not fit its
+  // slots.
   static absl::StatusOr<std::unique_ptr<Snapshotter>> Make(SnapshotSegment* segment, size_t params,
                                                            size_t state,
                                                            SnapshotterOptions options);
@@ -64,7 +67,8 @@ class Snapshotter {
   Snapshotter& operator=(const Snapshotter&) = delete;
 
   // Training thread, before the step that will make `step` steps done:
-  // whether its state is taken. True reserves a slot until End.
+  // whether its state is taken (each every_steps-th). True reserves a slot
+  // until End, after waiting for the commit before.
   bool Begin(int64_t step);
   // Whether the step being taken copies bucket by bucket (CopyRange).
   bool copying_buckets() const { return reserved_ && options_.copy == SnapshotCopy::kBucketed; }

@@ -10,6 +10,7 @@
 #include "trainer/checkpoint.h"
 #include "trainer/optimizer.h"
 #include "trainer/reducer.h"
+#include "trainer/resume.h"
 #include "trainer/sampler.h"
 
 namespace ringmaster {
@@ -26,60 +27,6 @@ std::vector<int> Widths(const v1::TrainerSpec& spec, const Dataset& data) {
   for (int h : spec.model().hidden()) widths.push_back(h);
   widths.push_back(data.classes);
   return widths;
-}
-
-// Rank 0 reads the newest valid checkpoint and every rank receives its
-// state (or rank 0's initial weights) by broadcast, so ranks need not share
-// a file system. The checkpoint may come from a world of another size: its
-// position is counted in rows of the epoch, which any world can resume.
-absl::StatusOr<int64_t> ResumeOrBroadcast(const TrainerContext& context, uint64_t seed,
-                                          ModelRunner& runner, TrainingState* position) {
-  Collective* comm = context.comm;
-  int64_t header[5] = {0, 0, 0, 0, -1};  // step, epoch, epoch_rows, optimizer steps, found
-  if (comm->rank() == 0 && !context.checkpoint_dir.empty()) {
-    absl::StatusOr<LoadedCheckpoint> loaded = LoadLatestCheckpoint(context.checkpoint_dir);
-    if (loaded.ok()) {
-      for (const std::string& skipped : loaded->skipped) {
-        if (context.log) context.log(absl::StrCat("checkpoint skipped: ", skipped));
-      }
-      TrainingState& s = loaded->state;
-      if (s.params.size() != runner.size() ||
-          s.optimizer_state.size() != runner.optimizer_state_size()) {
-        return absl::FailedPreconditionError(
-            absl::StrCat("checkpoint ", loaded->path, " does not fit this model (", s.params.size(),
-                         " parameters, the model has ", runner.size(), ")"));
-      }
-      if (s.seed != seed && context.log) {
-        context.log(absl::StrCat("checkpoint was written with seed ", s.seed, ", not ", seed));
-      }
-      RETURN_IF_ERROR(runner.WriteState(s.params, &s.optimizer_state));
-      header[0] = s.step;
-      header[1] = s.epoch;
-      header[2] = s.epoch_rows;
-      header[3] = s.optimizer_steps;
-      header[4] = 1;
-      if (context.log) {
-        context.log(absl::StrCat("resuming from ", loaded->path,
-                                 s.world_size != comm->size()
-                                     ? absl::StrCat(" (written by ", s.world_size,
-                                                    " ranks, resumed by ", comm->size(), ")")
-                                     : ""));
-      }
-    } else if (context.log && loaded.status().message().find("skipped") != std::string::npos) {
-      context.log(std::string(loaded.status().message()));
-    }
-  }
-  RETURN_IF_ERROR(comm->Broadcast(header, sizeof(header), 0));
-  RETURN_IF_ERROR(comm->Broadcast(runner.params(), runner.size() * sizeof(float), 0));
-  if (header[4] == 1) {
-    RETURN_IF_ERROR(comm->Broadcast(runner.optimizer_state(),
-                                    runner.optimizer_state_size() * sizeof(float), 0));
-    runner.set_optimizer_steps(header[3]);
-  }
-  position->step = header[0];
-  position->epoch = header[1];
-  position->epoch_rows = header[2];
-  return header[4] == 1 ? header[0] : -1;
 }
 
 absl::Status SaveCheckpoint(const TrainerContext& context, ModelRunner& runner, uint64_t seed,
@@ -138,6 +85,11 @@ class TrainingRun {
   absl::StatusOr<double> ForwardBackward(int micro);
   // Waits for the all-reduce, applies what the fused path has not yet.
   absl::Status Update();
+  // The state from the freshest source, and the snapshots of the steps to come.
+  absl::Status Resume();
+  absl::Status StartSnapshots();
+  // The state after the step into the worker's segment, when Begin took it.
+  absl::Status SnapshotIfTaken(int64_t epoch, bool epoch_done, int64_t epoch_rows);
   absl::Status CheckpointIfDue(bool stop, int64_t epoch, bool epoch_done, int64_t epoch_rows);
   void ReportIfDue(int64_t epoch, Clock::time_point epoch_start, int64_t epoch_samples);
   void Flight(TrainPhase phase) {
@@ -161,6 +113,7 @@ class TrainingRun {
 
   std::unique_ptr<ModelRunner> runner_;
   std::unique_ptr<Reducer> reducer_;
+  std::unique_ptr<Snapshotter> snapshotter_;  // null: no snapshots in memory
   LrSchedule schedule_;
   // Without clipping, each bucket is applied as soon as it is reduced;
   // clipping needs the global norm, so then the step waits for all.
@@ -194,8 +147,8 @@ absl::Status TrainingRun::Start() {
                      " ranks is more than the ", train_.rows, " training rows"));
   }
   rows_per_step_ = static_cast<int64_t>(batch_) * accum_ * world_;
-  ASSIGN_OR_RETURN(result_.resumed_from_step,
-                   ResumeOrBroadcast(context_, seed_, *runner_, &position_));
+  RETURN_IF_ERROR(Resume());
+  RETURN_IF_ERROR(StartSnapshots());
   if (context_.steps_done) context_.steps_done->store(position_.step, std::memory_order_relaxed);
   if (context_.flight) context_.flight->Step(position_.step + 1);
   // The last step: those done, the rest of this epoch and whole epochs
@@ -223,6 +176,53 @@ absl::Status TrainingRun::Start() {
   step_start_ = Clock::now();
   step_ = position_.step;
   last_checkpoint_ = now_();
+  return absl::OkStatus();
+}
+
+absl::Status TrainingRun::Resume() {
+  ResumeSources sources;
+  sources.comm = comm_;
+  sources.checkpoint_dir = context_.checkpoint_dir;
+  sources.snapshots = context_.snapshots;
+  sources.log = context_.log;
+  ASSIGN_OR_RETURN(Resumed resumed, ResumeState(sources, seed_, *runner_));
+  for (const std::string& skipped : resumed.skipped) {
+    if (context_.warn) context_.warn(absl::StrCat("snapshot skipped: ", skipped));
+  }
+  position_ = resumed.position;
+  result_.resumed_from_step = resumed.step;
+  result_.resumed_from = resumed.from;
+  progress_.set_resumed_from(resumed.from);
+  progress_.set_resumed_step(std::max<int64_t>(0, resumed.step));
+  return absl::OkStatus();
+}
+
+absl::Status TrainingRun::StartSnapshots() {
+  const int every = spec_.has_snapshot_every_steps() ? spec_.snapshot_every_steps() : 1;
+  if (every <= 0) return absl::OkStatus();
+  if (context_.snapshots == nullptr) {
+    progress_.set_snapshots_off(context_.snapshots_refused.empty()
+                                    ? "its worker holds no snapshot segment for it"
+                                    : context_.snapshots_refused);
+  } else {
+    SnapshotterOptions options;
+    options.every_steps = every;
+    options.copy = context_.snapshot_copy;
+    options.attempt = context_.attempt;
+    options.rank = rank_;
+    options.world_size = world_;
+    absl::StatusOr<std::unique_ptr<Snapshotter>> made = Snapshotter::Make(
+        context_.snapshots, runner_->size(), runner_->optimizer_state_size(), options);
+    if (made.ok()) {
+      snapshotter_ = *std::move(made);
+      return absl::OkStatus();
+    }
+    progress_.set_snapshots_off(std::string(made.status().message()));
+  }
+  if (context_.warn) {
+    context_.warn(absl::StrCat("no snapshots in memory: ", progress_.snapshots_off(),
+                               "; restarts resume from the checkpoints on disk"));
+  }
   return absl::OkStatus();
 }
 
@@ -266,8 +266,9 @@ absl::StatusOr<bool> TrainingRun::Epoch(int64_t epoch) {
     result_.train_loss = loss;
     const bool stop = rank_ == 0 && context_.stop_requested && context_.stop_requested();
     const bool epoch_done = b + 1 == batches;
-    RETURN_IF_ERROR(
-        CheckpointIfDue(stop, epoch, epoch_done, start + (b + 1) / accum_ * rows_per_step_));
+    const int64_t rows = start + (b + 1) / accum_ * rows_per_step_;
+    RETURN_IF_ERROR(SnapshotIfTaken(epoch, epoch_done, rows));
+    RETURN_IF_ERROR(CheckpointIfDue(stop, epoch, epoch_done, rows));
     ReportIfDue(epoch, epoch_start, epoch_samples);
     if (stop || step_ == context_.stop_after_step) {
       if (stop && context_.log) context_.log(absl::StrCat("stopped after step ", step_));
@@ -291,7 +292,15 @@ void TrainingRun::LoadBatch(const std::vector<int64_t>& indices, int64_t b) {
 absl::StatusOr<double> TrainingRun::ForwardBackward(int micro) {
   const bool communicate = micro == accum_ - 1;
   if (communicate) {
-    if (fused_) {
+    // Before the reducer's thread may copy the step's first bucket.
+    const bool snapshot = snapshotter_ != nullptr && snapshotter_->Begin(step_ + 1);
+    if (fused_ && snapshot && snapshotter_->copying_buckets()) {
+      reducer_->Prepare(static_cast<float>(world_), [this](const Bucket& b) {
+        RETURN_IF_ERROR(runner_->UpdateRange(b.offset, b.size));
+        return snapshotter_->CopyRange(*runner_, b.offset, b.size);
+      });
+      runner_->BeginStep(static_cast<float>(schedule_.At(step_)), reducer_->grad_scale());
+    } else if (fused_) {
       reducer_->Prepare(static_cast<float>(world_),
                         [this](const Bucket& b) { return runner_->UpdateRange(b.offset, b.size); });
       // Before backward marks the first bucket ready.
@@ -349,6 +358,17 @@ absl::Status TrainingRun::Update() {
   return absl::OkStatus();
 }
 
+absl::Status TrainingRun::SnapshotIfTaken(int64_t epoch, bool epoch_done, int64_t epoch_rows) {
+  if (snapshotter_ == nullptr) return absl::OkStatus();
+  TrainingState position;
+  position.epoch = epoch_done ? epoch + 1 : epoch;
+  position.epoch_rows = epoch_done ? 0 : epoch_rows;
+  position.world_size = world_;
+  position.seed = seed_;
+  position.optimizer_steps = runner_->optimizer_steps();
+  return snapshotter_->End(*runner_, position);
+}
+
 absl::Status TrainingRun::CheckpointIfDue(bool stop, int64_t epoch, bool epoch_done,
                                           int64_t epoch_rows) {
   const bool steps_due =
@@ -385,6 +405,9 @@ void TrainingRun::Report(int64_t epoch, double loss, double samples_per_second, 
   progress_.set_allreduce_bytes(reducer_->bytes_total());
   progress_.set_allreduce_seconds(reducer_->seconds_total());
   progress_.set_samples(seen);
+  if (snapshotter_ != nullptr) {
+    progress_.set_snapshot_step(std::max<int64_t>(0, snapshotter_->stats().newest_step));
+  }
   context_.on_progress(progress_);
   progress_.clear_step_seconds();
   last_report_ = Clock::now();
@@ -419,6 +442,10 @@ absl::Status TrainingRun::EndEpoch(int64_t epoch, Clock::time_point epoch_start,
 }
 
 absl::StatusOr<TrainResult> TrainingRun::Stopped() {
+  if (snapshotter_ != nullptr) {
+    snapshotter_->Drain();
+    result_.snapshots = snapshotter_->stats();
+  }
   RETURN_IF_ERROR(runner_->ReadState(&result_.params, &position_.optimizer_state));
   result_.steps = step_;
   result_.stopped = stopped_;
@@ -427,6 +454,10 @@ absl::StatusOr<TrainResult> TrainingRun::Stopped() {
 
 absl::StatusOr<TrainResult> TrainingRun::Finish() {
   Flight(TrainPhase::kDone);
+  if (snapshotter_ != nullptr) {
+    snapshotter_->Drain();
+    result_.snapshots = snapshotter_->stats();
+  }
   RETURN_IF_ERROR(comm_->Barrier());
   RETURN_IF_ERROR(runner_->ReadState(&result_.params, &position_.optimizer_state));
   result_.steps = step_;

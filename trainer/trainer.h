@@ -12,11 +12,13 @@
 
 #include "absl/status/statusor.h"
 #include "domain/flight_recorder.h"
+#include "domain/snapshot_segment.h"
 #include "proto/job.pb.h"
 #include "trainer/collective.h"
 #include "trainer/dataset.h"
 #include "trainer/event_log.h"
 #include "trainer/model_runner.h"
+#include "trainer/snapshotter.h"
 
 namespace ringmaster {
 
@@ -44,6 +46,15 @@ struct TrainerContext {
   // Where the rank is (step, phase, bucket in flight), for its worker to
   // read when the job hangs; may be null.
   FlightRecorder* flight = nullptr;
+  // The segment the rank's worker holds for its snapshots (the spec's
+  // snapshot_every_steps), read first at the start; null: none, and
+  // `snapshots_refused` may say why.
+  SnapshotSegment* snapshots = nullptr;
+  std::string snapshots_refused;
+  SnapshotCopy snapshot_copy = SnapshotCopy::kBucketed;
+  int32_t attempt = 0;  // recorded with each snapshot
+  // This rank's own warnings (every rank's, unlike `log`); may be empty.
+  std::function<void(const std::string&)> warn;
 };
 
 struct TrainResult {
@@ -56,6 +67,8 @@ struct TrainResult {
   double allreduce_bytes = 0;
   double allreduce_seconds = 0;
   int64_t resumed_from_step = -1;
+  std::string resumed_from;  // "memory", "disk", or empty (a fresh start)
+  SnapshotStats snapshots;
   int64_t total_steps = 0;  // the run's last step, at this world size
   bool stopped = false;     // rank 0 ended early on stop_requested
 };

@@ -75,6 +75,8 @@ absl::StatusOr<TrainerEnv> ReadTrainerEnv(const GetEnv& getenv) {
   read.Bool("RINGMASTER_PREFLIGHT", &env.preflight);
   read.Seconds("RINGMASTER_COLLECTIVE_TIMEOUT_S", &env.collective_timeout);
   read.Seconds("RINGMASTER_STOP_GRACE_S", &env.stop_grace);
+  read.Int("RINGMASTER_SNAPSHOT_FD", &env.snapshot_fd, -1);
+  read.String("RINGMASTER_SNAPSHOT_REFUSED", &env.snapshot_refused);
   if (!read.status().ok()) return read.status();
   if (env.rank >= env.world_size) {
     return absl::InvalidArgumentError(

@@ -34,6 +34,10 @@ struct TrainerEnv {
   // step boundary and checkpoint (and any rank to end) before it exits
   // anyway.
   absl::Duration stop_grace = absl::Seconds(5);
+  // RINGMASTER_SNAPSHOT_FD: the snapshot segment the worker handed it; -1:
+  // none, and RINGMASTER_SNAPSHOT_REFUSED may say why.
+  int snapshot_fd = -1;
+  std::string snapshot_refused;
 };
 
 using GetEnv = std::function<const char*(const char*)>;

@@ -16,60 +16,12 @@
 #include "testing/test_util.h"
 #include "trainer/checkpoint.h"
 #include "trainer/test_world.h"
+#include "trainer/trainer_testing.h"
 
 namespace ringmaster {
 namespace {
 
 namespace fs = std::filesystem;
-
-TrainTestSplit Data(int rows = 512) {
-  auto all = MakeSynthetic(absl::StrCat("synthetic:rows=", rows, ",features=16,classes=4"));
-  EXPECT_OK(all);
-  return SplitAndStandardize(*all, 0.2, 1);
-}
-
-v1::TrainerSpec SgdSpec(int batch, int epochs) {
-  v1::TrainerSpec spec;
-  spec.mutable_model()->add_hidden(32);
-  spec.mutable_model()->add_hidden(24);
-  spec.set_batch_size(batch);
-  spec.set_epochs(epochs);
-  spec.mutable_optimizer()->set_type("sgd");
-  spec.mutable_optimizer()->set_lr(0.05);
-  spec.mutable_optimizer()->set_momentum(0.9);
-  spec.set_lr_scaling("none");
-  spec.set_grad_accum_steps(1);
-  spec.set_bucket_mb(0.001);  // several buckets even for a small model
-  spec.set_seed(7);
-  return spec;
-}
-
-std::vector<float> TrainWorld(const v1::TrainerSpec& spec, const TrainTestSplit& data, int world,
-                              TrainerContext base = {}, int hosts = 1) {
-  std::vector<std::vector<float>> params(world);
-  RunWorld(
-      world,
-      [&](int rank, Collective* comm) {
-        TrainerContext context = base;
-        context.comm = comm;
-        if (rank != 0) context.log = nullptr;
-        auto result = Train(spec, data, context);
-        ASSERT_OK(result) << result.status();
-        params[rank] = result->params;
-      },
-      hosts);
-  for (int r = 1; r < world; ++r) EXPECT_EQ(params[r], params[0]) << "rank " << r;
-  return params[0];
-}
-
-double MaxRelativeDifference(const std::vector<float>& a, const std::vector<float>& b) {
-  double max = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    const double scale = std::max(1e-3, static_cast<double>(std::fabs(b[i])));
-    max = std::max(max, std::fabs(a[i] - b[i]) / scale);
-  }
-  return max;
-}
 
 TEST(TrainerTest, TwoRanksWithBatchBEqualOneRankWithBatch2B) {
   const TrainTestSplit data = Data(512);  // 409 training rows
@@ -143,16 +95,6 @@ TEST(TrainerTest, FirstBucketAllReduceStartsBeforeBackwardEnds) {
         << "the first bucket must be on the wire while backward still runs";
     EXPECT_GE(log->IndexOf("bucket 2 ready"), 0) << "the model has several buckets";
   }
-}
-
-v1::TrainerSpec AdamSpec() {
-  v1::TrainerSpec spec = SgdSpec(16, 3);
-  spec.mutable_optimizer()->set_type("adamw");
-  spec.mutable_optimizer()->set_lr(0.01);
-  spec.mutable_optimizer()->set_weight_decay(0.01);
-  spec.set_warmup_steps(5);
-  spec.set_checkpoint_every_steps(7);
-  return spec;
 }
 
 TEST(TrainerTest, InterruptedRunResumesToTheSameWeights) {

@@ -1,0 +1,244 @@
+// Restarts from the snapshots workers hold in memory: a run stopped at any
+// step and started again on the same segments ends with exactly the
+// weights of a run never stopped, whichever rank's snapshot serves.
+#include <sys/mman.h>
+
+#include <gtest/gtest.h>
+
+#include "absl/strings/match.h"
+#include "common/mutex.h"
+#include "domain/snapshot_segment.h"
+#include "testing/status_matchers.h"
+#include "testing/test_util.h"
+#include "trainer/checkpoint.h"
+#include "trainer/trainer.h"
+#include "trainer/trainer_testing.h"
+
+namespace ringmaster {
+namespace {
+
+constexpr uint64_t kCapacity = 1 << 20;
+
+// The segments a world's workers hold for its ranks, kept across runs as
+// across attempts.
+class Segments {
+ public:
+  explicit Segments(int world) {
+    for (int r = 0; r < world; ++r) Replace(r);
+  }
+  // Rank `r`'s worker lost what it held: a new, empty segment.
+  void Replace(int r) {
+    absl::StatusOr<UniqueFd> fd = SnapshotSegment::Create(kCapacity);
+    EXPECT_OK(fd);
+    absl::StatusOr<std::unique_ptr<SnapshotSegment>> view =
+        SnapshotSegment::Map(fd->get(), kCapacity, "segment");
+    EXPECT_OK(view);
+    if (static_cast<int>(fds_.size()) <= r) {
+      fds_.resize(r + 1);
+      views_.resize(r + 1);
+    }
+    fds_[r] = *std::move(fd);
+    views_[r] = *std::move(view);
+  }
+  // Gives each rank its own.
+  std::function<void(int, TrainerContext*)> Give(SnapshotCopy copy = SnapshotCopy::kBucketed) {
+    return [this, copy](int rank, TrainerContext* context) {
+      context->snapshots = views_[rank].get();
+      context->snapshot_copy = copy;
+    };
+  }
+  const SnapshotSegment& view(int r) const { return *views_[r]; }
+  // Flips a byte of rank `r`'s newest snapshot.
+  void Corrupt(int r) {
+    const SnapshotInfo newest = views_[r]->Committed()[0];
+    char* base = static_cast<char*>(
+        mmap(nullptr, kCapacity, PROT_READ | PROT_WRITE, MAP_SHARED, fds_[r].get(), 0));
+    ASSERT_NE(base, MAP_FAILED);
+    base[kSnapshotHeaderBytes + newest.slot * views_[r]->slot_bytes() + 200] ^= 0x40;
+    munmap(base, kCapacity);
+  }
+
+ private:
+  std::vector<UniqueFd> fds_;
+  std::vector<std::unique_ptr<SnapshotSegment>> views_;
+};
+
+// AdamW, 3 epochs of 12 steps at world 2, no checkpoints on disk.
+v1::TrainerSpec Spec() {
+  v1::TrainerSpec spec = AdamSpec();
+  spec.set_checkpoint_every_steps(0);
+  spec.set_checkpoint_every_s(0);
+  return spec;
+}
+
+std::vector<float> Uninterrupted(const v1::TrainerSpec& spec, const TrainTestSplit& data) {
+  return TrainWorld(spec, data, 2);
+}
+
+// Runs until `stop_after` with snapshots into `segments`.
+void Crash(const v1::TrainerSpec& spec, const TrainTestSplit& data, Segments& segments,
+           int64_t stop_after, SnapshotCopy copy = SnapshotCopy::kBucketed) {
+  TrainerContext crash;
+  crash.stop_after_step = stop_after;
+  TrainWorldResults(spec, data, 2, crash, segments.Give(copy));
+}
+
+class TrainerSnapshotTest : public ::testing::TestWithParam<SnapshotCopy> {};
+
+TEST_P(TrainerSnapshotTest, AStoppedRunResumesFromMemoryToTheSameWeights) {
+  const TrainTestSplit data = Data(512);
+  const v1::TrainerSpec spec = Spec();
+  const std::vector<float> uninterrupted = Uninterrupted(spec, data);
+
+  Segments segments(2);
+  Crash(spec, data, segments, 17, GetParam());  // mid-epoch 2
+  for (int r = 0; r < 2; ++r) {
+    const std::vector<SnapshotInfo> held = segments.view(r).Committed();
+    ASSERT_EQ(held.size(), 2u);
+    EXPECT_EQ(held[0].step, 17);
+    EXPECT_EQ(held[1].step, 16);
+    EXPECT_EQ(held[0].rank, r);
+  }
+  std::vector<std::string> lines;
+  TrainerContext resume;
+  resume.log = [&](const std::string& line) { lines.push_back(line); };
+  const std::vector<TrainResult> resumed =
+      TrainWorldResults(spec, data, 2, resume, segments.Give(GetParam()));
+  EXPECT_EQ(resumed[0].resumed_from, "memory");
+  EXPECT_EQ(resumed[0].resumed_from_step, 17);
+  EXPECT_EQ(resumed[0].params, uninterrupted)
+      << "max relative difference " << MaxRelativeDifference(resumed[0].params, uninterrupted);
+  EXPECT_NE(std::find(lines.begin(), lines.end(),
+                      "resuming at step 17 from memory: every rank's own snapshot"),
+            lines.end());
+  EXPECT_EQ(resumed[0].snapshots.newest_step, 36);  // it goes on taking them
+  EXPECT_EQ(resumed[0].snapshots.committed, 36 - 17);
+}
+
+INSTANTIATE_TEST_SUITE_P(Copies, TrainerSnapshotTest,
+                         ::testing::Values(SnapshotCopy::kStaged, SnapshotCopy::kBucketed),
+                         [](const auto& info) {
+                           return info.param == SnapshotCopy::kStaged ? "Staged" : "Bucketed";
+                         });
+
+// Rank 0's worker lost its memory (restarted): rank 1's snapshot serves
+// both.
+TEST(TrainerSnapshotTest, ARankWithoutTheStepGetsItFromARankWithIt) {
+  const TrainTestSplit data = Data(512);
+  const v1::TrainerSpec spec = Spec();
+  const std::vector<float> uninterrupted = Uninterrupted(spec, data);
+  Segments segments(2);
+  Crash(spec, data, segments, 23);
+  segments.Replace(0);
+  std::vector<std::string> lines;
+  TrainerContext resume;
+  resume.log = [&](const std::string& line) { lines.push_back(line); };
+  const std::vector<TrainResult> resumed =
+      TrainWorldResults(spec, data, 2, resume, segments.Give());
+  EXPECT_EQ(resumed[0].resumed_from, "memory");
+  EXPECT_EQ(resumed[0].resumed_from_step, 23);
+  EXPECT_EQ(resumed[0].params, uninterrupted);
+  EXPECT_NE(std::find(lines.begin(), lines.end(),
+                      "resuming at step 23 from memory: rank 1's snapshot, sent to the others"),
+            lines.end());
+}
+
+// A snapshot whose checksum fails is never used: rank 0 offers the one
+// before, and rank 1's newer one serves.
+TEST(TrainerSnapshotTest, ACorruptSnapshotIsPassedOverForTheNextSource) {
+  const TrainTestSplit data = Data(512);
+  const v1::TrainerSpec spec = Spec();
+  const std::vector<float> uninterrupted = Uninterrupted(spec, data);
+  Segments segments(2);
+  Crash(spec, data, segments, 17);
+  segments.Corrupt(0);
+  Mutex mu;
+  std::vector<std::string> warnings;
+  TrainerContext resume;
+  resume.warn = [&](const std::string& line) {
+    MutexLock lock(&mu);
+    warnings.push_back(line);
+  };
+  const std::vector<TrainResult> resumed =
+      TrainWorldResults(spec, data, 2, resume, segments.Give());
+  EXPECT_EQ(resumed[0].resumed_from_step, 17);
+  EXPECT_EQ(resumed[0].params, uninterrupted);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0], "snapshot skipped: segment: the snapshot of step 17 fails its checksum");
+}
+
+// Memory and disk both hold state: the newer wins.
+TEST(TrainerSnapshotTest, TheNewerOfMemoryAndDiskWins) {
+  const TrainTestSplit data = Data(512);
+  v1::TrainerSpec spec = Spec();
+  spec.set_checkpoint_every_steps(7);
+  spec.set_snapshot_every_steps(10);
+  const std::vector<float> uninterrupted = Uninterrupted(spec, data);
+
+  // Snapshots at 10, checkpoints at 7 and 14: disk wins.
+  Segments segments(2);
+  TrainerContext crash;
+  crash.checkpoint_dir = testing::MakeTempDir("newer");
+  crash.stop_after_step = 17;
+  TrainWorldResults(spec, data, 2, crash, segments.Give());
+  TrainerContext resume;
+  resume.checkpoint_dir = crash.checkpoint_dir;
+  std::vector<TrainResult> resumed = TrainWorldResults(spec, data, 2, resume, segments.Give());
+  EXPECT_EQ(resumed[0].resumed_from, "disk");
+  EXPECT_EQ(resumed[0].resumed_from_step, 14);
+  EXPECT_EQ(resumed[0].params, uninterrupted);
+
+  // A snapshot every step, checkpoints at 7, 14 and 21, stopped at 22:
+  // memory wins.
+  spec.set_snapshot_every_steps(1);
+  Segments every(2);
+  TrainerContext crash_every;
+  crash_every.checkpoint_dir = testing::MakeTempDir("every");
+  crash_every.stop_after_step = 22;
+  TrainWorldResults(spec, data, 2, crash_every, every.Give());
+  TrainerContext resume_every;
+  resume_every.checkpoint_dir = crash_every.checkpoint_dir;
+  resumed = TrainWorldResults(spec, data, 2, resume_every, every.Give());
+  EXPECT_EQ(resumed[0].resumed_from, "memory");
+  EXPECT_EQ(resumed[0].resumed_from_step, 22);
+  EXPECT_EQ(resumed[0].params, uninterrupted);
+}
+
+// A state that does not fit the segment falls back to disk and says so.
+TEST(TrainerSnapshotTest, AStateTooLargeForTheSegmentIsSaidAndSnapshotsStayOff) {
+  const TrainTestSplit data = Data(512);
+  v1::TrainerSpec spec = Spec();
+  spec.mutable_model()->set_hidden(0, 4096);  // ~0.6 MiB of floats, with AdamW ~2 MiB
+  absl::StatusOr<UniqueFd> fd = SnapshotSegment::Create(256 << 10);
+  ASSERT_OK(fd);
+  absl::StatusOr<std::unique_ptr<SnapshotSegment>> view =
+      SnapshotSegment::Map(fd->get(), 0, "segment");
+  ASSERT_OK(view);
+  Mutex mu;
+  std::vector<std::string> warnings;
+  std::vector<v1::Progress> reports;
+  TrainerContext context;
+  context.stop_after_step = 1;
+  context.warn = [&](const std::string& line) {
+    MutexLock lock(&mu);
+    warnings.push_back(line);
+  };
+  context.on_progress = [&](const v1::Progress& p) {
+    MutexLock lock(&mu);
+    reports.push_back(p);
+  };
+  TrainWorldResults(spec, data, 1, context,
+                    [&](int, TrainerContext* c) { c->snapshots = view->get(); });
+  EXPECT_TRUE((*view)->Committed().empty());
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_TRUE(absl::StartsWith(warnings[0], "no snapshots in memory: a snapshot of this model"))
+      << warnings[0];
+  EXPECT_TRUE(absl::EndsWith(warnings[0], "; restarts resume from the checkpoints on disk"))
+      << warnings[0];
+  ASSERT_FALSE(reports.empty());
+  EXPECT_TRUE(absl::StartsWith(reports[0].snapshots_off(), "a snapshot of this model"))
+      << reports[0].snapshots_off();
+}
+
+}  // namespace
+}  // namespace ringmaster
