@@ -129,6 +129,10 @@ void JobTable::RetireEnded() {
       spdlog::warn("job {}: cannot retire it from memory: {}", job.id(), s.ToString());
       return;
     }
+    // Nothing of it runs: its workers free what they held for restarts.
+    v1::CoordinatorMessage ended_message;
+    ended_message.mutable_job_ended()->set_job_id(job.id());
+    for (const std::string& worker_id : summary.workers) outbox_->Send(worker_id, ended_message);
     by_id_.erase(job.id());
     placed_.erase(summary.number);
     resident_.erase(summary.number);  // destroys *record

@@ -24,6 +24,7 @@
 #include "coordinator/core/outbox.h"
 #include "coordinator/core/progress_watch.h"
 #include "coordinator/core/restart_policy.h"
+#include "coordinator/core/snapshot_ledger.h"
 #include "coordinator/core/straggler_watch.h"
 #include "proto/job.pb.h"
 #include "proto/worker.pb.h"
@@ -76,6 +77,17 @@ struct JobRecord {
   // to the job's median at the last look (for the metric).
   StragglerWatch stragglers;
   std::map<int, double> slowdown;
+  // What the job's workers hold of it in memory, kept across attempts as
+  // the workers keep it.
+  SnapshotLedger snapshots;
+  // When the latest interrupted attempt failed or was stopped, and the step
+  // it had reached: what the next attempt's resume is measured against.
+  struct Interruption {
+    int attempt = -1;
+    absl::Time at;
+    int64_t reached = 0;
+  };
+  Interruption interrupted;
 
   // Records a rank's report; the job's progress is rank 0's, with
   // throughput summed over the ranks.

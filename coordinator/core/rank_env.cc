@@ -80,6 +80,10 @@ v1::StartRank BuildStartRank(const v1::Job& job, int rank, const RankEnvContext&
     (*start.mutable_env())["RINGMASTER_COLLECTIVE_TIMEOUT_S"] =
         absl::StrCat(CollectiveTimeoutSeconds(job.spec()));
     if (job.spec().preflight()) (*start.mutable_env())["RINGMASTER_PREFLIGHT"] = "1";
+    // Unset counts as the default: every step.
+    const v1::TrainerSpec& trainer = job.spec().trainer();
+    start.set_snapshot_segment(!trainer.has_snapshot_every_steps() ||
+                               trainer.snapshot_every_steps() > 0);
   } else {
     *start.mutable_argv() = job.spec().command();
     // The worker runs the check first, with the trainer binary.

@@ -101,5 +101,18 @@ TEST(RankEnvTest, PreflightIsTheTrainersOwnAndACommandsPrelude) {
   EXPECT_EQ(BuildStartRank(job, 0, {"c:1", "/ckpt"}).env().count("RINGMASTER_PREFLIGHT"), 0u);
 }
 
+// Trainer ranks get a snapshot segment of their worker's unless the spec
+// turns snapshots off; commands get none.
+TEST(RankEnvTest, TrainerRanksAskForASnapshotSegment) {
+  v1::Job job = TwoWorkerJob();
+  EXPECT_FALSE(BuildStartRank(job, 0, {"c:1", "/ckpt"}).snapshot_segment());
+  job.mutable_spec()->mutable_trainer()->set_epochs(1);
+  EXPECT_TRUE(BuildStartRank(job, 0, {"c:1", "/ckpt"}).snapshot_segment());
+  job.mutable_spec()->mutable_trainer()->set_snapshot_every_steps(10);
+  EXPECT_TRUE(BuildStartRank(job, 0, {"c:1", "/ckpt"}).snapshot_segment());
+  job.mutable_spec()->mutable_trainer()->set_snapshot_every_steps(0);
+  EXPECT_FALSE(BuildStartRank(job, 0, {"c:1", "/ckpt"}).snapshot_segment());
+}
+
 }  // namespace
 }  // namespace ringmaster

@@ -86,7 +86,10 @@ void Attempts::NoteFailure(JobRecord& entry, FailureCause cause) {
     if (MoreTelling(lost, cause)) cause = lost;
     break;
   }
-  if (!entry.ending) entry.decide_at = clock_->Now() + options_.failure_settle;
+  if (!entry.ending) {
+    entry.decide_at = clock_->Now() + options_.failure_settle;
+    NoteInterrupted(entry);
+  }
   if (!entry.ending || MoreTelling(cause, *entry.ending)) entry.ending = cause;
   const auto& ranks = entry.job.ranks();
   const bool others_run = std::any_of(ranks.begin(), ranks.end(), [&](const auto& r) {
@@ -145,7 +148,16 @@ void Attempts::End(JobRecord& entry) {
   StopRanks(entry);
 }
 
+void Attempts::NoteInterrupted(JobRecord& entry) {
+  const v1::Job& job = entry.job;
+  if (entry.interrupted.attempt == job.attempt()) return;  // its first failure counts
+  entry.interrupted.attempt = job.attempt();
+  entry.interrupted.at = clock_->Now();
+  entry.interrupted.reached = std::max(job.progress().step(), job.snapshots().newest_step());
+}
+
 void Attempts::StopRanks(JobRecord& entry, std::optional<absl::Duration> grace) {
+  NoteInterrupted(entry);
   // Stacks still coming are of an attempt that is over: those waiting get
   // what came.
   if (entry.stacks_request) FinishStacks(entry);

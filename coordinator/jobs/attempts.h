@@ -76,6 +76,9 @@ class Attempts {
   void End(JobRecord& entry);
   // SIGTERM, then SIGKILL after `grace` (default: --stop-grace).
   void StopRanks(JobRecord& entry, std::optional<absl::Duration> grace = std::nullopt);
+  // When the current attempt was first interrupted (a failure noted, its
+  // ranks stopped) and the step it had reached; once per attempt.
+  void NoteInterrupted(JobRecord& entry);
   void CheckTimeouts(JobRecord& entry, absl::Time now);
   // FAILED with DEADLINE_EXCEEDED once deadline_s has passed since the
   // first start, whatever the state; true when it ended the job.

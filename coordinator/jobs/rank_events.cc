@@ -60,6 +60,7 @@ void RankEvents::Heartbeat(const WorkerSession& session, const v1::Heartbeat& be
     JobRecord* entry = nullptr;
     if (table_.FindRank(session.worker_id, p.rank(), &entry) == nullptr) continue;
     entry->SetRankProgress(p.rank().rank(), p.progress());
+    NoteResume(*entry, p.rank().rank(), p.progress());
     entry->watch.Step(p.rank().rank(), p.progress().step(), now);
     if (p.progress().compute_steps() > 0) {
       entry->stragglers.Report(p.rank().rank(), now, p.progress().compute_steps(),
@@ -69,6 +70,7 @@ void RankEvents::Heartbeat(const WorkerSession& session, const v1::Heartbeat& be
     table_.Notify(*entry);
   }
   for (JobRecord* entry : computed) attempts_.UpdateStragglers(*entry, now);
+  NoteSnapshots(session, beat);
   for (const v1::RunningRank& r : beat.running()) {
     JobRecord* entry = nullptr;
     if (table_.FindRank(session.worker_id, r.rank(), &entry) == nullptr) continue;

@@ -10,6 +10,8 @@
 #define RINGMASTER_COORDINATOR_JOBS_RANK_EVENTS_H_
 
 #include <cstdint>
+#include <map>
+#include <set>
 #include <string>
 
 #include "common/clock.h"
@@ -67,6 +69,12 @@ class RankEvents {
   void OnRankExited(const std::string& worker_id, const v1::RankExited& exited);
   // A rank of the current attempt ended (or was lost): update the job.
   void OnRankEnded(JobRecord& entry, int rank, const FailureCause& cause);
+  // Snapshots (rank_events_snapshots.cc). What the worker holds in memory
+  // of each job, into the jobs' ledgers.
+  void NoteSnapshots(const WorkerSession& session, const v1::Heartbeat& beat);
+  // A rank's report: where its attempt resumed from (its first report),
+  // and why it keeps no snapshots.
+  void NoteResume(JobRecord& entry, int rank, const v1::Progress& progress);
 
   JobTable& table_;
   Outbox& outbox_;
@@ -76,6 +84,8 @@ class RankEvents {
   RendezvousStore* const rendezvous_;
   const Clock* const clock_;
   const JobManagerOptions& options_;
+  // The jobs each worker last said it holds snapshots of.
+  std::map<std::string, std::set<std::string>> snapshot_jobs_;
 };
 
 }  // namespace ringmaster

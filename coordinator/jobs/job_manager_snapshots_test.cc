@@ -1,0 +1,157 @@
+// JobManager: what workers hold of jobs in memory, where each restart
+// resumed from and what it cost, and workers told to free what they hold
+// when a job ends.
+#include "coordinator/jobs/job_manager_fixture.h"
+#include "testing/status_matchers.h"
+
+namespace ringmaster {
+namespace {
+
+v1::JobSpec TrainerSpec(int ranks, int max_restarts) {
+  v1::JobSpec spec;
+  spec.set_name("train");
+  spec.set_ranks(ranks);
+  spec.set_max_restarts(max_restarts);
+  spec.mutable_trainer()->set_epochs(1);
+  spec.mutable_trainer()->mutable_data()->set_path("digits");
+  spec.mutable_trainer()->mutable_model()->add_hidden(8);
+  spec.mutable_trainer()->set_batch_size(4);
+  spec.mutable_trainer()->mutable_optimizer()->set_type("sgd");
+  spec.mutable_trainer()->mutable_optimizer()->set_lr(0.1);
+  return spec;
+}
+
+v1::HeldSnapshots Held(const std::string& job, int rank, std::vector<int64_t> steps,
+                       int attempt = 0) {
+  v1::HeldSnapshots held;
+  held.set_job_id(job);
+  held.set_rank(rank);
+  held.set_attempt(attempt);
+  held.set_world_size(2);
+  held.set_bytes(4096);
+  for (int64_t s : steps) held.add_steps(s);
+  return held;
+}
+
+class JobManagerSnapshotsTest : public JobManagerTest {
+ protected:
+  // A heartbeat of `w` with its running ranks, `held` and rank progress.
+  void Beat(TestWorker& w, std::vector<v1::HeldSnapshots> held,
+            std::vector<v1::RankProgress> progress = {}) {
+    v1::Heartbeat beat;
+    for (const auto& [key, rank] : w.running) *beat.add_running() = rank;
+    for (auto& h : held) *beat.add_snapshots() = h;
+    for (auto& p : progress) *beat.add_progress() = p;
+    manager_->OnHeartbeat(w.session, beat);
+  }
+  static v1::RankProgress Progress(const std::string& job, int attempt, int rank, int64_t step,
+                                   const std::string& resumed_from = "", int64_t resumed_step = 0) {
+    v1::RankProgress p;
+    *p.mutable_rank() = Ref(job, attempt, rank);
+    p.mutable_progress()->set_step(step);
+    p.mutable_progress()->set_resumed_from(resumed_from);
+    p.mutable_progress()->set_resumed_step(resumed_step);
+    return p;
+  }
+};
+
+TEST_F(JobManagerSnapshotsTest, HeartbeatsGiveTheJobsConsistentStep) {
+  TestWorker w1, w2;
+  ASSERT_OK(Register(w1, "w1", 1));
+  ASSERT_OK(Register(w2, "w2", 1));
+  const std::string id = Submit(TrainerSpec(2, 0));
+  for (const v1::StartRank& start : Starts(w1)) EXPECT_TRUE(start.snapshot_segment());
+  Started(w1, id, 0, 0);
+  Started(w2, id, 0, 1);
+  Beat(w1, {Held(id, 0, {11, 10})});
+  EXPECT_EQ(Job(id).snapshots().consistent_step(), 0) << "rank 1's are not known yet";
+  Beat(w2, {Held(id, 1, {10, 9})});
+  EXPECT_EQ(Job(id).snapshots().consistent_step(), 10);
+  EXPECT_EQ(Job(id).snapshots().newest_step(), 11);
+  EXPECT_EQ(Job(id).snapshots().bytes_per_rank(), 4096);
+  Beat(w2, {});  // w2 freed its segment
+  EXPECT_EQ(Job(id).snapshots().consistent_step(), 0);
+}
+
+TEST_F(JobManagerSnapshotsTest, ARankThatKeepsNoSnapshotsSaysWhy) {
+  TestWorker w1;
+  ASSERT_OK(Register(w1, "w1", 1));
+  const std::string id = Submit(TrainerSpec(1, 0));
+  Started(w1, id, 0, 0);
+  v1::RankProgress p = Progress(id, 0, 0, 1);
+  p.mutable_progress()->set_snapshots_off("a snapshot of this model is 900.0 MiB");
+  Beat(w1, {}, {p});
+  EXPECT_EQ(Job(id).snapshots().off(), "rank 0: a snapshot of this model is 900.0 MiB");
+}
+
+TEST_F(JobManagerSnapshotsTest, ARestartSaysWhereItResumedFromAndWhatItCost) {
+  TestWorker w1, w2;
+  ASSERT_OK(Register(w1, "w1", 1));
+  ASSERT_OK(Register(w2, "w2", 1));
+  const std::string id = Submit(TrainerSpec(2, 3));
+  Started(w1, id, 0, 0);
+  Started(w2, id, 0, 1);
+  Beat(w1, {Held(id, 0, {101, 100})}, {Progress(id, 0, 0, 99)});
+  Beat(w2, {Held(id, 1, {101, 100})});
+  Killed(w2, id, 0, 1, 9);
+  Exited(w1, id, 0, 0, 1);
+  ASSERT_EQ(Job(id).state(), v1::RESTARTING);
+  Pass(absl::Seconds(3));  // the back-off
+  ASSERT_EQ(Job(id).attempt(), 1);
+  Started(w1, id, 1, 0);
+  Started(w2, id, 1, 1);
+  clock_.Advance(absl::Milliseconds(500));
+  Beat(w1, {}, {Progress(id, 1, 0, 102, "memory", 101)});
+  const v1::Job job = Job(id);
+  EXPECT_EQ(job.resumed().attempt(), 1);
+  EXPECT_EQ(job.resumed().from(), "memory");
+  EXPECT_EQ(job.resumed().step(), 101);
+  EXPECT_EQ(job.resumed().steps_redone(), 0);
+  EXPECT_DOUBLE_EQ(job.resumed().seconds(), 3.5);
+  EXPECT_EQ(Last(id).reason(), v1::RESUMED);
+  EXPECT_EQ(Last(id).message(),
+            "resumed at step 101 from memory on its workers, 0 steps redone; first step 3.5 s "
+            "after attempt 0 ended");
+  // Said once per attempt.
+  Beat(w1, {}, {Progress(id, 1, 0, 103, "memory", 101)});
+  EXPECT_EQ(Job(id).history_size(), job.history_size());
+}
+
+TEST_F(JobManagerSnapshotsTest, AResumeFromDiskCountsTheStepsRedone) {
+  TestWorker w1;
+  ASSERT_OK(Register(w1, "w1", 1));
+  const std::string id = Submit(TrainerSpec(1, 3));
+  Started(w1, id, 0, 0);
+  Beat(w1, {}, {Progress(id, 0, 0, 345)});
+  Killed(w1, id, 0, 0, 9);
+  Pass(absl::Seconds(3));
+  Started(w1, id, 1, 0);
+  Beat(w1, {}, {Progress(id, 1, 0, 1, "disk", 0)});
+  EXPECT_EQ(Job(id).resumed().from(), "disk");
+  EXPECT_EQ(Job(id).resumed().steps_redone(), 345);
+}
+
+TEST_F(JobManagerSnapshotsTest, WorkersFreeWhatTheyHoldOnceTheJobHasEnded) {
+  TestWorker w1, w2;
+  ASSERT_OK(Register(w1, "w1", 1));
+  ASSERT_OK(Register(w2, "w2", 1));
+  const std::string id = Submit(TrainerSpec(2, 0));
+  Started(w1, id, 0, 0);
+  Started(w2, id, 0, 1);
+  w1.link.Take();
+  w2.link.Take();
+  Exited(w1, id, 0, 0, 0);
+  Exited(w2, id, 0, 1, 0);
+  ASSERT_EQ(Job(id).state(), v1::SUCCEEDED);
+  Pass(absl::Seconds(1));
+  for (TestWorker* w : {&w1, &w2}) {
+    int ended = 0;
+    for (const v1::CoordinatorMessage& m : w->link.Take()) {
+      ended += m.has_job_ended() && m.job_ended().job_id() == id;
+    }
+    EXPECT_EQ(ended, 1) << w->id;
+  }
+}
+
+}  // namespace
+}  // namespace ringmaster

@@ -1,0 +1,62 @@
+// RankEvents: what the workers hold of jobs in memory, and where each
+// attempt resumed from.
+#include <algorithm>
+#include <map>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "coordinator/jobs/rank_events.h"
+
+namespace ringmaster {
+
+void RankEvents::NoteSnapshots(const WorkerSession& session, const v1::Heartbeat& beat) {
+  std::map<std::string, std::vector<v1::HeldSnapshots>> by_job;
+  for (const v1::HeldSnapshots& held : beat.snapshots()) by_job[held.job_id()].push_back(held);
+  std::set<std::string>& before = snapshot_jobs_[session.worker_id];
+  for (const std::string& job_id : before) by_job.try_emplace(job_id);  // freed since: none now
+  before.clear();
+  for (const auto& [job_id, held] : by_job) {
+    if (!held.empty()) before.insert(job_id);
+    JobRecord* entry = table_.Find(job_id);
+    if (entry == nullptr) continue;
+    entry->snapshots.Report(session.worker_id, held);
+    v1::SnapshotState state = entry->snapshots.State();
+    state.set_off(entry->job.snapshots().off());
+    if (state.SerializeAsString() == entry->job.snapshots().SerializeAsString()) continue;
+    *entry->job.mutable_snapshots() = std::move(state);
+    table_.Notify(*entry);
+  }
+}
+
+void RankEvents::NoteResume(JobRecord& entry, int rank, const v1::Progress& progress) {
+  v1::Job& job = entry.job;
+  if (!progress.snapshots_off().empty() && job.snapshots().off() != progress.snapshots_off()) {
+    job.mutable_snapshots()->set_off(absl::StrCat("rank ", rank, ": ", progress.snapshots_off()));
+  }
+  // Rank 0's first report of an attempt that resumed, once.
+  if (rank != 0 || progress.resumed_from().empty() ||
+      (job.has_resumed() && job.resumed().attempt() == job.attempt())) {
+    return;
+  }
+  v1::ResumeRecord* resumed = job.mutable_resumed();
+  resumed->set_attempt(job.attempt());
+  resumed->set_from(progress.resumed_from());
+  resumed->set_step(progress.resumed_step());
+  std::string cost;
+  if (entry.interrupted.attempt >= 0 && entry.interrupted.attempt < job.attempt()) {
+    resumed->set_steps_redone(std::max<int64_t>(0, entry.interrupted.reached - resumed->step()));
+    resumed->set_seconds(absl::ToDoubleSeconds(clock_->Now() - entry.interrupted.at));
+    cost = absl::StrFormat(", %d steps redone; first step %.1f s after attempt %d ended",
+                           resumed->steps_redone(), resumed->seconds(), entry.interrupted.attempt);
+  } else {
+    resumed->clear_steps_redone();
+    resumed->clear_seconds();
+  }
+  const std::string where =
+      progress.resumed_from() == "memory" ? "from memory on its workers" : "from disk";
+  (void)table_.Note(entry, v1::RESUMED,
+                    absl::StrCat("resumed at step ", resumed->step(), " ", where, cost));
+}
+
+}  // namespace ringmaster
