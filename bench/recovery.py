@@ -107,7 +107,9 @@ def measure(kind):
             job = poll(c, job_id, lambda j: attempt(j) > old_attempt and
                        update_ms(j) > failed_at * 1000, 120)
             logs = c.logs(job_id)
-            resumed = [int(s) for s in re.findall(r"resuming from \S*/step-(\d+)", logs)]
+            # "resuming from DIR/step-N" (disk) or "resuming at step N" (memory).
+            resumed = [int(s) for s in
+                       re.findall(r"resuming (?:from \S*/step-|at step )(\d+)", logs)]
             # Where the failed attempt got to, as its ranks said on their way
             # out; else its last report.
             ended = [int(s) for s in re.findall(r"(?:failed|stopped) after step (\d+)", logs)]

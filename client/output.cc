@@ -272,6 +272,30 @@ void PrintPreflight(std::ostream& out, const v1::Job& job) {
   }
 }
 
+// What its workers hold in memory for a restart, and where the latest
+// restart resumed from.
+void PrintRecovery(std::ostream& out, const v1::Job& job) {
+  const v1::SnapshotState& s = job.snapshots();
+  if (!s.off().empty()) {
+    out << "snapshots: off (" << s.off() << "): restarts resume from disk\n";
+  } else if (s.consistent_step() > 0) {
+    out << absl::StrFormat("snapshots: step %d held in memory for every rank (%.1f MiB each)\n",
+                           s.consistent_step(), s.bytes_per_rank() / 1048576.0);
+  } else if (s.newest_step() > 0) {
+    out << absl::StrFormat("snapshots: up to step %d, not yet held for every rank\n",
+                           s.newest_step());
+  }
+  if (!job.has_resumed()) return;
+  const v1::ResumeRecord& r = job.resumed();
+  out << "resumed:   attempt " << r.attempt() << " at step " << r.step() << " from "
+      << (r.from() == "memory" ? "memory on its workers" : r.from());
+  if (r.seconds() > 0) {
+    out << absl::StrFormat(", %d steps redone, first step %.1f s after the failure",
+                           r.steps_redone(), r.seconds());
+  }
+  out << "\n";
+}
+
 void PrintJobDetail(std::ostream& out, const v1::Job& job, absl::Time now) {
   out << "job:       " << job.id() << "\n"
       << "owner:     " << job.owner() << "\n"
@@ -308,6 +332,7 @@ void PrintJobDetail(std::ostream& out, const v1::Job& job, absl::Time now) {
                              p.allreduce_bytes() / 1e6 / p.allreduce_seconds());
     }
   }
+  PrintRecovery(out, job);
   PrintRanks(out, job);
   PrintPreflight(out, job);
   for (const v1::Straggler& s : job.stragglers()) {
