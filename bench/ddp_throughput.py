@@ -4,7 +4,10 @@
 Both train the same MLP (256 -> 2048 -> 2048 -> 2048 -> 10) with SGD and
 momentum on synthetic data, batch 256 per rank, one BLAS thread per rank,
 Gloo on the CPU, at world 1 and 2. Prints samples/s of each, the ratio,
-and the scaling efficiency from world 1 to world 2.
+and the scaling efficiency from world 1 to world 2. Then Ringmaster's
+trainer at world 2 with a snapshot of its whole state into worker-held
+memory after every step (docs/checkpoints.md), staged and bucketed,
+against none, with the memory each rank's snapshots hold.
 
     bazel build -c opt //bench:trainer_throughput
     /usr/bin/python3 bench/ddp_throughput.py [--steps 30] [--warmup 5] [--repeats 3]
@@ -103,13 +106,55 @@ def torch_throughput(world, steps, warmup, first=0, count=None, master="127.0.0.
     return sum(rate for _, rate, _ in rates), min(rates, key=lambda r: r[0])[2]
 
 
-def ours_throughput(binary, world, steps, warmup):
+def ours_run(binary, world, steps, warmup, snapshots="off", checkpoint_every=0):
+    """The trainer benchmark's JSON line."""
     out = subprocess.run(
         [binary, "--world", str(world), "--steps", str(steps), "--warmup", str(warmup),
          "--batch", str(BATCH), "--features", str(FEATURES), "--classes", str(CLASSES),
-         "--hidden", ",".join(map(str, HIDDEN))],
+         "--hidden", ",".join(map(str, HIDDEN)), "--snapshots", snapshots,
+         "--checkpoint-every", str(checkpoint_every)],
         check=True, capture_output=True, text=True, env=os.environ).stdout
-    return json.loads(out)["samples_per_second"]
+    return json.loads(out)
+
+
+def ours_throughput(binary, world, steps, warmup):
+    return ours_run(binary, world, steps, warmup)["samples_per_second"]
+
+
+def snapshot_overhead(binary, steps, warmup, repeats):
+    """World 2 with a snapshot of the whole state after every step, copied
+    on the training thread (staged) or bucket by bucket by the reducer's
+    thread (bucketed), against none; runs interleaved, best of `repeats`."""
+    modes = ("off", "staged", "bucketed")
+    runs = {mode: [] for mode in modes}
+    disk = []  # bucketed snapshots and a checkpoint to disk every 10 steps
+    for _ in range(repeats):
+        for mode in modes:
+            runs[mode].append(ours_run(binary, 2, steps, warmup, mode))
+        disk.append(ours_run(binary, 2, steps, warmup, "bucketed", checkpoint_every=10))
+    best = {mode: max(runs[mode], key=lambda r: r["samples_per_second"]) for mode in modes}
+    off = best["off"]["samples_per_second"]
+    print()
+    print(f"snapshots every step, world 2, best of {repeats}; snapshot figures are rank 0's")
+    print(f"{'copy':>9}  {'samples/s':>10}  {'vs off':>7}  {'held/rank':>10}  "
+          f"{'copy ms/step':>12}  {'commit ms':>9}  {'wait ms/step':>12}")
+    for mode in modes:
+        r = best[mode]
+        snap = r["snapshots"]
+        n = max(1, snap["committed"])
+        held = f"{2 * snap['bytes'] / 2**20:.1f} MiB" if snap["committed"] else "-"
+        print(f"{mode:>9}  {r['samples_per_second']:>8.0f}/s  "
+              f"{r['samples_per_second'] / off - 1:>+6.1%}  {held:>10}  "
+              f"{1e3 * snap['copy_seconds'] / n:>12.2f}  {1e3 * snap['commit_seconds'] / n:>9.2f}  "
+              f"{1e3 * snap['wait_seconds'] / n:>12.2f}")
+    d = max(disk, key=lambda r: r["samples_per_second"])
+    ck = d["checkpoints"]
+    n = max(1, ck["written"])
+    print(f"and a checkpoint to disk every 10 steps ({ck['written']} written): "
+          f"{d['samples_per_second']:.0f}/s ({d['samples_per_second'] / off - 1:+.1%} vs off); "
+          f"each blocks its step {1e3 * (ck['stage_seconds'] + ck['wait_seconds']) / n:.1f} ms "
+          f"(a staging copy) and is written in {1e3 * ck['write_seconds'] / n:.1f} ms "
+          f"in the background")
 
 
 def main():
@@ -118,11 +163,18 @@ def main():
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--repeats", type=int, default=3, help="best of N runs each")
     parser.add_argument("--binary", default="bazel-bin/bench/trainer_throughput")
+    parser.add_argument("--no-snapshots", action="store_true",
+                        help="leave out the snapshot overhead rows")
+    parser.add_argument("--only-snapshots", action="store_true",
+                        help="only the snapshot overhead rows")
     args = parser.parse_args()
     # One BLAS thread per rank on both sides, as the trainer runs in a job.
     os.environ["OMP_NUM_THREADS"] = "1"
     os.environ["OPENBLAS_NUM_THREADS"] = "1"
 
+    if args.only_snapshots:
+        snapshot_overhead(args.binary, args.steps, args.warmup, args.repeats)
+        return
     results = {}
     for world in (1, 2):
         ours, peer = [], []
@@ -140,6 +192,8 @@ def main():
     eff_ours = results[2][0] / (2 * results[1][0])
     eff_peer = results[2][1] / (2 * results[1][1])
     print(f"scaling efficiency 1->2: ringmaster {eff_ours:.0%}, pytorch ddp {eff_peer:.0%}")
+    if not args.no_snapshots:
+        snapshot_overhead(args.binary, args.steps, args.warmup, args.repeats)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@
 #include <gloo/rendezvous/file_store.h>
 
 #include <chrono>
+#include <filesystem>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -28,6 +29,8 @@
 #include "bench/bench_spec.h"
 #include "bench/host_share.h"
 #include "common/metrics.h"
+#include "common/unique_fd.h"
+#include "domain/snapshot_segment.h"
 #include "trainer/dataset.h"
 #include "trainer/gloo_collective.h"
 #include "trainer/trainer.h"
@@ -47,6 +50,10 @@ struct Config {
   double bucket_mb = 25;
   std::string compression = "none";
   bool metrics = false;  // the progress relay and 1 Hz scrapes of a metrics registry
+  // Snapshots after every step into a segment as a worker would hold it:
+  // "off", "staged" or "bucketed" (trainer/snapshotter.h).
+  std::string snapshots = "off";
+  int checkpoint_every = 0;  // rank 0 writes a checkpoint to disk every this many steps
 };
 
 // The machine's CPU time in a window, as shares of its total.
@@ -67,6 +74,8 @@ CpuShares SharesBetween(const MachineCpuTicks& a, const MachineCpuTicks& b) {
 struct RankResult {
   double samples_per_second = -1;
   CpuShares cpu;
+  SnapshotStats snapshots;  // the whole run's
+  CheckpointWriterStats checkpoints;
 };
 
 // One rank's run; samples_per_second is negative when it failed.
@@ -113,6 +122,30 @@ RankResult RunRank(const Config& c, int rank) {
   Clock::time_point last_report = Clock::now();
   TrainerContext context;
   context.comm = comm->get();
+  // Sparse: only the pages snapshots touch are taken.
+  std::unique_ptr<SnapshotSegment> segment;
+  UniqueFd segment_fd;
+  if (c.snapshots != "off") {
+    absl::StatusOr<UniqueFd> fd = SnapshotSegment::Create(uint64_t{4} << 30);
+    absl::StatusOr<std::unique_ptr<SnapshotSegment>> mapped =
+        fd.ok() ? SnapshotSegment::Map(fd->get(), 0, "segment") : fd.status();
+    if (!mapped.ok()) {
+      std::fprintf(stderr, "rank %d: %s\n", rank, mapped.status().ToString().c_str());
+      return {};
+    }
+    segment_fd = *std::move(fd);
+    segment = *std::move(mapped);
+    context.snapshots = segment.get();
+    context.snapshot_copy =
+        c.snapshots == "staged" ? SnapshotCopy::kStaged : SnapshotCopy::kBucketed;
+  }
+  std::string checkpoint_dir;
+  if (c.checkpoint_every > 0) {
+    spec.set_checkpoint_every_steps(c.checkpoint_every);
+    char dir[] = "/tmp/trainer-throughput-XXXXXX";
+    if (mkdtemp(dir) == nullptr) return {};
+    checkpoint_dir = context.checkpoint_dir = dir;
+  }
   context.progress_interval_seconds = 0;  // a callback after every step, for the timing
   context.on_progress = [&](const v1::Progress& p) {
     step_times.push_back(Clock::now());
@@ -128,6 +161,7 @@ RankResult RunRank(const Config& c, int rank) {
     }
   };
   auto result = Train(spec, *data, context);
+  if (!checkpoint_dir.empty()) std::filesystem::remove_all(checkpoint_dir);
   done = true;
   if (scraper.joinable()) scraper.join();
   if (!result.ok()) {
@@ -138,7 +172,7 @@ RankResult RunRank(const Config& c, int rank) {
   const double seconds =
       std::chrono::duration<double>(step_times[last] - step_times[first]).count();
   return {static_cast<double>(last - first) * c.batch / seconds,
-          SharesBetween(cpu_at_first, cpu_at_last)};
+          SharesBetween(cpu_at_first, cpu_at_last), result->snapshots, result->checkpoints};
 }
 
 int Main(int argc, char** argv) {
@@ -154,6 +188,10 @@ int Main(int argc, char** argv) {
   app.add_option("--bucket-mb", c.bucket_mb);
   app.add_option("--compression", c.compression);
   app.add_flag("--metrics", c.metrics, "relay progress into metrics and scrape them");
+  app.add_option("--checkpoint-every", c.checkpoint_every,
+                 "rank 0 checkpoints to a temporary directory every this many steps");
+  app.add_option("--snapshots", c.snapshots, "off, staged or bucketed: a snapshot every step")
+      ->check(CLI::IsMember({"off", "staged", "bucketed"}));
   CLI11_PARSE(app, argc, argv);
   c.share.Resolve();
 
@@ -174,7 +212,9 @@ int Main(int argc, char** argv) {
     pids.push_back(pid);
   }
   double total = 0;
-  CpuShares cpu;  // as this host's first rank saw them
+  CpuShares cpu;            // as this host's first rank saw them
+  SnapshotStats snapshots;  // this host's first rank's
+  CheckpointWriterStats checkpoints;
   bool ok = true;
   for (size_t i = 0; i < pids.size(); ++i) {
     RankResult result;
@@ -183,13 +223,24 @@ int Main(int argc, char** argv) {
     waitpid(pids[i], &status, 0);
     ok &= result.samples_per_second > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
     total += result.samples_per_second;
-    if (i == 0) cpu = result.cpu;
+    if (i == 0) {
+      cpu = result.cpu;
+      snapshots = result.snapshots;
+      checkpoints = result.checkpoints;
+    }
   }
   if (!ok) return 1;
   std::printf(
       "{\"world\": %d, \"ranks\": %d, \"samples_per_second\": %.1f, \"batch_per_rank\": "
-      "%d, \"cpu\": {\"user\": %.4f, \"system\": %.4f, \"softirq\": %.4f, \"idle\": %.4f}}\n",
-      c.share.world, c.share.ranks, total, c.batch, cpu.user, cpu.system, cpu.softirq, cpu.idle);
+      "%d, \"cpu\": {\"user\": %.4f, \"system\": %.4f, \"softirq\": %.4f, \"idle\": %.4f}, "
+      "\"snapshots\": {\"committed\": %lld, \"bytes\": %lld, \"copy_seconds\": %.6f, "
+      "\"commit_seconds\": %.6f, \"wait_seconds\": %.6f}, \"checkpoints\": {\"written\": %lld, "
+      "\"stage_seconds\": %.6f, \"write_seconds\": %.6f, \"wait_seconds\": %.6f}}\n",
+      c.share.world, c.share.ranks, total, c.batch, cpu.user, cpu.system, cpu.softirq, cpu.idle,
+      static_cast<long long>(snapshots.committed), static_cast<long long>(snapshots.bytes),
+      snapshots.copy_seconds, snapshots.commit_seconds, snapshots.wait_seconds,
+      static_cast<long long>(checkpoints.written), checkpoints.stage_seconds,
+      checkpoints.write_seconds, checkpoints.wait_seconds);
   return 0;
 }
 

@@ -146,12 +146,16 @@ std::string EncodeCheckpoint(const TrainingState& state) {
 }
 
 absl::Status WriteCheckpoint(const std::string& dir, const TrainingState& state, int keep) {
-  const std::string data = EncodeCheckpoint(state);
+  return WriteCheckpointFile(dir, state.step, EncodeCheckpoint(state), keep);
+}
+
+absl::Status WriteCheckpointFile(const std::string& dir, int64_t step, const std::string& data,
+                                 int keep) {
   std::error_code error;
   fs::create_directories(dir, error);
   if (error) return absl::InternalError(absl::StrCat("create ", dir, ": ", error.message()));
-  const std::string final_dir = absl::StrCat(dir, "/step-", state.step);
-  const std::string temp_dir = absl::StrCat(dir, "/.step-", state.step, ".tmp-", getpid());
+  const std::string final_dir = absl::StrCat(dir, "/step-", step);
+  const std::string temp_dir = absl::StrCat(dir, "/.step-", step, ".tmp-", getpid());
   fs::remove_all(temp_dir, error);
   fs::create_directory(temp_dir, error);
   if (error) return absl::InternalError(absl::StrCat("create ", temp_dir, ": ", error.message()));

@@ -27,6 +27,10 @@ struct TrainingState {
 // Writes the checkpoint of `state.step` under `dir` and keeps the newest
 // `keep` checkpoints.
 absl::Status WriteCheckpoint(const std::string& dir, const TrainingState& state, int keep = 3);
+// The same for a file's bytes already encoded (EncodeCheckpoint, or
+// written in place and sealed).
+absl::Status WriteCheckpointFile(const std::string& dir, int64_t step, const std::string& data,
+                                 int keep = 3);
 
 struct LoadedCheckpoint {
   TrainingState state;

@@ -49,7 +49,14 @@ Snapshotter::~Snapshotter() {
 }
 
 bool Snapshotter::Begin(int64_t step) {
-  if (options_.every_steps <= 0 || step % options_.every_steps != 0) return false;
+  taking_ = options_.every_steps > 0 && step % options_.every_steps == 0;
+  reserved_ = false;
+  step_ = step;
+  copied_.store(0, std::memory_order_relaxed);
+  return taking_;
+}
+
+void Snapshotter::Reserve() {
   {
     // The slot to write is the older one only once the newer one is
     // committed: until then it holds the one valid snapshot.
@@ -61,16 +68,14 @@ bool Snapshotter::Begin(int64_t step) {
       stats_.wait_seconds += NanosSince(start) * 1e-9;
     }
   }
-  absl::StatusOr<SnapshotSegment::Slot> slot = segment_->Begin(layout_.bytes);
-  if (!slot.ok()) return false;  // Make checked that it fits
-  slot_ = *slot;
-  step_ = step;
-  copied_.store(0, std::memory_order_relaxed);
+  // Make checked that it fits.
+  slot_ = *segment_->Begin(layout_.bytes);
   reserved_ = true;
-  return true;
 }
 
 absl::Status Snapshotter::CopyRange(ModelRunner& runner, size_t offset, size_t n) {
+  if (!taking_) return absl::OkStatus();
+  if (!reserved_) Reserve();
   const Clock::time_point start = Clock::now();
   if (absl::Status s = runner.CopyStateRange(offset, n, params_out(), state_out()); !s.ok()) {
     return s;
@@ -81,7 +86,9 @@ absl::Status Snapshotter::CopyRange(ModelRunner& runner, size_t offset, size_t n
 }
 
 absl::Status Snapshotter::End(ModelRunner& runner, const TrainingState& position) {
-  if (!reserved_) return absl::OkStatus();
+  if (!taking_) return absl::OkStatus();
+  taking_ = false;
+  if (!reserved_) Reserve();
   reserved_ = false;
   // Staged, or buckets that were not all copied (the update path that
   // clips waits for every bucket): the whole state now.

@@ -67,11 +67,12 @@ class Snapshotter {
   Snapshotter& operator=(const Snapshotter&) = delete;
 
   // Training thread, before the step that will make `step` steps done:
-  // whether its state is taken (each every_steps-th). True reserves a slot
-  // until End, after waiting for the commit before.
+  // whether its state is taken (each every_steps-th). Its slot is taken by
+  // the first copy into it, after the commit before is done (which a
+  // step's forward pass leaves time for).
   bool Begin(int64_t step);
   // Whether the step being taken copies bucket by bucket (CopyRange).
-  bool copying_buckets() const { return reserved_ && options_.copy == SnapshotCopy::kBucketed; }
+  bool copying_buckets() const { return taking_ && options_.copy == SnapshotCopy::kBucketed; }
   // Reducer's thread: [offset, offset + n) is updated for the step.
   absl::Status CopyRange(ModelRunner& runner, size_t offset, size_t n);
   // Training thread, after the step: the rest of the copy (all of it when
@@ -86,6 +87,8 @@ class Snapshotter {
  private:
   Snapshotter(SnapshotSegment* segment, size_t params, size_t state, SnapshotterOptions options);
   void Run();  // the snapshot thread
+  // Waits for the commit before, then clears the slot this step fills.
+  void Reserve();
   float* params_out() const { return reinterpret_cast<float*>(slot_.data + layout_.params_offset); }
   float* state_out() const { return reinterpret_cast<float*>(slot_.data + layout_.state_offset); }
 
@@ -95,7 +98,8 @@ class Snapshotter {
   const SnapshotterOptions options_;
 
   // The training thread's (and, between Begin and End, the reducer's).
-  bool reserved_ = false;
+  bool taking_ = false;    // this step's state is taken
+  bool reserved_ = false;  // and its slot cleared for it
   SnapshotSegment::Slot slot_;
   int64_t step_ = 0;
   std::atomic<size_t> copied_{0};  // parameters copied for the step so far

@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
 #include "trainer/checkpoint.h"
+#include "trainer/checkpoint_writer.h"
 #include "trainer/optimizer.h"
 #include "trainer/reducer.h"
 #include "trainer/resume.h"
@@ -27,19 +28,6 @@ std::vector<int> Widths(const v1::TrainerSpec& spec, const Dataset& data) {
   for (int h : spec.model().hidden()) widths.push_back(h);
   widths.push_back(data.classes);
   return widths;
-}
-
-absl::Status SaveCheckpoint(const TrainerContext& context, ModelRunner& runner, uint64_t seed,
-                            int64_t step, int64_t epoch, int64_t epoch_rows) {
-  TrainingState state;
-  state.step = step;
-  state.epoch = epoch;
-  state.epoch_rows = epoch_rows;
-  state.world_size = context.comm->size();
-  state.seed = seed;
-  state.optimizer_steps = runner.optimizer_steps();
-  RETURN_IF_ERROR(runner.ReadState(&state.params, &state.optimizer_state));
-  return WriteCheckpoint(context.checkpoint_dir, state);
 }
 
 // One call of Train: the state its steps share. It stays where it is made
@@ -114,6 +102,7 @@ class TrainingRun {
   std::unique_ptr<ModelRunner> runner_;
   std::unique_ptr<Reducer> reducer_;
   std::unique_ptr<Snapshotter> snapshotter_;  // null: no snapshots in memory
+  std::unique_ptr<CheckpointWriter> writer_;  // rank 0's, with a checkpoint_dir
   LrSchedule schedule_;
   // Without clipping, each bucket is applied as soon as it is reduced;
   // clipping needs the global norm, so then the step waits for all.
@@ -149,6 +138,9 @@ absl::Status TrainingRun::Start() {
   rows_per_step_ = static_cast<int64_t>(batch_) * accum_ * world_;
   RETURN_IF_ERROR(Resume());
   RETURN_IF_ERROR(StartSnapshots());
+  if (rank_ == 0 && !context_.checkpoint_dir.empty()) {
+    writer_ = std::make_unique<CheckpointWriter>(context_.checkpoint_dir, /*keep=*/3);
+  }
   if (context_.steps_done) context_.steps_done->store(position_.step, std::memory_order_relaxed);
   if (context_.flight) context_.flight->Step(position_.step + 1);
   // The last step: those done, the rest of this epoch and whole epochs
@@ -371,18 +363,26 @@ absl::Status TrainingRun::SnapshotIfTaken(int64_t epoch, bool epoch_done, int64_
 
 absl::Status TrainingRun::CheckpointIfDue(bool stop, int64_t epoch, bool epoch_done,
                                           int64_t epoch_rows) {
+  if (writer_ == nullptr) return absl::OkStatus();
   const bool steps_due =
       spec_.checkpoint_every_steps() > 0 && step_ % spec_.checkpoint_every_steps() == 0;
   const bool time_due =
       spec_.checkpoint_every_s() > 0 && now_() - last_checkpoint_ >= checkpoint_every_;
-  if (rank_ != 0 || context_.checkpoint_dir.empty() || !(stop || steps_due || time_due)) {
-    return absl::OkStatus();
-  }
+  if (!(stop || steps_due || time_due)) return absl::OkStatus();
   Flight(TrainPhase::kCheckpoint);
-  RETURN_IF_ERROR(SaveCheckpoint(context_, *runner_, seed_, step_, epoch_done ? epoch + 1 : epoch,
-                                 epoch_done ? 0 : epoch_rows));
+  // The write before, if the disk has not kept up with the interval.
+  RETURN_IF_ERROR(writer_->Flush());
+  TrainingState position;
+  position.step = step_;
+  position.epoch = epoch_done ? epoch + 1 : epoch;
+  position.epoch_rows = epoch_done ? 0 : epoch_rows;
+  position.world_size = world_;
+  position.seed = seed_;
+  position.optimizer_steps = runner_->optimizer_steps();
+  RETURN_IF_ERROR(writer_->Stage(*runner_, position));
   last_checkpoint_ = now_();
-  return absl::OkStatus();
+  // A stopping rank exits once its checkpoint is whole.
+  return stop ? writer_->Flush() : absl::OkStatus();
 }
 
 void TrainingRun::ReportIfDue(int64_t epoch, Clock::time_point epoch_start, int64_t epoch_samples) {
@@ -442,6 +442,10 @@ absl::Status TrainingRun::EndEpoch(int64_t epoch, Clock::time_point epoch_start,
 }
 
 absl::StatusOr<TrainResult> TrainingRun::Stopped() {
+  if (writer_ != nullptr) {
+    RETURN_IF_ERROR(writer_->Flush());
+    result_.checkpoints = writer_->stats();
+  }
   if (snapshotter_ != nullptr) {
     snapshotter_->Drain();
     result_.snapshots = snapshotter_->stats();
@@ -454,6 +458,10 @@ absl::StatusOr<TrainResult> TrainingRun::Stopped() {
 
 absl::StatusOr<TrainResult> TrainingRun::Finish() {
   Flight(TrainPhase::kDone);
+  if (writer_ != nullptr) {
+    RETURN_IF_ERROR(writer_->Flush());
+    result_.checkpoints = writer_->stats();
+  }
   if (snapshotter_ != nullptr) {
     snapshotter_->Drain();
     result_.snapshots = snapshotter_->stats();

@@ -15,6 +15,7 @@
 #include "domain/snapshot_segment.h"
 #include "proto/job.pb.h"
 #include "trainer/collective.h"
+#include "trainer/checkpoint_writer.h"
 #include "trainer/dataset.h"
 #include "trainer/event_log.h"
 #include "trainer/model_runner.h"
@@ -69,6 +70,7 @@ struct TrainResult {
   int64_t resumed_from_step = -1;
   std::string resumed_from;  // "memory", "disk", or empty (a fresh start)
   SnapshotStats snapshots;
+  CheckpointWriterStats checkpoints;  // rank 0's
   int64_t total_steps = 0;  // the run's last step, at this world size
   bool stopped = false;     // rank 0 ended early on stop_requested
 };
