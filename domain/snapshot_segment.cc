@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <xxhash.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -26,23 +27,28 @@ static_assert(sizeof(SnapshotSegmentHeader) <= kSnapshotHeaderBytes);
 
 std::string MiB(uint64_t bytes) { return absl::StrFormat("%.1f MiB", bytes / 1048576.0); }
 
+bool KnownChecksum(SnapshotChecksumKind kind) {
+  return kind == SnapshotChecksumKind::kXxh3 || kind == SnapshotChecksumKind::kCrc32;
+}
+
 absl::Status Errno(const std::string& what) {
   return absl::InternalError(absl::StrCat(what, ": ", strerror(errno)));
 }
 
 }  // namespace
 
-uint32_t SnapshotChecksum(const void* data, size_t bytes, uint32_t crc) {
+uint64_t SnapshotChecksum(SnapshotChecksumKind kind, const void* data, size_t bytes) {
+  if (kind == SnapshotChecksumKind::kXxh3) return XXH3_64bits(data, bytes);
   // zlib takes at most 4 GiB at a time.
   const auto* p = static_cast<const Bytef*>(data);
-  uLong sum = crc;
+  uLong sum = 0;
   while (bytes > 0) {
     const size_t n = std::min<size_t>(bytes, std::numeric_limits<uInt>::max() & ~(kPage - 1));
     sum = crc32(sum, p, static_cast<uInt>(n));
     p += n;
     bytes -= n;
   }
-  return static_cast<uint32_t>(sum);
+  return sum;
 }
 
 uint64_t SnapshotSlotBytes(uint64_t capacity) {
@@ -128,7 +134,7 @@ absl::StatusOr<SnapshotSegment::Slot> SnapshotSegment::Begin(uint64_t bytes) {
   return Slot{index, SlotData(index), bytes};
 }
 
-void SnapshotSegment::Commit(const Slot& slot, const SnapshotInfo& info, uint32_t checksum) {
+void SnapshotSegment::Commit(const Slot& slot, const SnapshotInfo& info, uint64_t checksum) {
   SnapshotSlotHeader* slots = header()->slots;
   SnapshotSlotHeader& h = slots[slot.index];
   h.step = info.step;
@@ -138,6 +144,7 @@ void SnapshotSegment::Commit(const Slot& slot, const SnapshotInfo& info, uint32_
   h.rank = info.rank;
   h.format = static_cast<uint32_t>(info.format);
   h.commit_unix_ms = absl::ToUnixMillis(absl::Now());
+  h.checksum_kind = static_cast<uint32_t>(info.checksum_kind);
   h.checksum = checksum;
   const uint64_t other = slots[1 - slot.index].sequence.load(std::memory_order_acquire);
   h.sequence.store(other + 1, std::memory_order_release);
@@ -154,6 +161,7 @@ std::vector<SnapshotInfo> SnapshotSegment::Committed() const {
     info.step = h.step;
     info.bytes = h.bytes;
     info.checksum = h.checksum;
+    info.checksum_kind = static_cast<SnapshotChecksumKind>(h.checksum_kind);
     info.attempt = h.attempt;
     info.world_size = h.world_size;
     info.rank = h.rank;
@@ -182,7 +190,8 @@ absl::StatusOr<std::string> SnapshotSegment::Read(const SnapshotInfo& info) cons
     return absl::DataLossError(absl::StrCat(what_, ": the snapshot of step ", info.step,
                                             " was overwritten while it was read"));
   }
-  if (SnapshotChecksum(payload.data(), payload.size()) != info.checksum) {
+  if (!KnownChecksum(info.checksum_kind) ||
+      SnapshotChecksum(info.checksum_kind, payload.data(), payload.size()) != info.checksum) {
     return absl::DataLossError(
         absl::StrCat(what_, ": the snapshot of step ", info.step, " fails its checksum"));
   }
@@ -190,7 +199,8 @@ absl::StatusOr<std::string> SnapshotSegment::Read(const SnapshotInfo& info) cons
 }
 
 absl::Status SnapshotSegment::Put(const SnapshotInfo& info, const std::string& payload) {
-  if (SnapshotChecksum(payload.data(), payload.size()) != info.checksum) {
+  if (!KnownChecksum(info.checksum_kind) ||
+      SnapshotChecksum(info.checksum_kind, payload.data(), payload.size()) != info.checksum) {
     return absl::DataLossError(
         absl::StrCat("the snapshot of step ", info.step, " for ", what_, " fails its checksum"));
   }

@@ -12,9 +12,11 @@
 // rank killed mid-write so leaves the other slot's snapshot valid.
 //
 // The layout is plain little-endian integers at fixed offsets, so that
-// the Python package (ringmaster.checkpoint) writes the same segments; the
-// checksum is zlib's CRC-32 of the payload. A reader trusts nothing it
-// reads: sizes are checked against the slots' own.
+// the Python package (ringmaster.checkpoint) writes the same segments. The
+// checksum of a payload is XXH3-64 (the trainer's: several times faster
+// than a CRC) or zlib's CRC-32 (Python's standard library has it), as its
+// slot says. A reader trusts nothing it reads: sizes are checked against
+// the slots' own.
 #ifndef RINGMASTER_DOMAIN_SNAPSHOT_SEGMENT_H_
 #define RINGMASTER_DOMAIN_SNAPSHOT_SEGMENT_H_
 
@@ -36,13 +38,19 @@ enum class SnapshotFormat : uint32_t {
   kPython = 2,   // ringmaster.checkpoint's
 };
 
+enum class SnapshotChecksumKind : uint32_t {
+  kXxh3 = 1,   // XXH3_64bits
+  kCrc32 = 2,  // zlib's crc32, in the low 32 bits
+};
+
 // A committed snapshot, as its slot's header says.
 struct SnapshotInfo {
   int slot = 0;
   uint64_t sequence = 0;  // grows with every commit; the newest is the highest
   int64_t step = 0;
   uint64_t bytes = 0;  // of the payload
-  uint32_t checksum = 0;
+  uint64_t checksum = 0;
+  SnapshotChecksumKind checksum_kind = SnapshotChecksumKind::kXxh3;
   int32_t attempt = 0;
   int32_t world_size = 0;
   int32_t rank = 0;
@@ -55,14 +63,14 @@ struct SnapshotSlotHeader {
   std::atomic<uint64_t> sequence;  // 0: empty, or being written
   int64_t step;
   uint64_t bytes;
-  uint32_t checksum;
+  uint64_t checksum;
   int32_t attempt;
   int32_t world_size;
   int32_t rank;
   uint32_t format;
-  uint32_t reserved0;
+  uint32_t checksum_kind;
+  uint32_t reserved;
   int64_t commit_unix_ms;
-  uint64_t reserved1;
 };
 static_assert(sizeof(SnapshotSlotHeader) == 64, "the Python writer uses these offsets");
 
@@ -80,8 +88,8 @@ struct SnapshotSegmentHeader {
 // The header page; the slots follow it, each slot_bytes long.
 inline constexpr uint64_t kSnapshotHeaderBytes = 4096;
 
-// zlib's CRC-32 of `bytes`, continued from `crc` (0 to begin).
-uint32_t SnapshotChecksum(const void* data, size_t bytes, uint32_t crc = 0);
+// The checksum of `bytes` of that kind.
+uint64_t SnapshotChecksum(SnapshotChecksumKind kind, const void* data, size_t bytes);
 
 // Thread-compatible: one writer (the rank) and any number of readers, in
 // any processes.
@@ -113,10 +121,11 @@ class SnapshotSegment {
   // gives its room. RESOURCE_EXHAUSTED naming both sizes when `bytes` is
   // more than a slot holds.
   absl::StatusOr<Slot> Begin(uint64_t bytes);
-  // The payload of `slot` is written and its checksum is `checksum`:
-  // records `info`'s step, attempt, world size, rank and format, then the
-  // checksum, then the sequence number after the other slot's.
-  void Commit(const Slot& slot, const SnapshotInfo& info, uint32_t checksum);
+  // The payload of `slot` is written and its checksum (of
+  // info.checksum_kind) is `checksum`: records `info`'s step, attempt,
+  // world size, rank and format, then the checksum, then the sequence
+  // number after the other slot's.
+  void Commit(const Slot& slot, const SnapshotInfo& info, uint64_t checksum);
 
   // Reading. The committed snapshots as their headers say, newest first;
   // a header whose size does not fit its slot is left out.

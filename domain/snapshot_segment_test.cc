@@ -33,7 +33,8 @@ void Write(SnapshotSegment& segment, int64_t step, const std::string& payload) {
   info.attempt = 2;
   info.world_size = 4;
   info.rank = 1;
-  segment.Commit(*slot, info, SnapshotChecksum(payload.data(), payload.size()));
+  segment.Commit(*slot, info,
+                 SnapshotChecksum(SnapshotChecksumKind::kXxh3, payload.data(), payload.size()));
 }
 
 std::vector<int64_t> Steps(const SnapshotSegment& segment) {
@@ -175,12 +176,19 @@ TEST(SnapshotSegmentTest, APutPayloadMustMatchItsChecksum) {
   std::unique_ptr<SnapshotSegment> holder = MapOrDie(fd->get());
   SnapshotInfo info;
   info.step = 40;
-  info.checksum = SnapshotChecksum("replica", 7);
+  info.checksum_kind = SnapshotChecksumKind::kCrc32;
+  info.checksum = SnapshotChecksum(SnapshotChecksumKind::kCrc32, "replica", 7);
   EXPECT_THAT(holder->Put(info, "replicA"), StatusIs(absl::StatusCode::kDataLoss));
   EXPECT_TRUE(holder->Committed().empty());
   ASSERT_OK(holder->Put(info, "replica"));
   ASSERT_EQ(Steps(*holder), std::vector<int64_t>{40});
   EXPECT_THAT(holder->Read(holder->Committed()[0]), IsOkAndHolds(std::string("replica")));
+}
+
+TEST(SnapshotSegmentTest, ChecksumsAreXxh3OrZlibsCrc32) {
+  // Known values: XXH3_64bits("abc") and zlib's crc32("abc").
+  EXPECT_EQ(SnapshotChecksum(SnapshotChecksumKind::kXxh3, "abc", 3), 0x78af5f94892f3950ull);
+  EXPECT_EQ(SnapshotChecksum(SnapshotChecksumKind::kCrc32, "abc", 3), 0x352441c2ull);
 }
 
 TEST(SnapshotSegmentTest, CapacityForAPayloadHoldsItInEachSlot) {

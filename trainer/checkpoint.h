@@ -68,7 +68,10 @@ uint32_t SealCheckpoint(char* out, const CheckpointLayout& layout);
 
 // A checkpoint file's bytes, and back (`path` only names it in errors).
 std::string EncodeCheckpoint(const TrainingState& state);
-absl::StatusOr<TrainingState> DecodeCheckpoint(std::string data, const std::string& path);
+// `verify_checksum` false: the bytes were checked otherwise (a snapshot's
+// slot), and the file's own checksum is not computed.
+absl::StatusOr<TrainingState> DecodeCheckpoint(std::string data, const std::string& path,
+                                               bool verify_checksum = true);
 
 }  // namespace ringmaster
 

@@ -14,8 +14,8 @@
 #include "domain/flight_recorder.h"
 #include "domain/snapshot_segment.h"
 #include "proto/job.pb.h"
-#include "trainer/collective.h"
 #include "trainer/checkpoint_writer.h"
+#include "trainer/collective.h"
 #include "trainer/dataset.h"
 #include "trainer/event_log.h"
 #include "trainer/model_runner.h"
@@ -71,8 +71,8 @@ struct TrainResult {
   std::string resumed_from;  // "memory", "disk", or empty (a fresh start)
   SnapshotStats snapshots;
   CheckpointWriterStats checkpoints;  // rank 0's
-  int64_t total_steps = 0;  // the run's last step, at this world size
-  bool stopped = false;     // rank 0 ended early on stop_requested
+  int64_t total_steps = 0;            // the run's last step, at this world size
+  bool stopped = false;               // rank 0 ended early on stop_requested
 };
 
 // The input width and classes of the model come from `data`.

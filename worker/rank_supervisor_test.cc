@@ -109,7 +109,7 @@ TEST_F(RankSupervisorTest, ARankGetsItsJobsSnapshotSegmentAcrossAttempts) {
     std::memcpy(slot->data, "abc", 3);
     SnapshotInfo info;
     info.step = 77;
-    (*segment)->Commit(*slot, info, SnapshotChecksum("abc", 3));
+    (*segment)->Commit(*slot, info, SnapshotChecksum(SnapshotChecksumKind::kXxh3, "abc", 3));
   }
   // The new rank reads the step of slot 0 (at byte 40 of the header).
   v1::StartRank second =

@@ -26,7 +26,7 @@ void WriteStep(int fd, int64_t step) {
   info.step = step;
   info.attempt = 3;
   info.world_size = 2;
-  (*segment)->Commit(*slot, info, SnapshotChecksum(slot->data, 100));
+  (*segment)->Commit(*slot, info, SnapshotChecksum(SnapshotChecksumKind::kXxh3, slot->data, 100));
 }
 
 TEST(SnapshotStoreTest, ARankStartedAgainGetsTheSegmentItsPredecessorWrote) {
