@@ -70,7 +70,9 @@ def final_accuracy(logs):
 
 
 def resumed_steps(logs):
-    return [int(s) for s in re.findall(r"resuming from \S*/step-(\d+)", logs)]
+    """Where each attempt resumed: "resuming from DIR/step-N" (a checkpoint
+    on disk) or "resuming at step N from memory" (its workers' snapshots)."""
+    return [int(s) for s in re.findall(r"resuming (?:from \S*/step-|at step )(\d+)", logs)]
 
 
 class ChaosTest(unittest.TestCase):

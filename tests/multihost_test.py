@@ -31,6 +31,9 @@ trainer:
   epochs: 20
   batch_size: 32
   checkpoint_every_steps: %d
+  # Off, so that the resume after a lost host reads the shared storage
+  # (with them, a surviving rank's snapshot in memory would serve).
+  snapshot_every_steps: 0
   seed: 3
 """ % CHECKPOINT_EVERY
 
