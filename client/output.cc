@@ -285,6 +285,25 @@ void PrintRecovery(std::ostream& out, const v1::Job& job) {
     out << absl::StrFormat("snapshots: up to step %d, not yet held for every rank\n",
                            s.newest_step());
   }
+  const v1::Goodput& g = job.goodput();
+  if (g.wall_seconds() > 0) {
+    // The causes that cost anything, largest first.
+    std::vector<std::pair<double, std::string>> lost;
+    for (const auto& [cause, seconds] : g.lost_seconds()) {
+      if (seconds >= 0.05) lost.push_back({seconds, cause});
+    }
+    std::sort(lost.rbegin(), lost.rend());
+    auto time = [](double seconds) {
+      return seconds < 60 ? absl::StrFormat("%.1fs", seconds)
+                          : ShortDuration(absl::Seconds(seconds));
+    };
+    std::vector<std::string> parts;
+    for (const auto& [seconds, cause] : lost)
+      parts.push_back(absl::StrCat(cause, " ", time(seconds)));
+    out << absl::StrFormat("goodput:   %.3f (productive %s of %s", g.ratio(),
+                           time(g.productive_seconds()), time(g.wall_seconds()))
+        << (parts.empty() ? "" : absl::StrCat("; lost: ", absl::StrJoin(parts, ", "))) << ")\n";
+  }
   if (!job.has_resumed()) return;
   const v1::ResumeRecord& r = job.resumed();
   out << "resumed:   attempt " << r.attempt() << " at step " << r.step() << " from "

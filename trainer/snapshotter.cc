@@ -98,7 +98,9 @@ absl::Status Snapshotter::End(ModelRunner& runner, const TrainingState& position
     if (absl::Status s = runner.CopyStateRange(0, params_, params_out(), state_out()); !s.ok()) {
       return s;
     }
-    copy_nanos_.fetch_add(NanosSince(start), std::memory_order_relaxed);
+    const int64_t nanos = NanosSince(start);
+    copy_nanos_.fetch_add(nanos, std::memory_order_relaxed);
+    whole_copy_nanos_ += nanos;
   }
   TrainingState frame = position;
   frame.step = step_;
@@ -150,6 +152,7 @@ SnapshotStats Snapshotter::stats() const {
   MutexLock lock(&mu_);
   SnapshotStats stats = stats_;
   stats.copy_seconds = copy_nanos_.load(std::memory_order_relaxed) * 1e-9;
+  stats.stall_seconds = stats.wait_seconds + whole_copy_nanos_ * 1e-9;
   return stats;
 }
 

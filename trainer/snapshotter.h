@@ -44,7 +44,10 @@ struct SnapshotterOptions {
 // What snapshots cost a rank so far.
 struct SnapshotStats {
   int64_t committed = 0;
-  double wait_seconds = 0;    // the training thread waiting for the commit before
+  double wait_seconds = 0;  // the training thread waiting for the commit before
+  // What the step waited for: the commits before, and whole copies on the
+  // training thread (staged, or buckets not all copied).
+  double stall_seconds = 0;
   double copy_seconds = 0;    // on the training thread (staged) or the reducer's
   double commit_seconds = 0;  // checksums and commits, on the snapshot thread
   int64_t bytes = 0;          // of one snapshot
@@ -104,6 +107,7 @@ class Snapshotter {
   int64_t step_ = 0;
   std::atomic<size_t> copied_{0};  // parameters copied for the step so far
   std::atomic<int64_t> copy_nanos_{0};
+  int64_t whole_copy_nanos_ = 0;  // the training thread's copies in End
 
   mutable Mutex mu_;
   bool pending_ ABSL_GUARDED_BY(mu_) = false;  // a slot handed to the thread

@@ -405,9 +405,17 @@ void TrainingRun::Report(int64_t epoch, double loss, double samples_per_second, 
   progress_.set_allreduce_bytes(reducer_->bytes_total());
   progress_.set_allreduce_seconds(reducer_->seconds_total());
   progress_.set_samples(seen);
+  double stall = 0;
   if (snapshotter_ != nullptr) {
-    progress_.set_snapshot_step(std::max<int64_t>(0, snapshotter_->stats().newest_step));
+    const SnapshotStats snapshots = snapshotter_->stats();
+    progress_.set_snapshot_step(std::max<int64_t>(0, snapshots.newest_step));
+    stall += snapshots.stall_seconds;
   }
+  if (writer_ != nullptr) {
+    const CheckpointWriterStats checkpoints = writer_->stats();
+    stall += checkpoints.stage_seconds + checkpoints.wait_seconds;
+  }
+  progress_.set_checkpoint_stall_seconds(stall);
   context_.on_progress(progress_);
   progress_.clear_step_seconds();
   last_report_ = Clock::now();

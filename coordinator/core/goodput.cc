@@ -41,6 +41,8 @@ void Close(v1::Goodput* g, absl::Time now) {
       return;  // not started, or ended: no wall time
   }
   g->set_wall_seconds(g->wall_seconds() + seconds);
+  g->set_ratio(g->wall_seconds() > 0 ? std::max(0.0, g->productive_seconds()) / g->wall_seconds()
+                                     : 0);
 }
 
 void Enter(v1::Goodput* g, Phase phase, absl::Time now) {
@@ -53,6 +55,7 @@ void Move(v1::Goodput* g, const char* cause, double seconds) {
   seconds = std::max(0.0, std::min(seconds, g->productive_seconds()));
   g->set_productive_seconds(g->productive_seconds() - seconds);
   (*g->mutable_lost_seconds())[cause] += seconds;
+  if (g->wall_seconds() > 0) g->set_ratio(g->productive_seconds() / g->wall_seconds());
 }
 
 }  // namespace
@@ -113,7 +116,6 @@ void GoodputOnStall(v1::Job* job, double stall_seconds, absl::Time now) {
 v1::Goodput GoodputAt(const v1::Job& job, absl::Time now) {
   v1::Goodput g = job.goodput();
   Close(&g, now);
-  g.set_ratio(g.wall_seconds() > 0 ? std::max(0.0, g.productive_seconds()) / g.wall_seconds() : 0);
   return g;
 }
 

@@ -5,7 +5,9 @@
 namespace ringmaster {
 namespace {
 
-absl::Time At(double seconds) { return absl::FromUnixSeconds(1'800'000'000) + absl::Seconds(seconds); }
+absl::Time At(double seconds) {
+  return absl::FromUnixSeconds(1'800'000'000) + absl::Seconds(seconds);
+}
 
 double Lost(const v1::Goodput& g, const char* cause) {
   auto it = g.lost_seconds().find(cause);

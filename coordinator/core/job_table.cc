@@ -1,5 +1,7 @@
 #include "coordinator/core/job_table.h"
 
+#include "coordinator/core/goodput.h"
+
 #include <algorithm>
 
 #include <spdlog/spdlog.h>
@@ -199,6 +201,7 @@ absl::Status JobTable::Transition(JobRecord& record, v1::JobState to, v1::Reason
   change.set_attempt(next.attempt());
   next.set_state(to);
   if (to != v1::PENDING) next.clear_pending_reason();
+  GoodputOnTransition(&next, to, reason, clock_->Now());
   const int stored = next.history_size();
   const int kept = AppendToHistory(change, next.mutable_history());
   Stamp(next);

@@ -115,6 +115,39 @@ TEST_F(JobManagerSnapshotsTest, ARestartSaysWhereItResumedFromAndWhatItCost) {
   // Said once per attempt.
   Beat(w1, {}, {Progress(id, 1, 0, 103, "memory", 101)});
   EXPECT_EQ(Job(id).history_size(), job.history_size());
+
+  // Goodput: the restart cost 3.5 s, the 10 s since are productive.
+  clock_.Advance(absl::Seconds(10));
+  const v1::Goodput g = Job(id).goodput();
+  EXPECT_DOUBLE_EQ(g.lost_seconds().at("restart"), 3.5);
+  EXPECT_EQ(g.lost_seconds().count("redone"), 0u);
+  EXPECT_DOUBLE_EQ(g.productive_seconds(), 10);
+  EXPECT_NEAR(g.ratio(), g.productive_seconds() / g.wall_seconds(), 1e-9);
+}
+
+TEST_F(JobManagerSnapshotsTest, GoodputCountsStepsRedoneAndCheckpointStalls) {
+  TestWorker w1;
+  ASSERT_OK(Register(w1, "w1", 1));
+  const std::string id = Submit(TrainerSpec(1, 3));
+  Started(w1, id, 0, 0);
+  clock_.Advance(absl::Seconds(2));
+  Beat(w1, {}, {Progress(id, 0, 0, 1)});  // first step: 2 s of start-up
+  clock_.Advance(absl::Seconds(100));
+  v1::RankProgress stalled = Progress(id, 0, 0, 1001);
+  stalled.mutable_progress()->set_checkpoint_stall_seconds(4);
+  Beat(w1, {}, {stalled});
+  Killed(w1, id, 0, 0, 9);
+  Pass(absl::Seconds(3));
+  Started(w1, id, 1, 0);
+  // Resumed from disk at step 901: 100 of the 1000 steps in 100 s redone.
+  Beat(w1, {}, {Progress(id, 1, 0, 902, "disk", 901)});
+  const v1::Goodput g = Job(id).goodput();
+  EXPECT_DOUBLE_EQ(g.lost_seconds().at("startup"), 2);
+  EXPECT_DOUBLE_EQ(g.lost_seconds().at("checkpoint_stall"), 4);
+  EXPECT_DOUBLE_EQ(g.lost_seconds().at("restart"), 3);
+  EXPECT_DOUBLE_EQ(g.lost_seconds().at("redone"), 10);
+  EXPECT_DOUBLE_EQ(g.productive_seconds(), 100 - 4 - 10);
+  EXPECT_DOUBLE_EQ(g.wall_seconds(), 105);
 }
 
 TEST_F(JobManagerSnapshotsTest, AResumeFromDiskCountsTheStepsRedone) {

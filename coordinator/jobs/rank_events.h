@@ -72,9 +72,11 @@ class RankEvents {
   // Snapshots (rank_events_snapshots.cc). What the worker holds in memory
   // of each job, into the jobs' ledgers.
   void NoteSnapshots(const WorkerSession& session, const v1::Heartbeat& beat);
-  // A rank's report: where its attempt resumed from (its first report),
-  // and why it keeps no snapshots.
+  // A rank's report: why it keeps no snapshots; rank 0's, the attempt's
+  // first step (and where it resumed from) and its stalls, for goodput.
   void NoteResume(JobRecord& entry, int rank, const v1::Progress& progress);
+  // Where the attempt resumed from and what the restart cost, once.
+  void NoteResumed(JobRecord& entry, const v1::Progress& progress);
 
   JobTable& table_;
   Outbox& outbox_;

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "coordinator/core/goodput.h"
 #include "coordinator/jobs/rank_events.h"
 
 namespace ringmaster {
@@ -34,11 +35,21 @@ void RankEvents::NoteResume(JobRecord& entry, int rank, const v1::Progress& prog
   if (!progress.snapshots_off().empty() && job.snapshots().off() != progress.snapshots_off()) {
     job.mutable_snapshots()->set_off(absl::StrCat("rank ", rank, ": ", progress.snapshots_off()));
   }
-  // Rank 0's first report of an attempt that resumed, once.
-  if (rank != 0 || progress.resumed_from().empty() ||
-      (job.has_resumed() && job.resumed().attempt() == job.attempt())) {
-    return;
+  if (rank != 0) return;
+  const absl::Time now = clock_->Now();
+  const v1::Goodput::Phase phase = job.goodput().phase();
+  if (phase == v1::Goodput::STARTUP || phase == v1::Goodput::RESTART) {
+    // The attempt's first step: what it resumed from, then its running.
+    if (!progress.resumed_from().empty()) NoteResumed(entry, progress);
+    GoodputOnFirstStep(&job, progress.step(), now);
+    table_.Persist(entry);
   }
+  GoodputOnStall(&job, progress.checkpoint_stall_seconds(), now);
+}
+
+void RankEvents::NoteResumed(JobRecord& entry, const v1::Progress& progress) {
+  v1::Job& job = entry.job;
+  if (job.has_resumed() && job.resumed().attempt() == job.attempt()) return;
   v1::ResumeRecord* resumed = job.mutable_resumed();
   resumed->set_attempt(job.attempt());
   resumed->set_from(progress.resumed_from());
@@ -49,6 +60,7 @@ void RankEvents::NoteResume(JobRecord& entry, int rank, const v1::Progress& prog
     resumed->set_seconds(absl::ToDoubleSeconds(clock_->Now() - entry.interrupted.at));
     cost = absl::StrFormat(", %d steps redone; first step %.1f s after attempt %d ended",
                            resumed->steps_redone(), resumed->seconds(), entry.interrupted.attempt);
+    GoodputOnResume(&job, resumed->steps_redone(), entry.interrupted.reached);
   } else {
     resumed->clear_steps_redone();
     resumed->clear_seconds();
