@@ -40,12 +40,54 @@ CoordinatorMetrics::CoordinatorMetrics(metrics::Registry* registry, const Clock*
                            ->AddGauge("ringmaster_queues_config_last_reload_successful",
                                       "1 when the last reading of --queues was taken, 0 when it "
                                       "was refused and the one before stays.")
-                           .Add({})) {
+                           .Add({})),
+      goodput_(registry->AddGauge(
+          "ringmaster_job_goodput_ratio",
+          "The job's productive time (steps that count) over its wall time since it first "
+          "started.")),
+      lost_(registry->AddCounter(
+          "ringmaster_job_lost_seconds_total",
+          "The job's wall time lost, by cause: pending, startup, restart, redone, "
+          "checkpoint_stall.")) {
   queues_reloaded_.Set(1);
   registry_->AddCollectCallback([this] { Collect(); });
 }
 
 void CoordinatorMetrics::SetQueuesReloaded(bool ok) { queues_reloaded_.Set(ok ? 1 : 0); }
+
+void CoordinatorMetrics::CollectGoodput(absl::Time now) {
+  if (!goodput_source_) return;
+  std::map<std::string, std::set<std::string>> listed;
+  for (const auto& [job_id, g] : goodput_source_()) {
+    goodput_.Add({{"job_id", job_id}}).Set(g.ratio());
+    std::set<std::string>& causes = listed[job_id];
+    for (const auto& [cause, seconds] : g.lost_seconds()) {
+      metrics::Counter& lost = lost_.Add({{"job_id", job_id}, {"cause", cause}});
+      lost.Increment(seconds - lost.Value());
+      causes.insert(cause);
+    }
+  }
+  MutexLock lock(&mu_);
+  for (const auto& [job_id, causes] : goodput_seen_) {
+    if (listed.count(job_id) == 0) goodput_gone_.try_emplace(job_id, now);
+  }
+  for (auto it = goodput_gone_.begin(); it != goodput_gone_.end();) {
+    auto seen = goodput_seen_.find(it->first);
+    if (listed.count(it->first) > 0) {
+      it = goodput_gone_.erase(it);  // listed again
+    } else if (now - it->second >= retention_) {
+      goodput_.Remove({{"job_id", it->first}});
+      for (const std::string& cause : seen->second) {
+        lost_.Remove({{"job_id", it->first}, {"cause", cause}});
+      }
+      goodput_seen_.erase(seen);
+      it = goodput_gone_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto& [job_id, causes] : listed) goodput_seen_[job_id] = std::move(causes);
+}
 
 void CoordinatorMetrics::SetSources(std::function<std::map<v1::JobState, int>()> jobs,
                                     std::function<std::vector<v1::Worker>()> workers,
@@ -119,6 +161,7 @@ void CoordinatorMetrics::Collect() {
   }
 
   const absl::Time now = clock_->Now();
+  CollectGoodput(now);
   MutexLock lock(&mu_);
   for (const metrics::Labels& labels : slowdowns_seen_) {
     if (slowdowns.count(labels) == 0) slowdown_.Remove(labels);

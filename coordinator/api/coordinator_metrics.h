@@ -1,5 +1,6 @@
 // The coordinator's Prometheus metrics: jobs and workers by state, restarts
-// by reason, heartbeat age and cordon per worker, queue wait, RPC latency per method.
+// by reason, heartbeat age and cordon per worker, queue wait, RPC latency per method,
+// each job's goodput and its lost time by cause.
 // A job's restart series leave /metrics the retention after it ended.
 #ifndef RINGMASTER_COORDINATOR_API_COORDINATOR_METRICS_H_
 #define RINGMASTER_COORDINATOR_API_COORDINATOR_METRICS_H_
@@ -43,6 +44,10 @@ class CoordinatorMetrics {
   void SetSlowdownSource(std::function<std::vector<RankSlowdown>()> source) {
     slowdown_source_ = std::move(source);
   }
+  // Each started job's goodput, read at each scrape.
+  void SetGoodputSource(std::function<std::vector<std::pair<std::string, v1::Goodput>>()> source) {
+    goodput_source_ = std::move(source);
+  }
   // Whether the last reading of --queues (at start or SIGHUP) was taken.
   void SetQueuesReloaded(bool ok);
 
@@ -67,15 +72,23 @@ class CoordinatorMetrics {
   metrics::Family<metrics::Gauge>& queue_pending_;
   metrics::Family<metrics::Counter>& preemptions_;
   metrics::Gauge& queues_reloaded_;
+  metrics::Family<metrics::Gauge>& goodput_;
+  metrics::Family<metrics::Counter>& lost_;
   std::function<std::map<v1::JobState, int>()> job_source_;
   std::function<std::vector<v1::Worker>()> worker_source_;
   std::function<std::vector<QueueGauges>()> queue_source_;
   std::function<std::vector<RankSlowdown>()> slowdown_source_;
+  std::function<std::vector<std::pair<std::string, v1::Goodput>>()> goodput_source_;
+  // The goodput series of jobs the source no longer lists (retired), and
+  // when they left it: removed the retention after.
+  void CollectGoodput(absl::Time now);
 
   Mutex mu_;
   std::map<std::string, absl::Time> ended_ ABSL_GUARDED_BY(mu_);  // job id -> when
   std::set<std::string> workers_seen_ ABSL_GUARDED_BY(mu_);       // with an age series
   std::set<metrics::Labels> slowdowns_seen_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::set<std::string>> goodput_seen_ ABSL_GUARDED_BY(mu_);  // causes
+  std::map<std::string, absl::Time> goodput_gone_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace ringmaster

@@ -89,5 +89,39 @@ TEST(CoordinatorMetricsTest, EndedJobsAndForgottenWorkersLeave) {
   EXPECT_NE(text.find("heartbeat_age_seconds{worker=\"w1\"}"), std::string::npos);
 }
 
+TEST(CoordinatorMetricsTest, EachJobsGoodputAndLostTimeByCause) {
+  metrics::Registry registry;
+  FakeClock clock;
+  CoordinatorMetrics m(&registry, &clock, absl::Minutes(10));
+  v1::Goodput g;
+  g.set_ratio(0.9);
+  (*g.mutable_lost_seconds())["restart"] = 2.5;
+  (*g.mutable_lost_seconds())["startup"] = 1;
+  std::vector<std::pair<std::string, v1::Goodput>> jobs = {{"a-1", g}};
+  m.SetSources([] { return std::map<v1::JobState, int>{}; },
+               [] { return std::vector<v1::Worker>{}; });
+  m.SetGoodputSource([&] { return jobs; });
+  std::string text = registry.Serialize();
+  EXPECT_NE(text.find("ringmaster_job_goodput_ratio{job_id=\"a-1\"} 0.9\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("ringmaster_job_lost_seconds_total{cause=\"restart\",job_id=\"a-1\"} 2.5\n"),
+            std::string::npos)
+      << text;
+  (*jobs[0].second.mutable_lost_seconds())["restart"] = 4;  // another restart
+  text = registry.Serialize();
+  EXPECT_NE(text.find("ringmaster_job_lost_seconds_total{cause=\"restart\",job_id=\"a-1\"} 4\n"),
+            std::string::npos)
+      << text;
+  // Retired: its series stay for the retention, then leave.
+  jobs.clear();
+  registry.Serialize();
+  clock.Advance(absl::Minutes(10) - absl::Seconds(1));
+  EXPECT_NE(registry.Serialize().find("ringmaster_job_goodput_ratio{job_id=\"a-1\"}"),
+            std::string::npos);
+  clock.Advance(absl::Seconds(1));
+  text = registry.Serialize();
+  EXPECT_EQ(text.find("job_id=\"a-1\""), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace ringmaster

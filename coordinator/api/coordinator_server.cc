@@ -123,6 +123,7 @@ absl::Status CoordinatorServer::InitJobs(const CoordinatorConfig& config) {
         return gauges;
       });
   metrics_->SetSlowdownSource([manager] { return manager->Slowdowns(); });
+  metrics_->SetGoodputSource([manager] { return manager->Goodputs(); });
   RETURN_IF_ERROR(manager_->Recover());
   rendezvous_->EndRestore();
   return absl::OkStatus();

@@ -206,6 +206,16 @@ absl::StatusOr<v1::Job> JobManager::Get(const std::string& job_id) {
   return store_->Load(job_id);
 }
 
+std::vector<std::pair<std::string, v1::Goodput>> JobManager::Goodputs() {
+  MutexLock lock(&mu_);
+  std::vector<std::pair<std::string, v1::Goodput>> out;
+  for (const auto& [number, record] : table_.resident()) {
+    if (record->job.goodput().phase() == v1::Goodput::NOT_STARTED) continue;
+    out.emplace_back(record->job.id(), GoodputAt(record->job, clock_->Now()));
+  }
+  return out;
+}
+
 std::map<v1::JobState, int> JobManager::CountByState() {
   MutexLock lock(&mu_);
   std::map<v1::JobState, int> counts;

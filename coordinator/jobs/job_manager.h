@@ -95,6 +95,8 @@ class JobManager final : public JobLogIndex {
   std::vector<v1::Worker> ListWorkers();
   // Each rank of a RUNNING job with a compute figure (HealthKeeper).
   std::vector<RankSlowdown> Slowdowns();
+  // Each resident job that has started, with its goodput as of now.
+  std::vector<std::pair<std::string, v1::Goodput>> Goodputs();
 
   // Cordons and drains (job_manager_health.cc), by `by` ("admin"):
   // stored before they return. NOT_FOUND for a worker never seen.
