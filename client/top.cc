@@ -70,7 +70,7 @@ std::string TopView::Render(const std::vector<v1::Job>& jobs,
                                     absl::FormatTime("%H:%M:%S", now, absl::LocalTimeZone()));
   std::vector<std::vector<std::string>> rows = {{"JOB", "STATE", "RANKS", "STEP", "STEPS/S",
                                                  "SAMPLES/S", "LOSS", "ALLREDUCE GB/S (BUS)",
-                                                 "STRAGGLERS"}};
+                                                 "GOODPUT", "STRAGGLERS"}};
   std::map<std::string, Last> seen;
   for (const v1::Job& job : jobs) {
     const v1::Progress& p = job.progress();
@@ -96,6 +96,7 @@ std::string TopView::Render(const std::vector<v1::Job>& jobs,
          p.total_steps() > 0 ? absl::StrCat(p.step(), "/", p.total_steps()) : "-", rate,
          p.samples_per_second() > 0 ? absl::StrFormat("%.0f", p.samples_per_second()) : "-",
          p.step() > 0 ? absl::StrFormat("%.4f", p.loss()) : "-", bandwidth,
+         job.goodput().wall_seconds() > 0 ? absl::StrFormat("%.3f", job.goodput().ratio()) : "-",
          stragglers.empty() ? "-" : absl::StrJoin(stragglers, ", ")});
   }
   last_ = std::move(seen);

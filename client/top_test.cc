@@ -16,6 +16,8 @@ TEST(TopViewTest, RatesComeFromConsecutiveFrames) {
   job.mutable_progress()->set_loss(0.1234);
   job.mutable_progress()->set_allreduce_bytes(8e9);
   job.mutable_progress()->set_allreduce_seconds(2);
+  job.mutable_goodput()->set_wall_seconds(100);
+  job.mutable_goodput()->set_ratio(0.987);
   v1::Worker gpu;
   gpu.set_id("node-1");
   gpu.set_state(v1::WORKER_STATE_ALIVE);
@@ -37,6 +39,7 @@ TEST(TopViewTest, RatesComeFromConsecutiveFrames) {
   EXPECT_NE(first.find("0:87%"), std::string::npos) << first;
   EXPECT_NE(first.find("0:4.0/80.0G"), std::string::npos);
   EXPECT_NE(first.find("50%"), std::string::npos);
+  EXPECT_NE(first.find(" 0.987 "), std::string::npos) << "its goodput: " << first;
 
   job.mutable_progress()->set_step(120);
   std::string second = view.Render({job}, {gpu}, t0 + absl::Seconds(2));

@@ -264,8 +264,10 @@ TEST_F(PrometheusTest, APytorchJobFillsItsPanelsAndTop) {
             row = absl::StrSplit(line, ' ', absl::SkipEmpty());
           }
         }
-        // JOB STATE RANKS STEP STEPS/S SAMPLES/S LOSS ALLREDUCE GB/S (BUS) STRAGGLERS
-        return row.size() == 10 && row[5] != "-" && row[6] != "-" && row[7] != "-";
+        // JOB STATE RANKS STEP STEPS/S SAMPLES/S LOSS ALLREDUCE GB/S (BUS) GOODPUT
+        // STRAGGLERS
+        return row.size() == 11 && row[5] != "-" && row[6] != "-" && row[7] != "-" &&
+               row[9] != "-";
       },
       absl::Seconds(60));
   EXPECT_TRUE(shown) << "top's row: " << absl::StrJoin(row, " ");

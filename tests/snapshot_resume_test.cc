@@ -74,6 +74,13 @@ TEST_F(SnapshotResumeTest, ARankKilledAtARandomStepResumesFromMemoryToTheSameWei
             std::string::npos)
       << status.out;
   EXPECT_NE(status.out.find("RESUMED"), std::string::npos) << status.out;
+  // What the kill cost, in goodput: the restart, nothing redone.
+  EXPECT_GT(job.goodput().ratio(), 0);
+  EXPECT_LT(job.goodput().ratio(), 1);
+  EXPECT_GT(job.goodput().lost_seconds().at("restart"), 0);
+  EXPECT_EQ(job.goodput().lost_seconds().count("redone"), 0u);
+  EXPECT_NE(status.out.find("goodput:   0."), std::string::npos) << status.out;
+  std::cout << status.out.substr(0, status.out.find("history:")) << std::endl;
 
   absl::StatusOr<TrainingState> final_state =
       ReadCheckpointFile(absl::StrCat(state_dir_, "/checkpoints/", killed, "/step-1250/state.bin"));

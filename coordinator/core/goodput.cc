@@ -61,6 +61,8 @@ void Move(v1::Goodput* g, const char* cause, double seconds) {
 }  // namespace
 
 void GoodputOnTransition(v1::Job* job, v1::JobState to, v1::Reason reason, absl::Time now) {
+  // A job that never started has no goodput (nor the field).
+  if (!job->has_goodput() && to != v1::STARTING && to != v1::RUNNING) return;
   v1::Goodput* g = job->mutable_goodput();
   const Phase phase = g->phase();
   if (Terminal(to)) {
@@ -77,6 +79,11 @@ void GoodputOnTransition(v1::Job* job, v1::JobState to, v1::Reason reason, absl:
       } else if (phase == v1::Goodput::PENDING) {
         Enter(g, v1::Goodput::STARTUP, now);
       }
+      // A program may never report a step: its ranks all running is the
+      // best sign of work the coordinator has.
+      if (to == v1::RUNNING && !job->spec().has_trainer() && g->phase() != v1::Goodput::RUNNING) {
+        Enter(g, v1::Goodput::RUNNING, now);
+      }
       break;
     case v1::RESTARTING:
       if (phase != v1::Goodput::NOT_STARTED) {
@@ -89,6 +96,7 @@ void GoodputOnTransition(v1::Job* job, v1::JobState to, v1::Reason reason, absl:
 }
 
 void GoodputOnFirstStep(v1::Job* job, int64_t step, absl::Time now) {
+  if (!job->has_goodput()) return;
   v1::Goodput* g = job->mutable_goodput();
   if (g->phase() == v1::Goodput::NOT_STARTED || g->phase() == v1::Goodput::ENDED) return;
   Enter(g, v1::Goodput::RUNNING, now);
@@ -98,13 +106,14 @@ void GoodputOnFirstStep(v1::Job* job, int64_t step, absl::Time now) {
 }
 
 void GoodputOnResume(v1::Job* job, int64_t steps_redone, int64_t reached) {
+  if (!job->has_goodput() || steps_redone <= 0) return;
   v1::Goodput* g = job->mutable_goodput();
-  if (steps_redone <= 0) return;
   const int64_t steps = std::max<int64_t>(1, reached - g->attempt_first_step());
   Move(g, kLostRedone, g->attempt_productive_seconds() / steps * steps_redone);
 }
 
 void GoodputOnStall(v1::Job* job, double stall_seconds, absl::Time now) {
+  if (!job->has_goodput()) return;
   v1::Goodput* g = job->mutable_goodput();
   const double added = stall_seconds - g->attempt_stall_seconds();
   if (added <= 0 || g->phase() != v1::Goodput::RUNNING) return;

@@ -14,6 +14,13 @@ double Lost(const v1::Goodput& g, const char* cause) {
   return it == g.lost_seconds().end() ? 0 : it->second;
 }
 
+// A job of the built-in trainer, which reports its steps.
+v1::Job TrainerJob() {
+  v1::Job job;
+  job.mutable_spec()->mutable_trainer()->set_epochs(1);
+  return job;
+}
+
 // Wall time is productive time plus every cause of loss.
 void ExpectWhole(const v1::Goodput& g) {
   double lost = 0;
@@ -22,7 +29,7 @@ void ExpectWhole(const v1::Goodput& g) {
 }
 
 TEST(GoodputTest, WallTimeBeginsAtTheFirstStartAndStartupIsLost) {
-  v1::Job job;
+  v1::Job job = TrainerJob();
   GoodputOnTransition(&job, v1::PENDING, v1::SUBMITTED, At(0));
   EXPECT_EQ(GoodputAt(job, At(10)).wall_seconds(), 0) << "waiting to be placed the first time";
   GoodputOnTransition(&job, v1::STARTING, v1::SCHEDULED, At(10));
@@ -36,8 +43,18 @@ TEST(GoodputTest, WallTimeBeginsAtTheFirstStartAndStartupIsLost) {
   ExpectWhole(g);
 }
 
-TEST(GoodputTest, AFailureCostsTheRestartAndTheStepsRedone) {
+TEST(GoodputTest, AProgramThatReportsNoStepIsProductiveOnceAllItsRanksRun) {
   v1::Job job;
+  job.mutable_spec()->add_command("train.py");
+  GoodputOnTransition(&job, v1::STARTING, v1::SCHEDULED, At(0));
+  GoodputOnTransition(&job, v1::RUNNING, v1::RANKS_RUNNING, At(3));
+  const v1::Goodput g = GoodputAt(job, At(13));
+  EXPECT_DOUBLE_EQ(Lost(g, kLostStartup), 3);
+  EXPECT_DOUBLE_EQ(g.productive_seconds(), 10);
+}
+
+TEST(GoodputTest, AFailureCostsTheRestartAndTheStepsRedone) {
+  v1::Job job = TrainerJob();
   GoodputOnTransition(&job, v1::STARTING, v1::SCHEDULED, At(0));
   GoodputOnFirstStep(&job, 1, At(0));
   // 1000 steps in 100 s, then a rank is killed.
@@ -55,7 +72,7 @@ TEST(GoodputTest, AFailureCostsTheRestartAndTheStepsRedone) {
 }
 
 TEST(GoodputTest, APreemptionsWaitIsPendingAndItsStartIsStartup) {
-  v1::Job job;
+  v1::Job job = TrainerJob();
   GoodputOnTransition(&job, v1::STARTING, v1::SCHEDULED, At(0));
   GoodputOnFirstStep(&job, 1, At(1));
   GoodputOnTransition(&job, v1::RESTARTING, v1::PREEMPTED, At(11));
@@ -71,7 +88,7 @@ TEST(GoodputTest, APreemptionsWaitIsPendingAndItsStartIsStartup) {
 }
 
 TEST(GoodputTest, CheckpointStallsComeOutOfProductiveTime) {
-  v1::Job job;
+  v1::Job job = TrainerJob();
   GoodputOnTransition(&job, v1::STARTING, v1::SCHEDULED, At(0));
   GoodputOnFirstStep(&job, 1, At(0));
   GoodputOnStall(&job, 1.5, At(30));
@@ -84,7 +101,7 @@ TEST(GoodputTest, CheckpointStallsComeOutOfProductiveTime) {
 }
 
 TEST(GoodputTest, AnEndedJobsWallTimeStops) {
-  v1::Job job;
+  v1::Job job = TrainerJob();
   GoodputOnTransition(&job, v1::STARTING, v1::SCHEDULED, At(0));
   GoodputOnFirstStep(&job, 1, At(1));
   GoodputOnTransition(&job, v1::SUCCEEDED, v1::RANKS_SUCCEEDED, At(11));

@@ -196,7 +196,7 @@ absl::StatusOr<v1::Job> JobManager::Get(const std::string& job_id) {
     MutexLock lock(&mu_);
     if (const JobRecord* record = table_.Find(job_id)) {
       job = record->job;
-      *job->mutable_goodput() = GoodputAt(*job, clock_->Now());
+      if (job->has_goodput()) *job->mutable_goodput() = GoodputAt(*job, clock_->Now());
     } else if (table_.FindRetired(job_id) == nullptr) {
       return absl::NotFoundError(absl::StrCat("no job \"", job_id, "\""));
     }
@@ -236,7 +236,7 @@ absl::StatusOr<JobPage> JobManager::ListPage(const JobQuery& query) {
       if (!absl::StartsWith(job.spec().name(), query.name_prefix)) continue;
       if (!HasLabels(job.spec().labels(), query.labels)) continue;
       resident.push_back(job);
-      *resident.back().mutable_goodput() = GoodputAt(job, clock_->Now());
+      if (job.has_goodput()) *resident.back().mutable_goodput() = GoodputAt(job, clock_->Now());
       if (static_cast<int>(resident.size()) > query.page_size) break;
     }
   }
