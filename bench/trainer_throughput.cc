@@ -13,8 +13,8 @@
 #include <gloo/rendezvous/file_store.h>
 
 #include <chrono>
-#include <filesystem>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <vector>
 

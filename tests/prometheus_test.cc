@@ -266,8 +266,7 @@ TEST_F(PrometheusTest, APytorchJobFillsItsPanelsAndTop) {
         }
         // JOB STATE RANKS STEP STEPS/S SAMPLES/S LOSS ALLREDUCE GB/S (BUS) GOODPUT
         // STRAGGLERS
-        return row.size() == 11 && row[5] != "-" && row[6] != "-" && row[7] != "-" &&
-               row[9] != "-";
+        return row.size() == 11 && row[5] != "-" && row[6] != "-" && row[7] != "-" && row[9] != "-";
       },
       absl::Seconds(60));
   EXPECT_TRUE(shown) << "top's row: " << absl::StrJoin(row, " ");
