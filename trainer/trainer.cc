@@ -64,6 +64,9 @@ class TrainingRun {
   absl::StatusOr<TrainResult> Finish();
 
  private:
+  // Waits for the checkpoint being written and the snapshot being
+  // committed, and puts their figures into the result.
+  absl::Status Drain();
   // Steps of an epoch from its row `start` on, at this world size.
   int64_t StepsFrom(int64_t start) const { return sampler_.rows_per_rank(start) / batch_ / accum_; }
   absl::Status MakeReducer();
@@ -449,7 +452,7 @@ absl::Status TrainingRun::EndEpoch(int64_t epoch, Clock::time_point epoch_start,
   return absl::OkStatus();
 }
 
-absl::StatusOr<TrainResult> TrainingRun::Stopped() {
+absl::Status TrainingRun::Drain() {
   if (writer_ != nullptr) {
     RETURN_IF_ERROR(writer_->Flush());
     result_.checkpoints = writer_->stats();
@@ -458,6 +461,11 @@ absl::StatusOr<TrainResult> TrainingRun::Stopped() {
     snapshotter_->Drain();
     result_.snapshots = snapshotter_->stats();
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TrainResult> TrainingRun::Stopped() {
+  RETURN_IF_ERROR(Drain());
   RETURN_IF_ERROR(runner_->ReadState(&result_.params, &position_.optimizer_state));
   result_.steps = step_;
   result_.stopped = stopped_;
@@ -466,14 +474,7 @@ absl::StatusOr<TrainResult> TrainingRun::Stopped() {
 
 absl::StatusOr<TrainResult> TrainingRun::Finish() {
   Flight(TrainPhase::kDone);
-  if (writer_ != nullptr) {
-    RETURN_IF_ERROR(writer_->Flush());
-    result_.checkpoints = writer_->stats();
-  }
-  if (snapshotter_ != nullptr) {
-    snapshotter_->Drain();
-    result_.snapshots = snapshotter_->stats();
-  }
+  RETURN_IF_ERROR(Drain());
   RETURN_IF_ERROR(comm_->Barrier());
   RETURN_IF_ERROR(runner_->ReadState(&result_.params, &position_.optimizer_state));
   result_.steps = step_;
