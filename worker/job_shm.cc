@@ -13,13 +13,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/private_dir.h"
+#include "worker/machine.h"
 
 namespace ringmaster {
 
 int64_t DefaultShmBytes() {
-  const int64_t pages = sysconf(_SC_PHYS_PAGES);
-  const int64_t page_size = sysconf(_SC_PAGE_SIZE);
-  return pages > 0 && page_size > 0 ? pages * page_size / 2 : int64_t{64} << 20;
+  const int64_t memory = MachineMemoryBytes();
+  return memory > 0 ? memory / 2 : int64_t{64} << 20;
 }
 
 JobShm::JobShm(std::string root, int64_t size_bytes)

@@ -1,7 +1,5 @@
 #include "worker/snapshot_store.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 
 #include <spdlog/spdlog.h>
@@ -11,17 +9,12 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "worker/machine.h"
 
 namespace ringmaster {
 namespace {
 
 constexpr uint64_t kPage = 4096;
-
-uint64_t MachineMemory() {
-  const int64_t pages = sysconf(_SC_PHYS_PAGES);
-  const int64_t page_size = sysconf(_SC_PAGE_SIZE);
-  return pages > 0 && page_size > 0 ? static_cast<uint64_t>(pages) * page_size : 0;
-}
 
 }  // namespace
 
@@ -35,7 +28,7 @@ absl::StatusOr<uint64_t> ParseSnapshotMemoryLimit(const std::string& text) {
   double number = 0;
   if (absl::ConsumeSuffix(&rest, "%")) {
     if (!absl::SimpleAtod(rest, &number) || number < 0 || number > 90) return bad();
-    return static_cast<uint64_t>(MachineMemory() * number / 100) / kPage * kPage;
+    return static_cast<uint64_t>(MachineMemoryBytes() * number / 100) / kPage * kPage;
   }
   uint64_t unit = 1;
   for (const auto& [suffix, size] : {std::pair<const char*, uint64_t>{"GiB", 1ull << 30},

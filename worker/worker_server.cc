@@ -1,6 +1,5 @@
 #include "worker/worker_server.h"
 
-#include <sched.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -29,6 +28,7 @@
 #include "python/python_module.h"
 #include "worker/code_fetch.h"
 #include "worker/gpu_discovery.h"
+#include "worker/machine.h"
 #include "worker/nvml.h"
 #include "worker/rank_identity.h"
 
@@ -57,19 +57,6 @@ absl::StatusOr<std::string> InstallPythonPackage(const std::string& dir) {
     }
   }
   return dir;
-}
-
-// The CPUs this process may run on.
-int MachineCpus() {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return std::max(1, static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)));
-}
-
-int64_t MachineMemoryMb() {
-  const int64_t pages = sysconf(_SC_PHYS_PAGES);
-  const int64_t page_size = sysconf(_SC_PAGE_SIZE);
-  return pages > 0 && page_size > 0 ? pages * page_size >> 20 : 0;
 }
 
 // Names this worker process: a restarted worker is a new incarnation.
@@ -110,7 +97,7 @@ v1::RegisterWorker Identity(const WorkerConfig& config, const std::vector<v1::Gp
   }
   *identity.mutable_labels() = {config.labels.begin(), config.labels.end()};
   identity.set_cpus(config.cpus > 0 ? config.cpus : MachineCpus());
-  identity.set_memory_mb(config.memory_mb > 0 ? config.memory_mb : MachineMemoryMb());
+  identity.set_memory_mb(config.memory_mb > 0 ? config.memory_mb : MachineMemoryBytes() >> 20);
   return identity;
 }
 
