@@ -26,11 +26,6 @@ CheckpointWriter::~CheckpointWriter() {
   thread_.join();
 }
 
-bool CheckpointWriter::Busy() const {
-  MutexLock lock(&mu_);
-  return pending_;
-}
-
 absl::Status CheckpointWriter::Stage(ModelRunner& runner, const TrainingState& position) {
   {
     MutexLock lock(&mu_);

@@ -33,7 +33,7 @@ struct CheckpointWriterStats {
   int64_t newest_step = -1;  // written whole
 };
 
-// The training thread calls Busy, Stage and Flush.
+// The training thread calls Stage and Flush.
 class CheckpointWriter {
  public:
   // Writes under `dir`, keeping the newest `keep`.
@@ -43,8 +43,6 @@ class CheckpointWriter {
   CheckpointWriter(const CheckpointWriter&) = delete;
   CheckpointWriter& operator=(const CheckpointWriter&) = delete;
 
-  // Whether a write is under way (a checkpoint due now waits).
-  bool Busy() const;
   // Copies the runner's state with `position` into the staging buffer and
   // hands it to the writer. The error of the write before, if it failed.
   absl::Status Stage(ModelRunner& runner, const TrainingState& position);

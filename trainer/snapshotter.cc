@@ -137,7 +137,6 @@ void Snapshotter::Run() {
     pending_ = false;
     ++stats_.committed;
     stats_.commit_seconds += nanos * 1e-9;
-    stats_.bytes = static_cast<int64_t>(layout_.bytes);
     stats_.newest_step = info.step;
   }
 }
@@ -151,6 +150,7 @@ void Snapshotter::Drain() {
 SnapshotStats Snapshotter::stats() const {
   MutexLock lock(&mu_);
   SnapshotStats stats = stats_;
+  stats.bytes = stats.committed > 0 ? static_cast<int64_t>(layout_.bytes) : 0;
   stats.copy_seconds = copy_nanos_.load(std::memory_order_relaxed) * 1e-9;
   stats.stall_seconds = stats.wait_seconds + whole_copy_nanos_ * 1e-9;
   return stats;

@@ -85,7 +85,6 @@ class Snapshotter {
   void Drain();
 
   SnapshotStats stats() const;
-  const SnapshotSegment& segment() const { return *segment_; }
 
  private:
   Snapshotter(SnapshotSegment* segment, size_t params, size_t state, SnapshotterOptions options);

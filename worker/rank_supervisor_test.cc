@@ -63,8 +63,8 @@ class RankSupervisorTest : public ::testing::Test {
     return exited_;
   }
 
-  std::string ReadLog(const std::string& job, int rank) {
-    std::ifstream log(supervisor_->LogPath(job, 0, rank));
+  std::string ReadLog(const std::string& job, int rank, int attempt = 0) {
+    std::ifstream log(supervisor_->LogPath(job, attempt, rank));
     std::stringstream text;
     text << log.rdbuf();
     std::string output;
@@ -118,13 +118,7 @@ TEST_F(RankSupervisorTest, ARankGetsItsJobsSnapshotSegmentAcrossAttempts) {
   second.set_snapshot_segment(true);
   supervisor_->Start(second);
   ASSERT_EQ(WaitExits(2).back().exit_code(), 0);
-  std::ifstream log(supervisor_->LogPath("job-s", 1, 1));
-  std::stringstream text;
-  text << log.rdbuf();
-  std::string seen;
-  bool mid_line = false;
-  RenderRecords(text.str(), /*timestamps=*/false, &mid_line, &seen);
-  EXPECT_EQ(seen, "77\n");
+  EXPECT_EQ(ReadLog("job-s", 1, /*attempt=*/1), "77\n");
   const std::vector<v1::HeldSnapshots> held = snapshots_.Held();
   ASSERT_EQ(held.size(), 1u);
   EXPECT_EQ(held[0].steps(0), 77);

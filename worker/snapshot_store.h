@@ -49,7 +49,6 @@ class SnapshotStore {
   // The room each rank's segment has (the limit's local half over the
   // slots).
   uint64_t segment_bytes() const { return segment_bytes_; }
-  uint64_t limit_bytes() const { return limit_bytes_; }
   // Bytes of segments in existence.
   uint64_t reserved_bytes() const;
 
