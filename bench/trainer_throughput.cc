@@ -78,6 +78,41 @@ struct RankResult {
   CheckpointWriterStats checkpoints;
 };
 
+// What a rank keeps beside its training, as --snapshots and
+// --checkpoint-every ask: a snapshot segment as a worker would hold it
+// (sparse: only the pages snapshots touch are taken), and a temporary
+// checkpoint directory, removed with it.
+struct Persistence {
+  UniqueFd segment_fd;
+  std::unique_ptr<SnapshotSegment> segment;
+  std::string checkpoint_dir;
+
+  absl::Status SetUp(const Config& c, v1::TrainerSpec* spec, TrainerContext* context) {
+    if (c.snapshots != "off") {
+      absl::StatusOr<UniqueFd> fd = SnapshotSegment::Create(uint64_t{4} << 30);
+      if (!fd.ok()) return fd.status();
+      segment_fd = *std::move(fd);
+      absl::StatusOr<std::unique_ptr<SnapshotSegment>> mapped =
+          SnapshotSegment::Map(segment_fd.get(), 0, "segment");
+      if (!mapped.ok()) return mapped.status();
+      segment = *std::move(mapped);
+      context->snapshots = segment.get();
+      context->snapshot_copy =
+          c.snapshots == "staged" ? SnapshotCopy::kStaged : SnapshotCopy::kBucketed;
+    }
+    if (c.checkpoint_every > 0) {
+      spec->set_checkpoint_every_steps(c.checkpoint_every);
+      char dir[] = "/tmp/trainer-throughput-XXXXXX";
+      if (mkdtemp(dir) == nullptr) return absl::InternalError("mkdtemp in /tmp failed");
+      checkpoint_dir = context->checkpoint_dir = dir;
+    }
+    return absl::OkStatus();
+  }
+  ~Persistence() {
+    if (!checkpoint_dir.empty()) std::filesystem::remove_all(checkpoint_dir);
+  }
+};
+
 // One rank's run; samples_per_second is negative when it failed.
 RankResult RunRank(const Config& c, int rank) {
   gloo::rendezvous::FileStore store(c.share.store);
@@ -122,29 +157,10 @@ RankResult RunRank(const Config& c, int rank) {
   Clock::time_point last_report = Clock::now();
   TrainerContext context;
   context.comm = comm->get();
-  // Sparse: only the pages snapshots touch are taken.
-  std::unique_ptr<SnapshotSegment> segment;
-  UniqueFd segment_fd;
-  if (c.snapshots != "off") {
-    absl::StatusOr<UniqueFd> fd = SnapshotSegment::Create(uint64_t{4} << 30);
-    absl::StatusOr<std::unique_ptr<SnapshotSegment>> mapped =
-        fd.ok() ? SnapshotSegment::Map(fd->get(), 0, "segment") : fd.status();
-    if (!mapped.ok()) {
-      std::fprintf(stderr, "rank %d: %s\n", rank, mapped.status().ToString().c_str());
-      return {};
-    }
-    segment_fd = *std::move(fd);
-    segment = *std::move(mapped);
-    context.snapshots = segment.get();
-    context.snapshot_copy =
-        c.snapshots == "staged" ? SnapshotCopy::kStaged : SnapshotCopy::kBucketed;
-  }
-  std::string checkpoint_dir;
-  if (c.checkpoint_every > 0) {
-    spec.set_checkpoint_every_steps(c.checkpoint_every);
-    char dir[] = "/tmp/trainer-throughput-XXXXXX";
-    if (mkdtemp(dir) == nullptr) return {};
-    checkpoint_dir = context.checkpoint_dir = dir;
+  Persistence persistence;
+  if (absl::Status s = persistence.SetUp(c, &spec, &context); !s.ok()) {
+    std::fprintf(stderr, "rank %d: %s\n", rank, s.ToString().c_str());
+    return {};
   }
   context.progress_interval_seconds = 0;  // a callback after every step, for the timing
   context.on_progress = [&](const v1::Progress& p) {
@@ -161,7 +177,6 @@ RankResult RunRank(const Config& c, int rank) {
     }
   };
   auto result = Train(spec, *data, context);
-  if (!checkpoint_dir.empty()) std::filesystem::remove_all(checkpoint_dir);
   done = true;
   if (scraper.joinable()) scraper.join();
   if (!result.ok()) {

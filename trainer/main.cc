@@ -297,6 +297,22 @@ absl::StatusOr<TrainTestSplit> LoadData(const v1::TrainerSpec& spec, int rank) {
   return data;
 }
 
+// The segment the worker holds for this rank's snapshots, in `context`
+// (with why there is none, if the worker said or it cannot be mapped).
+std::unique_ptr<SnapshotSegment> MapSnapshotSegment(const TrainerEnv& env,
+                                                    TrainerContext* context) {
+  context->snapshots_refused = env.snapshot_refused;
+  if (env.snapshot_fd < 0) return nullptr;
+  absl::StatusOr<std::unique_ptr<SnapshotSegment>> mapped =
+      SnapshotSegment::Map(env.snapshot_fd, 0, "the worker's snapshot segment");
+  if (!mapped.ok()) {
+    context->snapshots_refused = std::string(mapped.status().message());
+    return nullptr;
+  }
+  context->snapshots = mapped->get();
+  return *std::move(mapped);
+}
+
 int Run(int argc, char** argv) {
   if (argc == 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
     std::cout << "ringmaster-trainer: the built-in rank process of Ringmaster's trainer jobs.\n"
@@ -354,19 +370,7 @@ int Run(int argc, char** argv) {
   if (env->rank == 0) context.log = Log;
   context.warn = [](const std::string& line) { std::cerr << line << std::endl; };
   context.attempt = env->attempt;
-  // The segment the worker holds for this rank's snapshots.
-  std::unique_ptr<SnapshotSegment> snapshots;
-  context.snapshots_refused = env->snapshot_refused;
-  if (env->snapshot_fd >= 0) {
-    absl::StatusOr<std::unique_ptr<SnapshotSegment>> mapped =
-        SnapshotSegment::Map(env->snapshot_fd, 0, "the worker's snapshot segment");
-    if (mapped.ok()) {
-      snapshots = *std::move(mapped);
-      context.snapshots = snapshots.get();
-    } else {
-      context.snapshots_refused = std::string(mapped.status().message());
-    }
-  }
+  const std::unique_ptr<SnapshotSegment> snapshots = MapSnapshotSegment(*env, &context);
   absl::StatusOr<TrainResult> result = Train(*spec, *data, context);
   // Asked to stop, a rank ends as the signal would have ended it: rank 0
   // after its checkpoint, the others when rank 0 is gone.

@@ -1,5 +1,6 @@
 #include "trainer/resume.h"
 
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -54,75 +55,100 @@ std::optional<TrainingState> OwnSnapshot(const ResumeSources& sources, const Mod
   return std::move(loaded->state);
 }
 
+// Which step each rank holds in memory, as every rank learns it.
+struct MemorySteps {
+  int64_t best = -1;  // the highest any rank holds; -1: none
+  int holder = -1;    // the lowest rank holding it
+  bool all_hold = false;
+};
+absl::StatusOr<MemorySteps> ExchangeSteps(Collective* comm,
+                                          const std::optional<TrainingState>& mine) {
+  const int world = comm->size();
+  std::vector<float> held(2 * world, 0.0f);
+  if (mine) PutStep(mine->step, &held[2 * comm->rank()]);
+  RETURN_IF_ERROR(comm->AllReduceSum(held.data(), held.size()));
+  MemorySteps steps;
+  for (int r = 0; r < world; ++r) {
+    if (GetStep(&held[2 * r]) > steps.best) {
+      steps.best = GetStep(&held[2 * r]);
+      steps.holder = r;
+    }
+  }
+  steps.all_hold = steps.best >= 0;
+  for (int r = 0; r < world; ++r) {
+    steps.all_hold = steps.all_hold && GetStep(&held[2 * r]) == steps.best;
+  }
+  return steps;
+}
+
+// Rank 0's newest checkpoint on disk when it is newer than `best`, said in
+// its log; nullopt otherwise.
+absl::StatusOr<std::optional<TrainingState>> NewerOnDisk(
+    const ResumeSources& sources, uint64_t seed, const ModelRunner& runner, int64_t best,
+    const std::function<void(const std::string&)>& log) {
+  if (sources.checkpoint_dir.empty() || NewestCheckpointStep(sources.checkpoint_dir) <= best) {
+    return std::nullopt;
+  }
+  absl::StatusOr<LoadedCheckpoint> loaded = LoadLatestCheckpoint(sources.checkpoint_dir);
+  if (!loaded.ok()) {
+    if (absl::StrContains(loaded.status().message(), "skipped")) {
+      log(std::string(loaded.status().message()));
+    }
+    return std::nullopt;
+  }
+  for (const std::string& skipped : loaded->skipped) log("checkpoint skipped: " + skipped);
+  if (loaded->state.step <= best) return std::nullopt;
+  RETURN_IF_ERROR(Fits(loaded->state, runner, absl::StrCat("checkpoint ", loaded->path)));
+  if (loaded->state.seed != seed) {
+    log(absl::StrCat("checkpoint was written with seed ", loaded->state.seed, ", not ", seed));
+  }
+  const int64_t writers = loaded->state.world_size;
+  const int world = sources.comm->size();
+  log(absl::StrCat("resuming from ", loaded->path,
+                   writers != world
+                       ? absl::StrCat(" (written by ", writers, " ranks, resumed by ", world, ")")
+                       : ""));
+  return std::move(loaded->state);
+}
+
 }  // namespace
 
 absl::StatusOr<Resumed> ResumeState(const ResumeSources& sources, uint64_t seed,
                                     ModelRunner& runner) {
   Collective* comm = sources.comm;
   const int rank = comm->rank();
-  const int world = comm->size();
   auto log = [&](const std::string& line) {
     if (sources.log) sources.log(line);
   };
   Resumed resumed;
   std::optional<TrainingState> mine = OwnSnapshot(sources, runner, &resumed.skipped);
-
-  // Which step each rank holds in memory.
-  std::vector<float> held(2 * world, 0.0f);
-  if (mine) PutStep(mine->step, &held[2 * rank]);
-  RETURN_IF_ERROR(comm->AllReduceSum(held.data(), held.size()));
-  int64_t best = -1;
-  int holder = -1;
-  for (int r = 0; r < world; ++r) {
-    if (GetStep(&held[2 * r]) > best) {
-      best = GetStep(&held[2 * r]);
-      holder = r;
-    }
-  }
-  bool all_hold = best >= 0;
-  for (int r = 0; r < world; ++r) all_hold = all_hold && GetStep(&held[2 * r]) == best;
+  ASSIGN_OR_RETURN(const MemorySteps held, ExchangeSteps(comm, mine));
 
   // Rank 0 weighs its newest checkpoint on disk against that.
   std::optional<TrainingState> disk;
-  int64_t decision[2] = {best >= 0 ? kMemory : kFresh, best >= 0 ? holder : 0};
-  if (rank == 0 && !sources.checkpoint_dir.empty() &&
-      NewestCheckpointStep(sources.checkpoint_dir) > best) {
-    absl::StatusOr<LoadedCheckpoint> loaded = LoadLatestCheckpoint(sources.checkpoint_dir);
-    if (loaded.ok()) {
-      for (const std::string& skipped : loaded->skipped) log("checkpoint skipped: " + skipped);
-      if (loaded->state.step > best) {
-        RETURN_IF_ERROR(Fits(loaded->state, runner, absl::StrCat("checkpoint ", loaded->path)));
-        if (loaded->state.seed != seed) {
-          log(absl::StrCat("checkpoint was written with seed ", loaded->state.seed, ", not ",
-                           seed));
-        }
-        const int64_t writers = loaded->state.world_size;
-        log(absl::StrCat("resuming from ", loaded->path,
-                         writers != world ? absl::StrCat(" (written by ", writers,
-                                                         " ranks, resumed by ", world, ")")
-                                          : ""));
-        disk = std::move(loaded->state);
-        decision[0] = kDisk;
-        decision[1] = 0;
-      }
-    } else if (absl::StrContains(loaded.status().message(), "skipped")) {
-      log(std::string(loaded.status().message()));
+  int64_t decision[2] = {held.best >= 0 ? kMemory : kFresh, held.best >= 0 ? held.holder : 0};
+  if (rank == 0) {
+    ASSIGN_OR_RETURN(disk, NewerOnDisk(sources, seed, runner, held.best, log));
+    if (disk) {
+      decision[0] = kDisk;
+      decision[1] = 0;
     }
   }
   RETURN_IF_ERROR(comm->Broadcast(decision, sizeof(decision), 0));
   const Source source = static_cast<Source>(decision[0]);
   const int root = static_cast<int>(decision[1]);
   if (source == kMemory) {
-    log(absl::StrCat("resuming at step ", best, " from memory: ",
-                     all_hold ? "every rank's own snapshot"
-                              : absl::StrCat("rank ", root, "'s snapshot, sent to the others")));
+    log(absl::StrCat("resuming at step ", held.best, " from memory: ",
+                     held.all_hold
+                         ? "every rank's own snapshot"
+                         : absl::StrCat("rank ", root, "'s snapshot, sent to the others")));
   }
 
   // The state, where it is: each rank's own when all hold the step, else
   // the root's, sent to every rank.
   const TrainingState* state = source == kDisk ? (rank == 0 ? &*disk : nullptr)
-                               : source == kMemory && (all_hold || rank == root) ? &*mine
-                                                                                 : nullptr;
+                               : source == kMemory && (held.all_hold || rank == root) ? &*mine
+                                                                                      : nullptr;
   if (state != nullptr) {
     RETURN_IF_ERROR(runner.WriteState(state->params, &state->optimizer_state));
     runner.set_optimizer_steps(state->optimizer_steps);
@@ -134,7 +160,7 @@ absl::StatusOr<Resumed> ResumeState(const ResumeSources& sources, uint64_t seed,
     header[2] = state->epoch_rows;
     header[3] = state->optimizer_steps;
   }
-  if (!(source == kMemory && all_hold)) {
+  if (!(source == kMemory && held.all_hold)) {
     RETURN_IF_ERROR(comm->Broadcast(header, sizeof(header), root));
     RETURN_IF_ERROR(comm->Broadcast(runner.params(), runner.size() * sizeof(float), root));
     if (source != kFresh) {

@@ -79,6 +79,9 @@ class TrainingRun {
   // The state from the freshest source, and the snapshots of the steps to come.
   absl::Status Resume();
   absl::Status StartSnapshots();
+  // Where the run is after the step that ended at `epoch_rows` of `epoch`
+  // (the next epoch's start when it ended the epoch): a checkpoint's frame.
+  TrainingState PositionAfterStep(int64_t epoch, bool epoch_done, int64_t epoch_rows) const;
   // The state after the step into the worker's segment, when Begin took it.
   absl::Status SnapshotIfTaken(int64_t epoch, bool epoch_done, int64_t epoch_rows);
   absl::Status CheckpointIfDue(bool stop, int64_t epoch, bool epoch_done, int64_t epoch_rows);
@@ -288,16 +291,13 @@ absl::StatusOr<double> TrainingRun::ForwardBackward(int micro) {
   const bool communicate = micro == accum_ - 1;
   if (communicate) {
     // Before the reducer's thread may copy the step's first bucket.
-    const bool snapshot = snapshotter_ != nullptr && snapshotter_->Begin(step_ + 1);
-    if (fused_ && snapshot && snapshotter_->copying_buckets()) {
-      reducer_->Prepare(static_cast<float>(world_), [this](const Bucket& b) {
+    const bool copy = snapshotter_ != nullptr && snapshotter_->Begin(step_ + 1) &&
+                      snapshotter_->copying_buckets();
+    if (fused_) {
+      reducer_->Prepare(static_cast<float>(world_), [this, copy](const Bucket& b) {
         RETURN_IF_ERROR(runner_->UpdateRange(b.offset, b.size));
-        return snapshotter_->CopyRange(*runner_, b.offset, b.size);
+        return copy ? snapshotter_->CopyRange(*runner_, b.offset, b.size) : absl::OkStatus();
       });
-      runner_->BeginStep(static_cast<float>(schedule_.At(step_)), reducer_->grad_scale());
-    } else if (fused_) {
-      reducer_->Prepare(static_cast<float>(world_),
-                        [this](const Bucket& b) { return runner_->UpdateRange(b.offset, b.size); });
       // Before backward marks the first bucket ready.
       runner_->BeginStep(static_cast<float>(schedule_.At(step_)), reducer_->grad_scale());
     } else {
@@ -353,15 +353,21 @@ absl::Status TrainingRun::Update() {
   return absl::OkStatus();
 }
 
-absl::Status TrainingRun::SnapshotIfTaken(int64_t epoch, bool epoch_done, int64_t epoch_rows) {
-  if (snapshotter_ == nullptr) return absl::OkStatus();
+TrainingState TrainingRun::PositionAfterStep(int64_t epoch, bool epoch_done,
+                                             int64_t epoch_rows) const {
   TrainingState position;
+  position.step = step_;
   position.epoch = epoch_done ? epoch + 1 : epoch;
   position.epoch_rows = epoch_done ? 0 : epoch_rows;
   position.world_size = world_;
   position.seed = seed_;
   position.optimizer_steps = runner_->optimizer_steps();
-  return snapshotter_->End(*runner_, position);
+  return position;
+}
+
+absl::Status TrainingRun::SnapshotIfTaken(int64_t epoch, bool epoch_done, int64_t epoch_rows) {
+  if (snapshotter_ == nullptr) return absl::OkStatus();
+  return snapshotter_->End(*runner_, PositionAfterStep(epoch, epoch_done, epoch_rows));
 }
 
 absl::Status TrainingRun::CheckpointIfDue(bool stop, int64_t epoch, bool epoch_done,
@@ -375,14 +381,7 @@ absl::Status TrainingRun::CheckpointIfDue(bool stop, int64_t epoch, bool epoch_d
   Flight(TrainPhase::kCheckpoint);
   // The write before, if the disk has not kept up with the interval.
   RETURN_IF_ERROR(writer_->Flush());
-  TrainingState position;
-  position.step = step_;
-  position.epoch = epoch_done ? epoch + 1 : epoch;
-  position.epoch_rows = epoch_done ? 0 : epoch_rows;
-  position.world_size = world_;
-  position.seed = seed_;
-  position.optimizer_steps = runner_->optimizer_steps();
-  RETURN_IF_ERROR(writer_->Stage(*runner_, position));
+  RETURN_IF_ERROR(writer_->Stage(*runner_, PositionAfterStep(epoch, epoch_done, epoch_rows)));
   last_checkpoint_ = now_();
   // A stopping rank exits once its checkpoint is whole.
   return stop ? writer_->Flush() : absl::OkStatus();
