@@ -87,7 +87,8 @@ bool CanHideOtherUsersProcesses();
 bool EnterOwnMountNamespace();
 
 // Starts the process; stdin is /dev/null and no descriptor of the caller
-// but stdout/stderr (and inherit_fd) reaches it. The error names the failing step and path.
+// but stdout/stderr (and inherit_fd) reaches it. The error names the
+// failing step and path.
 absl::StatusOr<pid_t> SpawnProcess(const SubprocessSpec& spec);
 
 // The path execve gets for argv[0]: itself when it holds a '/', otherwise
