@@ -279,8 +279,10 @@ void PrintRecovery(std::ostream& out, const v1::Job& job) {
   if (!s.off().empty()) {
     out << "snapshots: off (" << s.off() << "): restarts resume from disk\n";
   } else if (s.consistent_step() > 0) {
-    out << absl::StrFormat("snapshots: step %d held in memory for every rank (%.1f MiB each)\n",
+    out << absl::StrFormat("snapshots: step %d held in memory for every rank (%.1f MiB each)",
                            s.consistent_step(), s.bytes_per_rank() / 1048576.0);
+    if (s.replica_step() > 0) out << "; replicas on peers: step " << s.replica_step();
+    out << "\n";
   } else if (s.newest_step() > 0) {
     out << absl::StrFormat("snapshots: up to step %d, not yet held for every rank\n",
                            s.newest_step());
@@ -307,7 +309,9 @@ void PrintRecovery(std::ostream& out, const v1::Job& job) {
   if (!job.has_resumed()) return;
   const v1::ResumeRecord& r = job.resumed();
   out << "resumed:   attempt " << r.attempt() << " at step " << r.step() << " from "
-      << (r.from() == "memory" ? "memory on its workers" : r.from());
+      << (r.from() == "memory"    ? "memory on its workers"
+          : r.from() == "replica" ? "memory, with snapshots fetched from peers' replicas"
+                                  : r.from());
   if (r.seconds() > 0) {
     out << absl::StrFormat(", %d steps redone, first step %.1f s after the failure",
                            r.steps_redone(), r.seconds());

@@ -26,6 +26,7 @@ constexpr absl::string_view kWorkerKind = "rmw.";
 constexpr absl::string_view kAgentKind = "rma.";
 constexpr absl::string_view kJobKind = "rmj.";
 constexpr absl::string_view kUserKind = "rmu.";
+constexpr absl::string_view kReplicaKind = "rmr.";
 constexpr size_t kMaxUserName = 32;
 constexpr size_t kKeyBytes = 32;
 
@@ -86,6 +87,10 @@ std::string CredentialSigner::User(absl::string_view name) const {
 
 std::string CredentialSigner::Job(absl::string_view job_id, int attempt) const {
   return Sign(absl::StrCat(kJobKind, attempt, ".", job_id));
+}
+
+std::string CredentialSigner::Replica(absl::string_view job_id) const {
+  return Sign(absl::StrCat(kReplicaKind, job_id));
 }
 
 std::optional<Caller> CredentialSigner::Verify(absl::string_view token) const {

@@ -9,6 +9,9 @@
 //           scope and its ranks' progress reports, nothing else.
 //   agent   signed for one worker id and handed to that worker when it
 //           registers: the coordinator's calls to the worker's agent.
+//   replica signed for one job and given to the workers of its ranks (never
+//           to the ranks): their snapshots' replicas on each other's
+//           agents. The coordinator takes it for nothing.
 //   user    a token signed for one user name, or a client certificate named
 //           "ringmaster:user:<name>": submits jobs it then owns, reads
 //           every job's status; the logs, env and command of its own jobs
@@ -55,6 +58,7 @@ class CredentialSigner {
 
   std::string Worker(absl::string_view worker_id) const;
   std::string Job(absl::string_view job_id, int attempt) const;
+  std::string Replica(absl::string_view job_id) const;
   std::string Agent(absl::string_view worker_id) const;
   std::string User(absl::string_view name) const;
   // The caller `token` names when this key signed it; nullopt otherwise.

@@ -75,6 +75,10 @@ TEST(CredentialSignerTest, RefusesWhatItDidNotSign) {
   EXPECT_FALSE(signer.Verify(as_worker).has_value());
   EXPECT_FALSE(signer.Verify("").has_value());
   EXPECT_FALSE(signer.Verify("no-dot").has_value());
+  // A job's replica credential, which its workers show each other, opens
+  // nothing at the coordinator; it differs per job.
+  EXPECT_FALSE(signer.Verify(signer.Replica("mnist-3")).has_value());
+  EXPECT_NE(signer.Replica("mnist-3"), signer.Replica("mnist-4"));
   EXPECT_FALSE(signer.Verify(job.substr(0, job.size() - 1)).has_value());
   // An empty key signs nothing a caller could use.
   EXPECT_FALSE(CredentialSigner("").Verify(CredentialSigner("").Worker("w1")).has_value());

@@ -198,6 +198,30 @@ absl::StatusOr<std::string> SnapshotSegment::Read(const SnapshotInfo& info) cons
   return payload;
 }
 
+absl::Status SnapshotSegment::CommitChecked(const Slot& slot, const SnapshotInfo& info) {
+  if (!KnownChecksum(info.checksum_kind) ||
+      SnapshotChecksum(info.checksum_kind, slot.data, slot.bytes) != info.checksum) {
+    return absl::DataLossError(
+        absl::StrCat("the snapshot of step ", info.step, " for ", what_, " fails its checksum"));
+  }
+  Commit(slot, info, info.checksum);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> SnapshotSegment::ReadPiece(const SnapshotInfo& info, uint64_t offset,
+                                                       uint64_t max_bytes) const {
+  if (info.slot < 0 || info.slot > 1 || info.bytes > slot_bytes_ || offset > info.bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(what_, ": no such snapshot piece"));
+  }
+  std::string piece(SlotData(info.slot) + offset, std::min(max_bytes, info.bytes - offset));
+  std::atomic_thread_fence(std::memory_order_acquire);
+  if (header()->slots[info.slot].sequence.load(std::memory_order_relaxed) != info.sequence) {
+    return absl::AbortedError(absl::StrCat(what_, ": the snapshot of step ", info.step,
+                                           " was overwritten while it was read"));
+  }
+  return piece;
+}
+
 absl::Status SnapshotSegment::Put(const SnapshotInfo& info, const std::string& payload) {
   if (!KnownChecksum(info.checksum_kind) ||
       SnapshotChecksum(info.checksum_kind, payload.data(), payload.size()) != info.checksum) {

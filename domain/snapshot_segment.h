@@ -126,6 +126,10 @@ class SnapshotSegment {
   // world size, rank and format, then the checksum, then the sequence
   // number after the other slot's.
   void Commit(const Slot& slot, const SnapshotInfo& info, uint64_t checksum);
+  // Commits a payload written from elsewhere (a peer's replica, piece by
+  // piece) once it matches info.checksum; DATA_LOSS otherwise, and the
+  // slot stays empty.
+  absl::Status CommitChecked(const Slot& slot, const SnapshotInfo& info);
 
   // Reading. The committed snapshots as their headers say, newest first;
   // a header whose size does not fit its slot is left out.
@@ -133,6 +137,11 @@ class SnapshotSegment {
   // A copy of the snapshot's payload, checked: DATA_LOSS when its checksum
   // does not match, or it changed while being read (named by `what`).
   absl::StatusOr<std::string> Read(const SnapshotInfo& info) const;
+  // Up to `max_bytes` of its payload from `offset`, unchecked (the reader
+  // of the last piece checks the whole): ABORTED when the snapshot was
+  // overwritten while it was read.
+  absl::StatusOr<std::string> ReadPiece(const SnapshotInfo& info, uint64_t offset,
+                                        uint64_t max_bytes) const;
   // Writes a payload read elsewhere (a peer's replica) as a committed
   // snapshot of this segment, checked against its checksum first.
   absl::Status Put(const SnapshotInfo& info, const std::string& payload);

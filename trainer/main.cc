@@ -302,6 +302,7 @@ absl::StatusOr<TrainTestSplit> LoadData(const v1::TrainerSpec& spec, int rank) {
 std::unique_ptr<SnapshotSegment> MapSnapshotSegment(const TrainerEnv& env,
                                                     TrainerContext* context) {
   context->snapshots_refused = env.snapshot_refused;
+  context->snapshot_fetched_step = env.snapshot_fetched_step;
   if (env.snapshot_fd < 0) return nullptr;
   absl::StatusOr<std::unique_ptr<SnapshotSegment>> mapped =
       SnapshotSegment::Map(env.snapshot_fd, 0, "the worker's snapshot segment");

@@ -1,11 +1,13 @@
 #include "trainer/resume.h"
 
+#include <algorithm>
 #include <functional>
 #include <optional>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "trainer/snapshotter.h"
 
@@ -60,25 +62,50 @@ struct MemorySteps {
   int64_t best = -1;  // the highest any rank holds; -1: none
   int holder = -1;    // the lowest rank holding it
   bool all_hold = false;
+  // Ranks whose snapshot of `best` their worker fetched from a peer.
+  std::vector<int> fetched;
 };
 absl::StatusOr<MemorySteps> ExchangeSteps(Collective* comm,
-                                          const std::optional<TrainingState>& mine) {
+                                          const std::optional<TrainingState>& mine,
+                                          int64_t fetched_step) {
+  // Per rank: its step as two floats, and 1 when its worker fetched it.
   const int world = comm->size();
-  std::vector<float> held(2 * world, 0.0f);
-  if (mine) PutStep(mine->step, &held[2 * comm->rank()]);
+  std::vector<float> held(3 * world, 0.0f);
+  float* own = &held[3 * comm->rank()];
+  if (mine) {
+    PutStep(mine->step, own);
+    own[2] = mine->step == fetched_step ? 1.0f : 0.0f;
+  }
   RETURN_IF_ERROR(comm->AllReduceSum(held.data(), held.size()));
   MemorySteps steps;
   for (int r = 0; r < world; ++r) {
-    if (GetStep(&held[2 * r]) > steps.best) {
-      steps.best = GetStep(&held[2 * r]);
+    if (GetStep(&held[3 * r]) > steps.best) {
+      steps.best = GetStep(&held[3 * r]);
       steps.holder = r;
     }
   }
   steps.all_hold = steps.best >= 0;
   for (int r = 0; r < world; ++r) {
-    steps.all_hold = steps.all_hold && GetStep(&held[2 * r]) == steps.best;
+    const bool holds = GetStep(&held[3 * r]) == steps.best;
+    steps.all_hold = steps.all_hold && holds;
+    if (holds && held[3 * r + 2] > 0) steps.fetched.push_back(r);
   }
   return steps;
+}
+
+// "every rank's own snapshot (rank 1's fetched from a peer's replica)".
+std::string MemorySource(const MemorySteps& held, int root) {
+  std::string text = held.all_hold ? std::string("every rank's own snapshot")
+                                   : absl::StrCat("rank ", root, "'s snapshot, sent to the others");
+  // Only the snapshots that were used.
+  std::vector<int> used;
+  for (int r : held.fetched) {
+    if (held.all_hold || r == root) used.push_back(r);
+  }
+  if (used.empty()) return text;
+  absl::StrAppend(&text, " (rank", used.size() > 1 ? "s " : " ", absl::StrJoin(used, ", "),
+                  used.size() > 1 ? "'" : "'s", " fetched from a peer's replica)");
+  return text;
 }
 
 // Rank 0's newest checkpoint on disk when it is newer than `best`, said in
@@ -122,7 +149,7 @@ absl::StatusOr<Resumed> ResumeState(const ResumeSources& sources, uint64_t seed,
   };
   Resumed resumed;
   std::optional<TrainingState> mine = OwnSnapshot(sources, runner, &resumed.skipped);
-  ASSIGN_OR_RETURN(const MemorySteps held, ExchangeSteps(comm, mine));
+  ASSIGN_OR_RETURN(const MemorySteps held, ExchangeSteps(comm, mine, sources.fetched_step));
 
   // Rank 0 weighs its newest checkpoint on disk against that.
   std::optional<TrainingState> disk;
@@ -137,11 +164,11 @@ absl::StatusOr<Resumed> ResumeState(const ResumeSources& sources, uint64_t seed,
   RETURN_IF_ERROR(comm->Broadcast(decision, sizeof(decision), 0));
   const Source source = static_cast<Source>(decision[0]);
   const int root = static_cast<int>(decision[1]);
+  const bool from_replica =
+      source == kMemory && std::any_of(held.fetched.begin(), held.fetched.end(),
+                                       [&](int r) { return held.all_hold || r == root; });
   if (source == kMemory) {
-    log(absl::StrCat("resuming at step ", held.best, " from memory: ",
-                     held.all_hold
-                         ? "every rank's own snapshot"
-                         : absl::StrCat("rank ", root, "'s snapshot, sent to the others")));
+    log(absl::StrCat("resuming at step ", held.best, " from memory: ", MemorySource(held, root)));
   }
 
   // The state, where it is: each rank's own when all hold the step, else
@@ -170,7 +197,7 @@ absl::StatusOr<Resumed> ResumeState(const ResumeSources& sources, uint64_t seed,
     }
   }
   if (source == kFresh) return resumed;
-  resumed.from = source == kDisk ? "disk" : "memory";
+  resumed.from = source == kDisk ? "disk" : from_replica ? "replica" : "memory";
   resumed.step = header[0];
   resumed.source_rank = root;
   resumed.position.step = header[0];

@@ -21,13 +21,18 @@ namespace ringmaster {
 
 struct ResumeSources {
   Collective* comm = nullptr;
-  std::string checkpoint_dir;                   // empty: none
-  const SnapshotSegment* snapshots = nullptr;   // this rank's; null: none
+  std::string checkpoint_dir;                  // empty: none
+  const SnapshotSegment* snapshots = nullptr;  // this rank's; null: none
+  // The step of the snapshot this rank's worker put into its segment from
+  // a peer's replica before it started (RINGMASTER_SNAPSHOT_FETCHED); -1:
+  // none.
+  int64_t fetched_step = -1;
   std::function<void(const std::string&)> log;  // rank 0's lines; may be empty
 };
 
 struct Resumed {
-  // "memory" (a worker's snapshot), "disk", or empty for a fresh start.
+  // "memory" (the workers' snapshots), "replica" (memory, some rank's
+  // from a peer's replica), "disk", or empty for a fresh start.
   std::string from;
   int64_t step = -1;       // -1: a fresh start
   int source_rank = -1;    // memory: the lowest rank that held the step

@@ -182,6 +182,7 @@ absl::Status TrainingRun::Resume() {
   sources.comm = comm_;
   sources.checkpoint_dir = context_.checkpoint_dir;
   sources.snapshots = context_.snapshots;
+  sources.fetched_step = context_.snapshot_fetched_step;
   sources.log = context_.log;
   ASSIGN_OR_RETURN(Resumed resumed, ResumeState(sources, seed_, *runner_));
   for (const std::string& skipped : resumed.skipped) {

@@ -52,6 +52,9 @@ struct TrainerContext {
   // `snapshots_refused` may say why.
   SnapshotSegment* snapshots = nullptr;
   std::string snapshots_refused;
+  // The step of the snapshot its worker fetched into `snapshots` from a
+  // peer; -1: none.
+  int64_t snapshot_fetched_step = -1;
   SnapshotCopy snapshot_copy = SnapshotCopy::kBucketed;
   int32_t attempt = 0;  // recorded with each snapshot
   // This rank's own warnings (every rank's, unlike `log`); may be empty.

@@ -78,6 +78,13 @@ absl::StatusOr<TrainerEnv> ReadTrainerEnv(const GetEnv& getenv) {
   read.Int("RINGMASTER_SNAPSHOT_FD", &env.snapshot_fd, -1);
   read.String("RINGMASTER_SNAPSHOT_REFUSED", &env.snapshot_refused);
   if (!read.status().ok()) return read.status();
+  std::string fetched;
+  read.String("RINGMASTER_SNAPSHOT_FETCHED", &fetched);
+  if (!fetched.empty() &&
+      !absl::SimpleAtoi(fetched.substr(0, fetched.find(' ')), &env.snapshot_fetched_step)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("RINGMASTER_SNAPSHOT_FETCHED=", fetched, ": not \"<step> <from where>\""));
+  }
   if (env.rank >= env.world_size) {
     return absl::InvalidArgumentError(
         absl::StrCat("RANK=", env.rank, " is not below WORLD_SIZE=", env.world_size));

@@ -38,6 +38,9 @@ struct TrainerEnv {
   // none, and RINGMASTER_SNAPSHOT_REFUSED may say why.
   int snapshot_fd = -1;
   std::string snapshot_refused;
+  // RINGMASTER_SNAPSHOT_FETCHED ("<step> <from where>"): the step of the
+  // snapshot the worker put in the segment from a peer's replica; -1: none.
+  int64_t snapshot_fetched_step = -1;
 };
 
 using GetEnv = std::function<const char*(const char*)>;

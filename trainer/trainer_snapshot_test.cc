@@ -48,6 +48,7 @@ class Segments {
     };
   }
   const SnapshotSegment& view(int r) const { return *views_[r]; }
+  SnapshotSegment* segment(int r) { return views_[r].get(); }
   // Flips a byte of rank `r`'s newest snapshot.
   void Corrupt(int r) {
     const SnapshotInfo newest = views_[r]->Committed()[0];
@@ -140,6 +141,47 @@ TEST(TrainerSnapshotTest, ARankWithoutTheStepGetsItFromARankWithIt) {
   EXPECT_EQ(resumed[0].params, uninterrupted);
   EXPECT_NE(std::find(lines.begin(), lines.end(),
                       "resuming at step 23 from memory: rank 1's snapshot, sent to the others"),
+            lines.end());
+}
+
+// Rank 0's worker was lost, and its new worker put into the new segment
+// the replica a peer kept (as worker/snapshot_peers.h does): each rank
+// loads its own, rank 0's from the replica.
+TEST(TrainerSnapshotTest, ARankRestoredFromAPeersReplicaEndsWithTheSameWeights) {
+  const TrainTestSplit data = Data(512);
+  const v1::TrainerSpec spec = Spec();
+  const std::vector<float> uninterrupted = Uninterrupted(spec, data);
+  Segments segments(2);
+  Crash(spec, data, segments, 23);
+  const SnapshotInfo pushed = segments.view(0).Committed()[0];
+  absl::StatusOr<std::string> replica = segments.view(0).Read(pushed);
+  ASSERT_OK(replica);
+  segments.Replace(0);
+  absl::StatusOr<UniqueFd> fd = SnapshotSegment::Create(kCapacity);
+  ASSERT_OK(fd);
+  absl::StatusOr<std::unique_ptr<SnapshotSegment>> fresh =
+      SnapshotSegment::Map(fd->get(), kCapacity, "rank 0's new segment");
+  ASSERT_OK(fresh);
+  ASSERT_OK((*fresh)->Put(pushed, *replica));
+
+  std::vector<std::string> lines;
+  TrainerContext resume;
+  resume.log = [&](const std::string& line) { lines.push_back(line); };
+  const std::vector<TrainResult> resumed =
+      TrainWorldResults(spec, data, 2, resume, [&](int rank, TrainerContext* context) {
+        if (rank == 0) {
+          context->snapshots = fresh->get();
+          context->snapshot_fetched_step = 23;
+        } else {
+          context->snapshots = segments.segment(1);
+        }
+      });
+  EXPECT_EQ(resumed[0].resumed_from, "replica");
+  EXPECT_EQ(resumed[0].resumed_from_step, 23);
+  EXPECT_EQ(resumed[0].params, uninterrupted);
+  EXPECT_NE(std::find(lines.begin(), lines.end(),
+                      "resuming at step 23 from memory: every rank's own snapshot (rank 0's "
+                      "fetched from a peer's replica)"),
             lines.end());
 }
 

@@ -1,5 +1,8 @@
 #include "worker/agent_access.h"
 
+#include <algorithm>
+
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/credentials.h"
 
@@ -8,6 +11,8 @@ namespace {
 
 constexpr absl::string_view kCoordinatorNeeded =
     "the coordinator's agent credential for this worker";
+constexpr absl::string_view kPeerNeeded =
+    "the job's replica credential, which the coordinator gives the job's workers";
 constexpr absl::string_view kRankNeeded =
     "the job credential (RINGMASTER_JOB_TOKEN) of a rank running on this worker";
 
@@ -68,6 +73,54 @@ absl::Status AgentAccess::RequireRankToken(const std::optional<std::string>& tok
   }
   return absl::UnauthenticatedError(absl::StrCat(
       "the token given is not a credential of a rank running here; this call needs ", kRankNeeded));
+}
+
+void AgentAccess::AllowPeers(const std::string& job_id, int attempt, std::string credential) {
+  MutexLock lock(&mu_);
+  Peers& peers = peers_[job_id];
+  peers.attempt = std::max(peers.attempt, attempt);
+  peers.credential = std::move(credential);
+}
+
+void AgentAccess::ForgetPeers(const std::string& job_id) {
+  MutexLock lock(&mu_);
+  peers_.erase(job_id);
+}
+
+absl::StatusOr<int> AgentAccess::RequirePeer(const grpc::ServerContextBase& context,
+                                             const std::string& job_id) const {
+  return RequirePeerOf(BearerToken(context), PeerCertificateName(context), job_id);
+}
+
+absl::StatusOr<int> AgentAccess::RequirePeerOf(const std::optional<std::string>& token,
+                                               const std::optional<std::string>& certificate,
+                                               const std::string& job_id) const {
+  Peers peers;
+  {
+    MutexLock lock(&mu_);
+    auto it = peers_.find(job_id);
+    if (it == peers_.end()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("no rank of job ", job_id, " has run on this worker"));
+    }
+    peers = it->second;
+  }
+  if (!secure_) return peers.attempt;
+  if (tls_ && (!certificate || !absl::StartsWith(*certificate, kWorkerCertificatePrefix))) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("only a worker's certificate may make this call (the caller's: ",
+                     certificate.value_or("none"), ")"));
+  }
+  if (!token) {
+    return absl::UnauthenticatedError(
+        absl::StrCat("no credential given; this call needs ", kPeerNeeded));
+  }
+  if (peers.credential.empty() || !SameSecret(*token, peers.credential)) {
+    return absl::PermissionDeniedError(absl::StrCat("the token given is not job ", job_id,
+                                                    "'s replica credential; this call needs ",
+                                                    kPeerNeeded));
+  }
+  return peers.attempt;
 }
 
 }  // namespace ringmaster

@@ -54,6 +54,43 @@ TEST_F(AgentAccessTest, ProgressTakesOnlyTheRunningAttemptsCredential) {
   EXPECT_THAT(Rank("job-b-token", Ref("a", 1)), StatusIs(absl::StatusCode::kUnauthenticated));
 }
 
+TEST(AgentAccessPeerTest, PeersShowTheJobsReplicaCredentialAndAWorkersCertificate) {
+  AgentAccess access(
+      true, [](const std::string&) { return std::nullopt; }, /*tls=*/true);
+  const std::optional<std::string> worker = "ringmaster:worker:w2";
+  EXPECT_THAT(
+      access.RequirePeerOf(std::string("replica-a"), worker, "a"),
+      StatusIs(absl::StatusCode::kFailedPrecondition, "no rank of job a has run on this worker"));
+  access.AllowPeers("a", 1, "replica-a");
+  access.AllowPeers("b", 4, "replica-b");
+  EXPECT_THAT(access.RequirePeerOf(std::string("replica-a"), worker, "a"), IsOkAndHolds(1));
+  access.AllowPeers("a", 2, "replica-a");
+  EXPECT_THAT(access.RequirePeerOf(std::string("replica-a"), worker, "a"), IsOkAndHolds(2));
+  // Another job's credential, none, or a rank's or user's certificate.
+  EXPECT_THAT(access.RequirePeerOf(std::string("replica-b"), worker, "a"),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       testing::HasSubstr("is not job a's replica credential")));
+  EXPECT_THAT(access.RequirePeerOf(std::nullopt, worker, "a"),
+              StatusIs(absl::StatusCode::kUnauthenticated));
+  EXPECT_THAT(access.RequirePeerOf(std::string("replica-a"), std::nullopt, "a"),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "only a worker's certificate may make this call (the caller's: none)"));
+  EXPECT_THAT(
+      access.RequirePeerOf(std::string("replica-a"), std::string("ringmaster:user:eve"), "a"),
+      StatusIs(absl::StatusCode::kPermissionDenied));
+  access.ForgetPeers("a");
+  EXPECT_THAT(access.RequirePeerOf(std::string("replica-a"), worker, "a"),
+              StatusIs(absl::StatusCode::kFailedPrecondition));
+}
+
+TEST(AgentAccessPeerTest, WithTokensOnlyTheCredentialIsChecked) {
+  AgentAccess access(true, [](const std::string&) { return std::nullopt; });
+  access.AllowPeers("a", 1, "replica-a");
+  EXPECT_THAT(access.RequirePeerOf(std::string("replica-a"), std::nullopt, "a"), IsOkAndHolds(1));
+  EXPECT_THAT(access.RequirePeerOf(std::string("job-a-token"), std::nullopt, "a"),
+              StatusIs(absl::StatusCode::kPermissionDenied));
+}
+
 TEST(AgentAccessOpenTest, AWorkerWithoutCredentialsLetsEveryoneThrough) {
   AgentAccess open(false, [](const std::string&) { return std::nullopt; });
   EXPECT_OK(open.RequireCoordinatorToken(std::nullopt));

@@ -100,4 +100,43 @@ grpc::ServerUnaryReactor* AgentServiceImpl::ReportProgress(grpc::CallbackServerC
   return FinishUnary(context, absl::OkStatus());
 }
 
+grpc::ServerUnaryReactor* AgentServiceImpl::PushReplica(grpc::CallbackServerContext* context,
+                                                        const v1::PushReplicaRequest* request,
+                                                        v1::PushReplicaResponse*) {
+  const v1::SnapshotHeader& header = request->header();
+  absl::StatusOr<int> attempt = access_->RequirePeer(*context, header.job_id());
+  if (!attempt.ok()) return FinishUnary(context, attempt.status());
+  if (absl::Status valid = ValidateRankRef(header.job_id(), header.rank()); !valid.ok()) {
+    return FinishUnary(context, valid);
+  }
+  if (header.attempt() != *attempt) {
+    return FinishUnary(context,
+                       absl::FailedPreconditionError(absl::StrCat(
+                           "a replica from attempt ", header.attempt(), " of job ", header.job_id(),
+                           ", which runs attempt ", *attempt, " here: refused")));
+  }
+  if (request->data().size() > kMaxReadBytes || request->offset() < 0) {
+    return FinishUnary(context, absl::InvalidArgumentError(absl::StrCat(
+                                    "a replica piece is at most ", kMaxReadBytes, " bytes")));
+  }
+  return FinishUnary(context, snapshots_->WriteReplica(header, request->offset(), request->data()));
+}
+
+grpc::ServerUnaryReactor* AgentServiceImpl::FetchSnapshot(grpc::CallbackServerContext* context,
+                                                          const v1::FetchSnapshotRequest* request,
+                                                          v1::FetchSnapshotResponse* response) {
+  if (absl::StatusOr<int> attempt = access_->RequirePeer(*context, request->job_id());
+      !attempt.ok()) {
+    return FinishUnary(context, attempt.status());
+  }
+  if (absl::Status valid = ValidateRankRef(request->job_id(), request->rank()); !valid.ok()) {
+    return FinishUnary(context, valid);
+  }
+  absl::StatusOr<v1::FetchSnapshotResponse> piece = snapshots_->ReadNewest(
+      request->job_id(), request->rank(), request->step(), std::max<int64_t>(0, request->offset()),
+      std::clamp(request->max_bytes(), 1, kMaxReadBytes));
+  if (piece.ok()) *response = *std::move(piece);
+  return FinishUnary(context, piece.status());
+}
+
 }  // namespace ringmaster

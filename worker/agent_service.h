@@ -1,5 +1,6 @@
-// gRPC edge of WorkerAgentService: serves rank logs to the coordinator and
-// takes the ranks' progress reports; AgentAccess says who may call.
+// gRPC edge of WorkerAgentService: serves rank logs to the coordinator,
+// takes the ranks' progress reports, and keeps and serves the replicas of
+// peers' snapshots; AgentAccess says who may call.
 #ifndef RINGMASTER_WORKER_AGENT_SERVICE_H_
 #define RINGMASTER_WORKER_AGENT_SERVICE_H_
 
@@ -11,6 +12,7 @@
 #include "worker/agent_access.h"
 #include "worker/progress_board.h"
 #include "worker/rank_supervisor.h"
+#include "worker/snapshot_store.h"
 
 namespace ringmaster {
 
@@ -26,23 +28,31 @@ class AgentServiceImpl final : public v1::WorkerAgentService::CallbackService {
   // `on_progress` also sees every report (the worker's metrics).
   AgentServiceImpl(const RankSupervisor* supervisor, ProgressBoard* progress,
                    std::function<void(const v1::RankProgress&)> on_progress,
-                   const AgentAccess* access)
+                   const AgentAccess* access, SnapshotStore* snapshots)
       : supervisor_(supervisor),
         progress_(progress),
         on_progress_(std::move(on_progress)),
-        access_(access) {}
+        access_(access),
+        snapshots_(snapshots) {}
   grpc::ServerUnaryReactor* ReadLog(grpc::CallbackServerContext* context,
                                     const v1::ReadLogRequest* request,
                                     v1::ReadLogResponse* response) override;
   grpc::ServerUnaryReactor* ReportProgress(grpc::CallbackServerContext* context,
                                            const v1::RankProgress* request,
                                            v1::ReportProgressResponse* response) override;
+  grpc::ServerUnaryReactor* PushReplica(grpc::CallbackServerContext* context,
+                                        const v1::PushReplicaRequest* request,
+                                        v1::PushReplicaResponse* response) override;
+  grpc::ServerUnaryReactor* FetchSnapshot(grpc::CallbackServerContext* context,
+                                          const v1::FetchSnapshotRequest* request,
+                                          v1::FetchSnapshotResponse* response) override;
 
  private:
   const RankSupervisor* const supervisor_;
   ProgressBoard* const progress_;
   const std::function<void(const v1::RankProgress&)> on_progress_;
   const AgentAccess* const access_;
+  SnapshotStore* const snapshots_;
 };
 
 }  // namespace ringmaster

@@ -117,6 +117,11 @@ void AddWorkerFlags(CLI::App& app, ringmaster::WorkerConfig* config) {
       },
       "memory for ranks' in-memory snapshots and peers' replicas: a share of this machine's "
       "(\"25%\", the default) or a size (\"4GiB\"); 0: none, restarts resume from disk");
+  app.add_option("--replica-time-share", config->replica_time_share,
+                 "the share of time this worker may spend pushing its ranks' snapshots to a "
+                 "peer's memory (0.03: a push that took 1 s waits 32 s); 0: no replicas")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
   app.add_option("--trainer-bin", config->trainer_program, "the built-in trainer's path")
       ->capture_default_str();
 }

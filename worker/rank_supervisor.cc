@@ -211,6 +211,10 @@ void RankSupervisor::Supervise(Key key) {
   // Held until the rank exits: its segment stays the job's either way.
   std::shared_ptr<SnapshotStore::Lease> snapshot;
   if (spec.ok()) snapshot = HandSnapshotSegment(start, &*spec);
+  std::unique_ptr<SnapshotPeers::Registration> replicas;
+  if (snapshot != nullptr && options_.snapshot_peers != nullptr) {
+    replicas = options_.snapshot_peers->Replicate(start, snapshot);
+  }
   v1::RankExited exited;
   *exited.mutable_rank() = ref;
   absl::StatusOr<pid_t> pid = spec.ok() ? launcher_->Spawn(*spec) : spec.status();
@@ -252,6 +256,11 @@ std::shared_ptr<SnapshotStore::Lease> RankSupervisor::HandSnapshotSegment(
   }
   spec->inherit_fd = (*lease)->fd();
   spec->env["RINGMASTER_SNAPSHOT_FD"] = std::to_string((*lease)->fd());
+  if (options_.snapshot_peers != nullptr) {
+    // The rank's thread may wait: a fetch from a peer.
+    std::string fetched = options_.snapshot_peers->Restore(start, **lease);
+    if (!fetched.empty()) spec->env["RINGMASTER_SNAPSHOT_FETCHED"] = std::move(fetched);
+  }
   return *std::move(lease);
 }
 

@@ -21,6 +21,7 @@
 #include "worker/job_shm.h"
 #include "worker/process_launcher.h"
 #include "worker/rank_identity.h"
+#include "worker/snapshot_peers.h"
 #include "worker/snapshot_store.h"
 
 namespace ringmaster {
@@ -53,6 +54,10 @@ struct RankSupervisorOptions {
   // Where ranks that ask for one (StartRank.snapshot_segment) get their
   // snapshot segment; not owned. Null: no rank gets one.
   SnapshotStore* snapshots = nullptr;
+  // Fills a rank's segment from a replica before it starts, and pushes its
+  // snapshots to the peer its StartRank names while it runs; not owned.
+  // Null: neither.
+  SnapshotPeers* snapshot_peers = nullptr;
 };
 
 // Thread-safe. The callbacks run on the rank threads, never under the

@@ -194,6 +194,13 @@ absl::Status WorkerServer::InitSupervisor(const WorkerConfig& config,
   RankSupervisorOptions options;
   snapshots_ = std::make_unique<SnapshotStore>(config.snapshot_memory_limit_bytes, slots);
   options.snapshots = snapshots_.get();
+  peer_agents_ = std::make_unique<GrpcPeerAgents>(config.tls);
+  SnapshotPeers::Options peers;
+  peers.time_share = config.replica_time_share;
+  snapshot_peers_ = std::make_unique<SnapshotPeers>(snapshots_.get(), peer_agents_.get(), peers,
+                                                    RealClock::Get());
+  snapshot_peers_->Start();
+  options.snapshot_peers = snapshot_peers_.get();
   spdlog::info("snapshot memory limit {} MiB: {} MiB for each slot's rank",
                config.snapshot_memory_limit_bytes >> 20, snapshots_->segment_bytes() >> 20);
   options.log_dir = config.state_dir + "/logs";
@@ -275,15 +282,19 @@ void WorkerServer::InitLink(const WorkerConfig& config, v1::RegisterWorker ident
 
 void WorkerServer::OnCommand(const v1::CoordinatorMessage& command) {
   if (command.has_start_rank()) {
-    supervisor_->Start(command.start_rank());
+    const v1::StartRank& start = command.start_rank();
+    access_->AllowPeers(start.rank().job_id(), start.rank().attempt(), start.replica_credential());
+    supervisor_->Start(start);
   } else if (command.has_stop_job()) {
     const v1::StopJob& stop = command.stop_job();
     supervisor_->StopJob(stop.job_id(), stop.attempt(), absl::Milliseconds(stop.grace_ms()));
   } else if (command.has_delete_job_logs()) {
     snapshots_->Forget(command.delete_job_logs().job_id());
+    access_->ForgetPeers(command.delete_job_logs().job_id());
     supervisor_->DeleteLogs(command.delete_job_logs().job_id());
   } else if (command.has_job_ended()) {
     snapshots_->Forget(command.job_ended().job_id());
+    access_->ForgetPeers(command.job_ended().job_id());
   } else if (command.has_dump_stacks()) {
     DumpStacksOf(command.dump_stacks());
   }
@@ -349,10 +360,11 @@ void WorkerServer::InitAgent(const WorkerConfig& config) {
   // callers; so does its agent.
   access_ = std::make_unique<AgentAccess>(
       !config.token.empty() || config.tls.has_value(),
-      [this](const std::string& token) { return supervisor_->RankOfJobToken(token); });
+      [this](const std::string& token) { return supervisor_->RankOfJobToken(token); },
+      config.tls.has_value());
   agent_ = std::make_unique<AgentServiceImpl>(
       supervisor_.get(), &progress_, [this](const v1::RankProgress& p) { metrics_->OnProgress(p); },
-      access_.get());
+      access_.get(), snapshots_.get());
 }
 
 absl::Status WorkerServer::Serve(const WorkerConfig& config) {

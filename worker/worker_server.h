@@ -29,6 +29,7 @@
 #include "worker/process_launcher.h"
 #include "worker/progress_board.h"
 #include "worker/rank_supervisor.h"
+#include "worker/snapshot_peers.h"
 #include "worker/snapshot_store.h"
 #include "worker/stacks_dump.h"
 #include "worker/worker_metrics.h"
@@ -62,6 +63,8 @@ struct WorkerConfig {
   int64_t max_code_bytes = int64_t{1} << 30;  // a job's unpacked code, at most
   // Ranks' snapshot segments and peers' replicas (snapshot_store.h), at most.
   uint64_t snapshot_memory_limit_bytes = 0;
+  // The share of time spent pushing snapshots to peers (snapshot_peers.h).
+  double replica_time_share = 0.03;
 };
 
 class WorkerServer {
@@ -104,6 +107,8 @@ class WorkerServer {
   std::unique_ptr<JobCode> code_;
   std::unique_ptr<JobShm> shm_;  // null: ranks see the host's /dev/shm
   std::unique_ptr<SnapshotStore> snapshots_;
+  std::unique_ptr<GrpcPeerAgents> peer_agents_;
+  std::unique_ptr<SnapshotPeers> snapshot_peers_;
   bool checkpoint_roots_given_ = false;  // --checkpoint-roots
   std::unique_ptr<RankSupervisor> supervisor_;
   std::unique_ptr<CoordinatorLink> link_;

@@ -1,11 +1,13 @@
 #include "coordinator/core/rank_env.h"
 
+#include <algorithm>
 #include <vector>
 
 #include <google/protobuf/util/json_util.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/net.h"
 
 namespace ringmaster {
 
@@ -64,6 +66,34 @@ int64_t CollectiveTimeoutSeconds(const v1::JobSpec& spec) {
   return spec.hang_timeout_s() > 0 ? spec.hang_timeout_s() + 30 : 1800;
 }
 
+void SetReplicaPeer(const v1::Job& job, int rank, v1::StartRank* start) {
+  // The job's workers in order of their first rank; each sends to the next
+  // one on another host, else to the next one.
+  std::vector<const v1::RankStatus*> workers;
+  for (const v1::RankStatus& r : job.ranks()) {
+    if (std::none_of(workers.begin(), workers.end(),
+                     [&](const v1::RankStatus* w) { return w->worker_id() == r.worker_id(); })) {
+      workers.push_back(&r);
+    }
+  }
+  if (workers.size() < 2) return;
+  const v1::RankStatus& self = job.ranks(rank);
+  const size_t at =
+      std::find_if(workers.begin(), workers.end(),
+                   [&](const v1::RankStatus* w) { return w->worker_id() == self.worker_id(); }) -
+      workers.begin();
+  const v1::RankStatus* peer = workers[(at + 1) % workers.size()];
+  for (size_t i = 1; i < workers.size(); ++i) {
+    const v1::RankStatus* next = workers[(at + i) % workers.size()];
+    if (HostOfAddress(next->worker_address()) != HostOfAddress(self.worker_address())) {
+      peer = next;
+      break;
+    }
+  }
+  start->mutable_replica_to()->set_worker_id(peer->worker_id());
+  start->mutable_replica_to()->set_address(peer->worker_address());
+}
+
 v1::StartRank BuildStartRank(const v1::Job& job, int rank, const RankEnvContext& context) {
   v1::StartRank start;
   start.mutable_rank()->set_job_id(job.id());
@@ -84,6 +114,11 @@ v1::StartRank BuildStartRank(const v1::Job& job, int rank, const RankEnvContext&
     const v1::TrainerSpec& trainer = job.spec().trainer();
     start.set_snapshot_segment(!trainer.has_snapshot_every_steps() ||
                                trainer.snapshot_every_steps() > 0);
+    if (start.snapshot_segment()) {
+      if (context.signer != nullptr)
+        start.set_replica_credential(context.signer->Replica(job.id()));
+      SetReplicaPeer(job, rank, &start);
+    }
   } else {
     *start.mutable_argv() = job.spec().command();
     // The worker runs the check first, with the trainer binary.

@@ -29,8 +29,15 @@ std::map<std::string, std::string> BuildRankEnv(const v1::Job& job, int rank,
 
 // The command that starts `rank` of the job's current attempt: its program
 // (the built-in trainer, whose spec goes in RINGMASTER_TRAINER_SPEC, or the
-// spec's command), environment, slot, GPUs and memory limit.
+// spec's command), environment, slot, GPUs and memory limit; for the
+// trainer, its snapshot segment, the peer it replicates to and the job's
+// replica credential.
 v1::StartRank BuildStartRank(const v1::Job& job, int rank, const RankEnvContext& context);
+
+// The peer `rank`'s worker sends the rank's snapshots to: the next of the
+// job's workers (in order of their first rank) on another host, else the
+// next one; none when the job has one worker.
+void SetReplicaPeer(const v1::Job& job, int rank, v1::StartRank* start);
 
 // Where the job's checkpoint directory lies: the spec's checkpoint_dir, else
 // the coordinator's.

@@ -114,5 +114,33 @@ TEST(RankEnvTest, TrainerRanksAskForASnapshotSegment) {
   EXPECT_FALSE(BuildStartRank(job, 0, {"c:1", "/ckpt"}).snapshot_segment());
 }
 
+// Each worker of the job sends its ranks' snapshots to the next worker on
+// another host, with the job's replica credential.
+TEST(RankEnvTest, SnapshotsGoToTheNextWorkerOnAnotherHost) {
+  v1::Job job = TwoWorkerJob();
+  job.mutable_spec()->mutable_trainer()->set_epochs(1);
+  auto* extra = job.add_ranks();  // a third worker, on w-a's host
+  extra->set_rank(3);
+  extra->set_worker_id("w-c");
+  const char* addresses[] = {"10.0.0.1:7071", "10.0.0.1:7071", "10.0.0.2:7071", "10.0.0.1:7072"};
+  for (int r = 0; r < 4; ++r) job.mutable_ranks(r)->set_worker_address(addresses[r]);
+  CredentialSigner signer("key");
+  RankEnvContext context{"c:1", "/ckpt", &signer};
+  const v1::StartRank first = BuildStartRank(job, 0, context);
+  EXPECT_EQ(first.replica_to().worker_id(), "w-b");
+  EXPECT_EQ(first.replica_to().address(), "10.0.0.2:7071");
+  EXPECT_EQ(first.replica_credential(), signer.Replica("ddp-7"));
+  EXPECT_EQ(BuildStartRank(job, 2, context).replica_to().worker_id(), "w-c");
+  // w-c's next is w-a, on its own host: w-b then.
+  EXPECT_EQ(BuildStartRank(job, 3, context).replica_to().worker_id(), "w-b");
+
+  // One host: the next worker all the same.
+  for (int r = 0; r < 4; ++r) job.mutable_ranks(r)->set_worker_address("127.0.0.1:1");
+  EXPECT_EQ(BuildStartRank(job, 3, context).replica_to().worker_id(), "w-a");
+  // One worker: no replicas.
+  for (int r = 0; r < 4; ++r) job.mutable_ranks(r)->set_worker_id("w-a");
+  EXPECT_FALSE(BuildStartRank(job, 0, context).has_replica_to());
+}
+
 }  // namespace
 }  // namespace ringmaster

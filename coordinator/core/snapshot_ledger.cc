@@ -1,51 +1,75 @@
 #include "coordinator/core/snapshot_ledger.h"
 
 #include <algorithm>
-#include <set>
+#include <iterator>
 
 namespace ringmaster {
 
 void SnapshotLedger::Report(const std::string& worker_id,
                             const std::vector<v1::HeldSnapshots>& held) {
-  for (auto it = held_.begin(); it != held_.end();) {
-    it = it->second.worker_id == worker_id ? held_.erase(it) : std::next(it);
-  }
-  for (const v1::HeldSnapshots& h : held) {
-    // A rank's segment lives on the worker that ran it last; an older copy
-    // elsewhere yields to the newer attempt's.
-    auto [it, added] = held_.try_emplace(h.rank(), Held{worker_id, h});
-    if (!added && h.attempt() >= it->second.snapshots.attempt()) it->second = {worker_id, h};
-  }
+  held_.erase(std::remove_if(held_.begin(), held_.end(),
+                             [&](const Held& h) { return h.worker_id == worker_id; }),
+              held_.end());
+  for (const v1::HeldSnapshots& h : held) held_.push_back({worker_id, h});
 }
 
-v1::SnapshotState SnapshotLedger::State() const {
-  v1::SnapshotState state;
-  if (held_.empty()) return state;
-  int attempt = -1;
-  for (const auto& [rank, h] : held_) attempt = std::max(attempt, h.snapshots.attempt());
-  int world = 0;
-  std::set<int64_t> common;
-  bool first = true;
-  for (const auto& [rank, h] : held_) {
-    if (h.snapshots.attempt() != attempt) continue;
-    world = std::max(world, h.snapshots.world_size());
-    state.set_bytes_per_rank(std::max(state.bytes_per_rank(), h.snapshots.bytes()));
-    std::set<int64_t> steps(h.snapshots.steps().begin(), h.snapshots.steps().end());
-    if (!steps.empty()) state.set_newest_step(std::max(state.newest_step(), *steps.rbegin()));
-    if (first) {
-      common = std::move(steps);
-      first = false;
-      continue;
-    }
+int64_t SnapshotLedger::CommonStep(bool replicas, int attempt, int world) const {
+  std::map<int, std::set<int64_t>> by_rank;
+  for (const Held& h : held_) {
+    const v1::HeldSnapshots& s = h.snapshots;
+    if (s.replica() != replicas || s.attempt() != attempt || s.rank() >= world) continue;
+    by_rank[s.rank()].insert(s.steps().begin(), s.steps().end());
+  }
+  if (world <= 0 || static_cast<int>(by_rank.size()) != world) return 0;
+  std::set<int64_t> common = by_rank.begin()->second;
+  for (const auto& [rank, steps] : by_rank) {
     std::set<int64_t> both;
     std::set_intersection(common.begin(), common.end(), steps.begin(), steps.end(),
                           std::inserter(both, both.begin()));
     common = std::move(both);
   }
-  int ranks = 0;
-  for (const auto& [rank, h] : held_) ranks += h.snapshots.attempt() == attempt && rank < world;
-  if (ranks == world && !common.empty()) state.set_consistent_step(*common.rbegin());
+  return common.empty() ? 0 : *common.rbegin();
+}
+
+v1::SnapshotState SnapshotLedger::State() const {
+  v1::SnapshotState state;
+  // A rank's segment lives on the worker that ran it last; older copies
+  // elsewhere yield to the newest attempt's.
+  int attempt = -1;
+  for (const Held& h : held_) {
+    if (!h.snapshots.replica()) attempt = std::max(attempt, h.snapshots.attempt());
+  }
+  if (attempt < 0) return state;
+  int world = 0;
+  for (const Held& h : held_) {
+    const v1::HeldSnapshots& s = h.snapshots;
+    if (s.replica() || s.attempt() != attempt) continue;
+    world = std::max(world, s.world_size());
+    state.set_bytes_per_rank(std::max(state.bytes_per_rank(), s.bytes()));
+    for (int64_t step : s.steps()) state.set_newest_step(std::max(state.newest_step(), step));
+  }
+  state.set_consistent_step(CommonStep(false, attempt, world));
+  state.set_replica_step(CommonStep(true, attempt, world));
   return state;
+}
+
+std::optional<SnapshotLedger::Source> SnapshotLedger::SourceFor(
+    int rank, const std::string& worker_id,
+    const std::function<bool(const std::string&)>& reachable) const {
+  int64_t own = 0;
+  std::optional<Source> best;
+  for (const Held& h : held_) {
+    const v1::HeldSnapshots& s = h.snapshots;
+    if (s.rank() != rank || s.steps().empty()) continue;
+    const int64_t newest = *std::max_element(s.steps().begin(), s.steps().end());
+    if (h.worker_id == worker_id) {
+      own = std::max(own, newest);
+    } else if ((!best || newest > best->step) && reachable(h.worker_id)) {
+      best = Source{h.worker_id, newest};
+    }
+  }
+  if (!best || best->step <= own) return std::nullopt;
+  return best;
 }
 
 }  // namespace ringmaster

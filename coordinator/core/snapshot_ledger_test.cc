@@ -5,8 +5,10 @@
 namespace ringmaster {
 namespace {
 
-v1::HeldSnapshots Held(int rank, std::vector<int64_t> steps, int attempt = 2, int world = 2) {
+v1::HeldSnapshots Held(int rank, std::vector<int64_t> steps, int attempt = 2, int world = 2,
+                       bool replica = false) {
   v1::HeldSnapshots held;
+  held.set_replica(replica);
   held.set_job_id("job-1");
   held.set_rank(rank);
   held.set_attempt(attempt);
@@ -55,6 +57,40 @@ TEST(SnapshotLedgerTest, TheNewestAttemptsSnapshotsCount) {
   // A stale copy of rank 1 on another worker yields to the newer attempt's.
   ledger.Report("w3", {Held(1, {20}, 1, 3)});
   EXPECT_EQ(ledger.State().consistent_step(), 30);
+}
+
+TEST(SnapshotLedgerTest, ReplicasHaveAConsistentStepOfTheirOwn) {
+  SnapshotLedger ledger;
+  ledger.Report("w1", {Held(0, {30, 29}), Held(1, {20}, 2, 2, true)});
+  ledger.Report("w2", {Held(1, {30, 29}), Held(0, {25, 20}, 2, 2, true)});
+  v1::SnapshotState state = ledger.State();
+  EXPECT_EQ(state.consistent_step(), 30);
+  EXPECT_EQ(state.replica_step(), 20);
+  // Replicas alone make no consistent step of the segments'.
+  ledger.Report("w1", {Held(1, {20}, 2, 2, true)});
+  EXPECT_EQ(ledger.State().consistent_step(), 0);
+  EXPECT_EQ(ledger.State().replica_step(), 20);
+}
+
+TEST(SnapshotLedgerTest, ARanksNewWorkerIsToldWhereItsNewestSnapshotIs) {
+  SnapshotLedger ledger;
+  // w1 ran rank 0 and is gone; w2 keeps its replica of step 25.
+  ledger.Report("w2", {Held(1, {30, 29}), Held(0, {25, 20}, 2, 2, true)});
+  // w1's last report, from before it was lost, holds rank 0's segment.
+  ledger.Report("w1", {Held(0, {25, 24}), Held(1, {24}, 2, 2, true)});
+  ledger.Report("w3", {Held(0, {10}, 1, 2)});  // an old attempt's segment
+  auto reachable = [](const std::string& id) { return id != "w1"; };
+  std::optional<SnapshotLedger::Source> source = ledger.SourceFor(0, "w3", reachable);
+  ASSERT_TRUE(source.has_value());
+  EXPECT_EQ(source->worker_id, "w2");
+  EXPECT_EQ(source->step, 25);
+  // The worker that holds it needs nothing; nor does one as new.
+  EXPECT_FALSE(ledger.SourceFor(0, "w2", reachable).has_value());
+  ledger.Report("w3", {Held(0, {25}, 2, 2)});
+  EXPECT_FALSE(ledger.SourceFor(0, "w3", reachable).has_value());
+  EXPECT_FALSE(ledger.SourceFor(5, "w3", reachable).has_value());
+  // Nowhere reachable: nothing to fetch.
+  EXPECT_FALSE(ledger.SourceFor(1, "w3", [](const std::string&) { return false; }).has_value());
 }
 
 }  // namespace

@@ -88,8 +88,21 @@ void Attempts::Start(JobRecord& entry, const std::vector<RankPlacement>& placeme
 
 void Attempts::SendStart(const JobRecord& entry, int rank) {
   v1::CoordinatorMessage message;
-  *message.mutable_start_rank() = BuildStartRank(entry.job, rank, options_.rank_env);
-  Send(entry.job.ranks(rank).worker_id(), message);
+  v1::StartRank& start = *message.mutable_start_rank();
+  start = BuildStartRank(entry.job, rank, options_.rank_env);
+  const std::string& worker_id = entry.job.ranks(rank).worker_id();
+  // A rank that moved: its new worker first fetches the newest snapshot of
+  // it from where one is held (docs/checkpoints.md).
+  if (start.snapshot_segment()) {
+    std::optional<SnapshotLedger::Source> source = entry.snapshots.SourceFor(
+        rank, worker_id, [&](const std::string& id) { return membership_->Connected(id); });
+    if (source) {
+      start.mutable_fetch_from()->set_worker_id(source->worker_id);
+      start.mutable_fetch_from()->set_address(membership_->Address(source->worker_id));
+      start.mutable_fetch_from()->set_step(source->step);
+    }
+  }
+  Send(worker_id, message);
 }
 
 void Attempts::Preempt(JobRecord& victim, const JobRecord& by, int keep_ranks) {

@@ -65,8 +65,12 @@ void RankEvents::NoteResumed(JobRecord& entry, const v1::Progress& progress) {
     resumed->clear_steps_redone();
     resumed->clear_seconds();
   }
-  const std::string where =
-      progress.resumed_from() == "memory" ? "from memory on its workers" : "from disk";
+  const std::string where = progress.resumed_from() == "memory" ? "from memory on its workers"
+                            : progress.resumed_from() == "replica"
+                                ? "from memory, with snapshots fetched from peers' replicas"
+                            : job.snapshots().newest_step() > 0
+                                ? "from disk: no snapshot in its workers' memory was as new"
+                                : "from disk";
   (void)table_.Note(entry, v1::RESUMED,
                     absl::StrCat("resumed at step ", resumed->step(), " ", where, cost));
 }

@@ -120,6 +120,16 @@ class WorkerAgentServiceStub(object):
                 request_serializer=ringmaster_dot_v1_dot_worker__pb2.RankProgress.SerializeToString,
                 response_deserializer=ringmaster_dot_v1_dot_worker__pb2.ReportProgressResponse.FromString,
                 )
+        self.PushReplica = channel.unary_unary(
+                '/ringmaster.v1.WorkerAgentService/PushReplica',
+                request_serializer=ringmaster_dot_v1_dot_worker__pb2.PushReplicaRequest.SerializeToString,
+                response_deserializer=ringmaster_dot_v1_dot_worker__pb2.PushReplicaResponse.FromString,
+                )
+        self.FetchSnapshot = channel.unary_unary(
+                '/ringmaster.v1.WorkerAgentService/FetchSnapshot',
+                request_serializer=ringmaster_dot_v1_dot_worker__pb2.FetchSnapshotRequest.SerializeToString,
+                response_deserializer=ringmaster_dot_v1_dot_worker__pb2.FetchSnapshotResponse.FromString,
+                )
 
 
 class WorkerAgentServiceServicer(object):
@@ -141,6 +151,21 @@ class WorkerAgentServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def PushReplica(self, request, context):
+        """Between the workers of a job, with the job's replica credential (and,
+        under TLS, a worker's certificate): a replica of a rank's snapshot
+        in, and a snapshot out to a rank's new worker.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def FetchSnapshot(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_WorkerAgentServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -153,6 +178,16 @@ def add_WorkerAgentServiceServicer_to_server(servicer, server):
                     servicer.ReportProgress,
                     request_deserializer=ringmaster_dot_v1_dot_worker__pb2.RankProgress.FromString,
                     response_serializer=ringmaster_dot_v1_dot_worker__pb2.ReportProgressResponse.SerializeToString,
+            ),
+            'PushReplica': grpc.unary_unary_rpc_method_handler(
+                    servicer.PushReplica,
+                    request_deserializer=ringmaster_dot_v1_dot_worker__pb2.PushReplicaRequest.FromString,
+                    response_serializer=ringmaster_dot_v1_dot_worker__pb2.PushReplicaResponse.SerializeToString,
+            ),
+            'FetchSnapshot': grpc.unary_unary_rpc_method_handler(
+                    servicer.FetchSnapshot,
+                    request_deserializer=ringmaster_dot_v1_dot_worker__pb2.FetchSnapshotRequest.FromString,
+                    response_serializer=ringmaster_dot_v1_dot_worker__pb2.FetchSnapshotResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -196,5 +231,39 @@ class WorkerAgentService(object):
         return grpc.experimental.unary_unary(request, target, '/ringmaster.v1.WorkerAgentService/ReportProgress',
             ringmaster_dot_v1_dot_worker__pb2.RankProgress.SerializeToString,
             ringmaster_dot_v1_dot_worker__pb2.ReportProgressResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def PushReplica(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/ringmaster.v1.WorkerAgentService/PushReplica',
+            ringmaster_dot_v1_dot_worker__pb2.PushReplicaRequest.SerializeToString,
+            ringmaster_dot_v1_dot_worker__pb2.PushReplicaResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def FetchSnapshot(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/ringmaster.v1.WorkerAgentService/FetchSnapshot',
+            ringmaster_dot_v1_dot_worker__pb2.FetchSnapshotRequest.SerializeToString,
+            ringmaster_dot_v1_dot_worker__pb2.FetchSnapshotResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
