@@ -42,7 +42,7 @@ EPOCHS = 200
 CHECKPOINT_EVERY = 500
 
 
-def trainer_spec(name, ranks=2, min_ranks=None):
+def trainer_spec(name, ranks=2, min_ranks=None, snapshot_every=1):
     return f"""
 name: {name}
 ranks: {ranks}
@@ -60,6 +60,7 @@ trainer:
   lr_scaling: linear
   warmup_steps: 20
   checkpoint_every_steps: {CHECKPOINT_EVERY}
+  snapshot_every_steps: {snapshot_every}
   seed: 1
 """
 
@@ -187,12 +188,66 @@ class ChaosTest(unittest.TestCase):
     # -- the cases -------------------------------------------------------
 
     def test_kill_rank(self):
+        # With a snapshot every step, the kill lands in a snapshot being
+        # written more often than not; the previous one serves.
         job_id, job = self.start_job("kill-rank")
         pid = int(self.rank_of(job, 1)["pid"])
         checkpoint = self.cluster.checkpoints(job_id)[-1]
         os.kill(pid, signal.SIGKILL)
         job = self.assert_recovered(job_id, ["RANK_SIGNALED"], checkpoint)
         self.assertGreaterEqual(attempt(job), 1)
+        resumed = job.get("resumed", {})
+        self.assertEqual(resumed.get("from"), "memory", resumed)
+        self.assertEqual(int(resumed.get("steps_redone", 0)), 0, resumed)
+
+    def snapshots(self, job_id):
+        s = self.cluster.job(job_id).get("snapshots", {})
+        return (int(s.get("consistent_step", 0)), int(s.get("newest_step", 0)),
+                int(s.get("replica_step", 0)))
+
+    def hold_still_replicated(self, job_id, rank_pid):
+        """Stops the rank (SIGSTOP), so that the job takes no more
+        snapshots, and waits until every rank's newest snapshot is also a
+        replica on a peer; tried again when the stop caught a snapshot
+        half written."""
+        for _ in range(3):
+            os.kill(rank_pid, signal.SIGSTOP)
+            try:
+                return wait_for(lambda: (lambda s: s[0] > 0 and s[0] == s[1] == s[2] and s)(
+                    self.snapshots(job_id)), 4, "every rank's newest snapshot replicated")
+            except TimeoutError:
+                os.kill(rank_pid, signal.SIGCONT)
+                time.sleep(0.5)
+        self.fail(f"snapshots never held still and replicated: {self.snapshots(job_id)}")
+
+    def test_kill_worker_restores_from_the_peers_replica(self):
+        c = self.cluster
+        job_id, job = self.start_job("kill-worker-replica", snapshot_every=200)
+        rank0 = self.rank_of(job, 0)
+        consistent, _, _ = self.hold_still_replicated(job_id, int(rank0["pid"]))
+        checkpoint = c.checkpoints(job_id)[-1]
+        # Rank 0's worker, its segment with it: the peer's replica serves.
+        c.signal_worker(c.worker_index(rank0["worker_id"]), signal.SIGKILL)
+        job = self.assert_recovered(job_id, ["WORKER_LOST", "RESUMED"], checkpoint)
+        resumed = job.get("resumed", {})
+        self.assertEqual(resumed.get("from"), "replica", resumed)
+        self.assertEqual(int(resumed.get("step", 0)), consistent, resumed)
+        self.assertIn("rank 0's fetched from a peer's replica", c.logs(job_id))
+        self.assertIn("with snapshots fetched from peers' replicas", c.cli("status", job_id).stdout)
+
+    def test_kill_a_worker_and_its_replica_holder(self):
+        c = self.cluster
+        job_id, job = self.start_job("kill-both")
+        checkpoint = c.checkpoints(job_id)[-1]
+        workers = sorted({c.worker_index(r["worker_id"]) for r in job["ranks"]})
+        self.assertEqual(len(workers), 2, job["ranks"])
+        for w in workers:  # each holds the other's replicas
+            c.signal_worker(w, signal.SIGKILL)
+        c.start_worker(workers[0])  # back, with nothing in memory
+        job = self.assert_recovered(job_id, ["WORKER_LOST", "RESUMED"], checkpoint)
+        self.assertEqual(job.get("resumed", {}).get("from"), "disk", job.get("resumed"))
+        status = c.cli("status", job_id).stdout
+        self.assertIn("from disk: no snapshot in its workers' memory was as new", status)
 
     def test_kill_worker(self):
         c = self.cluster
