@@ -17,6 +17,8 @@ progress:
 "first step" is the time the rank reported its first step of the new
 attempt (the trainer reports the first step of an attempt at once); for
 the coordinator restart, the first step reported to the new coordinator.
+"from" is where the new attempt got its state: "memory" (its workers'
+snapshots), "replica" (some rank's from a peer's replica) or "disk".
 "steps redone" is the step the failed attempt reached (its ranks log
 "failed after step N", or "stopped after step N" when stopped; else the
 last step it reported) minus the step the new attempt resumed from.
@@ -117,8 +119,9 @@ def measure(kind):
             ended = [int(s) for s in re.findall(r"(?:failed|stopped) after step (\d+)", logs)]
             redone = (max(ended) if ended else last_step) - resumed[-1]
         seconds = update_ms(job) / 1000 - failed_at
+        source = job.get("resumed", {}).get("from", "-") if kind != "coordinator restart" else "-"
         c.cli("cancel", job_id, check=False)
-    return seconds, redone
+    return seconds, redone, source
 
 
 def torchrun_killed_rank(peer):
@@ -169,20 +172,22 @@ def main():
     for kind in targets:
         runs = [measure(kind) for _ in range(args.repeats)]
         rows[kind] = runs
-        print(f"{kind}: " + ", ".join(f"{s:.2f} s / {r} steps" for s, r in runs), flush=True)
+        print(f"{kind}: " + ", ".join(f"{s:.2f} s / {r} steps from {f}" for s, r, f in runs),
+              flush=True)
     print()
     print(f"Ringmaster, default flags, median of {args.repeats} runs each")
-    print(f"{'failure':<20} {'to first step':>14} {'steps redone':>13}   target")
+    print(f"{'failure':<20} {'to first step':>14} {'steps redone':>13} {'from':>8}   target")
     for kind, runs in rows.items():
-        print(f"{kind:<20} {statistics.median(s for s, _ in runs):>12.2f} s "
-              f"{statistics.median(r for _, r in runs):>13.0f}   {targets[kind]}")
+        sources = "/".join(sorted({f for _, _, f in runs}))
+        print(f"{kind:<20} {statistics.median(s for s, _, _ in runs):>12.2f} s "
+              f"{statistics.median(r for _, r, _ in runs):>13.0f} {sources:>8}   {targets[kind]}")
     if args.no_torchrun:
         return
     peer = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torchrun_peer.py")
     peer_runs = [torchrun_killed_rank(peer) for _ in range(args.repeats)]
     print()
     print("killed rank, same training and checkpoints, median of", args.repeats)
-    ours = statistics.median(s for s, _ in rows["killed rank"])
+    ours = statistics.median(s for s, _, _ in rows["killed rank"])
     theirs = statistics.median(s for s, _ in peer_runs)
     print(f"  torchrun:   {theirs:.2f} s to first step, "
           f"{statistics.median(r for _, r in peer_runs):.0f} steps redone  (runs: "

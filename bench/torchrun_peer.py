@@ -1,10 +1,11 @@
 """The torchrun side of bench/recovery.py: PyTorch DDP (Gloo) training of
 the same MLP on the same data as the Ringmaster job (digits, 512x512
 hidden, batch 16 per rank, AdamW), with rank 0 checkpointing every 500 steps
+($PEER_CHECKPOINT_EVERY)
 and every start resuming from the newest checkpoint, as a torchrun user
 writes it. Events for the benchmark go to $PEER_EVENTS, one per line:
 
-  pid1 <pid>                      rank 1's process, at each start
+  pid<rank> <pid>                 each rank's process, at each start
   step <restart> <step>           rank 0, every 50 steps
   first <restart> <step> <time>   rank 0, the first step done after a start
 """
@@ -18,7 +19,7 @@ from sklearn.datasets import load_digits
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-CHECKPOINT_EVERY = 500
+CHECKPOINT_EVERY = int(os.environ.get("PEER_CHECKPOINT_EVERY", "500"))
 
 
 def event(*words):
@@ -35,8 +36,7 @@ def main():
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
     restart = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
-    if rank == 1:
-        event("pid1", os.getpid())
+    event(f"pid{rank}", os.getpid())
     torch.manual_seed(1)
     x, y = load_digits(return_X_y=True)
     order = np.random.default_rng(1).permutation(len(x))

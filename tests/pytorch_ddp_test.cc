@@ -1,9 +1,14 @@
 // A user program instead of the built-in trainer: an unmodified PyTorch DDP
 // script (Debian's python3-torch) runs as a 2-rank job under the torchrun
 // environment contract.
+#include <signal.h>
+
+#include <iostream>
+
 #include <google/protobuf/util/json_util.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 
 #include "tests/cluster_fixture.h"
@@ -107,6 +112,44 @@ TEST_F(PytorchDdpTest, AScriptWithTwoLinesAddedReportsLikeTheTrainer) {
         << metrics;
   }
   EXPECT_TRUE(busbw) << "a worker exports the job's all-reduce bus bandwidth";
+}
+
+// ringmaster.checkpoint: a rank killed mid-run comes back at the step it
+// was on, from the snapshots its worker kept, and the job ends with the
+// weights of a run never killed.
+TEST_F(PytorchDdpTest, ACheckpointedScriptResumesAtTheStepItWasOn) {
+  testing::CommandResult torch = testing::Shell("/usr/bin/python3 -c 'import torch'");
+  ASSERT_EQ(torch.exit_code, 0) << "python3-torch is needed (./dev installs it): " << torch.err;
+  auto spec = [](const std::string& name) {
+    return absl::StrCat("name: ", name, "\nranks: 2\nmax_restarts: 2\ncommand: [/usr/bin/python3, ",
+                        testing::Runfile("examples/pytorch_checkpoint.py"),
+                        ", \"300\", \"0.02\"]\n");
+  };
+  auto digest = [](const std::string& logs) {
+    const size_t at = logs.find("[rank 0] rank 0: final weights ");
+    return at == std::string::npos ? std::string() : logs.substr(at + 32, 16);
+  };
+  testing::CommandResult plain = Cli({"submit", WriteSpec("plain", spec("plain")), "--follow"});
+  const std::string plain_id = plain.out.substr(0, plain.out.find('\n'));
+  const std::string plain_logs = Cli({"logs", plain_id}).out;
+  ASSERT_EQ(plain.exit_code, 0) << plain.out << plain.err << plain_logs;
+  ASSERT_FALSE(digest(plain_logs).empty()) << plain_logs;
+
+  const std::string id = Submit(spec("killed"));
+  v1::Job running = WaitJob(
+      id, [](const v1::Job& j) { return j.state() == v1::RUNNING && j.progress().step() >= 100; });
+  const int64_t killed_at = running.progress().step();
+  ASSERT_EQ(kill(static_cast<pid_t>(running.ranks(1).pid()), SIGKILL), 0);
+  v1::Job done = WaitJob(id, [](const v1::Job& j) { return j.state() == v1::SUCCEEDED; });
+  EXPECT_EQ(done.attempt(), 1);
+  const std::string logs = Cli({"logs", id, "--attempt", "1"}).out;
+  const size_t at = logs.find("[rank 0] resumed at step ");
+  ASSERT_NE(at, std::string::npos) << logs;
+  const int64_t resumed = std::stoll(logs.substr(at + 25));
+  EXPECT_GE(resumed, killed_at) << logs;
+  std::cout << "rank 1 killed after step " << killed_at << "; resumed at step " << resumed
+            << std::endl;
+  EXPECT_EQ(digest(logs), digest(plain_logs)) << "the weights differ from the run never killed";
 }
 
 }  // namespace

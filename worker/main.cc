@@ -43,6 +43,28 @@ absl::Status LoadCredentials(const std::string& token_file, const std::string& t
   return absl::OkStatus();
 }
 
+// Memory for snapshots, and the pushing of replicas (docs/checkpoints.md).
+void AddSnapshotFlags(CLI::App& app, ringmaster::WorkerConfig* config) {
+  config->snapshot_memory_limit_bytes = *ringmaster::ParseSnapshotMemoryLimit("25%");
+  app.add_option_function<std::string>(
+      "--snapshot-memory-limit",
+      [config](const std::string& text) {
+        absl::StatusOr<uint64_t> limit = ringmaster::ParseSnapshotMemoryLimit(text);
+        if (!limit.ok()) {
+          throw CLI::ValidationError("--snapshot-memory-limit",
+                                     std::string(limit.status().message()));
+        }
+        config->snapshot_memory_limit_bytes = *limit;
+      },
+      "memory for ranks' in-memory snapshots and peers' replicas: a share of this machine's "
+      "(\"25%\", the default) or a size (\"4GiB\"); 0: none, restarts resume from disk");
+  app.add_option("--replica-time-share", config->replica_time_share,
+                 "the share of time this worker may spend pushing its ranks' snapshots to a "
+                 "peer's memory (0.03: a push that took 1 s waits 32 s); 0: no replicas")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+}
+
 // The flags that fill WorkerConfig directly.
 void AddWorkerFlags(CLI::App& app, ringmaster::WorkerConfig* config) {
   app.add_option("--coordinator", config->coordinator_address, "coordinator host:port")
@@ -104,24 +126,7 @@ void AddWorkerFlags(CLI::App& app, ringmaster::WorkerConfig* config) {
       },
       "DIR[,DIR...] where a job's checkpoint directory may lie; the worker makes each job's "
       "there (default: the coordinator's checkpoint root and --checkpoint-roots)");
-  config->snapshot_memory_limit_bytes = *ringmaster::ParseSnapshotMemoryLimit("25%");
-  app.add_option_function<std::string>(
-      "--snapshot-memory-limit",
-      [config](const std::string& text) {
-        absl::StatusOr<uint64_t> limit = ringmaster::ParseSnapshotMemoryLimit(text);
-        if (!limit.ok()) {
-          throw CLI::ValidationError("--snapshot-memory-limit",
-                                     std::string(limit.status().message()));
-        }
-        config->snapshot_memory_limit_bytes = *limit;
-      },
-      "memory for ranks' in-memory snapshots and peers' replicas: a share of this machine's "
-      "(\"25%\", the default) or a size (\"4GiB\"); 0: none, restarts resume from disk");
-  app.add_option("--replica-time-share", config->replica_time_share,
-                 "the share of time this worker may spend pushing its ranks' snapshots to a "
-                 "peer's memory (0.03: a push that took 1 s waits 32 s); 0: no replicas")
-      ->check(CLI::Range(0.0, 1.0))
-      ->capture_default_str();
+  AddSnapshotFlags(app, config);
   app.add_option("--trainer-bin", config->trainer_program, "the built-in trainer's path")
       ->capture_default_str();
 }

@@ -123,6 +123,12 @@ v1::StartRank BuildStartRank(const v1::Job& job, int rank, const RankEnvContext&
     *start.mutable_argv() = job.spec().command();
     // The worker runs the check first, with the trainer binary.
     start.set_preflight_prelude(job.spec().preflight());
+    // For ringmaster.checkpoint; untouched, it takes no memory.
+    start.set_snapshot_segment(true);
+  }
+  if (start.snapshot_segment()) {
+    if (context.signer != nullptr) start.set_replica_credential(context.signer->Replica(job.id()));
+    SetReplicaPeer(job, rank, &start);
   }
   start.set_working_dir(job.spec().working_dir());
   if (job.spec().has_code()) *start.mutable_code() = job.spec().code();

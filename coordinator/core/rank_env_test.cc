@@ -101,11 +101,11 @@ TEST(RankEnvTest, PreflightIsTheTrainersOwnAndACommandsPrelude) {
   EXPECT_EQ(BuildStartRank(job, 0, {"c:1", "/ckpt"}).env().count("RINGMASTER_PREFLIGHT"), 0u);
 }
 
-// Trainer ranks get a snapshot segment of their worker's unless the spec
-// turns snapshots off; commands get none.
-TEST(RankEnvTest, TrainerRanksAskForASnapshotSegment) {
+// Ranks get a snapshot segment of their worker's (commands for
+// ringmaster.checkpoint) unless the trainer's spec turns snapshots off.
+TEST(RankEnvTest, RanksAskForASnapshotSegment) {
   v1::Job job = TwoWorkerJob();
-  EXPECT_FALSE(BuildStartRank(job, 0, {"c:1", "/ckpt"}).snapshot_segment());
+  EXPECT_TRUE(BuildStartRank(job, 0, {"c:1", "/ckpt"}).snapshot_segment());
   job.mutable_spec()->mutable_trainer()->set_epochs(1);
   EXPECT_TRUE(BuildStartRank(job, 0, {"c:1", "/ckpt"}).snapshot_segment());
   job.mutable_spec()->mutable_trainer()->set_snapshot_every_steps(10);
