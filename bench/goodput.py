@@ -54,6 +54,12 @@ def schedule(seconds):
     return [(t, "worker" if i == middle else f"rank {1 - i % 2}") for i, t in enumerate(times)]
 
 
+def held(job):
+    """The step the job holds: where it is, or, between attempts (its
+    progress cleared), its consistent step in memory."""
+    return max(step(job), int(job.get("snapshots", {}).get("consistent_step", 0)))
+
+
 def rank_of(job, r):
     return next(x for x in job.get("ranks", []) if int(x.get("rank", 0)) == r)
 
@@ -83,7 +89,7 @@ def ringmaster(seconds, failures):
         end = c.job(job_id)
         wall = time.monotonic() - began
         c.cli("cancel", job_id, check=False)
-    return step(first), step(end), wall, end
+    return held(first), held(end), wall, end
 
 
 def torchrun(seconds, failures, checkpoint_every):

@@ -102,6 +102,48 @@ TEST_F(JobManagerTest, FailureAfterProgressIsRestarted) {
   }
 }
 
+// A crash loop backs off 2, 4, 8 s (the fixture's base is 2 s); an
+// attempt that steps for 10 bases ends it, and its restart waits 2 s again.
+TEST_F(JobManagerTest, BackOffDoublesInACrashLoopAndStartsOverAfterAnAttemptThatRanWell) {
+  TestWorker w1;
+  ASSERT_OK(Register(w1, "w1", 1));
+  v1::JobSpec spec;
+  spec.set_name("train");
+  spec.set_ranks(1);
+  spec.set_max_restarts(10);
+  spec.mutable_trainer()->mutable_data()->set_path("digits");
+  const std::string id = Submit(spec);
+  auto restarted_after = [&](absl::Duration wait) {
+    EXPECT_EQ(Job(id).state(), v1::RESTARTING);
+    Pass(wait - absl::Milliseconds(10));
+    EXPECT_EQ(Job(id).state(), v1::RESTARTING) << "before " << wait;
+    Pass(absl::Milliseconds(20));
+    EXPECT_NE(Job(id).state(), v1::RESTARTING) << "after " << wait;
+  };
+  int attempt = 0;
+  for (absl::Duration wait : {absl::Seconds(2), absl::Seconds(4), absl::Seconds(8)}) {
+    Started(w1, id, attempt, 0);
+    Exited(w1, id, attempt, 0, 10 + attempt);  // no step; another code each time
+    restarted_after(wait);
+    ++attempt;
+  }
+  Started(w1, id, attempt, 0);
+  for (int step : {100, 200}) {  // progress: a step past the first
+    v1::Heartbeat beat;
+    v1::RankProgress* p = beat.add_progress();
+    *p->mutable_rank() = Ref(id, attempt, 0);
+    p->mutable_progress()->set_step(step);
+    ASSERT_TRUE(manager_->OnHeartbeat(w1.session, beat));
+  }
+  Pass(absl::Seconds(20));
+  Exited(w1, id, attempt, 0, 20);
+  restarted_after(absl::Seconds(2));
+  ++attempt;
+  Started(w1, id, attempt, 0);
+  Exited(w1, id, attempt, 0, 21);
+  restarted_after(absl::Seconds(4));
+}
+
 TEST_F(JobManagerTest, StartTimeoutNamesTheRanksThatNeverStarted) {
   TestWorker w1;
   ASSERT_OK(Register(w1, "w1", 3));

@@ -20,7 +20,9 @@ status`, `top`, the `submit --follow` bar, /metrics and the dashboard, as it
 does for the built-in trainer. `ringmaster.torch.instrument(ddp_model)` adds
 the all-reduce's bytes and seconds (a DDP communication hook).
 `ringmaster.preempted()` says when the rank has been told to stop, so that
-the script saves a checkpoint and exits in time.
+the script saves a checkpoint and exits in time. `ringmaster.checkpoint`
+keeps the rank's state of every step in its worker's memory (and a peer's)
+and gives it back after a restart (help(ringmaster.checkpoint)).
 
 The worker puts this package on the rank's PYTHONPATH; nothing to install.
 Reports go out on a thread of their own, the latest at most twice a second,
