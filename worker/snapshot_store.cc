@@ -266,12 +266,7 @@ std::optional<std::pair<SnapshotInfo, std::string>> SnapshotStore::NewerReplica(
 
 bool SnapshotStore::MakeReplicaRoom(const std::string& job_id, uint64_t bytes) {
   const uint64_t room = limit_bytes_ - local_bytes_;
-  auto used = [&] {
-    uint64_t sum = 0;
-    for (const auto& [key, replica] : replicas_) sum += replica->view->capacity();
-    return sum;
-  };
-  while (used() + bytes > room) {
+  while (ReplicaBytesLocked() + bytes > room) {
     auto oldest = replicas_.end();
     for (auto it = replicas_.begin(); it != replicas_.end(); ++it) {
       if (it->second->writing) continue;
@@ -319,6 +314,10 @@ uint64_t SnapshotStore::reserved_bytes() const {
 
 uint64_t SnapshotStore::replica_bytes() const {
   MutexLock lock(&mu_);
+  return ReplicaBytesLocked();
+}
+
+uint64_t SnapshotStore::ReplicaBytesLocked() const {
   uint64_t sum = 0;
   for (const auto& [key, replica] : replicas_) sum += replica->view->capacity();
   return sum;

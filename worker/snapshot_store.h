@@ -97,6 +97,7 @@ class SnapshotStore {
   // first, until `bytes` more fit; false when they do not.
   bool MakeReplicaRoom(const std::string& job_id, uint64_t bytes)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  uint64_t ReplicaBytesLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status BeginReplica(const Key& key, const v1::SnapshotHeader& header);
   absl::Status EndReplica(const Key& key, std::shared_ptr<Segment> replica);
 
