@@ -133,8 +133,8 @@ void Attempts::End(JobRecord& entry) {
         options_.random ? options_.random() : std::uniform_real_distribution<double>(0, 1)(rng_);
     // An attempt that ran well (as a pod that ran 10 minutes, for the
     // kubelet) ends the crash loop: its restart waits the base again.
-    const bool ran_well = cause.progressed &&
-                          clock_->Now() - entry.watch.began() >= 10 * options_.backoff.base;
+    const bool ran_well =
+        cause.progressed && clock_->Now() - entry.watch.began() >= 10 * options_.backoff.base;
     const int level = ran_well ? 0 : job.restart_backoff_level();
     job.set_restart_backoff_level(level + 1);
     entry.restart_at = clock_->Now() + RestartBackoff(options_.backoff, level, unit);
