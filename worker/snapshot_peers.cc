@@ -17,35 +17,6 @@ constexpr absl::Duration kCallTimeout = absl::Seconds(30);
 constexpr absl::Duration kRetryAfterFailure = absl::Seconds(1);
 constexpr absl::Duration kRefetchAfter = absl::Milliseconds(200);
 
-v1::SnapshotHeader HeaderOf(const v1::RankRef& ref, const SnapshotInfo& info) {
-  v1::SnapshotHeader header;
-  header.set_job_id(ref.job_id());
-  header.set_rank(ref.rank());
-  header.set_attempt(info.attempt);
-  header.set_world_size(info.world_size);
-  header.set_step(info.step);
-  header.set_bytes(static_cast<int64_t>(info.bytes));
-  header.set_checksum(info.checksum);
-  header.set_checksum_kind(static_cast<uint32_t>(info.checksum_kind));
-  header.set_format(static_cast<uint32_t>(info.format));
-  header.set_commit_unix_ms(info.commit_unix_ms);
-  return header;
-}
-
-SnapshotInfo InfoOf(const v1::SnapshotHeader& header) {
-  SnapshotInfo info;
-  info.step = header.step();
-  info.bytes = static_cast<uint64_t>(header.bytes());
-  info.checksum = header.checksum();
-  info.checksum_kind = static_cast<SnapshotChecksumKind>(header.checksum_kind());
-  info.attempt = header.attempt();
-  info.world_size = header.world_size();
-  info.rank = header.rank();
-  info.format = static_cast<SnapshotFormat>(header.format());
-  info.commit_unix_ms = header.commit_unix_ms();
-  return info;
-}
-
 void Deadline(grpc::ClientContext* context) {
   context->set_deadline(absl::ToChronoTime(absl::Now() + kCallTimeout));
 }
@@ -195,7 +166,7 @@ absl::Status SnapshotPeers::PushSnapshot(const Rank& rank, const SnapshotInfo& i
   // A copy first: the rank may overwrite the slot while the push goes on.
   ASSIGN_OR_RETURN(const std::string payload, rank.lease->segment().Read(info));
   v1::PushReplicaRequest request;
-  *request.mutable_header() = HeaderOf(rank.ref, info);
+  *request.mutable_header() = SnapshotHeaderOf(rank.ref.job_id(), rank.ref.rank(), info);
   uint64_t offset = 0;
   do {
     request.set_offset(static_cast<int64_t>(offset));
@@ -267,7 +238,8 @@ absl::StatusOr<int64_t> SnapshotPeers::Fetch(const v1::StartRank& start, Snapsho
       if (header.rank() != start.rank().rank() || header.job_id() != start.rank().job_id()) {
         return absl::DataLossError("the peer sent another rank's snapshot");
       }
-      RETURN_IF_ERROR(segment.Put(InfoOf(header), payload));  // checked against its checksum
+      RETURN_IF_ERROR(
+          segment.Put(SnapshotInfoOf(header), payload));  // checked against its checksum
       return header.step();
     }
     if (last.code() != absl::StatusCode::kAborted &&

@@ -49,6 +49,15 @@ v1::StartRank Start(const std::string& job, int attempt, int rank) {
   return start;
 }
 
+// A start of `rank` on a new worker, which fetches from w2.
+v1::StartRank StartFetching(const std::string& job, int attempt, int rank, int64_t step) {
+  v1::StartRank start = Start(job, attempt, rank);
+  start.mutable_fetch_from()->set_worker_id("w2");
+  start.mutable_fetch_from()->set_address("127.0.0.1:1");
+  start.mutable_fetch_from()->set_step(step);
+  return start;
+}
+
 // What the rank does: commits a snapshot of `bytes` bytes at `step`.
 std::string Commit(SnapshotStore::Lease& lease, int64_t step, int attempt, size_t bytes) {
   std::string payload(bytes, '\0');
@@ -163,10 +172,7 @@ TEST_F(SnapshotPeersTest, ARankStartedOnANewWorkerGetsItsSnapshotFromThePeer) {
   const std::string expected = *remote_.ReadNewest("job-1", 1, 0, 0, 4 << 20)->mutable_data();
   SnapshotStore fresh(kLimit, 2);  // the rank's new worker
   SnapshotPeers restorer(&fresh, &peer_, SnapshotPeers::Options{}, &clock_);
-  v1::StartRank start = Start("job-1", 2, 1);
-  start.mutable_fetch_from()->set_worker_id("w2");
-  start.mutable_fetch_from()->set_address("127.0.0.1:1");
-  start.mutable_fetch_from()->set_step(30);
+  const v1::StartRank start = StartFetching("job-1", 2, 1, 30);
   absl::StatusOr<std::shared_ptr<SnapshotStore::Lease>> lease = fresh.Acquire("job-1", 1);
   ASSERT_OK(lease);
   EXPECT_EQ(restorer.Restore(start, **lease), "30 worker w2");
@@ -197,10 +203,7 @@ TEST_F(SnapshotPeersTest, ARankStartedWhereItsReplicaIsTakesItWithoutAFetch) {
 TEST_F(SnapshotPeersTest, AFetchThatFailsLeavesTheSegmentAsItWas) {
   SnapshotStore fresh(kLimit, 2);
   SnapshotPeers restorer(&fresh, &peer_, SnapshotPeers::Options{}, &clock_);
-  v1::StartRank start = Start("job-1", 2, 1);
-  start.mutable_fetch_from()->set_worker_id("w2");
-  start.mutable_fetch_from()->set_address("127.0.0.1:1");
-  start.mutable_fetch_from()->set_step(30);
+  const v1::StartRank start = StartFetching("job-1", 2, 1, 30);
   absl::StatusOr<std::shared_ptr<SnapshotStore::Lease>> lease = fresh.Acquire("job-1", 1);
   ASSERT_OK(lease);
   EXPECT_EQ(restorer.Restore(start, **lease), "");  // the peer holds nothing: NOT_FOUND

@@ -20,6 +20,35 @@ constexpr uint64_t kPage = 4096;
 
 }  // namespace
 
+v1::SnapshotHeader SnapshotHeaderOf(const std::string& job_id, int rank, const SnapshotInfo& info) {
+  v1::SnapshotHeader header;
+  header.set_job_id(job_id);
+  header.set_rank(rank);
+  header.set_attempt(info.attempt);
+  header.set_world_size(info.world_size);
+  header.set_step(info.step);
+  header.set_bytes(static_cast<int64_t>(info.bytes));
+  header.set_checksum(info.checksum);
+  header.set_checksum_kind(static_cast<uint32_t>(info.checksum_kind));
+  header.set_format(static_cast<uint32_t>(info.format));
+  header.set_commit_unix_ms(info.commit_unix_ms);
+  return header;
+}
+
+SnapshotInfo SnapshotInfoOf(const v1::SnapshotHeader& header) {
+  SnapshotInfo info;
+  info.step = header.step();
+  info.bytes = static_cast<uint64_t>(std::max<int64_t>(0, header.bytes()));
+  info.checksum = header.checksum();
+  info.checksum_kind = static_cast<SnapshotChecksumKind>(header.checksum_kind());
+  info.attempt = header.attempt();
+  info.world_size = header.world_size();
+  info.rank = header.rank();
+  info.format = static_cast<SnapshotFormat>(header.format());
+  info.commit_unix_ms = header.commit_unix_ms();
+  return info;
+}
+
 absl::StatusOr<uint64_t> ParseSnapshotMemoryLimit(const std::string& text) {
   absl::string_view rest = absl::StripAsciiWhitespace(text);
   auto bad = [&] {
@@ -179,15 +208,8 @@ absl::Status SnapshotStore::BeginReplica(const Key& key, const v1::SnapshotHeade
   ASSIGN_OR_RETURN(SnapshotSegment::Slot slot, replica.view->Begin(bytes));
   replica.writing = slot;
   replica.next_offset = 0;
-  SnapshotInfo& info = replica.writing_info;
-  info.step = header.step();
-  info.bytes = bytes;
-  info.checksum = header.checksum();
-  info.checksum_kind = static_cast<SnapshotChecksumKind>(header.checksum_kind());
-  info.attempt = header.attempt();
-  info.world_size = header.world_size();
-  info.rank = header.rank();
-  info.format = static_cast<SnapshotFormat>(header.format());
+  replica.writing_info = SnapshotInfoOf(header);
+  replica.writing_info.bytes = bytes;
   return absl::OkStatus();
 }
 
@@ -229,17 +251,7 @@ absl::StatusOr<v1::FetchSnapshotResponse> SnapshotStore::ReadNewest(const std::s
                                            step, " is no longer the newest held here"));
   }
   v1::FetchSnapshotResponse response;
-  v1::SnapshotHeader& header = *response.mutable_header();
-  header.set_job_id(job_id);
-  header.set_rank(rank);
-  header.set_attempt(newest.attempt);
-  header.set_world_size(newest.world_size);
-  header.set_step(newest.step);
-  header.set_bytes(static_cast<int64_t>(newest.bytes));
-  header.set_checksum(newest.checksum);
-  header.set_checksum_kind(static_cast<uint32_t>(newest.checksum_kind));
-  header.set_format(static_cast<uint32_t>(newest.format));
-  header.set_commit_unix_ms(newest.commit_unix_ms);
+  *response.mutable_header() = SnapshotHeaderOf(job_id, rank, newest);
   ASSIGN_OR_RETURN(*response.mutable_data(), best->view->ReadPiece(newest, offset, max_bytes));
   return response;
 }

@@ -128,6 +128,11 @@ class SnapshotStore::Lease {
   const std::shared_ptr<Segment> segment_;  // open while the rank may start
 };
 
+// A committed snapshot's slot header as it travels between workers, and
+// back.
+v1::SnapshotHeader SnapshotHeaderOf(const std::string& job_id, int rank, const SnapshotInfo& info);
+SnapshotInfo SnapshotInfoOf(const v1::SnapshotHeader& header);
+
 // --snapshot-memory-limit: "25%" of this machine's memory, or a size
 // ("4GiB", "512MiB", a number of bytes). INVALID_ARGUMENT naming it.
 absl::StatusOr<uint64_t> ParseSnapshotMemoryLimit(const std::string& text);
