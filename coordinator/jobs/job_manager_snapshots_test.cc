@@ -73,6 +73,55 @@ TEST_F(JobManagerSnapshotsTest, HeartbeatsGiveTheJobsConsistentStep) {
   EXPECT_EQ(Job(id).snapshots().consistent_step(), 0);
 }
 
+// w1 runs rank 0 and is lost; w2 runs rank 1 and keeps rank 0's replica.
+// The new attempt's rank on w3 is told to fetch from w2, and what w1 held
+// no longer counts.
+TEST_F(JobManagerSnapshotsTest, ARankOnANewWorkerIsToldWhereItsNewestSnapshotIs) {
+  TestWorker w1, w2, w3;
+  ASSERT_OK(Register(w1, "w1", 1));
+  ASSERT_OK(Register(w2, "w2", 1));
+  const std::string id = Submit(TrainerSpec(2, 3));
+  const std::vector<v1::StartRank> first = Starts(w1);
+  ASSERT_EQ(first.size(), 1u);
+  ASSERT_EQ(first[0].rank().rank(), 0);
+  EXPECT_EQ(first[0].replica_to().worker_id(), "w2");
+  EXPECT_FALSE(first[0].has_fetch_from());
+  Started(w1, id, 0, 0);
+  Started(w2, id, 0, 1);
+  ASSERT_OK(Register(w3, "w3", 1));
+  v1::HeldSnapshots replica = Held(id, 0, {20, 19});
+  replica.set_replica(true);
+  Beat(w1, {Held(id, 0, {21, 20})});
+  Beat(w2, {Held(id, 1, {21, 20}), replica});
+  EXPECT_EQ(Job(id).snapshots().consistent_step(), 21);
+  EXPECT_EQ(Job(id).snapshots().replica_step(), 0) << "rank 1 has no replica";
+
+  Silence(w1);
+  Pass(absl::Seconds(5));
+  EXPECT_EQ(Job(id).state(), v1::RESTARTING);
+  EXPECT_EQ(Job(id).snapshots().consistent_step(), 0) << "w1's segment went with it";
+  (void)Starts(w2);
+  (void)Starts(w3);
+  Pass(absl::Seconds(2));  // the back-off
+  std::vector<v1::StartRank> starts = Starts(w2);
+  for (const v1::StartRank& s : Starts(w3)) starts.push_back(s);
+  ASSERT_EQ(starts.size(), 2u);
+  // Whichever rank each got, w2 holds both: rank 0's replica of step 20,
+  // rank 1's segment of step 21.
+  const v1::Job job = Job(id);
+  for (const v1::StartRank& start : starts) {
+    EXPECT_EQ(start.rank().attempt(), 1);
+    const std::string& worker = job.ranks(start.rank().rank()).worker_id();
+    if (worker == "w3") {
+      EXPECT_EQ(start.fetch_from().worker_id(), "w2");
+      EXPECT_EQ(start.fetch_from().step(), start.rank().rank() == 0 ? 20 : 21);
+      EXPECT_FALSE(start.fetch_from().address().empty());
+    } else {
+      EXPECT_FALSE(start.has_fetch_from()) << "w2 holds rank " << start.rank().rank() << " itself";
+    }
+  }
+}
+
 TEST_F(JobManagerSnapshotsTest, ARankThatKeepsNoSnapshotsSaysWhy) {
   TestWorker w1;
   ASSERT_OK(Register(w1, "w1", 1));

@@ -227,6 +227,9 @@ void RankEvents::OnWorkerLost(const LostWorker& lost) {
            absl::StrCat("rank ", r, " lost with worker ", lost.worker_id, ": ", lost.why), r});
     }
   }
+  // What it held in memory is out of reach, maybe gone; a worker that comes
+  // back says again what it holds.
+  ReportSnapshots(lost.worker_id, {});
 }
 
 }  // namespace ringmaster

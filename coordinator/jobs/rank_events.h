@@ -72,6 +72,9 @@ class RankEvents {
   // Snapshots (rank_events_snapshots.cc). What the worker holds in memory
   // of each job, into the jobs' ledgers.
   void NoteSnapshots(const WorkerSession& session, const v1::Heartbeat& beat);
+  // All `worker_id` holds now (nothing: a lost worker).
+  void ReportSnapshots(const std::string& worker_id,
+                       const std::vector<v1::HeldSnapshots>& snapshots);
   // A rank's report: why it keeps no snapshots; rank 0's, the attempt's
   // first step (and where it resumed from) and its stalls, for goodput.
   void NoteResume(JobRecord& entry, int rank, const v1::Progress& progress);

@@ -12,16 +12,21 @@
 namespace ringmaster {
 
 void RankEvents::NoteSnapshots(const WorkerSession& session, const v1::Heartbeat& beat) {
+  ReportSnapshots(session.worker_id, {beat.snapshots().begin(), beat.snapshots().end()});
+}
+
+void RankEvents::ReportSnapshots(const std::string& worker_id,
+                                 const std::vector<v1::HeldSnapshots>& snapshots) {
   std::map<std::string, std::vector<v1::HeldSnapshots>> by_job;
-  for (const v1::HeldSnapshots& held : beat.snapshots()) by_job[held.job_id()].push_back(held);
-  std::set<std::string>& before = snapshot_jobs_[session.worker_id];
+  for (const v1::HeldSnapshots& held : snapshots) by_job[held.job_id()].push_back(held);
+  std::set<std::string>& before = snapshot_jobs_[worker_id];
   for (const std::string& job_id : before) by_job.try_emplace(job_id);  // freed since: none now
   before.clear();
   for (const auto& [job_id, held] : by_job) {
     if (!held.empty()) before.insert(job_id);
     JobRecord* entry = table_.Find(job_id);
     if (entry == nullptr) continue;
-    entry->snapshots.Report(session.worker_id, held);
+    entry->snapshots.Report(worker_id, held);
     v1::SnapshotState state = entry->snapshots.State();
     state.set_off(entry->job.snapshots().off());
     if (state.SerializeAsString() == entry->job.snapshots().SerializeAsString()) continue;
