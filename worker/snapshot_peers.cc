@@ -12,7 +12,9 @@
 namespace ringmaster {
 namespace {
 
-constexpr absl::Duration kCallTimeout = absl::Seconds(30);
+// A peer that does not answer within it is taken as gone: a rank's start
+// waits on a fetch.
+constexpr absl::Duration kCallTimeout = absl::Seconds(5);
 // After a failed push: the peer may be starting, or gone.
 constexpr absl::Duration kRetryAfterFailure = absl::Seconds(1);
 constexpr absl::Duration kRefetchAfter = absl::Milliseconds(200);

@@ -73,7 +73,7 @@ class SnapshotPeers {
   struct Options {
     double time_share = 0.03;  // 0: no pushes
     absl::Duration poll = absl::Milliseconds(100);
-    absl::Duration fetch_timeout = absl::Seconds(60);
+    absl::Duration fetch_timeout = absl::Seconds(15);
   };
   SnapshotPeers(SnapshotStore* store, PeerAgents* agents, Options options, const Clock* clock);
   ~SnapshotPeers();  // stops the pushing thread

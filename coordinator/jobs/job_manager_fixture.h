@@ -44,7 +44,8 @@ struct TestWorker {
   std::map<std::string, std::string> labels;  // registered, as --label gives them
   int cpus = 0;
   int64_t memory_mb = 0;
-  std::vector<int> gpus;  // NVML indices, one slot each; empty: a CPU worker
+  std::vector<int> gpus;                // NVML indices, one slot each; empty: a CPU worker
+  std::vector<v1::HeldSnapshots> held;  // the snapshots its heartbeats list
   // What its heartbeats list: the ranks it registered with and those
   // started since, until they exit.
   std::map<std::tuple<std::string, int, int>, v1::RunningRank> running;
@@ -130,6 +131,7 @@ class JobManagerTest : public ::testing::Test {
       for (TestWorker* w : live_) {
         v1::Heartbeat beat;
         for (const auto& [key, rank] : w->running) *beat.add_running() = rank;
+        for (const auto& h : w->held) *beat.add_snapshots() = h;
         manager_->OnHeartbeat(w->session, beat);
       }
       manager_->Tick();

@@ -35,9 +35,11 @@ v1::HeldSnapshots Held(const std::string& job, int rank, std::vector<int64_t> st
 
 class JobManagerSnapshotsTest : public JobManagerTest {
  protected:
-  // A heartbeat of `w` with its running ranks, `held` and rank progress.
+  // A heartbeat of `w` with its running ranks, `held` (which its later
+  // heartbeats list too) and rank progress.
   void Beat(TestWorker& w, std::vector<v1::HeldSnapshots> held,
             std::vector<v1::RankProgress> progress = {}) {
+    w.held = held;
     v1::Heartbeat beat;
     for (const auto& [key, rank] : w.running) *beat.add_running() = rank;
     for (auto& h : held) *beat.add_snapshots() = h;
@@ -100,6 +102,7 @@ TEST_F(JobManagerSnapshotsTest, ARankOnANewWorkerIsToldWhereItsNewestSnapshotIs)
   Pass(absl::Seconds(5));
   EXPECT_EQ(Job(id).state(), v1::RESTARTING);
   EXPECT_EQ(Job(id).snapshots().consistent_step(), 0) << "w1's segment went with it";
+  Exited(w2, id, 0, 1, 1);  // rank 1, stopped
   (void)Starts(w2);
   (void)Starts(w3);
   Pass(absl::Seconds(2));  // the back-off
