@@ -114,11 +114,6 @@ v1::StartRank BuildStartRank(const v1::Job& job, int rank, const RankEnvContext&
     const v1::TrainerSpec& trainer = job.spec().trainer();
     start.set_snapshot_segment(!trainer.has_snapshot_every_steps() ||
                                trainer.snapshot_every_steps() > 0);
-    if (start.snapshot_segment()) {
-      if (context.signer != nullptr)
-        start.set_replica_credential(context.signer->Replica(job.id()));
-      SetReplicaPeer(job, rank, &start);
-    }
   } else {
     *start.mutable_argv() = job.spec().command();
     // The worker runs the check first, with the trainer binary.
