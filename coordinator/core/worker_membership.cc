@@ -255,6 +255,12 @@ bool WorkerMembership::Connected(const std::string& worker_id) const {
   return m != nullptr && m->link != nullptr;
 }
 
+bool WorkerMembership::Answering(const std::string& worker_id) const {
+  MutexLock lock(&mu_);
+  const Member* m = Find(worker_id);
+  return m != nullptr && m->link != nullptr && m->info.state() == v1::WORKER_STATE_ALIVE;
+}
+
 std::string WorkerMembership::Address(const std::string& worker_id) const {
   MutexLock lock(&mu_);
   const Member* m = Find(worker_id);

@@ -120,6 +120,9 @@ class WorkerMembership {
   bool Send(const std::string& worker_id, const v1::CoordinatorMessage& message);
   // Whether the worker has an open stream.
   bool Connected(const std::string& worker_id) const;
+  // Whether it is ALIVE with an open stream: it answers now (a paused
+  // worker keeps its stream but is not ALIVE past the heartbeat timeout).
+  bool Answering(const std::string& worker_id) const;
   std::string Address(const std::string& worker_id) const;
   // Whether the worker has registered (or is expected back), and how many
   // workers have.

@@ -89,12 +89,17 @@ TEST_F(WorkerMembershipTest, SilentWorkerIsSuspectWhenLateAndLostAtTheTimeout) {
   clock_.Advance(absl::Milliseconds(100));
   membership_.Expire();
   EXPECT_EQ(State("w1"), v1::WORKER_STATE_SUSPECT);
+  EXPECT_FALSE(membership_.Answering("w1")) << "suspect";
   EXPECT_TRUE(Beat(s));
   EXPECT_EQ(State("w1"), v1::WORKER_STATE_ALIVE) << "a heartbeat clears the suspicion";
+  EXPECT_TRUE(membership_.Answering("w1"));
   clock_.Advance(absl::Seconds(5));
   std::vector<LostWorker> lost = membership_.Expire();
   ASSERT_EQ(lost.size(), 1u);
   EXPECT_EQ(lost[0].why, "no heartbeat for 5s");
+  // Its stream is still open (a paused process), but it does not answer.
+  EXPECT_TRUE(membership_.Connected("w1"));
+  EXPECT_FALSE(membership_.Answering("w1"));
 }
 
 TEST_F(WorkerMembershipTest, LostWorkerThatHeartbeatsAgainIsTakenBack) {

@@ -94,14 +94,8 @@ void Attempts::SendStart(const JobRecord& entry, int rank) {
   // A rank that moved: its new worker first fetches the newest snapshot of
   // it from where one is held (docs/checkpoints.md).
   if (start.snapshot_segment()) {
-    // Only from a worker that answers now: a paused one keeps its stream.
-    std::set<std::string> alive;
-    for (const v1::Worker& w : membership_->List()) {
-      if (w.state() == v1::WORKER_STATE_ALIVE && membership_->Connected(w.id()))
-        alive.insert(w.id());
-    }
     std::optional<SnapshotLedger::Source> source = entry.snapshots.SourceFor(
-        rank, worker_id, [&](const std::string& id) { return alive.count(id) > 0; });
+        rank, worker_id, [&](const std::string& id) { return membership_->Answering(id); });
     if (source) {
       start.mutable_fetch_from()->set_worker_id(source->worker_id);
       start.mutable_fetch_from()->set_address(membership_->Address(source->worker_id));
