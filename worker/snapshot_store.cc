@@ -177,40 +177,50 @@ absl::Status SnapshotStore::WriteReplica(const v1::SnapshotHeader& header, uint6
 absl::Status SnapshotStore::BeginReplica(const Key& key, const v1::SnapshotHeader& header) {
   const uint64_t bytes = static_cast<uint64_t>(std::max<int64_t>(0, header.bytes()));
   const uint64_t capacity = SnapshotCapacityFor(bytes);
-  bool fits = false;
+  std::shared_ptr<Segment> replica;
   {
     MutexLock lock(&mu_);
     auto it = replicas_.find(key);
-    fits = it != replicas_.end() && it->second->view->slot_bytes() >= bytes;
-    if (!fits) {
+    if (it != replicas_.end() && it->second->view->slot_bytes() >= bytes) {
+      replica = it->second;
+    } else {
       if (it != replicas_.end()) replicas_.erase(it);  // the state grew: its slots are too small
-      if (!MakeReplicaRoom(key.first, capacity)) {
-        return absl::ResourceExhaustedError(absl::StrCat(
-            "no room for a replica of ", bytes >> 20, " MiB within this worker's ",
-            (limit_bytes_ - local_bytes_) >> 20, " MiB for replicas (--snapshot-memory-limit)"));
-      }
+      if (!MakeReplicaRoom(key.first, capacity)) return NoRoomForReplica(bytes);
     }
   }
-  if (!fits) {
+  if (replica == nullptr) {
     // Made outside the mutex, as the ranks' segments are.
-    auto replica = std::make_shared<Segment>();
+    replica = std::make_shared<Segment>();
     ASSIGN_OR_RETURN(replica->fd, SnapshotSegment::Create(capacity));
     ASSIGN_OR_RETURN(
         replica->view,
         SnapshotSegment::Map(replica->fd.get(), capacity,
                              absl::StrCat("the replica of job ", key.first, " rank ", key.second)));
     MutexLock lock(&mu_);
-    replicas_[key] = std::move(replica);
+    // Another push may have taken the room meanwhile.
+    if (!MakeReplicaRoom(key.first, capacity)) return NoRoomForReplica(bytes);
+    replicas_[key] = replica;
   }
   MutexLock lock(&mu_);
-  Segment& replica = *replicas_[key];
-  replica.last_used = ++uses_;
-  ASSIGN_OR_RETURN(SnapshotSegment::Slot slot, replica.view->Begin(bytes));
-  replica.writing = slot;
-  replica.next_offset = 0;
-  replica.writing_info = SnapshotInfoOf(header);
-  replica.writing_info.bytes = bytes;
+  auto it = replicas_.find(key);
+  if (it == replicas_.end() || it->second != replica) {
+    // Freed for another push's room while unlocked: this one is given up.
+    return absl::AbortedError(absl::StrCat("the replica of job ", key.first, " rank ", key.second,
+                                           " was freed for room while its push began"));
+  }
+  replica->last_used = ++uses_;
+  ASSIGN_OR_RETURN(SnapshotSegment::Slot slot, replica->view->Begin(bytes));
+  replica->writing = slot;
+  replica->next_offset = 0;
+  replica->writing_info = SnapshotInfoOf(header);
+  replica->writing_info.bytes = bytes;
   return absl::OkStatus();
+}
+
+absl::Status SnapshotStore::NoRoomForReplica(uint64_t bytes) const {
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "no room for a replica of ", bytes >> 20, " MiB within this worker's ",
+      (limit_bytes_ - local_bytes_) >> 20, " MiB for replicas (--snapshot-memory-limit)"));
 }
 
 absl::Status SnapshotStore::EndReplica(const Key& key, std::shared_ptr<Segment> replica) {

@@ -99,6 +99,7 @@ class SnapshotStore {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   uint64_t ReplicaBytesLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status BeginReplica(const Key& key, const v1::SnapshotHeader& header);
+  absl::Status NoRoomForReplica(uint64_t bytes) const;
   absl::Status EndReplica(const Key& key, std::shared_ptr<Segment> replica);
 
   const uint64_t limit_bytes_;
