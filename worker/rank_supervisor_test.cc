@@ -7,12 +7,11 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include <gtest/gtest.h>
 
 #include "common/mutex.h"
-#include "worker/rank_log.h"
+#include "worker/agent_service.h"
 
 namespace ringmaster {
 namespace {
@@ -63,14 +62,14 @@ class RankSupervisorTest : public ::testing::Test {
     return exited_;
   }
 
+  // Its lines, read as the agent serves them (no link followed, a regular
+  // file only); empty when there is no log.
   std::string ReadLog(const std::string& job, int rank, int attempt = 0) {
-    std::ifstream log(supervisor_->LogPath(job, attempt, rank));
-    std::stringstream text;
-    text << log.rdbuf();
-    std::string output;
-    bool mid_line = false;
-    RenderRecords(text.str(), /*timestamps=*/false, &mid_line, &output);
-    return output;
+    v1::ReadLogRequest request;
+    request.set_max_bytes(1 << 20);
+    absl::StatusOr<v1::ReadLogResponse> read =
+        ReadLogFile(supervisor_->LogPath(job, attempt, rank), job, request);
+    return read.ok() ? read->data() : "";
   }
 
   size_t Started() {
