@@ -34,7 +34,6 @@ The segment's layout is domain/snapshot_segment.h's; a Python snapshot's
 payload is a pickled skeleton of the state (its tensors replaced by
 references) followed by the tensors' bytes, checked by zlib's CRC-32.
 """
-import io
 import mmap
 import os
 import pickle
@@ -122,14 +121,15 @@ class _Segment:
 class _TensorRef:
     """Where a tensor of the state lies in the payload."""
 
-    def __init__(self, index, dtype, shape, offset, nbytes, device):
-        self.index, self.dtype, self.shape = index, dtype, shape
-        self.offset, self.nbytes, self.device = offset, nbytes, device
+    def __init__(self, dtype, shape):
+        self.dtype, self.shape = dtype, shape
+        self.offset = self.nbytes = 0  # set by _encode
 
 
-def _stage(value, tensors):
-    """The state with each tensor replaced by a reference, and a copy of
-    each (on the CPU; from a GPU without waiting) appended to `tensors`."""
+def _stage(value, staged):
+    """The state with each tensor replaced by a reference; each reference
+    and a copy of its tensor (on the CPU; from a GPU without waiting) are
+    appended to `staged`, in the order of the payload."""
     import torch
     if isinstance(value, torch.Tensor):
         t = value.detach()
@@ -138,13 +138,13 @@ def _stage(value, tensors):
             copy.copy_(t, non_blocking=True)
         else:
             copy = t.clone(memory_format=torch.contiguous_format)
-        tensors.append(copy.contiguous())
-        return _TensorRef(len(tensors) - 1, str(t.dtype).replace("torch.", ""),
-                          tuple(t.shape), 0, 0, str(t.device))
+        ref = _TensorRef(str(t.dtype).replace("torch.", ""), tuple(t.shape))
+        staged.append((ref, copy.contiguous()))
+        return ref
     if isinstance(value, dict):
-        return type(value)((k, _stage(v, tensors)) for k, v in value.items())
+        return type(value)((k, _stage(v, staged)) for k, v in value.items())
     if isinstance(value, (list, tuple)):
-        return type(value)(_stage(v, tensors) for v in value)
+        return type(value)(_stage(v, staged) for v in value)
     return value
 
 
@@ -156,11 +156,11 @@ def _bytes_of(tensor):
     return memoryview(flat.view(torch.uint8).numpy()).cast("B")
 
 
-def _encode(skeleton, tensors, refs):
+def _encode(skeleton, staged):
     """The payload's parts: a length, the pickled skeleton, then each
     tensor's bytes at an aligned offset."""
     offset = 0
-    for ref, t in zip(refs, tensors):
+    for ref, t in staged:
         ref.nbytes = t.numel() * t.element_size()
         ref.offset = offset
         offset += (ref.nbytes + _ALIGN - 1) // _ALIGN * _ALIGN
@@ -237,49 +237,35 @@ class _Saver:
     def save(self, state, step, persist):
         if self.last is not None:
             self.last.wait()  # one slot is always whole: the next waits for the commit
-        tensors = []
-        skeleton = _stage(state, tensors)
-        refs = []
-
-        def collect(value):
-            if isinstance(value, _TensorRef):
-                refs.append(value)
-            elif isinstance(value, dict):
-                for v in value.values():
-                    collect(v)
-            elif isinstance(value, (list, tuple)):
-                for v in value:
-                    collect(v)
-        collect(skeleton)
-        refs.sort(key=lambda r: r.index)
+        staged = []
+        skeleton = _stage(state, staged)
         event = None
-        if any(t.is_pinned() for t in tensors):
+        if any(t.is_pinned() for _, t in staged):
             import torch
             event = torch.cuda.Event()
             event.record()
-        head, start, total = _encode(skeleton, tensors, refs)
+        head, start, total = _encode(skeleton, staged)
         handle = Handle()
         self.last = handle
         threading.Thread(target=self._write, daemon=True, name="ringmaster-checkpoint",
-                         args=(handle, head, start, total, tensors, refs, step, persist,
-                               event)).start()
+                         args=(handle, head, start, total, staged, step, persist, event)).start()
         return handle
 
-    def _write(self, handle, head, start, total, tensors, refs, step, persist, event):
+    def _write(self, handle, head, start, total, staged, step, persist, event):
         try:
             if event is not None:
                 event.synchronize()  # the copies from the GPU have landed
             if self.segment is not None:
                 index = self.segment.begin(total)
                 out = self.segment.data(index)
-                self._fill(out, head, start, tensors, refs)
+                self._fill(out, head, start, staged)
                 checksum = zlib.crc32(out[:total])
                 self.segment.commit(index, step, total, checksum, self.attempt, self.world,
                                     self.rank)
                 payload = out[:total] if persist else None
             else:
                 buf = bytearray(total)
-                self._fill(memoryview(buf), head, start, tensors, refs)
+                self._fill(memoryview(buf), head, start, staged)
                 payload = memoryview(buf)
             if persist and self.disk:
                 _write_file(self.disk, step, payload)
@@ -288,10 +274,10 @@ class _Saver:
             handle._finish(e)
 
     @staticmethod
-    def _fill(out, head, start, tensors, refs):
+    def _fill(out, head, start, staged):
         struct.pack_into("<Q", out, 0, len(head))
         out[8:8 + len(head)] = head
-        for ref, t in zip(refs, tensors):
+        for ref, t in staged:
             at = start + ref.offset
             out[at:at + ref.nbytes] = _bytes_of(t)
 
