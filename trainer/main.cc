@@ -22,6 +22,7 @@
 #include "common/subprocess.h"
 #include "common/tls.h"
 #include "domain/flight_recorder.h"
+#include "domain/group_generation.h"
 #include "domain/job_spec_yaml.h"
 #include "domain/rendezvous_client.h"
 #include "domain/snapshot_segment.h"
@@ -30,6 +31,7 @@
 #include "trainer/gloo_collective.h"
 #include "trainer/preflight_check.h"
 #include "trainer/progress_reporter.h"
+#include "trainer/regroup.h"
 #include "trainer/stop_signal.h"
 #include "trainer/trainer.h"
 #include "trainer/trainer_env.h"
@@ -137,12 +139,13 @@ absl::StatusOr<std::unique_ptr<Collective>> ConnectGroupOn(const TrainerEnv& env
   return std::unique_ptr<Collective>(*std::move(gloo));
 }
 
-// The job's world, for training. Sets context->make_runner for the GPU.
+// The job's world, in group `generation` of its attempt, for training. Sets
+// context->make_runner for the GPU.
 absl::StatusOr<std::unique_ptr<Collective>> Connect(const TrainerEnv& env,
-                                                    gloo::rendezvous::Store& store,
+                                                    gloo::rendezvous::Store& store, int generation,
                                                     TrainerContext* context) {
   absl::StatusOr<std::unique_ptr<Collective>> comm =
-      ConnectGroupOn(env, store, "", env.rank, env.world_size);
+      ConnectGroupOn(env, store, GroupPrefix(generation), env.rank, env.world_size);
   if (!comm.ok()) return comm.status();
 #ifdef RINGMASTER_WITH_CUDA
   if ((*comm)->backend() == "nccl") {
@@ -314,6 +317,34 @@ std::unique_ptr<SnapshotSegment> MapSnapshotSegment(const TrainerEnv& env,
   return *std::move(mapped);
 }
 
+// How the rank forms its attempt's group again when a peer fails: waiting
+// for the coordinator's announcement in slices, so that a stop ends the wait.
+GroupHooks Regroups(const TrainerEnv& env, gloo::rendezvous::Store& store,
+                    RendezvousClient* rendezvous, const StopSignal& stop, TrainerContext* context) {
+  GroupHooks hooks;
+  hooks.generation = env.group_generation;
+  hooks.regroup_timeout = env.regroup_timeout;
+  hooks.connect = [&env, &store, context](int generation) {
+    return Connect(env, store, generation, context);
+  };
+  hooks.await = [rendezvous, &stop](int generation, absl::Duration timeout) -> absl::Status {
+    const absl::Time deadline = absl::Now() + timeout;
+    for (;;) {
+      if (stop.requested()) return absl::CancelledError("asked to stop");
+      const absl::Duration left = deadline - absl::Now();
+      if (left <= absl::ZeroDuration()) {
+        return absl::DeadlineExceededError(
+            absl::StrCat("no group ", generation, " within ", absl::FormatDuration(timeout)));
+      }
+      absl::Status s = rendezvous->Wait({GroupKey(generation)}, std::min(left, absl::Seconds(1)));
+      // Any other error: the attempt's scope is gone (it ended).
+      if (!absl::IsDeadlineExceeded(s)) return s;
+    }
+  };
+  hooks.warn = [](const std::string& line) { std::cerr << line << std::endl; };
+  return hooks;
+}
+
 int Run(int argc, char** argv) {
   if (argc == 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
     std::cout << "ringmaster-trainer: the built-in rank process of Ringmaster's trainer jobs.\n"
@@ -342,9 +373,11 @@ int Run(int argc, char** argv) {
   if (!rendezvous.ok()) return Fail(rendezvous.status());
   CoordinatorGlooStore store(rendezvous->get());
   TrainerContext context;
-  absl::StatusOr<std::unique_ptr<Collective>> comm = Connect(*env, store, &context);
+  absl::StatusOr<std::unique_ptr<Collective>> comm =
+      Connect(*env, store, env->group_generation, &context);
   if (!comm.ok()) return Fail(comm.status());
-  if (env->preflight) {
+  // A replacement joins a group already checked.
+  if (env->preflight && env->group_generation == 0) {
     absl::Status checked = Preflight(*env, store, rendezvous->get(), comm->get(),
                                      [&stop] { return stop.requested(); });
     if (!checked.ok()) return stop.requested() ? 128 + stop.signal() : Fail(checked);
@@ -372,7 +405,8 @@ int Run(int argc, char** argv) {
   context.warn = [](const std::string& line) { std::cerr << line << std::endl; };
   context.attempt = env->attempt;
   const std::unique_ptr<SnapshotSegment> snapshots = MapSnapshotSegment(*env, &context);
-  absl::StatusOr<TrainResult> result = Train(*spec, *data, context);
+  GroupHooks groups = Regroups(*env, store, rendezvous->get(), stop, &context);
+  absl::StatusOr<TrainResult> result = TrainInGroups(*spec, *data, context, groups, &*comm);
   // Asked to stop, a rank ends as the signal would have ended it: rank 0
   // after its checkpoint, the others when rank 0 is gone.
   const int stopped_code = 128 + stop.signal();

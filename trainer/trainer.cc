@@ -171,6 +171,7 @@ absl::Status TrainingRun::Start() {
   progress_.set_total_steps(total_steps);
   progress_.set_world_size(world_);
   progress_.set_backend(comm_->backend());
+  progress_.set_group_generation(context_.group_generation);
   step_start_ = Clock::now();
   step_ = position_.step;
   last_checkpoint_ = now_();

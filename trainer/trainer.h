@@ -57,6 +57,9 @@ struct TrainerContext {
   int64_t snapshot_fetched_step = -1;
   SnapshotCopy snapshot_copy = SnapshotCopy::kBucketed;
   int32_t attempt = 0;  // recorded with each snapshot
+  // The attempt's group `comm` belongs to (trainer/regroup.h), reported
+  // with the progress.
+  int32_t group_generation = 0;
   // This rank's own warnings (every rank's, unlike `log`); may be empty.
   std::function<void(const std::string&)> warn;
 };

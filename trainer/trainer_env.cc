@@ -77,6 +77,10 @@ absl::StatusOr<TrainerEnv> ReadTrainerEnv(const GetEnv& getenv) {
   read.Seconds("RINGMASTER_STOP_GRACE_S", &env.stop_grace);
   read.Int("RINGMASTER_SNAPSHOT_FD", &env.snapshot_fd, -1);
   read.String("RINGMASTER_SNAPSHOT_REFUSED", &env.snapshot_refused);
+  read.Int("RINGMASTER_GROUP_GENERATION", &env.group_generation, 0);
+  int regroup_seconds = 0;
+  read.Int("RINGMASTER_REGROUP_TIMEOUT_S", &regroup_seconds, 0);
+  env.regroup_timeout = absl::Seconds(regroup_seconds);
   if (!read.status().ok()) return read.status();
   std::string fetched;
   read.String("RINGMASTER_SNAPSHOT_FETCHED", &fetched);

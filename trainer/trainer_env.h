@@ -41,6 +41,12 @@ struct TrainerEnv {
   // RINGMASTER_SNAPSHOT_FETCHED ("<step> <from where>"): the step of the
   // snapshot the worker put in the segment from a peer's replica; -1: none.
   int64_t snapshot_fetched_step = -1;
+  // RINGMASTER_GROUP_GENERATION: the group of its attempt it joins at the
+  // start; one more each time a failed rank was replaced.
+  int group_generation = 0;
+  // RINGMASTER_REGROUP_TIMEOUT_S: when a peer fails, how long this rank
+  // keeps its process, waiting for the group to form again; zero: it exits.
+  absl::Duration regroup_timeout = absl::ZeroDuration();
 };
 
 using GetEnv = std::function<const char*(const char*)>;

@@ -3,14 +3,21 @@
 // weights of a run never stopped, whichever rank's snapshot serves.
 #include <sys/mman.h>
 
+#include <gloo/rendezvous/hash_store.h>
+
+#include <thread>
+
 #include <gtest/gtest.h>
 
 #include "absl/strings/match.h"
 #include "common/mutex.h"
+#include "domain/group_generation.h"
 #include "domain/snapshot_segment.h"
 #include "testing/status_matchers.h"
 #include "testing/test_util.h"
 #include "trainer/checkpoint.h"
+#include "trainer/gloo_collective.h"
+#include "trainer/regroup.h"
 #include "trainer/trainer.h"
 #include "trainer/trainer_testing.h"
 
@@ -280,6 +287,162 @@ TEST(TrainerSnapshotTest, AStateTooLargeForTheSegmentIsSaidAndSnapshotsStayOff) 
   ASSERT_FALSE(reports.empty());
   EXPECT_TRUE(absl::StartsWith(reports[0].snapshots_off(), "a snapshot of this model"))
       << reports[0].snapshots_off();
+}
+
+// The attempt's groups as the coordinator announces them in its rendezvous
+// scope, and the ranks' connections to them, each rank as its own host
+// (so a closed connection is how a peer's loss shows).
+class Groups {
+ public:
+  void Announce(int generation) {
+    MutexLock lock(&mu_);
+    announced_ = std::max(announced_, generation);
+  }
+  absl::Status Await(int generation, absl::Duration timeout) {
+    MutexLock lock(&mu_);
+    auto announced = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return announced_ >= generation; };
+    if (mu_.AwaitWithTimeout(absl::Condition(&announced), timeout)) return absl::OkStatus();
+    return absl::DeadlineExceededError(absl::StrCat(
+        "group ", generation, " was not announced within ", absl::FormatDuration(timeout)));
+  }
+  absl::StatusOr<std::unique_ptr<Collective>> Connect(int rank, int generation) {
+    GlooOptions options;
+    options.timeout = std::chrono::seconds(60);
+    options.host_identity = absl::StrCat("host", rank);
+    if (generation > 0) options.prefix = GroupPrefix(generation);
+    absl::StatusOr<std::unique_ptr<GlooCollective>> comm =
+        GlooCollective::Connect(store_, rank, 2, options);
+    if (!comm.ok()) return comm.status();
+    return std::unique_ptr<Collective>(*std::move(comm));
+  }
+  GroupHooks Hooks(int rank, int generation, absl::Duration timeout) {
+    GroupHooks hooks;
+    hooks.generation = generation;
+    hooks.regroup_timeout = timeout;
+    hooks.connect = [this, rank](int g) { return Connect(rank, g); };
+    hooks.await = [this](int g, absl::Duration t) { return Await(g, t); };
+    return hooks;
+  }
+
+ private:
+  gloo::rendezvous::HashStore store_;
+  Mutex mu_;
+  int announced_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// Rank 1's process ends after `last_step` as if killed: its connections
+// close with it.
+void LoseRank1(const v1::TrainerSpec& spec, const TrainTestSplit& data, Groups& groups,
+               Segments& segments, int64_t last_step) {
+  absl::StatusOr<std::unique_ptr<Collective>> comm = groups.Connect(1, 0);
+  ASSERT_OK(comm);
+  TrainerContext context;
+  context.comm = comm->get();
+  context.snapshots = segments.segment(1);
+  context.stop_after_step = last_step;
+  ASSERT_OK(Train(spec, data, context));
+}
+
+// Rank 1 is lost after step 17; rank 0 keeps its process, and the group
+// forms again with rank 1's replacement, which restores from its worker's
+// segment: both end with exactly the weights of a run never interrupted.
+TEST(TrainerSnapshotTest, SurvivorsKeepTheirProcessAndEndWithTheSameWeights) {
+  const TrainTestSplit data = Data(512);
+  const v1::TrainerSpec spec = Spec();
+  const std::vector<float> uninterrupted = Uninterrupted(spec, data);
+  Groups groups;
+  Segments segments(2);
+  std::vector<absl::StatusOr<TrainResult>> results(2, absl::UnknownError("not run"));
+  Mutex mu;
+  std::vector<std::string> warnings;
+  std::thread survivor([&] {
+    TrainerContext context;
+    context.snapshots = segments.segment(0);
+    std::atomic<int64_t> steps{0};
+    context.steps_done = &steps;
+    GroupHooks hooks = groups.Hooks(0, 0, absl::Seconds(60));
+    hooks.warn = [&](const std::string& line) {
+      MutexLock lock(&mu);
+      warnings.push_back(line);
+    };
+    std::unique_ptr<Collective> comm;
+    results[0] = TrainInGroups(spec, data, context, hooks, &comm);
+  });
+  std::thread lost([&] {
+    LoseRank1(spec, data, groups, segments, 17);
+    groups.Announce(1);  // as the coordinator does, starting the replacement
+    TrainerContext context;
+    context.snapshots = segments.segment(1);
+    std::unique_ptr<Collective> comm;
+    results[1] = TrainInGroups(spec, data, context, groups.Hooks(1, 1, absl::Seconds(60)), &comm);
+  });
+  survivor.join();
+  lost.join();
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_OK(results[r]) << "rank " << r;
+    EXPECT_EQ(results[r]->resumed_from, "memory") << "rank " << r;
+    EXPECT_EQ(results[r]->resumed_from_step, 17) << "rank " << r;
+    EXPECT_EQ(results[r]->params, uninterrupted)
+        << "rank " << r << ": max relative difference "
+        << MaxRelativeDifference(results[r]->params, uninterrupted);
+  }
+  ASSERT_EQ(warnings.size(), 2u);
+  EXPECT_TRUE(absl::StartsWith(warnings[0], "lost a peer after step 17 (")) << warnings[0];
+  EXPECT_TRUE(absl::EndsWith(warnings[0],
+                             "): keeping this process, waiting up to 1m for the "
+                             "group to form again"))
+      << warnings[0];
+  EXPECT_EQ(warnings[1], "joining group 1 of the attempt");
+}
+
+// No group announced within the timeout: the survivor ends with the
+// collective's error, and says what it waited for.
+TEST(TrainerSnapshotTest, ASurvivorWhoseGroupDoesNotFormAgainEndsWithItsError) {
+  const TrainTestSplit data = Data(512);
+  const v1::TrainerSpec spec = Spec();
+  Groups groups;
+  Segments segments(2);
+  absl::StatusOr<TrainResult> result = absl::UnknownError("not run");
+  std::thread survivor([&] {
+    TrainerContext context;
+    context.snapshots = segments.segment(0);
+    std::unique_ptr<Collective> comm;
+    result = TrainInGroups(spec, data, context, groups.Hooks(0, 0, absl::Milliseconds(200)), &comm);
+  });
+  std::thread lost([&] { LoseRank1(spec, data, groups, segments, 3); });
+  survivor.join();
+  lost.join();
+  ASSERT_FALSE(result.ok());
+  EXPECT_TRUE(LostPeer(result.status())) << result.status();
+  EXPECT_TRUE(absl::EndsWith(result.status().message(),
+                             "; the group did not form again: group 1 was not announced within "
+                             "200ms"))
+      << result.status();
+}
+
+// Without a regroup timeout a lost peer ends the rank at once, as before.
+TEST(TrainerSnapshotTest, WithoutARegroupTimeoutALostPeerEndsTheRank) {
+  const TrainTestSplit data = Data(512);
+  const v1::TrainerSpec spec = Spec();
+  Groups groups;
+  Segments segments(2);
+  absl::StatusOr<TrainResult> result = absl::UnknownError("not run");
+  std::thread survivor([&] {
+    TrainerContext context;
+    std::unique_ptr<Collective> comm;
+    GroupHooks hooks = groups.Hooks(0, 0, absl::ZeroDuration());
+    hooks.await = [](int, absl::Duration) {
+      ADD_FAILURE() << "waited for a group";
+      return absl::OkStatus();
+    };
+    result = TrainInGroups(spec, data, context, hooks, &comm);
+  });
+  std::thread lost([&] { LoseRank1(spec, data, groups, segments, 3); });
+  survivor.join();
+  lost.join();
+  ASSERT_FALSE(result.ok());
+  EXPECT_TRUE(LostPeer(result.status())) << result.status();
+  EXPECT_FALSE(absl::StrContains(result.status().message(), "group")) << result.status();
 }
 
 }  // namespace
