@@ -95,6 +95,9 @@ RankSupervisor::~RankSupervisor() {
     for (auto& [key, rank] : ranks_) {
       if (rank->thread.joinable()) threads.push_back(std::move(rank->thread));
     }
+    for (auto& rank : replaced_) {
+      if (rank->thread.joinable()) threads.push_back(std::move(rank->thread));
+    }
   }
   for (auto& t : threads) t.join();
 }
@@ -108,10 +111,16 @@ void RankSupervisor::Start(const v1::StartRank& start) {
   MutexLock lock(&mu_);
   ReapFinishedThreads();
   auto& slot = ranks_[key];
-  if (slot != nullptr) return;  // a repeated command
+  if (slot != nullptr) {
+    // A repeated command, unless it starts the rank again in a newer group
+    // of its attempt once its process has exited.
+    if (!slot->exited || start.generation() <= slot->start.generation()) return;
+    replaced_.push_back(std::move(slot));
+  }
   slot = std::make_unique<Rank>();
   slot->start = start;
-  slot->thread = std::thread([this, key] { Supervise(key); });
+  Rank* self = slot.get();
+  slot->thread = std::thread([this, self] { Supervise(self); });
 }
 
 std::string RankSupervisor::RankDirPath(const v1::RankRef& ref) const {
@@ -196,11 +205,11 @@ absl::Status RankSupervisor::PrepareFiles(const v1::StartRank& start, LaunchSpec
   return absl::OkStatus();
 }
 
-void RankSupervisor::Supervise(Key key) {
+void RankSupervisor::Supervise(Rank* self) {
   v1::StartRank start;
   {
     MutexLock lock(&mu_);
-    start = ranks_[key]->start;
+    start = self->start;
   }
   const v1::RankRef& ref = start.rank();
   absl::StatusOr<LaunchSpec> spec = LaunchSpecFor(start);
@@ -224,7 +233,7 @@ void RankSupervisor::Supervise(Key key) {
     exited.set_start_failed(true);
     exited.set_message(std::string(pid.status().message()));
   } else {
-    RunToExit(key, ref, *pid, spec->run_as, &exited);
+    RunToExit(self, ref, *pid, spec->run_as, &exited);
     if (exited.exit_code() != 0 || exited.signal() != 0) {
       exited.set_error(
           ReadRankError(RankDirPath(ref), spec->run_as ? spec->run_as->uid : geteuid()));
@@ -233,13 +242,12 @@ void RankSupervisor::Supervise(Key key) {
   if (spec.ok() && !spec->private_shm.empty()) options_.shm->Release(ref.job_id());
   {
     MutexLock lock(&mu_);
-    Rank& rank = *ranks_[key];
-    exited.set_stopped(rank.stop_requested);
-    rank.exited = true;
+    exited.set_stopped(self->stop_requested);
+    self->exited = true;
   }
   callbacks_.exited(exited);
   MutexLock lock(&mu_);
-  ranks_[key]->reported = true;
+  self->reported = true;
 }
 
 std::shared_ptr<SnapshotStore::Lease> RankSupervisor::HandSnapshotSegment(
@@ -264,11 +272,11 @@ std::shared_ptr<SnapshotStore::Lease> RankSupervisor::HandSnapshotSegment(
   return *std::move(lease);
 }
 
-void RankSupervisor::RunToExit(Key key, const v1::RankRef& ref, pid_t pid,
+void RankSupervisor::RunToExit(Rank* self, const v1::RankRef& ref, pid_t pid,
                                const std::optional<RunAs>& run_as, v1::RankExited* exited) {
   {
     MutexLock lock(&mu_);
-    Rank& rank = *ranks_[key];
+    Rank& rank = *self;
     rank.pid = pid;
     rank.run_as = run_as;
     // A stop that came before the process: deliver it now.
@@ -285,7 +293,7 @@ void RankSupervisor::RunToExit(Key key, const v1::RankRef& ref, pid_t pid,
   ExitStatus status;
   while (!launcher_->WaitExit(pid, kPollInterval, &status)) {
     MutexLock lock(&mu_);
-    Rank& rank = *ranks_[key];
+    Rank& rank = *self;
     if (absl::Now() >= rank.kill_at) {
       launcher_->SignalGroup(pid, SIGKILL);
       rank.kill_at = absl::InfiniteFuture();
@@ -374,6 +382,9 @@ bool RankSupervisor::DeleteLogs(const std::string& job_id) {
     for (const auto& [key, rank] : ranks_) {
       if (std::get<0>(key) == job_id && !rank->reported) return false;
     }
+    for (const auto& rank : replaced_) {
+      if (rank->start.rank().job_id() == job_id && !rank->reported) return false;
+    }
   }
   if (options_.code != nullptr) options_.code->Delete(job_id);
   std::error_code error;
@@ -411,6 +422,14 @@ void RankSupervisor::ReapFinishedThreads() {
     if (rank.reported && rank.thread.get_id() != std::this_thread::get_id()) {
       rank.thread.join();
       it = ranks_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto it = replaced_.begin(); it != replaced_.end();) {
+    if ((*it)->reported && (*it)->thread.get_id() != std::this_thread::get_id()) {
+      (*it)->thread.join();
+      it = replaced_.erase(it);
     } else {
       ++it;
     }

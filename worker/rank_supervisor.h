@@ -124,7 +124,7 @@ class RankSupervisor {
   };
 
   // A rank thread's life: prepare, start, wait for the exit, report it.
-  void Supervise(Key key);
+  void Supervise(Rank* self);
   absl::StatusOr<LaunchSpec> LaunchSpecFor(const v1::StartRank& start) const;
   // The log directory, and the job's code when it comes with some (this
   // may wait for another rank's fetch).
@@ -134,7 +134,7 @@ class RankSupervisor {
   std::shared_ptr<SnapshotStore::Lease> HandSnapshotSegment(const v1::StartRank& start,
                                                             LaunchSpec* spec) const;
   // From a started process to its exit, stops delivered.
-  void RunToExit(Key key, const v1::RankRef& ref, pid_t pid, const std::optional<RunAs>& run_as,
+  void RunToExit(Rank* self, const v1::RankRef& ref, pid_t pid, const std::optional<RunAs>& run_as,
                  v1::RankExited* exited);
   // Sends SIGTERM now and SIGKILL at `grace` from now.
   void RequestStop(Rank& rank, absl::Duration grace) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -149,6 +149,9 @@ class RankSupervisor {
 
   mutable Mutex mu_;
   std::map<Key, std::unique_ptr<Rank>> ranks_ ABSL_GUARDED_BY(mu_);
+  // Ranks whose exited process a newer group of their attempt replaced
+  // (StartRank.generation), until their thread has reported the exit.
+  std::vector<std::unique_ptr<Rank>> replaced_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> coordinator_checkpoint_roots_ ABSL_GUARDED_BY(mu_);
 };
 

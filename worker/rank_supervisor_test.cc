@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include <gtest/gtest.h>
 
@@ -38,6 +39,7 @@ class RankSupervisorTest : public ::testing::Test {
                                     started_.push_back(s);
                                   },
                                   [this](const v1::RankExited& e) {
+                                    if (on_exit_) on_exit_(e);
                                     MutexLock lock(&mu_);
                                     exited_.push_back(e);
                                   }});
@@ -83,7 +85,31 @@ class RankSupervisorTest : public ::testing::Test {
   std::vector<v1::RankStarted> started_ ABSL_GUARDED_BY(mu_);
   std::vector<v1::RankExited> exited_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<RankSupervisor> supervisor_;
+  // Called on the rank's thread as its exit is reported; set before any
+  // rank starts.
+  std::function<void(const v1::RankExited&)> on_exit_;
 };
+
+// A rank started again in a newer group of its attempt runs again, even
+// while its exited process's exit is still being reported (as a fast
+// coordinator's command may come), and its log goes on; the same group
+// again is a repeat.
+TEST_F(RankSupervisorTest, ARankStartsAgainInANewerGroupOfItsAttempt) {
+  v1::StartRank replacement = Rank("job-regroup", 1, "echo replacement");
+  replacement.set_generation(1);
+  on_exit_ = [&](const v1::RankExited& e) {
+    if (e.exit_code() != 137) return;
+    supervisor_->Start(Rank("job-regroup", 1, "echo repeated"));
+    supervisor_->Start(replacement);
+  };
+  supervisor_->Start(Rank("job-regroup", 1, "echo first; exit 137"));
+  const std::vector<v1::RankExited> exits = WaitExits(2);
+  ASSERT_EQ(exits.size(), 2u);
+  EXPECT_EQ(exits[0].exit_code(), 137);
+  EXPECT_EQ(exits[1].exit_code(), 0);
+  EXPECT_EQ(Started(), 2u);
+  EXPECT_EQ(ReadLog("job-regroup", 1), "first\nreplacement\n");
+}
 
 // A rank that asks for a snapshot segment reads it at the descriptor its
 // environment names; started again, it gets the same segment back.
