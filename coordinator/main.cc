@@ -119,6 +119,11 @@ void AddTimingFlags(CLI::App& app, ringmaster::CoordinatorConfig* config) {
                                 "a worker whose stream broke is LOST this long after");
   ringmaster::AddDurationOption(app, "--stop-grace", &manager.stop_grace,
                                 "SIGTERM to SIGKILL when stopping ranks");
+  manager.rank_env.regroup_timeout = absl::Seconds(60);
+  ringmaster::AddDurationOption(app, "--regroup-timeout", &manager.rank_env.regroup_timeout,
+                                "when a built-in trainer rank fails, how long the others keep "
+                                "their processes, waiting for its replacement, before every "
+                                "rank restarts (0: every rank restarts at once)");
   ringmaster::AddDurationOption(app, "--restart-backoff-base", &manager.backoff.base,
                                 "wait before the first restart (then doubling, jittered)");
   ringmaster::AddDurationOption(app, "--restart-backoff-max", &manager.backoff.max,

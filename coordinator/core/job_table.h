@@ -84,6 +84,7 @@ struct JobRecord {
   // it had reached: what the next attempt's resume is measured against.
   struct Interruption {
     int attempt = -1;
+    int generation = 0;  // of the attempt's group
     absl::Time at;
     int64_t reached = 0;
   };

@@ -99,6 +99,7 @@ v1::StartRank BuildStartRank(const v1::Job& job, int rank, const RankEnvContext&
   start.mutable_rank()->set_job_id(job.id());
   start.mutable_rank()->set_attempt(job.attempt());
   start.mutable_rank()->set_rank(rank);
+  start.set_generation(job.group_generation());
   for (auto& [key, value] : BuildRankEnv(job, rank, context)) {
     (*start.mutable_env())[key] = value;
   }
@@ -110,6 +111,9 @@ v1::StartRank BuildStartRank(const v1::Job& job, int rank, const RankEnvContext&
     (*start.mutable_env())["RINGMASTER_COLLECTIVE_TIMEOUT_S"] =
         absl::StrCat(CollectiveTimeoutSeconds(job.spec()));
     if (job.spec().preflight()) (*start.mutable_env())["RINGMASTER_PREFLIGHT"] = "1";
+    (*start.mutable_env())["RINGMASTER_GROUP_GENERATION"] = absl::StrCat(job.group_generation());
+    (*start.mutable_env())["RINGMASTER_REGROUP_TIMEOUT_S"] =
+        absl::StrCat(absl::ToInt64Seconds(context.regroup_timeout));
     // Unset counts as the default: every step.
     const v1::TrainerSpec& trainer = job.spec().trainer();
     start.set_snapshot_segment(!trainer.has_snapshot_every_steps() ||

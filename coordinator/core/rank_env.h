@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 
+#include "absl/time/time.h"
 #include "common/credentials.h"
 #include "proto/job.pb.h"
 #include "proto/worker.pb.h"
@@ -17,6 +18,10 @@ struct RankEnvContext {
   std::string checkpoint_dir;       // root; the job's directory is below it
   // Signs RINGMASTER_JOB_TOKEN, the attempt's credential; null: none.
   const CredentialSigner* signer = nullptr;
+  // Built-in trainer: how long ranks whose peer failed keep their process,
+  // waiting for a replacement to join them (RINGMASTER_REGROUP_TIMEOUT_S);
+  // zero: they exit, and every rank is restarted.
+  absl::Duration regroup_timeout = absl::ZeroDuration();
 };
 
 // The variables for `rank` of `job`'s current attempt. `job.ranks()` holds

@@ -55,6 +55,12 @@ void Attempts::CheckTimeouts(JobRecord& entry, absl::Time now) {
                 missing.empty() ? -1 : missing[0]});
     return;
   }
+  // While the group forms again its ranks make no progress: the regroup's
+  // own deadline stands in for the hang timeout.
+  if (entry.job.regroup_since_unix_ms() != 0) {
+    CheckRegroup(entry, now);
+    return;
+  }
   if (entry.job.state() != v1::RUNNING || spec.hang_timeout_s() <= 0) return;
   std::optional<ProgressWatch::Hang> hang =
       entry.watch.Hung(absl::Seconds(spec.hang_timeout_s()), now);
@@ -112,16 +118,8 @@ void Attempts::End(JobRecord& entry) {
   const bool repeat =
       !moves && entry.last_failure && RepeatsWithoutProgress(*entry.last_failure, cause);
   entry.last_failure = cause;
-  v1::Failure* root = job.mutable_root_cause();
-  root->set_attempt(job.attempt());
-  root->set_reason(cause.reason);
-  root->set_rank(cause.rank);
-  root->set_worker_id(
-      cause.rank >= 0 && cause.rank < job.ranks_size() ? job.ranks(cause.rank).worker_id() : "");
-  root->set_exit_code(cause.exit_code);
-  root->set_signal(cause.signal);
-  root->set_error(cause.error);
-  root->set_message(cause.message);
+  SetRootCause(&job, cause);
+  job.clear_regroup_since_unix_ms();
   const std::string refused = RestartRefusal(job);
   if (refused.empty() && !repeat && job.restarts() < job.spec().max_restarts()) {
     job.set_restarts(job.restarts() + 1);
@@ -154,10 +152,28 @@ void Attempts::End(JobRecord& entry) {
   StopRanks(entry);
 }
 
+void SetRootCause(v1::Job* job, const FailureCause& cause) {
+  v1::Failure* root = job->mutable_root_cause();
+  root->set_attempt(job->attempt());
+  root->set_reason(cause.reason);
+  root->set_rank(cause.rank);
+  root->set_worker_id(
+      cause.rank >= 0 && cause.rank < job->ranks_size() ? job->ranks(cause.rank).worker_id() : "");
+  root->set_exit_code(cause.exit_code);
+  root->set_signal(cause.signal);
+  root->set_error(cause.error);
+  root->set_message(cause.message);
+}
+
 void Attempts::NoteInterrupted(JobRecord& entry) {
   const v1::Job& job = entry.job;
-  if (entry.interrupted.attempt == job.attempt()) return;  // its first failure counts
+  // The first failure of the attempt's group counts.
+  if (entry.interrupted.attempt == job.attempt() &&
+      entry.interrupted.generation == job.group_generation()) {
+    return;
+  }
   entry.interrupted.attempt = job.attempt();
+  entry.interrupted.generation = job.group_generation();
   entry.interrupted.at = clock_->Now();
   entry.interrupted.reached = std::max(job.progress().step(), job.snapshots().newest_step());
 }

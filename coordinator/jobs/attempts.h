@@ -38,6 +38,9 @@ namespace ringmaster {
 // What counts as progress for the job's ranks.
 ProgressWatch::Kind WatchKind(const v1::JobSpec& spec);
 
+// The job's root cause: `cause`, in its current attempt.
+void SetRootCause(v1::Job* job, const FailureCause& cause);
+
 // SIGTERM to the attempt's ranks on a worker, SIGKILL after the grace.
 v1::CoordinatorMessage StopMessage(const std::string& job_id, int attempt, absl::Duration grace);
 
@@ -77,7 +80,8 @@ class Attempts {
   // SIGTERM, then SIGKILL after `grace` (default: --stop-grace).
   void StopRanks(JobRecord& entry, std::optional<absl::Duration> grace = std::nullopt);
   // When the current attempt was first interrupted (a failure noted, its
-  // ranks stopped) and the step it had reached; once per attempt.
+  // ranks stopped, a rank replaced) and the step it had reached; once per
+  // group of the attempt.
   void NoteInterrupted(JobRecord& entry);
   void CheckTimeouts(JobRecord& entry, absl::Time now);
   // FAILED with DEADLINE_EXCEEDED once deadline_s has passed since the
@@ -103,6 +107,19 @@ class Attempts {
   // ranks that failed or were slow (attempts_preflight.cc).
   void CheckPreflight(JobRecord& entry);
 
+  // Replacing a failed rank alone (attempts_regroup.cc): the other ranks
+  // of a RUNNING built-in trainer attempt keep their processes and form the
+  // attempt's group again with the failed rank's replacement, started on
+  // its worker (or, when the worker is gone, in a free slot elsewhere),
+  // which restores from a snapshot (docs/checkpoints.md). True when it did;
+  // false when the failure is for NoteFailure (regroups off, snapshots
+  // off, a regroup under way, no slot, no restart left).
+  bool ReplaceRank(JobRecord& entry, int rank, const FailureCause& cause);
+  // Rank 0's report in the new group ends the regroup; past
+  // --regroup-timeout without one the attempt fails, restarting every rank.
+  void OnGroupReport(JobRecord& entry, const v1::Progress& progress);
+  void CheckRegroup(JobRecord& entry, absl::Time now);
+
   // Stacks (attempts_stacks.cc).
   // Asks the workers of the attempt for its ranks' stacks, unless that is
   // under way; with `hang`, the failure is noted once they are in.
@@ -121,6 +138,10 @@ class Attempts {
   // history; false, with a note that says why, when the others cannot
   // hold it.
   bool ExcludeStraggler(JobRecord& entry, const v1::Straggler& straggler, const std::string& line);
+  // Where a replacement for `rank` runs: its slot when its worker is
+  // connected and kept it, else a free slot of another worker; false when
+  // none fits (the rank unchanged).
+  bool PlaceReplacement(JobRecord& entry, int rank, const FailureCause& cause);
 
   JobTable& table_;
   Outbox& outbox_;

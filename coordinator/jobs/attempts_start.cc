@@ -63,6 +63,8 @@ void Attempts::Start(JobRecord& entry, const std::vector<RankPlacement>& placeme
   entry.rank_progress.clear();
   entry.unseen.clear();
   job.clear_progress();
+  job.clear_group_generation();
+  job.clear_regroup_since_unix_ms();
   std::set<std::string> used_workers;
   for (const RankPlacement& p : placement) used_workers.insert(p.worker_id);
   std::string message =

@@ -186,6 +186,7 @@ void RankEvents::OnRankEnded(JobRecord& entry, int rank, const FailureCause& cau
   }
   const v1::RankState state = job.ranks(rank).state();
   if (state == v1::RANK_FAILED || state == v1::RANK_STOPPED) {
+    if (state == v1::RANK_FAILED && attempts_.ReplaceRank(entry, rank, cause)) return;
     attempts_.NoteFailure(entry, cause);
     return;
   }

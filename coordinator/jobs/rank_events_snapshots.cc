@@ -40,7 +40,10 @@ void RankEvents::NoteResume(JobRecord& entry, int rank, const v1::Progress& prog
   if (!progress.snapshots_off().empty() && job.snapshots().off() != progress.snapshots_off()) {
     job.mutable_snapshots()->set_off(absl::StrCat("rank ", rank, ": ", progress.snapshots_off()));
   }
-  if (rank != 0) return;
+  // A survivor's reports from the group before a regroup are not the new
+  // group's first step.
+  if (rank != 0 || progress.group_generation() != job.group_generation()) return;
+  attempts_.OnGroupReport(entry, progress);
   const absl::Time now = clock_->Now();
   const v1::Goodput::Phase phase = job.goodput().phase();
   if (phase == v1::Goodput::STARTUP || phase == v1::Goodput::RESTART) {
@@ -54,28 +57,44 @@ void RankEvents::NoteResume(JobRecord& entry, int rank, const v1::Progress& prog
 
 void RankEvents::NoteResumed(JobRecord& entry, const v1::Progress& progress) {
   v1::Job& job = entry.job;
-  if (job.has_resumed() && job.resumed().attempt() == job.attempt()) return;
+  const int generation = job.group_generation();
+  if (job.has_resumed() && job.resumed().attempt() == job.attempt() &&
+      job.resumed().generation() == generation) {
+    return;
+  }
   v1::ResumeRecord* resumed = job.mutable_resumed();
   resumed->set_attempt(job.attempt());
+  resumed->set_generation(generation);
   resumed->set_from(progress.resumed_from());
   resumed->set_step(progress.resumed_step());
   std::string cost;
-  if (entry.interrupted.attempt >= 0 && entry.interrupted.attempt < job.attempt()) {
-    resumed->set_steps_redone(std::max<int64_t>(0, entry.interrupted.reached - resumed->step()));
-    resumed->set_seconds(absl::ToDoubleSeconds(clock_->Now() - entry.interrupted.at));
-    cost = absl::StrFormat(", %d steps redone; first step %.1f s after attempt %d ended",
-                           resumed->steps_redone(), resumed->seconds(), entry.interrupted.attempt);
-    GoodputOnResume(&job, resumed->steps_redone(), entry.interrupted.reached);
+  const JobRecord::Interruption& interrupted = entry.interrupted;
+  const bool regrouped =
+      interrupted.attempt == job.attempt() && interrupted.generation < generation;
+  if (regrouped || (interrupted.attempt >= 0 && interrupted.attempt < job.attempt())) {
+    resumed->set_steps_redone(std::max<int64_t>(0, interrupted.reached - resumed->step()));
+    resumed->set_seconds(absl::ToDoubleSeconds(clock_->Now() - interrupted.at));
+    cost = absl::StrFormat(
+        ", %d steps redone; first step %.1f s after %s", resumed->steps_redone(),
+        resumed->seconds(),
+        regrouped ? "the rank failed" : absl::StrCat("attempt ", interrupted.attempt, " ended"));
+    GoodputOnResume(&job, resumed->steps_redone(), interrupted.reached);
   } else {
     resumed->clear_steps_redone();
     resumed->clear_seconds();
   }
-  const std::string where = progress.resumed_from() == "memory" ? "from memory on its workers"
-                            : progress.resumed_from() == "replica"
-                                ? "from memory, with snapshots fetched from peers' replicas"
-                            : job.snapshots().newest_step() > 0
-                                ? "from disk: no snapshot in its workers' memory was as new"
-                                : "from disk";
+  const std::string where =
+      generation > 0 && progress.resumed_from() != "disk"
+          ? absl::StrCat("from memory, the ranks that did not fail keeping their processes",
+                         progress.resumed_from() == "replica"
+                             ? " (the replaced rank's snapshot fetched from a peer's replica)"
+                             : "")
+      : progress.resumed_from() == "memory" ? "from memory on its workers"
+      : progress.resumed_from() == "replica"
+          ? "from memory, with snapshots fetched from peers' replicas"
+      : job.snapshots().newest_step() > 0
+          ? "from disk: no snapshot in its workers' memory was as new"
+          : "from disk";
   (void)table_.Note(entry, v1::RESUMED,
                     absl::StrCat("resumed at step ", resumed->step(), " ", where, cost));
 }

@@ -1,0 +1,224 @@
+// JobManager: a failed rank of a built-in trainer job replaced alone while
+// the others keep their processes, and every rank restarted when that
+// does not work out.
+#include "absl/strings/match.h"
+#include "coordinator/jobs/job_manager_fixture.h"
+#include "domain/group_generation.h"
+#include "testing/status_matchers.h"
+
+namespace ringmaster {
+namespace {
+
+v1::JobSpec TrainerSpec(int ranks, int max_restarts) {
+  v1::JobSpec spec;
+  spec.set_name("train");
+  spec.set_ranks(ranks);
+  spec.set_max_restarts(max_restarts);
+  spec.mutable_trainer()->set_epochs(1);
+  spec.mutable_trainer()->mutable_data()->set_path("digits");
+  spec.mutable_trainer()->mutable_model()->add_hidden(8);
+  spec.mutable_trainer()->set_batch_size(4);
+  spec.mutable_trainer()->mutable_optimizer()->set_type("sgd");
+  spec.mutable_trainer()->mutable_optimizer()->set_lr(0.1);
+  return spec;
+}
+
+class JobManagerRegroupTest : public JobManagerTest {
+ protected:
+  JobManagerRegroupTest() {
+    options_.rank_env.regroup_timeout = absl::Seconds(60);
+    Restart();
+  }
+
+  // A 2-rank trainer job running on w1 (rank 0) and w2 (rank 1), rank 0
+  // at step 20.
+  std::string RunningJob(TestWorker& w1, TestWorker& w2, int max_restarts = 3) {
+    EXPECT_OK(Register(w1, "w1", 1));
+    EXPECT_OK(Register(w2, "w2", 1));
+    const std::string id = Submit(TrainerSpec(2, max_restarts));
+    (void)Starts(w1);
+    (void)Starts(w2);
+    Started(w1, id, 0, 0);
+    Started(w2, id, 0, 1);
+    Report(w1, id, 0, 20, 0);
+    EXPECT_EQ(Job(id).state(), v1::RUNNING);
+    return id;
+  }
+
+  // Rank `rank`'s progress at `step` in group `generation`.
+  void Report(TestWorker& w, const std::string& id, int rank, int64_t step, int generation,
+              const std::string& resumed_from = "", int64_t resumed_step = 0) {
+    v1::Heartbeat beat;
+    for (const auto& [key, running] : w.running) *beat.add_running() = running;
+    v1::RankProgress& p = *beat.add_progress();
+    *p.mutable_rank() = Ref(id, 0, rank);
+    p.mutable_progress()->set_step(step);
+    p.mutable_progress()->set_group_generation(generation);
+    p.mutable_progress()->set_resumed_from(resumed_from);
+    p.mutable_progress()->set_resumed_step(resumed_step);
+    manager_->OnHeartbeat(w.session, beat);
+  }
+
+  bool Announced(const std::string& id, int generation) {
+    return rendezvous_.Get({id, 0}, GroupKey(generation)).ok();
+  }
+};
+
+TEST_F(JobManagerRegroupTest, AFailedRankIsStartedAgainAloneAndTheOthersKeepTheirs) {
+  TestWorker w1, w2;
+  const std::string id = RunningJob(w1, w2);
+  Killed(w2, id, 0, 1, 9);
+
+  v1::Job job = Job(id);
+  EXPECT_EQ(job.state(), v1::RUNNING);
+  EXPECT_EQ(job.attempt(), 0);
+  EXPECT_EQ(job.group_generation(), 1);
+  EXPECT_EQ(job.restarts(), 1);
+  EXPECT_EQ(job.ranks(1).state(), v1::RANK_ASSIGNED);
+  EXPECT_EQ(job.ranks(1).worker_id(), "w2");
+  EXPECT_EQ(job.ranks(0).state(), v1::RANK_RUNNING);
+  EXPECT_EQ(job.root_cause().rank(), 1);
+  EXPECT_TRUE(Announced(id, 1));
+  EXPECT_EQ(Last(id).reason(), v1::RANK_REPLACED);
+  EXPECT_EQ(Last(id).message(),
+            "rank 1 was killed by signal 9: rank 1 started again alone on its worker "
+            "w2; 1 rank keeps its process (group 1 of attempt 0; 1 of 3 restarts used)");
+  EXPECT_EQ(Stops(w1), 0) << "rank 0 keeps its process";
+  const std::vector<v1::StartRank> starts = Starts(w2);
+  ASSERT_EQ(starts.size(), 1u);
+  EXPECT_EQ(starts[0].rank().rank(), 1);
+  EXPECT_EQ(starts[0].rank().attempt(), 0);
+  EXPECT_EQ(starts[0].generation(), 1);
+  EXPECT_EQ(starts[0].env().at("RINGMASTER_GROUP_GENERATION"), "1");
+  EXPECT_EQ(starts[0].env().at("RINGMASTER_REGROUP_TIMEOUT_S"), "60");
+
+  Started(w2, id, 0, 1);
+  clock_.Advance(absl::Milliseconds(800));
+  Report(w1, id, 0, 20, 0);  // rank 0's last report of the group before: not a resume
+  EXPECT_NE(Job(id).regroup_since_unix_ms(), 0);
+  Report(w1, id, 0, 21, 1, "memory", 20);
+  job = Job(id);
+  EXPECT_EQ(job.regroup_since_unix_ms(), 0);
+  EXPECT_EQ(job.ranks(1).state(), v1::RANK_RUNNING);
+  EXPECT_EQ(job.resumed().generation(), 1);
+  EXPECT_EQ(job.resumed().steps_redone(), 0);
+  EXPECT_DOUBLE_EQ(job.resumed().seconds(), 0.8);
+  EXPECT_EQ(Last(id).reason(), v1::RESUMED);
+  EXPECT_EQ(Last(id).message(),
+            "resumed at step 20 from memory, the ranks that did not fail keeping their processes, "
+            "0 steps redone; first step 0.8 s after the rank failed");
+  EXPECT_GT(job.goodput().lost_seconds().at("restart"), 0.7);
+}
+
+// A replacement that never joins: past --regroup-timeout every rank is
+// restarted, and the history says why.
+TEST_F(JobManagerRegroupTest, AGroupThatDoesNotFormInTimeRestartsEveryRank) {
+  TestWorker w1, w2;
+  const std::string id = RunningJob(w1, w2);
+  Exited(w2, id, 0, 1, 1);
+  (void)Starts(w2);
+  Started(w2, id, 0, 1);
+  Pass(absl::Seconds(59));
+  EXPECT_EQ(Job(id).state(), v1::RUNNING);
+  Pass(absl::Seconds(3));
+  EXPECT_EQ(Job(id).state(), v1::RESTARTING);
+  EXPECT_TRUE(absl::StrContains(Job(id).root_cause().message(),
+                                "group 1 did not form within 1m of a rank's replacement "
+                                "(--regroup-timeout): restarting every rank"))
+      << Job(id).root_cause().message();
+  EXPECT_GE(Stops(w1), 1) << "rank 0 is stopped";
+  EXPECT_EQ(Job(id).regroup_since_unix_ms(), 0);
+}
+
+// A second failure while the group forms again is not patched over: every
+// rank restarts, and the next attempt starts at group 0.
+TEST_F(JobManagerRegroupTest, AFailureWhileRegroupingRestartsEveryRank) {
+  TestWorker w1, w2;
+  const std::string id = RunningJob(w1, w2);
+  Exited(w2, id, 0, 1, 1);
+  (void)Starts(w2);
+  Exited(w1, id, 0, 0, 1);
+  Pass(absl::Seconds(2));
+  EXPECT_EQ(Job(id).state(), v1::RESTARTING);
+  Exited(w2, id, 0, 1, 1, /*stopped=*/true);
+  Pass(absl::Seconds(5));
+  const v1::Job job = Job(id);
+  EXPECT_EQ(job.attempt(), 1);
+  EXPECT_EQ(job.group_generation(), 0);
+  for (TestWorker* w : {&w1, &w2}) {
+    for (const v1::StartRank& start : Starts(*w)) {
+      EXPECT_EQ(start.generation(), 0);
+      EXPECT_EQ(start.env().at("RINGMASTER_GROUP_GENERATION"), "0");
+    }
+  }
+}
+
+// A rank whose worker is lost is replaced in a free slot of another worker,
+// which fetches its snapshot from the replica's holder.
+TEST_F(JobManagerRegroupTest, ARankOfALostWorkerIsReplacedInAFreeSlotElsewhere) {
+  TestWorker w1, w2, w3;
+  const std::string id = RunningJob(w1, w2);
+  ASSERT_OK(Register(w3, "w3", 1));
+  v1::HeldSnapshots replica;
+  replica.set_job_id(id);
+  replica.set_rank(1);
+  replica.set_world_size(2);
+  replica.set_bytes(4096);
+  replica.add_steps(20);
+  replica.set_replica(true);
+  w1.held = {replica};
+  Silence(w2);
+  Pass(absl::Seconds(6));
+  const v1::Job job = Job(id);
+  EXPECT_EQ(job.state(), v1::RUNNING);
+  EXPECT_EQ(job.ranks(1).worker_id(), "w3");
+  EXPECT_EQ(job.ranks(1).state(), v1::RANK_ASSIGNED);
+  EXPECT_TRUE(
+      absl::StrContains(Last(id).message(), "started again alone on worker w3 (w2 is gone)"))
+      << Last(id).message();
+  const std::vector<v1::StartRank> starts = Starts(w3);
+  ASSERT_EQ(starts.size(), 1u);
+  EXPECT_EQ(starts[0].generation(), 1);
+  EXPECT_EQ(starts[0].fetch_from().worker_id(), "w1");
+  EXPECT_EQ(starts[0].fetch_from().step(), 20);
+  EXPECT_EQ(Stops(w1), 0);
+}
+
+// Without a free slot for it, the job restarts every rank as before.
+TEST_F(JobManagerRegroupTest, ARankOfALostWorkerWithoutASlotElsewhereRestartsEveryRank) {
+  TestWorker w1, w2;
+  const std::string id = RunningJob(w1, w2);
+  Silence(w2);
+  Pass(absl::Seconds(6));
+  EXPECT_EQ(Job(id).state(), v1::RESTARTING);
+  EXPECT_EQ(Job(id).group_generation(), 0);
+}
+
+// Off: snapshots off in the spec, or the coordinator's timeout zero.
+TEST_F(JobManagerRegroupTest, WithoutSnapshotsInMemoryEveryRankRestarts) {
+  TestWorker w1, w2;
+  ASSERT_OK(Register(w1, "w1", 1));
+  ASSERT_OK(Register(w2, "w2", 1));
+  v1::JobSpec spec = TrainerSpec(2, 3);
+  spec.mutable_trainer()->set_snapshot_every_steps(0);
+  const std::string id = Submit(spec);
+  Started(w1, id, 0, 0);
+  Started(w2, id, 0, 1);
+  Exited(w2, id, 0, 1, 1);
+  Pass(absl::Seconds(2));
+  EXPECT_EQ(Job(id).state(), v1::RESTARTING);
+  EXPECT_FALSE(Announced(id, 1));
+}
+
+TEST_F(JobManagerRegroupTest, WithoutARegroupTimeoutEveryRankRestarts) {
+  options_.rank_env.regroup_timeout = absl::ZeroDuration();
+  Restart();
+  TestWorker w1, w2;
+  const std::string id = RunningJob(w1, w2);
+  Exited(w2, id, 0, 1, 1);
+  Pass(absl::Seconds(2));
+  EXPECT_EQ(Job(id).state(), v1::RESTARTING);
+}
+
+}  // namespace
+}  // namespace ringmaster
