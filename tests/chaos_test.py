@@ -188,17 +188,26 @@ class ChaosTest(unittest.TestCase):
     # -- the cases -------------------------------------------------------
 
     def test_kill_rank(self):
-        # With a snapshot every step, the kill lands in a snapshot being
-        # written more often than not; the previous one serves.
+        # Only the killed rank is started again: rank 0 keeps its process,
+        # and both go on from memory. With a snapshot every step, the kill
+        # lands in a snapshot being written more often than not; the
+        # previous one serves.
         job_id, job = self.start_job("kill-rank")
         pid = int(self.rank_of(job, 1)["pid"])
+        survivor = int(self.rank_of(job, 0)["pid"])
         checkpoint = self.cluster.checkpoints(job_id)[-1]
         os.kill(pid, signal.SIGKILL)
-        job = self.assert_recovered(job_id, ["RANK_SIGNALED"], checkpoint)
-        self.assertGreaterEqual(attempt(job), 1)
+        job = self.assert_recovered(job_id, ["RANK_REPLACED", "RESUMED"], checkpoint)
+        self.assertEqual(attempt(job), 0, "every rank was restarted")
+        self.assertEqual(int(self.rank_of(job, 0)["pid"]), survivor, "rank 0 was restarted")
+        self.assertNotEqual(int(self.rank_of(job, 1)["pid"]), pid)
+        self.assertEqual(int(job.get("group_generation", 0)), 1)
         resumed = job.get("resumed", {})
         self.assertEqual(resumed.get("from"), "memory", resumed)
         self.assertEqual(int(resumed.get("steps_redone", 0)), 0, resumed)
+        self.assertEqual(int(resumed.get("generation", 0)), 1, resumed)
+        self.assertIn("was killed by signal 9: rank 1 started again alone on its worker",
+                      self.cluster.cli("status", job_id).stdout)
 
     def snapshots(self, job_id):
         s = self.cluster.job(job_id).get("snapshots", {})
