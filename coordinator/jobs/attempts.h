@@ -109,11 +109,11 @@ class Attempts {
 
   // Replacing a failed rank alone (attempts_regroup.cc): the other ranks
   // of a RUNNING built-in trainer attempt keep their processes and form the
-  // attempt's group again with the failed rank's replacement, started on
-  // its worker (or, when the worker is gone, in a free slot elsewhere),
-  // which restores from a snapshot (docs/checkpoints.md). True when it did;
-  // false when the failure is for NoteFailure (regroups off, snapshots
-  // off, a regroup under way, no slot, no restart left).
+  // attempt's group again with the failed rank's replacement, started in
+  // its slot, which restores from a snapshot (docs/checkpoints.md). True
+  // when it did; false when the failure is for NoteFailure (regroups off,
+  // snapshots off, a regroup under way, a rank not seen to exit, no
+  // restart left).
   bool ReplaceRank(JobRecord& entry, int rank, const FailureCause& cause);
   // Rank 0's report in the new group ends the regroup; past
   // --regroup-timeout without one the attempt fails, restarting every rank.
@@ -138,10 +138,6 @@ class Attempts {
   // history; false, with a note that says why, when the others cannot
   // hold it.
   bool ExcludeStraggler(JobRecord& entry, const v1::Straggler& straggler, const std::string& line);
-  // Where a replacement for `rank` runs: its slot when its worker is
-  // connected and kept it, else a free slot of another worker; false when
-  // none fits (the rank unchanged).
-  bool PlaceReplacement(JobRecord& entry, int rank, const FailureCause& cause);
 
   JobTable& table_;
   Outbox& outbox_;

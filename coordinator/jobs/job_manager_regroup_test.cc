@@ -153,45 +153,17 @@ TEST_F(JobManagerRegroupTest, AFailureWhileRegroupingRestartsEveryRank) {
   }
 }
 
-// A rank whose worker is lost is replaced in a free slot of another worker,
-// which fetches its snapshot from the replica's holder.
-TEST_F(JobManagerRegroupTest, ARankOfALostWorkerIsReplacedInAFreeSlotElsewhere) {
+// A rank of a lost worker may still run (a partition): every rank
+// restarts, even with a free slot elsewhere.
+TEST_F(JobManagerRegroupTest, ARankOfALostWorkerRestartsEveryRank) {
   TestWorker w1, w2, w3;
   const std::string id = RunningJob(w1, w2);
   ASSERT_OK(Register(w3, "w3", 1));
-  v1::HeldSnapshots replica;
-  replica.set_job_id(id);
-  replica.set_rank(1);
-  replica.set_world_size(2);
-  replica.set_bytes(4096);
-  replica.add_steps(20);
-  replica.set_replica(true);
-  w1.held = {replica};
-  Silence(w2);
-  Pass(absl::Seconds(6));
-  const v1::Job job = Job(id);
-  EXPECT_EQ(job.state(), v1::RUNNING);
-  EXPECT_EQ(job.ranks(1).worker_id(), "w3");
-  EXPECT_EQ(job.ranks(1).state(), v1::RANK_ASSIGNED);
-  EXPECT_TRUE(
-      absl::StrContains(Last(id).message(), "started again alone on worker w3 (w2 is gone)"))
-      << Last(id).message();
-  const std::vector<v1::StartRank> starts = Starts(w3);
-  ASSERT_EQ(starts.size(), 1u);
-  EXPECT_EQ(starts[0].generation(), 1);
-  EXPECT_EQ(starts[0].fetch_from().worker_id(), "w1");
-  EXPECT_EQ(starts[0].fetch_from().step(), 20);
-  EXPECT_EQ(Stops(w1), 0);
-}
-
-// Without a free slot for it, the job restarts every rank as before.
-TEST_F(JobManagerRegroupTest, ARankOfALostWorkerWithoutASlotElsewhereRestartsEveryRank) {
-  TestWorker w1, w2;
-  const std::string id = RunningJob(w1, w2);
   Silence(w2);
   Pass(absl::Seconds(6));
   EXPECT_EQ(Job(id).state(), v1::RESTARTING);
   EXPECT_EQ(Job(id).group_generation(), 0);
+  EXPECT_FALSE(Announced(id, 1));
 }
 
 // Off: snapshots off in the spec, or the coordinator's timeout zero.
