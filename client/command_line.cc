@@ -68,6 +68,9 @@ void AddLocalClusterCommands(CLI::App& app, Invocation* run,
                  "the coordinator's queues, quotas and priority classes (YAML)");
   up->add_option("--max-quarantined", cluster.max_quarantined,
                  "most workers quarantined at once: a share (\"20%\", the default) or a number");
+  up->add_option("--regroup-timeout", cluster.regroup_timeout,
+                 "when a trainer rank fails, how long the others keep their processes waiting "
+                 "for its replacement (\"60s\", the default; 0: every rank restarts)");
   up->add_option("--store", cluster.store,
                  "where the coordinator keeps jobs: sqlite:///PATH (default: in the state dir) "
                  "or postgresql://USER@HOST[:PORT]/DB");

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -171,8 +172,9 @@ absl::Status WaitReady(const LocalClusterOptions& options, const std::vector<Dae
   }
 }
 
-// The coordinator's --queues, --max-quarantined and --store, checked here
-// first so that a bad value is refused by `up` itself.
+// The coordinator's --queues, --max-quarantined, --store and
+// --regroup-timeout, checked here first so that a bad value is refused by
+// `up` itself.
 absl::Status AddPolicyFlags(const LocalClusterOptions& options, std::vector<std::string>* argv) {
   if (!options.queues_file.empty()) {
     RETURN_IF_ERROR(LoadQueueConfig(options.queues_file).status());
@@ -182,6 +184,17 @@ absl::Status AddPolicyFlags(const LocalClusterOptions& options, std::vector<std:
   if (!options.max_quarantined.empty()) {
     RETURN_IF_ERROR(ParseQuarantineLimit(options.max_quarantined).status());
     argv->insert(argv->end(), {"--max-quarantined", options.max_quarantined});
+  }
+  if (!options.regroup_timeout.empty()) {
+    absl::Duration timeout;
+    double seconds;
+    if (!absl::SimpleAtod(options.regroup_timeout, &seconds) &&
+        !absl::ParseDuration(options.regroup_timeout, &timeout)) {
+      return absl::InvalidArgumentError(absl::StrCat("--regroup-timeout \"",
+                                                     options.regroup_timeout,
+                                                     "\" is not a duration such as 60s or 0"));
+    }
+    argv->insert(argv->end(), {"--regroup-timeout", options.regroup_timeout});
   }
   if (!options.store.empty()) {
     RETURN_IF_ERROR(

@@ -29,6 +29,7 @@ struct LocalClusterOptions {
   std::string max_quarantined;      // the coordinator's --max-quarantined; empty: its default
   std::string store;                // the coordinator's --store; empty: SQLite in the state dir
   std::string store_password_file;  // the coordinator's --store-password-file
+  std::string regroup_timeout;      // the coordinator's --regroup-timeout; empty: its default
   absl::Duration ready_timeout = absl::Seconds(30);
 };
 

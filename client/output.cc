@@ -308,10 +308,17 @@ void PrintRecovery(std::ostream& out, const v1::Job& job) {
   }
   if (!job.has_resumed()) return;
   const v1::ResumeRecord& r = job.resumed();
-  out << "resumed:   attempt " << r.attempt() << " at step " << r.step() << " from "
-      << (r.from() == "memory"    ? "memory on its workers"
-          : r.from() == "replica" ? "memory, with snapshots fetched from peers' replicas"
-                                  : r.from());
+  out << "resumed:   attempt " << r.attempt();
+  if (r.generation() > 0) {
+    out << ", group " << r.generation() << " at step " << r.step() << " from "
+        << (r.from() == "disk" ? "disk"
+                               : "memory, the ranks that did not fail keeping their processes");
+  } else {
+    out << " at step " << r.step() << " from "
+        << (r.from() == "memory"    ? "memory on its workers"
+            : r.from() == "replica" ? "memory, with snapshots fetched from peers' replicas"
+                                    : r.from());
+  }
   if (r.seconds() > 0) {
     out << absl::StrFormat(", %d steps redone, first step %.1f s after the failure",
                            r.steps_redone(), r.seconds());
