@@ -9,19 +9,23 @@ a snapshot in its workers' memory every step: docs/checkpoints.md), lets it
 pass its first checkpoint, injects the failure and watches the job's
 progress:
 
-  killed rank         kill -9 of rank 1
+  killed rank         kill -9 of rank 1: rank 1 alone is started again, rank 0
+                      keeps its process (the default --regroup-timeout)
+  killed rank, all    the same with --regroup-timeout 0: every rank restarts
   killed worker       kill -9 of the worker running rank 1
   hung rank           kill -STOP of rank 1 (hang_timeout_s: 10)
   coordinator restart kill -9 of the coordinator, started again at once
 
-"first step" is the time the rank reported its first step of the new
-attempt (the trainer reports the first step of an attempt at once); for
-the coordinator restart, the first step reported to the new coordinator.
+"first step" is the time rank 0 reported its first step of the new attempt,
+or of the attempt's new group when rank 1 alone was replaced (the trainer
+reports the first step at once); for the coordinator restart, the first
+step reported to the new coordinator.
 "from" is where the new attempt got its state: "memory" (its workers'
 snapshots), "replica" (some rank's from a peer's replica) or "disk".
 "steps redone" is the step the failed attempt reached (its ranks log
-"failed after step N", or "stopped after step N" when stopped; else the
-last step it reported) minus the step the new attempt resumed from.
+"failed after step N", "stopped after step N" when stopped, or "lost a
+peer after step N" when they keep their process; else the last step it
+reported) minus the step the new attempt resumed from.
 
 The killed-rank row is also run under torchrun (torch.distributed.run,
 --max-restarts 3, its default monitor interval) with a DDP script doing
@@ -82,18 +86,28 @@ def poll(c, job_id, until, timeout):
     raise TimeoutError(f"{job_id}: no recovery within {timeout} s")
 
 
+def generation(job):
+    return int(job.get("group_generation", 0))
+
+
+def reported_generation(job):
+    return int(job.get("progress", {}).get("group_generation", 0))
+
+
 def measure(kind):
-    root = tempfile.mkdtemp(prefix=f"recovery-{kind.replace(' ', '-')}-")
-    with Cluster(root, workers=3) as c:
+    root = tempfile.mkdtemp(prefix=f"recovery-{kind.replace(' ', '-').replace(',', '')}-")
+    flags = ["--regroup-timeout", "0"] if kind == "killed rank, all" else []
+    with Cluster(root, workers=3, coordinator_flags=flags) as c:
         c.start()
         job_id = c.submit(SPEC)
         job = c.wait_job(job_id, lambda j: state(j) == "RUNNING" and step(j) > 700, 120,
                          "past its first checkpoint")
         before = c.job(job_id)
         old_attempt, last_step = attempt(before), step(before)
+        old_generation = generation(before)
         victim = rank(before, 1)
         failed_at = time.time()
-        if kind == "killed rank":
+        if kind.startswith("killed rank"):
             os.kill(int(victim["pid"]), signal.SIGKILL)
         elif kind == "killed worker":
             c.signal_worker(c.worker_index(victim["worker_id"]), signal.SIGKILL)
@@ -108,7 +122,9 @@ def measure(kind):
             if attempt(job) != old_attempt:
                 raise RuntimeError(f"the coordinator restart restarted the job: {job}")
         else:
-            job = poll(c, job_id, lambda j: attempt(j) > old_attempt and
+            job = poll(c, job_id, lambda j: (attempt(j) > old_attempt or
+                                             generation(j) > old_generation) and
+                       reported_generation(j) == generation(j) and
                        update_ms(j) > failed_at * 1000, 120)
             logs = c.logs(job_id)
             # "resuming from DIR/step-N" (disk) or "resuming at step N" (memory).
@@ -116,7 +132,8 @@ def measure(kind):
                        re.findall(r"resuming (?:from \S*/step-|at step )(\d+)", logs)]
             # Where the failed attempt got to, as its ranks said on their way
             # out; else its last report.
-            ended = [int(s) for s in re.findall(r"(?:failed|stopped) after step (\d+)", logs)]
+            ended = [int(s) for s in
+                     re.findall(r"(?:failed|stopped|lost a peer) after step (\d+)", logs)]
             redone = (max(ended) if ended else last_step) - resumed[-1]
         seconds = update_ms(job) / 1000 - failed_at
         source = job.get("resumed", {}).get("from", "-") if kind != "coordinator restart" else "-"
@@ -165,7 +182,8 @@ def main():
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--no-torchrun", action="store_true")
     args = parser.parse_args()
-    targets = {"killed rank": "<= 1.0 s, 0 steps", "killed worker": "<= 2 s, 0 steps",
+    targets = {"killed rank": "<= 1.0 s, 0 steps", "killed rank, all": "0 steps",
+               "killed worker": "<= 2 s, 0 steps",
                "hung rank": f"< {HANG_TIMEOUT_S + 3} s (hang_timeout {HANG_TIMEOUT_S} s + 3)",
                "coordinator restart": "0 steps redone"}
     rows = {}
