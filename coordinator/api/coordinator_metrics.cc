@@ -98,13 +98,15 @@ void CoordinatorMetrics::SetSources(std::function<std::map<v1::JobState, int>()>
 }
 
 void CoordinatorMetrics::OnTransition(const v1::Job& before, const v1::StateChange& change) {
-  if (change.state() == v1::RESTARTING) {
+  // A rank started again alone is a restart too (its note keeps the state).
+  if ((change.state() == v1::RESTARTING && before.state() != v1::RESTARTING) ||
+      change.reason() == v1::RANK_REPLACED) {
     restarts_.Add({{"job_id", before.id()}, {"reason", ReasonName(change.reason())}}).Increment();
   }
   if (change.reason() == v1::PREEMPTED) {
     preemptions_.Add({{"queue", before.spec().queue()}}).Increment();
   }
-  if (IsTerminal(change.state())) {
+  if (IsTerminal(change.state()) && !IsTerminal(before.state())) {
     MutexLock lock(&mu_);
     ended_[before.id()] = clock_->Now();
   }

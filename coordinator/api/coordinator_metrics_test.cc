@@ -40,6 +40,10 @@ TEST(CoordinatorMetricsTest, GaugesRestartsAndQueueWait) {
       });
 
   m.OnTransition(running, Change(v1::RESTARTING, v1::RANK_EXITED, 0));
+  // A rank started again alone: a note of the running job, a restart all
+  // the same; other notes are not.
+  m.OnTransition(running, Change(v1::RUNNING, v1::RANK_REPLACED, 0));
+  m.OnTransition(running, Change(v1::RUNNING, v1::RESUMED, 0));
   v1::Job queued = pending;
   *queued.add_history() = Change(v1::PENDING, v1::SUBMITTED, 1000);
   m.OnTransition(queued, Change(v1::STARTING, v1::SCHEDULED, 3500));
@@ -56,6 +60,11 @@ TEST(CoordinatorMetricsTest, GaugesRestartsAndQueueWait) {
   EXPECT_NE(text.find("ringmaster_worker_cordoned{worker=\"w2\"} 1\n"), std::string::npos);
   EXPECT_NE(text.find("ringmaster_job_restarts_total{job_id=\"a-1\",reason=\"RANK_EXITED\"} 1\n"),
             std::string::npos);
+  EXPECT_NE(
+      text.find("ringmaster_job_restarts_total{job_id=\"a-1\",reason=\"RANK_REPLACED\"} 1\n"),
+      std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("reason=\"RESUMED\""), std::string::npos) << text;
   EXPECT_NE(text.find("ringmaster_job_queue_wait_seconds_sum 2.5\n"), std::string::npos) << text;
 }
 

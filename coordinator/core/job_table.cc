@@ -236,6 +236,7 @@ absl::Status JobTable::Note(JobRecord& record, v1::Reason reason, const std::str
   }
   spdlog::info("job {}: {} ({}: {})", next.id(), StateName(next.state()), ReasonName(reason),
                message);
+  if (on_transition_) on_transition_(record.job, change);
   record.job = std::move(next);
   outbox_->Notify(record.job);
   return absl::OkStatus();

@@ -151,7 +151,8 @@ class JobTable {
   absl::Status Transition(JobRecord& record, v1::JobState to, v1::Reason reason,
                           const std::string& message);
   // Records an event in the job's history without a change of state
-  // (a straggler), stored with its snapshot.
+  // (a straggler, a rank replaced), stored with its snapshot; the
+  // transition hook sees it too.
   absl::Status Note(JobRecord& record, v1::Reason reason, const std::string& message);
   // Stores the snapshot (ranks, progress) and tells the watchers.
   void Persist(JobRecord& record);
