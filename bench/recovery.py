@@ -16,10 +16,10 @@ progress:
   hung rank           kill -STOP of rank 1 (hang_timeout_s: 10)
   coordinator restart kill -9 of the coordinator, started again at once
 
-"first step" is the time rank 0 reported its first step of the new attempt,
-or of the attempt's new group when rank 1 alone was replaced (the trainer
-reports the first step at once); for the coordinator restart, the first
-step reported to the new coordinator.
+"first step" is from the failure to when rank 0 completed its first step
+of the new attempt, or of the attempt's new group when rank 1 alone was
+replaced (`progress.first_step_unix_ms`, which its reports carry); for the
+coordinator restart, the first step reported to the new coordinator.
 "from" is where the new attempt got its state: "memory" (its workers'
 snapshots), "replica" (some rank's from a peer's replica) or "disk".
 "steps redone" is the step the failed attempt reached (its ranks log
@@ -90,6 +90,10 @@ def generation(job):
     return int(job.get("group_generation", 0))
 
 
+def first_step_ms(job):
+    return int(job.get("progress", {}).get("first_step_unix_ms", 0))
+
+
 def reported_generation(job):
     return int(job.get("progress", {}).get("group_generation", 0))
 
@@ -125,7 +129,7 @@ def measure(kind):
             job = poll(c, job_id, lambda j: (attempt(j) > old_attempt or
                                              generation(j) > old_generation) and
                        reported_generation(j) == generation(j) and
-                       update_ms(j) > failed_at * 1000, 120)
+                       first_step_ms(j) > failed_at * 1000, 120)
             logs = c.logs(job_id)
             # "resuming from DIR/step-N" (disk) or "resuming at step N" (memory).
             resumed = [int(s) for s in
@@ -135,7 +139,11 @@ def measure(kind):
             ended = [int(s) for s in
                      re.findall(r"(?:failed|stopped|lost a peer) after step (\d+)", logs)]
             redone = (max(ended) if ended else last_step) - resumed[-1]
-        seconds = update_ms(job) / 1000 - failed_at
+        if kind == "coordinator restart":
+            seconds = update_ms(job) / 1000 - failed_at
+        else:
+            # When rank 0 completed that step, as it says in every report.
+            seconds = int(job["progress"].get("first_step_unix_ms", 0)) / 1000 - failed_at
         source = job.get("resumed", {}).get("from", "-") if kind != "coordinator restart" else "-"
         c.cli("cancel", job_id, check=False)
     return seconds, redone, source

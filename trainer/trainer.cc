@@ -338,6 +338,11 @@ absl::Status TrainingRun::Update() {
   }
   RETURN_IF_ERROR(runner_->AfterStep());
   ++step_;
+  if (progress_.first_step_unix_ms() == 0) {
+    progress_.set_first_step_unix_ms(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                         std::chrono::system_clock::now().time_since_epoch())
+                                         .count());
+  }
   if (context_.flight) context_.flight->Step(step_ + 1);  // the step it is on now
   if (context_.steps_done) context_.steps_done->store(step_, std::memory_order_relaxed);
   if (context_.on_progress) {

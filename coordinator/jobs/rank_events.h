@@ -78,8 +78,9 @@ class RankEvents {
   // A rank's report: why it keeps no snapshots; rank 0's, the attempt's
   // first step (and where it resumed from) and its stalls, for goodput.
   void NoteResume(JobRecord& entry, int rank, const v1::Progress& progress);
-  // Where the attempt resumed from and what the restart cost, once.
-  void NoteResumed(JobRecord& entry, const v1::Progress& progress);
+  // Where the attempt resumed from and what the restart cost (to its first
+  // step, at `first_step`), once per attempt and group.
+  void NoteResumed(JobRecord& entry, const v1::Progress& progress, absl::Time first_step);
 
   JobTable& table_;
   Outbox& outbox_;

@@ -47,15 +47,23 @@ void RankEvents::NoteResume(JobRecord& entry, int rank, const v1::Progress& prog
   const absl::Time now = clock_->Now();
   const v1::Goodput::Phase phase = job.goodput().phase();
   if (phase == v1::Goodput::STARTUP || phase == v1::Goodput::RESTART) {
-    // The attempt's first step: what it resumed from, then its running.
-    if (!progress.resumed_from().empty()) NoteResumed(entry, progress);
-    GoodputOnFirstStep(&job, progress.step(), now);
+    // The attempt's first step, when rank 0 made it (as its clock says,
+    // within what the coordinator saw): what it resumed from, then its
+    // running.
+    absl::Time first_step = now;
+    if (progress.first_step_unix_ms() > 0) {
+      first_step = std::clamp(absl::FromUnixMillis(progress.first_step_unix_ms()),
+                              absl::FromUnixMillis(job.goodput().phase_since_unix_ms()), now);
+    }
+    if (!progress.resumed_from().empty()) NoteResumed(entry, progress, first_step);
+    GoodputOnFirstStep(&job, progress.step(), first_step);
     table_.Persist(entry);
   }
   GoodputOnStall(&job, progress.checkpoint_stall_seconds(), now);
 }
 
-void RankEvents::NoteResumed(JobRecord& entry, const v1::Progress& progress) {
+void RankEvents::NoteResumed(JobRecord& entry, const v1::Progress& progress,
+                             absl::Time first_step) {
   v1::Job& job = entry.job;
   const int generation = job.group_generation();
   if (job.has_resumed() && job.resumed().attempt() == job.attempt() &&
@@ -73,7 +81,7 @@ void RankEvents::NoteResumed(JobRecord& entry, const v1::Progress& progress) {
       interrupted.attempt == job.attempt() && interrupted.generation < generation;
   if (regrouped || (interrupted.attempt >= 0 && interrupted.attempt < job.attempt())) {
     resumed->set_steps_redone(std::max<int64_t>(0, interrupted.reached - resumed->step()));
-    resumed->set_seconds(absl::ToDoubleSeconds(clock_->Now() - interrupted.at));
+    resumed->set_seconds(absl::ToDoubleSeconds(first_step - interrupted.at));
     cost = absl::StrFormat(
         ", %d steps redone; first step %.1f s after %s", resumed->steps_redone(),
         resumed->seconds(),
