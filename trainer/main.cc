@@ -341,6 +341,13 @@ GroupHooks Regroups(const TrainerEnv& env, gloo::rendezvous::Store& store,
       if (!absl::IsDeadlineExceeded(s)) return s;
     }
   };
+  hooks.lost = [rendezvous, rank = env.rank](int generation, const absl::Status& why) {
+    // Best effort: without it the coordinator learns of a lost worker later.
+    if (absl::Status s = rendezvous->Set(LostPeerKey(generation, rank), std::string(why.message()));
+        !s.ok()) {
+      std::cerr << "cannot tell the coordinator of the lost peer: " << s.message() << std::endl;
+    }
+  };
   hooks.warn = [](const std::string& line) { std::cerr << line << std::endl; };
   return hooks;
 }

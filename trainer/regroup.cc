@@ -36,6 +36,7 @@ absl::StatusOr<TrainResult> TrainInGroups(const v1::TrainerSpec& spec, const Tra
     }
     // Its connections close: a peer still waiting on this rank fails now.
     comm->reset();
+    if (hooks.lost) hooks.lost(generation, result.status());
     if (absl::Status formed = hooks.await(generation + 1, hooks.regroup_timeout); !formed.ok()) {
       return absl::Status(result.status().code(),
                           absl::StrCat(result.status().message(),

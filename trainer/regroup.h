@@ -36,6 +36,9 @@ struct GroupHooks {
   // within `timeout` or the rank may not wait (asked to stop, the attempt
   // over).
   std::function<absl::Status(int generation, absl::Duration timeout)> await;
+  // Says, before the wait, that the rank lost a peer in group `generation`
+  // and why; may be empty.
+  std::function<void(int generation, const absl::Status& why)> lost;
   std::function<void(const std::string&)> warn;  // may be empty
 };
 

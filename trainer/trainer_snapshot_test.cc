@@ -355,6 +355,7 @@ TEST(TrainerSnapshotTest, SurvivorsKeepTheirProcessAndEndWithTheSameWeights) {
   std::vector<absl::StatusOr<TrainResult>> results(2, absl::UnknownError("not run"));
   Mutex mu;
   std::vector<std::string> warnings;
+  std::vector<int> lost;  // the groups it said it lost a peer in
   std::thread survivor([&] {
     TrainerContext context;
     context.snapshots = segments.segment(0);
@@ -364,6 +365,11 @@ TEST(TrainerSnapshotTest, SurvivorsKeepTheirProcessAndEndWithTheSameWeights) {
     hooks.warn = [&](const std::string& line) {
       MutexLock lock(&mu);
       warnings.push_back(line);
+    };
+    hooks.lost = [&](int generation, const absl::Status& why) {
+      MutexLock lock(&mu);
+      lost.push_back(generation);
+      EXPECT_TRUE(LostPeer(why)) << why;
     };
     std::unique_ptr<Collective> comm;
     results[0] = TrainInGroups(spec, data, context, hooks, &comm);
@@ -393,6 +399,7 @@ TEST(TrainerSnapshotTest, SurvivorsKeepTheirProcessAndEndWithTheSameWeights) {
                              "group to form again"))
       << warnings[0];
   EXPECT_EQ(warnings[1], "joining group 1 of the attempt");
+  EXPECT_EQ(lost, std::vector<int>{0});
 }
 
 // No group announced within the timeout: the survivor ends with the

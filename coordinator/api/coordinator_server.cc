@@ -149,7 +149,11 @@ absl::Status CoordinatorServer::InitServices(const CoordinatorConfig& config) {
   cluster_service_ = std::make_unique<ClusterServiceImpl>(manager_.get(), access);
   worker_service_ = std::make_unique<WorkerServiceImpl>(
       manager_.get(), membership_.get(), code_.get(), access, config.max_stream_queue);
-  rendezvous_service_ = std::make_unique<RendezvousServiceImpl>(rendezvous_.get(), clock, access);
+  rendezvous_service_ = std::make_unique<RendezvousServiceImpl>(
+      rendezvous_.get(), clock, access,
+      [m = manager_.get()](const ScopeId& scope, int rank, const std::string& why) {
+        m->OnPeerLost(scope.job_id, scope.attempt, rank, why);
+      });
   return absl::OkStatus();
 }
 

@@ -5,6 +5,7 @@
 #include "common/grpc_status.h"
 #include "common/job_id.h"
 #include "common/status_macros.h"
+#include "domain/group_generation.h"
 
 namespace ringmaster {
 namespace {
@@ -29,8 +30,13 @@ grpc::ServerUnaryReactor* RendezvousServiceImpl::Set(grpc::CallbackServerContext
   if (absl::Status s = Admit(*access_, context, request->scope()); !s.ok()) {
     return FinishUnary(context, s);
   }
-  return FinishUnary(context,
-                     store_->Set(Scope(request->scope()), request->key(), request->value()));
+  const ScopeId scope = Scope(request->scope());
+  absl::Status set = store_->Set(scope, request->key(), request->value());
+  int generation = 0, rank = 0;
+  if (set.ok() && on_lost_peer_ && ParseLostPeerKey(request->key(), &generation, &rank)) {
+    on_lost_peer_(scope, rank, request->value());
+  }
+  return FinishUnary(context, set);
 }
 
 grpc::ServerUnaryReactor* RendezvousServiceImpl::Get(grpc::CallbackServerContext* context,

@@ -3,6 +3,9 @@
 #ifndef RINGMASTER_COORDINATOR_API_RENDEZVOUS_SERVICE_H_
 #define RINGMASTER_COORDINATOR_API_RENDEZVOUS_SERVICE_H_
 
+#include <functional>
+#include <string>
+
 #include "common/clock.h"
 #include "coordinator/api/access_policy.h"
 #include "coordinator/rendezvous/rendezvous_store.h"
@@ -12,8 +15,11 @@ namespace ringmaster {
 
 class RendezvousServiceImpl final : public v1::RendezvousService::CallbackService {
  public:
-  RendezvousServiceImpl(RendezvousStore* store, const Clock* clock, const AccessPolicy* access)
-      : store_(store), clock_(clock), access_(access) {}
+  // A rank said it lost a peer (domain/group_generation.h's LostPeerKey).
+  using LostPeer = std::function<void(const ScopeId& scope, int rank, const std::string& why)>;
+  RendezvousServiceImpl(RendezvousStore* store, const Clock* clock, const AccessPolicy* access,
+                        LostPeer on_lost_peer = nullptr)
+      : store_(store), clock_(clock), access_(access), on_lost_peer_(std::move(on_lost_peer)) {}
 
   grpc::ServerUnaryReactor* Set(grpc::CallbackServerContext* context, const v1::SetRequest* request,
                                 v1::SetResponse* response) override;
@@ -29,6 +35,7 @@ class RendezvousServiceImpl final : public v1::RendezvousService::CallbackServic
   RendezvousStore* const store_;
   const Clock* const clock_;
   const AccessPolicy* const access_;
+  const LostPeer on_lost_peer_;
 };
 
 }  // namespace ringmaster

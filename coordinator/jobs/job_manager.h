@@ -142,6 +142,11 @@ class JobManager final : public JobLogIndex {
   int64_t OnRankEvent(const WorkerSession& session, const v1::WorkerMessage& message);
   // False when the session has ended (the stream should close).
   bool OnHeartbeat(const WorkerSession& session, const v1::Heartbeat& beat);
+  // A built-in trainer rank of the attempt lost a peer and waits for its
+  // group to form again: when a rank of the attempt is on a worker whose
+  // stream broke, that worker is taken as lost and every rank restarts now
+  // (as a survivor's exit did), rather than after --worker-grace.
+  void OnPeerLost(const std::string& job_id, int attempt, int rank, const std::string& why);
 
   // Worker health, timeouts, hangs, restart back-off, elastic regrowth,
   // scheduling and (once a minute) pruning of ended jobs; called

@@ -173,6 +173,27 @@ TEST_F(JobManagerRegroupTest, ARankOfALostWorkerRestartsEveryRank) {
   EXPECT_FALSE(Announced(id, 1));
 }
 
+// A survivor says it lost its peer while the peer's worker's stream is
+// broken: that worker is taken as lost at once, and every rank restarts;
+// with every worker connected the peer's exit is awaited.
+TEST_F(JobManagerRegroupTest, ASurvivorThatLostAPeerOnABrokenWorkerRestartsEveryRankAtOnce) {
+  TestWorker w1, w2;
+  const std::string id = RunningJob(w1, w2);
+  manager_->OnPeerLost(id, 0, 0, "gloo: connection closed by peer");
+  EXPECT_EQ(Job(id).state(), v1::RUNNING);
+  manager_->OnPeerLost(id, 1, 0, "of another attempt");
+  Disconnect(w2);
+  EXPECT_EQ(Job(id).state(), v1::RUNNING) << "a stream that broke is not yet a lost worker";
+  manager_->OnPeerLost(id, 0, 0, "gloo: connection closed by peer");
+  const v1::Job job = Job(id);
+  EXPECT_EQ(job.state(), v1::RESTARTING);
+  EXPECT_EQ(job.root_cause().reason(), v1::WORKER_LOST);
+  EXPECT_EQ(job.root_cause().message(),
+            "rank 1 lost with worker w2 (its stream broke); then rank 0 lost a peer: gloo: "
+            "connection closed by peer");
+  EXPECT_EQ(Stops(w1), 1);
+}
+
 // Off: snapshots off in the spec, or the coordinator's timeout zero.
 TEST_F(JobManagerRegroupTest, WithoutSnapshotsInMemoryEveryRankRestarts) {
   TestWorker w1, w2;

@@ -2,7 +2,11 @@
 // heartbeats), handed to RankEvents under the manager's mutex.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
 #include "coordinator/jobs/job_manager.h"
+#include "domain/job_state.h"
 
 namespace ringmaster {
 
@@ -49,6 +53,27 @@ int64_t JobManager::OnRankEvent(const WorkerSession& session, const v1::WorkerMe
   outbox_.Flush();  // the event is stored before it is acknowledged
   RunReplies();
   return message.seq();
+}
+
+void JobManager::OnPeerLost(const std::string& job_id, int attempt, int rank,
+                            const std::string& why) {
+  {
+    MutexLock lock(&mu_);
+    JobRecord* entry = table_.Find(job_id);
+    if (entry == nullptr || entry->job.attempt() != attempt || !IsActive(entry->job.state()) ||
+        rank < 0 || rank >= entry->job.ranks_size()) {
+      return;
+    }
+    const auto& ranks = entry->job.ranks();
+    const bool worker_gone = std::any_of(ranks.begin(), ranks.end(), [&](const v1::RankStatus& r) {
+      return RankHoldsSlot(r) && !membership_->Connected(r.worker_id());
+    });
+    // Otherwise the peer's exit is on its way, or the group forms again.
+    if (!worker_gone) return;
+    attempts_.NoteFailure(
+        *entry, {v1::RANK_EXITED, absl::StrCat("rank ", rank, " lost a peer: ", why), rank});
+  }
+  outbox_.Flush();
 }
 
 bool JobManager::OnHeartbeat(const WorkerSession& session, const v1::Heartbeat& beat) {
