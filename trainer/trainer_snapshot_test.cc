@@ -355,7 +355,7 @@ TEST(TrainerSnapshotTest, SurvivorsKeepTheirProcessAndEndWithTheSameWeights) {
   std::vector<absl::StatusOr<TrainResult>> results(2, absl::UnknownError("not run"));
   Mutex mu;
   std::vector<std::string> warnings;
-  std::vector<int> lost;  // the groups it said it lost a peer in
+  std::vector<int> lost_in;  // the groups it said it lost a peer in
   std::thread survivor([&] {
     TrainerContext context;
     context.snapshots = segments.segment(0);
@@ -368,7 +368,7 @@ TEST(TrainerSnapshotTest, SurvivorsKeepTheirProcessAndEndWithTheSameWeights) {
     };
     hooks.lost = [&](int generation, const absl::Status& why) {
       MutexLock lock(&mu);
-      lost.push_back(generation);
+      lost_in.push_back(generation);
       EXPECT_TRUE(LostPeer(why)) << why;
     };
     std::unique_ptr<Collective> comm;
@@ -399,7 +399,7 @@ TEST(TrainerSnapshotTest, SurvivorsKeepTheirProcessAndEndWithTheSameWeights) {
                              "group to form again"))
       << warnings[0];
   EXPECT_EQ(warnings[1], "joining group 1 of the attempt");
-  EXPECT_EQ(lost, std::vector<int>{0});
+  EXPECT_EQ(lost_in, std::vector<int>{0});
 }
 
 // No group announced within the timeout: the survivor ends with the
