@@ -402,23 +402,31 @@ TEST(TrainerSnapshotTest, SurvivorsKeepTheirProcessAndEndWithTheSameWeights) {
   EXPECT_EQ(lost_in, std::vector<int>{0});
 }
 
-// No group announced within the timeout: the survivor ends with the
-// collective's error, and says what it waited for.
-TEST(TrainerSnapshotTest, ASurvivorWhoseGroupDoesNotFormAgainEndsWithItsError) {
+// Rank 0 trains in groups with `hooks` while rank 1 is lost after step 3
+// and never replaced; rank 0's result.
+absl::StatusOr<TrainResult> SurviveAlone(const GroupHooks& hooks, Groups& groups) {
   const TrainTestSplit data = Data(512);
   const v1::TrainerSpec spec = Spec();
-  Groups groups;
   Segments segments(2);
   absl::StatusOr<TrainResult> result = absl::UnknownError("not run");
   std::thread survivor([&] {
     TrainerContext context;
     context.snapshots = segments.segment(0);
     std::unique_ptr<Collective> comm;
-    result = TrainInGroups(spec, data, context, groups.Hooks(0, 0, absl::Milliseconds(200)), &comm);
+    result = TrainInGroups(spec, data, context, hooks, &comm);
   });
   std::thread lost([&] { LoseRank1(spec, data, groups, segments, 3); });
   survivor.join();
   lost.join();
+  return result;
+}
+
+// No group announced within the timeout: the survivor ends with the
+// collective's error, and says what it waited for.
+TEST(TrainerSnapshotTest, ASurvivorWhoseGroupDoesNotFormAgainEndsWithItsError) {
+  Groups groups;
+  const absl::StatusOr<TrainResult> result =
+      SurviveAlone(groups.Hooks(0, 0, absl::Milliseconds(200)), groups);
   ASSERT_FALSE(result.ok());
   EXPECT_TRUE(LostPeer(result.status())) << result.status();
   EXPECT_TRUE(absl::EndsWith(result.status().message(),
@@ -429,24 +437,13 @@ TEST(TrainerSnapshotTest, ASurvivorWhoseGroupDoesNotFormAgainEndsWithItsError) {
 
 // Without a regroup timeout a lost peer ends the rank at once, as before.
 TEST(TrainerSnapshotTest, WithoutARegroupTimeoutALostPeerEndsTheRank) {
-  const TrainTestSplit data = Data(512);
-  const v1::TrainerSpec spec = Spec();
   Groups groups;
-  Segments segments(2);
-  absl::StatusOr<TrainResult> result = absl::UnknownError("not run");
-  std::thread survivor([&] {
-    TrainerContext context;
-    std::unique_ptr<Collective> comm;
-    GroupHooks hooks = groups.Hooks(0, 0, absl::ZeroDuration());
-    hooks.await = [](int, absl::Duration) {
-      ADD_FAILURE() << "waited for a group";
-      return absl::OkStatus();
-    };
-    result = TrainInGroups(spec, data, context, hooks, &comm);
-  });
-  std::thread lost([&] { LoseRank1(spec, data, groups, segments, 3); });
-  survivor.join();
-  lost.join();
+  GroupHooks hooks = groups.Hooks(0, 0, absl::ZeroDuration());
+  hooks.await = [](int, absl::Duration) {
+    ADD_FAILURE() << "waited for a group";
+    return absl::OkStatus();
+  };
+  const absl::StatusOr<TrainResult> result = SurviveAlone(hooks, groups);
   ASSERT_FALSE(result.ok());
   EXPECT_TRUE(LostPeer(result.status())) << result.status();
   EXPECT_FALSE(absl::StrContains(result.status().message(), "group")) << result.status();

@@ -60,9 +60,8 @@ TEST(CoordinatorMetricsTest, GaugesRestartsAndQueueWait) {
   EXPECT_NE(text.find("ringmaster_worker_cordoned{worker=\"w2\"} 1\n"), std::string::npos);
   EXPECT_NE(text.find("ringmaster_job_restarts_total{job_id=\"a-1\",reason=\"RANK_EXITED\"} 1\n"),
             std::string::npos);
-  EXPECT_NE(
-      text.find("ringmaster_job_restarts_total{job_id=\"a-1\",reason=\"RANK_REPLACED\"} 1\n"),
-      std::string::npos)
+  EXPECT_NE(text.find("ringmaster_job_restarts_total{job_id=\"a-1\",reason=\"RANK_REPLACED\"} 1\n"),
+            std::string::npos)
       << text;
   EXPECT_EQ(text.find("reason=\"RESUMED\""), std::string::npos) << text;
   EXPECT_NE(text.find("ringmaster_job_queue_wait_seconds_sum 2.5\n"), std::string::npos) << text;

@@ -33,6 +33,21 @@ inline std::vector<std::string> Ids(const JobPage& page) {
   return ids;
 }
 
+// A built-in trainer job of `ranks` ranks on the digits data.
+inline v1::JobSpec TrainerSpec(int ranks, int max_restarts) {
+  v1::JobSpec spec;
+  spec.set_name("train");
+  spec.set_ranks(ranks);
+  spec.set_max_restarts(max_restarts);
+  spec.mutable_trainer()->set_epochs(1);
+  spec.mutable_trainer()->mutable_data()->set_path("digits");
+  spec.mutable_trainer()->mutable_model()->add_hidden(8);
+  spec.mutable_trainer()->set_batch_size(4);
+  spec.mutable_trainer()->mutable_optimizer()->set_type("sgd");
+  spec.mutable_trainer()->mutable_optimizer()->set_lr(0.1);
+  return spec;
+}
+
 struct TestWorker {
   std::string id;
   std::string incarnation;  // its process; a new TestWorker is a new process
