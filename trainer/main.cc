@@ -320,11 +320,11 @@ std::unique_ptr<SnapshotSegment> MapSnapshotSegment(const TrainerEnv& env,
 // How the rank forms its attempt's group again when a peer fails: waiting
 // for the coordinator's announcement in slices, so that a stop ends the wait.
 GroupHooks Regroups(const TrainerEnv& env, gloo::rendezvous::Store& store,
-                    RendezvousClient* rendezvous, const StopSignal& stop, TrainerContext* context) {
+                    RendezvousClient* rendezvous, const StopSignal& stop) {
   GroupHooks hooks;
   hooks.generation = env.group_generation;
   hooks.regroup_timeout = env.regroup_timeout;
-  hooks.connect = [&env, &store, context](int generation) {
+  hooks.connect = [&env, &store](int generation, TrainerContext* context) {
     return Connect(env, store, generation, context);
   };
   hooks.await = [rendezvous, &stop](int generation, absl::Duration timeout) -> absl::Status {
@@ -337,8 +337,9 @@ GroupHooks Regroups(const TrainerEnv& env, gloo::rendezvous::Store& store,
             absl::StrCat("no group ", generation, " within ", absl::FormatDuration(timeout)));
       }
       absl::Status s = rendezvous->Wait({GroupKey(generation)}, std::min(left, absl::Seconds(1)));
+      // UNAVAILABLE: a coordinator failing over, which the wait outlasts.
       // Any other error: the attempt's scope is gone (it ended).
-      if (!absl::IsDeadlineExceeded(s)) return s;
+      if (!absl::IsDeadlineExceeded(s) && !absl::IsUnavailable(s)) return s;
     }
   };
   hooks.lost = [rendezvous, rank = env.rank](int generation, const absl::Status& why) {
@@ -412,7 +413,7 @@ int Run(int argc, char** argv) {
   context.warn = [](const std::string& line) { std::cerr << line << std::endl; };
   context.attempt = env->attempt;
   const std::unique_ptr<SnapshotSegment> snapshots = MapSnapshotSegment(*env, &context);
-  GroupHooks groups = Regroups(*env, store, rendezvous->get(), stop, &context);
+  GroupHooks groups = Regroups(*env, store, rendezvous->get(), stop);
   absl::StatusOr<TrainResult> result = TrainInGroups(*spec, *data, context, groups, &*comm);
   // Asked to stop, a rank ends as the signal would have ended it: rank 0
   // after its checkpoint, the others when rank 0 is gone.

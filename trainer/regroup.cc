@@ -17,7 +17,7 @@ absl::StatusOr<TrainResult> TrainInGroups(const v1::TrainerSpec& spec, const Tra
                                           std::unique_ptr<Collective>* comm) {
   for (int generation = hooks.generation;; ++generation) {
     if (*comm == nullptr) {
-      ASSIGN_OR_RETURN(*comm, hooks.connect(generation));
+      ASSIGN_OR_RETURN(*comm, hooks.connect(generation, &context));
     }
     context.comm = comm->get();
     context.group_generation = generation;

@@ -30,8 +30,12 @@ struct GroupHooks {
   // How long it waits for the next group once a peer is lost; zero: a lost
   // peer ends the rank, as any failure does.
   absl::Duration regroup_timeout = absl::ZeroDuration();
-  // Connects the rank to group `generation` of its attempt.
-  std::function<absl::StatusOr<std::unique_ptr<Collective>>(int generation)> connect;
+  // Connects the rank to group `generation` of its attempt, and sets in
+  // `context` what depends on the group's communicator (the GPU runner,
+  // which works on its stream).
+  std::function<absl::StatusOr<std::unique_ptr<Collective>>(int generation,
+                                                            TrainerContext* context)>
+      connect;
   // Returns once group `generation` is announced; an error when it is not
   // within `timeout` or the rank may not wait (asked to stop, the attempt
   // over).

@@ -319,7 +319,7 @@ class Groups {
     GroupHooks hooks;
     hooks.generation = generation;
     hooks.regroup_timeout = timeout;
-    hooks.connect = [this, rank](int g) { return Connect(rank, g); };
+    hooks.connect = [this, rank](int g, TrainerContext*) { return Connect(rank, g); };
     hooks.await = [this](int g, absl::Duration t) { return Await(g, t); };
     return hooks;
   }

@@ -226,6 +226,7 @@ void RankSupervisor::Supervise(Rank* self) {
   }
   v1::RankExited exited;
   *exited.mutable_rank() = ref;
+  exited.set_generation(start.generation());
   absl::StatusOr<pid_t> pid = spec.ok() ? launcher_->Spawn(*spec) : spec.status();
   if (!pid.ok()) {
     spdlog::warn("job {} rank {}: cannot start: {}", ref.job_id(), ref.rank(),
@@ -288,6 +289,7 @@ void RankSupervisor::RunToExit(Rank* self, const v1::RankRef& ref, pid_t pid,
   v1::RankStarted started;
   *started.mutable_rank() = ref;
   started.set_pid(pid);
+  started.set_generation(exited->generation());
   callbacks_.started(started);
 
   ExitStatus status;

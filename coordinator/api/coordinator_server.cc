@@ -151,8 +151,8 @@ absl::Status CoordinatorServer::InitServices(const CoordinatorConfig& config) {
       manager_.get(), membership_.get(), code_.get(), access, config.max_stream_queue);
   rendezvous_service_ = std::make_unique<RendezvousServiceImpl>(
       rendezvous_.get(), clock, access,
-      [m = manager_.get()](const ScopeId& scope, int rank, const std::string& why) {
-        m->OnPeerLost(scope.job_id, scope.attempt, rank, why);
+      [m = manager_.get()](const ScopeId& scope, int generation, int rank, const std::string& why) {
+        m->OnPeerLost(scope.job_id, scope.attempt, generation, rank, why);
       });
   return absl::OkStatus();
 }

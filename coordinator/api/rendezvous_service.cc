@@ -34,7 +34,7 @@ grpc::ServerUnaryReactor* RendezvousServiceImpl::Set(grpc::CallbackServerContext
   absl::Status set = store_->Set(scope, request->key(), request->value());
   int generation = 0, rank = 0;
   if (set.ok() && on_lost_peer_ && ParseLostPeerKey(request->key(), &generation, &rank)) {
-    on_lost_peer_(scope, rank, request->value());
+    on_lost_peer_(scope, generation, rank, request->value());
   }
   return FinishUnary(context, set);
 }

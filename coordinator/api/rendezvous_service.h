@@ -16,7 +16,8 @@ namespace ringmaster {
 class RendezvousServiceImpl final : public v1::RendezvousService::CallbackService {
  public:
   // A rank said it lost a peer (domain/group_generation.h's LostPeerKey).
-  using LostPeer = std::function<void(const ScopeId& scope, int rank, const std::string& why)>;
+  using LostPeer =
+      std::function<void(const ScopeId& scope, int generation, int rank, const std::string& why)>;
   RendezvousServiceImpl(RendezvousStore* store, const Clock* clock, const AccessPolicy* access,
                         LostPeer on_lost_peer = nullptr)
       : store_(store), clock_(clock), access_(access), on_lost_peer_(std::move(on_lost_peer)) {}

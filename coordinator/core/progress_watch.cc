@@ -41,6 +41,10 @@ void ProgressWatch::Step(int rank, int64_t step, absl::Time now) {
   r.step = step;
 }
 
+void ProgressWatch::Regrouped(absl::Time now) {
+  for (Rank& r : ranks_) Saw(r, true, now);
+}
+
 void ProgressWatch::Activity(int rank, int64_t output_bytes, int64_t reports, absl::Time now) {
   if (rank < 0 || rank >= static_cast<int>(ranks_.size())) return;
   Rank& r = ranks_[rank];

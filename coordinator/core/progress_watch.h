@@ -28,6 +28,10 @@ class ProgressWatch {
 
   // A rank's step from its progress report.
   void Step(int rank, int64_t step, absl::Time now);
+  // The attempt's group formed again at `now` (its steps start over from a
+  // snapshot): progress for every rank, so the time the group took to form
+  // is not counted towards a hang.
+  void Regrouped(absl::Time now);
   // A rank's counters from its worker: bytes of output, reports sent.
   void Activity(int rank, int64_t output_bytes, int64_t reports, absl::Time now);
 

@@ -77,5 +77,20 @@ TEST(ProgressWatchTest, TiesGoToTheLowestStepThenTheLowestRank) {
   EXPECT_EQ(hang->last_step, 3);
 }
 
+// A group formed again after a failure, its steps back at a snapshot's: the
+// time it took to form is no hang, and steps count again from there.
+TEST(ProgressWatchTest, AGroupFormedAgainIsProgress) {
+  ProgressWatch watch;
+  watch.Begin(ProgressWatch::Kind::kTrainer, 2, kStart);
+  watch.Step(0, 100, At(0));
+  watch.Step(0, 101, At(1));
+  watch.Regrouped(At(50));
+  watch.Step(0, 99, At(50));  // rolled back
+  EXPECT_FALSE(watch.Hung(absl::Seconds(30), At(70)));
+  watch.Step(0, 100, At(75));
+  EXPECT_FALSE(watch.Hung(absl::Seconds(30), At(100)));
+  EXPECT_TRUE(watch.Hung(absl::Seconds(30), At(106)));
+}
+
 }  // namespace
 }  // namespace ringmaster

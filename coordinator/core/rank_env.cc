@@ -113,7 +113,7 @@ v1::StartRank BuildStartRank(const v1::Job& job, int rank, const RankEnvContext&
     if (job.spec().preflight()) (*start.mutable_env())["RINGMASTER_PREFLIGHT"] = "1";
     (*start.mutable_env())["RINGMASTER_GROUP_GENERATION"] = absl::StrCat(job.group_generation());
     (*start.mutable_env())["RINGMASTER_REGROUP_TIMEOUT_S"] =
-        absl::StrCat(absl::ToInt64Seconds(context.regroup_timeout));
+        absl::StrCat(absl::ToInt64Seconds(absl::Ceil(context.regroup_timeout, absl::Seconds(1))));
     // Unset counts as the default: every step.
     const v1::TrainerSpec& trainer = job.spec().trainer();
     start.set_snapshot_segment(!trainer.has_snapshot_every_steps() ||

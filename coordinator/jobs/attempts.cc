@@ -119,7 +119,11 @@ void Attempts::End(JobRecord& entry) {
       !moves && entry.last_failure && RepeatsWithoutProgress(*entry.last_failure, cause);
   entry.last_failure = cause;
   SetRootCause(&job, cause);
-  job.clear_regroup_since_unix_ms();
+  if (job.regroup_since_unix_ms() != 0) {
+    // The regroup that failed already counted this failure's restart.
+    job.set_restarts(std::max(0, job.restarts() - 1));
+    job.clear_regroup_since_unix_ms();
+  }
   const std::string refused = RestartRefusal(job);
   if (refused.empty() && !repeat && job.restarts() < job.spec().max_restarts()) {
     job.set_restarts(job.restarts() + 1);

@@ -40,6 +40,7 @@ bool Attempts::ReplaceRank(JobRecord& entry, int rank, const FailureCause& cause
   NoteInterrupted(entry);
   // Its slot was never given up: the same slot and GPUs.
   status.set_state(v1::RANK_ASSIGNED);
+  status.set_generation(generation);
   status.set_pid(0);
   status.set_exit_code(0);
   status.set_signal(0);
@@ -70,6 +71,7 @@ void Attempts::OnGroupReport(JobRecord& entry, const v1::Progress& progress) {
     return;
   }
   job.clear_regroup_since_unix_ms();
+  entry.watch.Regrouped(clock_->Now());
   table_.Persist(entry);
 }
 

@@ -23,6 +23,7 @@
 #include "common/labels.h"
 #include "common/status_macros.h"
 #include "coordinator/core/goodput.h"
+#include "domain/group_generation.h"
 #include "domain/job_state.h"
 #include "domain/spec_validation.h"
 
@@ -96,6 +97,13 @@ absl::Status JobManager::Recover() {
     if (IsActive(entry.job.state())) {
       rendezvous_->OpenScope({entry.job.id(), entry.job.attempt()});
       entry.watch.Begin(WatchKind(entry.job.spec()), entry.job.ranks_size(), now);
+      // Its survivors may still wait for the group (a journal-less store
+      // forgot it).
+      if (entry.job.group_generation() > 0) {
+        (void)rendezvous_->Set({entry.job.id(), entry.job.attempt()},
+                               GroupKey(entry.job.group_generation()),
+                               absl::StrCat(entry.job.world_size()));
+      }
     }
     for (const v1::RankStatus& rank : entry.job.ranks()) {
       if (rank.state() != v1::RANK_ASSIGNED) entry.watch.Started(rank.rank());

@@ -146,7 +146,8 @@ class JobManager final : public JobLogIndex {
   // group to form again: when a rank of the attempt is on a worker whose
   // stream broke, that worker is taken as lost and every rank restarts now
   // (as a survivor's exit did), rather than after --worker-grace.
-  void OnPeerLost(const std::string& job_id, int attempt, int rank, const std::string& why);
+  void OnPeerLost(const std::string& job_id, int attempt, int generation, int rank,
+                  const std::string& why);
 
   // Worker health, timeouts, hangs, restart back-off, elastic regrowth,
   // scheduling and (once a minute) pruning of ended jobs; called

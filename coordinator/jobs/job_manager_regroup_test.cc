@@ -82,7 +82,13 @@ TEST_F(JobManagerRegroupTest, AFailedRankIsStartedAgainAloneAndTheOthersKeepThei
   EXPECT_EQ(starts[0].env().at("RINGMASTER_GROUP_GENERATION"), "1");
   EXPECT_EQ(starts[0].env().at("RINGMASTER_REGROUP_TIMEOUT_S"), "60");
 
-  Started(w2, id, 0, 1);
+  // The killed process's exit again (as after a coordinator restart): not
+  // the replacement's.
+  Deliver(w2, ExitedEvent(w2, id, 0, 1, 0, 9));
+  EXPECT_EQ(Job(id).ranks(1).state(), v1::RANK_ASSIGNED);
+  v1::WorkerMessage started = StartedEvent(w2, id, 0, 1);
+  started.mutable_rank_started()->set_generation(1);
+  Deliver(w2, started);
   const absl::Time failed = clock_.Now();
   clock_.Advance(absl::Milliseconds(800));
   Report(w1, id, 0, 20, 0);  // rank 0's last report of the group before: not a resume
@@ -110,7 +116,10 @@ TEST_F(JobManagerRegroupTest, AGroupThatDoesNotFormInTimeRestartsEveryRank) {
   const std::string id = RunningJob(w1, w2);
   Exited(w2, id, 0, 1, 1);
   (void)Starts(w2);
-  Started(w2, id, 0, 1);
+  v1::WorkerMessage started = StartedEvent(w2, id, 0, 1);
+  started.mutable_rank_started()->set_generation(1);
+  Deliver(w2, started);
+  EXPECT_EQ(Job(id).ranks(1).state(), v1::RANK_RUNNING);
   Pass(absl::Seconds(59));
   EXPECT_EQ(Job(id).state(), v1::RUNNING);
   Pass(absl::Seconds(3));
@@ -121,6 +130,7 @@ TEST_F(JobManagerRegroupTest, AGroupThatDoesNotFormInTimeRestartsEveryRank) {
       << Job(id).root_cause().message();
   EXPECT_GE(Stops(w1), 1) << "rank 0 is stopped";
   EXPECT_EQ(Job(id).regroup_since_unix_ms(), 0);
+  EXPECT_EQ(Job(id).restarts(), 1) << "one failure, one restart";
 }
 
 // A second failure while the group forms again is not patched over: every
@@ -165,12 +175,14 @@ TEST_F(JobManagerRegroupTest, ARankOfALostWorkerRestartsEveryRank) {
 TEST_F(JobManagerRegroupTest, ASurvivorThatLostAPeerOnABrokenWorkerRestartsEveryRankAtOnce) {
   TestWorker w1, w2;
   const std::string id = RunningJob(w1, w2);
-  manager_->OnPeerLost(id, 0, 0, "gloo: connection closed by peer");
+  manager_->OnPeerLost(id, 0, 0, 0, "gloo: connection closed by peer");
   EXPECT_EQ(Job(id).state(), v1::RUNNING);
-  manager_->OnPeerLost(id, 1, 0, "of another attempt");
   Disconnect(w2);
   EXPECT_EQ(Job(id).state(), v1::RUNNING) << "a stream that broke is not yet a lost worker";
-  manager_->OnPeerLost(id, 0, 0, "gloo: connection closed by peer");
+  manager_->OnPeerLost(id, 1, 0, 0, "of another attempt");
+  manager_->OnPeerLost(id, 0, 1, 0, "of another group");
+  EXPECT_EQ(Job(id).state(), v1::RUNNING);
+  manager_->OnPeerLost(id, 0, 0, 0, "gloo: connection closed by peer");
   const v1::Job job = Job(id);
   EXPECT_EQ(job.state(), v1::RESTARTING);
   EXPECT_EQ(job.root_cause().reason(), v1::WORKER_LOST);

@@ -55,13 +55,14 @@ int64_t JobManager::OnRankEvent(const WorkerSession& session, const v1::WorkerMe
   return message.seq();
 }
 
-void JobManager::OnPeerLost(const std::string& job_id, int attempt, int rank,
+void JobManager::OnPeerLost(const std::string& job_id, int attempt, int generation, int rank,
                             const std::string& why) {
   {
     MutexLock lock(&mu_);
     JobRecord* entry = table_.Find(job_id);
-    if (entry == nullptr || entry->job.attempt() != attempt || !IsActive(entry->job.state()) ||
-        rank < 0 || rank >= entry->job.ranks_size()) {
+    if (entry == nullptr || entry->job.attempt() != attempt ||
+        entry->job.group_generation() != generation || !entry->job.spec().has_trainer() ||
+        !IsActive(entry->job.state()) || rank < 0 || rank >= entry->job.ranks_size()) {
       return;
     }
     const auto& ranks = entry->job.ranks();

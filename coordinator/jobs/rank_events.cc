@@ -141,6 +141,7 @@ void RankEvents::OnRankStarted(const std::string& worker_id, const v1::RankStart
   JobRecord* entry = nullptr;
   v1::RankStatus* rank = table_.FindRank(worker_id, started.rank(), &entry);
   if (rank == nullptr || rank->state() != v1::RANK_ASSIGNED) return;
+  if (started.generation() < rank->generation()) return;  // a replaced process's
   rank->set_state(v1::RANK_RUNNING);
   rank->set_pid(started.pid());
   entry->watch.Started(rank->rank());
@@ -161,6 +162,9 @@ void RankEvents::OnRankExited(const std::string& worker_id, const v1::RankExited
   JobRecord* entry = nullptr;
   v1::RankStatus* rank = table_.FindRank(worker_id, exited.rank(), &entry);
   if (rank == nullptr || !RankHoldsSlot(*rank)) return;
+  // A replaced process's exit, sent again (a coordinator restarted while
+  // it was unacknowledged): not the replacement's.
+  if (exited.generation() < rank->generation()) return;
   rank->set_exit_code(exited.exit_code());
   rank->set_signal(exited.signal());
   if (exited.has_last_progress()) {
