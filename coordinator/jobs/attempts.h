@@ -119,6 +119,9 @@ class Attempts {
   // --regroup-timeout without one the attempt fails, restarting every rank.
   void OnGroupReport(JobRecord& entry, const v1::Progress& progress);
   void CheckRegroup(JobRecord& entry, absl::Time now);
+  // Whether a rank of `job` may start again on `worker_id`: it is not
+  // excluded for the job, nor cordoned.
+  bool MayKeepSlot(const v1::Job& job, const std::string& worker_id);
 
   // Stacks (attempts_stacks.cc).
   // Asks the workers of the attempt for its ranks' stacks, unless that is

@@ -12,6 +12,16 @@
 
 namespace ringmaster {
 
+bool Attempts::MayKeepSlot(const v1::Job& job, const std::string& worker_id) {
+  for (const v1::ExcludedWorker& e : job.excluded_workers()) {
+    if (e.worker_id() == worker_id) return false;
+  }
+  // Cordoned (an XID, a quarantine, an admin), it takes no rank again.
+  const std::vector<SchedulableWorker> open = health_.Schedulable();
+  return std::any_of(open.begin(), open.end(),
+                     [&](const SchedulableWorker& w) { return w.worker_id == worker_id; });
+}
+
 bool Attempts::ReplaceRank(JobRecord& entry, int rank, const FailureCause& cause) {
   v1::Job& job = entry.job;
   v1::RankStatus& status = *job.mutable_ranks(rank);
@@ -26,7 +36,7 @@ bool Attempts::ReplaceRank(JobRecord& entry, int rank, const FailureCause& cause
       !job.spec().has_trainer() || !snapshots || !job.snapshots().off().empty() || entry.ending ||
       job.regroup_since_unix_ms() != 0 || !exited || cause.stopped ||
       !membership_->Connected(status.worker_id()) || !RestartRefusal(job).empty() ||
-      job.restarts() >= job.spec().max_restarts()) {
+      job.restarts() >= job.spec().max_restarts() || !MayKeepSlot(job, status.worker_id())) {
     return false;
   }
   const int generation = job.group_generation() + 1;

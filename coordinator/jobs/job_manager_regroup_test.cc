@@ -192,6 +192,19 @@ TEST_F(JobManagerRegroupTest, ASurvivorThatLostAPeerOnABrokenWorkerRestartsEvery
   EXPECT_EQ(Stops(w1), 1);
 }
 
+// A rank of a cordoned worker (a GPU's XID) is not started there again:
+// every rank restarts, elsewhere.
+TEST_F(JobManagerRegroupTest, ARankOfACordonedWorkerRestartsEveryRank) {
+  TestWorker w1, w2;
+  const std::string id = RunningJob(w1, w2);
+  ASSERT_OK(manager_->Cordon("w2", "XID 79", "admin"));
+  Killed(w2, id, 0, 1, 9);
+  EXPECT_EQ(Job(id).group_generation(), 0);
+  EXPECT_FALSE(Announced(id, 1));
+  Pass(absl::Seconds(2));
+  EXPECT_EQ(Job(id).state(), v1::RESTARTING);
+}
+
 // Off: snapshots off in the spec, or the coordinator's timeout zero.
 TEST_F(JobManagerRegroupTest, WithoutSnapshotsInMemoryEveryRankRestarts) {
   TestWorker w1, w2;
