@@ -143,7 +143,10 @@ TEST_F(JobManagerRegroupTest, AFailureWhileRegroupingRestartsEveryRank) {
   Exited(w1, id, 0, 0, 1);
   Pass(absl::Seconds(2));
   EXPECT_EQ(Job(id).state(), v1::RESTARTING);
-  Exited(w2, id, 0, 1, 1, /*stopped=*/true);
+  // The replacement, stopped (its events carry its group).
+  v1::WorkerMessage stopped = ExitedEvent(w2, id, 0, 1, 1, 0, /*stopped=*/true);
+  stopped.mutable_rank_exited()->set_generation(1);
+  Deliver(w2, stopped);
   Pass(absl::Seconds(5));
   const v1::Job job = Job(id);
   EXPECT_EQ(job.attempt(), 1);
