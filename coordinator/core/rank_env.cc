@@ -94,6 +94,10 @@ void SetReplicaPeer(const v1::Job& job, int rank, v1::StartRank* start) {
   start->mutable_replica_to()->set_address(peer->worker_address());
 }
 
+bool TakesSnapshots(const v1::TrainerSpec& trainer) {
+  return !trainer.has_snapshot_every_steps() || trainer.snapshot_every_steps() > 0;
+}
+
 v1::StartRank BuildStartRank(const v1::Job& job, int rank, const RankEnvContext& context) {
   v1::StartRank start;
   start.mutable_rank()->set_job_id(job.id());
@@ -114,10 +118,7 @@ v1::StartRank BuildStartRank(const v1::Job& job, int rank, const RankEnvContext&
     (*start.mutable_env())["RINGMASTER_GROUP_GENERATION"] = absl::StrCat(job.group_generation());
     (*start.mutable_env())["RINGMASTER_REGROUP_TIMEOUT_S"] =
         absl::StrCat(absl::ToInt64Seconds(absl::Ceil(context.regroup_timeout, absl::Seconds(1))));
-    // Unset counts as the default: every step.
-    const v1::TrainerSpec& trainer = job.spec().trainer();
-    start.set_snapshot_segment(!trainer.has_snapshot_every_steps() ||
-                               trainer.snapshot_every_steps() > 0);
+    start.set_snapshot_segment(TakesSnapshots(job.spec().trainer()));
   } else {
     *start.mutable_argv() = job.spec().command();
     // The worker runs the check first, with the trainer binary.

@@ -39,6 +39,10 @@ std::map<std::string, std::string> BuildRankEnv(const v1::Job& job, int rank,
 // replica credential.
 v1::StartRank BuildStartRank(const v1::Job& job, int rank, const RankEnvContext& context);
 
+// Whether the trainer takes snapshots in memory: snapshot_every_steps > 0,
+// or unset (the default, every step).
+bool TakesSnapshots(const v1::TrainerSpec& trainer);
+
 // The peer `rank`'s worker sends the rank's snapshots to: the next of the
 // job's workers (in order of their first rank) on another host, else the
 // next one; none when the job has one worker.

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "coordinator/core/goodput.h"
+#include "coordinator/core/rank_env.h"
 #include "coordinator/jobs/attempts.h"
 #include "domain/group_generation.h"
 #include "domain/job_state.h"
@@ -25,18 +26,17 @@ bool Attempts::MayKeepSlot(const v1::Job& job, const std::string& worker_id) {
 bool Attempts::ReplaceRank(JobRecord& entry, int rank, const FailureCause& cause) {
   v1::Job& job = entry.job;
   v1::RankStatus& status = *job.mutable_ranks(rank);
-  const v1::TrainerSpec& trainer = job.spec().trainer();
-  const bool snapshots = !trainer.has_snapshot_every_steps() || trainer.snapshot_every_steps() > 0;
   // Only a rank whose process its worker saw end: a rank of a lost worker
   // may still run (a partition), and only a restart of every rank fences
   // it out.
   const bool exited = cause.reason == v1::RANK_EXITED || cause.reason == v1::RANK_SIGNALED ||
                       cause.reason == v1::RANK_OOM;
   if (options_.rank_env.regroup_timeout <= absl::ZeroDuration() || job.state() != v1::RUNNING ||
-      !job.spec().has_trainer() || !snapshots || !job.snapshots().off().empty() || entry.ending ||
-      job.regroup_since_unix_ms() != 0 || !exited || cause.stopped ||
-      !membership_->Connected(status.worker_id()) || !RestartRefusal(job).empty() ||
-      job.restarts() >= job.spec().max_restarts() || !MayKeepSlot(job, status.worker_id())) {
+      !job.spec().has_trainer() || !TakesSnapshots(job.spec().trainer()) ||
+      !job.snapshots().off().empty() || entry.ending || job.regroup_since_unix_ms() != 0 ||
+      !exited || cause.stopped || !membership_->Connected(status.worker_id()) ||
+      !RestartRefusal(job).empty() || job.restarts() >= job.spec().max_restarts() ||
+      !MayKeepSlot(job, status.worker_id())) {
     return false;
   }
   const int generation = job.group_generation() + 1;
