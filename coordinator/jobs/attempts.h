@@ -118,6 +118,9 @@ class Attempts {
   // Rank 0's report in the new group ends the regroup; past
   // --regroup-timeout without one the attempt fails, restarting every rank.
   void OnGroupReport(JobRecord& entry, const v1::Progress& progress);
+  // Sets group `generation` of the job's attempt in its rendezvous scope,
+  // which the ranks waiting for it read (domain/group_generation.h).
+  absl::Status AnnounceGroup(const v1::Job& job, int generation);
   void CheckRegroup(JobRecord& entry, absl::Time now);
   // Whether a rank of `job` may start again on `worker_id`: it is not
   // excluded for the job, nor cordoned.

@@ -23,6 +23,11 @@ bool Attempts::MayKeepSlot(const v1::Job& job, const std::string& worker_id) {
                      [&](const SchedulableWorker& w) { return w.worker_id == worker_id; });
 }
 
+absl::Status Attempts::AnnounceGroup(const v1::Job& job, int generation) {
+  return rendezvous_->Set({job.id(), job.attempt()}, GroupKey(generation),
+                          absl::StrCat(job.world_size()));
+}
+
 bool Attempts::ReplaceRank(JobRecord& entry, int rank, const FailureCause& cause) {
   v1::Job& job = entry.job;
   v1::RankStatus& status = *job.mutable_ranks(rank);
@@ -41,9 +46,7 @@ bool Attempts::ReplaceRank(JobRecord& entry, int rank, const FailureCause& cause
   }
   const int generation = job.group_generation() + 1;
   // Announced before the replacement starts: the others wait for it.
-  if (absl::Status s = rendezvous_->Set({job.id(), job.attempt()}, GroupKey(generation),
-                                        absl::StrCat(job.world_size()));
-      !s.ok()) {
+  if (absl::Status s = AnnounceGroup(job, generation); !s.ok()) {
     spdlog::warn("job {}: cannot announce group {}: {}", job.id(), generation, s.ToString());
     return false;
   }

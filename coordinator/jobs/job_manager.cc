@@ -23,7 +23,6 @@
 #include "common/labels.h"
 #include "common/status_macros.h"
 #include "coordinator/core/goodput.h"
-#include "domain/group_generation.h"
 #include "domain/job_state.h"
 #include "domain/spec_validation.h"
 
@@ -100,9 +99,7 @@ absl::Status JobManager::Recover() {
       // Its survivors may still wait for the group (a journal-less store
       // forgot it).
       if (entry.job.group_generation() > 0) {
-        (void)rendezvous_->Set({entry.job.id(), entry.job.attempt()},
-                               GroupKey(entry.job.group_generation()),
-                               absl::StrCat(entry.job.world_size()));
+        (void)attempts_.AnnounceGroup(entry.job, entry.job.group_generation());
       }
     }
     for (const v1::RankStatus& rank : entry.job.ranks()) {
