@@ -1,8 +1,11 @@
 #include "client/local_cluster.h"
 
+#include <poll.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <deque>
@@ -101,21 +104,69 @@ bool AnyAlive(const std::vector<Daemon>& daemons) {
   return false;
 }
 
-void SignalAll(const std::vector<Daemon>& daemons, const std::string& role, int signal) {
-  for (const Daemon& d : daemons) {
-    if (d.role == role && IsOurs(d)) kill(d.pid, signal);
+// The daemons of a cluster that are ours, each held by a pidfd: a signal
+// cannot reach another program that took a pid over, and a daemon counts as
+// gone once it has exited. Its cmdline reads empty a moment earlier, while it
+// is still tearing down, so IsOurs alone would call it gone too soon.
+class HeldDaemons {
+ public:
+  explicit HeldDaemons(const std::vector<Daemon>& daemons) {
+    for (const Daemon& d : daemons) {
+      if (!IsOurs(d)) continue;
+      const int fd = static_cast<int>(syscall(SYS_pidfd_open, d.pid, 0));
+      if (fd >= 0) held_.push_back({d.role, fd});
+    }
   }
-}
+  ~HeldDaemons() {
+    for (const Held& h : held_) close(h.fd);
+  }
+  HeldDaemons(const HeldDaemons&) = delete;
+  HeldDaemons& operator=(const HeldDaemons&) = delete;
 
-// Waits until none of `role` is alive; false at the deadline.
-bool WaitGone(const std::vector<Daemon>& daemons, const std::string& role, absl::Time deadline) {
-  for (;;) {
-    bool alive = false;
-    for (const Daemon& d : daemons) alive |= d.role == role && IsOurs(d);
-    if (!alive) return true;
-    if (absl::Now() >= deadline) return false;
-    absl::SleepFor(absl::Milliseconds(20));
+  void Signal(const std::string& role, int signal) const {
+    for (const Held& h : held_) {
+      if (h.role == role) syscall(SYS_pidfd_send_signal, h.fd, signal, nullptr, 0);
+    }
   }
+
+  // Waits until every daemon of `role` has exited; false at the deadline.
+  bool WaitGone(const std::string& role, absl::Time deadline) const {
+    for (const Held& h : held_) {
+      if (h.role != role) continue;
+      for (;;) {
+        const int ms = static_cast<int>(
+            std::max<int64_t>(0, absl::ToInt64Milliseconds(deadline - absl::Now())));
+        pollfd p{h.fd, POLLIN, 0};
+        const int ready = poll(&p, 1, ms);
+        if (ready == 1) break;
+        if (ready == 0 || errno != EINTR) return false;
+      }
+    }
+    return true;
+  }
+
+  bool AnyAlive() const {
+    for (const Held& h : held_) {
+      pollfd p{h.fd, POLLIN, 0};
+      if (poll(&p, 1, 0) != 1) return true;
+    }
+    return false;
+  }
+
+ private:
+  struct Held {
+    std::string role;
+    int fd;
+  };
+  std::vector<Held> held_;
+};
+
+// Ends the daemons of `role` with SIGTERM, then SIGKILL at `deadline`.
+void StopRole(const HeldDaemons& held, const std::string& role, int signal, absl::Time deadline) {
+  held.Signal(role, signal);
+  if (held.WaitGone(role, deadline) || signal == SIGKILL) return;
+  held.Signal(role, SIGKILL);
+  held.WaitGone(role, absl::Now() + absl::Seconds(5));
 }
 
 absl::StatusOr<pid_t> StartDaemon(std::vector<std::string> argv, const std::string& log,
@@ -381,26 +432,20 @@ absl::StatusOr<LocalCluster> StartLocalCluster(const LocalClusterOptions& option
       return LocalCluster{options.coordinator_address, options.workers, false, restarted,
                           MetricsAddresses(daemons)};
     }
-    SignalAll(daemons, "worker", SIGKILL);
-    SignalAll(daemons, "coordinator", SIGKILL);
-    WaitGone(daemons, "worker", absl::Now() + absl::Seconds(5));
-    WaitGone(daemons, "coordinator", absl::Now() + absl::Seconds(5));
+    const HeldDaemons held(daemons);
+    for (const char* role : {"worker", "coordinator"}) {
+      StopRole(held, role, SIGKILL, absl::Now() + absl::Seconds(5));
+    }
     fs::remove(ClusterFile(options.state_dir), error);
     if (attempt == 3 || !absl::StrContains(s.message(), "in use")) return s;
   }
 }
 
 absl::Status StopLocalCluster(const std::string& state_dir, absl::Duration grace) {
-  std::vector<Daemon> daemons = ReadClusterFile(state_dir);
+  const HeldDaemons held(ReadClusterFile(state_dir));
   const absl::Time deadline = absl::Now() + grace;
-  for (const char* role : {"worker", "coordinator"}) {
-    SignalAll(daemons, role, SIGTERM);
-    if (!WaitGone(daemons, role, deadline)) {
-      SignalAll(daemons, role, SIGKILL);
-      WaitGone(daemons, role, absl::Now() + absl::Seconds(5));
-    }
-  }
-  if (AnyAlive(daemons)) {
+  for (const char* role : {"worker", "coordinator"}) StopRole(held, role, SIGTERM, deadline);
+  if (held.AnyAlive()) {
     return absl::InternalError(absl::StrCat("some daemons of ", state_dir, " survived SIGKILL"));
   }
   std::error_code error;
