@@ -234,7 +234,10 @@ TEST_F(QueuesTest, APythonRankSeesThatItIsPreempted) {
       poller, [](const v1::Job& j) { return j.attempt() == 1 && j.state() == v1::RUNNING; });
   EXPECT_EQ(resumed.restarts(), 0);
   testing::CommandResult logs = Cli({"logs", poller, "--rank", "0", "--attempt", "0"});
-  EXPECT_NE(logs.out.find("told to stop after"), std::string::npos) << logs.out << logs.err;
+  EXPECT_NE(logs.out.find("told to stop after"), std::string::npos)
+      << logs.out << logs.err << "\nevery rank of attempt 0:\n"
+      << Cli({"logs", poller, "--attempt", "0"}).out << "\n"
+      << Cli({"status", poller, "-o", "json"}).out;
   client_->CancelJob(poller).IgnoreError();
 }
 
