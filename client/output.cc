@@ -219,7 +219,11 @@ void PrintRanks(std::ostream& out, const v1::Job& job) {
     }
     std::string slot =
         r.gpus_size() ? absl::StrCat("gpu ", absl::StrJoin(r.gpus(), ",")) : absl::StrCat(r.slot());
-    rows.push_back({absl::StrCat("  ", r.rank()), r.worker_id(), slot, RankStateLabel(r.state()),
+    // A rank of a group that shrank: "FAILED, left (group 1)".
+    std::string state = RankStateLabel(r.state());
+    if (r.left_generation() > 0)
+      absl::StrAppend(&state, ", left (group ", r.left_generation(), ")");
+    rows.push_back({absl::StrCat("  ", r.rank()), r.worker_id(), slot, state,
                     r.pid() ? absl::StrCat(r.pid()) : "-", exit});
   }
   PrintTable(out, rows);

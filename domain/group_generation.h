@@ -1,9 +1,10 @@
 // The group of an attempt's ranks: formed at the attempt's start
-// (generation 0), and again each time a failed rank's process is replaced
-// while the others keep theirs (docs/checkpoints.md). The coordinator
-// announces generation N > 0 by setting GroupKey(N) in the attempt's
-// rendezvous scope; the group's collectives bootstrap under GroupPrefix(N),
-// apart from every group before it.
+// (generation 0), and again each time a failed rank's process is replaced,
+// or an elastic job goes on without it, while the others keep theirs
+// (docs/checkpoints.md). The coordinator announces generation N > 0 by
+// setting GroupKey(N) in the attempt's rendezvous scope to the group's
+// members (GroupValue); the group's collectives bootstrap under
+// GroupPrefix(N), apart from every group before it.
 #ifndef RINGMASTER_DOMAIN_GROUP_GENERATION_H_
 #define RINGMASTER_DOMAIN_GROUP_GENERATION_H_
 
@@ -12,11 +13,33 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 
 namespace ringmaster {
 
 inline std::string GroupKey(int generation) { return absl::StrCat("group/", generation); }
+
+// GroupKey's value: the members' ranks (the ranks their processes started
+// with), ascending, as "0,2,3". A member's rank in the group's collectives
+// is its index in it.
+inline std::string GroupValue(const std::vector<int>& members) {
+  return absl::StrJoin(members, ",");
+}
+
+// The members of a GroupValue; false when it is not one.
+inline bool ParseGroupValue(const std::string& value, std::vector<int>* members) {
+  members->clear();
+  for (absl::string_view part : absl::StrSplit(value, ',')) {
+    int rank;
+    if (!absl::SimpleAtoi(part, &rank) || rank < 0 ||
+        (!members->empty() && rank <= members->back())) {
+      return false;
+    }
+    members->push_back(rank);
+  }
+  return true;
+}
 
 // Empty for the attempt's first group: the backend's own prefix.
 inline std::string GroupPrefix(int generation) {

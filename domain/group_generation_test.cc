@@ -11,6 +11,18 @@ TEST(GroupGenerationTest, EachGroupHasItsOwnKeysAndTheFirstTheBackendsOwn) {
   EXPECT_EQ(GroupPrefix(2), "group/2");
 }
 
+TEST(GroupGenerationTest, AGroupsMembersReadBackAndNothingElseDoes) {
+  EXPECT_EQ(GroupValue({0, 2, 3}), "0,2,3");
+  std::vector<int> members;
+  ASSERT_TRUE(ParseGroupValue("0,2,3", &members));
+  EXPECT_EQ(members, std::vector<int>({0, 2, 3}));
+  ASSERT_TRUE(ParseGroupValue("5", &members));
+  EXPECT_EQ(members, std::vector<int>({5}));
+  for (const char* bad : {"", "3,", "0,,1", "1,0", "1,1", "-1", "a", "0 1"}) {
+    EXPECT_FALSE(ParseGroupValue(bad, &members)) << bad;
+  }
+}
+
 TEST(GroupGenerationTest, ALostPeerKeyReadsBackAndNoOtherKeyDoes) {
   int generation = -1, rank = -1;
   ASSERT_TRUE(ParseLostPeerKey(LostPeerKey(3, 12), &generation, &rank));

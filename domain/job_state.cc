@@ -17,6 +17,14 @@ bool RankHoldsSlot(const v1::RankStatus& rank) {
   return rank.state() == v1::RANK_ASSIGNED || rank.state() == v1::RANK_RUNNING;
 }
 
+std::vector<int> GroupMembers(const v1::Job& job) {
+  std::vector<int> members;
+  for (const v1::RankStatus& r : job.ranks()) {
+    if (r.left_generation() == 0) members.push_back(r.rank());
+  }
+  return members;
+}
+
 bool IsLegalTransition(JobState from, JobState to) {
   switch (from) {
     case v1::PENDING:

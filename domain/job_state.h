@@ -11,6 +11,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
@@ -24,6 +25,10 @@ bool IsTerminal(v1::JobState state);
 bool IsActive(v1::JobState state);
 // True while a rank holds its slot: placed and not yet reported ended.
 bool RankHoldsSlot(const v1::RankStatus& rank);
+// The ranks of the attempt's current group, ascending: all but those that
+// left it when an elastic job shrank. A member's place in the group (its
+// rank in the group's collectives) is its index here.
+std::vector<int> GroupMembers(const v1::Job& job);
 
 bool IsLegalTransition(v1::JobState from, v1::JobState to);
 

@@ -319,8 +319,12 @@ class ChaosTest(unittest.TestCase):
         self.assert_no_process_left(job_id)
 
     def test_shrink_below_ranks_and_grow_back(self):
+        # Rank 1's worker lost, and no slot free elsewhere: rank 0 keeps its
+        # process and goes on alone, the group shrunk; the job grows back
+        # to two ranks once the workers return.
         c = self.cluster
         job_id, job = self.start_job("elastic", ranks=2, min_ranks=1)
+        survivor = int(self.rank_of(job, 0)["pid"])
         holders = {c.worker_index(r["worker_id"]) for r in job["ranks"]}
         spare = ({0, 1, 2} - holders).pop()
         lost = c.worker_index(self.rank_of(job, 1)["worker_id"])
@@ -329,13 +333,17 @@ class ChaosTest(unittest.TestCase):
         c.signal_worker(lost, signal.SIGKILL)
         shrunk = c.wait_job(job_id, lambda j: state(j) == "RUNNING" and
                             int(j.get("world_size", 0)) == 1, 60, "running on one rank")
+        self.assertEqual(attempt(shrunk), 0, "every rank was restarted to shrink")
+        self.assertEqual(int(self.rank_of(shrunk, 0)["pid"]), survivor, "rank 0 was restarted")
+        self.assertEqual(int(self.rank_of(shrunk, 1).get("left_generation", 0)), 1, shrunk)
         began = step(shrunk)
         c.wait_job(job_id, lambda j: step(j) > began + 200, 60, "training on one rank")
+        self.assertIn("left (group 1)", c.cli("status", job_id).stdout)
         c.start_worker(spare)
         c.start_worker(lost)
         c.wait_job(job_id, lambda j: state(j) == "RUNNING" and
                    int(j.get("world_size", 0)) == 2, 90, "grown back to two ranks")
-        job = self.assert_recovered(job_id, ["WORKER_LOST", "SCALED_DOWN", "SCALING_UP"],
+        job = self.assert_recovered(job_id, ["GROUP_SHRUNK", "SCALING_UP"],
                                     checkpoint, same_world=False)
         self.assertEqual(int(job.get("world_size", 0)), 2)
 

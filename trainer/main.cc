@@ -5,6 +5,7 @@
 #include <linux/close_range.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -12,6 +13,7 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <vector>
 
 #include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
@@ -143,9 +145,9 @@ absl::StatusOr<std::unique_ptr<Collective>> ConnectGroupOn(const TrainerEnv& env
 // context->make_runner for the GPU.
 absl::StatusOr<std::unique_ptr<Collective>> Connect(const TrainerEnv& env,
                                                     gloo::rendezvous::Store& store, int generation,
-                                                    TrainerContext* context) {
+                                                    GroupPlace place, TrainerContext* context) {
   absl::StatusOr<std::unique_ptr<Collective>> comm =
-      ConnectGroupOn(env, store, GroupPrefix(generation), env.rank, env.world_size);
+      ConnectGroupOn(env, store, GroupPrefix(generation), place.rank, place.size);
   if (!comm.ok()) return comm.status();
 #ifdef RINGMASTER_WITH_CUDA
   if ((*comm)->backend() == "nccl") {
@@ -155,11 +157,11 @@ absl::StatusOr<std::unique_ptr<Collective>> Connect(const TrainerEnv& env,
     };
   }
 #endif
-  if (env.rank != 0) return comm;
+  if (place.rank != 0) return comm;
   if ((*comm)->backend() == "nccl") {
-    Log(absl::StrCat("collectives: nccl, ", env.world_size, " ranks"));
+    Log(absl::StrCat("collectives: nccl, ", place.size, " ranks"));
   } else {
-    Log(absl::StrCat("collectives: gloo, ", env.world_size, " ranks, all-reduce over ",
+    Log(absl::StrCat("collectives: gloo, ", place.size, " ranks, all-reduce over ",
                      static_cast<GlooCollective*>(comm->get())->transport()));
   }
   return comm;
@@ -237,7 +239,7 @@ absl::Status Preflight(const TrainerEnv& env, gloo::rendezvous::Store& store,
 absl::Status Finish(const TrainerEnv& env, Collective& comm, const TrainResult& result) {
   float throughput = static_cast<float>(result.samples_per_second);
   if (absl::Status s = comm.AllReduceSum(&throughput, 1); !s.ok()) return s;
-  if (env.rank != 0) return absl::OkStatus();
+  if (comm.rank() != 0) return absl::OkStatus();
   Log(
       absl::StrFormat("final: test accuracy %.4f  test loss %.4f  throughput %.0f samples/s  "
                       "all-reduce %.1f MB in %.2f s",
@@ -317,6 +319,26 @@ std::unique_ptr<SnapshotSegment> MapSnapshotSegment(const TrainerEnv& env,
   return *std::move(mapped);
 }
 
+// Where `rank` (as its process started) is in announced group `generation`:
+// its index among the members. FAILED_PRECONDITION when the group goes on
+// without it.
+absl::StatusOr<GroupPlace> PlaceIn(RendezvousClient* rendezvous, int generation, int rank) {
+  absl::StatusOr<std::string> announced = rendezvous->Get(GroupKey(generation));
+  if (!announced.ok()) return announced.status();
+  const std::string& value = *announced;
+  std::vector<int> members;
+  if (!ParseGroupValue(value, &members)) {
+    return absl::InternalError(
+        absl::StrCat("group ", generation, " was announced as \"", value, "\", not a rank list"));
+  }
+  const auto at = std::find(members.begin(), members.end(), rank);
+  if (at == members.end()) {
+    return absl::FailedPreconditionError(absl::StrCat("group ", generation, " of the attempt is ",
+                                                      "ranks ", value, ", without rank ", rank));
+  }
+  return GroupPlace{static_cast<int>(at - members.begin()), static_cast<int>(members.size())};
+}
+
 // How the rank forms its attempt's group again when a peer fails: waiting
 // for the coordinator's announcement in slices, so that a stop ends the wait.
 GroupHooks Regroups(const TrainerEnv& env, gloo::rendezvous::Store& store,
@@ -324,10 +346,12 @@ GroupHooks Regroups(const TrainerEnv& env, gloo::rendezvous::Store& store,
   GroupHooks hooks;
   hooks.generation = env.group_generation;
   hooks.regroup_timeout = env.regroup_timeout;
-  hooks.connect = [&env, &store](int generation, TrainerContext* context) {
-    return Connect(env, store, generation, context);
+  hooks.place = {env.rank, env.world_size};
+  hooks.connect = [&env, &store](int generation, GroupPlace place, TrainerContext* context) {
+    return Connect(env, store, generation, place, context);
   };
-  hooks.await = [rendezvous, &stop](int generation, absl::Duration timeout) -> absl::Status {
+  hooks.await = [rendezvous, &stop, rank = env.rank](
+                    int generation, absl::Duration timeout) -> absl::StatusOr<GroupPlace> {
     const absl::Time deadline = absl::Now() + timeout;
     for (;;) {
       if (stop.requested()) return absl::CancelledError("asked to stop");
@@ -337,11 +361,13 @@ GroupHooks Regroups(const TrainerEnv& env, gloo::rendezvous::Store& store,
             absl::StrCat("no group ", generation, " within ", absl::FormatDuration(timeout)));
       }
       absl::Status s = rendezvous->Wait({GroupKey(generation)}, std::min(left, absl::Seconds(1)));
+      if (s.ok()) return PlaceIn(rendezvous, generation, rank);
       // UNAVAILABLE: a coordinator failing over, which the wait outlasts.
       // Any other error: the attempt's scope is gone (it ended).
       if (!absl::IsDeadlineExceeded(s) && !absl::IsUnavailable(s)) return s;
     }
   };
+  hooks.log = Log;
   hooks.lost = [rendezvous, rank = env.rank](int generation, const absl::Status& why) {
     // Best effort: without it the coordinator learns of a lost worker later.
     if (absl::Status s = rendezvous->Set(LostPeerKey(generation, rank), std::string(why.message()));
@@ -381,8 +407,16 @@ int Run(int argc, char** argv) {
   if (!rendezvous.ok()) return Fail(rendezvous.status());
   CoordinatorGlooStore store(rendezvous->get());
   TrainerContext context;
+  GroupHooks groups = Regroups(*env, store, rendezvous->get(), stop);
+  // A replacement learns its place from its group's announcement.
+  if (env->group_generation > 0) {
+    absl::StatusOr<GroupPlace> place =
+        groups.await(env->group_generation, std::max(env->regroup_timeout, absl::Seconds(1)));
+    if (!place.ok()) return Fail(place.status());
+    groups.place = *place;
+  }
   absl::StatusOr<std::unique_ptr<Collective>> comm =
-      Connect(*env, store, env->group_generation, &context);
+      Connect(*env, store, env->group_generation, groups.place, &context);
   if (!comm.ok()) return Fail(comm.status());
   // A replacement joins a group already checked.
   if (env->preflight && env->group_generation == 0) {
@@ -409,11 +443,10 @@ int Run(int argc, char** argv) {
   context.stop_requested = [&stop] { return stop.requested(); };
   std::atomic<int64_t> steps_done{0};
   context.steps_done = &steps_done;
-  if (env->rank == 0) context.log = Log;
   context.warn = [](const std::string& line) { std::cerr << line << std::endl; };
   context.attempt = env->attempt;
+  context.snapshot_rank = env->rank;
   const std::unique_ptr<SnapshotSegment> snapshots = MapSnapshotSegment(*env, &context);
-  GroupHooks groups = Regroups(*env, store, rendezvous->get(), stop);
   absl::StatusOr<TrainResult> result = TrainInGroups(*spec, *data, context, groups, &*comm);
   // Asked to stop, a rank ends as the signal would have ended it: rank 0
   // after its checkpoint, the others when rank 0 is gone.

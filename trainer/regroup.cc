@@ -15,12 +15,14 @@ bool LostPeer(const absl::Status& error) {
 absl::StatusOr<TrainResult> TrainInGroups(const v1::TrainerSpec& spec, const TrainTestSplit& data,
                                           TrainerContext context, const GroupHooks& hooks,
                                           std::unique_ptr<Collective>* comm) {
+  GroupPlace place = hooks.place;
   for (int generation = hooks.generation;; ++generation) {
     if (*comm == nullptr) {
-      ASSIGN_OR_RETURN(*comm, hooks.connect(generation, &context));
+      ASSIGN_OR_RETURN(*comm, hooks.connect(generation, place, &context));
     }
     context.comm = comm->get();
     context.group_generation = generation;
+    if (hooks.log) context.log = place.rank == 0 ? hooks.log : nullptr;
     absl::StatusOr<TrainResult> result = Train(spec, data, context);
     const bool stopping = context.stop_requested && context.stop_requested();
     if (result.ok() || stopping || hooks.regroup_timeout <= absl::ZeroDuration() ||
@@ -37,12 +39,20 @@ absl::StatusOr<TrainResult> TrainInGroups(const v1::TrainerSpec& spec, const Tra
     // Its connections close: a peer still waiting on this rank fails now.
     comm->reset();
     if (hooks.lost) hooks.lost(generation, result.status());
-    if (absl::Status formed = hooks.await(generation + 1, hooks.regroup_timeout); !formed.ok()) {
+    absl::StatusOr<GroupPlace> next = hooks.await(generation + 1, hooks.regroup_timeout);
+    if (!next.ok()) {
       return absl::Status(result.status().code(),
-                          absl::StrCat(result.status().message(),
-                                       "; the group did not form again: ", formed.message()));
+                          absl::StrCat(result.status().message(), "; the group did not form again",
+                                       absl::IsFailedPrecondition(next.status()) ? " with it" : "",
+                                       ": ", next.status().message()));
     }
-    if (hooks.warn) hooks.warn(absl::StrCat("joining group ", generation + 1, " of the attempt"));
+    if (hooks.warn) {
+      hooks.warn(absl::StrCat("joining group ", generation + 1, " of the attempt",
+                              next->size == place.size
+                                  ? std::string()
+                                  : absl::StrCat(" as rank ", next->rank, " of ", next->size)));
+    }
+    place = *next;
     // What its worker fetched was for the first group.
     context.snapshot_fetched_step = -1;
   }

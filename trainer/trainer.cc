@@ -209,7 +209,7 @@ absl::Status TrainingRun::StartSnapshots() {
     options.every_steps = every;
     options.copy = context_.snapshot_copy;
     options.attempt = context_.attempt;
-    options.rank = rank_;
+    options.rank = context_.snapshot_rank >= 0 ? context_.snapshot_rank : rank_;
     options.world_size = world_;
     absl::StatusOr<std::unique_ptr<Snapshotter>> made = Snapshotter::Make(
         context_.snapshots, runner_->size(), runner_->optimizer_state_size(), options);

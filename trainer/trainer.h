@@ -57,6 +57,10 @@ struct TrainerContext {
   int64_t snapshot_fetched_step = -1;
   SnapshotCopy snapshot_copy = SnapshotCopy::kBucketed;
   int32_t attempt = 0;  // recorded with each snapshot
+  // The rank recorded with each snapshot: the one its worker knows the
+  // process by, which stays when a group that shrank numbers its members
+  // anew in `comm`; -1: its rank in `comm`.
+  int32_t snapshot_rank = -1;
   // The attempt's group `comm` belongs to (trainer/regroup.h), reported
   // with the progress.
   int32_t group_generation = 0;

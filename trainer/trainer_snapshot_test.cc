@@ -5,6 +5,8 @@
 
 #include <gloo/rendezvous/hash_store.h>
 
+#include <algorithm>
+#include <map>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -294,53 +296,78 @@ TEST(TrainerSnapshotTest, AStateTooLargeForTheSegmentIsSaidAndSnapshotsStayOff) 
 // (so a closed connection is how a peer's loss shows).
 class Groups {
  public:
-  void Announce(int generation) {
+  explicit Groups(int world = 2) : world_(world) {}
+  // Group `generation` of `members`, the ranks their processes started
+  // with; empty: every rank of the world.
+  void Announce(int generation, std::vector<int> members = {}) {
+    if (members.empty()) {
+      for (int r = 0; r < world_; ++r) members.push_back(r);
+    }
     MutexLock lock(&mu_);
-    announced_ = std::max(announced_, generation);
+    announced_[generation] = std::move(members);
   }
-  absl::Status Await(int generation, absl::Duration timeout) {
+  absl::StatusOr<GroupPlace> Await(int rank, int generation, absl::Duration timeout) {
     MutexLock lock(&mu_);
-    auto announced = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return announced_ >= generation; };
-    if (mu_.AwaitWithTimeout(absl::Condition(&announced), timeout)) return absl::OkStatus();
-    return absl::DeadlineExceededError(absl::StrCat(
-        "group ", generation, " was not announced within ", absl::FormatDuration(timeout)));
+    auto announced = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return announced_.count(generation) > 0;
+    };
+    if (!mu_.AwaitWithTimeout(absl::Condition(&announced), timeout)) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          "group ", generation, " was not announced within ", absl::FormatDuration(timeout)));
+    }
+    const std::vector<int>& members = announced_[generation];
+    const auto at = std::find(members.begin(), members.end(), rank);
+    if (at == members.end()) return absl::FailedPreconditionError("not a member");
+    return GroupPlace{static_cast<int>(at - members.begin()), static_cast<int>(members.size())};
   }
-  absl::StatusOr<std::unique_ptr<Collective>> Connect(int rank, int generation) {
+  // Rank `rank`'s process, at `place` in group `generation`.
+  absl::StatusOr<std::unique_ptr<Collective>> Connect(int rank, int generation, GroupPlace place) {
     GlooOptions options;
     options.timeout = std::chrono::seconds(60);
     options.host_identity = absl::StrCat("host", rank);
     if (generation > 0) options.prefix = GroupPrefix(generation);
     absl::StatusOr<std::unique_ptr<GlooCollective>> comm =
-        GlooCollective::Connect(store_, rank, 2, options);
+        GlooCollective::Connect(store_, place.rank, place.size, options);
     if (!comm.ok()) return comm.status();
     return std::unique_ptr<Collective>(*std::move(comm));
   }
   GroupHooks Hooks(int rank, int generation, absl::Duration timeout) {
     GroupHooks hooks;
     hooks.generation = generation;
+    hooks.place = {rank, world_};
     hooks.regroup_timeout = timeout;
-    hooks.connect = [this, rank](int g, TrainerContext*) { return Connect(rank, g); };
-    hooks.await = [this](int g, absl::Duration t) { return Await(g, t); };
+    hooks.connect = [this, rank](int g, GroupPlace place, TrainerContext*) {
+      return Connect(rank, g, place);
+    };
+    hooks.await = [this, rank](int g, absl::Duration t) { return Await(rank, g, t); };
     return hooks;
   }
+  int world() const { return world_; }
 
  private:
+  const int world_;  // of the attempt's first group
   gloo::rendezvous::HashStore store_;
   Mutex mu_;
-  int announced_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<int, std::vector<int>> announced_ ABSL_GUARDED_BY(mu_);
 };
 
-// Rank 1's process ends after `last_step` as if killed: its connections
-// close with it.
-void LoseRank1(const v1::TrainerSpec& spec, const TrainTestSplit& data, Groups& groups,
-               Segments& segments, int64_t last_step) {
-  absl::StatusOr<std::unique_ptr<Collective>> comm = groups.Connect(1, 0);
+// Rank `rank`'s process ends after `last_step` as if killed: its
+// connections close with it.
+void LoseRank(int rank, const v1::TrainerSpec& spec, const TrainTestSplit& data, Groups& groups,
+              Segments& segments, int64_t last_step) {
+  absl::StatusOr<std::unique_ptr<Collective>> comm =
+      groups.Connect(rank, 0, {rank, groups.world()});
   ASSERT_OK(comm);
   TrainerContext context;
   context.comm = comm->get();
-  context.snapshots = segments.segment(1);
+  context.snapshots = segments.segment(rank);
   context.stop_after_step = last_step;
   ASSERT_OK(Train(spec, data, context));
+}
+
+void LoseRank1(const v1::TrainerSpec& spec, const TrainTestSplit& data, Groups& groups,
+               Segments& segments, int64_t last_step) {
+  LoseRank(1, spec, data, groups, segments, last_step);
 }
 
 // Rank 1 is lost after step 17; rank 0 keeps its process, and the group
@@ -380,7 +407,9 @@ TEST(TrainerSnapshotTest, SurvivorsKeepTheirProcessAndEndWithTheSameWeights) {
     TrainerContext context;
     context.snapshots = segments.segment(1);
     std::unique_ptr<Collective> comm;
-    results[1] = TrainInGroups(spec, data, context, groups.Hooks(1, 1, absl::Seconds(60)), &comm);
+    GroupHooks hooks = groups.Hooks(1, 1, absl::Seconds(60));
+    ASSERT_OK_AND_ASSIGN(hooks.place, groups.Await(1, 1, absl::Seconds(1)));
+    results[1] = TrainInGroups(spec, data, context, hooks, &comm);
   });
   survivor.join();
   lost.join();
@@ -439,14 +468,86 @@ TEST(TrainerSnapshotTest, ASurvivorWhoseGroupDoesNotFormAgainEndsWithItsError) {
 TEST(TrainerSnapshotTest, WithoutARegroupTimeoutALostPeerEndsTheRank) {
   Groups groups;
   GroupHooks hooks = groups.Hooks(0, 0, absl::ZeroDuration());
-  hooks.await = [](int, absl::Duration) {
+  hooks.await = [](int, absl::Duration) -> absl::StatusOr<GroupPlace> {
     ADD_FAILURE() << "waited for a group";
-    return absl::OkStatus();
+    return GroupPlace{};
   };
   const absl::StatusOr<TrainResult> result = SurviveAlone(hooks, groups);
   ASSERT_FALSE(result.ok());
   EXPECT_TRUE(LostPeer(result.status())) << result.status();
   EXPECT_FALSE(absl::StrContains(result.status().message(), "group")) << result.status();
+}
+
+// An elastic job goes on without rank 0, lost after step 17: ranks 1 and 2
+// keep their processes and form a group of two (as ranks 0 and 1 of it),
+// and end with exactly the weights of every rank restarted at world 2 from
+// the snapshots of step 17.
+TEST(TrainerSnapshotTest, AGroupThatShrinksEndsWithTheWeightsOfARestartAtItsSize) {
+  const TrainTestSplit data = Data(512);
+  const v1::TrainerSpec spec = Spec();
+  Segments reference(3);
+  TrainerContext crash;
+  crash.stop_after_step = 17;
+  TrainWorldResults(spec, data, 3, crash, reference.Give(), /*hosts=*/3);
+  // Ranks 1 and 2's segments, as ranks 0 and 1 of a world of 2.
+  const std::vector<TrainResult> restarted = TrainWorldResults(
+      spec, data, 2, {},
+      [&](int rank, TrainerContext* context) { context->snapshots = reference.segment(rank + 1); },
+      /*hosts=*/2);
+
+  Groups groups(3);
+  Segments segments(3);
+  std::vector<absl::StatusOr<TrainResult>> results(3, absl::UnknownError("not run"));
+  Mutex mu;
+  std::vector<std::string> warnings;
+  std::vector<std::thread> survivors;
+  for (int rank : {1, 2}) {
+    survivors.emplace_back([&, rank] {
+      TrainerContext context;
+      context.snapshots = segments.segment(rank);
+      context.snapshot_rank = rank;
+      GroupHooks hooks = groups.Hooks(rank, 0, absl::Seconds(60));
+      hooks.warn = [&](const std::string& line) {
+        MutexLock lock(&mu);
+        warnings.push_back(line);
+      };
+      std::unique_ptr<Collective> comm;
+      results[rank] = TrainInGroups(spec, data, context, hooks, &comm);
+    });
+  }
+  LoseRank(0, spec, data, groups, segments, 17);
+  groups.Announce(1, {1, 2});  // as the coordinator does, without rank 0
+  for (std::thread& t : survivors) t.join();
+  for (int rank : {1, 2}) {
+    ASSERT_OK(results[rank]) << "rank " << rank;
+    EXPECT_EQ(results[rank]->resumed_from, "memory") << "rank " << rank;
+    EXPECT_EQ(results[rank]->resumed_from_step, 17) << "rank " << rank;
+    EXPECT_EQ(results[rank]->params, restarted[0].params)
+        << "rank " << rank << ": max relative difference "
+        << MaxRelativeDifference(results[rank]->params, restarted[0].params);
+    // Its snapshots go on under the rank its worker knows it by.
+    EXPECT_EQ(segments.view(rank).Committed()[0].rank, rank);
+  }
+  EXPECT_NE(
+      std::find(warnings.begin(), warnings.end(), "joining group 1 of the attempt as rank 0 of 2"),
+      warnings.end());
+  EXPECT_NE(
+      std::find(warnings.begin(), warnings.end(), "joining group 1 of the attempt as rank 1 of 2"),
+      warnings.end());
+}
+
+// A rank that the next group goes on without ends with the collective's
+// error and says so.
+TEST(TrainerSnapshotTest, ARankLeftOutOfTheNextGroupEndsAndSaysSo) {
+  Groups groups;
+  groups.Announce(1, {1});
+  const absl::StatusOr<TrainResult> result =
+      SurviveAlone(groups.Hooks(0, 0, absl::Seconds(5)), groups);
+  ASSERT_FALSE(result.ok());
+  EXPECT_TRUE(LostPeer(result.status())) << result.status();
+  EXPECT_TRUE(absl::EndsWith(result.status().message(),
+                             "; the group did not form again with it: not a member"))
+      << result.status();
 }
 
 }  // namespace

@@ -98,9 +98,10 @@ void CoordinatorMetrics::SetSources(std::function<std::map<v1::JobState, int>()>
 }
 
 void CoordinatorMetrics::OnTransition(const v1::Job& before, const v1::StateChange& change) {
-  // A rank started again alone is a restart too (its note keeps the state).
+  // A rank started again alone, or a group shrunk without it, is a restart
+  // too (its note keeps the state).
   if ((change.state() == v1::RESTARTING && before.state() != v1::RESTARTING) ||
-      change.reason() == v1::RANK_REPLACED) {
+      change.reason() == v1::RANK_REPLACED || change.reason() == v1::GROUP_SHRUNK) {
     restarts_.Add({{"job_id", before.id()}, {"reason", ReasonName(change.reason())}}).Increment();
   }
   if (change.reason() == v1::PREEMPTED) {

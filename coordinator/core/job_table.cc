@@ -31,7 +31,9 @@ void JobRecord::SetRankProgress(int rank, const v1::Progress& progress) {
   // The durations of each step since the last report feed the worker's
   // histogram; kept with the job they would grow it by hundreds of numbers.
   rank_progress[rank].clear_step_seconds();
-  v1::Progress total = rank_progress.count(0) ? rank_progress[0] : progress;
+  // The lowest rank's figures: rank 0's, or the first member's after rank
+  // 0 left a group that shrank (its entry erased then).
+  v1::Progress total = rank_progress.begin()->second;
   total.set_samples_per_second(JobSamplesPerSecond(rank_progress, job.world_size()));
   *job.mutable_progress() = total;
 }

@@ -45,6 +45,10 @@ void ProgressWatch::Regrouped(absl::Time now) {
   for (Rank& r : ranks_) Saw(r, true, now);
 }
 
+void ProgressWatch::Left(int rank) {
+  if (rank >= 0 && rank < static_cast<int>(ranks_.size())) ranks_[rank].left = true;
+}
+
 void ProgressWatch::Activity(int rank, int64_t output_bytes, int64_t reports, absl::Time now) {
   if (rank < 0 || rank >= static_cast<int>(ranks_.size())) return;
   Rank& r = ranks_[rank];
@@ -60,11 +64,12 @@ std::optional<ProgressWatch::Hang> ProgressWatch::Hung(absl::Duration timeout,
   absl::Time latest = absl::InfinitePast();
   for (const Rank& r : ranks_) latest = std::max(latest, r.last_progress);
   if (now - latest < timeout) return std::nullopt;
-  int culprit = 0;
+  int culprit = -1;
   auto order = [this](int i) { return std::make_tuple(ranks_[i].last_seen, ranks_[i].step, i); };
-  for (int i = 1; i < static_cast<int>(ranks_.size()); ++i) {
-    if (order(i) < order(culprit)) culprit = i;
+  for (int i = 0; i < static_cast<int>(ranks_.size()); ++i) {
+    if (!ranks_[i].left && (culprit < 0 || order(i) < order(culprit))) culprit = i;
   }
+  if (culprit < 0) return std::nullopt;
   return Hang{culprit, ranks_[culprit].step, now - latest};
 }
 

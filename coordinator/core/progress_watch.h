@@ -32,6 +32,9 @@ class ProgressWatch {
   // snapshot): progress for every rank, so the time the group took to form
   // is not counted towards a hang.
   void Regrouped(absl::Time now);
+  // The rank left the attempt's group (an elastic job shrank): it is never
+  // named as the rank that hung.
+  void Left(int rank);
   // A rank's counters from its worker: bytes of output, reports sent.
   void Activity(int rank, int64_t output_bytes, int64_t reports, absl::Time now);
 
@@ -53,6 +56,7 @@ class ProgressWatch {
  private:
   struct Rank {
     bool started = false;
+    bool left = false;
     int64_t step = -1;
     int64_t output_bytes = 0;
     int64_t reports = 0;

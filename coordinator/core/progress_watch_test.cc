@@ -92,5 +92,19 @@ TEST(ProgressWatchTest, AGroupFormedAgainIsProgress) {
   EXPECT_TRUE(watch.Hung(absl::Seconds(30), At(106)));
 }
 
+// A rank that left the group (an elastic job shrank) stops reporting for
+// good: a hang names a member, the one whose signs of life stopped first.
+TEST(ProgressWatchTest, ARankThatLeftIsNeverNamedForAHang) {
+  ProgressWatch watch;
+  watch.Begin(ProgressWatch::Kind::kTrainer, 3, kStart);
+  watch.Step(0, 7, At(3));
+  watch.Step(1, 7, At(1));
+  watch.Step(2, 7, At(2));
+  watch.Left(1);
+  std::optional<ProgressWatch::Hang> hang = watch.Hung(absl::Seconds(5), At(9));
+  ASSERT_TRUE(hang);
+  EXPECT_EQ(hang->rank, 2);
+}
+
 }  // namespace
 }  // namespace ringmaster

@@ -32,7 +32,10 @@ std::map<std::string, std::string> BuildRankEnv(const v1::Job& job, int rank,
 
   std::map<std::string, std::string> env(job.spec().env().begin(), job.spec().env().end());
   env.emplace("OMP_NUM_THREADS", "1");  // keeps a value the spec set
-  const std::string world = absl::StrCat(job.world_size());
+  // The attempt's first group. A trainer rank started again after its group
+  // shrank learns its place in the group from its announcement
+  // (domain/group_generation.h).
+  const std::string world = absl::StrCat(std::max(job.world_size(), job.ranks_size()));
   env["RANK"] = absl::StrCat(rank);
   env["LOCAL_RANK"] = absl::StrCat(local_rank);
   env["WORLD_SIZE"] = world;

@@ -13,14 +13,17 @@ void SnapshotLedger::Report(const std::string& worker_id,
   for (const v1::HeldSnapshots& h : held) held_.push_back({worker_id, h});
 }
 
-int64_t SnapshotLedger::CommonStep(bool replicas, int attempt, int world) const {
+int64_t SnapshotLedger::CommonStep(bool replicas, int attempt,
+                                   const std::vector<int>& ranks) const {
   std::map<int, std::set<int64_t>> by_rank;
+  for (int rank : ranks) by_rank[rank];
   for (const Held& h : held_) {
     const v1::HeldSnapshots& s = h.snapshots;
-    if (s.replica() != replicas || s.attempt() != attempt || s.rank() >= world) continue;
-    by_rank[s.rank()].insert(s.steps().begin(), s.steps().end());
+    auto it = by_rank.find(s.rank());
+    if (s.replica() != replicas || s.attempt() != attempt || it == by_rank.end()) continue;
+    it->second.insert(s.steps().begin(), s.steps().end());
   }
-  if (world <= 0 || static_cast<int>(by_rank.size()) != world) return 0;
+  if (by_rank.empty()) return 0;
   std::set<int64_t> common = by_rank.begin()->second;
   for (const auto& [rank, steps] : by_rank) {
     std::set<int64_t> both;
@@ -31,7 +34,8 @@ int64_t SnapshotLedger::CommonStep(bool replicas, int attempt, int world) const 
   return common.empty() ? 0 : *common.rbegin();
 }
 
-v1::SnapshotState SnapshotLedger::State() const {
+v1::SnapshotState SnapshotLedger::State(int members_attempt,
+                                        const std::vector<int>& members) const {
   v1::SnapshotState state;
   // A rank's segment lives on the worker that ran it last; older copies
   // elsewhere yield to the newest attempt's.
@@ -48,8 +52,13 @@ v1::SnapshotState SnapshotLedger::State() const {
     state.set_bytes_per_rank(std::max(state.bytes_per_rank(), s.bytes()));
     for (int64_t step : s.steps()) state.set_newest_step(std::max(state.newest_step(), step));
   }
-  state.set_consistent_step(CommonStep(false, attempt, world));
-  state.set_replica_step(CommonStep(true, attempt, world));
+  std::vector<int> ranks = members;
+  if (attempt != members_attempt) {
+    ranks.clear();
+    for (int r = 0; r < world; ++r) ranks.push_back(r);
+  }
+  state.set_consistent_step(CommonStep(false, attempt, ranks));
+  state.set_replica_step(CommonStep(true, attempt, ranks));
   return state;
 }
 

@@ -29,8 +29,10 @@ class SnapshotLedger {
   // The snapshots of the newest attempt that wrote any: the highest step
   // every one of its ranks holds in its worker's segment (consistent_step,
   // 0 when there is none) and in a peer's replica (replica_step), the
-  // highest any holds, and the size of one.
-  v1::SnapshotState State() const;
+  // highest any holds, and the size of one. Its ranks are `members` when it
+  // is attempt `attempt` (a group that shrank leaves some out), else those
+  // below the world size its snapshots name.
+  v1::SnapshotState State(int attempt = -1, const std::vector<int>& members = {}) const;
   bool empty() const { return held_.empty(); }
 
   // Where the rank's newest snapshot is held on a worker `reachable` says
@@ -48,9 +50,9 @@ class SnapshotLedger {
     std::string worker_id;
     v1::HeldSnapshots snapshots;
   };
-  // The highest step every rank below `world` of `attempt` holds, in
-  // segments or in replicas; 0 when there is none.
-  int64_t CommonStep(bool replicas, int attempt, int world) const;
+  // The highest step every one of `ranks` of `attempt` holds, in segments
+  // or in replicas; 0 when there is none.
+  int64_t CommonStep(bool replicas, int attempt, const std::vector<int>& ranks) const;
 
   std::vector<Held> held_;
 };

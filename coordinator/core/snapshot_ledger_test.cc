@@ -31,6 +31,17 @@ TEST(SnapshotLedgerTest, TheConsistentStepIsTheHighestEveryRankHolds) {
   EXPECT_EQ(state.bytes_per_rank(), 1000);
 }
 
+// Rank 1 left attempt 2's group (an elastic job shrank): its last snapshot
+// stays behind, and the members' steps go on without it.
+TEST(SnapshotLedgerTest, AGroupThatShrankCountsItsMembersOnly) {
+  SnapshotLedger ledger;
+  ledger.Report("w1", {Held(0, {41, 40}, 2, 2), Held(2, {41, 40}, 2, 2)});
+  ledger.Report("w2", {Held(1, {17, 16}, 2, 3)});
+  EXPECT_EQ(ledger.State().consistent_step(), 0) << "ranks below the world of 2: 0 and 1";
+  EXPECT_EQ(ledger.State(2, {0, 2}).consistent_step(), 41);
+  EXPECT_EQ(ledger.State(1, {0, 2}).consistent_step(), 0) << "the members of another attempt";
+}
+
 TEST(SnapshotLedgerTest, NoCommonStepIsNoConsistentStep) {
   SnapshotLedger ledger;
   ledger.Report("w1", {Held(0, {13, 12})});

@@ -115,7 +115,13 @@ class Attempts {
   // snapshots off, a regroup under way, a rank not seen to exit, no
   // restart left).
   bool ReplaceRank(JobRecord& entry, int rank, const FailureCause& cause);
-  // Rank 0's report in the new group ends the regroup; past
+  // For the ranks `leaving` of a RUNNING elastic built-in trainer attempt
+  // (ranks of a lost worker, or of one that takes no rank again): the
+  // others keep their processes and form a smaller group without them, at
+  // no fewer than min_ranks (docs/checkpoints.md). True when they did;
+  // false when the failure is for NoteFailure.
+  bool ShrinkGroup(JobRecord& entry, const std::vector<int>& leaving, const FailureCause& cause);
+  // The first member's report in the new group ends the regroup; past
   // --regroup-timeout without one the attempt fails, restarting every rank.
   void OnGroupReport(JobRecord& entry, const v1::Progress& progress);
   // Sets group `generation` of the job's attempt in its rendezvous scope,
@@ -125,6 +131,14 @@ class Attempts {
   // Whether a rank of `job` may start again on `worker_id`: it is not
   // excluded for the job, nor cordoned.
   bool MayKeepSlot(const v1::Job& job, const std::string& worker_id);
+  // Whether the attempt may form its group again rather than restart
+  // every rank: regroups and snapshots on, a RUNNING trainer, no regroup
+  // or failure under way, a restart left.
+  bool MayRegroup(const JobRecord& entry);
+  // The bookkeeping of group `generation`'s forming for `cause`: the
+  // interruption, a restart counted, its root cause, goodput's restart
+  // phase.
+  void BeginRegroup(JobRecord& entry, int generation, const FailureCause& cause);
 
   // Stacks (attempts_stacks.cc).
   // Asks the workers of the attempt for its ranks' stacks, unless that is

@@ -1,10 +1,11 @@
-// Attempts: a failed rank replaced alone, the others keeping their
-// processes (docs/checkpoints.md).
+// Attempts: a failed rank replaced alone, or an elastic job going on
+// without it, the others keeping their processes (docs/checkpoints.md).
 #include <algorithm>
 
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "coordinator/core/goodput.h"
 #include "coordinator/core/rank_env.h"
 #include "coordinator/jobs/attempts.h"
@@ -25,7 +26,26 @@ bool Attempts::MayKeepSlot(const v1::Job& job, const std::string& worker_id) {
 
 absl::Status Attempts::AnnounceGroup(const v1::Job& job, int generation) {
   return rendezvous_->Set({job.id(), job.attempt()}, GroupKey(generation),
-                          absl::StrCat(job.world_size()));
+                          GroupValue(GroupMembers(job)));
+}
+
+bool Attempts::MayRegroup(const JobRecord& entry) {
+  const v1::Job& job = entry.job;
+  return options_.rank_env.regroup_timeout > absl::ZeroDuration() && job.state() == v1::RUNNING &&
+         job.spec().has_trainer() && TakesSnapshots(job.spec().trainer()) &&
+         job.snapshots().off().empty() && !entry.ending && job.regroup_since_unix_ms() == 0 &&
+         RestartRefusal(job).empty() && job.restarts() < job.spec().max_restarts();
+}
+
+void Attempts::BeginRegroup(JobRecord& entry, int generation, const FailureCause& cause) {
+  v1::Job& job = entry.job;
+  NoteInterrupted(entry);  // in the group before
+  job.set_group_generation(generation);
+  const absl::Time now = clock_->Now();
+  job.set_regroup_since_unix_ms(absl::ToUnixMillis(now));
+  job.set_restarts(job.restarts() + 1);
+  SetRootCause(&job, cause);
+  GoodputOnTransition(&job, v1::RESTARTING, cause.reason, now);
 }
 
 bool Attempts::ReplaceRank(JobRecord& entry, int rank, const FailureCause& cause) {
@@ -36,12 +56,8 @@ bool Attempts::ReplaceRank(JobRecord& entry, int rank, const FailureCause& cause
   // it out.
   const bool exited = cause.reason == v1::RANK_EXITED || cause.reason == v1::RANK_SIGNALED ||
                       cause.reason == v1::RANK_OOM;
-  if (options_.rank_env.regroup_timeout <= absl::ZeroDuration() || job.state() != v1::RUNNING ||
-      !job.spec().has_trainer() || !TakesSnapshots(job.spec().trainer()) ||
-      !job.snapshots().off().empty() || entry.ending || job.regroup_since_unix_ms() != 0 ||
-      !exited || cause.stopped || !membership_->Connected(status.worker_id()) ||
-      !RestartRefusal(job).empty() || job.restarts() >= job.spec().max_restarts() ||
-      !MayKeepSlot(job, status.worker_id())) {
+  if (!MayRegroup(entry) || !exited || cause.stopped ||
+      !membership_->Connected(status.worker_id()) || !MayKeepSlot(job, status.worker_id())) {
     return false;
   }
   const int generation = job.group_generation() + 1;
@@ -50,22 +66,16 @@ bool Attempts::ReplaceRank(JobRecord& entry, int rank, const FailureCause& cause
     spdlog::warn("job {}: cannot announce group {}: {}", job.id(), generation, s.ToString());
     return false;
   }
-  NoteInterrupted(entry);
   // Its slot was never given up: the same slot and GPUs.
   status.set_state(v1::RANK_ASSIGNED);
   status.set_generation(generation);
   status.set_pid(0);
   status.set_exit_code(0);
   status.set_signal(0);
-  job.set_group_generation(generation);
-  const absl::Time now = clock_->Now();
-  job.set_regroup_since_unix_ms(absl::ToUnixMillis(now));
-  job.set_restarts(job.restarts() + 1);
-  SetRootCause(&job, cause);
+  BeginRegroup(entry, generation, cause);
   entry.rank_progress.erase(rank);
   entry.unseen.erase(rank);
-  GoodputOnTransition(&job, v1::RESTARTING, cause.reason, now);
-  const int kept = job.world_size() - 1;
+  const int kept = static_cast<int>(GroupMembers(job).size()) - 1;
   table_
       .Note(entry, v1::RANK_REPLACED,
             absl::StrCat(cause.message, ": rank ", rank, " started again alone on its worker ",
@@ -75,6 +85,49 @@ bool Attempts::ReplaceRank(JobRecord& entry, int rank, const FailureCause& cause
                          job.spec().max_restarts(), " restarts used)"))
       .IgnoreError();  // logged; the regroup goes on
   SendStart(entry, rank);
+  return true;
+}
+
+bool Attempts::ShrinkGroup(JobRecord& entry, const std::vector<int>& leaving,
+                           const FailureCause& cause) {
+  v1::Job& job = entry.job;
+  const std::vector<int> members = GroupMembers(job);
+  const int world = static_cast<int>(members.size());
+  const int stay = world - static_cast<int>(leaving.size());
+  if (!MayRegroup(entry) || cause.stopped || leaving.empty() || stay < 1 ||
+      stay < job.spec().min_ranks() || job.spec().min_ranks() >= job.spec().ranks()) {
+    return false;
+  }
+  const int generation = job.group_generation() + 1;
+  std::vector<v1::RankStatus> before;
+  for (int rank : leaving) {
+    v1::RankStatus& status = *job.mutable_ranks(rank);
+    before.push_back(status);
+    status.set_left_generation(generation);
+    if (RankHoldsSlot(status)) status.set_state(v1::RANK_FAILED);
+  }
+  // Announced with the members that stay, who wait for it.
+  if (absl::Status s = AnnounceGroup(job, generation); !s.ok()) {
+    spdlog::warn("job {}: cannot announce group {}: {}", job.id(), generation, s.ToString());
+    for (size_t i = 0; i < leaving.size(); ++i) *job.mutable_ranks(leaving[i]) = before[i];
+    return false;
+  }
+  job.set_world_size(stay);
+  BeginRegroup(entry, generation, cause);
+  for (int rank : leaving) {
+    entry.rank_progress.erase(rank);
+    entry.unseen.erase(rank);
+    entry.watch.Left(rank);
+  }
+  table_
+      .Note(entry, v1::GROUP_SHRUNK,
+            absl::StrCat(cause.message, ": ", stay, stay == 1 ? " rank goes" : " ranks go",
+                         " on without rank", leaving.size() == 1 ? " " : "s ",
+                         absl::StrJoin(leaving, ", "), ", each in its own process (group ",
+                         generation, " of attempt ", job.attempt(), ", ", world, " -> ", stay,
+                         " ranks, min_ranks ", job.spec().min_ranks(), "; ", job.restarts(), " of ",
+                         job.spec().max_restarts(), " restarts used)"))
+      .IgnoreError();  // logged; the regroup goes on
   return true;
 }
 
@@ -93,12 +146,16 @@ void Attempts::CheckRegroup(JobRecord& entry, absl::Time now) {
   if (job.regroup_since_unix_ms() == 0 || entry.ending) return;
   const absl::Duration timeout = options_.rank_env.regroup_timeout;
   if (now - absl::FromUnixMillis(job.regroup_since_unix_ms()) < timeout) return;
-  FailureCause cause{v1::RANK_REPLACED,
-                     absl::StrCat("group ", job.group_generation(), " did not form within ",
-                                  absl::FormatDuration(timeout),
-                                  " of a rank's replacement (--regroup-timeout): restarting "
-                                  "every rank"),
-                     job.root_cause().rank()};
+  const bool shrunk = std::any_of(job.ranks().begin(), job.ranks().end(), [&](const auto& r) {
+    return r.left_generation() == job.group_generation();
+  });
+  FailureCause cause{
+      shrunk ? v1::GROUP_SHRUNK : v1::RANK_REPLACED,
+      absl::StrCat("group ", job.group_generation(), " did not form within ",
+                   absl::FormatDuration(timeout),
+                   shrunk ? " of going on without a rank" : " of a rank's replacement",
+                   " (--regroup-timeout): restarting every rank"),
+      job.root_cause().rank()};
   NoteFailure(entry, cause);
 }
 

@@ -104,6 +104,7 @@ absl::Status JobManager::Recover() {
     }
     for (const v1::RankStatus& rank : entry.job.ranks()) {
       if (rank.state() != v1::RANK_ASSIGNED) entry.watch.Started(rank.rank());
+      if (rank.left_generation() > 0) entry.watch.Left(rank.rank());
       if (RankHoldsSlot(rank)) membership_->Expect(rank.worker_id(), rank.worker_address());
     }
   }

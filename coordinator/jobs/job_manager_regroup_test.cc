@@ -1,6 +1,6 @@
-// JobManager: a failed rank of a built-in trainer job replaced alone while
-// the others keep their processes, and every rank restarted when that
-// does not work out.
+// JobManager: a failed rank of a built-in trainer job replaced alone, or
+// an elastic job going on without it, while the others keep their
+// processes, and every rank restarted when that does not work out.
 #include "absl/strings/match.h"
 #include "coordinator/jobs/job_manager_fixture.h"
 #include "domain/group_generation.h"
@@ -51,6 +51,26 @@ class JobManagerRegroupTest : public JobManagerTest {
 
   bool Announced(const std::string& id, int generation) {
     return rendezvous_.Get({id, 0}, GroupKey(generation)).ok();
+  }
+
+  // The members group `generation` was announced with ("0,2").
+  std::string Members(const std::string& id, int generation) {
+    return rendezvous_.Get({id, 0}, GroupKey(generation)).value_or("(none)");
+  }
+
+  // An elastic trainer job of `ranks` ranks (at least `min_ranks`), rank r
+  // running on workers[r]; rank 0 at step 20.
+  std::string RunningElasticJob(const std::vector<TestWorker*>& workers, int ranks, int min_ranks) {
+    v1::JobSpec spec = TrainerSpec(ranks, 3);
+    spec.set_min_ranks(min_ranks);
+    const std::string id = Submit(spec);
+    for (int r = 0; r < ranks; ++r) {
+      (void)Starts(*workers[r]);
+      Started(*workers[r], id, 0, r);
+    }
+    Report(*workers[0], id, 0, 20, 0);
+    EXPECT_EQ(Job(id).state(), v1::RUNNING);
+    return id;
   }
 };
 
@@ -232,6 +252,115 @@ TEST_F(JobManagerRegroupTest, WithoutARegroupTimeoutEveryRankRestarts) {
   Exited(w2, id, 0, 1, 1);
   Pass(absl::Seconds(2));
   EXPECT_EQ(Job(id).state(), v1::RESTARTING);
+}
+
+// An elastic job whose rank cannot start again where it was (its worker
+// cordoned) goes on without it: the others keep their processes in a
+// smaller group, numbered anew, and the job ends when they do.
+TEST_F(JobManagerRegroupTest, AnElasticJobGoesOnWithoutARankItCannotStartAgain) {
+  TestWorker w1, w2, w3;
+  ASSERT_OK(Register(w1, "w1", 1));
+  ASSERT_OK(Register(w2, "w2", 1));
+  ASSERT_OK(Register(w3, "w3", 1));
+  const std::string id = RunningElasticJob({&w1, &w2, &w3}, 3, 2);
+  ASSERT_OK(manager_->Cordon("w1", "XID 79", "admin"));
+  Killed(w1, id, 0, 0, 9);
+
+  v1::Job job = Job(id);
+  EXPECT_EQ(job.state(), v1::RUNNING);
+  EXPECT_EQ(job.attempt(), 0);
+  EXPECT_EQ(job.group_generation(), 1);
+  EXPECT_EQ(job.world_size(), 2);
+  EXPECT_EQ(job.restarts(), 1);
+  EXPECT_EQ(job.ranks(0).state(), v1::RANK_FAILED);
+  EXPECT_EQ(job.ranks(0).left_generation(), 1);
+  EXPECT_EQ(job.ranks(1).left_generation(), 0);
+  EXPECT_EQ(Members(id, 1), "1,2");
+  EXPECT_EQ(Last(id).reason(), v1::GROUP_SHRUNK);
+  EXPECT_EQ(Last(id).message(),
+            "rank 0 was killed by signal 9: 2 ranks go on without rank 0, each in its own "
+            "process (group 1 of attempt 0, 3 -> 2 ranks, min_ranks 2; 1 of 3 restarts used)");
+  EXPECT_EQ(Stops(w2) + Stops(w3), 0) << "the others keep their processes";
+  EXPECT_TRUE(Starts(w1).empty()) << "nothing starts on the cordoned worker";
+  EXPECT_EQ(ListWorkersUsed("w1"), 0) << "its slot is free";
+
+  // Rank 1 speaks for the new group, rank 0 gone.
+  Report(w2, id, 1, 21, 1, "memory", 20, clock_.Now());
+  job = Job(id);
+  EXPECT_EQ(job.regroup_since_unix_ms(), 0);
+  EXPECT_EQ(job.resumed().generation(), 1);
+  EXPECT_EQ(job.progress().step(), 21);
+  Pass(absl::Seconds(120));
+  EXPECT_EQ(Job(id).state(), v1::RUNNING) << "past --regroup-timeout, the group formed";
+  Exited(w2, id, 0, 1, 0);
+  Exited(w3, id, 0, 2, 0);
+  job = Job(id);
+  EXPECT_EQ(job.state(), v1::SUCCEEDED);
+  EXPECT_EQ(job.history(job.history_size() - 1).message(), "all 2 ranks exited with code 0");
+}
+
+// A lost worker's ranks leave together; below min_ranks every rank
+// restarts instead.
+TEST_F(JobManagerRegroupTest, AnElasticJobGoesOnWithoutALostWorkersRanks) {
+  TestWorker w1, w2, w3;
+  ASSERT_OK(Register(w1, "w1", 2));
+  ASSERT_OK(Register(w2, "w2", 1));
+  ASSERT_OK(Register(w3, "w3", 1));
+  v1::JobSpec spec = TrainerSpec(4, 3);
+  spec.set_min_ranks(2);
+  const std::string id = Submit(spec);
+  std::map<int, TestWorker*> on;
+  for (TestWorker* w : {&w1, &w2, &w3}) {
+    for (const v1::StartRank& start : Starts(*w)) on[start.rank().rank()] = w;
+  }
+  ASSERT_EQ(on.size(), 4u);
+  for (const auto& [rank, w] : on) Started(*w, id, 0, rank);
+  ASSERT_EQ(Job(id).state(), v1::RUNNING);
+  std::vector<int> on_w1;
+  for (const auto& [rank, w] : on) {
+    if (w == &w1) on_w1.push_back(rank);
+  }
+  ASSERT_EQ(on_w1.size(), 2u);
+
+  Silence(w1);
+  Pass(absl::Seconds(6));
+  v1::Job job = Job(id);
+  ASSERT_EQ(job.state(), v1::RUNNING) << job.root_cause().message();
+  EXPECT_EQ(job.world_size(), 2);
+  EXPECT_EQ(job.ranks(on_w1[0]).left_generation(), 1);
+  EXPECT_EQ(job.ranks(on_w1[1]).left_generation(), 1);
+  EXPECT_EQ(Last(id).reason(), v1::GROUP_SHRUNK);
+  EXPECT_TRUE(absl::StrContains(Last(id).message(), "worker w1 lost: "));
+  std::vector<int> members;
+  ASSERT_TRUE(ParseGroupValue(Members(id, 1), &members));
+  EXPECT_EQ(members.size(), 2u);
+  EXPECT_EQ(Stops(w2) + Stops(w3), 0);
+
+  // One more rank lost leaves one, below min_ranks: every rank restarts.
+  Report(*on[members[0]], id, members[0], 21, 1, "memory", 20, clock_.Now());
+  Silence(*on[members[1]]);
+  Pass(absl::Seconds(6));
+  EXPECT_EQ(Job(id).state(), v1::RESTARTING);
+}
+
+// A survivor that lost its peers on a worker whose stream broke: an
+// elastic job goes on without that worker's ranks at once.
+TEST_F(JobManagerRegroupTest, AnElasticSurvivorThatLostAPeerOnABrokenWorkerGoesOnWithoutIt) {
+  TestWorker w1, w2, w3;
+  ASSERT_OK(Register(w1, "w1", 1));
+  ASSERT_OK(Register(w2, "w2", 1));
+  ASSERT_OK(Register(w3, "w3", 1));
+  const std::string id = RunningElasticJob({&w1, &w2, &w3}, 3, 1);
+  Disconnect(w3);
+  manager_->OnPeerLost(id, 0, 0, 1, "gloo: connection closed by peer");
+  const v1::Job job = Job(id);
+  EXPECT_EQ(job.state(), v1::RUNNING);
+  EXPECT_EQ(job.ranks(2).left_generation(), 1);
+  EXPECT_EQ(Members(id, 1), "0,1");
+  EXPECT_EQ(job.root_cause().reason(), v1::WORKER_LOST);
+  EXPECT_EQ(job.root_cause().message(),
+            "rank 2 lost with worker w3 (its stream broke); then rank 1 lost a peer: gloo: "
+            "connection closed by peer");
 }
 
 }  // namespace

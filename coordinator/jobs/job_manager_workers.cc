@@ -3,8 +3,11 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <set>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "coordinator/jobs/job_manager.h"
 #include "domain/job_state.h"
 
@@ -65,14 +68,30 @@ void JobManager::OnPeerLost(const std::string& job_id, int attempt, int generati
         !IsActive(entry->job.state()) || rank < 0 || rank >= entry->job.ranks_size()) {
       return;
     }
-    const auto& ranks = entry->job.ranks();
-    const bool worker_gone = std::any_of(ranks.begin(), ranks.end(), [&](const v1::RankStatus& r) {
-      return RankHoldsSlot(r) && !membership_->Connected(r.worker_id());
-    });
+    std::vector<int> gone;  // ranks whose worker's stream broke
+    std::set<std::string> gone_workers;
+    for (const v1::RankStatus& r : entry->job.ranks()) {
+      if (RankHoldsSlot(r) && !membership_->Connected(r.worker_id())) {
+        gone.push_back(r.rank());
+        gone_workers.insert(r.worker_id());
+      }
+    }
     // Otherwise the peer's exit is on its way, or the group forms again.
-    if (!worker_gone) return;
-    attempts_.NoteFailure(
-        *entry, {v1::RANK_EXITED, absl::StrCat("rank ", rank, " lost a peer: ", why), rank});
+    if (gone.empty()) return;
+    const std::string message = absl::StrCat("rank ", rank, " lost a peer: ", why);
+    // An elastic job goes on without them; their workers, should they
+    // come back, stop what still runs of them there.
+    const bool one = gone_workers.size() == 1;
+    if (!attempts_.ShrinkGroup(
+            *entry, gone,
+            {v1::WORKER_LOST,
+             absl::StrCat(gone.size() == 1 ? "rank " : "ranks ", absl::StrJoin(gone, ", "),
+                          " lost with worker", one ? " " : "s ", absl::StrJoin(gone_workers, ", "),
+                          one ? " (its stream broke); then " : " (their streams broke); then ",
+                          message),
+             gone.front()})) {
+      attempts_.NoteFailure(*entry, {v1::RANK_EXITED, message, rank});
+    }
   }
   outbox_.Flush();
 }

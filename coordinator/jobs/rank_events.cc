@@ -190,13 +190,18 @@ void RankEvents::OnRankEnded(JobRecord& entry, int rank, const FailureCause& cau
   }
   const v1::RankState state = job.ranks(rank).state();
   if (state == v1::RANK_FAILED || state == v1::RANK_STOPPED) {
-    if (state == v1::RANK_FAILED && attempts_.ReplaceRank(entry, rank, cause)) return;
+    if (state == v1::RANK_FAILED && (attempts_.ReplaceRank(entry, rank, cause) ||
+                                     attempts_.ShrinkGroup(entry, {rank}, cause))) {
+      return;
+    }
     attempts_.NoteFailure(entry, cause);
     return;
   }
+  // Those that left the group (an elastic job shrank) end without it.
   const bool all_succeeded =
-      std::all_of(job.ranks().begin(), job.ranks().end(),
-                  [](const v1::RankStatus& r) { return r.state() == v1::RANK_SUCCEEDED; });
+      std::all_of(job.ranks().begin(), job.ranks().end(), [](const v1::RankStatus& r) {
+        return r.state() == v1::RANK_SUCCEEDED || r.left_generation() > 0;
+      });
   if (!all_succeeded || entry.ending) {
     // A rank that succeeded while its attempt is failing changes nothing.
     if (entry.ending && std::none_of(job.ranks().begin(), job.ranks().end(), RankHoldsSlot)) {
@@ -212,7 +217,7 @@ void RankEvents::OnRankEnded(JobRecord& entry, int rank, const FailureCause& cau
   }
   if (table_
           .Transition(entry, v1::SUCCEEDED, v1::RANKS_SUCCEEDED,
-                      absl::StrCat("all ", job.ranks_size(), " ranks exited with code 0"))
+                      absl::StrCat("all ", GroupMembers(job).size(), " ranks exited with code 0"))
           .ok()) {
     rendezvous_->DropScope({job.id(), job.attempt()});
   }
@@ -221,10 +226,21 @@ void RankEvents::OnRankEnded(JobRecord& entry, int rank, const FailureCause& cau
 void RankEvents::OnWorkerLost(const LostWorker& lost) {
   for (const auto& [number, record] : table_.resident()) {
     JobRecord& entry = *record;
+    std::vector<int> there;
     for (int r = 0; r < entry.job.ranks_size(); ++r) {
-      if (entry.job.ranks(r).worker_id() != lost.worker_id || !RankHoldsSlot(entry.job.ranks(r))) {
-        continue;
-      }
+      const v1::RankStatus& rank = entry.job.ranks(r);
+      if (rank.worker_id() == lost.worker_id && RankHoldsSlot(rank)) there.push_back(r);
+    }
+    if (there.empty()) continue;
+    // An elastic job goes on without all of them at once.
+    if (attempts_.ShrinkGroup(
+            entry, there,
+            {v1::WORKER_LOST, absl::StrCat("worker ", lost.worker_id, " lost: ", lost.why),
+             there.front()})) {
+      continue;
+    }
+    for (int r : there) {
+      if (!RankHoldsSlot(entry.job.ranks(r))) continue;
       entry.job.mutable_ranks(r)->set_state(v1::RANK_FAILED);
       OnRankEnded(
           entry, r,

@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "coordinator/core/goodput.h"
 #include "coordinator/jobs/rank_events.h"
+#include "domain/job_state.h"
 
 namespace ringmaster {
 
@@ -27,7 +28,8 @@ void RankEvents::ReportSnapshots(const std::string& worker_id,
     JobRecord* entry = table_.Find(job_id);
     if (entry == nullptr) continue;
     entry->snapshots.Report(worker_id, held);
-    v1::SnapshotState state = entry->snapshots.State();
+    v1::SnapshotState state =
+        entry->snapshots.State(entry->job.attempt(), GroupMembers(entry->job));
     state.set_off(entry->job.snapshots().off());
     if (state.SerializeAsString() == entry->job.snapshots().SerializeAsString()) continue;
     *entry->job.mutable_snapshots() = std::move(state);
@@ -40,9 +42,14 @@ void RankEvents::NoteResume(JobRecord& entry, int rank, const v1::Progress& prog
   if (!progress.snapshots_off().empty() && job.snapshots().off() != progress.snapshots_off()) {
     job.mutable_snapshots()->set_off(absl::StrCat("rank ", rank, ": ", progress.snapshots_off()));
   }
-  // A survivor's reports from the group before a regroup are not the new
+  // The group's first member speaks for it (rank 0 unless it left). A
+  // survivor's reports from the group before a regroup are not the new
   // group's first step.
-  if (rank != 0 || progress.group_generation() != job.group_generation()) return;
+  const std::vector<int> members = GroupMembers(job);
+  if (members.empty() || rank != members.front() ||
+      progress.group_generation() != job.group_generation()) {
+    return;
+  }
   attempts_.OnGroupReport(entry, progress);
   const absl::Time now = clock_->Now();
   const v1::Goodput::Phase phase = job.goodput().phase();
