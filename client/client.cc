@@ -187,6 +187,48 @@ absl::StatusOr<v1::Job> Client::CancelJob(const std::string& job_id) {
   return job;
 }
 
+absl::StatusOr<v1::Job> Client::HoldJob(const std::string& job_id) {
+  v1::HoldJobRequest request;
+  request.set_job_id(job_id);
+  v1::Job job;
+  RETURN_IF_ERROR(Call(true, true, [&](Stubs& s, grpc::ClientContext* c) {
+    return s.jobs->HoldJob(c, request, &job);
+  }));
+  return job;
+}
+
+absl::StatusOr<v1::Job> Client::ReleaseJob(const std::string& job_id) {
+  v1::ReleaseJobRequest request;
+  request.set_job_id(job_id);
+  v1::Job job;
+  RETURN_IF_ERROR(Call(true, true, [&](Stubs& s, grpc::ClientContext* c) {
+    return s.jobs->ReleaseJob(c, request, &job);
+  }));
+  return job;
+}
+
+absl::StatusOr<v1::Job> Client::SetJobPriority(const std::string& job_id,
+                                               const std::string& priority) {
+  v1::SetJobPriorityRequest request;
+  request.set_job_id(job_id);
+  request.set_priority(priority);
+  v1::Job job;
+  RETURN_IF_ERROR(Call(true, true, [&](Stubs& s, grpc::ClientContext* c) {
+    return s.jobs->SetJobPriority(c, request, &job);
+  }));
+  return job;
+}
+
+absl::StatusOr<v1::Job> Client::RequeueJob(const std::string& job_id) {
+  v1::RequeueJobRequest request;
+  request.set_job_id(job_id);
+  v1::Job job;
+  RETURN_IF_ERROR(Call(true, false, [&](Stubs& s, grpc::ClientContext* c) {
+    return s.jobs->RequeueJob(c, request, &job);
+  }));
+  return job;
+}
+
 absl::StatusOr<std::vector<v1::Worker>> Client::ListWorkers() {
   v1::ListWorkersResponse response;
   RETURN_IF_ERROR(Call(true, true, [&](Stubs& s, grpc::ClientContext* c) {

@@ -50,6 +50,10 @@ class Client {
   // One page (see ListJobsRequest).
   absl::StatusOr<v1::ListJobsResponse> ListJobsPage(const v1::ListJobsRequest& request);
   absl::StatusOr<v1::Job> CancelJob(const std::string& job_id);
+  absl::StatusOr<v1::Job> HoldJob(const std::string& job_id);
+  absl::StatusOr<v1::Job> ReleaseJob(const std::string& job_id);
+  absl::StatusOr<v1::Job> SetJobPriority(const std::string& job_id, const std::string& priority);
+  absl::StatusOr<v1::Job> RequeueJob(const std::string& job_id);
   absl::Status DeleteJob(const std::string& job_id);
   absl::StatusOr<std::vector<v1::Worker>> ListWorkers();
   absl::StatusOr<v1::ListQueuesResponse> ListQueues();

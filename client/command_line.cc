@@ -134,6 +134,9 @@ void AddJobCommands(CLI::App& app, Invocation* run, std::map<Command, CLI::App*>
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   submit->add_option("--request-id", run->submit.request_id,
                      "submitting again with the same id (and spec) returns the same job");
+  submit->add_option("--resume-from", run->submit.resume_from,
+                     "start from the checkpoints of this ended job of yours (the spec's "
+                     "resume_from)");
   (*commands)[Command::kSubmit] = submit;
 
   CLI::App* jobs = app.add_subcommand("jobs", "list jobs, newest first");
@@ -165,6 +168,23 @@ void AddJobCommands(CLI::App& app, Invocation* run, std::map<Command, CLI::App*>
   CLI::App* cancel = app.add_subcommand("cancel", "stop every rank of a job");
   cancel->add_option("JOB", run->job_id, "job id")->required();
   (*commands)[Command::kCancel] = cancel;
+
+  CLI::App* hold = app.add_subcommand("hold", "keep a pending job from being scheduled");
+  hold->add_option("JOB", run->job_id, "job id")->required();
+  (*commands)[Command::kHold] = hold;
+  CLI::App* release = app.add_subcommand("release", "let a held job be scheduled again");
+  release->add_option("JOB", run->job_id, "job id")->required();
+  (*commands)[Command::kRelease] = release;
+  CLI::App* set_priority = app.add_subcommand(
+      "set-priority", "give a pending job another priority (a class of the queues, or a number)");
+  set_priority->add_option("JOB", run->job_id, "job id")->required();
+  set_priority->add_option("PRIORITY", run->priority, "low, normal, high... or an integer")
+      ->required();
+  (*commands)[Command::kSetPriority] = set_priority;
+  CLI::App* requeue = app.add_subcommand(
+      "requeue", "run an ended job again: a new attempt of the same job, from its checkpoints");
+  requeue->add_option("JOB", run->job_id, "job id")->required();
+  (*commands)[Command::kRequeue] = requeue;
 
   CLI::App* remove = app.add_subcommand("delete", "forget an ended job: history, keys and logs");
   remove->add_option("JOB", run->job_id, "job id")->required();

@@ -25,6 +25,10 @@ enum class Command {
   kStatus,
   kLogs,
   kCancel,
+  kHold,
+  kRelease,
+  kSetPriority,
+  kRequeue,
   kDelete,
   kWorkers,
   kQueues,
@@ -53,7 +57,8 @@ struct Invocation {
   SubmitOptions submit;
   LogsOptions logs;
   JobsOptions jobs;
-  std::string job_id;                        // status, logs, cancel, delete, stacks
+  std::string job_id;                        // status, logs, cancel, delete, stacks, ...
+  std::string priority;                      // set-priority
   std::string worker_id;                     // cordon, uncordon, drain
   std::string reason;                        // cordon, drain
   absl::Duration grace = absl::Seconds(30);  // drain

@@ -295,6 +295,7 @@ int RunSubmit(const GlobalOptions& global, const SubmitOptions& options) {
   if (!spec.ok()) {
     return Fail(absl::InvalidArgumentError(absl::StrCat(file, ": ", spec.status().message())));
   }
+  if (!options.resume_from.empty()) spec->set_resume_from(options.resume_from);
   std::error_code error;
   const std::string here = std::filesystem::current_path(error).string();
   const bool needs_here = spec->working_dir().empty() && ReadsItsDirectory(*spec);
@@ -458,6 +459,27 @@ int RunCancel(const GlobalOptions& global, const std::string& job_id) {
   } else {
     std::cout << job->id() << " " << JobStateLabel(job->state()) << std::endl;
   }
+  return kOk;
+}
+
+int RunChangeJob(const GlobalOptions& global, JobChange change, const std::string& job_id,
+                 const std::string& priority) {
+  Client client = MakeClient(global);
+  absl::StatusOr<v1::Job> job = change == JobChange::kHold      ? client.HoldJob(job_id)
+                                : change == JobChange::kRelease ? client.ReleaseJob(job_id)
+                                : change == JobChange::kRequeue
+                                    ? client.RequeueJob(job_id)
+                                    : client.SetJobPriority(job_id, priority);
+  if (!job.ok()) return Fail(job.status());
+  if (!global.table()) {
+    std::cout << Render(*job, global.output) << std::flush;
+    return kOk;
+  }
+  std::cout << job->id() << " " << JobStateLabel(job->state());
+  if (!job->held_by().empty()) std::cout << ", held by " << job->held_by();
+  if (change == JobChange::kSetPriority) std::cout << ", priority " << job->priority();
+  if (change == JobChange::kRequeue) std::cout << ", attempt " << job->attempt();
+  std::cout << std::endl;
   return kOk;
 }
 

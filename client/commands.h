@@ -35,7 +35,8 @@ struct SubmitOptions {
   bool follow = false;
   bool upload = true;
   int64_t upload_limit_bytes = int64_t{100} << 20;
-  std::string request_id;  // a retry with the same id returns the same job
+  std::string request_id;   // a retry with the same id returns the same job
+  std::string resume_from;  // the spec's resume_from, replaced
 };
 int RunSubmit(const GlobalOptions& global, const SubmitOptions& options);
 // `jobs`: the newest `limit` jobs (every one with `all`), of `states` if any.
@@ -56,6 +57,11 @@ struct LogsOptions {
 };
 int RunLogs(const GlobalOptions& global, const std::string& job_id, const LogsOptions& options);
 int RunCancel(const GlobalOptions& global, const std::string& job_id);
+// hold, release, set-priority (to `priority`), requeue: prints the job's
+// state after it ("train-3 PENDING, held by alice").
+enum class JobChange { kHold, kRelease, kSetPriority, kRequeue };
+int RunChangeJob(const GlobalOptions& global, JobChange change, const std::string& job_id,
+                 const std::string& priority);
 int RunDelete(const GlobalOptions& global, const std::string& job_id);
 int RunWorkers(const GlobalOptions& global);
 int RunQueues(const GlobalOptions& global);

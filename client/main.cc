@@ -107,6 +107,15 @@ int Run(const ringmaster::Invocation& run) {
       return ringmaster::RunLogs(global, run.job_id, run.logs);
     case Command::kCancel:
       return ringmaster::RunCancel(global, run.job_id);
+    case Command::kHold:
+      return ringmaster::RunChangeJob(global, ringmaster::JobChange::kHold, run.job_id, "");
+    case Command::kRelease:
+      return ringmaster::RunChangeJob(global, ringmaster::JobChange::kRelease, run.job_id, "");
+    case Command::kSetPriority:
+      return ringmaster::RunChangeJob(global, ringmaster::JobChange::kSetPriority, run.job_id,
+                                      run.priority);
+    case Command::kRequeue:
+      return ringmaster::RunChangeJob(global, ringmaster::JobChange::kRequeue, run.job_id, "");
     case Command::kDelete:
       return ringmaster::RunDelete(global, run.job_id);
     case Command::kJobs:

@@ -233,6 +233,11 @@ absl::Status AbsolutePath(const char* field, const std::string& path) {
 absl::Status ValidateFiles(const v1::JobSpec& spec) {
   RETURN_IF_ERROR(AbsolutePath("working_dir", spec.working_dir()));
   RETURN_IF_ERROR(AbsolutePath("checkpoint_dir", spec.checkpoint_dir()));
+  if (!spec.resume_from().empty()) {
+    if (absl::Status id = ValidateJobId(spec.resume_from()); !id.ok()) {
+      return Bad("resume_from", std::string(id.message()));
+    }
+  }
   if (!spec.has_code()) return absl::OkStatus();
   if (!IsSha256Hex(spec.code().sha256())) {
     return Bad("code.sha256",

@@ -20,6 +20,7 @@
 #include "common/net.h"
 #include "common/private_dir.h"
 #include "common/status_macros.h"
+#include "worker/checkpoint_copy.h"
 #include "worker/error_file.h"
 #include "worker/gpu_discovery.h"
 #include "worker/rank_dir.h"
@@ -43,40 +44,68 @@ PathAccess CheckpointAccess(const std::string& root, const v1::RankRef& ref, boo
   return {"checkpoint_dir", path, ref.rank() == 0 ? W_OK | X_OK : R_OK | X_OK};
 }
 
-// <root>/<job> for a job with a uid of its own: made by the worker and
-// given to the job, so that its ranks need no write access to the root. It
-// is made whole under another name and renamed into place, so that a rank
-// of the same job starting beside this one (or on another host of shared
-// storage) never sees it half made. One that exists must be the job's.
-// `root_fd` is the root, opened and checked (OpenCheckpointDir).
+// <root>/<job>, made by the worker for a job with a uid of its own (given
+// to it, so that its ranks need no write access to the root) or one that
+// resumes from an earlier job's checkpoints (`resume_from`, the earlier
+// job's directory, copied in first). It is made whole under another name
+// and renamed into place, so that a rank of the same job starting beside
+// this one (or on another host of shared storage) never sees it half made.
+// One that exists must be the job's, and is kept as it is. `root_fd` is
+// the root, opened and checked (OpenCheckpointDir); `job` null: the
+// worker's own user's.
 absl::Status MakeJobCheckpointDir(int root_fd, const std::string& root, const std::string& job_id,
-                                  const RunAs& job) {
+                                  const std::optional<RunAs>& job,
+                                  const CheckpointDir* resume_from) {
   static std::atomic<int> made{0};
   const std::string dir = absl::StrCat(root, "/", job_id);
+  const uid_t uid = job ? job->uid : geteuid();
+  struct stat st {};
+  if (fstatat(root_fd, job_id.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
+      st.st_uid == uid) {
+    return absl::OkStatus();  // made before (an earlier rank or attempt)
+  }
   const std::string temp = absl::StrCat(".", job_id, ".", Hostname(), ".", getpid(), ".", made++);
   if (mkdirat(root_fd, temp.c_str(), 0700) != 0) {
     return ErrnoError(absl::StrCat("checkpoint_dir ", root));
   }
-  if (fchownat(root_fd, temp.c_str(), job.uid, job.gid, AT_SYMLINK_NOFOLLOW) != 0) {
-    const absl::Status error = ErrnoError(absl::StrCat("checkpoint_dir ", dir, ": chown"));
-    unlinkat(root_fd, temp.c_str(), AT_REMOVEDIR);
+  auto undo = [&](absl::Status error) {
+    std::error_code ignored;
+    std::filesystem::remove_all(absl::StrCat(root, "/", temp), ignored);
     return error;
+  };
+  if (job && fchownat(root_fd, temp.c_str(), job->uid, job->gid, AT_SYMLINK_NOFOLLOW) != 0) {
+    return undo(ErrnoError(absl::StrCat("checkpoint_dir ", dir, ": chown")));
+  }
+  if (resume_from != nullptr) {
+    UniqueFd into(openat(root_fd, temp.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    absl::StatusOr<CheckpointCopied> copied =
+        into.get() < 0 ? ErrnoError(absl::StrCat("checkpoint_dir ", dir))
+                       : CopyCheckpointTree(resume_from->fd.get(), into.get(), job);
+    if (!copied.ok()) {
+      return undo(absl::Status(copied.status().code(),
+                               absl::StrCat("resume_from: ", copied.status().message())));
+    }
+    spdlog::info("job {}: copied {} files ({} bytes) of the job it resumes from into {}{}", job_id,
+                 copied->files, copied->bytes, dir,
+                 copied->passed_over > 0
+                     ? absl::StrCat(", passing over ", copied->passed_over,
+                                    " links, special files or files of another owner")
+                     : "");
   }
   if (renameat2(root_fd, temp.c_str(), root_fd, job_id.c_str(), RENAME_NOREPLACE) == 0) {
     return absl::OkStatus();
   }
   const int rename_errno = errno;
-  unlinkat(root_fd, temp.c_str(), AT_REMOVEDIR);
+  undo(absl::OkStatus()).IgnoreError();
   if (rename_errno != EEXIST) {
     errno = rename_errno;
     return ErrnoError(absl::StrCat("checkpoint_dir ", dir));
   }
-  struct stat st {};
   if (fstatat(root_fd, job_id.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode) ||
-      st.st_uid != job.uid) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("checkpoint_dir ", dir, " is not a directory of ", job.name,
-                     " (its owner is uid ", st.st_uid, "); remove it or give it to uid ", job.uid));
+      st.st_uid != uid) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "checkpoint_dir ", dir, " is not a directory of ", job ? job->name : "the worker's user",
+        " (its owner is uid ", st.st_uid, "); remove it or give it to uid ", uid));
   }
   return absl::OkStatus();
 }
@@ -181,10 +210,27 @@ absl::Status RankSupervisor::PrepareFiles(const v1::StartRank& start, LaunchSpec
     // which may be someone's: there rank 0 makes it, if its user may.
     ASSIGN_OR_RETURN(CheckpointDir dir,
                      OpenCheckpointDir(start.checkpoint_dir(), CheckpointRoots()));
-    const bool worker_makes_it = options_.identities.per_job() && dir.is_root;
+    std::optional<CheckpointDir> resume_from;
+    if (!start.resume_from_dir().empty()) {
+      if (!dir.is_root) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "resume_from: the job's checkpoint_dir ", start.checkpoint_dir(),
+            " is not one of this worker's checkpoint roots, where it copies the checkpoints of "
+            "the job it resumes from"));
+      }
+      absl::StatusOr<CheckpointDir> from =
+          OpenCheckpointDir(start.resume_from_dir(), CheckpointRoots());
+      if (!from.ok()) {
+        return absl::Status(from.status().code(),
+                            absl::StrCat("resume_from: ", from.status().message()));
+      }
+      resume_from = *std::move(from);
+    }
+    const bool worker_makes_it = (options_.identities.per_job() || resume_from) && dir.is_root;
     if (worker_makes_it) {
       RETURN_IF_ERROR(MakeJobCheckpointDir(dir.fd.get(), start.checkpoint_dir(),
-                                           start.rank().job_id(), *spec->run_as));
+                                           start.rank().job_id(), spec->run_as,
+                                           resume_from ? &*resume_from : nullptr));
     }
     spec->required_access.push_back(
         CheckpointAccess(start.checkpoint_dir(), start.rank(), worker_makes_it));

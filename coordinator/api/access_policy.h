@@ -2,10 +2,11 @@
 // credentials themselves):
 //
 //   SubmitJob, GetJob, ListJobs, Watch*,  admin, or any user; a job is owned by
-//   StatCode, UploadCode, ListWorkers     who submitted it, and a user sees the
-//                                         env and command of its own jobs only
+//   StatCode, UploadCode, ListWorkers,    who submitted it, and a user sees the
+//   ListQueues                            env and command of its own jobs only
 //   CancelJob, DeleteJob, StreamLogs,     admin, or the job's owner
-//   DumpStacks
+//   DumpStacks, HoldJob, ReleaseJob,
+//   SetJobPriority, RequeueJob
 //   CordonWorker, UncordonWorker,         admin
 //   DrainWorker
 //   WorkerService.Connect                 admin, or the worker whose id it registers

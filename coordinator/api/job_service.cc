@@ -162,12 +162,66 @@ grpc::ServerUnaryReactor* JobServiceImpl::ListJobs(grpc::CallbackServerContext* 
   return FinishUnary(context, absl::OkStatus());
 }
 
-absl::Status JobServiceImpl::OwnerMay(const grpc::ServerContextBase& context,
-                                      const std::string& job_id, absl::string_view act) {
+absl::StatusOr<std::string> JobServiceImpl::OwnerActing(const grpc::ServerContextBase& context,
+                                                        const std::string& job_id,
+                                                        absl::string_view act) {
   ASSIGN_OR_RETURN(std::string user, access_->RequireUser(context));
   RETURN_IF_ERROR(ValidateJobId(job_id));
   ASSIGN_OR_RETURN(v1::Job job, manager_->Get(job_id));
-  return AccessPolicy::RequireOwner(user, job, act);
+  RETURN_IF_ERROR(AccessPolicy::RequireOwner(user, job, act));
+  return user;
+}
+
+absl::Status JobServiceImpl::OwnerMay(const grpc::ServerContextBase& context,
+                                      const std::string& job_id, absl::string_view act) {
+  return OwnerActing(context, job_id, act).status();
+}
+
+grpc::ServerUnaryReactor* JobServiceImpl::ChangeJob(
+    grpc::CallbackServerContext* context, const std::string& job_id, absl::string_view act,
+    const std::function<absl::StatusOr<v1::Job>(const std::string& by)>& change,
+    v1::Job* response) {
+  absl::StatusOr<std::string> user = OwnerActing(*context, job_id, act);
+  if (!user.ok()) return FinishUnary(context, user.status());
+  absl::StatusOr<v1::Job> job = change(*user);
+  if (job.ok()) *response = *std::move(job);
+  return FinishUnary(context, job.status());
+}
+
+grpc::ServerUnaryReactor* JobServiceImpl::HoldJob(grpc::CallbackServerContext* context,
+                                                  const v1::HoldJobRequest* request,
+                                                  v1::Job* response) {
+  const std::string& id = request->job_id();
+  return ChangeJob(
+      context, id, "hold", [&](const std::string& by) { return manager_->Hold(id, by); }, response);
+}
+
+grpc::ServerUnaryReactor* JobServiceImpl::ReleaseJob(grpc::CallbackServerContext* context,
+                                                     const v1::ReleaseJobRequest* request,
+                                                     v1::Job* response) {
+  const std::string& id = request->job_id();
+  return ChangeJob(
+      context, id, "release", [&](const std::string& by) { return manager_->Release(id, by); },
+      response);
+}
+
+grpc::ServerUnaryReactor* JobServiceImpl::SetJobPriority(grpc::CallbackServerContext* context,
+                                                         const v1::SetJobPriorityRequest* request,
+                                                         v1::Job* response) {
+  const std::string& id = request->job_id();
+  return ChangeJob(
+      context, id, "change the priority of",
+      [&](const std::string& by) { return manager_->SetPriority(id, request->priority(), by); },
+      response);
+}
+
+grpc::ServerUnaryReactor* JobServiceImpl::RequeueJob(grpc::CallbackServerContext* context,
+                                                     const v1::RequeueJobRequest* request,
+                                                     v1::Job* response) {
+  const std::string& id = request->job_id();
+  return ChangeJob(
+      context, id, "requeue", [&](const std::string& by) { return manager_->Requeue(id, by); },
+      response);
 }
 
 grpc::ServerUnaryReactor* JobServiceImpl::CancelJob(grpc::CallbackServerContext* context,

@@ -34,6 +34,17 @@ class JobServiceImpl final : public v1::JobService::CallbackService {
   grpc::ServerUnaryReactor* CancelJob(grpc::CallbackServerContext* context,
                                       const v1::CancelJobRequest* request,
                                       v1::Job* response) override;
+  grpc::ServerUnaryReactor* HoldJob(grpc::CallbackServerContext* context,
+                                    const v1::HoldJobRequest* request, v1::Job* response) override;
+  grpc::ServerUnaryReactor* ReleaseJob(grpc::CallbackServerContext* context,
+                                       const v1::ReleaseJobRequest* request,
+                                       v1::Job* response) override;
+  grpc::ServerUnaryReactor* SetJobPriority(grpc::CallbackServerContext* context,
+                                           const v1::SetJobPriorityRequest* request,
+                                           v1::Job* response) override;
+  grpc::ServerUnaryReactor* RequeueJob(grpc::CallbackServerContext* context,
+                                       const v1::RequeueJobRequest* request,
+                                       v1::Job* response) override;
   grpc::ServerUnaryReactor* DeleteJob(grpc::CallbackServerContext* context,
                                       const v1::DeleteJobRequest* request,
                                       v1::DeleteJobResponse* response) override;
@@ -57,6 +68,15 @@ class JobServiceImpl final : public v1::JobService::CallbackService {
   // who owns it.
   absl::Status OwnerMay(const grpc::ServerContextBase& context, const std::string& job_id,
                         absl::string_view act);
+  // Who calls, when it may `act` the job.
+  absl::StatusOr<std::string> OwnerActing(const grpc::ServerContextBase& context,
+                                          const std::string& job_id, absl::string_view act);
+  // Answers with the job `change` (given who calls) returns, when the
+  // caller may `act` it.
+  grpc::ServerUnaryReactor* ChangeJob(
+      grpc::CallbackServerContext* context, const std::string& job_id, absl::string_view act,
+      const std::function<absl::StatusOr<v1::Job>(const std::string& by)>& change,
+      v1::Job* response);
 
   JobManager* const manager_;
   LogRelay* const logs_;

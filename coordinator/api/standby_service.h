@@ -76,15 +76,20 @@ class StoredJobLogIndex final : public JobLogIndex {
 
 // JobService's StreamLogs on a standby; its other methods are left to the
 // generic StandbyService.
-using StandbyLogServiceBase = v1::JobService::WithGenericMethod_SubmitJob<
-    v1::JobService::WithGenericMethod_GetJob<v1::JobService::WithGenericMethod_ListJobs<
-        v1::JobService::WithGenericMethod_CancelJob<v1::JobService::WithGenericMethod_DeleteJob<
-            v1::JobService::WithGenericMethod_WatchJob<v1::JobService::WithGenericMethod_WatchJobs<
-                v1::JobService::WithGenericMethod_DumpStacks<
-                    v1::JobService::WithGenericMethod_StatCode<
-                        v1::JobService::WithGenericMethod_UploadCode<
-                            v1::JobService::WithCallbackMethod_StreamLogs<
-                                v1::JobService::Service>>>>>>>>>>>;
+using StandbyLogServiceBase =
+    v1::JobService::WithGenericMethod_SubmitJob<v1::JobService::WithGenericMethod_GetJob<
+        v1::JobService::WithGenericMethod_ListJobs<v1::JobService::WithGenericMethod_CancelJob<
+            v1::JobService::WithGenericMethod_HoldJob<v1::JobService::WithGenericMethod_ReleaseJob<
+                v1::JobService::WithGenericMethod_SetJobPriority<
+                    v1::JobService::WithGenericMethod_RequeueJob<
+                        v1::JobService::WithGenericMethod_DeleteJob<
+                            v1::JobService::WithGenericMethod_WatchJob<
+                                v1::JobService::WithGenericMethod_WatchJobs<
+                                    v1::JobService::WithGenericMethod_DumpStacks<
+                                        v1::JobService::WithGenericMethod_StatCode<
+                                            v1::JobService::WithGenericMethod_UploadCode<
+                                                v1::JobService::WithCallbackMethod_StreamLogs<
+                                                    v1::JobService::Service>>>>>>>>>>>>>>>;
 
 class StandbyLogService final : public StandbyLogServiceBase {
  public:

@@ -98,6 +98,8 @@ class JobStore {
 
   // Marks an ended job as no longer held in memory.
   virtual absl::Status Retire(const RetiredJob& job) = 0;
+  // Marks a retired job as held in memory again (a job requeued).
+  virtual absl::Status Revive(const std::string& job_id) = 0;
 
   // Runs `body`'s writes as one transaction (one commit for a whole tick).
   virtual absl::Status Batch(const std::function<absl::Status()>& body) = 0;

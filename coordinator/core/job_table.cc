@@ -144,6 +144,22 @@ void JobTable::RetireEnded() {
   }
 }
 
+absl::StatusOr<JobRecord*> JobTable::Revive(v1::Job job) {
+  const int64_t number = JobNumber(job.id());
+  if (retired_.count(number) == 0) {
+    return absl::FailedPreconditionError(absl::StrCat("job ", job.id(), " is not retired"));
+  }
+  RETURN_IF_ERROR(store_->Revive(job.id()));
+  retired_.erase(number);
+  return &Add(std::move(job));
+}
+
+void JobTable::Refile(JobRecord& record) {
+  const int64_t number = JobNumber(record.job.id());
+  pending_changes_ += pending_.erase(number);
+  Classify(number, record);
+}
+
 absl::Status JobTable::Delete(const std::string& job_id) {
   const int64_t number = JobNumber(job_id);
   const bool retired = FindRetired(job_id) != nullptr;
@@ -193,7 +209,9 @@ v1::RankStatus* JobTable::FindRank(const std::string& worker_id, const v1::RankR
 absl::Status JobTable::Transition(JobRecord& record, v1::JobState to, v1::Reason reason,
                                   const std::string& message) {
   const v1::Job& job = record.job;
-  RETURN_IF_ERROR(CheckTransition(job.state(), to));
+  // An ended job goes back to PENDING only when requeued.
+  const bool requeue = reason == v1::REQUEUED && IsTerminal(job.state()) && to == v1::PENDING;
+  if (!requeue) RETURN_IF_ERROR(CheckTransition(job.state(), to));
   v1::Job next = job;
   v1::StateChange change;
   change.set_state(to);

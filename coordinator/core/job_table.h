@@ -168,6 +168,13 @@ class JobTable {
   // Retires every resident job that has ended with no rank holding a slot.
   // Invalidates references to those records.
   void RetireEnded();
+  // Makes retired `job` (read whole from the store) resident again, to be
+  // requeued.
+  absl::StatusOr<JobRecord*> Revive(v1::Job job);
+  // Files a PENDING job anew, so that what is derived from it (the
+  // scheduler's view) is read again: it was held, released or given
+  // another priority.
+  void Refile(JobRecord& record);
   // Deletes a retired job, or an ended resident one, from the store, then
   // forgets it.
   absl::Status Delete(const std::string& job_id);

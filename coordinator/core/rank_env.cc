@@ -138,6 +138,7 @@ v1::StartRank BuildStartRank(const v1::Job& job, int rank, const RankEnvContext&
   // The trainer checkpoints; a program checkpoints where the spec says.
   if (job.spec().has_trainer() || !job.spec().checkpoint_dir().empty()) {
     start.set_checkpoint_dir(CheckpointRoot(job, context));
+    start.set_resume_from_dir(job.resume_from_dir());
   }
   start.set_slot(job.ranks(rank).slot());
   *start.mutable_gpus() = job.ranks(rank).gpus();

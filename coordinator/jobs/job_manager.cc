@@ -23,6 +23,7 @@
 #include "common/labels.h"
 #include "common/status_macros.h"
 #include "coordinator/core/goodput.h"
+#include "coordinator/core/rank_env.h"
 #include "domain/job_state.h"
 #include "domain/spec_validation.h"
 
@@ -185,6 +186,9 @@ absl::StatusOr<std::string> JobManager::Submit(v1::JobSpec spec, const std::stri
     }
     RETURN_IF_ERROR(CheckPendingLimitsLocked(owner, admission.queue));
     v1::Job job;
+    if (!spec.resume_from().empty()) {
+      ASSIGN_OR_RETURN(*job.mutable_resume_from_dir(), ResumeFromDirLocked(spec, owner));
+    }
     job.set_owner(owner);
     job.set_priority(admission.priority);
     *job.mutable_spec() = std::move(spec);
@@ -194,6 +198,37 @@ absl::StatusOr<std::string> JobManager::Submit(v1::JobSpec spec, const std::stri
   }
   outbox_.Flush();
   return job_id;
+}
+
+absl::StatusOr<std::string> JobManager::ResumeFromDirLocked(const v1::JobSpec& spec,
+                                                            const std::string& owner) {
+  const std::string& from = spec.resume_from();
+  auto bad = [&](absl::StatusCode code, absl::string_view why) {
+    return absl::Status(code, absl::StrCat("resume_from: ", why));
+  };
+  if (!spec.has_trainer() && spec.checkpoint_dir().empty()) {
+    return bad(absl::StatusCode::kInvalidArgument,
+               "a job resumes into its checkpoint directory: set checkpoint_dir (the trainer "
+               "has one)");
+  }
+  const JobRecord* record = table_.Find(from);
+  absl::StatusOr<v1::Job> earlier = record != nullptr ? record->job
+                                    : table_.FindRetired(from) != nullptr
+                                        ? store_->Load(from)
+                                        : absl::StatusOr<v1::Job>(absl::NotFoundError(""));
+  if (!earlier.ok()) {
+    return bad(absl::StatusCode::kInvalidArgument, absl::StrCat("no job \"", from, "\""));
+  }
+  if (owner != kAdminUser && earlier->owner() != owner) {
+    return bad(absl::StatusCode::kPermissionDenied,
+               absl::StrCat("job ", from, " is ", earlier->owner(), "'s, not ", owner, "'s"));
+  }
+  if (!IsTerminal(earlier->state())) {
+    return bad(absl::StatusCode::kFailedPrecondition,
+               absl::StrCat("job ", from, " is ", StateName(earlier->state()),
+                            "; a job resumes from one that has ended"));
+  }
+  return absl::StrCat(CheckpointRoot(*earlier, options_.rank_env), "/", from);
 }
 
 absl::StatusOr<v1::Job> JobManager::Get(const std::string& job_id) {

@@ -69,6 +69,19 @@ class JobManager final : public JobLogIndex {
   // How many jobs are in each state, ended ones included.
   std::map<v1::JobState, int> CountByState();
   absl::StatusOr<v1::Job> Cancel(const std::string& job_id);
+  // A PENDING job held (`by` its owner or the admin) is not scheduled until
+  // it is released; FAILED_PRECONDITION for a job in another state. Each
+  // change is said in the job's history.
+  absl::StatusOr<v1::Job> Hold(const std::string& job_id, const std::string& by);
+  absl::StatusOr<v1::Job> Release(const std::string& job_id, const std::string& by);
+  // A PENDING job's priority (a class or an integer), as its queue lets its
+  // owner submit.
+  absl::StatusOr<v1::Job> SetPriority(const std::string& job_id, const std::string& priority,
+                                      const std::string& by);
+  // An ended job, whose ranks are all stopped, back to PENDING for a new
+  // attempt of the same id (so the same uid, and its own checkpoints); its
+  // restarts count from 0 again.
+  absl::StatusOr<v1::Job> Requeue(const std::string& job_id, const std::string& by);
   // Forgets an ended job: its stored history, and (by telling the connected
   // workers) its ranks' logs. FAILED_PRECONDITION while it is active.
   absl::Status Delete(const std::string& job_id);
@@ -164,6 +177,24 @@ class JobManager final : public JobLogIndex {
   // waiting as it may, in `queue` or in all.
   absl::Status CheckPendingLimitsLocked(const std::string& owner, const std::string& queue) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Where a job of `spec` submitted by `owner` resumes from: the checkpoint
+  // directory of ended job spec.resume_from, when `owner` owns it or is the
+  // admin; refused naming the field otherwise.
+  absl::StatusOr<std::string> ResumeFromDirLocked(const v1::JobSpec& spec, const std::string& owner)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // What a change of a PENDING job says in its history; no reason: nothing
+  // changed.
+  struct PendingChange {
+    v1::Reason reason = v1::REASON_UNSPECIFIED;
+    std::string message;
+  };
+  // Applies `change` to PENDING job `job_id` (refused naming `act` for a
+  // job in another state), stores it with its note, and has the scheduler
+  // read the job again.
+  absl::StatusOr<v1::Job> ChangePending(
+      const std::string& job_id, absl::string_view act,
+      const std::function<absl::StatusOr<PendingChange>(v1::Job&, const QueueConfig&)>& change)
+      ABSL_LOCKS_EXCLUDED(mu_);
   void TickLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status DeleteLocked(RetiredJob job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Deletes ended jobs past the retention (job_manager.cc).

@@ -120,6 +120,7 @@ void SchedulingViews::MergePending(const JobTable& table) {
       continue;
     }
     const v1::Job& job = table.resident().at(number)->job;
+    if (!job.held_by().empty()) continue;  // not scheduled until released
     views.push_back({job.id(), QueueName(job.spec().queue()), job.owner(), job.priority(), number,
                      LastEntered(job, v1::PENDING), false, GangOf(job.spec())});
     meta.push_back({stamp, job.pending_reason(), job.spec().deadline_s() > 0,

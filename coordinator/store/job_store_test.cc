@@ -229,6 +229,27 @@ TEST_P(JobStoreEngineTest, RetiredJobsAreSummariesInMemoryAndWholeOnDisk) {
   EXPECT_EQ(list({true, 13, {}, "a", 10}), (std::vector<std::string>{"a-12", "a-1-2", "a-1"}));
 }
 
+// A retired job revived (requeued) loads whole with the resident ones.
+TEST_P(JobStoreEngineTest, ARevivedJobIsResidentAgain) {
+  {
+    auto store = Open();
+    ASSERT_OK(store) << store.status();
+    v1::Job job = EndedJob("a", 1, v1::FAILED);
+    ASSERT_OK((*store)->Create(job));
+    ASSERT_OK((*store)->Retire({0, job.id(), job.state(), 500, {"w1"}}));
+    ASSERT_OK((*store)->Revive(job.id()));
+    ASSERT_OK((*store)->Sync());
+  }
+  auto store = Open();
+  ASSERT_OK(store);
+  auto resident = (*store)->LoadResident();
+  ASSERT_OK(resident);
+  EXPECT_EQ(Ids(*resident), (std::vector<std::string>{"a-1"}));
+  auto retired = (*store)->LoadRetired();
+  ASSERT_OK(retired);
+  EXPECT_TRUE(retired->empty());
+}
+
 // One fdatasync covers every commit before it; a Sync with nothing new
 // does not touch the disk.
 TEST(JobStoreTest, OneSyncCoversEveryEarlierCommit) {

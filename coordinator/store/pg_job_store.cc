@@ -303,6 +303,11 @@ absl::Status PgJobStore::Retire(const RetiredJob& job) {
                   PgParam::Text(job.id)}}});
 }
 
+absl::Status PgJobStore::Revive(const std::string& job_id) {
+  return Write({{"UPDATE jobs SET resident = 1, ended_unix_ms = 0, workers = '' WHERE id = $1",
+                 {PgParam::Text(job_id)}}});
+}
+
 absl::StatusOr<std::vector<v1::WorkerHealth>> PgJobStore::LoadWorkerHealth() {
   RETURN_IF_ERROR(Flush(kFlushTimeout));
   MutexLock lock(&read_mu_);

@@ -69,6 +69,7 @@ class PgJobStore final : public JobStore {
   absl::Status PutWorkerHealth(const v1::WorkerHealth& record) override;
   absl::StatusOr<std::vector<v1::WorkerHealth>> LoadWorkerHealth() override;
   absl::Status Retire(const RetiredJob& job) override;
+  absl::Status Revive(const std::string& job_id) override;
   absl::Status Batch(const std::function<absl::Status()>& body) override;
   absl::Status Sync() override;
   bool Synced() const override;

@@ -335,6 +335,15 @@ absl::Status SqliteJobStore::Retire(const RetiredJob& job) {
   });
 }
 
+absl::Status SqliteJobStore::Revive(const std::string& job_id) {
+  return writer_->Transaction([&]() -> absl::Status {
+    ASSIGN_OR_RETURN(auto update,
+                     writer_->Prepare("UPDATE jobs SET resident = 1, ended_unix_ms = 0, "
+                                      "workers = '' WHERE id = ?"));
+    return update.Bind(1, job_id).Run();
+  });
+}
+
 absl::StatusOr<std::vector<v1::Job>> SqliteJobStore::LoadResident() {
   std::vector<v1::Job> jobs;
   std::map<std::string, size_t> index;

@@ -62,6 +62,7 @@ class SqliteJobStore final : public JobStore {
 
   // Marks an ended job as no longer held in memory.
   absl::Status Retire(const RetiredJob& job) override;
+  absl::Status Revive(const std::string& job_id) override;
 
   // Runs `body`'s writes as one transaction (one commit for a whole tick).
   absl::Status Batch(const std::function<absl::Status()>& body) override {

@@ -164,6 +164,21 @@ class Client:
         return await self._unary("jobs", "CancelJob", job_pb2.CancelJobRequest(job_id=job_id),
                                  idempotent=False)
 
+    async def hold(self, job_id: str) -> job_pb2.Job:
+        return await self._unary("jobs", "HoldJob", job_pb2.HoldJobRequest(job_id=job_id))
+
+    async def release(self, job_id: str) -> job_pb2.Job:
+        return await self._unary("jobs", "ReleaseJob", job_pb2.ReleaseJobRequest(job_id=job_id))
+
+    async def set_priority(self, job_id: str, priority: str) -> job_pb2.Job:
+        return await self._unary(
+            "jobs", "SetJobPriority",
+            job_pb2.SetJobPriorityRequest(job_id=job_id, priority=priority))
+
+    async def requeue(self, job_id: str) -> job_pb2.Job:
+        return await self._unary("jobs", "RequeueJob",
+                                 job_pb2.RequeueJobRequest(job_id=job_id), idempotent=False)
+
     async def delete(self, job_id: str) -> None:
         await self._unary("jobs", "DeleteJob", job_pb2.DeleteJobRequest(job_id=job_id),
                           idempotent=False)

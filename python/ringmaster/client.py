@@ -281,6 +281,30 @@ class Client:
         return self._unary("jobs", "CancelJob", job_pb2.CancelJobRequest(job_id=job_id),
                            idempotent=False)
 
+    def hold(self, job_id: str) -> job_pb2.Job:
+        """Keeps a PENDING job from being scheduled until it is released
+        (RingmasterError FAILED_PRECONDITION for a job in another state);
+        returns it, `held_by` set."""
+        return self._unary("jobs", "HoldJob", job_pb2.HoldJobRequest(job_id=job_id))
+
+    def release(self, job_id: str) -> job_pb2.Job:
+        """Lets a held PENDING job be scheduled again; returns it."""
+        return self._unary("jobs", "ReleaseJob", job_pb2.ReleaseJobRequest(job_id=job_id))
+
+    def set_priority(self, job_id: str, priority: str) -> job_pb2.Job:
+        """Gives a PENDING job another priority: a class of the coordinator's
+        queues ("low", "high") or an integer ("500"), as its queue lets its
+        owner submit; returns it."""
+        return self._unary("jobs", "SetJobPriority",
+                           job_pb2.SetJobPriorityRequest(job_id=job_id, priority=priority))
+
+    def requeue(self, job_id: str) -> job_pb2.Job:
+        """Runs an ended job again (FAILED, CANCELLED or SUCCEEDED): a new
+        attempt of the same job id, under the same uid, resuming from its
+        own checkpoints; returns it, PENDING."""
+        return self._unary("jobs", "RequeueJob", job_pb2.RequeueJobRequest(job_id=job_id),
+                           idempotent=False)
+
     def delete(self, job_id: str) -> None:
         """Forgets an ended job, its history and its logs (RingmasterError
         FAILED_PRECONDITION while it is active)."""

@@ -99,7 +99,7 @@ def test_aio_logs_follow_through_a_coordinator_restart(cluster):
 
 
 def test_every_async_method_has_the_sync_ones_help():
-    for name in ("submit", "get", "jobs", "cancel", "delete", "workers", "watch", "watch_jobs",
-                 "logs", "wait"):
+    for name in ("submit", "get", "jobs", "cancel", "hold", "release", "set_priority",
+                 "requeue", "delete", "workers", "watch", "watch_jobs", "logs", "wait"):
         assert getattr(ringmaster.aio.Client, name).__doc__ == \
             getattr(ringmaster.Client, name).__doc__, name

@@ -320,8 +320,8 @@ def test_logs_follow_a_job_through_a_coordinator_restart(cluster, client):
 
 def test_every_method_has_its_help_and_type_hints():
     import typing
-    for name in ("submit", "get", "jobs", "cancel", "delete", "workers", "watch", "watch_jobs",
-                 "logs", "wait"):
+    for name in ("submit", "get", "jobs", "cancel", "hold", "release", "set_priority",
+                 "requeue", "delete", "workers", "watch", "watch_jobs", "logs", "wait"):
         method = getattr(ringmaster.Client, name)
         assert method.__doc__ and len(method.__doc__) > 40, name
         assert "return" in typing.get_type_hints(method), name

@@ -34,6 +34,26 @@ class JobServiceStub(object):
                 request_serializer=ringmaster_dot_v1_dot_job__pb2.CancelJobRequest.SerializeToString,
                 response_deserializer=ringmaster_dot_v1_dot_job__pb2.Job.FromString,
                 )
+        self.HoldJob = channel.unary_unary(
+                '/ringmaster.v1.JobService/HoldJob',
+                request_serializer=ringmaster_dot_v1_dot_job__pb2.HoldJobRequest.SerializeToString,
+                response_deserializer=ringmaster_dot_v1_dot_job__pb2.Job.FromString,
+                )
+        self.ReleaseJob = channel.unary_unary(
+                '/ringmaster.v1.JobService/ReleaseJob',
+                request_serializer=ringmaster_dot_v1_dot_job__pb2.ReleaseJobRequest.SerializeToString,
+                response_deserializer=ringmaster_dot_v1_dot_job__pb2.Job.FromString,
+                )
+        self.SetJobPriority = channel.unary_unary(
+                '/ringmaster.v1.JobService/SetJobPriority',
+                request_serializer=ringmaster_dot_v1_dot_job__pb2.SetJobPriorityRequest.SerializeToString,
+                response_deserializer=ringmaster_dot_v1_dot_job__pb2.Job.FromString,
+                )
+        self.RequeueJob = channel.unary_unary(
+                '/ringmaster.v1.JobService/RequeueJob',
+                request_serializer=ringmaster_dot_v1_dot_job__pb2.RequeueJobRequest.SerializeToString,
+                response_deserializer=ringmaster_dot_v1_dot_job__pb2.Job.FromString,
+                )
         self.DeleteJob = channel.unary_unary(
                 '/ringmaster.v1.JobService/DeleteJob',
                 request_serializer=ringmaster_dot_v1_dot_job__pb2.DeleteJobRequest.SerializeToString,
@@ -94,6 +114,36 @@ class JobServiceServicer(object):
 
     def CancelJob(self, request, context):
         """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def HoldJob(self, request, context):
+        """A PENDING job held is not scheduled until it is released; its owner or
+        the admin. FAILED_PRECONDITION for a job that is not PENDING.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ReleaseJob(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SetJobPriority(self, request, context):
+        """A PENDING job's priority, as its queue allows its owner at submit.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RequeueJob(self, request, context):
+        """An ended job (FAILED, CANCELLED, SUCCEEDED) back to PENDING: a new
+        attempt of the same id, under the same uid, resuming from its own
+        checkpoints; its restarts are counted anew.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -173,6 +223,26 @@ def add_JobServiceServicer_to_server(servicer, server):
             'CancelJob': grpc.unary_unary_rpc_method_handler(
                     servicer.CancelJob,
                     request_deserializer=ringmaster_dot_v1_dot_job__pb2.CancelJobRequest.FromString,
+                    response_serializer=ringmaster_dot_v1_dot_job__pb2.Job.SerializeToString,
+            ),
+            'HoldJob': grpc.unary_unary_rpc_method_handler(
+                    servicer.HoldJob,
+                    request_deserializer=ringmaster_dot_v1_dot_job__pb2.HoldJobRequest.FromString,
+                    response_serializer=ringmaster_dot_v1_dot_job__pb2.Job.SerializeToString,
+            ),
+            'ReleaseJob': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReleaseJob,
+                    request_deserializer=ringmaster_dot_v1_dot_job__pb2.ReleaseJobRequest.FromString,
+                    response_serializer=ringmaster_dot_v1_dot_job__pb2.Job.SerializeToString,
+            ),
+            'SetJobPriority': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetJobPriority,
+                    request_deserializer=ringmaster_dot_v1_dot_job__pb2.SetJobPriorityRequest.FromString,
+                    response_serializer=ringmaster_dot_v1_dot_job__pb2.Job.SerializeToString,
+            ),
+            'RequeueJob': grpc.unary_unary_rpc_method_handler(
+                    servicer.RequeueJob,
+                    request_deserializer=ringmaster_dot_v1_dot_job__pb2.RequeueJobRequest.FromString,
                     response_serializer=ringmaster_dot_v1_dot_job__pb2.Job.SerializeToString,
             ),
             'DeleteJob': grpc.unary_unary_rpc_method_handler(
@@ -284,6 +354,74 @@ class JobService(object):
             metadata=None):
         return grpc.experimental.unary_unary(request, target, '/ringmaster.v1.JobService/CancelJob',
             ringmaster_dot_v1_dot_job__pb2.CancelJobRequest.SerializeToString,
+            ringmaster_dot_v1_dot_job__pb2.Job.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def HoldJob(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/ringmaster.v1.JobService/HoldJob',
+            ringmaster_dot_v1_dot_job__pb2.HoldJobRequest.SerializeToString,
+            ringmaster_dot_v1_dot_job__pb2.Job.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ReleaseJob(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/ringmaster.v1.JobService/ReleaseJob',
+            ringmaster_dot_v1_dot_job__pb2.ReleaseJobRequest.SerializeToString,
+            ringmaster_dot_v1_dot_job__pb2.Job.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def SetJobPriority(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/ringmaster.v1.JobService/SetJobPriority',
+            ringmaster_dot_v1_dot_job__pb2.SetJobPriorityRequest.SerializeToString,
+            ringmaster_dot_v1_dot_job__pb2.Job.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def RequeueJob(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/ringmaster.v1.JobService/RequeueJob',
+            ringmaster_dot_v1_dot_job__pb2.RequeueJobRequest.SerializeToString,
             ringmaster_dot_v1_dot_job__pb2.Job.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

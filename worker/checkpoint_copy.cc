@@ -1,0 +1,138 @@
+#include "worker/checkpoint_copy.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "common/unique_fd.h"
+
+namespace ringmaster {
+namespace {
+
+struct Walk {
+  uid_t source_owner;
+  const std::optional<RunAs>& owner;
+  const CheckpointCopyLimits& limits;
+  int entries = 0;
+  CheckpointCopied copied;
+};
+
+absl::Status GiveTo(int fd, const struct stat& st, const std::optional<RunAs>& owner,
+                    const std::string& path) {
+  if (owner && fchown(fd, owner->uid, owner->gid) != 0) return ErrnoError(path + ": chown");
+  if (fchmod(fd, st.st_mode & 0777) != 0) return ErrnoError(path + ": chmod");
+  return absl::OkStatus();
+}
+
+absl::Status CopyFile(int from_dir, int to_dir, const char* name, const struct stat& seen,
+                      const std::string& path, Walk& walk) {
+  UniqueFd in(openat(from_dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  struct stat st {};
+  // Still the file looked at: not swapped for another since.
+  if (in.get() < 0 || fstat(in.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
+      st.st_ino != seen.st_ino || st.st_dev != seen.st_dev || st.st_uid != walk.source_owner) {
+    ++walk.copied.passed_over;
+    return absl::OkStatus();
+  }
+  UniqueFd out(openat(to_dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (out.get() < 0) return ErrnoError(path);
+  RETURN_IF_ERROR(GiveTo(out.get(), st, walk.owner, path));
+  off_t left = st.st_size;
+  while (left > 0) {
+    ssize_t n = copy_file_range(in.get(), nullptr, out.get(), nullptr, left, 0);
+    if (n < 0 && (errno == EXDEV || errno == ENOSYS || errno == EINVAL || errno == EOPNOTSUPP)) {
+      char buffer[1 << 16];  // a file system without it: by hand
+      n = read(in.get(), buffer, std::min<off_t>(left, sizeof(buffer)));
+      for (ssize_t done = 0; n > 0 && done < n;) {
+        const ssize_t w = write(out.get(), buffer + done, n - done);
+        if (w < 0 && errno != EINTR) return ErrnoError(path);
+        if (w > 0) done += w;
+      }
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoError(path);
+    if (n == 0) break;  // shorter than it was
+    left -= n;
+    walk.copied.bytes += n;
+  }
+  ++walk.copied.files;
+  return absl::OkStatus();
+}
+
+absl::Status CopyDir(int from_dir, int to_dir, const std::string& path, int depth, Walk& walk) {
+  if (depth > walk.limits.max_depth) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, " is more than ", walk.limits.max_depth, " directories deep"));
+  }
+  const int listed = dup(from_dir);
+  DIR* dir = listed < 0 ? nullptr : fdopendir(listed);
+  if (dir == nullptr) {
+    if (listed >= 0) close(listed);
+    return ErrnoError(path);
+  }
+  absl::Status status;
+  while (status.ok()) {
+    errno = 0;
+    const dirent* entry = readdir(dir);
+    if (entry == nullptr) {
+      if (errno != 0) status = ErrnoError(path);
+      break;
+    }
+    const std::string name = entry->d_name;
+    if (name == "." || name == "..") continue;
+    if (++walk.entries > walk.limits.max_entries) {
+      status = absl::FailedPreconditionError(
+          absl::StrCat(path, " holds more than ", walk.limits.max_entries, " entries"));
+      break;
+    }
+    const std::string child = absl::StrCat(path, "/", name);
+    struct stat st {};
+    if (fstatat(from_dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+        st.st_uid != walk.source_owner || !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode))) {
+      ++walk.copied.passed_over;
+      continue;
+    }
+    if (S_ISREG(st.st_mode)) {
+      status = CopyFile(from_dir, to_dir, name.c_str(), st, child, walk);
+      continue;
+    }
+    UniqueFd sub(openat(from_dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (sub.get() < 0) {
+      ++walk.copied.passed_over;
+      continue;
+    }
+    if (mkdirat(to_dir, name.c_str(), 0700) != 0) {
+      status = ErrnoError(child);
+      break;
+    }
+    UniqueFd made(openat(to_dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (made.get() < 0) {
+      status = ErrnoError(child);
+      break;
+    }
+    status = GiveTo(made.get(), st, walk.owner, child);
+    if (status.ok()) status = CopyDir(sub.get(), made.get(), child, depth + 1, walk);
+  }
+  closedir(dir);
+  return status;
+}
+
+}  // namespace
+
+absl::StatusOr<CheckpointCopied> CopyCheckpointTree(int from_fd, int to_fd,
+                                                    const std::optional<RunAs>& owner,
+                                                    const CheckpointCopyLimits& limits) {
+  struct stat st {};
+  if (fstat(from_fd, &st) != 0) return ErrnoError("the earlier job's checkpoint directory");
+  Walk walk{st.st_uid, owner, limits};
+  RETURN_IF_ERROR(CopyDir(from_fd, to_fd, "the earlier job's checkpoint directory", 0, walk));
+  return walk.copied;
+}
+
+}  // namespace ringmaster

@@ -1,0 +1,43 @@
+// What a job that resumes from an earlier one (JobSpec.resume_from) is
+// given of that job's checkpoints: a copy, made by the worker, into its own
+// checkpoint directory. The earlier job's directory stays its own uid's,
+// mode 0700: nothing of it is made readable to another uid.
+#ifndef RINGMASTER_WORKER_CHECKPOINT_COPY_H_
+#define RINGMASTER_WORKER_CHECKPOINT_COPY_H_
+
+#include <sys/types.h>
+
+#include <optional>
+
+#include "absl/status/statusor.h"
+#include "common/subprocess.h"
+
+namespace ringmaster {
+
+struct CheckpointCopyLimits {
+  int max_entries = 100000;  // files and directories
+  int max_depth = 32;
+};
+
+struct CheckpointCopied {
+  int files = 0;
+  int64_t bytes = 0;
+  int passed_over = 0;  // links, devices, files of another owner
+};
+
+// Copies the tree of directory `from_fd` into directory `to_fd`. Only
+// directories and regular files that `from_fd`'s owner owns are copied: a
+// link, a FIFO, a device, or a file of another owner (a hard link to
+// someone else's) is passed over, so that what the earlier job's ranks left
+// there can make the worker read nothing else. Each file is copied in the
+// kernel (copy_file_range: a reflink where the file system can), with its
+// permission bits (setuid, setgid and sticky cleared); with `owner`, every
+// copy is given to its uid and gid. FAILED_PRECONDITION beyond `limits`;
+// the errno of a file that cannot be copied, naming it.
+absl::StatusOr<CheckpointCopied> CopyCheckpointTree(int from_fd, int to_fd,
+                                                    const std::optional<RunAs>& owner,
+                                                    const CheckpointCopyLimits& limits = {});
+
+}  // namespace ringmaster
+
+#endif  // RINGMASTER_WORKER_CHECKPOINT_COPY_H_
