@@ -74,8 +74,9 @@ class JobManager final : public JobLogIndex {
   // change is said in the job's history.
   absl::StatusOr<v1::Job> Hold(const std::string& job_id, const std::string& by);
   absl::StatusOr<v1::Job> Release(const std::string& job_id, const std::string& by);
-  // A PENDING job's priority (a class or an integer), as its queue lets its
-  // owner submit.
+  // A PENDING job's priority (a class or an integer), admitted as at submit
+  // for `by`: a class the job's queue lets a user name, anything for the
+  // admin.
   absl::StatusOr<v1::Job> SetPriority(const std::string& job_id, const std::string& priority,
                                       const std::string& by);
   // An ended job, whose ranks are all stopped, back to PENDING for a new

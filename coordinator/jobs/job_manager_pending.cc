@@ -1,6 +1,7 @@
 // JobManager: what an owner changes of a job between its runs: a pending
 // job held, released or given another priority, and an ended job requeued.
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "coordinator/core/attempt_placement.h"
 #include "coordinator/jobs/job_manager.h"
 #include "domain/job_state.h"
@@ -76,8 +77,9 @@ absl::StatusOr<v1::Job> JobManager::SetPriority(const std::string& job_id,
         v1::JobSpec spec = job.spec();
         const std::string was = spec.priority().empty() ? "normal" : spec.priority();
         spec.set_priority(priority);
-        // As at submit: a class its queue lets the owner use.
-        ASSIGN_OR_RETURN(QueueAdmission admission, AdmitToQueue(queues, spec, job.owner()));
+        // As at submit, for who asks: a class the queue lets a user name,
+        // or any priority for the admin.
+        ASSIGN_OR_RETURN(QueueAdmission admission, AdmitToQueue(queues, spec, by));
         const int before = job.priority();
         *job.mutable_spec() = std::move(spec);
         job.set_priority(admission.priority);

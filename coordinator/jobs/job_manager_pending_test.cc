@@ -20,6 +20,7 @@ class JobManagerPendingTest : public JobManagerTest {
     spec.set_ranks(1);
     spec.add_command("true");
     spec.set_priority(priority);
+    spec.set_max_restarts(0);
     absl::StatusOr<std::string> id = manager_->Submit(spec, "", owner);
     EXPECT_OK(id);
     manager_->Tick();
@@ -60,21 +61,28 @@ TEST_F(JobManagerPendingTest, AHeldJobIsNotScheduledUntilReleased) {
   EXPECT_THAT(manager_->Hold("nope-1", "alice").status(), StatusIs(absl::StatusCode::kNotFound));
 }
 
-TEST_F(JobManagerPendingTest, AHigherPriorityGivenToAPendingJobRunsItFirst) {
+TEST_F(JobManagerPendingTest, ALowerPriorityGivenToAPendingJobLetsTheNextRunFirst) {
   const std::string first = SubmitAs("alice", "first");
   const std::string second = SubmitAs("alice", "second");
-  ASSERT_OK_AND_ASSIGN(v1::Job raised, manager_->SetPriority(second, "high", "alice"));
-  EXPECT_EQ(raised.priority(), 1000);
-  EXPECT_EQ(raised.spec().priority(), "high");
-  EXPECT_EQ(Last(second).reason(), v1::PRIORITY_CHANGED);
-  EXPECT_EQ(Last(second).message(), "priority normal (100) -> high (1000) by alice");
-  // Refused as at submit, and nothing changed.
-  EXPECT_THAT(manager_->SetPriority(first, "urgent", "alice").status(),
+  ASSERT_OK_AND_ASSIGN(v1::Job lowered, manager_->SetPriority(first, "low", "alice"));
+  EXPECT_EQ(lowered.priority(), 0);
+  EXPECT_EQ(lowered.spec().priority(), "low");
+  EXPECT_EQ(Last(first).reason(), v1::PRIORITY_CHANGED);
+  EXPECT_EQ(Last(first).message(), "priority normal (100) -> low (0) by alice");
+  // Refused as at submit, and nothing changed: a class unknown, one not
+  // open to users of the queue, a number from a user.
+  EXPECT_THAT(manager_->SetPriority(second, "urgent", "alice").status(),
               StatusIs(absl::StatusCode::kInvalidArgument));
-  EXPECT_THAT(manager_->SetPriority(first, "5000", "alice").status(),
+  EXPECT_THAT(manager_->SetPriority(second, "high", "alice").status(),
               StatusIs(absl::StatusCode::kPermissionDenied));
-  EXPECT_EQ(Job(first).priority(), 100);
-  EXPECT_EQ(Job(first).spec().priority(), "");
+  EXPECT_THAT(manager_->SetPriority(second, "5000", "alice").status(),
+              StatusIs(absl::StatusCode::kPermissionDenied));
+  EXPECT_EQ(Job(second).priority(), 100);
+  EXPECT_EQ(Job(second).spec().priority(), "normal");
+  EXPECT_EQ(Last(second).reason(), v1::SUBMITTED);
+  // The admin may.
+  ASSERT_OK_AND_ASSIGN(v1::Job raised, manager_->SetPriority(second, "high", "admin"));
+  EXPECT_EQ(raised.priority(), 1000);
 
   TestWorker w1;
   ASSERT_OK(Register(w1, "w1", 1));
