@@ -247,8 +247,9 @@ class Client:
 # help(ringmaster.aio.Client.<method>) says what the synchronous one does.
 def _share_docs() -> None:
     from ringmaster.client import Client as Sync
-    for name in ("submit", "upload_code", "get", "jobs", "cancel", "delete", "workers", "watch",
-                 "watch_jobs", "logs", "wait", "close", "addresses"):
+    for name in ("submit", "upload_code", "get", "jobs", "cancel", "hold", "release",
+                 "set_priority", "requeue", "delete", "workers", "watch", "watch_jobs", "logs",
+                 "wait", "close", "addresses"):
         ours, theirs = getattr(Client, name), getattr(Sync, name)
         if getattr(theirs, "__doc__", None):
             try:
