@@ -172,6 +172,28 @@ def test_jobs_pages_filters_cancel_and_delete(client):
     assert gone.value.code == "NOT_FOUND"
 
 
+def test_hold_release_set_priority_and_requeue(client):
+    # 5 ranks never fit on 4 slots: the job stays PENDING.
+    waiting = client.submit(command_job("too-big", "true", ranks=5), upload=False)
+    held = client.hold(waiting)
+    assert held.held_by == "admin"
+    assert held.pending_reason.startswith("held by admin")
+    assert client.set_priority(waiting, "high").priority == 1000
+    with pytest.raises(ringmaster.InvalidSpec) as unknown:
+        client.set_priority(waiting, "urgent")
+    assert "urgent" in str(unknown.value)
+    assert client.release(waiting).held_by == ""
+    client.cancel(waiting)
+    done = client.submit(command_job("twice", "echo ran"), upload=False)
+    assert client.wait(done, timeout=60).state == job_pb2.SUCCEEDED
+    with pytest.raises(ringmaster.RingmasterError) as pending_only:
+        client.hold(done)
+    assert pending_only.value.code == "FAILED_PRECONDITION"
+    wait_for(lambda: client.requeue(done).attempt == 1, 30, "the job to be requeued")
+    again = client.wait(done, timeout=60)
+    assert (again.state, again.attempt) == (job_pb2.SUCCEEDED, 1)
+
+
 def test_errors_carry_the_coordinators_words_and_no_grpc_error_escapes(cluster, client):
     calls = [
         (lambda: client.get("nope-1"), ringmaster.NotFound, 'no job "nope-1"'),
