@@ -104,60 +104,68 @@ bool AnyAlive(const std::vector<Daemon>& daemons) {
   return false;
 }
 
-// The daemons of a cluster that are ours, each held by a pidfd: a signal
-// cannot reach another program that took a pid over, and a daemon counts as
-// gone once it has exited. Its cmdline reads empty a moment earlier, while it
-// is still tearing down, so IsOurs alone would call it gone too soon.
+// The daemons of a cluster that are ours, each held by a pidfd where the
+// kernel gives one: a signal cannot reach another program that took a pid
+// over, and a daemon counts as gone once it has exited. Its cmdline reads
+// empty a moment earlier, while it is still tearing down, so IsOurs alone
+// would call it gone too soon; it is the fallback without pidfds.
 class HeldDaemons {
  public:
   explicit HeldDaemons(const std::vector<Daemon>& daemons) {
     for (const Daemon& d : daemons) {
-      if (!IsOurs(d)) continue;
+      // Opened first, then checked: the pidfd holds what was checked.
       const int fd = static_cast<int>(syscall(SYS_pidfd_open, d.pid, 0));
-      if (fd >= 0) held_.push_back({d.role, fd});
+      if (!IsOurs(d)) {
+        if (fd >= 0) close(fd);
+        continue;
+      }
+      held_.push_back({d, fd});
     }
   }
   ~HeldDaemons() {
-    for (const Held& h : held_) close(h.fd);
+    for (const Held& h : held_) {
+      if (h.fd >= 0) close(h.fd);
+    }
   }
   HeldDaemons(const HeldDaemons&) = delete;
   HeldDaemons& operator=(const HeldDaemons&) = delete;
 
   void Signal(const std::string& role, int signal) const {
     for (const Held& h : held_) {
-      if (h.role == role) syscall(SYS_pidfd_send_signal, h.fd, signal, nullptr, 0);
+      if (h.daemon.role != role) continue;
+      if (h.fd < 0 || syscall(SYS_pidfd_send_signal, h.fd, signal, nullptr, 0) != 0) {
+        if (IsOurs(h.daemon)) kill(h.daemon.pid, signal);
+      }
     }
   }
 
   // Waits until every daemon of `role` has exited; false at the deadline.
   bool WaitGone(const std::string& role, absl::Time deadline) const {
     for (const Held& h : held_) {
-      if (h.role != role) continue;
-      for (;;) {
-        const int ms = static_cast<int>(
-            std::max<int64_t>(0, absl::ToInt64Milliseconds(deadline - absl::Now())));
+      if (h.daemon.role != role) continue;
+      while (Alive(h)) {
+        if (absl::Now() >= deadline) return false;
         pollfd p{h.fd, POLLIN, 0};
-        const int ready = poll(&p, 1, ms);
-        if (ready == 1) break;
-        if (ready == 0 || errno != EINTR) return false;
+        if (h.fd < 0 || poll(&p, 1, 20) < 0) absl::SleepFor(absl::Milliseconds(20));
       }
     }
     return true;
   }
 
   bool AnyAlive() const {
-    for (const Held& h : held_) {
-      pollfd p{h.fd, POLLIN, 0};
-      if (poll(&p, 1, 0) != 1) return true;
-    }
-    return false;
+    return std::any_of(held_.begin(), held_.end(), [](const Held& h) { return Alive(h); });
   }
 
  private:
   struct Held {
-    std::string role;
-    int fd;
+    Daemon daemon;
+    int fd;  // -1: no pidfd
   };
+  static bool Alive(const Held& h) {
+    if (h.fd < 0) return IsOurs(h.daemon);
+    pollfd p{h.fd, POLLIN, 0};
+    return poll(&p, 1, 0) == 0;
+  }
   std::vector<Held> held_;
 };
 

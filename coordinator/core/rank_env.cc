@@ -74,6 +74,7 @@ void SetReplicaPeer(const v1::Job& job, int rank, v1::StartRank* start) {
   // one on another host, else to the next one.
   std::vector<const v1::RankStatus*> workers;
   for (const v1::RankStatus& r : job.ranks()) {
+    if (r.left_generation() > 0) continue;  // its worker may be gone
     if (std::none_of(workers.begin(), workers.end(),
                      [&](const v1::RankStatus* w) { return w->worker_id() == r.worker_id(); })) {
       workers.push_back(&r);

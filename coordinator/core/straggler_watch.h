@@ -42,6 +42,8 @@ class StragglerWatch {
 
   // A new attempt: forgets every report.
   void Reset() { ranks_.clear(); }
+  // A rank that left the attempt's group: its figures leave the median.
+  void Forget(int rank) { ranks_.erase(rank); }
   bool empty() const { return ranks_.empty(); }
   // A rank's totals at `at`: compute seconds over `steps` steps.
   void Report(int rank, absl::Time at, int64_t steps, double seconds,

@@ -108,7 +108,10 @@ std::optional<Blame> BlameOf(const v1::Job& job, const FailureCause& cause, absl
   } else if (cause.reason == v1::RANK_EXITED || cause.reason == v1::RANK_SIGNALED) {
     std::optional<int> peer = PeerNamed(cause.error);
     if (!peer) peer = PeerNamed(cause.message);
-    if (peer && *peer >= 0 && *peer < job.ranks_size()) blamed = *peer;
+    // Collectives name a peer by its rank in the group, which a group that
+    // shrank numbers anew: its process's rank is the member at that place.
+    const std::vector<int> members = GroupMembers(job);
+    if (peer && *peer >= 0 && *peer < static_cast<int>(members.size())) blamed = members[*peer];
   }
   if (blamed < 0 || job.ranks(blamed).worker_id().empty()) return std::nullopt;
   Blame blame;

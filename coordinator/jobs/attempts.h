@@ -115,12 +115,13 @@ class Attempts {
   // snapshots off, a regroup under way, a rank not seen to exit, no
   // restart left).
   bool ReplaceRank(JobRecord& entry, int rank, const FailureCause& cause);
-  // For the ranks `leaving` of a RUNNING elastic built-in trainer attempt
-  // (ranks of a lost worker, or of one that takes no rank again): the
-  // others keep their processes and form a smaller group without them, at
-  // no fewer than min_ranks (docs/checkpoints.md). True when they did;
-  // false when the failure is for NoteFailure.
-  bool ShrinkGroup(JobRecord& entry, const std::vector<int>& leaving, const FailureCause& cause);
+  // For the ranks `named` of a RUNNING elastic built-in trainer attempt,
+  // each of a worker that is lost or takes no rank again: every rank of
+  // those workers leaves, and the others keep their processes and form a
+  // smaller group without them, at no fewer than min_ranks and in whole
+  // ranks_per_worker (docs/checkpoints.md). True when they did; false when
+  // the failure is for NoteFailure.
+  bool ShrinkGroup(JobRecord& entry, const std::vector<int>& named, const FailureCause& cause);
   // The first member's report in the new group ends the regroup; past
   // --regroup-timeout without one the attempt fails, restarting every rank.
   void OnGroupReport(JobRecord& entry, const v1::Progress& progress);

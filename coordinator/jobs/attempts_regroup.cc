@@ -1,6 +1,8 @@
 // Attempts: a failed rank replaced alone, or an elastic job going on
 // without it, the others keeping their processes (docs/checkpoints.md).
 #include <algorithm>
+#include <set>
+#include <string>
 
 #include <spdlog/spdlog.h>
 
@@ -88,14 +90,31 @@ bool Attempts::ReplaceRank(JobRecord& entry, int rank, const FailureCause& cause
   return true;
 }
 
-bool Attempts::ShrinkGroup(JobRecord& entry, const std::vector<int>& leaving,
+bool Attempts::ShrinkGroup(JobRecord& entry, const std::vector<int>& named,
                            const FailureCause& cause) {
   v1::Job& job = entry.job;
+  if (!MayRegroup(entry) || cause.stopped || AwaitsPreflight(job) ||
+      job.spec().min_ranks() >= job.spec().ranks()) {
+    return false;
+  }
+  // Only for ranks whose worker is lost or takes no rank again; all of
+  // that worker's ranks leave together.
+  std::set<std::string> workers;
+  for (int rank : named) {
+    const std::string& worker_id = job.ranks(rank).worker_id();
+    if (membership_->Connected(worker_id) && MayKeepSlot(job, worker_id)) return false;
+    workers.insert(worker_id);
+  }
   const std::vector<int> members = GroupMembers(job);
+  std::vector<int> leaving;
+  for (int rank : members) {
+    if (workers.count(job.ranks(rank).worker_id()) > 0) leaving.push_back(rank);
+  }
   const int world = static_cast<int>(members.size());
   const int stay = world - static_cast<int>(leaving.size());
-  if (!MayRegroup(entry) || cause.stopped || leaving.empty() || stay < 1 ||
-      stay < job.spec().min_ranks() || job.spec().min_ranks() >= job.spec().ranks()) {
+  const int per_worker = job.spec().ranks_per_worker();
+  if (leaving.empty() || stay < 1 || stay < job.spec().min_ranks() ||
+      (per_worker > 0 && stay % per_worker != 0)) {
     return false;
   }
   const int generation = job.group_generation() + 1;
@@ -118,6 +137,7 @@ bool Attempts::ShrinkGroup(JobRecord& entry, const std::vector<int>& leaving,
     entry.rank_progress.erase(rank);
     entry.unseen.erase(rank);
     entry.watch.Left(rank);
+    entry.stragglers.Forget(rank);
   }
   table_
       .Note(entry, v1::GROUP_SHRUNK,

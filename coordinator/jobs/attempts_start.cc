@@ -154,6 +154,7 @@ void Attempts::CheckRegrowth(JobRecord& entry, absl::Time now) {
     entry.regrow_since = absl::InfiniteFuture();
     return;
   }
+  if (job.regroup_since_unix_ms() != 0) return;  // once the group has formed again
   // A job waiting at the same or a higher priority has the free slots
   // first: growing into them would only be preempted again.
   bool others_first = false;

@@ -299,6 +299,35 @@ TEST_F(JobManagerRegroupTest, AnElasticJobGoesOnWithoutARankItCannotStartAgain) 
   EXPECT_EQ(job.history(job.history_size() - 1).message(), "all 2 ranks exited with code 0");
 }
 
+// A rank of a cordoned worker leaves with every other rank there; a rank
+// exiting on a healthy worker is replaced instead, never left out.
+TEST_F(JobManagerRegroupTest, ARankLeavesWithTheOtherRanksOfItsWorker) {
+  TestWorker w1, w2;
+  ASSERT_OK(Register(w1, "w1", 2));
+  ASSERT_OK(Register(w2, "w2", 2));
+  v1::JobSpec spec = TrainerSpec(4, 3);
+  spec.set_min_ranks(2);
+  const std::string id = Submit(spec);
+  std::map<int, TestWorker*> on;
+  for (TestWorker* w : {&w1, &w2}) {
+    for (const v1::StartRank& start : Starts(*w)) on[start.rank().rank()] = w;
+  }
+  ASSERT_EQ(on.size(), 4u);
+  for (const auto& [rank, w] : on) Started(*w, id, 0, rank);
+  int on_w1 = -1, other_on_w1 = -1;
+  for (const auto& [rank, w] : on) {
+    if (w == &w1) (on_w1 < 0 ? on_w1 : other_on_w1) = rank;
+  }
+  ASSERT_OK(manager_->Cordon("w1", "XID 79", "admin"));
+  Killed(w1, id, 0, on_w1, 9);
+  const v1::Job job = Job(id);
+  EXPECT_EQ(job.state(), v1::RUNNING);
+  EXPECT_EQ(job.world_size(), 2);
+  EXPECT_EQ(job.ranks(on_w1).left_generation(), 1);
+  EXPECT_EQ(job.ranks(other_on_w1).left_generation(), 1) << "its worker's other rank";
+  EXPECT_EQ(Stops(w2), 0);
+}
+
 // A lost worker's ranks leave together; below min_ranks every rank
 // restarts instead.
 TEST_F(JobManagerRegroupTest, AnElasticJobGoesOnWithoutALostWorkersRanks) {

@@ -58,7 +58,10 @@ void RankEvents::Heartbeat(const WorkerSession& session, const v1::Heartbeat& be
   std::set<JobRecord*> computed;  // jobs with ranks' compute times in this report
   for (const v1::RankProgress& p : beat.progress()) {
     JobRecord* entry = nullptr;
-    if (table_.FindRank(session.worker_id, p.rank(), &entry) == nullptr) continue;
+    const v1::RankStatus* rank = table_.FindRank(session.worker_id, p.rank(), &entry);
+    // A rank that left its group (reported late by a worker back from a
+    // broken stream) no longer speaks for the job.
+    if (rank == nullptr || rank->left_generation() > 0) continue;
     entry->SetRankProgress(p.rank().rank(), p.progress());
     NoteResume(*entry, p.rank().rank(), p.progress());
     entry->watch.Step(p.rank().rank(), p.progress().step(), now);
