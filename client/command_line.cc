@@ -165,6 +165,25 @@ void AddJobCommands(CLI::App& app, Invocation* run, std::map<Command, CLI::App*>
                  "keep printing until the job ends, through its restarts");
   (*commands)[Command::kLogs] = logs;
 
+  (*commands)[Command::kWorkers] = app.add_subcommand("workers", "list workers");
+  (*commands)[Command::kQueues] = app.add_subcommand(
+      "queues", "list queues: weight, quota, limit, in use, borrowed, running and pending jobs");
+
+  CLI::App* stacks = app.add_subcommand(
+      "stacks", "take every rank's stacks into its log, and say where each rank is");
+  stacks->add_option("JOB", run->job_id, "job id")->required();
+  (*commands)[Command::kStacks] = stacks;
+
+  CLI::App* top = app.add_subcommand("top", "live view of jobs and workers (q to quit)");
+  top->add_option("--iterations", run->iterations, "stop after this many frames (0: until q)");
+  top->add_flag("--all", run->all, "finished jobs too (the newest 100 jobs)");
+  (*commands)[Command::kTop] = top;
+}
+
+// The admin's verbs on workers.
+// What an owner changes of one job: stop, hold, release, priority,
+// requeue, delete.
+void AddJobChangeCommands(CLI::App& app, Invocation* run, std::map<Command, CLI::App*>* commands) {
   CLI::App* cancel = app.add_subcommand("cancel", "stop every rank of a job");
   cancel->add_option("JOB", run->job_id, "job id")->required();
   (*commands)[Command::kCancel] = cancel;
@@ -189,23 +208,8 @@ void AddJobCommands(CLI::App& app, Invocation* run, std::map<Command, CLI::App*>
   CLI::App* remove = app.add_subcommand("delete", "forget an ended job: history, keys and logs");
   remove->add_option("JOB", run->job_id, "job id")->required();
   (*commands)[Command::kDelete] = remove;
-
-  (*commands)[Command::kWorkers] = app.add_subcommand("workers", "list workers");
-  (*commands)[Command::kQueues] = app.add_subcommand(
-      "queues", "list queues: weight, quota, limit, in use, borrowed, running and pending jobs");
-
-  CLI::App* stacks = app.add_subcommand(
-      "stacks", "take every rank's stacks into its log, and say where each rank is");
-  stacks->add_option("JOB", run->job_id, "job id")->required();
-  (*commands)[Command::kStacks] = stacks;
-
-  CLI::App* top = app.add_subcommand("top", "live view of jobs and workers (q to quit)");
-  top->add_option("--iterations", run->iterations, "stop after this many frames (0: until q)");
-  top->add_flag("--all", run->all, "finished jobs too (the newest 100 jobs)");
-  (*commands)[Command::kTop] = top;
 }
 
-// The admin's verbs on workers.
 void AddWorkerCommands(CLI::App& app, Invocation* run, std::map<Command, CLI::App*>* commands) {
   CLI::App* cordon = app.add_subcommand("cordon", "give a worker no new ranks (admin)");
   cordon->add_option("WORKER", run->worker_id, "worker id")->required();
@@ -313,6 +317,7 @@ ParsedCommandLine ParseCommandLine(const std::vector<std::string>& args) {
   AddGlobalOptions(app, &run, &output);
   AddLocalClusterCommands(app, &run, &commands);
   AddJobCommands(app, &run, &commands);
+  AddJobChangeCommands(app, &run, &commands);
   AddWorkerCommands(app, &run, &commands);
   std::string shell;
   CLI::App* completion =

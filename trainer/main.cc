@@ -340,9 +340,11 @@ absl::StatusOr<GroupPlace> PlaceIn(RendezvousClient* rendezvous, int generation,
 }
 
 // How the rank forms its attempt's group again when a peer fails: waiting
-// for the coordinator's announcement in slices, so that a stop ends the wait.
-GroupHooks Regroups(const TrainerEnv& env, gloo::rendezvous::Store& store,
-                    RendezvousClient* rendezvous, const StopSignal& stop) {
+// for the coordinator's announcement in slices, so that a stop ends the
+// wait. With the rank's place in its first group: a replacement's, from its
+// group's announcement.
+absl::StatusOr<GroupHooks> Regroups(const TrainerEnv& env, gloo::rendezvous::Store& store,
+                                    RendezvousClient* rendezvous, const StopSignal& stop) {
   GroupHooks hooks;
   hooks.generation = env.group_generation;
   hooks.regroup_timeout = env.regroup_timeout;
@@ -376,6 +378,12 @@ GroupHooks Regroups(const TrainerEnv& env, gloo::rendezvous::Store& store,
     }
   };
   hooks.warn = [](const std::string& line) { std::cerr << line << std::endl; };
+  if (env.group_generation > 0) {
+    absl::StatusOr<GroupPlace> place =
+        hooks.await(env.group_generation, std::max(env.regroup_timeout, absl::Seconds(1)));
+    if (!place.ok()) return place.status();
+    hooks.place = *place;
+  }
   return hooks;
 }
 
@@ -407,16 +415,10 @@ int Run(int argc, char** argv) {
   if (!rendezvous.ok()) return Fail(rendezvous.status());
   CoordinatorGlooStore store(rendezvous->get());
   TrainerContext context;
-  GroupHooks groups = Regroups(*env, store, rendezvous->get(), stop);
-  // A replacement learns its place from its group's announcement.
-  if (env->group_generation > 0) {
-    absl::StatusOr<GroupPlace> place =
-        groups.await(env->group_generation, std::max(env->regroup_timeout, absl::Seconds(1)));
-    if (!place.ok()) return Fail(place.status());
-    groups.place = *place;
-  }
+  absl::StatusOr<GroupHooks> groups = Regroups(*env, store, rendezvous->get(), stop);
+  if (!groups.ok()) return Fail(groups.status());
   absl::StatusOr<std::unique_ptr<Collective>> comm =
-      Connect(*env, store, env->group_generation, groups.place, &context);
+      Connect(*env, store, env->group_generation, groups->place, &context);
   if (!comm.ok()) return Fail(comm.status());
   // A replacement joins a group already checked.
   if (env->preflight && env->group_generation == 0) {
@@ -447,7 +449,7 @@ int Run(int argc, char** argv) {
   context.attempt = env->attempt;
   context.snapshot_rank = env->rank;
   const std::unique_ptr<SnapshotSegment> snapshots = MapSnapshotSegment(*env, &context);
-  absl::StatusOr<TrainResult> result = TrainInGroups(*spec, *data, context, groups, &*comm);
+  absl::StatusOr<TrainResult> result = TrainInGroups(*spec, *data, context, *groups, &*comm);
   // Asked to stop, a rank ends as the signal would have ended it: rank 0
   // after its checkpoint, the others when rank 0 is gone.
   const int stopped_code = 128 + stop.signal();
