@@ -16,14 +16,12 @@ absl::StatusOr<v1::Job> JobManager::ChangePending(
   {
     MutexLock lock(&mu_);
     JobRecord* entry = table_.Find(job_id);
-    const v1::JobState state = entry != nullptr ? entry->job.state()
-                               : table_.FindRetired(job_id) != nullptr
-                                   ? table_.FindRetired(job_id)->state
-                                   : v1::JOB_STATE_UNSPECIFIED;
-    if (state == v1::JOB_STATE_UNSPECIFIED) {
+    const RetiredJob* retired = entry == nullptr ? table_.FindRetired(job_id) : nullptr;
+    if (entry == nullptr && retired == nullptr) {
       return absl::NotFoundError(absl::StrCat("no job \"", job_id, "\""));
     }
-    if (state != v1::PENDING) {
+    const v1::JobState state = entry != nullptr ? entry->job.state() : retired->state;
+    if (state != v1::PENDING) {  // a retired job has ended
       return absl::FailedPreconditionError(absl::StrCat("job ", job_id, " is ", StateName(state),
                                                         "; only a PENDING job can be ", act));
     }
