@@ -125,6 +125,25 @@ absl::Status CopyDir(int from_dir, int to_dir, const std::string& path, int dept
 
 }  // namespace
 
+bool RemoveTreeAt(int dir_fd, const std::string& name, int depth) {
+  if (unlinkat(dir_fd, name.c_str(), 0) == 0) return true;  // not a directory
+  UniqueFd dir(openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (dir.get() < 0 || depth > 64) return false;
+  const int listed = dup(dir.get());
+  DIR* entries = listed < 0 ? nullptr : fdopendir(listed);
+  if (entries == nullptr) {
+    if (listed >= 0) close(listed);
+    return false;
+  }
+  bool removed = true;
+  while (const dirent* entry = readdir(entries)) {
+    const std::string child = entry->d_name;
+    if (child != "." && child != "..") removed &= RemoveTreeAt(dir.get(), child, depth + 1);
+  }
+  closedir(entries);
+  return removed && unlinkat(dir_fd, name.c_str(), AT_REMOVEDIR) == 0;
+}
+
 absl::StatusOr<CheckpointCopied> CopyCheckpointTree(int from_fd, int to_fd,
                                                     const std::optional<RunAs>& owner,
                                                     const CheckpointCopyLimits& limits) {

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include <optional>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "common/subprocess.h"
@@ -37,6 +38,12 @@ struct CheckpointCopied {
 absl::StatusOr<CheckpointCopied> CopyCheckpointTree(int from_fd, int to_fd,
                                                     const std::optional<RunAs>& owner,
                                                     const CheckpointCopyLimits& limits = {});
+
+// Removes `name` in directory `dir_fd` and all it holds, never following a
+// link: each directory is opened relative to its parent, O_NOFOLLOW, so a
+// link put in a directory's place is removed, not what it points to.
+// Best effort; false when something stayed.
+bool RemoveTreeAt(int dir_fd, const std::string& name, int depth = 0);
 
 }  // namespace ringmaster
 

@@ -114,5 +114,19 @@ TEST_F(CheckpointCopyTest, ATreeBeyondTheLimitsIsRefused) {
                        ::testing::HasSubstr("more than 1 directories deep")));
 }
 
+// A tree removed by RemoveTreeAt takes none of what its links point to.
+TEST_F(CheckpointCopyTest, ATreeIsRemovedWithoutFollowingItsLinks) {
+  Write(root_ / "kept", "not the tree's");
+  fs::create_directories(from_ / "a" / "b");
+  Write(from_ / "a" / "b" / "f", "x");
+  fs::create_symlink(root_, from_ / "a" / "link-to-root");
+  fs::create_symlink(root_ / "kept", from_ / "file-link");
+  UniqueFd root(open(root_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  EXPECT_TRUE(RemoveTreeAt(root.get(), "old-1"));
+  EXPECT_FALSE(fs::exists(fs::symlink_status(from_)));
+  EXPECT_EQ(Read(root_ / "kept"), "not the tree's");
+  EXPECT_TRUE(fs::exists(to_));
+}
+
 }  // namespace
 }  // namespace ringmaster

@@ -69,8 +69,7 @@ absl::Status MakeJobCheckpointDir(int root_fd, const std::string& root, const st
     return ErrnoError(absl::StrCat("checkpoint_dir ", root));
   }
   auto undo = [&](absl::Status error) {
-    std::error_code ignored;
-    std::filesystem::remove_all(absl::StrCat(root, "/", temp), ignored);
+    RemoveTreeAt(root_fd, temp);
     return error;
   };
   if (job && fchownat(root_fd, temp.c_str(), job->uid, job->gid, AT_SYMLINK_NOFOLLOW) != 0) {
