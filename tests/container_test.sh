@@ -122,7 +122,7 @@ cli() {
 }
 registered=0
 for _ in $(seq 300); do
-  if cli workers 2> /dev/null | grep -q 'node-a.* ALIVE'; then registered=1; break; fi
+  if grep -q 'node-a.* ALIVE' <<< "$(cli workers 2> /dev/null)"; then registered=1; break; fi
   for pid in "${pids[@]}"; do
     kill -0 "$pid" 2> /dev/null || {
       tail -n 20 "$work/coordinator.log" "$work/worker.log"; fail "a daemon of the image ended"; }

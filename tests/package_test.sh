@@ -69,15 +69,15 @@ PY
 if command -v kubectl > /dev/null; then
   for dir in kubernetes kubernetes/gpu kubernetes/ha; do
     rendered=$(kubectl kustomize "$pkg/$dir" 2>&1) || fail "kubectl kustomize $dir: $rendered"
-    echo "$rendered" | grep -q "image: ringmaster:$version" ||
+    grep -q "image: ringmaster:$version" <<< "$rendered" ||
       fail "kubectl kustomize $dir does not use the image ringmaster:$version"
   done
-  kubectl kustomize "$pkg/kubernetes/gpu" | grep -q "nvidia.com/gpu:" ||
+  grep -q "nvidia.com/gpu:" <<< "$(kubectl kustomize "$pkg/kubernetes/gpu")" ||
     fail "kubectl kustomize kubernetes/gpu asks for no GPUs"
   ha=$(kubectl kustomize "$pkg/kubernetes/ha")
-  ! echo "$ha" | grep -q "^kind: StatefulSet" || fail "kubernetes/ha keeps the SQLite StatefulSet"
-  echo "$ha" | grep -q "replicas: 2" || fail "kubernetes/ha has not 2 coordinators"
-  echo "$ha" | grep -q "path: /ready" || fail "kubernetes/ha's readiness is not the leader's /ready"
+  ! grep -q "^kind: StatefulSet" <<< "$ha" || fail "kubernetes/ha keeps the SQLite StatefulSet"
+  grep -q "replicas: 2" <<< "$ha" || fail "kubernetes/ha has not 2 coordinators"
+  grep -q "path: /ready" <<< "$ha" || fail "kubernetes/ha's readiness is not the leader's /ready"
   echo "kubectl kustomize: kubernetes, kubernetes/gpu and kubernetes/ha build"
 else
   echo "kubectl is not installed: the kustomizations were not built"
@@ -89,7 +89,7 @@ mkdir "$root"
 if out=$("$pkg/install.sh" --root "$root" --enable scheduler 2>&1); then
   fail "install.sh accepted --enable scheduler"
 fi
-echo "$out" | grep -q "'scheduler'" || fail "the error does not name what is wrong: $out"
+grep -q "'scheduler'" <<< "$out" || fail "the error does not name what is wrong: $out"
 [ -z "$(ls -A "$root")" ] || fail "a refused install left files: $(ls -A "$root")"
 
 # The distribution's own units, which ours are wanted by and ordered after.
