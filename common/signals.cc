@@ -1,7 +1,12 @@
 #include "common/signals.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+
+#include <algorithm>
+
+#include "absl/time/clock.h"
 
 namespace ringmaster {
 namespace {
@@ -29,6 +34,24 @@ int WaitForTerminationSignal(const std::function<void()>& on_hangup) {
     sigwait(&set, &signal);
     if (signal != SIGHUP) return signal;
     if (on_hangup) on_hangup();
+  }
+}
+
+int WaitForTerminationSignal(const std::function<void()>& on_hangup,
+                             const std::function<void()>& on_tick, absl::Duration tick) {
+  sigset_t set = TerminationSignals();
+  absl::Time next = absl::Now() + tick;
+  for (;;) {
+    const timespec wait = absl::ToTimespec(std::max(next - absl::Now(), absl::ZeroDuration()));
+    const int signal = sigtimedwait(&set, nullptr, &wait);
+    if (signal == SIGHUP) {
+      if (on_hangup) on_hangup();
+    } else if (signal > 0) {
+      return signal;
+    } else if (errno == EAGAIN) {
+      on_tick();
+      next = absl::Now() + tick;
+    }  // EINTR: wait again
   }
 }
 

@@ -6,6 +6,8 @@
 
 #include <functional>
 
+#include "absl/time/time.h"
+
 namespace ringmaster {
 
 // Call first in main(), before any thread starts, so threads inherit the mask.
@@ -13,6 +15,9 @@ void BlockTerminationSignals();
 // Returns the signal number once SIGTERM or SIGINT arrives. Each SIGHUP
 // before it calls `on_hangup` (when given) and is otherwise ignored.
 int WaitForTerminationSignal(const std::function<void()>& on_hangup = nullptr);
+// As above, and calls `on_tick` every `tick` while it waits.
+int WaitForTerminationSignal(const std::function<void()>& on_hangup,
+                             const std::function<void()>& on_tick, absl::Duration tick);
 
 }  // namespace ringmaster
 

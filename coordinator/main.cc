@@ -192,10 +192,10 @@ void AddIssueFlags(CLI::App& app, std::string* worker, std::string* user) {
       ->excludes(worker_token);
 }
 
-// The queues of --queues `file`, if one is given.
-absl::Status LoadQueues(const std::string& file, ringmaster::JobManagerOptions* manager) {
-  if (file.empty()) return absl::OkStatus();
-  ASSIGN_OR_RETURN(manager->queues, ringmaster::LoadQueueConfig(file));
+// The queues of the --queues file, if one is given.
+absl::Status LoadQueues(ringmaster::QueuesFile& file, ringmaster::JobManagerOptions* manager) {
+  if (file.path().empty()) return absl::OkStatus();
+  ASSIGN_OR_RETURN(manager->queues, *file.Read(true));
   return absl::OkStatus();
 }
 
@@ -260,17 +260,31 @@ char** saved_argv = nullptr;
   std::abort();
 }
 
+// How often --queues is looked at for a change.
+constexpr absl::Duration kQueuesCheckInterval = absl::Seconds(2);
+
+// Waits for a termination signal, and gives `set_queues` the --queues file
+// read again on SIGHUP and when its bytes change.
+template <typename SetQueues>
+int WaitForTerminationSignal(ringmaster::QueuesFile& queues, SetQueues set_queues) {
+  if (queues.path().empty()) return ringmaster::WaitForTerminationSignal();
+  auto read = [&](bool always) {
+    if (auto changed = queues.Read(always)) set_queues(*changed);
+  };
+  return ringmaster::WaitForTerminationSignal([&] { read(true); }, [&] { read(false); },
+                                              kQueuesCheckInterval);
+}
+
 // Runs the only coordinator (SQLite) until a termination signal.
-int RunAlone(const ringmaster::CoordinatorConfig& config, const std::string& queues_file) {
+int RunAlone(const ringmaster::CoordinatorConfig& config, ringmaster::QueuesFile& queues) {
   auto server = ringmaster::CoordinatorServer::Start(config);
   if (!server.ok()) {
     spdlog::critical("{}", server.status().ToString());
     return 1;
   }
   spdlog::info("ready on port {}", (*server)->port());
-  int signal = ringmaster::WaitForTerminationSignal([&] {
-    if (!queues_file.empty()) (*server)->ReloadQueues(queues_file);
-  });
+  int signal =
+      WaitForTerminationSignal(queues, [&](const auto& read) { (*server)->SetQueues(read); });
   spdlog::info("signal {}: shutting down", signal);
   (*server)->Shutdown();
   return 0;
@@ -280,14 +294,14 @@ int RunAlone(const ringmaster::CoordinatorConfig& config, const std::string& que
 // termination signal.
 int RunElected(ringmaster::CoordinatorConfig config,
                std::unique_ptr<ringmaster::StoreEngine> engine, absl::Duration lease_timeout,
-               const std::string& advertise, const std::string& queues_file) {
+               const std::string& advertise, ringmaster::QueuesFile& queues) {
   const std::string id =
       absl::StrCat(advertise, "/", getpid(), "-", std::random_device{}() % 100000);
   auto coordinator = ringmaster::ElectedCoordinator::Start(
-      std::move(config), std::move(engine), {id, advertise, lease_timeout, RestartAsStandby});
-  int signal = ringmaster::WaitForTerminationSignal([&] {
-    if (!queues_file.empty()) coordinator->ReloadQueues(queues_file);
-  });
+      std::move(config), std::move(engine),
+      {id, advertise, lease_timeout, RestartAsStandby, queues.path()});
+  int signal =
+      WaitForTerminationSignal(queues, [&](const auto& read) { coordinator->SetQueues(read); });
   spdlog::info("signal {}: shutting down", signal);
   coordinator.reset();
   return 0;
@@ -318,7 +332,8 @@ int main(int argc, char** argv) {
   AddLimitFlags(app, &config);
   std::string queues_file;
   app.add_option("--queues", queues_file,
-                 "queues, quotas and priority classes (YAML); reread on SIGHUP (default: one "
+                 "queues, quotas and priority classes (YAML); read again on SIGHUP and when it "
+                 "changes, within 2s (default: one "
                  "queue, default, without a quota)");
   std::string issue_worker_token, issue_user_token, peers;
   AddIssueFlags(app, &issue_worker_token, &issue_user_token);
@@ -344,7 +359,8 @@ int main(int argc, char** argv) {
     spdlog::critical("{}", std::string(loaded.message()));
     return 2;
   }
-  if (absl::Status s = LoadQueues(queues_file, &manager); !s.ok()) {
+  ringmaster::QueuesFile queues(queues_file);
+  if (absl::Status s = LoadQueues(queues, &manager); !s.ok()) {
     spdlog::critical("--queues {}", std::string(s.message()));
     return 2;
   }
@@ -369,7 +385,7 @@ int main(int argc, char** argv) {
   manager.rank_env.checkpoint_dir = AbsolutePath(*checkpoint_root);
   if (engine->shared()) {
     return RunElected(std::move(config), std::move(engine), lease_timeout, addresses->advertise,
-                      queues_file);
+                      queues);
   }
-  return RunAlone(config, queues_file);
+  return RunAlone(config, queues);
 }

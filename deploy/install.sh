@@ -4,6 +4,7 @@
 #   install.sh [--prefix /usr/local] [--enable coordinator,worker]
 #              [--coordinator HOST:PORT] [--advertise-host NAME]
 #              [--metrics-bind ADDRESS] [--store DSN --peers HOST:PORT,...]
+#              [--queues FILE]
 #              [--root /] [--bin-dir DIR] [--no-deps]
 # --enable      enables (and, on a running systemd, starts) those units; with
 #               coordinator, makes /etc/ringmaster/admin.token if there is none
@@ -21,6 +22,10 @@
 #               user's), and every coordinator's HOST:PORT
 #               These are written to /etc/ringmaster/ringmaster.env, which the
 #               units read.
+# --queues      the coordinator's queues (docs/scheduling.md): FILE is
+#               installed as /etc/ringmaster/queues.yaml, which the
+#               coordinator reads again on `systemctl reload
+#               ringmaster-coordinator` and when it changes
 # --bin-dir     holds ringmaster, ringmaster-coordinator, ringmaster-worker and
 #               ringmaster-trainer (default: bin/ beside this script in a
 #               release archive, else bazel-bin of this checkout)
@@ -39,6 +44,7 @@ advertise=""
 metrics_bind=""
 store=""
 peers=""
+queues=""
 deps=1
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -51,6 +57,7 @@ while [ $# -gt 0 ]; do
     --metrics-bind) metrics_bind=$2; shift 2 ;;
     --store) store=$2; shift 2 ;;
     --peers) peers=$2; shift 2 ;;
+    --queues) queues=$2; shift 2 ;;
     --no-deps) deps=0; shift ;;
     *) echo "install.sh: unknown argument $1 (see the header of $0)" >&2; exit 2 ;;
   esac
@@ -75,6 +82,10 @@ case "$store" in
     esac ;;
   *) echo "install.sh: --store takes a postgresql:// URI, not '$store'" >&2; exit 2 ;;
 esac
+if [ -n "$queues" ] && [ ! -f "$queues" ]; then
+  echo "install.sh: --queues $queues is not a file" >&2
+  exit 2
+fi
 case "$advertise" in
   *:*|*/*|*" "*) echo "install.sh: --advertise-host takes a name or IPv4 address, not '$advertise'" >&2
                  exit 2 ;;
@@ -140,6 +151,10 @@ set_env() {
 [ -z "$metrics_bind" ] || set_env RINGMASTER_METRICS_BIND "$metrics_bind"
 [ -z "$store" ] || set_env RINGMASTER_STORE_FLAGS \
   "\"--store=$store --store-password-file=/etc/ringmaster/store.password --peers=$peers\""
+if [ -n "$queues" ]; then
+  install -m 0640 "$queues" "$dest/etc/ringmaster/queues.yaml"
+  set_env RINGMASTER_QUEUES_FLAGS --queues=/etc/ringmaster/queues.yaml
+fi
 if [ ${#units[@]} -gt 0 ]; then
   if [ "$root" = / ]; then
     systemctl enable "${units[@]}"
@@ -158,6 +173,7 @@ if [ "$root" = / ]; then
       --home-dir /var/lib/ringmaster --shell /usr/sbin/nologin ringmaster
   fi
   chown root:ringmaster /etc/ringmaster
+  [ ! -f /etc/ringmaster/queues.yaml ] || chown root:ringmaster /etc/ringmaster/queues.yaml
   chown ringmaster:ringmaster /etc/ringmaster/tls
   # The admin credential the coordinator's unit names, made once.
   if [[ " ${units[*]} " == *" ringmaster-coordinator.service "* ]] &&

@@ -271,16 +271,39 @@ absl::StatusOr<QueueConfig> ParseQueueConfig(const std::string& text) {
   }
 }
 
-absl::StatusOr<QueueConfig> LoadQueueConfig(const std::string& path) {
+namespace {
+
+// The file's bytes; nullopt when it cannot be read.
+std::optional<std::string> ReadQueuesText(const std::string& path) {
   std::ifstream in(path);
-  if (!in) return absl::InvalidArgumentError(absl::StrCat(path, ": cannot read it"));
+  if (!in) return std::nullopt;
   std::stringstream text;
   text << in.rdbuf();
-  absl::StatusOr<QueueConfig> config = ParseQueueConfig(text.str());
+  return text.str();
+}
+
+absl::StatusOr<QueueConfig> ParseQueuesText(const std::string& path,
+                                            const std::optional<std::string>& text) {
+  if (!text) return absl::InvalidArgumentError(absl::StrCat(path, ": cannot read it"));
+  absl::StatusOr<QueueConfig> config = ParseQueueConfig(*text);
   if (!config.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(path, " ", config.status().message()));
   }
   return config;
+}
+
+}  // namespace
+
+absl::StatusOr<QueueConfig> LoadQueueConfig(const std::string& path) {
+  return ParseQueuesText(path, ReadQueuesText(path));
+}
+
+std::optional<absl::StatusOr<QueueConfig>> QueuesFile::Read(bool always) {
+  std::optional<std::string> text = ReadQueuesText(path_);
+  if (!always && read_ && text == last_) return std::nullopt;
+  read_ = true;
+  last_ = text;
+  return ParseQueuesText(path_, text);
 }
 
 namespace {

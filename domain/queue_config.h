@@ -73,6 +73,25 @@ absl::StatusOr<QueueConfig> ParseQueueConfig(const std::string& text);
 // The file at `path`, as ParseQueueConfig, its errors prefixed with it.
 absl::StatusOr<QueueConfig> LoadQueueConfig(const std::string& path);
 
+// The --queues file as a coordinator follows it: read again when asked
+// (SIGHUP) or when its bytes changed since the last reading (an edit, or
+// a Kubernetes ConfigMap's new version swapped in under the same path).
+// One thread asks.
+class QueuesFile {
+ public:
+  explicit QueuesFile(std::string path) : path_(std::move(path)) {}
+  const std::string& path() const { return path_; }
+  // The file's queues, or why they cannot be taken (as LoadQueueConfig),
+  // when `always` or when its bytes differ from the last reading; nullopt
+  // when they do not. A file that cannot be read is a change too.
+  std::optional<absl::StatusOr<QueueConfig>> Read(bool always);
+
+ private:
+  const std::string path_;
+  std::optional<std::string> last_;  // the bytes last read; nullopt: none, or unreadable
+  bool read_ = false;
+};
+
 // The highest integer priority (the lowest is 0: a negative priority
 // comes only from a class).
 inline constexpr int kMaxPriority = 1000000000;

@@ -1,8 +1,15 @@
 #include "domain/queue_config.h"
 
+#include <stdio.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
 #include <gtest/gtest.h>
 
 #include "testing/status_matchers.h"
+#include "testing/test_util.h"
 
 namespace ringmaster {
 namespace {
@@ -194,6 +201,50 @@ TEST(QueueConfigTest, PreemptibleFalseOnlyWhereTheQueueAllowsIt) {
   spec.set_queue("batch");
   spec.set_preemptible(true);
   EXPECT_OK(AdmitToQueue(config, spec, "bob"));
+}
+
+// The file is taken when asked, and when its bytes changed: also when a
+// ConfigMap's new version is swapped in under the same name (a symbolic
+// link moved), and when it was broken and is mended. A broken file is said
+// once, not at each look.
+TEST(QueuesFileTest, ReadsAgainWhenAskedOrWhenTheBytesChanged) {
+  const std::string dir = testing::MakeTempDir("queues");
+  const std::string path = dir + "/queues.yaml";
+  auto version = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir + "/" + name) << text;
+    ASSERT_EQ(symlink(name.c_str(), (dir + "/next").c_str()), 0);
+    ASSERT_EQ(rename((dir + "/next").c_str(), path.c_str()), 0);
+  };
+  version("v1", "queues:\n  - {name: default, quota: {slots: 2}}\n");
+  QueuesFile file(path);
+  std::optional<absl::StatusOr<QueueConfig>> read = file.Read(false);
+  ASSERT_TRUE(read.has_value()) << "the first look reads it";
+  ASSERT_OK(*read);
+  EXPECT_EQ((*read)->Find("default")->quota.slots, 2);
+  EXPECT_FALSE(file.Read(false).has_value()) << "unchanged";
+  EXPECT_TRUE(file.Read(true).has_value()) << "asked";
+
+  version("v2", "queues:\n  - {name: default, quota: {slots: 5}}\n");
+  read = file.Read(false);
+  ASSERT_TRUE(read.has_value()) << "a new version under the same name";
+  ASSERT_OK(*read);
+  EXPECT_EQ((*read)->Find("default")->quota.slots, 5);
+
+  version("v3", "queues:\n  - {name: default, colour: red}\n");
+  read = file.Read(false);
+  ASSERT_TRUE(read.has_value());
+  EXPECT_THAT(*read, StatusIs(absl::StatusCode::kInvalidArgument, ::testing::HasSubstr(path)));
+  EXPECT_FALSE(file.Read(false).has_value()) << "the same broken bytes are said once";
+
+  ASSERT_EQ(unlink(path.c_str()), 0);
+  read = file.Read(false);
+  ASSERT_TRUE(read.has_value()) << "gone is a change";
+  EXPECT_THAT(*read, StatusIs(absl::StatusCode::kInvalidArgument, path + ": cannot read it"));
+  version("v4", "queues:\n  - {name: default}\n");
+  read = file.Read(false);
+  ASSERT_TRUE(read.has_value()) << "mended";
+  EXPECT_OK(*read);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

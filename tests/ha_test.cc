@@ -8,10 +8,13 @@
 // addresses, answered throughout.
 #include <signal.h>
 
+#include <unistd.h>
 #include <atomic>
+
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <sstream>
 #include <thread>
 
 #include <grpcpp/grpcpp.h>
@@ -85,15 +88,16 @@ class HaTest : public testing::PostgresTest {
   }
   void StartCoordinator(int i) {
     const std::string port = addresses_[i].substr(addresses_[i].rfind(':') + 1);
-    pid_t pid =
-        Spawn({testing::Runfile("coordinator/ringmaster-coordinator"), "--port", port,
-               "--advertise-address", addresses_[i], "--peers", both_, "--metrics-port", "0",
-               "--state-dir", absl::StrCat(dir_, "/c", i),
-               // Storage every host mounts, as checkpoints need.
-               "--checkpoint-dir", dir_ + "/checkpoints", "--lease-timeout",
-               absl::StrCat(absl::ToInt64Seconds(kLease), "s"), "--store",
-               absl::StrCat("postgresql://ringmaster@127.0.0.1:", server_->port(), "/ringmaster")},
-              absl::StrCat("coordinator", i, ".log"));
+    std::vector<std::string> argv = {
+        testing::Runfile("coordinator/ringmaster-coordinator"), "--port", port,
+        "--advertise-address", addresses_[i], "--peers", both_, "--metrics-port", "0",
+        "--state-dir", absl::StrCat(dir_, "/c", i),
+        // Storage every host mounts, as checkpoints need.
+        "--checkpoint-dir", dir_ + "/checkpoints", "--lease-timeout",
+        absl::StrCat(absl::ToInt64Seconds(kLease), "s"), "--store",
+        absl::StrCat("postgresql://ringmaster@127.0.0.1:", server_->port(), "/ringmaster")};
+    if (!queues_.empty()) argv.insert(argv.end(), {"--queues", queues_});
+    pid_t pid = Spawn(std::move(argv), absl::StrCat("coordinator", i, ".log"));
     if (static_cast<int>(coordinators_.size()) <= i) coordinators_.resize(i + 1);
     coordinators_[i] = pid;
   }
@@ -227,6 +231,7 @@ class HaTest : public testing::PostgresTest {
   }
 
   std::string dir_;
+  std::string queues_;  // --queues, when set before SetUp
   std::vector<std::string> addresses_;
   std::string both_;
   std::vector<pid_t> coordinators_;
@@ -438,6 +443,109 @@ TEST_F(HaTest, APostgresRestartIsWaitedOut) {
   ExpectCliAnsweredThroughout();
   EXPECT_EQ(WaitJob(*after, [](const v1::Job& j) { return j.state() == v1::SUCCEEDED; }).state(),
             v1::SUCCEEDED);
+}
+
+// The pair's queues follow their --queues file without a restart, where
+// operators keep it: a Kubernetes ConfigMap, whose new version the kubelet
+// swaps in under the same name, and a systemd unit, whose ExecReload
+// (`systemctl reload`) makes the leader read the file again.
+class HaQueuesTest : public HaTest {
+ protected:
+  void SetUp() override {
+    configmap_ = testing::MakeTempDir("configmap");
+    Publish(1);
+    ASSERT_EQ(symlink("..data/queues.yaml", (configmap_ + "/queues.yaml").c_str()), 0);
+    queues_ = configmap_ + "/queues.yaml";
+    HaTest::SetUp();
+  }
+  // A version of the ConfigMap as the kubelet writes one: a directory of
+  // its own, then `..data` moved to point at it.
+  void Publish(int quota, const std::string& extra = "") {
+    const std::string version = absl::StrCat("..v", ++versions_);
+    std::filesystem::create_directory(configmap_ + "/" + version);
+    std::ofstream(configmap_ + "/" + version + "/queues.yaml")
+        << "queues:\n  - {name: default, quota: {slots: " << quota << "}" << extra << "}\n";
+    const std::string next = configmap_ + "/..data_tmp";
+    ASSERT_EQ(symlink(version.c_str(), next.c_str()), 0);
+    ASSERT_EQ(rename(next.c_str(), (configmap_ + "/..data").c_str()), 0);
+  }
+  // The default queue's quota as the leader lists it; -1 when it cannot.
+  int Quota() {
+    absl::StatusOr<v1::ListQueuesResponse> queues = client_->ListQueues();
+    if (!queues.ok() || queues->queues_size() != 1) return -1;
+    return queues->queues(0).quota().slots();
+  }
+  bool WaitQuota(int quota) {
+    return testing::WaitFor([&] { return Quota() == quota; }, absl::Seconds(30));
+  }
+  // `systemctl reload ringmaster-coordinator` as tests/unit_runner.py runs
+  // it: the installed unit's ExecReload with $MAINPID the coordinator's.
+  testing::CommandResult SystemctlReload(int coordinator) {
+    const std::string units = dir_ + "/units";
+    std::filesystem::create_directories(units);
+    std::filesystem::copy_file(testing::Runfile("deploy/systemd/ringmaster-coordinator.service"),
+                               units + "/ringmaster-coordinator.service",
+                               std::filesystem::copy_options::overwrite_existing);
+    char host[256] = {};
+    gethostname(host, sizeof(host) - 1);
+    std::ofstream(absl::StrCat(units, "/", host, "-ringmaster-coordinator.service.pid"))
+        << coordinators_[coordinator] << "\n";
+    return testing::RunCommand({"/usr/bin/python3", testing::Runfile("tests/unit_runner.py"),
+                                "reload", "ringmaster-coordinator"},
+                               {{"UNIT_DIR", units}, {"UNIT_LOG_DIR", units}});
+  }
+  int TimesRead(int coordinator) {
+    std::ifstream in(absl::StrCat(dir_, "/coordinator", coordinator, ".log"));
+    std::stringstream text;
+    text << in.rdbuf();
+    return CountOf(text.str(), "queues read again");
+  }
+
+  std::string configmap_;
+  int versions_ = 0;
+};
+
+TEST_F(HaQueuesTest, AQuotaChangeReachesTheLeaderAndTheNextWithoutARestart) {
+  const int leader = WaitForLeader();
+  ASSERT_GE(leader, 0) << Logs();
+  ASSERT_TRUE(WaitQuota(1)) << Quota();
+  Publish(3);
+  EXPECT_TRUE(WaitQuota(3)) << "the ConfigMap's new version was not taken: " << Quota() << Logs();
+
+  const int read = TimesRead(leader);
+  testing::CommandResult reload = SystemctlReload(leader);
+  ASSERT_EQ(reload.exit_code, 0) << reload.out << reload.err;
+  EXPECT_TRUE(testing::WaitFor([&] { return TimesRead(leader) == read + 1; }, absl::Seconds(10)))
+      << "the unit's ExecReload did not make the leader read the file again\n"
+      << Logs();
+  EXPECT_EQ(kill(coordinators_[leader], 0), 0) << "the reload ended the leader";
+
+  // A file the coordinator refuses leaves the queues as they were.
+  Publish(5, ", colour: red");
+  EXPECT_TRUE(testing::WaitFor(
+      [&] {
+        return testing::Shell("grep -c 'keeping the queues as they were' " + dir_ + "/coordinator" +
+                              std::to_string(leader) + ".log")
+                   .out != "0\n";
+      },
+      absl::Seconds(10)))
+      << Logs();
+  EXPECT_EQ(Quota(), 3);
+
+  // The standby leads with the newest file, which it was never signalled
+  // about.
+  Publish(4);
+  testing::KillAndReap(coordinators_[leader]);
+  const int next = WaitForLeader(leader);
+  ASSERT_GE(next, 0) << Logs();
+  int first = -1;
+  testing::WaitFor(
+      [&] {
+        first = Quota();
+        return first >= 0;
+      },
+      absl::Seconds(30));
+  EXPECT_EQ(first, 4) << "the new leader's first answer\n" << Logs();
 }
 
 }  // namespace

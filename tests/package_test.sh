@@ -58,6 +58,17 @@ for spec in (worker, coordinator):
     claim = {v["name"]: v for v in spec["volumes"]}[mounts(spec)["/srv/ringmaster/checkpoints"]]
     assert claim["persistentVolumeClaim"]["claimName"] == "ringmaster-checkpoints"
 assert ("PersistentVolumeClaim", "ringmaster-checkpoints") in docs
+# The queues: a ConfigMap mounted as a directory (a subPath is never
+# updated), its file given to --queues, in base/ and in ha/.
+assert "queues.yaml" in docs[("ConfigMap", "ringmaster-queues")]["data"]
+ha = yaml.safe_load(open(os.path.join(top, "ha", "coordinator-ha.yaml")))["spec"]["template"]["spec"]
+for spec in (coordinator, ha):
+    mount = [m for m in spec["containers"][0]["volumeMounts"] if m["name"] == "queues"][0]
+    assert mount["mountPath"] == "/etc/ringmaster/queues" and "subPath" not in mount, mount
+    assert {v["name"]: v for v in spec["volumes"]}["queues"]["configMap"]["name"] == "ringmaster-queues"
+    assert "--queues=/etc/ringmaster/queues/queues.yaml" in " ".join(spec["containers"][0]["command"])
+# The DSN is quoted for the shell: a URI with & is not cut.
+assert '--store="$RINGMASTER_STORE"' in " ".join(ha["containers"][0]["command"])
 assert "nvidia.com/gpu" not in str(worker), "GPUs are set in kubernetes/gpu only"
 kustomization = yaml.safe_load(open(os.path.join(base, "kustomization.yaml")))
 assert kustomization["images"][0]["newTag"] == version
@@ -91,13 +102,19 @@ if out=$("$pkg/install.sh" --root "$root" --enable scheduler 2>&1); then
 fi
 grep -q "'scheduler'" <<< "$out" || fail "the error does not name what is wrong: $out"
 [ -z "$(ls -A "$root")" ] || fail "a refused install left files: $(ls -A "$root")"
+if out=$("$pkg/install.sh" --root "$root" --queues "$work/no-such-queues.yaml" 2>&1); then
+  fail "install.sh accepted a --queues that is no file"
+fi
+grep -q "no-such-queues.yaml" <<< "$out" || fail "the error does not name the file: $out"
+[ -z "$(ls -A "$root")" ] || fail "a refused install left files: $(ls -A "$root")"
 
 # The distribution's own units, which ours are wanted by and ordered after.
 mkdir -p "$root/usr/lib/systemd"
 cp -r /usr/lib/systemd/system "$root/usr/lib/systemd/"
+printf 'queues:\n  - {name: team-a, quota: {slots: 4}}\n' > "$work/queues.yaml"
 "$pkg/install.sh" --root "$root" --prefix /opt/ringmaster --enable coordinator,worker \
     --coordinator 10.1.2.3:7070,10.1.2.4:7070 --store postgresql://ringmaster@db:5432/ringmaster \
-    --peers 10.1.2.3:7070,10.1.2.4:7070
+    --peers 10.1.2.3:7070,10.1.2.4:7070 --queues "$work/queues.yaml"
 for program in ringmaster ringmaster-coordinator ringmaster-worker ringmaster-trainer; do
   "$root/opt/ringmaster/bin/$program" --help > /dev/null || fail "$program --help failed"
 done
@@ -113,6 +130,13 @@ grep -qx "RINGMASTER_COORDINATOR=10.1.2.3:7070,10.1.2.4:7070" "$root/etc/ringmas
   fail "the worker's coordinator addresses were not written"
 grep -q '^RINGMASTER_STORE_FLAGS="--store=postgresql://ringmaster@db:5432/ringmaster .*--peers=10.1.2.3:7070,10.1.2.4:7070"$' \
   "$root/etc/ringmaster/ringmaster.env" || fail "the coordinators' store and peers were not written"
+cmp -s "$work/queues.yaml" "$root/etc/ringmaster/queues.yaml" || fail "--queues was not installed"
+grep -qx "RINGMASTER_QUEUES_FLAGS=--queues=/etc/ringmaster/queues.yaml" \
+  "$root/etc/ringmaster/ringmaster.env" || fail "the coordinator's --queues was not written"
+coordinator_unit="$root/etc/systemd/system/ringmaster-coordinator.service"
+grep -q '\$RINGMASTER_QUEUES_FLAGS' "$coordinator_unit" || fail "the unit does not pass --queues"
+grep -qx 'ExecReload=/bin/kill -HUP $MAINPID' "$coordinator_unit" ||
+  fail "the coordinator's unit has no ExecReload (systemctl reload fails)"
 echo "installed from the archive: 4 binaries run, both units enabled"
 
 out=$(systemd-analyze verify --root="$root" "${units[@]}" 2>&1) || {

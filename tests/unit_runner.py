@@ -10,9 +10,14 @@ systemd would run that command line, in the background, and returns:
 - after making its StateDirectory= below /var/lib, the user's, with its
   StateDirectoryMode=.
 
+`reload UNIT` runs its ExecReload= with $MAINPID the process `start`
+started (as root, as systemd runs it), and fails as systemctl does when
+the unit has none.
+
 The sandboxing directives (ProtectSystem= and the like) are left out.
-Output goes to $UNIT_LOG_DIR/<host name>-<unit>.log. Other verbs (enable,
-daemon-reload) do nothing here: they prepare what systemd would start.
+Output goes to $UNIT_LOG_DIR/<host name>-<unit>.log, the main pid to .pid
+beside it. Other verbs (enable, daemon-reload) do nothing here: they
+prepare what systemd would start.
 """
 import os
 import re
@@ -21,7 +26,7 @@ import socket
 import subprocess
 import sys
 
-UNIT_DIR = "/etc/systemd/system"
+UNIT_DIR = os.environ.get("UNIT_DIR", "/etc/systemd/system")
 
 
 def read_unit(path):
@@ -103,17 +108,31 @@ def start(unit, log_dir):
         prefix.append("--no-new-privs")
     log = os.path.join(log_dir, f"{socket.gethostname()}-{unit}.log")
     with open(log, "ab") as out:
-        subprocess.Popen(prefix + argv, env=env, stdout=out, stderr=subprocess.STDOUT,
-                         stdin=subprocess.DEVNULL, start_new_session=True, cwd="/")
+        process = subprocess.Popen(prefix + argv, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL, start_new_session=True, cwd="/")
+    with open(os.path.join(log_dir, f"{socket.gethostname()}-{unit}.pid"), "w") as f:
+        f.write(f"{process.pid}\n")  # setpriv execs the command: the main pid
     print(f"started {unit}: {' '.join(argv)}")
+
+
+def reload(unit, log_dir):
+    directives = read_unit(os.path.join(UNIT_DIR, unit))
+    if "ExecReload" not in directives:
+        sys.exit(f"Failed to reload {unit}: Job type reload is not applicable for unit {unit}.")
+    with open(os.path.join(log_dir, f"{socket.gethostname()}-{unit}.pid")) as f:
+        env = dict(environment(directives), MAINPID=f.read().strip())
+    for line in directives["ExecReload"]:
+        subprocess.run(command_line(line, env), env=env, check=True)
+    print(f"reloaded {unit}")
 
 
 def main():
     args = [a for a in sys.argv[1:] if not a.startswith("-")]
-    if len(args) >= 2 and args[0] == "start":
+    verbs = {"start": start, "reload": reload}
+    if len(args) >= 2 and args[0] in verbs:
         for unit in args[1:]:
-            start(unit if unit.endswith(".service") else unit + ".service",
-                  os.environ.get("UNIT_LOG_DIR", "/tmp"))
+            verbs[args[0]](unit if unit.endswith(".service") else unit + ".service",
+                           os.environ.get("UNIT_LOG_DIR", "/tmp"))
     return 0
 
 

@@ -218,16 +218,15 @@ void CoordinatorServer::HealthLoop() {
 
 void CoordinatorServer::Wait() { stop_.WaitForNotification(); }
 
-void CoordinatorServer::ReloadQueues(const std::string& path) {
-  absl::StatusOr<QueueConfig> queues = LoadQueueConfig(path);
+void CoordinatorServer::SetQueues(const absl::StatusOr<QueueConfig>& queues) {
   metrics_->SetQueuesReloaded(queues.ok());
   if (!queues.ok()) {
-    spdlog::error("SIGHUP: keeping the queues as they were: {}",
+    spdlog::error("--queues: keeping the queues as they were: {}",
                   std::string(queues.status().message()));
     return;
   }
-  spdlog::info("SIGHUP: {} queues read from {}", queues->queues.size(), path);
-  manager_->SetQueues(*std::move(queues));
+  spdlog::info("--queues: {} queues read again", queues->queues.size());
+  manager_->SetQueues(*queues);
 }
 
 void CoordinatorServer::Shutdown() {

@@ -26,6 +26,7 @@
 #include "coordinator/ha/leadership.h"
 #include "coordinator/jobs/job_manager.h"
 #include "coordinator/store/store_engine.h"
+#include "domain/queue_config.h"
 #include "domain/store_config.h"
 
 namespace ringmaster {
@@ -64,9 +65,10 @@ class CoordinatorServer {
   // thread).
   void Wait();
   void Shutdown();
-  // Reads the queues file again (SIGHUP); one that is refused keeps the
-  // queues as they are, and says why in the log and a metric.
-  void ReloadQueues(const std::string& path);
+  // The queues file read again (SIGHUP, or its bytes changed): queues that
+  // were refused keep the queues as they are, and say why in the log and a
+  // metric.
+  void SetQueues(const absl::StatusOr<QueueConfig>& queues);
 
  private:
   CoordinatorServer() = default;

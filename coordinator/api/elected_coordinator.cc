@@ -95,12 +95,14 @@ void ElectedCoordinator::Lead() {
     standby_.reset();  // frees the port
   }
   config_.lease_term = leadership_->state().term;
+  const absl::Status queues = ReadQueuesToLead();
   absl::StatusOr<std::unique_ptr<CoordinatorServer>> server = CoordinatorServer::Start(config_);
   if (!server.ok()) {
     spdlog::error("cannot lead: {}", server.status().ToString());
     options_.step_down();
     return;
   }
+  if (!queues.ok()) (*server)->SetQueues(queues);  // its metric says so
   {
     MutexLock lock(&mu_);
     leader_ = *std::move(server);
@@ -108,9 +110,23 @@ void ElectedCoordinator::Lead() {
   if (leadership_->WaitWhileLeading(&stop_)) options_.step_down();
 }
 
-void ElectedCoordinator::ReloadQueues(const std::string& path) {
+absl::Status ElectedCoordinator::ReadQueuesToLead() {
+  if (options_.queues_file.empty()) return absl::OkStatus();
+  absl::StatusOr<QueueConfig> read = LoadQueueConfig(options_.queues_file);
   MutexLock lock(&mu_);
-  if (leader_) leader_->ReloadQueues(path);
+  if (read.ok()) {
+    queues_ = *read;
+  } else {
+    spdlog::error("leading with the queues last taken: {}", std::string(read.status().message()));
+  }
+  if (queues_) config_.manager.queues = *queues_;
+  return read.status();
+}
+
+void ElectedCoordinator::SetQueues(const absl::StatusOr<QueueConfig>& queues) {
+  MutexLock lock(&mu_);
+  if (queues.ok()) queues_ = *queues;
+  if (leader_) leader_->SetQueues(queues);
 }
 
 ElectedCoordinator::~ElectedCoordinator() {

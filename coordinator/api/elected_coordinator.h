@@ -11,6 +11,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -27,6 +28,9 @@ struct ElectionOptions {
   absl::Duration lease_timeout = absl::Seconds(5);
   // Restarts the process as a standby; does not return.
   std::function<void()> step_down;
+  // --queues: read again when this coordinator starts to lead, so a
+  // standby leads with the file as it is then.
+  std::string queues_file;
 };
 
 class ElectedCoordinator {
@@ -42,8 +46,10 @@ class ElectedCoordinator {
   // without waiting for it to run out.
   ~ElectedCoordinator();
 
-  // The queues file read again, when leading (SIGHUP).
-  void ReloadQueues(const std::string& path);
+  // The queues file read again (SIGHUP, or its bytes changed): the
+  // leader's, or the one a standby starts to lead with when the file
+  // cannot be read then.
+  void SetQueues(const absl::StatusOr<QueueConfig>& queues);
 
  private:
   ElectedCoordinator(CoordinatorConfig config, std::unique_ptr<StoreEngine> engine,
@@ -62,6 +68,9 @@ class ElectedCoordinator {
   // Waits for the lease, then leads until it is lost (and steps down) or
   // the coordinator stops.
   void Lead();
+  // The queues to lead with: the file as it is now, else the last taken
+  // (with why the file was refused).
+  absl::Status ReadQueuesToLead();
 
   CoordinatorConfig config_;  // the role thread's
   const std::unique_ptr<StoreEngine> engine_;
@@ -72,6 +81,8 @@ class ElectedCoordinator {
   std::unique_ptr<StandbyServer> standby_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<CoordinatorServer> leader_ ABSL_GUARDED_BY(mu_);
   std::string store_error_ ABSL_GUARDED_BY(mu_);  // the last, while it cannot be reached
+  // The last queues taken from --queues; nullopt: those it started with.
+  std::optional<QueueConfig> queues_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
 };
 
