@@ -28,6 +28,7 @@
 #include "common/net.h"
 #include "domain/job_spec_yaml.h"
 #include "testing/postgres_server.h"
+#include "testing/prometheus_server.h"
 #include "testing/status_matchers.h"
 #include "testing/test_util.h"
 #include "tests/health.grpc.pb.h"
@@ -57,6 +58,9 @@ class HaTest : public testing::PostgresTest {
       absl::StatusOr<int> port = PickFreePort("127.0.0.1");
       ASSERT_OK(port);
       addresses_.push_back(absl::StrCat("127.0.0.1:", *port));
+      absl::StatusOr<int> metrics = PickFreePort("127.0.0.1");
+      ASSERT_OK(metrics);
+      metrics_.push_back(absl::StrCat("127.0.0.1:", *metrics));
     }
     both_ = absl::StrJoin(addresses_, ",");
     for (int i = 0; i < 2; ++i) StartCoordinator(i);
@@ -90,7 +94,8 @@ class HaTest : public testing::PostgresTest {
     const std::string port = addresses_[i].substr(addresses_[i].rfind(':') + 1);
     std::vector<std::string> argv = {
         testing::Runfile("coordinator/ringmaster-coordinator"), "--port", port,
-        "--advertise-address", addresses_[i], "--peers", both_, "--metrics-port", "0",
+        "--advertise-address", addresses_[i], "--peers", both_, "--metrics-port",
+        metrics_[i].substr(metrics_[i].rfind(':') + 1), "--metrics-bind", "127.0.0.1",
         "--state-dir", absl::StrCat(dir_, "/c", i),
         // Storage every host mounts, as checkpoints need.
         "--checkpoint-dir", dir_ + "/checkpoints", "--lease-timeout",
@@ -233,6 +238,7 @@ class HaTest : public testing::PostgresTest {
   std::string dir_;
   std::string queues_;  // --queues, when set before SetUp
   std::vector<std::string> addresses_;
+  std::vector<std::string> metrics_;  // each coordinator's /metrics
   std::string both_;
   std::vector<pid_t> coordinators_;
   std::vector<pid_t> workers_;
@@ -443,6 +449,47 @@ TEST_F(HaTest, APostgresRestartIsWaitedOut) {
   ExpectCliAnsweredThroughout();
   EXPECT_EQ(WaitJob(*after, [](const v1::Job& j) { return j.state() == v1::SUCCEEDED; }).state(),
             v1::SUCCEEDED);
+}
+
+// deploy/prometheus/alerts.yml's RingmasterNoLeader on a real Prometheus:
+// silent while one leads; firing once the leader's machine is gone while
+// the database cannot be reached, so the standby cannot take the lease
+// (RingmasterCoordinatorDown names the one gone); silent again once the
+// database is back and the standby leads.
+TEST_F(HaTest, TheNoLeaderAlertFiresWhileNoneCanLead) {
+  const int leader = WaitForLeader();
+  ASSERT_GE(leader, 0) << Logs();
+  auto prometheus =
+      testing::PrometheusServer::Start(testing::MakeTempDir("prometheus"), metrics_,
+                                       testing::Runfile("deploy/prometheus/alerts.yml"));
+  ASSERT_OK(prometheus);
+  std::string no_leader, down;
+  for (const testing::AlertRule& rule :
+       testing::AlertRules(testing::Runfile("deploy/prometheus/alerts.yml"))) {
+    if (rule.name == "RingmasterNoLeader") no_leader = rule.expr;
+    if (rule.name == "RingmasterCoordinatorDown") down = rule.expr;
+  }
+  ASSERT_FALSE(no_leader.empty() || down.empty());
+  ASSERT_TRUE(testing::WaitFor(
+      [&] { return (*prometheus)->Query("sum(ringmaster_coordinator_leader) == 1").size() == 1; },
+      absl::Seconds(30)))
+      << "both coordinators scraped, one leading";
+  EXPECT_TRUE((*prometheus)->Query(no_leader).empty());
+
+  ASSERT_OK(server_->Stop());
+  testing::KillAndReap(coordinators_[leader]);
+  EXPECT_TRUE(
+      testing::WaitFor([&] { return !(*prometheus)->Query(no_leader).empty(); }, absl::Seconds(60)))
+      << Logs();
+  std::vector<google::protobuf::Struct> gone = (*prometheus)->Query(down);
+  ASSERT_EQ(gone.size(), 1u);
+  EXPECT_EQ(testing::Label(gone[0], "instance"), metrics_[leader]);
+
+  ASSERT_OK(server_->Restart());
+  EXPECT_GE(WaitForLeader(leader), 0) << Logs();
+  EXPECT_TRUE(
+      testing::WaitFor([&] { return (*prometheus)->Query(no_leader).empty(); }, absl::Seconds(60)))
+      << "the standby leads now";
 }
 
 // The pair's queues follow their --queues file without a restart, where

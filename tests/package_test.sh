@@ -108,9 +108,11 @@ fi
 grep -q "no-such-queues.yaml" <<< "$out" || fail "the error does not name the file: $out"
 [ -z "$(ls -A "$root")" ] || fail "a refused install left files: $(ls -A "$root")"
 
-# The distribution's own units, which ours are wanted by and ordered after.
-mkdir -p "$root/usr/lib/systemd"
+# The distribution's own units, which ours are wanted by and ordered after,
+# and its kill (procps), which the coordinator's ExecReload runs.
+mkdir -p "$root/usr/lib/systemd" "$root/bin"
 cp -r /usr/lib/systemd/system "$root/usr/lib/systemd/"
+cp /bin/kill "$root/bin/"
 printf 'queues:\n  - {name: team-a, quota: {slots: 4}}\n' > "$work/queues.yaml"
 "$pkg/install.sh" --root "$root" --prefix /opt/ringmaster --enable coordinator,worker \
     --coordinator 10.1.2.3:7070,10.1.2.4:7070 --store postgresql://ringmaster@db:5432/ringmaster \

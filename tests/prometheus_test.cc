@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <set>
@@ -22,6 +23,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "common/subprocess.h"
+#include "testing/prometheus_server.h"
 #include "testing/status_matchers.h"
 #include "tests/cluster_fixture.h"
 
@@ -30,20 +32,9 @@ namespace {
 
 using google::protobuf::Struct;
 using google::protobuf::Value;
-
-std::string UrlEncode(const std::string& s) {
-  std::string out;
-  char hex[4];
-  for (unsigned char c : s) {
-    if (isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      std::snprintf(hex, sizeof(hex), "%%%02X", c);
-      out += hex;
-    }
-  }
-  return out;
-}
+using testing::AlertRule;
+using testing::AlertRules;
+using testing::Label;
 
 // A dashboard query with its variables ($job_id, $worker) replaced by the
 // regular expressions Grafana puts there.
@@ -80,9 +71,9 @@ class PrometheusTest : public ClusterTest {
     nvml_control_ = testing::MakeTempDir("nvml");
     extra_env_["FAKE_NVML_CONTROL"] = nvml_control_ + "/control-{pid}";
     // A queue with a quota, for the Queues row.
-    const std::string queues = testing::MakeTempDir("queues") + "/queues.yaml";
-    std::ofstream(queues) << "queues:\n  - {name: default, quota: {slots: 2}}\n";
-    up_args_ = {"--queues", queues};
+    queues_ = testing::MakeTempDir("queues") + "/queues.yaml";
+    std::ofstream(queues_) << "queues:\n  - {name: default, quota: {slots: 2}}\n";
+    up_args_ = {"--queues", queues_};
     ClusterTest::SetUp();
   }
   // Each worker's GPU reports an XID the program caused (13): counted,
@@ -93,65 +84,50 @@ class PrometheusTest : public ClusterTest {
     }
   }
   void TearDown() override {
-    if (prometheus_ > 0) {
-      kill(-prometheus_, SIGKILL);
-      waitpid(prometheus_, nullptr, 0);
-    }
+    prometheus_.reset();
     ClusterTest::TearDown();
   }
-  // Prometheus scraping every daemon of the cluster each second, with an
-  // ordinary config: its own job name, no honor_labels, and `rules` when
-  // given. `web` is its address.
-  void StartPrometheus(std::string* web, const std::string& rules = "") {
-    std::string targets;
-    for (const auto& d : DaemonRecords()) {
-      absl::StrAppend(&targets, targets.empty() ? "" : ", ", "\"", d.metrics_address, "\"");
+  // Prometheus scraping every daemon of the cluster each second, with
+  // `rules` when given.
+  void StartPrometheus(const std::string& rules = "") {
+    std::vector<std::string> targets;
+    for (const auto& d : DaemonRecords()) targets.push_back(d.metrics_address);
+    auto prometheus = testing::PrometheusServer::Start(state_dir_, targets, rules);
+    ASSERT_OK(prometheus);
+    prometheus_ = *std::move(prometheus);
+  }
+  std::vector<Struct> Query(const std::string& promql) { return prometheus_->Query(promql); }
+  // The coordinator killed: RingmasterCoordinatorDown names its /metrics.
+  void ExpectCoordinatorDownWhenKilled(const std::vector<AlertRule>& rules) {
+    const auto rule = std::find_if(rules.begin(), rules.end(), [](const AlertRule& r) {
+      return r.name == "RingmasterCoordinatorDown";
+    });
+    ASSERT_NE(rule, rules.end());
+    EXPECT_TRUE(Query(rule->expr).empty()) << "the coordinator is up";
+    std::string coordinator;
+    for (const DaemonRecord& d : DaemonRecords()) {
+      if (d.role == "coordinator") {
+        coordinator = d.metrics_address;
+        ASSERT_EQ(kill(d.pid, SIGKILL), 0);
+      }
     }
-    const std::string config = state_dir_ + "/prometheus.yml";
-    std::ofstream(config) << "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
-                          << (rules.empty() ? "" : "rule_files: [" + rules + "]\n")
-                          << "scrape_configs:\n  - job_name: ringmaster\n"
-                          << "    static_configs: [{targets: [" << targets << "]}]\n";
-    auto port = PickFreePort("127.0.0.1");
-    ASSERT_OK(port);
-    *web = absl::StrCat("127.0.0.1:", *port);
-    SubprocessSpec spec;
-    spec.argv = {"prometheus", "--config.file=" + config,
-                 "--storage.tsdb.path=" + state_dir_ + "/tsdb", "--web.listen-address=" + *web};
-    spec.env = CurrentEnvironment();
-    spec.output_path = state_dir_ + "/logs/prometheus.log";
-    auto pid = SpawnProcess(spec);
-    ASSERT_OK(pid) << pid.status() << " (Debian's prometheus; ./dev installs it)";
-    prometheus_ = *pid;
-    ASSERT_TRUE(testing::WaitFor(
-        [&] { return testing::HttpGet(*web, "/-/ready").find("Ready") != std::string::npos; },
+    ASSERT_FALSE(coordinator.empty());
+    std::vector<Struct> down;
+    EXPECT_TRUE(testing::WaitFor(
+        [&] {
+          down = Query(rule->expr);
+          return !down.empty();
+        },
         absl::Seconds(60)))
-        << "Prometheus never became ready";
+        << rule->expr;
+    ASSERT_EQ(down.size(), 1u);
+    EXPECT_EQ(Label(down[0], "instance"), coordinator);
   }
 
-  pid_t prometheus_ = 0;
+  std::unique_ptr<testing::PrometheusServer> prometheus_;
   std::string nvml_control_;
+  std::string queues_;  // the coordinator's --queues
 };
-
-// The result vector of an instant query; empty when the answer is not one.
-std::vector<Struct> Query(const std::string& web, const std::string& query) {
-  const std::string body = testing::HttpGet(web, "/api/v1/query?query=" + UrlEncode(query));
-  Struct response;
-  std::vector<Struct> out;
-  if (!google::protobuf::util::JsonStringToMessage(body, &response).ok()) return out;
-  const auto data = response.fields().find("data");
-  if (data == response.fields().end()) return out;
-  for (const Value& v : data->second.struct_value().fields().at("result").list_value().values()) {
-    out.push_back(v.struct_value());
-  }
-  return out;
-}
-
-std::string Label(const Struct& sample, const std::string& name) {
-  const auto& metric = sample.fields().at("metric").struct_value().fields();
-  const auto it = metric.find(name);
-  return it == metric.end() ? "" : it->second.string_value();
-}
 
 // A panel's query names its job or worker through the dashboard's
 // variables, except the cluster-wide ones (no job or worker in them).
@@ -170,29 +146,31 @@ void ExpectPanelsUseTheVariables(const std::vector<std::string>& queries) {
 
 // Per-job panels group by our job ids, and one job picked in $job_id is
 // that job alone; our series keep the scrape's `job` label.
-void ExpectJobsGroupedByJobId(const std::string& web, const std::vector<std::string>& queries,
-                              const std::string& watched, const std::string& flaky) {
+void ExpectJobsGroupedByJobId(const testing::PrometheusServer& prometheus,
+                              const std::vector<std::string>& queries, const std::string& watched,
+                              const std::string& flaky) {
   for (const std::string& q : queries) {
     if (q.find("sum by (job_id) (rate(ringmaster_train_samples_total") == std::string::npos) {
       continue;
     }
     std::set<std::string> jobs;
-    for (const Struct& s : Query(web, Interpolate(q, ".*", ".*"))) jobs.insert(Label(s, "job_id"));
+    for (const Struct& s : prometheus.Query(Interpolate(q, ".*", ".*")))
+      jobs.insert(Label(s, "job_id"));
     EXPECT_EQ(jobs.count(watched), 1u) << q;
-    const std::vector<Struct> one = Query(web, Interpolate(q, watched, ".*"));
+    const std::vector<Struct> one = prometheus.Query(Interpolate(q, watched, ".*"));
     ASSERT_EQ(one.size(), 1u) << q;
     EXPECT_EQ(Label(one[0], "job_id"), watched);
   }
   const std::vector<Struct> steps =
-      Query(web, "ringmaster_train_steps_total{job_id=\"" + watched + "\"}");
+      prometheus.Query("ringmaster_train_steps_total{job_id=\"" + watched + "\"}");
   ASSERT_EQ(steps.size(), 2u) << "one series per rank";
   for (const Struct& s : steps) {
     EXPECT_EQ(Label(s, "job"), "ringmaster") << "the scrape job's label, untouched";
     EXPECT_NE(Label(s, "worker"), "");
   }
-  EXPECT_TRUE(Query(web, "{exported_job=~\".+\"}").empty()) << "no label renamed";
+  EXPECT_TRUE(prometheus.Query("{exported_job=~\".+\"}").empty()) << "no label renamed";
   const std::vector<Struct> restarts =
-      Query(web, "ringmaster_job_restarts_total{job_id=\"" + flaky + "\"}");
+      prometheus.Query("ringmaster_job_restarts_total{job_id=\"" + flaky + "\"}");
   ASSERT_EQ(restarts.size(), 1u);
   EXPECT_EQ(Label(restarts[0], "reason"), "RANK_EXITED");
 }
@@ -201,8 +179,7 @@ TEST_F(PrometheusTest, EveryDashboardQueryReturnsData) {
   const std::vector<std::string> queries = DashboardQueries();
   ASSERT_GE(queries.size(), 22u);
   ExpectPanelsUseTheVariables(queries);
-  std::string web;
-  ASSERT_NO_FATAL_FAILURE(StartPrometheus(&web));
+  ASSERT_NO_FATAL_FAILURE(StartPrometheus());
   InjectXid();
 
   // A job that restarts once, then a trainer job that runs until every query
@@ -224,22 +201,24 @@ TEST_F(PrometheusTest, EveryDashboardQueryReturnsData) {
         missing.clear();
         for (const std::string& q : queries) {
           const std::string all_of_them = Interpolate(q, ".*", ".*");
-          if (Query(web, all_of_them).empty()) missing.insert(all_of_them);
+          if (Query(all_of_them).empty()) missing.insert(all_of_them);
         }
         return missing.empty();
       },
       absl::Seconds(120));
   for (const std::string& q : missing) ADD_FAILURE() << "no data for " << q;
   EXPECT_TRUE(all);
-  ExpectJobsGroupedByJobId(web, queries, watched, flaky);
+  ExpectJobsGroupedByJobId(*prometheus_, queries, watched, flaky);
   EXPECT_EQ(client_->GetJob(watched)->state(), v1::RUNNING)
       << "the trainer job ran while the queries were asked";
   ASSERT_OK(client_->CancelJob(watched));
 
   // The fake GPU's values arrive as they were set.
-  const std::string power = testing::HttpGet(
-      web, "/api/v1/query?query=" + UrlEncode("ringmaster_gpu_power_watts{uuid=\"GPU-aaaa\"}"));
-  EXPECT_NE(power.find("\"150\""), std::string::npos) << power;
+  const std::vector<Struct> power = Query("ringmaster_gpu_power_watts{uuid=\"GPU-aaaa\"}");
+  ASSERT_FALSE(power.empty());
+  for (const Struct& gpu : power) {  // one per worker
+    EXPECT_EQ(gpu.fields().at("value").list_value().values(1).string_value(), "150");
+  }
 }
 
 // A PyTorch DDP script with Ringmaster's two lines added (tests/ddp_report.py)
@@ -249,8 +228,7 @@ TEST_F(PrometheusTest, EveryDashboardQueryReturnsData) {
 TEST_F(PrometheusTest, APytorchJobFillsItsPanelsAndTop) {
   testing::CommandResult torch = testing::Shell("/usr/bin/python3 -c 'import torch'");
   ASSERT_EQ(torch.exit_code, 0) << "python3-torch is needed (./dev installs it): " << torch.err;
-  std::string web;
-  ASSERT_NO_FATAL_FAILURE(StartPrometheus(&web));
+  ASSERT_NO_FATAL_FAILURE(StartPrometheus());
   const std::string id =
       Submit(absl::StrCat("name: torch\nranks: 2\ncommand: [/usr/bin/python3, ",
                           testing::Runfile("tests/ddp_report.py"), ", '10000000']\n"));
@@ -283,7 +261,7 @@ TEST_F(PrometheusTest, APytorchJobFillsItsPanelsAndTop) {
       [&] {
         missing.clear();
         for (const std::string& q : panels) {
-          if (Query(web, q).empty()) missing.insert(q);
+          if (Query(q).empty()) missing.insert(q);
         }
         return missing.empty();
       },
@@ -294,36 +272,23 @@ TEST_F(PrometheusTest, APytorchJobFillsItsPanelsAndTop) {
   ASSERT_OK(client_->CancelJob(id));
 }
 
-struct AlertRule {
-  std::string name;
-  std::string expr;
-};
-
-std::vector<AlertRule> AlertRules(const std::string& path) {
-  std::vector<AlertRule> rules;
-  for (const YAML::Node& group : YAML::LoadFile(path)["groups"]) {
-    for (const YAML::Node& rule : group["rules"]) {
-      rules.push_back({rule["alert"].as<std::string>(), rule["expr"].as<std::string>()});
-    }
-  }
-  return rules;
-}
-
 // deploy/prometheus/alerts.yml: promtool accepts it, Prometheus loads it,
 // and each rule's query returns data once the failure it is for happened
-// here: a job that restarted, one that FAILED, a rank that hung, a GPU
-// with uncorrectable ECC errors (the fake NVML's), a worker killed.
+// here: a job that restarted, one that FAILED, a rank that hung (its job
+// FAILED, with no restart left), a GPU with uncorrectable ECC errors (the
+// fake NVML's), a worker killed, a --queues file the coordinator refuses,
+// and last the coordinator killed. No leader needs several coordinators:
+// that rule fires in ha_test, and stays silent here while one leads.
 TEST_F(PrometheusTest, EveryAlertRuleReturnsDataOnTheFailureItIsFor) {
   const std::string rules_path = testing::Runfile("deploy/prometheus/alerts.yml");
   testing::CommandResult check = testing::RunCommand({"promtool", "check", "rules", rules_path});
   ASSERT_EQ(check.exit_code, 0) << check.out << check.err;
   const std::vector<AlertRule> rules = AlertRules(rules_path);
-  ASSERT_EQ(rules.size(), 5u);
-  std::string web;
-  ASSERT_NO_FATAL_FAILURE(StartPrometheus(&web, rules_path));
+  ASSERT_EQ(rules.size(), 8u);
+  ASSERT_NO_FATAL_FAILURE(StartPrometheus(rules_path));
   // Scraped with every job at rest first: the FAILED count's change shows.
-  ASSERT_TRUE(testing::WaitFor(
-      [&] { return !Query(web, "ringmaster_jobs{state=\"FAILED\"}").empty(); }, absl::Seconds(30)));
+  ASSERT_TRUE(testing::WaitFor([&] { return !Query("ringmaster_jobs{state=\"FAILED\"}").empty(); },
+                               absl::Seconds(30)));
 
   auto ended = [](const v1::Job& j) {
     return j.state() == v1::SUCCEEDED || j.state() == v1::FAILED;
@@ -336,20 +301,25 @@ TEST_F(PrometheusTest, EveryAlertRuleReturnsDataOnTheFailureItIsFor) {
       "'[ \"$TORCHELASTIC_RESTART_COUNT\" = 1 ] || exit 1']\n");
   EXPECT_EQ(WaitJob(flaky, ended).state(), v1::SUCCEEDED);
   const std::string hung =
-      Submit("name: hung\nranks: 1\nmax_restarts: 1\nhang_timeout_s: 2\ncommand: [sleep, '300']\n");
+      Submit("name: hung\nranks: 1\nmax_restarts: 0\nhang_timeout_s: 2\ncommand: [sleep, '300']\n");
   const v1::Job hung_job = WaitJob(hung, ended);
   EXPECT_EQ(hung_job.state(), v1::FAILED);
+  EXPECT_EQ(hung_job.restarts(), 0);
   EXPECT_EQ(hung_job.history(hung_job.history_size() - 1).reason(), v1::RANK_HUNG);
   const std::vector<DaemonRecord> workers = WorkerRecords();
   ASSERT_FALSE(workers.empty());
   ASSERT_EQ(kill(workers.back().pid, SIGKILL), 0);
+  std::ofstream(queues_) << "queues:\n  - {name: default, colour: red}\n";
 
+  const std::set<std::string> later = {"RingmasterCoordinatorDown", "RingmasterNoLeader"};
   std::map<std::string, std::string> silent;
   const bool all = testing::WaitFor(
       [&] {
         silent.clear();
         for (const AlertRule& rule : rules) {
-          if (Query(web, rule.expr).empty()) silent[rule.name] = rule.expr;
+          if (later.count(rule.name) == 0 && Query(rule.expr).empty()) {
+            silent[rule.name] = rule.expr;
+          }
         }
         return silent.empty();
       },
@@ -359,18 +329,23 @@ TEST_F(PrometheusTest, EveryAlertRuleReturnsDataOnTheFailureItIsFor) {
   // The jobs the restart rules name.
   std::set<std::string> restarted, hanging;
   for (const AlertRule& rule : rules) {
-    for (const Struct& s : Query(web, rule.expr)) {
+    for (const Struct& s : Query(rule.expr)) {
       if (rule.name == "RingmasterJobRestarting") restarted.insert(Label(s, "job_id"));
       if (rule.name == "RingmasterRankHung") hanging.insert(Label(s, "job_id"));
     }
+    if (rule.name == "RingmasterNoLeader") {
+      EXPECT_TRUE(Query(rule.expr).empty()) << "the coordinator leads";
+    }
   }
-  EXPECT_EQ(restarted, (std::set<std::string>{flaky, hung}));
+  EXPECT_EQ(restarted, std::set<std::string>{flaky});
   EXPECT_EQ(hanging, std::set<std::string>{hung});
-  const std::string loaded = testing::HttpGet(web, "/api/v1/rules");
+  const std::string loaded = testing::HttpGet(prometheus_->address(), "/api/v1/rules");
   for (const AlertRule& rule : rules) {
     EXPECT_NE(loaded.find("\"name\":\"" + rule.name + "\""), std::string::npos) << loaded;
   }
   EXPECT_EQ(loaded.find("\"health\":\"err"), std::string::npos) << loaded;
+
+  ExpectCoordinatorDownWhenKilled(rules);
 }
 
 // `ringmaster top` on a real terminal (a pty from util-linux's script):

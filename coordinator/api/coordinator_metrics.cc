@@ -24,6 +24,9 @@ CoordinatorMetrics::CoordinatorMetrics(metrics::Registry* registry, const Clock*
           "straggler).")),
       restarts_(registry->AddCounter("ringmaster_job_restarts_total",
                                      "Job restarts, by job and the reason of the failure.")),
+      hangs_(registry->AddCounter("ringmaster_rank_hangs_total",
+                                  "Attempts ended because a rank made no progress for the job's "
+                                  "hang_timeout_s, whether the job restarted or failed.")),
       queue_wait_(registry
                       ->AddHistogram("ringmaster_job_queue_wait_seconds",
                                      "Time from PENDING until the job's ranks are placed.")
@@ -104,6 +107,11 @@ void CoordinatorMetrics::OnTransition(const v1::Job& before, const v1::StateChan
       change.reason() == v1::RANK_REPLACED || change.reason() == v1::GROUP_SHRUNK) {
     restarts_.Add({{"job_id", before.id()}, {"reason", ReasonName(change.reason())}}).Increment();
   }
+  // A hang ends the attempt once: the job restarts, or fails.
+  if (change.reason() == v1::RANK_HUNG && change.state() != before.state() &&
+      (change.state() == v1::RESTARTING || IsTerminal(change.state()))) {
+    hangs_.Add({{"job_id", before.id()}}).Increment();
+  }
   if (change.reason() == v1::PREEMPTED) {
     preemptions_.Add({{"queue", before.spec().queue()}}).Increment();
   }
@@ -182,6 +190,7 @@ void CoordinatorMetrics::Collect() {
       continue;
     }
     restarts_.RemoveMatching({{"job_id", it->first}});
+    hangs_.RemoveMatching({{"job_id", it->first}});
     it = ended_.erase(it);
   }
 }

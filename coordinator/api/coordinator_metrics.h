@@ -66,6 +66,7 @@ class CoordinatorMetrics {
   metrics::Family<metrics::Gauge>& cordoned_;
   metrics::Family<metrics::Gauge>& slowdown_;
   metrics::Family<metrics::Counter>& restarts_;
+  metrics::Family<metrics::Counter>& hangs_;
   metrics::Histogram& queue_wait_;
   metrics::Family<metrics::Gauge>& queue_in_use_;
   metrics::Family<metrics::Gauge>& queue_quota_;

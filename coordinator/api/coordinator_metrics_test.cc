@@ -97,6 +97,32 @@ TEST(CoordinatorMetricsTest, EndedJobsAndForgottenWorkersLeave) {
   EXPECT_NE(text.find("heartbeat_age_seconds{worker=\"w1\"}"), std::string::npos);
 }
 
+// A hang is counted once for the attempt it ends, whether the job
+// restarts or fails; a hang the job ends with is a hang too, with no
+// restart counted.
+TEST(CoordinatorMetricsTest, HangsCountedWhenTheyEndAnAttempt) {
+  metrics::Registry registry;
+  CoordinatorMetrics m(&registry);
+  v1::Job running;
+  running.set_id("a-1");
+  running.set_state(v1::RUNNING);
+  m.OnTransition(running, Change(v1::RESTARTING, v1::RANK_HUNG, 0));
+  v1::Job restarting = running;
+  restarting.set_state(v1::RESTARTING);
+  m.OnTransition(restarting, Change(v1::PENDING, v1::RANK_HUNG, 0));
+  m.OnTransition(running, Change(v1::FAILED, v1::RANK_HUNG, 0));
+  v1::Job other = running;
+  other.set_id("b-2");
+  m.OnTransition(other, Change(v1::FAILED, v1::RANK_HUNG, 0));
+  const std::string text = registry.Serialize();
+  EXPECT_NE(text.find("ringmaster_rank_hangs_total{job_id=\"a-1\"} 2\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("ringmaster_rank_hangs_total{job_id=\"b-2\"} 1\n"), std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("ringmaster_job_restarts_total{job_id=\"b-2\""), std::string::npos)
+      << "b failed without restarting: " << text;
+}
+
 TEST(CoordinatorMetricsTest, EachJobsGoodputAndLostTimeByCause) {
   metrics::Registry registry;
   FakeClock clock;
