@@ -57,8 +57,11 @@ class Cluster:
         return r
 
     def up(self):
+        # As root, ranks would run as a uid per job: the same for both
+        # clusters, and able to reach the benchmark's files.
+        ranks = ["--rank-user", "root"] if os.geteuid() == 0 else []
         self.cli("up", "--workers", "2", "--slots", "1", "--state-dir", self.dir,
-                 *([] if self.tls else ["--no-tls"]))
+                 *([] if self.tls else ["--no-tls"]), *ranks)
 
     def down(self):
         self.cli("down", "--state-dir", self.dir, check=False)

@@ -47,7 +47,6 @@ Client MakeClient(const GlobalOptions& global) {
   return Client(global.coordinator, global.token, global.tls);
 }
 
-// Ranks of a local cluster run as the user who starts it, as torchrun's do.
 std::string CurrentUser() {
   const passwd* user = getpwuid(geteuid());
   return user != nullptr ? user->pw_name : "";
@@ -60,7 +59,9 @@ absl::StatusOr<LocalCluster> Up(GlobalOptions* global, LocalClusterOptions optio
   if (!options.rank_user.empty() && !options.rank_uid_range.empty()) {
     return absl::InvalidArgumentError("--rank-user and --rank-uid-range: give one");
   }
-  if (options.rank_user.empty() && options.rank_uid_range.empty()) {
+  // As torchrun's, ranks run as the user who starts the cluster; as root,
+  // as the installed worker's, each job as a uid of its own.
+  if (options.rank_user.empty() && options.rank_uid_range.empty() && geteuid() != 0) {
     options.rank_user = CurrentUser();
   }
   ASSIGN_OR_RETURN(LocalCluster cluster, StartLocalCluster(options));

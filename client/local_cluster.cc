@@ -2,6 +2,7 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "client/certs.h"
@@ -267,12 +269,73 @@ absl::Status AddPolicyFlags(const LocalClusterOptions& options, std::vector<std:
   return absl::OkStatus();
 }
 
+// Whether the workers run ranks as a user other than this one: a uid per
+// job (asked for, or a root worker's default) or another --rank-user.
+bool RanksRunAsAnotherUser(const LocalClusterOptions& options) {
+  if (!options.rank_user.empty()) {
+    absl::StatusOr<RunAs> ranks = ResolveRunAs(options.rank_user);
+    return ranks.ok() && ranks->uid != geteuid();
+  }
+  return !options.rank_uid_range.empty() || geteuid() == 0;
+}
+
+// Ranks of other users must pass through every directory above the state
+// dir (their job's code, home and checkpoints are below it): FAILED_PRECONDITION
+// naming the first they cannot, and what to do.
+absl::Status CheckOthersReach(const std::string& state_dir) {
+  for (fs::path dir = fs::absolute(state_dir).parent_path();; dir = dir.parent_path()) {
+    struct stat st {};
+    if (stat(dir.c_str(), &st) == 0 && (st.st_mode & S_IXOTH) == 0) {
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "ranks run as a uid of their own and cannot pass through %s (mode %04o) to the state "
+          "dir %s: give a --state-dir they can reach (as root the default is %s), or "
+          "--rank-user to run every job as one user who can",
+          dir.string(), st.st_mode & 07777, state_dir, kRootStateDir));
+    }
+    if (dir == dir.root_path()) return absl::OkStatus();
+  }
+}
+
+// The trainer where ranks of other users may run it: a copy in
+// <state_dir>/bin when they are, as the program found may lie where only
+// this user can reach (a build tree in a home directory).
+absl::StatusOr<std::string> TrainerForRanks(const LocalClusterOptions& options,
+                                            const std::string& found) {
+  if (!RanksRunAsAnotherUser(options)) return found;
+  const std::string bin = options.state_dir + "/bin";
+  std::error_code error;
+  fs::create_directories(bin, error);
+  fs::permissions(bin, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec,
+                  error);
+  const std::string copy = bin + "/ringmaster-trainer";
+  if (!error) {
+    fs::copy_file(found, copy + ".new", fs::copy_options::overwrite_existing, error);
+  }
+  if (!error) {
+    fs::permissions(copy + ".new",
+                    fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                        fs::perms::others_read | fs::perms::others_exec,
+                    error);
+  }
+  if (!error) fs::rename(copy + ".new", copy, error);
+  if (error) {
+    return absl::InternalError(absl::StrCat("cannot copy the trainer to ", copy,
+                                            " for ranks of "
+                                            "other users: ",
+                                            error.message()));
+  }
+  return copy;
+}
+
 // The coordinator's and the workers' command lines: TLS from the state
 // dir's certificates, or the admin token by environment.
 absl::Status StartDaemons(const LocalClusterOptions& options, std::vector<Daemon>* daemons) {
   ASSIGN_OR_RETURN(std::string coordinator_bin, FindProgram("ringmaster-coordinator"));
   ASSIGN_OR_RETURN(std::string worker_bin, FindProgram("ringmaster-worker"));
   absl::StatusOr<std::string> trainer_bin = FindProgram("ringmaster-trainer");
+  if (trainer_bin.ok()) {
+    ASSIGN_OR_RETURN(trainer_bin, TrainerForRanks(options, *trainer_bin));
+  }
   const std::string host = HostOfAddress(options.coordinator_address);
   const std::string port =
       options.coordinator_address.substr(options.coordinator_address.rfind(':') + 1);
@@ -356,6 +419,7 @@ std::string DefaultStateDir() {
   if (const char* xdg = std::getenv("XDG_STATE_HOME"); xdg && *xdg) {
     return absl::StrCat(xdg, "/ringmaster");
   }
+  if (geteuid() == 0) return kRootStateDir;
   const char* home = std::getenv("HOME");
   return absl::StrCat(home ? home : "/tmp", "/.local/state/ringmaster");
 }
@@ -419,11 +483,8 @@ absl::StatusOr<LocalCluster> StartLocalCluster(const LocalClusterOptions& option
   }
   // Ranks of another user pass through (not list) it to their job's code in
   // worker-<i>/jobs; what is inside keeps its own modes.
-  bool other_user = !options.rank_uid_range.empty();
-  if (!options.rank_user.empty()) {
-    absl::StatusOr<RunAs> ranks = ResolveRunAs(options.rank_user);
-    other_user = ranks.ok() && ranks->uid != geteuid();
-  }
+  const bool other_user = RanksRunAsAnotherUser(options);
+  if (other_user) RETURN_IF_ERROR(CheckOthersReach(options.state_dir));
   RETURN_IF_ERROR(MakePrivateDir(options.state_dir, other_user ? 0711 : 0700));
   RETURN_IF_ERROR(MakePrivateDir(options.state_dir + "/logs"));
   std::error_code error;

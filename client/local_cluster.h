@@ -23,8 +23,10 @@ struct LocalClusterOptions {
   // one per worker, the admin's): workers identify by certificate and the
   // CLI by the admin's. Without TLS, workers get `token`, if any.
   bool tls = true;
-  std::string rank_user;            // the workers' --rank-user; empty: theirs
-  std::string rank_uid_range;       // the workers' --rank-uid-range: a uid per job
+  // The workers' --rank-user and --rank-uid-range; both empty: theirs (as
+  // root, a uid per job).
+  std::string rank_user;
+  std::string rank_uid_range;
   std::string queues_file;          // the coordinator's --queues
   std::string max_quarantined;      // the coordinator's --max-quarantined; empty: its default
   std::string store;                // the coordinator's --store; empty: SQLite in the state dir
@@ -42,8 +44,11 @@ struct LocalCluster {
   std::vector<std::string> metrics_addresses;
 };
 
-// ${RINGMASTER_STATE_DIR}, else ${XDG_STATE_HOME:-$HOME/.local/state}/ringmaster.
+// ${RINGMASTER_STATE_DIR}, else $XDG_STATE_HOME/ringmaster, else (as root)
+// /var/lib/ringmaster-local, where ranks of a uid of their own can reach
+// their job's files, else $HOME/.local/state/ringmaster.
 std::string DefaultStateDir();
+inline constexpr char kRootStateDir[] = "/var/lib/ringmaster-local";
 
 // Where `up` keeps the TLS files of the cluster in `state_dir`.
 std::string TlsDirOf(const std::string& state_dir);

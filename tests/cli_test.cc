@@ -61,10 +61,17 @@ TEST(CliTest, UpWhoseCoordinatorCannotStartShowsTheEndOfItsLog) {
   const int taken = testing::ListenOnLoopback(&port, 1);
   ASSERT_GE(taken, 0);
   const std::string state = testing::MakeTempDir("up-taken");
-  CommandResult r =
-      testing::RunCommand({Ringmaster(), "--coordinator", absl::StrCat("127.0.0.1:", port), "up",
-                           "--workers", "1", "--state-dir", state},
-                          {});
+  std::vector<std::string> up = {Ringmaster(),
+                                 "--coordinator",
+                                 absl::StrCat("127.0.0.1:", port),
+                                 "up",
+                                 "--workers",
+                                 "1",
+                                 "--state-dir",
+                                 state};
+  // As root, ranks of a uid per job could not reach a state dir below root's home.
+  if (geteuid() == 0) up.insert(up.end(), {"--rank-user", "root"});
+  CommandResult r = testing::RunCommand(up, {});
   close(taken);
   testing::RunCommand({Ringmaster(), "down", "--state-dir", state}, {});
   EXPECT_NE(r.exit_code, 0);

@@ -46,6 +46,8 @@ class ClusterTest : public ::testing::Test {
         "up",          "--workers", absl::StrCat(up_workers_), "--slots", absl::StrCat(up_slots_),
         "--state-dir", state_dir_};
     args.insert(args.end(), up_args_.begin(), up_args_.end());
+    const std::vector<std::string> ranks = RankUserArgs();
+    args.insert(args.end(), ranks.begin(), ranks.end());
     testing::CommandResult up = Cli(args);
     ASSERT_EQ(up.exit_code, 0) << up.err;
     EXPECT_NE(up.out.find(address_), std::string::npos) << up.out;
@@ -54,6 +56,18 @@ class ClusterTest : public ::testing::Test {
     tls_ = *std::move(tls);
     extra_env_["RINGMASTER_TLS_DIR"] = state_dir_ + "/tls";
     client_ = std::make_unique<Client>(address_, "", tls_);
+  }
+
+  // Ranks of a root `up` run as a uid per job, which cannot reach the
+  // test's runfiles (below root's home): as root, unless the test chose,
+  // they run as root. Isolation is what isolation_test is for.
+  std::vector<std::string> RankUserArgs() const {
+    if (up_default_ranks_) return {};
+    for (const std::string& arg : up_args_) {
+      if (arg == "--rank-user" || arg == "--rank-uid-range") return {};
+    }
+    if (geteuid() != 0) return {};
+    return {"--rank-user", "root"};
   }
 
   void TearDown() override {
@@ -168,6 +182,7 @@ class ClusterTest : public ::testing::Test {
   // directory); "/tmp" for ranks of another user, who cannot pass through
   // the test's.
   std::string state_parent_;
+  bool up_default_ranks_ = false;  // `up` picks who ranks run as
 };
 
 }  // namespace ringmaster

@@ -195,7 +195,9 @@ TEST_F(ClusterTest, UpRestartsAClusterWithADeadDaemon) {
   ASSERT_TRUE(
       testing::WaitFor([&] { return !testing::ProcessAlive(coordinator); }, absl::Seconds(10)));
   const auto before = Daemons();
-  CommandResult again = Cli({"up", "--workers", "2", "--slots", "1", "--state-dir", state_dir_});
+  std::vector<std::string> up = {"up", "--workers", "2", "--slots", "1", "--state-dir", state_dir_};
+  for (const std::string& arg : RankUserArgs()) up.push_back(arg);
+  CommandResult again = Cli(up);
   EXPECT_EQ(again.exit_code, 0) << again.err;
   EXPECT_NE(again.out.find("cluster restarted"), std::string::npos) << again.out;
   for (auto& [role, pid] : before) {

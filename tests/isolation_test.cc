@@ -362,5 +362,91 @@ TEST_F(RankUserTest, ShippedCodeBelongsToTheRankUser) {
       << logs.out;
 }
 
+// `ringmaster up` as root, as a one-user cluster is often started: its
+// admin credentials are in the state dir, and a rank that reads them acts
+// as the admin (cancels another's job). By default a root `up` runs each
+// job as a uid of its own, which cannot read them; `--rank-user root` (one
+// user for every job) gives that up, as it says. The built-in trainer runs
+// under the default too (`up` copies it where other uids may run it).
+class RootUpTest : public ClusterTest {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root: a root `up` is what is tested";
+    state_parent_ = "/tmp";  // ranks of other users pass through it
+    up_default_ranks_ = true;
+    ClusterTest::SetUp();
+    attack_ = absl::StrCat("/tmp/ringmaster-admin-attack-", getpid(), ".py");
+    std::ofstream(attack_) << "import sys, ringmaster\n"
+                              "try:\n"
+                              "    with ringmaster.Client(tls_dir=sys.argv[1]) as c:\n"
+                              "        c.cancel(sys.argv[2])\n"
+                              "    print('ATTACK admin: done')\n"
+                              "except Exception as e:\n"
+                              "    print('ATTACK admin: refused:', type(e).__name__, e)\n";
+    chmod(attack_.c_str(), 0644);
+  }
+  void TearDown() override {
+    ClusterTest::TearDown();
+    if (!attack_.empty()) fs::remove(attack_);
+  }
+  // A rank that tries to cancel `victim` with the cluster's admin files;
+  // the line it printed.
+  std::string Attack(const std::string& victim) {
+    const std::string id =
+        Submit(absl::StrCat("name: attacker\nranks: 1\nmax_restarts: 0\nworking_dir: /tmp\n"
+                            "command: [/usr/bin/python3, ",
+                            attack_, ", ", state_dir_, "/tls, ", victim, "]\n"));
+    const v1::Job job = WaitJob(
+        id, [](const v1::Job& j) { return j.state() == v1::SUCCEEDED || j.state() == v1::FAILED; });
+    const std::string logs = Cli({"logs", id}).out;
+    EXPECT_EQ(job.state(), v1::SUCCEEDED) << logs;
+    const size_t at = logs.find("ATTACK admin: ");
+    return at == std::string::npos ? logs : logs.substr(at, logs.find('\n', at) - at);
+  }
+  std::string SubmitVictim() {
+    const std::string id = Submit("name: victim\nranks: 1\ncommand: [sleep, '300']\n");
+    WaitJob(id, [](const v1::Job& j) { return j.state() == v1::RUNNING; });
+    return id;
+  }
+
+  std::string attack_;
+};
+
+TEST_F(RootUpTest, ARankIsRefusedTheAdminsCredentials) {
+  const std::string victim = SubmitVictim();
+  const std::string said = Attack(victim);
+  EXPECT_TRUE(absl::StartsWith(said, "ATTACK admin: refused:")) << said;
+  EXPECT_NE(said.find("Permission denied"), std::string::npos) << said;
+  EXPECT_EQ(client_->GetJob(victim)->state(), v1::RUNNING) << "a rank cancelled another's job";
+}
+
+TEST_F(RootUpTest, TheDemoTrainsWithAUidPerJob) {
+  testing::CommandResult r = Cli({"demo", "--state-dir", state_dir_});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("test accuracy"), std::string::npos) << r.out;
+  auto jobs = client_->ListJobs();
+  ASSERT_OK(jobs);
+  ASSERT_EQ(jobs->size(), 1u);
+  const std::string id = (*jobs)[0].id();
+  struct stat st {};
+  ASSERT_EQ(stat(absl::StrCat(state_dir_, "/checkpoints/", id).c_str(), &st), 0);
+  EXPECT_GE(st.st_uid, 100000u) << "the job's checkpoints are its own uid's, not root's";
+}
+
+class RootUpRankUserRootTest : public RootUpTest {
+ protected:
+  void SetUp() override {
+    up_args_ = {"--rank-user", "root"};
+    RootUpTest::SetUp();
+  }
+};
+
+// What one user for every job gives up: the same rank acts as the admin.
+TEST_F(RootUpRankUserRootTest, RanksOfRootActAsTheAdmin) {
+  const std::string victim = SubmitVictim();
+  EXPECT_EQ(Attack(victim), "ATTACK admin: done");
+  EXPECT_EQ(client_->GetJob(victim)->state(), v1::CANCELLED);
+}
+
 }  // namespace
 }  // namespace ringmaster

@@ -1,5 +1,7 @@
 #include "trainer/host_layout.h"
 
+#include <sys/stat.h>
+
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
@@ -35,7 +37,11 @@ std::string HostIdentity() {
   std::ifstream boot("/proc/sys/kernel/random/boot_id");
   std::string boot_id;
   std::getline(boot, boot_id);
-  return absl::StrCat(Hostname(), "/", boot_id);
+  // Ranks meet in shared memory only where they see one /dev/shm: two
+  // workers of one machine give a job a private one each.
+  struct stat shm {};
+  stat("/dev/shm", &shm);
+  return absl::StrCat(Hostname(), "/", boot_id, "/shm:", shm.st_dev);
 }
 
 absl::StatusOr<std::vector<std::string>> GatherFromAll(gloo::rendezvous::Store& store,

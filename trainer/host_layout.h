@@ -25,7 +25,8 @@ struct HostLayout {
 HostLayout LayoutOf(const std::vector<std::string>& identity_of_rank, int rank);
 
 // This host's identity: its hostname and boot id (two hosts may share a
-// hostname; a container shares its boot id with the machine).
+// hostname; a container shares its boot id with the machine), and its
+// /dev/shm's device (ranks that do not share one are apart).
 std::string HostIdentity();
 
 // Every rank publishes `value` under `key` in `store`; returns every rank's

@@ -64,11 +64,13 @@ def split_addresses(addresses: Addresses) -> Tuple[str, ...]:
 def default_state_dir() -> str:
     """Where `ringmaster up` keeps a local cluster's state (its --state-dir
     default): $RINGMASTER_STATE_DIR, else $XDG_STATE_HOME/ringmaster, else
-    ~/.local/state/ringmaster."""
+    (as root) /var/lib/ringmaster-local, else ~/.local/state/ringmaster."""
     if os.environ.get("RINGMASTER_STATE_DIR"):
         return os.environ["RINGMASTER_STATE_DIR"]
     if os.environ.get("XDG_STATE_HOME"):
         return os.path.join(os.environ["XDG_STATE_HOME"], "ringmaster")
+    if os.geteuid() == 0:
+        return "/var/lib/ringmaster-local"
     return os.path.join(os.environ.get("HOME", "/tmp"), ".local/state/ringmaster")
 
 

@@ -63,8 +63,11 @@ class Cluster:
                               capture_output=True, text=True, timeout=120)
 
     def up(self) -> None:
+        # As root, ranks would run as a uid per job, which cannot reach the
+        # test's files below root's home.
+        ranks = ["--rank-user", "root"] if os.geteuid() == 0 else []
         done = self.ringmaster("up", "--workers", "2", "--slots", "2",
-                               "--state-dir", self.state_dir)
+                               "--state-dir", self.state_dir, *ranks)
         assert done.returncode == 0, done.stderr
 
     def down(self) -> None:
