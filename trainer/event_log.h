@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/time/time.h"
 #include "common/mutex.h"
 
 namespace ringmaster {
@@ -19,7 +20,20 @@ class EventLog {
   };
   void Record(std::string name) {
     MutexLock lock(&mu_);
+    if (name == hold_at_) {
+      // What another thread has already been given to do shows first,
+      // however the threads are scheduled.
+      auto seen = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return Find(hold_until_) >= 0; };
+      mu_.AwaitWithTimeout(absl::Condition(&seen), hold_for_);
+    }
     events_.push_back({std::move(name), std::chrono::steady_clock::now()});
+  }
+  // Record(`at`) first waits, up to `limit`, for `until` to be recorded.
+  void HoldAt(std::string at, std::string until, absl::Duration limit) {
+    MutexLock lock(&mu_);
+    hold_at_ = std::move(at);
+    hold_until_ = std::move(until);
+    hold_for_ = limit;
   }
   std::vector<Event> events() const {
     MutexLock lock(&mu_);
@@ -28,15 +42,22 @@ class EventLog {
   // Index of the first event named `name`, or -1.
   int IndexOf(const std::string& name) const {
     MutexLock lock(&mu_);
+    return Find(name);
+  }
+
+ private:
+  int Find(const std::string& name) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     for (size_t i = 0; i < events_.size(); ++i) {
       if (events_[i].name == name) return static_cast<int>(i);
     }
     return -1;
   }
 
- private:
   mutable Mutex mu_;
   std::vector<Event> events_ ABSL_GUARDED_BY(mu_);
+  std::string hold_at_ ABSL_GUARDED_BY(mu_);
+  std::string hold_until_ ABSL_GUARDED_BY(mu_);
+  absl::Duration hold_for_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace ringmaster
