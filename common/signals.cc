@@ -38,7 +38,7 @@ int WaitForTerminationSignal(const std::function<void()>& on_hangup) {
 }
 
 int WaitForTerminationSignal(const std::function<void()>& on_hangup,
-                             const std::function<void()>& on_tick, absl::Duration tick) {
+                             const std::function<bool()>& on_tick, absl::Duration tick) {
   sigset_t set = TerminationSignals();
   absl::Time next = absl::Now() + tick;
   for (;;) {
@@ -49,7 +49,7 @@ int WaitForTerminationSignal(const std::function<void()>& on_hangup,
     } else if (signal > 0) {
       return signal;
     } else if (errno == EAGAIN) {
-      on_tick();
+      if (!on_tick()) return 0;
       next = absl::Now() + tick;
     }  // EINTR: wait again
   }

@@ -15,9 +15,10 @@ void BlockTerminationSignals();
 // Returns the signal number once SIGTERM or SIGINT arrives. Each SIGHUP
 // before it calls `on_hangup` (when given) and is otherwise ignored.
 int WaitForTerminationSignal(const std::function<void()>& on_hangup = nullptr);
-// As above, and calls `on_tick` every `tick` while it waits.
+// As above, and calls `on_tick` every `tick` while it waits; when it
+// returns false, returns 0.
 int WaitForTerminationSignal(const std::function<void()>& on_hangup,
-                             const std::function<void()>& on_tick, absl::Duration tick);
+                             const std::function<bool()>& on_tick, absl::Duration tick);
 
 }  // namespace ringmaster
 

@@ -6,7 +6,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <optional>
 #include <random>
 #include <string>
 
@@ -17,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/checkpoint_roots.h"
 #include "common/daemon_flags.h"
+#include "common/private_dir.h"
 #include "common/signals.h"
 #include "common/status_macros.h"
 #include "common/token_file.h"
@@ -89,6 +92,23 @@ absl::StatusOr<std::string> MakeCheckpointRoot(const std::string& flag,
 
 // Prints the credential of the worker or user named, signed with the key in
 // `state_dir` (or the shared store's).
+// Where a coordinator on a shared store notes that store in its state dir,
+// so that a command given that state dir without --store is refused: it
+// would issue tokens under a key no coordinator uses.
+std::string SharedStoreNote(const std::string& state_dir) { return state_dir + "/shared-store"; }
+
+// OK when the command (issue, rotate) uses the key the coordinators of
+// this state dir use; else FAILED_PRECONDITION saying what to give.
+absl::Status CheckSameStore(const ringmaster::CoordinatorConfig& config,
+                            const ringmaster::StoreEngine& store, const std::string& what) {
+  std::ifstream note(SharedStoreNote(config.state_dir));
+  std::string shared;
+  if (store.shared() || !std::getline(note, shared)) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "the coordinator of ", config.state_dir, " keeps its credential key in the shared store ",
+      shared, ": give --store ", shared, " (and --store-password-file) to ", what));
+}
+
 int IssueToken(const ringmaster::CoordinatorConfig& config, ringmaster::StoreEngine& store,
                const std::string& worker_id, const std::string& user) {
   if (!user.empty()) {
@@ -97,13 +117,36 @@ int IssueToken(const ringmaster::CoordinatorConfig& config, ringmaster::StoreEng
       return 2;
     }
   }
-  absl::StatusOr<std::string> key = ringmaster::LoadCredentialKey(config.state_dir, store);
-  if (!key.ok()) {
-    std::cerr << "ringmaster-coordinator: " << key.status().message() << std::endl;
+  if (absl::Status s = CheckSameStore(config, store, "issue a token it accepts"); !s.ok()) {
+    std::cerr << "ringmaster-coordinator: " << s.message() << std::endl;
+    return 2;
+  }
+  absl::StatusOr<ringmaster::CredentialKeys> keys =
+      ringmaster::LoadCredentialKeys(config.state_dir, store);
+  if (!keys.ok()) {
+    std::cerr << "ringmaster-coordinator: " << keys.status().message() << std::endl;
     return 1;
   }
-  const ringmaster::CredentialSigner signer(*key);
+  const ringmaster::CredentialSigner signer(keys->current);
   std::cout << (user.empty() ? signer.Worker(worker_id) : signer.User(user)) << std::endl;
+  return 0;
+}
+
+// How often running coordinators look for a rotated credential key.
+constexpr absl::Duration kKeyCheckInterval = absl::Seconds(10);
+
+// --rotate-credential-key: a new key for every coordinator of the store.
+int RotateKey(const ringmaster::CoordinatorConfig& config, ringmaster::StoreEngine& store) {
+  absl::Status s = CheckSameStore(config, store, "rotate the key they use");
+  if (s.ok()) s = ringmaster::RotateCredentialKey(config.state_dir, store);
+  if (!s.ok()) {
+    std::cerr << "ringmaster-coordinator: " << s.message() << std::endl;
+    return absl::IsFailedPrecondition(s) ? 2 : 1;
+  }
+  std::cout << "the credential key is new" << (store.shared() ? " in the shared store" : "")
+            << ": every user and worker token issued before is void (issue new ones); running "
+               "attempts keep theirs; running coordinators restart to take it within "
+            << absl::FormatDuration(kKeyCheckInterval) << std::endl;
   return 0;
 }
 
@@ -182,14 +225,21 @@ absl::Status LoadCredentials(const std::string& token_file, const std::string& t
   return absl::OkStatus();
 }
 
-// --issue-worker-token and --issue-user-token: print a credential, and exit.
-void AddIssueFlags(CLI::App& app, std::string* worker, std::string* user) {
+// --issue-worker-token and --issue-user-token: print a credential, and
+// exit; --rotate-credential-key: make a new key, and exit.
+void AddIssueFlags(CLI::App& app, std::string* worker, std::string* user, bool* rotate) {
   auto* worker_token = app.add_option("--issue-worker-token", *worker,
                                       "print the credential of the worker with this id, and exit");
-  app.add_option("--issue-user-token", *user,
-                 "print the credential of the user with this name (who owns the jobs it "
-                 "submits), and exit")
-      ->excludes(worker_token);
+  auto* user_token = app.add_option("--issue-user-token", *user,
+                                    "print the credential of the user with this name (who owns "
+                                    "the jobs it submits), and exit")
+                         ->excludes(worker_token);
+  app.add_flag("--rotate-credential-key", *rotate,
+               "replace the key that signs credentials (with --store, every coordinator's): "
+               "tokens issued before are void, and running coordinators restart to take it; "
+               "then exit")
+      ->excludes(worker_token)
+      ->excludes(user_token);
 }
 
 // The queues of the --queues file, if one is given.
@@ -250,9 +300,9 @@ void AddElectionFlags(CLI::App& app, absl::Duration* lease_timeout, std::string*
 
 char** saved_argv = nullptr;
 
-// Steps down from leading: the process restarts in place, as a standby.
-[[noreturn]] void RestartAsStandby() {
-  spdlog::warn("no longer the leader: restarting as a standby");
+// The process starts again from the top: its ports, store connections
+// and memory go; its jobs are in the store.
+[[noreturn]] void RestartInPlace() {
   spdlog::default_logger()->flush();
   close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);  // the ports, the store's connections
   execv("/proc/self/exe", saved_argv);
@@ -260,23 +310,80 @@ char** saved_argv = nullptr;
   std::abort();
 }
 
+// Steps down from leading: the process restarts in place, as a standby.
+[[noreturn]] void RestartAsStandby() {
+  spdlog::warn("no longer the leader: restarting as a standby");
+  RestartInPlace();
+}
+
 // How often --queues is looked at for a change.
 constexpr absl::Duration kQueuesCheckInterval = absl::Seconds(2);
 
-// Waits for a termination signal, and gives `set_queues` the --queues file
-// read again on SIGHUP and when its bytes change.
+// The credential keys this coordinator started with, against the store's
+// (or state dir's) now: a rotation (--rotate-credential-key, on any
+// coordinator of a shared store) is seen within kKeyCheckInterval.
+class KeyWatch {
+ public:
+  explicit KeyWatch(const ringmaster::CoordinatorConfig& config) : state_dir_(config.state_dir) {
+    absl::StatusOr<std::unique_ptr<ringmaster::StoreEngine>> engine =
+        ringmaster::OpenStoreEngine(config.store, config.state_dir);
+    if (engine.ok()) engine_ = *std::move(engine);
+    if (engine_) first_ = Read();
+  }
+  // Whether the keys differ from the first reading; they are read at most
+  // every kKeyCheckInterval. A store out of reach changes nothing.
+  bool Rotated() {
+    if (!first_ || absl::Now() < next_check_) return false;
+    next_check_ = absl::Now() + kKeyCheckInterval;
+    std::optional<ringmaster::CredentialKeys> now = Read();
+    return now && (now->current != first_->current || now->previous != first_->previous);
+  }
+
+ private:
+  std::optional<ringmaster::CredentialKeys> Read() {
+    absl::StatusOr<ringmaster::CredentialKeys> keys =
+        ringmaster::LoadCredentialKeys(state_dir_, *engine_);
+    if (!keys.ok()) return std::nullopt;
+    return *std::move(keys);
+  }
+
+  const std::string state_dir_;
+  std::unique_ptr<ringmaster::StoreEngine> engine_;
+  std::optional<ringmaster::CredentialKeys> first_;
+  absl::Time next_check_ = absl::Now() + kKeyCheckInterval;
+};
+
+// Waits for a termination signal (its number), giving `set_queues` the
+// --queues file read again on SIGHUP and when its bytes change; 0 when the
+// credential key was rotated.
 template <typename SetQueues>
-int WaitForTerminationSignal(ringmaster::QueuesFile& queues, SetQueues set_queues) {
-  if (queues.path().empty()) return ringmaster::WaitForTerminationSignal();
+int WaitForTerminationSignal(ringmaster::QueuesFile& queues, KeyWatch& keys, SetQueues set_queues) {
   auto read = [&](bool always) {
+    if (queues.path().empty()) return;
     if (auto changed = queues.Read(always)) set_queues(*changed);
   };
-  return ringmaster::WaitForTerminationSignal([&] { read(true); }, [&] { read(false); },
+  return ringmaster::WaitForTerminationSignal([&] { read(true); },
+                                              [&] {
+                                                read(false);
+                                                return !keys.Rotated();
+                                              },
                                               kQueuesCheckInterval);
+}
+
+// After a termination signal, or a rotated key (then the process starts
+// again, to take it).
+int Ended(int signal) {
+  if (signal != 0) {
+    spdlog::info("signal {}: shut down", signal);
+    return 0;
+  }
+  spdlog::warn("the credential key was rotated: restarting to take it");
+  RestartInPlace();
 }
 
 // Runs the only coordinator (SQLite) until a termination signal.
 int RunAlone(const ringmaster::CoordinatorConfig& config, ringmaster::QueuesFile& queues) {
+  KeyWatch keys(config);
   auto server = ringmaster::CoordinatorServer::Start(config);
   if (!server.ok()) {
     spdlog::critical("{}", server.status().ToString());
@@ -284,10 +391,10 @@ int RunAlone(const ringmaster::CoordinatorConfig& config, ringmaster::QueuesFile
   }
   spdlog::info("ready on port {}", (*server)->port());
   int signal =
-      WaitForTerminationSignal(queues, [&](const auto& read) { (*server)->SetQueues(read); });
-  spdlog::info("signal {}: shutting down", signal);
+      WaitForTerminationSignal(queues, keys, [&](const auto& read) { (*server)->SetQueues(read); });
   (*server)->Shutdown();
-  return 0;
+  server->reset();
+  return Ended(signal);
 }
 
 // Runs the coordinators' election against a shared store until a
@@ -295,16 +402,23 @@ int RunAlone(const ringmaster::CoordinatorConfig& config, ringmaster::QueuesFile
 int RunElected(ringmaster::CoordinatorConfig config,
                std::unique_ptr<ringmaster::StoreEngine> engine, absl::Duration lease_timeout,
                const std::string& advertise, ringmaster::QueuesFile& queues) {
+  KeyWatch keys(config);
   const std::string id =
       absl::StrCat(advertise, "/", getpid(), "-", std::random_device{}() % 100000);
   auto coordinator = ringmaster::ElectedCoordinator::Start(
       std::move(config), std::move(engine),
       {id, advertise, lease_timeout, RestartAsStandby, queues.path()});
-  int signal =
-      WaitForTerminationSignal(queues, [&](const auto& read) { coordinator->SetQueues(read); });
-  spdlog::info("signal {}: shutting down", signal);
-  coordinator.reset();
-  return 0;
+  int signal = WaitForTerminationSignal(queues, keys,
+                                        [&](const auto& read) { coordinator->SetQueues(read); });
+  coordinator.reset();  // a leader releases its lease
+  return Ended(signal);
+}
+
+// A coordinator of a shared store says so in its state dir (CheckSameStore).
+void NoteSharedStore(const std::string& state_dir, const std::string& store) {
+  if (ringmaster::MakePrivateDir(state_dir).ok()) {
+    std::ofstream(SharedStoreNote(state_dir)) << store << "\n";
+  }
 }
 
 }  // namespace
@@ -336,7 +450,8 @@ int main(int argc, char** argv) {
                  "changes, within 2s (default: one "
                  "queue, default, without a quota)");
   std::string issue_worker_token, issue_user_token, peers;
-  AddIssueFlags(app, &issue_worker_token, &issue_user_token);
+  bool rotate_key = false;
+  AddIssueFlags(app, &issue_worker_token, &issue_user_token, &rotate_key);
   absl::Duration lease_timeout = absl::Seconds(5);
   AddElectionFlags(app, &lease_timeout, &peers);
   CLI11_PARSE(app, argc, argv);
@@ -354,6 +469,7 @@ int main(int argc, char** argv) {
   if (loaded.ok() && (!issue_worker_token.empty() || !issue_user_token.empty())) {
     return IssueToken(config, *engine, issue_worker_token, issue_user_token);
   }
+  if (loaded.ok() && rotate_key) return RotateKey(config, *engine);
   if (loaded.ok()) loaded = LoadCredentials(token_file, daemon.tls_dir(), &config);
   if (!loaded.ok()) {
     spdlog::critical("{}", std::string(loaded.message()));
@@ -384,6 +500,7 @@ int main(int argc, char** argv) {
   // One spelling, as --checkpoint-roots have.
   manager.rank_env.checkpoint_dir = AbsolutePath(*checkpoint_root);
   if (engine->shared()) {
+    NoteSharedStore(config.state_dir, store);
     return RunElected(std::move(config), std::move(engine), lease_timeout, addresses->advertise,
                       queues);
   }

@@ -22,10 +22,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "client/client.h"
 #include "client/code_package.h"
 #include "common/mutex.h"
 #include "common/net.h"
+#include "common/tls.h"
 #include "domain/job_spec_yaml.h"
 #include "testing/postgres_server.h"
 #include "testing/prometheus_server.h"
@@ -65,15 +67,24 @@ class HaTest : public testing::PostgresTest {
     both_ = absl::StrJoin(addresses_, ",");
     for (int i = 0; i < 2; ++i) StartCoordinator(i);
     for (int i = 0; i < 3; ++i) {
-      workers_.push_back(Spawn(
-          {testing::Runfile("worker/ringmaster-worker"), "--coordinator", both_, "--port", "0",
-           "--metrics-port", "0", "--slots", "1", "--state-dir", absl::StrCat(dir_, "/w", i),
-           "--trainer-bin", testing::Runfile("trainer/ringmaster-trainer"),
-           // Not a test of isolation: ranks run as the test's user.
-           "--rank-user", "root"},
-          absl::StrCat("worker", i, ".log")));
+      std::vector<std::string> argv = {
+          testing::Runfile("worker/ringmaster-worker"), "--coordinator", both_, "--port", "0",
+          "--metrics-port", "0", "--slots", "1", "--state-dir", absl::StrCat(dir_, "/w", i),
+          "--trainer-bin", testing::Runfile("trainer/ringmaster-trainer"),
+          // Not a test of isolation: ranks run as the test's user.
+          "--rank-user", "root"};
+      if (!tls_dir_.empty()) {
+        argv.insert(argv.end(), {"--tls-dir", tls_dir_, "--id", absl::StrCat("w", i)});
+      }
+      workers_.push_back(Spawn(std::move(argv), absl::StrCat("worker", i, ".log")));
     }
-    client_ = std::make_unique<Client>(both_);
+    Tls tls;
+    if (!tls_dir_.empty()) {
+      absl::StatusOr<Tls> admin = LoadClientTls(tls_dir_);
+      ASSERT_OK(admin);
+      tls = *admin;
+    }
+    client_ = std::make_unique<Client>(both_, "", tls);
     ASSERT_TRUE(testing::WaitFor(
         [&] {
           auto workers = client_->ListWorkers();
@@ -102,13 +113,21 @@ class HaTest : public testing::PostgresTest {
         absl::StrCat(absl::ToInt64Seconds(kLease), "s"), "--store",
         absl::StrCat("postgresql://ringmaster@127.0.0.1:", server_->port(), "/ringmaster")};
     if (!queues_.empty()) argv.insert(argv.end(), {"--queues", queues_});
+    if (!tls_dir_.empty()) argv.insert(argv.end(), {"--tls-dir", tls_dir_});
     pid_t pid = Spawn(std::move(argv), absl::StrCat("coordinator", i, ".log"));
     if (static_cast<int>(coordinators_.size()) <= i) coordinators_.resize(i + 1);
     coordinators_[i] = pid;
   }
   Health::ServingStatus HealthOf(int i, const std::string& service) {
-    auto health = grpc::health::v1::Health::NewStub(
-        grpc::CreateChannel(addresses_[i], grpc::InsecureChannelCredentials()));
+    std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+    if (!tls_dir_.empty()) {
+      std::ifstream ca(tls_dir_ + "/ca.crt");
+      grpc::SslCredentialsOptions options;
+      options.pem_root_certs.assign(std::istreambuf_iterator<char>(ca), {});
+      credentials = grpc::SslCredentials(options);
+    }
+    auto health =
+        grpc::health::v1::Health::NewStub(grpc::CreateChannel(addresses_[i], credentials));
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
     grpc::health::v1::HealthCheckRequest request;
@@ -135,12 +154,13 @@ class HaTest : public testing::PostgresTest {
         absl::Seconds(60));
     return leader != not_this ? leader : -1;
   }
-  std::string SubmitTrainer() {
+  std::string SubmitTrainer(int epochs = 60) {
     absl::StatusOr<v1::JobSpec> spec = ParseJobSpecYaml(
-        "name: ha-train\nranks: 3\ntrainer:\n"
-        "  model: {type: mlp, hidden: [512, 512]}\n"
-        "  data: {path: \"synthetic:rows=4000,features=64,classes=4\"}\n"
-        "  batch_size: 16\n  epochs: 30\n");
+        absl::StrCat("name: ha-train\nranks: 3\ntrainer:\n"
+                     "  model: {type: mlp, hidden: [512, 512]}\n"
+                     "  data: {path: \"synthetic:rows=4000,features=64,classes=4\"}\n"
+                     "  batch_size: 16\n  epochs: ",
+                     epochs, "\n"));
     EXPECT_OK(spec);
     absl::StatusOr<std::string> id = client_->Submit(*spec);
     EXPECT_OK(id);
@@ -236,7 +256,8 @@ class HaTest : public testing::PostgresTest {
   }
 
   std::string dir_;
-  std::string queues_;  // --queues, when set before SetUp
+  std::string queues_;   // --queues, when set before SetUp
+  std::string tls_dir_;  // the cluster's certificates, when set before SetUp
   std::vector<std::string> addresses_;
   std::vector<std::string> metrics_;  // each coordinator's /metrics
   std::string both_;
@@ -593,6 +614,86 @@ TEST_F(HaQueuesTest, AQuotaChangeReachesTheLeaderAndTheNextWithoutARestart) {
       },
       absl::Seconds(30));
   EXPECT_EQ(first, 4) << "the new leader's first answer\n" << Logs();
+}
+
+// One credential key for the pair, and its rotation (TLS, so that tokens
+// are checked). A user token issued against either state dir, with
+// --store, works on both coordinators; without --store it is refused, as
+// it would be signed with a key neither uses. --rotate-credential-key
+// makes a new key in the store: both coordinators restart to take it, the
+// old token is refused by both and a new one works, and a job training
+// meanwhile ends whole, its ranks' job credentials still good.
+class HaKeyTest : public HaTest {
+ protected:
+  void SetUp() override {
+    tls_dir_ = testing::MakeTempDir("tls");
+    testing::CommandResult certs = testing::RunCommand(
+        {testing::Runfile("client/ringmaster"), "certs", "init", "--dir", tls_dir_, "--host",
+         "127.0.0.1", "--worker", "w0", "--worker", "w1", "--worker", "w2"});
+    ASSERT_EQ(certs.exit_code, 0) << certs.err;
+    absl::StatusOr<Tls> ca_only = LoadClientTls(tls_dir_, {.none = true});
+    ASSERT_OK(ca_only);
+    ca_only_ = *ca_only;
+    HaTest::SetUp();
+  }
+  std::string Store() {
+    return absl::StrCat("postgresql://ringmaster@127.0.0.1:", server_->port(), "/ringmaster");
+  }
+  // ringmaster-coordinator's command mode, on coordinator `i`'s state dir.
+  testing::CommandResult Coordinator(int i, std::vector<std::string> args, bool store = true) {
+    args.insert(args.begin(), {testing::Runfile("coordinator/ringmaster-coordinator"),
+                               "--state-dir", absl::StrCat(dir_, "/c", i)});
+    if (store) args.insert(args.end(), {"--store", Store()});
+    return testing::RunCommand(args);
+  }
+  std::string UserToken(int i, const std::string& user) {
+    testing::CommandResult issued = Coordinator(i, {"--issue-user-token", user});
+    EXPECT_EQ(issued.exit_code, 0) << issued.err;
+    return std::string(absl::StripAsciiWhitespace(issued.out));
+  }
+  // ListJobs on coordinator `i` with `token`.
+  absl::Status ListAs(int i, const std::string& token) {
+    return Client(addresses_[i], token, ca_only_).ListJobs().status();
+  }
+
+  Tls ca_only_;
+};
+
+TEST_F(HaKeyTest, TokensAreTheStoresAndARotationReachesBothCoordinators) {
+  ASSERT_GE(WaitForLeader(), 0) << Logs();
+  const std::string trainer = SubmitTrainer(/*epochs=*/150);  // outlasts both restarts
+  WaitTraining(trainer);
+
+  const std::string alice = UserToken(1, "alice");
+  for (int i = 0; i < 2; ++i) EXPECT_OK(ListAs(i, alice)) << "coordinator " << i;
+  testing::CommandResult unshared = Coordinator(0, {"--issue-user-token", "bob"}, false);
+  EXPECT_EQ(unshared.exit_code, 2) << unshared.out;
+  EXPECT_NE(unshared.err.find("keeps its credential key in the shared store " + Store() +
+                              ": give --store " + Store()),
+            std::string::npos)
+      << unshared.err;
+
+  testing::CommandResult rotated = Coordinator(0, {"--rotate-credential-key"});
+  ASSERT_EQ(rotated.exit_code, 0) << rotated.err;
+  const std::string carol = UserToken(1, "carol");
+  EXPECT_TRUE(testing::WaitFor(
+      [&] {
+        for (int i = 0; i < 2; ++i) {
+          if (!ListAs(i, carol).ok() || ListAs(i, alice).ok()) return false;
+        }
+        return true;
+      },
+      absl::Seconds(60)))
+      << "both coordinators take the new key\n"
+      << Logs();
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_THAT(ListAs(i, alice),
+                StatusIs(absl::StatusCode::kUnauthenticated,
+                         ::testing::HasSubstr("not a credential of this cluster")))
+        << "coordinator " << i;
+  }
+  ExpectStillTraining(trainer);
+  ExpectWhole(trainer);
 }
 
 }  // namespace

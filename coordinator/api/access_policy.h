@@ -31,16 +31,17 @@
 namespace ringmaster {
 
 struct AccessOptions {
-  std::string admin_token;  // empty: none
-  std::string key;          // signs worker, job and agent tokens
-  bool tls = false;         // callers may present client certificates
+  std::string admin_token;   // empty: none
+  std::string key;           // signs worker, job and agent tokens
+  bool tls = false;          // callers may present client certificates
+  std::string previous_key;  // before the last rotation: opens job tokens only
 };
 
 // Thread-safe (immutable).
 class AccessPolicy {
  public:
   explicit AccessPolicy(AccessOptions options)
-      : options_(std::move(options)), signer_(options_.key) {}
+      : options_(std::move(options)), signer_(options_.key, options_.previous_key) {}
 
   bool open() const { return options_.admin_token.empty() && !options_.tls; }
   const CredentialSigner& signer() const { return signer_; }

@@ -63,8 +63,11 @@ class PgEngine final : public StoreEngine {
     RETURN_IF_ERROR(LeaderLease::CreateTable(db.get()));
     return std::unique_ptr<Lease>(std::make_unique<PgLease>(std::move(db), std::move(options)));
   }
-  absl::StatusOr<std::string> CredentialKey(const std::string& local) override {
-    return SharedCredentialKey({config_.conninfo, config_.password}, local);
+  absl::StatusOr<CredentialKeys> SharedCredentialKeys(const std::string& local) override {
+    return ringmaster::SharedCredentialKeys({config_.conninfo, config_.password}, local);
+  }
+  absl::Status RotateSharedCredentialKey(const std::string& next) override {
+    return ringmaster::RotateSharedCredentialKey({config_.conninfo, config_.password}, next);
   }
 
  private:

@@ -57,27 +57,55 @@ absl::StatusOr<std::unique_ptr<JobStore>> PgJobStore::Open(const PgJobStoreOptio
                                                   std::move(request_of_job)));
 }
 
-absl::StatusOr<std::string> SharedCredentialKey(const PgJobStoreOptions& options,
-                                                const std::string& local_key) {
+namespace {
+
+// The credential_key table, with the row of `local_key` when it has none.
+// One coordinator at a time (the migrations' lock), so that the first
+// one's key is there, committed, when the next one looks.
+absl::Status MakeCredentialKey(PgDb& db, const std::string& local_key) {
+  return db.Transaction([&]() -> absl::Status {
+    RETURN_IF_ERROR(
+        db.Exec("SELECT pg_advisory_xact_lock(7070); "
+                "CREATE TABLE IF NOT EXISTS credential_key (id INTEGER PRIMARY KEY CHECK (id = 1), "
+                "key BYTEA NOT NULL); "
+                "ALTER TABLE credential_key ADD COLUMN IF NOT EXISTS previous BYTEA"));
+    return db
+        .Query("INSERT INTO credential_key VALUES (1, $1) ON CONFLICT (id) DO NOTHING",
+               {PgParam::Bytes(local_key)})
+        .status();
+  });
+}
+
+}  // namespace
+
+absl::StatusOr<CredentialKeys> SharedCredentialKeys(const PgJobStoreOptions& options,
+                                                    const std::string& local_key) {
   ASSIGN_OR_RETURN(std::unique_ptr<PgDb> db,
                    PgDb::Connect(options.conninfo, options.connect_timeout, options.password));
-  // One coordinator at a time (the migrations' lock), so that the first
-  // one's key is there, committed, when the next one looks.
-  RETURN_IF_ERROR(db->Transaction([&]() -> absl::Status {
-    RETURN_IF_ERROR(db->Exec(
-        "SELECT pg_advisory_xact_lock(7070); "
-        "CREATE TABLE IF NOT EXISTS credential_key (id INTEGER PRIMARY KEY CHECK (id = 1), "
-        "key BYTEA NOT NULL)"));
-    return db
-        ->Query("INSERT INTO credential_key VALUES (1, $1) ON CONFLICT (id) DO NOTHING",
-                {PgParam::Bytes(local_key)})
-        .status();
-  }));
-  ASSIGN_OR_RETURN(PgResult key, db->Query("SELECT key FROM credential_key"));
-  if (key.rows() < 1 || key.Bytes(0, 0).size() != local_key.size()) {
+  constexpr char kRead[] = "SELECT key, COALESCE(previous, ''::bytea) FROM credential_key";
+  absl::StatusOr<PgResult> key = db->Query(kRead);  // made already, most often
+  if (!key.ok() || key->rows() < 1) {
+    RETURN_IF_ERROR(MakeCredentialKey(*db, local_key));
+    key = db->Query(kRead);
+  }
+  RETURN_IF_ERROR(key.status());
+  if (key->rows() < 1 || key->Bytes(0, 0).size() != local_key.size()) {
     return absl::DataLossError("the database's credential key is missing or of the wrong size");
   }
-  return key.Bytes(0, 0);
+  return CredentialKeys{key->Bytes(0, 0), key->Bytes(0, 1)};
+}
+
+absl::Status RotateSharedCredentialKey(const PgJobStoreOptions& options, const std::string& next) {
+  ASSIGN_OR_RETURN(std::unique_ptr<PgDb> db,
+                   PgDb::Connect(options.conninfo, options.connect_timeout, options.password));
+  RETURN_IF_ERROR(MakeCredentialKey(*db, next));
+  return db->Transaction([&]() -> absl::Status {
+    RETURN_IF_ERROR(db->Exec("SELECT pg_advisory_xact_lock(7070)"));
+    return db
+        ->Query("UPDATE credential_key SET previous = key, key = $1 WHERE id = 1",
+                {PgParam::Bytes(next)})
+        .status();
+  });
 }
 
 absl::StatusOr<PgResult> PgJobStore::Read(const std::string& sql,

@@ -25,7 +25,12 @@ class SqliteEngine final : public StoreEngine {
   absl::StatusOr<std::unique_ptr<Lease>> OpenLease(LeaseOptions) override {
     return absl::UnimplementedError("a SQLite store has one coordinator: there is no election");
   }
-  absl::StatusOr<std::string> CredentialKey(const std::string& local) override { return local; }
+  absl::StatusOr<CredentialKeys> SharedCredentialKeys(const std::string&) override {
+    return absl::UnimplementedError("SQLite is no shared store");
+  }
+  absl::Status RotateSharedCredentialKey(const std::string&) override {
+    return absl::UnimplementedError("SQLite is no shared store");
+  }
 
  private:
   const std::string path_;

@@ -56,8 +56,9 @@ TEST(StoreFactoryTest, SqliteIsOneCoordinatorsFileInItsStateDir) {
   EXPECT_EQ(engine->OpenCodeArchives(0), nullptr);
   EXPECT_THAT(engine->OpenJobReader().status(), StatusIs(absl::StatusCode::kUnimplemented));
   EXPECT_THAT(engine->OpenLease({"a", "a:1"}).status(), StatusIs(absl::StatusCode::kUnimplemented));
-  ASSERT_OK_AND_ASSIGN(std::string key, engine->CredentialKey("local-key"));
-  EXPECT_EQ(key, "local-key");
+  EXPECT_THAT(engine->SharedCredentialKeys("local-key").status(),
+              StatusIs(absl::StatusCode::kUnimplemented))
+      << "the state directory's files are the keys";
 }
 
 TEST(StoreFactoryTest, PostgresqlIsSharedElectedAndFenced) {
@@ -69,12 +70,18 @@ TEST(StoreFactoryTest, PostgresqlIsSharedElectedAndFenced) {
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<StoreEngine> engine, OpenStoreEngine(config, "/x"));
   EXPECT_TRUE(engine->shared());
 
-  // The first coordinator's key becomes everyone's.
-  const std::string key_one(32, '1'), key_two(32, '2');
-  ASSERT_OK_AND_ASSIGN(std::string first, engine->CredentialKey(key_one));
-  ASSERT_OK_AND_ASSIGN(std::string second, engine->CredentialKey(key_two));
-  EXPECT_EQ(first, key_one);
-  EXPECT_EQ(second, key_one);
+  // The first coordinator's key becomes everyone's; a rotation replaces
+  // it for everyone, and keeps it as the previous one.
+  const std::string key_one(32, '1'), key_two(32, '2'), key_three(32, '3');
+  ASSERT_OK_AND_ASSIGN(CredentialKeys first, engine->SharedCredentialKeys(key_one));
+  ASSERT_OK_AND_ASSIGN(CredentialKeys second, engine->SharedCredentialKeys(key_two));
+  EXPECT_EQ(first.current, key_one);
+  EXPECT_EQ(first.previous, "");
+  EXPECT_EQ(second.current, key_one);
+  ASSERT_OK(engine->RotateSharedCredentialKey(key_three));
+  ASSERT_OK_AND_ASSIGN(CredentialKeys rotated, engine->SharedCredentialKeys(key_two));
+  EXPECT_EQ(rotated.current, key_three);
+  EXPECT_EQ(rotated.previous, key_one);
 
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<Lease> lease,
                        engine->OpenLease({"c1", "c1:7070", absl::Seconds(5)}));
