@@ -12,7 +12,10 @@ rules name exists:
 - every key of a job spec in a ```yaml block (and examples/*.yaml) is a
   field of JobSpec in proto/job.proto, nested messages included;
 - every code name in backquotes (`Class::Method`, `Function()`, a
-  CamelCase type) is in the sources: a method in its class's files.
+  CamelCase type) is in the sources: a method in its class's files;
+- a flag's default or limit is the same wherever the docs state it: in a
+  table's default column, as "`--flag` (30s)", "1.3 (`--flag`)" or
+  "`--flag` ... (default 200)"; 60s and 1m are the same.
 
 Prints one line per name that does not exist, naming the file and line;
 exits 1 when there is any.
@@ -186,6 +189,69 @@ def code_name_problem(name, code, sources):
     return None if re.search(rf"\b{name}\b", code) else "no such name in the sources"
 
 
+# A value a doc gives a flag: a number, with a unit of time or size, or a
+# share ("30s", "1m", "1.3", "200", "25%", "1.3×").
+VALUE = r"(\d+(?:\.\d+)?(?:ms|s|m|h|%|×| MiB| MB| GiB)?)"
+FLAG_THEN_VALUE = re.compile(r"`(--[a-z][a-z0-9-]*)(?: [A-Z_.]+)?`(?:[^.`()]{0,30}?\(default:? | \()"
+                             + VALUE + r"[),;]")
+VALUE_THEN_FLAG = re.compile(VALUE + r" \(`(--[a-z][a-z0-9-]*)`\)")
+DEFAULT_ROW = re.compile(r"^\|\s*`(--[a-z][a-z0-9-]*)`[^|]*\|\s*" + VALUE + r"\s*\|")
+SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
+
+
+def normal(value):
+    """A value as comparable: durations in seconds, other numbers without
+    their unit (a flag's unit is in its name: --max-upload-mb)."""
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)(ms|s|m|h)?", value.strip())
+    if m and m.group(2):
+        return float(m.group(1)) * SECONDS[m.group(2)]
+    return float(re.match(r"\d+(?:\.\d+)?", value).group(0))
+
+
+def stated_defaults(root, docs):
+    """(flag, normal value, where) for each default stated."""
+    out = []
+    for path in docs:
+        if not path.endswith(".md"):
+            continue
+        shown = os.path.relpath(path, root)
+        with open(path) as f:
+            lines = f.read().splitlines()
+        header = None  # the header row of the table a line is in
+        for number, line in enumerate(lines, 1):
+            if not line.startswith("|"):
+                header = None
+            elif header is None:
+                header = [c.strip().lower() for c in line.strip("|").split("|")]
+            elif len(header) > 1 and header[1] == "default":
+                m = DEFAULT_ROW.match(line)
+                if m:
+                    out.append((m.group(1), normal(m.group(2)), f"{shown}:{number}"))
+                continue
+            for m in FLAG_THEN_VALUE.finditer(line):
+                out.append((m.group(1), normal(m.group(2)), f"{shown}:{number}"))
+            for m in VALUE_THEN_FLAG.finditer(line):
+                out.append((m.group(2), normal(m.group(1)), f"{shown}:{number}"))
+    return out
+
+
+def conflicting_defaults(root, docs):
+    """One problem per pair of files that state a flag's default apart.
+    Within one file, sections of several programs may give one flag name
+    different defaults (the coordinator's --port is not the worker's)."""
+    by_flag = {}
+    for flag, value, where in stated_defaults(root, docs):
+        by_flag.setdefault(flag, []).append((value, where))
+    problems = []
+    for flag, stated in sorted(by_flag.items()):
+        for i, (value, where) in enumerate(stated):
+            for other, other_where in stated[i + 1:]:
+                if value != other and where.split(":")[0] != other_where.split(":")[0]:
+                    problems.append(f"{other_where}: {flag}: its default is stated as "
+                                    f"{other:g} here and {value:g} at {where}")
+    return problems
+
+
 def check(root, known_help, code, docs=None):
     problems = []
     sources = {path: text for path, text in code.items()
@@ -241,6 +307,7 @@ def check(root, known_help, code, docs=None):
             for document in parsed:
                 if is_job_spec(document):
                     problems += [f"{shown}:{number}: {p}" for p in spec_problems(document, messages)]
+    problems += conflicting_defaults(root, docs or documents(root))
     for path in sorted(glob.glob(os.path.join(root, "examples", "**", "*.yaml"), recursive=True)):
         with open(path) as f:
             for document in yaml.safe_load_all(f):

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """docs_check on the repository's own docs finds nothing; on a copy with a
 made-up flag, metric, environment variable, spec fields, method and
-function it names each."""
+function it names each, and a default stated apart in two docs too."""
 import os
 import secrets
 import shutil
@@ -59,6 +59,21 @@ class DocsCheckTest(unittest.TestCase):
                       report)
         self.assertIn(f"no Resubmit{word} in the sources of JobManager", report)
 
+    def test_a_default_stated_apart_in_two_docs_is_reported(self):
+        with tempfile.TemporaryDirectory() as tree:
+            for part in ("docs", "proto", "deploy", "examples"):
+                shutil.copytree(os.path.join(ROOT, part), os.path.join(tree, part))
+            shutil.copy(os.path.join(ROOT, "README.md"), tree)
+            # operations.md's table says 1m; 60s elsewhere is the same.
+            with open(os.path.join(tree, "docs", "health.md"), "a") as f:
+                f.write("\nA straggler is named after `--straggler-for` (60s).\n")
+            self.assertEqual(docs_check.check(tree, self.help, self.code), [])
+            with open(os.path.join(tree, "docs", "health.md"), "a") as f:
+                f.write("\nA straggler is named after 90s (`--straggler-for`).\n")
+            problems = docs_check.check(tree, self.help, self.code)
+        self.assertEqual(len(problems), 1, "\n".join(problems))
+        self.assertRegex(problems[0], r"--straggler-for: its default is stated as (60 here and "
+                                      r"90 at docs/health.md|90 here and 60 at docs/operations.md)")
 
 if __name__ == "__main__":
     unittest.main()
