@@ -447,7 +447,7 @@ int main(int argc, char** argv) {
   std::string queues_file;
   app.add_option("--queues", queues_file,
                  "queues, quotas and priority classes (YAML); read again on SIGHUP and when it "
-                 "changes, within 2s (default: one "
+                 "changes, within 4s (default: one "
                  "queue, default, without a quota)");
   std::string issue_worker_token, issue_user_token, peers;
   bool rotate_key = false;

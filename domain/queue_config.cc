@@ -300,7 +300,9 @@ absl::StatusOr<QueueConfig> LoadQueueConfig(const std::string& path) {
 
 std::optional<absl::StatusOr<QueueConfig>> QueuesFile::Read(bool always) {
   std::optional<std::string> text = ReadQueuesText(path_);
-  if (!always && read_ && text == last_) return std::nullopt;
+  const bool settled = text == seen_;
+  seen_ = text;
+  if (!always && read_ && (text == last_ || !settled)) return std::nullopt;
   read_ = true;
   last_ = text;
   return ParseQueuesText(path_, text);

@@ -74,22 +74,25 @@ absl::StatusOr<QueueConfig> ParseQueueConfig(const std::string& text);
 absl::StatusOr<QueueConfig> LoadQueueConfig(const std::string& path);
 
 // The --queues file as a coordinator follows it: read again when asked
-// (SIGHUP) or when its bytes changed since the last reading (an edit, or
-// a Kubernetes ConfigMap's new version swapped in under the same path).
-// One thread asks.
+// (SIGHUP), or when its bytes changed since the last reading (an edit, or
+// a Kubernetes ConfigMap's new version swapped in under the same path) and
+// are the same at the next look, so that a file caught half written is
+// not taken. One thread asks.
 class QueuesFile {
  public:
   explicit QueuesFile(std::string path) : path_(std::move(path)) {}
   const std::string& path() const { return path_; }
   // The file's queues, or why they cannot be taken (as LoadQueueConfig),
-  // when `always` or when its bytes differ from the last reading; nullopt
-  // when they do not. A file that cannot be read is a change too.
+  // when `always`, or when its bytes differ from the last taken and are
+  // those of the look before; nullopt otherwise. A file that cannot be
+  // read is a change too.
   std::optional<absl::StatusOr<QueueConfig>> Read(bool always);
 
  private:
   const std::string path_;
-  std::optional<std::string> last_;  // the bytes last read; nullopt: none, or unreadable
   bool read_ = false;
+  std::optional<std::string> last_;  // the bytes last taken; nullopt: unreadable
+  std::optional<std::string> seen_;  // the bytes of the look before
 };
 
 // The highest integer priority (the lowest is 0: a negative priority

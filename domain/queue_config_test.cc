@@ -203,10 +203,11 @@ TEST(QueueConfigTest, PreemptibleFalseOnlyWhereTheQueueAllowsIt) {
   EXPECT_OK(AdmitToQueue(config, spec, "bob"));
 }
 
-// The file is taken when asked, and when its bytes changed: also when a
-// ConfigMap's new version is swapped in under the same name (a symbolic
-// link moved), and when it was broken and is mended. A broken file is said
-// once, not at each look.
+// The file is taken when asked, and when its bytes changed and stay so
+// from one look to the next: also when a ConfigMap's new version is
+// swapped in under the same name (a symbolic link moved), and when it was
+// broken and is mended. Bytes seen once (a file being written) wait for
+// the next look; a broken file is said once, not at each look.
 TEST(QueuesFileTest, ReadsAgainWhenAskedOrWhenTheBytesChanged) {
   const std::string dir = testing::MakeTempDir("queues");
   const std::string path = dir + "/queues.yaml";
@@ -217,30 +218,44 @@ TEST(QueuesFileTest, ReadsAgainWhenAskedOrWhenTheBytesChanged) {
   };
   version("v1", "queues:\n  - {name: default, quota: {slots: 2}}\n");
   QueuesFile file(path);
-  std::optional<absl::StatusOr<QueueConfig>> read = file.Read(false);
-  ASSERT_TRUE(read.has_value()) << "the first look reads it";
+  std::optional<absl::StatusOr<QueueConfig>> read = file.Read(true);
+  ASSERT_TRUE(read.has_value()) << "at start it is asked for";
   ASSERT_OK(*read);
   EXPECT_EQ((*read)->Find("default")->quota.slots, 2);
   EXPECT_FALSE(file.Read(false).has_value()) << "unchanged";
   EXPECT_TRUE(file.Read(true).has_value()) << "asked";
 
   version("v2", "queues:\n  - {name: default, quota: {slots: 5}}\n");
+  EXPECT_FALSE(file.Read(false).has_value()) << "new bytes wait for the next look";
   read = file.Read(false);
-  ASSERT_TRUE(read.has_value()) << "a new version under the same name";
+  ASSERT_TRUE(read.has_value()) << "a new version under the same name, seen twice";
   ASSERT_OK(*read);
   EXPECT_EQ((*read)->Find("default")->quota.slots, 5);
 
+  // Half written, then whole: only the whole file is taken.
+  std::ofstream(dir + "/v2", std::ios::trunc) << "queues:\n  - {name: default}\n";
+  EXPECT_FALSE(file.Read(false).has_value());
+  std::ofstream(dir + "/v2", std::ios::app) << "  - {name: capped, limit: {slots: 1}}\n";
+  EXPECT_FALSE(file.Read(false).has_value()) << "still changing";
+  read = file.Read(false);
+  ASSERT_TRUE(read.has_value());
+  ASSERT_OK(*read);
+  EXPECT_NE((*read)->Find("capped"), nullptr);
+
   version("v3", "queues:\n  - {name: default, colour: red}\n");
+  EXPECT_FALSE(file.Read(false).has_value());
   read = file.Read(false);
   ASSERT_TRUE(read.has_value());
   EXPECT_THAT(*read, StatusIs(absl::StatusCode::kInvalidArgument, ::testing::HasSubstr(path)));
   EXPECT_FALSE(file.Read(false).has_value()) << "the same broken bytes are said once";
 
   ASSERT_EQ(unlink(path.c_str()), 0);
+  EXPECT_FALSE(file.Read(false).has_value());
   read = file.Read(false);
   ASSERT_TRUE(read.has_value()) << "gone is a change";
   EXPECT_THAT(*read, StatusIs(absl::StatusCode::kInvalidArgument, path + ": cannot read it"));
   version("v4", "queues:\n  - {name: default}\n");
+  EXPECT_FALSE(file.Read(false).has_value());
   read = file.Read(false);
   ASSERT_TRUE(read.has_value()) << "mended";
   EXPECT_OK(*read);

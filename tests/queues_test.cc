@@ -91,7 +91,7 @@ TEST_F(QueuesTest, SighupRereadsTheQueuesAndABadFileKeepsTheOldOnes) {
       absl::Seconds(10)));
   std::ifstream log(state_dir_ + "/logs/coordinator.log");
   const std::string text((std::istreambuf_iterator<char>(log)), {});
-  EXPECT_NE(text.find("SIGHUP: keeping the queues as they were: " + queues_file_ +
+  EXPECT_NE(text.find("--queues: keeping the queues as they were: " + queues_file_ +
                       " line 4: queues[1].wieght: unknown key"),
             std::string::npos)
       << text;

@@ -25,7 +25,7 @@ name: %s
 ranks: 2
 max_restarts: 2
 trainer:
-  model: {type: mlp, hidden: [256, 256]}
+  model: {type: mlp, hidden: [1024, 1024]}
   data: {path: "synthetic:rows=20000,features=32,classes=4"}
   epochs: 10
   batch_size: 64
