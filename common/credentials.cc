@@ -63,10 +63,10 @@ bool SameSecret(absl::string_view a, absl::string_view b) {
   return differ == 0;
 }
 
-std::string CredentialSigner::Sign(const std::string& key, absl::string_view payload) {
+std::string CredentialSigner::Sign(absl::string_view payload) const {
   unsigned char mac[EVP_MAX_MD_SIZE];
   unsigned int mac_len = 0;
-  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+  HMAC(EVP_sha256(), key_.data(), static_cast<int>(key_.size()),
        reinterpret_cast<const unsigned char*>(payload.data()), payload.size(), mac, &mac_len);
   return absl::StrCat(
       payload, ".",
@@ -97,11 +97,7 @@ std::optional<Caller> CredentialSigner::Verify(absl::string_view token) const {
   const size_t dot = token.rfind('.');
   if (key_.empty() || dot == absl::string_view::npos) return std::nullopt;
   const absl::string_view payload = token.substr(0, dot);
-  if (!SameSecret(Sign(payload), token) &&
-      !(absl::StartsWith(payload, kJobKind) && !previous_.empty() &&
-        SameSecret(Sign(previous_, payload), token))) {
-    return std::nullopt;
-  }
+  if (!SameSecret(Sign(payload), token)) return std::nullopt;
   Caller caller;
   if (absl::StartsWith(payload, kWorkerKind)) {
     caller.role = Caller::Role::kWorker;

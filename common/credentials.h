@@ -54,11 +54,7 @@ absl::Status ValidateUserName(absl::string_view name);
 // Thread-safe (immutable).
 class CredentialSigner {
  public:
-  // Signs with `key`. `previous` (the key before the last rotation; empty:
-  // none) still opens job credentials, which live as long as the attempts
-  // started under it, and nothing else.
-  explicit CredentialSigner(std::string key, std::string previous = "")
-      : key_(std::move(key)), previous_(std::move(previous)) {}
+  explicit CredentialSigner(std::string key) : key_(std::move(key)) {}
 
   std::string Worker(absl::string_view worker_id) const;
   std::string Job(absl::string_view job_id, int attempt) const;
@@ -69,10 +65,8 @@ class CredentialSigner {
   std::optional<Caller> Verify(absl::string_view token) const;
 
  private:
-  static std::string Sign(const std::string& key, absl::string_view payload);
-  std::string Sign(absl::string_view payload) const { return Sign(key_, payload); }
+  std::string Sign(absl::string_view payload) const;
   const std::string key_;
-  const std::string previous_;
 };
 
 // The signing key in `path`, made (32 random bytes, mode 0600) when there

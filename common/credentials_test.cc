@@ -35,24 +35,6 @@ TEST(CredentialSignerTest, EachKindNamesItsHolder) {
   EXPECT_EQ(user->id, "alice");
 }
 
-// After a rotation, what the old key signed is void, but for the job
-// credentials of attempts already running; the new key signs everything.
-TEST(CredentialSignerTest, ThePreviousKeyOpensJobCredentialsOnly) {
-  const CredentialSigner old_key("k1");
-  const CredentialSigner rotated("k2", "k1");
-  std::optional<Caller> job = rotated.Verify(old_key.Job("mnist-3", 2));
-  ASSERT_TRUE(job.has_value());
-  EXPECT_EQ(job->role, Caller::Role::kJob);
-  EXPECT_EQ(job->attempt, 2);
-  EXPECT_FALSE(rotated.Verify(old_key.User("alice")).has_value());
-  EXPECT_FALSE(rotated.Verify(old_key.Worker("w1")).has_value());
-  EXPECT_FALSE(rotated.Verify(old_key.Agent("w1")).has_value());
-  EXPECT_FALSE(rotated.Verify(old_key.Replica("mnist-3")).has_value());
-  EXPECT_TRUE(rotated.Verify(rotated.User("alice")).has_value());
-  EXPECT_FALSE(CredentialSigner("k2").Verify(old_key.Job("mnist-3", 2)).has_value())
-      << "without the previous key, nothing of the old one";
-}
-
 TEST(CredentialSignerTest, AUserTokenCannotBeTurnedIntoAnotherUsersOrAWorkers) {
   CredentialSigner signer("k1");
   std::string renamed = signer.User("alice");

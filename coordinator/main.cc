@@ -1,5 +1,6 @@
 // ringmaster-coordinator: the job queue, scheduler, rendezvous store and
 // health checker of a Ringmaster cluster.
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -121,13 +122,12 @@ int IssueToken(const ringmaster::CoordinatorConfig& config, ringmaster::StoreEng
     std::cerr << "ringmaster-coordinator: " << s.message() << std::endl;
     return 2;
   }
-  absl::StatusOr<ringmaster::CredentialKeys> keys =
-      ringmaster::LoadCredentialKeys(config.state_dir, store);
-  if (!keys.ok()) {
-    std::cerr << "ringmaster-coordinator: " << keys.status().message() << std::endl;
+  absl::StatusOr<std::string> key = ringmaster::LoadCredentialKey(config.state_dir, store);
+  if (!key.ok()) {
+    std::cerr << "ringmaster-coordinator: " << key.status().message() << std::endl;
     return 1;
   }
-  const ringmaster::CredentialSigner signer(keys->current);
+  const ringmaster::CredentialSigner signer(*key);
   std::cout << (user.empty() ? signer.Worker(worker_id) : signer.User(user)) << std::endl;
   return 0;
 }
@@ -144,8 +144,8 @@ int RotateKey(const ringmaster::CoordinatorConfig& config, ringmaster::StoreEngi
     return absl::IsFailedPrecondition(s) ? 2 : 1;
   }
   std::cout << "the credential key is new" << (store.shared() ? " in the shared store" : "")
-            << ": every user and worker token issued before is void (issue new ones); running "
-               "attempts keep theirs; running coordinators restart to take it within "
+            << ": every token it signed before is void (issue new ones); running coordinators "
+               "restart to take it within "
             << absl::FormatDuration(kKeyCheckInterval) << std::endl;
   return 0;
 }
@@ -236,7 +236,7 @@ void AddIssueFlags(CLI::App& app, std::string* worker, std::string* user, bool* 
                          ->excludes(worker_token);
   app.add_flag("--rotate-credential-key", *rotate,
                "replace the key that signs credentials (with --store, every coordinator's): "
-               "tokens issued before are void, and running coordinators restart to take it; "
+               "every token it signed is void, and running coordinators restart to take it; "
                "then exit")
       ->excludes(worker_token)
       ->excludes(user_token);
@@ -319,9 +319,10 @@ char** saved_argv = nullptr;
 // How often --queues is looked at for a change.
 constexpr absl::Duration kQueuesCheckInterval = absl::Seconds(2);
 
-// The credential keys this coordinator started with, against the store's
-// (or state dir's) now: a rotation (--rotate-credential-key, on any
-// coordinator of a shared store) is seen within kKeyCheckInterval.
+// The credential key this coordinator uses, against the store's (or state
+// dir's) now: a rotation (--rotate-credential-key, on any coordinator of a
+// shared store) is seen within kKeyCheckInterval. A key that cannot be
+// read is said in the log, and looked at again.
 class KeyWatch {
  public:
   explicit KeyWatch(const ringmaster::CoordinatorConfig& config) : state_dir_(config.state_dir) {
@@ -330,26 +331,31 @@ class KeyWatch {
     if (engine.ok()) engine_ = *std::move(engine);
     if (engine_) first_ = Read();
   }
-  // Whether the keys differ from the first reading; they are read at most
-  // every kKeyCheckInterval. A store out of reach changes nothing.
+  // Whether the key differs from the first reading; it is read at most
+  // every kKeyCheckInterval.
   bool Rotated() {
-    if (!first_ || absl::Now() < next_check_) return false;
+    if (!engine_ || absl::Now() < next_check_) return false;
     next_check_ = absl::Now() + kKeyCheckInterval;
-    std::optional<ringmaster::CredentialKeys> now = Read();
-    return now && (now->current != first_->current || now->previous != first_->previous);
+    std::optional<std::string> now = Read();
+    if (!first_) {
+      first_ = std::move(now);
+      return false;
+    }
+    return now && *now != *first_;
   }
 
  private:
-  std::optional<ringmaster::CredentialKeys> Read() {
-    absl::StatusOr<ringmaster::CredentialKeys> keys =
-        ringmaster::LoadCredentialKeys(state_dir_, *engine_);
-    if (!keys.ok()) return std::nullopt;
-    return *std::move(keys);
+  std::optional<std::string> Read() {
+    absl::StatusOr<std::string> key = ringmaster::LoadCredentialKey(state_dir_, *engine_);
+    if (key.ok()) return *std::move(key);
+    spdlog::error("cannot read the credential key to see whether it was rotated: {}",
+                  std::string(key.status().message()));
+    return std::nullopt;
   }
 
   const std::string state_dir_;
   std::unique_ptr<ringmaster::StoreEngine> engine_;
-  std::optional<ringmaster::CredentialKeys> first_;
+  std::optional<std::string> first_;
   absl::Time next_check_ = absl::Now() + kKeyCheckInterval;
 };
 
@@ -416,9 +422,13 @@ int RunElected(ringmaster::CoordinatorConfig config,
 
 // A coordinator of a shared store says so in its state dir (CheckSameStore).
 void NoteSharedStore(const std::string& state_dir, const std::string& store) {
-  if (ringmaster::MakePrivateDir(state_dir).ok()) {
-    std::ofstream(SharedStoreNote(state_dir)) << store << "\n";
-  }
+  if (!ringmaster::MakePrivateDir(state_dir).ok()) return;
+  const std::string text = store + "\n";
+  const int fd = open(SharedStoreNote(state_dir).c_str(),
+                      O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return;
+  (void)!write(fd, text.data(), text.size());
+  close(fd);
 }
 
 }  // namespace

@@ -622,7 +622,7 @@ TEST_F(HaQueuesTest, AQuotaChangeReachesTheLeaderAndTheNextWithoutARestart) {
 // it would be signed with a key neither uses. --rotate-credential-key
 // makes a new key in the store: both coordinators restart to take it, the
 // old token is refused by both and a new one works, and a job training
-// meanwhile ends whole, its ranks' job credentials still good.
+// meanwhile ends whole.
 class HaKeyTest : public HaTest {
  protected:
   void SetUp() override {

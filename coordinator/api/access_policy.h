@@ -31,17 +31,16 @@
 namespace ringmaster {
 
 struct AccessOptions {
-  std::string admin_token;   // empty: none
-  std::string key;           // signs worker, job and agent tokens
-  bool tls = false;          // callers may present client certificates
-  std::string previous_key;  // before the last rotation: opens job tokens only
+  std::string admin_token;  // empty: none
+  std::string key;          // signs worker, job and agent tokens
+  bool tls = false;         // callers may present client certificates
 };
 
 // Thread-safe (immutable).
 class AccessPolicy {
  public:
   explicit AccessPolicy(AccessOptions options)
-      : options_(std::move(options)), signer_(options_.key, options_.previous_key) {}
+      : options_(std::move(options)), signer_(options_.key) {}
 
   bool open() const { return options_.admin_token.empty() && !options_.tls; }
   const CredentialSigner& signer() const { return signer_; }

@@ -1,5 +1,6 @@
 #include "coordinator/api/coordinator_server.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -68,29 +69,30 @@ void ExportLeader(metrics::Registry* registry, bool leader) {
 
 }  // namespace
 
-absl::StatusOr<CredentialKeys> LoadCredentialKeys(const std::string& state_dir,
-                                                  StoreEngine& store) {
+absl::StatusOr<std::string> LoadCredentialKey(const std::string& state_dir, StoreEngine& store) {
   // Job specs and their environments live here: the owner's only.
   RETURN_IF_ERROR(MakePrivateDir(state_dir));
   ASSIGN_OR_RETURN(std::string local, LoadOrCreateKey(state_dir + "/credential.key"));
-  if (store.shared()) return store.SharedCredentialKeys(local);
-  CredentialKeys keys{local, ""};
-  const std::string previous = state_dir + "/credential.key.previous";
-  if (access(previous.c_str(), F_OK) == 0) {
-    ASSIGN_OR_RETURN(keys.previous, LoadOrCreateKey(previous));
-  }
-  return keys;
+  if (store.shared()) return store.SharedCredentialKey(local);
+  return local;
 }
 
 absl::Status RotateCredentialKey(const std::string& state_dir, StoreEngine& store) {
-  RETURN_IF_ERROR(LoadCredentialKeys(state_dir, store).status());  // there is one to rotate
+  RETURN_IF_ERROR(LoadCredentialKey(state_dir, store).status());  // there is one to rotate
   const std::string current = state_dir + "/credential.key";
   const std::string next = current + ".next";
   unlink(next.c_str());  // a rotation cut short
   ASSIGN_OR_RETURN(std::string key, LoadOrCreateKey(next));
+  // The coordinator's, not root's when an operator rotates with sudo.
+  struct stat dir {};
+  if (stat(state_dir.c_str(), &dir) != 0 || chown(next.c_str(), dir.st_uid, dir.st_gid) != 0) {
+    unlink(next.c_str());
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cannot give the new key ", next, " to the owner of ", state_dir, ": ", strerror(errno)));
+  }
   if (store.shared()) RETURN_IF_ERROR(store.RotateSharedCredentialKey(key));
-  if (rename(current.c_str(), (current + ".previous").c_str()) != 0 ||
-      rename(next.c_str(), current.c_str()) != 0) {
+  // One rename: credential.key is always there, old or new.
+  if (rename(next.c_str(), current.c_str()) != 0) {
     return absl::InternalError(
         absl::StrCat("cannot put the new key in ", current, ": ", strerror(errno)));
   }
@@ -101,9 +103,9 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     const CoordinatorConfig& config) {
   std::unique_ptr<CoordinatorServer> server(new CoordinatorServer);
   ASSIGN_OR_RETURN(server->engine_, OpenStoreEngine(config.store, config.state_dir));
-  ASSIGN_OR_RETURN(CredentialKeys keys, LoadCredentialKeys(config.state_dir, *server->engine_));
+  ASSIGN_OR_RETURN(std::string key, LoadCredentialKey(config.state_dir, *server->engine_));
   server->access_ = std::make_unique<AccessPolicy>(
-      AccessOptions{config.admin_token, keys.current, config.tls.has_value(), keys.previous});
+      AccessOptions{config.admin_token, key, config.tls.has_value()});
   // The jobs first (recovered from the store), then the services that
   // reach them, then the port: nothing is served before it is whole.
   RETURN_IF_ERROR(server->InitJobs(config));
@@ -275,10 +277,10 @@ CoordinatorServer::~CoordinatorServer() {
 absl::StatusOr<std::unique_ptr<StandbyServer>> StandbyServer::Start(const CoordinatorConfig& config,
                                                                     StoreEngine& engine,
                                                                     const Leadership* leadership) {
-  ASSIGN_OR_RETURN(CredentialKeys keys, LoadCredentialKeys(config.state_dir, engine));
+  ASSIGN_OR_RETURN(std::string key, LoadCredentialKey(config.state_dir, engine));
   std::unique_ptr<StandbyServer> server(new StandbyServer);
   server->access_ = std::make_unique<AccessPolicy>(
-      AccessOptions{config.admin_token, keys.current, config.tls.has_value(), keys.previous});
+      AccessOptions{config.admin_token, key, config.tls.has_value()});
   ASSIGN_OR_RETURN(server->store_, engine.OpenJobReader());
   server->jobs_ = std::make_unique<StoredJobLogIndex>(server->store_.get());
   server->logs_ = std::make_unique<LogRelay>(server->jobs_.get(), &server->access_->signer(),

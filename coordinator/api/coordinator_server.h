@@ -49,16 +49,14 @@ struct CoordinatorConfig {
   JobManagerOptions manager;
 };
 
-// The key that signs credentials, <state_dir>/credential.key, made on
-// first use, and the one before its last rotation (credential.key.previous);
-// with a shared store, the store's (seeded with that one), which every
-// coordinator uses.
-absl::StatusOr<CredentialKeys> LoadCredentialKeys(const std::string& state_dir, StoreEngine& store);
-// A new key in place of the current one, which becomes the previous: in
-// the shared store when there is one (every coordinator's), and in the
-// state directory. What the old key signed is void (job credentials of
-// running attempts aside); coordinators running take the new one on their
-// own (KeyWatch).
+// The key that signs credentials: <state_dir>/credential.key, made on
+// first use; with a shared store, the store's (seeded with that one), which
+// every coordinator uses.
+absl::StatusOr<std::string> LoadCredentialKey(const std::string& state_dir, StoreEngine& store);
+// A new key in place of the current one: in the shared store when there is
+// one (every coordinator's), and in the state directory, owned as the
+// directory is. Everything the old key signed is void; running
+// coordinators take the new key on their own (KeyWatch).
 absl::Status RotateCredentialKey(const std::string& state_dir, StoreEngine& store);
 
 class CoordinatorServer {

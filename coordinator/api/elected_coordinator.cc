@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <utility>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -106,6 +108,8 @@ void ElectedCoordinator::Lead() {
   {
     MutexLock lock(&mu_);
     leader_ = *std::move(server);
+    // A reading that came while the server started.
+    if (unapplied_) leader_->SetQueues(*std::exchange(unapplied_, std::nullopt));
   }
   if (leadership_->WaitWhileLeading(&stop_)) options_.step_down();
 }
@@ -114,6 +118,7 @@ absl::Status ElectedCoordinator::ReadQueuesToLead() {
   if (options_.queues_file.empty()) return absl::OkStatus();
   absl::StatusOr<QueueConfig> read = LoadQueueConfig(options_.queues_file);
   MutexLock lock(&mu_);
+  unapplied_.reset();  // the file as it is now is what counts
   if (read.ok()) {
     queues_ = *read;
   } else {
@@ -126,7 +131,11 @@ absl::Status ElectedCoordinator::ReadQueuesToLead() {
 void ElectedCoordinator::SetQueues(const absl::StatusOr<QueueConfig>& queues) {
   MutexLock lock(&mu_);
   if (queues.ok()) queues_ = *queues;
-  if (leader_) leader_->SetQueues(queues);
+  if (leader_) {
+    leader_->SetQueues(queues);
+  } else {
+    unapplied_ = queues;
+  }
 }
 
 ElectedCoordinator::~ElectedCoordinator() {

@@ -83,6 +83,8 @@ class ElectedCoordinator {
   std::string store_error_ ABSL_GUARDED_BY(mu_);  // the last, while it cannot be reached
   // The last queues taken from --queues; nullopt: those it started with.
   std::optional<QueueConfig> queues_ ABSL_GUARDED_BY(mu_);
+  // A reading of --queues no leader has been given yet.
+  std::optional<absl::StatusOr<QueueConfig>> unapplied_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
 };
 

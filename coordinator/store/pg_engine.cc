@@ -63,8 +63,8 @@ class PgEngine final : public StoreEngine {
     RETURN_IF_ERROR(LeaderLease::CreateTable(db.get()));
     return std::unique_ptr<Lease>(std::make_unique<PgLease>(std::move(db), std::move(options)));
   }
-  absl::StatusOr<CredentialKeys> SharedCredentialKeys(const std::string& local) override {
-    return ringmaster::SharedCredentialKeys({config_.conninfo, config_.password}, local);
+  absl::StatusOr<std::string> SharedCredentialKey(const std::string& local) override {
+    return ringmaster::SharedCredentialKey({config_.conninfo, config_.password}, local);
   }
   absl::Status RotateSharedCredentialKey(const std::string& next) override {
     return ringmaster::RotateSharedCredentialKey({config_.conninfo, config_.password}, next);

@@ -67,8 +67,7 @@ absl::Status MakeCredentialKey(PgDb& db, const std::string& local_key) {
     RETURN_IF_ERROR(
         db.Exec("SELECT pg_advisory_xact_lock(7070); "
                 "CREATE TABLE IF NOT EXISTS credential_key (id INTEGER PRIMARY KEY CHECK (id = 1), "
-                "key BYTEA NOT NULL); "
-                "ALTER TABLE credential_key ADD COLUMN IF NOT EXISTS previous BYTEA"));
+                "key BYTEA NOT NULL)"));
     return db
         .Query("INSERT INTO credential_key VALUES (1, $1) ON CONFLICT (id) DO NOTHING",
                {PgParam::Bytes(local_key)})
@@ -78,11 +77,11 @@ absl::Status MakeCredentialKey(PgDb& db, const std::string& local_key) {
 
 }  // namespace
 
-absl::StatusOr<CredentialKeys> SharedCredentialKeys(const PgJobStoreOptions& options,
-                                                    const std::string& local_key) {
+absl::StatusOr<std::string> SharedCredentialKey(const PgJobStoreOptions& options,
+                                                const std::string& local_key) {
   ASSIGN_OR_RETURN(std::unique_ptr<PgDb> db,
                    PgDb::Connect(options.conninfo, options.connect_timeout, options.password));
-  constexpr char kRead[] = "SELECT key, COALESCE(previous, ''::bytea) FROM credential_key";
+  constexpr char kRead[] = "SELECT key FROM credential_key";
   absl::StatusOr<PgResult> key = db->Query(kRead);  // made already, most often
   if (!key.ok() || key->rows() < 1) {
     RETURN_IF_ERROR(MakeCredentialKey(*db, local_key));
@@ -92,7 +91,7 @@ absl::StatusOr<CredentialKeys> SharedCredentialKeys(const PgJobStoreOptions& opt
   if (key->rows() < 1 || key->Bytes(0, 0).size() != local_key.size()) {
     return absl::DataLossError("the database's credential key is missing or of the wrong size");
   }
-  return CredentialKeys{key->Bytes(0, 0), key->Bytes(0, 1)};
+  return key->Bytes(0, 0);
 }
 
 absl::Status RotateSharedCredentialKey(const PgJobStoreOptions& options, const std::string& next) {
@@ -101,9 +100,7 @@ absl::Status RotateSharedCredentialKey(const PgJobStoreOptions& options, const s
   RETURN_IF_ERROR(MakeCredentialKey(*db, next));
   return db->Transaction([&]() -> absl::Status {
     RETURN_IF_ERROR(db->Exec("SELECT pg_advisory_xact_lock(7070)"));
-    return db
-        ->Query("UPDATE credential_key SET previous = key, key = $1 WHERE id = 1",
-                {PgParam::Bytes(next)})
+    return db->Query("UPDATE credential_key SET key = $1 WHERE id = 1", {PgParam::Bytes(next)})
         .status();
   });
 }

@@ -28,7 +28,6 @@
 #include "coordinator/core/job_store.h"
 #include "coordinator/store/pg_db.h"
 #include "coordinator/store/pg_writer.h"
-#include "coordinator/store/store_engine.h"
 
 namespace ringmaster {
 
@@ -46,9 +45,9 @@ struct PgJobStoreOptions {
 // coordinator sharing it accepts the same tokens. The first coordinator to
 // ask stores `local_key` (its state directory's), so that tokens issued
 // before it moved to PostgreSQL stay valid.
-absl::StatusOr<CredentialKeys> SharedCredentialKeys(const PgJobStoreOptions& options,
-                                                    const std::string& local_key);
-// The shared key replaced by `next`, and kept as the previous one.
+absl::StatusOr<std::string> SharedCredentialKey(const PgJobStoreOptions& options,
+                                                const std::string& local_key);
+// The shared key replaced by `next`.
 absl::Status RotateSharedCredentialKey(const PgJobStoreOptions& options, const std::string& next);
 
 class PgJobStore final : public JobStore {

@@ -25,7 +25,7 @@ class SqliteEngine final : public StoreEngine {
   absl::StatusOr<std::unique_ptr<Lease>> OpenLease(LeaseOptions) override {
     return absl::UnimplementedError("a SQLite store has one coordinator: there is no election");
   }
-  absl::StatusOr<CredentialKeys> SharedCredentialKeys(const std::string&) override {
+  absl::StatusOr<std::string> SharedCredentialKey(const std::string&) override {
     return absl::UnimplementedError("SQLite is no shared store");
   }
   absl::Status RotateSharedCredentialKey(const std::string&) override {

@@ -21,14 +21,6 @@ namespace ringmaster {
 
 // Each method opens something new (a connection, a file): the caller owns
 // what it returns.
-// The key that signs credentials, and the one before its last rotation,
-// which still opens the job credentials of attempts started under it
-// (CredentialSigner).
-struct CredentialKeys {
-  std::string current;
-  std::string previous;  // empty: none
-};
-
 class StoreEngine {
  public:
   virtual ~StoreEngine() = default;
@@ -53,13 +45,12 @@ class StoreEngine {
   virtual std::unique_ptr<SharedCodeArchives> OpenCodeArchives(int64_t term) = 0;
   // This coordinator's part in the election. UNIMPLEMENTED unless shared.
   virtual absl::StatusOr<std::unique_ptr<Lease>> OpenLease(LeaseOptions options) = 0;
-  // The keys that sign credentials when the store is shared: the one every
+  // The key that signs credentials when the store is shared: the one every
   // coordinator sharing it uses (the first to ask stores `local`, its state
-  // directory's), and the one before the last rotation (empty: none).
-  // UNIMPLEMENTED unless shared: the state directory's files are the keys.
-  virtual absl::StatusOr<CredentialKeys> SharedCredentialKeys(const std::string& local) = 0;
-  // Makes `next` the shared key, and the key it replaces the previous one.
-  // UNIMPLEMENTED unless shared.
+  // directory's). UNIMPLEMENTED unless shared: the state directory's file
+  // is the key.
+  virtual absl::StatusOr<std::string> SharedCredentialKey(const std::string& local) = 0;
+  // Makes `next` the shared key. UNIMPLEMENTED unless shared.
   virtual absl::Status RotateSharedCredentialKey(const std::string& next) = 0;
 };
 

@@ -56,7 +56,7 @@ TEST(StoreFactoryTest, SqliteIsOneCoordinatorsFileInItsStateDir) {
   EXPECT_EQ(engine->OpenCodeArchives(0), nullptr);
   EXPECT_THAT(engine->OpenJobReader().status(), StatusIs(absl::StatusCode::kUnimplemented));
   EXPECT_THAT(engine->OpenLease({"a", "a:1"}).status(), StatusIs(absl::StatusCode::kUnimplemented));
-  EXPECT_THAT(engine->SharedCredentialKeys("local-key").status(),
+  EXPECT_THAT(engine->SharedCredentialKey("local-key").status(),
               StatusIs(absl::StatusCode::kUnimplemented))
       << "the state directory's files are the keys";
 }
@@ -71,17 +71,15 @@ TEST(StoreFactoryTest, PostgresqlIsSharedElectedAndFenced) {
   EXPECT_TRUE(engine->shared());
 
   // The first coordinator's key becomes everyone's; a rotation replaces
-  // it for everyone, and keeps it as the previous one.
+  // it for everyone.
   const std::string key_one(32, '1'), key_two(32, '2'), key_three(32, '3');
-  ASSERT_OK_AND_ASSIGN(CredentialKeys first, engine->SharedCredentialKeys(key_one));
-  ASSERT_OK_AND_ASSIGN(CredentialKeys second, engine->SharedCredentialKeys(key_two));
-  EXPECT_EQ(first.current, key_one);
-  EXPECT_EQ(first.previous, "");
-  EXPECT_EQ(second.current, key_one);
+  ASSERT_OK_AND_ASSIGN(std::string first, engine->SharedCredentialKey(key_one));
+  ASSERT_OK_AND_ASSIGN(std::string second, engine->SharedCredentialKey(key_two));
+  EXPECT_EQ(first, key_one);
+  EXPECT_EQ(second, key_one);
   ASSERT_OK(engine->RotateSharedCredentialKey(key_three));
-  ASSERT_OK_AND_ASSIGN(CredentialKeys rotated, engine->SharedCredentialKeys(key_two));
-  EXPECT_EQ(rotated.current, key_three);
-  EXPECT_EQ(rotated.previous, key_one);
+  ASSERT_OK_AND_ASSIGN(std::string rotated, engine->SharedCredentialKey(key_two));
+  EXPECT_EQ(rotated, key_three);
 
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<Lease> lease,
                        engine->OpenLease({"c1", "c1:7070", absl::Seconds(5)}));
