@@ -431,6 +431,35 @@ void NoteSharedStore(const std::string& state_dir, const std::string& store) {
   close(fd);
 }
 
+// Binds the ports, and fills in what depends on them: the addresses, and
+// where ranks find the coordinator and their checkpoints. Nonzero: the
+// exit code.
+int Listen(ringmaster::DaemonFlags& daemon, const std::string& peers,
+           const std::string& checkpoint_dir, ringmaster::CoordinatorConfig* config,
+           std::string* advertise) {
+  absl::StatusOr<ringmaster::DaemonAddresses> addresses = daemon.Start("coordinator");
+  if (!addresses.ok()) {
+    spdlog::critical("{}", addresses.status().ToString());
+    return 1;
+  }
+  daemon.WarnWhileInsecure("coordinator");
+  config->listen_address = addresses->listen;
+  config->metrics_address = addresses->metrics;
+  config->metrics_retention = daemon.metrics_retention();
+  *advertise = addresses->advertise;
+  ringmaster::RankEnvContext& rank_env = config->manager.rank_env;
+  rank_env.coordinator_address = peers.empty() ? addresses->advertise : peers;
+  absl::StatusOr<std::string> checkpoint_root =
+      MakeCheckpointRoot(checkpoint_dir, config->state_dir);
+  if (!checkpoint_root.ok()) {
+    spdlog::critical("{}", std::string(checkpoint_root.status().message()));
+    return 2;
+  }
+  // One spelling, as --checkpoint-roots have.
+  rank_env.checkpoint_dir = AbsolutePath(*checkpoint_root);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -491,28 +520,11 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  absl::StatusOr<ringmaster::DaemonAddresses> addresses = daemon.Start("coordinator");
-  if (!addresses.ok()) {
-    spdlog::critical("{}", addresses.status().ToString());
-    return 1;
-  }
-  daemon.WarnWhileInsecure("coordinator");
-  config.listen_address = addresses->listen;
-  config.metrics_address = addresses->metrics;
-  config.metrics_retention = daemon.metrics_retention();
-  manager.rank_env.coordinator_address = peers.empty() ? addresses->advertise : peers;
-  absl::StatusOr<std::string> checkpoint_root =
-      MakeCheckpointRoot(checkpoint_dir, config.state_dir);
-  if (!checkpoint_root.ok()) {
-    spdlog::critical("{}", std::string(checkpoint_root.status().message()));
-    return 2;
-  }
-  // One spelling, as --checkpoint-roots have.
-  manager.rank_env.checkpoint_dir = AbsolutePath(*checkpoint_root);
+  std::string advertise;
+  if (int failed = Listen(daemon, peers, checkpoint_dir, &config, &advertise)) return failed;
   if (engine->shared()) {
     NoteSharedStore(config.state_dir, store);
-    return RunElected(std::move(config), std::move(engine), lease_timeout, addresses->advertise,
-                      queues);
+    return RunElected(std::move(config), std::move(engine), lease_timeout, advertise, queues);
   }
   return RunAlone(config, queues);
 }
