@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <filesystem>
 #include <fstream>
@@ -303,26 +304,16 @@ absl::StatusOr<std::string> TrainerForRanks(const LocalClusterOptions& options,
                                             const std::string& found) {
   if (!RanksRunAsAnotherUser(options)) return found;
   const std::string bin = options.state_dir + "/bin";
+  const std::string copy = bin + "/ringmaster-trainer";
+  const std::string temp = copy + ".new";
   std::error_code error;
   fs::create_directories(bin, error);
-  fs::permissions(bin, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec,
-                  error);
-  const std::string copy = bin + "/ringmaster-trainer";
-  if (!error) {
-    fs::copy_file(found, copy + ".new", fs::copy_options::overwrite_existing, error);
-  }
-  if (!error) {
-    fs::permissions(copy + ".new",
-                    fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
-                        fs::perms::others_read | fs::perms::others_exec,
-                    error);
-  }
-  if (!error) fs::rename(copy + ".new", copy, error);
-  if (error) {
-    return absl::InternalError(absl::StrCat("cannot copy the trainer to ", copy,
-                                            " for ranks of "
-                                            "other users: ",
-                                            error.message()));
+  if (!error) fs::copy_file(found, temp, fs::copy_options::overwrite_existing, error);
+  if (error || chmod(bin.c_str(), 0711) != 0 || chmod(temp.c_str(), 0755) != 0 ||
+      rename(temp.c_str(), copy.c_str()) != 0) {
+    return absl::InternalError(
+        absl::StrCat("cannot copy the trainer to ", copy,
+                     " for ranks of other users: ", error ? error.message() : strerror(errno)));
   }
   return copy;
 }
