@@ -61,7 +61,8 @@ assert ("PersistentVolumeClaim", "ringmaster-checkpoints") in docs
 # The queues: a ConfigMap mounted as a directory (a subPath is never
 # updated), its file given to --queues, in base/ and in ha/.
 assert "queues.yaml" in docs[("ConfigMap", "ringmaster-queues")]["data"]
-ha = yaml.safe_load(open(os.path.join(top, "ha", "coordinator-ha.yaml")))["spec"]["template"]["spec"]
+ha_docs = list(yaml.safe_load_all(open(os.path.join(top, "components", "ha", "coordinator-ha.yaml"))))
+ha = [d for d in ha_docs if d["kind"] == "StatefulSet"][0]["spec"]["template"]["spec"]
 for spec in (coordinator, ha):
     mount = [m for m in spec["containers"][0]["volumeMounts"] if m["name"] == "queues"][0]
     assert mount["mountPath"] == "/etc/ringmaster/queues" and "subPath" not in mount, mount
@@ -72,24 +73,51 @@ assert '--store="$RINGMASTER_STORE"' in " ".join(ha["containers"][0]["command"])
 assert "nvidia.com/gpu" not in str(worker), "GPUs are set in kubernetes/gpu only"
 kustomization = yaml.safe_load(open(os.path.join(base, "kustomization.yaml")))
 assert kustomization["images"][0]["newTag"] == version
-assert "nvidia.com/gpu" in open(os.path.join(top, "gpu", "kustomization.yaml")).read()
+assert "nvidia.com/gpu" in open(os.path.join(top, "components", "gpu", "kustomization.yaml")).read()
 print("Kubernetes files: namespace-free, headless Service, shm and checkpoint volumes")
 PY
-# Both kustomizations build, where kubectl is installed (it is not a Debian
+# The kustomizations build, where kubectl is installed (it is not a Debian
 # package).
 if command -v kubectl > /dev/null; then
-  for dir in kubernetes kubernetes/gpu kubernetes/ha; do
+  for dir in kubernetes kubernetes/gpu kubernetes/ha kubernetes/ha-gpu; do
     rendered=$(kubectl kustomize "$pkg/$dir" 2>&1) || fail "kubectl kustomize $dir: $rendered"
     grep -q "image: ringmaster:$version" <<< "$rendered" ||
       fail "kubectl kustomize $dir does not use the image ringmaster:$version"
   done
-  grep -q "nvidia.com/gpu:" <<< "$(kubectl kustomize "$pkg/kubernetes/gpu")" ||
-    fail "kubectl kustomize kubernetes/gpu asks for no GPUs"
-  ha=$(kubectl kustomize "$pkg/kubernetes/ha")
-  ! grep -q "^kind: StatefulSet" <<< "$ha" || fail "kubernetes/ha keeps the SQLite StatefulSet"
-  grep -q "replicas: 2" <<< "$ha" || fail "kubernetes/ha has not 2 coordinators"
-  grep -q "path: /ready" <<< "$ha" || fail "kubernetes/ha's readiness is not the leader's /ready"
-  echo "kubectl kustomize: kubernetes, kubernetes/gpu and kubernetes/ha build"
+  # HA: two coordinators named to every worker and rank, a standby's name
+  # resolving although it is never ready, and GPUs where asked for.
+  for dir in gpu ha ha-gpu; do
+    kubectl kustomize "$pkg/kubernetes/$dir" | /usr/bin/python3 -c '
+import sys, yaml
+name, docs = sys.argv[1], [d for d in yaml.safe_load_all(sys.stdin) if d]
+by = {(d["kind"], d["metadata"]["name"]): d for d in docs}
+worker = by[("DaemonSet", "ringmaster-worker")]["spec"]["template"]["spec"]["containers"][0]
+env = {e["name"]: e.get("value") for e in worker["env"]}
+names = [e["name"] for e in worker["env"]]
+assert names.index("POD_NAMESPACE") < names.index("COORDINATORS"), names
+assert "--coordinator=$(COORDINATORS)" in " ".join(worker["command"])
+gpus = "nvidia.com/gpu" in str(worker.get("resources"))
+assert gpus == ("gpu" in name), f"{name}: GPUs {gpus}"
+if "ha" not in name:
+    assert by[("StatefulSet", "ringmaster-coordinator")]["spec"]["replicas"] == 1
+    assert env["COORDINATORS"].count(":7070") == 1, env
+    sys.exit(0)
+assert ("StatefulSet", "ringmaster-coordinator") not in by, f"{name} keeps the SQLite coordinator"
+ha = by[("StatefulSet", "ringmaster-coordinator-ha")]["spec"]
+pod = ha["template"]["spec"]["containers"][0]
+assert ha["replicas"] == 2 and ha["podManagementPolicy"] == "Parallel", ha
+assert ha["updateStrategy"]["type"] == "OnDelete", "a standby is never ready: rolling updates stall"
+assert pod["readinessProbe"]["httpGet"]["path"] == "/ready"
+service = by[("Service", ha["serviceName"])]["spec"]
+assert service["clusterIP"] == "None" and service["publishNotReadyAddresses"], service
+svc = ha["serviceName"]
+pods = [f"{svc}-{i}.{svc}.$(POD_NAMESPACE).svc.cluster.local:7070" for i in range(2)]
+assert env["COORDINATORS"] == ",".join(pods), env["COORDINATORS"]
+peers = {e["name"]: e.get("value") for e in pod["env"]}["COORDINATORS"]
+assert peers == ",".join(pods) and "--peers=$(COORDINATORS)" in " ".join(pod["command"]), peers
+' "$dir" || fail "kubectl kustomize kubernetes/$dir"
+  done
+  echo "kubectl kustomize: kubernetes, gpu, ha and ha-gpu build; ha's workers name both coordinators"
 else
   echo "kubectl is not installed: the kustomizations were not built"
 fi

@@ -162,10 +162,8 @@ class Hosts:
         _ip("link", "set", self.tag, "up")
         # Every host resolves every host's name, as cluster DNS would.
         os.makedirs(self.run_dir, exist_ok=True)
-        with open(os.path.join(self.run_dir, "hosts"), "w") as f:
-            f.write("127.0.0.1 localhost\n::1 localhost\n")
-            for i in range(self.count):
-                f.write(f"{self.addresses[i]} {self.hostname(i)}\n")
+        self.names = {}
+        self._write_hosts()
         for i, ns in enumerate(self.namespaces):
             _ip("netns", "add", ns)
             _ip("-n", ns, "link", "set", "lo", "up")
@@ -205,6 +203,25 @@ class Hosts:
             holder.wait()
             raise RuntimeError(f"host {i}: namespaces not made (exit {holder.poll()})")
         return holder
+
+    def _write_hosts(self):
+        """The hosts' names, and those given to name(), in the file every
+        host has as /etc/hosts: written over in place, since each host's
+        view is a bind mount of this file (of its inode)."""
+        lines = ["127.0.0.1 localhost", "::1 localhost"]
+        lines += [f"{self.addresses[i]} {self.hostname(i)}" for i in range(self.count)]
+        lines += [f"{a} {name}" for name, addresses in self.names.items() for a in addresses]
+        path = os.path.join(self.run_dir, "hosts")
+        with open(path, "r+" if os.path.exists(path) else "w") as f:
+            f.write("\n".join(lines) + "\n")
+            f.truncate()
+
+    def name(self, name, addresses):
+        """Every host resolves `name` to `addresses` from now on (none: it
+        resolves to nothing), as a Service's DNS name follows its ready
+        endpoints."""
+        self.names[name] = list(addresses)
+        self._write_hosts()
 
     def hostname(self, i):
         return f"host{i}"
@@ -362,7 +379,7 @@ class Cluster(ClusterQueries):
     def start_worker(self, host):
         address = self.hosts.address(host)
         self.workers[host] = self._spawn(host, [
-            f"{self.bins}/worker/ringmaster-worker", "--coordinator", self.address,
+            f"{self.bins}/worker/ringmaster-worker", "--coordinator", self.workers_reach(),
             "--bind", address, "--port", str(WORKER_PORT),
             "--metrics-port", str(WORKER_METRICS_PORT),
             "--id", self.worker_id(host), "--slots", str(self.slots),
@@ -373,6 +390,10 @@ class Cluster(ClusterQueries):
             # build tree, which another user may not read.
             "--rank-user", "root",
         ] + self.worker_flags, f"worker-{host}.log")
+
+    def workers_reach(self):
+        """What workers are given as --coordinator."""
+        return self.address
 
     def stop(self):
         """Workers first (they stop their ranks), then the coordinator."""
