@@ -42,9 +42,10 @@ ldd "$top"/bin/* | awk '/=> \// { print $3 }' | sort -u | while read -r lib; do
 done > "$stage/linked.txt"
 # And what runs beside them: scikit-learn's handwritten digits (the `digits`
 # data set of the trainer and `ringmaster demo`), gRPC for the Python
-# module ranks report their progress with, and elfutils' eu-stack, with
-# which a worker takes a hung rank's native stacks.
-printf '%s\n' python3-sklearn python3-grpcio elfutils | cat - "$stage/linked.txt" | sort -u \
+# module ranks report their progress with, elfutils' eu-stack, with
+# which a worker takes a hung rank's native stacks, and sqlite3, which
+# backs up the coordinator's store while it runs (docs/how-to.md).
+printf '%s\n' python3-sklearn python3-grpcio elfutils sqlite3 | cat - "$stage/linked.txt" | sort -u \
   > "$top/runtime-packages.txt"
 tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -C "$stage" \
     -cf - "ringmaster-$version" | gzip -n > "$out"

@@ -28,6 +28,7 @@ done
 grep -qx 'libgrpc++1.51' "$pkg/runtime-packages.txt" || fail "runtime-packages.txt lacks gRPC"
 grep -qx 'python3-sklearn' "$pkg/runtime-packages.txt" || fail "runtime-packages.txt lacks python3-sklearn (the digits data set)"
 grep -qx 'elfutils' "$pkg/runtime-packages.txt" || fail "runtime-packages.txt lacks elfutils (eu-stack, for hung ranks' stacks)"
+grep -qx 'sqlite3' "$pkg/runtime-packages.txt" || fail "runtime-packages.txt lacks sqlite3 (the store's backup, docs/how-to.md)"
 while read -r package; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||
     fail "runtime-packages.txt names $package, which is not installed here"

@@ -1,16 +1,21 @@
 #!/usr/bin/env python3
-"""docs/quickstart-cluster.md, run as written on three simulated machines:
-network namespaces, each with its own host name and its own /etc,
-/usr/local and /var/lib (overlays), sharing /srv as NFS would.
+"""docs/quickstart-cluster.md, then the recipes of docs/how-to.md on the
+cluster it made, run as written on three simulated machines: network
+namespaces, each with its own host name and its own /etc, /usr/local and
+/var/lib (overlays), sharing /srv as NFS would.
 
-Every ```sh block of the doc runs, in order, on the machines its
+Every ```sh block of the docs runs, in order, on the machines its
 `<!-- quickstart: on ... -->` line names, with the doc's settings pointed
 at these machines and the release archive of `./dev package`. Each
 `<!-- expect N: REGEX -->` line before a block must hold for its output
 (exactly N lines match), retried for `<!-- wait: S -->` seconds. `sudo`,
 `scp` and `ssh` are shims that run as root on the machine named, and
-`systemctl start` runs the unit's ExecStart as systemd would
+`systemctl` runs the units' commands as systemd would
 (tests/unit_runner.py), since systemd cannot run here.
+
+Before the upgrade recipe installs the release again, the coordinator's
+store is put back to the previous schema version, as the previous release
+left it, and afterwards it must be at this one's.
 
 Needs root; skips (exit 0 with a message) where namespaces cannot be made.
 """
@@ -26,12 +31,17 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from simulated_hosts import Hosts, unavailable  # noqa: E402
 
-DOC = "docs/quickstart-cluster.md"
+DOCS = ("docs/quickstart-cluster.md", "docs/how-to.md")
+STORE = "/var/lib/ringmaster/coordinator.db"
+# SQLite's schema version 3: this release's (4) less what 4 added.
+PREVIOUS_SCHEMA = ("DROP TABLE worker_health; DELETE FROM schema_version; "
+                   "INSERT INTO schema_version VALUES (3);")
 ARCHIVE = "ringmaster-linux-x86_64.tar.gz"  # //:package, in the runfiles
 
 
 class Block:
-    def __init__(self, where, expects, wait, code):
+    def __init__(self, section, where, expects, wait, code):
+        self.section = section  # the heading it is under
         self.where = where      # "coordinator", "other workers", "every machine", "admin"
         self.expects = expects  # [(count, regex)]
         self.wait = wait        # seconds the expectations may take
@@ -44,9 +54,12 @@ def read_doc(path):
         lines = f.read().splitlines()
     settings, blocks = None, []
     where, expects, wait = None, [], 0
+    section = ""
     i = 0
     while i < len(lines):
         line = lines[i].strip()
+        if line.startswith("#"):
+            section = line.lstrip("#").strip()
         marker = re.fullmatch(r"<!-- quickstart: (.+) -->", line)
         expect = re.fullmatch(r"<!-- expect (\d+): (.+) -->", line)
         waited = re.fullmatch(r"<!-- wait: (\d+) -->", line)
@@ -63,7 +76,7 @@ def read_doc(path):
             if where == "settings":
                 settings = code
             elif where is not None:
-                blocks.append(Block(where.removeprefix("on "), expects, wait, code))
+                blocks.append(Block(section, where.removeprefix("on "), expects, wait, code))
             else:
                 raise ValueError(f"{path}:{i + 1}: a sh block without a quickstart marker")
             where, expects, wait = None, [], 0
@@ -90,9 +103,11 @@ def write_shims(shims, hosts, log_dir):
     ) + "  *) echo \"no machine $1\" >&2; exit 1 ;;\nesac\n"
     scripts = {
         "machine-pid": "#!/bin/sh\n" + lookup,
-        # As sudo's secure_path, the shims first.
-        "sudo": f"#!/bin/sh\nPATH={shims}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:"
-                "/sbin:/bin exec \"$@\"\n",
+        # As sudo's secure_path, the shims first; -u USER as that user.
+        "sudo": f"#!/bin/sh\nexport PATH={shims}:/usr/local/sbin:/usr/local/bin:/usr/sbin:"
+                "/usr/bin:/sbin:/bin\nif [ \"$1\" = -u ]; then user=$2; shift 2; "
+                "exec setpriv --reuid=\"$user\" --regid=\"$user\" --init-groups \"$@\"; fi\n"
+                "exec \"$@\"\n",
         # scp SRC... [user@]HOST:DIR, to that machine's file system.
         "scp": "#!/bin/bash\nset -e\nargs=(\"$@\")\ndest=${args[-1]}\nunset 'args[-1]'\n"
                "host=${dest%%:*}; host=${host#*@}\n"
@@ -137,28 +152,53 @@ class QuickstartClusterTest(unittest.TestCase):
                   f"{settings}\n{block.code}\n")
         return self.hosts.run(i, ["bash", "-c", script], cwd=cwd, timeout=600)
 
-    def test_the_walkthrough_as_written(self):
-        settings, blocks = read_doc(DOC)
-        self.assertIsNotNone(settings, "the doc has no settings block")
+    def test_the_walkthrough_and_the_recipes_as_written(self):
+        settings, blocks = read_doc(DOCS[0])
+        self.assertIsNotNone(settings, "the walkthrough has no settings block")
         self.assertGreaterEqual(len(blocks), 10)
+        recipes = read_doc(DOCS[1])[1]
+        self.assertGreaterEqual(len(recipes), 15)
         archive = os.path.abspath(ARCHIVE)
         settings = point_settings(settings, {
             "COORDINATOR": self.hosts.hostname(0),
             "WORKERS": '"' + " ".join(self.hosts.hostname(i) for i in range(3)) + '"',
             "ARCHIVE": archive,
         })
-        for n, block in enumerate(blocks, 1):
+        for n, block in enumerate(blocks + recipes, 1):
+            if block.section == "One coordinator" and "install.sh" in block.code:
+                self.previous_schema()
             for i in self.machines(block.where):
-                deadline = time.monotonic() + block.wait
-                while True:
-                    r = self.run_block(block, settings, i)
-                    failures = self.unmet(block, r)
-                    if not failures or time.monotonic() > deadline:
-                        break
-                    time.sleep(1)
-                self.assertEqual(failures, [], self.report(n, block, i, r))
-                print(f"--- block {n} on {self.hosts.hostname(i)}: ok\n{r.stdout}", end="",
-                      flush=True)
+                self.run_until_met(n, block, settings, i)
+        version = self.store_query("SELECT version FROM schema_version")
+        self.assertEqual(version, "4", "the upgrade did not migrate the store")
+        self.assertEqual(self.store_query(
+            "SELECT count(*) FROM sqlite_master WHERE name = 'worker_health'"), "1")
+
+    def run_until_met(self, n, block, settings, i):
+        deadline = time.monotonic() + block.wait
+        while True:
+            r = self.run_block(block, settings, i)
+            failures = self.unmet(block, r)
+            if not failures or time.monotonic() > deadline:
+                break
+            time.sleep(1)
+        self.assertEqual(failures, [], self.report(n, block, i, r))
+        print(f"--- block {n} ({block.section}) on {self.hosts.hostname(i)}: ok\n{r.stdout}",
+              end="", flush=True)
+
+    def store_query(self, sql):
+        # As the coordinator's user: journal files it makes stay its own.
+        r = self.hosts.run(0, ["setpriv", "--reuid=ringmaster", "--regid=ringmaster",
+                               "--init-groups", "sqlite3", STORE, sql])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return r.stdout.strip()
+
+    def previous_schema(self):
+        """The coordinator's store as the previous release left it (the
+        recipe stopped the coordinator)."""
+        self.store_query(PREVIOUS_SCHEMA)
+        self.assertEqual(self.store_query("SELECT version FROM schema_version"), "3")
+        print("--- the coordinator's store is put back to schema version 3", flush=True)
 
     def unmet(self, block, r):
         if r.returncode != 0:

@@ -12,7 +12,9 @@ systemd would run that command line, in the background, and returns:
 
 `reload UNIT` runs its ExecReload= with $MAINPID the process `start`
 started (as root, as systemd runs it), and fails as systemctl does when
-the unit has none.
+the unit has none. `stop UNIT` sends that process its KillSignal= (SIGTERM)
+and, after TimeoutStopSec= (90 s), SIGKILL, and waits for it to end;
+`restart UNIT` is stop, then start.
 
 The sandboxing directives (ProtectSystem= and the like) are left out.
 Output goes to $UNIT_LOG_DIR/<host name>-<unit>.log, the main pid to .pid
@@ -22,9 +24,11 @@ prepare what systemd would start.
 import os
 import re
 import shlex
+import signal
 import socket
 import subprocess
 import sys
+import time
 
 UNIT_DIR = os.environ.get("UNIT_DIR", "/etc/systemd/system")
 
@@ -126,9 +130,43 @@ def reload(unit, log_dir):
     print(f"reloaded {unit}")
 
 
+def main_pid(unit, log_dir):
+    """The pid `start` started, or None when it is not running."""
+    try:
+        with open(os.path.join(log_dir, f"{socket.gethostname()}-{unit}.pid")) as f:
+            pid = int(f.read().strip())
+        os.kill(pid, 0)
+    except (OSError, ValueError):
+        return None
+    with open(f"/proc/{pid}/stat") as f:
+        return None if f.read().rsplit(")", 1)[1].split()[0] == "Z" else pid
+
+
+def stop(unit, log_dir):
+    directives = read_unit(os.path.join(UNIT_DIR, unit))
+    pid = main_pid(unit, log_dir)
+    if pid is None:
+        return
+    name = directives.get("KillSignal", ["SIGTERM"])[-1]
+    timeout = float(directives.get("TimeoutStopSec", ["90"])[-1].rstrip("s"))
+    os.kill(pid, getattr(signal, name))
+    deadline = time.monotonic() + timeout
+    while main_pid(unit, log_dir) is not None:
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            deadline = float("inf")
+        time.sleep(0.1)
+    print(f"stopped {unit}")
+
+
+def restart(unit, log_dir):
+    stop(unit, log_dir)
+    start(unit, log_dir)
+
+
 def main():
     args = [a for a in sys.argv[1:] if not a.startswith("-")]
-    verbs = {"start": start, "reload": reload}
+    verbs = {"start": start, "reload": reload, "stop": stop, "restart": restart}
     if len(args) >= 2 and args[0] in verbs:
         for unit in args[1:]:
             verbs[args[0]](unit if unit.endswith(".service") else unit + ".service",

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/fsuid.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@ namespace {
 struct Walk {
   uid_t source_owner;
   const std::optional<RunAs>& owner;
+  const std::optional<RunAs>& reader;
   const CheckpointCopyLimits& limits;
   int entries = 0;
   CheckpointCopied copied;
@@ -32,7 +34,11 @@ absl::Status GiveTo(int fd, const struct stat& st, const std::optional<RunAs>& o
 
 absl::Status CopyFile(int from_dir, int to_dir, const char* name, const struct stat& seen,
                       const std::string& path, Walk& walk) {
-  UniqueFd in(openat(from_dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  UniqueFd in;
+  {
+    FsIdentity as(walk.reader);
+    in = UniqueFd(openat(from_dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  }
   struct stat st {};
   // Still the file looked at: not swapped for another since.
   if (in.get() < 0 || fstat(in.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
@@ -40,7 +46,12 @@ absl::Status CopyFile(int from_dir, int to_dir, const char* name, const struct s
     ++walk.copied.passed_over;
     return absl::OkStatus();
   }
-  UniqueFd out(openat(to_dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+  UniqueFd out;
+  {
+    FsIdentity as(walk.owner);
+    out =
+        UniqueFd(openat(to_dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+  }
   if (out.get() < 0) return ErrnoError(path);
   RETURN_IF_ERROR(GiveTo(out.get(), st, walk.owner, path));
   off_t left = st.st_size;
@@ -93,25 +104,35 @@ absl::Status CopyDir(int from_dir, int to_dir, const std::string& path, int dept
     }
     const std::string child = absl::StrCat(path, "/", name);
     struct stat st {};
-    if (fstatat(from_dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 ||
-        st.st_uid != walk.source_owner || !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode))) {
-      ++walk.copied.passed_over;
-      continue;
+    UniqueFd sub;
+    {
+      FsIdentity as(walk.reader);
+      if (fstatat(from_dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+          st.st_uid != walk.source_owner || !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode))) {
+        ++walk.copied.passed_over;
+        continue;
+      }
+      if (S_ISDIR(st.st_mode)) {
+        sub = UniqueFd(
+            openat(from_dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      }
     }
     if (S_ISREG(st.st_mode)) {
       status = CopyFile(from_dir, to_dir, name.c_str(), st, child, walk);
       continue;
     }
-    UniqueFd sub(openat(from_dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (sub.get() < 0) {
       ++walk.copied.passed_over;
       continue;
     }
-    if (mkdirat(to_dir, name.c_str(), 0700) != 0) {
-      status = ErrnoError(child);
-      break;
+    UniqueFd made;
+    {
+      FsIdentity as(walk.owner);
+      if (mkdirat(to_dir, name.c_str(), 0700) == 0) {
+        made =
+            UniqueFd(openat(to_dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      }
     }
-    UniqueFd made(openat(to_dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (made.get() < 0) {
       status = ErrnoError(child);
       break;
@@ -144,12 +165,26 @@ bool RemoveTreeAt(int dir_fd, const std::string& name, int depth) {
   return removed && unlinkat(dir_fd, name.c_str(), AT_REMOVEDIR) == 0;
 }
 
+FsIdentity::FsIdentity(const std::optional<RunAs>& as) {
+  if (!as) return;
+  active_ = true;
+  previous_gid_ = setfsgid(as->gid);
+  previous_uid_ = setfsuid(as->uid);
+}
+
+FsIdentity::~FsIdentity() {
+  if (!active_) return;
+  setfsuid(previous_uid_);
+  setfsgid(previous_gid_);
+}
+
 absl::StatusOr<CheckpointCopied> CopyCheckpointTree(int from_fd, int to_fd,
                                                     const std::optional<RunAs>& owner,
+                                                    const std::optional<RunAs>& reader,
                                                     const CheckpointCopyLimits& limits) {
   struct stat st {};
   if (fstat(from_fd, &st) != 0) return ErrnoError("the earlier job's checkpoint directory");
-  Walk walk{st.st_uid, owner, limits};
+  Walk walk{st.st_uid, owner, reader, limits};
   RETURN_IF_ERROR(CopyDir(from_fd, to_fd, "the earlier job's checkpoint directory", 0, walk));
   return walk.copied;
 }

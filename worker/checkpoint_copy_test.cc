@@ -38,10 +38,11 @@ class CheckpointCopyTest : public ::testing::Test {
     return text.str();
   }
   absl::StatusOr<CheckpointCopied> Copy(const std::optional<RunAs>& owner = std::nullopt,
-                                        const CheckpointCopyLimits& limits = {}) {
+                                        const CheckpointCopyLimits& limits = {},
+                                        const std::optional<RunAs>& reader = std::nullopt) {
     UniqueFd from(open(from_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     UniqueFd to(open(to_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    return CopyCheckpointTree(from.get(), to.get(), owner, limits);
+    return CopyCheckpointTree(from.get(), to.get(), owner, reader, limits);
   }
 
   fs::path root_, from_, to_;
@@ -92,6 +93,8 @@ TEST_F(CheckpointCopyTest, CopiesAreGivenToTheNewJobsUser) {
   Write(from_ / "state.bin", "weights");
   fs::create_directories(from_ / "step-1");
   RunAs job{"job", "/", 200123, 200124, {}};
+  // As the worker gives it the directory it copies into.
+  ASSERT_EQ(chown(to_.c_str(), job.uid, job.gid), 0);
   ASSERT_OK(Copy(job).status());
   for (const char* name : {"state.bin", "step-1"}) {
     struct stat st {};
@@ -99,6 +102,35 @@ TEST_F(CheckpointCopyTest, CopiesAreGivenToTheNewJobsUser) {
     EXPECT_EQ(st.st_uid, 200123u) << name;
     EXPECT_EQ(st.st_gid, 200124u) << name;
   }
+}
+
+// Root reads anything; with a reader, only what that uid may. So a worker
+// that is not root reads the earlier job's files as that job, and reads
+// nothing as anyone else.
+TEST_F(CheckpointCopyTest, TheEarlierJobsFilesAreReadAsItsUidAlone) {
+  if (geteuid() != 0) GTEST_SKIP() << "files of other uids need root";
+  fs::create_directories(from_ / "step-1");
+  Write(from_ / "step-1" / "state.bin", "weights");
+  RunAs earlier{"earlier", "/", 200201, 200201, {}};
+  RunAs stranger{"stranger", "/", 200202, 200202, {}};
+  RunAs job{"job", "/", 200203, 200203, {}};
+  for (const fs::path& p : {from_, from_ / "step-1", from_ / "step-1" / "state.bin"}) {
+    ASSERT_EQ(chown(p.c_str(), earlier.uid, earlier.gid), 0);
+    ASSERT_EQ(chmod(p.c_str(), fs::is_directory(p) ? 0700 : 0600), 0);
+  }
+  ASSERT_EQ(chown(to_.c_str(), job.uid, job.gid), 0);
+  ASSERT_OK_AND_ASSIGN(CheckpointCopied as_stranger, Copy(job, {}, stranger));
+  EXPECT_EQ(as_stranger.files, 0);
+  EXPECT_EQ(as_stranger.passed_over, 1);  // step-1, which it may not look at
+  fs::remove_all(to_);
+  fs::create_directories(to_);
+  ASSERT_EQ(chown(to_.c_str(), job.uid, job.gid), 0);
+  ASSERT_OK_AND_ASSIGN(CheckpointCopied copied, Copy(job, {}, earlier));
+  EXPECT_EQ(copied.files, 1);
+  EXPECT_EQ(Read(to_ / "step-1" / "state.bin"), "weights");
+  struct stat st {};
+  ASSERT_EQ(stat((to_ / "step-1" / "state.bin").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, job.uid);
 }
 
 TEST_F(CheckpointCopyTest, ATreeBeyondTheLimitsIsRefused) {

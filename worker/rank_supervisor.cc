@@ -52,11 +52,15 @@ PathAccess CheckpointAccess(const std::string& root, const v1::RankRef& ref, boo
 // this one (or on another host of shared storage) never sees it half made.
 // One that exists must be the job's, and is kept as it is. `root_fd` is
 // the root, opened and checked (OpenCheckpointDir); `job` null: the
-// worker's own user's.
+// worker's own user's; `earlier`: whose files `resume_from`'s are.
 absl::Status MakeJobCheckpointDir(int root_fd, const std::string& root, const std::string& job_id,
-                                  const std::optional<RunAs>& job,
-                                  const CheckpointDir* resume_from) {
+                                  const std::optional<RunAs>& job, const CheckpointDir* resume_from,
+                                  const std::optional<RunAs>& earlier) {
   static std::atomic<int> made{0};
+  // A copy is made as the job's uid throughout (FsIdentity), so that a
+  // worker without CAP_DAC_OVERRIDE makes and fills a directory it gives
+  // away; else as the worker, which then gives it away.
+  FsIdentity as(resume_from != nullptr ? job : std::nullopt);
   const std::string dir = absl::StrCat(root, "/", job_id);
   const uid_t uid = job ? job->uid : geteuid();
   struct stat st {};
@@ -79,7 +83,7 @@ absl::Status MakeJobCheckpointDir(int root_fd, const std::string& root, const st
     UniqueFd into(openat(root_fd, temp.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     absl::StatusOr<CheckpointCopied> copied =
         into.get() < 0 ? ErrnoError(absl::StrCat("checkpoint_dir ", dir))
-                       : CopyCheckpointTree(resume_from->fd.get(), into.get(), job);
+                       : CopyCheckpointTree(resume_from->fd.get(), into.get(), job, earlier);
     if (!copied.ok()) {
       return undo(absl::Status(copied.status().code(),
                                absl::StrCat("resume_from: ", copied.status().message())));
@@ -210,6 +214,7 @@ absl::Status RankSupervisor::PrepareFiles(const v1::StartRank& start, LaunchSpec
     ASSIGN_OR_RETURN(CheckpointDir dir,
                      OpenCheckpointDir(start.checkpoint_dir(), CheckpointRoots()));
     std::optional<CheckpointDir> resume_from;
+    std::optional<RunAs> earlier;  // whose files those are
     if (!start.resume_from_dir().empty()) {
       if (!dir.is_root) {
         return absl::FailedPreconditionError(absl::StrCat(
@@ -217,8 +222,15 @@ absl::Status RankSupervisor::PrepareFiles(const v1::StartRank& start, LaunchSpec
             " is not one of this worker's checkpoint roots, where it copies the checkpoints of "
             "the job it resumes from"));
       }
-      absl::StatusOr<CheckpointDir> from =
-          OpenCheckpointDir(start.resume_from_dir(), CheckpointRoots());
+      // Opened, and read, as the earlier job's uid: its directory is its
+      // own, mode 0700.
+      absl::StatusOr<std::optional<RunAs>> earlier_as = options_.identities.ForJob(
+          std::filesystem::path(start.resume_from_dir()).filename().string());
+      if (earlier_as.ok()) earlier = *std::move(earlier_as);
+      absl::StatusOr<CheckpointDir> from = [&] {
+        FsIdentity as(earlier);
+        return OpenCheckpointDir(start.resume_from_dir(), CheckpointRoots());
+      }();
       if (!from.ok()) {
         return absl::Status(from.status().code(),
                             absl::StrCat("resume_from: ", from.status().message()));
@@ -229,7 +241,7 @@ absl::Status RankSupervisor::PrepareFiles(const v1::StartRank& start, LaunchSpec
     if (worker_makes_it) {
       RETURN_IF_ERROR(MakeJobCheckpointDir(dir.fd.get(), start.checkpoint_dir(),
                                            start.rank().job_id(), spec->run_as,
-                                           resume_from ? &*resume_from : nullptr));
+                                           resume_from ? &*resume_from : nullptr, earlier));
     }
     spec->required_access.push_back(
         CheckpointAccess(start.checkpoint_dir(), start.rank(), worker_makes_it));
