@@ -12,8 +12,10 @@ import os
 import re
 import signal
 import socket
+import struct
 import subprocess
 import time
+import urllib.request
 
 
 def free_port():
@@ -113,6 +115,7 @@ class Cluster(ClusterQueries):
         self.workers = workers
         self.coordinator = None
         self.worker_procs = {}
+        self.metrics_ports = {}  # of each worker, for /metrics
         os.makedirs(os.path.join(root, "logs"), exist_ok=True)
 
     # -- daemons ---------------------------------------------------------
@@ -138,8 +141,10 @@ class Cluster(ClusterQueries):
         return f"chaos-{i}"
 
     def worker_argv(self, i):
+        self.metrics_ports[i] = free_port()
         return [f"{self.bins}/worker/ringmaster-worker", "--coordinator", self.address,
-                "--bind", "127.0.0.1", "--port", str(free_port()), "--metrics-port", "0",
+                "--bind", "127.0.0.1", "--port", str(free_port()),
+                "--metrics-port", str(self.metrics_ports[i]),
                 "--id", self.worker_id(i), "--slots", str(self.slots),
                 "--state-dir", os.path.join(self.root, f"worker-{i}"),
                 "--trainer-bin", f"{self.bins}/trainer/ringmaster-trainer",
@@ -157,6 +162,18 @@ class Cluster(ClusterQueries):
             self.start_worker(i)
         self.wait_workers_alive(range(self.workers))
         return self
+
+    def worker_metric(self, i, name):
+        """{labels text: value} of worker i's series `name`; None when its
+        /metrics does not answer."""
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_ports[i]}/metrics",
+                                        timeout=5) as r:
+                text = r.read().decode()
+        except OSError:
+            return None
+        return {m.group(1) or "": float(m.group(2))
+                for m in re.finditer(rf"^{name}(\{{[^}}]*\}})? (\S+)$", text, re.M)}
 
     def worker_index(self, worker_id):
         return int(worker_id.rsplit("-", 1)[1])
@@ -237,6 +254,11 @@ class Cluster(ClusterQueries):
                     found.append(int(entry))
         return found
 
+    def checkpoint_params(self, job_id, step):
+        """The parameters and optimizer state of the job's checkpoint of `step`."""
+        return read_checkpoint(os.path.join(self.root, "coordinator", "checkpoints", job_id,
+                                            f"step-{step}", "state.bin"))
+
     def checkpoints(self, job_id):
         """Steps of the job's checkpoints on disk, ascending."""
         d = os.path.join(self.root, "coordinator", "checkpoints", job_id)
@@ -246,6 +268,23 @@ class Cluster(ClusterQueries):
             return []
         return sorted(int(m.group(1)) for m in map(re.compile(r"^step-(\d+)$").match, names)
                       if m)
+
+
+def read_checkpoint(path):
+    """(parameters, optimizer state) of a trainer checkpoint
+    (trainer/checkpoint.h: magic, six 64-bit counters, then the parameters
+    and the optimizer state as a 64-bit count and float32s each, then a
+    CRC-32), each as the bytes of its float32s."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:8] != b"RMCKPT02":
+        raise ValueError(f"{path}: not a format-02 checkpoint")
+    out, at = [], 8 + 6 * 8
+    for _ in range(2):
+        (count,) = struct.unpack_from("<Q", data, at)
+        out.append(data[at + 8:at + 8 + 4 * count])
+        at += 8 + 4 * count
+    return tuple(out)
 
 
 def state(job):

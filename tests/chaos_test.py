@@ -17,9 +17,11 @@ and every worker's slots are free once no job is active.
 """
 import json
 import os
+import random
 import re
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
@@ -39,6 +41,7 @@ ENDED = ("SUCCEEDED", "FAILED", "CANCELLED")
 # About a minute of training on two ranks of this machine; a checkpoint every
 # two seconds or so.
 EPOCHS = 200
+SNAPSHOT_MEMORY = "ringmaster_worker_snapshot_memory_bytes"
 CHECKPOINT_EVERY = 500
 
 
@@ -78,6 +81,7 @@ def resumed_steps(logs):
 
 class ChaosTest(unittest.TestCase):
     reference = None  # (accuracy, total steps, seconds) of an undisturbed run
+    reference_checkpoints = None  # and its checkpoints: {step: (parameters, optimizer)}
 
     def setUp(self):
         self.root = tempfile.mkdtemp(prefix=f"chaos-{self._testMethodName}-",
@@ -90,8 +94,11 @@ class ChaosTest(unittest.TestCase):
                 "FAKE_NVML_DEVICES": "GPU-chaos:0:0:17179869184:0:0:0:0",
                 "FAKE_NVML_CONTROL": os.path.join(self.root, "nvml-{pid}"),
             }
+        worker_flags = list(WORKER_FLAGS)
+        if self._testMethodName == "test_state_too_large_for_memory_resumes_from_disk":
+            worker_flags += ["--snapshot-memory-limit", "1MiB"]
         self.cluster = Cluster(self.root, workers=3, coordinator_flags=COORDINATOR_FLAGS,
-                               worker_flags=WORKER_FLAGS, worker_env=worker_env)
+                               worker_flags=worker_flags, worker_env=worker_env)
         self.addCleanup(shutil.rmtree, self.root, ignore_errors=True)
         self.addCleanup(self.cluster.stop)
         self.cluster.start()
@@ -112,13 +119,19 @@ class ChaosTest(unittest.TestCase):
                                if state(j) == "RUNNING" and not c.processes(j["id"])]
             seen["active"] = [j["id"] for j in jobs if state(j) not in ENDED]
             seen["used"] = {w["id"]: int(w.get("slots_used", 0)) for w in c.worker_list()}
-            return not seen["orphans"] and (seen["active"] or not any(seen["used"].values()))
+            # And the snapshot memory of every worker that answers: freed
+            # with the jobs that ended.
+            seen["snapshot memory"] = {
+                i: held for i in c.worker_procs if c.worker_procs[i].poll() is None
+                for held in [c.worker_metric(i, SNAPSHOT_MEMORY)] if held and any(held.values())}
+            return not seen["orphans"] and (seen["active"] or (
+                not any(seen["used"].values()) and not seen["snapshot memory"]))
         try:
             wait_for(settled, 60, "no job RUNNING without a live rank, and every slot free")
         except TimeoutError:
             self.fail(f"the cluster did not settle: RUNNING with no live rank "
                       f"{seen.get('orphans')}; active {seen.get('active')}; slots used "
-                      f"{seen.get('used')}")
+                      f"{seen.get('used')}; snapshot memory held {seen.get('snapshot memory')}")
 
     @classmethod
     def undisturbed(cls, test):
@@ -130,6 +143,8 @@ class ChaosTest(unittest.TestCase):
             test.assertEqual(state(job), "SUCCEEDED", c.cli("status", job_id).stdout)
             cls.reference = (final_accuracy(c.logs(job_id)), step(job),
                              time.monotonic() - began)
+            cls.reference_checkpoints = {s: c.checkpoint_params(job_id, s)
+                                         for s in c.checkpoints(job_id)}
             print(f"undisturbed run: accuracy {cls.reference[0]:.4f}, "
                   f"{cls.reference[1]} steps, {cls.reference[2]:.0f} s", flush=True)
             test.assert_no_process_left(job_id)
@@ -174,6 +189,18 @@ class ChaosTest(unittest.TestCase):
         self.assert_no_process_left(job_id)
         return job
 
+    def assert_same_weights(self, job_id, job):
+        """The job's last checkpoint (after the failure) holds exactly the
+        parameters and optimizer state of the run never disturbed at that
+        step."""
+        last = self.cluster.checkpoints(job_id)[-1]
+        self.assertIn(last, self.reference_checkpoints, "the undisturbed run kept no such step")
+        params, optimizer = self.cluster.checkpoint_params(job_id, last)
+        self.assertTrue(params == self.reference_checkpoints[last][0],
+                        f"the parameters at step {last} differ from the undisturbed run's")
+        self.assertTrue(optimizer == self.reference_checkpoints[last][1],
+                        f"the optimizer state at step {last} differs from the undisturbed run's")
+
     def rank_of(self, job, rank):
         for r in job.get("ranks", []):
             if int(r.get("rank", 0)) == rank:
@@ -189,13 +216,19 @@ class ChaosTest(unittest.TestCase):
 
     def test_kill_rank(self):
         # Only the killed rank is started again: rank 0 keeps its process,
-        # and both go on from memory. With a snapshot every step, the kill
-        # lands in a snapshot being written more often than not; the
-        # previous one serves.
+        # and both go on from memory. The kill lands while rank 1 writes a
+        # snapshot: its other slot's serves.
         job_id, job = self.start_job("kill-rank")
+        # What assert_settled sees freed: held while the job runs.
+        held = self.cluster.worker_metric(
+            self.cluster.worker_index(self.rank_of(job, 1)["worker_id"]), SNAPSHOT_MEMORY)
+        self.assertGreater(sum(v for k, v in held.items() if 'kind="segments"' in k), 0, held)
         pid = int(self.rank_of(job, 1)["pid"])
         survivor = int(self.rank_of(job, 0)["pid"])
         checkpoint = self.cluster.checkpoints(job_id)[-1]
+        committed = self.stop_while_writing_a_snapshot(pid)
+        print(f"rank 1 stopped and killed writing a snapshot; its other slot holds step "
+              f"{committed}", flush=True)
         os.kill(pid, signal.SIGKILL)
         job = self.assert_recovered(job_id, ["RANK_REPLACED", "RESUMED"], checkpoint)
         self.assertEqual(attempt(job), 0, "every rank was restarted")
@@ -208,6 +241,26 @@ class ChaosTest(unittest.TestCase):
         self.assertEqual(int(resumed.get("generation", 0)), 1, resumed)
         self.assertIn("was killed by signal 9: rank 1 started again alone on its worker",
                       self.cluster.cli("status", job_id).stdout)
+        self.assert_same_weights(job_id, job)
+
+    def stop_while_writing_a_snapshot(self, pid):
+        """Stops the rank (SIGSTOP) at a moment its segment has a slot being
+        written (sequence 0) beside a committed one, as its header says
+        (domain/snapshot_segment.h: the slots' headers at 32 and 96, each
+        its sequence first, then its step). Returns the committed step."""
+        fd = chaos_cluster.environ_of(pid)["RINGMASTER_SNAPSHOT_FD"]
+        for _ in range(200):
+            os.kill(pid, signal.SIGSTOP)
+            with open(f"/proc/{pid}/fd/{fd}", "rb") as f:
+                header = f.read(160)
+            slots = [struct.unpack_from("<Qq", header, at) for at in (32, 96)]
+            writing = [step for sequence, step in slots if sequence == 0]
+            committed = [step for sequence, step in slots if sequence != 0]
+            if writing and committed:
+                return committed[0]
+            os.kill(pid, signal.SIGCONT)
+            time.sleep(random.uniform(0, 0.003))
+        self.fail("rank 1 was never caught writing a snapshot")
 
     def snapshots(self, job_id):
         s = self.cluster.job(job_id).get("snapshots", {})
@@ -243,6 +296,7 @@ class ChaosTest(unittest.TestCase):
         self.assertEqual(int(resumed.get("step", 0)), consistent, resumed)
         self.assertIn("rank 0's fetched from a peer's replica", c.logs(job_id))
         self.assertIn("with snapshots fetched from peers' replicas", c.cli("status", job_id).stdout)
+        self.assert_same_weights(job_id, job)
 
     def test_kill_a_worker_and_its_replica_holder(self):
         c = self.cluster
@@ -258,13 +312,47 @@ class ChaosTest(unittest.TestCase):
         status = c.cli("status", job_id).stdout
         self.assertIn("from disk: no snapshot in its workers' memory was as new", status)
 
+    def test_state_too_large_for_memory_resumes_from_disk(self):
+        # Workers whose --snapshot-memory-limit cannot hold the job's state:
+        # it runs on without snapshots, says so, and a restart reads disk.
+        c = self.cluster
+        job_id, job = self.start_job("too-large")
+        status = c.cli("status", job_id).stdout
+        self.assertIn("snapshots: off (", status)
+        self.assertIn("restarts resume from disk", status)
+        self.assertIn("no snapshots in memory: a snapshot of this model and its optimizer is",
+                      c.logs(job_id))
+        checkpoint = c.checkpoints(job_id)[-1]
+        os.kill(int(self.rank_of(job, 1)["pid"]), signal.SIGKILL)
+        job = self.assert_recovered(job_id, ["RANK_SIGNALED"], checkpoint)
+        self.assertEqual(attempt(job), 1, "every rank restarted")
+        self.assertIn("resuming from", c.logs(job_id), "not from a checkpoint on disk")
+        self.assert_same_weights(job_id, job)
+
     def test_kill_worker(self):
+        # Rank 1's worker, which holds rank 0's replicas: the job goes on
+        # from memory, and its ranks' snapshots are replicated again on the
+        # workers it runs on now.
         c = self.cluster
         job_id, job = self.start_job("kill-worker")
         worker = c.worker_index(self.rank_of(job, 1)["worker_id"])
         checkpoint = c.checkpoints(job_id)[-1]
         c.signal_worker(worker, signal.SIGKILL)
-        self.assert_recovered(job_id, ["WORKER_LOST"], checkpoint)
+
+        def replica_on_rank_1s_new_worker():
+            j = c.job(job_id)
+            if attempt(j) == 0 or state(j) != "RUNNING":
+                return None
+            new = c.worker_index(self.rank_of(j, 1)["worker_id"])
+            held = c.worker_metric(new, SNAPSHOT_MEMORY) or {}
+            replicas = sum(v for k, v in held.items() if 'kind="replicas"' in k)
+            return replicas > 0 and (new, replicas)
+        new, replicas = wait_for(replica_on_rank_1s_new_worker, 60,
+                                 "rank 0's replica held by rank 1's new worker")
+        print(f"rank 1's new worker chaos-{new} holds {replicas / 2**20:.1f} MiB of replicas",
+              flush=True)
+        job = self.assert_recovered(job_id, ["WORKER_LOST"], checkpoint)
+        self.assert_same_weights(job_id, job)
 
     def test_stop_rank(self):
         c = self.cluster

@@ -1,8 +1,9 @@
 // Jobs kept apart on a shared worker. A hostile job tries every attack one
 // rank can make on another job's rank on the same worker: read its
 // environment (and so its job token), see, stop and signal its process,
-// write in or list its code, and plant the error file its worker reads when
-// it fails. With a uid per job (the default of a root worker) each is
+// write in or list its code, plant the error file its worker reads when
+// it fails, and read its snapshot segment (the memory file its worker
+// gives it). With a uid per job (the default of a root worker) each is
 // refused; with one --rank-user for every job each succeeds, which is the
 // isolation that setting gives up. Ranks of one job still share their code,
 // their checkpoint directory and /dev/shm. And `--rank-user nobody` on a
@@ -42,13 +43,14 @@ try signal-process kill -0 $VICTIM_PID
 try list-code ls $VICTIM_CODE
 try write-code sh -c 'echo evil > $VICTIM_CODE/evil'
 try plant-error-file sh -c 'echo "{\"message\": \"forged\"}" > $VICTIM_ERROR_FILE'
+try read-snapshot sh -c 'for f in /proc/$VICTIM_PID/fd/*; do case $(readlink $f) in *ringmaster-snapshot*) head -c 16 $f | od -c | grep -q . && exit 0;; esac; done; exit 1'
 echo ATTACKS DONE
 )";
 
 const std::vector<std::string>& AttackNames() {
   static const auto* names = new std::vector<std::string>{
-      "read-environ", "see-process", "stop-process",    "signal-process",
-      "list-code",    "write-code",  "plant-error-file"};
+      "read-environ", "see-process", "stop-process",     "signal-process",
+      "list-code",    "write-code",  "plant-error-file", "read-snapshot"};
   return *names;
 }
 

@@ -13,6 +13,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import simulated_hosts  # noqa: E402
+from chaos_cluster import read_checkpoint  # noqa: E402
 from simulated_hosts import Cluster, Hosts  # noqa: E402
 
 ENDED = ("SUCCEEDED", "FAILED", "CANCELLED")
@@ -39,15 +40,9 @@ trainer:
 
 
 def read_checkpoint_params(path):
-    """The parameters of a trainer checkpoint (trainer/checkpoint.h: magic,
-    six 64-bit counters, then the parameters and the optimizer state as a
-    64-bit count and float32s each, then a CRC-32)."""
-    with open(path, "rb") as f:
-        data = f.read()
-    if data[:8] != b"RMCKPT02":
-        raise ValueError(f"{path}: not a format-02 checkpoint")
-    (count,) = struct.unpack_from("<Q", data, 8 + 6 * 8)
-    return struct.unpack_from(f"<{count}f", data, 8 + 7 * 8)
+    """The parameters of a trainer checkpoint, as float32s."""
+    params = read_checkpoint(path)[0]
+    return struct.unpack(f"<{len(params) // 4}f", params)
 
 
 def equivalence_spec(name, ranks, batch_size):

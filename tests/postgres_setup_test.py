@@ -58,8 +58,9 @@ def unavailable():
 class PostgresSetupTest(unittest.TestCase):
     def setUp(self):
         self.blocks = doc_blocks(DOC)
-        self.dir = tempfile.mkdtemp(prefix="pg-setup-",
-                                    dir=os.environ.get("TEST_TMPDIR", "/var/tmp"))
+        # Where nobody (the server's user) may pass: not the test's own
+        # temporary directory, under root's home.
+        self.dir = tempfile.mkdtemp(prefix="pg-setup-", dir="/var/tmp")
         self.addCleanup(shutil.rmtree, self.dir, True)
         os.chmod(self.dir, 0o755)
         shutil.chown(self.dir, "nobody", "nogroup")  # the server makes its data there

@@ -152,5 +152,80 @@ TEST_F(PytorchDdpTest, ACheckpointedScriptResumesAtTheStepItWasOn) {
   EXPECT_EQ(digest(logs), digest(plain_logs)) << "the weights differ from the run never killed";
 }
 
+// Rank 0's worker is lost while its newest snapshot is also a replica on a
+// peer: rank 0 starts again on another worker, which fetches that replica,
+// and load() returns its step; the run ends with the weights of one never
+// disturbed.
+class PytorchReplicaTest : public ClusterTest {
+ protected:
+  PytorchReplicaTest() { up_workers_ = 3; }
+};
+
+TEST_F(PytorchReplicaTest, ACheckpointedScriptWhoseWorkerIsLostResumesFromAPeersReplica) {
+  testing::CommandResult torch = testing::Shell("/usr/bin/python3 -c 'import torch'");
+  ASSERT_EQ(torch.exit_code, 0) << "python3-torch is needed (./dev installs it): " << torch.err;
+  auto spec = [](const std::string& name) {
+    return absl::StrCat("name: ", name, "\nranks: 2\nmax_restarts: 2\ncommand: [/usr/bin/python3, ",
+                        testing::Runfile("examples/pytorch_checkpoint.py"),
+                        ", \"400\", \"0.02\"]\n");
+  };
+  auto digest = [](const std::string& logs) {
+    const size_t at = logs.find("[rank 0] rank 0: final weights ");
+    return at == std::string::npos ? std::string() : logs.substr(at + 32, 16);
+  };
+  testing::CommandResult plain = Cli({"submit", WriteSpec("plain", spec("plain")), "--follow"});
+  const std::string plain_id = plain.out.substr(0, plain.out.find('\n'));
+  const std::string plain_logs = Cli({"logs", plain_id}).out;
+  ASSERT_EQ(plain.exit_code, 0) << plain.out << plain.err << plain_logs;
+  ASSERT_FALSE(digest(plain_logs).empty()) << plain_logs;
+
+  const std::string id = Submit(spec("lost-worker"));
+  v1::Job running = WaitJob(
+      id, [](const v1::Job& j) { return j.state() == v1::RUNNING && j.progress().step() >= 100; });
+  const pid_t rank0 = static_cast<pid_t>(running.ranks(0).pid());
+  // Rank 0 stopped, and with it the job, until every rank's newest
+  // snapshot is also a replica; again if the stop caught a save half done.
+  int64_t held = 0;
+  for (int tries = 0; tries < 5 && held == 0; ++tries) {
+    ASSERT_EQ(kill(rank0, SIGSTOP), 0);
+    testing::WaitFor(
+        [&] {
+          absl::StatusOr<v1::Job> j = client_->GetJob(id);
+          if (!j.ok()) return false;
+          const v1::SnapshotState& s = j->snapshots();
+          if (s.consistent_step() > 0 && s.consistent_step() == s.newest_step() &&
+              s.replica_step() == s.newest_step()) {
+            held = s.consistent_step();
+          }
+          return held > 0;
+        },
+        absl::Seconds(5));
+    if (held == 0) kill(rank0, SIGCONT);
+  }
+  ASSERT_GT(held, 0) << "the snapshots never held still and replicated";
+  const std::string worker = running.ranks(0).worker_id();
+  const int index = std::stoi(worker.substr(worker.rfind('-') + 1));
+  ASSERT_LT(index, static_cast<int>(WorkerRecords().size()));
+  ASSERT_EQ(kill(WorkerRecords()[index].pid, SIGKILL), 0);
+  std::cout << "rank 0 held at step " << held << "; its worker " << worker << " killed"
+            << std::endl;
+
+  v1::Job done = WaitJob(id, [](const v1::Job& j) { return j.state() == v1::SUCCEEDED; });
+  if (done.resumed().from() != "replica") {
+    std::cout << Cli({"status", id}).out << Cli({"--output", "json", "status", id}).out;
+    for (const char* log : {"coordinator", "worker-0", "worker-1", "worker-2"}) {
+      std::cout << "==> " << log << "\n"
+                << testing::Shell(absl::StrCat("grep -iE 'snapshot|replica|fetch|lost|", id, "' ",
+                                               state_dir_, "/logs/", log, ".log | tail -40"))
+                       .out;
+    }
+  }
+  EXPECT_EQ(done.resumed().from(), "replica") << done.resumed().DebugString();
+  EXPECT_EQ(done.resumed().step(), held);
+  const std::string logs = Cli({"logs", id, "--attempt", absl::StrCat(done.attempt())}).out;
+  EXPECT_NE(logs.find(absl::StrCat("[rank 0] resumed at step ", held)), std::string::npos) << logs;
+  EXPECT_EQ(digest(logs), digest(plain_logs)) << "the weights differ from the run never killed";
+}
+
 }  // namespace
 }  // namespace ringmaster

@@ -353,6 +353,16 @@ void WorkerServer::InitMetrics(const WorkerConfig& config, std::shared_ptr<Nvml>
         return out;
       },
       RealClock::Get(), config.metrics_retention);
+  // What the snapshot store holds, read at each scrape.
+  metrics::Family<metrics::Gauge>& held = registry_.AddGauge(
+      "ringmaster_worker_snapshot_memory_bytes",
+      "Memory held for snapshots: this worker's ranks' segments (kind=segments) and peers' "
+      "replicas (kind=replicas).",
+      {{"worker", config.worker_id}});
+  registry_.AddCollectCallback([this, &held] {
+    held.Add({{"kind", "segments"}}).Set(static_cast<double>(snapshots_->reserved_bytes()));
+    held.Add({{"kind", "replicas"}}).Set(static_cast<double>(snapshots_->replica_bytes()));
+  });
 }
 
 void WorkerServer::InitAgent(const WorkerConfig& config) {

@@ -81,4 +81,19 @@ std::optional<SnapshotLedger::Source> SnapshotLedger::SourceFor(
   return best;
 }
 
+std::string SnapshotLedger::SegmentHolder(int rank) const {
+  std::string holder;
+  int64_t best = 0;
+  for (const Held& h : held_) {
+    const v1::HeldSnapshots& s = h.snapshots;
+    if (s.rank() != rank || s.replica() || s.steps().empty()) continue;
+    const int64_t newest = *std::max_element(s.steps().begin(), s.steps().end());
+    if (newest > best) {
+      best = newest;
+      holder = h.worker_id;
+    }
+  }
+  return holder;
+}
+
 }  // namespace ringmaster

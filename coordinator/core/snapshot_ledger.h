@@ -44,6 +44,9 @@ class SnapshotLedger {
   };
   std::optional<Source> SourceFor(int rank, const std::string& worker_id,
                                   const std::function<bool(const std::string&)>& reachable) const;
+  // The worker whose own segment (not a replica) holds the rank's newest
+  // snapshot; "" when none does.
+  std::string SegmentHolder(int rank) const;
 
  private:
   struct Held {

@@ -104,5 +104,15 @@ TEST(SnapshotLedgerTest, ARanksNewWorkerIsToldWhereItsNewestSnapshotIs) {
   EXPECT_FALSE(ledger.SourceFor(1, "w3", [](const std::string&) { return false; }).has_value());
 }
 
+// Where a restart should put a rank: with its own segment, not a replica.
+TEST(SnapshotLedgerTest, ARanksSegmentHolderIsTheWorkerThatRanIt) {
+  SnapshotLedger ledger;
+  ledger.Report("w1", {Held(0, {41, 40}), Held(1, {41, 40}, 2, 2, /*replica=*/true)});
+  ledger.Report("w2", {Held(1, {40, 39}), Held(0, {41}, 2, 2, /*replica=*/true)});
+  EXPECT_EQ(ledger.SegmentHolder(0), "w1");
+  EXPECT_EQ(ledger.SegmentHolder(1), "w2");
+  EXPECT_EQ(ledger.SegmentHolder(2), "");
+}
+
 }  // namespace
 }  // namespace ringmaster

@@ -18,9 +18,12 @@ ProgressWatch::Kind WatchKind(const v1::JobSpec& spec) {
   return spec.has_trainer() ? ProgressWatch::Kind::kTrainer : ProgressWatch::Kind::kCommand;
 }
 
-void Attempts::Start(JobRecord& entry, const std::vector<RankPlacement>& placement,
+void Attempts::Start(JobRecord& entry, const std::vector<RankPlacement>& chosen,
                      const std::vector<SchedulableWorker>& workers) {
   v1::Job& job = entry.job;
+  // A restart keeps ranks on the workers that hold their snapshots.
+  const std::vector<RankPlacement> placement =
+      NearTheirSnapshots(chosen, [&](int rank) { return entry.snapshots.SegmentHolder(rank); });
   std::set<int> ports_in_use;
   const std::string& master_worker = placement[0].worker_id;
   for (const auto& [number, other] : table_.resident()) {

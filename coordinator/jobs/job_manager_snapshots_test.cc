@@ -62,8 +62,8 @@ TEST_F(JobManagerSnapshotsTest, HeartbeatsGiveTheJobsConsistentStep) {
 }
 
 // w1 runs rank 0 and is lost; w2 runs rank 1 and keeps rank 0's replica.
-// The new attempt's rank on w3 is told to fetch from w2, and what w1 held
-// no longer counts.
+// The new attempt keeps rank 1 on w2, where its segment is; rank 0, on w3,
+// is told to fetch from w2, and what w1 held no longer counts.
 TEST_F(JobManagerSnapshotsTest, ARankOnANewWorkerIsToldWhereItsNewestSnapshotIs) {
   TestWorker w1, w2, w3;
   ASSERT_OK(Register(w1, "w1", 1));
@@ -95,9 +95,11 @@ TEST_F(JobManagerSnapshotsTest, ARankOnANewWorkerIsToldWhereItsNewestSnapshotIs)
   std::vector<v1::StartRank> starts = Starts(w2);
   for (const v1::StartRank& s : Starts(w3)) starts.push_back(s);
   ASSERT_EQ(starts.size(), 2u);
-  // Whichever rank each got, w2 holds both: rank 0's replica of step 20,
-  // rank 1's segment of step 21.
+  // Rank 1 stays with its segment on w2; rank 0, on w3, fetches its
+  // replica from w2.
   const v1::Job job = Job(id);
+  EXPECT_EQ(job.ranks(1).worker_id(), "w2");
+  EXPECT_EQ(job.ranks(0).worker_id(), "w3");
   for (const v1::StartRank& start : starts) {
     EXPECT_EQ(start.rank().attempt(), 1);
     const std::string& worker = job.ranks(start.rank().rank()).worker_id();
@@ -161,6 +163,65 @@ TEST_F(JobManagerSnapshotsTest, ARestartSaysWhereItResumedFromAndWhatItCost) {
   EXPECT_EQ(g.lost_seconds().count("redone"), 0u);
   EXPECT_DOUBLE_EQ(g.productive_seconds(), 10);
   EXPECT_NEAR(g.ratio(), g.productive_seconds() / g.wall_seconds(), 1e-9);
+}
+
+// A program (ringmaster.checkpoint) counts as running once its ranks are;
+// where it resumed from is noted when its rank 0 first says, once.
+TEST_F(JobManagerSnapshotsTest, AProgramSaysWhereItResumedFromWhenItFirstReports) {
+  TestWorker w1, w2;
+  ASSERT_OK(Register(w1, "w1", 1));
+  ASSERT_OK(Register(w2, "w2", 1));
+  v1::JobSpec spec;
+  spec.set_name("script");
+  spec.set_ranks(2);
+  spec.set_max_restarts(3);
+  spec.add_command("python3");
+  const std::string id = Submit(spec);
+  Started(w1, id, 0, 0);
+  Started(w2, id, 0, 1);
+  Beat(w1, {}, {Progress(id, 0, 0, 40)});
+  Killed(w2, id, 0, 1, 9);
+  Exited(w1, id, 0, 0, 1);
+  Pass(absl::Seconds(3));  // the back-off
+  ASSERT_EQ(Job(id).attempt(), 1);
+  Started(w1, id, 1, 0);
+  Started(w2, id, 1, 1);
+  ASSERT_EQ(Job(id).goodput().phase(), v1::Goodput::RUNNING);
+  Beat(w1, {}, {Progress(id, 1, 0, 41, "replica", 40)});
+  const v1::Job job = Job(id);
+  EXPECT_EQ(job.resumed().attempt(), 1);
+  EXPECT_EQ(job.resumed().from(), "replica");
+  EXPECT_EQ(job.resumed().step(), 40);
+  EXPECT_EQ(Last(id).reason(), v1::RESUMED);
+  EXPECT_EQ(Last(id).message().rfind(
+                "resumed at step 40 from memory, with snapshots fetched from peers' replicas", 0),
+            0u)
+      << Last(id).message();
+  Beat(w1, {}, {Progress(id, 1, 0, 42, "replica", 40)});
+  EXPECT_EQ(Job(id).history_size(), job.history_size());
+}
+
+TEST_F(JobManagerSnapshotsTest, WithSnapshotsOffARestartSaysItResumedFromDisk) {
+  TestWorker w1, w2;
+  ASSERT_OK(Register(w1, "w1", 1));
+  ASSERT_OK(Register(w2, "w2", 1));
+  const std::string id = Submit(TrainerSpec(2, 3));
+  Started(w1, id, 0, 0);
+  Started(w2, id, 0, 1);
+  v1::RankProgress off = Progress(id, 0, 0, 700);
+  off.mutable_progress()->set_snapshots_off("a snapshot of this model is 3.4 MiB");
+  Beat(w1, {}, {off});
+  Killed(w2, id, 0, 1, 9);
+  Exited(w1, id, 0, 0, 1);
+  Pass(absl::Seconds(3));  // the back-off
+  ASSERT_EQ(Job(id).attempt(), 1);
+  Started(w1, id, 1, 0);
+  Started(w2, id, 1, 1);
+  v1::RankProgress resumed = Progress(id, 1, 0, 501, "disk", 500);
+  resumed.mutable_progress()->set_snapshots_off("a snapshot of this model is 3.4 MiB");
+  Beat(w1, {}, {resumed});
+  EXPECT_EQ(Job(id).resumed().from(), "disk");
+  EXPECT_EQ(Last(id).reason(), v1::RESUMED);
 }
 
 TEST_F(JobManagerSnapshotsTest, GoodputCountsStepsRedoneAndCheckpointStalls) {

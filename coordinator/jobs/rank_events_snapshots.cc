@@ -65,6 +65,11 @@ void RankEvents::NoteResume(JobRecord& entry, int rank, const v1::Progress& prog
     if (!progress.resumed_from().empty()) NoteResumed(entry, progress, first_step);
     GoodputOnFirstStep(&job, progress.step(), first_step);
     table_.Persist(entry);
+  } else if (!progress.resumed_from().empty() && !job.spec().has_trainer()) {
+    // A program counts as running once its ranks are (it may never report
+    // a step): where it resumed from is noted when it first says.
+    NoteResumed(entry, progress, now);
+    table_.Persist(entry);
   }
   GoodputOnStall(&job, progress.checkpoint_stall_seconds(), now);
 }

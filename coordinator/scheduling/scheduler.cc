@@ -1,6 +1,7 @@
 #include "coordinator/scheduling/scheduler.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <string_view>
 
@@ -268,6 +269,53 @@ void TakeCapacity(std::vector<WorkerCapacity>& workers, const std::vector<RankPl
 void ReturnCapacity(std::vector<WorkerCapacity>& workers,
                     const std::vector<RankPlacement>& placement, const GangRequest& request) {
   Adjust(workers, placement, request, /*take=*/false);
+}
+
+std::vector<RankPlacement> NearTheirSnapshots(std::vector<RankPlacement> placement,
+                                              const std::function<std::string(int rank)>& holder) {
+  struct Block {
+    size_t first = 0;
+    size_t size = 0;
+  };
+  std::vector<Block> blocks;
+  for (size_t i = 0; i < placement.size(); ++i) {
+    if (blocks.empty() || placement[i].worker_id != placement[i - 1].worker_id) {
+      blocks.push_back({i, 0});
+    }
+    ++blocks.back().size;
+  }
+  // The worker's part of a block: what moves when two blocks trade.
+  auto trade = [&](const Block& a, const Block& b) {
+    for (size_t k = 0; k < a.size; ++k) {
+      RankPlacement& x = placement[a.first + k];
+      RankPlacement& y = placement[b.first + k];
+      std::swap(x.worker_id, y.worker_id);
+      std::swap(x.slots, y.slots);
+      std::swap(x.worker_index, y.worker_index);
+    }
+  };
+  std::vector<bool> settled(blocks.size(), false);
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    std::map<std::string, int> held;  // worker: how many of the block's ranks
+    for (size_t k = 0; k < blocks[i].size; ++k) {
+      const std::string h = holder(placement[blocks[i].first + k].rank);
+      if (!h.empty()) ++held[h];
+    }
+    std::string want;
+    for (const auto& [worker, count] : held) {
+      if (want.empty() || count > held[want]) want = worker;
+    }
+    // From a block that has not taken the worker it wanted.
+    for (size_t j = 0; j < blocks.size() && !want.empty(); ++j) {
+      if (!settled[j] && blocks[j].size == blocks[i].size &&
+          placement[blocks[j].first].worker_id == want) {
+        if (j != i) trade(blocks[i], blocks[j]);
+        settled[i] = true;
+        break;
+      }
+    }
+  }
+  return placement;
 }
 
 }  // namespace ringmaster

@@ -5,6 +5,7 @@
 #define RINGMASTER_COORDINATOR_SCHEDULING_SCHEDULER_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -81,6 +82,16 @@ struct GangRequest {
 // fit.
 absl::StatusOr<std::vector<RankPlacement>> PlaceGang(const std::vector<WorkerCapacity>& workers,
                                                      const GangRequest& request);
+
+// `placement` with the workers of its blocks (a worker's consecutive ranks)
+// traded between blocks of the same size, so that where it can, a rank
+// lands on the worker `holder` names for it: the one whose memory holds its
+// own newest snapshot ("" for none), which then need not be fetched, nor
+// evicted to make room for another rank. Block by block, each takes the
+// worker that holds the most of its ranks' snapshots, from a block that
+// has not taken the one it wanted.
+std::vector<RankPlacement> NearTheirSnapshots(std::vector<RankPlacement> placement,
+                                              const std::function<std::string(int rank)>& holder);
 
 // Why `ranks` of `request`'s ranks do not fit when `free` matching slots
 // are free on `workers` alive workers: "needs 4 free slots, 2 free on 3

@@ -259,5 +259,46 @@ TEST(FreeCapacityTest, PlacedAndReportedRanksHoldTheirCpusAndMemory) {
   EXPECT_EQ(c[0].labels.at("zone"), "a");
 }
 
+std::vector<RankPlacement> Blocks(const std::vector<std::string>& workers) {
+  std::vector<RankPlacement> out;
+  for (size_t r = 0; r < workers.size(); ++r) {
+    out.push_back({static_cast<int>(r), workers[r], {static_cast<int>(r)}, static_cast<int>(r)});
+  }
+  return out;
+}
+
+// A restart after a worker was lost: the scheduler put rank 0 on w3 and
+// rank 1 on w2, but w3 holds rank 1's snapshot, so the two trade.
+TEST(NearTheirSnapshotsTest, ARankGoesBackToTheWorkerHoldingItsSnapshot) {
+  std::map<int, std::string> held = {{1, "w3"}};
+  auto holder = [&](int r) { return held.count(r) ? held[r] : ""; };
+  const std::vector<RankPlacement> moved = NearTheirSnapshots(Blocks({"w3", "w2"}), holder);
+  EXPECT_EQ(WorkersOf(moved), (std::vector<std::string>{"w2", "w3"}));
+  // Rank numbers stay in order; the worker's slot moves with it.
+  EXPECT_EQ(moved[0].rank, 0);
+  EXPECT_EQ(moved[0].slots, std::vector<int>{1});
+  EXPECT_EQ(moved[0].worker_index, 1);
+  held = {{0, "w3"}, {1, "w2"}};
+  EXPECT_EQ(WorkersOf(NearTheirSnapshots(Blocks({"w2", "w3"}), holder)),
+            (std::vector<std::string>{"w3", "w2"}));
+}
+
+// A worker's ranks stay consecutive: blocks trade whole, and only with
+// blocks of the same size; a holder the placement does not use changes
+// nothing.
+TEST(NearTheirSnapshotsTest, BlocksTradeWholeAndOnlyWithTheirSize) {
+  auto holder_of = [](std::map<int, std::string> held) {
+    return [held](int r) { return held.count(r) ? held.at(r) : std::string(); };
+  };
+  EXPECT_EQ(WorkersOf(NearTheirSnapshots(Blocks({"a", "a", "b", "b"}),
+                                         holder_of({{0, "b"}, {1, "b"}, {2, "a"}}))),
+            (std::vector<std::string>{"b", "b", "a", "a"}));
+  EXPECT_EQ(WorkersOf(NearTheirSnapshots(Blocks({"a", "a", "b"}), holder_of({{2, "a"}}))),
+            (std::vector<std::string>{"a", "a", "b"}));
+  EXPECT_EQ(WorkersOf(NearTheirSnapshots(Blocks({"a", "b"}), holder_of({{0, "z"}}))),
+            (std::vector<std::string>{"a", "b"}));
+  EXPECT_TRUE(NearTheirSnapshots({}, holder_of({})).empty());
+}
+
 }  // namespace
 }  // namespace ringmaster

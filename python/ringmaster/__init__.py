@@ -116,6 +116,8 @@ def _rank_progress(job_id, attempt, rank, p):
     progress.backend = p["backend"]
     progress.compute_seconds = float(p["compute_seconds"])
     progress.compute_steps = int(p["compute_steps"])
+    progress.resumed_from = p["resumed_from"]
+    progress.resumed_step = int(p["resumed_step"])
     return message.SerializeToString()
 
 
@@ -129,7 +131,8 @@ class _Reporter:
                    "samples_per_second": 0.0, "allreduce_bytes": 0.0,
                    "allreduce_seconds": 0.0, "step_seconds": [],
                    "compute_seconds": 0.0, "compute_steps": 0,
-                   "world_size": int(os.environ.get("WORLD_SIZE", "1")), "backend": ""}
+                   "world_size": int(os.environ.get("WORLD_SIZE", "1")), "backend": "",
+                   "resumed_from": "", "resumed_step": 0}
         self._dirty = False
         self._last_step_time = None
         self._send = self._connect()
@@ -202,6 +205,14 @@ class _Reporter:
             if compute_seconds is not None:
                 p["compute_seconds"] += float(compute_seconds)
                 p["compute_steps"] += 1
+            self._dirty = True
+
+    def resumed(self, source, step):
+        """Where this rank's state came from ("memory", "replica", "disk"),
+        and its step: ringmaster.checkpoint.load()'s."""
+        with self._lock:
+            self._p["resumed_from"] = source
+            self._p["resumed_step"] = int(step)
             self._dirty = True
 
     def _take(self, rate_from):

@@ -381,15 +381,17 @@ def _agree(steps):
 
 
 def load():
-    """(state, step) for the newest step every rank holds, or None."""
+    """(state, step) for the newest step every rank holds, or None. Where
+    it came from goes with the rank's progress reports (`status` says it)."""
     saver = _get_saver()
     if saver.last is not None:
         saver.last.wait()
     held = _held(saver)
     # A snapshot that fails its checksum is passed over for the next.
-    usable = {}
+    usable, source = {}, {}
     for s, (where, info) in held.items():
         payload = saver.segment.read(info) if where == "memory" else None
+        source[s] = "memory" if payload is not None else "disk"
         if payload is None and saver.disk:
             payload = _read_file(saver.disk, s)
         if payload is not None:
@@ -397,7 +399,38 @@ def load():
     step = _agree(list(usable))
     if step is None:
         return None
+    _report_resumed(_job_source(_from_replica(source[step], step)), step)
     return _decode(usable[step]), step
+
+
+def _from_replica(source, step):
+    """`source` of this rank's `step`: "replica" when its worker fetched that
+    snapshot from a peer's replica before the rank started."""
+    fetched = os.environ.get("RINGMASTER_SNAPSHOT_FETCHED", "").split(" ", 1)[0]
+    return "replica" if source == "memory" and fetched == str(step) else source
+
+
+def _job_source(mine):
+    """Where the job's ranks resumed from, as the trainer says it: "replica"
+    when any rank's snapshot came from a peer's, "disk" when any read disk,
+    else "memory"."""
+    try:
+        import torch.distributed as dist
+        everyone = [mine]
+        if dist.is_available() and dist.is_initialized():
+            everyone = [None] * dist.get_world_size()
+            dist.all_gather_object(everyone, mine)
+    except ImportError:
+        everyone = [mine]
+    for source in ("replica", "disk"):
+        if source in everyone:
+            return source
+    return "memory"
+
+
+def _report_resumed(source, step):
+    import ringmaster
+    ringmaster._get().resumed(source, step)
 
 
 def _reset_for_tests():

@@ -123,10 +123,25 @@ def test_disk_serves_when_memory_holds_nothing(rank, monkeypatch, tmp_path):
     got, step = ckpt.load()
     assert step == 300
     assert_state(got, 300)
+    # What the rank's progress reports say of it.
+    import ringmaster
+    assert ringmaster._get()._p["resumed_from"] == "disk"
+    assert ringmaster._get()._p["resumed_step"] == 300
     # A torn file is passed over for the one before.
     path = tmp_path / "python" / "rank-0" / "step-300.rmsnap"
     path.write_bytes(path.read_bytes()[:-20])
     assert ckpt.load()[1] == 200
+
+
+def test_a_fetched_replica_is_reported_as_the_source(rank, monkeypatch):
+    ckpt.save(state(7), 7).wait(10)
+    monkeypatch.setenv("RINGMASTER_SNAPSHOT_FETCHED", "7 worker w2")
+    import ringmaster
+    assert ckpt.load()[1] == 7
+    assert ringmaster._get()._p["resumed_from"] == "replica"
+    monkeypatch.setenv("RINGMASTER_SNAPSHOT_FETCHED", "5 worker w2")
+    assert ckpt.load()[1] == 7
+    assert ringmaster._get()._p["resumed_from"] == "memory"
 
 
 def test_outside_a_job_load_finds_nothing(monkeypatch):
