@@ -90,6 +90,13 @@ def generation(job):
     return int(job.get("group_generation", 0))
 
 
+def resumed_here(job):
+    """Whether the job's resume record is of its current attempt and group."""
+    r = job.get("resumed", {})
+    return (int(r.get("attempt", 0)), int(r.get("generation", 0))) == (attempt(job),
+                                                                        generation(job))
+
+
 def first_step_ms(job):
     return int(job.get("progress", {}).get("first_step_unix_ms", 0))
 
@@ -126,10 +133,13 @@ def measure(kind):
             if attempt(job) != old_attempt:
                 raise RuntimeError(f"the coordinator restart restarted the job: {job}")
         else:
+            # Until rank 0's report says where it resumed from (the job's
+            # progress is its lowest reporting rank's, which may be rank 1's
+            # first).
             job = poll(c, job_id, lambda j: (attempt(j) > old_attempt or
                                              generation(j) > old_generation) and
                        reported_generation(j) == generation(j) and
-                       first_step_ms(j) > failed_at * 1000, 120)
+                       first_step_ms(j) > failed_at * 1000 and resumed_here(j), 120)
             logs = c.logs(job_id)
             # "resuming from DIR/step-N" (disk) or "resuming at step N" (memory).
             resumed = [int(s) for s in
