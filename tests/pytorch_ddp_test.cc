@@ -114,28 +114,43 @@ TEST_F(PytorchDdpTest, AScriptWithTwoLinesAddedReportsLikeTheTrainer) {
   EXPECT_TRUE(busbw) << "a worker exports the job's all-reduce bus bandwidth";
 }
 
-// ringmaster.checkpoint: a rank killed mid-run comes back at the step it
-// was on, from the snapshots its worker kept, and the job ends with the
-// weights of a run never killed.
-TEST_F(PytorchDdpTest, ACheckpointedScriptResumesAtTheStepItWasOn) {
-  testing::CommandResult torch = testing::Shell("/usr/bin/python3 -c 'import torch'");
-  ASSERT_EQ(torch.exit_code, 0) << "python3-torch is needed (./dev installs it): " << torch.err;
-  auto spec = [](const std::string& name) {
-    return absl::StrCat("name: ", name, "\nranks: 2\nmax_restarts: 2\ncommand: [/usr/bin/python3, ",
-                        testing::Runfile("examples/pytorch_checkpoint.py"),
-                        ", \"300\", \"0.02\"]\n");
-  };
-  auto digest = [](const std::string& logs) {
-    const size_t at = logs.find("[rank 0] rank 0: final weights ");
-    return at == std::string::npos ? std::string() : logs.substr(at + 32, 16);
-  };
-  testing::CommandResult plain = Cli({"submit", WriteSpec("plain", spec("plain")), "--follow"});
-  const std::string plain_id = plain.out.substr(0, plain.out.find('\n'));
-  const std::string plain_logs = Cli({"logs", plain_id}).out;
-  ASSERT_EQ(plain.exit_code, 0) << plain.out << plain.err << plain_logs;
-  ASSERT_FALSE(digest(plain_logs).empty()) << plain_logs;
+// examples/pytorch_checkpoint.py as a 2-rank job of `steps` steps.
+std::string CheckpointScriptSpec(const std::string& name, int steps) {
+  return absl::StrCat("name: ", name, "\nranks: 2\nmax_restarts: 2\ncommand: [/usr/bin/python3, ",
+                      testing::Runfile("examples/pytorch_checkpoint.py"), ", \"", steps,
+                      "\", \"0.02\"]\n");
+}
 
-  const std::string id = Submit(spec("killed"));
+// The digest of rank 0's final weights in the script's logs; empty when
+// it printed none.
+std::string FinalWeights(const std::string& logs) {
+  const size_t at = logs.find("[rank 0] rank 0: final weights ");
+  return at == std::string::npos ? std::string() : logs.substr(at + 32, 16);
+}
+
+// A cluster for examples/pytorch_checkpoint.py.
+class CheckpointScriptTest : public ClusterTest {
+ protected:
+  // Runs the script undisturbed; the digest of its final weights.
+  std::string UndisturbedWeights(int steps) {
+    testing::CommandResult torch = testing::Shell("/usr/bin/python3 -c 'import torch'");
+    EXPECT_EQ(torch.exit_code, 0) << "python3-torch is needed (./dev installs it): " << torch.err;
+    testing::CommandResult plain =
+        Cli({"submit", WriteSpec("plain", CheckpointScriptSpec("plain", steps)), "--follow"});
+    const std::string logs = Cli({"logs", plain.out.substr(0, plain.out.find('\n'))}).out;
+    EXPECT_EQ(plain.exit_code, 0) << plain.out << plain.err << logs;
+    EXPECT_FALSE(FinalWeights(logs).empty()) << logs;
+    return FinalWeights(logs);
+  }
+};
+
+// A PyTorch script using ringmaster.checkpoint: killed, it resumes at the
+// step it was on, from the snapshots its worker kept, and the job ends with
+// the weights of a run never killed.
+TEST_F(CheckpointScriptTest, ACheckpointedScriptResumesAtTheStepItWasOn) {
+  const std::string plain = UndisturbedWeights(300);
+  ASSERT_FALSE(HasFailure());
+  const std::string id = Submit(CheckpointScriptSpec("killed", 300));
   v1::Job running = WaitJob(
       id, [](const v1::Job& j) { return j.state() == v1::RUNNING && j.progress().step() >= 100; });
   const int64_t killed_at = running.progress().step();
@@ -149,59 +164,49 @@ TEST_F(PytorchDdpTest, ACheckpointedScriptResumesAtTheStepItWasOn) {
   EXPECT_GE(resumed, killed_at) << logs;
   std::cout << "rank 1 killed after step " << killed_at << "; resumed at step " << resumed
             << std::endl;
-  EXPECT_EQ(digest(logs), digest(plain_logs)) << "the weights differ from the run never killed";
+  EXPECT_EQ(FinalWeights(logs), plain) << "the weights differ from the run never killed";
 }
 
 // Rank 0's worker is lost while its newest snapshot is also a replica on a
 // peer: rank 0 starts again on another worker, which fetches that replica,
 // and load() returns its step; the run ends with the weights of one never
 // disturbed.
-class PytorchReplicaTest : public ClusterTest {
+class PytorchReplicaTest : public CheckpointScriptTest {
  protected:
   PytorchReplicaTest() { up_workers_ = 3; }
+
+  // Stops the rank (SIGSTOP), and with it the job, until every rank's
+  // newest snapshot is also a replica; again if the stop caught a save
+  // half done. The step held; 0 when it never was.
+  int64_t HoldStillReplicated(const std::string& id, pid_t rank) {
+    int64_t held = 0;
+    for (int tries = 0; tries < 5 && held == 0; ++tries) {
+      if (kill(rank, SIGSTOP) != 0) return 0;
+      testing::WaitFor(
+          [&] {
+            absl::StatusOr<v1::Job> j = client_->GetJob(id);
+            if (!j.ok()) return false;
+            const v1::SnapshotState& s = j->snapshots();
+            if (s.consistent_step() > 0 && s.consistent_step() == s.newest_step() &&
+                s.replica_step() == s.newest_step()) {
+              held = s.consistent_step();
+            }
+            return held > 0;
+          },
+          absl::Seconds(5));
+      if (held == 0) kill(rank, SIGCONT);
+    }
+    return held;
+  }
 };
 
 TEST_F(PytorchReplicaTest, ACheckpointedScriptWhoseWorkerIsLostResumesFromAPeersReplica) {
-  testing::CommandResult torch = testing::Shell("/usr/bin/python3 -c 'import torch'");
-  ASSERT_EQ(torch.exit_code, 0) << "python3-torch is needed (./dev installs it): " << torch.err;
-  auto spec = [](const std::string& name) {
-    return absl::StrCat("name: ", name, "\nranks: 2\nmax_restarts: 2\ncommand: [/usr/bin/python3, ",
-                        testing::Runfile("examples/pytorch_checkpoint.py"),
-                        ", \"400\", \"0.02\"]\n");
-  };
-  auto digest = [](const std::string& logs) {
-    const size_t at = logs.find("[rank 0] rank 0: final weights ");
-    return at == std::string::npos ? std::string() : logs.substr(at + 32, 16);
-  };
-  testing::CommandResult plain = Cli({"submit", WriteSpec("plain", spec("plain")), "--follow"});
-  const std::string plain_id = plain.out.substr(0, plain.out.find('\n'));
-  const std::string plain_logs = Cli({"logs", plain_id}).out;
-  ASSERT_EQ(plain.exit_code, 0) << plain.out << plain.err << plain_logs;
-  ASSERT_FALSE(digest(plain_logs).empty()) << plain_logs;
-
-  const std::string id = Submit(spec("lost-worker"));
+  const std::string plain = UndisturbedWeights(400);
+  ASSERT_FALSE(HasFailure());
+  const std::string id = Submit(CheckpointScriptSpec("lost-worker", 400));
   v1::Job running = WaitJob(
       id, [](const v1::Job& j) { return j.state() == v1::RUNNING && j.progress().step() >= 100; });
-  const pid_t rank0 = static_cast<pid_t>(running.ranks(0).pid());
-  // Rank 0 stopped, and with it the job, until every rank's newest
-  // snapshot is also a replica; again if the stop caught a save half done.
-  int64_t held = 0;
-  for (int tries = 0; tries < 5 && held == 0; ++tries) {
-    ASSERT_EQ(kill(rank0, SIGSTOP), 0);
-    testing::WaitFor(
-        [&] {
-          absl::StatusOr<v1::Job> j = client_->GetJob(id);
-          if (!j.ok()) return false;
-          const v1::SnapshotState& s = j->snapshots();
-          if (s.consistent_step() > 0 && s.consistent_step() == s.newest_step() &&
-              s.replica_step() == s.newest_step()) {
-            held = s.consistent_step();
-          }
-          return held > 0;
-        },
-        absl::Seconds(5));
-    if (held == 0) kill(rank0, SIGCONT);
-  }
+  const int64_t held = HoldStillReplicated(id, static_cast<pid_t>(running.ranks(0).pid()));
   ASSERT_GT(held, 0) << "the snapshots never held still and replicated";
   const std::string worker = running.ranks(0).worker_id();
   const int index = std::stoi(worker.substr(worker.rfind('-') + 1));
@@ -211,20 +216,12 @@ TEST_F(PytorchReplicaTest, ACheckpointedScriptWhoseWorkerIsLostResumesFromAPeers
             << std::endl;
 
   v1::Job done = WaitJob(id, [](const v1::Job& j) { return j.state() == v1::SUCCEEDED; });
-  if (done.resumed().from() != "replica") {
-    std::cout << Cli({"status", id}).out << Cli({"--output", "json", "status", id}).out;
-    for (const char* log : {"coordinator", "worker-0", "worker-1", "worker-2"}) {
-      std::cout << "==> " << log << "\n"
-                << testing::Shell(absl::StrCat("grep -iE 'snapshot|replica|fetch|lost|", id, "' ",
-                                               state_dir_, "/logs/", log, ".log | tail -40"))
-                       .out;
-    }
-  }
-  EXPECT_EQ(done.resumed().from(), "replica") << done.resumed().DebugString();
+  EXPECT_EQ(done.resumed().from(), "replica")
+      << done.resumed().DebugString() << Cli({"status", id}).out;
   EXPECT_EQ(done.resumed().step(), held);
   const std::string logs = Cli({"logs", id, "--attempt", absl::StrCat(done.attempt())}).out;
   EXPECT_NE(logs.find(absl::StrCat("[rank 0] resumed at step ", held)), std::string::npos) << logs;
-  EXPECT_EQ(digest(logs), digest(plain_logs)) << "the weights differ from the run never killed";
+  EXPECT_EQ(FinalWeights(logs), plain) << "the weights differ from the run never killed";
 }
 
 }  // namespace

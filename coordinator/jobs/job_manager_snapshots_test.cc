@@ -32,6 +32,27 @@ class JobManagerSnapshotsTest : public JobManagerTest {
     for (auto& p : progress) *beat.add_progress() = p;
     manager_->OnHeartbeat(w.session, beat);
   }
+  // `spec` submitted and started: rank 0 on w1, rank 1 on w2 (registered
+  // here, one slot each). Returns the job's id.
+  std::string StartOnTwo(TestWorker& w1, TestWorker& w2, const v1::JobSpec& spec) {
+    EXPECT_OK(Register(w1, "w1", 1));
+    EXPECT_OK(Register(w2, "w2", 1));
+    const std::string id = Submit(spec);
+    Started(w1, id, 0, 0);
+    Started(w2, id, 0, 1);
+    return id;
+  }
+  // Rank 1 killed, rank 0 exited, the back-off passed: attempt 1's ranks
+  // started where attempt 0's ran.
+  void KillRank1AndRestart(TestWorker& w1, TestWorker& w2, const std::string& id) {
+    Killed(w2, id, 0, 1, 9);
+    Exited(w1, id, 0, 0, 1);
+    EXPECT_EQ(Job(id).state(), v1::RESTARTING);
+    Pass(absl::Seconds(3));  // the back-off
+    EXPECT_EQ(Job(id).attempt(), 1);
+    Started(w1, id, 1, 0);
+    Started(w2, id, 1, 1);
+  }
   static v1::RankProgress Progress(const std::string& job, int attempt, int rank, int64_t step,
                                    const std::string& resumed_from = "", int64_t resumed_step = 0) {
     v1::RankProgress p;
@@ -126,20 +147,10 @@ TEST_F(JobManagerSnapshotsTest, ARankThatKeepsNoSnapshotsSaysWhy) {
 
 TEST_F(JobManagerSnapshotsTest, ARestartSaysWhereItResumedFromAndWhatItCost) {
   TestWorker w1, w2;
-  ASSERT_OK(Register(w1, "w1", 1));
-  ASSERT_OK(Register(w2, "w2", 1));
-  const std::string id = Submit(TrainerSpec(2, 3));
-  Started(w1, id, 0, 0);
-  Started(w2, id, 0, 1);
+  const std::string id = StartOnTwo(w1, w2, TrainerSpec(2, 3));
   Beat(w1, {Held(id, 0, {101, 100})}, {Progress(id, 0, 0, 99)});
   Beat(w2, {Held(id, 1, {101, 100})});
-  Killed(w2, id, 0, 1, 9);
-  Exited(w1, id, 0, 0, 1);
-  ASSERT_EQ(Job(id).state(), v1::RESTARTING);
-  Pass(absl::Seconds(3));  // the back-off
-  ASSERT_EQ(Job(id).attempt(), 1);
-  Started(w1, id, 1, 0);
-  Started(w2, id, 1, 1);
+  ASSERT_NO_FATAL_FAILURE(KillRank1AndRestart(w1, w2, id));
   clock_.Advance(absl::Milliseconds(500));
   Beat(w1, {}, {Progress(id, 1, 0, 102, "memory", 101)});
   const v1::Job job = Job(id);
@@ -169,23 +180,14 @@ TEST_F(JobManagerSnapshotsTest, ARestartSaysWhereItResumedFromAndWhatItCost) {
 // where it resumed from is noted when its rank 0 first says, once.
 TEST_F(JobManagerSnapshotsTest, AProgramSaysWhereItResumedFromWhenItFirstReports) {
   TestWorker w1, w2;
-  ASSERT_OK(Register(w1, "w1", 1));
-  ASSERT_OK(Register(w2, "w2", 1));
   v1::JobSpec spec;
   spec.set_name("script");
   spec.set_ranks(2);
   spec.set_max_restarts(3);
   spec.add_command("python3");
-  const std::string id = Submit(spec);
-  Started(w1, id, 0, 0);
-  Started(w2, id, 0, 1);
+  const std::string id = StartOnTwo(w1, w2, spec);
   Beat(w1, {}, {Progress(id, 0, 0, 40)});
-  Killed(w2, id, 0, 1, 9);
-  Exited(w1, id, 0, 0, 1);
-  Pass(absl::Seconds(3));  // the back-off
-  ASSERT_EQ(Job(id).attempt(), 1);
-  Started(w1, id, 1, 0);
-  Started(w2, id, 1, 1);
+  ASSERT_NO_FATAL_FAILURE(KillRank1AndRestart(w1, w2, id));
   ASSERT_EQ(Job(id).goodput().phase(), v1::Goodput::RUNNING);
   Beat(w1, {}, {Progress(id, 1, 0, 41, "replica", 40)});
   const v1::Job job = Job(id);
@@ -201,22 +203,15 @@ TEST_F(JobManagerSnapshotsTest, AProgramSaysWhereItResumedFromWhenItFirstReports
   EXPECT_EQ(Job(id).history_size(), job.history_size());
 }
 
+// A rank whose state does not fit its segment: the restart reads disk, and
+// says so.
 TEST_F(JobManagerSnapshotsTest, WithSnapshotsOffARestartSaysItResumedFromDisk) {
   TestWorker w1, w2;
-  ASSERT_OK(Register(w1, "w1", 1));
-  ASSERT_OK(Register(w2, "w2", 1));
-  const std::string id = Submit(TrainerSpec(2, 3));
-  Started(w1, id, 0, 0);
-  Started(w2, id, 0, 1);
+  const std::string id = StartOnTwo(w1, w2, TrainerSpec(2, 3));
   v1::RankProgress off = Progress(id, 0, 0, 700);
   off.mutable_progress()->set_snapshots_off("a snapshot of this model is 3.4 MiB");
   Beat(w1, {}, {off});
-  Killed(w2, id, 0, 1, 9);
-  Exited(w1, id, 0, 0, 1);
-  Pass(absl::Seconds(3));  // the back-off
-  ASSERT_EQ(Job(id).attempt(), 1);
-  Started(w1, id, 1, 0);
-  Started(w2, id, 1, 1);
+  ASSERT_NO_FATAL_FAILURE(KillRank1AndRestart(w1, w2, id));
   v1::RankProgress resumed = Progress(id, 1, 0, 501, "disk", 500);
   resumed.mutable_progress()->set_snapshots_off("a snapshot of this model is 3.4 MiB");
   Beat(w1, {}, {resumed});
