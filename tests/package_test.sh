@@ -72,8 +72,8 @@ for spec in (coordinator, ha):
 # The DSN is quoted for the shell: a URI with & is not cut.
 assert '--store="$RINGMASTER_STORE"' in " ".join(ha["containers"][0]["command"])
 assert "nvidia.com/gpu" not in str(worker), "GPUs are set in kubernetes/gpu only"
-kustomization = yaml.safe_load(open(os.path.join(base, "kustomization.yaml")))
-assert kustomization["images"][0]["newTag"] == version
+image = yaml.safe_load(open(os.path.join(top, "components", "image", "kustomization.yaml")))
+assert image["images"][0]["newTag"] == version
 assert "nvidia.com/gpu" in open(os.path.join(top, "components", "gpu", "kustomization.yaml")).read()
 print("Kubernetes files: namespace-free, headless Service, shm and checkpoint volumes")
 PY
@@ -118,7 +118,17 @@ peers = {e["name"]: e.get("value") for e in pod["env"]}["COORDINATORS"]
 assert peers == ",".join(pods) and "--peers=$(COORDINATORS)" in " ".join(pod["command"]), peers
 ' "$dir" || fail "kubectl kustomize kubernetes/$dir"
   done
-  echo "kubectl kustomize: kubernetes, gpu, ha and ha-gpu build; ha's workers name both coordinators"
+  # The image named once reaches every pod, the HA coordinators' too.
+  renamed="$work/kubernetes-renamed"
+  cp -r "$pkg/kubernetes" "$renamed"
+  sed -i 's#newName: ringmaster#newName: registry.example/ringmaster#' \
+    "$renamed/components/image/kustomization.yaml"
+  for dir in . gpu ha ha-gpu; do
+    images=$(kubectl kustomize "$renamed/$dir" | grep "image:")
+    ! grep -qv "image: registry.example/ringmaster:$version" <<< "$images" ||
+      fail "kubernetes/$dir: an image not renamed: $images"
+  done
+  echo "kubectl kustomize: kubernetes, gpu, ha and ha-gpu build; ha's workers name both coordinators; the image is named once"
 else
   echo "kubectl is not installed: the kustomizations were not built"
 fi

@@ -86,16 +86,20 @@ class PostgresSetupTest(unittest.TestCase):
 
     def start_server(self):
         r = self.as_nobody([f"{PG}/initdb", "-D", self.data, "-U", "postgres", "-E", "UTF8",
-                            "--no-sync", "--auth-local=trust", "--auth-host=reject"])
+                            "--no-sync", "--auth-local=trust", "--auth-host=scram-sha-256"])
         self.assertEqual(r.returncode, 0, r.stderr)
-        # The doc's lines, with loopback for the coordinators' network, in
-        # place of initdb's host lines.
+        # The doc's lines, with loopback for the coordinators' network, above
+        # initdb's own host lines (which let a password in without TLS), and
+        # the test's other databases: one the role does not own, one a dump
+        # is restored into.
         hba = self.blocks["pg_hba"].replace("10.0.0.0/24", "127.0.0.1/32")
-        # And the test's other databases: one the role does not own, and
-        # one a dump is restored into.
         other = "hostssl other,restored ringmaster 127.0.0.1/32 scram-sha-256"
-        with open(os.path.join(self.data, "pg_hba.conf"), "w") as f:
-            f.write(f"local all postgres trust\n{hba}\n{other}\n")
+        path = os.path.join(self.data, "pg_hba.conf")
+        with open(path) as f:
+            initdb_lines = f.read()
+        self.assertIn("host    all             all             127.0.0.1/32", initdb_lines)
+        with open(path, "w") as f:
+            f.write(f"{hba}\n{other}\n{initdb_lines}")
         with open(os.path.join(self.data, "postgresql.conf"), "a") as f:
             f.write(f"ssl = on\nssl_cert_file = '{self.dir}/server.crt'\n"
                     f"ssl_key_file = '{self.dir}/server.key'\n")

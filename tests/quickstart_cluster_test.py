@@ -164,11 +164,14 @@ class QuickstartClusterTest(unittest.TestCase):
             "WORKERS": '"' + " ".join(self.hosts.hostname(i) for i in range(3)) + '"',
             "ARCHIVE": archive,
         })
+        downgraded = False
         for n, block in enumerate(blocks + recipes, 1):
             if block.section == "One coordinator" and "install.sh" in block.code:
                 self.previous_schema()
+                downgraded = True
             for i in self.machines(block.where):
                 self.run_until_met(n, block, settings, i)
+        self.assertTrue(downgraded, "no upgrade recipe installed the release again")
         version = self.store_query("SELECT version FROM schema_version")
         self.assertEqual(version, "4", "the upgrade did not migrate the store")
         self.assertEqual(self.store_query(

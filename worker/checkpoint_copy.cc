@@ -16,6 +16,9 @@
 namespace ringmaster {
 namespace {
 
+// Refused by permissions, as opposed to gone or not a directory.
+bool Denied(int error) { return error == EACCES || error == EPERM; }
+
 struct Walk {
   uid_t source_owner;
   const std::optional<RunAs>& owner;
@@ -35,9 +38,17 @@ absl::Status GiveTo(int fd, const struct stat& st, const std::optional<RunAs>& o
 absl::Status CopyFile(int from_dir, int to_dir, const char* name, const struct stat& seen,
                       const std::string& path, Walk& walk) {
   UniqueFd in;
+  int open_errno = 0;
   {
     FsIdentity as(walk.reader);
     in = UniqueFd(openat(from_dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+    open_errno = errno;
+  }
+  // The earlier job's own file that it may not read: an error, not a file
+  // quietly left out.
+  if (in.get() < 0 && Denied(open_errno)) {
+    errno = open_errno;
+    return ErrnoError(path);
   }
   struct stat st {};
   // Still the file looked at: not swapped for another since.
@@ -51,9 +62,9 @@ absl::Status CopyFile(int from_dir, int to_dir, const char* name, const struct s
     FsIdentity as(walk.owner);
     out =
         UniqueFd(openat(to_dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (out.get() < 0) return ErrnoError(path);
+    RETURN_IF_ERROR(GiveTo(out.get(), st, walk.owner, path));
   }
-  if (out.get() < 0) return ErrnoError(path);
-  RETURN_IF_ERROR(GiveTo(out.get(), st, walk.owner, path));
   off_t left = st.st_size;
   while (left > 0) {
     ssize_t n = copy_file_range(in.get(), nullptr, out.get(), nullptr, left, 0);
@@ -105,17 +116,26 @@ absl::Status CopyDir(int from_dir, int to_dir, const std::string& path, int dept
     const std::string child = absl::StrCat(path, "/", name);
     struct stat st {};
     UniqueFd sub;
+    int looked = 0;  // errno of the look, or of opening a directory
     {
       FsIdentity as(walk.reader);
-      if (fstatat(from_dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 ||
-          st.st_uid != walk.source_owner || !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode))) {
-        ++walk.copied.passed_over;
-        continue;
-      }
-      if (S_ISDIR(st.st_mode)) {
+      if (fstatat(from_dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+        looked = errno;
+      } else if (S_ISDIR(st.st_mode) && st.st_uid == walk.source_owner) {
         sub = UniqueFd(
             openat(from_dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        if (!sub.valid()) looked = errno;
       }
+    }
+    if (Denied(looked)) {
+      errno = looked;
+      status = ErrnoError(child);
+      break;
+    }
+    if (looked != 0 || st.st_uid != walk.source_owner ||
+        !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode))) {
+      ++walk.copied.passed_over;
+      continue;
     }
     if (S_ISREG(st.st_mode)) {
       status = CopyFile(from_dir, to_dir, name.c_str(), st, child, walk);
@@ -132,13 +152,16 @@ absl::Status CopyDir(int from_dir, int to_dir, const std::string& path, int dept
         made =
             UniqueFd(openat(to_dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
       }
+      if (!made.valid()) status = ErrnoError(child);
     }
-    if (made.get() < 0) {
-      status = ErrnoError(child);
-      break;
+    if (!status.ok()) break;
+    // Its contents first, then its mode: a directory copied read-only
+    // would refuse them.
+    status = CopyDir(sub.get(), made.get(), child, depth + 1, walk);
+    if (status.ok()) {
+      FsIdentity as(walk.owner);
+      status = GiveTo(made.get(), st, walk.owner, child);
     }
-    status = GiveTo(made.get(), st, walk.owner, child);
-    if (status.ok()) status = CopyDir(sub.get(), made.get(), child, depth + 1, walk);
   }
   closedir(dir);
   return status;

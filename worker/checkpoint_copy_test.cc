@@ -105,8 +105,8 @@ TEST_F(CheckpointCopyTest, CopiesAreGivenToTheNewJobsUser) {
 }
 
 // Root reads anything; with a reader, only what that uid may. So a worker
-// that is not root reads the earlier job's files as that job, and reads
-// nothing as anyone else.
+// that is not root reads the earlier job's files as that job, and as
+// anyone else is refused.
 TEST_F(CheckpointCopyTest, TheEarlierJobsFilesAreReadAsItsUidAlone) {
   if (geteuid() != 0) GTEST_SKIP() << "files of other uids need root";
   fs::create_directories(from_ / "step-1");
@@ -119,9 +119,9 @@ TEST_F(CheckpointCopyTest, TheEarlierJobsFilesAreReadAsItsUidAlone) {
     ASSERT_EQ(chmod(p.c_str(), fs::is_directory(p) ? 0700 : 0600), 0);
   }
   ASSERT_EQ(chown(to_.c_str(), job.uid, job.gid), 0);
-  ASSERT_OK_AND_ASSIGN(CheckpointCopied as_stranger, Copy(job, {}, stranger));
-  EXPECT_EQ(as_stranger.files, 0);
-  EXPECT_EQ(as_stranger.passed_over, 1);  // step-1, which it may not look at
+  // Refused, and said: not a copy quietly missing what it could not read.
+  EXPECT_THAT(Copy(job, {}, stranger).status(),
+              StatusIs(absl::StatusCode::kInternal, ::testing::HasSubstr("Permission denied")));
   fs::remove_all(to_);
   fs::create_directories(to_);
   ASSERT_EQ(chown(to_.c_str(), job.uid, job.gid), 0);
@@ -131,6 +131,26 @@ TEST_F(CheckpointCopyTest, TheEarlierJobsFilesAreReadAsItsUidAlone) {
   struct stat st {};
   ASSERT_EQ(stat((to_ / "step-1" / "state.bin").c_str(), &st), 0);
   EXPECT_EQ(st.st_uid, job.uid);
+}
+
+// A directory the earlier job made read-only is copied with its mode, after
+// what it holds.
+TEST_F(CheckpointCopyTest, AReadOnlyDirectoryIsCopiedWhole) {
+  if (geteuid() != 0) GTEST_SKIP() << "files of other uids need root";
+  RunAs earlier{"earlier", "/", 200211, 200211, {}};
+  RunAs job{"job", "/", 200212, 200212, {}};
+  fs::create_directories(from_ / "step-1");
+  Write(from_ / "step-1" / "state.bin", "weights");
+  for (const fs::path& p : {from_, from_ / "step-1", from_ / "step-1" / "state.bin"}) {
+    ASSERT_EQ(chown(p.c_str(), earlier.uid, earlier.gid), 0);
+  }
+  ASSERT_EQ(chmod((from_ / "step-1").c_str(), 0500), 0);
+  ASSERT_EQ(chown(to_.c_str(), job.uid, job.gid), 0);
+  ASSERT_OK_AND_ASSIGN(CheckpointCopied copied, Copy(job, {}, earlier));
+  EXPECT_EQ(copied.files, 1);
+  EXPECT_EQ(Read(to_ / "step-1" / "state.bin"), "weights");
+  EXPECT_EQ(fs::status(to_ / "step-1").permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_exec);
 }
 
 TEST_F(CheckpointCopyTest, ATreeBeyondTheLimitsIsRefused) {

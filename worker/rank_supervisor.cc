@@ -57,10 +57,10 @@ absl::Status MakeJobCheckpointDir(int root_fd, const std::string& root, const st
                                   const std::optional<RunAs>& job, const CheckpointDir* resume_from,
                                   const std::optional<RunAs>& earlier) {
   static std::atomic<int> made{0};
-  // A copy is made as the job's uid throughout (FsIdentity), so that a
-  // worker without CAP_DAC_OVERRIDE makes and fills a directory it gives
-  // away; else as the worker, which then gives it away.
-  FsIdentity as(resume_from != nullptr ? job : std::nullopt);
+  // The worker makes the directory in the root and renames it into place;
+  // what goes into it once it is the job's is done as the job's uid
+  // (FsIdentity), so that a worker without CAP_DAC_OVERRIDE can.
+  const std::optional<RunAs> inside = resume_from != nullptr ? job : std::nullopt;
   const std::string dir = absl::StrCat(root, "/", job_id);
   const uid_t uid = job ? job->uid : geteuid();
   struct stat st {};
@@ -73,6 +73,10 @@ absl::Status MakeJobCheckpointDir(int root_fd, const std::string& root, const st
     return ErrnoError(absl::StrCat("checkpoint_dir ", root));
   }
   auto undo = [&](absl::Status error) {
+    {
+      FsIdentity as(inside);  // what it holds, then the directory itself
+      RemoveTreeAt(root_fd, temp);
+    }
     RemoveTreeAt(root_fd, temp);
     return error;
   };
@@ -80,7 +84,12 @@ absl::Status MakeJobCheckpointDir(int root_fd, const std::string& root, const st
     return undo(ErrnoError(absl::StrCat("checkpoint_dir ", dir, ": chown")));
   }
   if (resume_from != nullptr) {
-    UniqueFd into(openat(root_fd, temp.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    UniqueFd into;
+    {
+      FsIdentity as(inside);
+      into =
+          UniqueFd(openat(root_fd, temp.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    }
     absl::StatusOr<CheckpointCopied> copied =
         into.get() < 0 ? ErrnoError(absl::StrCat("checkpoint_dir ", dir))
                        : CopyCheckpointTree(resume_from->fd.get(), into.get(), job, earlier);
@@ -226,7 +235,12 @@ absl::Status RankSupervisor::PrepareFiles(const v1::StartRank& start, LaunchSpec
       // own, mode 0700.
       absl::StatusOr<std::optional<RunAs>> earlier_as = options_.identities.ForJob(
           std::filesystem::path(start.resume_from_dir()).filename().string());
-      if (earlier_as.ok()) earlier = *std::move(earlier_as);
+      if (!earlier_as.ok()) {
+        return absl::Status(earlier_as.status().code(),
+                            absl::StrCat("resume_from: whose files ", start.resume_from_dir(),
+                                         " are: ", earlier_as.status().message()));
+      }
+      earlier = *std::move(earlier_as);
       absl::StatusOr<CheckpointDir> from = [&] {
         FsIdentity as(earlier);
         return OpenCheckpointDir(start.resume_from_dir(), CheckpointRoots());

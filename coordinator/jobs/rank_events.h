@@ -80,7 +80,8 @@ class RankEvents {
   void NoteResume(JobRecord& entry, int rank, const v1::Progress& progress);
   // Where the attempt resumed from and what the restart cost (to its first
   // step, at `first_step`), once per attempt and group.
-  void NoteResumed(JobRecord& entry, const v1::Progress& progress, absl::Time first_step);
+  // False when this attempt's (and group's) resume was noted already.
+  bool NoteResumed(JobRecord& entry, const v1::Progress& progress, absl::Time first_step);
 
   JobTable& table_;
   Outbox& outbox_;

@@ -67,20 +67,20 @@ void RankEvents::NoteResume(JobRecord& entry, int rank, const v1::Progress& prog
     table_.Persist(entry);
   } else if (!progress.resumed_from().empty() && !job.spec().has_trainer()) {
     // A program counts as running once its ranks are (it may never report
-    // a step): where it resumed from is noted when it first says.
-    NoteResumed(entry, progress, now);
-    table_.Persist(entry);
+    // a step): where it resumed from is noted when it first says (its
+    // later reports say it again).
+    if (NoteResumed(entry, progress, now)) table_.Persist(entry);
   }
   GoodputOnStall(&job, progress.checkpoint_stall_seconds(), now);
 }
 
-void RankEvents::NoteResumed(JobRecord& entry, const v1::Progress& progress,
+bool RankEvents::NoteResumed(JobRecord& entry, const v1::Progress& progress,
                              absl::Time first_step) {
   v1::Job& job = entry.job;
   const int generation = job.group_generation();
   if (job.has_resumed() && job.resumed().attempt() == job.attempt() &&
       job.resumed().generation() == generation) {
-    return;
+    return false;
   }
   v1::ResumeRecord* resumed = job.mutable_resumed();
   resumed->set_attempt(job.attempt());
@@ -117,6 +117,7 @@ void RankEvents::NoteResumed(JobRecord& entry, const v1::Progress& progress,
           : "from disk";
   (void)table_.Note(entry, v1::RESUMED,
                     absl::StrCat("resumed at step ", resumed->step(), " ", where, cost));
+  return true;
 }
 
 }  // namespace ringmaster

@@ -294,25 +294,37 @@ std::vector<RankPlacement> NearTheirSnapshots(std::vector<RankPlacement> placeme
       std::swap(x.worker_index, y.worker_index);
     }
   };
+  std::vector<std::string> holders;  // by position in the placement
+  for (const RankPlacement& p : placement) holders.push_back(holder(p.rank));
+  // How many of the block's ranks `worker` holds the snapshots of.
+  auto near = [&](const Block& b, const std::string& worker) {
+    int n = 0;
+    for (size_t k = 0; k < b.size; ++k) n += holders[b.first + k] == worker ? 1 : 0;
+    return n;
+  };
   std::vector<bool> settled(blocks.size(), false);
   for (size_t i = 0; i < blocks.size(); ++i) {
-    std::map<std::string, int> held;  // worker: how many of the block's ranks
-    for (size_t k = 0; k < blocks[i].size; ++k) {
-      const std::string h = holder(placement[blocks[i].first + k].rank);
-      if (!h.empty()) ++held[h];
-    }
     std::string want;
-    for (const auto& [worker, count] : held) {
-      if (want.empty() || count > held[want]) want = worker;
+    for (size_t k = 0; k < blocks[i].size; ++k) {
+      const std::string& h = holders[blocks[i].first + k];
+      if (!h.empty() && (want.empty() || near(blocks[i], h) > near(blocks[i], want))) want = h;
     }
-    // From a block that has not taken the worker it wanted.
+    // From a block that has not taken the worker it wanted, when more ranks
+    // end near their snapshots than before.
     for (size_t j = 0; j < blocks.size() && !want.empty(); ++j) {
-      if (!settled[j] && blocks[j].size == blocks[i].size &&
-          placement[blocks[j].first].worker_id == want) {
-        if (j != i) trade(blocks[i], blocks[j]);
-        settled[i] = true;
-        break;
+      if (settled[j] || blocks[j].size != blocks[i].size ||
+          placement[blocks[j].first].worker_id != want) {
+        continue;
       }
+      const std::string& mine = placement[blocks[i].first].worker_id;
+      if (j == i) {
+        settled[i] = true;
+      } else if (near(blocks[i], want) + near(blocks[j], mine) >
+                 near(blocks[i], mine) + near(blocks[j], want)) {
+        trade(blocks[i], blocks[j]);
+        settled[i] = true;
+      }
+      break;
     }
   }
   return placement;

@@ -298,6 +298,11 @@ TEST(NearTheirSnapshotsTest, BlocksTradeWholeAndOnlyWithTheirSize) {
   EXPECT_EQ(WorkersOf(NearTheirSnapshots(Blocks({"a", "b"}), holder_of({{0, "z"}}))),
             (std::vector<std::string>{"a", "b"}));
   EXPECT_TRUE(NearTheirSnapshots({}, holder_of({})).empty());
+  // Block 0 wants b for rank 0, but b holds both of block 1's snapshots: a
+  // trade taking one rank to its snapshot and two off theirs is not made.
+  EXPECT_EQ(WorkersOf(NearTheirSnapshots(Blocks({"a", "a", "b", "b"}),
+                                         holder_of({{0, "b"}, {2, "b"}, {3, "b"}}))),
+            (std::vector<std::string>{"a", "a", "b", "b"}));
 }
 
 }  // namespace
