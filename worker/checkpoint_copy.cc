@@ -87,6 +87,52 @@ absl::Status CopyFile(int from_dir, int to_dir, const char* name, const struct s
   return absl::OkStatus();
 }
 
+absl::Status CopyDir(int from_dir, int to_dir, const std::string& path, int depth, Walk& walk);
+
+// One entry of directory `from_dir`, `name` (`child` in errors): a regular
+// file or a directory of the earlier job's is copied, anything else passed
+// over; one it may not look at is an error.
+absl::Status CopyEntry(int from_dir, int to_dir, const std::string& name, const std::string& child,
+                       int depth, Walk& walk) {
+  struct stat st {};
+  UniqueFd sub;
+  int looked = 0;  // errno of the look, or of opening a directory
+  {
+    FsIdentity as(walk.reader);
+    if (fstatat(from_dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      looked = errno;
+    } else if (S_ISDIR(st.st_mode) && st.st_uid == walk.source_owner) {
+      sub =
+          UniqueFd(openat(from_dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (!sub.valid()) looked = errno;
+    }
+  }
+  if (Denied(looked)) {
+    errno = looked;
+    return ErrnoError(child);
+  }
+  if (looked != 0 || st.st_uid != walk.source_owner ||
+      !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode))) {
+    ++walk.copied.passed_over;
+    return absl::OkStatus();
+  }
+  if (S_ISREG(st.st_mode)) return CopyFile(from_dir, to_dir, name.c_str(), st, child, walk);
+  UniqueFd made;
+  {
+    FsIdentity as(walk.owner);
+    if (mkdirat(to_dir, name.c_str(), 0700) == 0) {
+      made =
+          UniqueFd(openat(to_dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    }
+    if (!made.valid()) return ErrnoError(child);
+  }
+  // Its contents first, then its mode: a directory copied read-only would
+  // refuse them.
+  RETURN_IF_ERROR(CopyDir(sub.get(), made.get(), child, depth + 1, walk));
+  FsIdentity as(walk.owner);
+  return GiveTo(made.get(), st, walk.owner, child);
+}
+
 absl::Status CopyDir(int from_dir, int to_dir, const std::string& path, int depth, Walk& walk) {
   if (depth > walk.limits.max_depth) {
     return absl::FailedPreconditionError(
@@ -113,55 +159,7 @@ absl::Status CopyDir(int from_dir, int to_dir, const std::string& path, int dept
           absl::StrCat(path, " holds more than ", walk.limits.max_entries, " entries"));
       break;
     }
-    const std::string child = absl::StrCat(path, "/", name);
-    struct stat st {};
-    UniqueFd sub;
-    int looked = 0;  // errno of the look, or of opening a directory
-    {
-      FsIdentity as(walk.reader);
-      if (fstatat(from_dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-        looked = errno;
-      } else if (S_ISDIR(st.st_mode) && st.st_uid == walk.source_owner) {
-        sub = UniqueFd(
-            openat(from_dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-        if (!sub.valid()) looked = errno;
-      }
-    }
-    if (Denied(looked)) {
-      errno = looked;
-      status = ErrnoError(child);
-      break;
-    }
-    if (looked != 0 || st.st_uid != walk.source_owner ||
-        !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode))) {
-      ++walk.copied.passed_over;
-      continue;
-    }
-    if (S_ISREG(st.st_mode)) {
-      status = CopyFile(from_dir, to_dir, name.c_str(), st, child, walk);
-      continue;
-    }
-    if (sub.get() < 0) {
-      ++walk.copied.passed_over;
-      continue;
-    }
-    UniqueFd made;
-    {
-      FsIdentity as(walk.owner);
-      if (mkdirat(to_dir, name.c_str(), 0700) == 0) {
-        made =
-            UniqueFd(openat(to_dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-      }
-      if (!made.valid()) status = ErrnoError(child);
-    }
-    if (!status.ok()) break;
-    // Its contents first, then its mode: a directory copied read-only
-    // would refuse them.
-    status = CopyDir(sub.get(), made.get(), child, depth + 1, walk);
-    if (status.ok()) {
-      FsIdentity as(walk.owner);
-      status = GiveTo(made.get(), st, walk.owner, child);
-    }
+    status = CopyEntry(from_dir, to_dir, name, absl::StrCat(path, "/", name), depth, walk);
   }
   closedir(dir);
   return status;
