@@ -73,8 +73,8 @@ absl::Status MakeJobCheckpointDir(int root_fd, const std::string& root, const st
     return ErrnoError(absl::StrCat("checkpoint_dir ", root));
   }
   auto undo = [&](absl::Status error) {
-    {
-      FsIdentity as(inside);  // what it holds, then the directory itself
+    if (inside) {  // what it holds is the job's; the directory, the worker's to remove
+      FsIdentity as(inside);
       RemoveTreeAt(root_fd, temp);
     }
     RemoveTreeAt(root_fd, temp);

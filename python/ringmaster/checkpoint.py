@@ -363,17 +363,23 @@ def _held(saver):
     return held
 
 
-def _agree(steps):
-    """The highest step every rank holds: all ranks' lists, gathered."""
+def _gather(value):
+    """Every rank's `value`, in rank order, when the ranks' process group is
+    up (torch.distributed); else this rank's alone."""
     try:
         import torch.distributed as dist
-        initialized = dist.is_available() and dist.is_initialized()
+        if not (dist.is_available() and dist.is_initialized()):
+            return [value]
     except ImportError:
-        initialized = False
-    if not initialized:
-        return max(steps) if steps else None
+        return [value]
     everyone = [None] * dist.get_world_size()
-    dist.all_gather_object(everyone, sorted(steps))
+    dist.all_gather_object(everyone, value)
+    return everyone
+
+
+def _agree(steps):
+    """The highest step every rank holds: all ranks' lists, gathered."""
+    everyone = _gather(sorted(steps))
     common = set(everyone[0])
     for other in everyone[1:]:
         common &= set(other)
@@ -414,14 +420,7 @@ def _job_source(mine):
     """Where the job's ranks resumed from, as the trainer says it: "replica"
     when any rank's snapshot came from a peer's, "disk" when any read disk,
     else "memory"."""
-    try:
-        import torch.distributed as dist
-        everyone = [mine]
-        if dist.is_available() and dist.is_initialized():
-            everyone = [None] * dist.get_world_size()
-            dist.all_gather_object(everyone, mine)
-    except ImportError:
-        everyone = [mine]
+    everyone = _gather(mine)
     for source in ("replica", "disk"):
         if source in everyone:
             return source
