@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import unittest
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from chaos_cluster import bin_dir, free_port, wait_for  # noqa: E402
@@ -67,6 +68,8 @@ class PostgresSetupTest(unittest.TestCase):
         self.data = os.path.join(self.dir, "data")
         self.port = free_port()
         self.procs = []
+        self.logs = []
+        self.metrics_ports = {}
         self.addCleanup(self.stop_all)
         self.make_certificates()
         self.start_server()
@@ -140,17 +143,33 @@ class PostgresSetupTest(unittest.TestCase):
 
     def coordinator(self, store, name):
         """A coordinator on `store`; (process, its log's path, its address)."""
-        port = free_port()
+        port, metrics = free_port(), free_port()
         log = os.path.join(self.dir, f"{name}.log")
         with open(log, "wb") as out:
             proc = subprocess.Popen([
                 f"{bin_dir()}/coordinator/ringmaster-coordinator", "--port", str(port),
-                "--metrics-port", str(free_port()), "--state-dir", os.path.join(self.dir, name),
+                "--metrics-port", str(metrics), "--state-dir", os.path.join(self.dir, name),
                 "--store", store, "--store-password-file", os.path.join(self.dir, "pg-password"),
                 "--checkpoint-dir", os.path.join(self.dir, "checkpoints"),
             ], stdout=out, stderr=subprocess.STDOUT)
         self.procs.append(proc)
+        self.logs.append(log)
+        self.metrics_ports[f"127.0.0.1:{port}"] = metrics
         return proc, log, f"127.0.0.1:{port}"
+
+    def wait_leading(self, address):
+        """Until the coordinator at `address` leads (its /ready). As a
+        standby it answers reads first, and its port closes for a moment
+        while it turns into the leader."""
+        url = f"http://127.0.0.1:{self.metrics_ports[address]}/ready"
+
+        def ready():
+            try:
+                with urllib.request.urlopen(url, timeout=2) as r:
+                    return r.status == 200
+            except OSError:
+                return False
+        wait_for(ready, 60, f"the coordinator at {address} leads", interval=0.2)
 
     def stop_all(self):
         for proc in self.procs:
@@ -162,8 +181,15 @@ class PostgresSetupTest(unittest.TestCase):
         r = subprocess.run([f"{bin_dir()}/client/ringmaster", "--coordinator", address, *args],
                            capture_output=True, text=True, timeout=120)
         if check:
-            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(r.returncode, 0, r.stderr + self.coordinator_logs())
         return r
+
+    def coordinator_logs(self):
+        text = ""
+        for log in self.logs:
+            with open(log, errors="replace") as f:
+                text += f"\n--- {os.path.basename(log)}:\n" + f.read()[-3000:]
+        return text
 
     def says(self, log, text, timeout=30):
         def found():
@@ -178,8 +204,7 @@ class PostgresSetupTest(unittest.TestCase):
 
         # The doc's URI: the coordinator creates its schema and runs a job.
         proc, log, address = self.coordinator(self.store(), "coordinator")
-        wait_for(lambda: self.cli(address, "jobs", check=False).returncode == 0, 60,
-                 "the coordinator answers")
+        self.wait_leading(address)
         worker = subprocess.Popen([
             f"{bin_dir()}/worker/ringmaster-worker", "--coordinator", address,
             "--port", str(free_port()), "--metrics-port", str(free_port()), "--slots", "1",
@@ -225,8 +250,7 @@ class PostgresSetupTest(unittest.TestCase):
                            env=dict(os.environ, PGPASSWORD=PASSWORD))
         self.assertEqual(r.returncode, 0, r.stderr)
         _, _, restored = self.coordinator(self.store(database="restored"), "restored")
-        wait_for(lambda: self.cli(restored, "jobs", check=False).returncode == 0, 60,
-                 "the coordinator on the restored store answers")
+        self.wait_leading(restored)
         status = json.loads(self.cli(restored, "--output", "json", "status", job).stdout)
         self.assertEqual(status["state"], "SUCCEEDED", status)
         print(f"restored from pg_dump: {job} {status['state']}")
