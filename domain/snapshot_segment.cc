@@ -4,7 +4,11 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#if defined(__x86_64__)
+#include <xxh_x86dispatch.h>
+#else
 #include <xxhash.h>
+#endif
 #include <zlib.h>
 
 #include <algorithm>
@@ -31,6 +35,17 @@ bool KnownChecksum(SnapshotChecksumKind kind) {
   return kind == SnapshotChecksumKind::kXxh3 || kind == SnapshotChecksumKind::kCrc32;
 }
 
+// XXH3_64bits with the widest vector unit the CPU has: libxxhash picks
+// it at run time (the plain entry point is SSE2's, at a third of AVX2's
+// speed on data in the cache).
+uint64_t Xxh3(const void* data, size_t bytes) {
+#if defined(__x86_64__)
+  return XXH3_64bits_dispatch(data, bytes);
+#else
+  return XXH3_64bits(data, bytes);
+#endif
+}
+
 absl::Status Errno(const std::string& what) {
   return absl::InternalError(absl::StrCat(what, ": ", strerror(errno)));
 }
@@ -38,7 +53,7 @@ absl::Status Errno(const std::string& what) {
 }  // namespace
 
 uint64_t SnapshotChecksum(SnapshotChecksumKind kind, const void* data, size_t bytes) {
-  if (kind == SnapshotChecksumKind::kXxh3) return XXH3_64bits(data, bytes);
+  if (kind == SnapshotChecksumKind::kXxh3) return Xxh3(data, bytes);
   // zlib takes at most 4 GiB at a time.
   const auto* p = static_cast<const Bytef*>(data);
   uLong sum = 0;

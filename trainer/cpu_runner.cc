@@ -1,6 +1,8 @@
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "trainer/loss.h"
 #include "trainer/model_runner.h"
 #include "trainer/optimizer.h"
@@ -15,17 +17,19 @@ class CpuRunner final : public ModelRunner {
   CpuRunner(const v1::TrainerSpec& spec, const std::vector<int>& widths)
       : model_(widths, static_cast<uint64_t>(spec.seed())),
         optimizer_(MakeOptimizer(spec.optimizer(), model_.params().size())),
-        classes_(widths.back()) {}
+        classes_(widths.back()),
+        trains_on_(Own()),
+        written_to_(Own()) {}
 
   const std::vector<ParamSpan>& param_spans() const override { return model_.param_spans(); }
   size_t size() const override { return model_.params().size(); }
-  float* params() override { return model_.params().data(); }
+  float* params() override { return trains_on_.params; }
   float* grads() override { return model_.grads(); }
   bool UseGradientBuffer(float* buffer) override {
     model_.UseGradientBuffer(buffer);
     return true;
   }
-  float* optimizer_state() override { return optimizer_->mutable_state()->data(); }
+  float* optimizer_state() override { return trains_on_.state; }
   size_t optimizer_state_size() const override { return optimizer_->mutable_state()->size(); }
   int64_t optimizer_steps() const override { return optimizer_->steps(); }
   void set_optimizer_steps(int64_t steps) override { optimizer_->set_steps(steps); }
@@ -41,8 +45,21 @@ class CpuRunner final : public ModelRunner {
   }
 
   void BeginStep(float lr, float grad_scale) override { optimizer_->BeginStep(lr, grad_scale); }
+  // In place, unless the step trains on memory it may not write (a
+  // snapshot): then into the runner's own.
   absl::Status UpdateRange(size_t offset, size_t n) override {
-    optimizer_->Update(offset, n, model_.params().data(), model_.grads());
+    return UpdateRangeInto(offset, n, Own().params, Own().state);
+  }
+  bool UpdatesInto() const override { return true; }
+  absl::Status UpdateRangeInto(size_t offset, size_t n, float* params_out,
+                               float* state_out) override {
+    optimizer_->UpdateInto(offset, n, model_.grads(),
+                           {trains_on_.params, trains_on_.state, params_out, state_out});
+    written_to_ = {params_out, state_out};
+    return absl::OkStatus();
+  }
+  absl::Status AfterStep() override {
+    TrainOn(written_to_);
     return absl::OkStatus();
   }
   absl::StatusOr<double> GradNorm() override {
@@ -52,24 +69,34 @@ class CpuRunner final : public ModelRunner {
   absl::Status CopyStateRange(size_t offset, size_t n, float* params_out,
                               float* state_out) override {
     const size_t size = model_.params().size();
-    std::memcpy(params_out + offset, model_.params().data() + offset, n * sizeof(float));
-    const std::vector<float>& state = *optimizer_->mutable_state();
-    for (size_t plane = 0; (plane + 1) * size <= state.size(); ++plane) {
-      std::memcpy(state_out + plane * size + offset, state.data() + plane * size + offset,
+    std::memcpy(params_out + offset, trains_on_.params + offset, n * sizeof(float));
+    for (size_t plane = 0; (plane + 1) * size <= optimizer_state_size(); ++plane) {
+      std::memcpy(state_out + plane * size + offset, trains_on_.state + plane * size + offset,
                   n * sizeof(float));
     }
     return absl::OkStatus();
   }
 
   absl::Status ReadState(std::vector<float>* params, std::vector<float>* state) override {
-    *params = model_.params();
-    *state = *optimizer_->mutable_state();
+    params->assign(trains_on_.params, trains_on_.params + size());
+    state->assign(trains_on_.state, trains_on_.state + optimizer_state_size());
     return absl::OkStatus();
   }
   absl::Status WriteState(const std::vector<float>& params,
                           const std::vector<float>* state) override {
+    if (params.size() != size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the model has ", size(), " parameters, not ", params.size()));
+    }
+    std::vector<float>& own_state = *optimizer_->mutable_state();
+    if (state != nullptr) {
+      own_state = *state;
+    } else if (trains_on_.state != own_state.data()) {  // kept, from where it is
+      std::copy(trains_on_.state, trains_on_.state + own_state.size(), own_state.begin());
+    }
     model_.params() = params;
-    if (state != nullptr) *optimizer_->mutable_state() = *state;
+    TrainOn(Own());
+    written_to_ = Own();
     return absl::OkStatus();
   }
 
@@ -89,10 +116,27 @@ class CpuRunner final : public ModelRunner {
   }
 
  private:
+  // Parameters and optimizer state, as one step leaves them.
+  struct State {
+    float* params;
+    float* state;
+  };
+  State Own() { return {model_.params().data(), optimizer_->mutable_state()->data()}; }
+  void TrainOn(State state) {
+    trains_on_ = state;
+    model_.ComputeWith(state.params == Own().params ? nullptr : state.params);
+  }
+
   Mlp model_;
   std::unique_ptr<Optimizer> optimizer_;
   const int classes_;
   std::vector<float> dlogits_;
+  // What the next step reads: its own memory, or where the last step
+  // wrote (a snapshot's slot). The training thread's.
+  State trains_on_;
+  // Where the step's ranges were written; the reducer's thread while it
+  // updates them, the training thread after.
+  State written_to_;
 };
 
 }  // namespace

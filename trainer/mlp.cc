@@ -46,8 +46,8 @@ const float* Mlp::Forward(const float* x, int rows) {
     const int n_in = widths_[l], n_out = widths_[l + 1];
     std::vector<float>& out = activations_[l];
     out.resize(static_cast<size_t>(rows) * n_out);
-    const float* w = params_.data() + spans_[2 * l].offset;
-    const float* b = params_.data() + spans_[2 * l + 1].offset;
+    const float* w = weights() + spans_[2 * l].offset;
+    const float* b = weights() + spans_[2 * l + 1].offset;
     // out = in * W, then bias and ReLU in one pass over the output.
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, n_out, n_in, 1.0f, in, n_in, w,
                 n_out, 0.0f, out.data(), n_out);
@@ -85,7 +85,7 @@ void Mlp::Backward(const float* dlogits, bool accumulate,
     }
     if (l > 0) {
       // delta_prev = delta * W^T, before W may change (below).
-      const float* w = params_.data() + spans_[2 * l].offset;
+      const float* w = weights() + spans_[2 * l].offset;
       next_delta_.resize(static_cast<size_t>(rows) * n_in);
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, n_in, n_out, 1.0f, delta_.data(),
                   n_out, w, n_out, 0.0f, next_delta_.data(), n_in);

@@ -30,8 +30,16 @@ class Mlp {
   // Parameters in memory order: W0, b0, W1, b1, ... W is [in x out]
   // row-major; b is [out].
   const std::vector<ParamSpan>& param_spans() const { return spans_; }
+  // Its own parameters, which it computes with unless told otherwise.
   std::vector<float>& params() { return params_; }
   const std::vector<float>& params() const { return params_; }
+  // Computes with `params` (as many floats, kept by the caller) from now
+  // on; nullptr: with its own again.
+  void ComputeWith(const float* params) { computed_with_ = params; }
+  // The parameters Forward and Backward use.
+  const float* weights() const {
+    return computed_with_ != nullptr ? computed_with_ : params_.data();
+  }
   float* grads() { return grads_; }
   // Moves the gradient buffer to `buffer` (size floats, owned by the
   // caller, e.g. memory shared with the other ranks on this host).
@@ -53,6 +61,7 @@ class Mlp {
   std::vector<int> widths_;
   std::vector<ParamSpan> spans_;
   std::vector<float> params_;
+  const float* computed_with_ = nullptr;
   std::vector<float> owned_grads_;
   float* grads_ = nullptr;
   // activations_[l]: input of layer l ([rows x widths_[l]]); the last one

@@ -59,8 +59,22 @@ class ModelRunner {
   virtual void BeginStep(float lr, float grad_scale) = 0;
   // Applies the step to [offset, offset + n); reducer's or training thread.
   virtual absl::Status UpdateRange(size_t offset, size_t n) = 0;
+  // Whether UpdateRangeInto may be called (the CPU runner).
+  virtual bool UpdatesInto() const { return false; }
+  // As UpdateRange, but the range's new parameters go to params_out +
+  // offset and each plane of its optimizer state to state_out + plane *
+  // size() + offset (CopyStateRange's layout), and the current ones stay
+  // as they were. From AfterStep on the runner trains on params_out and
+  // state_out, so the caller keeps them valid; the runner's next step
+  // writes elsewhere (its own memory, or where UpdateRangeInto says), so
+  // they then stay as this step left them. Every range of a step goes the
+  // same way.
+  virtual absl::Status UpdateRangeInto(size_t offset, size_t n, float* params_out,
+                                       float* state_out) {
+    return absl::UnimplementedError("this runner updates its parameters only in place");
+  }
   // Training thread, after every range of the step: the next forward must
-  // see the updated parameters.
+  // see the updated parameters, wherever the step wrote them.
   virtual absl::Status AfterStep() { return absl::OkStatus(); }
   virtual absl::StatusOr<double> GradNorm() = 0;
   // For bf16 gradient compression where the gradients are not host memory:

@@ -19,18 +19,23 @@ class Sgd final : public Optimizer {
     ++steps_;
   }
 
-  void Update(size_t offset, size_t n, float* params, const float* grads) override {
-    float* p = params + offset;
+  void UpdateInto(size_t offset, size_t n, const float* grads, const OptimizerBuffers& b) override {
+    const float* p = b.params + offset;
+    float* p_out = b.params_out + offset;
     const float* g = grads + offset;
     if (momentum_ == 0) {
-      for (size_t i = 0; i < n; ++i) p[i] -= lr_ * (grad_scale_ * g[i] + weight_decay_ * p[i]);
+      for (size_t i = 0; i < n; ++i) {
+        p_out[i] = p[i] - lr_ * (grad_scale_ * g[i] + weight_decay_ * p[i]);
+      }
       return;
     }
-    float* v = velocity_.data() + offset;
+    const float* v = b.state + offset;
+    float* v_out = b.state_out + offset;
     const float keep = first_ ? 0.0f : momentum_;
     for (size_t i = 0; i < n; ++i) {
-      v[i] = keep * v[i] + grad_scale_ * g[i] + weight_decay_ * p[i];
-      p[i] -= lr_ * v[i];
+      const float velocity = keep * v[i] + grad_scale_ * g[i] + weight_decay_ * p[i];
+      v_out[i] = velocity;
+      p_out[i] = p[i] - lr_ * velocity;
     }
   }
 
@@ -67,18 +72,23 @@ class AdamW final : public Optimizer {
     grad_scale_ = grad_scale;
   }
 
-  void Update(size_t offset, size_t n, float* params, const float* grads) override {
+  void UpdateInto(size_t offset, size_t n, const float* grads, const OptimizerBuffers& b) override {
     const float b1 = static_cast<float>(beta1_), b2 = static_cast<float>(beta2_);
     const float eps = static_cast<float>(eps_);
-    float* p = params + offset;
+    const float* p = b.params + offset;
+    float* p_out = b.params_out + offset;
     const float* gr = grads + offset;
-    float* m = moments_.data() + offset;
-    float* v = moments_.data() + n_ + offset;
+    const float* m = b.state + offset;
+    const float* v = b.state + n_ + offset;
+    float* m_out = b.state_out + offset;
+    float* v_out = b.state_out + n_ + offset;
     for (size_t i = 0; i < n; ++i) {
       const float g = grad_scale_ * gr[i];
-      m[i] = b1 * m[i] + (1 - b1) * g;
-      v[i] = b2 * v[i] + (1 - b2) * g * g;
-      p[i] = p[i] * decay_ - step_size_ * m[i] / (std::sqrt(v[i]) * inv_sqrt_c2_ + eps);
+      const float m1 = b1 * m[i] + (1 - b1) * g;
+      const float v1 = b2 * v[i] + (1 - b2) * g * g;
+      m_out[i] = m1;
+      v_out[i] = v1;
+      p_out[i] = p[i] * decay_ - step_size_ * m1 / (std::sqrt(v1) * inv_sqrt_c2_ + eps);
     }
   }
 

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/status_macros.h"
 
 namespace ringmaster {
 namespace {
@@ -74,15 +75,20 @@ void Snapshotter::Reserve() {
   reserved_ = true;
 }
 
-absl::Status Snapshotter::CopyRange(ModelRunner& runner, size_t offset, size_t n) {
-  if (!taking_) return absl::OkStatus();
+absl::Status Snapshotter::Update(ModelRunner& runner, size_t offset, size_t n) {
+  if (!taking_) return runner.UpdateRange(offset, n);
   if (!reserved_) Reserve();
-  const Clock::time_point start = Clock::now();
-  if (absl::Status s = runner.CopyStateRange(offset, n, params_out(), state_out()); !s.ok()) {
-    return s;
+  int64_t nanos = 0;
+  if (runner.UpdatesInto()) {
+    RETURN_IF_ERROR(runner.UpdateRangeInto(offset, n, params_out(), state_out()));
+  } else {
+    RETURN_IF_ERROR(runner.UpdateRange(offset, n));
+    const Clock::time_point start = Clock::now();
+    RETURN_IF_ERROR(runner.CopyStateRange(offset, n, params_out(), state_out()));
+    nanos = NanosSince(start);
   }
   copied_.fetch_add(n, std::memory_order_relaxed);
-  copy_nanos_.fetch_add(NanosSince(start), std::memory_order_relaxed);
+  copy_nanos_.fetch_add(nanos, std::memory_order_relaxed);
   return absl::OkStatus();
 }
 
@@ -91,8 +97,8 @@ absl::Status Snapshotter::End(ModelRunner& runner, const TrainingState& position
   taking_ = false;
   if (!reserved_) Reserve();
   reserved_ = false;
-  // Staged, or buckets that were not all copied (the update path that
-  // clips waits for every bucket): the whole state now.
+  // Staged, or a step whose ranges did not come through Update (the
+  // update path that clips waits for every bucket): the whole state now.
   if (copied_.load(std::memory_order_relaxed) != params_) {
     const Clock::time_point start = Clock::now();
     if (absl::Status s = runner.CopyStateRange(0, params_, params_out(), state_out()); !s.ok()) {

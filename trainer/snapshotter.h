@@ -3,17 +3,22 @@
 // training state, in the checkpoint file's format (trainer/checkpoint.h),
 // so that a restart reads it back as it would a checkpoint.
 //
-// The copy into the slot is the only part on the training thread's path,
-// and it can be taken off it too:
+// How the state gets into the slot:
 //   kStaged   the training thread copies the whole state after the step;
-//   kBucketed the reducer's thread copies each bucket as soon as the
-//             optimizer has updated it, while later buckets are still
-//             being reduced (the fused update path; without it, staged).
+//   kBucketed the reducer's thread takes each bucket as it applies the
+//             optimizer to it (the fused update path; without it,
+//             staged). A CPU runner's update writes the bucket's new
+//             parameters and optimizer state straight into the slot, and
+//             the rank then trains on the slot: the snapshot costs no
+//             copy. A GPU runner updates in place and the bucket is
+//             copied.
 // Either way a thread of its own then computes the checksum and commits
-// the slot. The next snapshot waits for that commit before it clears the
-// other slot, which until then holds the one valid snapshot: each step
-// is snapshotted, and a commit slower than a step slows the step
-// (SnapshotStats::wait_seconds; snapshot_every_steps spaces them out).
+// the slot. The next snapshot waits for
+// that commit before it clears the other slot, which until then holds the
+// one valid snapshot: each step is snapshotted, and a commit slower than
+// a step slows the step (SnapshotStats::wait_seconds; snapshot_every_steps
+// spaces them out). A committed slot the rank trains on is only read: the
+// next step's update writes elsewhere.
 #ifndef RINGMASTER_TRAINER_SNAPSHOTTER_H_
 #define RINGMASTER_TRAINER_SNAPSHOTTER_H_
 
@@ -54,7 +59,7 @@ struct SnapshotStats {
   int64_t newest_step = -1;   // committed
 };
 
-// The training thread calls Begin and End; the reducer's thread CopyRange
+// The training thread calls Begin and End; the reducer's thread Update
 // between them. One mutex over the hand-off to the snapshot thread.
 class Snapshotter {
  public:
@@ -74,12 +79,16 @@ class Snapshotter {
   // the first copy into it, after the commit before is done (which a
   // step's forward pass leaves time for).
   bool Begin(int64_t step);
-  // Whether the step being taken copies bucket by bucket (CopyRange).
+  // Whether the step being taken is taken bucket by bucket (Update).
   bool copying_buckets() const { return taking_ && options_.copy == SnapshotCopy::kBucketed; }
-  // Reducer's thread: [offset, offset + n) is updated for the step.
-  absl::Status CopyRange(ModelRunner& runner, size_t offset, size_t n);
-  // Training thread, after the step: the rest of the copy (all of it when
-  // staged), the frame from `position`, and the hand-off.
+  // Reducer's thread, in place of runner.UpdateRange while
+  // copying_buckets(): applies the step's optimizer update to [offset,
+  // offset + n) and takes the range into the snapshot. Every range of the
+  // step comes this way, or none.
+  absl::Status Update(ModelRunner& runner, size_t offset, size_t n);
+  // Training thread, after the step (and the runner's AfterStep): the
+  // whole copy when the ranges did not come through Update, the frame
+  // from `position`, and the hand-off.
   absl::Status End(ModelRunner& runner, const TrainingState& position);
   // Waits until nothing is being committed.
   void Drain();

@@ -20,14 +20,26 @@ std::unique_ptr<ModelRunner> Runner() {
   return *std::move(runner);
 }
 
-// One training step on made-up rows, so that parameters and moments change.
-void Step(ModelRunner& runner) {
+// One training step on made-up rows (different at each step), so that
+// parameters and moments change. With `snapshots` taking the step bucket
+// by bucket, its update goes through them as the reducer's does: the last
+// bucket first.
+void Step(ModelRunner& runner, int64_t step, Snapshotter* snapshots = nullptr) {
   std::vector<float> x(4 * 6);
-  for (size_t i = 0; i < x.size(); ++i) x[i] = 0.1f * static_cast<float>(i % 7) - 0.3f;
+  for (size_t i = 0; i < x.size(); ++i) {
+    x[i] = 0.1f * static_cast<float>((i + step) % 7) - 0.3f;
+  }
   std::vector<int32_t> y = {0, 1, 2, 1};
   ASSERT_OK(runner.ForwardBackward(x.data(), y.data(), 4, 1.0f, false, nullptr).status());
   runner.BeginStep(0.01f, 1.0f);
-  ASSERT_OK(runner.UpdateRange(0, runner.size()));
+  if (snapshots != nullptr && snapshots->copying_buckets()) {
+    const size_t half = runner.size() / 2;
+    ASSERT_OK(snapshots->Update(runner, half, runner.size() - half));
+    ASSERT_OK(snapshots->Update(runner, 0, half));
+  } else {
+    ASSERT_OK(runner.UpdateRange(0, runner.size()));
+  }
+  ASSERT_OK(runner.AfterStep());
 }
 
 struct Segment {
@@ -85,13 +97,7 @@ TEST_P(SnapshotterTest, EachStepsStateReadsBackExactly) {
   for (int64_t step = 1; step <= 3; ++step) {
     ASSERT_TRUE((*snapshots)->Begin(step));
     EXPECT_EQ((*snapshots)->copying_buckets(), GetParam() == SnapshotCopy::kBucketed);
-    Step(*runner);
-    if ((*snapshots)->copying_buckets()) {
-      // As the reducer does: the last bucket first.
-      const size_t half = runner->size() / 2;
-      ASSERT_OK((*snapshots)->CopyRange(*runner, half, runner->size() - half));
-      ASSERT_OK((*snapshots)->CopyRange(*runner, 0, half));
-    }
+    Step(*runner, step, snapshots->get());
     ASSERT_OK((*snapshots)->End(*runner, Position(*runner)));
     (*snapshots)->Drain();
   }
@@ -114,20 +120,93 @@ TEST_P(SnapshotterTest, EachStepsStateReadsBackExactly) {
 INSTANTIATE_TEST_SUITE_P(Copies, SnapshotterTest,
                          ::testing::Values(SnapshotCopy::kStaged, SnapshotCopy::kBucketed));
 
-TEST(SnapshotterTest, BucketsNotAllCopiedAreCopiedWholeAtTheEnd) {
+TEST(SnapshotterTest, AStepUpdatedWithoutItIsCopiedWholeAtTheEnd) {
+  // The update path that clips updates every bucket at once, in place.
   std::unique_ptr<ModelRunner> runner = Runner();
   Segment segment = MakeSegment(1 << 20);
   auto snapshots = Snapshotter::Make(segment.rank_view.get(), runner->size(),
                                      runner->optimizer_state_size(), {});
   ASSERT_OK(snapshots);
   ASSERT_TRUE((*snapshots)->Begin(1));
-  Step(*runner);
-  ASSERT_OK((*snapshots)->CopyRange(*runner, 0, 10));  // one bucket only
+  Step(*runner, 1);
   ASSERT_OK((*snapshots)->End(*runner, Position(*runner)));
   (*snapshots)->Drain();
   absl::StatusOr<LoadedCheckpoint> loaded = LoadNewestSnapshot(*segment.worker_view);
   ASSERT_OK(loaded);
   ExpectHoldsRunnersState(*loaded, *runner, 1);
+}
+
+TEST(SnapshotterTest, TrainingOnTheSnapshotsGivesExactlyTheParametersOfTrainingWithout) {
+  // Every other step taken bucket by bucket: the runner trains on the
+  // slot after a taken step, and the step after writes elsewhere, leaving
+  // the snapshot as it was. Both runners end bit for bit the same.
+  std::unique_ptr<ModelRunner> plain = Runner();
+  std::unique_ptr<ModelRunner> runner = Runner();
+  ASSERT_TRUE(runner->UpdatesInto());
+  Segment segment = MakeSegment(1 << 20);
+  SnapshotterOptions options;
+  options.every_steps = 2;
+  auto snapshots = Snapshotter::Make(segment.rank_view.get(), runner->size(),
+                                     runner->optimizer_state_size(), options);
+  ASSERT_OK(snapshots);
+  std::vector<float> taken_params, taken_state;
+  for (int64_t step = 1; step <= 7; ++step) {
+    Step(*plain, step);
+    const bool taken = (*snapshots)->Begin(step);
+    Step(*runner, step, snapshots->get());
+    ASSERT_OK((*snapshots)->End(*runner, Position(*runner)));
+    (*snapshots)->Drain();
+    if (taken) {
+      ASSERT_OK(runner->ReadState(&taken_params, &taken_state));
+      // The runner now trains on the slot it wrote: a byte changed
+      // through its parameters is one the snapshot's checksum no longer
+      // matches.
+      EXPECT_EQ(segment.worker_view->Committed()[0].step, step);
+      const float saved = runner->params()[0];
+      runner->params()[0] = saved + 1;
+      EXPECT_THAT(segment.worker_view->Read(segment.worker_view->Committed()[0]),
+                  StatusIs(absl::StatusCode::kDataLoss));
+      runner->params()[0] = saved;
+    }
+    // Whatever the step since the first taken, the newest snapshot is
+    // whole and holds its step's state.
+    if (step < 2) continue;
+    absl::StatusOr<LoadedCheckpoint> loaded = LoadNewestSnapshot(*segment.worker_view);
+    ASSERT_OK(loaded);
+    EXPECT_EQ(loaded->state.step, step - step % 2);
+    EXPECT_EQ(loaded->state.params, taken_params);
+    EXPECT_EQ(loaded->state.optimizer_state, taken_state);
+  }
+  std::vector<float> params, state, plain_params, plain_state;
+  ASSERT_OK(runner->ReadState(&params, &state));
+  ASSERT_OK(plain->ReadState(&plain_params, &plain_state));
+  EXPECT_EQ(params, plain_params);
+  EXPECT_EQ(state, plain_state);
+  EXPECT_NE(params, taken_params);  // step 7 moved on from step 6's
+}
+
+TEST(SnapshotterTest, ARestoredStateIsTheRunnersOwnAgain) {
+  std::unique_ptr<ModelRunner> runner = Runner();
+  Segment segment = MakeSegment(1 << 20);
+  auto snapshots = Snapshotter::Make(segment.rank_view.get(), runner->size(),
+                                     runner->optimizer_state_size(), {});
+  ASSERT_OK(snapshots);
+  ASSERT_TRUE((*snapshots)->Begin(1));
+  Step(*runner, 1, snapshots->get());
+  ASSERT_OK((*snapshots)->End(*runner, Position(*runner)));
+  (*snapshots)->Drain();
+  absl::StatusOr<LoadedCheckpoint> loaded = LoadNewestSnapshot(*segment.worker_view);
+  ASSERT_OK(loaded);
+  // A write of the state (a resume) leaves the slot alone.
+  std::vector<float> zeros(runner->size(), 0.0f);
+  ASSERT_OK(runner->WriteState(zeros, nullptr));
+  std::vector<float> params, state;
+  ASSERT_OK(runner->ReadState(&params, &state));
+  EXPECT_EQ(params, zeros);
+  EXPECT_EQ(state, loaded->state.optimizer_state);  // kept, from the slot
+  absl::StatusOr<LoadedCheckpoint> again = LoadNewestSnapshot(*segment.worker_view);
+  ASSERT_OK(again);
+  EXPECT_EQ(again->state.params, loaded->state.params);
 }
 
 TEST(SnapshotterTest, OnlyEveryNthStepIsTaken) {
@@ -167,7 +246,7 @@ TEST(SnapshotterTest, ACorruptNewestSnapshotFallsBackToTheOneBefore) {
   ASSERT_OK(snapshots);
   for (int64_t step = 1; step <= 2; ++step) {
     ASSERT_TRUE((*snapshots)->Begin(step));
-    Step(*runner);
+    Step(*runner, step, snapshots->get());
     ASSERT_OK((*snapshots)->End(*runner, Position(*runner)));
     (*snapshots)->Drain();
   }

@@ -297,8 +297,8 @@ absl::StatusOr<double> TrainingRun::ForwardBackward(int micro) {
                       snapshotter_->copying_buckets();
     if (fused_) {
       reducer_->Prepare(static_cast<float>(world_), [this, copy](const Bucket& b) {
-        RETURN_IF_ERROR(runner_->UpdateRange(b.offset, b.size));
-        return copy ? snapshotter_->CopyRange(*runner_, b.offset, b.size) : absl::OkStatus();
+        return copy ? snapshotter_->Update(*runner_, b.offset, b.size)
+                    : runner_->UpdateRange(b.offset, b.size);
       });
       // Before backward marks the first bucket ready.
       runner_->BeginStep(static_cast<float>(schedule_.At(step_)), reducer_->grad_scale());
