@@ -123,8 +123,9 @@ def ours_throughput(binary, world, steps, warmup):
 
 def snapshot_overhead(binary, steps, warmup, repeats):
     """World 2 with a snapshot of the whole state after every step, copied
-    on the training thread (staged) or bucket by bucket by the reducer's
-    thread (bucketed), against none; runs interleaved, best of `repeats`."""
+    on the training thread (staged) or written into the snapshot by each
+    bucket's update on the reducer's thread (bucketed), against none; runs
+    interleaved, best of `repeats`."""
     modes = ("off", "staged", "bucketed")
     runs = {mode: [] for mode in modes}
     disk = []  # bucketed snapshots and a checkpoint to disk every 10 steps
