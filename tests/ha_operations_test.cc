@@ -1,9 +1,10 @@
 // What operators do to a running pair of coordinators that share one
 // PostgreSQL (tests/ha_fixture.h): alerts on a real Prometheus when none
-// can lead, queues changed without a restart, and one credential key and
-// its rotation.
+// can lead, queues changed without a restart, one credential key and its
+// rotation, and an upgrade of the pair, the standby first.
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -237,6 +238,52 @@ TEST_F(HaKeyTest, TokensAreTheStoresAndARotationReachesBothCoordinators) {
   }
   ExpectStillTraining(trainer);
   ExpectWhole(trainer);
+}
+
+// docs/how-to.md's upgrade of a pair, each coordinator stopped as systemd
+// stops it (SIGTERM) and started again (the new release installed in
+// between: here the same one): the standby first, which comes back a
+// standby, then the leader, whose lease the upgraded standby takes. The
+// job trains throughout, without a restart.
+TEST_F(HaTest, AnUpgradeOfThePairStandbyFirstRestartsNoJob) {
+  const int leader = WaitForLeader();
+  ASSERT_GE(leader, 0) << Logs();
+  const int standby = 1 - leader;
+  const std::string trainer = SubmitTrainer(/*epochs=*/150);  // outlasts both restarts
+  WaitTraining(trainer);
+  WatchCli();
+  auto stop = [&](int i) {
+    ASSERT_EQ(kill(coordinators_[i], SIGTERM), 0);
+    ASSERT_EQ(waitpid(coordinators_[i], nullptr, 0), coordinators_[i]);
+  };
+  auto start = [&](int i) {
+    StartCoordinator(i);
+    ASSERT_TRUE(
+        testing::WaitFor([&] { return HealthOf(i, "") == Health::SERVING; }, absl::Seconds(60)))
+        << "coordinator " << i << " serves again\n"
+        << Logs();
+  };
+
+  stop(standby);
+  start(standby);
+  EXPECT_EQ(Leader(), leader) << "the leader led throughout";
+  EXPECT_EQ(testing::HttpGet(metrics_[standby], "/ready"), "not ready\n");
+  ExpectStillTraining(trainer);
+
+  // The leader's release is installed while it is stopped: the upgraded
+  // standby leads meanwhile.
+  const absl::Time stopped = absl::Now();
+  stop(leader);
+  EXPECT_EQ(WaitForLeader(leader), standby) << Logs();
+  std::cout << "the upgraded standby led " << absl::FormatDuration(absl::Now() - stopped)
+            << " after the leader was stopped" << std::endl;
+  start(leader);
+  EXPECT_EQ(Leader(), standby);
+  EXPECT_EQ(testing::HttpGet(metrics_[standby], "/ready"), "ready\n");
+  EXPECT_EQ(testing::HttpGet(metrics_[leader], "/ready"), "not ready\n");
+  ExpectStillTraining(trainer);
+  ExpectWhole(trainer);
+  ExpectCliAnsweredThroughout();
 }
 
 }  // namespace
