@@ -120,18 +120,25 @@ TEST_P(SnapshotterTest, EachStepsStateReadsBackExactly) {
 INSTANTIATE_TEST_SUITE_P(Copies, SnapshotterTest,
                          ::testing::Values(SnapshotCopy::kStaged, SnapshotCopy::kBucketed));
 
+// Step 1 taken into `segment`, its update through the snapshotter when
+// `bucketed`; the snapshot as the worker reads it back.
+absl::StatusOr<LoadedCheckpoint> TakeFirstStep(ModelRunner& runner, Segment& segment,
+                                               bool bucketed) {
+  auto snapshots =
+      Snapshotter::Make(segment.rank_view.get(), runner.size(), runner.optimizer_state_size(), {});
+  if (!snapshots.ok()) return snapshots.status();
+  EXPECT_TRUE((*snapshots)->Begin(1));
+  Step(runner, 1, bucketed ? snapshots->get() : nullptr);
+  if (absl::Status s = (*snapshots)->End(runner, Position(runner)); !s.ok()) return s;
+  (*snapshots)->Drain();
+  return LoadNewestSnapshot(*segment.worker_view);
+}
+
 TEST(SnapshotterTest, AStepUpdatedWithoutItIsCopiedWholeAtTheEnd) {
   // The update path that clips updates every bucket at once, in place.
   std::unique_ptr<ModelRunner> runner = Runner();
   Segment segment = MakeSegment(1 << 20);
-  auto snapshots = Snapshotter::Make(segment.rank_view.get(), runner->size(),
-                                     runner->optimizer_state_size(), {});
-  ASSERT_OK(snapshots);
-  ASSERT_TRUE((*snapshots)->Begin(1));
-  Step(*runner, 1);
-  ASSERT_OK((*snapshots)->End(*runner, Position(*runner)));
-  (*snapshots)->Drain();
-  absl::StatusOr<LoadedCheckpoint> loaded = LoadNewestSnapshot(*segment.worker_view);
+  absl::StatusOr<LoadedCheckpoint> loaded = TakeFirstStep(*runner, segment, false);
   ASSERT_OK(loaded);
   ExpectHoldsRunnersState(*loaded, *runner, 1);
 }
@@ -188,14 +195,7 @@ TEST(SnapshotterTest, TrainingOnTheSnapshotsGivesExactlyTheParametersOfTrainingW
 TEST(SnapshotterTest, ARestoredStateIsTheRunnersOwnAgain) {
   std::unique_ptr<ModelRunner> runner = Runner();
   Segment segment = MakeSegment(1 << 20);
-  auto snapshots = Snapshotter::Make(segment.rank_view.get(), runner->size(),
-                                     runner->optimizer_state_size(), {});
-  ASSERT_OK(snapshots);
-  ASSERT_TRUE((*snapshots)->Begin(1));
-  Step(*runner, 1, snapshots->get());
-  ASSERT_OK((*snapshots)->End(*runner, Position(*runner)));
-  (*snapshots)->Drain();
-  absl::StatusOr<LoadedCheckpoint> loaded = LoadNewestSnapshot(*segment.worker_view);
+  absl::StatusOr<LoadedCheckpoint> loaded = TakeFirstStep(*runner, segment, true);
   ASSERT_OK(loaded);
   // A write of the state (a resume) leaves the slot alone.
   std::vector<float> zeros(runner->size(), 0.0f);
