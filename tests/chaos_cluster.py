@@ -37,6 +37,16 @@ def wait_for(condition, timeout, what, interval=0.05):
         time.sleep(interval)
 
 
+def leads(metrics_address):
+    """Whether the coordinator whose /metrics is at `metrics_address`
+    (host:port) leads: its /ready answers 200."""
+    try:
+        with urllib.request.urlopen(f"http://{metrics_address}/ready", timeout=1) as r:
+            return r.status == 200
+    except (OSError, ValueError):
+        return False
+
+
 def bin_dir():
     """Where the programs are: the test's runfiles, else bazel-bin."""
     for d in (".", "bazel-bin"):

@@ -26,11 +26,10 @@ import tempfile
 import threading
 import time
 import unittest
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import simulated_hosts  # noqa: E402
-from chaos_cluster import bin_dir, wait_for  # noqa: E402
+from chaos_cluster import bin_dir, leads, wait_for  # noqa: E402
 from simulated_hosts import COORDINATOR_METRICS_PORT, COORDINATOR_PORT, Cluster, Hosts  # noqa: E402
 
 LEASE_S = 3
@@ -91,12 +90,7 @@ class HaCluster(Cluster):
 
     def ready(self, host):
         """Whether the coordinator on `host` leads (its /ready)."""
-        url = f"http://{self.hosts.address(host)}:{COORDINATOR_METRICS_PORT}/ready"
-        try:
-            with urllib.request.urlopen(url, timeout=1) as r:
-                return r.status == 200
-        except (OSError, ValueError):
-            return False
+        return leads(f"{self.hosts.address(host)}:{COORDINATOR_METRICS_PORT}")
 
     def leader(self):
         for host in COORDINATOR_HOSTS:

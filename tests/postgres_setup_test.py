@@ -16,10 +16,9 @@ import subprocess
 import sys
 import tempfile
 import unittest
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from chaos_cluster import bin_dir, free_port, wait_for  # noqa: E402
+from chaos_cluster import bin_dir, free_port, leads, wait_for  # noqa: E402
 
 PG = "/usr/lib/postgresql/15/bin"
 DOC = "docs/high-availability.md"
@@ -161,15 +160,8 @@ class PostgresSetupTest(unittest.TestCase):
         """Until the coordinator at `address` leads (its /ready). As a
         standby it answers reads first, and its port closes for a moment
         while it turns into the leader."""
-        url = f"http://127.0.0.1:{self.metrics_ports[address]}/ready"
-
-        def ready():
-            try:
-                with urllib.request.urlopen(url, timeout=2) as r:
-                    return r.status == 200
-            except OSError:
-                return False
-        wait_for(ready, 60, f"the coordinator at {address} leads", interval=0.2)
+        metrics = f"127.0.0.1:{self.metrics_ports[address]}"
+        wait_for(lambda: leads(metrics), 60, f"the coordinator at {address} leads", interval=0.2)
 
     def stop_all(self):
         for proc in self.procs:
