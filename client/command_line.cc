@@ -137,6 +137,9 @@ void AddJobCommands(CLI::App& app, Invocation* run, std::map<Command, CLI::App*>
   submit->add_option("--resume-from", run->submit.resume_from,
                      "start from the checkpoints of this ended job of yours (the spec's "
                      "resume_from)");
+  submit->add_option("--image", run->submit.image,
+                     "run the ranks in this OCI image (the spec's image), e.g. "
+                     "registry.example:5000/team/train:1.2");
   (*commands)[Command::kSubmit] = submit;
 
   CLI::App* jobs = app.add_subcommand("jobs", "list jobs, newest first");

@@ -297,6 +297,7 @@ int RunSubmit(const GlobalOptions& global, const SubmitOptions& options) {
     return Fail(absl::InvalidArgumentError(absl::StrCat(file, ": ", spec.status().message())));
   }
   if (!options.resume_from.empty()) spec->set_resume_from(options.resume_from);
+  if (!options.image.empty()) spec->set_image(options.image);
   std::error_code error;
   const std::string here = std::filesystem::current_path(error).string();
   const bool needs_here = spec->working_dir().empty() && ReadsItsDirectory(*spec);

@@ -37,6 +37,7 @@ struct SubmitOptions {
   int64_t upload_limit_bytes = int64_t{100} << 20;
   std::string request_id;   // a retry with the same id returns the same job
   std::string resume_from;  // the spec's resume_from, replaced
+  std::string image;        // the spec's image, replaced
 };
 int RunSubmit(const GlobalOptions& global, const SubmitOptions& options);
 // `jobs`: the newest `limit` jobs (every one with `all`), of `states` if any.

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/close_range.h>
+#include <poll.h>
 #include <pwd.h>
 #include <sched.h>
 #include <signal.h>
@@ -12,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -20,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
 
 extern char** environ;
 
@@ -334,6 +337,60 @@ bool CanHideOtherUsersProcesses() {
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+absl::StatusOr<ToolRun> RunToCompletion(const std::vector<std::string>& argv,
+                                        const std::map<std::string, std::string>& env,
+                                        absl::Duration timeout, size_t max_output,
+                                        const std::function<void()>& tick,
+                                        absl::Duration tick_interval) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) {
+    return absl::ResourceExhaustedError(absl::StrCat("pipe: ", strerror(errno)));
+  }
+  SubprocessSpec spec;
+  spec.argv = argv;
+  spec.env = CurrentEnvironment();
+  for (const auto& [name, value] : env) spec.env[name] = value;
+  spec.output_fd = fds[1];
+  absl::StatusOr<pid_t> pid = SpawnProcess(spec);
+  close(fds[1]);
+  if (!pid.ok()) {
+    close(fds[0]);
+    return pid.status();
+  }
+  ToolRun run;
+  const absl::Time deadline = absl::Now() + timeout;
+  absl::Time next_tick = absl::Now() + tick_interval;
+  char buffer[8192];
+  for (;;) {
+    const absl::Time now = absl::Now();
+    if (tick && now >= next_tick) {
+      tick();
+      next_tick = now + tick_interval;
+    }
+    const absl::Time wake = tick ? std::min(deadline, next_tick) : deadline;
+    const int64_t wait = std::max<int64_t>(0, absl::ToInt64Milliseconds(wake - now));
+    if (now >= deadline) {
+      run.timed_out = true;
+      break;
+    }
+    pollfd p{fds[0], POLLIN, 0};
+    const int ready = poll(&p, 1, static_cast<int>(std::min<int64_t>(wait, 1 << 30)));
+    if (ready == 0 || (ready < 0 && errno == EINTR)) continue;
+    const ssize_t n = read(fds[0], buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // every writer closed it: the tool (and its children) ended
+    const size_t room = max_output - std::min(max_output, run.output.size());
+    run.output.append(buffer, std::min(room, static_cast<size_t>(n)));
+  }
+  close(fds[0]);
+  if (run.timed_out) kill(-*pid, SIGKILL);
+  int status = 0;
+  while (waitpid(*pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!run.timed_out && WIFEXITED(status)) run.exit_code = WEXITSTATUS(status);
+  return run;
 }
 
 }  // namespace ringmaster

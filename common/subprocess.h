@@ -6,12 +6,14 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 
 namespace ringmaster {
 
@@ -90,6 +92,23 @@ bool EnterOwnMountNamespace();
 // but stdout/stderr (and inherit_fd) reaches it. The error names the
 // failing step and path.
 absl::StatusOr<pid_t> SpawnProcess(const SubprocessSpec& spec);
+
+// A tool's run to its end: how it exited and what it printed (stdout and
+// stderr together, at most `max_output` bytes, the rest read and dropped).
+struct ToolRun {
+  int exit_code = -1;  // -1: killed by a signal, or out of time
+  bool timed_out = false;
+  std::string output;
+};
+// Runs `argv` with the caller's environment plus `env`, killing it (its
+// process group) after `timeout`; `tick`, when given, is called every
+// `tick_interval` while it runs. Blocks: never on a thread that must stay
+// responsive. An error only when it cannot be started.
+absl::StatusOr<ToolRun> RunToCompletion(const std::vector<std::string>& argv,
+                                        const std::map<std::string, std::string>& env,
+                                        absl::Duration timeout, size_t max_output = 1 << 16,
+                                        const std::function<void()>& tick = nullptr,
+                                        absl::Duration tick_interval = absl::Seconds(1));
 
 // The path execve gets for argv[0]: itself when it holds a '/', otherwise
 // the first executable match on `path` (a PATH value). NOT_FOUND otherwise.
