@@ -117,13 +117,13 @@ absl::StatusOr<ImageReference> ParseImageReference(const std::string& text) {
     rest = rest.substr(0, colon);
   }
   if (rest.size() > kMaxNameLength) {
-    return Bad(text, absl::StrCat("its name is ", rest.size(), " characters; at most ",
-                                  kMaxNameLength));
+    return Bad(text,
+               absl::StrCat("its name is ", rest.size(), " characters; at most ", kMaxNameLength));
   }
   std::vector<absl::string_view> parts = absl::StrSplit(rest, '/');
   const absl::string_view first = parts.front();
-  if (parts.size() > 1 && (absl::StrContains(first, '.') || absl::StrContains(first, ':') ||
-                           first == "localhost")) {
+  if (parts.size() > 1 &&
+      (absl::StrContains(first, '.') || absl::StrContains(first, ':') || first == "localhost")) {
     if (!Registry(first)) {
       return Bad(text, absl::StrCat("\"", first, "\" is not a registry host[:port]"));
     }

@@ -38,7 +38,8 @@ absl::Status Run(const std::string& what, const std::string& command_line) {
 
 std::string RegistryServer::Unavailable() {
   if (geteuid() != 0) return "needs root (buildah's storage, as ./dev test runs)";
-  for (const char* tool : {"docker-registry", "buildah", "skopeo", "umoci", "htpasswd", "openssl"}) {
+  for (const char* tool :
+       {"docker-registry", "buildah", "skopeo", "umoci", "htpasswd", "openssl"}) {
     if (Shell(absl::StrCat("command -v ", tool)).exit_code != 0) {
       return absl::StrCat(tool,
                           " is not installed (Debian packages docker-registry buildah skopeo "
@@ -57,19 +58,19 @@ absl::StatusOr<std::unique_ptr<RegistryServer>> RegistryServer::Start(const std:
   const std::string certs = absl::StrCat(dir, "/certs/", address);
   fs::create_directories(certs);
   const std::string d = Quote(dir);
-  absl::Status made = Run(
-      "making the registry's certificate and password",
-      absl::StrCat("cd ", d,
-                   " && openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt "
-                   "-days 2 -subj /CN=registry-test-ca 2>/dev/null"
-                   " && openssl req -newkey rsa:2048 -nodes -keyout registry.key -out "
-                   "registry.csr -subj /CN=localhost 2>/dev/null"
-                   " && printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\\n' > san.ext"
-                   " && openssl x509 -req -in registry.csr -CA ca.crt -CAkey ca.key "
-                   "-CAcreateserial -out registry.crt -days 2 -extfile san.ext 2>/dev/null"
-                   " && cp ca.crt ",
-                   Quote(certs), "/ca.crt && htpasswd -Bbn ", Quote(user), " ", Quote(password),
-                   " > htpasswd"));
+  absl::Status made =
+      Run("making the registry's certificate and password",
+          absl::StrCat("cd ", d,
+                       " && openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt "
+                       "-days 2 -subj /CN=registry-test-ca 2>/dev/null"
+                       " && openssl req -newkey rsa:2048 -nodes -keyout registry.key -out "
+                       "registry.csr -subj /CN=localhost 2>/dev/null"
+                       " && printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\\n' > san.ext"
+                       " && openssl x509 -req -in registry.csr -CA ca.crt -CAkey ca.key "
+                       "-CAcreateserial -out registry.crt -days 2 -extfile san.ext 2>/dev/null"
+                       " && cp ca.crt ",
+                       Quote(certs), "/ca.crt && htpasswd -Bbn ", Quote(user), " ", Quote(password),
+                       " > htpasswd"));
   if (!made.ok()) return made;
   std::ofstream(dir + "/config.yml")
       << "version: 0.1\nlog: {level: warn}\n"
@@ -82,9 +83,8 @@ absl::StatusOr<std::unique_ptr<RegistryServer>> RegistryServer::Start(const std:
       std::map<std::string, std::string>{}, dir + "/registry.log");
   if (!process->started()) return absl::FailedPreconditionError("cannot start docker-registry");
   // /v2/ answers 401 without credentials once it serves.
-  const std::string ping =
-      absl::StrCat("curl -s -o /dev/null -w '%{http_code}' --cacert ", Quote(dir + "/ca.crt"),
-                   " https://", address, "/v2/");
+  const std::string ping = absl::StrCat("curl -s -o /dev/null -w '%{http_code}' --cacert ",
+                                        Quote(dir + "/ca.crt"), " https://", address, "/v2/");
   if (!WaitFor([&] { return Shell(ping).out == "401"; }, absl::Seconds(30))) {
     return absl::DeadlineExceededError(
         absl::StrCat("docker-registry never answered: ", process->output()));
@@ -102,34 +102,34 @@ std::string RegistryServer::WriteAuthFile(const std::string& path, const std::st
 
 absl::Status RegistryServer::PushRootfs(const std::string& name, const std::string& rootfs) const {
   const std::string buildah =
-      absl::StrCat("buildah --root ", Quote(dir_ + "/storage"), " --runroot ",
-                   Quote(dir_ + "/run"), " --storage-driver vfs");
+      absl::StrCat("buildah --root ", Quote(dir_ + "/storage"), " --runroot ", Quote(dir_ + "/run"),
+                   " --storage-driver vfs");
   const std::string image = absl::StrCat(address_, "/", name);
   return Run(absl::StrCat("building and pushing ", image),
-             absl::StrCat("set -e; c=$(", buildah, " from scratch); m=$(", buildah,
-                          " mount \"$c\"); cp -a ", Quote(rootfs), "/. \"$m\"/; ", buildah,
-                          " config --entrypoint '[\"/bin/false\"]' \"$c\"; ", buildah,
-                          " commit -q \"$c\" ", Quote(image), " >/dev/null; ", buildah,
-                          " rm \"$c\" >/dev/null; ", buildah, " push -q --cert-dir ",
-                          Quote(dir_ + "/certs/" + address_), " --creds ",
-                          Quote(user_ + ":" + password_), " ", Quote(image), " docker://",
-                          Quote(image)));
+             absl::StrCat(
+                 "set -e; c=$(", buildah, " from scratch); m=$(", buildah, " mount \"$c\"); cp -a ",
+                 Quote(rootfs), "/. \"$m\"/; ", buildah,
+                 " config --entrypoint '[\"/bin/false\"]' \"$c\"; ", buildah, " commit -q \"$c\" ",
+                 Quote(image), " >/dev/null; ", buildah, " rm \"$c\" >/dev/null; ", buildah,
+                 " push -q --cert-dir ", Quote(dir_ + "/certs/" + address_), " --creds ",
+                 Quote(user_ + ":" + password_), " ", Quote(image), " docker://", Quote(image)));
 }
 
 absl::Status RegistryServer::Push(const std::string& name,
                                   const std::map<std::string, std::string>& files) const {
-  const std::string rootfs = absl::StrCat(dir_, "/rootfs-", fs::path(name).filename().string(),
-                                          "-", std::hash<std::string>()(name));
+  const std::string rootfs = absl::StrCat(dir_, "/rootfs-", fs::path(name).filename().string(), "-",
+                                          std::hash<std::string>()(name));
   fs::remove_all(rootfs);
   for (const auto& [path, contents] : files) {
     const fs::path target = fs::path(rootfs) / fs::path(path).relative_path();
     fs::create_directories(target.parent_path());
     if (absl::EndsWith(path, "*")) {
       const fs::path to = target.parent_path() / target.filename().string().substr(
-                                                      0, target.filename().string().size() - 1);
+                                                     0, target.filename().string().size() - 1);
       std::error_code error;
       fs::copy(contents, to, fs::copy_options::recursive | fs::copy_options::copy_symlinks, error);
-      if (error) return absl::InternalError(absl::StrCat("copying ", contents, ": ", error.message()));
+      if (error)
+        return absl::InternalError(absl::StrCat("copying ", contents, ": ", error.message()));
     } else {
       std::ofstream(target) << contents;
     }

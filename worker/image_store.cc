@@ -41,8 +41,8 @@ constexpr char kTag[] = "image";
 int64_t DiskBytes(const std::string& path) {
   std::error_code error;
   int64_t bytes = 0;
-  for (fs::recursive_directory_iterator it(path, fs::directory_options::skip_permission_denied,
-                                           error),
+  for (fs::recursive_directory_iterator
+           it(path, fs::directory_options::skip_permission_denied, error),
        end;
        it != end; it.increment(error)) {
     if (error) break;
@@ -54,7 +54,7 @@ int64_t DiskBytes(const std::string& path) {
 }
 
 absl::StatusOr<google::protobuf::Struct> ParseJson(const std::string& text,
-                                                    const std::string& what) {
+                                                   const std::string& what) {
   google::protobuf::Struct root;
   if (!google::protobuf::util::JsonStringToMessage(text, &root).ok()) {
     return absl::FailedPreconditionError(absl::StrCat(what, " is not JSON"));
@@ -75,6 +75,10 @@ absl::Status PullError(const std::string& canonical, const ToolRun& run) {
   if (const size_t msg = said.rfind("msg=\""); msg != std::string::npos) {
     said = said.substr(msg + 5);
     if (const size_t end = said.rfind('"'); end != std::string::npos) said.resize(end);
+  }
+  // It names the image again: once is enough.
+  if (absl::StartsWith(said, "initializing source ")) {
+    if (const size_t colon = said.find(": "); colon != std::string::npos) said.erase(0, colon + 2);
   }
   if (run.timed_out) said = "the pull ran out of time";
   const std::string message = absl::StrCat("pulling ", canonical, ": ", said);
@@ -156,8 +160,8 @@ absl::StatusOr<int64_t> ImageStore::ManifestBytes(const ImageReference& ref) con
   return bytes;  // 0 for a list of manifests (one per platform): unknown
 }
 
-absl::StatusOr<std::string> ImageStore::Pull(
-    const ImageReference& ref, const std::function<void(const Progress&)>& progress) {
+absl::StatusOr<std::string> ImageStore::Pull(const ImageReference& ref,
+                                             const std::function<void(const Progress&)>& progress) {
   const std::string canonical = ref.Canonical();
   Progress seen;
   if (progress) {
@@ -178,9 +182,8 @@ absl::StatusOr<std::string> ImageStore::Pull(
     seen.done_bytes = DiskBytes(layout);
     progress(seen);
   };
-  ASSIGN_OR_RETURN(ToolRun run,
-                   RunToCompletion(argv, {}, options_.pull_timeout, 1 << 16, tick,
-                                   kProgressInterval));
+  ASSIGN_OR_RETURN(ToolRun run, RunToCompletion(argv, {}, options_.pull_timeout, 1 << 16, tick,
+                                                kProgressInterval));
   if (run.exit_code != 0) return PullError(canonical, run);
   tick();  // all of it
   return LayoutDigest(layout);
@@ -195,8 +198,7 @@ absl::StatusOr<std::string> ImageStore::LayoutDigest(const std::string& layout) 
     for (const google::protobuf::Value& m : manifests->list_value().values()) {
       const google::protobuf::Value* annotations = Field(m.struct_value(), "annotations");
       if (annotations == nullptr) continue;
-      const auto* name =
-          Field(annotations->struct_value(), "org.opencontainers.image.ref.name");
+      const auto* name = Field(annotations->struct_value(), "org.opencontainers.image.ref.name");
       const auto* digest = Field(m.struct_value(), "digest");
       if (name != nullptr && digest != nullptr && name->string_value() == kTag) {
         return digest->string_value();
@@ -239,8 +241,7 @@ absl::StatusOr<int64_t> ImageStore::Unpack(const std::string& canonical,
 }
 
 absl::StatusOr<ImageStore::Held> ImageStore::Acquire(
-    const ImageReference& ref, bool always,
-    const std::function<void(const Progress&)>& progress) {
+    const ImageReference& ref, bool always, const std::function<void(const Progress&)>& progress) {
   const std::string canonical = ref.Canonical();
   {
     MutexLock lock(&mu_);
@@ -267,10 +268,10 @@ absl::StatusOr<ImageStore::Held> ImageStore::Acquire(
     --pulls_;
     pulling_.erase(canonical);
     if (bytes.ok() && *bytes > options_.cache_limit_bytes) {
-      bytes = absl::ResourceExhaustedError(absl::StrCat(
-          "pulling ", canonical, ": it takes ", *bytes >> 20,
-          " MiB unpacked, more than the worker's --image-cache-limit of ",
-          options_.cache_limit_bytes >> 20, " MiB"));
+      bytes = absl::ResourceExhaustedError(
+          absl::StrCat("pulling ", canonical, ": it takes ", *bytes >> 20,
+                       " MiB unpacked, more than the worker's --image-cache-limit of ",
+                       options_.cache_limit_bytes >> 20, " MiB"));
       if (images_.count(*digest) == 0) TrashLocked(RootfsOf(*digest));
     }
     if (!bytes.ok()) {

@@ -20,8 +20,8 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <set>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -120,10 +120,10 @@ class ImageStore {
 
   const ImageStoreOptions options_;
   mutable Mutex mu_;
-  std::map<std::string, Image> images_ ABSL_GUARDED_BY(mu_);       // by manifest digest
-  std::map<std::string, std::string> tags_ ABSL_GUARDED_BY(mu_);   // canonical -> digest
-  std::set<std::string> pulling_ ABSL_GUARDED_BY(mu_);             // canonical references
-  int pulls_ ABSL_GUARDED_BY(mu_) = 0;                             // running now
+  std::map<std::string, Image> images_ ABSL_GUARDED_BY(mu_);      // by manifest digest
+  std::map<std::string, std::string> tags_ ABSL_GUARDED_BY(mu_);  // canonical -> digest
+  std::set<std::string> pulling_ ABSL_GUARDED_BY(mu_);            // canonical references
+  int pulls_ ABSL_GUARDED_BY(mu_) = 0;                            // running now
   int64_t trashed_ ABSL_GUARDED_BY(mu_) = 0;
   std::string index_text_ ABSL_GUARDED_BY(mu_);
   Mutex index_mu_ ABSL_ACQUIRED_BEFORE(mu_);  // the index file's writes, in order

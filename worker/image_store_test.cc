@@ -44,10 +44,9 @@ class ImageStoreTest : public ::testing::Test {
     registry_ = registry->release();
     // Three images of about 4 MiB each, and one of about 12 MiB.
     for (const char* name : {"first", "second", "third"}) {
-      ASSERT_OK(registry_->Push(
-          std::string("team/") + name + ":1.0",
-          {{"/etc/os-release", std::string("PRETTY_NAME=\"") + name + "\"\n"},
-           {"/data/noise", Noise(4 << 20, name[0])}}));
+      ASSERT_OK(registry_->Push(std::string("team/") + name + ":1.0",
+                                {{"/etc/os-release", std::string("PRETTY_NAME=\"") + name + "\"\n"},
+                                 {"/data/noise", Noise(4 << 20, name[0])}}));
     }
     ASSERT_OK(registry_->Push("team/big:1.0", {{"/data/noise", Noise(12 << 20, 7)}}));
   }
@@ -62,8 +61,7 @@ class ImageStoreTest : public ::testing::Test {
   ImageStoreOptions Options(int64_t limit = int64_t{1} << 30) {
     ImageStoreOptions options;
     options.dir = testing::MakeTempDir("images");
-    options.auth_file =
-        registry_->WriteAuthFile(options.dir + "-auth.json", "team", "secret");
+    options.auth_file = registry_->WriteAuthFile(options.dir + "-auth.json", "team", "secret");
     options.certs_dir = registry_->certs_dir();
     options.cache_limit_bytes = limit;
     return options;

@@ -56,7 +56,8 @@ Value Strings(const std::vector<std::string>& items) {
 
 Value Object(std::initializer_list<std::pair<const char*, Value>> fields) {
   Value v;
-  for (const auto& [name, value] : fields) (*v.mutable_struct_value()->mutable_fields())[name] = value;
+  for (const auto& [name, value] : fields)
+    (*v.mutable_struct_value()->mutable_fields())[name] = value;
   return v;
 }
 
@@ -111,9 +112,8 @@ Value Process(const ContainerSpec& spec) {
   const Value none = Strings({});
   return Object({
       {"terminal", Bool(false)},
-      {"user", Object({{"uid", Num(spec.uid)},
-                       {"gid", Num(spec.gid)},
-                       {"additionalGids", List(groups)}})},
+      {"user",
+       Object({{"uid", Num(spec.uid)}, {"gid", Num(spec.gid)}, {"additionalGids", List(groups)}})},
       {"args", Strings(spec.argv)},
       {"env", Strings(env)},
       {"cwd", Str(spec.working_dir.empty() ? "/" : spec.working_dir)},
@@ -157,12 +157,11 @@ Value Linux(const ContainerSpec& spec) {
   fields["namespaces"] = List({Object({{"type", Str("pid")}}), Object({{"type", Str("mount")}}),
                                Object({{"type", Str("ipc")}})});
   fields["devices"] = List(devices);
-  fields["maskedPaths"] =
-      Strings({"/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
-               "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi",
-               "/sys/firmware"});
-  fields["readonlyPaths"] = Strings({"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys",
-                                     "/proc/sysrq-trigger"});
+  fields["maskedPaths"] = Strings({"/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys",
+                                   "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats",
+                                   "/proc/sched_debug", "/proc/scsi", "/sys/firmware"});
+  fields["readonlyPaths"] =
+      Strings({"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"});
   if (!spec.cgroups_path.empty()) fields["cgroupsPath"] = Str(spec.cgroups_path);
   // The default devices (null, zero, random...) and these, nothing else.
   fields["resources"] = Object({{"devices", List(allowed)}});
@@ -193,7 +192,8 @@ absl::Status WriteBundle(const std::string& dir, const ContainerSpec& spec) {
   const std::string path = dir + "/config.json";
   const std::string json = OciConfigJson(spec);
   const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) return absl::InternalError(absl::StrCat("cannot write ", path, ": ", strerror(errno)));
+  if (fd < 0)
+    return absl::InternalError(absl::StrCat("cannot write ", path, ": ", strerror(errno)));
   const bool written = write(fd, json.data(), json.size()) == static_cast<ssize_t>(json.size());
   close(fd);
   if (!written) return absl::InternalError(absl::StrCat("cannot write ", path));

@@ -60,7 +60,8 @@ TEST(OciBundleTest, TheConfigIsJsonWithTheJobsUserCommandAndMounts) {
   EXPECT_EQ(process.at("user").struct_value().fields().at("uid").number_value(), 1234);
   EXPECT_TRUE(process.at("noNewPrivileges").bool_value());
   std::vector<std::string> namespaces;
-  for (const auto& ns : f.at("linux").struct_value().fields().at("namespaces").list_value().values()) {
+  for (const auto& ns :
+       f.at("linux").struct_value().fields().at("namespaces").list_value().values()) {
     namespaces.push_back(ns.struct_value().fields().at("type").string_value());
   }
   EXPECT_EQ(namespaces, (std::vector<std::string>{"pid", "mount", "ipc"})) << "the host's network";
@@ -77,7 +78,8 @@ TEST(OciBundleTest, TheConfigIsJsonWithTheJobsUserCommandAndMounts) {
 TEST(OciBundleTest, ARuntimeRunsTheCommandInTheImageAsTheJobsUser) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root (an OCI runtime's namespaces)";
   const std::string runtime = Runtime();
-  if (runtime.empty()) GTEST_SKIP() << "no OCI runtime (Debian's runc or crun; ./dev installs runc)";
+  if (runtime.empty())
+    GTEST_SKIP() << "no OCI runtime (Debian's runc or crun; ./dev installs runc)";
   if (!fs::exists("/bin/busybox")) GTEST_SKIP() << "no /bin/busybox (Debian's busybox-static)";
   const std::string dir = testing::MakeTempDir("oci-bundle");
   ContainerSpec spec;
@@ -98,8 +100,7 @@ TEST(OciBundleTest, ARuntimeRunsTheCommandInTheImageAsTheJobsUser) {
       {}, absl::Seconds(60));
   ASSERT_OK(run);
   EXPECT_EQ(run->exit_code, 7) << run->output;
-  EXPECT_NE(run->output.find("PRETTY_NAME=\"a busybox image\""), std::string::npos)
-      << run->output;
+  EXPECT_NE(run->output.find("PRETTY_NAME=\"a busybox image\""), std::string::npos) << run->output;
   EXPECT_NE(run->output.find("65534\n"), std::string::npos) << run->output;
   EXPECT_NE(run->output.find("pid 1\n"), std::string::npos) << "a pid namespace: " << run->output;
   EXPECT_NE(run->output.find("read-only"), std::string::npos) << run->output;
