@@ -14,6 +14,7 @@
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "common/checkpoint_roots.h"
 #include "common/credentials.h"
 #include "common/job_id.h"
@@ -295,6 +296,15 @@ void RankSupervisor::Supervise(Rank* self) {
   if (snapshot != nullptr && options_.snapshot_peers != nullptr) {
     replicas = options_.snapshot_peers->Replicate(start, snapshot);
   }
+  std::optional<ImageStore::Held> image;
+  if (spec.ok() && !start.image().empty()) {
+    absl::StatusOr<ImageStore::Held> held = EnterImage(start, &*spec);
+    if (held.ok()) {
+      image = *std::move(held);
+    } else {
+      spec = held.status();
+    }
+  }
   v1::RankExited exited;
   *exited.mutable_rank() = ref;
   exited.set_generation(start.generation());
@@ -312,6 +322,12 @@ void RankSupervisor::Supervise(Rank* self) {
     }
   }
   if (spec.ok() && !spec->private_shm.empty()) options_.shm->Release(ref.job_id());
+  if (image) {
+    std::error_code error;
+    std::filesystem::remove_all(absl::StrCat(options_.container.bundles_dir, "/", spec->name),
+                                error);
+    options_.images->Release(*image);
+  }
   {
     MutexLock lock(&mu_);
     exited.set_stopped(self->stop_requested);
@@ -320,6 +336,38 @@ void RankSupervisor::Supervise(Rank* self) {
   callbacks_.exited(exited);
   MutexLock lock(&mu_);
   self->reported = true;
+}
+
+absl::StatusOr<ImageStore::Held> RankSupervisor::EnterImage(const v1::StartRank& start,
+                                                            LaunchSpec* spec) const {
+  if (options_.images == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat("this worker runs no images (", start.image(),
+                                                      "): it was started without an OCI runtime"));
+  }
+  ASSIGN_OR_RETURN(ImageReference ref, ParseImageReference(start.image()));
+  ASSIGN_OR_RETURN(ImageStore::Held held,
+                   options_.images->Acquire(ref, start.image_pull() == "always"));
+  ContainerOptions container = options_.container;
+  // What the rank's environment names on the host, at the same paths: the
+  // job's directory (its code, home and error files), its checkpoints,
+  // the ringmaster package.
+  container.writable.push_back(absl::StrCat(options_.jobs_dir, "/", start.rank().job_id()));
+  if (!start.checkpoint_dir().empty()) container.writable.push_back(start.checkpoint_dir());
+  if (auto python = options_.base_env.find("PYTHONPATH"); python != options_.base_env.end()) {
+    for (absl::string_view dir : absl::StrSplit(python->second, ':', absl::SkipEmpty())) {
+      container.read_only.emplace_back(dir);
+    }
+  }
+  // A cgroup below the rank's, so that its limit and its kill hold.
+  container.cgroups_path = spec->name;
+  absl::StatusOr<LaunchSpec> launch =
+      InImage(*spec, held.rootfs, held.reference, spec->name, container);
+  if (!launch.ok()) {
+    options_.images->Release(held);
+    return launch.status();
+  }
+  *spec = *std::move(launch);
+  return held;
 }
 
 std::shared_ptr<SnapshotStore::Lease> RankSupervisor::HandSnapshotSegment(

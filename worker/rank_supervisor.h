@@ -17,6 +17,8 @@
 #include "absl/time/time.h"
 #include "common/mutex.h"
 #include "proto/worker.pb.h"
+#include "worker/container_launch.h"
+#include "worker/image_store.h"
 #include "worker/job_code.h"
 #include "worker/job_shm.h"
 #include "worker/process_launcher.h"
@@ -58,6 +60,11 @@ struct RankSupervisorOptions {
   // snapshots to the peer its StartRank names while it runs; not owned.
   // Null: neither.
   SnapshotPeers* snapshot_peers = nullptr;
+  // The images ranks of jobs with one (StartRank.image) run in; not owned.
+  // Null: such a rank does not start, and says that this worker runs none.
+  ImageStore* images = nullptr;
+  // How they run: the OCI runtime, and where their bundles go.
+  ContainerOptions container;
 };
 
 // Thread-safe. The callbacks run on the rank threads, never under the
@@ -131,6 +138,9 @@ class RankSupervisor {
   absl::Status PrepareFiles(const v1::StartRank& start, LaunchSpec* spec);
   // The rank's snapshot segment, named in its environment, when it asks
   // for one; its refusal, said there too, when there is no room.
+  // Moves `spec` into the rank's image (pulled if need be: the rank's
+  // thread waits), which it holds until Supervise releases it.
+  absl::StatusOr<ImageStore::Held> EnterImage(const v1::StartRank& start, LaunchSpec* spec) const;
   std::shared_ptr<SnapshotStore::Lease> HandSnapshotSegment(const v1::StartRank& start,
                                                             LaunchSpec* spec) const;
   // From a started process to its exit, stops delivered.
