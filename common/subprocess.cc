@@ -82,6 +82,7 @@ struct ChildPlan {
   bool hide_other_users_processes;
   const char* private_shm;  // "": the host's /dev/shm
   int inherit_fd;           // < 0: none
+  int inherit_fd_as;        // < 3: inherit_fd's own number
   bool no_new_privs;
   const char* dir;
   const std::vector<PathAccess>* required_access;
@@ -89,6 +90,10 @@ struct ChildPlan {
   char* const* argv;
   char* const* envp;
 };
+
+// With SubprocessSpec::inherit_fd_as, the error pipe's ends are moved to
+// at least this number.
+constexpr int kLowestErrorFd = 64;
 
 // Between fork and exec only async-signal-safe calls are allowed, so
 // everything is prepared before fork. On failure the child writes errno,
@@ -152,9 +157,15 @@ struct ChildPlan {
   // pipe is close-on-exec and so closes itself on success.
   if (plan.inherit_fd >= 3) {
     step = kInheritFd;
-    if (plan.inherit_fd > 3) syscall(SYS_close_range, 3, plan.inherit_fd - 1, CLOSE_RANGE_CLOEXEC);
-    syscall(SYS_close_range, plan.inherit_fd + 1, ~0U, CLOSE_RANGE_CLOEXEC);
-    if (fcntl(plan.inherit_fd, F_SETFD, 0) != 0) fail();
+    int fd = plan.inherit_fd;
+    // The error pipe is above kLowestErrorFd, out of the way.
+    if (plan.inherit_fd_as >= 3 && plan.inherit_fd_as != fd) {
+      if (dup2(fd, plan.inherit_fd_as) < 0) fail();
+      fd = plan.inherit_fd_as;
+    }
+    if (fd > 3) syscall(SYS_close_range, 3, fd - 1, CLOSE_RANGE_CLOEXEC);
+    syscall(SYS_close_range, fd + 1, ~0U, CLOSE_RANGE_CLOEXEC);
+    if (fcntl(fd, F_SETFD, 0) != 0) fail();
   } else {
     syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
   }
@@ -290,6 +301,16 @@ absl::StatusOr<pid_t> SpawnProcess(const SubprocessSpec& spec) {
   if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
     return absl::InternalError(absl::StrCat("pipe2: ", strerror(errno)));
   }
+  if (spec.inherit_fd_as >= 3) {
+    // Where the child's dup2 of inherit_fd cannot land on them.
+    for (int& end : pipe_fds) {
+      if (end >= kLowestErrorFd) continue;
+      const int moved = fcntl(end, F_DUPFD_CLOEXEC, kLowestErrorFd);
+      if (moved < 0) continue;
+      close(end);
+      end = moved;
+    }
+  }
 
   std::vector<std::string> env_strings;
   for (const auto& [key, value] : spec.env) env_strings.push_back(key + "=" + value);
@@ -309,7 +330,7 @@ absl::StatusOr<pid_t> SpawnProcess(const SubprocessSpec& spec) {
   if (pid == 0) {
     ExecChild({spec.detach, parent, output_fd, pipe_fds[1], &cgroup_fds,
                spec.run_as ? &*spec.run_as : nullptr, spec.hide_other_users_processes,
-               spec.private_shm.c_str(), spec.inherit_fd, spec.no_new_privs,
+               spec.private_shm.c_str(), spec.inherit_fd, spec.inherit_fd_as, spec.no_new_privs,
                spec.working_dir.c_str(), &spec.required_access, program->c_str(), argv.data(),
                envp.data()});
   }

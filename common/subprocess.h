@@ -76,6 +76,9 @@ struct SubprocessSpec {
   // same number; it learns the number some other way (its environment).
   // -1: none.
   int inherit_fd = -1;
+  // When >= 3: inherit_fd reaches the child at this number instead (a
+  // runtime that passes descriptors 3 to 3 + n - 1 on takes it as 3).
+  int inherit_fd_as = -1;
 };
 
 // Whether SubprocessSpec::hide_other_users_processes works here: a child

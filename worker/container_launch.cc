@@ -72,6 +72,7 @@ absl::StatusOr<LaunchSpec> InImage(const LaunchSpec& spec, const std::string& ro
   container.argv[0] = *program;
   container.env = spec.env;
   if (path == spec.env.end()) container.env["PATH"] = kDefaultPath;
+  if (spec.inherit_fd >= 3) container.env["RINGMASTER_SNAPSHOT_FD"] = "3";
   container.working_dir = spec.working_dir;
   if (spec.run_as) {
     container.uid = spec.run_as->uid;
@@ -94,9 +95,10 @@ absl::StatusOr<LaunchSpec> InImage(const LaunchSpec& spec, const std::string& ro
   LaunchSpec launch = spec;
   launch.argv = {options.runtime, "run", "--bundle", bundle};
   if (spec.inherit_fd >= 3) {
-    // The runtime passes descriptors 3 to 3 + n - 1 on (the snapshot
-    // segment's among them); the others are closed before it runs.
-    launch.argv.insert(launch.argv.end(), {"--preserve-fds", std::to_string(spec.inherit_fd - 2)});
+    // The runtime passes descriptors 3 to 3 + n - 1 on: the snapshot
+    // segment's is 3.
+    launch.argv.insert(launch.argv.end(), {"--preserve-fds", "1"});
+    launch.inherit_fd_as = 3;
   }
   launch.argv.push_back(id);
   // The runtime runs as the worker; the rank, as the job (config.json).

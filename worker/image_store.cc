@@ -10,9 +10,12 @@
 #include <sstream>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "common/private_dir.h"
 #include "common/sha256.h"
 #include "common/status_macros.h"
@@ -68,6 +71,24 @@ const google::protobuf::Value* Field(const google::protobuf::Struct& s, const st
 }
 
 }  // namespace
+
+absl::StatusOr<int64_t> ParseImageCacheLimit(const std::string& text) {
+  absl::string_view rest = absl::StripAsciiWhitespace(text);
+  int64_t unit = 1;
+  for (const auto& [suffix, size] :
+       {std::pair<const char*, int64_t>{"GiB", int64_t{1} << 30}, {"MiB", int64_t{1} << 20}}) {
+    if (absl::ConsumeSuffix(&rest, suffix)) {
+      unit = size;
+      break;
+    }
+  }
+  double number = 0;
+  if (!absl::SimpleAtod(rest, &number) || number <= 0 || number * unit > 1e18) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--image-cache-limit ", text, ": not a size (\"20GiB\", \"512MiB\", bytes)"));
+  }
+  return static_cast<int64_t>(number * unit);
+}
 
 absl::Status PullError(const std::string& canonical, const ToolRun& run) {
   std::string said = run.output;

@@ -129,6 +129,9 @@ class ImageStore {
   Mutex index_mu_ ABSL_ACQUIRED_BEFORE(mu_);  // the index file's writes, in order
 };
 
+// --image-cache-limit: a size ("20GiB", "512MiB", bytes).
+absl::StatusOr<int64_t> ParseImageCacheLimit(const std::string& text);
+
 // What a failed skopeo run means, naming the image and what the registry
 // said (see ImageStore::Acquire).
 absl::Status PullError(const std::string& canonical, const ToolRun& run);

@@ -21,6 +21,7 @@
 #include "common/tls.h"
 #include "common/token_file.h"
 #include "worker/death_watch.h"
+#include "worker/image_store.h"
 #include "worker/rank_cgroups.h"
 #include "worker/rank_identity.h"
 #include "worker/snapshot_store.h"
@@ -62,6 +63,31 @@ void AddSnapshotFlags(CLI::App& app, ringmaster::WorkerConfig* config) {
                  "the share of time this worker may spend pushing its ranks' snapshots to a "
                  "peer's memory (0.03: a push that took 1 s waits 32 s); 0: no replicas")
       ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+}
+
+void AddImageFlags(CLI::App& app, ringmaster::WorkerConfig* config) {
+  app.add_option("--container-runtime", config->container_runtime,
+                 "the OCI runtime (runc, crun) that runs ranks of jobs with an image; empty (the "
+                 "default): this worker runs no images");
+  app.add_option("--registry-auth", config->registry_auth,
+                 "credentials for image registries, in the auth.json format of podman and skopeo");
+  app.add_option("--registry-certs", config->registry_certs,
+                 "DIR holding <host:port>/ca.crt for registries whose certificates the system "
+                 "does not trust (default: /etc/containers/certs.d)");
+  app.add_option_function<std::string>(
+      "--image-cache-limit",
+      [config](const std::string& text) {
+        absl::StatusOr<int64_t> limit = ringmaster::ParseImageCacheLimit(text);
+        if (!limit.ok()) {
+          throw CLI::ValidationError("--image-cache-limit", std::string(limit.status().message()));
+        }
+        config->image_cache_limit_bytes = *limit;
+      },
+      "disk for pulled images (\"20GiB\", the default); the least recently used go first, "
+      "never one a rank runs in");
+  app.add_option("--image-pulls", config->image_pulls, "image pulls at once")
+      ->check(CLI::Range(1, 64))
       ->capture_default_str();
 }
 
@@ -127,6 +153,7 @@ void AddWorkerFlags(CLI::App& app, ringmaster::WorkerConfig* config) {
       "DIR[,DIR...] where a job's checkpoint directory may lie; the worker makes each job's "
       "there (default: the coordinator's checkpoint root and --checkpoint-roots)");
   AddSnapshotFlags(app, config);
+  AddImageFlags(app, config);
   app.add_option("--trainer-bin", config->trainer_program, "the built-in trainer's path")
       ->capture_default_str();
 }

@@ -203,6 +203,21 @@ absl::Status WorkerServer::InitSupervisor(const WorkerConfig& config,
   options.snapshot_peers = snapshot_peers_.get();
   spdlog::info("snapshot memory limit {} MiB: {} MiB for each slot's rank",
                config.snapshot_memory_limit_bytes >> 20, snapshots_->segment_bytes() >> 20);
+  if (!config.container_runtime.empty()) {
+    ImageStoreOptions images;
+    images.dir = config.state_dir + "/images";
+    images.auth_file = config.registry_auth;
+    images.certs_dir = config.registry_certs;
+    images.cache_limit_bytes = config.image_cache_limit_bytes;
+    images.max_pulls = config.image_pulls;
+    ASSIGN_OR_RETURN(images_, ImageStore::Open(images));
+    options.images = images_.get();
+    options.container.runtime = config.container_runtime;
+    options.container.bundles_dir = config.state_dir + "/bundles";
+    RETURN_IF_ERROR(MakePrivateDir(options.container.bundles_dir));
+    spdlog::info("images run under {}; cache {} MiB in {}", config.container_runtime,
+                 config.image_cache_limit_bytes >> 20, images.dir);
+  }
   options.log_dir = config.state_dir + "/logs";
   RETURN_IF_ERROR(MakePrivateDir(options.log_dir, 0750));
   options.jobs_dir = config.state_dir + "/jobs";

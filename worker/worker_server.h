@@ -23,6 +23,7 @@
 #include "worker/agent_service.h"
 #include "worker/coordinator_link.h"
 #include "worker/gpu_watch.h"
+#include "worker/image_store.h"
 #include "worker/job_code.h"
 #include "worker/job_shm.h"
 #include "worker/nvml.h"
@@ -65,6 +66,13 @@ struct WorkerConfig {
   uint64_t snapshot_memory_limit_bytes = 0;
   // The share of time spent pushing snapshots to peers (snapshot_peers.h).
   double replica_time_share = 0.03;
+  // Jobs with an image (image_store.h, container_launch.h): the OCI runtime
+  // their ranks run under; empty: this worker runs no images.
+  std::string container_runtime;
+  std::string registry_auth;   // auth.json
+  std::string registry_certs;  // <dir>/<host:port>/ca.crt
+  int64_t image_cache_limit_bytes = int64_t{20} << 30;
+  int image_pulls = 2;  // at once
 };
 
 class WorkerServer {
@@ -107,6 +115,7 @@ class WorkerServer {
   std::unique_ptr<JobCode> code_;
   std::unique_ptr<JobShm> shm_;  // null: ranks see the host's /dev/shm
   std::unique_ptr<SnapshotStore> snapshots_;
+  std::unique_ptr<ImageStore> images_;  // null: no images
   std::unique_ptr<GrpcPeerAgents> peer_agents_;
   std::unique_ptr<SnapshotPeers> snapshot_peers_;
   bool checkpoint_roots_given_ = false;  // --checkpoint-roots
