@@ -123,6 +123,21 @@ absl::Status MakeJobCheckpointDir(int root_fd, const std::string& root, const st
   return absl::OkStatus();
 }
 
+// What a rank in an image that cannot start would meet at a restart too:
+// no such image, tag or command, refused credentials, no room. Not an
+// unreachable registry, nor a worker without images (another may have).
+bool NeverRetried(const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kNotFound:
+    case absl::StatusCode::kPermissionDenied:
+    case absl::StatusCode::kResourceExhausted:
+    case absl::StatusCode::kInvalidArgument:
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace
 
 RankSupervisor::RankSupervisor(ProcessLauncher* launcher, RankSupervisorOptions options,
@@ -314,6 +329,7 @@ void RankSupervisor::Supervise(Rank* self) {
                  pid.status().ToString());
     exited.set_start_failed(true);
     exited.set_message(std::string(pid.status().message()));
+    exited.set_never_retry(!start.image().empty() && NeverRetried(pid.status()));
   } else {
     RunToExit(self, ref, *pid, spec->run_as, &exited);
     if (exited.exit_code() != 0 || exited.signal() != 0) {

@@ -61,6 +61,48 @@ TEST_F(JobManagerTest, NeverRetryExitCodeEndsTheJobEvenWhenAPeerIsTheCause) {
   EXPECT_EQ(Job(other).state(), v1::RESTARTING);
 }
 
+TEST_F(JobManagerTest, ARankThatWouldNotStartAtARestartEndsItsJobWithoutOne) {
+  // Its image does not exist: the worker says so, and that a restart would
+  // meet the same.
+  TestWorker w1, w2;
+  ASSERT_OK(Register(w1, "w1", 1));
+  ASSERT_OK(Register(w2, "w2", 1));
+  v1::JobSpec spec = CommandSpec(2);
+  spec.set_max_restarts(3);
+  spec.set_image("registry.example:5000/team/train:9.9");
+  const std::string id = Submit(spec);
+  Started(w2, id, 0, 1);
+  auto cannot_start = [&](bool never_retry) {
+    v1::WorkerMessage m = ExitedEvent(w1, id, Job(id).attempt(), 0, 0);
+    m.mutable_rank_exited()->set_start_failed(true);
+    m.mutable_rank_exited()->set_never_retry(never_retry);
+    m.mutable_rank_exited()->set_message(
+        "pulling registry.example:5000/team/train:9.9: reading manifest 9.9 in "
+        "registry.example:5000/team/train: manifest unknown: manifest unknown");
+    Deliver(w1, m);
+  };
+  cannot_start(true);
+  EXPECT_EQ(Job(id).state(), v1::FAILED);
+  EXPECT_EQ(Job(id).restarts(), 0);
+  EXPECT_EQ(Last(id).reason(), v1::RANK_START_FAILED);
+  EXPECT_EQ(Last(id).message(),
+            "rank 0 could not start: pulling registry.example:5000/team/train:9.9: reading "
+            "manifest 9.9 in registry.example:5000/team/train: manifest unknown: manifest "
+            "unknown: not restarting (rank 0 would not start at a restart either)");
+
+  Exited(w2, id, 0, 1, 0, /*stopped=*/true);  // its slot is free again
+
+  // A start that may succeed later (an unreachable registry) restarts.
+  const std::string other = Submit(spec);
+  Started(w2, other, 0, 1);
+  v1::WorkerMessage m = ExitedEvent(w1, other, 0, 0, 0);
+  m.mutable_rank_exited()->set_start_failed(true);
+  m.mutable_rank_exited()->set_message("pulling ...: connection refused");
+  Deliver(w1, m);
+  Pass(absl::Seconds(1));
+  EXPECT_EQ(Job(other).state(), v1::RESTARTING);
+}
+
 TEST_F(JobManagerTest, DeadlineCountsFromTheFirstStartThroughRestarts) {
   TestWorker w1;
   ASSERT_OK(Register(w1, "w1", 1));

@@ -170,6 +170,7 @@ void RankEvents::OnRankExited(const std::string& worker_id, const v1::RankExited
   if (exited.generation() < rank->generation()) return;
   rank->set_exit_code(exited.exit_code());
   rank->set_signal(exited.signal());
+  rank->set_never_retry(exited.start_failed() && exited.never_retry());
   if (exited.has_last_progress()) {
     entry->SetRankProgress(exited.rank().rank(), exited.last_progress());
   }
