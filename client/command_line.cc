@@ -74,6 +74,12 @@ void AddLocalClusterCommands(CLI::App& app, Invocation* run,
   up->add_option("--store", cluster.store,
                  "where the coordinator keeps jobs: sqlite:///PATH (default: in the state dir) "
                  "or postgresql://USER@HOST[:PORT]/DB");
+  up->add_option("--container-runtime", cluster.container_runtime,
+                 "the workers run ranks of jobs with an image under this OCI runtime (runc, crun)");
+  up->add_option("--registry-auth", cluster.registry_auth,
+                 "the workers' image registry credentials (auth.json)");
+  up->add_option("--registry-certs", cluster.registry_certs,
+                 "DIR with <host:port>/ca.crt of image registries, for the workers");
   up->add_option("--store-password-file", cluster.store_password_file,
                  "the PostgreSQL password, in a file only you can read");
   (*commands)[Command::kUp] = up;
