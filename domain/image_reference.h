@@ -30,6 +30,11 @@ struct ImageReference {
   std::string Transport() const { return "docker://" + Canonical(); }
 };
 
+// The label a worker that runs images registers with (its
+// --container-runtime), and that jobs with an image are placed by.
+inline constexpr char kImagesLabel[] = "ringmaster.dev/images";
+inline constexpr char kImagesLabelValue[] = "true";
+
 // INVALID_ARGUMENT naming what is wrong with `text`.
 absl::StatusOr<ImageReference> ParseImageReference(const std::string& text);
 

@@ -25,6 +25,7 @@
 #include "common/private_dir.h"
 #include "common/status_macros.h"
 #include "common/tls.h"
+#include "domain/image_reference.h"
 #include "python/python_module.h"
 #include "worker/code_fetch.h"
 #include "worker/gpu_discovery.h"
@@ -96,6 +97,10 @@ v1::RegisterWorker Identity(const WorkerConfig& config, const std::vector<v1::Gp
     identity.set_slots(static_cast<int>(gpus.size()));
   }
   *identity.mutable_labels() = {config.labels.begin(), config.labels.end()};
+  // Jobs with an image are placed by it (scheduling_views.cc).
+  if (!config.container_runtime.empty()) {
+    (*identity.mutable_labels())[kImagesLabel] = kImagesLabelValue;
+  }
   identity.set_cpus(config.cpus > 0 ? config.cpus : MachineCpus());
   identity.set_memory_mb(config.memory_mb > 0 ? config.memory_mb : MachineMemoryBytes() >> 20);
   return identity;

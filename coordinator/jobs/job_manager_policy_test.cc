@@ -65,6 +65,7 @@ TEST_F(JobManagerTest, ARankThatWouldNotStartAtARestartEndsItsJobWithoutOne) {
   // Its image does not exist: the worker says so, and that a restart would
   // meet the same.
   TestWorker w1, w2;
+  w1.labels = w2.labels = {{"ringmaster.dev/images", "true"}};
   ASSERT_OK(Register(w1, "w1", 1));
   ASSERT_OK(Register(w2, "w2", 1));
   v1::JobSpec spec = CommandSpec(2);
@@ -177,6 +178,28 @@ TEST_F(JobManagerTest, DeadlineEndsAJobPendingForItsNextAttempt) {
   EXPECT_EQ(Job(id).state(), v1::FAILED);
   EXPECT_EQ(Last(id).message(),
             "PENDING at its deadline: 10s since its ranks first started (deadline_s)");
+}
+
+TEST_F(JobManagerTest, AJobInAnImageGoesOnlyToWorkersThatRunImages) {
+  TestWorker host_only, runs_images;
+  runs_images.labels = {{"ringmaster.dev/images", "true"}};
+  ASSERT_OK(Register(host_only, "w1", 2));
+  v1::JobSpec spec = CommandSpec(2);
+  spec.set_image("registry.example:5000/team/train:1.2");
+  const std::string id = Submit(spec);
+  EXPECT_EQ(Job(id).state(), v1::PENDING);
+  EXPECT_EQ(Job(id).pending_reason(),
+            "needs 2 ranks of 1 slot each, on workers with ringmaster.dev/images=true, more "
+            "than all alive workers can hold (waiting for workers to join)");
+  ASSERT_OK(Register(runs_images, "w2", 2));
+  Pass(absl::Seconds(1));
+  const v1::Job placed = Job(id);
+  ASSERT_EQ(placed.state(), v1::STARTING);
+  for (const v1::RankStatus& rank : placed.ranks()) EXPECT_EQ(rank.worker_id(), "w2");
+  std::vector<v1::StartRank> starts = Starts(runs_images);
+  ASSERT_EQ(starts.size(), 2u);
+  EXPECT_EQ(starts[0].image(), "registry.example:5000/team/train:1.2");
+  EXPECT_EQ(starts[0].image_pull(), "if_not_present");
 }
 
 TEST_F(JobManagerTest, SelectorAndResourcesChooseTheWorkersAndReachTheRanks) {
