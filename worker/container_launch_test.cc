@@ -110,5 +110,33 @@ TEST_F(ContainerLaunchTest, TheRanksLaunchRunsInTheImageAsItsUserWithItsDirector
   EXPECT_EQ(st.st_uid, 65534u) << "what it writes on the host is the job's uid's";
 }
 
+TEST_F(ContainerLaunchTest, ClearingTheRankKillsItsContainerInTheRuntimesCgroupBelowIt) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (an OCI runtime's namespaces)";
+  if (testing::Shell("command -v runc").exit_code != 0) GTEST_SKIP() << "no runc";
+  const std::string cgroup = absl::StrCat("container-launch-test-", getpid());
+  PosixProcessLauncher launcher(cgroup);
+  if (!launcher.contained()) GTEST_SKIP() << "no cgroups this process may write";
+  // A marker no other process has: the container's sleep.
+  const std::string marker = absl::StrCat("sleep ", 1000000 + getpid());
+  LaunchSpec spec;
+  spec.argv = {"sh", "-c", marker};
+  spec.env = {{"PATH", "/bin"}};
+  spec.log_path = dir_ + "/rank.log";
+  spec.name = "rank-0";
+  ContainerOptions options;
+  options.bundles_dir = dir_ + "/bundles";
+  options.cgroups_path = spec.name;  // below the rank's, as the supervisor puts it
+  absl::StatusOr<LaunchSpec> launch =
+      InImage(spec, rootfs_, "the image", absl::StrCat("container-clear-", getpid()), options);
+  ASSERT_OK(launch);
+  absl::StatusOr<pid_t> pid = launcher.Spawn(*launch);
+  ASSERT_OK(pid);
+  const std::string find = absl::StrCat("pgrep -f '^", marker, "$'");
+  ASSERT_TRUE(
+      testing::WaitFor([&] { return testing::Shell(find).exit_code == 0; }, absl::Seconds(30)));
+  EXPECT_TRUE(launcher.ClearGroup(*pid, absl::Seconds(10)));
+  EXPECT_NE(testing::Shell(find).exit_code, 0) << "the container's process outlived its rank";
+}
+
 }  // namespace
 }  // namespace ringmaster
