@@ -106,6 +106,7 @@ namespace {
 
 std::string LastMessage(const v1::Job& job) {
   if (job.state() == v1::PENDING && !job.pending_reason().empty()) return job.pending_reason();
+  if (job.state() == v1::STARTING && !job.pulling().empty()) return job.pulling();
   return job.history_size() > 0 ? job.history(job.history_size() - 1).message() : "";
 }
 
@@ -343,6 +344,9 @@ void PrintJobDetail(std::ostream& out, const v1::Job& job, absl::Time now) {
       << "state:     " << JobStateLabel(job.state()) << "\n";
   if (job.state() == v1::PENDING && !job.pending_reason().empty()) {
     out << "waiting:   " << job.pending_reason() << "\n";
+  }
+  if (job.state() == v1::STARTING && !job.pulling().empty()) {
+    out << "image:     " << job.pulling() << "\n";
   }
   out << "attempt:   " << job.attempt() << " (" << job.restarts() << " of "
       << job.spec().max_restarts() << " restarts after failures)\n";

@@ -14,6 +14,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/private_dir.h"
@@ -97,8 +98,11 @@ absl::Status PullError(const std::string& canonical, const ToolRun& run) {
     said = said.substr(msg + 5);
     if (const size_t end = said.rfind('"'); end != std::string::npos) said.resize(end);
   }
-  // It names the image again: once is enough.
-  if (absl::StartsWith(said, "initializing source ")) {
+  said = absl::StrReplaceAll(said, {{"\\\"", "\""}});  // logfmt's escaped quotes
+  // It names the image again (`copy`'s and `inspect`'s words): once is
+  // enough.
+  for (const char* prefix : {"initializing source ", "Error parsing image name "}) {
+    if (!absl::StartsWith(said, prefix)) continue;
     if (const size_t colon = said.find(": "); colon != std::string::npos) said.erase(0, colon + 2);
   }
   if (run.timed_out) said = "the pull ran out of time";

@@ -355,14 +355,31 @@ void RankSupervisor::Supervise(Rank* self) {
 }
 
 absl::StatusOr<ImageStore::Held> RankSupervisor::EnterImage(const v1::StartRank& start,
-                                                            LaunchSpec* spec) const {
+                                                            LaunchSpec* spec) {
   if (options_.images == nullptr) {
     return absl::FailedPreconditionError(absl::StrCat("this worker runs no images (", start.image(),
                                                       "): it was started without an OCI runtime"));
   }
   ASSIGN_OR_RETURN(ImageReference ref, ParseImageReference(start.image()));
-  ASSIGN_OR_RETURN(ImageStore::Held held,
-                   options_.images->Acquire(ref, start.image_pull() == "always"));
+  const Key key{start.rank().job_id(), start.rank().attempt(), start.rank().rank()};
+  auto progress = [&](const ImageStore::Progress& p) {
+    v1::ImagePull pull;
+    *pull.mutable_rank() = start.rank();
+    pull.set_image(ref.Canonical());
+    pull.set_done_bytes(p.done_bytes);
+    pull.set_total_bytes(p.total_bytes);
+    MutexLock lock(&mu_);
+    pulls_[key] = std::move(pull);
+  };
+  progress({});  // waiting for the pull, or for a slot to pull in
+  absl::StatusOr<ImageStore::Held> acquired =
+      options_.images->Acquire(ref, start.image_pull() == "always", progress);
+  {
+    MutexLock lock(&mu_);
+    pulls_.erase(key);
+  }
+  if (!acquired.ok()) return acquired.status();
+  ImageStore::Held held = *std::move(acquired);
   ContainerOptions container = options_.container;
   // What the rank's environment names on the host, at the same paths: the
   // job's directory (its code, home and error files), its checkpoints,
@@ -571,6 +588,13 @@ void RankSupervisor::ReapFinishedThreads() {
       ++it;
     }
   }
+}
+
+std::vector<v1::ImagePull> RankSupervisor::Pulls() const {
+  MutexLock lock(&mu_);
+  std::vector<v1::ImagePull> pulls;
+  for (const auto& [key, pull] : pulls_) pulls.push_back(pull);
+  return pulls;
 }
 
 }  // namespace ringmaster

@@ -116,6 +116,8 @@ class RankSupervisor {
   bool DeleteLogs(const std::string& job_id);
   // The jobs that have a log directory here.
   std::vector<std::string> LoggedJobs() const;
+  // The ranks waiting for their image's pull, and how far it is.
+  std::vector<v1::ImagePull> Pulls() const;
 
  private:
   using Key = std::tuple<std::string, int, int>;  // job, attempt, rank
@@ -140,7 +142,7 @@ class RankSupervisor {
   // for one; its refusal, said there too, when there is no room.
   // Moves `spec` into the rank's image (pulled if need be: the rank's
   // thread waits), which it holds until Supervise releases it.
-  absl::StatusOr<ImageStore::Held> EnterImage(const v1::StartRank& start, LaunchSpec* spec) const;
+  absl::StatusOr<ImageStore::Held> EnterImage(const v1::StartRank& start, LaunchSpec* spec);
   std::shared_ptr<SnapshotStore::Lease> HandSnapshotSegment(const v1::StartRank& start,
                                                             LaunchSpec* spec) const;
   // From a started process to its exit, stops delivered.
@@ -159,6 +161,8 @@ class RankSupervisor {
 
   mutable Mutex mu_;
   std::map<Key, std::unique_ptr<Rank>> ranks_ ABSL_GUARDED_BY(mu_);
+  // Set by the ranks' threads while they pull (EnterImage).
+  std::map<Key, v1::ImagePull> pulls_ ABSL_GUARDED_BY(mu_);
   // Ranks whose exited process a newer group of their attempt replaced
   // (StartRank.generation), until their thread has reported the exit.
   std::vector<std::unique_ptr<Rank>> replaced_ ABSL_GUARDED_BY(mu_);

@@ -285,6 +285,7 @@ void WorkerServer::InitLink(const WorkerConfig& config, v1::RegisterWorker ident
   hooks.usage = [this](v1::Heartbeat* beat) {
     metrics_->FillUsage(beat);
     for (v1::HeldSnapshots& held : snapshots_->Held()) *beat->add_snapshots() = std::move(held);
+    for (v1::ImagePull& pull : supervisor_->Pulls()) *beat->add_pulls() = std::move(pull);
   };
   hooks.registered = [this](const v1::Registered& registered) {
     access_->SetAgentCredential(registered.agent_credential());

@@ -57,6 +57,9 @@ struct JobRecord {
   absl::Time restart_at;  // while RESTARTING
   std::map<int, v1::Progress> rank_progress;
   ProgressWatch watch;
+  // When a worker last said it was pulling the job's image (the start
+  // timeout counts from then).
+  absl::Time pulled_at = absl::InfinitePast();
   // The current attempt is failing: the most telling cause so far, final
   // at decide_at or once every rank has ended.
   std::optional<FailureCause> ending;

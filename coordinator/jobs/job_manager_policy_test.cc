@@ -202,6 +202,40 @@ TEST_F(JobManagerTest, AJobInAnImageGoesOnlyToWorkersThatRunImages) {
   EXPECT_EQ(starts[0].image_pull(), "if_not_present");
 }
 
+TEST_F(JobManagerTest, AnImagesPullIsShownAndHoldsOffTheStartTimeout) {
+  TestWorker w;
+  w.labels = {{"ringmaster.dev/images", "true"}};
+  ASSERT_OK(Register(w, "w1", 1));
+  v1::JobSpec spec = CommandSpec(1);
+  spec.set_image("registry.example:5000/team/train:1.2");
+  spec.set_start_timeout_s(60);
+  const std::string id = Submit(spec);
+  ASSERT_EQ(Job(id).state(), v1::STARTING);
+  auto pulled = [&](int64_t done) {
+    v1::Heartbeat beat;
+    v1::ImagePull* pull = beat.add_pulls();
+    *pull->mutable_rank() = Ref(id, 0, 0);
+    pull->set_image("registry.example:5000/team/train:1.2");
+    pull->set_done_bytes(done);
+    pull->set_total_bytes(int64_t{1288} << 20);
+    ASSERT_TRUE(manager_->OnHeartbeat(w.session, beat));
+  };
+  // A pull of 4 minutes, reported every 30 s, outlasts the 60 s timeout.
+  for (int i = 1; i <= 8; ++i) {
+    Pass(absl::Seconds(30));
+    pulled(int64_t{42} * i << 20);
+    ASSERT_EQ(Job(id).state(), v1::STARTING) << "after " << 30 * i << " s";
+  }
+  EXPECT_EQ(Job(id).pulling(),
+            "pulling registry.example:5000/team/train:1.2: 336.0 MiB of 1.3 GiB");
+  // The pull over, the rank has the timeout to start.
+  Pass(absl::Seconds(59));
+  EXPECT_EQ(Job(id).state(), v1::STARTING);
+  Pass(absl::Seconds(2));
+  EXPECT_NE(Job(id).state(), v1::STARTING);
+  EXPECT_EQ(Job(id).pulling(), "") << "said only while starting";
+}
+
 TEST_F(JobManagerTest, SelectorAndResourcesChooseTheWorkersAndReachTheRanks) {
   TestWorker a, b;
   a.labels = {{"zone", "a"}};
