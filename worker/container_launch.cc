@@ -12,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/subprocess.h"
 #include "common/unique_fd.h"
 
 namespace ringmaster {
@@ -20,6 +21,9 @@ namespace {
 // What an image's programs are looked up on when the rank's environment
 // gives no PATH.
 constexpr char kDefaultPath[] = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+// Where the OCI runtime is looked for, and the PATH it runs with.
+constexpr char kRuntimePath[] = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 // An executable regular file at `path` inside `root`: every link, absolute
 // or not, resolved as if `root` were "/".
@@ -92,8 +96,16 @@ absl::StatusOr<LaunchSpec> InImage(const LaunchSpec& spec, const std::string& ro
   const std::string bundle = absl::StrCat(options.bundles_dir, "/", id);
   if (absl::Status written = WriteBundle(bundle, container); !written.ok()) return written;
 
+  // The runtime runs as the worker: nothing of the job's environment
+  // (PATH, LD_PRELOAD) reaches it; the job's goes to config.json only.
+  absl::StatusOr<std::string> runtime = ResolveProgram(options.runtime, kRuntimePath);
+  if (!runtime.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "this worker's --container-runtime ", options.runtime, ": ", runtime.status().message()));
+  }
   LaunchSpec launch = spec;
-  launch.argv = {options.runtime, "run", "--bundle", bundle};
+  launch.env = {{"PATH", kRuntimePath}};
+  launch.argv = {*runtime, "run", "--bundle", bundle};
   if (spec.inherit_fd >= 3) {
     // The runtime passes descriptors 3 to 3 + n - 1 on: the snapshot
     // segment's is 3.

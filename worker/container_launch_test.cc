@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include <gtest/gtest.h>
 
@@ -89,7 +90,7 @@ TEST_F(ContainerLaunchTest, TheRanksLaunchRunsInTheImageAsItsUserWithItsDirector
   absl::StatusOr<LaunchSpec> launch =
       InImage(spec, rootfs_, "the image", absl::StrCat("container-launch-", getpid()), options);
   ASSERT_OK(launch);
-  EXPECT_EQ(launch->argv[0], "runc");
+  EXPECT_EQ(launch->argv[0].front(), '/') << "resolved by the worker, not on the job's PATH";
   EXPECT_FALSE(launch->run_as.has_value()) << "the runtime runs as the worker";
 
   PosixProcessLauncher launcher;
@@ -108,6 +109,37 @@ TEST_F(ContainerLaunchTest, TheRanksLaunchRunsInTheImageAsItsUserWithItsDirector
   struct stat st {};
   ASSERT_EQ(stat((work + "/out").c_str(), &st), 0);
   EXPECT_EQ(st.st_uid, 65534u) << "what it writes on the host is the job's uid's";
+}
+
+TEST_F(ContainerLaunchTest, NothingOfTheJobsEnvironmentReachesTheRuntime) {
+  // A job's PATH naming a directory of its own, with a "runc" there, and
+  // an LD_PRELOAD: the runtime runs as the worker, so either would be the
+  // job's code as root.
+  const std::string planted = dir_ + "/planted";
+  fs::create_directories(planted);
+  std::ofstream(planted + "/runc") << "#!/bin/sh\ntouch " << dir_ << "/pwned\n";
+  fs::permissions(planted + "/runc", fs::perms::owner_all);
+  LaunchSpec spec;
+  spec.argv = {"sh", "-c", "true"};
+  spec.env = {{"PATH", planted + ":/bin"}, {"LD_PRELOAD", planted + "/evil.so"}};
+  ContainerOptions options;
+  options.bundles_dir = dir_ + "/bundles";
+  absl::StatusOr<LaunchSpec> launch = InImage(spec, rootfs_, "the image", "c-env", options);
+  if (!launch.ok()) {
+    // No runc on this machine: it is still not the planted one.
+    EXPECT_THAT(launch.status(), StatusIs(absl::StatusCode::kFailedPrecondition,
+                                          HasSubstr("--container-runtime runc")));
+    return;
+  }
+  EXPECT_NE(launch->argv[0], planted + "/runc");
+  EXPECT_EQ(launch->env,
+            (std::map<std::string, std::string>{
+                {"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}}));
+  // The job's own environment is the container's.
+  std::ifstream config(dir_ + "/bundles/c-env/config.json");
+  std::stringstream text;
+  text << config.rdbuf();
+  EXPECT_NE(text.str().find("LD_PRELOAD=" + planted + "/evil.so"), std::string::npos);
 }
 
 TEST_F(ContainerLaunchTest, ClearingTheRankKillsItsContainerInTheRuntimesCgroupBelowIt) {

@@ -303,6 +303,9 @@ void RankSupervisor::Supervise(Rank* self) {
   if (spec.ok()) {
     if (absl::Status ready = PrepareFiles(start, &*spec); !ready.ok()) spec = ready;
   }
+  // The job's /dev/shm, held from here on (a container takes it in its
+  // own way, and a start that fails after this still lets it go).
+  const bool holds_shm = spec.ok() && !spec->private_shm.empty();
 
   // Held until the rank exits: its segment stays the job's either way.
   std::shared_ptr<SnapshotStore::Lease> snapshot;
@@ -337,7 +340,7 @@ void RankSupervisor::Supervise(Rank* self) {
           ReadRankError(RankDirPath(ref), spec->run_as ? spec->run_as->uid : geteuid()));
     }
   }
-  if (spec.ok() && !spec->private_shm.empty()) options_.shm->Release(ref.job_id());
+  if (holds_shm) options_.shm->Release(ref.job_id());
   if (image) {
     std::error_code error;
     std::filesystem::remove_all(absl::StrCat(options_.container.bundles_dir, "/", spec->name),
