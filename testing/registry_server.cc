@@ -43,7 +43,7 @@ std::string RegistryServer::Unavailable() {
     if (Shell(absl::StrCat("command -v ", tool)).exit_code != 0) {
       return absl::StrCat(tool,
                           " is not installed (Debian packages docker-registry buildah skopeo "
-                          "umoci apache2-utils openssl; ./dev installs them)");
+                          "umoci apache2-utils openssl curl; ./dev installs them)");
     }
   }
   return "";

@@ -21,6 +21,11 @@ class ImagesTest : public ClusterTest {
     if (skip_.empty() && !fs::exists("/bin/busybox")) {
       skip_ = "no /bin/busybox (Debian's busybox-static)";
     }
+    for (const char* tool : {"runc", "curl"}) {
+      if (skip_.empty() && testing::Shell(absl::StrCat("command -v ", tool)).exit_code != 0) {
+        skip_ = absl::StrCat(tool, " is not installed (./dev installs it)");
+      }
+    }
     if (!skip_.empty()) return;
     dir_ = new std::string(testing::MakeTempDir("images"));
     auto registry = testing::RegistryServer::Start(*dir_ + "/registry", "team", "secret");

@@ -270,15 +270,16 @@ absl::StatusOr<ImageStore::Held> ImageStore::Acquire(
   const std::string canonical = ref.Canonical();
   {
     MutexLock lock(&mu_);
-    // One pull of an image at a time; a waiter takes what it brought.
-    auto not_pulling = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return pulling_.count(canonical) == 0;
+    // One pull of an image at a time, which a waiter for it takes; a new
+    // pull once a slot is free. One wait for both, so that no other pull
+    // of the image starts while this one waits for a slot.
+    auto cached_or_free = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      if (pulling_.count(canonical) > 0) return false;
+      return (!always && tags_.count(canonical) > 0) || pulls_ < options_.max_pulls;
     };
-    mu_.Await(absl::Condition(&not_pulling));
+    mu_.Await(absl::Condition(&cached_or_free));
     auto cached = tags_.find(canonical);
     if (cached != tags_.end() && !always) return HoldLocked(canonical, cached->second);
-    auto slot = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return pulls_ < options_.max_pulls; };
-    mu_.Await(absl::Condition(&slot));
     ++pulls_;
     pulling_.insert(canonical);
   }
