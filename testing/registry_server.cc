@@ -39,7 +39,7 @@ absl::Status Run(const std::string& what, const std::string& command_line) {
 std::string RegistryServer::Unavailable() {
   if (geteuid() != 0) return "needs root (buildah's storage, as ./dev test runs)";
   for (const char* tool :
-       {"docker-registry", "buildah", "skopeo", "umoci", "htpasswd", "openssl"}) {
+       {"docker-registry", "buildah", "skopeo", "umoci", "htpasswd", "openssl", "curl"}) {
     if (Shell(absl::StrCat("command -v ", tool)).exit_code != 0) {
       return absl::StrCat(tool,
                           " is not installed (Debian packages docker-registry buildah skopeo "
