@@ -363,7 +363,7 @@ bool CanHideOtherUsersProcesses() {
 absl::StatusOr<ToolRun> RunToCompletion(const std::vector<std::string>& argv,
                                         const std::map<std::string, std::string>& env,
                                         absl::Duration timeout, size_t max_output,
-                                        const std::function<void()>& tick,
+                                        const std::function<bool()>& tick,
                                         absl::Duration tick_interval) {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) {
@@ -387,7 +387,10 @@ absl::StatusOr<ToolRun> RunToCompletion(const std::vector<std::string>& argv,
   for (;;) {
     const absl::Time now = absl::Now();
     if (tick && now >= next_tick) {
-      tick();
+      if (!tick()) {
+        run.cancelled = true;
+        break;
+      }
       next_tick = now + tick_interval;
     }
     const absl::Time wake = tick ? std::min(deadline, next_tick) : deadline;
@@ -406,11 +409,11 @@ absl::StatusOr<ToolRun> RunToCompletion(const std::vector<std::string>& argv,
     run.output.append(buffer, std::min(room, static_cast<size_t>(n)));
   }
   close(fds[0]);
-  if (run.timed_out) kill(-*pid, SIGKILL);
+  if (run.timed_out || run.cancelled) kill(-*pid, SIGKILL);
   int status = 0;
   while (waitpid(*pid, &status, 0) < 0 && errno == EINTR) {
   }
-  if (!run.timed_out && WIFEXITED(status)) run.exit_code = WEXITSTATUS(status);
+  if (!run.timed_out && !run.cancelled && WIFEXITED(status)) run.exit_code = WEXITSTATUS(status);
   return run;
 }
 

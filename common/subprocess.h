@@ -101,16 +101,18 @@ absl::StatusOr<pid_t> SpawnProcess(const SubprocessSpec& spec);
 struct ToolRun {
   int exit_code = -1;  // -1: killed by a signal, or out of time
   bool timed_out = false;
+  bool cancelled = false;  // `tick` said to stop
   std::string output;
 };
 // Runs `argv` with the caller's environment plus `env`, killing it (its
 // process group) after `timeout`; `tick`, when given, is called every
-// `tick_interval` while it runs. Blocks: never on a thread that must stay
-// responsive. An error only when it cannot be started.
+// `tick_interval` while it runs, and kills it the same way when it returns
+// false. Blocks: never on a thread that must stay responsive. An error
+// only when it cannot be started.
 absl::StatusOr<ToolRun> RunToCompletion(const std::vector<std::string>& argv,
                                         const std::map<std::string, std::string>& env,
                                         absl::Duration timeout, size_t max_output = 1 << 16,
-                                        const std::function<void()>& tick = nullptr,
+                                        const std::function<bool()>& tick = nullptr,
                                         absl::Duration tick_interval = absl::Seconds(1));
 
 // The path execve gets for argv[0]: itself when it holds a '/', otherwise

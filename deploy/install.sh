@@ -26,8 +26,8 @@
 #               installed as /etc/ringmaster/queues.yaml, which the
 #               coordinator reads again on `systemctl reload
 #               ringmaster-coordinator` and when it changes
-# --bin-dir     holds ringmaster, ringmaster-coordinator, ringmaster-worker and
-#               ringmaster-trainer (default: bin/ beside this script in a
+# --bin-dir     holds ringmaster, ringmaster-coordinator, ringmaster-worker,
+#               ringmaster-trainer and ringmaster-container-init (default: bin/ beside this script in a
 #               release archive, else bazel-bin of this checkout)
 # --root        installs below another directory (an image, or a test): no
 #               user is created, no package installed, no unit started
@@ -100,7 +100,8 @@ find_bin() {
   exit 1
 }
 # Every binary is found before anything is installed.
-programs=(ringmaster ringmaster-coordinator ringmaster-worker ringmaster-trainer)
+programs=(ringmaster ringmaster-coordinator ringmaster-worker ringmaster-trainer
+          ringmaster-container-init)
 sources=()
 for program in "${programs[@]}"; do sources+=("$(find_bin "$program")"); done
 

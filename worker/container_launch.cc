@@ -6,12 +6,23 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <google/protobuf/struct.pb.h>
+#include <google/protobuf/util/json_util.h>
+#include <spdlog/spdlog.h>
+
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "common/subprocess.h"
 #include "common/unique_fd.h"
 
@@ -39,6 +50,44 @@ bool ExecutableInRoot(int root, const std::string& path) {
   return ok;
 }
 
+// Where the init is bound in every container.
+constexpr char kInitPath[] = "/.ringmaster-init";
+
+// What an image's configuration sets for its processes (the entrypoint
+// and command are not used: the job's command runs).
+struct ImageConfig {
+  std::map<std::string, std::string> env;
+  std::string working_dir;
+};
+
+// From the runtime configuration umoci wrote beside the root file system;
+// nothing when there is none or it cannot be read.
+ImageConfig ReadImageConfig(const std::string& rootfs) {
+  ImageConfig config;
+  std::ifstream in(std::filesystem::path(rootfs).parent_path() / "config.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  google::protobuf::Struct parsed;
+  if (text.str().empty() ||
+      !google::protobuf::util::JsonStringToMessage(text.str(), &parsed).ok()) {
+    return config;
+  }
+  auto process = parsed.fields().find("process");
+  if (process == parsed.fields().end()) return config;
+  const auto& fields = process->second.struct_value().fields();
+  if (auto env = fields.find("env"); env != fields.end()) {
+    for (const google::protobuf::Value& item : env->second.list_value().values()) {
+      const std::string& pair = item.string_value();
+      const size_t eq = pair.find('=');
+      if (eq != std::string::npos && eq > 0) config.env[pair.substr(0, eq)] = pair.substr(eq + 1);
+    }
+  }
+  if (auto cwd = fields.find("cwd"); cwd != fields.end()) {
+    config.working_dir = cwd->second.string_value();
+  }
+  return config;
+}
+
 }  // namespace
 
 absl::StatusOr<std::string> FindInImage(const std::string& rootfs, const std::string& program,
@@ -63,21 +112,25 @@ absl::StatusOr<LaunchSpec> InImage(const LaunchSpec& spec, const std::string& ro
                                    const std::string& image, const std::string& id,
                                    const ContainerOptions& options) {
   if (spec.argv.empty()) return absl::InvalidArgumentError("a launch without a command");
-  auto path = spec.env.find("PATH");
-  absl::StatusOr<std::string> program =
-      FindInImage(rootfs, spec.argv[0], path == spec.env.end() ? kDefaultPath : path->second);
+  if (options.init.empty()) return absl::FailedPreconditionError("no container init");
+  const ImageConfig config = ReadImageConfig(rootfs);
+  ContainerSpec container;
+  container.env = config.env;
+  for (const auto& [name, value] : spec.env) {
+    const bool hosts = absl::c_linear_search(options.host_env, name);
+    if (!hosts || container.env.count(name) == 0) container.env[name] = value;
+  }
+  if (container.env.count("PATH") == 0) container.env["PATH"] = kDefaultPath;
+  absl::StatusOr<std::string> program = FindInImage(rootfs, spec.argv[0], container.env.at("PATH"));
   if (!program.ok()) {
     return absl::NotFoundError(absl::StrCat("the command ", spec.argv[0], " is not in the image ",
                                             image, ": ", program.status().message()));
   }
-  ContainerSpec container;
   container.rootfs = rootfs;
-  container.argv = spec.argv;
-  container.argv[0] = *program;
-  container.env = spec.env;
-  if (path == spec.env.end()) container.env["PATH"] = kDefaultPath;
+  container.argv = {kInitPath, *program};
+  container.argv.insert(container.argv.end(), spec.argv.begin() + 1, spec.argv.end());
   if (spec.inherit_fd >= 3) container.env["RINGMASTER_SNAPSHOT_FD"] = "3";
-  container.working_dir = spec.working_dir;
+  container.working_dir = spec.working_dir.empty() ? config.working_dir : spec.working_dir;
   if (spec.run_as) {
     container.uid = spec.run_as->uid;
     container.gid = spec.run_as->gid;
@@ -86,10 +139,9 @@ absl::StatusOr<LaunchSpec> InImage(const LaunchSpec& spec, const std::string& ro
     container.uid = geteuid();
     container.gid = getegid();
   }
-  std::vector<std::string> writable = options.writable;
-  if (!spec.working_dir.empty()) writable.push_back(spec.working_dir);
-  for (const std::string& dir : writable) container.binds.push_back({dir, dir, false});
-  for (const std::string& dir : options.read_only) container.binds.push_back({dir, dir, true});
+  container.masks = options.masks;
+  container.binds = options.binds;
+  container.binds.push_back({options.init, kInitPath, true});
   container.shm = spec.private_shm;
   container.devices = options.devices;
   container.cgroups_path = options.cgroups_path;
@@ -105,7 +157,10 @@ absl::StatusOr<LaunchSpec> InImage(const LaunchSpec& spec, const std::string& ro
   }
   LaunchSpec launch = spec;
   launch.env = {{"PATH", kRuntimePath}};
-  launch.argv = {*runtime, "run", "--bundle", bundle};
+  launch.argv = {*runtime};
+  if (!options.state_dir.empty())
+    launch.argv.insert(launch.argv.end(), {"--root", options.state_dir});
+  launch.argv.insert(launch.argv.end(), {"run", "--bundle", bundle});
   if (spec.inherit_fd >= 3) {
     // The runtime passes descriptors 3 to 3 + n - 1 on: the snapshot
     // segment's is 3.
@@ -121,6 +176,79 @@ absl::StatusOr<LaunchSpec> InImage(const LaunchSpec& spec, const std::string& ro
   launch.hide_other_users_processes = false;
   launch.private_shm.clear();
   return launch;
+}
+
+absl::Status OnlyRootCanChange(const std::string& path, const std::string& what) {
+  auto refuse = [&](const std::string& why) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(what, " ", path,
+                     ": a job in an image is given only a directory that no one but root can "
+                     "move or replace, and ",
+                     why));
+  };
+  if (path.empty() || path[0] != '/') return refuse("it is not an absolute path");
+  std::string at;
+  const std::vector<std::string> parts = absl::StrSplit(path, '/', absl::SkipEmpty());
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (parts[i] == "." || parts[i] == "..") return refuse("it has . or .. in it");
+    at += "/" + parts[i];
+    struct stat st {};
+    if (lstat(at.c_str(), &st) != 0) return refuse(absl::StrCat(at, ": ", strerror(errno)));
+    if (S_ISLNK(st.st_mode)) return refuse(absl::StrCat(at, " is a symbolic link"));
+    if (!S_ISDIR(st.st_mode)) return refuse(absl::StrCat(at, " is not a directory"));
+    if (st.st_uid != 0) return refuse(absl::StrCat(at, " belongs to uid ", st.st_uid));
+    const bool last = i + 1 == parts.size();
+    if (!last && (st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (st.st_mode & S_ISVTX) == 0) {
+      return refuse(absl::StrCat(at, " may be written by others than root (mode ",
+                                 absl::StrFormat("%04o", st.st_mode & 07777), ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::string RootHolding(const std::string& path, const std::vector<std::string>& roots) {
+  for (const std::string& root : roots) {
+    std::error_code error;
+    const std::string resolved = std::filesystem::canonical(root, error).string();
+    if (error) continue;
+    if (path == resolved || absl::StartsWith(path, resolved == "/" ? "/" : resolved + "/")) {
+      return resolved;
+    }
+  }
+  return "";
+}
+
+void RemoveContainer(const ContainerOptions& options, const std::string& id) {
+  absl::StatusOr<std::string> runtime = ResolveProgram(options.runtime, kRuntimePath);
+  if (runtime.ok()) {
+    std::vector<std::string> argv = {*runtime};
+    if (!options.state_dir.empty()) argv.insert(argv.end(), {"--root", options.state_dir});
+    argv.insert(argv.end(), {"delete", "--force", id});
+    absl::StatusOr<ToolRun> run =
+        RunToCompletion(argv, {{"PATH", kRuntimePath}}, absl::Seconds(30));
+    // A container that ended of itself is gone already: "does not exist".
+    if (run.ok() && run->exit_code != 0 && !absl::StrContains(run->output, "does not exist")) {
+      spdlog::warn("container {}: {} delete: {}", id, options.runtime,
+                   std::string(absl::StripTrailingAsciiWhitespace(run->output)));
+    }
+  }
+  std::error_code error;
+  std::filesystem::remove_all(absl::StrCat(options.bundles_dir, "/", id), error);
+}
+
+void SweepContainers(const ContainerOptions& options) {
+  std::error_code error;
+  if (!options.state_dir.empty()) {
+    for (const auto& entry : std::filesystem::directory_iterator(options.state_dir, error)) {
+      spdlog::info("removing container {}, left by an earlier worker",
+                   entry.path().filename().string());
+      RemoveContainer(options, entry.path().filename().string());
+    }
+  }
+  for (const auto& entry : std::filesystem::directory_iterator(options.bundles_dir, error)) {
+    std::error_code ignored;
+    std::filesystem::remove_all(entry.path(), ignored);
+  }
 }
 
 }  // namespace ringmaster

@@ -17,20 +17,33 @@ namespace ringmaster {
 
 struct ContainerOptions {
   std::string runtime = "runc";  // --container-runtime
+  std::string state_dir;         // the runtime's own (--root): this worker's containers
   std::string bundles_dir;       // <state-dir>/bundles
-  // Bound at the same path, writable: the rank's working directory,
-  // checkpoint roots, its rank directory.
-  std::vector<std::string> writable;
-  // Bound at the same path, read-only: the Python package, its hooks.
-  std::vector<std::string> read_only;
+  // The container's PID 1 (ringmaster-container-init), on the host.
+  std::string init;
+  // Empty tmpfs mounts made first, over host directories the binds lie in
+  // (the worker's jobs directory, a checkpoint root), so that the runtime
+  // makes the binds' mount points there and not in the image's root file
+  // system, which every job of the image shares.
+  std::vector<std::string> masks;
+  // Host directories bound at the same path: the job's directory, its
+  // checkpoints (writable), the Python package (read-only). The runtime
+  // resolves their paths as root: only paths no job can change belong here.
+  std::vector<BindMount> binds;
+  // The worker's environment that ranks on the host get, which the image's
+  // own replaces (PATH, LANG), unless the job set it.
+  std::vector<std::string> host_env;
   std::string cgroups_path;  // the rank's cgroup, for the runtime to keep it in
   std::vector<std::string> devices;
 };
 
 // The launch of `spec` in the image whose root file system is `rootfs`
 // (`image` names it in errors), as container `id` (unique on the worker;
-// its bundle is <bundles_dir>/<id>). NOT_FOUND naming the command and the
-// image when the command is not in the image.
+// its bundle is <bundles_dir>/<id>): the job's command under the init, in
+// its working directory in the image (the image's own when it has none),
+// with the image's environment (umoci's <rootfs>/../config.json) under the
+// rank's. NOT_FOUND naming the command and the image when the command is
+// not in the image.
 absl::StatusOr<LaunchSpec> InImage(const LaunchSpec& spec, const std::string& rootfs,
                                    const std::string& image, const std::string& id,
                                    const ContainerOptions& options);
@@ -40,6 +53,24 @@ absl::StatusOr<LaunchSpec> InImage(const LaunchSpec& spec, const std::string& ro
 // NOT_FOUND when it is not there as an executable file.
 absl::StatusOr<std::string> FindInImage(const std::string& rootfs, const std::string& program,
                                         const std::string& path);
+
+// OK when no one but root can change what `path` leads to: an absolute
+// path without links, "." or "..", every directory on it root's, and each
+// above the last writable by root alone (or sticky). The runtime resolves
+// binds as root: a path a job could change could lead it to any directory
+// of the host. FAILED_PRECONDITION naming `what`, the path and the part
+// that fails otherwise.
+absl::Status OnlyRootCanChange(const std::string& path, const std::string& what);
+
+// The one of `roots` (as they resolve here) that `path` is or lies in;
+// empty when none.
+std::string RootHolding(const std::string& path, const std::vector<std::string>& roots);
+
+// Removes container `id`'s runtime state and bundle, once it has ended.
+void RemoveContainer(const ContainerOptions& options, const std::string& id);
+
+// Removes every container an earlier life of this worker left.
+void SweepContainers(const ContainerOptions& options);
 
 }  // namespace ringmaster
 

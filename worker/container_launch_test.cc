@@ -1,5 +1,6 @@
 #include "worker/container_launch.h"
 
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -7,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <google/protobuf/struct.pb.h>
+#include <google/protobuf/util/json_util.h>
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
@@ -18,6 +21,15 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
+
+google::protobuf::Struct ReadConfig(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  google::protobuf::Struct config;
+  EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(text.str(), &config).ok()) << path;
+  return config;
+}
 
 // An image's root file system: Debian's static busybox, a link to it by an
 // absolute path (as images have), and a file that is not executable.
@@ -43,6 +55,14 @@ class ContainerLaunchTest : public ::testing::Test {
     dir_ = testing::MakeTempDir("container-launch");
     rootfs_ = Rootfs(dir_);
   }
+  ContainerOptions Options() const {
+    ContainerOptions options;
+    options.bundles_dir = dir_ + "/bundles";
+    options.state_dir = dir_ + "/containers";
+    options.init = fs::absolute("worker/ringmaster-container-init").string();
+    return options;
+  }
+  static bool HasRunc() { return testing::Shell("command -v runc").exit_code == 0; }
   std::string dir_, rootfs_;
 };
 
@@ -59,7 +79,7 @@ TEST_F(ContainerLaunchTest, ACommandIsLookedUpInTheImageNotOnTheHost) {
   LaunchSpec spec;
   spec.argv = {"python3", "train.py"};
   spec.env = {{"PATH", path}};
-  EXPECT_THAT(InImage(spec, rootfs_, "registry.example:5000/team/train:1.2", "c1", {}),
+  EXPECT_THAT(InImage(spec, rootfs_, "registry.example:5000/team/train:1.2", "c1", Options()),
               StatusIs(absl::StatusCode::kNotFound,
                        "the command python3 is not in the image "
                        "registry.example:5000/team/train:1.2: no program python3 on "
@@ -85,8 +105,8 @@ TEST_F(ContainerLaunchTest, TheRanksLaunchRunsInTheImageAsItsUserWithItsDirector
   nobody.uid = 65534;
   nobody.gid = 65534;
   spec.run_as = nobody;
-  ContainerOptions options;
-  options.bundles_dir = dir_ + "/bundles";
+  ContainerOptions options = Options();
+  options.binds = {{work, work, false}};  // as the job's directory is
   absl::StatusOr<LaunchSpec> launch =
       InImage(spec, rootfs_, "the image", absl::StrCat("container-launch-", getpid()), options);
   ASSERT_OK(launch);
@@ -122,9 +142,7 @@ TEST_F(ContainerLaunchTest, NothingOfTheJobsEnvironmentReachesTheRuntime) {
   LaunchSpec spec;
   spec.argv = {"sh", "-c", "true"};
   spec.env = {{"PATH", planted + ":/bin"}, {"LD_PRELOAD", planted + "/evil.so"}};
-  ContainerOptions options;
-  options.bundles_dir = dir_ + "/bundles";
-  absl::StatusOr<LaunchSpec> launch = InImage(spec, rootfs_, "the image", "c-env", options);
+  absl::StatusOr<LaunchSpec> launch = InImage(spec, rootfs_, "the image", "c-env", Options());
   if (!launch.ok()) {
     // No runc on this machine: it is still not the planted one.
     EXPECT_THAT(launch.status(), StatusIs(absl::StatusCode::kFailedPrecondition,
@@ -155,8 +173,7 @@ TEST_F(ContainerLaunchTest, ClearingTheRankKillsItsContainerInTheRuntimesCgroupB
   spec.env = {{"PATH", "/bin"}};
   spec.log_path = dir_ + "/rank.log";
   spec.name = "rank-0";
-  ContainerOptions options;
-  options.bundles_dir = dir_ + "/bundles";
+  ContainerOptions options = Options();
   options.cgroups_path = spec.name;  // below the rank's, as the supervisor puts it
   absl::StatusOr<LaunchSpec> launch =
       InImage(spec, rootfs_, "the image", absl::StrCat("container-clear-", getpid()), options);
@@ -168,6 +185,141 @@ TEST_F(ContainerLaunchTest, ClearingTheRankKillsItsContainerInTheRuntimesCgroupB
       testing::WaitFor([&] { return testing::Shell(find).exit_code == 0; }, absl::Seconds(30)));
   EXPECT_TRUE(launcher.ClearGroup(*pid, absl::Seconds(10)));
   EXPECT_NE(testing::Shell(find).exit_code, 0) << "the container's process outlived its rank";
+}
+
+TEST_F(ContainerLaunchTest, TheImagesEnvironmentAndDirectoryUnderTheJobsAndNoHostPathBound) {
+  // umoci's runtime configuration beside the root file system.
+  std::ofstream(dir_ + "/config.json")
+      << R"({"process": {"env": ["PATH=/opt/bin:/bin", "LANG=C.UTF-8", "FROM_IMAGE=1",)"
+      << R"( "SHARED=image"], "cwd": "/srv"}})";
+  LaunchSpec spec;
+  spec.argv = {"sh", "-c", "true"};
+  spec.env = {{"PATH", "/usr/local/bin:/usr/bin:/bin"},
+              {"LANG", "en_US.UTF-8"},
+              {"SHARED", "job"},
+              {"RANK", "0"}};
+  ContainerOptions options = Options();
+  options.host_env = {"PATH", "LANG"};  // the worker's own: the image's win
+  ASSERT_OK(InImage(spec, rootfs_, "the image", "c-config", options).status());
+  google::protobuf::Struct config = ReadConfig(dir_ + "/bundles/c-config/config.json");
+  const auto& process = config.fields().at("process").struct_value().fields();
+  std::vector<std::string> env;
+  for (const auto& v : process.at("env").list_value().values()) env.push_back(v.string_value());
+  EXPECT_THAT(env, ::testing::UnorderedElementsAre("PATH=/opt/bin:/bin", "LANG=C.UTF-8",
+                                                   "FROM_IMAGE=1", "SHARED=job", "RANK=0"));
+  EXPECT_EQ(process.at("cwd").string_value(), "/srv") << "the image's, the job giving none";
+  std::vector<std::string> args;
+  for (const auto& v : process.at("args").list_value().values()) args.push_back(v.string_value());
+  EXPECT_EQ(args, (std::vector<std::string>{"/.ringmaster-init", "/bin/sh", "-c", "true"}));
+
+  // A working directory is the image's path; nothing of the host is bound
+  // for it (the runtime resolves binds as root).
+  spec.working_dir = "/etc";
+  ASSERT_OK(InImage(spec, rootfs_, "the image", "c-dir", options).status());
+  config = ReadConfig(dir_ + "/bundles/c-dir/config.json");
+  EXPECT_EQ(config.fields().at("process").struct_value().fields().at("cwd").string_value(), "/etc");
+  for (const auto& m : config.fields().at("mounts").list_value().values()) {
+    EXPECT_NE(m.struct_value().fields().at("source").string_value(), "/etc");
+  }
+}
+
+TEST_F(ContainerLaunchTest, ABindIsOnlyAPathNoJobCanChange) {
+  ASSERT_EQ(geteuid(), 0u) << "needs root: the directories must be root's";
+  const std::string base = dir_ + "/binds";
+  fs::create_directories(base + "/root/ckpt");
+  EXPECT_OK(OnlyRootCanChange(base + "/root/ckpt", "checkpoint_dir"));
+  // A link, anywhere on the path.
+  fs::create_symlink(base + "/root", base + "/link");
+  EXPECT_THAT(OnlyRootCanChange(base + "/link/ckpt", "checkpoint_dir"),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr(base + "/link is a symbolic link")));
+  EXPECT_THAT(OnlyRootCanChange(base + "/root/../root/ckpt", "checkpoint_dir"),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr(". or ..")));
+  // A directory someone else owns, or whose parent others may write.
+  fs::create_directories(base + "/theirs/ckpt");
+  ASSERT_EQ(chown((base + "/theirs").c_str(), 65534, 65534), 0);
+  EXPECT_THAT(OnlyRootCanChange(base + "/theirs/ckpt", "checkpoint_dir"),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr(base + "/theirs belongs to uid 65534")));
+  fs::create_directories(base + "/open/ckpt");
+  fs::permissions(base + "/open", fs::perms::all);
+  EXPECT_THAT(OnlyRootCanChange(base + "/open/ckpt", "checkpoint_dir"),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("may be written by others than root (mode 0777)")));
+  // Sticky (as /tmp): no one else may move a root's entry in it.
+  fs::permissions(base + "/open", fs::perms::all | fs::perms::sticky_bit);
+  EXPECT_OK(OnlyRootCanChange(base + "/open/ckpt", "checkpoint_dir"));
+  // The last may be anyone's to write in: the bind holds that directory.
+  fs::permissions(base + "/root/ckpt", fs::perms::all);
+  EXPECT_OK(OnlyRootCanChange(base + "/root/ckpt", "checkpoint_dir"));
+
+  EXPECT_EQ(RootHolding(base + "/root/ckpt", {"/nonexistent", base + "/root"}), base + "/root");
+  EXPECT_EQ(RootHolding(base + "/rootless", {base + "/root"}), "");
+}
+
+TEST_F(ContainerLaunchTest, AStopReachesTheCommandUnderTheContainersInit) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (an OCI runtime's namespaces)";
+  if (!HasRunc()) GTEST_SKIP() << "no runc";
+  // sleep handles no signal: as PID 1 it would ignore SIGTERM.
+  const std::string marker = absl::StrCat("sleep ", 2000000 + getpid());
+  LaunchSpec spec;
+  spec.argv = {"sh", "-c", "exec " + marker};
+  spec.env = {{"PATH", "/bin"}};
+  spec.log_path = dir_ + "/rank.log";
+  spec.name = "rank-term";
+  const std::string id = absl::StrCat("container-term-", getpid());
+  ContainerOptions options = Options();
+  absl::StatusOr<LaunchSpec> launch = InImage(spec, rootfs_, "the image", id, options);
+  ASSERT_OK(launch);
+  PosixProcessLauncher launcher;
+  absl::StatusOr<pid_t> pid = launcher.Spawn(*launch);
+  ASSERT_OK(pid);
+  const std::string find = absl::StrCat("pgrep -f '^", marker, "$'");
+  ASSERT_TRUE(
+      testing::WaitFor([&] { return testing::Shell(find).exit_code == 0; }, absl::Seconds(30)));
+  kill(*pid, SIGTERM);  // the runtime passes it to the container's PID 1
+  ExitStatus status;
+  const bool exited = launcher.WaitExit(*pid, absl::Seconds(30), &status);
+  launcher.ClearGroup(*pid, absl::Seconds(5));
+  RemoveContainer(options, id);
+  ASSERT_TRUE(exited) << "SIGTERM never reached the command";
+  EXPECT_EQ(status.exit_code, 128 + SIGTERM);
+  EXPECT_TRUE(fs::is_empty(options.state_dir)) << "the runtime's state is removed";
+  EXPECT_FALSE(fs::exists(options.bundles_dir + "/" + id));
+}
+
+TEST_F(ContainerLaunchTest, AContainerWhoseRuntimeWasKilledIsSweptAtStart) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (an OCI runtime's namespaces)";
+  if (!HasRunc()) GTEST_SKIP() << "no runc";
+  const std::string marker = absl::StrCat("sleep ", 3000000 + getpid());
+  LaunchSpec spec;
+  spec.argv = {"sh", "-c", "exec " + marker};
+  spec.env = {{"PATH", "/bin"}};
+  spec.log_path = dir_ + "/rank.log";
+  spec.name = "rank-left";
+  ContainerOptions options = Options();
+  absl::StatusOr<LaunchSpec> launch =
+      InImage(spec, rootfs_, "the image", absl::StrCat("container-left-", getpid()), options);
+  ASSERT_OK(launch);
+  PosixProcessLauncher launcher;
+  absl::StatusOr<pid_t> pid = launcher.Spawn(*launch);
+  ASSERT_OK(pid);
+  const std::string find = absl::StrCat("pgrep -f '^", marker, "$'");
+  ASSERT_TRUE(
+      testing::WaitFor([&] { return testing::Shell(find).exit_code == 0; }, absl::Seconds(30)));
+  // The runtime dies (a worker killed with it): its container stays.
+  kill(*pid, SIGKILL);
+  ExitStatus status;
+  ASSERT_TRUE(launcher.WaitExit(*pid, absl::Seconds(30), &status));
+  EXPECT_EQ(testing::Shell(find).exit_code, 0) << "the container outlives its runtime";
+  EXPECT_FALSE(fs::is_empty(options.state_dir));
+  // The next worker's start.
+  SweepContainers(options);
+  EXPECT_TRUE(fs::is_empty(options.state_dir));
+  EXPECT_TRUE(fs::is_empty(options.bundles_dir));
+  EXPECT_TRUE(
+      testing::WaitFor([&] { return testing::Shell(find).exit_code != 0; }, absl::Seconds(30)))
+      << "the container's processes are killed";
 }
 
 }  // namespace

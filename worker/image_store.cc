@@ -167,7 +167,11 @@ absl::StatusOr<int64_t> ImageStore::ManifestBytes(const ImageReference& ref) con
   argv.push_back(ref.Transport());
   ASSIGN_OR_RETURN(ToolRun run, RunToCompletion(argv, {}, absl::Minutes(2)));
   if (run.exit_code != 0) return PullError(ref.Canonical(), run);
-  ASSIGN_OR_RETURN(google::protobuf::Struct manifest, ParseJson(run.output, "the manifest"));
+  // The size is for the progress alone: an answer this cannot read (a
+  // warning printed before it) leaves it unknown.
+  absl::StatusOr<google::protobuf::Struct> parsed = ParseJson(run.output, "the manifest");
+  if (!parsed.ok()) return 0;
+  const google::protobuf::Struct& manifest = *parsed;
   int64_t bytes = 0;
   if (const google::protobuf::Value* config = Field(manifest, "config");
       config != nullptr && config->has_struct_value()) {
@@ -186,13 +190,16 @@ absl::StatusOr<int64_t> ImageStore::ManifestBytes(const ImageReference& ref) con
 }
 
 absl::StatusOr<std::string> ImageStore::Pull(const ImageReference& ref,
-                                             const std::function<void(const Progress&)>& progress) {
+                                             const ProgressFn& progress) {
   const std::string canonical = ref.Canonical();
   Progress seen;
   if (progress) {
     absl::StatusOr<int64_t> total = ManifestBytes(ref);
     if (!total.ok()) return total.status();
     seen.total_bytes = *total;
+    if (!progress(seen)) {
+      return absl::CancelledError(absl::StrCat("the pull of ", canonical, " was stopped"));
+    }
   }
   std::vector<std::string> argv = {options_.skopeo, "copy", "--quiet"};
   for (std::string& flag : RegistryFlags(ref)) argv.push_back(std::move(flag));
@@ -203,12 +210,17 @@ absl::StatusOr<std::string> ImageStore::Pull(const ImageReference& ref,
   fs::remove_all(layout, error);
   argv.push_back(absl::StrCat("oci:", layout, ":", kTag));
   auto tick = [&] {
-    if (!progress) return;
     seen.done_bytes = DiskBytes(layout);
-    progress(seen);
+    {
+      MutexLock lock(&mu_);
+      pulling_[canonical] = seen;  // for the ranks that wait for it
+    }
+    return !progress || progress(seen);
   };
   ASSIGN_OR_RETURN(ToolRun run, RunToCompletion(argv, {}, options_.pull_timeout, 1 << 16, tick,
                                                 kProgressInterval));
+  if (run.cancelled)
+    return absl::CancelledError(absl::StrCat("the pull of ", canonical, " was stopped"));
   if (run.exit_code != 0) return PullError(canonical, run);
   tick();  // all of it
   return LayoutDigest(layout);
@@ -265,23 +277,37 @@ absl::StatusOr<int64_t> ImageStore::Unpack(const std::string& canonical,
   return DiskBytes(bundle);
 }
 
-absl::StatusOr<ImageStore::Held> ImageStore::Acquire(
-    const ImageReference& ref, bool always, const std::function<void(const Progress&)>& progress) {
+absl::StatusOr<ImageStore::Held> ImageStore::Acquire(const ImageReference& ref, bool always,
+                                                     const ProgressFn& progress) {
   const std::string canonical = ref.Canonical();
-  {
-    MutexLock lock(&mu_);
-    // One pull of an image at a time, which a waiter for it takes; a new
-    // pull once a slot is free. One wait for both, so that no other pull
-    // of the image starts while this one waits for a slot.
-    auto cached_or_free = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      if (pulling_.count(canonical) > 0) return false;
-      return (!always && tags_.count(canonical) > 0) || pulls_ < options_.max_pulls;
-    };
-    mu_.Await(absl::Condition(&cached_or_free));
-    auto cached = tags_.find(canonical);
-    if (cached != tags_.end() && !always) return HoldLocked(canonical, cached->second);
-    ++pulls_;
-    pulling_.insert(canonical);
+  // One pull of an image at a time, which a waiter for it takes; a new
+  // pull once a slot is free. One wait for both, so that no other pull of
+  // the image starts while this one waits for a slot.
+  for (;;) {
+    {
+      MutexLock lock(&mu_);
+      auto cached_or_free = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        if (pulling_.count(canonical) > 0) return false;
+        return (!always && tags_.count(canonical) > 0) || pulls_ < options_.max_pulls;
+      };
+      if (mu_.AwaitWithTimeout(absl::Condition(&cached_or_free), kProgressInterval)) {
+        auto cached = tags_.find(canonical);
+        if (cached != tags_.end() && !always) return HoldLocked(canonical, cached->second);
+        ++pulls_;
+        pulling_[canonical] = {};
+        break;
+      }
+    }
+    // Waiting: for another rank's pull of the image (how far it is), or
+    // for a pull slot (nothing moves).
+    Progress other;
+    {
+      MutexLock lock(&mu_);
+      if (auto it = pulling_.find(canonical); it != pulling_.end()) other = it->second;
+    }
+    if (progress && !progress(other)) {
+      return absl::CancelledError(absl::StrCat("no longer waiting for the pull of ", canonical));
+    }
   }
   absl::StatusOr<std::string> digest = Pull(ref, progress);
   absl::StatusOr<int64_t> bytes = digest.ok() ? Unpack(canonical, *digest) : digest.status();

@@ -72,16 +72,18 @@ class ImageStore {
   // PERMISSION_DENIED (credentials refused), UNAVAILABLE (the registry
   // cannot be reached: worth trying again), RESOURCE_EXHAUSTED (no room on
   // the disk, or an image larger than the cache), FAILED_PRECONDITION
-  // (anything else the tools refused). `progress` is called from the
-  // pulling thread while bytes arrive.
+  // (anything else the tools refused). `progress`, when given, is called
+  // from the caller's thread about once a second while it waits for a pull
+  // or pulls; when it returns false, the wait or its own pull ends:
+  // CANCELLED.
   struct Held {
     std::string reference;  // canonical
     std::string digest;
     std::string rootfs;
   };
+  using ProgressFn = std::function<bool(const Progress&)>;
   absl::StatusOr<Held> Acquire(const ImageReference& ref, bool always,
-                               const std::function<void(const Progress&)>& progress = nullptr)
-      ABSL_LOCKS_EXCLUDED(mu_);
+                               const ProgressFn& progress = nullptr) ABSL_LOCKS_EXCLUDED(mu_);
   void Release(const Held& held) ABSL_LOCKS_EXCLUDED(mu_);
 
   std::vector<CachedImage> List() const ABSL_LOCKS_EXCLUDED(mu_);
@@ -97,11 +99,11 @@ class ImageStore {
   std::string RootfsOf(const std::string& digest) const;
   std::string LayoutOf(const std::string& canonical) const;
   std::vector<std::string> RegistryFlags(const ImageReference& ref) const;
-  // The sum of the sizes of the manifest's config and layers.
+  // The sum of the sizes of the manifest's config and layers; 0 when the
+  // registry's answer does not say (a list of manifests).
   absl::StatusOr<int64_t> ManifestBytes(const ImageReference& ref) const;
   // skopeo copy into the image's layout; the manifest's digest.
-  absl::StatusOr<std::string> Pull(const ImageReference& ref,
-                                   const std::function<void(const Progress&)>& progress);
+  absl::StatusOr<std::string> Pull(const ImageReference& ref, const ProgressFn& progress);
   absl::StatusOr<std::string> LayoutDigest(const std::string& layout) const;
   // umoci unpack of the image, unless its digest is unpacked; its size.
   absl::StatusOr<int64_t> Unpack(const std::string& canonical, const std::string& digest);
@@ -122,8 +124,9 @@ class ImageStore {
   mutable Mutex mu_;
   std::map<std::string, Image> images_ ABSL_GUARDED_BY(mu_);      // by manifest digest
   std::map<std::string, std::string> tags_ ABSL_GUARDED_BY(mu_);  // canonical -> digest
-  std::set<std::string> pulling_ ABSL_GUARDED_BY(mu_);            // canonical references
-  int pulls_ ABSL_GUARDED_BY(mu_) = 0;                            // running now
+  // The pulls running, by canonical reference, and how far each is.
+  std::map<std::string, Progress> pulling_ ABSL_GUARDED_BY(mu_);
+  int pulls_ ABSL_GUARDED_BY(mu_) = 0;  // running now
   int64_t trashed_ ABSL_GUARDED_BY(mu_) = 0;
   std::string index_text_ ABSL_GUARDED_BY(mu_);
   Mutex index_mu_ ABSL_ACQUIRED_BEFORE(mu_);  // the index file's writes, in order

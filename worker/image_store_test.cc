@@ -4,8 +4,11 @@
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <thread>
 
 #include <gtest/gtest.h>
+
+#include "absl/synchronization/notification.h"
 
 #include "testing/registry_server.h"
 #include "testing/status_matchers.h"
@@ -86,8 +89,11 @@ TEST_F(ImageStoreTest, AnImageIsPulledOnceAndItsRootFilesystemIsTheImages) {
   auto store = ImageStore::Open(options);
   ASSERT_OK(store);
   std::vector<ImageStore::Progress> seen;
-  absl::StatusOr<ImageStore::Held> held = (*store)->Acquire(
-      Ref("team/first:1.0"), false, [&](const ImageStore::Progress& p) { seen.push_back(p); });
+  absl::StatusOr<ImageStore::Held> held =
+      (*store)->Acquire(Ref("team/first:1.0"), false, [&](const ImageStore::Progress& p) {
+        seen.push_back(p);
+        return true;
+      });
   ASSERT_OK(held);
   EXPECT_EQ(Read(held->rootfs + "/etc/os-release"), "PRETTY_NAME=\"first\"\n");
   ASSERT_FALSE(seen.empty());
@@ -140,6 +146,39 @@ TEST_F(ImageStoreTest, AMissingImageATagAndRefusedCredentialsEachSaySo) {
   EXPECT_THAT((*store)->Acquire(*nowhere, false),
               StatusIs(absl::StatusCode::kUnavailable, HasSubstr("connection refused")));
   EXPECT_TRUE((*store)->List().empty()) << "nothing half-made is kept";
+}
+
+TEST_F(ImageStoreTest, APullOrAWaitForOneEndsWhenItsRankNoLongerWantsIt) {
+  ImageStoreOptions options = Options();
+  options.max_pulls = 1;
+  auto store = ImageStore::Open(options);
+  ASSERT_OK(store);
+  // A pull told to stop ends, and leaves nothing behind.
+  EXPECT_THAT((*store)->Acquire(Ref("team/big:1.0"), false,
+                                [](const ImageStore::Progress&) { return false; }),
+              StatusIs(absl::StatusCode::kCancelled, HasSubstr("team/big:1.0")));
+  EXPECT_TRUE((*store)->List().empty());
+  EXPECT_FALSE(std::filesystem::exists(options.dir + "/layouts") &&
+               !std::filesystem::is_empty(options.dir + "/layouts"));
+  // A rank waiting for another's pull of the image stops waiting.
+  absl::Notification pulling, waiter_gone;
+  std::thread first([&] {
+    EXPECT_OK((*store)
+                  ->Acquire(Ref("team/big:1.0"), false,
+                            [&](const ImageStore::Progress&) {
+                              if (!pulling.HasBeenNotified()) pulling.Notify();
+                              waiter_gone.WaitForNotification();
+                              return true;
+                            })
+                  .status());
+  });
+  pulling.WaitForNotification();
+  EXPECT_THAT((*store)->Acquire(Ref("team/big:1.0"), false,
+                                [](const ImageStore::Progress&) { return false; }),
+              StatusIs(absl::StatusCode::kCancelled, HasSubstr("waiting for the pull")));
+  waiter_gone.Notify();
+  first.join();
+  EXPECT_EQ((*store)->List().size(), 1u);
 }
 
 TEST_F(ImageStoreTest, TheLeastRecentlyUsedImageGoesAndOneInUseStays) {

@@ -70,6 +70,9 @@ void AddImageFlags(CLI::App& app, ringmaster::WorkerConfig* config) {
   app.add_option("--container-runtime", config->container_runtime,
                  "the OCI runtime (runc, crun) that runs ranks of jobs with an image; empty (the "
                  "default): this worker runs no images");
+  app.add_option("--container-init", config->container_init,
+                 "PID 1 of each rank's container (default: ringmaster-container-init beside this "
+                 "program, else on PATH)");
   app.add_option("--registry-auth", config->registry_auth,
                  "credentials for image registries, in the auth.json format of podman and skopeo");
   app.add_option("--registry-certs", config->registry_certs,

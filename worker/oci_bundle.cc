@@ -1,6 +1,7 @@
 #include "worker/oci_bundle.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -9,6 +10,7 @@
 #include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <initializer_list>
@@ -76,8 +78,9 @@ Value Mounts(const ContainerSpec& spec) {
       Mount("/dev/pts", "devpts", "devpts",
             {"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620"}),
       Mount("/dev/mqueue", "mqueue", "mqueue", {"nosuid", "noexec", "nodev"}),
-      // The host's network: its /sys, names and resolver.
-      Mount("/sys", "bind", "/sys", {"rbind", "nosuid", "noexec", "nodev", "ro"}),
+      // The host's network: its /sys (sysfs alone, not the cgroup and
+      // debug file systems mounted below it), names and resolver.
+      Mount("/sys", "bind", "/sys", {"bind", "nosuid", "noexec", "nodev", "ro"}),
   };
   if (spec.shm.empty()) {
     mounts.push_back(Mount("/dev/shm", "tmpfs", "shm",
@@ -89,11 +92,24 @@ Value Mounts(const ContainerSpec& spec) {
     struct stat st {};
     if (stat(file, &st) == 0) mounts.push_back(Mount(file, "bind", file, {"rbind", "ro"}));
   }
+  // Shallower paths first, so that a mount inside another lands on it; a
+  // mask before a bind at the same depth. Every such path exists on the
+  // host, so a mount point inside a bind is there already.
+  std::vector<std::pair<std::string, Value>> placed;
+  for (const std::string& mask : spec.masks) {
+    if (mask == "/") continue;
+    placed.emplace_back(
+        mask, Mount(mask, "tmpfs", "tmpfs", {"nosuid", "nodev", "noexec", "mode=755", "size=1m"}));
+  }
   for (const BindMount& bind : spec.binds) {
     std::vector<std::string> options = {"rbind", "nosuid", "nodev"};
     if (bind.read_only) options.push_back("ro");
-    mounts.push_back(Mount(bind.destination, "bind", bind.source, options));
+    placed.emplace_back(bind.destination, Mount(bind.destination, "bind", bind.source, options));
   }
+  auto depth = [](const std::string& path) { return std::count(path.begin(), path.end(), '/'); };
+  std::stable_sort(placed.begin(), placed.end(),
+                   [&](const auto& a, const auto& b) { return depth(a.first) < depth(b.first); });
+  for (auto& [path, mount] : placed) mounts.push_back(std::move(mount));
   return List(mounts);
 }
 
@@ -130,6 +146,70 @@ Value Process(const ContainerSpec& spec) {
   });
 }
 
+// The system calls refused with EPERM (clone3 with ENOSYS, so that the C
+// library falls back to clone, whose flags the filter can see).
+Value Seccomp() {
+  std::vector<Value> rules = {
+      Object({{"names", Strings({"unshare",
+                                 "setns",
+                                 "mount",
+                                 "umount2",
+                                 "pivot_root",
+                                 "chroot",
+                                 "move_mount",
+                                 "open_tree",
+                                 "fsopen",
+                                 "fsconfig",
+                                 "fsmount",
+                                 "fspick",
+                                 "keyctl",
+                                 "add_key",
+                                 "request_key",
+                                 "bpf",
+                                 "userfaultfd",
+                                 "init_module",
+                                 "finit_module",
+                                 "delete_module",
+                                 "kexec_load",
+                                 "kexec_file_load",
+                                 "open_by_handle_at",
+                                 "acct",
+                                 "swapon",
+                                 "swapoff",
+                                 "reboot",
+                                 "syslog"})},
+              {"action", Str("SCMP_ACT_ERRNO")},
+              {"errnoRet", Num(EPERM)}}),
+      Object({{"names", Strings({"clone3"})},
+              {"action", Str("SCMP_ACT_ERRNO")},
+              {"errnoRet", Num(ENOSYS)}}),
+  };
+  // clone with any new namespace flag (threads and fork stay): a rule per
+  // flag, each "flags & flag == flag".
+  for (const uint64_t flag : {CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID,
+                              CLONE_NEWNET, CLONE_NEWCGROUP}) {
+    const double bits = static_cast<double>(flag);
+    rules.push_back(Object({{"names", Strings({"clone"})},
+                            {"action", Str("SCMP_ACT_ERRNO")},
+                            {"errnoRet", Num(EPERM)},
+                            {"args", List({Object({{"index", Num(0)},
+                                                   {"value", Num(bits)},
+                                                   {"valueTwo", Num(bits)},
+                                                   {"op", Str("SCMP_CMP_MASKED_EQ")}})})}}));
+  }
+  return Object({
+    {"defaultAction", Str("SCMP_ACT_ALLOW")},
+#if defined(__x86_64__)
+        {"architectures", Strings({"SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32"})},
+#elif defined(__aarch64__)
+        {"architectures", Strings({"SCMP_ARCH_AARCH64", "SCMP_ARCH_ARM"})},
+#endif
+    {
+      "syscalls", List(rules)
+    }
+  });
+}
+
 Value Linux(const ContainerSpec& spec) {
   std::vector<Value> devices;
   for (const std::string& path : spec.devices) {
@@ -157,6 +237,7 @@ Value Linux(const ContainerSpec& spec) {
   fields["namespaces"] = List({Object({{"type", Str("pid")}}), Object({{"type", Str("mount")}}),
                                Object({{"type", Str("ipc")}})});
   fields["devices"] = List(devices);
+  fields["seccomp"] = Seccomp();
   fields["maskedPaths"] = Strings({"/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys",
                                    "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats",
                                    "/proc/sched_debug", "/proc/scsi", "/sys/firmware"});

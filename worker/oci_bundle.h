@@ -4,7 +4,10 @@
 // (Gloo and NCCL keep their speed), a pid, mount and IPC namespace of its
 // own (other jobs' processes are not there), and what the rank needs of
 // the host bound in: its code, checkpoints, the job's private /dev/shm,
-// the Python package and its start-up hook, its rank directory.
+// the Python package and its start-up hook, its rank directory. The job's
+// user holds no capability, and a seccomp filter refuses what a job never
+// needs and a kernel exploit often does: new user and mount namespaces,
+// mounts, keyrings, BPF, kernel modules.
 #ifndef RINGMASTER_WORKER_OCI_BUNDLE_H_
 #define RINGMASTER_WORKER_OCI_BUNDLE_H_
 
@@ -32,6 +35,8 @@ struct ContainerSpec {
   uid_t uid = 0;
   gid_t gid = 0;
   std::vector<gid_t> groups;
+  // Empty tmpfs mounts, made before the binds (see ContainerOptions).
+  std::vector<std::string> masks;
   std::vector<BindMount> binds;
   std::string shm;  // the job's private /dev/shm on the host; empty: a tmpfs of its own
   // Device nodes passed in (a rank's GPUs: /dev/nvidia0, /dev/nvidiactl...).

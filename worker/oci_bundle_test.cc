@@ -26,7 +26,8 @@ std::string BusyboxRootfs(const std::string& dir) {
   fs::create_directories(rootfs + "/etc");
   fs::create_directories(rootfs + "/work");
   fs::copy_file("/bin/busybox", rootfs + "/bin/busybox");
-  for (const char* applet : {"sh", "cat", "id", "ps", "ls", "echo", "touch", "sleep"}) {
+  for (const char* applet :
+       {"sh", "cat", "id", "ps", "ls", "echo", "touch", "sleep", "unshare", "mount"}) {
     fs::create_symlink("busybox", rootfs + "/bin/" + applet);
   }
   std::ofstream(rootfs + "/etc/os-release") << "PRETTY_NAME=\"a busybox image\"\n";
@@ -107,6 +108,40 @@ TEST(OciBundleTest, ARuntimeRunsTheCommandInTheImageAsTheJobsUser) {
   struct stat st {};
   ASSERT_EQ(stat((dir + "/host-work/made").c_str(), &st), 0) << run->output;
   EXPECT_EQ(st.st_uid, 65534u) << "a file it made is the job's uid's on the host";
+}
+
+TEST(OciBundleTest, AJobCannotMakeNamespacesOrMountsNorSeeTheHostsCgroups) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (an OCI runtime's namespaces)";
+  const std::string runtime = Runtime();
+  if (runtime.empty()) GTEST_SKIP() << "no OCI runtime";
+  if (!fs::exists("/bin/busybox")) GTEST_SKIP() << "no /bin/busybox (Debian's busybox-static)";
+  const std::string dir = testing::MakeTempDir("oci-bundle");
+  ContainerSpec spec;
+  spec.rootfs = BusyboxRootfs(dir);
+  fs::create_directories(dir + "/host/jobs/job-1");
+  spec.masks = {dir + "/host/jobs"};
+  spec.binds = {{dir + "/host/jobs/job-1", dir + "/host/jobs/job-1", false}};
+  // Each attempt prints its name when it works.
+  spec.argv = {"/bin/sh", "-c",
+               "unshare -U true 2>/dev/null && echo userns; "
+               "unshare -m true 2>/dev/null && echo mountns; "
+               "mount -t tmpfs none /work 2>/dev/null && echo mounted; "
+               "ls /sys/fs/cgroup | wc -l; ls " +
+                   dir + "/host/jobs; echo done"};
+  spec.env = {{"PATH", "/bin"}};
+  spec.uid = 65534;
+  spec.gid = 65534;
+  ASSERT_OK(WriteBundle(dir + "/bundle", spec));
+  absl::StatusOr<ToolRun> run = RunToCompletion(
+      {runtime, "run", "--bundle", dir + "/bundle", "oci-harden-test-" + std::to_string(getpid())},
+      {}, absl::Seconds(60));
+  ASSERT_OK(run);
+  EXPECT_EQ(run->exit_code, 0) << run->output;
+  EXPECT_EQ(run->output, "0\njob-1\ndone\n")
+      << "no namespace, no mount, no cgroup file system, only its own job's directory";
+  // The bind's mount point was made in the mask, not in the shared image.
+  EXPECT_TRUE(fs::exists(spec.rootfs + dir + "/host/jobs"));
+  EXPECT_FALSE(fs::exists(spec.rootfs + dir + "/host/jobs/job-1"));
 }
 
 }  // namespace

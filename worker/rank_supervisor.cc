@@ -124,8 +124,9 @@ absl::Status MakeJobCheckpointDir(int root_fd, const std::string& root, const st
 }
 
 // What a rank in an image that cannot start would meet at a restart too:
-// no such image, tag or command, refused credentials, no room. Not an
-// unreachable registry, nor a worker without images (another may have).
+// no such image, tag or command, refused credentials, no room, a
+// checkpoint_dir it may not bind. Not an unreachable registry, nor a
+// worker without images (another may have).
 bool NeverRetried(const absl::Status& status) {
   switch (status.code()) {
     case absl::StatusCode::kNotFound:
@@ -314,12 +315,17 @@ void RankSupervisor::Supervise(Rank* self) {
   if (snapshot != nullptr && options_.snapshot_peers != nullptr) {
     replicas = options_.snapshot_peers->Replicate(start, snapshot);
   }
-  std::optional<ImageStore::Held> image;
+  // Whose the rank's files are: a rank in an image is started by the
+  // runtime, as the worker.
+  const std::optional<RunAs> job_user = spec.ok() ? spec->run_as : std::nullopt;
+  std::optional<Contained> image;
+  bool never_retry = false;  // its image, tag or command does not exist...
   if (spec.ok() && !start.image().empty()) {
-    absl::StatusOr<ImageStore::Held> held = EnterImage(start, &*spec);
+    absl::StatusOr<Contained> held = EnterImage(self, start, &*spec);
     if (held.ok()) {
       image = *std::move(held);
     } else {
+      never_retry = NeverRetried(held.status());
       spec = held.status();
     }
   }
@@ -332,20 +338,17 @@ void RankSupervisor::Supervise(Rank* self) {
                  pid.status().ToString());
     exited.set_start_failed(true);
     exited.set_message(std::string(pid.status().message()));
-    exited.set_never_retry(!start.image().empty() && NeverRetried(pid.status()));
+    exited.set_never_retry(never_retry);
   } else {
     RunToExit(self, ref, *pid, spec->run_as, &exited);
     if (exited.exit_code() != 0 || exited.signal() != 0) {
-      exited.set_error(
-          ReadRankError(RankDirPath(ref), spec->run_as ? spec->run_as->uid : geteuid()));
+      exited.set_error(ReadRankError(RankDirPath(ref), job_user ? job_user->uid : geteuid()));
     }
   }
   if (holds_shm) options_.shm->Release(ref.job_id());
   if (image) {
-    std::error_code error;
-    std::filesystem::remove_all(absl::StrCat(options_.container.bundles_dir, "/", spec->name),
-                                error);
-    options_.images->Release(*image);
+    RemoveContainer(options_.container, image->container);
+    options_.images->Release(image->image);
   }
   {
     MutexLock lock(&mu_);
@@ -357,13 +360,21 @@ void RankSupervisor::Supervise(Rank* self) {
   self->reported = true;
 }
 
-absl::StatusOr<ImageStore::Held> RankSupervisor::EnterImage(const v1::StartRank& start,
-                                                            LaunchSpec* spec) {
+absl::StatusOr<RankSupervisor::Contained> RankSupervisor::EnterImage(Rank* self,
+                                                                     const v1::StartRank& start,
+                                                                     LaunchSpec* spec) {
   if (options_.images == nullptr) {
     return absl::FailedPreconditionError(absl::StrCat("this worker runs no images (", start.image(),
                                                       "): it was started without an OCI runtime"));
   }
   ASSIGN_OR_RETURN(ImageReference ref, ParseImageReference(start.image()));
+  // The runtime resolves the binds' paths as root: the job's checkpoint
+  // directory is one only if no job can change what its path leads to.
+  std::string checkpoint_root;
+  if (!start.checkpoint_dir().empty()) {
+    RETURN_IF_ERROR(OnlyRootCanChange(start.checkpoint_dir(), "checkpoint_dir"));
+    checkpoint_root = RootHolding(start.checkpoint_dir(), CheckpointRoots());
+  }
   const Key key{start.rank().job_id(), start.rank().attempt(), start.rank().rank()};
   auto progress = [&](const ImageStore::Progress& p) {
     v1::ImagePull pull;
@@ -373,6 +384,7 @@ absl::StatusOr<ImageStore::Held> RankSupervisor::EnterImage(const v1::StartRank&
     pull.set_total_bytes(p.total_bytes);
     MutexLock lock(&mu_);
     pulls_[key] = std::move(pull);
+    return !self->stop_requested;  // a cleared rank's pull is not waited for
   };
   progress({});  // waiting for the pull, or for a slot to pull in
   absl::StatusOr<ImageStore::Held> acquired =
@@ -386,24 +398,36 @@ absl::StatusOr<ImageStore::Held> RankSupervisor::EnterImage(const v1::StartRank&
   ContainerOptions container = options_.container;
   // What the rank's environment names on the host, at the same paths: the
   // job's directory (its code, home and error files), its checkpoints,
-  // the ringmaster package.
-  container.writable.push_back(absl::StrCat(options_.jobs_dir, "/", start.rank().job_id()));
-  if (!start.checkpoint_dir().empty()) container.writable.push_back(start.checkpoint_dir());
+  // the ringmaster package. Their mount points are made in tmpfs masks
+  // over the worker's jobs directory and the checkpoint root.
+  container.masks.push_back(options_.jobs_dir);
+  container.binds.push_back({absl::StrCat(options_.jobs_dir, "/", start.rank().job_id()),
+                             absl::StrCat(options_.jobs_dir, "/", start.rank().job_id()), false});
+  if (!checkpoint_root.empty()) container.masks.push_back(checkpoint_root);
+  if (!start.checkpoint_dir().empty()) {
+    container.binds.push_back({start.checkpoint_dir(), start.checkpoint_dir(), false});
+  }
   if (auto python = options_.base_env.find("PYTHONPATH"); python != options_.base_env.end()) {
     for (absl::string_view dir : absl::StrSplit(python->second, ':', absl::SkipEmpty())) {
-      container.read_only.emplace_back(dir);
+      container.binds.push_back({std::string(dir), std::string(dir), true});
     }
+  }
+  // The image's own, unless the job set them.
+  for (const char* name : {"PATH", "LANG"}) {
+    if (start.env().count(name) == 0) container.host_env.emplace_back(name);
   }
   // A cgroup below the rank's, so that its limit and its kill hold.
   container.cgroups_path = spec->name;
-  absl::StatusOr<LaunchSpec> launch =
-      InImage(*spec, held.rootfs, held.reference, spec->name, container);
+  static std::atomic<int64_t> containers{0};
+  const std::string id = absl::StrCat(spec->name, "-", containers++);
+  absl::StatusOr<LaunchSpec> launch = InImage(*spec, held.rootfs, held.reference, id, container);
   if (!launch.ok()) {
+    RemoveContainer(options_.container, id);
     options_.images->Release(held);
     return launch.status();
   }
   *spec = *std::move(launch);
-  return held;
+  return Contained{std::move(held), id};
 }
 
 std::shared_ptr<SnapshotStore::Lease> RankSupervisor::HandSnapshotSegment(

@@ -138,11 +138,16 @@ class RankSupervisor {
   // The log directory, and the job's code when it comes with some (this
   // may wait for another rank's fetch).
   absl::Status PrepareFiles(const v1::StartRank& start, LaunchSpec* spec);
+  // Moves `spec` into the rank's image (pulled if need be: the rank's
+  // thread waits, until the rank is cleared), which it holds until
+  // Supervise releases it and removes the container.
+  struct Contained {
+    ImageStore::Held image;
+    std::string container;  // its id in the runtime
+  };
+  absl::StatusOr<Contained> EnterImage(Rank* self, const v1::StartRank& start, LaunchSpec* spec);
   // The rank's snapshot segment, named in its environment, when it asks
   // for one; its refusal, said there too, when there is no room.
-  // Moves `spec` into the rank's image (pulled if need be: the rank's
-  // thread waits), which it holds until Supervise releases it.
-  absl::StatusOr<ImageStore::Held> EnterImage(const v1::StartRank& start, LaunchSpec* spec);
   std::shared_ptr<SnapshotStore::Lease> HandSnapshotSegment(const v1::StartRank& start,
                                                             LaunchSpec* spec) const;
   // From a started process to its exit, stops delivered.

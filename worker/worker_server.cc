@@ -24,6 +24,7 @@
 #include "common/parse_errors.h"
 #include "common/private_dir.h"
 #include "common/status_macros.h"
+#include "common/subprocess.h"
 #include "common/tls.h"
 #include "domain/image_reference.h"
 #include "python/python_module.h"
@@ -127,6 +128,27 @@ absl::StatusOr<std::map<std::string, std::string>> RankBaseEnv(const WorkerConfi
   return env;
 }
 
+// The container init's path on the host: `given`, or
+// ringmaster-container-init beside this program, else on PATH.
+absl::StatusOr<std::string> ContainerInit(const std::string& given) {
+  constexpr char kName[] = "ringmaster-container-init";
+  if (given.empty()) {
+    std::error_code error;
+    const std::filesystem::path beside =
+        std::filesystem::read_symlink("/proc/self/exe", error).parent_path() / kName;
+    if (!error && access(beside.c_str(), X_OK) == 0) return beside.string();
+  }
+  const char* path = std::getenv("PATH");
+  absl::StatusOr<std::string> found =
+      ResolveProgram(given.empty() ? kName : given, path != nullptr ? path : "/usr/bin:/bin");
+  if (!found.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("--container-init: ", found.status().message(),
+                     " (installed with the worker as ", kName, ")"));
+  }
+  return std::filesystem::absolute(*found).string();
+}
+
 // Who ranks run as (a uid per job, or one user for all), what that loses,
 // and the state dir's mode that lets such users reach their job's code.
 absl::Status ChooseRankUsers(const WorkerConfig& config, RankSupervisorOptions* options) {
@@ -209,6 +231,13 @@ absl::Status WorkerServer::InitSupervisor(const WorkerConfig& config,
   spdlog::info("snapshot memory limit {} MiB: {} MiB for each slot's rank",
                config.snapshot_memory_limit_bytes >> 20, snapshots_->segment_bytes() >> 20);
   if (!config.container_runtime.empty()) {
+    // The runtime needs root for a container's namespaces and mounts.
+    if (geteuid() != 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "--container-runtime ", config.container_runtime,
+          ": ranks in images need a worker that runs as root (this one is uid ", geteuid(), ")"));
+    }
+    ASSIGN_OR_RETURN(options.container.init, ContainerInit(config.container_init));
     ImageStoreOptions images;
     images.dir = config.state_dir + "/images";
     images.auth_file = config.registry_auth;
@@ -219,7 +248,10 @@ absl::Status WorkerServer::InitSupervisor(const WorkerConfig& config,
     options.images = images_.get();
     options.container.runtime = config.container_runtime;
     options.container.bundles_dir = config.state_dir + "/bundles";
+    options.container.state_dir = config.state_dir + "/containers";
     RETURN_IF_ERROR(MakePrivateDir(options.container.bundles_dir));
+    RETURN_IF_ERROR(MakePrivateDir(options.container.state_dir));
+    SweepContainers(options.container);
     spdlog::info("images run under {}; cache {} MiB in {}", config.container_runtime,
                  config.image_cache_limit_bytes >> 20, images.dir);
   }

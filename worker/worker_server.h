@@ -69,6 +69,7 @@ struct WorkerConfig {
   // Jobs with an image (image_store.h, container_launch.h): the OCI runtime
   // their ranks run under; empty: this worker runs no images.
   std::string container_runtime;
+  std::string container_init;  // empty: ringmaster-container-init beside the worker, or on PATH
   std::string registry_auth;   // auth.json
   std::string registry_certs;  // <dir>/<host:port>/ca.crt
   int64_t image_cache_limit_bytes = int64_t{20} << 30;

@@ -217,6 +217,7 @@ absl::Status JobTable::Transition(JobRecord& record, v1::JobState to, v1::Reason
     // What was pulled for the start is over.
     next.clear_pulling();
     record.pulled_at = absl::InfinitePast();
+    record.pulled_bytes.clear();
   }
   v1::StateChange change;
   change.set_state(to);

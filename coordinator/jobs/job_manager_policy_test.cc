@@ -236,6 +236,35 @@ TEST_F(JobManagerTest, AnImagesPullIsShownAndHoldsOffTheStartTimeout) {
   EXPECT_EQ(Job(id).pulling(), "") << "said only while starting";
 }
 
+TEST_F(JobManagerTest, APullThatStandsStillMeetsTheStartTimeout) {
+  TestWorker w;
+  w.labels = {{"ringmaster.dev/images", "true"}};
+  ASSERT_OK(Register(w, "w1", 1));
+  v1::JobSpec spec = CommandSpec(1);
+  spec.set_image("registry.example:5000/team/train:1.2");
+  spec.set_start_timeout_s(60);
+  const std::string id = Submit(spec);
+  auto pulled = [&](int64_t done) {
+    v1::Heartbeat beat;
+    v1::ImagePull* pull = beat.add_pulls();
+    *pull->mutable_rank() = Ref(id, 0, 0);
+    pull->set_image("registry.example:5000/team/train:1.2");
+    pull->set_done_bytes(done);
+    ASSERT_TRUE(manager_->OnHeartbeat(w.session, beat));
+  };
+  Pass(absl::Seconds(30));
+  pulled(int64_t{42} << 20);
+  // Still pulling, never a byte more: the 60 s run from the last byte.
+  for (int i = 0; i < 5; ++i) {
+    Pass(absl::Seconds(10));
+    pulled(int64_t{42} << 20);
+  }
+  Pass(absl::Seconds(9));
+  EXPECT_EQ(Job(id).state(), v1::STARTING);
+  Pass(absl::Seconds(2));
+  EXPECT_NE(Job(id).state(), v1::STARTING);
+}
+
 TEST_F(JobManagerTest, SelectorAndResourcesChooseTheWorkersAndReachTheRanks) {
   TestWorker a, b;
   a.labels = {{"zone", "a"}};
