@@ -175,6 +175,8 @@ void AddJobCommands(CLI::App& app, Invocation* run, std::map<Command, CLI::App*>
   (*commands)[Command::kLogs] = logs;
 
   (*commands)[Command::kWorkers] = app.add_subcommand("workers", "list workers");
+  (*commands)[Command::kImages] = app.add_subcommand(
+      "images", "the images each worker has cached: size, ranks in them, last use");
   (*commands)[Command::kQueues] = app.add_subcommand(
       "queues", "list queues: weight, quota, limit, in use, borrowed, running and pending jobs");
 

@@ -499,6 +499,24 @@ int RunWorkers(const GlobalOptions& global) {
   return kOk;
 }
 
+int RunImages(const GlobalOptions& global) {
+  Client client = MakeClient(global);
+  absl::StatusOr<std::vector<v1::Worker>> workers = client.ListWorkers();
+  if (!workers.ok()) return Fail(workers.status());
+  if (global.table()) {
+    PrintImagesTable(std::cout, *workers, absl::Now());
+    return kOk;
+  }
+  v1::ListWorkersResponse response;
+  for (const v1::Worker& w : *workers) {
+    v1::Worker* listed = response.add_workers();
+    listed->set_id(w.id());
+    *listed->mutable_images() = w.images();
+  }
+  std::cout << Render(response, global.output) << std::flush;
+  return kOk;
+}
+
 int RunQueues(const GlobalOptions& global) {
   Client client = MakeClient(global);
   absl::StatusOr<v1::ListQueuesResponse> queues = client.ListQueues();

@@ -65,6 +65,8 @@ int RunChangeJob(const GlobalOptions& global, JobChange change, const std::strin
                  const std::string& priority);
 int RunDelete(const GlobalOptions& global, const std::string& job_id);
 int RunWorkers(const GlobalOptions& global);
+// Each worker's cached images; -o json/yaml: the workers' ids and images.
+int RunImages(const GlobalOptions& global);
 int RunQueues(const GlobalOptions& global);
 // `stacks`: where each rank of the job's running attempt is.
 int RunStacks(const GlobalOptions& global, const std::string& job_id);

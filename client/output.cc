@@ -467,4 +467,19 @@ void PrintWorkersTable(std::ostream& out, const std::vector<v1::Worker>& workers
   PrintTable(out, rows);
 }
 
+void PrintImagesTable(std::ostream& out, const std::vector<v1::Worker>& workers, absl::Time now) {
+  std::vector<std::vector<std::string>> rows = {
+      {"WORKER", "IMAGE", "DIGEST", "SIZE", "RANKS", "LAST USED"}};
+  for (const v1::Worker& w : workers) {
+    for (const v1::CachedImage& image : w.images()) {
+      const absl::Time used = absl::FromUnixMillis(image.last_used_unix_ms());
+      rows.push_back({w.id(), image.reference(), image.digest().substr(0, 19),
+                      absl::StrFormat("%.1f MiB", image.bytes() / 1048576.0),
+                      absl::StrCat(image.ranks()),
+                      image.ranks() > 0 ? "in use" : ShortDuration(now - used) + " ago"});
+    }
+  }
+  PrintTable(out, rows);
+}
+
 }  // namespace ringmaster

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "testing/registry_server.h"
 #include "tests/cluster_fixture.h"
+#include "tests/rank_attacks.h"
 
 namespace ringmaster {
 namespace {
@@ -35,7 +36,8 @@ class ImagesTest : public ClusterTest {
     std::map<std::string, std::string> files = {
         {"/bin/busybox*", "/bin/busybox"},
         {"/etc/os-release", "PRETTY_NAME=\"Ringmaster test image\"\n"}};
-    for (const char* applet : {"sh", "cat", "head", "echo", "id"}) {
+    for (const char* applet : {"sh", "cat", "head", "echo", "id", "grep", "test", "kill", "ls",
+                               "od", "readlink", "sleep", "true"}) {
       files[std::string("/bin/") + applet + "*"] = "/bin/busybox";
     }
     ASSERT_OK(registry_->Push("team/busybox:1.0", files));
@@ -46,14 +48,16 @@ class ImagesTest : public ClusterTest {
   }
   void SetUp() override {
     if (!skip_.empty()) GTEST_SKIP() << skip_;
-    up_args_ = {
+    std::vector<std::string> args = {
         "--container-runtime", "runc",
-        "--registry-auth",     registry_->WriteAuthFile(*dir_ + "/auth.json", "team", "secret"),
+        "--registry-auth",     registry_->WriteAuthFile(*dir_ + "/auth.json", "team", password_),
         "--registry-certs",    registry_->certs_dir()};
+    up_args_.insert(up_args_.end(), args.begin(), args.end());
     ClusterTest::SetUp();
   }
   std::string Image(const std::string& name) { return registry_->address() + "/" + name; }
 
+  std::string password_ = "secret";  // the workers' in --registry-auth
   static std::string skip_;
   static std::string* dir_;
   static testing::RegistryServer* registry_;
@@ -78,6 +82,28 @@ TEST_F(ImagesTest, RanksPrintTheImagesOsReleaseNotTheHosts) {
   }
 }
 
+TEST_F(ImagesTest, EachWorkersCacheIsListedByTheCli) {
+  const std::string image = Image("team/busybox:1.0");
+  const std::string id = Submit(absl::StrCat("name: cached\nranks: 1\nimage: ", image,
+                                             "\ncommand: [sh, -c, 'true']\n"));
+  WaitJob(id, [](const v1::Job& j) { return j.state() == v1::SUCCEEDED; });
+  // The cache reaches the coordinator with the worker's heartbeats.
+  testing::CommandResult listed;
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        listed = Cli({"images"});
+        return listed.out.find(image) != std::string::npos;
+      },
+      absl::Seconds(30)))
+      << listed.out << listed.err;
+  EXPECT_NE(listed.out.find("WORKER"), std::string::npos) << listed.out;
+  EXPECT_NE(listed.out.find("sha256:"), std::string::npos) << listed.out;
+  EXPECT_NE(listed.out.find(" ago"), std::string::npos) << "no rank runs in it: " << listed.out;
+  const testing::CommandResult json = Cli({"images", "-o", "json"});
+  EXPECT_NE(json.out.find(absl::StrCat("\"reference\": \"", image, "\"")), std::string::npos)
+      << json.out;
+}
+
 TEST_F(ImagesTest, AMissingTagOrCommandFailsTheJobAtOnceNamingIt) {
   const std::string tag = Image("team/busybox:9.9");
   const std::string id = Submit(absl::StrCat(
@@ -99,6 +125,76 @@ TEST_F(ImagesTest, AMissingTagOrCommandFailsTheJobAtOnceNamingIt) {
                                          Image("team/busybox:1.0"))),
             std::string::npos)
       << status.out;
+
+  const std::string missing = Image("team/nothere:1.0");
+  const std::string image = Submit(absl::StrCat("name: no-image\nranks: 1\nmax_restarts: 3\nimage: ",
+                                                missing, "\ncommand: [sh, -c, 'true']\n"));
+  job = WaitJob(image, [](const v1::Job& j) { return j.state() == v1::FAILED; });
+  EXPECT_EQ(job.restarts(), 0);
+  status = Cli({"status", image});
+  EXPECT_NE(status.out.find(absl::StrCat("pulling ", missing)), std::string::npos) << status.out;
+}
+
+// Workers whose --registry-auth the registry refuses.
+class ImagesWrongCredentialsTest : public ImagesTest {
+ protected:
+  void SetUp() override {
+    password_ = "wrong";
+    ImagesTest::SetUp();
+  }
+};
+
+TEST_F(ImagesWrongCredentialsTest, RefusedCredentialsFailTheJobAtOnceNamingTheImage) {
+  const std::string image = Image("team/busybox:1.0");
+  const std::string id = Submit(absl::StrCat("name: refused\nranks: 1\nmax_restarts: 3\nimage: ",
+                                             image, "\ncommand: [sh, -c, 'true']\n"));
+  const v1::Job job = WaitJob(id, [](const v1::Job& j) { return j.state() == v1::FAILED; });
+  EXPECT_EQ(job.restarts(), 0) << "no restart spent";
+  const testing::CommandResult status = Cli({"status", id});
+  EXPECT_NE(status.out.find(absl::StrCat("pulling ", image)), std::string::npos) << status.out;
+  EXPECT_NE(status.out.find("unauthorized"), std::string::npos) << status.out;
+}
+
+// One worker, a uid per job: a job in an image attacks a job on the host.
+class ImagesIsolationTest : public ImagesTest {
+ protected:
+  void SetUp() override {
+    up_args_ = {"--rank-uid-range", "300000-300999"};
+    state_parent_ = "/tmp";
+    up_workers_ = 1;
+    up_slots_ = 2;
+    ImagesTest::SetUp();
+  }
+};
+
+TEST_F(ImagesIsolationTest, AHostileJobInAnImageIsRefusedEveryAttack) {
+  const std::string victim = Submit(
+      "name: victim\nranks: 1\nmax_restarts: 0\ncommand: [sh, -c, 'echo up; exec sleep 300']\n");
+  const v1::Job running =
+      WaitJob(victim, [](const v1::Job& j) { return j.state() == v1::RUNNING; });
+  const std::string victim_dir = absl::StrCat(state_dir_, "/worker-0/jobs/", victim);
+  const std::string attacker = Submit(absl::StrCat(
+      "name: attacker\nranks: 1\nimage: ", Image("team/busybox:1.0"),
+      "\nenv:\n  VICTIM_PID: '", running.ranks(0).pid(), "'\n  VICTIM_CODE: ", victim_dir,
+      "/code\n  VICTIM_ERROR_FILE: ", victim_dir, "/rank-0.error/error.json\n",
+      RankAttacksCommand()));
+  WaitJob(attacker, [](const v1::Job& j) {
+    return j.state() == v1::SUCCEEDED || j.state() == v1::FAILED;
+  });
+  const testing::CommandResult logs = Cli({"logs", attacker});
+  ASSERT_NE(logs.out.find("ATTACKS DONE"), std::string::npos) << logs.out << logs.err;
+  const std::map<std::string, std::string> verdicts = RankAttackVerdicts(logs.out);
+  for (const std::string& name : RankAttackControls()) {
+    ASSERT_EQ(verdicts.count(name), 1u) << name << " did not run";
+    EXPECT_EQ(verdicts.at(name), "done") << name << ": the attacker's tools are missing";
+  }
+  for (const std::string& name : RankAttackNames()) {
+    ASSERT_EQ(verdicts.count(name), 1u) << name << " did not run";
+    EXPECT_EQ(verdicts.at(name), "refused") << name;
+  }
+  EXPECT_FALSE(fs::exists(victim_dir + "/code/evil"));
+  EXPECT_EQ(WaitJob(victim, [](const v1::Job&) { return true; }).state(), v1::RUNNING)
+      << "the victim runs on";
 }
 
 }  // namespace

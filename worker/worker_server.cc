@@ -318,6 +318,15 @@ void WorkerServer::InitLink(const WorkerConfig& config, v1::RegisterWorker ident
     metrics_->FillUsage(beat);
     for (v1::HeldSnapshots& held : snapshots_->Held()) *beat->add_snapshots() = std::move(held);
     for (v1::ImagePull& pull : supervisor_->Pulls()) *beat->add_pulls() = std::move(pull);
+    if (images_ == nullptr) return;
+    for (const CachedImage& cached : images_->List()) {
+      v1::CachedImage* image = beat->add_images();
+      image->set_reference(cached.reference);
+      image->set_digest(cached.digest);
+      image->set_bytes(cached.bytes);
+      image->set_ranks(cached.users);
+      image->set_last_used_unix_ms(absl::ToUnixMillis(cached.last_used));
+    }
   };
   hooks.registered = [this](const v1::Registered& registered) {
     access_->SetAgentCredential(registered.agent_credential());
