@@ -84,8 +84,8 @@ TEST_F(ImagesTest, RanksPrintTheImagesOsReleaseNotTheHosts) {
 
 TEST_F(ImagesTest, EachWorkersCacheIsListedByTheCli) {
   const std::string image = Image("team/busybox:1.0");
-  const std::string id = Submit(absl::StrCat("name: cached\nranks: 1\nimage: ", image,
-                                             "\ncommand: [sh, -c, 'true']\n"));
+  const std::string id = Submit(
+      absl::StrCat("name: cached\nranks: 1\nimage: ", image, "\ncommand: [sh, -c, 'true']\n"));
   WaitJob(id, [](const v1::Job& j) { return j.state() == v1::SUCCEEDED; });
   // The cache reaches the coordinator with the worker's heartbeats.
   testing::CommandResult listed;
@@ -127,12 +127,39 @@ TEST_F(ImagesTest, AMissingTagOrCommandFailsTheJobAtOnceNamingIt) {
       << status.out;
 
   const std::string missing = Image("team/nothere:1.0");
-  const std::string image = Submit(absl::StrCat("name: no-image\nranks: 1\nmax_restarts: 3\nimage: ",
-                                                missing, "\ncommand: [sh, -c, 'true']\n"));
+  const std::string image =
+      Submit(absl::StrCat("name: no-image\nranks: 1\nmax_restarts: 3\nimage: ", missing,
+                          "\ncommand: [sh, -c, 'true']\n"));
   job = WaitJob(image, [](const v1::Job& j) { return j.state() == v1::FAILED; });
   EXPECT_EQ(job.restarts(), 0);
   status = Cli({"status", image});
   EXPECT_NE(status.out.find(absl::StrCat("pulling ", missing)), std::string::npos) << status.out;
+}
+
+TEST_F(ImagesTest, AnUnreachableRegistryHoldsTheJobWaitingAndTriedAgain) {
+  // Nothing listens on port 1: every pull is refused a connection.
+  const std::string image = "127.0.0.1:1/team/busybox:1.0";
+  const std::string id =
+      Submit(absl::StrCat("name: unreachable\nranks: 1\nmax_restarts: 3\n",
+                          "start_timeout_s: 2\nimage: ", image, "\ncommand: [sh, -c, 'true']\n"));
+  // Tried again after 2 s, then 4 s: the job waits through its start
+  // timeout, spending no restart.
+  testing::CommandResult status;
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        status = Cli({"status", id});
+        return status.out.find("connection refused; trying again in 4s") != std::string::npos;
+      },
+      absl::Seconds(60)))
+      << status.out << status.err;
+  EXPECT_NE(status.out.find("pulling " + image), std::string::npos) << status.out;
+  v1::Job job = WaitJob(id, [](const v1::Job&) { return true; });
+  EXPECT_EQ(job.state(), v1::STARTING);
+  EXPECT_EQ(job.restarts(), 0);
+  // Cancelled, it ends at once: the wait ends with it.
+  Cli({"cancel", id});
+  job = WaitJob(id, [](const v1::Job& j) { return j.state() == v1::CANCELLED; });
+  EXPECT_EQ(job.restarts(), 0);
 }
 
 // Workers whose --registry-auth the registry refuses.
@@ -146,8 +173,8 @@ class ImagesWrongCredentialsTest : public ImagesTest {
 
 TEST_F(ImagesWrongCredentialsTest, RefusedCredentialsFailTheJobAtOnceNamingTheImage) {
   const std::string image = Image("team/busybox:1.0");
-  const std::string id = Submit(absl::StrCat("name: refused\nranks: 1\nmax_restarts: 3\nimage: ",
-                                             image, "\ncommand: [sh, -c, 'true']\n"));
+  const std::string id = Submit(absl::StrCat(
+      "name: refused\nranks: 1\nmax_restarts: 3\nimage: ", image, "\ncommand: [sh, -c, 'true']\n"));
   const v1::Job job = WaitJob(id, [](const v1::Job& j) { return j.state() == v1::FAILED; });
   EXPECT_EQ(job.restarts(), 0) << "no restart spent";
   const testing::CommandResult status = Cli({"status", id});
@@ -174,13 +201,11 @@ TEST_F(ImagesIsolationTest, AHostileJobInAnImageIsRefusedEveryAttack) {
       WaitJob(victim, [](const v1::Job& j) { return j.state() == v1::RUNNING; });
   const std::string victim_dir = absl::StrCat(state_dir_, "/worker-0/jobs/", victim);
   const std::string attacker = Submit(absl::StrCat(
-      "name: attacker\nranks: 1\nimage: ", Image("team/busybox:1.0"),
-      "\nenv:\n  VICTIM_PID: '", running.ranks(0).pid(), "'\n  VICTIM_CODE: ", victim_dir,
-      "/code\n  VICTIM_ERROR_FILE: ", victim_dir, "/rank-0.error/error.json\n",
-      RankAttacksCommand()));
-  WaitJob(attacker, [](const v1::Job& j) {
-    return j.state() == v1::SUCCEEDED || j.state() == v1::FAILED;
-  });
+      "name: attacker\nranks: 1\nimage: ", Image("team/busybox:1.0"), "\nenv:\n  VICTIM_PID: '",
+      running.ranks(0).pid(), "'\n  VICTIM_CODE: ", victim_dir, "/code\n  VICTIM_ERROR_FILE: ",
+      victim_dir, "/rank-0.error/error.json\n", RankAttacksCommand()));
+  WaitJob(attacker,
+          [](const v1::Job& j) { return j.state() == v1::SUCCEEDED || j.state() == v1::FAILED; });
   const testing::CommandResult logs = Cli({"logs", attacker});
   ASSERT_NE(logs.out.find("ATTACKS DONE"), std::string::npos) << logs.out << logs.err;
   const std::map<std::string, std::string> verdicts = RankAttackVerdicts(logs.out);

@@ -108,16 +108,17 @@ absl::Status PullError(const std::string& canonical, const ToolRun& run) {
   if (run.timed_out) said = "the pull ran out of time";
   const std::string message = absl::StrCat("pulling ", canonical, ": ", said);
   auto has = [&](const char* text) { return absl::StrContains(run.output, text); };
-  if (has("manifest unknown") || has("name unknown") || has("not found")) {
+  // A registry whose name does not resolve is as missing as an image.
+  if (has("manifest unknown") || has("name unknown") || has("not found") || has("no such host")) {
     return absl::NotFoundError(message);
   }
   if (has("unauthorized") || has("authentication required") || has("denied")) {
     return absl::PermissionDeniedError(message);
   }
   if (has("no space left on device")) return absl::ResourceExhaustedError(message);
-  if (run.timed_out || has("connection refused") || has("no such host") || has("i/o timeout") ||
-      has("connection reset") || has("TLS handshake timeout") || has("network is unreachable") ||
-      has("server misbehaving") || has("503 Service Unavailable")) {
+  if (run.timed_out || has("connection refused") || has("i/o timeout") || has("connection reset") ||
+      has("TLS handshake timeout") || has("network is unreachable") || has("server misbehaving") ||
+      has("503 Service Unavailable")) {
     return absl::UnavailableError(message);
   }
   return absl::FailedPreconditionError(message);

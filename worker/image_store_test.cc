@@ -34,6 +34,32 @@ std::string Noise(size_t bytes, uint32_t seed) {
   return s;
 }
 
+TEST(PullErrorTest, EachFailureOfSkopeoHasTheCodeThatSaysWhetherToTryAgain) {
+  auto error = [](const std::string& said) {
+    ToolRun run;
+    run.exit_code = 1;
+    run.output = "time=\"...\" level=fatal msg=\"" + said + "\"\n";
+    return PullError("registry.example:5000/team/train:1.2", run);
+  };
+  EXPECT_THAT(error("initializing source docker://x: reading manifest 1.2 in x: manifest unknown"),
+              StatusIs(absl::StatusCode::kNotFound,
+                       "pulling registry.example:5000/team/train:1.2: reading manifest 1.2 in x: "
+                       "manifest unknown"));
+  // A registry whose name does not resolve does not exist either.
+  EXPECT_THAT(error("pinging container registry registry.example:5000: dial tcp: lookup "
+                    "registry.example: no such host"),
+              StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_THAT(error("reading manifest: unauthorized: authentication required"),
+              StatusIs(absl::StatusCode::kPermissionDenied));
+  EXPECT_THAT(error("writing blob: no space left on device"),
+              StatusIs(absl::StatusCode::kResourceExhausted));
+  // One that does not answer now may later: worth trying again.
+  EXPECT_THAT(error("dial tcp 10.0.0.1:5000: connect: connection refused"),
+              StatusIs(absl::StatusCode::kUnavailable));
+  EXPECT_THAT(error("dial tcp 10.0.0.1:5000: i/o timeout"),
+              StatusIs(absl::StatusCode::kUnavailable));
+}
+
 class ImageStoreTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {

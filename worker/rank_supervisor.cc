@@ -15,6 +15,7 @@
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "common/checkpoint_roots.h"
 #include "common/credentials.h"
 #include "common/job_id.h"
@@ -387,8 +388,7 @@ absl::StatusOr<RankSupervisor::Contained> RankSupervisor::EnterImage(Rank* self,
     return !self->stop_requested;  // a cleared rank's pull is not waited for
   };
   progress({});  // waiting for the pull, or for a slot to pull in
-  absl::StatusOr<ImageStore::Held> acquired =
-      options_.images->Acquire(ref, start.image_pull() == "always", progress);
+  absl::StatusOr<ImageStore::Held> acquired = AcquireImage(self, start, ref, progress);
   {
     MutexLock lock(&mu_);
     pulls_.erase(key);
@@ -428,6 +428,32 @@ absl::StatusOr<RankSupervisor::Contained> RankSupervisor::EnterImage(Rank* self,
   }
   *spec = *std::move(launch);
   return Contained{std::move(held), id};
+}
+
+absl::StatusOr<ImageStore::Held> RankSupervisor::AcquireImage(
+    Rank* self, const v1::StartRank& start, const ImageReference& ref,
+    const ImageStore::ProgressFn& progress) {
+  const Key key{start.rank().job_id(), start.rank().attempt(), start.rank().rank()};
+  absl::Duration backoff = options_.image_pull_backoff;
+  for (;;) {
+    absl::StatusOr<ImageStore::Held> acquired =
+        options_.images->Acquire(ref, start.image_pull() == "always", progress);
+    if (acquired.ok() || !absl::IsUnavailable(acquired.status())) return acquired;
+    spdlog::warn("job {} rank {}: {}; trying again in {}", start.rank().job_id(),
+                 start.rank().rank(), std::string(acquired.status().message()),
+                 absl::FormatDuration(backoff));
+    const std::string said(acquired.status().message());
+    const absl::string_view why =
+        absl::StripPrefix(said, absl::StrCat("pulling ", ref.Canonical(), ": "));
+    MutexLock lock(&mu_);
+    v1::ImagePull& pull = pulls_[key];
+    pull.set_waiting(absl::StrCat(why, "; trying again in ", absl::FormatDuration(backoff)));
+    if (mu_.AwaitWithTimeout(absl::Condition(&self->stop_requested), backoff)) {
+      return absl::CancelledError(absl::StrCat("no longer pulling ", ref.Canonical()));
+    }
+    pull.clear_waiting();
+    backoff = std::min(2 * backoff, options_.image_pull_backoff_limit);
+  }
 }
 
 std::shared_ptr<SnapshotStore::Lease> RankSupervisor::HandSnapshotSegment(

@@ -65,6 +65,10 @@ struct RankSupervisorOptions {
   ImageStore* images = nullptr;
   // How they run: the OCI runtime, and where their bundles go.
   ContainerOptions container;
+  // A registry that cannot be reached is tried again after this, doubled
+  // each time up to the limit, while the rank waits (until cleared).
+  absl::Duration image_pull_backoff = absl::Seconds(2);
+  absl::Duration image_pull_backoff_limit = absl::Minutes(5);
 };
 
 // Thread-safe. The callbacks run on the rank threads, never under the
@@ -146,6 +150,12 @@ class RankSupervisor {
     std::string container;  // its id in the runtime
   };
   absl::StatusOr<Contained> EnterImage(Rank* self, const v1::StartRank& start, LaunchSpec* spec);
+  // The image's pull; one that cannot reach the registry is tried again
+  // with back-off, saying so in Pulls(), until it is reached or the rank
+  // is cleared (CANCELLED).
+  absl::StatusOr<ImageStore::Held> AcquireImage(Rank* self, const v1::StartRank& start,
+                                                const ImageReference& ref,
+                                                const ImageStore::ProgressFn& progress);
   // The rank's snapshot segment, named in its environment, when it asks
   // for one; its refusal, said there too, when there is no room.
   std::shared_ptr<SnapshotStore::Lease> HandSnapshotSegment(const v1::StartRank& start,

@@ -275,14 +275,20 @@ void RankEvents::NotePulls(const WorkerSession& session, const v1::Heartbeat& be
     JobRecord* entry = nullptr;
     if (table_.FindRank(session.worker_id, pull.rank(), &entry) == nullptr) continue;
     if (entry->job.state() != v1::STARTING) continue;
-    // A pull that moves is start-up; one that stands still (a registry
-    // that stopped answering, a wait for a pull slot) is not, and meets
-    // the start timeout.
+    // A pull that moves is start-up, and so is a wait for a registry the
+    // worker cannot reach and tries again (as Kubernetes' ImagePullBackOff
+    // holds a pod); a pull that stands still (a registry that stopped
+    // answering mid-pull, a wait for a pull slot) is not, and meets the
+    // start timeout.
     auto [bytes, first] = entry->pulled_bytes.emplace(session.worker_id, pull.done_bytes());
-    if (first || pull.done_bytes() > bytes->second) entry->pulled_at = now;
+    if (first || pull.done_bytes() > bytes->second || !pull.waiting().empty()) {
+      entry->pulled_at = now;
+    }
     bytes->second = std::max(bytes->second, pull.done_bytes());
     std::string said = absl::StrCat("pulling ", pull.image(), ": ", Size(pull.done_bytes()));
     if (pull.total_bytes() > 0) absl::StrAppend(&said, " of ", Size(pull.total_bytes()));
+    if (!pull.waiting().empty())
+      said = absl::StrCat("pulling ", pull.image(), ": ", pull.waiting());
     if (said == entry->job.pulling()) continue;
     entry->job.set_pulling(said);
     table_.Notify(*entry);
