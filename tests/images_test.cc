@@ -2,7 +2,10 @@
 // ranks of jobs with an image under runc, pulling from a real registry
 // (Debian's docker-registry, with TLS and htpasswd) that the test starts,
 // with images built by buildah.
+#include <sys/stat.h>
+
 #include <filesystem>
+#include <fstream>
 
 #include "absl/strings/str_cat.h"
 #include "testing/registry_server.h"
@@ -160,6 +163,51 @@ TEST_F(ImagesTest, AnUnreachableRegistryHoldsTheJobWaitingAndTriedAgain) {
   Cli({"cancel", id});
   job = WaitJob(id, [](const v1::Job& j) { return j.state() == v1::CANCELLED; });
   EXPECT_EQ(job.restarts(), 0);
+}
+
+// Workers with a GPU each (the fake NVML of worker/testing) and a CDI spec
+// for it, as the NVIDIA container toolkit writes one: a device node, a
+// driver library bound in, environment, a hook the runtime runs.
+class ImagesGpuTest : public ImagesTest {
+ protected:
+  void SetUp() override {
+    if (!skip_.empty()) GTEST_SKIP() << skip_;
+    cdi_ = testing::MakeTempDir("cdi");
+    std::ofstream(cdi_ + "/libcuda-fake.so.1") << "a fake driver\n";
+    std::ofstream(cdi_ + "/fake-gpu.yaml") << absl::StrCat(
+        "cdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices:\n"
+        "- name: GPU-aaaa\n  containerEdits:\n    deviceNodes:\n"
+        "    - {path: /dev/nvidia-fake0, hostPath: /dev/zero}\n"
+        "containerEdits:\n  env: [FAKE_DRIVER=loaded]\n  mounts:\n"
+        "  - {hostPath: ",
+        cdi_,
+        "/libcuda-fake.so.1, containerPath: /usr/lib/libcuda-fake.so.1, "
+        "options: [ro, nosuid, nodev, bind]}\n"
+        "  hooks:\n  - {hookName: createContainer, path: /bin/sh, args: [sh, -c, 'touch ",
+        cdi_, "/hook-ran']}\n");
+    chmod((cdi_ + "/fake-gpu.yaml").c_str(), 0644);
+    extra_env_["RINGMASTER_NVML_LIBRARY"] = testing::Runfile("worker/testing/libfake_nvml.so");
+    extra_env_["FAKE_NVML_DEVICES"] = "GPU-aaaa:0:0:17179869184:0:0:0";
+    extra_env_["RINGMASTER_CDI_SPEC_DIRS"] = cdi_;
+    up_workers_ = 1;
+    ImagesTest::SetUp();
+  }
+  std::string cdi_;
+};
+
+TEST_F(ImagesGpuTest, ARanksGpuReachesItsContainerAsItsCdiSpecSays) {
+  const std::string id = Submit(absl::StrCat(
+      "name: gpu-in-image\nranks: 1\ngpus_per_rank: 1\nimage: ", Image("team/busybox:1.0"),
+      "\ncommand: [sh, -c, 'head -c 4 /dev/nvidia-fake0 | od -An -tx1; "
+      "cat /usr/lib/libcuda-fake.so.1; echo driver=$FAKE_DRIVER gpus=$CUDA_VISIBLE_DEVICES']\n"));
+  const v1::Job job = WaitJob(
+      id, [](const v1::Job& j) { return j.state() == v1::SUCCEEDED || j.state() == v1::FAILED; });
+  const testing::CommandResult logs = Cli({"logs", id});
+  ASSERT_EQ(job.state(), v1::SUCCEEDED) << logs.out << job.ShortDebugString();
+  EXPECT_NE(logs.out.find("00 00 00 00"), std::string::npos) << "the device node: " << logs.out;
+  EXPECT_NE(logs.out.find("a fake driver"), std::string::npos) << "the library: " << logs.out;
+  EXPECT_NE(logs.out.find("driver=loaded gpus=GPU-aaaa"), std::string::npos) << logs.out;
+  EXPECT_TRUE(fs::exists(cdi_ + "/hook-ran")) << "the spec's hook";
 }
 
 // Workers whose --registry-auth the registry refuses.

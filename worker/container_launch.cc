@@ -116,6 +116,7 @@ absl::StatusOr<LaunchSpec> InImage(const LaunchSpec& spec, const std::string& ro
   const ImageConfig config = ReadImageConfig(rootfs);
   ContainerSpec container;
   container.env = config.env;
+  for (const auto& [name, value] : options.gpus.env) container.env[name] = value;
   for (const auto& [name, value] : spec.env) {
     const bool hosts = absl::c_linear_search(options.host_env, name);
     if (!hosts || container.env.count(name) == 0) container.env[name] = value;
@@ -143,7 +144,10 @@ absl::StatusOr<LaunchSpec> InImage(const LaunchSpec& spec, const std::string& ro
   container.binds = options.binds;
   container.binds.push_back({options.init, kInitPath, true});
   container.shm = spec.private_shm;
-  container.devices = options.devices;
+  container.devices = options.gpus.device_nodes;
+  container.hooks = options.gpus.hooks;
+  container.binds.insert(container.binds.end(), options.gpus.mounts.begin(),
+                         options.gpus.mounts.end());
   container.cgroups_path = options.cgroups_path;
   const std::string bundle = absl::StrCat(options.bundles_dir, "/", id);
   if (absl::Status written = WriteBundle(bundle, container); !written.ok()) return written;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "worker/cdi.h"
 #include "worker/oci_bundle.h"
 #include "worker/process_launcher.h"
 
@@ -34,7 +35,9 @@ struct ContainerOptions {
   // own replaces (PATH, LANG), unless the job set it.
   std::vector<std::string> host_env;
   std::string cgroups_path;  // the rank's cgroup, for the runtime to keep it in
-  std::vector<std::string> devices;
+  // The rank's GPUs: device nodes, and what their CDI spec adds (the
+  // driver's libraries bound in, environment, hooks).
+  ContainerEdits gpus;
 };
 
 // The launch of `spec` in the image whose root file system is `rootfs`

@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "common/checkpoint_roots.h"
 #include "common/coordinator_targets.h"
 #include "common/daemon_flags.h"
@@ -73,6 +74,11 @@ void AddImageFlags(CLI::App& app, ringmaster::WorkerConfig* config) {
   app.add_option("--container-init", config->container_init,
                  "PID 1 of each rank's container (default: ringmaster-container-init beside this "
                  "program, else on PATH)");
+  app.add_option("--cdi-spec-dirs", config->cdi_spec_dirs,
+                 "where the CDI specs of the machine's GPUs are (nvidia-ctk cdi generate), for "
+                 "ranks in images (env RINGMASTER_CDI_SPEC_DIRS)")
+      ->delimiter(',')
+      ->capture_default_str();
   app.add_option("--registry-auth", config->registry_auth,
                  "credentials for image registries, in the auth.json format of podman and skopeo");
   app.add_option("--registry-certs", config->registry_certs,
@@ -187,6 +193,9 @@ int main(int argc, char** argv) {
   config.trainer_program = "ringmaster-trainer";
   if (const char* nvml = std::getenv("RINGMASTER_NVML_LIBRARY"); nvml && *nvml) {
     config.nvml_library = nvml;
+  }
+  if (const char* cdi = std::getenv("RINGMASTER_CDI_SPEC_DIRS"); cdi && *cdi) {
+    config.cdi_spec_dirs = absl::StrSplit(cdi, ',', absl::SkipEmpty());
   }
   ringmaster::DaemonFlags daemon(7080, 7081);
   absl::Duration shutdown_grace = absl::Seconds(10);

@@ -212,10 +212,11 @@ Value Seccomp() {
 
 Value Linux(const ContainerSpec& spec) {
   std::vector<Value> devices;
-  for (const std::string& path : spec.devices) {
+  for (const DeviceNode& node : spec.devices) {
+    const std::string& host = node.host_path.empty() ? node.path : node.host_path;
     struct stat st {};
-    if (stat(path.c_str(), &st) != 0 || !(S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))) continue;
-    devices.push_back(Object({{"path", Str(path)},
+    if (stat(host.c_str(), &st) != 0 || !(S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))) continue;
+    devices.push_back(Object({{"path", Str(node.path)},
                               {"type", Str(S_ISCHR(st.st_mode) ? "c" : "b")},
                               {"major", Num(major(st.st_rdev))},
                               {"minor", Num(minor(st.st_rdev))},
@@ -261,6 +262,16 @@ std::string OciConfigJson(const ContainerSpec& spec) {
   fields["process"] = Process(spec);
   fields["mounts"] = Mounts(spec);
   fields["linux"] = Linux(spec);
+  if (!spec.hooks.empty()) {
+    Struct hooks;
+    for (const OciHook& hook : spec.hooks) {
+      Value entry = Object({{"path", Str(hook.path)}, {"args", Strings(hook.args)}});
+      if (!hook.env.empty())
+        (*entry.mutable_struct_value()->mutable_fields())["env"] = Strings(hook.env);
+      *(*hooks.mutable_fields())[hook.hook].mutable_list_value()->add_values() = entry;
+    }
+    *fields["hooks"].mutable_struct_value() = hooks;
+  }
   std::string json;
   google::protobuf::util::JsonPrintOptions options;
   options.add_whitespace = true;

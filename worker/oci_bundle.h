@@ -27,6 +27,22 @@ struct BindMount {
   bool read_only = true;
 };
 
+// A device node made in the container's /dev: `path` there, the host's
+// `host_path` (empty: the same path) giving its type and numbers.
+struct DeviceNode {
+  std::string path;
+  std::string host_path;
+};
+
+// A program the runtime runs at one of the container's hooks (as root, on
+// the host, in the container's namespaces where the hook says so).
+struct OciHook {
+  std::string hook = "createContainer";  // prestart, createRuntime, ...
+  std::string path;
+  std::vector<std::string> args;
+  std::vector<std::string> env;
+};
+
 struct ContainerSpec {
   std::string rootfs;  // the image's, shared and never written
   std::vector<std::string> argv;
@@ -40,7 +56,8 @@ struct ContainerSpec {
   std::vector<BindMount> binds;
   std::string shm;  // the job's private /dev/shm on the host; empty: a tmpfs of its own
   // Device nodes passed in (a rank's GPUs: /dev/nvidia0, /dev/nvidiactl...).
-  std::vector<std::string> devices;
+  std::vector<DeviceNode> devices;
+  std::vector<OciHook> hooks;
   // linux.cgroupsPath: where the runtime puts the container (the rank's
   // cgroup); empty: the runtime's default.
   std::string cgroups_path;

@@ -416,6 +416,7 @@ absl::StatusOr<RankSupervisor::Contained> RankSupervisor::EnterImage(Rank* self,
   for (const char* name : {"PATH", "LANG"}) {
     if (start.env().count(name) == 0) container.host_env.emplace_back(name);
   }
+  ASSIGN_OR_RETURN(container.gpus, GpuEdits(start));
   // A cgroup below the rank's, so that its limit and its kill hold.
   container.cgroups_path = spec->name;
   static std::atomic<int64_t> containers{0};
@@ -428,6 +429,32 @@ absl::StatusOr<RankSupervisor::Contained> RankSupervisor::EnterImage(Rank* self,
   }
   *spec = *std::move(launch);
   return Contained{std::move(held), id};
+}
+
+absl::StatusOr<ContainerEdits> RankSupervisor::GpuEdits(const v1::StartRank& start) const {
+  ContainerEdits edits;
+  if (start.gpus().empty()) return edits;
+  std::vector<std::string> names;
+  std::vector<int> indices;
+  for (int index : start.gpus()) {
+    for (const v1::Gpu& gpu : options_.gpus) {
+      if (gpu.index() != index) continue;
+      names.push_back(
+          absl::StrCat("nvidia.com/gpu=", gpu.uuid().empty() ? absl::StrCat(index) : gpu.uuid()));
+      indices.push_back(index);
+    }
+  }
+  absl::StatusOr<ContainerEdits> cdi = CdiEdits(options_.cdi_spec_dirs, names);
+  if (cdi.ok() || !absl::IsNotFound(cdi.status())) return cdi;
+  // No spec: the device nodes alone. The image must then bring a driver's
+  // user-space libraries that match the host's kernel module.
+  spdlog::warn("job {} rank {}: {}; passing the GPUs' device nodes alone (docs/gpu.md)",
+               start.rank().job_id(), start.rank().rank(), std::string(cdi.status().message()));
+  for (int index : indices) edits.device_nodes.push_back({absl::StrCat("/dev/nvidia", index), ""});
+  for (const char* control : {"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"}) {
+    edits.device_nodes.push_back({control, ""});
+  }
+  return edits;
 }
 
 absl::StatusOr<ImageStore::Held> RankSupervisor::AcquireImage(

@@ -65,6 +65,8 @@ struct RankSupervisorOptions {
   ImageStore* images = nullptr;
   // How they run: the OCI runtime, and where their bundles go.
   ContainerOptions container;
+  // CDI specs giving what a rank in an image needs to use its GPUs.
+  std::vector<std::string> cdi_spec_dirs;
   // A registry that cannot be reached is tried again after this, doubled
   // each time up to the limit, while the rank waits (until cleared).
   absl::Duration image_pull_backoff = absl::Seconds(2);
@@ -150,6 +152,9 @@ class RankSupervisor {
     std::string container;  // its id in the runtime
   };
   absl::StatusOr<Contained> EnterImage(Rank* self, const v1::StartRank& start, LaunchSpec* spec);
+  // What the rank's GPUs need in its container: from their CDI spec, else
+  // their device nodes.
+  absl::StatusOr<ContainerEdits> GpuEdits(const v1::StartRank& start) const;
   // The image's pull; one that cannot reach the registry is tried again
   // with back-off, saying so in Pulls(), until it is reached or the rank
   // is cleared (CANCELLED).

@@ -249,6 +249,7 @@ absl::Status WorkerServer::InitSupervisor(const WorkerConfig& config,
     options.container.runtime = config.container_runtime;
     options.container.bundles_dir = config.state_dir + "/bundles";
     options.container.state_dir = config.state_dir + "/containers";
+    options.cdi_spec_dirs = config.cdi_spec_dirs;
     RETURN_IF_ERROR(MakePrivateDir(options.container.bundles_dir));
     RETURN_IF_ERROR(MakePrivateDir(options.container.state_dir));
     SweepContainers(options.container);

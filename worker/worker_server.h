@@ -70,6 +70,7 @@ struct WorkerConfig {
   // their ranks run under; empty: this worker runs no images.
   std::string container_runtime;
   std::string container_init;  // empty: ringmaster-container-init beside the worker, or on PATH
+  std::vector<std::string> cdi_spec_dirs = {"/etc/cdi", "/var/run/cdi"};
   std::string registry_auth;   // auth.json
   std::string registry_certs;  // <dir>/<host:port>/ca.crt
   int64_t image_cache_limit_bytes = int64_t{20} << 30;
