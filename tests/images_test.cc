@@ -40,7 +40,7 @@ class ImagesTest : public ClusterTest {
         {"/bin/busybox*", "/bin/busybox"},
         {"/etc/os-release", "PRETTY_NAME=\"Ringmaster test image\"\n"}};
     for (const char* applet : {"sh", "cat", "head", "echo", "id", "grep", "test", "kill", "ls",
-                               "od", "readlink", "sleep", "true"}) {
+                               "od", "readlink", "sleep", "true", "mkdir"}) {
       files[std::string("/bin/") + applet + "*"] = "/bin/busybox";
     }
     ASSERT_OK(registry_->Push("team/busybox:1.0", files));
@@ -163,6 +163,36 @@ TEST_F(ImagesTest, AnUnreachableRegistryHoldsTheJobWaitingAndTriedAgain) {
   Cli({"cancel", id});
   job = WaitJob(id, [](const v1::Job& j) { return j.state() == v1::CANCELLED; });
   EXPECT_EQ(job.restarts(), 0);
+}
+
+TEST_F(ImagesTest, ACheckpointDirOnlyRootCanChangeIsBoundAndAnotherRefused) {
+  // The local cluster's checkpoint root, the coordinator's default.
+  const std::string root = state_dir_ + "/checkpoints";
+  const std::string id = Submit(absl::StrCat(
+      "name: ckpt\nranks: 1\ncheckpoint_dir: ", root, "\nimage: ", Image("team/busybox:1.0"),
+      "\ncommand: [sh, -c, 'mkdir -p $RINGMASTER_CHECKPOINT_DIR && echo saved > "
+      "$RINGMASTER_CHECKPOINT_DIR/state; id -u']\n"));
+  v1::Job job = WaitJob(
+      id, [](const v1::Job& j) { return j.state() == v1::SUCCEEDED || j.state() == v1::FAILED; });
+  ASSERT_EQ(job.state(), v1::SUCCEEDED) << Cli({"status", id}).out;
+  struct stat st {};
+  ASSERT_EQ(stat((root + "/" + id + "/state").c_str(), &st), 0)
+      << "written through the bind: " << Cli({"logs", id}).out;
+  const std::string logs = Cli({"logs", id}).out;
+  EXPECT_NE(logs.find(absl::StrCat("[rank 0] ", st.st_uid, "\n")), std::string::npos)
+      << "the file is the job's uid's: " << st.st_uid << " against " << logs;
+
+  // A directory of another user's on the way: it could be swapped for a
+  // link to anywhere, so it is not bound.
+  fs::create_directories(root + "/theirs/ckpt");
+  ASSERT_EQ(chown((root + "/theirs").c_str(), 65534, 65534), 0);
+  const std::string refused = Submit(absl::StrCat(
+      "name: ckpt-refused\nranks: 1\nmax_restarts: 3\ncheckpoint_dir: ", root,
+      "/theirs/ckpt\nimage: ", Image("team/busybox:1.0"), "\ncommand: [sh, -c, 'true']\n"));
+  job = WaitJob(refused, [](const v1::Job& j) { return j.state() == v1::FAILED; });
+  EXPECT_EQ(job.restarts(), 0);
+  const std::string status = Cli({"status", refused}).out;
+  EXPECT_NE(status.find(root + "/theirs belongs to uid 65534"), std::string::npos) << status;
 }
 
 // Workers with a GPU each (the fake NVML of worker/testing) and a CDI spec

@@ -184,7 +184,7 @@ absl::StatusOr<LaunchSpec> InImage(const LaunchSpec& spec, const std::string& ro
 
 absl::Status OnlyRootCanChange(const std::string& path, const std::string& what) {
   auto refuse = [&](const std::string& why) {
-    return absl::FailedPreconditionError(
+    return absl::PermissionDeniedError(
         absl::StrCat(what, " ", path,
                      ": a job in an image is given only a directory that no one but root can "
                      "move or replace, and ",

@@ -61,8 +61,8 @@ absl::StatusOr<std::string> FindInImage(const std::string& rootfs, const std::st
 // path without links, "." or "..", every directory on it root's, and each
 // above the last writable by root alone (or sticky). The runtime resolves
 // binds as root: a path a job could change could lead it to any directory
-// of the host. FAILED_PRECONDITION naming `what`, the path and the part
-// that fails otherwise.
+// of the host. PERMISSION_DENIED naming `what`, the path and the part that
+// fails otherwise.
 absl::Status OnlyRootCanChange(const std::string& path, const std::string& what);
 
 // The one of `roots` (as they resolve here) that `path` is or lies in;

@@ -230,21 +230,21 @@ TEST_F(ContainerLaunchTest, ABindIsOnlyAPathNoJobCanChange) {
   EXPECT_OK(OnlyRootCanChange(base + "/root/ckpt", "checkpoint_dir"));
   // A link, anywhere on the path.
   fs::create_symlink(base + "/root", base + "/link");
-  EXPECT_THAT(OnlyRootCanChange(base + "/link/ckpt", "checkpoint_dir"),
-              StatusIs(absl::StatusCode::kFailedPrecondition,
-                       HasSubstr(base + "/link is a symbolic link")));
+  EXPECT_THAT(
+      OnlyRootCanChange(base + "/link/ckpt", "checkpoint_dir"),
+      StatusIs(absl::StatusCode::kPermissionDenied, HasSubstr(base + "/link is a symbolic link")));
   EXPECT_THAT(OnlyRootCanChange(base + "/root/../root/ckpt", "checkpoint_dir"),
-              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr(". or ..")));
+              StatusIs(absl::StatusCode::kPermissionDenied, HasSubstr(". or ..")));
   // A directory someone else owns, or whose parent others may write.
   fs::create_directories(base + "/theirs/ckpt");
   ASSERT_EQ(chown((base + "/theirs").c_str(), 65534, 65534), 0);
   EXPECT_THAT(OnlyRootCanChange(base + "/theirs/ckpt", "checkpoint_dir"),
-              StatusIs(absl::StatusCode::kFailedPrecondition,
+              StatusIs(absl::StatusCode::kPermissionDenied,
                        HasSubstr(base + "/theirs belongs to uid 65534")));
   fs::create_directories(base + "/open/ckpt");
   fs::permissions(base + "/open", fs::perms::all);
   EXPECT_THAT(OnlyRootCanChange(base + "/open/ckpt", "checkpoint_dir"),
-              StatusIs(absl::StatusCode::kFailedPrecondition,
+              StatusIs(absl::StatusCode::kPermissionDenied,
                        HasSubstr("may be written by others than root (mode 0777)")));
   // Sticky (as /tmp): no one else may move a root's entry in it.
   fs::permissions(base + "/open", fs::perms::all | fs::perms::sticky_bit);
