@@ -81,10 +81,9 @@ std::string Noise(size_t bytes) {
 }
 
 void StartUp(const std::string& dir, const std::string& rootfs, int launches) {
-  const std::string init =
-      (fs::read_symlink("/proc/self/exe").parent_path().parent_path() / "worker" /
-       "ringmaster-container-init")
-          .string();
+  const std::string init = (fs::read_symlink("/proc/self/exe").parent_path().parent_path() /
+                            "worker" / "ringmaster-container-init")
+                               .string();
   if (!fs::exists(init)) {
     std::fprintf(stderr, "no %s: bazel build //worker:ringmaster-container-init\n", init.c_str());
     std::exit(1);
