@@ -216,6 +216,34 @@ absl::Status WorkerServer::Init(const WorkerConfig& config) {
   return absl::OkStatus();
 }
 
+absl::Status WorkerServer::InitImages(const WorkerConfig& config, RankSupervisorOptions* options) {
+  // The runtime needs root for a container's namespaces and mounts.
+  if (geteuid() != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--container-runtime ", config.container_runtime,
+        ": ranks in images need a worker that runs as root (this one is uid ", geteuid(), ")"));
+  }
+  ASSIGN_OR_RETURN(options->container.init, ContainerInit(config.container_init));
+  ImageStoreOptions images;
+  images.dir = config.state_dir + "/images";
+  images.auth_file = config.registry_auth;
+  images.certs_dir = config.registry_certs;
+  images.cache_limit_bytes = config.image_cache_limit_bytes;
+  images.max_pulls = config.image_pulls;
+  ASSIGN_OR_RETURN(images_, ImageStore::Open(images));
+  options->images = images_.get();
+  options->container.runtime = config.container_runtime;
+  options->container.bundles_dir = config.state_dir + "/bundles";
+  options->container.state_dir = config.state_dir + "/containers";
+  options->cdi_spec_dirs = config.cdi_spec_dirs;
+  RETURN_IF_ERROR(MakePrivateDir(options->container.bundles_dir));
+  RETURN_IF_ERROR(MakePrivateDir(options->container.state_dir));
+  SweepContainers(options->container);
+  spdlog::info("images run under {}; cache {} MiB in {}", config.container_runtime,
+               config.image_cache_limit_bytes >> 20, images.dir);
+  return absl::OkStatus();
+}
+
 absl::Status WorkerServer::InitSupervisor(const WorkerConfig& config,
                                           const std::vector<v1::Gpu>& gpus, int slots) {
   RankSupervisorOptions options;
@@ -230,32 +258,7 @@ absl::Status WorkerServer::InitSupervisor(const WorkerConfig& config,
   options.snapshot_peers = snapshot_peers_.get();
   spdlog::info("snapshot memory limit {} MiB: {} MiB for each slot's rank",
                config.snapshot_memory_limit_bytes >> 20, snapshots_->segment_bytes() >> 20);
-  if (!config.container_runtime.empty()) {
-    // The runtime needs root for a container's namespaces and mounts.
-    if (geteuid() != 0) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "--container-runtime ", config.container_runtime,
-          ": ranks in images need a worker that runs as root (this one is uid ", geteuid(), ")"));
-    }
-    ASSIGN_OR_RETURN(options.container.init, ContainerInit(config.container_init));
-    ImageStoreOptions images;
-    images.dir = config.state_dir + "/images";
-    images.auth_file = config.registry_auth;
-    images.certs_dir = config.registry_certs;
-    images.cache_limit_bytes = config.image_cache_limit_bytes;
-    images.max_pulls = config.image_pulls;
-    ASSIGN_OR_RETURN(images_, ImageStore::Open(images));
-    options.images = images_.get();
-    options.container.runtime = config.container_runtime;
-    options.container.bundles_dir = config.state_dir + "/bundles";
-    options.container.state_dir = config.state_dir + "/containers";
-    options.cdi_spec_dirs = config.cdi_spec_dirs;
-    RETURN_IF_ERROR(MakePrivateDir(options.container.bundles_dir));
-    RETURN_IF_ERROR(MakePrivateDir(options.container.state_dir));
-    SweepContainers(options.container);
-    spdlog::info("images run under {}; cache {} MiB in {}", config.container_runtime,
-                 config.image_cache_limit_bytes >> 20, images.dir);
-  }
+  if (!config.container_runtime.empty()) RETURN_IF_ERROR(InitImages(config, &options));
   options.log_dir = config.state_dir + "/logs";
   RETURN_IF_ERROR(MakePrivateDir(options.log_dir, 0750));
   options.jobs_dir = config.state_dir + "/jobs";

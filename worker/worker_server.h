@@ -93,6 +93,8 @@ class WorkerServer {
   // Its parts, in the order Init makes them.
   absl::Status InitSupervisor(const WorkerConfig& config, const std::vector<v1::Gpu>& gpus,
                               int slots);
+  // The image cache and the OCI runtime's setup, for --container-runtime.
+  absl::Status InitImages(const WorkerConfig& config, RankSupervisorOptions* options);
   void InitLink(const WorkerConfig& config, v1::RegisterWorker identity);
   void InitMetrics(const WorkerConfig& config, std::shared_ptr<Nvml> nvml);
   // Errors of the GPUs, to metrics_ and the coordinator.
