@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 
 #include "absl/strings/str_cat.h"
 #include "testing/registry_server.h"
@@ -238,6 +239,63 @@ TEST_F(ImagesGpuTest, ARanksGpuReachesItsContainerAsItsCdiSpecSays) {
   EXPECT_NE(logs.out.find("a fake driver"), std::string::npos) << "the library: " << logs.out;
   EXPECT_NE(logs.out.find("driver=loaded gpus=GPU-aaaa"), std::string::npos) << logs.out;
   EXPECT_TRUE(fs::exists(cdi_ + "/hook-ran")) << "the spec's hook";
+}
+
+// Debian's minimal base with python3, as ./dev test makes it.
+constexpr char kPythonRootfs[] = "/var/cache/ringmaster-test/rootfs/python";
+
+// An image with Python: the DDP hook and the start-up hook that takes a
+// hung rank's stacks are mounted in.
+class ImagesPythonTest : public ImagesTest {
+ protected:
+  static void SetUpTestSuite() {
+    ImagesTest::SetUpTestSuite();
+    if (!skip_.empty()) return;
+    if (!fs::exists(std::string(kPythonRootfs) + "/usr/bin/python3")) {
+      python_skip_ = absl::StrCat("no ", kPythonRootfs, " (./dev test makes it with debootstrap)");
+      return;
+    }
+    ASSERT_OK(registry_->PushRootfs("team/python:3.11", kPythonRootfs));
+  }
+  void SetUp() override {
+    if (!python_skip_.empty()) GTEST_SKIP() << python_skip_;
+    ImagesTest::SetUp();
+  }
+  static std::string python_skip_;
+};
+
+std::string ImagesPythonTest::python_skip_;
+
+TEST_F(ImagesPythonTest, AHungRanksStacksInAnImageReachItsLog) {
+  const std::string id = Submit(absl::StrCat(
+      "name: hung\nranks: 1\nimage: ", Image("team/python:3.11"),
+      "\ncommand:\n  - python3\n  - -c\n  - |\n    import time\n"
+      "    def wait_for_a_peer_that_never_comes():\n        print('waiting', flush=True)\n"
+      "        time.sleep(600)\n    wait_for_a_peer_that_never_comes()\n"));
+  WaitJob(id, [](const v1::Job& j) { return j.state() == v1::RUNNING; });
+  testing::CommandResult logs;
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        logs = Cli({"logs", id});
+        return logs.out.find("waiting") != std::string::npos;
+      },
+      absl::Seconds(60)))
+      << logs.out << logs.err;
+  const testing::CommandResult stacks = Cli({"stacks", id});
+  EXPECT_EQ(stacks.exit_code, 0) << stacks.out << stacks.err;
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        logs = Cli({"logs", id});
+        return logs.out.find("wait_for_a_peer_that_never_comes") != std::string::npos;
+      },
+      absl::Seconds(60)))
+      << stacks.out << logs.out;
+  EXPECT_NE(logs.out.find("----- ringmaster: stacks of rank 0"), std::string::npos) << logs.out;
+  // The command's own process, from the host: eu-stack read its threads.
+  EXPECT_NE(logs.out.find("native stacks:\n[rank 0] PID "), std::string::npos) << logs.out;
+  EXPECT_NE(logs.out.find("clock_nanosleep"), std::string::npos) << logs.out;
+  std::cout << "the stacks as the log has them:\n" << logs.out << std::endl;
+  Cli({"cancel", id});
 }
 
 // Workers whose --registry-auth the registry refuses.

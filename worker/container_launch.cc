@@ -222,6 +222,29 @@ std::string RootHolding(const std::string& path, const std::vector<std::string>&
   return "";
 }
 
+namespace {
+
+// The children of every thread of `pid` (the runtime is multithreaded).
+std::vector<pid_t> Children(pid_t pid) {
+  std::vector<pid_t> children;
+  std::error_code error;
+  for (const auto& task :
+       std::filesystem::directory_iterator(absl::StrCat("/proc/", pid, "/task"), error)) {
+    std::ifstream in(task.path() / "children");
+    for (pid_t child; in >> child;) children.push_back(child);
+  }
+  return children;
+}
+
+}  // namespace
+
+pid_t ContainedCommand(pid_t runtime_pid) {
+  for (pid_t init : Children(runtime_pid)) {
+    for (pid_t command : Children(init)) return command;
+  }
+  return 0;
+}
+
 void RemoveContainer(const ContainerOptions& options, const std::string& id) {
   absl::StatusOr<std::string> runtime = ResolveProgram(options.runtime, kRuntimePath);
   if (runtime.ok()) {

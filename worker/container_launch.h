@@ -69,6 +69,11 @@ absl::Status OnlyRootCanChange(const std::string& path, const std::string& what)
 // empty when none.
 std::string RootHolding(const std::string& path, const std::vector<std::string>& roots);
 
+// The job's command in the container whose runtime (`runc run`) is
+// `runtime_pid`: the child of the container's init, as the host numbers
+// it; 0 when there is none (yet, or any more).
+pid_t ContainedCommand(pid_t runtime_pid);
+
 // Removes container `id`'s runtime state and bundle, once it has ended.
 void RemoveContainer(const ContainerOptions& options, const std::string& id);
 

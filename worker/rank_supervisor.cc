@@ -341,7 +341,7 @@ void RankSupervisor::Supervise(Rank* self) {
     exited.set_message(std::string(pid.status().message()));
     exited.set_never_retry(never_retry);
   } else {
-    RunToExit(self, ref, *pid, spec->run_as, &exited);
+    RunToExit(self, ref, *pid, job_user, image.has_value(), &exited);
     if (exited.exit_code() != 0 || exited.signal() != 0) {
       exited.set_error(ReadRankError(RankDirPath(ref), job_user ? job_user->uid : geteuid()));
     }
@@ -506,12 +506,14 @@ std::shared_ptr<SnapshotStore::Lease> RankSupervisor::HandSnapshotSegment(
 }
 
 void RankSupervisor::RunToExit(Rank* self, const v1::RankRef& ref, pid_t pid,
-                               const std::optional<RunAs>& run_as, v1::RankExited* exited) {
+                               const std::optional<RunAs>& run_as, bool in_image,
+                               v1::RankExited* exited) {
   {
     MutexLock lock(&mu_);
     Rank& rank = *self;
     rank.pid = pid;
     rank.run_as = run_as;
+    rank.in_image = in_image;
     // A stop that came before the process: deliver it now.
     if (rank.stop_requested) {
       launcher_->SignalGroup(rank.pid, rank.kill_at > absl::Now() ? SIGTERM : SIGKILL);
@@ -603,7 +605,8 @@ std::vector<RankSupervisor::Process> RankSupervisor::RunningProcesses() {
                      {rank->start.gpus().begin(), rank->start.gpus().end()},
                      rank->start.cpus(),
                      rank->start.memory_bytes() >> 20,
-                     rank->run_as});
+                     rank->run_as,
+                     rank->in_image});
     }
   }
   return out;

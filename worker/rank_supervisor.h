@@ -108,6 +108,9 @@ class RankSupervisor {
     int cpus = 0;  // reserved by its StartRank
     int64_t memory_mb = 0;
     std::optional<RunAs> run_as;  // nullopt: as the worker
+    // pid is the OCI runtime's; the job's command runs below it
+    // (ContainedCommand).
+    bool in_image = false;
   };
   std::vector<Process> RunningProcesses();
   // The running rank whose job credential (RINGMASTER_JOB_TOKEN) is `token`.
@@ -131,6 +134,7 @@ class RankSupervisor {
     v1::StartRank start;
     pid_t pid = 0;                // 0 until spawned
     std::optional<RunAs> run_as;  // once spawned; nullopt: as the worker
+    bool in_image = false;        // pid is the OCI runtime's
     bool stop_requested = false;
     absl::Time kill_at = absl::InfiniteFuture();
     bool exited = false;    // the process is gone
@@ -167,7 +171,7 @@ class RankSupervisor {
                                                             LaunchSpec* spec) const;
   // From a started process to its exit, stops delivered.
   void RunToExit(Rank* self, const v1::RankRef& ref, pid_t pid, const std::optional<RunAs>& run_as,
-                 v1::RankExited* exited);
+                 bool in_image, v1::RankExited* exited);
   // Sends SIGTERM now and SIGKILL at `grace` from now.
   void RequestStop(Rank& rank, absl::Duration grace) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ReapFinishedThreads() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -377,10 +377,13 @@ void WorkerServer::DumpStacksOf(const v1::DumpStacks& dump) {
     if (p.rank.job_id() != dump.job_id() || p.rank.attempt() != dump.attempt()) continue;
     targets.push_back({p.rank, p.pid,
                        supervisor_->LogPath(p.rank.job_id(), p.rank.attempt(), p.rank.rank()),
-                       supervisor_->RankDirPath(p.rank), p.run_as});
+                       supervisor_->RankDirPath(p.rank), p.run_as, p.in_image});
   }
   // eu-stack and a Python rank's dump take seconds: off the link's thread.
-  dumps_.Post([this, dump, key, targets = std::move(targets)] {
+  dumps_.Post([this, dump, key, targets = std::move(targets)]() mutable {
+    for (DumpTarget& target : targets) {
+      if (target.in_image) target.pid = ContainedCommand(target.pid);
+    }
     v1::WorkerMessage m;
     *m.mutable_stacks_dumped() =
         DumpStacks(dump.job_id(), dump.attempt(), targets, worker_id_, dump.why());
