@@ -138,7 +138,26 @@ absl::StatusOr<std::unique_ptr<ImageStore>> ImageStore::Open(ImageStoreOptions o
   fs::create_directories(options.dir + "/trash", error);
   std::unique_ptr<ImageStore> store(new ImageStore(std::move(options)));
   store->LoadIndex();
+  store->RemoveLeftovers();
   return store;
+}
+
+void ImageStore::RemoveLeftovers() {
+  std::set<std::string> kept;
+  {
+    MutexLock lock(&mu_);
+    for (const auto& [digest, image] : images_) kept.insert(RootfsOf(digest));
+  }
+  std::error_code error;
+  // Pulls and unpacks a crash cut short, and images the index lost.
+  for (const char* sub : {"/layouts", "/rootfs"}) {
+    for (const auto& entry : fs::directory_iterator(options_.dir + sub, error)) {
+      if (kept.count(entry.path().string()) > 0) continue;
+      spdlog::info("image cache: removing {}, left by an earlier worker", entry.path().string());
+      std::error_code ignored;
+      fs::remove_all(entry.path(), ignored);
+    }
+  }
 }
 
 std::string ImageStore::RootfsOf(const std::string& digest) const {

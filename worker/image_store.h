@@ -119,6 +119,9 @@ class ImageStore {
   void SaveIndexLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FlushIndex() ABSL_LOCKS_EXCLUDED(mu_, index_mu_);
   void LoadIndex() ABSL_LOCKS_EXCLUDED(mu_);
+  // Removes what is on the disk and not in the index (at Open, before any
+  // pull).
+  void RemoveLeftovers() ABSL_LOCKS_EXCLUDED(mu_);
 
   const ImageStoreOptions options_;
   mutable Mutex mu_;

@@ -146,12 +146,24 @@ TEST_F(ImageStoreTest, AnImageIsPulledOnceAndItsRootFilesystemIsTheImages) {
   EXPECT_THAT((*store)->Acquire(Ref("team/first:1.0"), true),
               StatusIs(absl::StatusCode::kPermissionDenied));
 
-  // A worker started again finds its cache.
+  // A worker started again finds its cache, and what a crash left beside
+  // it (a pull, an unpack cut short, an image the index lost) is gone.
   store->reset();
+  for (const char* left : {"/layouts/half-pulled/blobs", "/rootfs/0123abcd.half-unpacked/rootfs",
+                           "/rootfs/89abcdef/rootfs"}) {
+    std::filesystem::create_directories(options.dir + left);
+  }
   auto reopened = ImageStore::Open(options);
   ASSERT_OK(reopened);
   ASSERT_EQ((*reopened)->List().size(), 1u);
   EXPECT_OK((*reopened)->Acquire(Ref("team/first:1.0"), false).status());
+  EXPECT_TRUE(std::filesystem::is_empty(options.dir + "/layouts"));
+  std::vector<std::string> unpacked;
+  for (const auto& entry : std::filesystem::directory_iterator(options.dir + "/rootfs")) {
+    unpacked.push_back(entry.path().string());
+  }
+  EXPECT_EQ(unpacked,
+            std::vector<std::string>{std::filesystem::path(held->rootfs).parent_path().string()});
 }
 
 TEST_F(ImageStoreTest, AMissingImageATagAndRefusedCredentialsEachSaySo) {
