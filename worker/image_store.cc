@@ -1,5 +1,7 @@
 #include "worker/image_store.h"
 
+#include <sys/statvfs.h>
+
 #include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
 #include <spdlog/spdlog.h>
@@ -213,13 +215,12 @@ absl::StatusOr<std::string> ImageStore::Pull(const ImageReference& ref,
                                              const ProgressFn& progress) {
   const std::string canonical = ref.Canonical();
   Progress seen;
-  if (progress) {
-    absl::StatusOr<int64_t> total = ManifestBytes(ref);
-    if (!total.ok()) return total.status();
-    seen.total_bytes = *total;
-    if (!progress(seen)) {
-      return absl::CancelledError(absl::StrCat("the pull of ", canonical, " was stopped"));
-    }
+  absl::StatusOr<int64_t> total = ManifestBytes(ref);
+  if (!total.ok()) return total.status();
+  seen.total_bytes = *total;
+  RETURN_IF_ERROR(RoomFor(canonical, seen.total_bytes));
+  if (progress && !progress(seen)) {
+    return absl::CancelledError(absl::StrCat("the pull of ", canonical, " was stopped"));
   }
   std::vector<std::string> argv = {options_.skopeo, "copy", "--quiet"};
   for (std::string& flag : RegistryFlags(ref)) argv.push_back(std::move(flag));
@@ -244,6 +245,27 @@ absl::StatusOr<std::string> ImageStore::Pull(const ImageReference& ref,
   if (run.exit_code != 0) return PullError(canonical, run);
   tick();  // all of it
   return LayoutDigest(layout);
+}
+
+absl::Status ImageStore::RoomFor(const std::string& canonical, int64_t layer_bytes) const {
+  if (layer_bytes > options_.cache_limit_bytes) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("pulling ", canonical, ": its layers take ", layer_bytes >> 20,
+                     " MiB, more than the worker's --image-cache-limit of ",
+                     options_.cache_limit_bytes >> 20, " MiB"));
+  }
+  // The layers and their unpacked files, at least as large, side by side
+  // until the unpack ends.
+  struct statvfs fs {};
+  if (statvfs(options_.dir.c_str(), &fs) == 0) {
+    const int64_t free_bytes = static_cast<int64_t>(fs.f_bavail) * fs.f_frsize;
+    if (free_bytes < 2 * layer_bytes) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("pulling ", canonical, ": its layers take ", layer_bytes >> 20, " MiB, and ",
+                       options_.dir, " has ", free_bytes >> 20, " MiB free, less than twice that"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::string> ImageStore::LayoutDigest(const std::string& layout) const {

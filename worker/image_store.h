@@ -102,6 +102,9 @@ class ImageStore {
   // The sum of the sizes of the manifest's config and layers; 0 when the
   // registry's answer does not say (a list of manifests).
   absl::StatusOr<int64_t> ManifestBytes(const ImageReference& ref) const;
+  // RESOURCE_EXHAUSTED when an image whose layers take `layer_bytes`
+  // cannot fit: in the cache, or on the disk with its unpacked files.
+  absl::Status RoomFor(const std::string& canonical, int64_t layer_bytes) const;
   // skopeo copy into the image's layout; the manifest's digest.
   absl::StatusOr<std::string> Pull(const ImageReference& ref, const ProgressFn& progress);
   absl::StatusOr<std::string> LayoutDigest(const std::string& layout) const;

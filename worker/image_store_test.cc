@@ -221,7 +221,8 @@ TEST_F(ImageStoreTest, APullOrAWaitForOneEndsWhenItsRankNoLongerWantsIt) {
 
 TEST_F(ImageStoreTest, TheLeastRecentlyUsedImageGoesAndOneInUseStays) {
   // Room for two of the small images, not three.
-  auto store = ImageStore::Open(Options(int64_t{10} << 20));
+  const ImageStoreOptions options = Options(int64_t{10} << 20);
+  auto store = ImageStore::Open(options);
   ASSERT_OK(store);
   absl::StatusOr<ImageStore::Held> first = (*store)->Acquire(Ref("team/first:1.0"), false);
   ASSERT_OK(first);
@@ -238,10 +239,12 @@ TEST_F(ImageStoreTest, TheLeastRecentlyUsedImageGoesAndOneInUseStays) {
   EXPECT_FALSE(std::filesystem::exists(second->rootfs));
   EXPECT_TRUE(std::filesystem::exists(first->rootfs + "/etc/os-release"));
   EXPECT_LE((*store)->bytes(), int64_t{10} << 20);
-  // One larger than the whole cache is refused, and not kept.
+  // One larger than the whole cache is refused before a byte is pulled.
   EXPECT_THAT((*store)->Acquire(Ref("team/big:1.0"), false),
               StatusIs(absl::StatusCode::kResourceExhausted,
-                       HasSubstr("more than the worker's --image-cache-limit of 10 MiB")));
+                       HasSubstr("its layers take 12 MiB, more than the worker's "
+                                 "--image-cache-limit of 10 MiB")));
+  EXPECT_TRUE(std::filesystem::is_empty(options.dir + "/layouts"));
   EXPECT_EQ((*store)->List().size(), 2u);
 }
 
