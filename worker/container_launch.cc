@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -127,7 +128,6 @@ absl::StatusOr<LaunchSpec> InImage(const LaunchSpec& spec, const std::string& ro
     return absl::NotFoundError(absl::StrCat("the command ", spec.argv[0], " is not in the image ",
                                             image, ": ", program.status().message()));
   }
-  container.rootfs = rootfs;
   container.argv = {kInitPath, *program};
   container.argv.insert(container.argv.end(), spec.argv.begin() + 1, spec.argv.end());
   if (spec.inherit_fd >= 3) container.env["RINGMASTER_SNAPSHOT_FD"] = "3";
@@ -150,7 +150,9 @@ absl::StatusOr<LaunchSpec> InImage(const LaunchSpec& spec, const std::string& ro
                          options.gpus.mounts.end());
   container.cgroups_path = options.cgroups_path;
   const std::string bundle = absl::StrCat(options.bundles_dir, "/", id);
+  container.rootfs = bundle + "/rootfs";
   if (absl::Status written = WriteBundle(bundle, container); !written.ok()) return written;
+  if (absl::Status mounted = MountRootfs(rootfs, bundle); !mounted.ok()) return mounted;
 
   // The runtime runs as the worker: nothing of the job's environment
   // (PATH, LD_PRELOAD) reaches it; the job's goes to config.json only.
@@ -180,6 +182,36 @@ absl::StatusOr<LaunchSpec> InImage(const LaunchSpec& spec, const std::string& ro
   launch.hide_other_users_processes = false;
   launch.private_shm.clear();
   return launch;
+}
+
+absl::Status MountRootfs(const std::string& image_rootfs, const std::string& bundle) {
+  // overlayfs takes ',' and ':' as separators in its options.
+  if (absl::StrContains(image_rootfs, ',') || absl::StrContains(image_rootfs, ':') ||
+      absl::StrContains(bundle, ',') || absl::StrContains(bundle, ':')) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the worker's state directory may hold no ',' or ':': ", bundle));
+  }
+  const std::string rw = bundle + "/rw", root = bundle + "/rootfs";
+  for (const std::string& dir : {rw, root}) {
+    if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+      return absl::InternalError(absl::StrCat("cannot make ", dir, ": ", strerror(errno)));
+    }
+  }
+  // The upper layer is a small tmpfs: overlayfs takes no upper layer on
+  // an overlay, which a worker in a container may have as its disk.
+  if (mount("tmpfs", rw.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,mode=0700") != 0) {
+    return absl::InternalError(absl::StrCat("cannot mount a tmpfs on ", rw, ": ", strerror(errno)));
+  }
+  for (const char* sub : {"/upper", "/work"}) mkdir((rw + sub).c_str(), 0755);
+  const std::string layers =
+      absl::StrCat("lowerdir=", image_rootfs, ",upperdir=", rw, "/upper,workdir=", rw, "/work");
+  if (mount("overlay", root.c_str(), "overlay", MS_NOSUID | MS_NODEV, layers.c_str()) != 0) {
+    const int mount_errno = errno;
+    umount2(rw.c_str(), MNT_DETACH);
+    return absl::InternalError(
+        absl::StrCat("cannot mount the image's overlay on ", root, ": ", strerror(mount_errno)));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status OnlyRootCanChange(const std::string& path, const std::string& what) {
@@ -224,6 +256,21 @@ std::string RootHolding(const std::string& path, const std::vector<std::string>&
 
 namespace {
 
+// Unmounts the container's root file system and its writable layer, and
+// removes its bundle. Never follows a mount it could not take off into
+// the image: remove_all stays on the bundle's own file system.
+void RemoveBundle(const std::string& bundle) {
+  for (const char* mount : {"/rootfs", "/rw"}) {
+    const std::string path = bundle + mount;
+    if (umount2(path.c_str(), MNT_DETACH) != 0 && errno != EINVAL && errno != ENOENT) {
+      spdlog::warn("cannot unmount {}: {}", path, strerror(errno));
+      return;  // its files would be the image's
+    }
+  }
+  std::error_code error;
+  std::filesystem::remove_all(bundle, error);
+}
+
 // The children of every thread of `pid` (the runtime is multithreaded).
 std::vector<pid_t> Children(pid_t pid) {
   std::vector<pid_t> children;
@@ -259,8 +306,7 @@ void RemoveContainer(const ContainerOptions& options, const std::string& id) {
                    std::string(absl::StripTrailingAsciiWhitespace(run->output)));
     }
   }
-  std::error_code error;
-  std::filesystem::remove_all(absl::StrCat(options.bundles_dir, "/", id), error);
+  RemoveBundle(absl::StrCat(options.bundles_dir, "/", id));
 }
 
 void SweepContainers(const ContainerOptions& options) {
@@ -273,8 +319,7 @@ void SweepContainers(const ContainerOptions& options) {
     }
   }
   for (const auto& entry : std::filesystem::directory_iterator(options.bundles_dir, error)) {
-    std::error_code ignored;
-    std::filesystem::remove_all(entry.path(), ignored);
+    RemoveBundle(entry.path().string());
   }
 }
 

@@ -57,6 +57,14 @@ absl::StatusOr<LaunchSpec> InImage(const LaunchSpec& spec, const std::string& ro
 absl::StatusOr<std::string> FindInImage(const std::string& rootfs, const std::string& program,
                                         const std::string& path);
 
+// The container's root file system at <bundle>/rootfs: an overlay of the
+// image's (`image_rootfs`, shared by every container of the image and
+// never written) under a writable layer of its own in a tmpfs at
+// <bundle>/rw, nosuid and nodev. The runtime makes the container's mount
+// points and working directory there, and the container sees the root
+// read-only. RemoveContainer unmounts both.
+absl::Status MountRootfs(const std::string& image_rootfs, const std::string& bundle);
+
 // OK when no one but root can change what `path` leads to: an absolute
 // path without links, "." or "..", every directory on it root's, and each
 // above the last writable by root alone (or sticky). The runtime resolves

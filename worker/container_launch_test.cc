@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -63,6 +64,11 @@ class ContainerLaunchTest : public ::testing::Test {
     return options;
   }
   static bool HasRunc() { return testing::Shell("command -v runc").exit_code == 0; }
+  // What the tests' containers leave: their overlays unmounted, their
+  // bundles and runtime state removed.
+  void TearDown() override {
+    if (!dir_.empty()) SweepContainers(Options());
+  }
   std::string dir_, rootfs_;
 };
 
@@ -132,6 +138,7 @@ TEST_F(ContainerLaunchTest, TheRanksLaunchRunsInTheImageAsItsUserWithItsDirector
 }
 
 TEST_F(ContainerLaunchTest, NothingOfTheJobsEnvironmentReachesTheRuntime) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (the container's overlay)";
   // A job's PATH naming a directory of its own, with a "runc" there, and
   // an LD_PRELOAD: the runtime runs as the worker, so either would be the
   // job's code as root.
@@ -188,6 +195,7 @@ TEST_F(ContainerLaunchTest, ClearingTheRankKillsItsContainerInTheRuntimesCgroupB
 }
 
 TEST_F(ContainerLaunchTest, TheImagesEnvironmentAndDirectoryUnderTheJobsAndNoHostPathBound) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (the container's overlay)";
   // umoci's runtime configuration beside the root file system.
   std::ofstream(dir_ + "/config.json")
       << R"({"process": {"env": ["PATH=/opt/bin:/bin", "LANG=C.UTF-8", "FROM_IMAGE=1",)"
@@ -221,6 +229,57 @@ TEST_F(ContainerLaunchTest, TheImagesEnvironmentAndDirectoryUnderTheJobsAndNoHos
   for (const auto& m : config.fields().at("mounts").list_value().values()) {
     EXPECT_NE(m.struct_value().fields().at("source").string_value(), "/etc");
   }
+}
+
+// Every file and directory below `root`, with its size.
+std::vector<std::string> Tree(const std::string& root) {
+  std::vector<std::string> tree;
+  for (const auto& entry : fs::recursive_directory_iterator(root)) {
+    std::error_code error;
+    const auto size = entry.is_regular_file(error) ? entry.file_size(error) : 0;
+    tree.push_back(absl::StrCat(entry.path().string(), " ", size));
+  }
+  std::sort(tree.begin(), tree.end());
+  return tree;
+}
+
+TEST_F(ContainerLaunchTest, TheImagesSharedRootFileSystemIsNeverWritten) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (an OCI runtime's namespaces)";
+  if (!HasRunc()) GTEST_SKIP() << "no runc";
+  const std::vector<std::string> before = Tree(rootfs_);
+  // Mount points the runtime must make (a directory in a mask, a file),
+  // and a working directory the image does not have.
+  const std::string host = dir_ + "/host";
+  fs::create_directories(host + "/jobs/job-1");
+  std::ofstream(host + "/libfake.so.1") << "a library\n";
+  LaunchSpec spec;
+  spec.argv = {"sh", "-c", "cat /usr/lib/fake/libfake.so.1; pwd"};
+  spec.env = {{"PATH", "/bin"}};
+  spec.working_dir = "/srv/not/in/the/image";
+  spec.log_path = dir_ + "/rank.log";
+  spec.name = "rank-0";
+  ContainerOptions options = Options();
+  options.masks = {host + "/jobs"};
+  options.binds = {{host + "/jobs/job-1", host + "/jobs/job-1", false},
+                   {host + "/libfake.so.1", "/usr/lib/fake/libfake.so.1", true}};
+  const std::string id = absl::StrCat("container-shared-", getpid());
+  absl::StatusOr<LaunchSpec> launch = InImage(spec, rootfs_, "the image", id, options);
+  ASSERT_OK(launch);
+  PosixProcessLauncher launcher;
+  absl::StatusOr<pid_t> pid = launcher.Spawn(*launch);
+  ASSERT_OK(pid);
+  ExitStatus status;
+  ASSERT_TRUE(launcher.WaitExit(*pid, absl::Seconds(60), &status));
+  launcher.ClearGroup(*pid, absl::Seconds(5));
+  RemoveContainer(options, id);
+  EXPECT_EQ(status.exit_code, 0);
+  std::ifstream log(spec.log_path);
+  std::stringstream text;
+  text << log.rdbuf();
+  EXPECT_THAT(text.str(), HasSubstr(" a library\n"));
+  EXPECT_THAT(text.str(), HasSubstr(" /srv/not/in/the/image\n"));
+  EXPECT_EQ(Tree(rootfs_), before) << "the runtime wrote into the image every job shares";
+  EXPECT_FALSE(fs::exists(options.bundles_dir + "/" + id)) << "its overlay is gone";
 }
 
 TEST_F(ContainerLaunchTest, ABindIsOnlyAPathNoJobCanChange) {
