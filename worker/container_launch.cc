@@ -26,6 +26,7 @@
 #include "absl/strings/strip.h"
 #include "common/subprocess.h"
 #include "common/unique_fd.h"
+#include "worker/checkpoint_copy.h"
 
 namespace ringmaster {
 namespace {
@@ -92,18 +93,38 @@ ImageConfig ReadImageConfig(const std::string& rootfs) {
 }  // namespace
 
 absl::StatusOr<std::string> FindInImage(const std::string& rootfs, const std::string& program,
-                                        const std::string& path) {
+                                        const std::string& path, const FoundThrough& binds) {
   UniqueFd root(open(rootfs.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!root.valid()) {
     return absl::FailedPreconditionError(
         absl::StrCat("cannot open the image's root ", rootfs, ": ", strerror(errno)));
   }
+  // A path in the container: in a bind (the job's directory), the host's
+  // file as the job's user sees it; else the image's.
+  auto executable = [&](const std::string& at) {
+    const BindMount* through = nullptr;
+    for (const BindMount& bind : binds.binds) {
+      if ((at == bind.destination || absl::StartsWith(at, bind.destination + "/")) &&
+          (through == nullptr || bind.destination.size() > through->destination.size())) {
+        through = &bind;
+      }
+    }
+    if (through == nullptr) return ExecutableInRoot(root.get(), at);
+    const std::string host = through->source + at.substr(through->destination.size());
+    FsIdentity as(binds.user);
+    struct stat st {};
+    return stat(host.c_str(), &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111) != 0;
+  };
+  // Relative to the working directory, as exec resolves it there.
+  auto in_container = [&](absl::string_view p) {
+    return p[0] == '/' ? std::string(p) : absl::StrCat(binds.cwd, "/", p);
+  };
   if (absl::StrContains(program, '/')) {
-    if (ExecutableInRoot(root.get(), program)) return program;
+    if (executable(in_container(program))) return program;
   } else {
     for (absl::string_view dir : absl::StrSplit(path, ':', absl::SkipEmpty())) {
-      const std::string candidate = absl::StrCat(dir, "/", program);
-      if (ExecutableInRoot(root.get(), candidate)) return candidate;
+      const std::string candidate = absl::StrCat(in_container(dir), "/", program);
+      if (executable(candidate)) return candidate;
     }
   }
   return absl::NotFoundError(absl::StrCat("no program ", program, " on PATH=", path));
@@ -123,7 +144,11 @@ absl::StatusOr<LaunchSpec> InImage(const LaunchSpec& spec, const std::string& ro
     if (!hosts || container.env.count(name) == 0) container.env[name] = value;
   }
   if (container.env.count("PATH") == 0) container.env["PATH"] = kDefaultPath;
-  absl::StatusOr<std::string> program = FindInImage(rootfs, spec.argv[0], container.env.at("PATH"));
+  container.working_dir = spec.working_dir.empty() ? config.working_dir : spec.working_dir;
+  if (container.working_dir.empty()) container.working_dir = "/";
+  absl::StatusOr<std::string> program =
+      FindInImage(rootfs, spec.argv[0], container.env.at("PATH"),
+                  {options.binds, container.working_dir, spec.run_as});
   if (!program.ok()) {
     return absl::NotFoundError(absl::StrCat("the command ", spec.argv[0], " is not in the image ",
                                             image, ": ", program.status().message()));
@@ -131,7 +156,6 @@ absl::StatusOr<LaunchSpec> InImage(const LaunchSpec& spec, const std::string& ro
   container.argv = {kInitPath, *program};
   container.argv.insert(container.argv.end(), spec.argv.begin() + 1, spec.argv.end());
   if (spec.inherit_fd >= 3) container.env["RINGMASTER_SNAPSHOT_FD"] = "3";
-  container.working_dir = spec.working_dir.empty() ? config.working_dir : spec.working_dir;
   if (spec.run_as) {
     container.uid = spec.run_as->uid;
     container.gid = spec.run_as->gid;

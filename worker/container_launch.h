@@ -6,6 +6,7 @@
 #ifndef RINGMASTER_WORKER_CONTAINER_LAUNCH_H_
 #define RINGMASTER_WORKER_CONTAINER_LAUNCH_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,11 +52,21 @@ absl::StatusOr<LaunchSpec> InImage(const LaunchSpec& spec, const std::string& ro
                                    const std::string& image, const std::string& id,
                                    const ContainerOptions& options);
 
-// Where `program` is in the file system at `rootfs`, looked up on `path`
-// (a PATH value) as the image would, symbolic links resolved inside it;
-// NOT_FOUND when it is not there as an executable file.
+// What else than the image a program may be found in: host directories
+// bound into the container (the job's code), read as the job's user, and
+// the directory a relative path starts from.
+struct FoundThrough {
+  std::vector<BindMount> binds;
+  std::string cwd = "/";
+  std::optional<RunAs> user;
+};
+
+// Where `program` is in the container whose image's root is `rootfs`,
+// looked up on `path` (a PATH value) as exec would there: in the image,
+// symbolic links resolved inside it, or in a bind. NOT_FOUND when it is
+// not there as an executable file.
 absl::StatusOr<std::string> FindInImage(const std::string& rootfs, const std::string& program,
-                                        const std::string& path);
+                                        const std::string& path, const FoundThrough& binds = {});
 
 // The container's root file system at <bundle>/rootfs: an overlay of the
 // image's (`image_rootfs`, shared by every container of the image and

@@ -82,6 +82,24 @@ TEST_F(ContainerLaunchTest, ACommandIsLookedUpInTheImageNotOnTheHost) {
   EXPECT_THAT(FindInImage(rootfs_, "escape", path), StatusIs(absl::StatusCode::kNotFound));
   EXPECT_THAT(FindInImage(rootfs_, "/opt/notes", path), StatusIs(absl::StatusCode::kNotFound));
 
+  // The job's code, bound in: a script by a relative path, a program on a
+  // PATH entry there (a virtual environment), as exec finds them.
+  const std::string code = dir_ + "/code";
+  fs::create_directories(code + "/venv/bin");
+  for (const char* file : {"/train.sh", "/venv/bin/python"}) {
+    std::ofstream(code + file) << "#!/bin/sh\n";
+    fs::permissions(code + file, fs::perms::owner_all);
+  }
+  const FoundThrough job{{{code, "/jobs/j1/code", false}}, "/jobs/j1/code", std::nullopt};
+  EXPECT_THAT(FindInImage(rootfs_, "./train.sh", path, job),
+              IsOkAndHolds(std::string("./train.sh")));
+  EXPECT_THAT(FindInImage(rootfs_, "python", "/jobs/j1/code/venv/bin:" + path, job),
+              IsOkAndHolds(std::string("/jobs/j1/code/venv/bin/python")));
+  EXPECT_THAT(FindInImage(rootfs_, "./missing.sh", path, job),
+              StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_THAT(FindInImage(rootfs_, "./train.sh", path), StatusIs(absl::StatusCode::kNotFound))
+      << "without the bind, the image has no train.sh";
+
   LaunchSpec spec;
   spec.argv = {"python3", "train.py"};
   spec.env = {{"PATH", path}};

@@ -114,7 +114,9 @@ absl::Status PullError(const std::string& canonical, const ToolRun& run) {
   if (has("manifest unknown") || has("name unknown") || has("not found") || has("no such host")) {
     return absl::NotFoundError(message);
   }
-  if (has("unauthorized") || has("authentication required") || has("denied")) {
+  // The registry's "denied", not a local file's "permission denied".
+  if (has("unauthorized") || has("authentication required") ||
+      (has("denied") && !has("permission denied"))) {
     return absl::PermissionDeniedError(message);
   }
   if (has("no space left on device")) return absl::ResourceExhaustedError(message);
@@ -352,6 +354,10 @@ absl::StatusOr<ImageStore::Held> ImageStore::Acquire(const ImageReference& ref, 
     }
   }
   absl::StatusOr<std::string> digest = Pull(ref, progress);
+  if (digest.ok()) {
+    MutexLock lock(&mu_);
+    unpacking_.insert(*digest);  // not pruned under the unpack (another name may hold it)
+  }
   absl::StatusOr<int64_t> bytes = digest.ok() ? Unpack(canonical, *digest) : digest.status();
   // The root filesystem is what ranks use; the layout was for unpacking.
   std::error_code error;
@@ -361,6 +367,7 @@ absl::StatusOr<ImageStore::Held> ImageStore::Acquire(const ImageReference& ref, 
     MutexLock lock(&mu_);
     --pulls_;
     pulling_.erase(canonical);
+    if (digest.ok()) unpacking_.erase(unpacking_.find(*digest));
     if (bytes.ok() && *bytes > options_.cache_limit_bytes) {
       bytes = absl::ResourceExhaustedError(
           absl::StrCat("pulling ", canonical, ": it takes ", *bytes >> 20,
@@ -406,7 +413,7 @@ void ImageStore::Prune() {
     while (BytesLocked() > options_.cache_limit_bytes) {
       auto oldest = images_.end();
       for (auto it = images_.begin(); it != images_.end(); ++it) {
-        if (it->second.users > 0) continue;
+        if (it->second.users > 0 || unpacking_.count(it->first) > 0) continue;
         if (oldest == images_.end() || it->second.last_used < oldest->second.last_used) {
           oldest = it;
         }

@@ -130,6 +130,8 @@ class ImageStore {
   mutable Mutex mu_;
   std::map<std::string, Image> images_ ABSL_GUARDED_BY(mu_);      // by manifest digest
   std::map<std::string, std::string> tags_ ABSL_GUARDED_BY(mu_);  // canonical -> digest
+  // Digests being unpacked (or found unpacked) for a pull: never pruned.
+  std::multiset<std::string> unpacking_ ABSL_GUARDED_BY(mu_);
   // The pulls running, by canonical reference, and how far each is.
   std::map<std::string, Progress> pulling_ ABSL_GUARDED_BY(mu_);
   int pulls_ ABSL_GUARDED_BY(mu_) = 0;  // running now

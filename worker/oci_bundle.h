@@ -7,7 +7,7 @@
 // the Python package and its start-up hook, its rank directory. The job's
 // user holds no capability, and a seccomp filter refuses what a job never
 // needs and a kernel exploit often does: new user and mount namespaces,
-// mounts, keyrings, BPF, kernel modules.
+// mounts, keyrings, BPF, kernel modules, io_uring, perf events.
 #ifndef RINGMASTER_WORKER_OCI_BUNDLE_H_
 #define RINGMASTER_WORKER_OCI_BUNDLE_H_
 

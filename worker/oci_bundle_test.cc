@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
@@ -72,6 +73,25 @@ TEST(OciBundleTest, TheConfigIsJsonWithTheJobsUserCommandAndMounts) {
         m.struct_value().fields().at("source").string_value();
   }
   EXPECT_EQ(mounts["/dev/shm"], "/dev/shm/ringmaster-job");
+  // What the seccomp filter refuses, among others.
+  std::set<std::string> refused;
+  for (const auto& rule : f.at("linux")
+                              .struct_value()
+                              .fields()
+                              .at("seccomp")
+                              .struct_value()
+                              .fields()
+                              .at("syscalls")
+                              .list_value()
+                              .values()) {
+    for (const auto& name : rule.struct_value().fields().at("names").list_value().values()) {
+      refused.insert(name.string_value());
+    }
+  }
+  for (const char* call : {"unshare", "mount", "bpf", "keyctl", "io_uring_setup", "perf_event_open",
+                           "clone3", "clone"}) {
+    EXPECT_EQ(refused.count(call), 1u) << call;
+  }
   EXPECT_EQ(mounts["/code"], "/srv/code");
   EXPECT_EQ(mounts["/srv/ckpt"], "/srv/ckpt");
 }

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 
 #include <spdlog/spdlog.h>
@@ -138,6 +139,23 @@ bool NeverRetried(const absl::Status& status) {
     default:
       return false;
   }
+}
+
+// OK when the job's user may reach `dir` on the host: the runtime mounts it
+// as root, past directories the job could not pass through itself.
+absl::Status ReachableAs(const std::string& dir, const std::optional<RunAs>& job) {
+  int fd;
+  {
+    FsIdentity as(job);
+    fd = open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  }
+  if (fd < 0) {
+    return absl::PermissionDeniedError(absl::StrCat("checkpoint_dir ", dir, ": the job's user ",
+                                                    job ? job->name : "", " cannot reach it (",
+                                                    strerror(errno), ")"));
+  }
+  close(fd);
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -346,11 +364,12 @@ void RankSupervisor::Supervise(Rank* self) {
       exited.set_error(ReadRankError(RankDirPath(ref), job_user ? job_user->uid : geteuid()));
     }
   }
-  if (holds_shm) options_.shm->Release(ref.job_id());
+  // The container first: the job's /dev/shm is bound in it.
   if (image) {
     RemoveContainer(options_.container, image->container);
     options_.images->Release(image->image);
   }
+  if (holds_shm) options_.shm->Release(ref.job_id());
   {
     MutexLock lock(&mu_);
     exited.set_stopped(self->stop_requested);
@@ -374,8 +393,11 @@ absl::StatusOr<RankSupervisor::Contained> RankSupervisor::EnterImage(Rank* self,
   std::string checkpoint_root;
   if (!start.checkpoint_dir().empty()) {
     RETURN_IF_ERROR(OnlyRootCanChange(start.checkpoint_dir(), "checkpoint_dir"));
+    RETURN_IF_ERROR(ReachableAs(start.checkpoint_dir(), spec->run_as));
     checkpoint_root = RootHolding(start.checkpoint_dir(), CheckpointRoots());
   }
+  // Before the image is held: nothing to give back when it fails.
+  ASSIGN_OR_RETURN(ContainerEdits gpus, GpuEdits(start));
   const Key key{start.rank().job_id(), start.rank().attempt(), start.rank().rank()};
   auto progress = [&](const ImageStore::Progress& p) {
     v1::ImagePull pull;
@@ -416,7 +438,7 @@ absl::StatusOr<RankSupervisor::Contained> RankSupervisor::EnterImage(Rank* self,
   for (const char* name : {"PATH", "LANG"}) {
     if (start.env().count(name) == 0) container.host_env.emplace_back(name);
   }
-  ASSIGN_OR_RETURN(container.gpus, GpuEdits(start));
+  container.gpus = std::move(gpus);
   // A cgroup below the rank's, so that its limit and its kill hold.
   container.cgroups_path = spec->name;
   static std::atomic<int64_t> containers{0};
@@ -432,29 +454,21 @@ absl::StatusOr<RankSupervisor::Contained> RankSupervisor::EnterImage(Rank* self,
 }
 
 absl::StatusOr<ContainerEdits> RankSupervisor::GpuEdits(const v1::StartRank& start) const {
-  ContainerEdits edits;
-  if (start.gpus().empty()) return edits;
+  if (start.gpus().empty()) return ContainerEdits{};
   std::vector<std::string> names;
-  std::vector<int> indices;
   for (int index : start.gpus()) {
     for (const v1::Gpu& gpu : options_.gpus) {
       if (gpu.index() != index) continue;
       names.push_back(
           absl::StrCat("nvidia.com/gpu=", gpu.uuid().empty() ? absl::StrCat(index) : gpu.uuid()));
-      indices.push_back(index);
     }
   }
   absl::StatusOr<ContainerEdits> cdi = CdiEdits(options_.cdi_spec_dirs, names);
-  if (cdi.ok() || !absl::IsNotFound(cdi.status())) return cdi;
-  // No spec: the device nodes alone. The image must then bring a driver's
-  // user-space libraries that match the host's kernel module.
-  spdlog::warn("job {} rank {}: {}; passing the GPUs' device nodes alone (docs/gpu.md)",
-               start.rank().job_id(), start.rank().rank(), std::string(cdi.status().message()));
-  for (int index : indices) edits.device_nodes.push_back({absl::StrCat("/dev/nvidia", index), ""});
-  for (const char* control : {"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"}) {
-    edits.device_nodes.push_back({control, ""});
-  }
-  return edits;
+  if (cdi.ok()) return cdi;
+  // This worker's setup, not the job's: another worker may run it.
+  return absl::FailedPreconditionError(absl::StrCat(
+      "this worker cannot give its GPUs to a rank in an image: ", cdi.status().message(),
+      " (nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml; docs/gpu.md)"));
 }
 
 absl::StatusOr<ImageStore::Held> RankSupervisor::AcquireImage(

@@ -156,8 +156,9 @@ class RankSupervisor {
     std::string container;  // its id in the runtime
   };
   absl::StatusOr<Contained> EnterImage(Rank* self, const v1::StartRank& start, LaunchSpec* spec);
-  // What the rank's GPUs need in its container: from their CDI spec, else
-  // their device nodes.
+  // What the rank's GPUs need in its container, from their CDI spec;
+  // FAILED_PRECONDITION when no spec names them (a device node alone
+  // would need the GPU's minor number and a driver in the image).
   absl::StatusOr<ContainerEdits> GpuEdits(const v1::StartRank& start) const;
   // The image's pull; one that cannot reach the registry is tried again
   // with back-off, saying so in Pulls(), until it is reached or the rank

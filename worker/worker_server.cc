@@ -224,6 +224,14 @@ absl::Status WorkerServer::InitImages(const WorkerConfig& config, RankSupervisor
         ": ranks in images need a worker that runs as root (this one is uid ", geteuid(), ")"));
   }
   ASSIGN_OR_RETURN(options->container.init, ContainerInit(config.container_init));
+  options->container.runtime = config.container_runtime;
+  options->container.bundles_dir = config.state_dir + "/bundles";
+  options->container.state_dir = config.state_dir + "/containers";
+  RETURN_IF_ERROR(MakePrivateDir(options->container.bundles_dir));
+  RETURN_IF_ERROR(MakePrivateDir(options->container.state_dir));
+  // Before the cache looks for what is not its own: an earlier worker's
+  // containers hold their images' files until they are gone.
+  SweepContainers(options->container);
   ImageStoreOptions images;
   images.dir = config.state_dir + "/images";
   images.auth_file = config.registry_auth;
@@ -232,13 +240,7 @@ absl::Status WorkerServer::InitImages(const WorkerConfig& config, RankSupervisor
   images.max_pulls = config.image_pulls;
   ASSIGN_OR_RETURN(images_, ImageStore::Open(images));
   options->images = images_.get();
-  options->container.runtime = config.container_runtime;
-  options->container.bundles_dir = config.state_dir + "/bundles";
-  options->container.state_dir = config.state_dir + "/containers";
   options->cdi_spec_dirs = config.cdi_spec_dirs;
-  RETURN_IF_ERROR(MakePrivateDir(options->container.bundles_dir));
-  RETURN_IF_ERROR(MakePrivateDir(options->container.state_dir));
-  SweepContainers(options->container);
   spdlog::info("images run under {}; cache {} MiB in {}", config.container_runtime,
                config.image_cache_limit_bytes >> 20, images.dir);
   return absl::OkStatus();
@@ -323,7 +325,17 @@ void WorkerServer::InitLink(const WorkerConfig& config, v1::RegisterWorker ident
     for (v1::HeldSnapshots& held : snapshots_->Held()) *beat->add_snapshots() = std::move(held);
     for (v1::ImagePull& pull : supervisor_->Pulls()) *beat->add_pulls() = std::move(pull);
     if (images_ == nullptr) return;
-    for (const CachedImage& cached : images_->List()) {
+    // The most recently used, so that a cache of many names keeps the
+    // heartbeat small.
+    std::vector<CachedImage> cache = images_->List();
+    constexpr size_t kMostImages = 256;
+    if (cache.size() > kMostImages) {
+      std::partial_sort(
+          cache.begin(), cache.begin() + kMostImages, cache.end(),
+          [](const CachedImage& a, const CachedImage& b) { return a.last_used > b.last_used; });
+      cache.resize(kMostImages);
+    }
+    for (const CachedImage& cached : cache) {
       v1::CachedImage* image = beat->add_images();
       image->set_reference(cached.reference);
       image->set_digest(cached.digest);

@@ -281,10 +281,10 @@ void RankEvents::NotePulls(const WorkerSession& session, const v1::Heartbeat& be
     // answering mid-pull, a wait for a pull slot) is not, and meets the
     // start timeout.
     auto [bytes, first] = entry->pulled_bytes.emplace(session.worker_id, pull.done_bytes());
-    if (first || pull.done_bytes() > bytes->second || !pull.waiting().empty()) {
-      entry->pulled_at = now;
+    if (first || pull.done_bytes() != bytes->second || !pull.waiting().empty()) {
+      entry->pulled_at = now;  // moved (a pull begun again starts from 0)
     }
-    bytes->second = std::max(bytes->second, pull.done_bytes());
+    bytes->second = pull.done_bytes();
     std::string said = absl::StrCat("pulling ", pull.image(), ": ", Size(pull.done_bytes()));
     if (pull.total_bytes() > 0) absl::StrAppend(&said, " of ", Size(pull.total_bytes()));
     if (!pull.waiting().empty())
