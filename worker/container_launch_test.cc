@@ -334,30 +334,44 @@ TEST_F(ContainerLaunchTest, ABindIsOnlyAPathNoJobCanChange) {
   EXPECT_EQ(RootHolding(base + "/rootless", {base + "/root"}), "");
 }
 
+// A container whose command is `sleep <a number no other process has>`,
+// started through `launcher`, once that command runs; the pgrep that finds
+// it in `find`.
+pid_t StartSleeper(PosixProcessLauncher* launcher, const std::string& rootfs,
+                   const std::string& dir, const std::string& id, const ContainerOptions& options,
+                   int number, std::string* find) {
+  const std::string marker = absl::StrCat("sleep ", number);
+  LaunchSpec spec;
+  spec.argv = {"sh", "-c", "exec " + marker};
+  spec.env = {{"PATH", "/bin"}};
+  spec.log_path = dir + "/rank.log";
+  spec.name = id;
+  absl::StatusOr<LaunchSpec> launch = InImage(spec, rootfs, "the image", id, options);
+  EXPECT_OK(launch);
+  if (!launch.ok()) return 0;
+  absl::StatusOr<pid_t> pid = launcher->Spawn(*launch);
+  EXPECT_OK(pid);
+  if (!pid.ok()) return 0;
+  *find = absl::StrCat("pgrep -f '^", marker, "$'");
+  EXPECT_TRUE(
+      testing::WaitFor([&] { return testing::Shell(*find).exit_code == 0; }, absl::Seconds(30)));
+  return *pid;
+}
+
 TEST_F(ContainerLaunchTest, AStopReachesTheCommandUnderTheContainersInit) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root (an OCI runtime's namespaces)";
   if (!HasRunc()) GTEST_SKIP() << "no runc";
   // sleep handles no signal: as PID 1 it would ignore SIGTERM.
-  const std::string marker = absl::StrCat("sleep ", 2000000 + getpid());
-  LaunchSpec spec;
-  spec.argv = {"sh", "-c", "exec " + marker};
-  spec.env = {{"PATH", "/bin"}};
-  spec.log_path = dir_ + "/rank.log";
-  spec.name = "rank-term";
   const std::string id = absl::StrCat("container-term-", getpid());
-  ContainerOptions options = Options();
-  absl::StatusOr<LaunchSpec> launch = InImage(spec, rootfs_, "the image", id, options);
-  ASSERT_OK(launch);
+  const ContainerOptions options = Options();
   PosixProcessLauncher launcher;
-  absl::StatusOr<pid_t> pid = launcher.Spawn(*launch);
-  ASSERT_OK(pid);
-  const std::string find = absl::StrCat("pgrep -f '^", marker, "$'");
-  ASSERT_TRUE(
-      testing::WaitFor([&] { return testing::Shell(find).exit_code == 0; }, absl::Seconds(30)));
-  kill(*pid, SIGTERM);  // the runtime passes it to the container's PID 1
+  std::string find;
+  const pid_t pid = StartSleeper(&launcher, rootfs_, dir_, id, options, 2000000 + getpid(), &find);
+  ASSERT_NE(pid, 0);
+  kill(pid, SIGTERM);  // the runtime passes it to the container's PID 1
   ExitStatus status;
-  const bool exited = launcher.WaitExit(*pid, absl::Seconds(30), &status);
-  launcher.ClearGroup(*pid, absl::Seconds(5));
+  const bool exited = launcher.WaitExit(pid, absl::Seconds(30), &status);
+  launcher.ClearGroup(pid, absl::Seconds(5));
   RemoveContainer(options, id);
   ASSERT_TRUE(exited) << "SIGTERM never reached the command";
   EXPECT_EQ(status.exit_code, 128 + SIGTERM);
@@ -368,26 +382,17 @@ TEST_F(ContainerLaunchTest, AStopReachesTheCommandUnderTheContainersInit) {
 TEST_F(ContainerLaunchTest, AContainerWhoseRuntimeWasKilledIsSweptAtStart) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root (an OCI runtime's namespaces)";
   if (!HasRunc()) GTEST_SKIP() << "no runc";
-  const std::string marker = absl::StrCat("sleep ", 3000000 + getpid());
-  LaunchSpec spec;
-  spec.argv = {"sh", "-c", "exec " + marker};
-  spec.env = {{"PATH", "/bin"}};
-  spec.log_path = dir_ + "/rank.log";
-  spec.name = "rank-left";
-  ContainerOptions options = Options();
-  absl::StatusOr<LaunchSpec> launch =
-      InImage(spec, rootfs_, "the image", absl::StrCat("container-left-", getpid()), options);
-  ASSERT_OK(launch);
+  const ContainerOptions options = Options();
   PosixProcessLauncher launcher;
-  absl::StatusOr<pid_t> pid = launcher.Spawn(*launch);
-  ASSERT_OK(pid);
-  const std::string find = absl::StrCat("pgrep -f '^", marker, "$'");
-  ASSERT_TRUE(
-      testing::WaitFor([&] { return testing::Shell(find).exit_code == 0; }, absl::Seconds(30)));
+  std::string find;
+  const pid_t pid =
+      StartSleeper(&launcher, rootfs_, dir_, absl::StrCat("container-left-", getpid()), options,
+                   3000000 + getpid(), &find);
+  ASSERT_NE(pid, 0);
   // The runtime dies (a worker killed with it): its container stays.
-  kill(*pid, SIGKILL);
+  kill(pid, SIGKILL);
   ExitStatus status;
-  ASSERT_TRUE(launcher.WaitExit(*pid, absl::Seconds(30), &status));
+  ASSERT_TRUE(launcher.WaitExit(pid, absl::Seconds(30), &status));
   EXPECT_EQ(testing::Shell(find).exit_code, 0) << "the container outlives its runtime";
   EXPECT_FALSE(fs::is_empty(options.state_dir));
   // The next worker's start.

@@ -10,14 +10,6 @@
 namespace ringmaster {
 namespace {
 
-v1::JobSpec CommandSpec(int ranks) {
-  v1::JobSpec spec;
-  spec.set_name("policy");
-  spec.set_ranks(ranks);
-  spec.add_command("true");
-  return spec;
-}
-
 TEST_F(JobManagerTest, RestartPolicyNeverEndsTheJobAtItsFirstFailure) {
   TestWorker w1;
   ASSERT_OK(Register(w1, "w1", 1));
@@ -204,22 +196,9 @@ TEST_F(JobManagerTest, AJobInAnImageGoesOnlyToWorkersThatRunImages) {
 
 TEST_F(JobManagerTest, AnImagesPullIsShownAndHoldsOffTheStartTimeout) {
   TestWorker w;
-  w.labels = {{"ringmaster.dev/images", "true"}};
-  ASSERT_OK(Register(w, "w1", 1));
-  v1::JobSpec spec = CommandSpec(1);
-  spec.set_image("registry.example:5000/team/train:1.2");
-  spec.set_start_timeout_s(60);
-  const std::string id = Submit(spec);
+  const std::string id = SubmitInImage(&w);
   ASSERT_EQ(Job(id).state(), v1::STARTING);
-  auto pulled = [&](int64_t done) {
-    v1::Heartbeat beat;
-    v1::ImagePull* pull = beat.add_pulls();
-    *pull->mutable_rank() = Ref(id, 0, 0);
-    pull->set_image("registry.example:5000/team/train:1.2");
-    pull->set_done_bytes(done);
-    pull->set_total_bytes(int64_t{1288} << 20);
-    ASSERT_TRUE(manager_->OnHeartbeat(w.session, beat));
-  };
+  auto pulled = [&](int64_t done) { ReportPull(w, id, done, int64_t{1288} << 20); };
   // A pull of 4 minutes, reported every 30 s, outlasts the 60 s timeout.
   for (int i = 1; i <= 8; ++i) {
     Pass(absl::Seconds(30));
@@ -238,20 +217,8 @@ TEST_F(JobManagerTest, AnImagesPullIsShownAndHoldsOffTheStartTimeout) {
 
 TEST_F(JobManagerTest, APullThatStandsStillMeetsTheStartTimeout) {
   TestWorker w;
-  w.labels = {{"ringmaster.dev/images", "true"}};
-  ASSERT_OK(Register(w, "w1", 1));
-  v1::JobSpec spec = CommandSpec(1);
-  spec.set_image("registry.example:5000/team/train:1.2");
-  spec.set_start_timeout_s(60);
-  const std::string id = Submit(spec);
-  auto pulled = [&](int64_t done) {
-    v1::Heartbeat beat;
-    v1::ImagePull* pull = beat.add_pulls();
-    *pull->mutable_rank() = Ref(id, 0, 0);
-    pull->set_image("registry.example:5000/team/train:1.2");
-    pull->set_done_bytes(done);
-    ASSERT_TRUE(manager_->OnHeartbeat(w.session, beat));
-  };
+  const std::string id = SubmitInImage(&w);
+  auto pulled = [&](int64_t done) { ReportPull(w, id, done, 0); };
   Pass(absl::Seconds(30));
   pulled(int64_t{42} << 20);
   // Still pulling, never a byte more: the 60 s run from the last byte.
