@@ -264,6 +264,11 @@ absl::Status ValidateImage(const v1::JobSpec& spec) {
                "runs a command; the built-in trainer runs on the worker's host (give `command`, "
                "or leave out `image`)");
   }
+  if (spec.preflight()) {
+    return Bad("preflight",
+               "runs the worker's own trainer before the command, which a job's image does not "
+               "have: leave it out for a job with an image");
+  }
   return CheckOneOf("image_pull", spec.image_pull(), {"if_not_present", "always"});
 }
 

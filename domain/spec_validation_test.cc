@@ -45,6 +45,13 @@ TEST(SpecValidationTest, AnImageIsForACommandAndPulledIfNotPresentUnlessSaid) {
   ApplyJobSpecDefaults(&plain);
   EXPECT_EQ(plain.image_pull(), "") << "without an image nothing changes";
 
+  v1::JobSpec checked = spec;
+  checked.set_preflight(true);
+  EXPECT_THAT(ValidateJobSpec(checked),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       ::testing::HasSubstr("preflight: runs the worker's own trainer before the "
+                                            "command, which a job's image does not have")));
+
   v1::JobSpec trainer = TrainerJobSpec();
   trainer.set_image("team/train:1.2");
   EXPECT_THAT(ValidateJobSpec(trainer),
