@@ -74,6 +74,12 @@ void AddLocalClusterCommands(CLI::App& app, Invocation* run,
   up->add_option("--store", cluster.store,
                  "where the coordinator keeps jobs: sqlite:///PATH (default: in the state dir) "
                  "or postgresql://USER@HOST[:PORT]/DB");
+  up->add_option("--container-runtime", cluster.container_runtime,
+                 "the workers run ranks of jobs with an image under this OCI runtime (runc, crun)");
+  up->add_option("--registry-auth", cluster.registry_auth,
+                 "the workers' image registry credentials (auth.json)");
+  up->add_option("--registry-certs", cluster.registry_certs,
+                 "DIR with <host:port>/ca.crt of image registries, for the workers");
   up->add_option("--store-password-file", cluster.store_password_file,
                  "the PostgreSQL password, in a file only you can read");
   (*commands)[Command::kUp] = up;
@@ -137,6 +143,9 @@ void AddJobCommands(CLI::App& app, Invocation* run, std::map<Command, CLI::App*>
   submit->add_option("--resume-from", run->submit.resume_from,
                      "start from the checkpoints of this ended job of yours (the spec's "
                      "resume_from)");
+  submit->add_option("--image", run->submit.image,
+                     "run the ranks in this OCI image (the spec's image), e.g. "
+                     "registry.example:5000/team/train:1.2");
   (*commands)[Command::kSubmit] = submit;
 
   CLI::App* jobs = app.add_subcommand("jobs", "list jobs, newest first");
@@ -166,6 +175,8 @@ void AddJobCommands(CLI::App& app, Invocation* run, std::map<Command, CLI::App*>
   (*commands)[Command::kLogs] = logs;
 
   (*commands)[Command::kWorkers] = app.add_subcommand("workers", "list workers");
+  (*commands)[Command::kImages] = app.add_subcommand(
+      "images", "the images each worker has cached: size, ranks in them, last use");
   (*commands)[Command::kQueues] = app.add_subcommand(
       "queues", "list queues: weight, quota, limit, in use, borrowed, running and pending jobs");
 

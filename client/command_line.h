@@ -31,6 +31,7 @@ enum class Command {
   kRequeue,
   kDelete,
   kWorkers,
+  kImages,
   kQueues,
   kTop,
   kStacks,

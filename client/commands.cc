@@ -297,6 +297,7 @@ int RunSubmit(const GlobalOptions& global, const SubmitOptions& options) {
     return Fail(absl::InvalidArgumentError(absl::StrCat(file, ": ", spec.status().message())));
   }
   if (!options.resume_from.empty()) spec->set_resume_from(options.resume_from);
+  if (!options.image.empty()) spec->set_image(options.image);
   std::error_code error;
   const std::string here = std::filesystem::current_path(error).string();
   const bool needs_here = spec->working_dir().empty() && ReadsItsDirectory(*spec);
@@ -495,6 +496,24 @@ int RunWorkers(const GlobalOptions& global) {
   } else {
     PrintWorkersTable(std::cout, *workers, absl::Now());
   }
+  return kOk;
+}
+
+int RunImages(const GlobalOptions& global) {
+  Client client = MakeClient(global);
+  absl::StatusOr<std::vector<v1::Worker>> workers = client.ListWorkers();
+  if (!workers.ok()) return Fail(workers.status());
+  if (global.table()) {
+    PrintImagesTable(std::cout, *workers, absl::Now());
+    return kOk;
+  }
+  v1::ListWorkersResponse response;
+  for (const v1::Worker& w : *workers) {
+    v1::Worker* listed = response.add_workers();
+    listed->set_id(w.id());
+    *listed->mutable_images() = w.images();
+  }
+  std::cout << Render(response, global.output) << std::flush;
   return kOk;
 }
 

@@ -37,6 +37,7 @@ struct SubmitOptions {
   int64_t upload_limit_bytes = int64_t{100} << 20;
   std::string request_id;   // a retry with the same id returns the same job
   std::string resume_from;  // the spec's resume_from, replaced
+  std::string image;        // the spec's image, replaced
 };
 int RunSubmit(const GlobalOptions& global, const SubmitOptions& options);
 // `jobs`: the newest `limit` jobs (every one with `all`), of `states` if any.
@@ -64,6 +65,8 @@ int RunChangeJob(const GlobalOptions& global, JobChange change, const std::strin
                  const std::string& priority);
 int RunDelete(const GlobalOptions& global, const std::string& job_id);
 int RunWorkers(const GlobalOptions& global);
+// Each worker's cached images; -o json/yaml: the workers' ids and images.
+int RunImages(const GlobalOptions& global);
 int RunQueues(const GlobalOptions& global);
 // `stacks`: where each rank of the job's running attempt is.
 int RunStacks(const GlobalOptions& global, const std::string& job_id);

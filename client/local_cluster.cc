@@ -383,6 +383,14 @@ absl::Status StartDaemons(const LocalClusterOptions& options, std::vector<Daemon
       argv.insert(argv.end(), {"--rank-uid-range", options.rank_uid_range});
     }
     if (trainer_bin.ok()) argv.insert(argv.end(), {"--trainer-bin", *trainer_bin});
+    if (!options.container_runtime.empty()) {
+      argv.insert(argv.end(), {"--container-runtime", options.container_runtime});
+    }
+    for (const auto& [flag, path] :
+         {std::pair<const char*, std::string>{"--registry-auth", options.registry_auth},
+          {"--registry-certs", options.registry_certs}}) {
+      if (!path.empty()) argv.insert(argv.end(), {flag, std::filesystem::absolute(path).string()});
+    }
     ASSIGN_OR_RETURN(pid,
                      StartDaemon(argv, absl::StrCat(options.state_dir, "/logs/worker-", i, ".log"),
                                  worker_token));

@@ -32,6 +32,11 @@ struct LocalClusterOptions {
   std::string store;                // the coordinator's --store; empty: SQLite in the state dir
   std::string store_password_file;  // the coordinator's --store-password-file
   std::string regroup_timeout;      // the coordinator's --regroup-timeout; empty: its default
+  // The workers' images: --container-runtime (empty: none), and the
+  // registries' --registry-auth and --registry-certs.
+  std::string container_runtime;
+  std::string registry_auth;
+  std::string registry_certs;
   absl::Duration ready_timeout = absl::Seconds(30);
 };
 

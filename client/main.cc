@@ -122,6 +122,8 @@ int Run(const ringmaster::Invocation& run) {
       return ringmaster::RunJobs(global, run.jobs);
     case Command::kWorkers:
       return ringmaster::RunWorkers(global);
+    case Command::kImages:
+      return ringmaster::RunImages(global);
     case Command::kQueues:
       return ringmaster::RunQueues(global);
     case Command::kTop:

@@ -106,6 +106,7 @@ namespace {
 
 std::string LastMessage(const v1::Job& job) {
   if (job.state() == v1::PENDING && !job.pending_reason().empty()) return job.pending_reason();
+  if (job.state() == v1::STARTING && !job.pulling().empty()) return job.pulling();
   return job.history_size() > 0 ? job.history(job.history_size() - 1).message() : "";
 }
 
@@ -344,6 +345,9 @@ void PrintJobDetail(std::ostream& out, const v1::Job& job, absl::Time now) {
   if (job.state() == v1::PENDING && !job.pending_reason().empty()) {
     out << "waiting:   " << job.pending_reason() << "\n";
   }
+  if (job.state() == v1::STARTING && !job.pulling().empty()) {
+    out << "image:     " << job.pulling() << "\n";
+  }
   out << "attempt:   " << job.attempt() << " (" << job.restarts() << " of "
       << job.spec().max_restarts() << " restarts after failures)\n";
   if (job.world_size() != job.spec().ranks()) {
@@ -459,6 +463,21 @@ void PrintWorkersTable(std::ostream& out, const std::vector<v1::Worker>& workers
                     w.memory_mb() > 0 ? absl::StrFormat("%.1f GB", w.memory_mb() / 1024.0) : "-",
                     Labels(w.labels()), absl::StrFormat("%.1fs ago", w.heartbeat_age_seconds()),
                     why.empty() ? "-" : absl::StrJoin(why, "; ")});
+  }
+  PrintTable(out, rows);
+}
+
+void PrintImagesTable(std::ostream& out, const std::vector<v1::Worker>& workers, absl::Time now) {
+  std::vector<std::vector<std::string>> rows = {
+      {"WORKER", "IMAGE", "DIGEST", "SIZE", "RANKS", "LAST USED"}};
+  for (const v1::Worker& w : workers) {
+    for (const v1::CachedImage& image : w.images()) {
+      const absl::Time used = absl::FromUnixMillis(image.last_used_unix_ms());
+      rows.push_back({w.id(), image.reference(), image.digest().substr(0, 19),
+                      absl::StrFormat("%.1f MiB", image.bytes() / 1048576.0),
+                      absl::StrCat(image.ranks()),
+                      image.ranks() > 0 ? "in use" : ShortDuration(now - used) + " ago"});
+    }
   }
   PrintTable(out, rows);
 }

@@ -46,6 +46,8 @@ void PrintJobsTable(std::ostream& out, const std::vector<v1::Job>& jobs, absl::T
 // The detail of `ringmaster status`.
 void PrintJobDetail(std::ostream& out, const v1::Job& job, absl::Time now);
 void PrintWorkersTable(std::ostream& out, const std::vector<v1::Worker>& workers, absl::Time now);
+// WORKER IMAGE DIGEST SIZE RANKS LAST USED: each worker's image cache.
+void PrintImagesTable(std::ostream& out, const std::vector<v1::Worker>& workers, absl::Time now);
 // "SCHEDULABLE" or "CORDONED".
 std::string WorkerSchedulingLabel(const v1::Worker& worker);
 // Who cordoned it, when, why, and until when a quarantine lasts: "by admin

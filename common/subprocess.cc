@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/close_range.h>
+#include <poll.h>
 #include <pwd.h>
 #include <sched.h>
 #include <signal.h>
@@ -12,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -20,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
 
 extern char** environ;
 
@@ -79,6 +82,7 @@ struct ChildPlan {
   bool hide_other_users_processes;
   const char* private_shm;  // "": the host's /dev/shm
   int inherit_fd;           // < 0: none
+  int inherit_fd_as;        // < 3: inherit_fd's own number
   bool no_new_privs;
   const char* dir;
   const std::vector<PathAccess>* required_access;
@@ -86,6 +90,10 @@ struct ChildPlan {
   char* const* argv;
   char* const* envp;
 };
+
+// With SubprocessSpec::inherit_fd_as, the error pipe's ends are moved to
+// at least this number.
+constexpr int kLowestErrorFd = 64;
 
 // Between fork and exec only async-signal-safe calls are allowed, so
 // everything is prepared before fork. On failure the child writes errno,
@@ -149,9 +157,15 @@ struct ChildPlan {
   // pipe is close-on-exec and so closes itself on success.
   if (plan.inherit_fd >= 3) {
     step = kInheritFd;
-    if (plan.inherit_fd > 3) syscall(SYS_close_range, 3, plan.inherit_fd - 1, CLOSE_RANGE_CLOEXEC);
-    syscall(SYS_close_range, plan.inherit_fd + 1, ~0U, CLOSE_RANGE_CLOEXEC);
-    if (fcntl(plan.inherit_fd, F_SETFD, 0) != 0) fail();
+    int fd = plan.inherit_fd;
+    // The error pipe is above kLowestErrorFd, out of the way.
+    if (plan.inherit_fd_as >= 3 && plan.inherit_fd_as != fd) {
+      if (dup2(fd, plan.inherit_fd_as) < 0) fail();
+      fd = plan.inherit_fd_as;
+    }
+    if (fd > 3) syscall(SYS_close_range, 3, fd - 1, CLOSE_RANGE_CLOEXEC);
+    syscall(SYS_close_range, fd + 1, ~0U, CLOSE_RANGE_CLOEXEC);
+    if (fcntl(fd, F_SETFD, 0) != 0) fail();
   } else {
     syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
   }
@@ -287,6 +301,16 @@ absl::StatusOr<pid_t> SpawnProcess(const SubprocessSpec& spec) {
   if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
     return absl::InternalError(absl::StrCat("pipe2: ", strerror(errno)));
   }
+  if (spec.inherit_fd_as >= 3) {
+    // Where the child's dup2 of inherit_fd cannot land on them.
+    for (int& end : pipe_fds) {
+      if (end >= kLowestErrorFd) continue;
+      const int moved = fcntl(end, F_DUPFD_CLOEXEC, kLowestErrorFd);
+      if (moved < 0) continue;
+      close(end);
+      end = moved;
+    }
+  }
 
   std::vector<std::string> env_strings;
   for (const auto& [key, value] : spec.env) env_strings.push_back(key + "=" + value);
@@ -306,7 +330,7 @@ absl::StatusOr<pid_t> SpawnProcess(const SubprocessSpec& spec) {
   if (pid == 0) {
     ExecChild({spec.detach, parent, output_fd, pipe_fds[1], &cgroup_fds,
                spec.run_as ? &*spec.run_as : nullptr, spec.hide_other_users_processes,
-               spec.private_shm.c_str(), spec.inherit_fd, spec.no_new_privs,
+               spec.private_shm.c_str(), spec.inherit_fd, spec.inherit_fd_as, spec.no_new_privs,
                spec.working_dir.c_str(), &spec.required_access, program->c_str(), argv.data(),
                envp.data()});
   }
@@ -334,6 +358,63 @@ bool CanHideOtherUsersProcesses() {
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+absl::StatusOr<ToolRun> RunToCompletion(const std::vector<std::string>& argv,
+                                        const std::map<std::string, std::string>& env,
+                                        absl::Duration timeout, size_t max_output,
+                                        const std::function<bool()>& tick,
+                                        absl::Duration tick_interval) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) {
+    return absl::ResourceExhaustedError(absl::StrCat("pipe: ", strerror(errno)));
+  }
+  SubprocessSpec spec;
+  spec.argv = argv;
+  spec.env = CurrentEnvironment();
+  for (const auto& [name, value] : env) spec.env[name] = value;
+  spec.output_fd = fds[1];
+  absl::StatusOr<pid_t> pid = SpawnProcess(spec);
+  close(fds[1]);
+  if (!pid.ok()) {
+    close(fds[0]);
+    return pid.status();
+  }
+  ToolRun run;
+  const absl::Time deadline = absl::Now() + timeout;
+  absl::Time next_tick = absl::Now() + tick_interval;
+  char buffer[8192];
+  for (;;) {
+    const absl::Time now = absl::Now();
+    if (tick && now >= next_tick) {
+      if (!tick()) {
+        run.cancelled = true;
+        break;
+      }
+      next_tick = now + tick_interval;
+    }
+    const absl::Time wake = tick ? std::min(deadline, next_tick) : deadline;
+    const int64_t wait = std::max<int64_t>(0, absl::ToInt64Milliseconds(wake - now));
+    if (now >= deadline) {
+      run.timed_out = true;
+      break;
+    }
+    pollfd p{fds[0], POLLIN, 0};
+    const int ready = poll(&p, 1, static_cast<int>(std::min<int64_t>(wait, 1 << 30)));
+    if (ready == 0 || (ready < 0 && errno == EINTR)) continue;
+    const ssize_t n = read(fds[0], buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // every writer closed it: the tool (and its children) ended
+    const size_t room = max_output - std::min(max_output, run.output.size());
+    run.output.append(buffer, std::min(room, static_cast<size_t>(n)));
+  }
+  close(fds[0]);
+  if (run.timed_out || run.cancelled) kill(-*pid, SIGKILL);
+  int status = 0;
+  while (waitpid(*pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!run.timed_out && !run.cancelled && WIFEXITED(status)) run.exit_code = WEXITSTATUS(status);
+  return run;
 }
 
 }  // namespace ringmaster

@@ -6,12 +6,14 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 
 namespace ringmaster {
 
@@ -74,6 +76,9 @@ struct SubprocessSpec {
   // same number; it learns the number some other way (its environment).
   // -1: none.
   int inherit_fd = -1;
+  // When >= 3: inherit_fd reaches the child at this number instead (a
+  // runtime that passes descriptors 3 to 3 + n - 1 on takes it as 3).
+  int inherit_fd_as = -1;
 };
 
 // Whether SubprocessSpec::hide_other_users_processes works here: a child
@@ -90,6 +95,25 @@ bool EnterOwnMountNamespace();
 // but stdout/stderr (and inherit_fd) reaches it. The error names the
 // failing step and path.
 absl::StatusOr<pid_t> SpawnProcess(const SubprocessSpec& spec);
+
+// A tool's run to its end: how it exited and what it printed (stdout and
+// stderr together, at most `max_output` bytes, the rest read and dropped).
+struct ToolRun {
+  int exit_code = -1;  // -1: killed by a signal, or out of time
+  bool timed_out = false;
+  bool cancelled = false;  // `tick` said to stop
+  std::string output;
+};
+// Runs `argv` with the caller's environment plus `env`, killing it (its
+// process group) after `timeout`; `tick`, when given, is called every
+// `tick_interval` while it runs, and kills it the same way when it returns
+// false. Blocks: never on a thread that must stay responsive. An error
+// only when it cannot be started.
+absl::StatusOr<ToolRun> RunToCompletion(const std::vector<std::string>& argv,
+                                        const std::map<std::string, std::string>& env,
+                                        absl::Duration timeout, size_t max_output = 1 << 16,
+                                        const std::function<bool()>& tick = nullptr,
+                                        absl::Duration tick_interval = absl::Seconds(1));
 
 // The path execve gets for argv[0]: itself when it holds a '/', otherwise
 // the first executable match on `path` (a PATH value). NOT_FOUND otherwise.

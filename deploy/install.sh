@@ -4,7 +4,7 @@
 #   install.sh [--prefix /usr/local] [--enable coordinator,worker]
 #              [--coordinator HOST:PORT] [--advertise-host NAME]
 #              [--metrics-bind ADDRESS] [--store DSN --peers HOST:PORT,...]
-#              [--queues FILE]
+#              [--queues FILE] [--images]
 #              [--root /] [--bin-dir DIR] [--no-deps]
 # --enable      enables (and, on a running systemd, starts) those units; with
 #               coordinator, makes /etc/ringmaster/admin.token if there is none
@@ -26,9 +26,12 @@
 #               installed as /etc/ringmaster/queues.yaml, which the
 #               coordinator reads again on `systemctl reload
 #               ringmaster-coordinator` and when it changes
-# --bin-dir     holds ringmaster, ringmaster-coordinator, ringmaster-worker and
-#               ringmaster-trainer (default: bin/ beside this script in a
+# --bin-dir     holds ringmaster, ringmaster-coordinator, ringmaster-worker,
+#               ringmaster-trainer and ringmaster-container-init (default: bin/ beside this script in a
 #               release archive, else bazel-bin of this checkout)
+# --images      this machine's worker runs jobs with an image
+#               (docs/containers.md): installs runc, skopeo and umoci, and the
+#               unit's drop-in that lets the worker run them (as root)
 # --root        installs below another directory (an image, or a test): no
 #               user is created, no package installed, no unit started
 # --no-deps     does not install the runtime packages (runtime-packages.txt)
@@ -45,6 +48,7 @@ metrics_bind=""
 store=""
 peers=""
 queues=""
+images=0
 deps=1
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -58,6 +62,7 @@ while [ $# -gt 0 ]; do
     --store) store=$2; shift 2 ;;
     --peers) peers=$2; shift 2 ;;
     --queues) queues=$2; shift 2 ;;
+    --images) images=1; shift ;;
     --no-deps) deps=0; shift ;;
     *) echo "install.sh: unknown argument $1 (see the header of $0)" >&2; exit 2 ;;
   esac
@@ -100,7 +105,8 @@ find_bin() {
   exit 1
 }
 # Every binary is found before anything is installed.
-programs=(ringmaster ringmaster-coordinator ringmaster-worker ringmaster-trainer)
+programs=(ringmaster ringmaster-coordinator ringmaster-worker ringmaster-trainer
+          ringmaster-container-init)
 sources=()
 for program in "${programs[@]}"; do sources+=("$(find_bin "$program")"); done
 
@@ -115,6 +121,20 @@ if [ "$root" = / ] && [ $deps = 1 ] && [ -f "$here/runtime-packages.txt" ]; then
   done < "$here/runtime-packages.txt"
   if [ ${#missing[@]} -gt 0 ]; then
     echo "installing runtime packages: ${missing[*]}"
+    apt-get update -q
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+  fi
+fi
+
+# The OCI runtime and the image tools of a worker that runs images.
+if [ "$root" = / ] && [ $deps = 1 ] && [ $images = 1 ]; then
+  missing=()
+  for package in runc skopeo umoci; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||
+      missing+=("$package")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "installing the image tools: ${missing[*]}"
     apt-get update -q
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
   fi
@@ -154,6 +174,12 @@ set_env() {
 if [ -n "$queues" ]; then
   install -m 0640 "$queues" "$dest/etc/ringmaster/queues.yaml"
   set_env RINGMASTER_QUEUES_FLAGS --queues=/etc/ringmaster/queues.yaml
+fi
+if [ $images = 1 ]; then
+  install -D -m 0644 "$here/systemd/ringmaster-worker-images.conf" \
+    "$dest/etc/systemd/system/ringmaster-worker.service.d/images.conf"
+  set_env RINGMASTER_WORKER_FLAGS \
+    "\"--container-runtime=runc --container-init=$prefix/bin/ringmaster-container-init\""
 fi
 if [ ${#units[@]} -gt 0 ]; then
   if [ "$root" = / ]; then

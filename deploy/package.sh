@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Writes a release archive of Ringmaster:
 #   package.sh OUT.tar.gz VERSION_FILE FILE...
-# FILEs are the four binaries (to bin/), deploy/... (to the archive's top:
+# FILEs are the binaries (to bin/), deploy/... (to the archive's top:
 # install.sh, systemd/, kubernetes/, slurm/, prometheus/, grafana/,
 # Dockerfile), docs/..., proto/*.proto, python/... (the Python package,
 # for `pip install ./python`) and README.md. The archive holds one directory,
@@ -19,7 +19,8 @@ top="$stage/ringmaster-$version"
 mkdir -p "$top/bin"
 for file in "$@"; do
   case "$file" in
-    */ringmaster|*/ringmaster-coordinator|*/ringmaster-worker|*/ringmaster-trainer)
+    */ringmaster|*/ringmaster-coordinator|*/ringmaster-worker|*/ringmaster-trainer|\
+    */ringmaster-container-init)
       install -m 0755 "$file" "$top/bin/" ;;
     deploy/package.sh|deploy/BUILD) ;;
     deploy/*) install -D -m "$( [ -x "$file" ] && echo 0755 || echo 0644)" "$file" \
@@ -30,7 +31,8 @@ for file in "$@"; do
 done
 # Libraries resolved as the binaries load them, each to the package that
 # ships a file of that name (of this architecture, not a 32-bit one).
-ldd "$top"/bin/* | awk '/=> \// { print $3 }' | sort -u | while read -r lib; do
+# (ringmaster-container-init is static: ldd says so and fails.)
+{ ldd "$top"/bin/* || true; } | awk '/=> \// { print $3 }' | sort -u | while read -r lib; do
   owner=$(dpkg -S "*/$(basename "$lib")" 2>/dev/null | grep -v -e ':i386' -e '-i386' -e '/lib32/' |
             head -n 1 | cut -d: -f1) || true
   if [ -n "$owner" ]; then

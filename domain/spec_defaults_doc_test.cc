@@ -39,6 +39,7 @@ const std::map<std::string, std::string>& Described() {
       {"code", "set by `submit`"},
       {"queue", "the coordinator's `default_queue`"},
       {"preflight", "the coordinator's `--preflight-default` (off)"},
+      {"image_pull", "`if_not_present` with an `image`"},
   };
   return *described;
 }

@@ -13,6 +13,7 @@
 #include "common/labels.h"
 #include "common/sha256.h"
 #include "common/status_macros.h"
+#include "domain/image_reference.h"
 
 namespace ringmaster {
 namespace {
@@ -249,6 +250,28 @@ absl::Status ValidateFiles(const v1::JobSpec& spec) {
   return absl::OkStatus();
 }
 
+// The image ranks run in, and when it is pulled.
+absl::Status ValidateImage(const v1::JobSpec& spec) {
+  if (spec.image().empty()) {
+    if (!spec.image_pull().empty()) return Bad("image_pull", "is for a job with an image");
+    return absl::OkStatus();
+  }
+  if (absl::StatusOr<ImageReference> ref = ParseImageReference(spec.image()); !ref.ok()) {
+    return Bad("image", std::string(ref.status().message()));
+  }
+  if (spec.has_trainer()) {
+    return Bad("image",
+               "runs a command; the built-in trainer runs on the worker's host (give `command`, "
+               "or leave out `image`)");
+  }
+  if (spec.preflight()) {
+    return Bad("preflight",
+               "runs the worker's own trainer before the command, which a job's image does not "
+               "have: leave it out for a job with an image");
+  }
+  return CheckOneOf("image_pull", spec.image_pull(), {"if_not_present", "always"});
+}
+
 // A NUL ends a C string: execve would pass what comes before it alone.
 absl::Status NoNul(const std::string& field, const std::string& value) {
   const size_t at = value.find('\0');
@@ -373,6 +396,7 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec, const SpecLimits& limits) 
     return Bad("command[0]", "must name a program");
   }
   RETURN_IF_ERROR(ValidateFiles(spec));
+  RETURN_IF_ERROR(ValidateImage(spec));
   if (has_trainer) {
     return ValidateTrainer(spec.trainer(), std::max(spec.gpus_per_rank(), spec.resources().gpus()));
   }
@@ -388,6 +412,7 @@ void ApplyJobSpecDefaults(v1::JobSpec* spec) {
   if (!spec->has_scale_up_after_s()) spec->set_scale_up_after_s(30);
   if (spec->restart_policy().empty()) spec->set_restart_policy("on_failure");
   if (spec->on_straggler().empty()) spec->set_on_straggler("warn");
+  if (!spec->image().empty() && spec->image_pull().empty()) spec->set_image_pull("if_not_present");
   if (spec->priority().empty()) spec->set_priority("normal");
   if (!spec->has_preemptible()) spec->set_preemptible(true);
   if (!spec->has_preemption_grace_s()) spec->set_preemption_grace_s(30);

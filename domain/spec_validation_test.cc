@@ -33,6 +33,40 @@ TEST(SpecValidationTest, GoodSpecsPass) {
   EXPECT_OK(ValidateJobSpec(TrainerJobSpec()));
 }
 
+TEST(SpecValidationTest, AnImageIsForACommandAndPulledIfNotPresentUnlessSaid) {
+  v1::JobSpec spec = CommandSpec();
+  spec.set_image("registry.example:5000/team/train:1.2");
+  EXPECT_OK(ValidateJobSpec(spec));
+  ApplyJobSpecDefaults(&spec);
+  EXPECT_EQ(spec.image_pull(), "if_not_present");
+  spec.set_image_pull("always");
+  EXPECT_OK(ValidateJobSpec(spec));
+  v1::JobSpec plain = CommandSpec();
+  ApplyJobSpecDefaults(&plain);
+  EXPECT_EQ(plain.image_pull(), "") << "without an image nothing changes";
+
+  v1::JobSpec checked = spec;
+  checked.set_preflight(true);
+  EXPECT_THAT(ValidateJobSpec(checked),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       ::testing::HasSubstr("preflight: runs the worker's own trainer before the "
+                                            "command, which a job's image does not have")));
+
+  v1::JobSpec trainer = TrainerJobSpec();
+  trainer.set_image("team/train:1.2");
+  EXPECT_THAT(ValidateJobSpec(trainer),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       ::testing::HasSubstr("image: runs a command; the built-in trainer runs on "
+                                            "the worker's host")));
+  spec.set_image("team/Train");
+  EXPECT_THAT(ValidateJobSpec(spec),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       ::testing::HasSubstr(
+                           "image: \"team/Train\" is not an image reference: \"Train\" is not a "
+                           "path component: lowercase letters and digits, joined by '.', '_', "
+                           "'__' or dashes")));
+}
+
 struct BadCase {
   std::string field;
   std::function<void(v1::JobSpec*)> mutate;
@@ -86,6 +120,14 @@ TEST(SpecValidationTest, EachBadFieldIsNamed) {
       {"never_retry_exit_codes", [](v1::JobSpec* s) { s->add_never_retry_exit_codes(256); }},
       {"resources.cpus", [](v1::JobSpec* s) { s->mutable_resources()->set_cpus(-1); }},
       {"resources.memory_mb", [](v1::JobSpec* s) { s->mutable_resources()->set_memory_mb(-1); }},
+      {"image", [](v1::JobSpec* s) { s->set_image("Team/train:1.2"); }},
+      {"image", [](v1::JobSpec* s) { s->set_image("team/train:"); }},
+      {"image_pull", [](v1::JobSpec* s) { s->set_image_pull("always"); }},
+      {"image_pull",
+       [](v1::JobSpec* s) {
+         s->set_image("team/train:1.2");
+         s->set_image_pull("never");
+       }},
   };
   for (const BadCase& c : cases) {
     v1::JobSpec spec = CommandSpec();

@@ -26,33 +26,12 @@
 #include "common/job_id.h"
 #include "common/subprocess.h"
 #include "tests/cluster_fixture.h"
+#include "tests/rank_attacks.h"
 
 namespace ringmaster {
 namespace {
 
 namespace fs = std::filesystem;
-
-// Each attack prints "ATTACK <name>: done" or "ATTACK <name>: refused".
-constexpr char kAttacks[] = R"(
-try() { name=$1; shift; if "$@" > /dev/null 2>&1; then echo "ATTACK $name: done"; else echo "ATTACK $name: refused"; fi; }
-try read-environ grep -q RINGMASTER_JOB_TOKEN /proc/$VICTIM_PID/environ
-try see-process test -e /proc/$VICTIM_PID/status
-try stop-process kill -STOP $VICTIM_PID
-kill -CONT $VICTIM_PID 2> /dev/null
-try signal-process kill -0 $VICTIM_PID
-try list-code ls $VICTIM_CODE
-try write-code sh -c 'echo evil > $VICTIM_CODE/evil'
-try plant-error-file sh -c 'echo "{\"message\": \"forged\"}" > $VICTIM_ERROR_FILE'
-try read-snapshot sh -c 'for f in /proc/$VICTIM_PID/fd/*; do case $(readlink $f) in *ringmaster-snapshot*) head -c 16 $f | od -c | grep -q . && exit 0;; esac; done; exit 1'
-echo ATTACKS DONE
-)";
-
-const std::vector<std::string>& AttackNames() {
-  static const auto* names = new std::vector<std::string>{
-      "read-environ", "see-process", "stop-process",     "signal-process",
-      "list-code",    "write-code",  "plant-error-file", "read-snapshot"};
-  return *names;
-}
 
 class IsolationTest : public ClusterTest {
  protected:
@@ -79,26 +58,22 @@ class IsolationTest : public ClusterTest {
     const std::string attacker = Submit(absl::StrCat(
         "name: attacker\nranks: 1\nenv:\n  VICTIM_PID: '", running.ranks(0).pid(),
         "'\n  VICTIM_CODE: ", JobDir(victim), "/code\n  VICTIM_ERROR_FILE: ", JobDir(victim),
-        "/rank-0.error/error.json\ncommand:\n  - sh\n  - -c\n  - |\n",
-        absl::StrReplaceAll(kAttacks, {{"\n", "\n    "}})));
+        "/rank-0.error/error.json\n", RankAttacksCommand()));
     WaitJob(attacker, [](const v1::Job& j) { return j.state() == v1::SUCCEEDED; });
     const testing::CommandResult logs = Cli({"logs", attacker});
     EXPECT_NE(logs.out.find("ATTACKS DONE"), std::string::npos) << logs.out << logs.err;
-    std::map<std::string, std::string> verdicts;
-    for (absl::string_view line : absl::StrSplit(logs.out, '\n')) {
-      std::vector<std::string> parts = absl::StrSplit(line, absl::MaxSplits(": ", 1));
-      if (parts.size() == 2 && absl::StartsWith(parts[0], "[rank 0] ATTACK ")) {
-        verdicts[parts[0].substr(16)] = parts[1];
-      }
-    }
-    return verdicts;
+    return RankAttackVerdicts(logs.out);
   }
 };
 
 TEST_F(IsolationTest, AHostileJobOnTheSameWorkerIsRefusedEveryAttack) {
   std::string victim;
   const std::map<std::string, std::string> verdicts = Attack(&victim);
-  for (const std::string& name : AttackNames()) {
+  for (const std::string& name : RankAttackControls()) {
+    ASSERT_EQ(verdicts.count(name), 1u) << name << " did not run";
+    EXPECT_EQ(verdicts.at(name), "done") << name << ": the attacker's tools are missing";
+  }
+  for (const std::string& name : RankAttackNames()) {
     ASSERT_EQ(verdicts.count(name), 1u) << name << " did not run";
     EXPECT_EQ(verdicts.at(name), "refused") << name;
   }
@@ -315,7 +290,7 @@ class SharedRankUserTest : public IsolationTest {
 TEST_F(SharedRankUserTest, EveryAttackSucceedsWhenJobsShareOneUser) {
   std::string victim;
   const std::map<std::string, std::string> verdicts = Attack(&victim);
-  for (const std::string& name : AttackNames()) {
+  for (const std::string& name : RankAttackNames()) {
     ASSERT_EQ(verdicts.count(name), 1u) << name << " did not run";
     EXPECT_EQ(verdicts.at(name), "done") << name;
   }

@@ -6,12 +6,15 @@ its own address, hostname, /tmp and /dev/shm, joined by a bridge.
                                             after bazel build //...)
 """
 import os
+import shutil
 import struct
+import subprocess
 import sys
 import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import image_registry  # noqa: E402
 import simulated_hosts  # noqa: E402
 from chaos_cluster import read_checkpoint  # noqa: E402
 from simulated_hosts import Cluster, Hosts  # noqa: E402
@@ -132,6 +135,54 @@ class MultiHostTest(unittest.TestCase):
             self.assertIn(f"[rank {rank}] rank {rank}/4 local_rank {rank % 2}: replicas agree",
                           logs)
         self.assertEqual({r["worker_id"] for r in job["ranks"]}, {"host1", "host2"})
+
+    def test_pytorch_ddp_in_an_image_on_two_hosts_each_pulling_itself(self):
+        rootfs = "/var/cache/ringmaster-test/rootfs/torch"
+        reason = image_registry.unavailable() or (
+            None if shutil.which("runc") else "runc is not installed (./dev test installs it)")
+        if not os.path.exists(f"{rootfs}/usr/lib/python3/dist-packages/torch"):
+            reason = f"no {rootfs} (./dev test makes it with debootstrap)"
+        if reason and os.environ.get("RINGMASTER_REQUIRE_IMAGE_TESTS"):
+            self.fail(f"the image test cannot run here: {reason}")
+        if reason:
+            self.skipTest(reason)
+        # The registry on host0, beside the coordinator; the workers on host1
+        # and host2 pull from it over their own links.
+        registry = image_registry.Registry(
+            os.path.join(self.root, "registry"), f"{self.hosts.address(0)}:5000",
+            spawn=lambda argv, log: self.hosts.popen(0, argv, stdout=log,
+                                                     stderr=subprocess.STDOUT))
+        self.addCleanup(registry.close)
+        image = registry.push_rootfs("team/torch:1.13", rootfs)
+        self.cluster = Cluster(self.hosts, self.root, worker_hosts=(1, 2), slots=2, worker_flags=[
+            "--container-runtime", "runc", "--registry-auth", registry.auth_file,
+            "--registry-certs", registry.certs_dir])
+        self.addCleanup(self.cluster.stop)
+        self.cluster.start()
+        # The script ships as the job's code: the image has only Debian's
+        # python3-torch, python3-grpcio and python3-protobuf.
+        project = os.path.join(self.root, "project")
+        os.makedirs(project)
+        shutil.copy(os.path.join(os.path.dirname(os.path.abspath(__file__)), "ddp_report.py"),
+                    project)
+        spec = (f"name: torch-in-image\nranks: 4\nimage: {image}\nstart_timeout_s: 600\n"
+                "command: [python3, ddp_report.py, '30']\n")
+        job_id = self.cluster.cli("submit", "-", cwd=project, input=spec).stdout.strip()
+        job = self.finish(job_id, timeout=900)
+        logs = self.cluster.logs(job_id)
+        self.assertEqual(job["state"], "SUCCEEDED", (job, logs))
+        self.assertEqual({r["worker_id"] for r in job["ranks"]}, {"host1", "host2"})
+        for rank in range(4):
+            self.assertIn(f"[rank {rank}] rank {rank}: 30 steps, replicas agree", logs)
+        # instrument() and report() reached the coordinator from the image.
+        progress = job.get("progress", {})
+        self.assertEqual(int(progress.get("step", 0)), 30, job)
+        self.assertGreater(float(progress.get("allreduce_bytes", 0)), 0, job)
+        # Each worker pulled the image itself.
+        for host in (1, 2):
+            cached = os.listdir(os.path.join(self.root, f"worker-{host}", "images", "rootfs"))
+            self.assertEqual(len(cached), 1, (host, cached))
+        print(f"PyTorch DDP in {image} on host1 and host2: {job['progress']}")
 
     def test_code_submitted_from_a_directory_only_the_submitting_host_has(self):
         self.start_cluster()

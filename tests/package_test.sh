@@ -195,4 +195,25 @@ for unit in "${units[@]}"; do
     status=1
   fi
 done
+
+# A worker that runs images: the drop-in that lets the worker run them,
+# read by systemd with the unit, and the runtime's flags for the worker.
+images_root="$work/images-root"
+mkdir -p "$images_root/usr/lib/systemd" "$images_root/bin"
+cp -r /usr/lib/systemd/system "$images_root/usr/lib/systemd/"
+"$pkg/install.sh" --root "$images_root" --prefix /opt/ringmaster --enable worker --images \
+    --coordinator 10.1.2.3:7070
+dropin="$images_root/etc/systemd/system/ringmaster-worker.service.d/images.conf"
+[ -f "$dropin" ] || fail "install.sh --images did not install the worker's drop-in"
+grep -qx 'User=root' "$dropin" || fail "the drop-in does not run the worker as root"
+grep -qx 'RINGMASTER_WORKER_FLAGS="--container-runtime=runc --container-init=/opt/ringmaster/bin/ringmaster-container-init"' \
+  "$images_root/etc/ringmaster/ringmaster.env" || fail "the worker's --container-runtime was not written"
+usage=$("$images_root/opt/ringmaster/bin/ringmaster-container-init" 2>&1 || true)
+[[ "$usage" == usage:* ]] || fail "ringmaster-container-init does not run: $usage"
+file -L "$images_root/opt/ringmaster/bin/ringmaster-container-init" | grep -q 'statically linked' ||
+  fail "ringmaster-container-init is not static (it must run in any image)"
+out=$(systemd-analyze verify --root="$images_root" ringmaster-worker.service 2>&1) || {
+  echo "FAIL: systemd-analyze verify with the images drop-in: $out"; exit 1; }
+[ -z "$out" ] || { echo "FAIL: systemd-analyze verify had something to say: $out"; exit 1; }
+echo "the worker with --images: drop-in installed, systemd-analyze verify clean"
 exit $status

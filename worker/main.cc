@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "common/checkpoint_roots.h"
 #include "common/coordinator_targets.h"
 #include "common/daemon_flags.h"
@@ -21,6 +22,7 @@
 #include "common/tls.h"
 #include "common/token_file.h"
 #include "worker/death_watch.h"
+#include "worker/image_store.h"
 #include "worker/rank_cgroups.h"
 #include "worker/rank_identity.h"
 #include "worker/snapshot_store.h"
@@ -62,6 +64,39 @@ void AddSnapshotFlags(CLI::App& app, ringmaster::WorkerConfig* config) {
                  "the share of time this worker may spend pushing its ranks' snapshots to a "
                  "peer's memory (0.03: a push that took 1 s waits 32 s); 0: no replicas")
       ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+}
+
+void AddImageFlags(CLI::App& app, ringmaster::WorkerConfig* config) {
+  app.add_option("--container-runtime", config->container_runtime,
+                 "the OCI runtime (runc, crun) that runs ranks of jobs with an image; empty (the "
+                 "default): this worker runs no images");
+  app.add_option("--container-init", config->container_init,
+                 "PID 1 of each rank's container (default: ringmaster-container-init beside this "
+                 "program, else on PATH)");
+  app.add_option("--cdi-spec-dirs", config->cdi_spec_dirs,
+                 "where the CDI specs of the machine's GPUs are (nvidia-ctk cdi generate), for "
+                 "ranks in images (env RINGMASTER_CDI_SPEC_DIRS)")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--registry-auth", config->registry_auth,
+                 "credentials for image registries, in the auth.json format of podman and skopeo");
+  app.add_option("--registry-certs", config->registry_certs,
+                 "DIR holding <host:port>/ca.crt for registries whose certificates the system "
+                 "does not trust (default: /etc/containers/certs.d)");
+  app.add_option_function<std::string>(
+      "--image-cache-limit",
+      [config](const std::string& text) {
+        absl::StatusOr<int64_t> limit = ringmaster::ParseImageCacheLimit(text);
+        if (!limit.ok()) {
+          throw CLI::ValidationError("--image-cache-limit", std::string(limit.status().message()));
+        }
+        config->image_cache_limit_bytes = *limit;
+      },
+      "disk for pulled images (\"20GiB\", the default); the least recently used go first, "
+      "never one a rank runs in");
+  app.add_option("--image-pulls", config->image_pulls, "image pulls at once")
+      ->check(CLI::Range(1, 64))
       ->capture_default_str();
 }
 
@@ -127,6 +162,7 @@ void AddWorkerFlags(CLI::App& app, ringmaster::WorkerConfig* config) {
       "DIR[,DIR...] where a job's checkpoint directory may lie; the worker makes each job's "
       "there (default: the coordinator's checkpoint root and --checkpoint-roots)");
   AddSnapshotFlags(app, config);
+  AddImageFlags(app, config);
   app.add_option("--trainer-bin", config->trainer_program, "the built-in trainer's path")
       ->capture_default_str();
 }
@@ -157,6 +193,9 @@ int main(int argc, char** argv) {
   config.trainer_program = "ringmaster-trainer";
   if (const char* nvml = std::getenv("RINGMASTER_NVML_LIBRARY"); nvml && *nvml) {
     config.nvml_library = nvml;
+  }
+  if (const char* cdi = std::getenv("RINGMASTER_CDI_SPEC_DIRS"); cdi && *cdi) {
+    config.cdi_spec_dirs = absl::StrSplit(cdi, ',', absl::SkipEmpty());
   }
   ringmaster::DaemonFlags daemon(7080, 7081);
   absl::Duration shutdown_grace = absl::Seconds(10);

@@ -72,6 +72,7 @@ absl::StatusOr<pid_t> PosixProcessLauncher::Spawn(const LaunchSpec& spec) {
   sub.hide_other_users_processes = spec.hide_other_users_processes;
   sub.private_shm = spec.private_shm;
   sub.inherit_fd = spec.inherit_fd;
+  sub.inherit_fd_as = spec.inherit_fd_as;
   sub.no_new_privs = true;
   sub.required_access = spec.required_access;
   if (contain) {

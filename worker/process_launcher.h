@@ -32,6 +32,7 @@ struct LaunchSpec {
   bool hide_other_users_processes = false;  // SubprocessSpec's
   std::string private_shm;                  // SubprocessSpec's
   int inherit_fd = -1;                      // SubprocessSpec's: the rank's snapshot segment
+  int inherit_fd_as = -1;                   // SubprocessSpec's
 };
 
 struct ExitStatus {

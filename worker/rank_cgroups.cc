@@ -153,12 +153,25 @@ std::vector<std::string> RankCgroups::ProcsFiles(const std::string& rank) const 
   return files;
 }
 
+std::vector<std::string> RankCgroups::Subtree(const Hierarchy& h, const std::string& rank) const {
+  std::vector<std::string> dirs = {Dir(h, rank)};
+  std::error_code error;
+  for (fs::recursive_directory_iterator it(dirs.front(), error), end; !error && it != end;
+       it.increment(error)) {
+    if (it->is_directory(error) && !it->is_symlink(error)) dirs.push_back(it->path().string());
+  }
+  return dirs;
+}
+
 std::vector<pid_t> RankCgroups::Processes(const std::string& rank) const {
+  // The rank's cgroup and those below it (an OCI runtime's container).
   std::set<pid_t> pids;
   for (const Hierarchy& h : hierarchies_) {
-    std::istringstream in(ReadFile(Dir(h, rank) + "/cgroup.procs"));
-    pid_t pid;
-    while (in >> pid) pids.insert(pid);
+    for (const std::string& dir : Subtree(h, rank)) {
+      std::istringstream in(ReadFile(dir + "/cgroup.procs"));
+      pid_t pid;
+      while (in >> pid) pids.insert(pid);
+    }
   }
   return {pids.begin(), pids.end()};
 }
@@ -187,14 +200,22 @@ bool RankCgroups::Kill(const std::string& rank, absl::Duration timeout) const {
 bool RankCgroups::OomKilled(const std::string& rank) const {
   for (const Hierarchy& h : hierarchies_) {
     if (!h.memory) continue;
+    // v2 counts a subtree's kills in its top's memory.events; v1 each
+    // cgroup's own.
     const std::string file = h.v2 ? "/memory.events" : "/memory.oom_control";
-    if (ReadKey(Dir(h, rank) + file, "oom_kill") > 0) return true;
+    for (const std::string& dir : Subtree(h, rank)) {
+      if (ReadKey(dir + file, "oom_kill") > 0) return true;
+      if (h.v2) break;
+    }
   }
   return false;
 }
 
 void RankCgroups::Remove(const std::string& rank) const {
-  for (const Hierarchy& h : hierarchies_) rmdir(Dir(h, rank).c_str());
+  for (const Hierarchy& h : hierarchies_) {
+    std::vector<std::string> dirs = Subtree(h, rank);
+    for (auto dir = dirs.rbegin(); dir != dirs.rend(); ++dir) rmdir(dir->c_str());  // leaves first
+  }
 }
 
 std::vector<std::string> RankCgroups::Existing() const {

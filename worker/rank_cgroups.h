@@ -37,7 +37,8 @@ class RankCgroups {
   absl::Status Create(const std::string& rank, int64_t memory_bytes) const;
   // The cgroup.procs files a new process writes "0" to, to join the rank.
   std::vector<std::string> ProcsFiles(const std::string& rank) const;
-  // Every process in the rank's cgroup.
+  // Every process in the rank's cgroup and the cgroups below it (an OCI
+  // runtime puts its container in one).
   std::vector<pid_t> Processes(const std::string& rank) const;
   // Sends `signal` to every process in the rank's cgroup.
   void Signal(const std::string& rank, int signal) const;
@@ -63,6 +64,8 @@ class RankCgroups {
   };
   explicit RankCgroups(std::vector<Hierarchy> hierarchies) : hierarchies_(std::move(hierarchies)) {}
   std::string Dir(const Hierarchy& h, const std::string& rank) const { return h.dir + "/" + rank; }
+  // The rank's directory and every cgroup below it, parents first.
+  std::vector<std::string> Subtree(const Hierarchy& h, const std::string& rank) const;
 
   std::vector<Hierarchy> hierarchies_;
 };

@@ -8,12 +8,15 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 
 #include <spdlog/spdlog.h>
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "common/checkpoint_roots.h"
 #include "common/credentials.h"
 #include "common/job_id.h"
@@ -119,6 +122,39 @@ absl::Status MakeJobCheckpointDir(int root_fd, const std::string& root, const st
         "checkpoint_dir ", dir, " is not a directory of ", job ? job->name : "the worker's user",
         " (its owner is uid ", st.st_uid, "); remove it or give it to uid ", uid));
   }
+  return absl::OkStatus();
+}
+
+// What a rank in an image that cannot start would meet at a restart too:
+// no such image, tag or command, refused credentials, no room, a
+// checkpoint_dir it may not bind. Not an unreachable registry, nor a
+// worker without images (another may have).
+bool NeverRetried(const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kNotFound:
+    case absl::StatusCode::kPermissionDenied:
+    case absl::StatusCode::kResourceExhausted:
+    case absl::StatusCode::kInvalidArgument:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// OK when the job's user may reach `dir` on the host: the runtime mounts it
+// as root, past directories the job could not pass through itself.
+absl::Status ReachableAs(const std::string& dir, const std::optional<RunAs>& job) {
+  int fd;
+  {
+    FsIdentity as(job);
+    fd = open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  }
+  if (fd < 0) {
+    return absl::PermissionDeniedError(absl::StrCat("checkpoint_dir ", dir, ": the job's user ",
+                                                    job ? job->name : "", " cannot reach it (",
+                                                    strerror(errno), ")"));
+  }
+  close(fd);
   return absl::OkStatus();
 }
 
@@ -287,6 +323,9 @@ void RankSupervisor::Supervise(Rank* self) {
   if (spec.ok()) {
     if (absl::Status ready = PrepareFiles(start, &*spec); !ready.ok()) spec = ready;
   }
+  // The job's /dev/shm, held from here on (a container takes it in its
+  // own way, and a start that fails after this still lets it go).
+  const bool holds_shm = spec.ok() && !spec->private_shm.empty();
 
   // Held until the rank exits: its segment stays the job's either way.
   std::shared_ptr<SnapshotStore::Lease> snapshot;
@@ -294,6 +333,20 @@ void RankSupervisor::Supervise(Rank* self) {
   std::unique_ptr<SnapshotPeers::Registration> replicas;
   if (snapshot != nullptr && options_.snapshot_peers != nullptr) {
     replicas = options_.snapshot_peers->Replicate(start, snapshot);
+  }
+  // Whose the rank's files are: a rank in an image is started by the
+  // runtime, as the worker.
+  const std::optional<RunAs> job_user = spec.ok() ? spec->run_as : std::nullopt;
+  std::optional<Contained> image;
+  bool never_retry = false;  // its image, tag or command does not exist...
+  if (spec.ok() && !start.image().empty()) {
+    absl::StatusOr<Contained> held = EnterImage(self, start, &*spec);
+    if (held.ok()) {
+      image = *std::move(held);
+    } else {
+      never_retry = NeverRetried(held.status());
+      spec = held.status();
+    }
   }
   v1::RankExited exited;
   *exited.mutable_rank() = ref;
@@ -304,14 +357,19 @@ void RankSupervisor::Supervise(Rank* self) {
                  pid.status().ToString());
     exited.set_start_failed(true);
     exited.set_message(std::string(pid.status().message()));
+    exited.set_never_retry(never_retry);
   } else {
-    RunToExit(self, ref, *pid, spec->run_as, &exited);
+    RunToExit(self, ref, *pid, job_user, image.has_value(), &exited);
     if (exited.exit_code() != 0 || exited.signal() != 0) {
-      exited.set_error(
-          ReadRankError(RankDirPath(ref), spec->run_as ? spec->run_as->uid : geteuid()));
+      exited.set_error(ReadRankError(RankDirPath(ref), job_user ? job_user->uid : geteuid()));
     }
   }
-  if (spec.ok() && !spec->private_shm.empty()) options_.shm->Release(ref.job_id());
+  // The container first: the job's /dev/shm is bound in it.
+  if (image) {
+    RemoveContainer(options_.container, image->container);
+    options_.images->Release(image->image);
+  }
+  if (holds_shm) options_.shm->Release(ref.job_id());
   {
     MutexLock lock(&mu_);
     exited.set_stopped(self->stop_requested);
@@ -320,6 +378,123 @@ void RankSupervisor::Supervise(Rank* self) {
   callbacks_.exited(exited);
   MutexLock lock(&mu_);
   self->reported = true;
+}
+
+absl::StatusOr<RankSupervisor::Contained> RankSupervisor::EnterImage(Rank* self,
+                                                                     const v1::StartRank& start,
+                                                                     LaunchSpec* spec) {
+  if (options_.images == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat("this worker runs no images (", start.image(),
+                                                      "): it was started without an OCI runtime"));
+  }
+  ASSIGN_OR_RETURN(ImageReference ref, ParseImageReference(start.image()));
+  // The runtime resolves the binds' paths as root: the job's checkpoint
+  // directory is one only if no job can change what its path leads to.
+  std::string checkpoint_root;
+  if (!start.checkpoint_dir().empty()) {
+    RETURN_IF_ERROR(OnlyRootCanChange(start.checkpoint_dir(), "checkpoint_dir"));
+    RETURN_IF_ERROR(ReachableAs(start.checkpoint_dir(), spec->run_as));
+    checkpoint_root = RootHolding(start.checkpoint_dir(), CheckpointRoots());
+  }
+  // Before the image is held: nothing to give back when it fails.
+  ASSIGN_OR_RETURN(ContainerEdits gpus, GpuEdits(start));
+  const Key key{start.rank().job_id(), start.rank().attempt(), start.rank().rank()};
+  auto progress = [&](const ImageStore::Progress& p) {
+    v1::ImagePull pull;
+    *pull.mutable_rank() = start.rank();
+    pull.set_image(ref.Canonical());
+    pull.set_done_bytes(p.done_bytes);
+    pull.set_total_bytes(p.total_bytes);
+    MutexLock lock(&mu_);
+    pulls_[key] = std::move(pull);
+    return !self->stop_requested;  // a cleared rank's pull is not waited for
+  };
+  progress({});  // waiting for the pull, or for a slot to pull in
+  absl::StatusOr<ImageStore::Held> acquired = AcquireImage(self, start, ref, progress);
+  {
+    MutexLock lock(&mu_);
+    pulls_.erase(key);
+  }
+  if (!acquired.ok()) return acquired.status();
+  ImageStore::Held held = *std::move(acquired);
+  ContainerOptions container = options_.container;
+  // What the rank's environment names on the host, at the same paths: the
+  // job's directory (its code, home and error files), its checkpoints,
+  // the ringmaster package. Their mount points are made in tmpfs masks
+  // over the worker's jobs directory and the checkpoint root.
+  container.masks.push_back(options_.jobs_dir);
+  container.binds.push_back({absl::StrCat(options_.jobs_dir, "/", start.rank().job_id()),
+                             absl::StrCat(options_.jobs_dir, "/", start.rank().job_id()), false});
+  if (!checkpoint_root.empty()) container.masks.push_back(checkpoint_root);
+  if (!start.checkpoint_dir().empty()) {
+    container.binds.push_back({start.checkpoint_dir(), start.checkpoint_dir(), false});
+  }
+  if (auto python = options_.base_env.find("PYTHONPATH"); python != options_.base_env.end()) {
+    for (absl::string_view dir : absl::StrSplit(python->second, ':', absl::SkipEmpty())) {
+      container.binds.push_back({std::string(dir), std::string(dir), true});
+    }
+  }
+  // The image's own, unless the job set them.
+  for (const char* name : {"PATH", "LANG"}) {
+    if (start.env().count(name) == 0) container.host_env.emplace_back(name);
+  }
+  container.gpus = std::move(gpus);
+  // A cgroup below the rank's, so that its limit and its kill hold.
+  container.cgroups_path = spec->name;
+  static std::atomic<int64_t> containers{0};
+  const std::string id = absl::StrCat(spec->name, "-", containers++);
+  absl::StatusOr<LaunchSpec> launch = InImage(*spec, held.rootfs, held.reference, id, container);
+  if (!launch.ok()) {
+    RemoveContainer(options_.container, id);
+    options_.images->Release(held);
+    return launch.status();
+  }
+  *spec = *std::move(launch);
+  return Contained{std::move(held), id};
+}
+
+absl::StatusOr<ContainerEdits> RankSupervisor::GpuEdits(const v1::StartRank& start) const {
+  if (start.gpus().empty()) return ContainerEdits{};
+  std::vector<std::string> names;
+  for (int index : start.gpus()) {
+    for (const v1::Gpu& gpu : options_.gpus) {
+      if (gpu.index() != index) continue;
+      names.push_back(
+          absl::StrCat("nvidia.com/gpu=", gpu.uuid().empty() ? absl::StrCat(index) : gpu.uuid()));
+    }
+  }
+  absl::StatusOr<ContainerEdits> cdi = CdiEdits(options_.cdi_spec_dirs, names);
+  if (cdi.ok()) return cdi;
+  // This worker's setup, not the job's: another worker may run it.
+  return absl::FailedPreconditionError(absl::StrCat(
+      "this worker cannot give its GPUs to a rank in an image: ", cdi.status().message(),
+      " (nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml; docs/gpu.md)"));
+}
+
+absl::StatusOr<ImageStore::Held> RankSupervisor::AcquireImage(
+    Rank* self, const v1::StartRank& start, const ImageReference& ref,
+    const ImageStore::ProgressFn& progress) {
+  const Key key{start.rank().job_id(), start.rank().attempt(), start.rank().rank()};
+  absl::Duration backoff = options_.image_pull_backoff;
+  for (;;) {
+    absl::StatusOr<ImageStore::Held> acquired =
+        options_.images->Acquire(ref, start.image_pull() == "always", progress);
+    if (acquired.ok() || !absl::IsUnavailable(acquired.status())) return acquired;
+    spdlog::warn("job {} rank {}: {}; trying again in {}", start.rank().job_id(),
+                 start.rank().rank(), std::string(acquired.status().message()),
+                 absl::FormatDuration(backoff));
+    const std::string said(acquired.status().message());
+    const absl::string_view why =
+        absl::StripPrefix(said, absl::StrCat("pulling ", ref.Canonical(), ": "));
+    MutexLock lock(&mu_);
+    v1::ImagePull& pull = pulls_[key];
+    pull.set_waiting(absl::StrCat(why, "; trying again in ", absl::FormatDuration(backoff)));
+    if (mu_.AwaitWithTimeout(absl::Condition(&self->stop_requested), backoff)) {
+      return absl::CancelledError(absl::StrCat("no longer pulling ", ref.Canonical()));
+    }
+    pull.clear_waiting();
+    backoff = std::min(2 * backoff, options_.image_pull_backoff_limit);
+  }
 }
 
 std::shared_ptr<SnapshotStore::Lease> RankSupervisor::HandSnapshotSegment(
@@ -345,12 +520,14 @@ std::shared_ptr<SnapshotStore::Lease> RankSupervisor::HandSnapshotSegment(
 }
 
 void RankSupervisor::RunToExit(Rank* self, const v1::RankRef& ref, pid_t pid,
-                               const std::optional<RunAs>& run_as, v1::RankExited* exited) {
+                               const std::optional<RunAs>& run_as, bool in_image,
+                               v1::RankExited* exited) {
   {
     MutexLock lock(&mu_);
     Rank& rank = *self;
     rank.pid = pid;
     rank.run_as = run_as;
+    rank.in_image = in_image;
     // A stop that came before the process: deliver it now.
     if (rank.stop_requested) {
       launcher_->SignalGroup(rank.pid, rank.kill_at > absl::Now() ? SIGTERM : SIGKILL);
@@ -442,7 +619,8 @@ std::vector<RankSupervisor::Process> RankSupervisor::RunningProcesses() {
                      {rank->start.gpus().begin(), rank->start.gpus().end()},
                      rank->start.cpus(),
                      rank->start.memory_bytes() >> 20,
-                     rank->run_as});
+                     rank->run_as,
+                     rank->in_image});
     }
   }
   return out;
@@ -507,6 +685,13 @@ void RankSupervisor::ReapFinishedThreads() {
       ++it;
     }
   }
+}
+
+std::vector<v1::ImagePull> RankSupervisor::Pulls() const {
+  MutexLock lock(&mu_);
+  std::vector<v1::ImagePull> pulls;
+  for (const auto& [key, pull] : pulls_) pulls.push_back(pull);
+  return pulls;
 }
 
 }  // namespace ringmaster

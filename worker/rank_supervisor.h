@@ -17,6 +17,8 @@
 #include "absl/time/time.h"
 #include "common/mutex.h"
 #include "proto/worker.pb.h"
+#include "worker/container_launch.h"
+#include "worker/image_store.h"
 #include "worker/job_code.h"
 #include "worker/job_shm.h"
 #include "worker/process_launcher.h"
@@ -58,6 +60,17 @@ struct RankSupervisorOptions {
   // snapshots to the peer its StartRank names while it runs; not owned.
   // Null: neither.
   SnapshotPeers* snapshot_peers = nullptr;
+  // The images ranks of jobs with one (StartRank.image) run in; not owned.
+  // Null: such a rank does not start, and says that this worker runs none.
+  ImageStore* images = nullptr;
+  // How they run: the OCI runtime, and where their bundles go.
+  ContainerOptions container;
+  // CDI specs giving what a rank in an image needs to use its GPUs.
+  std::vector<std::string> cdi_spec_dirs;
+  // A registry that cannot be reached is tried again after this, doubled
+  // each time up to the limit, while the rank waits (until cleared).
+  absl::Duration image_pull_backoff = absl::Seconds(2);
+  absl::Duration image_pull_backoff_limit = absl::Minutes(5);
 };
 
 // Thread-safe. The callbacks run on the rank threads, never under the
@@ -95,6 +108,9 @@ class RankSupervisor {
     int cpus = 0;  // reserved by its StartRank
     int64_t memory_mb = 0;
     std::optional<RunAs> run_as;  // nullopt: as the worker
+    // pid is the OCI runtime's; the job's command runs below it
+    // (ContainedCommand).
+    bool in_image = false;
   };
   std::vector<Process> RunningProcesses();
   // The running rank whose job credential (RINGMASTER_JOB_TOKEN) is `token`.
@@ -109,6 +125,8 @@ class RankSupervisor {
   bool DeleteLogs(const std::string& job_id);
   // The jobs that have a log directory here.
   std::vector<std::string> LoggedJobs() const;
+  // The ranks waiting for their image's pull, and how far it is.
+  std::vector<v1::ImagePull> Pulls() const;
 
  private:
   using Key = std::tuple<std::string, int, int>;  // job, attempt, rank
@@ -116,6 +134,7 @@ class RankSupervisor {
     v1::StartRank start;
     pid_t pid = 0;                // 0 until spawned
     std::optional<RunAs> run_as;  // once spawned; nullopt: as the worker
+    bool in_image = false;        // pid is the OCI runtime's
     bool stop_requested = false;
     absl::Time kill_at = absl::InfiniteFuture();
     bool exited = false;    // the process is gone
@@ -129,13 +148,31 @@ class RankSupervisor {
   // The log directory, and the job's code when it comes with some (this
   // may wait for another rank's fetch).
   absl::Status PrepareFiles(const v1::StartRank& start, LaunchSpec* spec);
+  // Moves `spec` into the rank's image (pulled if need be: the rank's
+  // thread waits, until the rank is cleared), which it holds until
+  // Supervise releases it and removes the container.
+  struct Contained {
+    ImageStore::Held image;
+    std::string container;  // its id in the runtime
+  };
+  absl::StatusOr<Contained> EnterImage(Rank* self, const v1::StartRank& start, LaunchSpec* spec);
+  // What the rank's GPUs need in its container, from their CDI spec;
+  // FAILED_PRECONDITION when no spec names them (a device node alone
+  // would need the GPU's minor number and a driver in the image).
+  absl::StatusOr<ContainerEdits> GpuEdits(const v1::StartRank& start) const;
+  // The image's pull; one that cannot reach the registry is tried again
+  // with back-off, saying so in Pulls(), until it is reached or the rank
+  // is cleared (CANCELLED).
+  absl::StatusOr<ImageStore::Held> AcquireImage(Rank* self, const v1::StartRank& start,
+                                                const ImageReference& ref,
+                                                const ImageStore::ProgressFn& progress);
   // The rank's snapshot segment, named in its environment, when it asks
   // for one; its refusal, said there too, when there is no room.
   std::shared_ptr<SnapshotStore::Lease> HandSnapshotSegment(const v1::StartRank& start,
                                                             LaunchSpec* spec) const;
   // From a started process to its exit, stops delivered.
   void RunToExit(Rank* self, const v1::RankRef& ref, pid_t pid, const std::optional<RunAs>& run_as,
-                 v1::RankExited* exited);
+                 bool in_image, v1::RankExited* exited);
   // Sends SIGTERM now and SIGKILL at `grace` from now.
   void RequestStop(Rank& rank, absl::Duration grace) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ReapFinishedThreads() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -149,6 +186,8 @@ class RankSupervisor {
 
   mutable Mutex mu_;
   std::map<Key, std::unique_ptr<Rank>> ranks_ ABSL_GUARDED_BY(mu_);
+  // Set by the ranks' threads while they pull (EnterImage).
+  std::map<Key, v1::ImagePull> pulls_ ABSL_GUARDED_BY(mu_);
   // Ranks whose exited process a newer group of their attempt replaced
   // (StartRank.generation), until their thread has reported the exit.
   std::vector<std::unique_ptr<Rank>> replaced_ ABSL_GUARDED_BY(mu_);

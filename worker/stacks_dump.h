@@ -21,6 +21,9 @@ struct DumpTarget {
   std::string log_path;
   std::string rank_dir;            // its own, with its flight record and Python stacks
   std::optional<RunAs> rank_user;  // who it runs as (nullopt: as the worker)
+  // pid is its OCI runtime's: the stacks are its command's, found below
+  // (ContainedCommand) when the dump is taken.
+  bool in_image = false;
 };
 
 // Marks each log "----- ringmaster: stacks of rank 2 (pid 1234, stopped):

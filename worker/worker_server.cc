@@ -24,7 +24,9 @@
 #include "common/parse_errors.h"
 #include "common/private_dir.h"
 #include "common/status_macros.h"
+#include "common/subprocess.h"
 #include "common/tls.h"
+#include "domain/image_reference.h"
 #include "python/python_module.h"
 #include "worker/code_fetch.h"
 #include "worker/gpu_discovery.h"
@@ -96,6 +98,10 @@ v1::RegisterWorker Identity(const WorkerConfig& config, const std::vector<v1::Gp
     identity.set_slots(static_cast<int>(gpus.size()));
   }
   *identity.mutable_labels() = {config.labels.begin(), config.labels.end()};
+  // Jobs with an image are placed by it (scheduling_views.cc).
+  if (!config.container_runtime.empty()) {
+    (*identity.mutable_labels())[kImagesLabel] = kImagesLabelValue;
+  }
   identity.set_cpus(config.cpus > 0 ? config.cpus : MachineCpus());
   identity.set_memory_mb(config.memory_mb > 0 ? config.memory_mb : MachineMemoryBytes() >> 20);
   return identity;
@@ -120,6 +126,27 @@ absl::StatusOr<std::map<std::string, std::string>> RankBaseEnv(const WorkerConfi
   }
   if (env.count("PATH") == 0) env["PATH"] = "/usr/local/bin:/usr/bin:/bin";
   return env;
+}
+
+// The container init's path on the host: `given`, or
+// ringmaster-container-init beside this program, else on PATH.
+absl::StatusOr<std::string> ContainerInit(const std::string& given) {
+  constexpr char kName[] = "ringmaster-container-init";
+  if (given.empty()) {
+    std::error_code error;
+    const std::filesystem::path beside =
+        std::filesystem::read_symlink("/proc/self/exe", error).parent_path() / kName;
+    if (!error && access(beside.c_str(), X_OK) == 0) return beside.string();
+  }
+  const char* path = std::getenv("PATH");
+  absl::StatusOr<std::string> found =
+      ResolveProgram(given.empty() ? kName : given, path != nullptr ? path : "/usr/bin:/bin");
+  if (!found.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("--container-init: ", found.status().message(),
+                     " (installed with the worker as ", kName, ")"));
+  }
+  return std::filesystem::absolute(*found).string();
 }
 
 // Who ranks run as (a uid per job, or one user for all), what that loses,
@@ -189,6 +216,36 @@ absl::Status WorkerServer::Init(const WorkerConfig& config) {
   return absl::OkStatus();
 }
 
+absl::Status WorkerServer::InitImages(const WorkerConfig& config, RankSupervisorOptions* options) {
+  // The runtime needs root for a container's namespaces and mounts.
+  if (geteuid() != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--container-runtime ", config.container_runtime,
+        ": ranks in images need a worker that runs as root (this one is uid ", geteuid(), ")"));
+  }
+  ASSIGN_OR_RETURN(options->container.init, ContainerInit(config.container_init));
+  options->container.runtime = config.container_runtime;
+  options->container.bundles_dir = config.state_dir + "/bundles";
+  options->container.state_dir = config.state_dir + "/containers";
+  RETURN_IF_ERROR(MakePrivateDir(options->container.bundles_dir));
+  RETURN_IF_ERROR(MakePrivateDir(options->container.state_dir));
+  // Before the cache looks for what is not its own: an earlier worker's
+  // containers hold their images' files until they are gone.
+  SweepContainers(options->container);
+  ImageStoreOptions images;
+  images.dir = config.state_dir + "/images";
+  images.auth_file = config.registry_auth;
+  images.certs_dir = config.registry_certs;
+  images.cache_limit_bytes = config.image_cache_limit_bytes;
+  images.max_pulls = config.image_pulls;
+  ASSIGN_OR_RETURN(images_, ImageStore::Open(images));
+  options->images = images_.get();
+  options->cdi_spec_dirs = config.cdi_spec_dirs;
+  spdlog::info("images run under {}; cache {} MiB in {}", config.container_runtime,
+               config.image_cache_limit_bytes >> 20, images.dir);
+  return absl::OkStatus();
+}
+
 absl::Status WorkerServer::InitSupervisor(const WorkerConfig& config,
                                           const std::vector<v1::Gpu>& gpus, int slots) {
   RankSupervisorOptions options;
@@ -203,6 +260,7 @@ absl::Status WorkerServer::InitSupervisor(const WorkerConfig& config,
   options.snapshot_peers = snapshot_peers_.get();
   spdlog::info("snapshot memory limit {} MiB: {} MiB for each slot's rank",
                config.snapshot_memory_limit_bytes >> 20, snapshots_->segment_bytes() >> 20);
+  if (!config.container_runtime.empty()) RETURN_IF_ERROR(InitImages(config, &options));
   options.log_dir = config.state_dir + "/logs";
   RETURN_IF_ERROR(MakePrivateDir(options.log_dir, 0750));
   options.jobs_dir = config.state_dir + "/jobs";
@@ -265,6 +323,26 @@ void WorkerServer::InitLink(const WorkerConfig& config, v1::RegisterWorker ident
   hooks.usage = [this](v1::Heartbeat* beat) {
     metrics_->FillUsage(beat);
     for (v1::HeldSnapshots& held : snapshots_->Held()) *beat->add_snapshots() = std::move(held);
+    for (v1::ImagePull& pull : supervisor_->Pulls()) *beat->add_pulls() = std::move(pull);
+    if (images_ == nullptr) return;
+    // The most recently used, so that a cache of many names keeps the
+    // heartbeat small.
+    std::vector<CachedImage> cache = images_->List();
+    constexpr size_t kMostImages = 256;
+    if (cache.size() > kMostImages) {
+      std::partial_sort(
+          cache.begin(), cache.begin() + kMostImages, cache.end(),
+          [](const CachedImage& a, const CachedImage& b) { return a.last_used > b.last_used; });
+      cache.resize(kMostImages);
+    }
+    for (const CachedImage& cached : cache) {
+      v1::CachedImage* image = beat->add_images();
+      image->set_reference(cached.reference);
+      image->set_digest(cached.digest);
+      image->set_bytes(cached.bytes);
+      image->set_ranks(cached.users);
+      image->set_last_used_unix_ms(absl::ToUnixMillis(cached.last_used));
+    }
   };
   hooks.registered = [this](const v1::Registered& registered) {
     access_->SetAgentCredential(registered.agent_credential());
@@ -311,10 +389,13 @@ void WorkerServer::DumpStacksOf(const v1::DumpStacks& dump) {
     if (p.rank.job_id() != dump.job_id() || p.rank.attempt() != dump.attempt()) continue;
     targets.push_back({p.rank, p.pid,
                        supervisor_->LogPath(p.rank.job_id(), p.rank.attempt(), p.rank.rank()),
-                       supervisor_->RankDirPath(p.rank), p.run_as});
+                       supervisor_->RankDirPath(p.rank), p.run_as, p.in_image});
   }
   // eu-stack and a Python rank's dump take seconds: off the link's thread.
-  dumps_.Post([this, dump, key, targets = std::move(targets)] {
+  dumps_.Post([this, dump, key, targets = std::move(targets)]() mutable {
+    for (DumpTarget& target : targets) {
+      if (target.in_image) target.pid = ContainedCommand(target.pid);
+    }
     v1::WorkerMessage m;
     *m.mutable_stacks_dumped() =
         DumpStacks(dump.job_id(), dump.attempt(), targets, worker_id_, dump.why());

@@ -23,6 +23,7 @@
 #include "worker/agent_service.h"
 #include "worker/coordinator_link.h"
 #include "worker/gpu_watch.h"
+#include "worker/image_store.h"
 #include "worker/job_code.h"
 #include "worker/job_shm.h"
 #include "worker/nvml.h"
@@ -65,6 +66,15 @@ struct WorkerConfig {
   uint64_t snapshot_memory_limit_bytes = 0;
   // The share of time spent pushing snapshots to peers (snapshot_peers.h).
   double replica_time_share = 0.03;
+  // Jobs with an image (image_store.h, container_launch.h): the OCI runtime
+  // their ranks run under; empty: this worker runs no images.
+  std::string container_runtime;
+  std::string container_init;  // empty: ringmaster-container-init beside the worker, or on PATH
+  std::vector<std::string> cdi_spec_dirs = {"/etc/cdi", "/var/run/cdi"};
+  std::string registry_auth;   // auth.json
+  std::string registry_certs;  // <dir>/<host:port>/ca.crt
+  int64_t image_cache_limit_bytes = int64_t{20} << 30;
+  int image_pulls = 2;  // at once
 };
 
 class WorkerServer {
@@ -83,6 +93,8 @@ class WorkerServer {
   // Its parts, in the order Init makes them.
   absl::Status InitSupervisor(const WorkerConfig& config, const std::vector<v1::Gpu>& gpus,
                               int slots);
+  // The image cache and the OCI runtime's setup, for --container-runtime.
+  absl::Status InitImages(const WorkerConfig& config, RankSupervisorOptions* options);
   void InitLink(const WorkerConfig& config, v1::RegisterWorker identity);
   void InitMetrics(const WorkerConfig& config, std::shared_ptr<Nvml> nvml);
   // Errors of the GPUs, to metrics_ and the coordinator.
@@ -107,6 +119,7 @@ class WorkerServer {
   std::unique_ptr<JobCode> code_;
   std::unique_ptr<JobShm> shm_;  // null: ranks see the host's /dev/shm
   std::unique_ptr<SnapshotStore> snapshots_;
+  std::unique_ptr<ImageStore> images_;  // null: no images
   std::unique_ptr<GrpcPeerAgents> peer_agents_;
   std::unique_ptr<SnapshotPeers> snapshot_peers_;
   bool checkpoint_roots_given_ = false;  // --checkpoint-roots

@@ -213,6 +213,12 @@ absl::Status JobTable::Transition(JobRecord& record, v1::JobState to, v1::Reason
   const bool requeue = reason == v1::REQUEUED && IsTerminal(job.state()) && to == v1::PENDING;
   if (!requeue) RETURN_IF_ERROR(CheckTransition(job.state(), to));
   v1::Job next = job;
+  if (to != v1::STARTING) {
+    // What was pulled for the start is over.
+    next.clear_pulling();
+    record.pulled_at = absl::InfinitePast();
+    record.pulled_bytes.clear();
+  }
   v1::StateChange change;
   change.set_state(to);
   change.set_reason(reason);

@@ -57,6 +57,10 @@ struct JobRecord {
   absl::Time restart_at;  // while RESTARTING
   std::map<int, v1::Progress> rank_progress;
   ProgressWatch watch;
+  // When a pull of the job's image last moved (the start timeout counts
+  // from then), and how far each worker's was at its last report.
+  absl::Time pulled_at = absl::InfinitePast();
+  std::map<std::string, int64_t> pulled_bytes;
   // The current attempt is failing: the most telling cause so far, final
   // at decide_at or once every rank has ended.
   std::optional<FailureCause> ending;

@@ -136,6 +136,8 @@ v1::StartRank BuildStartRank(const v1::Job& job, int rank, const RankEnvContext&
   }
   start.set_working_dir(job.spec().working_dir());
   if (job.spec().has_code()) *start.mutable_code() = job.spec().code();
+  start.set_image(job.spec().image());
+  start.set_image_pull(job.spec().image_pull());
   // The trainer checkpoints; a program checkpoints where the spec says.
   if (job.spec().has_trainer() || !job.spec().checkpoint_dir().empty()) {
     start.set_checkpoint_dir(CheckpointRoot(job, context));

@@ -74,6 +74,9 @@ std::string RestartRefusal(const v1::Job& job) {
   if (spec.restart_policy() == "never") return "restart_policy: never";
   const auto& codes = spec.never_retry_exit_codes();
   for (const v1::RankStatus& rank : job.ranks()) {
+    if (rank.state() == v1::RANK_FAILED && rank.never_retry()) {
+      return absl::StrCat("rank ", rank.rank(), " would not start at a restart either");
+    }
     if (rank.state() == v1::RANK_FAILED && rank.signal() == 0 &&
         std::find(codes.begin(), codes.end(), rank.exit_code()) != codes.end()) {
       return absl::StrCat("rank ", rank.rank(), " exited with code ", rank.exit_code(),

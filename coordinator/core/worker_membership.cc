@@ -121,6 +121,7 @@ bool WorkerMembership::Heartbeat(const WorkerSession& session, const v1::Heartbe
   }
   *m->info.mutable_gpu_usage() = beat.gpu_usage();
   m->info.set_cpu_utilization_ratio(beat.cpu_utilization_ratio());
+  *m->info.mutable_images() = beat.images();
   m->running.clear();
   for (const v1::RunningRank& r : beat.running()) m->running[KeyOf(r.rank())] = r;
   m->running_list.reset();

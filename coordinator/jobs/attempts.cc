@@ -45,8 +45,11 @@ bool Attempts::CheckDeadline(JobRecord& entry, absl::Time now) {
 
 void Attempts::CheckTimeouts(JobRecord& entry, absl::Time now) {
   const v1::JobSpec& spec = entry.job.spec();
+  // Pulling an image is starting, not failing to: the timeout counts from
+  // the last pull reported.
   if (entry.job.state() == v1::STARTING && spec.start_timeout_s() > 0 &&
-      now - entry.watch.began() >= absl::Seconds(spec.start_timeout_s())) {
+      now - std::max(entry.watch.began(), entry.pulled_at) >=
+          absl::Seconds(spec.start_timeout_s())) {
     std::vector<int> missing = entry.watch.NotStarted();
     NoteFailure(
         entry, {v1::RANK_START_TIMEOUT,

@@ -160,7 +160,9 @@ absl::StatusOr<std::string> JobManager::Submit(v1::JobSpec spec, const std::stri
     RETURN_IF_ERROR(CheckCheckpointDir(spec.checkpoint_dir(), CheckpointRoots()));
   }
   ApplyJobSpecDefaults(&spec);
-  if (!spec.has_preflight()) spec.set_preflight(options_.preflight_default);
+  // Not for a job in an image: its check runs the worker's trainer, which
+  // the image lacks (ValidateJobSpec refuses one that asks).
+  if (!spec.has_preflight()) spec.set_preflight(options_.preflight_default && spec.image().empty());
   // Each user's request ids are its own: a user's are stored as
   // "<user>/<id>", which no admin's id can be ('/' is not allowed in one).
   const std::string request_key =

@@ -48,6 +48,15 @@ inline v1::JobSpec TrainerSpec(int ranks, int max_restarts) {
   return spec;
 }
 
+// A job of `ranks` ranks running `true`.
+inline v1::JobSpec CommandSpec(int ranks) {
+  v1::JobSpec spec;
+  spec.set_name("policy");
+  spec.set_ranks(ranks);
+  spec.add_command("true");
+  return spec;
+}
+
 struct TestWorker {
   std::string id;
   std::string incarnation;  // its process; a new TestWorker is a new process
@@ -232,6 +241,27 @@ class JobManagerTest : public ::testing::Test {
   }
 
   v1::Job Job(const std::string& id) { return manager_->Get(id).value(); }
+  // A one-rank job in the image registry.example:5000/team/train:1.2 with
+  // a 60 s start timeout, on `w` registered as a worker that runs images.
+  std::string SubmitInImage(TestWorker* w) {
+    w->labels = {{"ringmaster.dev/images", "true"}};
+    EXPECT_OK(Register(*w, "w1", 1));
+    v1::JobSpec spec = CommandSpec(1);
+    spec.set_image("registry.example:5000/team/train:1.2");
+    spec.set_start_timeout_s(60);
+    return Submit(spec);
+  }
+  // A heartbeat of `w` saying that rank 0 of job `id` has pulled `done` of
+  // `total` bytes of the image registry.example:5000/team/train:1.2.
+  void ReportPull(const TestWorker& w, const std::string& id, int64_t done, int64_t total) {
+    v1::Heartbeat beat;
+    v1::ImagePull* pull = beat.add_pulls();
+    *pull->mutable_rank() = Ref(id, 0, 0);
+    pull->set_image("registry.example:5000/team/train:1.2");
+    pull->set_done_bytes(done);
+    pull->set_total_bytes(total);
+    ASSERT_TRUE(manager_->OnHeartbeat(w.session, beat));
+  }
   // The slots the coordinator counts as used on a worker.
   int ListWorkersUsed(const std::string& worker_id) {
     for (const v1::Worker& w : manager_->ListWorkers()) {

@@ -10,14 +10,6 @@
 namespace ringmaster {
 namespace {
 
-v1::JobSpec CommandSpec(int ranks) {
-  v1::JobSpec spec;
-  spec.set_name("policy");
-  spec.set_ranks(ranks);
-  spec.add_command("true");
-  return spec;
-}
-
 TEST_F(JobManagerTest, RestartPolicyNeverEndsTheJobAtItsFirstFailure) {
   TestWorker w1;
   ASSERT_OK(Register(w1, "w1", 1));
@@ -57,6 +49,49 @@ TEST_F(JobManagerTest, NeverRetryExitCodeEndsTheJobEvenWhenAPeerIsTheCause) {
   Started(w2, other, 0, 1);
   Exited(w1, other, 0, 0, 3);
   Exited(w2, other, 0, 1, 3);
+  Pass(absl::Seconds(1));
+  EXPECT_EQ(Job(other).state(), v1::RESTARTING);
+}
+
+TEST_F(JobManagerTest, ARankThatWouldNotStartAtARestartEndsItsJobWithoutOne) {
+  // Its image does not exist: the worker says so, and that a restart would
+  // meet the same.
+  TestWorker w1, w2;
+  w1.labels = w2.labels = {{"ringmaster.dev/images", "true"}};
+  ASSERT_OK(Register(w1, "w1", 1));
+  ASSERT_OK(Register(w2, "w2", 1));
+  v1::JobSpec spec = CommandSpec(2);
+  spec.set_max_restarts(3);
+  spec.set_image("registry.example:5000/team/train:9.9");
+  const std::string id = Submit(spec);
+  Started(w2, id, 0, 1);
+  auto cannot_start = [&](bool never_retry) {
+    v1::WorkerMessage m = ExitedEvent(w1, id, Job(id).attempt(), 0, 0);
+    m.mutable_rank_exited()->set_start_failed(true);
+    m.mutable_rank_exited()->set_never_retry(never_retry);
+    m.mutable_rank_exited()->set_message(
+        "pulling registry.example:5000/team/train:9.9: reading manifest 9.9 in "
+        "registry.example:5000/team/train: manifest unknown: manifest unknown");
+    Deliver(w1, m);
+  };
+  cannot_start(true);
+  EXPECT_EQ(Job(id).state(), v1::FAILED);
+  EXPECT_EQ(Job(id).restarts(), 0);
+  EXPECT_EQ(Last(id).reason(), v1::RANK_START_FAILED);
+  EXPECT_EQ(Last(id).message(),
+            "rank 0 could not start: pulling registry.example:5000/team/train:9.9: reading "
+            "manifest 9.9 in registry.example:5000/team/train: manifest unknown: manifest "
+            "unknown: not restarting (rank 0 would not start at a restart either)");
+
+  Exited(w2, id, 0, 1, 0, /*stopped=*/true);  // its slot is free again
+
+  // A start that may succeed later (an unreachable registry) restarts.
+  const std::string other = Submit(spec);
+  Started(w2, other, 0, 1);
+  v1::WorkerMessage m = ExitedEvent(w1, other, 0, 0, 0);
+  m.mutable_rank_exited()->set_start_failed(true);
+  m.mutable_rank_exited()->set_message("pulling ...: connection refused");
+  Deliver(w1, m);
   Pass(absl::Seconds(1));
   EXPECT_EQ(Job(other).state(), v1::RESTARTING);
 }
@@ -135,6 +170,66 @@ TEST_F(JobManagerTest, DeadlineEndsAJobPendingForItsNextAttempt) {
   EXPECT_EQ(Job(id).state(), v1::FAILED);
   EXPECT_EQ(Last(id).message(),
             "PENDING at its deadline: 10s since its ranks first started (deadline_s)");
+}
+
+TEST_F(JobManagerTest, AJobInAnImageGoesOnlyToWorkersThatRunImages) {
+  TestWorker host_only, runs_images;
+  runs_images.labels = {{"ringmaster.dev/images", "true"}};
+  ASSERT_OK(Register(host_only, "w1", 2));
+  v1::JobSpec spec = CommandSpec(2);
+  spec.set_image("registry.example:5000/team/train:1.2");
+  const std::string id = Submit(spec);
+  EXPECT_EQ(Job(id).state(), v1::PENDING);
+  EXPECT_EQ(Job(id).pending_reason(),
+            "needs 2 ranks of 1 slot each, on workers with ringmaster.dev/images=true, more "
+            "than all alive workers can hold (waiting for workers to join)");
+  ASSERT_OK(Register(runs_images, "w2", 2));
+  Pass(absl::Seconds(1));
+  const v1::Job placed = Job(id);
+  ASSERT_EQ(placed.state(), v1::STARTING);
+  for (const v1::RankStatus& rank : placed.ranks()) EXPECT_EQ(rank.worker_id(), "w2");
+  std::vector<v1::StartRank> starts = Starts(runs_images);
+  ASSERT_EQ(starts.size(), 2u);
+  EXPECT_EQ(starts[0].image(), "registry.example:5000/team/train:1.2");
+  EXPECT_EQ(starts[0].image_pull(), "if_not_present");
+}
+
+TEST_F(JobManagerTest, AnImagesPullIsShownAndHoldsOffTheStartTimeout) {
+  TestWorker w;
+  const std::string id = SubmitInImage(&w);
+  ASSERT_EQ(Job(id).state(), v1::STARTING);
+  auto pulled = [&](int64_t done) { ReportPull(w, id, done, int64_t{1288} << 20); };
+  // A pull of 4 minutes, reported every 30 s, outlasts the 60 s timeout.
+  for (int i = 1; i <= 8; ++i) {
+    Pass(absl::Seconds(30));
+    pulled(int64_t{42} * i << 20);
+    ASSERT_EQ(Job(id).state(), v1::STARTING) << "after " << 30 * i << " s";
+  }
+  EXPECT_EQ(Job(id).pulling(),
+            "pulling registry.example:5000/team/train:1.2: 336.0 MiB of 1.3 GiB");
+  // The pull over, the rank has the timeout to start.
+  Pass(absl::Seconds(59));
+  EXPECT_EQ(Job(id).state(), v1::STARTING);
+  Pass(absl::Seconds(2));
+  EXPECT_NE(Job(id).state(), v1::STARTING);
+  EXPECT_EQ(Job(id).pulling(), "") << "said only while starting";
+}
+
+TEST_F(JobManagerTest, APullThatStandsStillMeetsTheStartTimeout) {
+  TestWorker w;
+  const std::string id = SubmitInImage(&w);
+  auto pulled = [&](int64_t done) { ReportPull(w, id, done, 0); };
+  Pass(absl::Seconds(30));
+  pulled(int64_t{42} << 20);
+  // Still pulling, never a byte more: the 60 s run from the last byte.
+  for (int i = 0; i < 5; ++i) {
+    Pass(absl::Seconds(10));
+    pulled(int64_t{42} << 20);
+  }
+  Pass(absl::Seconds(9));
+  EXPECT_EQ(Job(id).state(), v1::STARTING);
+  Pass(absl::Seconds(2));
+  EXPECT_NE(Job(id).state(), v1::STARTING);
 }
 
 TEST_F(JobManagerTest, SelectorAndResourcesChooseTheWorkersAndReachTheRanks) {

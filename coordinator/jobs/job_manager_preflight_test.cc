@@ -153,6 +153,10 @@ TEST_F(JobManagerPreflightTest, TheCoordinatorsDefaultAppliesOnlyWhereTheSpecIsS
   EXPECT_TRUE(Job(Submit(spec)).spec().preflight());
   spec.set_preflight(false);
   EXPECT_FALSE(Job(Submit(spec)).spec().preflight()) << "the spec's own choice";
+  // A job in an image has no trainer to run the check with.
+  spec.clear_preflight();
+  spec.set_image("registry.example:5000/team/train:1.2");
+  EXPECT_FALSE(Job(Submit(spec)).spec().preflight());
 }
 
 }  // namespace

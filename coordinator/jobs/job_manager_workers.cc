@@ -99,7 +99,9 @@ void JobManager::OnPeerLost(const std::string& job_id, int attempt, int generati
 bool JobManager::OnHeartbeat(const WorkerSession& session, const v1::Heartbeat& beat) {
   bool revived = false;  // its slots are back: the next tick schedules
   if (!membership_->Heartbeat(session, beat, &revived)) return false;
-  if (beat.progress_size() == 0 && beat.running_size() == 0) return true;
+  if (beat.progress_size() == 0 && beat.running_size() == 0 && beat.pulls_size() == 0) {
+    return true;
+  }
   {
     MutexLock lock(&mu_);
     events_.Heartbeat(session, beat);

@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "coordinator/core/reconcile.h"
 #include "coordinator/jobs/rank_events.h"
 #include "domain/job_state.h"
@@ -74,6 +75,7 @@ void RankEvents::Heartbeat(const WorkerSession& session, const v1::Heartbeat& be
   }
   for (JobRecord* entry : computed) attempts_.UpdateStragglers(*entry, now);
   NoteSnapshots(session, beat);
+  NotePulls(session, beat, now);
   for (const v1::RunningRank& r : beat.running()) {
     JobRecord* entry = nullptr;
     if (table_.FindRank(session.worker_id, r.rank(), &entry) == nullptr) continue;
@@ -170,6 +172,7 @@ void RankEvents::OnRankExited(const std::string& worker_id, const v1::RankExited
   if (exited.generation() < rank->generation()) return;
   rank->set_exit_code(exited.exit_code());
   rank->set_signal(exited.signal());
+  rank->set_never_retry(exited.start_failed() && exited.never_retry());
   if (exited.has_last_progress()) {
     entry->SetRankProgress(exited.rank().rank(), exited.last_progress());
   }
@@ -254,6 +257,42 @@ void RankEvents::OnWorkerLost(const LostWorker& lost) {
   // What it held in memory is out of reach, maybe gone; a worker that comes
   // back says again what it holds.
   ReportSnapshots(lost.worker_id, {});
+}
+
+namespace {
+
+// "340.0 MiB", "1.2 GiB".
+std::string Size(int64_t bytes) {
+  if (bytes >= (int64_t{1} << 30)) return absl::StrFormat("%.1f GiB", bytes / 1073741824.0);
+  return absl::StrFormat("%.1f MiB", bytes / 1048576.0);
+}
+
+}  // namespace
+
+void RankEvents::NotePulls(const WorkerSession& session, const v1::Heartbeat& beat,
+                           absl::Time now) {
+  for (const v1::ImagePull& pull : beat.pulls()) {
+    JobRecord* entry = nullptr;
+    if (table_.FindRank(session.worker_id, pull.rank(), &entry) == nullptr) continue;
+    if (entry->job.state() != v1::STARTING) continue;
+    // A pull that moves is start-up, and so is a wait for a registry the
+    // worker cannot reach and tries again (as Kubernetes' ImagePullBackOff
+    // holds a pod); a pull that stands still (a registry that stopped
+    // answering mid-pull, a wait for a pull slot) is not, and meets the
+    // start timeout.
+    auto [bytes, first] = entry->pulled_bytes.emplace(session.worker_id, pull.done_bytes());
+    if (first || pull.done_bytes() != bytes->second || !pull.waiting().empty()) {
+      entry->pulled_at = now;  // moved (a pull begun again starts from 0)
+    }
+    bytes->second = pull.done_bytes();
+    std::string said = absl::StrCat("pulling ", pull.image(), ": ", Size(pull.done_bytes()));
+    if (pull.total_bytes() > 0) absl::StrAppend(&said, " of ", Size(pull.total_bytes()));
+    if (!pull.waiting().empty())
+      said = absl::StrCat("pulling ", pull.image(), ": ", pull.waiting());
+    if (said == entry->job.pulling()) continue;
+    entry->job.set_pulling(said);
+    table_.Notify(*entry);
+  }
 }
 
 }  // namespace ringmaster

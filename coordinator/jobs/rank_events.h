@@ -72,6 +72,9 @@ class RankEvents {
   // Snapshots (rank_events_snapshots.cc). What the worker holds in memory
   // of each job, into the jobs' ledgers.
   void NoteSnapshots(const WorkerSession& session, const v1::Heartbeat& beat);
+  // Images being pulled for STARTING jobs: Job.pulling, and the start
+  // timeout held off.
+  void NotePulls(const WorkerSession& session, const v1::Heartbeat& beat, absl::Time now);
   // All `worker_id` holds now (nothing: a lost worker).
   void ReportSnapshots(const std::string& worker_id,
                        const std::vector<v1::HeldSnapshots>& snapshots);

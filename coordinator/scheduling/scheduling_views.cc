@@ -4,6 +4,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "common/job_id.h"
+#include "domain/image_reference.h"
 #include "domain/job_state.h"
 
 namespace ringmaster {
@@ -17,6 +18,8 @@ GangRequest GangOf(const v1::JobSpec& spec) {
   request.memory_mb = spec.resources().memory_mb();
   request.ranks_per_worker = spec.ranks_per_worker();
   request.selector = {spec.worker_selector().begin(), spec.worker_selector().end()};
+  // Only workers that run images can run a job in one.
+  if (!spec.image().empty()) request.selector[kImagesLabel] = kImagesLabelValue;
   return request;
 }
 
