@@ -343,11 +343,15 @@ absl::StatusOr<ImageStore::Held> ImageStore::Acquire(const ImageReference& ref, 
       }
     }
     // Waiting: for another rank's pull of the image (how far it is), or
-    // for a pull slot (nothing moves).
+    // for a pull slot.
     Progress other;
     {
       MutexLock lock(&mu_);
-      if (auto it = pulling_.find(canonical); it != pulling_.end()) other = it->second;
+      if (auto it = pulling_.find(canonical); it != pulling_.end()) {
+        other = it->second;
+      } else {
+        other.waiting_for_slot = true;
+      }
     }
     if (progress && !progress(other)) {
       return absl::CancelledError(absl::StrCat("no longer waiting for the pull of ", canonical));

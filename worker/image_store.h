@@ -65,6 +65,9 @@ class ImageStore {
   struct Progress {
     int64_t done_bytes = 0;
     int64_t total_bytes = 0;  // 0 until the manifest is read
+    // Waiting for one of the `max_pulls` slots, which other images' pulls
+    // hold.
+    bool waiting_for_slot = false;
   };
   // The root filesystem of `ref`, pulled when the cache lacks it (or
   // always, with `always`), held until Release. Errors name the image and

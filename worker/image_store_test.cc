@@ -211,9 +211,22 @@ TEST_F(ImageStoreTest, APullOrAWaitForOneEndsWhenItsRankNoLongerWantsIt) {
                   .status());
   });
   pulling.WaitForNotification();
+  ImageStore::Progress same, other;
   EXPECT_THAT((*store)->Acquire(Ref("team/big:1.0"), false,
-                                [](const ImageStore::Progress&) { return false; }),
+                                [&](const ImageStore::Progress& p) {
+                                  same = p;
+                                  return false;
+                                }),
               StatusIs(absl::StatusCode::kCancelled, HasSubstr("waiting for the pull")));
+  EXPECT_FALSE(same.waiting_for_slot) << "it waits for the image's own pull";
+  // Another image waits for the one pull slot, and says so.
+  EXPECT_THAT((*store)->Acquire(Ref("team/first:1.0"), false,
+                                [&](const ImageStore::Progress& p) {
+                                  other = p;
+                                  return false;
+                                }),
+              StatusIs(absl::StatusCode::kCancelled));
+  EXPECT_TRUE(other.waiting_for_slot);
   waiter_gone.Notify();
   first.join();
   EXPECT_EQ((*store)->List().size(), 1u);

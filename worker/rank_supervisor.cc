@@ -405,6 +405,12 @@ absl::StatusOr<RankSupervisor::Contained> RankSupervisor::EnterImage(Rank* self,
     pull.set_image(ref.Canonical());
     pull.set_done_bytes(p.done_bytes);
     pull.set_total_bytes(p.total_bytes);
+    // Held up by other images' pulls: the job waits, as behind a
+    // registry it cannot reach, rather than meet its start timeout.
+    if (p.waiting_for_slot) {
+      pull.set_waiting(
+          absl::StrCat("waiting for one of this worker's ", options_.image_pulls, " pull slots"));
+    }
     MutexLock lock(&mu_);
     pulls_[key] = std::move(pull);
     return !self->stop_requested;  // a cleared rank's pull is not waited for

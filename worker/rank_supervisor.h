@@ -65,6 +65,7 @@ struct RankSupervisorOptions {
   ImageStore* images = nullptr;
   // How they run: the OCI runtime, and where their bundles go.
   ContainerOptions container;
+  int image_pulls = 2;  // --image-pulls, for what a waiting rank says
   // CDI specs giving what a rank in an image needs to use its GPUs.
   std::vector<std::string> cdi_spec_dirs;
   // A registry that cannot be reached is tried again after this, doubled

@@ -240,6 +240,7 @@ absl::Status WorkerServer::InitImages(const WorkerConfig& config, RankSupervisor
   images.max_pulls = config.image_pulls;
   ASSIGN_OR_RETURN(images_, ImageStore::Open(images));
   options->images = images_.get();
+  options->image_pulls = config.image_pulls;
   options->cdi_spec_dirs = config.cdi_spec_dirs;
   spdlog::info("images run under {}; cache {} MiB in {}", config.container_runtime,
                config.image_cache_limit_bytes >> 20, images.dir);
