@@ -261,6 +261,33 @@ std::map<std::string, std::string> CurrentEnvironment() {
   return env;
 }
 
+namespace {
+
+// The pipe on which a child says why its exec failed; with `high`, both
+// ends at kLowestErrorFd or above, where the child's dup2 of inherit_fd to
+// inherit_fd_as cannot land on them.
+absl::Status MakeErrorPipe(bool high, int fds[2]) {
+  if (pipe2(fds, O_CLOEXEC) != 0) {
+    return absl::InternalError(absl::StrCat("pipe2: ", strerror(errno)));
+  }
+  if (!high) return absl::OkStatus();
+  for (int i = 0; i < 2; ++i) {
+    if (fds[i] >= kLowestErrorFd) continue;
+    const int moved = fcntl(fds[i], F_DUPFD_CLOEXEC, kLowestErrorFd);
+    if (moved < 0) {
+      const int error = errno;
+      close(fds[0]);
+      close(fds[1]);
+      return absl::ResourceExhaustedError(absl::StrCat("F_DUPFD: ", strerror(error)));
+    }
+    close(fds[i]);
+    fds[i] = moved;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<pid_t> SpawnProcess(const SubprocessSpec& spec) {
   if (!spec.private_shm.empty() && !spec.hide_other_users_processes) {
     return absl::InvalidArgumentError(
@@ -298,18 +325,8 @@ absl::StatusOr<pid_t> SpawnProcess(const SubprocessSpec& spec) {
     cgroup_fds.push_back(fd);
   }
   int pipe_fds[2];
-  if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
-    return absl::InternalError(absl::StrCat("pipe2: ", strerror(errno)));
-  }
-  if (spec.inherit_fd_as >= 3) {
-    // Where the child's dup2 of inherit_fd cannot land on them.
-    for (int& end : pipe_fds) {
-      if (end >= kLowestErrorFd) continue;
-      const int moved = fcntl(end, F_DUPFD_CLOEXEC, kLowestErrorFd);
-      if (moved < 0) continue;
-      close(end);
-      end = moved;
-    }
+  if (absl::Status made = MakeErrorPipe(spec.inherit_fd_as >= 3, pipe_fds); !made.ok()) {
+    return made;
   }
 
   std::vector<std::string> env_strings;
