@@ -184,9 +184,8 @@ absl::Status CheckTokenRoute(const ringmaster::WorkerConfig& config,
   return absl::OkStatus();
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// The defaults the flags start from, the environment's among them.
+ringmaster::WorkerConfig DefaultConfig() {
   ringmaster::WorkerConfig config;
   config.coordinator_address = "127.0.0.1:7070";
   config.state_dir = "/var/lib/ringmaster-worker";
@@ -197,6 +196,13 @@ int main(int argc, char** argv) {
   if (const char* cdi = std::getenv("RINGMASTER_CDI_SPEC_DIRS"); cdi && *cdi) {
     config.cdi_spec_dirs = absl::StrSplit(cdi, ',', absl::SkipEmpty());
   }
+  return config;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ringmaster::WorkerConfig config = DefaultConfig();
   ringmaster::DaemonFlags daemon(7080, 7081);
   absl::Duration shutdown_grace = absl::Seconds(10);
 
