@@ -1,15 +1,20 @@
 #include "worker/cdi.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <filesystem>
+#include <optional>
 #include <set>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/unique_fd.h"
 
 namespace ringmaster {
 namespace {
@@ -59,11 +64,24 @@ ContainerEdits ParseEdits(const YAML::Node& node) {
   return edits;
 }
 
-// Written by root alone: a spec's hooks and mounts are run and made as root.
-bool RootsAlone(const std::filesystem::path& path) {
+// The text of `name` in the directory `dir_fd`, when it is a regular file
+// root alone may write (a spec's hooks and mounts are run and made as
+// root): opened without following a link, checked on what was opened.
+std::optional<std::string> ReadRootsFile(int dir_fd, const std::string& name) {
+  UniqueFd fd(openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   struct stat st {};
-  return lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == 0 &&
-         (st.st_mode & (S_IWGRP | S_IWOTH)) == 0;
+  if (!fd.valid() || fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != 0 ||
+      (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    return std::nullopt;
+  }
+  std::string text;
+  char buffer[8192];
+  for (ssize_t n; (n = read(fd.get(), buffer, sizeof(buffer))) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return std::nullopt;
+    text.append(buffer, static_cast<size_t>(n));
+  }
+  return text;
 }
 
 }  // namespace
@@ -80,18 +98,20 @@ absl::StatusOr<ContainerEdits> CdiEdits(const std::vector<std::string>& dirs,
   std::set<std::string> missing(devices.begin(), devices.end());
   ContainerEdits edits;
   for (const std::string& dir : dirs) {
+    UniqueFd dir_fd(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!dir_fd.valid()) continue;
     std::error_code error;
     std::vector<std::filesystem::path> files;
     for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
       const std::string ext = entry.path().extension().string();
-      if ((ext == ".yaml" || ext == ".json") && RootsAlone(entry.path())) {
-        files.push_back(entry.path());
-      }
+      if (ext == ".yaml" || ext == ".json") files.push_back(entry.path());
     }
     std::sort(files.begin(), files.end());
     for (const std::filesystem::path& file : files) {
+      const std::optional<std::string> text = ReadRootsFile(dir_fd.get(), file.filename().string());
+      if (!text) continue;
       try {
-        const YAML::Node spec = YAML::LoadFile(file.string());
+        const YAML::Node spec = YAML::Load(*text);
         const std::string kind = spec["kind"].as<std::string>("");
         bool holds_one = false;
         for (const YAML::Node& device : Seq(spec, "devices")) {

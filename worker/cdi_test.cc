@@ -99,6 +99,13 @@ TEST_F(CdiTest, AMissingDeviceOrASpecOthersMayWriteIsNotUsed) {
   EXPECT_THAT(CdiEdits({dir_}, {"nvidia.com/gpu=GPU-aaaa"}),
               StatusIs(absl::StatusCode::kNotFound,
                        "no CDI spec in " + dir_ + " names nvidia.com/gpu=GPU-aaaa"));
+  // A link is not followed, though what it names is root's.
+  const std::string elsewhere = testing::MakeTempDir("cdi-elsewhere") + "/nvidia.yaml";
+  std::ofstream(elsewhere) << kNvidiaSpec;
+  chmod(elsewhere.c_str(), 0644);
+  std::filesystem::create_symlink(elsewhere, dir_ + "/linked.yaml");
+  EXPECT_THAT(CdiEdits({dir_}, {"nvidia.com/gpu=GPU-aaaa"}), StatusIs(absl::StatusCode::kNotFound));
+  std::filesystem::remove(dir_ + "/linked.yaml");
   const std::string path = Write("nvidia.yaml", kNvidiaSpec);
   chmod(path.c_str(), 0666);  // anyone's hooks would run as root
   EXPECT_THAT(CdiEdits({dir_}, {"nvidia.com/gpu=GPU-aaaa"}), StatusIs(absl::StatusCode::kNotFound));
