@@ -24,6 +24,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/status_macros.h"
 #include "common/subprocess.h"
 #include "common/unique_fd.h"
 #include "worker/checkpoint_copy.h"
@@ -130,6 +131,15 @@ absl::StatusOr<std::string> FindInImage(const std::string& rootfs, const std::st
   return absl::NotFoundError(absl::StrCat("no program ", program, " on PATH=", path));
 }
 
+absl::StatusOr<std::string> ResolveRuntime(const std::string& runtime) {
+  absl::StatusOr<std::string> path = ResolveProgram(runtime, kRuntimePath);
+  if (!path.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("this worker's --container-runtime ", runtime, ": ", path.status().message()));
+  }
+  return path;
+}
+
 absl::StatusOr<LaunchSpec> InImage(const LaunchSpec& spec, const std::string& rootfs,
                                    const std::string& image, const std::string& id,
                                    const ContainerOptions& options) {
@@ -180,14 +190,10 @@ absl::StatusOr<LaunchSpec> InImage(const LaunchSpec& spec, const std::string& ro
 
   // The runtime runs as the worker: nothing of the job's environment
   // (PATH, LD_PRELOAD) reaches it; the job's goes to config.json only.
-  absl::StatusOr<std::string> runtime = ResolveProgram(options.runtime, kRuntimePath);
-  if (!runtime.ok()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "this worker's --container-runtime ", options.runtime, ": ", runtime.status().message()));
-  }
+  ASSIGN_OR_RETURN(const std::string runtime, ResolveRuntime(options.runtime));
   LaunchSpec launch = spec;
   launch.env = {{"PATH", kRuntimePath}};
-  launch.argv = {*runtime};
+  launch.argv = {runtime};
   if (!options.state_dir.empty())
     launch.argv.insert(launch.argv.end(), {"--root", options.state_dir});
   launch.argv.insert(launch.argv.end(), {"run", "--bundle", bundle});
@@ -281,8 +287,8 @@ std::string RootHolding(const std::string& path, const std::vector<std::string>&
 namespace {
 
 // Unmounts the container's root file system and its writable layer, and
-// removes its bundle. Never follows a mount it could not take off into
-// the image: remove_all stays on the bundle's own file system.
+// removes its bundle; not when a mount stays, whose files would be the
+// image's or the host's.
 void RemoveBundle(const std::string& bundle) {
   for (const char* mount : {"/rootfs", "/rw"}) {
     const std::string path = bundle + mount;
@@ -317,7 +323,7 @@ pid_t ContainedCommand(pid_t runtime_pid) {
 }
 
 void RemoveContainer(const ContainerOptions& options, const std::string& id) {
-  absl::StatusOr<std::string> runtime = ResolveProgram(options.runtime, kRuntimePath);
+  absl::StatusOr<std::string> runtime = ResolveRuntime(options.runtime);
   if (runtime.ok()) {
     std::vector<std::string> argv = {*runtime};
     if (!options.state_dir.empty()) argv.insert(argv.end(), {"--root", options.state_dir});

@@ -41,6 +41,11 @@ struct ContainerOptions {
   ContainerEdits gpus;
 };
 
+// `runtime` (--container-runtime) as the worker runs it: looked up on a
+// fixed PATH (never the job's or the worker's own), FAILED_PRECONDITION
+// naming the flag when it is not there.
+absl::StatusOr<std::string> ResolveRuntime(const std::string& runtime);
+
 // The launch of `spec` in the image whose root file system is `rootfs`
 // (`image` names it in errors), as container `id` (unique on the worker;
 // its bundle is <bundles_dir>/<id>): the job's command under the init, in

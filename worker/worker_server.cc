@@ -224,7 +224,8 @@ absl::Status WorkerServer::InitImages(const WorkerConfig& config, RankSupervisor
         ": ranks in images need a worker that runs as root (this one is uid ", geteuid(), ")"));
   }
   ASSIGN_OR_RETURN(options->container.init, ContainerInit(config.container_init));
-  options->container.runtime = config.container_runtime;
+  // Found once: a worker whose runtime is missing says so at start.
+  ASSIGN_OR_RETURN(options->container.runtime, ResolveRuntime(config.container_runtime));
   options->container.bundles_dir = config.state_dir + "/bundles";
   options->container.state_dir = config.state_dir + "/containers";
   RETURN_IF_ERROR(MakePrivateDir(options->container.bundles_dir));
