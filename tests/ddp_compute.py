@@ -1,6 +1,6 @@
-# A PyTorch DDP script whose steps are mostly compute (a wider model, one
-# thread per rank), instrumented with ringmaster.torch, that trains until it
-# is stopped.
+# A PyTorch DDP script whose steps are mostly compute (a wider model, batches
+# of 1024, one thread per rank), instrumented with ringmaster.torch, that
+# trains until it is stopped.
 import torch
 import torch.distributed as dist
 import torch.nn as nn
@@ -18,10 +18,10 @@ model = ringmaster.torch.instrument(DDP(nn.Sequential(
 opt = torch.optim.SGD(model.parameters(), lr=0.001)
 step = 0
 while True:
-    x = torch.randn(128, 256) + rank
+    x = torch.randn(1024, 256) + rank
     loss = model(x).pow(2).mean()
     opt.zero_grad()
     loss.backward()
     opt.step()
     step += 1
-    ringmaster.report(step=step, loss=loss.item(), samples=128)
+    ringmaster.report(step=step, loss=loss.item(), samples=1024)
