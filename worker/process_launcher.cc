@@ -75,8 +75,11 @@ absl::StatusOr<pid_t> PosixProcessLauncher::Spawn(const LaunchSpec& spec) {
   sub.inherit_fd_as = spec.inherit_fd_as;
   sub.no_new_privs = true;
   sub.required_access = spec.required_access;
+  UniqueFd oom_events;
   if (contain) {
-    if (absl::Status s = cgroups_->Create(spec.name, spec.memory_bytes); !s.ok()) return s;
+    absl::StatusOr<UniqueFd> created = cgroups_->Create(spec.name, spec.memory_bytes);
+    if (!created.ok()) return created.status();
+    oom_events = *std::move(created);
     sub.cgroup_procs = cgroups_->ProcsFiles(spec.name);
   }
   absl::StatusOr<pid_t> pid = SpawnProcess(sub);
@@ -86,14 +89,14 @@ absl::StatusOr<pid_t> PosixProcessLauncher::Spawn(const LaunchSpec& spec) {
   }
   MutexLock lock(&mu_);
   pumps_[*pid] = *std::move(pump);
-  if (contain) cgroup_of_[*pid] = spec.name;
+  if (contain) cgroup_of_[*pid] = {spec.name, std::move(oom_events)};
   return pid;
 }
 
 std::string PosixProcessLauncher::CgroupOf(pid_t pid) {
   MutexLock lock(&mu_);
   auto it = cgroup_of_.find(pid);
-  return it == cgroup_of_.end() ? "" : it->second;
+  return it == cgroup_of_.end() ? "" : it->second.cgroup;
 }
 
 bool PosixProcessLauncher::WaitExit(pid_t pid, absl::Duration timeout, ExitStatus* status) {
@@ -128,8 +131,15 @@ void PosixProcessLauncher::SignalGroup(pid_t pgid, int signal) {
 }
 
 bool PosixProcessLauncher::OomKilled(pid_t pgid) {
-  const std::string cgroup = CgroupOf(pgid);
-  return !cgroup.empty() && cgroups_->OomKilled(cgroup);
+  std::string cgroup;
+  {
+    MutexLock lock(&mu_);
+    auto it = cgroup_of_.find(pgid);
+    if (it == cgroup_of_.end()) return false;
+    if (RankCgroups::RanOutOfMemory(it->second.oom_events)) return true;
+    cgroup = it->second.cgroup;
+  }
+  return cgroups_->OomKilled(cgroup);
 }
 
 bool PosixProcessLauncher::ClearGroup(pid_t pgid, absl::Duration timeout) {

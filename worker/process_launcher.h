@@ -85,7 +85,11 @@ class PosixProcessLauncher final : public ProcessLauncher {
 
   std::unique_ptr<RankCgroups> cgroups_;  // null: sessions only
   Mutex mu_;
-  std::map<pid_t, std::string> cgroup_of_ ABSL_GUARDED_BY(mu_);
+  struct Contained {
+    std::string cgroup;   // the rank's, below the worker's
+    UniqueFd oom_events;  // RankCgroups::Create's
+  };
+  std::map<pid_t, Contained> cgroup_of_ ABSL_GUARDED_BY(mu_);
   std::map<pid_t, std::unique_ptr<LogPump>> pumps_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -280,6 +280,30 @@ TEST_F(ContainedLauncherTest, MemoryLimitKillsAndIsReportedAsOom) {
   EXPECT_TRUE(launcher_->ClearGroup(*pid, absl::Seconds(10)));
 }
 
+// As a rank in an image: the process killed is in a cgroup below the
+// rank's (its runtime's), which is removed before the rank exits.
+TEST_F(ContainedLauncherTest, AnOomBelowTheRanksCgroupIsReportedOnceThatCgroupIsGone) {
+  LaunchSpec spec = Shell(
+      "if grep -q ':memory:' /proc/self/cgroup; then "
+      "dir=/sys/fs/cgroup/memory$(sed -n 's/^[0-9]*:memory://p' /proc/self/cgroup); "
+      "else dir=/sys/fs/cgroup$(sed -n 's/^0:://p' /proc/self/cgroup); fi; "
+      "mkdir $dir/inner || exit 1; "
+      "sh -c 'echo $$ > $1/cgroup.procs && exec dd if=/dev/zero of=/dev/null bs=256M count=1' "
+      "sh $dir/inner; echo dd exited $?; rmdir $dir/inner && echo removed",
+      "inner.log");
+  spec.name = "inner";
+  spec.memory_bytes = 64 << 20;
+  auto pid = launcher_->Spawn(spec);
+  ASSERT_OK(pid) << pid.status();
+  EXPECT_EQ(WaitFor(*launcher_, *pid).exit_code, 0) << ReadOutput(spec.log_path);
+  const std::string output = ReadOutput(spec.log_path);
+  ASSERT_NE(output.find("dd exited 137"), std::string::npos) << output;
+  ASSERT_NE(output.find("removed"), std::string::npos) << output;
+  EXPECT_TRUE(launcher_->OomKilled(*pid));
+  EXPECT_TRUE(launcher_->OomKilled(*pid)) << "asked again";
+  EXPECT_TRUE(launcher_->ClearGroup(*pid, absl::Seconds(10)));
+}
+
 TEST_F(ContainedLauncherTest, WithinItsLimitNoOom) {
   LaunchSpec spec = Shell("head -c 1M /dev/zero | tail > /dev/null", "fits.log");
   spec.name = "modest";

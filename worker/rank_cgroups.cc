@@ -1,6 +1,9 @@
 #include "worker/rank_cgroups.h"
 
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -73,6 +76,21 @@ bool Usable(const std::string& dir) {
   return !error && access(dir.c_str(), W_OK) == 0;
 }
 
+// An eventfd signalled when the v1 memory cgroup `dir` runs out of memory
+// (its memory.oom_control, through cgroup.event_control).
+absl::StatusOr<UniqueFd> WatchOom(const std::string& dir) {
+  UniqueFd events(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  const std::string control = dir + "/memory.oom_control";
+  UniqueFd oom_control(open(control.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!events.valid() || !oom_control.valid() ||
+      !WriteFile(dir + "/cgroup.event_control",
+                 absl::StrCat(events.get(), " ", oom_control.get()))) {
+    return absl::InternalError(
+        absl::StrCat("cannot watch ", control, " for the rank's OOM: ", strerror(errno)));
+  }
+  return events;
+}
+
 }  // namespace
 
 std::string RankCgroups::NameFor(const std::string& worker_id, const std::string& state_dir) {
@@ -130,7 +148,8 @@ RankCgroups::~RankCgroups() {
   for (const Hierarchy& h : hierarchies_) rmdir(h.dir.c_str());
 }
 
-absl::Status RankCgroups::Create(const std::string& rank, int64_t memory_bytes) const {
+absl::StatusOr<UniqueFd> RankCgroups::Create(const std::string& rank, int64_t memory_bytes) const {
+  UniqueFd oom_events;
   for (const Hierarchy& h : hierarchies_) {
     const std::string dir = Dir(h, rank);
     if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
@@ -142,9 +161,14 @@ absl::Status RankCgroups::Create(const std::string& rank, int64_t memory_bytes) 
         return absl::InternalError(absl::StrCat("cannot set ", dir, limit));
       }
       if (h.v2) WriteFile(dir + "/memory.swap.max", "0");
+      if (!h.v2) {
+        absl::StatusOr<UniqueFd> watch = WatchOom(dir);
+        if (!watch.ok()) return watch.status();
+        oom_events = *std::move(watch);
+      }
     }
   }
-  return absl::OkStatus();
+  return oom_events;
 }
 
 std::vector<std::string> RankCgroups::ProcsFiles(const std::string& rank) const {
@@ -195,6 +219,13 @@ bool RankCgroups::Kill(const std::string& rank, absl::Duration timeout) const {
     if (absl::Now() >= deadline) return false;
     absl::SleepFor(absl::Milliseconds(10));
   }
+}
+
+bool RankCgroups::RanOutOfMemory(const UniqueFd& oom_events) {
+  if (!oom_events.valid()) return false;
+  // Polled, not read: a second look sees it still.
+  pollfd signalled{oom_events.get(), POLLIN, 0};
+  return poll(&signalled, 1, 0) == 1;
 }
 
 bool RankCgroups::OomKilled(const std::string& rank) const {

@@ -19,6 +19,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/unique_fd.h"
 
 namespace ringmaster {
 
@@ -34,7 +35,12 @@ class RankCgroups {
   ~RankCgroups();
 
   // Creates the rank's cgroup, with a memory limit when memory_bytes > 0.
-  absl::Status Create(const std::string& rank, int64_t memory_bytes) const;
+  // With a limit on cgroup v1, returns an eventfd the kernel signals when
+  // the cgroup runs out of memory, for OomKilled: v1 counts a kill only in
+  // the killed process's own cgroup, which for a rank in an image is its
+  // runtime's, below the rank's and removed with the container. Else an
+  // empty fd.
+  absl::StatusOr<UniqueFd> Create(const std::string& rank, int64_t memory_bytes) const;
   // The cgroup.procs files a new process writes "0" to, to join the rank.
   std::vector<std::string> ProcsFiles(const std::string& rank) const;
   // Every process in the rank's cgroup and the cgroups below it (an OCI
@@ -45,8 +51,11 @@ class RankCgroups {
   // SIGKILLs every process in the cgroup (frozen first, so that none forks
   // away) until it is empty or `timeout` passes; true when empty.
   bool Kill(const std::string& rank, absl::Duration timeout) const;
-  // Whether the kernel's OOM killer killed a process of the rank.
+  // Whether the kernel's OOM killer killed a process of the rank, by the
+  // counters of its cgroups that are left.
   bool OomKilled(const std::string& rank) const;
+  // Whether the kernel signalled `oom_events` (Create's): without waiting.
+  static bool RanOutOfMemory(const UniqueFd& oom_events);
   // Removes the rank's (empty) cgroup.
   void Remove(const std::string& rank) const;
   // Rank cgroups that exist now, such as those a previous worker left.
