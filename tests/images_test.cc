@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <regex>
 
 #include "absl/strings/str_cat.h"
 #include "testing/registry_server.h"
@@ -46,7 +47,7 @@ class ImagesTest : public ClusterTest {
         {"/bin/busybox*", "/bin/busybox"},
         {"/etc/os-release", "PRETTY_NAME=\"Ringmaster test image\"\n"}};
     for (const char* applet : {"sh", "cat", "head", "echo", "id", "grep", "test", "kill", "ls",
-                               "od", "readlink", "sleep", "true", "mkdir"}) {
+                               "od", "readlink", "sleep", "true", "mkdir", "dd", "df"}) {
       files[std::string("/bin/") + applet + "*"] = "/bin/busybox";
     }
     ASSERT_OK(registry_->Push("team/busybox:1.0", files));
@@ -202,6 +203,77 @@ TEST_F(ImagesTest, ACheckpointDirOnlyRootCanChangeIsBoundAndAnotherRefused) {
   EXPECT_EQ(job.restarts(), 0);
   const std::string status = Cli({"status", refused}).out;
   EXPECT_NE(status.find(root + "/theirs belongs to uid 65534"), std::string::npos) << status;
+}
+
+TEST_F(ImagesTest, ARanksMemoryLimitHoldsInItsImageAndItsKillIsNamed) {
+  // dd fills a buffer of 256 MiB: four times the rank's limit.
+  const std::string id = Submit(absl::StrCat(
+      "name: hungry\nranks: 1\nmax_restarts: 0\nresources: {memory_mb: 64}\nimage: ",
+      Image("team/busybox:1.0"),
+      "\ncommand: [sh, -c, 'echo eating; exec dd if=/dev/zero of=/dev/null bs=256M count=1']\n"));
+  const v1::Job job = WaitJob(
+      id, [](const v1::Job& j) { return j.state() == v1::SUCCEEDED || j.state() == v1::FAILED; });
+  const std::string logs = Cli({"logs", id}).out;
+  ASSERT_EQ(job.state(), v1::FAILED) << "256 MiB were given within a limit of 64: " << logs;
+  EXPECT_NE(logs.find("eating"), std::string::npos) << logs;
+  EXPECT_EQ(job.history(job.history_size() - 1).reason(), v1::RANK_OOM) << job.ShortDebugString();
+  const std::string status = Cli({"status", id}).out;
+  EXPECT_NE(status.find("rank 0 was killed for exceeding its memory limit"), std::string::npos)
+      << status;
+}
+
+// One worker of three slots, whose ranks run as its own user: a job in an
+// image still gets a /dev/shm of its own.
+class ImagesOneWorkerTest : public ImagesTest {
+ protected:
+  void SetUp() override {
+    up_workers_ = 1;
+    up_slots_ = 3;
+    ImagesTest::SetUp();
+  }
+};
+
+TEST_F(ImagesOneWorkerTest, AJobsRanksShareItsShmWhichNoOtherJobSees) {
+  const std::string pair = Submit(absl::StrCat(
+      "name: pair\nranks: 2\nmax_restarts: 0\nimage: ", Image("team/busybox:1.0"),
+      "\ncommand: [sh, -c, 'if [ $RANK = 0 ]; then echo from-rank-0 > /dev/shm/pair-file; else "
+      "while [ ! -s /dev/shm/pair-file ]; do sleep 0.1; done; cat /dev/shm/pair-file; "
+      "df -k /dev/shm; fi; exec sleep 300']\n"));
+  std::string logs;
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        logs = Cli({"logs", pair, "--rank", "1"}).out;
+        return logs.find("/dev/shm\n") != std::string::npos;
+      },
+      absl::Seconds(60)))
+      << "rank 1 never read rank 0's file: " << logs;
+  EXPECT_NE(logs.find("from-rank-0"), std::string::npos) << logs;
+  // The job's tmpfs, sized as --shm-size-mb says (by default half the
+  // machine's memory), not a container's own of 64 MiB.
+  std::smatch size;
+  ASSERT_TRUE(
+      std::regex_search(logs, size, std::regex("([0-9]+) +[0-9]+ +[0-9]+ +[0-9]+% /dev/shm")))
+      << logs;
+  EXPECT_GT(std::stoll(size[1]), 65536) << logs;
+  EXPECT_FALSE(fs::exists("/dev/shm/pair-file")) << "written in the host's /dev/shm";
+
+  const std::string other =
+      Submit(absl::StrCat("name: other\nranks: 1\nimage: ", Image("team/busybox:1.0"),
+                          "\ncommand: [sh, -c, 'ls -A /dev/shm; echo listed']\n"));
+  ASSERT_EQ(WaitJob(other,
+                    [](const v1::Job& j) {
+                      return j.state() == v1::SUCCEEDED || j.state() == v1::FAILED;
+                    })
+                .state(),
+            v1::SUCCEEDED);
+  const std::string listed = Cli({"logs", other}).out;
+  EXPECT_NE(listed.find("listed"), std::string::npos) << listed;
+  EXPECT_EQ(listed.find("pair-file"), std::string::npos) << "another job's file shows: " << listed;
+
+  // Gone with the job's last rank here.
+  Cli({"cancel", pair});
+  const std::string shm = absl::StrCat(state_dir_, "/worker-0/shm/", pair);
+  EXPECT_TRUE(testing::WaitFor([&] { return !fs::exists(shm); }, absl::Seconds(30))) << shm;
 }
 
 // Workers with a GPU each (the fake NVML of worker/testing) and a CDI spec

@@ -284,10 +284,14 @@ absl::Status RankSupervisor::PrepareFiles(const v1::StartRank& start, LaunchSpec
     if (!dir.ok()) return dir.status();
     spec->working_dir = *dir;
   }
-  // Last, so that nothing fails once it is held: Supervise releases it.
-  if (options_.shm != nullptr && spec->hide_other_users_processes && spec->run_as) {
-    ASSIGN_OR_RETURN(spec->private_shm,
-                     options_.shm->Acquire(start.rank().job_id(), *spec->run_as));
+  // Last, so that nothing fails once it is held: Supervise releases it. A
+  // rank in an image gets its job's even as the worker's own user: its
+  // container would otherwise have one of its own, not shared with the
+  // job's other ranks here.
+  const bool in_image = !start.image().empty();
+  if (options_.shm != nullptr && ((spec->hide_other_users_processes && spec->run_as) || in_image)) {
+    const RunAs owner = spec->run_as ? *spec->run_as : RunAs{"", "", geteuid(), getegid(), {}};
+    ASSIGN_OR_RETURN(spec->private_shm, options_.shm->Acquire(start.rank().job_id(), owner));
   }
   return absl::OkStatus();
 }

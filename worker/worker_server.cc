@@ -278,16 +278,20 @@ absl::Status WorkerServer::InitSupervisor(const WorkerConfig& config,
           std::make_shared<CoordinatorTargets>(config.coordinator_address, config.tls),
           config.token));
   options.code = code_.get();
-  // Each job's own /dev/shm, where its ranks get a mount namespace.
-  if (options.identities.per_job() && options.hide_other_jobs_processes) {
+  // Each job's own /dev/shm, where its ranks get a mount namespace: a uid
+  // per job on a worker that may mount, or a container.
+  const bool ranks_get_namespaces =
+      options.identities.per_job() && options.hide_other_jobs_processes;
+  if (ranks_get_namespaces || !config.container_runtime.empty()) {
     shm_ = std::make_unique<JobShm>(config.state_dir + "/shm", config.shm_size_bytes > 0
                                                                    ? config.shm_size_bytes
                                                                    : DefaultShmBytes());
     options.shm = shm_.get();
-  } else {
+  }
+  if (!ranks_get_namespaces) {
     spdlog::warn(
-        "ranks share the host's /dev/shm: each job has one of its own only with a uid "
-        "per job on a worker that may mount");
+        "ranks on the host share its /dev/shm: each job has one of its own with a uid per job "
+        "on a worker that may mount, or in an image");
   }
   // Kills what an earlier worker of this id left before anything registers.
   launcher_ = std::make_unique<PosixProcessLauncher>(
