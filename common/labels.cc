@@ -74,4 +74,15 @@ absl::StatusOr<std::pair<std::string, std::string>> ParseLabel(absl::string_view
   return label;
 }
 
+std::string LabelValueOf(absl::string_view text) {
+  std::string value;
+  for (char c : text) value.push_back(NameChar(c) ? c : '-');
+  auto trim = [](absl::string_view v) {
+    while (!v.empty() && !absl::ascii_isalnum(v.front())) v.remove_prefix(1);
+    while (!v.empty() && !absl::ascii_isalnum(v.back())) v.remove_suffix(1);
+    return v;
+  };
+  return std::string(trim(trim(value).substr(0, kMaxName)));
+}
+
 }  // namespace ringmaster

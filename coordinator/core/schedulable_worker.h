@@ -53,6 +53,9 @@ struct SchedulableWorker {
   std::map<std::string, std::string> labels;
   int cpus = 0;           // 0: not counted
   int64_t memory_mb = 0;  // 0: not counted
+  // Its domain at each topology level, widest first (WorkerMembership's
+  // ids); -1 where it has no value. Empty without --topology-levels.
+  std::vector<int> domains;
 };
 
 }  // namespace ringmaster

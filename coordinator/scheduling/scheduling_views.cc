@@ -9,7 +9,7 @@
 
 namespace ringmaster {
 
-GangRequest GangOf(const v1::JobSpec& spec) {
+GangRequest GangOf(const v1::JobSpec& spec, const std::vector<std::string>& levels) {
   GangRequest request;
   request.ranks = spec.ranks();
   request.gpus_per_rank = spec.gpus_per_rank();
@@ -20,6 +20,16 @@ GangRequest GangOf(const v1::JobSpec& spec) {
   request.selector = {spec.worker_selector().begin(), spec.worker_selector().end()};
   // Only workers that run images can run a job in one.
   if (!spec.image().empty()) request.selector[kImagesLabel] = kImagesLabelValue;
+  auto level = [&levels](const std::string& name) {
+    auto at = std::find(levels.begin(), levels.end(), name);
+    return name.empty() || at == levels.end() ? -1 : static_cast<int>(at - levels.begin());
+  };
+  PlacementRequest& placement = request.placement;
+  placement.pack_level = level(spec.placement().pack());
+  placement.pack_required = spec.placement().mode() != "preferred";
+  placement.pack_name = spec.placement().pack();
+  placement.spread_level = level(spec.placement().spread());
+  placement.spread_name = spec.placement().spread();
   return request;
 }
 
@@ -125,7 +135,7 @@ void SchedulingViews::MergePending(const JobTable& table) {
     const v1::Job& job = table.resident().at(number)->job;
     if (!job.held_by().empty()) continue;  // not scheduled until released
     views.push_back({job.id(), QueueName(job.spec().queue()), job.owner(), job.priority(), number,
-                     LastEntered(job, v1::PENDING), false, GangOf(job.spec())});
+                     LastEntered(job, v1::PENDING), false, GangOf(job.spec(), policy_.topology_levels)});
     meta.push_back({stamp, job.pending_reason(), job.spec().deadline_s() > 0,
                     job.excluded_workers_size() > 0});
   }
@@ -150,7 +160,7 @@ RunningJob ViewOfPlaced(
                   job.priority(),
                   LastEntered(job, v1::STARTING),
                   job.spec().preemptible(),
-                  GangOf(job.spec()),
+                  GangOf(job.spec(), policy_.topology_levels),
                   {},
                   PreemptedAt(job)};
   for (const v1::RankStatus& rank : job.ranks()) {

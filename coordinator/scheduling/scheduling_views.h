@@ -30,8 +30,8 @@
 
 namespace ringmaster {
 
-// What the job asks of the cluster.
-GangRequest GangOf(const v1::JobSpec& spec);
+// What the job asks of the cluster, whose --topology-levels are `levels`.
+GangRequest GangOf(const v1::JobSpec& spec, const std::vector<std::string>& levels);
 // When the job was preempted within the last hour (as it keeps them),
 // oldest first.
 std::vector<absl::Time> PreemptedAt(const v1::Job& job);
