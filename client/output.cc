@@ -165,7 +165,6 @@ void PrintSpecTerms(std::ostream& out, const v1::JobSpec& spec) {
   if (!spec.placement().spread().empty()) {
     placement.push_back(absl::StrCat("one rank per ", spec.placement().spread()));
   }
-  if (spec.spare_ok()) placement.push_back("on spares too");
   if (!placement.empty()) out << "placement: " << absl::StrJoin(placement, ", ") << "\n";
   const v1::Resources& resources = spec.resources();
   if (resources.cpus() > 0 || resources.memory_mb() > 0) {
@@ -446,8 +445,7 @@ void PrintQueuesTable(std::ostream& out, const v1::ListQueuesResponse& queues) {
 }
 
 std::string WorkerSchedulingLabel(const v1::Worker& worker) {
-  if (worker.health().has_cordon()) return "CORDONED";
-  return worker.spare() ? "SPARE" : "SCHEDULABLE";
+  return worker.health().has_cordon() ? "CORDONED" : "SCHEDULABLE";
 }
 
 namespace {

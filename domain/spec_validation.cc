@@ -452,9 +452,6 @@ absl::Status ValidatePlacement(const v1::JobSpec& spec, const std::vector<std::s
                             placement.pack(), "): one rank per ", placement.spread(),
                             " within one ", placement.pack(), " is a single rank"));
   }
-  if (spec.spare_ok() && spec.has_preemptible() && !spec.preemptible()) {
-    return Bad("spare_ok", "needs a preemptible job: a spare is taken back at once when needed");
-  }
   return absl::OkStatus();
 }
 
