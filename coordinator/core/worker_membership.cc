@@ -75,7 +75,7 @@ absl::StatusOr<WorkerSession> WorkerMembership::Register(WorkerLink* link,
   m.info.set_slots(request.slots());
   *m.info.mutable_gpus() = request.gpus();
   *m.info.mutable_labels() = request.labels();
-  if (!request.gpus().empty() && !m.info.labels().contains("gpu_type")) {
+  if (!request.gpus().empty() && m.info.labels().count("gpu_type") == 0) {
     (*m.info.mutable_labels())["gpu_type"] = LabelValueOf(request.gpus(0).name());
   }
   PlaceInTopology(m);

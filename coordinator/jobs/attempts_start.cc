@@ -2,7 +2,9 @@
 #include "coordinator/jobs/attempts.h"
 
 #include <algorithm>
+#include <functional>
 #include <set>
+#include <string_view>
 
 #include <spdlog/spdlog.h>
 

@@ -24,7 +24,6 @@
 #include "common/status_macros.h"
 #include "coordinator/core/goodput.h"
 #include "coordinator/core/rank_env.h"
-#include "coordinator/scheduling/domain_placement.h"
 #include "domain/job_state.h"
 #include "domain/spec_validation.h"
 

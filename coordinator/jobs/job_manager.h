@@ -32,6 +32,7 @@
 #include "coordinator/jobs/job_manager_options.h"
 #include "coordinator/jobs/rank_events.h"
 #include "coordinator/rendezvous/rendezvous_store.h"
+#include "coordinator/scheduling/domain_placement.h"
 #include "coordinator/scheduling/scheduling_views.h"
 #include "domain/queue_config.h"
 #include "proto/cluster.pb.h"

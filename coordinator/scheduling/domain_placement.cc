@@ -127,20 +127,6 @@ std::string SlotsOf(const GangRequest& request, int ranks) {
 
 }  // namespace
 
-int LargestDomainRoom(const std::vector<WorkerCapacity>& workers, const std::vector<int>& rooms,
-                      const GangRequest& request, int level) {
-  DomainTree tree(workers, rooms, request.placement);
-  Members all;
-  for (int w = 0; w < static_cast<int>(workers.size()); ++w) {
-    if (workers[w].domains[level] >= 0) all.push_back(w);
-  }
-  int largest = 0;
-  for (const Members& domain : tree.Split(all, level)) {
-    largest = std::max(largest, tree.Room(domain, level + 1));
-  }
-  return largest;
-}
-
 absl::StatusOr<std::vector<WorkerShare>> PlaceInDomains(const std::vector<WorkerCapacity>& workers,
                                                         const std::vector<int>& rooms,
                                                         const GangRequest& request) {
@@ -182,8 +168,10 @@ absl::StatusOr<std::vector<WorkerShare>> PlaceInDomains(const std::vector<Worker
                                                        largest * std::max(1, request.gpus_per_rank)));
     }
   }
-  Members all(workers.size());
-  std::iota(all.begin(), all.end(), 0);
+  Members all;  // those that can take a rank
+  for (int w = 0; w < static_cast<int>(workers.size()); ++w) {
+    if (rooms[w] > 0) all.push_back(w);
+  }
   const int room = tree.Room(all, 0);
   if (room < fewest) {
     std::string why = absl::StrCat("needs ", SlotsOf(request, fewest), "; room for ", room,

@@ -39,11 +39,6 @@ absl::StatusOr<std::vector<WorkerShare>> PlaceInDomains(const std::vector<Worker
                                                         const std::vector<int>& rooms,
                                                         const GangRequest& request);
 
-// How many of `request`'s ranks the roomiest domain of `level` can take,
-// with rooms[i] for workers[i], as PlaceInDomains counts them.
-int LargestDomainRoom(const std::vector<WorkerCapacity>& workers, const std::vector<int>& rooms,
-                      const GangRequest& request, int level);
-
 // What one domain of a topology level has, of the workers' slots.
 struct DomainSlots {
   int level = 0;

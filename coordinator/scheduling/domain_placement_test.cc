@@ -188,12 +188,5 @@ TEST(DomainPlacementTest, AWorkerWithoutTheLevelsValueTakesNoPackedGang) {
   EXPECT_EQ(WorkersOf(*p), (std::vector<std::string>{"lone", "lone", "lone"}));
 }
 
-TEST(DomainPlacementTest, LargestDomainRoomCountsWhatAGangCanTake) {
-  std::vector<WorkerCapacity> workers = TwoRacks();
-  std::vector<int> rooms = {4, 4, 2, 2, 2};
-  EXPECT_EQ(LargestDomainRoom(workers, rooms, Gang(1), kRack), 8);
-  EXPECT_EQ(LargestDomainRoom(workers, rooms, Gang(1, -1, true, kHost), kRack), 3);
-}
-
 }  // namespace
 }  // namespace ringmaster
