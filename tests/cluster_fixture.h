@@ -95,7 +95,9 @@ class ClusterTest : public ::testing::Test {
     return std::string(absl::StripAsciiWhitespace(r.out));
   }
 
-  v1::Job WaitJob(const std::string& id, const std::function<bool(const v1::Job&)>& done) {
+  // Polls the job until `done`, for `deadline` at most.
+  v1::Job WaitJob(const std::string& id, const std::function<bool(const v1::Job&)>& done,
+                  absl::Duration deadline = absl::Seconds(60)) {
     v1::Job job;
     bool ok = testing::WaitFor(
         [&] {
@@ -104,7 +106,7 @@ class ClusterTest : public ::testing::Test {
           job = *j;
           return done(job);
         },
-        absl::Seconds(60));
+        deadline);
     EXPECT_TRUE(ok) << "job " << id << " stuck in " << v1::JobState_Name(job.state());
     return job;
   }

@@ -56,7 +56,10 @@ class SnapshotResumeTest : public ClusterTest {
 
 void SnapshotResumeTest::KillRank1AtARandomStep(Killed* out) {
   const std::string plain = Submit(Spec("plain"));
-  v1::Job done = WaitJob(plain, [](const v1::Job& j) { return j.state() == v1::SUCCEEDED; });
+  // 1250 steps take most of a minute under the address sanitizer.
+  constexpr absl::Duration kToTheEnd = absl::Minutes(3);
+  v1::Job done = WaitJob(
+      plain, [](const v1::Job& j) { return j.state() == v1::SUCCEEDED; }, kToTheEnd);
   ASSERT_EQ(done.progress().step(), 1250);
   absl::StatusOr<TrainingState> reference =
       ReadCheckpointFile(absl::StrCat(state_dir_, "/checkpoints/", plain, "/step-1250/state.bin"));
@@ -73,7 +76,8 @@ void SnapshotResumeTest::KillRank1AtARandomStep(Killed* out) {
   ASSERT_EQ(running.attempt(), 0) << "the job must not have restarted before the kill";
   out->rank0_pid = running.ranks(0).pid();
   ASSERT_EQ(kill(static_cast<pid_t>(running.ranks(1).pid()), SIGKILL), 0);
-  out->job = WaitJob(out->id, [](const v1::Job& j) { return j.state() == v1::SUCCEEDED; });
+  out->job = WaitJob(
+      out->id, [](const v1::Job& j) { return j.state() == v1::SUCCEEDED; }, kToTheEnd);
   absl::StatusOr<TrainingState> final_state = ReadCheckpointFile(
       absl::StrCat(state_dir_, "/checkpoints/", out->id, "/step-1250/state.bin"));
   ASSERT_OK(final_state) << final_state.status();
