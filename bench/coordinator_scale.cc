@@ -220,9 +220,10 @@ int RunScheduling(const Options& options) {
   const SchedulingLoadResult& r = *queues;
   std::printf("\nscheduling, in process: %d jobs running on %d workers of %d slots, %d pending\n",
               r.running_jobs, load.workers, load.slots_per_worker, r.pending_jobs);
-  std::printf("topology: --topology-levels rack,host, racks of %d workers, half the pending jobs "
-              "with placement.pack: rack (%d running, %d pending)\n",
-              options.rack_size, racks->running_jobs, racks->pending_jobs);
+  std::printf(
+      "topology: --topology-levels rack,host, racks of %d workers, half the pending jobs "
+      "with placement.pack: rack (%d running, %d pending)\n",
+      options.rack_size, racks->running_jobs, racks->pending_jobs);
   const std::string many = absl::StrCat(options.queues, " queues");
   const std::string topology = absl::StrCat(options.queues, " q., racks");
   std::printf("%-36s %12s %12s %12s %10s\n", "", many.c_str(), "one queue", topology.c_str(),
@@ -230,10 +231,10 @@ int RunScheduling(const Options& options) {
   auto row = [](const char* what, double a, double b, double c, const char* goal) {
     std::printf("%-36s %9.2f ms %9.2f ms %9.2f ms %10s\n", what, a, b, c, goal);
   };
-  row("submit with the queue deep, p50", r.submit_p50_ms, one->submit_p50_ms,
-      racks->submit_p50_ms, "");
-  row("submit with the queue deep, p99", r.submit_p99_ms, one->submit_p99_ms,
-      racks->submit_p99_ms, "< 10 ms");
+  row("submit with the queue deep, p50", r.submit_p50_ms, one->submit_p50_ms, racks->submit_p50_ms,
+      "");
+  row("submit with the queue deep, p99", r.submit_p99_ms, one->submit_p99_ms, racks->submit_p99_ms,
+      "< 10 ms");
   row("scheduling tick p50", r.tick_p50_ms, one->tick_p50_ms, racks->tick_p50_ms, "");
   row("scheduling tick p99", r.tick_p99_ms, one->tick_p99_ms, racks->tick_p99_ms, "< 10 ms");
   row("scheduling tick max", r.tick_max_ms, one->tick_max_ms, racks->tick_max_ms, "");

@@ -117,7 +117,8 @@ absl::StatusOr<SchedulingLoadResult> RunSchedulingLoad(const SchedulingLoadOptio
     r.set_worker_id(absl::StrCat("w", i));
     r.set_address(absl::StrCat("w", i, ".local:7080"));
     r.set_hostname(absl::StrCat("w", i));
-    if (options.rack_size > 0) (*r.mutable_labels())["rack"] = absl::StrCat("r", i / options.rack_size);
+    if (options.rack_size > 0)
+      (*r.mutable_labels())["rack"] = absl::StrCat("r", i / options.rack_size);
     r.set_slots(options.slots_per_worker);
     r.set_incarnation("bench");
     for (int p = 0; p < options.slots_per_worker; ++p) r.add_free_ports(40000 + p);

@@ -481,8 +481,7 @@ std::string CordonDetail(const v1::Worker& worker, absl::Time now) {
   return text;
 }
 
-void PrintWorkersTable(std::ostream& out, const v1::ListWorkersResponse& workers,
-                       absl::Time now) {
+void PrintWorkersTable(std::ostream& out, const v1::ListWorkersResponse& workers, absl::Time now) {
   const bool topology = !workers.topology_levels().empty();
   std::vector<std::vector<std::string>> rows = {{"WORKER", "STATE", "SCHEDULING", "ADDRESS",
                                                  "SLOTS", "GPUS", "CPUS", "MEMORY", "LABELS",

@@ -220,8 +220,7 @@ void AddPlacementFlags(CLI::App& app, ringmaster::CoordinatorConfig* config) {
   app.add_option_function<std::string>(
          "--topology-levels",
          [config](const std::string& text) {
-           absl::StatusOr<std::vector<std::string>> levels =
-               ringmaster::ParseTopologyLevels(text);
+           absl::StatusOr<std::vector<std::string>> levels = ringmaster::ParseTopologyLevels(text);
            if (!levels.ok()) throw CLI::ValidationError(std::string(levels.status().message()));
            config->membership.topology_levels = *levels;
            config->manager.scheduling.topology_levels = *std::move(levels);

@@ -408,7 +408,8 @@ absl::StatusOr<std::vector<std::string>> ParseTopologyLevels(const std::string& 
   std::vector<std::string> levels;
   if (text.empty()) return levels;
   for (absl::string_view level : absl::StrSplit(text, ',')) {
-    if (absl::Status valid = ValidateLabel(level, ""); !valid.ok() || level.find('/') != level.npos) {
+    if (absl::Status valid = ValidateLabel(level, "");
+        !valid.ok() || level.find('/') != level.npos) {
       return absl::InvalidArgumentError(absl::StrCat(
           "--topology-levels: \"", level,
           "\" is not a level name (a label key without a prefix: 1-63 of [A-Za-z0-9._-])"));
@@ -465,6 +466,9 @@ void ApplyJobSpecDefaults(v1::JobSpec* spec) {
   if (spec->restart_policy().empty()) spec->set_restart_policy("on_failure");
   if (spec->on_straggler().empty()) spec->set_on_straggler("warn");
   if (!spec->image().empty() && spec->image_pull().empty()) spec->set_image_pull("if_not_present");
+  if (!spec->placement().pack().empty() && spec->placement().mode().empty()) {
+    spec->mutable_placement()->set_mode("required");
+  }
   if (spec->priority().empty()) spec->set_priority("normal");
   if (!spec->has_preemptible()) spec->set_preemptible(true);
   if (!spec->has_preemption_grace_s()) spec->set_preemption_grace_s(30);

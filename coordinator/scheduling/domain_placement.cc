@@ -122,7 +122,8 @@ class DomainTree {
 
 std::string SlotsOf(const GangRequest& request, int ranks) {
   const int per_rank = std::max(1, request.gpus_per_rank);
-  return absl::StrCat(ranks * per_rank, request.gpus_per_rank > 0 ? " free GPU slots" : " free slots");
+  return absl::StrCat(ranks * per_rank,
+                      request.gpus_per_rank > 0 ? " free GPU slots" : " free slots");
 }
 
 }  // namespace
@@ -132,8 +133,8 @@ absl::StatusOr<std::vector<WorkerShare>> PlaceInDomains(const std::vector<Worker
                                                         const GangRequest& request) {
   const PlacementRequest& placement = request.placement;
   DomainTree tree(workers, rooms, placement);
-  const int fewest =
-      request.min_ranks > 0 && request.min_ranks < request.ranks ? request.min_ranks : request.ranks;
+  const int fewest = request.min_ranks > 0 && request.min_ranks < request.ranks ? request.min_ranks
+                                                                                : request.ranks;
   std::vector<WorkerShare> shares;
   const int pack = placement.pack_level;
   if (pack >= 0 && pack < tree.levels()) {
@@ -163,9 +164,9 @@ absl::StatusOr<std::vector<WorkerShare>> PlaceInDomains(const std::vector<Worker
       return shares;
     }
     if (placement.pack_required) {
-      return absl::ResourceExhaustedError(absl::StrCat("no ", placement.pack_name, " with ",
-                                                       SlotsOf(request, fewest), "; the largest has ",
-                                                       largest * std::max(1, request.gpus_per_rank)));
+      return absl::ResourceExhaustedError(
+          absl::StrCat("no ", placement.pack_name, " with ", SlotsOf(request, fewest),
+                       "; the largest has ", largest * std::max(1, request.gpus_per_rank)));
     }
   }
   Members all;  // those that can take a rank

@@ -99,22 +99,22 @@ TEST(DomainPlacementTest, PackRequiredWaitsWhenNoDomainHoldsTheGangAndSaysWhy) {
   // Preferred: across racks, fewest racks, roomiest first.
   p = PlaceGang(TwoRacks(), Gang(9, kRack, /*required=*/false));
   ASSERT_OK(p) << p.status();
-  EXPECT_EQ(WorkersOf(*p),
-            (std::vector<std::string>{"a", "a", "a", "a", "b", "b", "b", "b", "c"}));
-  // Packed where it can be, required or not.
+  EXPECT_EQ(WorkersOf(*p), (std::vector<std::string>{"a", "a", "a", "a", "b", "b", "b", "b", "c"}));
+  // Packed where it can be, required or not: rack 2 holds 5 (6 free), and
+  // is the tighter fit.
   for (bool required : {true, false}) {
     p = PlaceGang(TwoRacks(), Gang(5, kRack, required));
     ASSERT_OK(p) << p.status();
-    EXPECT_EQ(WorkersOf(*p), (std::vector<std::string>{"a", "a", "a", "a", "b"}));
+    EXPECT_EQ(WorkersOf(*p), (std::vector<std::string>{"c", "c", "d", "d", "e"}));
   }
 }
 
 TEST(DomainPlacementTest, PackRequiredLooksAtTheLevelItNamesNotTheOneAbove) {
   // Levels block, rack, host. Block 1 is the tighter block for 4 ranks (5
   // free) but its racks hold 3 and 2; block 2's rack 3 holds 4.
-  std::vector<WorkerCapacity> workers = {
-      On("b1-r1", 3, {1, 1, 10}), On("b1-r2", 2, {1, 2, 20}), On("b2-r3-a", 2, {2, 3, 30}),
-      On("b2-r3-b", 2, {2, 3, 31}), On("b2-r4", 2, {2, 4, 40})};
+  std::vector<WorkerCapacity> workers = {On("b1-r1", 3, {1, 1, 10}), On("b1-r2", 2, {1, 2, 20}),
+                                         On("b2-r3-a", 2, {2, 3, 30}), On("b2-r3-b", 2, {2, 3, 31}),
+                                         On("b2-r4", 2, {2, 4, 40})};
   GangRequest gang = Gang(4);
   gang.placement.pack_level = 1;
   gang.placement.pack_name = "rack";
@@ -169,8 +169,7 @@ TEST(DomainPlacementTest, AnElasticGangPackedByRackTakesWhatTheRoomiestRackHolds
   ASSERT_OK(p) << p.status();
   EXPECT_EQ(WorkersOf(*p), (std::vector<std::string>{"a", "a", "a", "a", "b", "b", "b", "b"}));
   gang.min_ranks = 9;
-  EXPECT_THAT(PlaceGang(TwoRacks(), gang).status(),
-              StatusIs(absl::StatusCode::kResourceExhausted));
+  EXPECT_THAT(PlaceGang(TwoRacks(), gang).status(), StatusIs(absl::StatusCode::kResourceExhausted));
 }
 
 TEST(DomainPlacementTest, AWorkerWithoutTheLevelsValueTakesNoPackedGang) {

@@ -80,6 +80,7 @@ class Snapshot {
     job.job_id = Keep(id);
     job.queue = "default";
     job.owner = "u";
+    job.priority = 100;  // as the jobs pending in these tests, which it does not make way for
     job.started = kNow - age;
     job.request = {ranks, 0};
     for (const WorkerCapacity& w : free_) {

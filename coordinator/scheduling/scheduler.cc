@@ -347,8 +347,9 @@ std::vector<RankPlacement> NearTheirSnapshots(
       const std::string& mine = placement[blocks[i].first].worker_id;
       if (j == i) {
         settled[i] = true;
-      } else if ((may_trade == nullptr || may_trade(mine, want)) &&near(blocks[i], want) + near(blocks[j], mine) >
-                 near(blocks[i], mine) + near(blocks[j], want)) {
+      } else if ((may_trade == nullptr || may_trade(mine, want)) &&
+                 near(blocks[i], want) + near(blocks[j], mine) >
+                     near(blocks[i], mine) + near(blocks[j], want)) {
         trade(blocks[i], blocks[j]);
         settled[i] = true;
       }

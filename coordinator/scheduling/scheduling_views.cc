@@ -135,7 +135,8 @@ void SchedulingViews::MergePending(const JobTable& table) {
     const v1::Job& job = table.resident().at(number)->job;
     if (!job.held_by().empty()) continue;  // not scheduled until released
     views.push_back({job.id(), QueueName(job.spec().queue()), job.owner(), job.priority(), number,
-                     LastEntered(job, v1::PENDING), false, GangOf(job.spec(), policy_.topology_levels)});
+                     LastEntered(job, v1::PENDING), false,
+                     GangOf(job.spec(), policy_.topology_levels)});
     meta.push_back({stamp, job.pending_reason(), job.spec().deadline_s() > 0,
                     job.excluded_workers_size() > 0});
   }
@@ -153,14 +154,15 @@ namespace {
 // What the scheduler sees of a placed job now.
 RunningJob ViewOfPlaced(
     const v1::Job& job, std::string_view queue,
-    const absl::flat_hash_map<std::string_view, const SchedulableWorker*>& workers) {
+    const absl::flat_hash_map<std::string_view, const SchedulableWorker*>& workers,
+    const std::vector<std::string>& levels) {
   RunningJob view{job.id(),
                   queue,
                   job.owner(),
                   job.priority(),
                   LastEntered(job, v1::STARTING),
                   job.spec().preemptible(),
-                  GangOf(job.spec(), policy_.topology_levels),
+                  GangOf(job.spec(), levels),
                   {},
                   PreemptedAt(job)};
   for (const v1::RankStatus& rank : job.ranks()) {
@@ -194,12 +196,12 @@ void SchedulingViews::UpdatePlaced(const JobTable& table,
       continue;
     }
     const bool running = job.state() == v1::STARTING || job.state() == v1::RUNNING;
-    PlacedView& view =
-        views.emplace_back(PlacedView{number,
-                                      job.revision(),
-                                      running,
-                                      ViewOfPlaced(job, QueueName(job.spec().queue()), by_id),
-                                      {}});
+    PlacedView& view = views.emplace_back(
+        PlacedView{number,
+                   job.revision(),
+                   running,
+                   ViewOfPlaced(job, QueueName(job.spec().queue()), by_id, policy_.topology_levels),
+                   {}});
     for (const RankPlacement& p : view.job.ranks) {
       if (view.held.empty() || view.held.back().worker_id != p.worker_id) {
         view.held.push_back({p.worker_id});
