@@ -1,8 +1,10 @@
 """Placement that knows the network, on simulated hosts (tests/simulated_hosts.py)
-in two racks: rack a has host0 (the coordinator), host1 and host2; rack b
-has host3 and host4; the spine between the racks carries 500 Mbit/s (a
+in two racks: rack a has host0 (the coordinator), host1 and host3; rack b
+has host2 and host4; the spine between the racks carries 500 Mbit/s (a
 token bucket on both of its ends). Workers on host1-host4 are labelled
 with their rack, and the coordinator runs with --topology-levels rack,host.
+They register in host order, so that placement by registration order alone
+would put a 2-rank job on host1 and host2, across the spine.
 
 A 2-rank job with `placement: {pack: rack}` lands in one rack, and its
 pre-flight bus bandwidth is at least twice that of the same job forced
@@ -20,7 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import simulated_hosts  # noqa: E402
 from simulated_hosts import Cluster, Hosts  # noqa: E402
 
-RACKS = {"a": (1, 2), "b": (3, 4)}
+RACKS = {"a": (1, 3), "b": (2, 4)}
 SPINE_MBIT = 500
 ENDED = ("SUCCEEDED", "FAILED", "CANCELLED")
 SPEC = """
@@ -45,14 +47,14 @@ class TopologyTest(unittest.TestCase):
             self.skipTest(reason)
         self.root = tempfile.mkdtemp(prefix=f"topology-{self._testMethodName}-",
                                      dir=os.environ.get("TEST_TMPDIR", "/var/tmp"))
-        self.hosts = Hosts(5, racks=[[0, 1, 2], [3, 4]])
+        self.hosts = Hosts(5, racks=[[0, 1, 3], [2, 4]])
         self.addCleanup(self.hosts.close)
         labels = {h: ["--label", f"rack={rack}"] for rack, hosts in RACKS.items() for h in hosts}
         self.cluster = Cluster(self.hosts, self.root, worker_hosts=(1, 2, 3, 4), slots=1,
                                coordinator_flags=["--topology-levels", "rack,host"],
                                flags_of_host=labels)
         self.addCleanup(self.cluster.stop)
-        self.cluster.start()
+        self.cluster.start(in_order=True)
         self.hosts.throttle_spine(SPINE_MBIT)
 
     def rack_of(self, worker_id):
@@ -75,7 +77,7 @@ class TopologyTest(unittest.TestCase):
     def test_a_job_packed_by_rack_lands_in_one_and_all_reduces_faster(self):
         workers = self.cluster.cli("workers").stdout
         self.assertRegex(workers, r"rack=a,host=host1")
-        self.assertRegex(workers, r"rack=b,host=host4")
+        self.assertRegex(workers, r"rack=b,host=host2")
 
         packed, packed_bus = self.run_job("packed", "{pack: rack}")
         racks = {self.rack_of(r["worker_id"]) for r in packed["ranks"]}
