@@ -164,7 +164,7 @@ class WorkerMembership {
     mutable std::shared_ptr<const ReportedRanks> running_list;
     int64_t reports = 0;       // heartbeats and registrations
     int64_t listed_at = 0;     // list_changes_ when `running` last changed
-    std::vector<int> domains;  // by topology level: an id of domain_names_; -1: none
+    TopologyDomains domains;  // by topology level: an id of domain_names_; -1: none
   };
   // Sets the member's topology (info.topology, domains) from its labels
   // and hostname.

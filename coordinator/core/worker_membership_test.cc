@@ -248,7 +248,7 @@ TEST(WorkerTopologyTest, AWorkersDomainsComeFromItsLabelsAndHostname) {
   join(b, "b", "node-b", {{"block", "b1"}, {"rack", "r1"}, {"host", "box-1"}});
   join(c, "c", "node-c", {{"block", "b2"}, {"rack", "r1"}});  // another block's r1
   join(d, "d", "node-d", {});
-  std::map<std::string, std::vector<int>> domains;
+  std::map<std::string, TopologyDomains> domains;
   for (const SchedulableWorker& w : membership.Schedulable()) domains[w.worker_id] = w.domains;
   EXPECT_EQ(domains["a"][0], domains["b"][0]);
   EXPECT_EQ(domains["a"][1], domains["b"][1]) << "one rack";

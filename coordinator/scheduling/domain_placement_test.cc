@@ -15,7 +15,7 @@ namespace {
 constexpr int kRack = 0;
 constexpr int kHost = 1;
 
-WorkerCapacity On(const std::string& id, int free, std::vector<int> domains,
+WorkerCapacity On(const std::string& id, int free, TopologyDomains domains,
                   std::map<std::string, std::string> labels = {}) {
   WorkerCapacity w;
   w.worker_id = id;

@@ -22,13 +22,18 @@ bool Matches(const WorkerCapacity& w, const GangRequest& r) {
           std::find(r.avoid.begin(), r.avoid.end(), w.worker_id) == r.avoid.end());
 }
 
-// How many of the request's ranks `w` can take now.
-int RankRoom(const WorkerCapacity& w, const GangRequest& r) {
+// How many of the request's ranks `w` can take now, or, `idle`, with
+// nothing running.
+int RankRoom(const WorkerCapacity& w, const GangRequest& r, bool idle = false) {
   if (!Matches(w, r)) return 0;
-  int room = static_cast<int>(w.free_slots.size()) / SlotsPerRank(r);
-  if (w.total_cpus > 0 && r.cpus > 0) room = std::min(room, w.free_cpus / r.cpus);
+  const int slots = idle ? w.total_slots : static_cast<int>(w.free_slots.size());
+  int room = slots / SlotsPerRank(r);
+  if (w.total_cpus > 0 && r.cpus > 0) {
+    room = std::min(room, (idle ? w.total_cpus : w.free_cpus) / r.cpus);
+  }
   if (w.total_memory_mb > 0 && r.memory_mb > 0) {
-    room = static_cast<int>(std::min<int64_t>(room, w.free_memory_mb / r.memory_mb));
+    const int64_t memory = idle ? w.total_memory_mb : w.free_memory_mb;
+    room = static_cast<int>(std::min<int64_t>(room, memory / r.memory_mb));
   }
   if (r.ranks_per_worker > 0) room = room >= r.ranks_per_worker ? r.ranks_per_worker : 0;
   return std::max(0, room);
@@ -242,12 +247,19 @@ std::string NeverFits(const std::vector<WorkerCapacity>& workers, const GangRequ
     return absl::StrCat("needs ", fewest * SlotsPerRank(request), " ", SlotWord(request),
                         "; the cluster has ", cluster_slots, " (waiting for workers to join)");
   }
-  absl::StatusOr<std::vector<RankPlacement>> idle = PlaceGang(IdleCapacity(workers), request);
-  if (idle.ok()) return "";
-  if (request.placement.pack_level >= 0 || request.placement.spread_level >= 0) {
+  const PlacementRequest& placement = request.placement;
+  if (!workers.empty() && !workers[0].domains.empty() &&
+      (placement.pack_level >= 0 || placement.spread_level >= 0)) {
+    // The idle workers' rooms, without a copy of the workers.
+    std::vector<int> rooms(workers.size());
+    for (size_t i = 0; i < workers.size(); ++i) rooms[i] = RankRoom(workers[i], request, true);
+    absl::StatusOr<std::vector<WorkerShare>> idle = PlaceInDomains(workers, rooms, request);
+    if (idle.ok()) return "";
     return absl::StrCat("never fits as asked: ", idle.status().message(),
                         ", with nothing running (waiting for workers to join)");
   }
+  absl::StatusOr<std::vector<RankPlacement>> idle = PlaceGang(IdleCapacity(workers), request);
+  if (idle.ok()) return "";
   return absl::StrCat("needs ", DescribeRanks(request, fewest),
                       ", more than all alive workers can hold (waiting for workers to join)");
 }

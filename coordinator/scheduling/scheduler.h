@@ -33,7 +33,7 @@ struct WorkerCapacity {
   // Its domain at each --topology-levels level, widest first: an id that
   // the workers of one domain share (a rack's is its own in whichever
   // block); -1 where it has no value for the level. Empty without levels.
-  std::vector<int> domains;
+  TopologyDomains domains;
 };
 
 // The slots placed ranks hold on a worker (one a rank, or one per GPU),
