@@ -50,6 +50,7 @@ struct Options {
   int queues = 50;
   int pending = 10000;
   bool scheduling_only = false;
+  int rack_size = 20;  // --scheduling-only's topology run: workers per rack
 };
 
 double CpuSeconds() {
@@ -206,23 +207,37 @@ int RunScheduling(const Options& options) {
   load.state_dir = options.state_dir + "/one-queue";
   std::filesystem::create_directories(load.state_dir);
   absl::StatusOr<SchedulingLoadResult> one = queues.ok() ? RunSchedulingLoad(load) : queues;
-  if (!one.ok()) {
-    std::printf("error: %s\n", one.status().ToString().c_str());
+  // The many queues again, the workers in racks, half the jobs packed.
+  load.queues = options.queues;
+  load.rack_size = options.rack_size;
+  load.state_dir = options.state_dir + "/topology";
+  std::filesystem::create_directories(load.state_dir);
+  absl::StatusOr<SchedulingLoadResult> racks = one.ok() ? RunSchedulingLoad(load) : one;
+  if (!racks.ok()) {
+    std::printf("error: %s\n", racks.status().ToString().c_str());
     return 1;
   }
   const SchedulingLoadResult& r = *queues;
   std::printf("\nscheduling, in process: %d jobs running on %d workers of %d slots, %d pending\n",
               r.running_jobs, load.workers, load.slots_per_worker, r.pending_jobs);
+  std::printf(
+      "topology: --topology-levels rack,host, racks of %d workers, half the pending jobs "
+      "with placement.pack: rack (%d running, %d pending)\n",
+      options.rack_size, racks->running_jobs, racks->pending_jobs);
   const std::string many = absl::StrCat(options.queues, " queues");
-  std::printf("%-36s %12s %12s %10s\n", "", many.c_str(), "one queue", "goal");
-  auto row = [](const char* what, double a, double b, const char* goal) {
-    std::printf("%-36s %9.2f ms %9.2f ms %10s\n", what, a, b, goal);
+  const std::string topology = absl::StrCat(options.queues, " q., racks");
+  std::printf("%-36s %12s %12s %12s %10s\n", "", many.c_str(), "one queue", topology.c_str(),
+              "goal");
+  auto row = [](const char* what, double a, double b, double c, const char* goal) {
+    std::printf("%-36s %9.2f ms %9.2f ms %9.2f ms %10s\n", what, a, b, c, goal);
   };
-  row("submit with the queue deep, p50", r.submit_p50_ms, one->submit_p50_ms, "");
-  row("submit with the queue deep, p99", r.submit_p99_ms, one->submit_p99_ms, "< 10 ms");
-  row("scheduling tick p50", r.tick_p50_ms, one->tick_p50_ms, "");
-  row("scheduling tick p99", r.tick_p99_ms, one->tick_p99_ms, "< 10 ms");
-  row("scheduling tick max", r.tick_max_ms, one->tick_max_ms, "");
+  row("submit with the queue deep, p50", r.submit_p50_ms, one->submit_p50_ms, racks->submit_p50_ms,
+      "");
+  row("submit with the queue deep, p99", r.submit_p99_ms, one->submit_p99_ms, racks->submit_p99_ms,
+      "< 10 ms");
+  row("scheduling tick p50", r.tick_p50_ms, one->tick_p50_ms, racks->tick_p50_ms, "");
+  row("scheduling tick p99", r.tick_p99_ms, one->tick_p99_ms, racks->tick_p99_ms, "< 10 ms");
+  row("scheduling tick max", r.tick_max_ms, one->tick_max_ms, racks->tick_max_ms, "");
   return 0;
 }
 
@@ -351,6 +366,10 @@ int main(int argc, char** argv) {
   app.add_option("--pending", options.pending, "jobs left pending in the scheduling run");
   app.add_flag("--scheduling-only", options.scheduling_only,
                "only the scheduling run (in process, no gRPC)");
+  app.add_option("--rack-size", options.rack_size,
+                 "the scheduling run with topology: workers per rack")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
   if (options.state_dir.empty()) {
     char dir[] = "/tmp/coordinator-scale-XXXXXX";

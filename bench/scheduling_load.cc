@@ -98,9 +98,14 @@ absl::StatusOr<SchedulingLoadResult> RunSchedulingLoad(const SchedulingLoadOptio
                    SqliteJobStore::Open(options.state_dir + "/scheduling.db"));
   FakeClock clock;
   RendezvousStore rendezvous(&clock, {});
-  WorkerMembership membership(&clock, {});
+  std::vector<std::string> levels;
+  if (options.rack_size > 0) levels = {"rack", "host"};
+  MembershipOptions membership_options;
+  membership_options.topology_levels = levels;
+  WorkerMembership membership(&clock, membership_options);
   JobManagerOptions manager_options;
   manager_options.queues = Queues(options);
+  manager_options.scheduling.topology_levels = levels;
   JobManager manager(store.get(), &rendezvous, &membership, &clock, manager_options);
   RETURN_IF_ERROR(manager.Recover());
 
@@ -111,6 +116,9 @@ absl::StatusOr<SchedulingLoadResult> RunSchedulingLoad(const SchedulingLoadOptio
     v1::RegisterWorker r;
     r.set_worker_id(absl::StrCat("w", i));
     r.set_address(absl::StrCat("w", i, ".local:7080"));
+    r.set_hostname(absl::StrCat("w", i));
+    if (options.rack_size > 0)
+      (*r.mutable_labels())["rack"] = absl::StrCat("r", i / options.rack_size);
     r.set_slots(options.slots_per_worker);
     r.set_incarnation("bench");
     for (int p = 0; p < options.slots_per_worker; ++p) r.add_free_ports(40000 + p);
@@ -138,8 +146,10 @@ absl::StatusOr<SchedulingLoadResult> RunSchedulingLoad(const SchedulingLoadOptio
         QueueName(options, std::uniform_int_distribution<int>(0, options.queues - 1)(rng));
     const int ranks = std::uniform_int_distribution<int>(1, 8)(rng);
     const char* priority = std::uniform_int_distribution<int>(0, 1)(rng) ? "low" : "normal";
+    v1::JobSpec spec = Spec(queue, ranks, priority);
+    if (options.rack_size > 0 && i % 2 == 0) spec.mutable_placement()->set_pack("rack");
     const absl::Time start = absl::Now();
-    RETURN_IF_ERROR(manager.Submit(Spec(queue, ranks, priority)).status());
+    RETURN_IF_ERROR(manager.Submit(spec).status());
     submits.push_back(absl::ToDoubleMilliseconds(absl::Now() - start));
     if (absl::Now() >= next_tick) {
       manager.Tick();

@@ -20,6 +20,10 @@ struct SchedulingLoadOptions {
   int queues = 50;      // 1: the default queue alone, as without --queues
   int pending = 10000;  // jobs left waiting
   int ticks = 1000;     // scheduling ticks measured with them
+  // With --topology-levels rack,host: workers in racks of this many
+  // (labelled rack=r<n>, each its own host), and half of the pending jobs
+  // packed by rack. 0: no topology.
+  int rack_size = 0;
 };
 
 struct SchedulingLoadResult {

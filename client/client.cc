@@ -229,11 +229,16 @@ absl::StatusOr<v1::Job> Client::RequeueJob(const std::string& job_id) {
   return job;
 }
 
-absl::StatusOr<std::vector<v1::Worker>> Client::ListWorkers() {
+absl::StatusOr<v1::ListWorkersResponse> Client::Workers() {
   v1::ListWorkersResponse response;
   RETURN_IF_ERROR(Call(true, true, [&](Stubs& s, grpc::ClientContext* c) {
     return s.cluster->ListWorkers(c, v1::ListWorkersRequest(), &response);
   }));
+  return response;
+}
+
+absl::StatusOr<std::vector<v1::Worker>> Client::ListWorkers() {
+  ASSIGN_OR_RETURN(v1::ListWorkersResponse response, Workers());
   return std::vector<v1::Worker>(response.workers().begin(), response.workers().end());
 }
 

@@ -56,6 +56,8 @@ class Client {
   absl::StatusOr<v1::Job> RequeueJob(const std::string& job_id);
   absl::Status DeleteJob(const std::string& job_id);
   absl::StatusOr<std::vector<v1::Worker>> ListWorkers();
+  // With the coordinator's topology levels.
+  absl::StatusOr<v1::ListWorkersResponse> Workers();
   absl::StatusOr<v1::ListQueuesResponse> ListQueues();
   // Waits for the workers (up to about 10 s), beyond the usual RPC timeout.
   absl::StatusOr<v1::StacksReport> DumpStacks(const std::string& job_id);

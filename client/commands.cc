@@ -487,12 +487,10 @@ int RunChangeJob(const GlobalOptions& global, JobChange change, const std::strin
 
 int RunWorkers(const GlobalOptions& global) {
   Client client = MakeClient(global);
-  absl::StatusOr<std::vector<v1::Worker>> workers = client.ListWorkers();
+  absl::StatusOr<v1::ListWorkersResponse> workers = client.Workers();
   if (!workers.ok()) return Fail(workers.status());
   if (!global.table()) {
-    v1::ListWorkersResponse response;
-    for (auto& w : *workers) *response.add_workers() = w;
-    std::cout << Render(response, global.output) << std::flush;
+    std::cout << Render(*workers, global.output) << std::flush;
   } else {
     PrintWorkersTable(std::cout, *workers, absl::Now());
   }

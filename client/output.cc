@@ -158,6 +158,13 @@ void PrintSpecTerms(std::ostream& out, const v1::JobSpec& spec) {
   if (spec.ranks_per_worker() > 0) {
     placement.push_back(absl::StrCat(spec.ranks_per_worker(), " ranks per worker"));
   }
+  if (!spec.placement().pack().empty()) {
+    placement.push_back(absl::StrCat("in one ", spec.placement().pack(),
+                                     spec.placement().mode() == "preferred" ? " (preferred)" : ""));
+  }
+  if (!spec.placement().spread().empty()) {
+    placement.push_back(absl::StrCat("one rank per ", spec.placement().spread()));
+  }
   if (!placement.empty()) out << "placement: " << absl::StrJoin(placement, ", ") << "\n";
   const v1::Resources& resources = spec.resources();
   if (resources.cpus() > 0 || resources.memory_mb() > 0) {
@@ -360,6 +367,17 @@ void PrintJobDetail(std::ostream& out, const v1::Job& job, absl::Time now) {
   if (!job.master_addr().empty()) {
     out << "master:    " << job.master_addr() << ":" << job.master_port() << "\n";
   }
+  // "placed:    rack r1 (4 ranks); host r1/a (2), r1/b (2)"
+  std::vector<std::string> placed;
+  for (const v1::PlacedDomains& level : job.placed_in()) {
+    std::vector<std::string> domains;
+    for (int i = 0; i < level.domains_size(); ++i) {
+      domains.push_back(absl::StrCat(level.domains(i).empty() ? "(none)" : level.domains(i), " (",
+                                     level.ranks(i), level.ranks(i) == 1 ? " rank)" : " ranks)"));
+    }
+    placed.push_back(absl::StrCat(level.level(), " ", absl::StrJoin(domains, ", ")));
+  }
+  if (!placed.empty()) out << "placed:    " << absl::StrJoin(placed, "; ") << "\n";
   const v1::Progress& p = job.progress();
   if (p.step() > 0) {
     out << absl::StrFormat("progress:  step %d/%d  epoch %d  loss %.4f  %.0f samples/s\n", p.step(),
@@ -430,6 +448,20 @@ std::string WorkerSchedulingLabel(const v1::Worker& worker) {
   return worker.health().has_cordon() ? "CORDONED" : "SCHEDULABLE";
 }
 
+namespace {
+
+// "rack=r1,host=node-3", in the order of the levels; "-" for none.
+std::string TopologyOf(const v1::Worker& worker, const v1::ListWorkersResponse& workers) {
+  std::vector<std::string> parts;
+  for (const std::string& level : workers.topology_levels()) {
+    auto it = worker.topology().find(level);
+    if (it != worker.topology().end()) parts.push_back(absl::StrCat(level, "=", it->second));
+  }
+  return parts.empty() ? "-" : absl::StrJoin(parts, ",");
+}
+
+}  // namespace
+
 std::string CordonDetail(const v1::Worker& worker, absl::Time now) {
   const v1::WorkerHealth& health = worker.health();
   auto when = [](int64_t unix_ms) {
@@ -449,11 +481,13 @@ std::string CordonDetail(const v1::Worker& worker, absl::Time now) {
   return text;
 }
 
-void PrintWorkersTable(std::ostream& out, const std::vector<v1::Worker>& workers, absl::Time now) {
+void PrintWorkersTable(std::ostream& out, const v1::ListWorkersResponse& workers, absl::Time now) {
+  const bool topology = !workers.topology_levels().empty();
   std::vector<std::vector<std::string>> rows = {{"WORKER", "STATE", "SCHEDULING", "ADDRESS",
                                                  "SLOTS", "GPUS", "CPUS", "MEMORY", "LABELS",
                                                  "HEARTBEAT", "WHY"}};
-  for (const v1::Worker& w : workers) {
+  if (topology) rows[0].insert(rows[0].begin() + 4, "TOPOLOGY");
+  for (const v1::Worker& w : workers.workers()) {
     std::vector<std::string> why;
     if (!w.state_reason().empty()) why.push_back(w.state_reason());
     if (std::string cordon = CordonDetail(w, now); !cordon.empty()) why.push_back(cordon);
@@ -463,6 +497,7 @@ void PrintWorkersTable(std::ostream& out, const std::vector<v1::Worker>& workers
                     w.memory_mb() > 0 ? absl::StrFormat("%.1f GB", w.memory_mb() / 1024.0) : "-",
                     Labels(w.labels()), absl::StrFormat("%.1fs ago", w.heartbeat_age_seconds()),
                     why.empty() ? "-" : absl::StrJoin(why, "; ")});
+    if (topology) rows.back().insert(rows.back().begin() + 4, TopologyOf(w, workers));
   }
   PrintTable(out, rows);
 }

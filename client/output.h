@@ -45,7 +45,7 @@ std::string JobStateLabel(v1::JobState state);
 void PrintJobsTable(std::ostream& out, const std::vector<v1::Job>& jobs, absl::Time now);
 // The detail of `ringmaster status`.
 void PrintJobDetail(std::ostream& out, const v1::Job& job, absl::Time now);
-void PrintWorkersTable(std::ostream& out, const std::vector<v1::Worker>& workers, absl::Time now);
+void PrintWorkersTable(std::ostream& out, const v1::ListWorkersResponse& workers, absl::Time now);
 // WORKER IMAGE DIGEST SIZE RANKS LAST USED: each worker's image cache.
 void PrintImagesTable(std::ostream& out, const std::vector<v1::Worker>& workers, absl::Time now);
 // "SCHEDULABLE" or "CORDONED".

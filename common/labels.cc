@@ -74,4 +74,21 @@ absl::StatusOr<std::pair<std::string, std::string>> ParseLabel(absl::string_view
   return label;
 }
 
+std::string LabelValueOf(absl::string_view text) {
+  std::string value;
+  for (char c : text) {
+    if (NameChar(c)) {
+      value.push_back(c);
+    } else if (value.empty() || value.back() != '-') {
+      value.push_back('-');  // a run of them is one
+    }
+  }
+  auto trim = [](absl::string_view v) {
+    while (!v.empty() && !absl::ascii_isalnum(v.front())) v.remove_prefix(1);
+    while (!v.empty() && !absl::ascii_isalnum(v.back())) v.remove_suffix(1);
+    return v;
+  };
+  return std::string(trim(trim(value).substr(0, kMaxName)));
+}
+
 }  // namespace ringmaster

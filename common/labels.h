@@ -21,6 +21,11 @@ absl::Status ValidateLabel(absl::string_view key, absl::string_view value);
 // "key=value" (as `--label` and `jobs --label` take it), validated.
 absl::StatusOr<std::pair<std::string, std::string>> ParseLabel(absl::string_view text);
 
+// `text` made a label value: each character a value may not hold becomes
+// '-', the ends trimmed to alphanumerics, at most 63 bytes ("NVIDIA H100
+// 80GB HBM3" -> "NVIDIA-H100-80GB-HBM3").
+std::string LabelValueOf(absl::string_view text);
+
 // Whether `labels` has every key of `wanted` with its value (maps of
 // strings: std::map or a proto's map field).
 template <typename Labels, typename Wanted>

@@ -26,6 +26,15 @@ TEST(LabelsTest, RefusesWhatKubernetesRefusesSayingWhich) {
   EXPECT_THAT(ValidateLabel("zone", "\n").message(), HasSubstr("\\n"));
 }
 
+TEST(LabelsTest, AnyTextBecomesAValue) {
+  EXPECT_EQ(LabelValueOf("NVIDIA H100 80GB HBM3"), "NVIDIA-H100-80GB-HBM3");
+  EXPECT_EQ(LabelValueOf(" (Tesla) T4 "), "Tesla-T4");
+  EXPECT_EQ(LabelValueOf("???"), "");
+  const std::string value = LabelValueOf(std::string(100, 'a') + "-b");
+  EXPECT_EQ(value, std::string(63, 'a'));
+  EXPECT_OK(ValidateLabel("gpu_type", LabelValueOf("A100-SXM4-40GB / MIG 1g.5gb")));
+}
+
 TEST(LabelsTest, ParsesKeyEqualsValue) {
   auto label = ParseLabel("zone=a=b");
   EXPECT_THAT(label, IsError()) << "'=' is not in a value";

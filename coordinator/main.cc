@@ -27,6 +27,7 @@
 #include "coordinator/api/coordinator_server.h"
 #include "coordinator/api/elected_coordinator.h"
 #include "coordinator/store/store_factory.h"
+#include "domain/spec_validation.h"
 
 namespace {
 
@@ -212,6 +213,22 @@ void AddTimingFlags(CLI::App& app, ringmaster::CoordinatorConfig* config) {
          },
          "most workers quarantined at once: a share (\"20%\", the default) or a number")
       ->type_name("SHARE|N");
+}
+
+// Where jobs are placed: the network's levels.
+void AddPlacementFlags(CLI::App& app, ringmaster::CoordinatorConfig* config) {
+  app.add_option_function<std::string>(
+         "--topology-levels",
+         [config](const std::string& text) {
+           absl::StatusOr<std::vector<std::string>> levels = ringmaster::ParseTopologyLevels(text);
+           if (!levels.ok()) throw CLI::ValidationError(std::string(levels.status().message()));
+           config->membership.topology_levels = *levels;
+           config->manager.scheduling.topology_levels = *std::move(levels);
+         },
+         "the network's levels, widest first (\"block,rack,host\"): a worker's domain at each "
+         "is its --label of that name (host: its hostname unless labelled); a job's placement "
+         "packs or spreads its ranks by them, and ranks are numbered domain by domain")
+      ->type_name("LEVEL[,LEVEL...]");
 }
 
 // The admin token (from `token_file`, else RINGMASTER_TOKEN) and, with
@@ -478,6 +495,7 @@ int main(int argc, char** argv) {
   AddStateFlags(app, &config.state_dir, &checkpoint_dir, &checkpoint_roots, &store,
                 &store_password_file);
   AddTimingFlags(app, &config);
+  AddPlacementFlags(app, &config);
   std::string token_file;
   app.add_option("--token-file", token_file,
                  "the admin credential: a token in this file (mode 600), else env "

@@ -40,6 +40,7 @@ const std::map<std::string, std::string>& Described() {
       {"queue", "the coordinator's `default_queue`"},
       {"preflight", "the coordinator's `--preflight-default` (off)"},
       {"image_pull", "`if_not_present` with an `image`"},
+      {"placement.mode", "`required` with a `pack`"},
   };
   return *described;
 }
@@ -189,6 +190,12 @@ TEST(SpecDefaultsDocTest, DescribedDefaultsHold) {
   ApplyJobSpecDefaults(&command);
   EXPECT_EQ(command.hang_timeout_s(), 0);
   EXPECT_EQ(command.gpus_per_rank(), 2);
+  EXPECT_TRUE(command.placement().mode().empty());
+
+  v1::JobSpec packed = command;
+  packed.mutable_placement()->set_pack("rack");
+  ApplyJobSpecDefaults(&packed);
+  EXPECT_EQ(packed.placement().mode(), "required");
 }
 
 // A value set, 0 included, is kept: unset and 0 differ for optional fields.

@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "common/job_id.h"
 #include "common/labels.h"
 #include "common/sha256.h"
@@ -403,6 +404,58 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec, const SpecLimits& limits) 
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::vector<std::string>> ParseTopologyLevels(const std::string& text) {
+  std::vector<std::string> levels;
+  if (text.empty()) return levels;
+  for (absl::string_view level : absl::StrSplit(text, ',')) {
+    if (absl::Status valid = ValidateLabel(level, "");
+        !valid.ok() || level.find('/') != level.npos) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--topology-levels: \"", level,
+          "\" is not a level name (a label key without a prefix: 1-63 of [A-Za-z0-9._-])"));
+    }
+    if (std::find(levels.begin(), levels.end(), level) != levels.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--topology-levels: \"", level, "\" is given twice"));
+    }
+    levels.emplace_back(level);
+  }
+  return levels;
+}
+
+absl::Status ValidatePlacement(const v1::JobSpec& spec, const std::vector<std::string>& levels) {
+  const v1::Placement& placement = spec.placement();
+  RETURN_IF_ERROR(CheckOneOf("placement.mode", placement.mode(), {"required", "preferred"}));
+  if (!placement.mode().empty() && placement.pack().empty()) {
+    return Bad("placement.mode", "is for placement.pack (give the level to pack the job in)");
+  }
+  auto level = [&](const std::string& field, const std::string& name, int* index) {
+    *index = -1;
+    if (name.empty()) return absl::OkStatus();
+    if (levels.empty()) {
+      return Bad(field, absl::StrCat("this cluster has no --topology-levels, so no level \"", name,
+                                     "\"; leave placement out"));
+    }
+    auto at = std::find(levels.begin(), levels.end(), name);
+    if (at == levels.end()) {
+      return Bad(field, absl::StrCat("\"", name, "\" is not a level of this cluster's ",
+                                     "--topology-levels (", absl::StrJoin(levels, ", "), ")"));
+    }
+    *index = static_cast<int>(at - levels.begin());
+    return absl::OkStatus();
+  };
+  int pack = -1, spread = -1;
+  RETURN_IF_ERROR(level("placement.pack", placement.pack(), &pack));
+  RETURN_IF_ERROR(level("placement.spread", placement.spread(), &spread));
+  if (pack >= 0 && spread >= 0 && spread <= pack) {
+    return Bad("placement.spread",
+               absl::StrCat(placement.spread(), " is no narrower than placement.pack (",
+                            placement.pack(), "): one rank per ", placement.spread(),
+                            " within one ", placement.pack(), " is a single rank"));
+  }
+  return absl::OkStatus();
+}
+
 void ApplyJobSpecDefaults(v1::JobSpec* spec) {
   if (spec->min_ranks() == 0) spec->set_min_ranks(spec->ranks());
   if (spec->gpus_per_rank() == 0) spec->set_gpus_per_rank(spec->resources().gpus());
@@ -413,6 +466,9 @@ void ApplyJobSpecDefaults(v1::JobSpec* spec) {
   if (spec->restart_policy().empty()) spec->set_restart_policy("on_failure");
   if (spec->on_straggler().empty()) spec->set_on_straggler("warn");
   if (!spec->image().empty() && spec->image_pull().empty()) spec->set_image_pull("if_not_present");
+  if (!spec->placement().pack().empty() && spec->placement().mode().empty()) {
+    spec->mutable_placement()->set_mode("required");
+  }
   if (spec->priority().empty()) spec->set_priority("normal");
   if (!spec->has_preemptible()) spec->set_preemptible(true);
   if (!spec->has_preemption_grace_s()) spec->set_preemption_grace_s(30);

@@ -266,6 +266,51 @@ TEST(SpecValidationTest, PlacementAndPolicyFieldsThatAreRightPass) {
             "digits, '-', '_' or '.', starting and ending with a letter or digit");
 }
 
+TEST(SpecValidationTest, PlacementNamesLevelsOfTheCluster) {
+  const std::vector<std::string> levels = {"block", "rack", "host"};
+  v1::JobSpec spec = TrainerJobSpec();
+  EXPECT_OK(ValidatePlacement(spec, {})) << "no placement, no levels needed";
+  spec.mutable_placement()->set_pack("rack");
+  spec.mutable_placement()->set_mode("preferred");
+  spec.mutable_placement()->set_spread("host");
+  EXPECT_OK(ValidatePlacement(spec, levels));
+  EXPECT_EQ(ValidatePlacement(spec, {}).message(),
+            "invalid job spec: placement.pack: this cluster has no --topology-levels, so no "
+            "level \"rack\"; leave placement out");
+  spec.mutable_placement()->set_pack("rak");
+  EXPECT_EQ(ValidatePlacement(spec, levels).message(),
+            "invalid job spec: placement.pack: \"rak\" is not a level of this cluster's "
+            "--topology-levels (block, rack, host)");
+  spec.mutable_placement()->set_pack("host");
+  EXPECT_EQ(ValidatePlacement(spec, levels).message(),
+            "invalid job spec: placement.spread: host is no narrower than placement.pack (host): "
+            "one rank per host within one host is a single rank");
+  spec.mutable_placement()->set_pack("rack");
+  spec.mutable_placement()->set_mode("always");
+  EXPECT_EQ(ValidatePlacement(spec, levels).message(),
+            "invalid job spec: placement.mode: must be one of preferred, required, got \"always\"");
+  spec.mutable_placement()->clear_pack();
+  spec.mutable_placement()->set_mode("required");
+  EXPECT_EQ(ValidatePlacement(spec, levels).message(),
+            "invalid job spec: placement.mode: is for placement.pack (give the level to pack the "
+            "job in)");
+}
+
+TEST(SpecValidationTest, TopologyLevelsAreNamesEachGivenOnce) {
+  absl::StatusOr<std::vector<std::string>> levels = ParseTopologyLevels("block,rack,host");
+  ASSERT_OK(levels);
+  EXPECT_EQ(*levels, (std::vector<std::string>{"block", "rack", "host"}));
+  EXPECT_TRUE(ParseTopologyLevels("")->empty());
+  EXPECT_EQ(ParseTopologyLevels("rack,,host").status().message(),
+            "--topology-levels: \"\" is not a level name (a label key without a prefix: 1-63 of "
+            "[A-Za-z0-9._-])");
+  EXPECT_EQ(ParseTopologyLevels("example.com/rack").status().message(),
+            "--topology-levels: \"example.com/rack\" is not a level name (a label key without a "
+            "prefix: 1-63 of [A-Za-z0-9._-])");
+  EXPECT_EQ(ParseTopologyLevels("rack,host,rack").status().message(),
+            "--topology-levels: \"rack\" is given twice");
+}
+
 TEST(SpecValidationTest, DefaultsFillTheGaps) {
   v1::JobSpec spec = TrainerJobSpec();
   ApplyJobSpecDefaults(&spec);

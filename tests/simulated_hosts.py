@@ -123,9 +123,12 @@ MACHINE_DIRS = ("/etc", "/usr/local", "/var/lib")
 
 
 class Hosts:
-    """`count` simulated hosts, host0 .. host<count-1>."""
+    """`count` simulated hosts, host0 .. host<count-1>. With `racks` (lists
+    of host indices), each rack after the first has a switch of its own,
+    joined to the first's by a spine link that throttle_spine() can slow;
+    hosts in no list are on the first switch."""
 
-    def __init__(self, count, machines=False):
+    def __init__(self, count, machines=False, racks=None):
         reason = unavailable()
         if reason:
             raise RuntimeError(reason)
@@ -140,6 +143,7 @@ class Hosts:
         self.switch = f"{self.tag}-sw"
         self.run_dir = f"/run/{self.tag}"
         self.namespaces = [f"{self.tag}-{i}" for i in range(count)]
+        self.racks = [list(r) for r in (racks or [])]
         self.holders = []
         self.procs = []
         try:
@@ -164,12 +168,26 @@ class Hosts:
         os.makedirs(self.run_dir, exist_ok=True)
         self.names = {}
         self._write_hosts()
+        # Rack k > 0: bridge br<k>, joined to br0 by spine<k> (on br<k>) and
+        # uplink<k> (on br0).
+        bridge_of = {}
+        for k, rack in enumerate(self.racks):
+            if k > 0:
+                _ip("-n", self.switch, "link", "add", f"br{k}", "type", "bridge")
+                _ip("-n", self.switch, "link", "set", f"br{k}", "up")
+                _ip("-n", self.switch, "link", "add", f"spine{k}", "type", "veth", "peer",
+                    "name", f"uplink{k}")
+                _ip("-n", self.switch, "link", "set", f"spine{k}", "master", f"br{k}", "up")
+                _ip("-n", self.switch, "link", "set", f"uplink{k}", "master", "br0", "up")
+            for i in rack:
+                bridge_of[i] = f"br{k}"
         for i, ns in enumerate(self.namespaces):
             _ip("netns", "add", ns)
             _ip("-n", ns, "link", "set", "lo", "up")
             _ip("-n", self.switch, "link", "add", f"host{i}", "type", "veth", "peer",
                 "name", "eth0", "netns", ns)
-            _ip("-n", self.switch, "link", "set", f"host{i}", "master", "br0", "up")
+            _ip("-n", self.switch, "link", "set", f"host{i}", "master",
+                bridge_of.get(i, "br0"), "up")
             _ip("-n", ns, "addr", "add", f"{self.addresses[i]}/{prefix}", "dev", "eth0")
             _ip("-n", ns, "link", "set", "eth0", "up")
             self.holders.append(self._hold(i, ns))
@@ -270,13 +288,23 @@ class Hosts:
     def throttle(self, i, mbit):
         """Host i's link carries at most `mbit` megabits a second each way
         (a token bucket on both ends of it): a slow NIC or cable."""
-        tc = shutil.which("tc", path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin") or "tc"
         for ns, link in ((self.namespaces[i], "eth0"), (self.switch, f"host{i}")):
-            r = subprocess.run([tc, "-n", ns, "qdisc", "replace", "dev", link, "root", "tbf",
-                                "rate", f"{mbit}mbit", "burst", "64kb", "latency", "500ms"],
-                               capture_output=True, text=True)
-            if r.returncode != 0:
-                raise RuntimeError(f"tc qdisc on host{i}: {r.stderr.strip()}")
+            self._tbf(ns, link, mbit)
+
+    def throttle_spine(self, mbit):
+        """Every link between racks carries at most `mbit` megabits a second
+        each way: racks under one switch, their uplinks oversubscribed."""
+        for k in range(1, len(self.racks)):
+            for link in (f"spine{k}", f"uplink{k}"):
+                self._tbf(self.switch, link, mbit)
+
+    def _tbf(self, ns, link, mbit):
+        tc = shutil.which("tc", path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin") or "tc"
+        r = subprocess.run([tc, "-n", ns, "qdisc", "replace", "dev", link, "root", "tbf",
+                            "rate", f"{mbit}mbit", "burst", "64kb", "latency", "500ms"],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"tc qdisc on {link}: {r.stderr.strip()}")
 
     def traffic(self, i):
         """Bytes host i has sent and received on its link: (tx, rx)."""
@@ -314,7 +342,7 @@ class Cluster(ClusterQueries):
     set it up with `ringmaster certs init` and the daemons' flags."""
 
     def __init__(self, hosts, root, coordinator_host=0, worker_hosts=(1, 2), slots=1,
-                 coordinator_flags=(), worker_flags=()):
+                 coordinator_flags=(), worker_flags=(), flags_of_host=None):
         if os.path.realpath(root).startswith(("/tmp/", "/dev/shm/")):
             raise ValueError(f"{root}: each simulated host has a /tmp and /dev/shm of its own; "
                              "the cluster's files must be where every host sees them")
@@ -326,6 +354,7 @@ class Cluster(ClusterQueries):
         self.slots = slots
         self.coordinator_flags = list(coordinator_flags)
         self.worker_flags = list(worker_flags)
+        self.flags_of_host = dict(flags_of_host or {})  # a worker's own, by host
         self.address = f"{hosts.address(coordinator_host)}:{COORDINATOR_PORT}"
         self.tls_dir = os.path.join(root, "tls")
         self.coordinator = None
@@ -389,7 +418,7 @@ class Cluster(ClusterQueries):
             # Ranks run as whoever runs the suite: the trainer lives in its
             # build tree, which another user may not read.
             "--rank-user", "root",
-        ] + self.worker_flags, f"worker-{host}.log")
+        ] + self.worker_flags + list(self.flags_of_host.get(host, ())), f"worker-{host}.log")
 
     def workers_reach(self):
         """What workers are given as --coordinator."""

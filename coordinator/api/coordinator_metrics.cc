@@ -51,9 +51,37 @@ CoordinatorMetrics::CoordinatorMetrics(metrics::Registry* registry, const Clock*
       lost_(registry->AddCounter(
           "ringmaster_job_lost_seconds_total",
           "The job's wall time lost, by cause: pending, startup, restart, redone, "
-          "checkpoint_stall.")) {
+          "checkpoint_stall.")),
+      domain_free_(registry->AddGauge(
+          "ringmaster_domain_free_slots",
+          "Free slots of the schedulable workers in each domain of each --topology-levels level.")),
+      fragmented_(registry->AddGauge(
+          "ringmaster_domain_fragmented_free_slots",
+          "Free slots of the level's domains that are partly in use: free, but not in a whole "
+          "domain a job packed in one can take.")) {
   queues_reloaded_.Set(1);
   registry_->AddCollectCallback([this] { Collect(); });
+}
+
+void CoordinatorMetrics::CollectDomains() {
+  if (!domain_source_) return;
+  std::set<metrics::Labels> listed;
+  std::map<std::string, int64_t> fragmented;
+  for (const DomainGauge& d : domain_source_()) {
+    metrics::Labels labels = {{"level", d.level}, {"domain", d.domain}};
+    domain_free_.Add(labels).Set(static_cast<double>(d.free_slots));
+    listed.insert(std::move(labels));
+    int64_t& partly = fragmented[d.level];
+    if (d.free_slots > 0 && d.free_slots < d.total_slots) partly += d.free_slots;
+  }
+  for (const auto& [level, slots] : fragmented) {
+    fragmented_.Add({{"level", level}}).Set(static_cast<double>(slots));
+  }
+  MutexLock lock(&mu_);
+  for (const metrics::Labels& labels : domains_seen_) {
+    if (listed.count(labels) == 0) domain_free_.Remove(labels);
+  }
+  domains_seen_ = std::move(listed);
 }
 
 void CoordinatorMetrics::SetQueuesReloaded(bool ok) { queues_reloaded_.Set(ok ? 1 : 0); }
@@ -173,6 +201,7 @@ void CoordinatorMetrics::Collect() {
 
   const absl::Time now = clock_->Now();
   CollectGoodput(now);
+  CollectDomains();
   MutexLock lock(&mu_);
   for (const metrics::Labels& labels : slowdowns_seen_) {
     if (slowdowns.count(labels) == 0) slowdown_.Remove(labels);

@@ -1,6 +1,6 @@
 // The coordinator's Prometheus metrics: jobs and workers by state, restarts
 // by reason, heartbeat age and cordon per worker, queue wait, RPC latency per method,
-// each job's goodput and its lost time by cause.
+// each job's goodput and its lost time by cause, free slots per topology domain.
 // A job's restart series leave /metrics the retention after it ended.
 #ifndef RINGMASTER_COORDINATOR_API_COORDINATOR_METRICS_H_
 #define RINGMASTER_COORDINATOR_API_COORDINATOR_METRICS_H_
@@ -16,6 +16,7 @@
 #include "common/metrics.h"
 #include "common/mutex.h"
 #include "coordinator/health/health_keeper.h"
+#include "coordinator/scheduling/domain_placement.h"
 #include "proto/cluster.pb.h"
 #include "proto/job.pb.h"
 
@@ -48,6 +49,10 @@ class CoordinatorMetrics {
   void SetGoodputSource(std::function<std::vector<std::pair<std::string, v1::Goodput>>()> source) {
     goodput_source_ = std::move(source);
   }
+  // The topology domains' slots, read at each scrape.
+  void SetDomainSource(std::function<std::vector<DomainGauge>()> domains) {
+    domain_source_ = std::move(domains);
+  }
   // Whether the last reading of --queues (at start or SIGHUP) was taken.
   void SetQueuesReloaded(bool ok);
 
@@ -75,6 +80,10 @@ class CoordinatorMetrics {
   metrics::Gauge& queues_reloaded_;
   metrics::Family<metrics::Gauge>& goodput_;
   metrics::Family<metrics::Counter>& lost_;
+  metrics::Family<metrics::Gauge>& domain_free_;
+  metrics::Family<metrics::Gauge>& fragmented_;
+  std::function<std::vector<DomainGauge>()> domain_source_;
+  void CollectDomains();
   std::function<std::map<v1::JobState, int>()> job_source_;
   std::function<std::vector<v1::Worker>()> worker_source_;
   std::function<std::vector<QueueGauges>()> queue_source_;
@@ -90,6 +99,7 @@ class CoordinatorMetrics {
   std::set<metrics::Labels> slowdowns_seen_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::set<std::string>> goodput_seen_ ABSL_GUARDED_BY(mu_);  // causes
   std::map<std::string, absl::Time> goodput_gone_ ABSL_GUARDED_BY(mu_);
+  std::set<metrics::Labels> domains_seen_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace ringmaster

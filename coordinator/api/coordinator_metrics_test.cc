@@ -158,4 +158,30 @@ TEST(CoordinatorMetricsTest, EachJobsGoodputAndLostTimeByCause) {
 }
 
 }  // namespace
+TEST(CoordinatorMetricsTest, FreeSlotsPerDomainAndThoseOfPartlyUsedDomains) {
+  metrics::Registry registry;
+  CoordinatorMetrics m(&registry);
+  std::vector<DomainGauge> domains = {{"rack", "r1", 16, 16},
+                                      {"rack", "r2", 16, 5},
+                                      {"rack", "r3", 16, 0},
+                                      {"host", "r2/h1", 8, 5}};
+  m.SetSources([] { return std::map<v1::JobState, int>{}; },
+               [] { return std::vector<v1::Worker>{}; });
+  m.SetDomainSource([&] { return domains; });
+  std::string text = registry.Serialize();
+  EXPECT_NE(text.find("ringmaster_domain_free_slots{domain=\"r2\",level=\"rack\"} 5\n"),
+            std::string::npos)
+      << text;
+  // r1 is whole and r3 full: only r2's free slots are fragmented.
+  EXPECT_NE(text.find("ringmaster_domain_fragmented_free_slots{level=\"rack\"} 5\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("ringmaster_domain_fragmented_free_slots{level=\"host\"} 5\n"),
+            std::string::npos)
+      << text;
+  domains.pop_back();  // its worker left
+  text = registry.Serialize();
+  EXPECT_EQ(text.find("domain=\"r2/h1\""), std::string::npos) << text;
+}
+
 }  // namespace ringmaster

@@ -153,6 +153,7 @@ absl::Status CoordinatorServer::InitJobs(const CoordinatorConfig& config) {
       });
   metrics_->SetSlowdownSource([manager] { return manager->Slowdowns(); });
   metrics_->SetGoodputSource([manager] { return manager->Goodputs(); });
+  metrics_->SetDomainSource([manager] { return manager->DomainGauges(); });
   RETURN_IF_ERROR(manager_->Recover());
   rendezvous_->EndRestore();
   return absl::OkStatus();

@@ -313,6 +313,7 @@ grpc::ServerUnaryReactor* ClusterServiceImpl::ListWorkers(grpc::CallbackServerCo
     return FinishUnary(context, s);
   }
   for (v1::Worker& w : manager_->ListWorkers()) *response->add_workers() = std::move(w);
+  for (const std::string& level : manager_->TopologyLevels()) response->add_topology_levels(level);
   return FinishUnary(context, absl::OkStatus());
 }
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "proto/worker.pb.h"
 
 namespace ringmaster {
@@ -41,6 +42,10 @@ void AppendGpuSlots(const Gpus& gpus, const std::vector<int>& gpu_indices,
 ReportedRanks Report(const std::vector<const v1::RunningRank*>& ranks,
                      const std::vector<int>& gpu_indices);
 
+// A worker's domain at each topology level, widest first: few levels, kept
+// inline, since every scheduling pass copies every worker's.
+using TopologyDomains = absl::InlinedVector<int, 4>;
+
 // A worker as the scheduler sees it: ALIVE, connected and admitted.
 struct SchedulableWorker {
   std::string worker_id;
@@ -53,6 +58,9 @@ struct SchedulableWorker {
   std::map<std::string, std::string> labels;
   int cpus = 0;           // 0: not counted
   int64_t memory_mb = 0;  // 0: not counted
+  // Its domain at each topology level, widest first (WorkerMembership's
+  // ids); -1 where it has no value. Empty without --topology-levels.
+  TopologyDomains domains;
 };
 
 }  // namespace ringmaster

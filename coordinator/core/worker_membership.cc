@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
+#include "common/labels.h"
 
 namespace ringmaster {
 namespace {
@@ -74,6 +75,10 @@ absl::StatusOr<WorkerSession> WorkerMembership::Register(WorkerLink* link,
   m.info.set_slots(request.slots());
   *m.info.mutable_gpus() = request.gpus();
   *m.info.mutable_labels() = request.labels();
+  if (!request.gpus().empty() && m.info.labels().count("gpu_type") == 0) {
+    (*m.info.mutable_labels())["gpu_type"] = LabelValueOf(request.gpus(0).name());
+  }
+  PlaceInTopology(m);
   m.info.set_cpus(request.cpus());
   m.info.set_memory_mb(request.memory_mb());
   m.info.set_session(m.info.session() + 1);
@@ -304,8 +309,34 @@ std::vector<SchedulableWorker> WorkerMembership::Schedulable() const {
     w.labels = {m.info.labels().begin(), m.info.labels().end()};
     w.cpus = m.info.cpus();
     w.memory_mb = m.info.memory_mb();
+    w.domains = m.domains;
   }
   return out;
+}
+
+void WorkerMembership::PlaceInTopology(Member& m) {
+  const std::vector<std::string>& levels = options_.topology_levels;
+  m.domains.assign(levels.size(), -1);
+  m.info.clear_topology();
+  std::string path;
+  for (size_t level = 0; level < levels.size(); ++level) {
+    auto label = m.info.labels().find(levels[level]);
+    std::string value = label != m.info.labels().end() ? label->second : "";
+    if (value.empty() && levels[level] == "host") value = m.info.hostname();
+    absl::StrAppend(&path, level == 0 ? "" : "/", value);
+    if (value.empty()) continue;
+    (*m.info.mutable_topology())[levels[level]] = value;
+    auto [it, added] =
+        domain_ids_.try_emplace(absl::StrCat(level, ":", path), domain_names_.size());
+    if (added) domain_names_.emplace_back(static_cast<int>(level), path);
+    m.domains[level] = it->second;
+  }
+}
+
+std::pair<int, std::string> WorkerMembership::Domain(int domain) const {
+  MutexLock lock(&mu_);
+  if (domain < 0 || domain >= static_cast<int>(domain_names_.size())) return {-1, ""};
+  return domain_names_[domain];
 }
 
 std::vector<v1::Worker> WorkerMembership::List() const {

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/container/node_hash_map.h"
 #include "absl/status/status.h"
@@ -45,6 +46,10 @@ struct MembershipOptions {
   absl::Duration heartbeat_timeout = absl::Seconds(5);
   // A worker whose stream broke is LOST this long after, unless it is back.
   absl::Duration worker_grace = absl::Seconds(3);
+  // --topology-levels, widest first ("block", "rack", "host"): a worker's
+  // domain at each is its label of that name; `host` is its hostname
+  // unless labelled.
+  std::vector<std::string> topology_levels;
 };
 
 // One registration of a worker: what a stream presents with each message.
@@ -94,6 +99,10 @@ class WorkerMembership {
   // Decides whether the rank event numbered `message.seq()` is applied; an
   // applied exit frees the rank's slot in the worker's running ranks.
   EventVerdict AcceptEvent(const WorkerSession& session, const v1::WorkerMessage& message);
+
+  // The domain of id `domain` (SchedulableWorker::domains): its level's
+  // index and its path ("b1/r1"). Ids stay for the coordinator's life.
+  std::pair<int, std::string> Domain(int domain) const;
 
   // Re-evaluates every worker's health; returns those newly LOST.
   std::vector<LostWorker> Expire();
@@ -153,9 +162,13 @@ class WorkerMembership {
     // `running` as a list for snapshots, made when first asked for; null
     // after a change.
     mutable std::shared_ptr<const ReportedRanks> running_list;
-    int64_t reports = 0;    // heartbeats and registrations
-    int64_t listed_at = 0;  // list_changes_ when `running` last changed
+    int64_t reports = 0;       // heartbeats and registrations
+    int64_t listed_at = 0;     // list_changes_ when `running` last changed
+    TopologyDomains domains;  // by topology level: an id of domain_names_; -1: none
   };
+  // Sets the member's topology (info.topology, domains) from its labels
+  // and hostname.
+  void PlaceInTopology(Member& m) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   Member* Find(const std::string& worker_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   const Member* Find(const std::string& worker_id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -176,6 +189,10 @@ class WorkerMembership {
   // members_ in registration order, for stable placement.
   std::vector<Member*> in_order_ ABSL_GUARDED_BY(mu_);
   int64_t list_changes_ ABSL_GUARDED_BY(mu_) = 0;
+  // Every domain a worker has been in, by id: its level and its path
+  // ("b1/r1" for rack r1 of block b1), which names it.
+  std::vector<std::pair<int, std::string>> domain_names_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, int> domain_ids_ ABSL_GUARDED_BY(mu_);  // by "level:path"
 };
 
 }  // namespace ringmaster

@@ -226,5 +226,67 @@ TEST_F(WorkerMembershipTest, ReportedRanksOccupySlotsUntilTheirExitIsApplied) {
   EXPECT_EQ(before[0].running->jobs.size(), 1u) << "a snapshot keeps what it saw";
 }
 
+TEST(WorkerTopologyTest, AWorkersDomainsComeFromItsLabelsAndHostname) {
+  FakeClock clock;
+  MembershipOptions options;
+  options.topology_levels = {"block", "rack", "host"};
+  WorkerMembership membership(&clock, options);
+  auto join = [&](FakeWorkerLink& link, const std::string& id, const std::string& hostname,
+                  std::map<std::string, std::string> labels) {
+    v1::RegisterWorker r;
+    r.set_worker_id(id);
+    r.set_address(id + ":7080");
+    r.set_hostname(hostname);
+    r.set_slots(1);
+    for (const auto& [k, v] : labels) (*r.mutable_labels())[k] = v;
+    auto session = membership.Register(&link, r);
+    ASSERT_OK(session);
+    membership.Admit(*session);
+  };
+  FakeWorkerLink a, b, c, d;
+  join(a, "a", "node-a", {{"block", "b1"}, {"rack", "r1"}});
+  join(b, "b", "node-b", {{"block", "b1"}, {"rack", "r1"}, {"host", "box-1"}});
+  join(c, "c", "node-c", {{"block", "b2"}, {"rack", "r1"}});  // another block's r1
+  join(d, "d", "node-d", {});
+  std::map<std::string, TopologyDomains> domains;
+  for (const SchedulableWorker& w : membership.Schedulable()) domains[w.worker_id] = w.domains;
+  EXPECT_EQ(domains["a"][0], domains["b"][0]);
+  EXPECT_EQ(domains["a"][1], domains["b"][1]) << "one rack";
+  EXPECT_NE(domains["a"][2], domains["b"][2]) << "two hosts";
+  EXPECT_NE(domains["a"][1], domains["c"][1]) << "r1 of block b2 is another rack";
+  EXPECT_EQ(domains["d"][0], -1);
+  EXPECT_EQ(domains["d"][1], -1);
+  EXPECT_GE(domains["d"][2], 0) << "its hostname is its host";
+  EXPECT_EQ(membership.Domain(domains["c"][1]), (std::pair<int, std::string>{1, "b2/r1"}));
+  EXPECT_EQ(membership.Domain(domains["b"][2]), (std::pair<int, std::string>{2, "b1/r1/box-1"}));
+  for (const v1::Worker& w : membership.List()) {
+    if (w.id() == "b") {
+      EXPECT_EQ(w.topology().at("host"), "box-1");
+      EXPECT_EQ(w.topology().at("rack"), "r1");
+    }
+    if (w.id() == "d") {
+      EXPECT_EQ(w.topology().size(), 1u);
+      EXPECT_EQ(w.topology().at("host"), "node-d");
+    }
+  }
+}
+
+TEST(WorkerTopologyTest, AGpuWorkersTypeIsALabel) {
+  FakeClock clock;
+  WorkerMembership membership(&clock, MembershipOptions());
+  FakeWorkerLink link, other;
+  v1::RegisterWorker r;
+  r.set_worker_id("gpu");
+  r.set_slots(1);
+  r.add_gpus()->set_name("NVIDIA H100 80GB HBM3");
+  ASSERT_OK(membership.Register(&link, r));
+  r.set_worker_id("labelled");
+  (*r.mutable_labels())["gpu_type"] = "h100";  // the operator's own wins
+  ASSERT_OK(membership.Register(&other, r));
+  for (const v1::Worker& w : membership.List()) {
+    EXPECT_EQ(w.labels().at("gpu_type"), w.id() == "gpu" ? "NVIDIA-H100-80GB-HBM3" : "h100");
+  }
+}
+
 }  // namespace
 }  // namespace ringmaster

@@ -62,6 +62,10 @@ class Attempts {
   // to start. Stays PENDING, saying why, when no port is free.
   void Start(JobRecord& entry, const std::vector<RankPlacement>& placement,
              const std::vector<SchedulableWorker>& workers);
+  // Sets job.placed_in: the domains of each topology level `placement`'s
+  // ranks are in.
+  void RecordPlacedIn(const std::vector<RankPlacement>& placement,
+                      const std::vector<SchedulableWorker>& workers, v1::Job& job);
   void SendStart(const JobRecord& entry, int rank);
   // Stops `victim`'s ranks with its preemption grace; it returns to PENDING
   // when they have stopped, without counting a restart.

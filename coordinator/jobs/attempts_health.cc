@@ -64,7 +64,7 @@ bool Attempts::ExcludeWorkers(JobRecord& entry, const std::vector<v1::ExcludedWo
                               v1::Reason reason, const std::string& message,
                               std::string* short_of) {
   v1::Job& job = entry.job;
-  GangRequest request = GangOf(job.spec());
+  GangRequest request = GangOf(job.spec(), scheduling_.policy().topology_levels);
   for (const v1::ExcludedWorker& e : job.excluded_workers()) request.avoid.push_back(e.worker_id());
   for (const v1::ExcludedWorker& e : workers) request.avoid.push_back(e.worker_id());
   const std::vector<WorkerCapacity> idle =

@@ -2,11 +2,15 @@
 #include "coordinator/jobs/attempts.h"
 
 #include <algorithm>
+#include <functional>
 #include <set>
+#include <string_view>
 
 #include <spdlog/spdlog.h>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/net.h"
 #include "coordinator/core/attempt_placement.h"
 #include "coordinator/core/rank_env.h"
@@ -22,8 +26,22 @@ void Attempts::Start(JobRecord& entry, const std::vector<RankPlacement>& chosen,
                      const std::vector<SchedulableWorker>& workers) {
   v1::Job& job = entry.job;
   // A restart keeps ranks on the workers that hold their snapshots.
-  const std::vector<RankPlacement> placement =
-      NearTheirSnapshots(chosen, [&](int rank) { return entry.snapshots.SegmentHolder(rank); });
+  // Within one domain of the narrowest level above the host, so that
+  // ranks stay numbered domain by domain.
+  std::function<bool(const std::string&, const std::string&)> same_domain;
+  if (scheduling_.policy().topology_levels.size() > 1) {
+    same_domain = [&workers](const std::string& a, const std::string& b) {
+      auto domains = [&](const std::string& id) {
+        for (const SchedulableWorker& w : workers) {
+          if (w.worker_id == id) return std::vector<int>(w.domains.begin(), w.domains.end() - 1);
+        }
+        return std::vector<int>{-2};
+      };
+      return domains(a) == domains(b);
+    };
+  }
+  const std::vector<RankPlacement> placement = NearTheirSnapshots(
+      chosen, [&](int rank) { return entry.snapshots.SegmentHolder(rank); }, same_domain);
   std::set<int> ports_in_use;
   const std::string& master_worker = placement[0].worker_id;
   for (const auto& [number, other] : table_.resident()) {
@@ -59,6 +77,7 @@ void Attempts::Start(JobRecord& entry, const std::vector<RankPlacement>& chosen,
     }
     rank->set_state(v1::RANK_ASSIGNED);
   }
+  RecordPlacedIn(placement, workers, job);
   const int world = static_cast<int>(placement.size());
   job.set_world_size(world);
   job.set_master_addr(HostOfAddress(membership_->Address(master_worker)));
@@ -72,6 +91,11 @@ void Attempts::Start(JobRecord& entry, const std::vector<RankPlacement>& chosen,
   for (const RankPlacement& p : placement) used_workers.insert(p.worker_id);
   std::string message =
       absl::StrCat(world, " ranks on ", used_workers.size(), " workers; rank 0 on ", master_worker);
+  const int pack = GangOf(job.spec(), scheduling_.policy().topology_levels).placement.pack_level;
+  if (pack >= 0 && pack < job.placed_in_size()) {
+    const v1::PlacedDomains& packed = job.placed_in(pack);
+    absl::StrAppend(&message, "; in ", packed.level(), " ", absl::StrJoin(packed.domains(), ", "));
+  }
   v1::Reason reason = v1::SCHEDULED;
   if (world < job.spec().ranks()) {
     reason = v1::SCALED_DOWN;
@@ -89,6 +113,33 @@ void Attempts::Start(JobRecord& entry, const std::vector<RankPlacement>& chosen,
   entry.regrow_since = absl::InfiniteFuture();
   rendezvous_->OpenScope({job.id(), job.attempt()});
   for (int r = 0; r < world; ++r) SendStart(entry, r);
+}
+
+void Attempts::RecordPlacedIn(const std::vector<RankPlacement>& placement,
+                              const std::vector<SchedulableWorker>& workers, v1::Job& job) {
+  job.clear_placed_in();
+  const std::vector<std::string>& levels = scheduling_.policy().topology_levels;
+  if (levels.empty()) return;
+  absl::flat_hash_map<std::string_view, const SchedulableWorker*> by_id;
+  for (const SchedulableWorker& w : workers) by_id.emplace(w.worker_id, &w);
+  for (size_t level = 0; level < levels.size(); ++level) {
+    v1::PlacedDomains& placed = *job.add_placed_in();
+    placed.set_level(levels[level]);
+    for (const RankPlacement& p : placement) {
+      auto it = by_id.find(p.worker_id);
+      const int domain = it == by_id.end() || it->second->domains.size() <= level
+                             ? -1
+                             : it->second->domains[level];
+      const std::string name = domain < 0 ? "" : membership_->Domain(domain).second;
+      const int last = placed.domains_size() - 1;
+      if (last >= 0 && placed.domains(last) == name) {
+        placed.set_ranks(last, placed.ranks(last) + 1);
+      } else {
+        placed.add_domains(name);
+        placed.add_ranks(1);
+      }
+    }
+  }
 }
 
 void Attempts::SendStart(const JobRecord& entry, int rank) {
@@ -164,7 +215,7 @@ void Attempts::CheckRegrowth(JobRecord& entry, absl::Time now) {
   for (const auto& [number, stamp] : table_.pending()) {
     others_first |= table_.resident().at(number)->job.priority() >= job.priority();
   }
-  GangRequest full = GangOf(job.spec());
+  GangRequest full = GangOf(job.spec(), scheduling_.policy().topology_levels);
   full.min_ranks = 0;
   if (others_first ||
       !PlaceGang(scheduling_.Capacity(table_, health_.Schedulable(), job.id()), full).ok()) {

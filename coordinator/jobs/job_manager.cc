@@ -155,6 +155,7 @@ absl::Status JobManager::CheckPendingLimitsLocked(const std::string& owner,
 absl::StatusOr<std::string> JobManager::Submit(v1::JobSpec spec, const std::string& request_id,
                                                const std::string& owner) {
   RETURN_IF_ERROR(ValidateJobSpec(spec, options_.spec_limits));
+  RETURN_IF_ERROR(ValidatePlacement(spec, options_.scheduling.topology_levels));
   RETURN_IF_ERROR(ValidateRequestId(request_id));
   if (!spec.checkpoint_dir().empty()) {
     RETURN_IF_ERROR(CheckCheckpointDir(spec.checkpoint_dir(), CheckpointRoots()));
@@ -255,6 +256,21 @@ std::vector<std::pair<std::string, v1::Goodput>> JobManager::Goodputs() {
   for (const auto& [number, record] : table_.resident()) {
     if (record->job.goodput().phase() == v1::Goodput::NOT_STARTED) continue;
     out.emplace_back(record->job.id(), GoodputAt(record->job, clock_->Now()));
+  }
+  return out;
+}
+
+std::vector<DomainGauge> JobManager::DomainGauges() {
+  const std::vector<std::string>& levels = options_.scheduling.topology_levels;
+  if (levels.empty()) return {};
+  std::vector<DomainSlots> slots;
+  {
+    MutexLock lock(&mu_);
+    slots = SlotsByDomain(scheduling_.Capacity(table_, health_.Schedulable()));
+  }
+  std::vector<DomainGauge> out;
+  for (const DomainSlots& d : slots) {
+    out.push_back({levels[d.level], membership_->Domain(d.domain).second, d.total, d.free});
   }
   return out;
 }

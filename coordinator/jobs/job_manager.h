@@ -32,6 +32,7 @@
 #include "coordinator/jobs/job_manager_options.h"
 #include "coordinator/jobs/rank_events.h"
 #include "coordinator/rendezvous/rendezvous_store.h"
+#include "coordinator/scheduling/domain_placement.h"
 #include "coordinator/scheduling/scheduling_views.h"
 #include "domain/queue_config.h"
 #include "proto/cluster.pb.h"
@@ -107,6 +108,13 @@ class JobManager final : public JobLogIndex {
 
   // Every worker, with its health (cordon, failures blamed on it).
   std::vector<v1::Worker> ListWorkers();
+  // Each topology domain's slots, free and in all, on the schedulable
+  // workers now.
+  std::vector<DomainGauge> DomainGauges();
+  // --topology-levels, widest first.
+  const std::vector<std::string>& TopologyLevels() const {
+    return options_.scheduling.topology_levels;
+  }
   // Each rank of a RUNNING job with a compute figure (HealthKeeper).
   std::vector<RankSlowdown> Slowdowns();
   // Each resident job that has started, with its goodput as of now.

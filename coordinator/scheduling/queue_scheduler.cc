@@ -315,6 +315,10 @@ class Pass {
     for (const auto& [label, value] : r.selector)
       absl::StrAppend(&selector, label, "=", value, ",");
     for (const std::string& worker : r.avoid) absl::StrAppend(&selector, "!", worker, ",");
+    const PlacementRequest& p = r.placement;
+    if (p.pack_level >= 0 || p.spread_level >= 0) {
+      absl::StrAppend(&selector, "@", p.pack_level, p.pack_required ? "!" : "?", p.spread_level);
+    }
     auto [it, added] =
         never_fits_.try_emplace({r.ranks, r.min_ranks, r.gpus_per_rank, r.cpus, r.memory_mb,
                                  r.ranks_per_worker, std::move(selector)});

@@ -81,6 +81,8 @@ struct SchedulingPolicy {
   // A job preempted this many times within the last hour is not preempted
   // again until the oldest of them is an hour old; 0: no bound.
   int max_preemptions_per_hour = 3;
+  // --topology-levels, widest first: the levels a job's placement names.
+  std::vector<std::string> topology_levels;
 };
 
 // How many of `preempted_at` lie within the hour before `now`.

@@ -3,7 +3,9 @@
 // choice of victims.
 #include "coordinator/scheduling/queue_scheduler.h"
 
+#include <algorithm>
 #include <deque>
+#include <set>
 
 #include <gtest/gtest.h>
 
@@ -55,6 +57,39 @@ class Snapshot {
     absl::StatusOr<std::vector<RankPlacement>> placed = PlaceGang(free_, job.request);
     EXPECT_OK(placed) << id;
     job.ranks = *placed;
+    TakeCapacity(free_, job.ranks, job.request);
+    running_.push_back(job);
+    return running_.back();
+  }
+  // Workers in a rack (topology levels rack, host): `<prefix>h<i>`, one
+  // host each.
+  void AddRack(const std::string& prefix, int rack, int hosts, int slots) {
+    for (int i = 0; i < hosts; ++i) {
+      WorkerCapacity w;
+      w.worker_id = absl::StrCat(prefix, "h", i);
+      w.total_slots = slots;
+      for (int s = 0; s < slots; ++s) w.free_slots.push_back(s);
+      w.domains = {rack, rack * 100 + i};
+      free_.push_back(w);
+    }
+  }
+  // A job of one rank per slot on `worker`, started `age` ago.
+  RunningJob& RunOn(const std::string& id, const std::string& worker, int ranks,
+                    absl::Duration age) {
+    RunningJob job;
+    job.job_id = Keep(id);
+    job.queue = "default";
+    job.owner = "u";
+    job.priority = 100;  // as the jobs pending in these tests, which it does not make way for
+    job.started = kNow - age;
+    job.request = {ranks, 0};
+    for (const WorkerCapacity& w : free_) {
+      if (w.worker_id != worker) continue;
+      for (int r = 0; r < ranks; ++r) {
+        job.ranks.push_back({r, w.worker_id, {w.free_slots[r]}});
+      }
+    }
+    EXPECT_EQ(static_cast<int>(job.ranks.size()), ranks) << worker;
     TakeCapacity(free_, job.ranks, job.request);
     running_.push_back(job);
     return running_.back();
@@ -447,6 +482,66 @@ default_queue: nlp
   EXPECT_EQ(Victims(d), (std::vector<std::string>{"intern-2", "intern-1"}));
   EXPECT_EQ(d.waiting["vision-1"],
             "preempting intern-2, intern-1; waiting for 8 GPU slots; 8 reserved for it");
+}
+
+}  // namespace
+}  // namespace ringmaster
+
+namespace ringmaster {
+namespace {
+
+// Racks r0 and r1 of two hosts each.
+GangRequest PackedByRack(int ranks) {
+  GangRequest r{ranks, 0};
+  r.placement.pack_level = 0;
+  r.placement.pack_name = "rack";
+  return r;
+}
+
+std::set<std::string> WorkersOf(const std::vector<RankPlacement>& placement) {
+  std::set<std::string> ids;
+  for (const RankPlacement& p : placement) ids.insert(p.worker_id);
+  return ids;
+}
+
+TEST(ScheduleQueuesTest, AJobPackedByRackReservesInOneRackAndOthersBackfillTheOther) {
+  Snapshot s(0, 0);
+  s.AddRack("r0", 0, 2, 2);
+  s.AddRack("r1", 1, 2, 2);
+  s.RunOn("a", "r0h0", 1, absl::Minutes(5));  // 3 free in each rack
+  s.RunOn("b", "r1h0", 1, absl::Minutes(5));
+  PendingJob& big = s.Pend("big", "default", 100, 4, absl::Seconds(61));
+  big.request = PackedByRack(4);
+  for (int i = 0; i < 4; ++i) s.Pend(absl::StrCat("small-", i), "default", 100, 1);
+  Decided d = s.Schedule();
+  EXPECT_EQ(d.waiting["big"], "waiting for 1 slots; 3 reserved for it");
+  std::set<std::string> backfilled;
+  for (int i = 0; i < 3; ++i) {
+    const std::string id = absl::StrCat("small-", i);
+    ASSERT_EQ(d.placed.count(id), 1u) << id << ": " << d.waiting[id];
+    for (const std::string& w : WorkersOf(d.placed[id])) backfilled.insert(w);
+  }
+  EXPECT_EQ(backfilled, (std::set<std::string>{"r1h0", "r1h1"}))
+      << "the rack big reserves in is r0's, whole";
+  EXPECT_EQ(d.placed.count("small-3"), 0u);
+}
+
+TEST(ScheduleQueuesTest, AJobPackedByRackPreemptsVictimsOfOneRackOnly) {
+  Snapshot s(0, 0);
+  s.AddRack("r0", 0, 2, 1);
+  s.AddRack("r1", 1, 2, 1);
+  // Oldest first: the newest, l3 (r1) then l2 (r0), are the first victims
+  // looked at; l2 is spared, since r1 alone makes room.
+  s.RunOn("l0", "r0h0", 1, absl::Minutes(10)).priority = 0;
+  s.RunOn("l1", "r1h0", 1, absl::Minutes(9)).priority = 0;
+  s.RunOn("l2", "r0h1", 1, absl::Minutes(8)).priority = 0;
+  s.RunOn("l3", "r1h1", 1, absl::Minutes(7)).priority = 0;
+  PendingJob& urgent = s.Pend("urgent", "default", 1000, 2);
+  urgent.request = PackedByRack(2);
+  Decided d = s.Schedule();
+  std::vector<std::string> victims = Victims(d);
+  std::sort(victims.begin(), victims.end());
+  EXPECT_EQ(victims, (std::vector<std::string>{"l1", "l3"}));
 }
 
 }  // namespace

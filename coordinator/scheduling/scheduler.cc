@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/labels.h"
+#include "coordinator/scheduling/domain_placement.h"
 
 namespace ringmaster {
 namespace {
@@ -21,13 +22,18 @@ bool Matches(const WorkerCapacity& w, const GangRequest& r) {
           std::find(r.avoid.begin(), r.avoid.end(), w.worker_id) == r.avoid.end());
 }
 
-// How many of the request's ranks `w` can take now.
-int RankRoom(const WorkerCapacity& w, const GangRequest& r) {
+// How many of the request's ranks `w` can take now, or, `idle`, with
+// nothing running.
+int RankRoom(const WorkerCapacity& w, const GangRequest& r, bool idle = false) {
   if (!Matches(w, r)) return 0;
-  int room = static_cast<int>(w.free_slots.size()) / SlotsPerRank(r);
-  if (w.total_cpus > 0 && r.cpus > 0) room = std::min(room, w.free_cpus / r.cpus);
+  const int slots = idle ? w.total_slots : static_cast<int>(w.free_slots.size());
+  int room = slots / SlotsPerRank(r);
+  if (w.total_cpus > 0 && r.cpus > 0) {
+    room = std::min(room, (idle ? w.total_cpus : w.free_cpus) / r.cpus);
+  }
   if (w.total_memory_mb > 0 && r.memory_mb > 0) {
-    room = static_cast<int>(std::min<int64_t>(room, w.free_memory_mb / r.memory_mb));
+    const int64_t memory = idle ? w.total_memory_mb : w.free_memory_mb;
+    room = static_cast<int>(std::min<int64_t>(room, memory / r.memory_mb));
   }
   if (r.ranks_per_worker > 0) room = room >= r.ranks_per_worker ? r.ranks_per_worker : 0;
   return std::max(0, room);
@@ -38,7 +44,7 @@ std::string SlotWord(const GangRequest& r) { return r.gpus_per_rank > 0 ? "GPU s
 // Whether only slots decide where the request fits.
 bool SlotsOnly(const GangRequest& r) {
   return r.cpus == 0 && r.memory_mb == 0 && r.ranks_per_worker == 0 && r.selector.empty() &&
-         r.avoid.empty();
+         r.avoid.empty() && r.placement.pack_level < 0 && r.placement.spread_level < 0;
 }
 
 // "2 ranks of 1 slot, 2 CPUs and 512 MB each, 1 per worker, on workers with zone=a"
@@ -61,6 +67,11 @@ std::string DescribeRanks(const GangRequest& r, int ranks) {
   if (!r.avoid.empty()) {
     absl::StrAppend(&text, ", not on ", absl::StrJoin(r.avoid, ", "), " (excluded for the job)");
   }
+  if (r.placement.pack_level >= 0) {
+    absl::StrAppend(&text, ", in one ", r.placement.pack_name,
+                    r.placement.pack_required ? "" : " where it can be");
+  }
+  if (r.placement.spread_level >= 0) absl::StrAppend(&text, ", one per ", r.placement.spread_name);
   return text;
 }
 
@@ -78,6 +89,26 @@ std::string Shortfall(const std::vector<WorkerCapacity>& workers, const GangRequ
   for (const auto& w : workers) matching += Matches(w, r) ? 1 : 0;
   return absl::StrCat("needs ", DescribeRanks(r, min_ranks), "; room for ", room, " on the ",
                       matching, " matching of ", workers.size(), " alive workers");
+}
+
+// The ranks of `shares`, numbered in their order, each on the first
+// `per_rank` of its worker's free slots not yet taken.
+std::vector<RankPlacement> RanksOn(const std::vector<WorkerCapacity>& workers,
+                                   const std::vector<WorkerShare>& shares, int per_rank) {
+  std::vector<RankPlacement> placement;
+  for (const WorkerShare& share : shares) {
+    const WorkerCapacity& w = workers[share.worker];
+    for (int k = 0; k < share.ranks; ++k) {
+      RankPlacement p;
+      p.rank = static_cast<int>(placement.size());
+      p.worker_id = w.worker_id;
+      p.worker_index = share.worker;
+      p.slots.assign(w.free_slots.begin() + k * per_rank,
+                     w.free_slots.begin() + (k + 1) * per_rank);
+      placement.push_back(std::move(p));
+    }
+  }
+  return placement;
 }
 
 }  // namespace
@@ -103,6 +134,7 @@ std::vector<WorkerCapacity> FreeCapacity(const std::vector<SchedulableWorker>& w
     c.labels = workers[i].labels;
     c.total_cpus = c.free_cpus = workers[i].cpus;
     c.total_memory_mb = c.free_memory_mb = workers[i].memory_mb;
+    c.domains = workers[i].domains;
   }
   auto use = [&](size_t i, int slot) {
     if (slot >= 0 && slot < workers[i].slots) used[first[i] + slot] = true;
@@ -150,6 +182,11 @@ absl::StatusOr<std::vector<RankPlacement>> PlaceGang(const std::vector<WorkerCap
   if (total_room < ranks) {
     return absl::ResourceExhaustedError(Shortfall(workers, request, min_ranks, total_room));
   }
+  if (!workers.empty() && !workers[0].domains.empty()) {
+    absl::StatusOr<std::vector<WorkerShare>> shares = PlaceInDomains(workers, rooms, request);
+    if (!shares.ok()) return shares.status();
+    return RanksOn(workers, *shares, SlotsPerRank(request));
+  }
   auto room = [&](int i) { return rooms[i]; };
   // Best fit on one worker when possible; otherwise roomiest first, which
   // reaches `ranks` with the fewest workers.
@@ -171,23 +208,13 @@ absl::StatusOr<std::vector<RankPlacement>> PlaceGang(const std::vector<WorkerCap
     }
   }
   std::sort(chosen.begin(), chosen.end());  // rank order follows worker order
-
-  std::vector<RankPlacement> placement;
-  const int per_rank = SlotsPerRank(request);
+  std::vector<WorkerShare> shares;
+  int placed = 0;
   for (int i : chosen) {
-    const WorkerCapacity& w = workers[i];
-    const int here = std::min(room(i), ranks - static_cast<int>(placement.size()));
-    for (int k = 0; k < here; ++k) {
-      RankPlacement p;
-      p.rank = static_cast<int>(placement.size());
-      p.worker_id = w.worker_id;
-      p.worker_index = i;
-      p.slots.assign(w.free_slots.begin() + k * per_rank,
-                     w.free_slots.begin() + (k + 1) * per_rank);
-      placement.push_back(std::move(p));
-    }
+    shares.push_back({i, std::min(room(i), ranks - placed)});
+    placed += shares.back().ranks;
   }
-  return placement;
+  return RanksOn(workers, shares, SlotsPerRank(request));
 }
 
 std::string SlotShortfall(const GangRequest& request, int ranks, int64_t free, size_t workers) {
@@ -220,7 +247,19 @@ std::string NeverFits(const std::vector<WorkerCapacity>& workers, const GangRequ
     return absl::StrCat("needs ", fewest * SlotsPerRank(request), " ", SlotWord(request),
                         "; the cluster has ", cluster_slots, " (waiting for workers to join)");
   }
-  if (PlaceGang(IdleCapacity(workers), request).ok()) return "";
+  const PlacementRequest& placement = request.placement;
+  if (!workers.empty() && !workers[0].domains.empty() &&
+      (placement.pack_level >= 0 || placement.spread_level >= 0)) {
+    // The idle workers' rooms, without a copy of the workers.
+    std::vector<int> rooms(workers.size());
+    for (size_t i = 0; i < workers.size(); ++i) rooms[i] = RankRoom(workers[i], request, true);
+    absl::StatusOr<std::vector<WorkerShare>> idle = PlaceInDomains(workers, rooms, request);
+    if (idle.ok()) return "";
+    return absl::StrCat("never fits as asked: ", idle.status().message(),
+                        ", with nothing running (waiting for workers to join)");
+  }
+  absl::StatusOr<std::vector<RankPlacement>> idle = PlaceGang(IdleCapacity(workers), request);
+  if (idle.ok()) return "";
   return absl::StrCat("needs ", DescribeRanks(request, fewest),
                       ", more than all alive workers can hold (waiting for workers to join)");
 }
@@ -271,8 +310,9 @@ void ReturnCapacity(std::vector<WorkerCapacity>& workers,
   Adjust(workers, placement, request, /*take=*/false);
 }
 
-std::vector<RankPlacement> NearTheirSnapshots(std::vector<RankPlacement> placement,
-                                              const std::function<std::string(int rank)>& holder) {
+std::vector<RankPlacement> NearTheirSnapshots(
+    std::vector<RankPlacement> placement, const std::function<std::string(int rank)>& holder,
+    const std::function<bool(const std::string&, const std::string&)>& may_trade) {
   struct Block {
     size_t first = 0;
     size_t size = 0;
@@ -319,8 +359,9 @@ std::vector<RankPlacement> NearTheirSnapshots(std::vector<RankPlacement> placeme
       const std::string& mine = placement[blocks[i].first].worker_id;
       if (j == i) {
         settled[i] = true;
-      } else if (near(blocks[i], want) + near(blocks[j], mine) >
-                 near(blocks[i], mine) + near(blocks[j], want)) {
+      } else if ((may_trade == nullptr || may_trade(mine, want)) &&
+                 near(blocks[i], want) + near(blocks[j], mine) >
+                     near(blocks[i], mine) + near(blocks[j], want)) {
         trade(blocks[i], blocks[j]);
         settled[i] = true;
       }

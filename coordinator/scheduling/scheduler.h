@@ -30,6 +30,10 @@ struct WorkerCapacity {
   int free_cpus = 0;
   int64_t total_memory_mb = 0;  // 0: not counted
   int64_t free_memory_mb = 0;
+  // Its domain at each --topology-levels level, widest first: an id that
+  // the workers of one domain share (a rack's is its own in whichever
+  // block); -1 where it has no value for the level. Empty without levels.
+  TopologyDomains domains;
 };
 
 // The slots placed ranks hold on a worker (one a rank, or one per GPU),
@@ -58,6 +62,20 @@ struct RankPlacement {
   int worker_index = -1;
 };
 
+// Where in the network a job wants its ranks (placement in its spec):
+// levels are indices into --topology-levels.
+struct PlacementRequest {
+  int pack_level = -1;        // the whole gang in one domain of this level
+  bool pack_required = true;  // else preferred: packed when it can be
+  int spread_level = -1;      // at most one rank per domain of this level
+  std::string pack_name;      // the levels' names, for reasons
+  std::string spread_name;
+  bool operator==(const PlacementRequest& o) const {
+    return pack_level == o.pack_level && pack_required == o.pack_required &&
+           spread_level == o.spread_level;
+  }
+};
+
 // What a job asks of the cluster: its ranks and what each one needs.
 struct GangRequest {
   int ranks = 0;
@@ -68,6 +86,7 @@ struct GangRequest {
   int ranks_per_worker = 0;  // 0: as few workers as possible
   std::map<std::string, std::string> selector;  // labels a worker must have
   std::vector<std::string> avoid;               // workers it must not use
+  PlacementRequest placement;
 };
 
 // Places the request's ranks, each on a worker that matches the selector,
@@ -78,6 +97,8 @@ struct GangRequest {
 // uses the fewest workers: one worker when any can hold the whole job (the
 // one with least room that fits, to keep large holes for large jobs), else
 // the roomiest workers first. Ranks are numbered by worker order, then slot.
+// On workers with domains, PlaceInDomains (domain_placement.h) chooses
+// them, and the placement's ranks follow the domains.
 // RESOURCE_EXHAUSTED with a person-readable reason when the job does not
 // fit.
 absl::StatusOr<std::vector<RankPlacement>> PlaceGang(const std::vector<WorkerCapacity>& workers,
@@ -89,9 +110,12 @@ absl::StatusOr<std::vector<RankPlacement>> PlaceGang(const std::vector<WorkerCap
 // own newest snapshot ("" for none), which then need not be fetched, nor
 // evicted to make room for another rank. Block by block, each takes the
 // worker that holds the most of its ranks' snapshots, from a block that
-// has not taken the one it wanted.
-std::vector<RankPlacement> NearTheirSnapshots(std::vector<RankPlacement> placement,
-                                              const std::function<std::string(int rank)>& holder);
+// has not taken the one it wanted. With `may_trade`, only blocks on two
+// workers it allows trade (those of one domain, so that ranks stay in
+// domain order).
+std::vector<RankPlacement> NearTheirSnapshots(
+    std::vector<RankPlacement> placement, const std::function<std::string(int rank)>& holder,
+    const std::function<bool(const std::string&, const std::string&)>& may_trade = nullptr);
 
 // Why `ranks` of `request`'s ranks do not fit when `free` matching slots
 // are free on `workers` alive workers: "needs 4 free slots, 2 free on 3

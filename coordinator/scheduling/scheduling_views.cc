@@ -9,7 +9,7 @@
 
 namespace ringmaster {
 
-GangRequest GangOf(const v1::JobSpec& spec) {
+GangRequest GangOf(const v1::JobSpec& spec, const std::vector<std::string>& levels) {
   GangRequest request;
   request.ranks = spec.ranks();
   request.gpus_per_rank = spec.gpus_per_rank();
@@ -20,6 +20,16 @@ GangRequest GangOf(const v1::JobSpec& spec) {
   request.selector = {spec.worker_selector().begin(), spec.worker_selector().end()};
   // Only workers that run images can run a job in one.
   if (!spec.image().empty()) request.selector[kImagesLabel] = kImagesLabelValue;
+  auto level = [&levels](const std::string& name) {
+    auto at = std::find(levels.begin(), levels.end(), name);
+    return name.empty() || at == levels.end() ? -1 : static_cast<int>(at - levels.begin());
+  };
+  PlacementRequest& placement = request.placement;
+  placement.pack_level = level(spec.placement().pack());
+  placement.pack_required = spec.placement().mode() != "preferred";
+  placement.pack_name = spec.placement().pack();
+  placement.spread_level = level(spec.placement().spread());
+  placement.spread_name = spec.placement().spread();
   return request;
 }
 
@@ -125,9 +135,10 @@ void SchedulingViews::MergePending(const JobTable& table) {
     const v1::Job& job = table.resident().at(number)->job;
     if (!job.held_by().empty()) continue;  // not scheduled until released
     views.push_back({job.id(), QueueName(job.spec().queue()), job.owner(), job.priority(), number,
-                     LastEntered(job, v1::PENDING), false, GangOf(job.spec())});
-    meta.push_back({stamp, job.pending_reason(), job.spec().deadline_s() > 0,
-                    job.excluded_workers_size() > 0});
+                     LastEntered(job, v1::PENDING), false,
+                     GangOf(job.spec(), policy_.topology_levels)});
+    meta.push_back({stamp, job.pending_reason().empty() ? -1 : Intern(job.pending_reason()),
+                    job.spec().deadline_s() > 0, job.excluded_workers_size() > 0});
   }
   excluding_views_.clear();
   for (size_t i = 0; i < meta.size(); ++i) {
@@ -143,14 +154,15 @@ namespace {
 // What the scheduler sees of a placed job now.
 RunningJob ViewOfPlaced(
     const v1::Job& job, std::string_view queue,
-    const absl::flat_hash_map<std::string_view, const SchedulableWorker*>& workers) {
+    const absl::flat_hash_map<std::string_view, const SchedulableWorker*>& workers,
+    const std::vector<std::string>& levels) {
   RunningJob view{job.id(),
                   queue,
                   job.owner(),
                   job.priority(),
                   LastEntered(job, v1::STARTING),
                   job.spec().preemptible(),
-                  GangOf(job.spec()),
+                  GangOf(job.spec(), levels),
                   {},
                   PreemptedAt(job)};
   for (const v1::RankStatus& rank : job.ranks()) {
@@ -184,12 +196,12 @@ void SchedulingViews::UpdatePlaced(const JobTable& table,
       continue;
     }
     const bool running = job.state() == v1::STARTING || job.state() == v1::RUNNING;
-    PlacedView& view =
-        views.emplace_back(PlacedView{number,
-                                      job.revision(),
-                                      running,
-                                      ViewOfPlaced(job, QueueName(job.spec().queue()), by_id),
-                                      {}});
+    PlacedView& view = views.emplace_back(
+        PlacedView{number,
+                   job.revision(),
+                   running,
+                   ViewOfPlaced(job, QueueName(job.spec().queue()), by_id, policy_.topology_levels),
+                   {}});
     for (const RankPlacement& p : view.job.ranks) {
       if (view.held.empty() || view.held.back().worker_id != p.worker_id) {
         view.held.push_back({p.worker_id});
@@ -220,6 +232,7 @@ std::vector<WorkerCapacity> SchedulingViews::Capacity(const JobTable& table,
 SchedulingViews::Decisions SchedulingViews::Pass(JobTable& table,
                                                  const std::vector<SchedulableWorker>& workers,
                                                  absl::Time now) {
+  CompactReasons();
   UpdatePending(table);
   std::vector<WorkerCapacity> free = Capacity(table, workers);
   ApplyExclusions(table, free);
@@ -233,24 +246,46 @@ SchedulingViews::Decisions SchedulingViews::Pass(JobTable& table,
   // The decisions view the jobs' own strings: the JobManager acts on the
   // jobs by number, once the views are done with.
   Decisions decisions;
+  // Jobs waiting for one reason share its text: each text is looked up
+  // once.
+  absl::flat_hash_map<std::pair<const char*, size_t>, int> ids;
   for (size_t i = 0; i < pending_.size(); ++i) {
     const PendingJob& job = pending_[i];
     JobDecision& decision = decided.jobs[i];
     if (!decision.placement.empty()) {
       decisions.starts.emplace_back(job.sequence, std::move(decision.placement));
-      pending_meta_[i].reason.clear();  // a start that fails says why on the job itself
+      pending_meta_[i].reason = -1;  // a start that fails says why on the job itself
       continue;
     }
-    std::string& said = pending_meta_[i].reason;
-    if (!decision.waiting.empty() && said != decision.waiting) {
-      said = std::string(decision.waiting);
+    if (decision.waiting.empty()) continue;
+    auto [id, added] = ids.try_emplace({decision.waiting.data(), decision.waiting.size()}, -1);
+    if (added) id->second = Intern(decision.waiting);
+    if (pending_meta_[i].reason != id->second) {
+      pending_meta_[i].reason = id->second;
       JobRecord& entry = *table.resident().at(job.sequence);
-      entry.job.set_pending_reason(said);
+      entry.job.set_pending_reason(reason_texts_[id->second]);
       table.Notify(entry);
     }
   }
   decisions.preemptions = std::move(decided.preemptions);
   return decisions;
+}
+
+void SchedulingViews::CompactReasons() {
+  if (reason_texts_.size() < kMaxReasons) return;
+  std::vector<std::string> texts = std::move(reason_texts_);
+  reason_texts_.clear();
+  reason_ids_.clear();
+  for (PendingMeta& meta : pending_meta_) {
+    if (meta.reason >= 0) meta.reason = Intern(texts[meta.reason]);
+  }
+}
+
+int SchedulingViews::Intern(std::string_view reason) {
+  auto [it, added] =
+      reason_ids_.try_emplace(std::string(reason), static_cast<int>(reason_texts_.size()));
+  if (added) reason_texts_.emplace_back(reason);
+  return it->second;
 }
 
 std::vector<int64_t> SchedulingViews::PendingWithDeadline() const {

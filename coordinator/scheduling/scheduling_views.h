@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/time/time.h"
 #include "coordinator/core/job_table.h"
@@ -30,8 +31,8 @@
 
 namespace ringmaster {
 
-// What the job asks of the cluster.
-GangRequest GangOf(const v1::JobSpec& spec);
+// What the job asks of the cluster, whose --topology-levels are `levels`.
+GangRequest GangOf(const v1::JobSpec& spec, const std::vector<std::string>& levels);
 // When the job was preempted within the last hour (as it keeps them),
 // oldest first.
 std::vector<absl::Time> PreemptedAt(const v1::Job& job);
@@ -102,7 +103,7 @@ class SchedulingViews {
   std::vector<PendingJob> pending_;
   struct PendingMeta {
     int64_t stamp = 0;
-    std::string reason;
+    int reason = -1;        // in reason_texts_; -1: none
     bool deadline = false;  // the spec has deadline_s
     bool excludes = false;  // the job has excluded_workers
   };
@@ -133,6 +134,14 @@ class SchedulingViews {
   // PENDING jobs that preempted others, by id: the victims still stopping.
   std::map<std::string, std::set<std::string>> preemptors_;
   std::map<std::string, QueueLoad> queue_loads_;
+  // The reasons jobs were last given, each once: a pass compares each
+  // waiting job's reason as a number, not its text. Made again, with only
+  // those in use, before a pass when it has grown past kMaxReasons.
+  int Intern(std::string_view reason);
+  void CompactReasons();
+  static constexpr size_t kMaxReasons = 4096;
+  std::vector<std::string> reason_texts_;
+  absl::flat_hash_map<std::string, int> reason_ids_;
 };
 
 }  // namespace ringmaster
