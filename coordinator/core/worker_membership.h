@@ -162,8 +162,8 @@ class WorkerMembership {
     // `running` as a list for snapshots, made when first asked for; null
     // after a change.
     mutable std::shared_ptr<const ReportedRanks> running_list;
-    int64_t reports = 0;       // heartbeats and registrations
-    int64_t listed_at = 0;     // list_changes_ when `running` last changed
+    int64_t reports = 0;      // heartbeats and registrations
+    int64_t listed_at = 0;    // list_changes_ when `running` last changed
     TopologyDomains domains;  // by topology level: an id of domain_names_; -1: none
   };
   // Sets the member's topology (info.topology, domains) from its labels

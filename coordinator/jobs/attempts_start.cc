@@ -22,26 +22,29 @@ ProgressWatch::Kind WatchKind(const v1::JobSpec& spec) {
   return spec.has_trainer() ? ProgressWatch::Kind::kTrainer : ProgressWatch::Kind::kCommand;
 }
 
+std::function<bool(const std::string&, const std::string&)> Attempts::SameDomainAboveTheHost(
+    const std::vector<SchedulableWorker>& workers) const {
+  if (scheduling_.policy().topology_levels.size() < 2) return nullptr;
+  // Within one domain of the narrowest level above the host, so that ranks
+  // stay numbered domain by domain.
+  return [&workers](const std::string& a, const std::string& b) {
+    auto above = [&](const std::string& id) {
+      for (const SchedulableWorker& w : workers) {
+        if (w.worker_id == id) return TopologyDomains(w.domains.begin(), w.domains.end() - 1);
+      }
+      return TopologyDomains{-2};
+    };
+    return above(a) == above(b);
+  };
+}
+
 void Attempts::Start(JobRecord& entry, const std::vector<RankPlacement>& chosen,
                      const std::vector<SchedulableWorker>& workers) {
   v1::Job& job = entry.job;
   // A restart keeps ranks on the workers that hold their snapshots.
-  // Within one domain of the narrowest level above the host, so that
-  // ranks stay numbered domain by domain.
-  std::function<bool(const std::string&, const std::string&)> same_domain;
-  if (scheduling_.policy().topology_levels.size() > 1) {
-    same_domain = [&workers](const std::string& a, const std::string& b) {
-      auto domains = [&](const std::string& id) {
-        for (const SchedulableWorker& w : workers) {
-          if (w.worker_id == id) return std::vector<int>(w.domains.begin(), w.domains.end() - 1);
-        }
-        return std::vector<int>{-2};
-      };
-      return domains(a) == domains(b);
-    };
-  }
   const std::vector<RankPlacement> placement = NearTheirSnapshots(
-      chosen, [&](int rank) { return entry.snapshots.SegmentHolder(rank); }, same_domain);
+      chosen, [&](int rank) { return entry.snapshots.SegmentHolder(rank); },
+      SameDomainAboveTheHost(workers));
   std::set<int> ports_in_use;
   const std::string& master_worker = placement[0].worker_id;
   for (const auto& [number, other] : table_.resident()) {
