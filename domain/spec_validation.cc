@@ -447,6 +447,11 @@ absl::Status ValidatePlacement(const v1::JobSpec& spec, const std::vector<std::s
   int pack = -1, spread = -1;
   RETURN_IF_ERROR(level("placement.pack", placement.pack(), &pack));
   RETURN_IF_ERROR(level("placement.spread", placement.spread(), &spread));
+  if (spread >= 0 && spec.ranks_per_worker() > 1) {
+    return Bad("placement.spread", absl::StrCat("one rank per ", placement.spread(),
+                                                " and ranks_per_worker: ", spec.ranks_per_worker(),
+                                                " cannot both hold"));
+  }
   if (pack >= 0 && spread >= 0 && spread <= pack) {
     return Bad("placement.spread",
                absl::StrCat(placement.spread(), " is no narrower than placement.pack (",

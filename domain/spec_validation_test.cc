@@ -286,6 +286,11 @@ TEST(SpecValidationTest, PlacementNamesLevelsOfTheCluster) {
             "invalid job spec: placement.spread: host is no narrower than placement.pack (host): "
             "one rank per host within one host is a single rank");
   spec.mutable_placement()->set_pack("rack");
+  spec.set_ranks_per_worker(2);
+  EXPECT_EQ(ValidatePlacement(spec, levels).message(),
+            "invalid job spec: placement.spread: one rank per host and ranks_per_worker: 2 cannot "
+            "both hold");
+  spec.clear_ranks_per_worker();
   spec.mutable_placement()->set_mode("always");
   EXPECT_EQ(ValidatePlacement(spec, levels).message(),
             "invalid job spec: placement.mode: must be one of preferred, required, got \"always\"");

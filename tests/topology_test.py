@@ -96,6 +96,27 @@ class TopologyTest(unittest.TestCase):
               f"ratio {packed_bus / across_bus:.1f}x")
         self.assertGreaterEqual(packed_bus, 2 * across_bus)
 
+    def test_a_packed_job_waits_for_a_rack_where_an_unpacked_one_spans(self):
+        # One rank busy in each rack: no rack has 2 free slots.
+        blocker = self.cluster.submit(
+            "name: blocker\nranks: 2\nplacement: {spread: rack}\n"
+            "command: [sleep, '300']\n", name="blocker")
+        self.cluster.wait_job(blocker, lambda j: j.get("state") == "RUNNING", 60, "runs")
+        packed = self.cluster.submit(
+            "name: packed\nranks: 2\nplacement: {pack: rack}\ncommand: [sleep, '300']\n",
+            name="packed")
+        job = self.cluster.wait_job(packed, lambda j: j.get("pending_reason"), 30, "waits")
+        self.assertEqual(job["pending_reason"], "no rack with 2 free slots; the largest has 1")
+        spans = self.cluster.submit("name: spans\nranks: 2\ncommand: [sleep, '300']\n",
+                                    name="spans")
+        job = self.cluster.wait_job(spans, lambda j: j.get("state") == "RUNNING", 60, "runs")
+        self.assertEqual({self.rack_of(r["worker_id"]) for r in job["ranks"]}, {"a", "b"})
+        self.cluster.cli("cancel", spans)
+        self.cluster.cli("cancel", blocker)
+        job = self.cluster.wait_job(packed, lambda j: j.get("state") == "RUNNING", 60, "runs")
+        self.assertEqual(len({self.rack_of(r["worker_id"]) for r in job["ranks"]}), 1, job)
+        self.cluster.cli("cancel", packed)
+
     def test_a_job_no_rack_can_hold_waits_saying_so(self):
         job_id = self.cluster.submit(
             "name: too-big\nranks: 3\nplacement: {pack: rack}\ncommand: [sleep, '1']\n")

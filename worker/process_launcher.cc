@@ -78,7 +78,10 @@ absl::StatusOr<pid_t> PosixProcessLauncher::Spawn(const LaunchSpec& spec) {
   UniqueFd oom_events;
   if (contain) {
     absl::StatusOr<UniqueFd> created = cgroups_->Create(spec.name, spec.memory_bytes);
-    if (!created.ok()) return created.status();
+    if (!created.ok()) {
+      cgroups_->Remove(spec.name);
+      return created.status();
+    }
     oom_events = *std::move(created);
     sub.cgroup_procs = cgroups_->ProcsFiles(spec.name);
   }
@@ -167,9 +170,12 @@ bool PosixProcessLauncher::KillGroup(pid_t pgid, absl::Duration timeout) {
     while (waitpid(-pgid, nullptr, WNOHANG) > 0) {
     }
     if (empty) {
+      {
+        // The kernel signals the OOM eventfd when the cgroup goes too.
+        MutexLock lock(&mu_);
+        cgroup_of_.erase(pgid);
+      }
       cgroups_->Remove(cgroup);
-      MutexLock lock(&mu_);
-      cgroup_of_.erase(pgid);
     }
     if (!empty) return false;
   }

@@ -63,7 +63,8 @@ class Attempts {
   void Start(JobRecord& entry, const std::vector<RankPlacement>& placement,
              const std::vector<SchedulableWorker>& workers);
   // Which two workers a restart's ranks may trade to stay near their
-  // snapshots: those of one domain above the host; null without levels.
+  // snapshots: those in one domain of every level but `host`; null
+  // without levels.
   std::function<bool(const std::string&, const std::string&)> SameDomainAboveTheHost(
       const std::vector<SchedulableWorker>& workers) const;
   // Sets job.placed_in: the domains of each topology level `placement`'s

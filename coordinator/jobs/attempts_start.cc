@@ -24,17 +24,25 @@ ProgressWatch::Kind WatchKind(const v1::JobSpec& spec) {
 
 std::function<bool(const std::string&, const std::string&)> Attempts::SameDomainAboveTheHost(
     const std::vector<SchedulableWorker>& workers) const {
-  if (scheduling_.policy().topology_levels.size() < 2) return nullptr;
-  // Within one domain of the narrowest level above the host, so that ranks
-  // stay numbered domain by domain.
-  return [&workers](const std::string& a, const std::string& b) {
-    auto above = [&](const std::string& id) {
-      for (const SchedulableWorker& w : workers) {
-        if (w.worker_id == id) return TopologyDomains(w.domains.begin(), w.domains.end() - 1);
-      }
-      return TopologyDomains{-2};
-    };
-    return above(a) == above(b);
+  const std::vector<std::string>& levels = scheduling_.policy().topology_levels;
+  if (levels.empty()) return nullptr;
+  // Within one domain of every level but `host`, so that ranks stay
+  // numbered domain by domain; two workers of one host may trade.
+  return [&workers, &levels](const std::string& a, const std::string& b) {
+    const SchedulableWorker* x = nullptr;
+    const SchedulableWorker* y = nullptr;
+    for (const SchedulableWorker& w : workers) {
+      if (w.worker_id == a) x = &w;
+      if (w.worker_id == b) y = &w;
+    }
+    if (x == nullptr || y == nullptr) return false;
+    for (size_t level = 0; level < levels.size(); ++level) {
+      if (levels[level] == "host") continue;
+      const int dx = level < x->domains.size() ? x->domains[level] : -1;
+      const int dy = level < y->domains.size() ? y->domains[level] : -1;
+      if (dx != dy || dx < 0) return false;
+    }
+    return true;
   };
 }
 

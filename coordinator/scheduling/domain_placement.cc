@@ -130,7 +130,8 @@ std::string SlotsOf(const GangRequest& request, int ranks) {
 
 absl::StatusOr<std::vector<WorkerShare>> PlaceInDomains(const std::vector<WorkerCapacity>& workers,
                                                         const std::vector<int>& rooms,
-                                                        const GangRequest& request) {
+                                                        const GangRequest& request,
+                                                        const std::vector<int>* idle_rooms) {
   const PlacementRequest& placement = request.placement;
   DomainTree tree(workers, rooms, placement);
   const int fewest = request.min_ranks > 0 && request.min_ranks < request.ranks ? request.min_ranks
@@ -154,13 +155,30 @@ absl::StatusOr<std::vector<WorkerShare>> PlaceInDomains(const std::vector<Worker
       }
     }
     if (best < 0 && largest >= fewest && placement.pack_required) {
-      // Elastic: as many as the roomiest domain holds.
-      for (size_t d = 0; d < domains.size() && best < 0; ++d) {
-        if (tree.Room(domains[d], pack + 1) == largest) best = static_cast<int>(d);
+      // Elastic, or a reservation: as many as fit now in the roomiest
+      // domain of those that could hold all of it with nothing running
+      // (else of all), so that a reservation waits where the job can fit.
+      absl::flat_hash_map<int, int> idle;  // by domain of the pack level
+      if (idle_rooms != nullptr) {
+        for (int w = 0; w < static_cast<int>(workers.size()); ++w) {
+          if (workers[w].domains[pack] >= 0) idle[workers[w].domains[pack]] += (*idle_rooms)[w];
+        }
+      }
+      bool best_holds = false;
+      for (size_t d = 0; d < domains.size(); ++d) {
+        const int room = tree.Room(domains[d], pack + 1);
+        auto it = idle.find(workers[domains[d][0]].domains[pack]);
+        const bool holds = it != idle.end() && it->second >= request.ranks;
+        if (room < fewest) continue;
+        if (best < 0 || (holds && !best_holds) || (holds == best_holds && room > best_room)) {
+          best = static_cast<int>(d);
+          best_room = room;
+          best_holds = holds;
+        }
       }
     }
     if (best >= 0) {
-      tree.Pick(domains[best], pack + 1, std::min(request.ranks, largest), &shares);
+      tree.Pick(domains[best], pack + 1, std::min(request.ranks, best_room), &shares);
       return shares;
     }
     if (placement.pack_required) {

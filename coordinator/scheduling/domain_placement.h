@@ -32,12 +32,15 @@ struct WorkerShare {
 // smallest that holds it); with pack preferred, there when one holds it,
 // else as without. With spread_level, at most one rank per domain of that
 // level. An elastic request (0 < min_ranks < ranks) gets as many ranks as
-// fit, when at least min_ranks do. The shares come in rank order.
+// fit, when at least min_ranks do; packed, in the domain that has most room
+// of those that could hold all of its ranks with nothing running, by
+// `idle_rooms` (what each worker could take then), else of all. The shares
+// come in rank order.
 // RESOURCE_EXHAUSTED with a reason for people when it does not fit: "no
 // rack with 16 free slots; the largest has 12".
-absl::StatusOr<std::vector<WorkerShare>> PlaceInDomains(const std::vector<WorkerCapacity>& workers,
-                                                        const std::vector<int>& rooms,
-                                                        const GangRequest& request);
+absl::StatusOr<std::vector<WorkerShare>> PlaceInDomains(
+    const std::vector<WorkerCapacity>& workers, const std::vector<int>& rooms,
+    const GangRequest& request, const std::vector<int>* idle_rooms = nullptr);
 
 // What one domain of a topology level has, of the workers' slots.
 struct DomainSlots {

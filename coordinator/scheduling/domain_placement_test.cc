@@ -26,6 +26,13 @@ WorkerCapacity On(const std::string& id, int free, TopologyDomains domains,
   return w;
 }
 
+// A worker of `total` slots of which the first `free` are free.
+WorkerCapacity Busy(const std::string& id, int total, int free, TopologyDomains domains) {
+  WorkerCapacity w = On(id, free, std::move(domains));
+  w.total_slots = total;
+  return w;
+}
+
 GangRequest Gang(int ranks, int pack = -1, bool required = true, int spread = -1) {
   GangRequest r;
   r.ranks = ranks;
@@ -147,19 +154,50 @@ TEST(DomainPlacementTest, SpreadPutsOneRankPerDomain) {
 }
 
 TEST(DomainPlacementTest, ASelectorComposesWithPlacement) {
-  // Only the workers labelled gpu=h100 count: rack 1 has 2 of them, rack 2
-  // has 3, so a gang of 3 packed by rack goes to rack 2, though rack 1
-  // has more free slots.
-  std::vector<WorkerCapacity> workers = {
-      On("r1-a", 4, {1, 10}, {{"gpu", "h100"}}), On("r1-b", 4, {1, 11}),
-      On("r2-a", 1, {2, 20}, {{"gpu", "h100"}}), On("r2-b", 1, {2, 21}, {{"gpu", "h100"}}),
-      On("r2-c", 1, {2, 22}, {{"gpu", "h100"}})};
+  // Rack 1: 3 workers, 1 labelled gpu=h100; rack 2: 5 workers, 3 labelled.
+  // A gang of 3, one rank per worker, packed by rack: rack 1 is the
+  // tighter fit of all workers, rack 2 the only one with 3 matching.
+  std::vector<WorkerCapacity> workers = {On("r1-a", 1, {1, 10}, {{"gpu", "h100"}}),
+                                         On("r1-b", 1, {1, 11}),
+                                         On("r1-c", 1, {1, 12}),
+                                         On("r2-a", 1, {2, 20}, {{"gpu", "h100"}}),
+                                         On("r2-b", 1, {2, 21}, {{"gpu", "h100"}}),
+                                         On("r2-c", 1, {2, 22}, {{"gpu", "h100"}}),
+                                         On("r2-d", 1, {2, 23}),
+                                         On("r2-e", 1, {2, 24})};
   GangRequest gang = Gang(3, kRack);
-  gang.selector = {{"gpu", "h100"}};
   gang.ranks_per_worker = 1;
   auto p = PlaceGang(workers, gang);
   ASSERT_OK(p) << p.status();
+  EXPECT_EQ(WorkersOf(*p), (std::vector<std::string>{"r1-a", "r1-b", "r1-c"}));
+  gang.selector = {{"gpu", "h100"}};
+  p = PlaceGang(workers, gang);
+  ASSERT_OK(p) << p.status();
   EXPECT_EQ(WorkersOf(*p), (std::vector<std::string>{"r2-a", "r2-b", "r2-c"}));
+  gang.ranks = 4;
+  EXPECT_EQ(PlaceGang(workers, gang).status().message(),
+            "no rack with 4 free slots; the largest has 3");
+}
+
+TEST(DomainPlacementTest, AnElasticPackedGangWaitsInARackThatCanHoldIt) {
+  // Rack 1 has 20 slots, 4 free; rack 2 has 10, all free. A reservation
+  // (an elastic gang of 16) takes rack 1's 4: rack 2, roomier now, can
+  // never hold 16.
+  std::vector<WorkerCapacity> workers = {Busy("r1-a", 4, 4, {1, 10}), Busy("r1-b", 4, 0, {1, 11}),
+                                         Busy("r1-c", 4, 0, {1, 12}), Busy("r1-d", 4, 0, {1, 13}),
+                                         Busy("r1-e", 4, 0, {1, 14}), Busy("r2-a", 5, 5, {2, 20}),
+                                         Busy("r2-b", 5, 5, {2, 21})};
+  GangRequest gang = Gang(16, kRack);
+  gang.min_ranks = 1;
+  auto p = PlaceGang(workers, gang);
+  ASSERT_OK(p) << p.status();
+  EXPECT_EQ(WorkersOf(*p), (std::vector<std::string>{"r1-a", "r1-a", "r1-a", "r1-a"}));
+  // No rack could hold 24: the roomiest now.
+  gang.ranks = 24;
+  p = PlaceGang(workers, gang);
+  ASSERT_OK(p) << p.status();
+  EXPECT_EQ(p->size(), 10u);
+  EXPECT_EQ((*p)[0].worker_id, "r2-a");
 }
 
 TEST(DomainPlacementTest, AnElasticGangPackedByRackTakesWhatTheRoomiestRackHolds) {

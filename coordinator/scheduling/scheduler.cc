@@ -183,7 +183,15 @@ absl::StatusOr<std::vector<RankPlacement>> PlaceGang(const std::vector<WorkerCap
     return absl::ResourceExhaustedError(Shortfall(workers, request, min_ranks, total_room));
   }
   if (!workers.empty() && !workers[0].domains.empty()) {
-    absl::StatusOr<std::vector<WorkerShare>> shares = PlaceInDomains(workers, rooms, request);
+    // An elastic packed gang (a reservation is one) waits where it can fit.
+    std::vector<int> idle;
+    const PlacementRequest& placement = request.placement;
+    if (placement.pack_level >= 0 && placement.pack_required && min_ranks < request.ranks) {
+      idle.resize(workers.size());
+      for (size_t i = 0; i < workers.size(); ++i) idle[i] = RankRoom(workers[i], request, true);
+    }
+    absl::StatusOr<std::vector<WorkerShare>> shares =
+        PlaceInDomains(workers, rooms, request, idle.empty() ? nullptr : &idle);
     if (!shares.ok()) return shares.status();
     return RanksOn(workers, *shares, SlotsPerRank(request));
   }
