@@ -80,6 +80,9 @@ void CoordinatorMetrics::CollectDomains() {
   MutexLock lock(&mu_);
   for (const metrics::Labels& labels : domains_seen_) {
     if (listed.count(labels) == 0) domain_free_.Remove(labels);
+    // A level none of whose domains is left.
+    const std::string& level = labels.at("level");
+    if (fragmented.count(level) == 0) fragmented_.Remove({{"level", level}});
   }
   domains_seen_ = std::move(listed);
 }

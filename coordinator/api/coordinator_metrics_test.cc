@@ -182,6 +182,8 @@ TEST(CoordinatorMetricsTest, FreeSlotsPerDomainAndThoseOfPartlyUsedDomains) {
   domains.pop_back();  // its worker left
   text = registry.Serialize();
   EXPECT_EQ(text.find("domain=\"r2/h1\""), std::string::npos) << text;
+  EXPECT_EQ(text.find("ringmaster_domain_fragmented_free_slots{level=\"host\"}"), std::string::npos)
+      << "no host is left: " << text;
 }
 
 }  // namespace ringmaster
