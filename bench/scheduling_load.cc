@@ -90,6 +90,55 @@ absl::StatusOr<std::vector<v1::Heartbeat>> StartRanks(
   return beats;
 }
 
+// Registers the simulated workers, each on a link of its own: in racks of
+// options.rack_size (labelled rack=r<n>), each its own host.
+absl::StatusOr<std::vector<WorkerSession>> RegisterWorkers(
+    JobManager& manager, const SchedulingLoadOptions& options,
+    std::vector<std::unique_ptr<FakeWorkerLink>>* links) {
+  std::vector<WorkerSession> sessions;
+  for (int i = 0; i < options.workers; ++i) {
+    links->push_back(std::make_unique<FakeWorkerLink>());
+    v1::RegisterWorker r;
+    r.set_worker_id(absl::StrCat("w", i));
+    r.set_address(absl::StrCat("w", i, ".local:7080"));
+    r.set_hostname(absl::StrCat("w", i));
+    if (options.rack_size > 0)
+      (*r.mutable_labels())["rack"] = absl::StrCat("r", i / options.rack_size);
+    r.set_slots(options.slots_per_worker);
+    r.set_incarnation("bench");
+    for (int p = 0; p < options.slots_per_worker; ++p) r.add_free_ports(40000 + p);
+    int64_t ack = 0;
+    ASSIGN_OR_RETURN(WorkerSession session, manager.RegisterWorker(links->back().get(), r, &ack));
+    sessions.push_back(session);
+  }
+  return sessions;
+}
+
+// The backlog, timing each submit (ms), ticking as the coordinator would
+// every 50 ms of submits; with racks, every other job packed by rack.
+absl::StatusOr<std::vector<double>> SubmitBacklog(JobManager& manager,
+                                                  const SchedulingLoadOptions& options) {
+  std::mt19937_64 rng(7);
+  std::vector<double> submits;
+  absl::Time next_tick = absl::Now() + absl::Milliseconds(50);
+  for (int i = 0; i < options.pending; ++i) {
+    const std::string queue =
+        QueueName(options, std::uniform_int_distribution<int>(0, options.queues - 1)(rng));
+    const int ranks = std::uniform_int_distribution<int>(1, 8)(rng);
+    const char* priority = std::uniform_int_distribution<int>(0, 1)(rng) ? "low" : "normal";
+    v1::JobSpec spec = Spec(queue, ranks, priority);
+    if (options.rack_size > 0 && i % 2 == 0) spec.mutable_placement()->set_pack("rack");
+    const absl::Time start = absl::Now();
+    RETURN_IF_ERROR(manager.Submit(spec).status());
+    submits.push_back(absl::ToDoubleMilliseconds(absl::Now() - start));
+    if (absl::Now() >= next_tick) {
+      manager.Tick();
+      next_tick = absl::Now() + absl::Milliseconds(50);
+    }
+  }
+  return submits;
+}
+
 }  // namespace
 
 absl::StatusOr<SchedulingLoadResult> RunSchedulingLoad(const SchedulingLoadOptions& options) {
@@ -110,22 +159,8 @@ absl::StatusOr<SchedulingLoadResult> RunSchedulingLoad(const SchedulingLoadOptio
   RETURN_IF_ERROR(manager.Recover());
 
   std::vector<std::unique_ptr<FakeWorkerLink>> links;
-  std::vector<WorkerSession> sessions;
-  for (int i = 0; i < options.workers; ++i) {
-    links.push_back(std::make_unique<FakeWorkerLink>());
-    v1::RegisterWorker r;
-    r.set_worker_id(absl::StrCat("w", i));
-    r.set_address(absl::StrCat("w", i, ".local:7080"));
-    r.set_hostname(absl::StrCat("w", i));
-    if (options.rack_size > 0)
-      (*r.mutable_labels())["rack"] = absl::StrCat("r", i / options.rack_size);
-    r.set_slots(options.slots_per_worker);
-    r.set_incarnation("bench");
-    for (int p = 0; p < options.slots_per_worker; ++p) r.add_free_ports(40000 + p);
-    int64_t ack = 0;
-    ASSIGN_OR_RETURN(WorkerSession session, manager.RegisterWorker(links.back().get(), r, &ack));
-    sessions.push_back(session);
-  }
+  ASSIGN_OR_RETURN(const std::vector<WorkerSession> sessions,
+                   RegisterWorkers(manager, options, &links));
   // Fill the cluster: each queue runs its quota in whole-worker jobs.
   const int fill = options.workers;
   for (int i = 0; i < fill; ++i) {
@@ -136,26 +171,7 @@ absl::StatusOr<SchedulingLoadResult> RunSchedulingLoad(const SchedulingLoadOptio
   }
   manager.Tick();
   ASSIGN_OR_RETURN(const std::vector<v1::Heartbeat> beats, StartRanks(manager, sessions, links));
-  // Then the backlog, timing each submit, ticking as the coordinator would
-  // every 50 ms of submits.
-  std::mt19937_64 rng(7);
-  std::vector<double> submits;
-  absl::Time next_tick = absl::Now() + absl::Milliseconds(50);
-  for (int i = 0; i < options.pending; ++i) {
-    const std::string queue =
-        QueueName(options, std::uniform_int_distribution<int>(0, options.queues - 1)(rng));
-    const int ranks = std::uniform_int_distribution<int>(1, 8)(rng);
-    const char* priority = std::uniform_int_distribution<int>(0, 1)(rng) ? "low" : "normal";
-    v1::JobSpec spec = Spec(queue, ranks, priority);
-    if (options.rack_size > 0 && i % 2 == 0) spec.mutable_placement()->set_pack("rack");
-    const absl::Time start = absl::Now();
-    RETURN_IF_ERROR(manager.Submit(spec).status());
-    submits.push_back(absl::ToDoubleMilliseconds(absl::Now() - start));
-    if (absl::Now() >= next_tick) {
-      manager.Tick();
-      next_tick = absl::Now() + absl::Milliseconds(50);
-    }
-  }
+  ASSIGN_OR_RETURN(const std::vector<double> submits, SubmitBacklog(manager, options));
   // The clock stands still: no worker misses a heartbeat and nothing times
   // out, so each tick does the same work. Between two ticks (50 ms) the
   // twentieth of the workers whose turn it is heartbeat (every second).

@@ -145,9 +145,10 @@ absl::StatusOr<std::vector<WorkerShare>> PlaceInDomains(const std::vector<Worker
       if (workers[w].domains[pack] >= 0 && rooms[w] > 0) eligible.push_back(w);
     }
     const std::vector<Members> domains = tree.Split(eligible, pack);
+    std::vector<int> domain_rooms;
     int best = -1, best_room = 0, largest = 0;
     for (size_t d = 0; d < domains.size(); ++d) {
-      const int room = tree.Room(domains[d], pack + 1);
+      const int room = domain_rooms.emplace_back(tree.Room(domains[d], pack + 1));
       largest = std::max(largest, room);
       if (room >= request.ranks && (best < 0 || room < best_room)) {
         best = static_cast<int>(d);
@@ -166,7 +167,7 @@ absl::StatusOr<std::vector<WorkerShare>> PlaceInDomains(const std::vector<Worker
       }
       bool best_holds = false;
       for (size_t d = 0; d < domains.size(); ++d) {
-        const int room = tree.Room(domains[d], pack + 1);
+        const int room = domain_rooms[d];
         auto it = idle.find(workers[domains[d][0]].domains[pack]);
         const bool holds = it != idle.end() && it->second >= request.ranks;
         if (room < fewest) continue;

@@ -39,6 +39,13 @@ int RankRoom(const WorkerCapacity& w, const GangRequest& r, bool idle = false) {
   return std::max(0, room);
 }
 
+// What each of `workers` could take of the request with nothing running.
+std::vector<int> IdleRooms(const std::vector<WorkerCapacity>& workers, const GangRequest& r) {
+  std::vector<int> rooms(workers.size());
+  for (size_t i = 0; i < workers.size(); ++i) rooms[i] = RankRoom(workers[i], r, /*idle=*/true);
+  return rooms;
+}
+
 std::string SlotWord(const GangRequest& r) { return r.gpus_per_rank > 0 ? "GPU slots" : "slots"; }
 
 // Whether only slots decide where the request fits.
@@ -187,8 +194,7 @@ absl::StatusOr<std::vector<RankPlacement>> PlaceGang(const std::vector<WorkerCap
     std::vector<int> idle;
     const PlacementRequest& placement = request.placement;
     if (placement.pack_level >= 0 && placement.pack_required && min_ranks < request.ranks) {
-      idle.resize(workers.size());
-      for (size_t i = 0; i < workers.size(); ++i) idle[i] = RankRoom(workers[i], request, true);
+      idle = IdleRooms(workers, request);
     }
     absl::StatusOr<std::vector<WorkerShare>> shares =
         PlaceInDomains(workers, rooms, request, idle.empty() ? nullptr : &idle);
@@ -259,9 +265,8 @@ std::string NeverFits(const std::vector<WorkerCapacity>& workers, const GangRequ
   if (!workers.empty() && !workers[0].domains.empty() &&
       (placement.pack_level >= 0 || placement.spread_level >= 0)) {
     // The idle workers' rooms, without a copy of the workers.
-    std::vector<int> rooms(workers.size());
-    for (size_t i = 0; i < workers.size(); ++i) rooms[i] = RankRoom(workers[i], request, true);
-    absl::StatusOr<std::vector<WorkerShare>> idle = PlaceInDomains(workers, rooms, request);
+    absl::StatusOr<std::vector<WorkerShare>> idle =
+        PlaceInDomains(workers, IdleRooms(workers, request), request);
     if (idle.ok()) return "";
     return absl::StrCat("never fits as asked: ", idle.status().message(),
                         ", with nothing running (waiting for workers to join)");
