@@ -53,9 +53,12 @@ CoordinatorTargets::Target CoordinatorTargets::Current(absl::Duration connect_ti
 
 bool CoordinatorTargets::Follow(const grpc::Status& status, const std::string& used,
                                 absl::Time deadline, bool idempotent) {
+  // A standby that becomes the leader, or stops, cancels the reads it was
+  // serving: as with a paused coordinator, an idempotent call goes elsewhere.
+  const bool gone = status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
+                    status.error_code() == grpc::StatusCode::CANCELLED;
   const bool refused =
-      status.error_code() == grpc::StatusCode::UNAVAILABLE ||
-      (idempotent && several() && status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED);
+      status.error_code() == grpc::StatusCode::UNAVAILABLE || (idempotent && several() && gone);
   // A standby may name any address. Calls carry credentials, so they go
   // there only when TLS will check that it is the coordinator, or when it
   // is one of the addresses given.

@@ -52,7 +52,8 @@ class CoordinatorTargets {
   // should not be made again (its answer stands, or `deadline` passed);
   // else true, once the next target is chosen (and, after a whole round
   // with none answering, a short pause). An `idempotent` call that ran out
-  // of time is made again elsewhere too: its coordinator may be paused.
+  // of time, or was cancelled by its server, is made again elsewhere too:
+  // its coordinator may be paused, or a standby turning leader.
   bool Follow(const grpc::Status& status, const std::string& used, absl::Time deadline,
               bool idempotent = false);
 

@@ -60,6 +60,17 @@ TEST(CoordinatorTargetsTest, AnAnswerOrAPassedDeadlineStands) {
   EXPECT_EQ(targets.Current(absl::ZeroDuration()).address, "a:1");
 }
 
+TEST(CoordinatorTargetsTest, AReadCancelledByItsServerIsMadeAgainElsewhere) {
+  const grpc::Status cancelled(grpc::StatusCode::CANCELLED, "Cancelled");
+  CoordinatorTargets targets("a:1,b:2", {});
+  EXPECT_FALSE(targets.Follow(cancelled, "a:1", Later(), /*idempotent=*/false))
+      << "a change may have been made before the cancel";
+  EXPECT_TRUE(targets.Follow(cancelled, "a:1", Later(), /*idempotent=*/true));
+  EXPECT_EQ(targets.Current(absl::ZeroDuration()).address, "b:2");
+  CoordinatorTargets one("a:1", {});
+  EXPECT_FALSE(one.Follow(cancelled, "a:1", Later(), /*idempotent=*/true));
+}
+
 TEST(CoordinatorTargetsTest, OneAddressIsCalledAgainOnlyToFollowALeader) {
   CoordinatorTargets one("a:1", TlsFiles{"a CA", "", ""});
   EXPECT_FALSE(one.Follow(kDown, "a:1", Later())) << "as before: the caller's retry policy";

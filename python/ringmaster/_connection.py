@@ -255,8 +255,10 @@ class Targets:
         """After a call to `used` failed: None when it should not be made
         again (its answer stands); else the pause (s) before making it
         again at the coordinator now current."""
+        # A standby that turns leader, or stops, cancels the reads it was
+        # serving: as with a paused coordinator, a read goes elsewhere.
         refused = code == "UNAVAILABLE" or (idempotent and self.several and
-                                            code == "DEADLINE_EXCEEDED")
+                                            code in ("DEADLINE_EXCEEDED", "CANCELLED"))
         leader = leader_named_in(message) if refused else ""
         if not self._tls and leader not in self.addresses:
             leader = ""

@@ -27,6 +27,9 @@ def test_targets_follow_the_leader_named_then_the_next_address():
     assert targets.follow("DEADLINE_EXCEEDED", "", "b:2", False) is None, \
         "a call that may have been made is not made again"
     assert targets.follow("DEADLINE_EXCEEDED", "", "b:2", True) == 0.0
+    assert targets.follow("CANCELLED", "", "c:3", False) is None
+    assert targets.follow("CANCELLED", "", "c:3", True) == 0.0, \
+        "a read cancelled by a standby turning leader is made again"
     one = Targets(["a:1"])
     assert one.follow("UNAVAILABLE", "connection refused", "a:1", True) is None
     assert one.follow("UNAVAILABLE", "the leader is at z:9", "a:1", True) == 0.25, \
