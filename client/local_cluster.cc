@@ -27,9 +27,9 @@
 #include "common/private_dir.h"
 #include "common/status_macros.h"
 #include "common/subprocess.h"
-#include "domain/quarantine_limit.h"
 #include "domain/queue_config.h"
 #include "domain/store_config.h"
+#include "domain/worker_count.h"
 
 namespace ringmaster {
 namespace {
@@ -244,7 +244,7 @@ absl::Status AddPolicyFlags(const LocalClusterOptions& options, std::vector<std:
                  {"--queues", std::filesystem::absolute(options.queues_file).string()});
   }
   if (!options.max_quarantined.empty()) {
-    RETURN_IF_ERROR(ParseQuarantineLimit(options.max_quarantined).status());
+    RETURN_IF_ERROR(ParseWorkerCount("--max-quarantined", options.max_quarantined).status());
     argv->insert(argv->end(), {"--max-quarantined", options.max_quarantined});
   }
   if (!options.regroup_timeout.empty()) {

@@ -445,7 +445,8 @@ void PrintQueuesTable(std::ostream& out, const v1::ListQueuesResponse& queues) {
 }
 
 std::string WorkerSchedulingLabel(const v1::Worker& worker) {
-  return worker.health().has_cordon() ? "CORDONED" : "SCHEDULABLE";
+  if (worker.health().has_cordon()) return "CORDONED";
+  return worker.spare() ? "SPARE" : "SCHEDULABLE";
 }
 
 namespace {

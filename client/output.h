@@ -48,7 +48,7 @@ void PrintJobDetail(std::ostream& out, const v1::Job& job, absl::Time now);
 void PrintWorkersTable(std::ostream& out, const v1::ListWorkersResponse& workers, absl::Time now);
 // WORKER IMAGE DIGEST SIZE RANKS LAST USED: each worker's image cache.
 void PrintImagesTable(std::ostream& out, const std::vector<v1::Worker>& workers, absl::Time now);
-// "SCHEDULABLE" or "CORDONED".
+// "SCHEDULABLE", "SPARE" (kept for jobs that lose a worker) or "CORDONED".
 std::string WorkerSchedulingLabel(const v1::Worker& worker);
 // Who cordoned it, when, why, and until when a quarantine lasts: "by admin
 // since 2026-11-26 11:50:01 UTC (5m ago): new NIC"; or "on probation until

@@ -206,8 +206,8 @@ void AddTimingFlags(CLI::App& app, ringmaster::CoordinatorConfig* config) {
   app.add_option_function<std::string>(
          "--max-quarantined",
          [&health](const std::string& text) {
-           absl::StatusOr<ringmaster::QuarantineLimit> limit =
-               ringmaster::ParseQuarantineLimit(text);
+           absl::StatusOr<ringmaster::WorkerCount> limit =
+               ringmaster::ParseWorkerCount("--max-quarantined", text);
            if (!limit.ok()) throw CLI::ValidationError(std::string(limit.status().message()));
            health.max_quarantined = *limit;
          },
@@ -229,6 +229,18 @@ void AddPlacementFlags(CLI::App& app, ringmaster::CoordinatorConfig* config) {
          "is its --label of that name (host: its hostname unless labelled); a job's placement "
          "packs or spreads its ranks by them, and ranks are numbered domain by domain")
       ->type_name("LEVEL[,LEVEL...]");
+  app.add_option_function<std::string>(
+         "--spare-workers",
+         [config](const std::string& text) {
+           absl::StatusOr<ringmaster::WorkerCount> spares =
+               ringmaster::ParseWorkerCount("--spare-workers", text);
+           if (!spares.ok()) throw CLI::ValidationError(std::string(spares.status().message()));
+           config->manager.scheduling.spare_workers = *spares;
+         },
+         "workers kept idle for jobs that lose one (lost, cordoned for an XID, quarantined): a "
+         "number or a share (\"5%\"), spread over the narrowest --topology-levels level above "
+         "host; until one is needed they run only spare_ok jobs (default 0)")
+      ->type_name("N|SHARE");
 }
 
 // The admin token (from `token_file`, else RINGMASTER_TOKEN) and, with

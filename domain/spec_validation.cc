@@ -210,6 +210,9 @@ absl::Status ValidatePlacementAndPolicy(const v1::JobSpec& spec) {
     return Bad("deadline_s", absl::StrCat("must be in [0, ", kMaxTimeoutSeconds,
                                           "] seconds (0: none), got ", spec.deadline_s()));
   }
+  if (spec.spare_ok() && spec.has_preemptible() && !spec.preemptible()) {
+    return Bad("spare_ok", "needs a preemptible job: a job that needs a spare stops it");
+  }
   RETURN_IF_ERROR(CheckOneOf("restart_policy", spec.restart_policy(), {"on_failure", "never"}));
   RETURN_IF_ERROR(CheckOneOf("on_straggler", spec.on_straggler(), {"warn", "exclude"}));
   if (spec.never_retry_exit_codes_size() > kMaxNeverRetryCodes) {

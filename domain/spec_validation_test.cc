@@ -82,6 +82,11 @@ TEST(SpecValidationTest, EachBadFieldIsNamed) {
       {"min_ranks", [](v1::JobSpec* s) { s->set_min_ranks(3); }},
       {"min_ranks", [](v1::JobSpec* s) { s->set_min_ranks(-1); }},
       {"gpus_per_rank", [](v1::JobSpec* s) { s->set_gpus_per_rank(-1); }},
+      {"spare_ok",
+       [](v1::JobSpec* s) {
+         s->set_spare_ok(true);
+         s->set_preemptible(false);
+       }},
       {"max_restarts", [](v1::JobSpec* s) { s->set_max_restarts(-2); }},
       {"env.1BAD", [](v1::JobSpec* s) { (*s->mutable_env())["1BAD"] = "x"; }},
       {"env.RANK", [](v1::JobSpec* s) { (*s->mutable_env())["RANK"] = "3"; }},

@@ -18,6 +18,11 @@ CoordinatorMetrics::CoordinatorMetrics(metrics::Registry* registry, const Clock*
       cordoned_(registry->AddGauge(
           "ringmaster_worker_cordoned",
           "1 while the worker takes no new ranks (cordoned, drained or quarantined).")),
+      spares_(registry
+                  ->AddGauge("ringmaster_spare_workers",
+                             "Workers kept as spares (--spare-workers): for jobs that lost a "
+                             "worker, and spare_ok jobs.")
+                  .Add({})),
       slowdown_(registry->AddGauge(
           "ringmaster_rank_slowdown_ratio",
           "A running rank's compute time per step over its job's median (1.3 for 60s: a "
@@ -172,13 +177,16 @@ void CoordinatorMetrics::Collect() {
 
   std::map<std::string, int> workers = {{"ALIVE", 0}, {"SUSPECT", 0}, {"LOST", 0}};
   std::set<std::string> listed;
+  int spares = 0;
   for (const v1::Worker& w : worker_source_()) {
     ++workers[WorkerStateName(w.state())];
+    spares += w.spare() ? 1 : 0;
     heartbeat_age_.Add({{"worker", w.id()}}).Set(w.heartbeat_age_seconds());
     cordoned_.Add({{"worker", w.id()}}).Set(w.health().has_cordon() ? 1 : 0);
     listed.insert(w.id());
   }
   for (const auto& [state, count] : workers) workers_.Add({{"state", state}}).Set(count);
+  spares_.Set(spares);
   if (queue_source_) {
     for (const QueueGauges& q : queue_source_()) {
       preemptions_.Add({{"queue", q.queue}});  // 0 from the start, so that increase() has data

@@ -69,6 +69,7 @@ class CoordinatorMetrics {
   metrics::Family<metrics::Gauge>& workers_;
   metrics::Family<metrics::Gauge>& heartbeat_age_;
   metrics::Family<metrics::Gauge>& cordoned_;
+  metrics::Gauge& spares_;
   metrics::Family<metrics::Gauge>& slowdown_;
   metrics::Family<metrics::Counter>& restarts_;
   metrics::Family<metrics::Counter>& hangs_;

@@ -26,7 +26,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "coordinator/core/restart_policy.h"
-#include "domain/quarantine_limit.h"
+#include "domain/worker_count.h"
 #include "proto/cluster.pb.h"
 #include "proto/job.pb.h"
 
@@ -42,7 +42,7 @@ bool CriticalXid(int xid);
 struct HealthOptions {
   absl::Duration quarantine_window = absl::Minutes(10);
   absl::Duration quarantine_for = absl::Hours(1);
-  QuarantineLimit max_quarantined;
+  WorkerCount max_quarantined{20};
 };
 
 // The worker a failure of `job`'s attempt is blamed on, with the failure

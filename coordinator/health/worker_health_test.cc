@@ -76,23 +76,23 @@ TEST(BlameOfTest, BlamesNoMachineForTheJobsOwnEnds) {
   EXPECT_FALSE(BlameOf(job, peer, kStart)) << "no such rank";
 }
 
-TEST(QuarantineLimitTest, ParsesShareOrCount) {
-  absl::StatusOr<QuarantineLimit> share = ParseQuarantineLimit("20%");
+TEST(WorkerCountTest, ParsesShareOrCount) {
+  absl::StatusOr<WorkerCount> share = ParseWorkerCount("--max-quarantined", "20%");
   ASSERT_TRUE(share.ok());
   EXPECT_EQ(share->Of(10), 2);
   EXPECT_EQ(share->Of(4), 0);
-  absl::StatusOr<QuarantineLimit> count = ParseQuarantineLimit("1");
+  absl::StatusOr<WorkerCount> count = ParseWorkerCount("--max-quarantined", "1");
   ASSERT_TRUE(count.ok());
   EXPECT_EQ(count->Of(3), 1);
-  EXPECT_THAT(std::string(ParseQuarantineLimit("lots").status().message()),
+  EXPECT_THAT(std::string(ParseWorkerCount("--max-quarantined", "lots").status().message()),
               HasSubstr("--max-quarantined \"lots\" is neither"));
-  EXPECT_THAT(ParseQuarantineLimit("120%"), IsError());
-  EXPECT_THAT(ParseQuarantineLimit("-1"), IsError());
+  EXPECT_THAT(ParseWorkerCount("--max-quarantined", "120%"), IsError());
+  EXPECT_THAT(ParseWorkerCount("--max-quarantined", "-1"), IsError());
 }
 
 HealthOptions Options(const std::string& max = "20%") {
   HealthOptions options;
-  options.max_quarantined = *ParseQuarantineLimit(max);
+  options.max_quarantined = *ParseWorkerCount("--max-quarantined", max);
   return options;
 }
 

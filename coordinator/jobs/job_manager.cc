@@ -412,6 +412,8 @@ std::vector<v1::Worker> JobManager::ListWorkers() {
   {
     MutexLock lock(&mu_);
     workers = health_.List(table_);
+    const absl::flat_hash_set<std::string>& spares = scheduling_.spares();
+    for (v1::Worker& w : workers) w.set_spare(spares.count(w.id()) > 0);
   }
   outbox_.Flush();
   return workers;

@@ -31,6 +31,7 @@ namespace {
 struct InLine {
   bool preemptor = false;
   int priority = 0;
+  bool recovering = false;  // it lost a worker: it goes first, as a preemptor does
   // Users take turns in a queue: the jobs its owner runs there, plus those
   // of its own ahead of this one.
   int turn = 0;
@@ -41,8 +42,9 @@ struct InLine {
   std::string_view never_fits;  // NeverFits of its request: why it never fits
   const PendingJob* job = nullptr;
 
+  bool first() const { return preemptor || recovering; }
   bool operator<(const InLine& o) const {
-    if (preemptor != o.preemptor) return preemptor;
+    if (first() != o.first()) return first();
     if (priority != o.priority) return priority > o.priority;
     if (turn != o.turn) return turn < o.turn;
     return sequence < o.sequence;
@@ -88,8 +90,9 @@ class Pass {
       const WorkerCapacity& w = free_[i];
       total_.slots += w.total_slots;
       if (w.gpu_slots) total_.gpus += w.total_slots;
-      free_slots_ += static_cast<int64_t>(w.free_slots.size());
-      if (w.gpu_slots) free_gpu_slots_ += static_cast<int64_t>(w.free_slots.size());
+      FreeCount& count = w.spare ? spare_free_count_ : free_count_;
+      count.slots += static_cast<int64_t>(w.free_slots.size());
+      if (w.gpu_slots) count.gpu_slots += static_cast<int64_t>(w.free_slots.size());
       worker_index_.emplace(w.worker_id, i);
     }
     for (const RunningJob* running_job : running_) {
@@ -107,10 +110,10 @@ class Pass {
     pending_ = pending.data();
     decisions_.jobs.resize(pending.size());
     for (const PendingJob& job : pending) {
-      QueueOf(job.queue).pending.push_back({job.preemptor, job.priority, 0, job.sequence,
-                                            AmountOf(job.request, FewestRanks(job.request)),
-                                            job.request.gpus_per_rank > 0, job.pending_since,
-                                            NeverFitsCached(job.request), &job});
+      QueueOf(job.queue).pending.push_back(
+          {job.preemptor, job.priority, job.request.recovering, 0, job.sequence,
+           AmountOf(job.request, FewestRanks(job.request)), job.request.gpus_per_rank > 0,
+           job.pending_since, NeverFitsCached(job.request), &job});
     }
     for (auto& [name, q] : queues_) {
       // Each user's jobs in order; then the users' jobs interleaved, so
@@ -176,11 +179,11 @@ class Pass {
   // than given to queues above their share.
   bool Owed(const QueueState& q) const { return wanting_ > 1 && Share(q) * wanting_weights_ < 1.0; }
 
-  // Where a queue's next job stands in the order of the pass: preemptors,
-  // then the highest priority; among equals the queue with the least
+  // Where a queue's next job stands in the order of the pass: preemptors
+  // and jobs that lost a worker, then the highest priority; among equals the queue with the least
   // weighted share, then the oldest job.
   struct Turn {
-    bool preemptor;
+    bool first;      // a preemptor, or a job that lost a worker
     bool borrowing;  // its queue would exceed its quota with the job
     int priority;
     double share;
@@ -188,7 +191,7 @@ class Pass {
     QueueState* queue;
     bool operator>(const Turn& o) const { return o < *this; }
     bool operator<(const Turn& o) const {
-      if (preemptor != o.preemptor) return preemptor;
+      if (first != o.first) return first;
       if (borrowing != o.borrowing) return !borrowing;
       if (priority != o.priority) return priority > o.priority;
       if (share != o.share) return share < o.share;
@@ -204,9 +207,9 @@ class Pass {
     // share (each start overshoots it), the share after (Kueue's rule)
     // starves it.
     const double share = (Share(q) + Share(q, head.need)) / 2;
-    return {head.preemptor, !(q.in_use + head.need).Within(q.spec->quota),
-            head.priority,  share,
-            head.sequence,  &q};
+    return {head.first(),  !(q.in_use + head.need).Within(q.spec->quota),
+            head.priority, share,
+            head.sequence, &q};
   }
 
   JobDecision& DecisionOf(const PendingJob& job) { return decisions_.jobs[&job - pending_]; }
@@ -244,7 +247,7 @@ class Pass {
       return;
     }
     // Fewer free slots than it needs: no need to look at each worker.
-    const int64_t free = line.gpu ? free_gpu_slots_ : free_slots_;
+    const int64_t free = FreeSlots(job.request);
     const bool short_of_slots = need.slots > free;
     std::string shortfall;
     if (!short_of_slots) {
@@ -261,9 +264,12 @@ class Pass {
     }
     // No job borrows what it waits for (the preemptor too, if it becomes one).
     within_quota_waiting_[line.gpu] |= !borrowing;
-    if (!line.preemptor && MaySeekVictims(line.priority, q, need) && Preempt(job, q, need)) return;
+    if (!line.preemptor && (job.request.recovering || MaySeekVictims(line.priority, q, need)) &&
+        Preempt(job, q, need)) {
+      return;
+    }
     const bool owed = !q.reserved_share && Owed(q);
-    if (line.preemptor || now_ - line.pending_since >= policy_.reserve_after || owed) {
+    if (line.first() || now_ - line.pending_since >= policy_.reserve_after || owed) {
       q.reserved_share |= owed;  // for its next job only
       Wait(job, Reserve(job, free_));
       return;
@@ -315,6 +321,7 @@ class Pass {
     for (const auto& [label, value] : r.selector)
       absl::StrAppend(&selector, label, "=", value, ",");
     for (const std::string& worker : r.avoid) absl::StrAppend(&selector, "!", worker, ",");
+    if (UsesSpares(r)) selector += "+spares";
     const PlacementRequest& p = r.placement;
     if (p.pack_level >= 0 || p.spread_level >= 0) {
       absl::StrAppend(&selector, "@", p.pack_level, p.pack_required ? "!" : "?", p.spread_level);
@@ -340,8 +347,9 @@ class Pass {
     TakeCapacity(free_, placement, request);
     for (const auto& [index, size] : before) {
       const int64_t taken = static_cast<int64_t>(size - free_[index].free_slots.size());
-      free_slots_ -= taken;
-      if (free_[index].gpu_slots) free_gpu_slots_ -= taken;
+      FreeCount& count = free_[index].spare ? spare_free_count_ : free_count_;
+      count.slots -= taken;
+      if (free_[index].gpu_slots) count.gpu_slots -= taken;
     }
   }
 
@@ -373,8 +381,7 @@ class Pass {
     partial.ranks = FewestRanks(job.request);
     partial.min_ranks = 1;
     int reserved = 0;
-    const bool none_free =
-        &capacity == &free_ && (job.request.gpus_per_rank > 0 ? free_gpu_slots_ : free_slots_) == 0;
+    const bool none_free = &capacity == &free_ && FreeSlots(job.request) == 0;
     absl::StatusOr<std::vector<RankPlacement>> some =
         none_free ? absl::ResourceExhaustedError("") : PlaceGang(capacity, partial);
     if (some.ok()) {
@@ -399,11 +406,21 @@ class Pass {
   // of lower priority in the job's own queue.
   bool MayPreempt(const RunningJob& r, const PendingJob& job, const QueueState& q) {
     if (!r.preemptible || victims_.count(r.job_id) > 0) return false;
+    // What runs on a spare gives way to a job that lost a worker, whatever
+    // its priority: that is what it runs there on.
+    if (job.request.recovering && r.request.spare_ok && OnSpare(r)) return true;
     const int most = policy_.max_preemptions_per_hour;
     if (most > 0 && PreemptionsInTheLastHour(r.preempted_at, now_) >= most) return false;
     const QueueState& theirs = QueueOf(r.queue);
     if (&theirs == &q) return r.priority < job.priority;
     return theirs.over_quota();
+  }
+
+  bool OnSpare(const RunningJob& r) const {
+    return std::any_of(r.ranks.begin(), r.ranks.end(), [&](const RankPlacement& p) {
+      auto it = worker_index_.find(p.worker_id);
+      return it != worker_index_.end() && free_[it->second].spare;
+    });
   }
 
   // Whether `job`'s queue quota entitles it to run once the lower-priority
@@ -419,7 +436,7 @@ class Pass {
       if (&other == &q || !other.over_quota()) continue;
       for (const auto& [priority, held] : other.preemptible) releasable = releasable + held;
     }
-    return need.slots <= releasable.slots + free_slots_;
+    return need.slots <= releasable.slots + free_count_.slots;
   }
 
   // Chooses victims that free enough for `job`; false when none do.
@@ -463,7 +480,8 @@ class Pass {
         // The young of the job's own queue only as a last resort; another
         // queue's never: what it borrowed stays its until min_runtime.
         const bool young = now_ - r.started < policy_.min_runtime;
-        if ((young && (round == 0 || &theirs != &q)) || !lent) continue;
+        const bool on_spare = job.request.recovering && r.request.spare_ok && OnSpare(r);
+        if (!on_spare && ((young && (round == 0 || &theirs != &q)) || !lent)) continue;
         const int world = static_cast<int>(r.ranks.size());
         const int fewest = std::min(world, FewestRanks(r.request));
         if (ReleaseRanks(v, i, round < 2 && fewest < world ? fewest : 0, job.request)) return true;
@@ -513,8 +531,21 @@ class Pass {
   const absl::Time now_;
   const SchedulingPolicy& policy_;
   SlotAmount total_;
-  int64_t free_slots_ = 0;  // in free_, and of them GPU slots
-  int64_t free_gpu_slots_ = 0;
+  // Free slots in free_, and of them GPU slots: of the workers that are not
+  // spares, and of the spares.
+  struct FreeCount {
+    int64_t slots = 0;
+    int64_t gpu_slots = 0;
+  };
+  FreeCount free_count_;
+  FreeCount spare_free_count_;
+  // The free slots of the kind `r` asks, on the workers it may use.
+  int64_t FreeSlots(const GangRequest& r) const {
+    const bool gpu = r.gpus_per_rank > 0;
+    int64_t free = gpu ? free_count_.gpu_slots : free_count_.slots;
+    if (UsesSpares(r)) free += gpu ? spare_free_count_.gpu_slots : spare_free_count_.slots;
+    return free;
+  }
   absl::flat_hash_map<std::string_view, size_t> worker_index_;  // into free_
   // NeverFitsCached's, by the shape of the request.
   absl::flat_hash_map<std::tuple<int, int, int, int, int64_t, int, std::string>, std::string_view>

@@ -42,6 +42,7 @@
 #include "absl/time/time.h"
 #include "coordinator/scheduling/scheduler.h"
 #include "domain/queue_config.h"
+#include "domain/worker_count.h"
 
 namespace ringmaster {
 
@@ -83,6 +84,9 @@ struct SchedulingPolicy {
   int max_preemptions_per_hour = 3;
   // --topology-levels, widest first: the levels a job's placement names.
   std::vector<std::string> topology_levels;
+  // --spare-workers: kept out of normal placement, for jobs that lost a
+  // worker (and spare_ok jobs until then).
+  WorkerCount spare_workers{0, 0};
 };
 
 // How many of `preempted_at` lie within the hour before `now`.

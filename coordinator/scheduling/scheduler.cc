@@ -17,7 +17,8 @@ namespace {
 int SlotsPerRank(const GangRequest& r) { return std::max(1, r.gpus_per_rank); }
 
 bool Matches(const WorkerCapacity& w, const GangRequest& r) {
-  return (r.gpus_per_rank == 0 || w.gpu_slots) && HasLabels(w.labels, r.selector) &&
+  return (r.gpus_per_rank == 0 || w.gpu_slots) && (!w.spare || UsesSpares(r)) &&
+         HasLabels(w.labels, r.selector) &&
          (r.avoid.empty() ||
           std::find(r.avoid.begin(), r.avoid.end(), w.worker_id) == r.avoid.end());
 }

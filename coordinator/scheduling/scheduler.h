@@ -34,6 +34,9 @@ struct WorkerCapacity {
   // the workers of one domain share (a rack's is its own in whichever
   // block); -1 where it has no value for the level. Empty without levels.
   TopologyDomains domains;
+  // One of the --spare-workers: only a request that may use spares
+  // (UsesSpares) is placed on it.
+  bool spare = false;
 };
 
 // The slots placed ranks hold on a worker (one a rank, or one per GPU),
@@ -87,7 +90,12 @@ struct GangRequest {
   std::map<std::string, std::string> selector;  // labels a worker must have
   std::vector<std::string> avoid;               // workers it must not use
   PlacementRequest placement;
+  bool spare_ok = false;    // its spec's spare_ok
+  bool recovering = false;  // its last attempt lost a worker (lost, cordoned, quarantined)
 };
+
+// Whether `r` may be placed on spare workers.
+inline bool UsesSpares(const GangRequest& r) { return r.spare_ok || r.recovering; }
 
 // Places the request's ranks, each on a worker that matches the selector,
 // is not one to avoid, and has max(1, gpus_per_rank) free slots (GPU slots when gpus_per_rank >

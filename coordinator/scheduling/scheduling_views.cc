@@ -30,6 +30,7 @@ GangRequest GangOf(const v1::JobSpec& spec, const std::vector<std::string>& leve
   placement.pack_name = spec.placement().pack();
   placement.spread_level = level(spec.placement().spread());
   placement.spread_name = spec.placement().spread();
+  request.spare_ok = spec.spare_ok();
   return request;
 }
 
@@ -47,6 +48,20 @@ absl::Time LastEntered(const v1::Job& job, v1::JobState state) {
     if (it->state() == state) return absl::FromUnixMillis(it->time_unix_ms());
   }
   return absl::FromUnixMillis(job.create_unix_ms());
+}
+
+// Whether the job's last attempt failed and ran on a worker that takes no
+// ranks now (in none of `open`): lost, cordoned for an XID, quarantined or
+// drained. Its restart may use spare workers.
+bool Recovering(const v1::Job& job, const absl::flat_hash_set<std::string_view>& open) {
+  const auto& past = job.past_attempts();
+  if (job.attempt() == 0 || job.root_cause().attempt() != job.attempt() - 1 || past.empty() ||
+      past.rbegin()->attempt() != job.attempt() - 1) {
+    return false;
+  }
+  const auto& workers = past.rbegin()->worker_ids();
+  return std::any_of(workers.begin(), workers.end(),
+                     [&](const std::string& id) { return open.count(id) == 0; });
 }
 
 PendingJob* ViewOf(std::vector<PendingJob>& views, int64_t number) {
@@ -73,12 +88,13 @@ void SchedulingViews::Preempted(const std::string& victim, const std::string& pr
   preemptors_[preemptor].insert(victim);
 }
 
-void SchedulingViews::UpdatePending(JobTable& table) {
+void SchedulingViews::UpdatePending(JobTable& table,
+                                    const std::vector<SchedulableWorker>& workers) {
   for (int64_t number : preemptor_views_) {
     if (PendingJob* view = ViewOf(pending_, number)) view->preemptor = false;
   }
   preemptor_views_.clear();
-  if (pending_at_ != table.pending_changes()) MergePending(table);
+  if (pending_at_ != table.pending_changes()) MergePending(table, workers);
   // A preemptor goes first until its victims have let go of their slots.
   for (auto it = preemptors_.begin(); it != preemptors_.end();) {
     const JobRecord* entry = table.Find(it->first);
@@ -116,7 +132,9 @@ void SchedulingViews::ApplyExclusions(const JobTable& table,
   }
 }
 
-void SchedulingViews::MergePending(const JobTable& table) {
+void SchedulingViews::MergePending(const JobTable& table,
+                                   const std::vector<SchedulableWorker>& workers) {
+  absl::flat_hash_set<std::string_view> open;  // made when a job that failed needs it
   // A merge of the table's pending jobs with the views kept: only a job new
   // to PENDING (or PENDING again: a new stamp) is read.
   std::vector<PendingJob> views;
@@ -134,9 +152,13 @@ void SchedulingViews::MergePending(const JobTable& table) {
     }
     const v1::Job& job = table.resident().at(number)->job;
     if (!job.held_by().empty()) continue;  // not scheduled until released
-    views.push_back({job.id(), QueueName(job.spec().queue()), job.owner(), job.priority(), number,
-                     LastEntered(job, v1::PENDING), false,
-                     GangOf(job.spec(), policy_.topology_levels)});
+    PendingJob& view = views.emplace_back(PendingJob{
+        job.id(), QueueName(job.spec().queue()), job.owner(), job.priority(), number,
+        LastEntered(job, v1::PENDING), false, GangOf(job.spec(), policy_.topology_levels)});
+    if (job.root_cause().attempt() == job.attempt() - 1 && open.empty()) {
+      for (const SchedulableWorker& w : workers) open.insert(w.worker_id);
+    }
+    view.request.recovering = Recovering(job, open);
     meta.push_back({stamp, job.pending_reason().empty() ? -1 : Intern(job.pending_reason()),
                     job.spec().deadline_s() > 0, job.excluded_workers_size() > 0});
   }
@@ -165,8 +187,15 @@ RunningJob ViewOfPlaced(
                   GangOf(job.spec(), levels),
                   {},
                   PreemptedAt(job)};
+  // A job restarting because it lost a worker keeps the slots of its ranks
+  // on the others through its back-off: it starts again there, with a
+  // spare, rather than wait for them.
+  const bool keeps = job.state() == v1::RESTARTING && job.root_cause().attempt() == job.attempt() &&
+                     std::any_of(job.ranks().begin(), job.ranks().end(), [&](const auto& rank) {
+                       return workers.count(rank.worker_id()) == 0;
+                     });
   for (const v1::RankStatus& rank : job.ranks()) {
-    if (!RankHoldsSlot(rank)) continue;
+    if (!RankHoldsSlot(rank) && !(keeps && workers.count(rank.worker_id()) > 0)) continue;
     RankPlacement& p = view.ranks.emplace_back(RankPlacement{rank.rank(), rank.worker_id(), {}});
     auto worker = rank.gpus().empty() ? workers.end() : workers.find(rank.worker_id());
     if (worker == workers.end()) {
@@ -229,12 +258,82 @@ std::vector<WorkerCapacity> SchedulingViews::Capacity(const JobTable& table,
   return FreeCapacity(workers, held, except);
 }
 
+void SchedulingViews::ChooseSpares(std::vector<WorkerCapacity>& free) {
+  const int wanted = policy_.spare_workers.Of(static_cast<int>(free.size()));
+  if (wanted <= 0) {
+    spares_.clear();
+    return;
+  }
+  // A worker where a job that may not run on spares holds slots is none.
+  absl::flat_hash_set<std::string_view> busy;
+  for (const PlacedView& view : placed_) {
+    if (view.job.request.spare_ok) continue;
+    for (const PlacedView::OnWorker& on : view.held) busy.insert(on.worker_id);
+  }
+  // Spread over the domains of the narrowest level above the host, so that
+  // a packed job that loses a worker finds a spare in its own domain.
+  const std::vector<std::string>& levels = policy_.topology_levels;
+  int level = static_cast<int>(levels.size()) - 1;
+  while (level >= 0 && levels[level] == "host") --level;
+  struct Candidate {
+    int domain;
+    bool spare;  // it was one: spares stay where they are when they can
+    size_t index;
+  };
+  std::vector<Candidate> candidates;
+  for (size_t i = 0; i < free.size(); ++i) {
+    const WorkerCapacity& w = free[i];
+    if (busy.count(w.worker_id) > 0) continue;
+    const int domain =
+        level >= 0 && level < static_cast<int>(w.domains.size()) ? w.domains[level] : -1;
+    candidates.push_back({domain, spares_.count(w.worker_id) > 0, i});
+  }
+  std::sort(candidates.begin(), candidates.end(), [&](const Candidate& a, const Candidate& b) {
+    if (a.domain != b.domain) return a.domain < b.domain;
+    if (a.spare != b.spare) return a.spare;
+    return free[a.index].worker_id < free[b.index].worker_id;
+  });
+  struct Domain {
+    size_t next, end;  // its candidates not yet taken
+    int taken = 0;
+    bool had_spare = false;
+  };
+  std::vector<Domain> domains;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (i == 0 || candidates[i].domain != candidates[i - 1].domain) domains.push_back({i, i});
+    domains.back().end = i + 1;
+    domains.back().had_spare |= candidates[i].spare;
+  }
+  // One at a time, from the domain with the fewest taken; among equals the
+  // one that had a spare, then the one with the most left.
+  absl::flat_hash_set<std::string> chosen;
+  for (int n = 0; n < wanted; ++n) {
+    Domain* best = nullptr;
+    for (Domain& d : domains) {
+      if (d.next == d.end) continue;
+      if (best == nullptr || d.taken < best->taken ||
+          (d.taken == best->taken &&
+           (d.had_spare != best->had_spare ? d.had_spare
+                                           : d.end - d.next > best->end - best->next))) {
+        best = &d;
+      }
+    }
+    if (best == nullptr) break;  // short until workers come back or free up
+    WorkerCapacity& w = free[candidates[best->next++].index];
+    ++best->taken;
+    w.spare = true;
+    chosen.insert(w.worker_id);
+  }
+  spares_ = std::move(chosen);
+}
+
 SchedulingViews::Decisions SchedulingViews::Pass(JobTable& table,
                                                  const std::vector<SchedulableWorker>& workers,
                                                  absl::Time now) {
   CompactReasons();
-  UpdatePending(table);
+  UpdatePending(table, workers);
   std::vector<WorkerCapacity> free = Capacity(table, workers);
+  ChooseSpares(free);
   ApplyExclusions(table, free);
   std::vector<const RunningJob*> running;
   for (const PlacedView& view : placed_) {

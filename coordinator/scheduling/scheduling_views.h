@@ -68,6 +68,9 @@ class SchedulingViews {
                                        const std::vector<SchedulableWorker>& workers,
                                        const std::string& except = "");
 
+  // The workers kept as spares (--spare-workers) at the last pass.
+  const absl::flat_hash_set<std::string>& spares() const { return spares_; }
+
   // The PENDING jobs with a deadline, by number, as of the last pass.
   std::vector<int64_t> PendingWithDeadline() const;
   // Whether the workers' reports may say something new of the job's ranks
@@ -83,8 +86,13 @@ class SchedulingViews {
  private:
   // Brings pending_ up to table.pending() (when it has changed) and marks
   // preemptors.
-  void UpdatePending(JobTable& table);
-  void MergePending(const JobTable& table);
+  void UpdatePending(JobTable& table, const std::vector<SchedulableWorker>& workers);
+  void MergePending(const JobTable& table, const std::vector<SchedulableWorker>& workers);
+  // Marks the spares in `free`: policy_.spare_workers of the workers where
+  // no job that may not run on a spare holds slots (one that a job
+  // recovering on a spare holds is one no more), spread over domains, each
+  // spare kept while it can be. Fewer when not enough are free.
+  void ChooseSpares(std::vector<WorkerCapacity>& free);
   // Keeps the jobs' exclusions in their pending views only where the other
   // workers can hold them.
   void ApplyExclusions(const JobTable& table, const std::vector<WorkerCapacity>& free);
@@ -131,6 +139,7 @@ class SchedulingViews {
     std::vector<OnWorker> held;
   };
   std::vector<PlacedView> placed_;
+  absl::flat_hash_set<std::string> spares_;
   // PENDING jobs that preempted others, by id: the victims still stopping.
   std::map<std::string, std::set<std::string>> preemptors_;
   std::map<std::string, QueueLoad> queue_loads_;

@@ -14,7 +14,7 @@ _sym_db = _symbol_database.Default()
 from ringmaster.v1 import job_pb2 as ringmaster_dot_v1_dot_job__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bringmaster/v1/cluster.proto\x12\rringmaster.v1\x1a\x17ringmaster/v1/job.proto\"L\n\x03Gpu\x12\r\n\x05index\x18\x01 \x01(\x05\x12\x0c\n\x04uuid\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\x1a\n\x12memory_total_bytes\x18\x04 \x01(\x03\"y\n\x08GpuUsage\x12\r\n\x05index\x18\x01 \x01(\x05\x12\x0c\n\x04uuid\x18\x02 \x01(\t\x12\x19\n\x11utilization_ratio\x18\x03 \x01(\x01\x12\x19\n\x11memory_used_bytes\x18\x04 \x01(\x01\x12\x1a\n\x12memory_total_bytes\x18\x05 \x01(\x01\"v\n\x06\x43ordon\x12\x0e\n\x06reason\x18\x01 \x01(\t\x12\n\n\x02\x62y\x18\x02 \x01(\t\x12\x15\n\rsince_unix_ms\x18\x03 \x01(\x03\x12\x15\n\runtil_unix_ms\x18\x04 \x01(\x03\x12\x0f\n\x07\x64rained\x18\x05 \x01(\x08\x12\x11\n\tautomatic\x18\x06 \x01(\x08\"\x8c\x01\n\rWorkerFailure\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x0f\n\x07\x61ttempt\x18\x02 \x01(\x05\x12\x0c\n\x04rank\x18\x03 \x01(\x05\x12%\n\x06reason\x18\x04 \x01(\x0e\x32\x15.ringmaster.v1.Reason\x12\x0f\n\x07message\x18\x05 \x01(\t\x12\x14\n\x0ctime_unix_ms\x18\x06 \x01(\x03\"\xa5\x01\n\x08GpuError\x12\x0b\n\x03gpu\x18\x01 \x01(\x05\x12\x0c\n\x04uuid\x18\x02 \x01(\t\x12)\n\x04kind\x18\x03 \x01(\x0e\x32\x1b.ringmaster.v1.GpuErrorKind\x12\x0b\n\x03xid\x18\x04 \x01(\x05\x12\r\n\x05\x63ount\x18\x05 \x01(\x03\x12\x14\n\x0ctime_unix_ms\x18\x06 \x01(\x03\x12\x0f\n\x07meaning\x18\x07 \x01(\t\x12\x10\n\x08\x63ordoned\x18\x08 \x01(\x08\"\xc6\x01\n\x0cWorkerHealth\x12\x11\n\tworker_id\x18\x01 \x01(\t\x12%\n\x06\x63ordon\x18\x02 \x01(\x0b\x32\x15.ringmaster.v1.Cordon\x12.\n\x08\x66\x61ilures\x18\x03 \x03(\x0b\x32\x1c.ringmaster.v1.WorkerFailure\x12\x1f\n\x17probation_until_unix_ms\x18\x04 \x01(\x03\x12+\n\ngpu_errors\x18\x05 \x03(\x0b\x32\x17.ringmaster.v1.GpuError\"\x9c\x05\n\x06Worker\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x02 \x01(\t\x12\x10\n\x08hostname\x18\x03 \x01(\t\x12\r\n\x05slots\x18\x04 \x01(\x05\x12 \n\x04gpus\x18\x05 \x03(\x0b\x32\x12.ringmaster.v1.Gpu\x12\x12\n\nslots_used\x18\x06 \x01(\x05\x12)\n\x05state\x18\x07 \x01(\x0e\x32\x1a.ringmaster.v1.WorkerState\x12\x1e\n\x16last_heartbeat_unix_ms\x18\x08 \x01(\x03\x12\x1d\n\x15heartbeat_age_seconds\x18\t \x01(\x01\x12*\n\tgpu_usage\x18\n \x03(\x0b\x32\x17.ringmaster.v1.GpuUsage\x12\x1d\n\x15\x63pu_utilization_ratio\x18\x0b \x01(\x01\x12\x0f\n\x07session\x18\x0c \x01(\x03\x12\x14\n\x0cstate_reason\x18\r \x01(\t\x12\x31\n\x06labels\x18\x0e \x03(\x0b\x32!.ringmaster.v1.Worker.LabelsEntry\x12\x0c\n\x04\x63pus\x18\x0f \x01(\x05\x12\x11\n\tmemory_mb\x18\x10 \x01(\x03\x12+\n\x06health\x18\x11 \x01(\x0b\x32\x1b.ringmaster.v1.WorkerHealth\x12*\n\x06images\x18\x12 \x03(\x0b\x32\x1a.ringmaster.v1.CachedImage\x12\x35\n\x08topology\x18\x13 \x03(\x0b\x32#.ringmaster.v1.Worker.TopologyEntry\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a/\n\rTopologyEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"i\n\x0b\x43\x61\x63hedImage\x12\x11\n\treference\x18\x01 \x01(\t\x12\x0e\n\x06\x64igest\x18\x02 \x01(\t\x12\r\n\x05\x62ytes\x18\x03 \x01(\x03\x12\r\n\x05ranks\x18\x04 \x01(\x05\x12\x19\n\x11last_used_unix_ms\x18\x05 \x01(\x03\"\x14\n\x12ListWorkersRequest\"V\n\x13ListWorkersResponse\x12&\n\x07workers\x18\x01 \x03(\x0b\x32\x15.ringmaster.v1.Worker\x12\x17\n\x0ftopology_levels\x18\x02 \x03(\t\")\n\nSlotAmount\x12\r\n\x05slots\x18\x01 \x01(\x03\x12\x0c\n\x04gpus\x18\x02 \x01(\x03\"\xc3\x02\n\x05Queue\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06weight\x18\x02 \x01(\x01\x12(\n\x05quota\x18\x03 \x01(\x0b\x32\x19.ringmaster.v1.SlotAmount\x12(\n\x05limit\x18\x04 \x01(\x0b\x32\x19.ringmaster.v1.SlotAmount\x12\r\n\x05users\x18\x05 \x03(\t\x12!\n\x19max_running_jobs_per_user\x18\x06 \x01(\x05\x12)\n\x06in_use\x18\x07 \x01(\x0b\x32\x19.ringmaster.v1.SlotAmount\x12+\n\x08\x62orrowed\x18\x08 \x01(\x0b\x32\x19.ringmaster.v1.SlotAmount\x12\x14\n\x0crunning_jobs\x18\t \x01(\x05\x12\x14\n\x0cpending_jobs\x18\n \x01(\x05\x12\x12\n\nis_default\x18\x0b \x01(\x08\"\x13\n\x11ListQueuesRequest\"\xc4\x01\n\x12ListQueuesResponse\x12$\n\x06queues\x18\x01 \x03(\x0b\x32\x14.ringmaster.v1.Queue\x12P\n\x10priority_classes\x18\x02 \x03(\x0b\x32\x36.ringmaster.v1.ListQueuesResponse.PriorityClassesEntry\x1a\x36\n\x14PriorityClassesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x05:\x02\x38\x01\"8\n\x13\x43ordonWorkerRequest\x12\x11\n\tworker_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"*\n\x15UncordonWorkerRequest\x12\x11\n\tworker_id\x18\x01 \x01(\t\"Y\n\x12\x44rainWorkerRequest\x12\x11\n\tworker_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x14\n\x07grace_s\x18\x03 \x01(\x05H\x00\x88\x01\x01\x42\n\n\x08_grace_s\"R\n\x13\x44rainWorkerResponse\x12%\n\x06worker\x18\x01 \x01(\x0b\x32\x15.ringmaster.v1.Worker\x12\x14\n\x0cstopped_jobs\x18\x02 \x03(\t*t\n\x0bWorkerState\x12\x1c\n\x18WORKER_STATE_UNSPECIFIED\x10\x00\x12\x16\n\x12WORKER_STATE_ALIVE\x10\x01\x12\x15\n\x11WORKER_STATE_LOST\x10\x02\x12\x18\n\x14WORKER_STATE_SUSPECT\x10\x03*\x7f\n\x0cGpuErrorKind\x12\x1e\n\x1aGPU_ERROR_KIND_UNSPECIFIED\x10\x00\x12\x11\n\rGPU_ERROR_XID\x10\x01\x12\x1f\n\x1bGPU_ERROR_ECC_UNCORRECTABLE\x10\x02\x12\x1b\n\x17GPU_ERROR_RETIRED_PAGES\x10\x03\x32\xa9\x03\n\x0e\x43lusterService\x12T\n\x0bListWorkers\x12!.ringmaster.v1.ListWorkersRequest\x1a\".ringmaster.v1.ListWorkersResponse\x12Q\n\nListQueues\x12 .ringmaster.v1.ListQueuesRequest\x1a!.ringmaster.v1.ListQueuesResponse\x12I\n\x0c\x43ordonWorker\x12\".ringmaster.v1.CordonWorkerRequest\x1a\x15.ringmaster.v1.Worker\x12M\n\x0eUncordonWorker\x12$.ringmaster.v1.UncordonWorkerRequest\x1a\x15.ringmaster.v1.Worker\x12T\n\x0b\x44rainWorker\x12!.ringmaster.v1.DrainWorkerRequest\x1a\".ringmaster.v1.DrainWorkerResponseBV\n\x15\x64\x65v.ringmaster.api.v1B\x0c\x43lusterProtoP\x01Z-ringmaster.dev/api/ringmaster/v1;ringmasterv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bringmaster/v1/cluster.proto\x12\rringmaster.v1\x1a\x17ringmaster/v1/job.proto\"L\n\x03Gpu\x12\r\n\x05index\x18\x01 \x01(\x05\x12\x0c\n\x04uuid\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\x1a\n\x12memory_total_bytes\x18\x04 \x01(\x03\"y\n\x08GpuUsage\x12\r\n\x05index\x18\x01 \x01(\x05\x12\x0c\n\x04uuid\x18\x02 \x01(\t\x12\x19\n\x11utilization_ratio\x18\x03 \x01(\x01\x12\x19\n\x11memory_used_bytes\x18\x04 \x01(\x01\x12\x1a\n\x12memory_total_bytes\x18\x05 \x01(\x01\"v\n\x06\x43ordon\x12\x0e\n\x06reason\x18\x01 \x01(\t\x12\n\n\x02\x62y\x18\x02 \x01(\t\x12\x15\n\rsince_unix_ms\x18\x03 \x01(\x03\x12\x15\n\runtil_unix_ms\x18\x04 \x01(\x03\x12\x0f\n\x07\x64rained\x18\x05 \x01(\x08\x12\x11\n\tautomatic\x18\x06 \x01(\x08\"\x8c\x01\n\rWorkerFailure\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x0f\n\x07\x61ttempt\x18\x02 \x01(\x05\x12\x0c\n\x04rank\x18\x03 \x01(\x05\x12%\n\x06reason\x18\x04 \x01(\x0e\x32\x15.ringmaster.v1.Reason\x12\x0f\n\x07message\x18\x05 \x01(\t\x12\x14\n\x0ctime_unix_ms\x18\x06 \x01(\x03\"\xa5\x01\n\x08GpuError\x12\x0b\n\x03gpu\x18\x01 \x01(\x05\x12\x0c\n\x04uuid\x18\x02 \x01(\t\x12)\n\x04kind\x18\x03 \x01(\x0e\x32\x1b.ringmaster.v1.GpuErrorKind\x12\x0b\n\x03xid\x18\x04 \x01(\x05\x12\r\n\x05\x63ount\x18\x05 \x01(\x03\x12\x14\n\x0ctime_unix_ms\x18\x06 \x01(\x03\x12\x0f\n\x07meaning\x18\x07 \x01(\t\x12\x10\n\x08\x63ordoned\x18\x08 \x01(\x08\"\xc6\x01\n\x0cWorkerHealth\x12\x11\n\tworker_id\x18\x01 \x01(\t\x12%\n\x06\x63ordon\x18\x02 \x01(\x0b\x32\x15.ringmaster.v1.Cordon\x12.\n\x08\x66\x61ilures\x18\x03 \x03(\x0b\x32\x1c.ringmaster.v1.WorkerFailure\x12\x1f\n\x17probation_until_unix_ms\x18\x04 \x01(\x03\x12+\n\ngpu_errors\x18\x05 \x03(\x0b\x32\x17.ringmaster.v1.GpuError\"\xab\x05\n\x06Worker\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x02 \x01(\t\x12\x10\n\x08hostname\x18\x03 \x01(\t\x12\r\n\x05slots\x18\x04 \x01(\x05\x12 \n\x04gpus\x18\x05 \x03(\x0b\x32\x12.ringmaster.v1.Gpu\x12\x12\n\nslots_used\x18\x06 \x01(\x05\x12)\n\x05state\x18\x07 \x01(\x0e\x32\x1a.ringmaster.v1.WorkerState\x12\x1e\n\x16last_heartbeat_unix_ms\x18\x08 \x01(\x03\x12\x1d\n\x15heartbeat_age_seconds\x18\t \x01(\x01\x12*\n\tgpu_usage\x18\n \x03(\x0b\x32\x17.ringmaster.v1.GpuUsage\x12\x1d\n\x15\x63pu_utilization_ratio\x18\x0b \x01(\x01\x12\x0f\n\x07session\x18\x0c \x01(\x03\x12\x14\n\x0cstate_reason\x18\r \x01(\t\x12\x31\n\x06labels\x18\x0e \x03(\x0b\x32!.ringmaster.v1.Worker.LabelsEntry\x12\x0c\n\x04\x63pus\x18\x0f \x01(\x05\x12\x11\n\tmemory_mb\x18\x10 \x01(\x03\x12+\n\x06health\x18\x11 \x01(\x0b\x32\x1b.ringmaster.v1.WorkerHealth\x12*\n\x06images\x18\x12 \x03(\x0b\x32\x1a.ringmaster.v1.CachedImage\x12\x35\n\x08topology\x18\x13 \x03(\x0b\x32#.ringmaster.v1.Worker.TopologyEntry\x12\r\n\x05spare\x18\x14 \x01(\x08\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a/\n\rTopologyEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"i\n\x0b\x43\x61\x63hedImage\x12\x11\n\treference\x18\x01 \x01(\t\x12\x0e\n\x06\x64igest\x18\x02 \x01(\t\x12\r\n\x05\x62ytes\x18\x03 \x01(\x03\x12\r\n\x05ranks\x18\x04 \x01(\x05\x12\x19\n\x11last_used_unix_ms\x18\x05 \x01(\x03\"\x14\n\x12ListWorkersRequest\"V\n\x13ListWorkersResponse\x12&\n\x07workers\x18\x01 \x03(\x0b\x32\x15.ringmaster.v1.Worker\x12\x17\n\x0ftopology_levels\x18\x02 \x03(\t\")\n\nSlotAmount\x12\r\n\x05slots\x18\x01 \x01(\x03\x12\x0c\n\x04gpus\x18\x02 \x01(\x03\"\xc3\x02\n\x05Queue\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06weight\x18\x02 \x01(\x01\x12(\n\x05quota\x18\x03 \x01(\x0b\x32\x19.ringmaster.v1.SlotAmount\x12(\n\x05limit\x18\x04 \x01(\x0b\x32\x19.ringmaster.v1.SlotAmount\x12\r\n\x05users\x18\x05 \x03(\t\x12!\n\x19max_running_jobs_per_user\x18\x06 \x01(\x05\x12)\n\x06in_use\x18\x07 \x01(\x0b\x32\x19.ringmaster.v1.SlotAmount\x12+\n\x08\x62orrowed\x18\x08 \x01(\x0b\x32\x19.ringmaster.v1.SlotAmount\x12\x14\n\x0crunning_jobs\x18\t \x01(\x05\x12\x14\n\x0cpending_jobs\x18\n \x01(\x05\x12\x12\n\nis_default\x18\x0b \x01(\x08\"\x13\n\x11ListQueuesRequest\"\xc4\x01\n\x12ListQueuesResponse\x12$\n\x06queues\x18\x01 \x03(\x0b\x32\x14.ringmaster.v1.Queue\x12P\n\x10priority_classes\x18\x02 \x03(\x0b\x32\x36.ringmaster.v1.ListQueuesResponse.PriorityClassesEntry\x1a\x36\n\x14PriorityClassesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x05:\x02\x38\x01\"8\n\x13\x43ordonWorkerRequest\x12\x11\n\tworker_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"*\n\x15UncordonWorkerRequest\x12\x11\n\tworker_id\x18\x01 \x01(\t\"Y\n\x12\x44rainWorkerRequest\x12\x11\n\tworker_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x14\n\x07grace_s\x18\x03 \x01(\x05H\x00\x88\x01\x01\x42\n\n\x08_grace_s\"R\n\x13\x44rainWorkerResponse\x12%\n\x06worker\x18\x01 \x01(\x0b\x32\x15.ringmaster.v1.Worker\x12\x14\n\x0cstopped_jobs\x18\x02 \x03(\t*t\n\x0bWorkerState\x12\x1c\n\x18WORKER_STATE_UNSPECIFIED\x10\x00\x12\x16\n\x12WORKER_STATE_ALIVE\x10\x01\x12\x15\n\x11WORKER_STATE_LOST\x10\x02\x12\x18\n\x14WORKER_STATE_SUSPECT\x10\x03*\x7f\n\x0cGpuErrorKind\x12\x1e\n\x1aGPU_ERROR_KIND_UNSPECIFIED\x10\x00\x12\x11\n\rGPU_ERROR_XID\x10\x01\x12\x1f\n\x1bGPU_ERROR_ECC_UNCORRECTABLE\x10\x02\x12\x1b\n\x17GPU_ERROR_RETIRED_PAGES\x10\x03\x32\xa9\x03\n\x0e\x43lusterService\x12T\n\x0bListWorkers\x12!.ringmaster.v1.ListWorkersRequest\x1a\".ringmaster.v1.ListWorkersResponse\x12Q\n\nListQueues\x12 .ringmaster.v1.ListQueuesRequest\x1a!.ringmaster.v1.ListQueuesResponse\x12I\n\x0c\x43ordonWorker\x12\".ringmaster.v1.CordonWorkerRequest\x1a\x15.ringmaster.v1.Worker\x12M\n\x0eUncordonWorker\x12$.ringmaster.v1.UncordonWorkerRequest\x1a\x15.ringmaster.v1.Worker\x12T\n\x0b\x44rainWorker\x12!.ringmaster.v1.DrainWorkerRequest\x1a\".ringmaster.v1.DrainWorkerResponseBV\n\x15\x64\x65v.ringmaster.api.v1B\x0c\x43lusterProtoP\x01Z-ringmaster.dev/api/ringmaster/v1;ringmasterv1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'ringmaster.v1.cluster_pb2', globals())
@@ -28,10 +28,10 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _WORKER_TOPOLOGYENTRY._serialized_options = b'8\001'
   _LISTQUEUESRESPONSE_PRIORITYCLASSESENTRY._options = None
   _LISTQUEUESRESPONSE_PRIORITYCLASSESENTRY._serialized_options = b'8\001'
-  _WORKERSTATE._serialized_start=2658
-  _WORKERSTATE._serialized_end=2774
-  _GPUERRORKIND._serialized_start=2776
-  _GPUERRORKIND._serialized_end=2903
+  _WORKERSTATE._serialized_start=2673
+  _WORKERSTATE._serialized_end=2789
+  _GPUERRORKIND._serialized_start=2791
+  _GPUERRORKIND._serialized_end=2918
   _GPU._serialized_start=71
   _GPU._serialized_end=147
   _GPUUSAGE._serialized_start=149
@@ -45,35 +45,35 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _WORKERHEALTH._serialized_start=704
   _WORKERHEALTH._serialized_end=902
   _WORKER._serialized_start=905
-  _WORKER._serialized_end=1573
-  _WORKER_LABELSENTRY._serialized_start=1479
-  _WORKER_LABELSENTRY._serialized_end=1524
-  _WORKER_TOPOLOGYENTRY._serialized_start=1526
-  _WORKER_TOPOLOGYENTRY._serialized_end=1573
-  _CACHEDIMAGE._serialized_start=1575
-  _CACHEDIMAGE._serialized_end=1680
-  _LISTWORKERSREQUEST._serialized_start=1682
-  _LISTWORKERSREQUEST._serialized_end=1702
-  _LISTWORKERSRESPONSE._serialized_start=1704
-  _LISTWORKERSRESPONSE._serialized_end=1790
-  _SLOTAMOUNT._serialized_start=1792
-  _SLOTAMOUNT._serialized_end=1833
-  _QUEUE._serialized_start=1836
-  _QUEUE._serialized_end=2159
-  _LISTQUEUESREQUEST._serialized_start=2161
-  _LISTQUEUESREQUEST._serialized_end=2180
-  _LISTQUEUESRESPONSE._serialized_start=2183
-  _LISTQUEUESRESPONSE._serialized_end=2379
-  _LISTQUEUESRESPONSE_PRIORITYCLASSESENTRY._serialized_start=2325
-  _LISTQUEUESRESPONSE_PRIORITYCLASSESENTRY._serialized_end=2379
-  _CORDONWORKERREQUEST._serialized_start=2381
-  _CORDONWORKERREQUEST._serialized_end=2437
-  _UNCORDONWORKERREQUEST._serialized_start=2439
-  _UNCORDONWORKERREQUEST._serialized_end=2481
-  _DRAINWORKERREQUEST._serialized_start=2483
-  _DRAINWORKERREQUEST._serialized_end=2572
-  _DRAINWORKERRESPONSE._serialized_start=2574
-  _DRAINWORKERRESPONSE._serialized_end=2656
-  _CLUSTERSERVICE._serialized_start=2906
-  _CLUSTERSERVICE._serialized_end=3331
+  _WORKER._serialized_end=1588
+  _WORKER_LABELSENTRY._serialized_start=1494
+  _WORKER_LABELSENTRY._serialized_end=1539
+  _WORKER_TOPOLOGYENTRY._serialized_start=1541
+  _WORKER_TOPOLOGYENTRY._serialized_end=1588
+  _CACHEDIMAGE._serialized_start=1590
+  _CACHEDIMAGE._serialized_end=1695
+  _LISTWORKERSREQUEST._serialized_start=1697
+  _LISTWORKERSREQUEST._serialized_end=1717
+  _LISTWORKERSRESPONSE._serialized_start=1719
+  _LISTWORKERSRESPONSE._serialized_end=1805
+  _SLOTAMOUNT._serialized_start=1807
+  _SLOTAMOUNT._serialized_end=1848
+  _QUEUE._serialized_start=1851
+  _QUEUE._serialized_end=2174
+  _LISTQUEUESREQUEST._serialized_start=2176
+  _LISTQUEUESREQUEST._serialized_end=2195
+  _LISTQUEUESRESPONSE._serialized_start=2198
+  _LISTQUEUESRESPONSE._serialized_end=2394
+  _LISTQUEUESRESPONSE_PRIORITYCLASSESENTRY._serialized_start=2340
+  _LISTQUEUESRESPONSE_PRIORITYCLASSESENTRY._serialized_end=2394
+  _CORDONWORKERREQUEST._serialized_start=2396
+  _CORDONWORKERREQUEST._serialized_end=2452
+  _UNCORDONWORKERREQUEST._serialized_start=2454
+  _UNCORDONWORKERREQUEST._serialized_end=2496
+  _DRAINWORKERREQUEST._serialized_start=2498
+  _DRAINWORKERREQUEST._serialized_end=2587
+  _DRAINWORKERRESPONSE._serialized_start=2589
+  _DRAINWORKERRESPONSE._serialized_end=2671
+  _CLUSTERSERVICE._serialized_start=2921
+  _CLUSTERSERVICE._serialized_end=3346
 # @@protoc_insertion_point(module_scope)

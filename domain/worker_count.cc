@@ -1,4 +1,4 @@
-#include "domain/quarantine_limit.h"
+#include "domain/worker_count.h"
 
 #include <cmath>
 
@@ -8,17 +8,17 @@
 
 namespace ringmaster {
 
-int QuarantineLimit::Of(int workers) const {
+int WorkerCount::Of(int workers) const {
   if (count >= 0) return count;
   return static_cast<int>(std::floor(percent / 100 * workers + 1e-9));
 }
 
-std::string QuarantineLimit::ToString() const {
+std::string WorkerCount::ToString() const {
   return count >= 0 ? absl::StrCat(count) : absl::StrCat(percent, "%");
 }
 
-absl::StatusOr<QuarantineLimit> ParseQuarantineLimit(const std::string& text) {
-  QuarantineLimit limit;
+absl::StatusOr<WorkerCount> ParseWorkerCount(std::string_view flag, const std::string& text) {
+  WorkerCount limit;
   absl::string_view rest = text;
   if (absl::ConsumeSuffix(&rest, "%")) {
     if (absl::SimpleAtod(rest, &limit.percent) && limit.percent >= 0 && limit.percent <= 100) {
@@ -28,7 +28,7 @@ absl::StatusOr<QuarantineLimit> ParseQuarantineLimit(const std::string& text) {
     return limit;
   }
   return absl::InvalidArgumentError(
-      absl::StrCat("--max-quarantined \"", text,
+      absl::StrCat(absl::string_view(flag.data(), flag.size()), " \"", text,
                    "\" is neither a share of the workers (\"20%\") nor a number of them (\"3\")"));
 }
 
