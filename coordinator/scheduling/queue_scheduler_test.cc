@@ -94,6 +94,10 @@ class Snapshot {
     running_.push_back(job);
     return running_.back();
   }
+  // The worker is one of the --spare-workers.
+  void MakeSpare(const std::string& worker) {
+    for (WorkerCapacity& w : free_) w.spare |= w.worker_id == worker;
+  }
   // Slots held by ranks that are stopping: taken, but by no running job.
   void Hold(int ranks) {
     absl::StatusOr<std::vector<RankPlacement>> placed = PlaceGang(free_, {ranks, 0});
@@ -542,6 +546,52 @@ TEST(ScheduleQueuesTest, AJobPackedByRackPreemptsVictimsOfOneRackOnly) {
   std::vector<std::string> victims = Victims(d);
   std::sort(victims.begin(), victims.end());
   EXPECT_EQ(victims, (std::vector<std::string>{"l1", "l3"}));
+}
+
+TEST(ScheduleQueuesTest, AJobThatLostAWorkerGoesFirstAndOnlyItTakesASpare) {
+  Snapshot s(2, 1);
+  s.MakeSpare("w1");
+  s.Pend("high", "default", 1000, 1);
+  s.Pend("back", "default", 0, 2).request.recovering = true;
+  Decided d = s.Schedule();
+  ASSERT_EQ(d.placed.count("back"), 1u) << d.waiting["back"];
+  std::set<std::string> workers;
+  for (const RankPlacement& p : d.placed["back"]) workers.insert(p.worker_id);
+  EXPECT_EQ(workers, (std::set<std::string>{"w0", "w1"}));
+  EXPECT_EQ(d.waiting["high"], "needs 1 free slots, 0 free on 2 alive workers")
+      << "ahead of it whatever its priority, and the spare is not for it";
+
+  Snapshot idle(2, 1);
+  idle.MakeSpare("w1");
+  idle.Pend("a", "default", 0, 1);
+  idle.Pend("b", "default", 0, 1);
+  PendingJob& spare_ok = idle.Pend("c", "default", 0, 1);
+  spare_ok.request.spare_ok = true;
+  d = idle.Schedule();
+  EXPECT_EQ(d.placed["a"][0].worker_id, "w0");
+  EXPECT_EQ(d.placed.count("b"), 0u);
+  EXPECT_EQ(d.placed["c"][0].worker_id, "w1");
+}
+
+TEST(ScheduleQueuesTest, ASpareOkJobGivesWayToAJobThatLostAWorkerWhateverItsPriority) {
+  Snapshot s(2, 1);
+  s.MakeSpare("w1");
+  RunningJob& filler = s.RunOn("filler", "w1", 1, absl::Seconds(30));
+  filler.request.spare_ok = true;
+  filler.priority = 1000;
+  RunningJob& other = s.RunOn("other", "w0", 1, absl::Minutes(10));
+  other.priority = 0;
+  s.Pend("back", "default", 0, 1).request.recovering = true;
+  Decided d = s.Schedule();
+  EXPECT_EQ(Victims(d), std::vector<std::string>{"filler"})
+      << "young, of higher priority, but on the spare; the job off the spare is not touched";
+
+  Snapshot plain(2, 1);
+  plain.MakeSpare("w1");
+  RunningJob& kept = plain.RunOn("filler", "w1", 1, absl::Minutes(10));
+  kept.request.spare_ok = true;
+  plain.Pend("new", "default", 100, 1);
+  EXPECT_TRUE(plain.Schedule().preemptions.empty()) << "an equal priority never preempts";
 }
 
 }  // namespace
