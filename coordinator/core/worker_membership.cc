@@ -307,6 +307,8 @@ std::vector<SchedulableWorker> WorkerMembership::Schedulable() const {
     }
     w.running = m.running_list;
     w.labels = {m.info.labels().begin(), m.info.labels().end()};
+    // A job's worker_selector may name a domain (host: its hostname).
+    w.labels.insert(m.info.topology().begin(), m.info.topology().end());
     w.cpus = m.info.cpus();
     w.memory_mb = m.info.memory_mb();
     w.domains = m.domains;

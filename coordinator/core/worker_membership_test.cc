@@ -258,6 +258,11 @@ TEST(WorkerTopologyTest, AWorkersDomainsComeFromItsLabelsAndHostname) {
   EXPECT_EQ(domains["d"][1], -1);
   EXPECT_GE(domains["d"][2], 0) << "its hostname is its host";
   EXPECT_EQ(membership.Domain(domains["c"][1]), (std::pair<int, std::string>{1, "b2/r1"}));
+  for (const SchedulableWorker& w : membership.Schedulable()) {
+    if (w.worker_id == "d") {
+      EXPECT_EQ(w.labels.at("host"), "node-d") << "a selector may name its host";
+    }
+  }
   EXPECT_EQ(membership.Domain(domains["b"][2]), (std::pair<int, std::string>{2, "b1/r1/box-1"}));
   for (const v1::Worker& w : membership.List()) {
     if (w.id() == "b") {
