@@ -51,6 +51,30 @@ struct InLine {
   }
 };
 
+// Sorts `lines`, in order but for their turns, into order: within each run
+// of equal (first, priority), a stable counting sort by turn (linear: a
+// queue holds thousands of jobs, sorted again at every pass).
+void SortByTurn(std::vector<InLine>& lines) {
+  std::vector<InLine> sorted;
+  std::vector<size_t> starts;  // where each turn's lines go, then the next free place
+  for (size_t begin = 0, end; begin < lines.size(); begin = end) {
+    const InLine& head = lines[begin];
+    int most = 0;
+    for (end = begin; end < lines.size() && lines[end].first() == head.first() &&
+                      lines[end].priority == head.priority;
+         ++end) {
+      most = std::max(most, lines[end].turn);
+    }
+    if (most == 0) continue;
+    starts.assign(static_cast<size_t>(most) + 2, 0);
+    for (size_t i = begin; i < end; ++i) ++starts[lines[i].turn + 1];
+    for (size_t t = 1; t < starts.size(); ++t) starts[t] += starts[t - 1];
+    sorted.resize(end - begin);
+    for (size_t i = begin; i < end; ++i) sorted[starts[lines[i].turn]++] = lines[i];
+    std::copy(sorted.begin(), sorted.end(), lines.begin() + static_cast<std::ptrdiff_t>(begin));
+  }
+}
+
 struct QueueState {
   const QueueSpec* spec = nullptr;
   SlotAmount in_use;
@@ -118,15 +142,19 @@ class Pass {
     for (auto& [name, q] : queues_) {
       // Each user's jobs in order; then the users' jobs interleaved, so
       // that one user's backlog does not hold up another's first job.
-      std::sort(q.pending.begin(), q.pending.end());
+      // They come in submit order: often already in order.
+      if (!std::is_sorted(q.pending.begin(), q.pending.end())) {
+        std::sort(q.pending.begin(), q.pending.end());
+      }
       // A job that has waited reserve_after keeps its place by age, so that
       // it reserves before other users' newer jobs take its slots.
-      std::map<std::string_view, int> turns = q.running_by_user;
+      absl::flat_hash_map<std::string_view, int> turns(q.running_by_user.begin(),
+                                                       q.running_by_user.end());
       for (InLine& line : q.pending) {
         const bool reserving = now_ - line.pending_since >= policy_.reserve_after;
         line.turn = reserving ? 0 : turns[line.job->owner]++;
       }
-      std::sort(q.pending.begin(), q.pending.end());
+      SortByTurn(q.pending);
       if (!q.pending.empty() || q.running_jobs > 0) {
         wanting_weights_ += q.spec->weight;
         ++wanting_;
