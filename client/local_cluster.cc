@@ -320,6 +320,14 @@ absl::StatusOr<std::string> TrainerForRanks(const LocalClusterOptions& options,
 
 // The coordinator's and the workers' command lines: TLS from the state
 // dir's certificates, or the admin token by environment.
+// The HTTP/JSON API's port: 7072 beside the usual 7070, else a free one
+// (several clusters on one machine).
+std::string HttpPortFor(const std::string& grpc_port, const std::string& host) {
+  if (grpc_port == "7070") return "7072";
+  absl::StatusOr<int> free = PickFreePort(host);
+  return free.ok() ? absl::StrCat(*free) : "0";
+}
+
 absl::Status StartDaemons(const LocalClusterOptions& options, std::vector<Daemon>* daemons) {
   ASSIGN_OR_RETURN(std::string coordinator_bin, FindProgram("ringmaster-coordinator"));
   ASSIGN_OR_RETURN(std::string worker_bin, FindProgram("ringmaster-worker"));
@@ -344,13 +352,13 @@ absl::Status StartDaemons(const LocalClusterOptions& options, std::vector<Daemon
   if (static_cast<int>(metrics_ports.size()) < options.workers + 1) {
     return absl::UnavailableError("cannot find free ports for /metrics");
   }
-  std::vector<std::string> argv = {coordinator_bin, "--bind", host, "--port", port,
-                                   "--metrics-port", absl::StrCat(metrics_ports[0]),
-                                   "--advertise-address", options.coordinator_address,
-                                   "--state-dir", options.state_dir + "/coordinator",
-                                   // Beside, not inside, the coordinator's own
-                                   // 0700 directory: ranks of other users reach it.
-                                   "--checkpoint-dir", options.state_dir + "/checkpoints"};
+  std::vector<std::string> argv = {
+      coordinator_bin, "--bind", host, "--port", port, "--metrics-port",
+      absl::StrCat(metrics_ports[0]), "--http-port", HttpPortFor(port, host), "--advertise-address",
+      options.coordinator_address, "--state-dir", options.state_dir + "/coordinator",
+      // Beside, not inside, the coordinator's own
+      // 0700 directory: ranks of other users reach it.
+      "--checkpoint-dir", options.state_dir + "/checkpoints"};
   argv.insert(argv.end(), tls_flags.begin(), tls_flags.end());
   RETURN_IF_ERROR(AddPolicyFlags(options, &argv));
   ASSIGN_OR_RETURN(pid_t pid,

@@ -38,11 +38,11 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(const std::s
   return server;
 }
 
-MetricsServer::~MetricsServer() {
-  if (context_ == nullptr) return;
+void StopCivetweb(::mg_context* context, const std::string& host, int port) {
+  if (context == nullptr) return;
   // civetweb's listener polls in 2 s quanta and mg_stop waits for it; a
   // connection made while it stops wakes it at once.
-  std::thread poke([port = port_, host = host_] {
+  std::thread poke([port, host] {
     for (int i = 0; i < 50; ++i) {
       absl::SleepFor(absl::Milliseconds(10));
       int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -58,9 +58,11 @@ MetricsServer::~MetricsServer() {
       if (!connected) return;  // the listener is gone
     }
   });
-  mg_stop(context_);
+  mg_stop(context);
   poke.join();
 }
+
+MetricsServer::~MetricsServer() { StopCivetweb(context_, host_, port_); }
 
 int MetricsServer::Handle(::mg_connection* connection, void* self) {
   const std::string body = static_cast<MetricsServer*>(self)->registry_->Serialize();

@@ -243,6 +243,31 @@ void AddPlacementFlags(CLI::App& app, ringmaster::CoordinatorConfig* config) {
       ->type_name("N|SHARE");
 }
 
+// --http-port and --http-bind: the HTTP/JSON API.
+struct HttpFlags {
+  std::string bind = "127.0.0.1";
+  int port = 7072;
+
+  void AddTo(CLI::App& app) {
+    app.add_option("--http-port", port, "HTTP/JSON API port (0: none)")->capture_default_str();
+    app.add_option("--http-bind", bind,
+                   "address the HTTP/JSON API listens on (beyond loopback needs --tls-dir or "
+                   "--insecure); HTTPS with --tls-dir")
+        ->capture_default_str();
+  }
+  // "host:port", or empty for none.
+  absl::StatusOr<std::string> Address(const ringmaster::DaemonFlags& daemon) const {
+    if (port == 0) return std::string();
+    if (!ringmaster::IsLoopbackHost(bind) && daemon.tls_dir().empty() && !daemon.insecure()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("--http-bind ", bind,
+                       " would serve the HTTP API beyond this machine without TLS; give "
+                       "--tls-dir, or pass --insecure to do so anyway"));
+    }
+    return absl::StrCat(bind, ":", port);
+  }
+};
+
 // The admin token (from `token_file`, else RINGMASTER_TOKEN) and, with
 // `tls_dir`, the coordinator's certificate.
 absl::Status LoadCredentials(const std::string& token_file, const std::string& tls_dir,
@@ -508,6 +533,8 @@ int main(int argc, char** argv) {
                 &store_password_file);
   AddTimingFlags(app, &config);
   AddPlacementFlags(app, &config);
+  HttpFlags http;
+  http.AddTo(app);
   std::string token_file;
   app.add_option("--token-file", token_file,
                  "the admin credential: a token in this file (mode 600), else env "
@@ -552,6 +579,12 @@ int main(int argc, char** argv) {
 
   std::string advertise;
   if (int failed = Listen(daemon, peers, checkpoint_dir, &config, &advertise)) return failed;
+  absl::StatusOr<std::string> http_address = http.Address(daemon);
+  if (!http_address.ok()) {
+    spdlog::critical("{}", std::string(http_address.status().message()));
+    return 1;
+  }
+  config.http_address = *http_address;
   if (engine->shared()) {
     NoteSharedStore(config.state_dir, store);
     return RunElected(std::move(config), std::move(engine), lease_timeout, advertise, queues);

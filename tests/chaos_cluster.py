@@ -141,7 +141,7 @@ class Cluster(ClusterQueries):
     def start_coordinator(self):
         self.coordinator = self._spawn(
             [f"{self.bins}/coordinator/ringmaster-coordinator", "--bind", "127.0.0.1",
-             "--port", str(self.port), "--metrics-port", "0",
+             "--port", str(self.port), "--metrics-port", "0", "--http-port", "0",
              "--state-dir", os.path.join(self.root, "coordinator")] + self.coordinator_flags,
             "coordinator.log")
         wait_for(lambda: self.cli("workers", check=False).returncode == 0, 30,

@@ -120,7 +120,7 @@ in_image --user 10001:10001 -v "$work/coordinator-state:/var/lib/ringmaster" \
     -v "$work/checkpoints:/srv/ringmaster/checkpoints" \
     -v "$work/coordinator-tls:/etc/ringmaster/tls:ro" "$container" -- \
     ringmaster-coordinator --state-dir=/var/lib/ringmaster/state --port="$coordinator_port" \
-    --metrics-port="${ports[1]}" --bind=127.0.0.1 --tls-dir=/etc/ringmaster/tls \
+    --metrics-port="${ports[1]}" --http-port=0 --bind=127.0.0.1 --tls-dir=/etc/ringmaster/tls \
     --token-file=/etc/ringmaster/tls/admin.token \
     --advertise-address="127.0.0.1:$coordinator_port" \
     --checkpoint-dir=/srv/ringmaster/checkpoints/jobs > "$work/coordinator.log" 2>&1 &

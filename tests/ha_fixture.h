@@ -104,7 +104,7 @@ class HaTest : public testing::PostgresTest {
         testing::Runfile("coordinator/ringmaster-coordinator"), "--port", port,
         "--advertise-address", addresses_[i], "--peers", both_, "--metrics-port",
         metrics_[i].substr(metrics_[i].rfind(':') + 1), "--metrics-bind", "127.0.0.1",
-        "--state-dir", absl::StrCat(dir_, "/c", i),
+        "--http-port", "0", "--state-dir", absl::StrCat(dir_, "/c", i),
         // Storage every host mounts, as checkpoints need.
         "--checkpoint-dir", dir_ + "/checkpoints", "--lease-timeout",
         absl::StrCat(absl::ToInt64Seconds(kLease), "s"), "--store",

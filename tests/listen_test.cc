@@ -40,10 +40,11 @@ TEST(BindTest, BeyondLoopbackNeedsTlsOrInsecure) {
   // With --insecure it serves, and says it is exposed; with --tls-dir it
   // serves TLS without a warning. Each polled ten seconds at most, then stopped.
   auto serve = [&](const std::string& flags, const std::string& wanted) {
-    return testing::Shell(absl::StrCat(
-        coordinator, " --bind 0.0.0.0 ", flags, " --port 0 --metrics-port 0 --state-dir ", state,
-        " > ", state, "/log 2>&1 & pid=$!; for i in $(seq 100); do grep -q '", wanted, "' ", state,
-        "/log && break; sleep 0.1; done; kill $pid; wait $pid; cat ", state, "/log"));
+    return testing::Shell(
+        absl::StrCat(coordinator, " --bind 0.0.0.0 ", flags,
+                     " --port 0 --metrics-port 0 --http-port 0 --state-dir ", state, " > ", state,
+                     "/log 2>&1 & pid=$!; for i in $(seq 100); do grep -q '", wanted, "' ", state,
+                     "/log && break; sleep 0.1; done; kill $pid; wait $pid; cat ", state, "/log"));
   };
   testing::CommandResult insecure = serve("--insecure", "served without TLS");
   EXPECT_NE(insecure.out.find("--insecure: the coordinator API on 0.0.0.0 is served without TLS"),
@@ -64,7 +65,8 @@ TEST(BindTest, ARelativeStateDirIsBelowTheWorkingDirectory) {
   const std::string cwd = testing::MakeTempDir("relative");
   const testing::CommandResult run = testing::Shell(absl::StrCat(
       "cd ", cwd, " && ", coordinator,
-      " --port 0 --metrics-port 0 --state-dir state > log 2>&1 & pid=$!; for i in $(seq 100); do "
+      " --port 0 --metrics-port 0 --http-port 0 --state-dir state > log 2>&1 & pid=$!; "
+      "for i in $(seq 100); do "
       "grep -q 'coordinator serving' ",
       cwd,
       "/log && break; sleep 0.1; done; kill $pid; wait $pid; "
@@ -88,8 +90,8 @@ TEST(BindTest, MetricsListenOnLoopbackUnlessMetricsBindSaysOtherwise) {
   auto listening_on = [&](const std::string& flags) {
     const int port = PickFreePort("127.0.0.1").value();
     return testing::Shell(absl::StrCat(coordinator, " --bind 0.0.0.0 --tls-dir ", state,
-                                       "/tls --port 0 --metrics-port ", port, " ", flags,
-                                       " --state-dir ", state, " > ", state,
+                                       "/tls --port 0 --http-port 0 --metrics-port ", port, " ",
+                                       flags, " --state-dir ", state, " > ", state,
                                        "/log 2>&1 & pid=$!; for i in $(seq 100);"
                                        " do out=$(ss -ltnH \"sport = :",
                                        port,
@@ -115,8 +117,8 @@ class PlaintextCoordinator {
     address_ = absl::StrCat("127.0.0.1:", *port);
     process_.emplace(
         std::vector<std::string>{testing::Runfile("coordinator/ringmaster-coordinator"), "--port",
-                                 absl::StrCat(*port), "--metrics-port", "0", "--state-dir",
-                                 state_ + "/c"},
+                                 absl::StrCat(*port), "--metrics-port", "0", "--http-port", "0",
+                                 "--state-dir", state_ + "/c"},
         std::map<std::string, std::string>{}, state_ + "/log");
     if (!process_->started()) return absl::InternalError("the coordinator did not start");
     if (!testing::WaitFor([this] { return Client(address_).ListJobs().ok(); }, absl::Seconds(20))) {

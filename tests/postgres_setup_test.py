@@ -147,7 +147,8 @@ class PostgresSetupTest(unittest.TestCase):
         with open(log, "wb") as out:
             proc = subprocess.Popen([
                 f"{bin_dir()}/coordinator/ringmaster-coordinator", "--port", str(port),
-                "--metrics-port", str(metrics), "--state-dir", os.path.join(self.dir, name),
+                "--metrics-port", str(metrics), "--http-port", "0",
+                "--state-dir", os.path.join(self.dir, name),
                 "--store", store, "--store-password-file", os.path.join(self.dir, "pg-password"),
                 "--checkpoint-dir", os.path.join(self.dir, "checkpoints"),
             ], stdout=out, stderr=subprocess.STDOUT)

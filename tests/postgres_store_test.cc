@@ -44,13 +44,13 @@ class PostgresStoreTest : public testing::PostgresTest {
   }
   // A coordinator on the test's port with its own --state-dir.
   void StartCoordinator(const std::string& state) {
-    coordinator_ =
-        Spawn({testing::Runfile("coordinator/ringmaster-coordinator"), "--port",
-               absl::StrCat(port_), "--metrics-port", "0", "--state-dir", dir_ + "/" + state,
-               // Longer than the outage below: the leader waits it out.
-               "--lease-timeout", "10s", "--store",
-               absl::StrCat("postgresql://ringmaster@127.0.0.1:", server_->port(), "/ringmaster")},
-              state + ".log");
+    coordinator_ = Spawn(
+        {testing::Runfile("coordinator/ringmaster-coordinator"), "--port", absl::StrCat(port_),
+         "--metrics-port", "0", "--http-port", "0", "--state-dir", dir_ + "/" + state,
+         // Longer than the outage below: the leader waits it out.
+         "--lease-timeout", "10s", "--store",
+         absl::StrCat("postgresql://ringmaster@127.0.0.1:", server_->port(), "/ringmaster")},
+        state + ".log");
     ASSERT_GT(coordinator_, 0);
   }
   // The health of the server ("") or of one service.

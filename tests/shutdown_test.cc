@@ -37,6 +37,8 @@ struct Daemons {
                  absl::StrCat(port.value_or(0)),
                  "--metrics-port",
                  "0",
+                 "--http-port",
+                 "0",
                  "--state-dir",
                  state + "/c"};
     spec.env = CurrentEnvironment();

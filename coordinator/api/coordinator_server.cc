@@ -213,6 +213,14 @@ absl::Status CoordinatorServer::Serve(const CoordinatorConfig& config) {
                      MetricsServer::Start(config.metrics_address, &registry_,
                                           [store = store_.get()] { return store->Reachable(); }));
   }
+  if (!config.http_address.empty()) {
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(-1);
+    HttpGatewayOptions http{config.http_address, config.tls,
+                            config.manager.spec_limits.max_spec_bytes + (64 << 10)};
+    ASSIGN_OR_RETURN(http_, HttpGateway::Start(http, server_->InProcessChannel(args)));
+    spdlog::info("HTTP/JSON API on {}{}", config.tls ? "https://" : "http://", config.http_address);
+  }
   return absl::OkStatus();
 }
 
@@ -268,6 +276,7 @@ CoordinatorServer::~CoordinatorServer() {
   if (ticker_.joinable()) ticker_.join();
   if (health_.joinable()) health_.join();
   metrics_server_.reset();  // its scrapes read the manager
+  http_.reset();            // its calls are the server's
   // The server's shutdown waits for every call to finish: a rendezvous Wait
   // would otherwise hold it until its own deadline, up to an hour away.
   rendezvous_->Close();

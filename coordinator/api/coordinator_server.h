@@ -17,6 +17,7 @@
 #include "common/tls.h"
 #include "coordinator/api/access_policy.h"
 #include "coordinator/api/coordinator_metrics.h"
+#include "coordinator/api/http_gateway.h"
 #include "coordinator/api/job_service.h"
 #include "coordinator/api/log_relay.h"
 #include "coordinator/api/rendezvous_service.h"
@@ -34,6 +35,7 @@ namespace ringmaster {
 struct CoordinatorConfig {
   std::string listen_address = "0.0.0.0:7070";
   std::string metrics_address = "0.0.0.0:7071";          // empty: no /metrics
+  std::string http_address;                              // the HTTP/JSON API; empty: none
   absl::Duration metrics_retention = absl::Minutes(10);  // of an ended job's series
   std::string state_dir;    // holds the credential key and code archives (and SQLite's file)
   StoreConfig store;        // where jobs are kept; SQLite's path empty: <state_dir>/coordinator.db
@@ -92,6 +94,7 @@ class CoordinatorServer {
   metrics::Registry registry_;
   std::unique_ptr<CoordinatorMetrics> metrics_;
   std::unique_ptr<MetricsServer> metrics_server_;
+  std::unique_ptr<HttpGateway> http_;
   std::unique_ptr<StoreEngine> engine_;
   std::unique_ptr<JobStore> store_;
   std::unique_ptr<RendezvousJournal> rendezvous_journal_;  // with a shared store

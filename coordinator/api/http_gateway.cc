@@ -1,0 +1,186 @@
+#include "coordinator/api/http_gateway.h"
+
+#include <civetweb.h>
+#include <google/protobuf/dynamic_message.h>
+#include <grpcpp/generic/generic_stub.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+
+#include <spdlog/spdlog.h>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "common/grpc_status.h"
+#include "common/metrics_server.h"
+#include "coordinator/api/http_routes.h"
+
+namespace ringmaster {
+namespace {
+
+namespace pb = google::protobuf;
+
+// A unary call's longest wait: as the CLI's.
+constexpr absl::Duration kCallTimeout = absl::Seconds(60);
+
+void Respond(mg_connection* connection, int status, const std::string& body) {
+  const std::string head =
+      absl::StrCat("HTTP/1.1 ", status, " ", mg_get_response_code_text(connection, status),
+                   "\r\nContent-Type: application/json\r\nContent-Length: ", body.size(),
+                   "\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n"
+                   "Connection: close\r\n\r\n");
+  mg_write(connection, head.data(), head.size());
+  mg_write(connection, body.data(), body.size());
+}
+
+void RespondError(mg_connection* connection, const absl::Status& status) {
+  Respond(connection, HttpStatusOf(status.code()), ErrorJson(status));
+}
+
+// The request's body, up to `limit` bytes: RESOURCE_EXHAUSTED beyond.
+absl::StatusOr<std::string> ReadBody(mg_connection* connection, int64_t declared, int64_t limit) {
+  if (declared > limit) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("the body has ", declared, " bytes; at most ", limit, " are taken"));
+  }
+  std::string body;
+  char buffer[16 << 10];
+  for (;;) {
+    const int n = mg_read(connection, buffer, sizeof(buffer));
+    if (n <= 0) break;
+    body.append(buffer, static_cast<size_t>(n));
+    if (static_cast<int64_t>(body.size()) > limit) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("the body has more than ", limit, " bytes, the most taken"));
+    }
+  }
+  return body;
+}
+
+std::unique_ptr<pb::Message> NewMessage(const pb::Descriptor* type) {
+  return std::unique_ptr<pb::Message>(
+      pb::MessageFactory::generated_factory()->GetPrototype(type)->New());
+}
+
+// Makes the unary call `method` with `request` on `channel`, as the holder
+// of `authorization` (the HTTP header, "Bearer ..."; empty: none).
+absl::StatusOr<std::unique_ptr<pb::Message>> Call(grpc::Channel* channel,
+                                                  const pb::MethodDescriptor& method,
+                                                  const pb::Message& request,
+                                                  const char* authorization) {
+  grpc::GenericStub stub(std::shared_ptr<grpc::Channel>(channel, [](grpc::Channel*) {}));
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + kCallTimeout));
+  if (authorization != nullptr) context.AddMetadata("authorization", authorization);
+  const std::string bytes = request.SerializeAsString();
+  grpc::Slice slice(bytes);
+  grpc::ByteBuffer sent(&slice, 1);
+  grpc::ByteBuffer received;
+  grpc::Status status;
+  absl::Notification done;
+  stub.UnaryCall(&context, absl::StrCat("/", method.service()->full_name(), "/", method.name()),
+                 grpc::StubOptions(), &sent, &received, [&](grpc::Status s) {
+                   status = std::move(s);
+                   done.Notify();
+                 });
+  done.WaitForNotification();
+  if (!status.ok()) return FromGrpcStatus(status);
+  std::vector<grpc::Slice> slices;
+  if (!received.Dump(&slices).ok()) return absl::InternalError("cannot read the reply");
+  std::string reply;
+  for (const grpc::Slice& s : slices)
+    reply.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  std::unique_ptr<pb::Message> response = NewMessage(method.output_type());
+  if (!response->ParseFromString(reply)) return absl::InternalError("cannot parse the reply");
+  return response;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Start(
+    const HttpGatewayOptions& options, std::shared_ptr<grpc::Channel> channel) {
+  static const unsigned initialized = mg_init_library(MG_FEATURES_TLS);
+  (void)initialized;
+  std::unique_ptr<HttpGateway> gateway(new HttpGateway);
+  gateway->options_ = options;
+  gateway->channel_ = std::move(channel);
+  const std::string ports = options.address + (options.tls ? "s" : "");
+  const char* civet_options[] = {"listening_ports",    ports.c_str(), "num_threads", "16",
+                                 "request_timeout_ms", "30000",       nullptr};
+  mg_callbacks callbacks{};
+  if (options.tls) callbacks.init_ssl = &HttpGateway::InitSsl;
+  gateway->context_ = mg_start(&callbacks, gateway.get(), civet_options);
+  if (gateway->context_ == nullptr) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot serve the HTTP API on ", options.address, " (address in use?)"));
+  }
+  mg_set_request_handler(gateway->context_, "/api/", &HttpGateway::Handle, gateway.get());
+  mg_server_port port{};
+  if (mg_get_server_ports(gateway->context_, 1, &port) == 1) gateway->port_ = port.port;
+  gateway->host_ = options.address.substr(0, options.address.rfind(':'));
+  return gateway;
+}
+
+HttpGateway::~HttpGateway() { StopCivetweb(context_, host_, port_); }
+
+int HttpGateway::InitSsl(void* ssl_context, void* self) {
+  const TlsFiles& tls = *static_cast<HttpGateway*>(self)->options_.tls;
+  SSL_CTX* context = static_cast<SSL_CTX*>(ssl_context);
+  BIO* cert_bio = BIO_new_mem_buf(tls.cert_pem.data(), static_cast<int>(tls.cert_pem.size()));
+  BIO* key_bio = BIO_new_mem_buf(tls.key_pem.data(), static_cast<int>(tls.key_pem.size()));
+  X509* cert = PEM_read_bio_X509(cert_bio, nullptr, nullptr, nullptr);
+  EVP_PKEY* key = PEM_read_bio_PrivateKey(key_bio, nullptr, nullptr, nullptr);
+  const bool ok =
+      cert != nullptr && key != nullptr && SSL_CTX_use_certificate(context, cert) == 1 &&
+      SSL_CTX_use_PrivateKey(context, key) == 1 && SSL_CTX_check_private_key(context) == 1;
+  X509_free(cert);
+  EVP_PKEY_free(key);
+  BIO_free(cert_bio);
+  BIO_free(key_bio);
+  if (!ok) spdlog::error("the HTTP API cannot use the coordinator's certificate and key");
+  return ok ? 1 : -1;  // 1: set up here, not from files
+}
+
+int HttpGateway::Handle(mg_connection* connection, void* self) {
+  static_cast<HttpGateway*>(self)->Serve(connection);
+  return 1;
+}
+
+void HttpGateway::Serve(mg_connection* connection) {
+  const mg_request_info* info = mg_get_request_info(connection);
+  absl::StatusOr<MatchedRoute> matched = MatchHttpRoute(info->request_method, info->local_uri);
+  if (!matched.ok()) {
+    // A path of the API, not with this verb: 405, as HTTP has it.
+    const bool verb = matched.status().code() == absl::StatusCode::kUnimplemented;
+    Respond(connection, verb ? 405 : 404, ErrorJson(matched.status()));
+    return;
+  }
+  if (matched->method->server_streaming()) {
+    RespondError(connection, absl::UnimplementedError(absl::StrCat(
+                                 matched->method->name(), " is not served over HTTP yet")));
+    return;
+  }
+  absl::StatusOr<std::string> body =
+      ReadBody(connection, info->content_length, options_.max_body_bytes);
+  if (!body.ok()) {
+    Respond(connection, 413, ErrorJson(body.status()));
+    return;
+  }
+  std::unique_ptr<pb::Message> request = NewMessage(matched->method->input_type());
+  const char* content_type = mg_get_header(connection, "Content-Type");
+  if (absl::Status s = FillHttpRequest(*matched, info->query_string ? info->query_string : "",
+                                       *body, content_type ? content_type : "", request.get());
+      !s.ok()) {
+    RespondError(connection, s);
+    return;
+  }
+  absl::StatusOr<std::unique_ptr<pb::Message>> response =
+      Call(channel_.get(), *matched->method, *request, mg_get_header(connection, "Authorization"));
+  if (!response.ok()) {
+    RespondError(connection, response.status());
+    return;
+  }
+  Respond(connection, 200, ToJson(**response));
+}
+
+}  // namespace ringmaster
