@@ -31,7 +31,8 @@ max_restarts: 3
 placement: {pack: rack}
 command: [sleep, '600']
 """
-SMALL = "name: {name}\nranks: 1\ncommand: [sleep, '600']\n"
+# Of lower priority than the big job: without the spare, it would preempt one.
+SMALL = "name: {name}\nranks: 1\npriority: low\ncommand: [sleep, '600']\n"
 
 
 class SparesTest(unittest.TestCase):

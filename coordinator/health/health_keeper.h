@@ -41,6 +41,8 @@ class HealthKeeper {
 
   // The schedulable workers that are not cordoned.
   std::vector<SchedulableWorker> Schedulable();
+  // Cordoned: by an XID, a quarantine or the admin.
+  bool Cordoned(const std::string& worker_id) const { return records_.Cordoned(worker_id); }
   // Every worker, with its health and the slots `table`'s ranks use on it.
   std::vector<v1::Worker> List(const JobTable& table);
   // The worker as List shows it; NOT_FOUND for one never seen.

@@ -78,7 +78,10 @@ JobManager::JobManager(JobStore* store, RendezvousStore* rendezvous, WorkerMembe
       table_(store, &outbox_, clock, options_.on_transition),
       run_id_(absl::StrFormat(
           "%016x", std::random_device{}() * uint64_t{0x100000000} ^ std::random_device{}())),
-      scheduling_(options_.queues, options_.scheduling),
+      // The views ask under mu_, during the JobManager's calls.
+      scheduling_(options_.queues, options_.scheduling,
+                  [this](const std::string& worker_id)
+                      ABSL_NO_THREAD_SAFETY_ANALYSIS { return health_.Cordoned(worker_id); }),
       health_(store_, membership_, clock_, options_.health),
       attempts_({table_, outbox_, scheduling_, health_, replies_}, membership_, rendezvous_, clock_,
                 options_),

@@ -175,5 +175,50 @@ TEST_F(JobManagerSparesTest, AJobThatFailedOnAHealthyWorkerDoesNotTakeTheSpare) 
   EXPECT_EQ(Spares().size(), 1u);
 }
 
+// Requeued after it failed for a lost worker, a job starts anew: it does
+// not go first nor take a spare, even with a worker of its last attempt
+// cordoned.
+TEST_F(JobManagerSparesTest, ARequeuedJobIsNotOneThatLostAWorker) {
+  for (const char* id : {"a1", "a2", "a3"}) Add(id, "r1");
+  Pass(absl::Seconds(1));
+  v1::JobSpec spec = CommandSpec(1);
+  spec.set_max_restarts(0);
+  const std::string one = Submit(spec);
+  StartAll(one);
+  const std::string lost = Job(one).ranks(0).worker_id();
+  Disconnect(workers_.at(lost));
+  Pass(absl::Seconds(4));  // the worker's grace
+  ASSERT_EQ(Job(one).state(), v1::FAILED);
+  ASSERT_EQ(Job(one).root_cause().reason(), v1::WORKER_LOST);
+  // It comes back, cordoned; another job takes the worker that is left.
+  workers_.at(lost).incarnation.clear();
+  ASSERT_OK(Register(workers_.at(lost), lost, 1));
+  ASSERT_OK(manager_->Cordon(lost, "bad NIC", "admin").status());
+  Pass(absl::Seconds(1));
+  ASSERT_EQ(Spares().size(), 1u);
+  const std::string other = Submit(CommandSpec(1));
+  StartAll(other);
+  ASSERT_OK(manager_->Requeue(one, "admin").status());
+  Pass(absl::Seconds(1));
+  EXPECT_EQ(Job(one).state(), v1::PENDING) << "the spare is not for it";
+}
+
+// An elastic job short of ranks does not count a spare as room to grow:
+// it would stop to grow, and be placed as small again.
+TEST_F(JobManagerSparesTest, AnElasticJobDoesNotRestartToGrowOntoASpare) {
+  for (const char* id : {"a1", "a2"}) Add(id, "r1");
+  Pass(absl::Seconds(1));
+  ASSERT_EQ(Spares().size(), 1u);
+  v1::JobSpec spec = CommandSpec(2);
+  spec.set_min_ranks(1);
+  spec.set_scale_up_after_s(10);
+  const std::string elastic = Submit(spec);
+  ASSERT_EQ(Job(elastic).ranks_size(), 1);
+  StartAll(elastic);
+  Pass(absl::Seconds(60));
+  EXPECT_EQ(Job(elastic).state(), v1::RUNNING);
+  EXPECT_EQ(Job(elastic).attempt(), 0) << "no restart to grow";
+}
+
 }  // namespace
 }  // namespace ringmaster

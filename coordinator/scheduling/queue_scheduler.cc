@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "coordinator/scheduling/victim_search.h"
@@ -59,19 +60,28 @@ void SortByTurn(std::vector<InLine>& lines) {
   std::vector<size_t> starts;  // where each turn's lines go, then the next free place
   for (size_t begin = 0, end; begin < lines.size(); begin = end) {
     const InLine& head = lines[begin];
-    int most = 0;
+    int least = head.turn, most = head.turn;
     for (end = begin; end < lines.size() && lines[end].first() == head.first() &&
                       lines[end].priority == head.priority;
          ++end) {
+      least = std::min(least, lines[end].turn);
       most = std::max(most, lines[end].turn);
     }
-    if (most == 0) continue;
-    starts.assign(static_cast<size_t>(most) + 2, 0);
-    for (size_t i = begin; i < end; ++i) ++starts[lines[i].turn + 1];
+    const auto first = lines.begin() + static_cast<std::ptrdiff_t>(begin);
+    const auto last = lines.begin() + static_cast<std::ptrdiff_t>(end);
+    if (least == most) continue;
+    // Turns far apart (a user running thousands of jobs): a sort by
+    // comparison costs less than counting.
+    if (static_cast<size_t>(most - least) > 4 * (end - begin)) {
+      std::stable_sort(first, last);
+      continue;
+    }
+    starts.assign(static_cast<size_t>(most - least) + 2, 0);
+    for (size_t i = begin; i < end; ++i) ++starts[lines[i].turn - least + 1];
     for (size_t t = 1; t < starts.size(); ++t) starts[t] += starts[t - 1];
     sorted.resize(end - begin);
-    for (size_t i = begin; i < end; ++i) sorted[starts[lines[i].turn]++] = lines[i];
-    std::copy(sorted.begin(), sorted.end(), lines.begin() + static_cast<std::ptrdiff_t>(begin));
+    for (size_t i = begin; i < end; ++i) sorted[starts[lines[i].turn - least]++] = lines[i];
+    std::copy(sorted.begin(), sorted.end(), first);
   }
 }
 
@@ -481,11 +491,16 @@ class Pass {
   // then by lowest priority, then the newest.
   std::vector<const RunningJob*> Candidates(const PendingJob& job, const QueueState& q) {
     std::vector<const RunningJob*> candidates;
+    absl::flat_hash_set<const RunningJob*> on_spares;  // give way first to a job that lost a worker
     for (const RunningJob* r : running_) {
-      if (MayPreempt(*r, job, q)) candidates.push_back(r);
+      if (!MayPreempt(*r, job, q)) continue;
+      candidates.push_back(r);
+      if (job.request.recovering && r->request.spare_ok && OnSpare(*r)) on_spares.insert(r);
     }
     std::stable_sort(candidates.begin(), candidates.end(),
                      [&](const RunningJob* a, const RunningJob* b) {
+                       const bool a_spare = on_spares.count(a) > 0;
+                       if (a_spare != (on_spares.count(b) > 0)) return a_spare;
                        const bool a_lent = &QueueOf(a->queue) != &q;
                        const bool b_lent = &QueueOf(b->queue) != &q;
                        if (a_lent != b_lent) return a_lent;
@@ -529,12 +544,13 @@ class Pass {
     // The quota must hold with the job started and its own queue's victims
     // stopped.
     SlotAmount own_released;
+    bool only_spares = job.request.recovering;  // a spare given back is not borrowed
     for (size_t i = 0; i < v.candidates.size(); ++i) {
-      if (&QueueOf(v.candidates[i]->queue) == &q) {
-        own_released = own_released + AmountOf(v.candidates[i]->request, v.released[i]);
-      }
+      const RunningJob& r = *v.candidates[i];
+      if (&QueueOf(r.queue) == &q) own_released = own_released + AmountOf(r.request, v.released[i]);
+      if (v.released[i] > 0) only_spares &= r.request.spare_ok && OnSpare(r);
     }
-    if (!(q.in_use - own_released + need).Within(q.spec->quota)) return false;
+    if (!only_spares && !(q.in_use - own_released + need).Within(q.spec->quota)) return false;
     std::vector<std::string> names;
     for (size_t i = 0; i < v.candidates.size(); ++i) {
       if (v.released[i] == 0) continue;

@@ -580,18 +580,38 @@ TEST(ScheduleQueuesTest, ASpareOkJobGivesWayToAJobThatLostAWorkerWhateverItsPrio
   filler.request.spare_ok = true;
   filler.priority = 1000;
   RunningJob& other = s.RunOn("other", "w0", 1, absl::Minutes(10));
-  other.priority = 0;
+  other.priority = -10;
   s.Pend("back", "default", 0, 1).request.recovering = true;
   Decided d = s.Schedule();
   EXPECT_EQ(Victims(d), std::vector<std::string>{"filler"})
-      << "young, of higher priority, but on the spare; the job off the spare is not touched";
+      << "young, of higher priority, but on the spare; the job of lower priority off the spare "
+         "is not touched";
 
+  // Its queue borrows to run it: a spare given back is not borrowed.
+  Snapshot quota(2, 1);
+  quota.MakeSpare("w1");
+  RunningJob& kept_busy = quota.RunOn("filler", "w1", 1, absl::Minutes(10));
+  kept_busy.request.spare_ok = true;
+  kept_busy.queue = "b";
+  quota.RunOn("b-job", "w0", 1, absl::Minutes(10)).queue = "b";
+  quota.Pend("back", "a", 0, 1).request.recovering = true;
+  d =
+      quota.Schedule(Queues("queues:\n"
+                            "  - {name: a, quota: {slots: 0}, limit: {slots: 2}}\n"
+                            "  - {name: b, quota: {slots: 2}}\n"
+                            "default_queue: a\n"));
+  EXPECT_EQ(Victims(d), std::vector<std::string>{"filler"}) << d.waiting["back"];
+
+  // A job that did not lose a worker does not take the spare back.
   Snapshot plain(2, 1);
   plain.MakeSpare("w1");
   RunningJob& kept = plain.RunOn("filler", "w1", 1, absl::Minutes(10));
   kept.request.spare_ok = true;
+  plain.RunOn("busy", "w0", 1, absl::Minutes(10));
   plain.Pend("new", "default", 100, 1);
-  EXPECT_TRUE(plain.Schedule().preemptions.empty()) << "an equal priority never preempts";
+  d = plain.Schedule();
+  EXPECT_TRUE(d.preemptions.empty()) << "an equal priority never preempts";
+  EXPECT_EQ(d.placed.count("new"), 0u);
 }
 
 }  // namespace

@@ -247,6 +247,22 @@ std::vector<WorkerCapacity> IdleCapacity(std::vector<WorkerCapacity> workers) {
   return workers;
 }
 
+// "; 8 more on its 1 spare worker (--spare-workers)" when spares are
+// closed to `request`.
+std::string SparesNote(const std::vector<WorkerCapacity>& workers, const GangRequest& request) {
+  if (UsesSpares(request)) return "";
+  int spares = 0;
+  int slots = 0;
+  for (const auto& w : workers) {
+    spares += w.spare ? 1 : 0;
+    slots += w.spare ? w.total_slots : 0;
+  }
+  if (spares == 0) return "";
+  return absl::StrCat("; ", slots, " more on its ", spares,
+                      spares == 1 ? " spare worker" : " spare workers",
+                      " (--spare-workers), kept for jobs that lose one");
+}
+
 std::string NeverFits(const std::vector<WorkerCapacity>& workers, const GangRequest& request) {
   const int fewest =
       request.min_ranks > 0 ? std::min(request.min_ranks, request.ranks) : request.ranks;
@@ -260,7 +276,8 @@ std::string NeverFits(const std::vector<WorkerCapacity>& workers, const GangRequ
     }
     if (room >= fewest) return "";
     return absl::StrCat("needs ", fewest * SlotsPerRank(request), " ", SlotWord(request),
-                        "; the cluster has ", cluster_slots, " (waiting for workers to join)");
+                        "; the cluster has ", cluster_slots, SparesNote(workers, request),
+                        " (waiting for workers to join)");
   }
   const PlacementRequest& placement = request.placement;
   if (!workers.empty() && !workers[0].domains.empty() &&
@@ -275,7 +292,8 @@ std::string NeverFits(const std::vector<WorkerCapacity>& workers, const GangRequ
   absl::StatusOr<std::vector<RankPlacement>> idle = PlaceGang(IdleCapacity(workers), request);
   if (idle.ok()) return "";
   return absl::StrCat("needs ", DescribeRanks(request, fewest),
-                      ", more than all alive workers can hold (waiting for workers to join)");
+                      ", more than all alive workers can hold", SparesNote(workers, request),
+                      " (waiting for workers to join)");
 }
 
 namespace {

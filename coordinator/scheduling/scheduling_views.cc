@@ -50,18 +50,33 @@ absl::Time LastEntered(const v1::Job& job, v1::JobState state) {
   return absl::FromUnixMillis(job.create_unix_ms());
 }
 
-// Whether the job's last attempt failed and ran on a worker that takes no
-// ranks now (in none of `open`): lost, cordoned for an XID, quarantined or
-// drained. Its restart may use spare workers.
-bool Recovering(const v1::Job& job, const absl::flat_hash_set<std::string_view>& open) {
+// Whether the job's attempt `attempt` ended in a failure that lost it a
+// worker: its root cause is of that attempt, the job last went RESTARTING
+// for a failure (not a preemption, a drain or a scale-up), and the cause
+// is a lost worker, or one of `workers` is cordoned now (an XID, a
+// quarantine, the admin).
+template <typename Workers>
+bool LostAWorker(const v1::Job& job, int attempt, const Workers& workers,
+                 const std::function<bool(const std::string&)>& cordoned) {
+  if (!job.has_root_cause() || job.root_cause().attempt() != attempt) return false;
+  for (auto it = job.history().rbegin(); it != job.history().rend(); ++it) {
+    if (it->state() != v1::RESTARTING) continue;
+    const v1::Reason why = it->reason();
+    if (why == v1::PREEMPTED || why == v1::WORKER_DRAINED || why == v1::SCALING_UP) return false;
+    break;
+  }
+  if (job.root_cause().reason() == v1::WORKER_LOST) return true;
+  return cordoned != nullptr && std::any_of(workers.begin(), workers.end(), cordoned);
+}
+
+// Whether the PENDING job restarts because its last attempt lost a
+// worker: it goes first, and may use spares.
+bool Recovering(const v1::Job& job, const std::function<bool(const std::string&)>& cordoned) {
   const auto& past = job.past_attempts();
-  if (job.attempt() == 0 || job.root_cause().attempt() != job.attempt() - 1 || past.empty() ||
-      past.rbegin()->attempt() != job.attempt() - 1) {
+  if (job.attempt() == 0 || past.empty() || past.rbegin()->attempt() != job.attempt() - 1) {
     return false;
   }
-  const auto& workers = past.rbegin()->worker_ids();
-  return std::any_of(workers.begin(), workers.end(),
-                     [&](const std::string& id) { return open.count(id) == 0; });
+  return LostAWorker(job, job.attempt() - 1, past.rbegin()->worker_ids(), cordoned);
 }
 
 PendingJob* ViewOf(std::vector<PendingJob>& views, int64_t number) {
@@ -88,13 +103,12 @@ void SchedulingViews::Preempted(const std::string& victim, const std::string& pr
   preemptors_[preemptor].insert(victim);
 }
 
-void SchedulingViews::UpdatePending(JobTable& table,
-                                    const std::vector<SchedulableWorker>& workers) {
+void SchedulingViews::UpdatePending(JobTable& table) {
   for (int64_t number : preemptor_views_) {
     if (PendingJob* view = ViewOf(pending_, number)) view->preemptor = false;
   }
   preemptor_views_.clear();
-  if (pending_at_ != table.pending_changes()) MergePending(table, workers);
+  if (pending_at_ != table.pending_changes()) MergePending(table);
   // A preemptor goes first until its victims have let go of their slots.
   for (auto it = preemptors_.begin(); it != preemptors_.end();) {
     const JobRecord* entry = table.Find(it->first);
@@ -132,9 +146,7 @@ void SchedulingViews::ApplyExclusions(const JobTable& table,
   }
 }
 
-void SchedulingViews::MergePending(const JobTable& table,
-                                   const std::vector<SchedulableWorker>& workers) {
-  absl::flat_hash_set<std::string_view> open;  // made when a job that failed needs it
+void SchedulingViews::MergePending(const JobTable& table) {
   // A merge of the table's pending jobs with the views kept: only a job new
   // to PENDING (or PENDING again: a new stamp) is read.
   std::vector<PendingJob> views;
@@ -155,10 +167,7 @@ void SchedulingViews::MergePending(const JobTable& table,
     PendingJob& view = views.emplace_back(PendingJob{
         job.id(), QueueName(job.spec().queue()), job.owner(), job.priority(), number,
         LastEntered(job, v1::PENDING), false, GangOf(job.spec(), policy_.topology_levels)});
-    if (job.root_cause().attempt() == job.attempt() - 1 && open.empty()) {
-      for (const SchedulableWorker& w : workers) open.insert(w.worker_id);
-    }
-    view.request.recovering = Recovering(job, open);
+    view.request.recovering = Recovering(job, cordoned_);
     meta.push_back({stamp, job.pending_reason().empty() ? -1 : Intern(job.pending_reason()),
                     job.spec().deadline_s() > 0, job.excluded_workers_size() > 0});
   }
@@ -177,7 +186,8 @@ namespace {
 RunningJob ViewOfPlaced(
     const v1::Job& job, std::string_view queue,
     const absl::flat_hash_map<std::string_view, const SchedulableWorker*>& workers,
-    const std::vector<std::string>& levels) {
+    const std::vector<std::string>& levels,
+    const std::function<bool(const std::string&)>& cordoned) {
   RunningJob view{job.id(),
                   queue,
                   job.owner(),
@@ -190,10 +200,12 @@ RunningJob ViewOfPlaced(
   // A job restarting because it lost a worker keeps the slots of its ranks
   // on the others through its back-off: it starts again there, with a
   // spare, rather than wait for them.
-  const bool keeps = job.state() == v1::RESTARTING && job.root_cause().attempt() == job.attempt() &&
-                     std::any_of(job.ranks().begin(), job.ranks().end(), [&](const auto& rank) {
-                       return workers.count(rank.worker_id()) == 0;
-                     });
+  bool keeps = false;
+  if (job.state() == v1::RESTARTING) {
+    std::vector<std::string> used;
+    for (const v1::RankStatus& rank : job.ranks()) used.push_back(rank.worker_id());
+    keeps = LostAWorker(job, job.attempt(), used, cordoned);
+  }
   for (const v1::RankStatus& rank : job.ranks()) {
     if (!RankHoldsSlot(rank) && !(keeps && workers.count(rank.worker_id()) > 0)) continue;
     RankPlacement& p = view.ranks.emplace_back(RankPlacement{rank.rank(), rank.worker_id(), {}});
@@ -225,12 +237,12 @@ void SchedulingViews::UpdatePlaced(const JobTable& table,
       continue;
     }
     const bool running = job.state() == v1::STARTING || job.state() == v1::RUNNING;
-    PlacedView& view = views.emplace_back(
-        PlacedView{number,
-                   job.revision(),
-                   running,
-                   ViewOfPlaced(job, QueueName(job.spec().queue()), by_id, policy_.topology_levels),
-                   {}});
+    PlacedView& view = views.emplace_back(PlacedView{
+        number,
+        job.revision(),
+        running,
+        ViewOfPlaced(job, QueueName(job.spec().queue()), by_id, policy_.topology_levels, cordoned_),
+        {}});
     for (const RankPlacement& p : view.job.ranks) {
       if (view.held.empty() || view.held.back().worker_id != p.worker_id) {
         view.held.push_back({p.worker_id});
@@ -255,11 +267,17 @@ std::vector<WorkerCapacity> SchedulingViews::Capacity(const JobTable& table,
       held.push_back({on.worker_id, on.slots, on.cpus, on.memory_mb});
     }
   }
-  return FreeCapacity(workers, held, except);
+  std::vector<WorkerCapacity> free = FreeCapacity(workers, held, except);
+  // The spares of the last pass (a pass chooses them again).
+  if (!spares_.empty()) {
+    for (WorkerCapacity& w : free) w.spare = spares_.count(w.worker_id) > 0;
+  }
+  return free;
 }
 
 void SchedulingViews::ChooseSpares(std::vector<WorkerCapacity>& free) {
   const int wanted = policy_.spare_workers.Of(static_cast<int>(free.size()));
+  for (WorkerCapacity& w : free) w.spare = false;
   if (wanted <= 0) {
     spares_.clear();
     return;
@@ -331,7 +349,7 @@ SchedulingViews::Decisions SchedulingViews::Pass(JobTable& table,
                                                  const std::vector<SchedulableWorker>& workers,
                                                  absl::Time now) {
   CompactReasons();
-  UpdatePending(table, workers);
+  UpdatePending(table);
   std::vector<WorkerCapacity> free = Capacity(table, workers);
   ChooseSpares(free);
   ApplyExclusions(table, free);

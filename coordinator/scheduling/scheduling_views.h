@@ -12,6 +12,7 @@
 #define RINGMASTER_COORDINATOR_SCHEDULING_SCHEDULING_VIEWS_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -40,8 +41,11 @@ std::vector<absl::Time> PreemptedAt(const v1::Job& job);
 // Not thread-safe: the JobManager keeps it under its own mutex.
 class SchedulingViews {
  public:
-  SchedulingViews(QueueConfig queues, SchedulingPolicy policy)
-      : queues_(std::move(queues)), policy_(policy) {}
+  // `cordoned`: whether a worker is cordoned (an XID, a quarantine, the
+  // admin); called during the views' calls.
+  SchedulingViews(QueueConfig queues, SchedulingPolicy policy,
+                  std::function<bool(const std::string&)> cordoned = nullptr)
+      : queues_(std::move(queues)), policy_(policy), cordoned_(std::move(cordoned)) {}
 
   const QueueConfig& queues() const { return queues_; }
   const SchedulingPolicy& policy() const { return policy_; }
@@ -86,8 +90,8 @@ class SchedulingViews {
  private:
   // Brings pending_ up to table.pending() (when it has changed) and marks
   // preemptors.
-  void UpdatePending(JobTable& table, const std::vector<SchedulableWorker>& workers);
-  void MergePending(const JobTable& table, const std::vector<SchedulableWorker>& workers);
+  void UpdatePending(JobTable& table);
+  void MergePending(const JobTable& table);
   // Marks the spares in `free`: policy_.spare_workers of the workers where
   // no job that may not run on a spare holds slots (one that a job
   // recovering on a spare holds is one no more), spread over domains, each
@@ -105,6 +109,7 @@ class SchedulingViews {
 
   QueueConfig queues_;
   const SchedulingPolicy policy_;
+  const std::function<bool(const std::string&)> cordoned_;
   // A view of each PENDING job, oldest first, kept until the job's stamp
   // in JobTable::pending() changes; beside each, that stamp and the reason
   // it was last given, so that a pass reads no job whose reason stays.
