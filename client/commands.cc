@@ -138,6 +138,7 @@ int RunUp(const GlobalOptions& global, LocalClusterOptions options) {
     fields["workers"].set_number_value(cluster->workers);
     fields["state_dir"].set_string_value(options.state_dir);
     fields["already_running"].set_bool_value(cluster->already_running);
+    fields["http"].set_string_value(cluster->http_url);
     for (const std::string& address : cluster->metrics_addresses) {
       fields["metrics"].mutable_list_value()->add_values()->set_string_value(address);
     }
@@ -148,6 +149,7 @@ int RunUp(const GlobalOptions& global, LocalClusterOptions options) {
                                            : "cluster up: ")
               << "coordinator " << cluster->coordinator_address << ", " << cluster->workers
               << " workers (state in " << options.state_dir << ")" << std::endl;
+    if (!cluster->http_url.empty()) std::cout << "HTTP API: " << cluster->http_url << "/api/v1\n";
     if (!cluster->metrics_addresses.empty()) {
       std::cout << "metrics: coordinator " << cluster->metrics_addresses[0] << ", workers "
                 << absl::StrJoin(cluster->metrics_addresses.begin() + 1,

@@ -320,12 +320,27 @@ absl::StatusOr<std::string> TrainerForRanks(const LocalClusterOptions& options,
 
 // The coordinator's and the workers' command lines: TLS from the state
 // dir's certificates, or the admin token by environment.
+std::string HttpFile(const std::string& state_dir) { return state_dir + "/http"; }
+
 // The HTTP/JSON API's port: 7072 beside the usual 7070, else a free one
-// (several clusters on one machine).
-std::string HttpPortFor(const std::string& grpc_port, const std::string& host) {
-  if (grpc_port == "7070") return "7072";
-  absl::StatusOr<int> free = PickFreePort(host);
-  return free.ok() ? absl::StrCat(*free) : "0";
+// (several clusters on one machine). Its URL is kept in the state dir.
+std::string HttpPortFor(const LocalClusterOptions& options, const std::string& host,
+                        const std::string& grpc_port) {
+  std::string port = "7072";
+  if (grpc_port != "7070") {
+    absl::StatusOr<int> free = PickFreePort(host);
+    port = free.ok() ? absl::StrCat(*free) : "0";
+  }
+  std::ofstream(HttpFile(options.state_dir))
+      << (options.tls ? "https://" : "http://") << host << ":" << port << "\n";
+  return port;
+}
+
+// The URL HttpPortFor kept; empty when none.
+std::string HttpUrlOf(const std::string& state_dir) {
+  std::string url;
+  std::ifstream(HttpFile(state_dir)) >> url;
+  return url;
 }
 
 absl::Status StartDaemons(const LocalClusterOptions& options, std::vector<Daemon>* daemons) {
@@ -352,13 +367,14 @@ absl::Status StartDaemons(const LocalClusterOptions& options, std::vector<Daemon
   if (static_cast<int>(metrics_ports.size()) < options.workers + 1) {
     return absl::UnavailableError("cannot find free ports for /metrics");
   }
-  std::vector<std::string> argv = {
-      coordinator_bin, "--bind", host, "--port", port, "--metrics-port",
-      absl::StrCat(metrics_ports[0]), "--http-port", HttpPortFor(port, host), "--advertise-address",
-      options.coordinator_address, "--state-dir", options.state_dir + "/coordinator",
-      // Beside, not inside, the coordinator's own
-      // 0700 directory: ranks of other users reach it.
-      "--checkpoint-dir", options.state_dir + "/checkpoints"};
+  std::vector<std::string> argv = {coordinator_bin, "--bind", host, "--port", port,
+                                   "--metrics-port", absl::StrCat(metrics_ports[0]), "--http-port",
+                                   HttpPortFor(options, host, port), "--advertise-address",
+                                   options.coordinator_address, "--state-dir",
+                                   options.state_dir + "/coordinator",
+                                   // Beside, not inside, the coordinator's own
+                                   // 0700 directory: ranks of other users reach it.
+                                   "--checkpoint-dir", options.state_dir + "/checkpoints"};
   argv.insert(argv.end(), tls_flags.begin(), tls_flags.end());
   RETURN_IF_ERROR(AddPolicyFlags(options, &argv));
   ASSIGN_OR_RETURN(pid_t pid,
@@ -477,7 +493,12 @@ absl::StatusOr<LocalCluster> StartLocalCluster(const LocalClusterOptions& option
       if (d.role == "coordinator") {
         int workers = 0;
         for (const Daemon& w : existing) workers += w.role == "worker";
-        return LocalCluster{d.address, workers, true, false, MetricsAddresses(existing)};
+        return LocalCluster{d.address,
+                            workers,
+                            true,
+                            false,
+                            MetricsAddresses(existing),
+                            HttpUrlOf(options.state_dir)};
       }
     }
   }
@@ -505,8 +526,9 @@ absl::StatusOr<LocalCluster> StartLocalCluster(const LocalClusterOptions& option
     if (s.ok()) s = WriteClusterFile(options.state_dir, daemons);
     if (s.ok()) s = WaitReady(options, daemons);
     if (s.ok()) {
-      return LocalCluster{options.coordinator_address, options.workers, false, restarted,
-                          MetricsAddresses(daemons)};
+      return LocalCluster{
+          options.coordinator_address, options.workers, false, restarted, MetricsAddresses(daemons),
+          HttpUrlOf(options.state_dir)};
     }
     const HeldDaemons held(daemons);
     for (const char* role : {"worker", "coordinator"}) {

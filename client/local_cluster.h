@@ -47,6 +47,8 @@ struct LocalCluster {
   bool restarted = false;  // part of an earlier cluster was running and was stopped
   // Each daemon's /metrics (free ports), the coordinator's first.
   std::vector<std::string> metrics_addresses;
+  // The coordinator's HTTP/JSON API: "https://127.0.0.1:7072".
+  std::string http_url;
 };
 
 // ${RINGMASTER_STATE_DIR}, else $XDG_STATE_HOME/ringmaster, else (as root)

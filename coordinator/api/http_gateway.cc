@@ -3,8 +3,6 @@
 #include <civetweb.h>
 #include <google/protobuf/dynamic_message.h>
 #include <grpcpp/generic/generic_stub.h>
-#include <openssl/pem.h>
-#include <openssl/ssl.h>
 
 #include <spdlog/spdlog.h>
 
@@ -13,7 +11,9 @@
 #include "absl/synchronization/notification.h"
 #include "common/grpc_status.h"
 #include "common/metrics_server.h"
+#include "common/status_macros.h"
 #include "coordinator/api/http_routes.h"
+#include "coordinator/api/tls_terminator.h"
 
 namespace ringmaster {
 namespace {
@@ -99,16 +99,16 @@ absl::StatusOr<std::unique_ptr<pb::Message>> Call(grpc::Channel* channel,
 
 absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Start(
     const HttpGatewayOptions& options, std::shared_ptr<grpc::Channel> channel) {
-  static const unsigned initialized = mg_init_library(MG_FEATURES_TLS);
+  static const unsigned initialized = mg_init_library(0);
   (void)initialized;
   std::unique_ptr<HttpGateway> gateway(new HttpGateway);
   gateway->options_ = options;
   gateway->channel_ = std::move(channel);
-  const std::string ports = options.address + (options.tls ? "s" : "");
-  const char* civet_options[] = {"listening_ports",    ports.c_str(), "num_threads", "16",
+  // With TLS, civetweb serves plain HTTP on loopback behind a TlsTerminator.
+  const std::string plain = options.tls ? "127.0.0.1:0" : options.address;
+  const char* civet_options[] = {"listening_ports",    plain.c_str(), "num_threads", "16",
                                  "request_timeout_ms", "30000",       nullptr};
   mg_callbacks callbacks{};
-  if (options.tls) callbacks.init_ssl = &HttpGateway::InitSsl;
   gateway->context_ = mg_start(&callbacks, gateway.get(), civet_options);
   if (gateway->context_ == nullptr) {
     return absl::UnavailableError(
@@ -117,28 +117,19 @@ absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Start(
   mg_set_request_handler(gateway->context_, "/api/", &HttpGateway::Handle, gateway.get());
   mg_server_port port{};
   if (mg_get_server_ports(gateway->context_, 1, &port) == 1) gateway->port_ = port.port;
-  gateway->host_ = options.address.substr(0, options.address.rfind(':'));
+  gateway->host_ = plain.substr(0, plain.rfind(':'));
+  gateway->plain_port_ = gateway->port_;
+  if (options.tls) {
+    ASSIGN_OR_RETURN(gateway->tls_,
+                     TlsTerminator::Start(options.address, *options.tls, gateway->port_));
+    gateway->port_ = gateway->tls_->port();
+  }
   return gateway;
 }
 
-HttpGateway::~HttpGateway() { StopCivetweb(context_, host_, port_); }
-
-int HttpGateway::InitSsl(void* ssl_context, void* self) {
-  const TlsFiles& tls = *static_cast<HttpGateway*>(self)->options_.tls;
-  SSL_CTX* context = static_cast<SSL_CTX*>(ssl_context);
-  BIO* cert_bio = BIO_new_mem_buf(tls.cert_pem.data(), static_cast<int>(tls.cert_pem.size()));
-  BIO* key_bio = BIO_new_mem_buf(tls.key_pem.data(), static_cast<int>(tls.key_pem.size()));
-  X509* cert = PEM_read_bio_X509(cert_bio, nullptr, nullptr, nullptr);
-  EVP_PKEY* key = PEM_read_bio_PrivateKey(key_bio, nullptr, nullptr, nullptr);
-  const bool ok =
-      cert != nullptr && key != nullptr && SSL_CTX_use_certificate(context, cert) == 1 &&
-      SSL_CTX_use_PrivateKey(context, key) == 1 && SSL_CTX_check_private_key(context) == 1;
-  X509_free(cert);
-  EVP_PKEY_free(key);
-  BIO_free(cert_bio);
-  BIO_free(key_bio);
-  if (!ok) spdlog::error("the HTTP API cannot use the coordinator's certificate and key");
-  return ok ? 1 : -1;  // 1: set up here, not from files
+HttpGateway::~HttpGateway() {
+  tls_.reset();
+  StopCivetweb(context_, host_, plain_port_);
 }
 
 int HttpGateway::Handle(mg_connection* connection, void* self) {

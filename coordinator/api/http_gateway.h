@@ -2,7 +2,8 @@
 // route (http_routes.h) becomes a call of the same method on the
 // coordinator's own gRPC server, in process, with the caller's bearer
 // token: the same credentials, authorization and limits as the gRPC API.
-// With TLS, it serves HTTPS with the coordinator's certificate.
+// With TLS, it serves HTTPS with the coordinator's certificate (through a
+// TlsTerminator).
 #ifndef RINGMASTER_COORDINATOR_API_HTTP_GATEWAY_H_
 #define RINGMASTER_COORDINATOR_API_HTTP_GATEWAY_H_
 
@@ -14,6 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/tls.h"
+#include "coordinator/api/tls_terminator.h"
 
 struct mg_connection;
 struct mg_context;
@@ -41,14 +43,15 @@ class HttpGateway {
  private:
   HttpGateway() = default;
   static int Handle(mg_connection* connection, void* self);
-  static int InitSsl(void* ssl_context, void* self);
   void Serve(mg_connection* connection);
 
   HttpGatewayOptions options_;
   std::shared_ptr<grpc::Channel> channel_;
   mg_context* context_ = nullptr;
   std::string host_;
-  int port_ = 0;
+  int plain_port_ = 0;  // civetweb's
+  int port_ = 0;        // served: civetweb's, or the TlsTerminator's
+  std::unique_ptr<TlsTerminator> tls_;
 };
 
 }  // namespace ringmaster
