@@ -343,6 +343,18 @@ std::string HttpUrlOf(const std::string& state_dir) {
   return url;
 }
 
+// The certificates of a TLS cluster, made once, and the daemons' flag for
+// them; none without TLS.
+absl::StatusOr<std::vector<std::string>> TlsFlagsFor(const LocalClusterOptions& options,
+                                                     const std::string& host) {
+  if (!options.tls) return std::vector<std::string>{};
+  CertsOptions certs;
+  certs.hosts = {host};
+  for (int i = 0; i < options.workers; ++i) certs.worker_ids.push_back(LocalWorkerId(i));
+  RETURN_IF_ERROR(InitCertificates(TlsDirOf(options.state_dir), certs).status());
+  return std::vector<std::string>{"--tls-dir", TlsDirOf(options.state_dir)};
+}
+
 absl::Status StartDaemons(const LocalClusterOptions& options, std::vector<Daemon>* daemons) {
   ASSIGN_OR_RETURN(std::string coordinator_bin, FindProgram("ringmaster-coordinator"));
   ASSIGN_OR_RETURN(std::string worker_bin, FindProgram("ringmaster-worker"));
@@ -353,16 +365,9 @@ absl::Status StartDaemons(const LocalClusterOptions& options, std::vector<Daemon
   const std::string host = HostOfAddress(options.coordinator_address);
   const std::string port =
       options.coordinator_address.substr(options.coordinator_address.rfind(':') + 1);
-  std::vector<std::string> tls_flags;
-  std::string worker_token = options.token;
-  if (options.tls) {
-    CertsOptions certs;
-    certs.hosts = {host};
-    for (int i = 0; i < options.workers; ++i) certs.worker_ids.push_back(LocalWorkerId(i));
-    RETURN_IF_ERROR(InitCertificates(TlsDirOf(options.state_dir), certs).status());
-    tls_flags = {"--tls-dir", TlsDirOf(options.state_dir)};
-    worker_token.clear();  // their certificates name them
-  }
+  ASSIGN_OR_RETURN(const std::vector<std::string> tls_flags, TlsFlagsFor(options, host));
+  // With TLS, the workers' certificates name them.
+  const std::string worker_token = options.tls ? "" : options.token;
   std::vector<int> metrics_ports = PickFreePorts(options.workers + 1, host);
   if (static_cast<int>(metrics_ports.size()) < options.workers + 1) {
     return absl::UnavailableError("cannot find free ports for /metrics");
