@@ -187,6 +187,17 @@ class HttpApiTest(unittest.TestCase):
         self.assertEqual(mine["spec"]["command"], ["sleep", "1"])
         self.curl("POST", f"/jobs/{job_id}:cancel")
 
+    def test_the_openapi_document_lists_every_route(self):
+        status, document = self.curl("GET", "/openapi.json", token=None)
+        self.assertEqual(status, 200)
+        self.assertEqual(document["openapi"], "3.0.3")
+        paths = document["paths"]
+        for path, verb in [("/api/v1/jobs", "post"), ("/api/v1/jobs/{job_id}:cancel", "post"),
+                           ("/api/v1/workers/{worker_id}:drain", "post"),
+                           ("/api/v1/jobs/{job_id}/logs", "get"), ("/api/v1/queues", "get")]:
+            self.assertIn(verb, paths[path], path)
+        self.assertIn("ringmaster.v1.JobSpec", document["components"]["schemas"])
+
     def test_a_stream_is_not_a_unary_call(self):
         status, body = self.curl("GET", "/jobs:watch")
         self.assertEqual((status, body["status"]), (501, "UNIMPLEMENTED"))

@@ -13,6 +13,7 @@
 #include "common/metrics_server.h"
 #include "common/status_macros.h"
 #include "coordinator/api/http_routes.h"
+#include "coordinator/api/openapi.h"
 #include "coordinator/api/tls_terminator.h"
 
 namespace ringmaster {
@@ -139,6 +140,12 @@ int HttpGateway::Handle(mg_connection* connection, void* self) {
 
 void HttpGateway::Serve(mg_connection* connection) {
   const mg_request_info* info = mg_get_request_info(connection);
+  if (std::string(info->local_uri) == "/api/v1/openapi.json" &&
+      std::string(info->request_method) == "GET") {
+    static const std::string* document = new std::string(OpenApiDocument());
+    Respond(connection, 200, *document);
+    return;
+  }
   absl::StatusOr<MatchedRoute> matched = MatchHttpRoute(info->request_method, info->local_uri);
   if (!matched.ok()) {
     // A path of the API, not with this verb: 405, as HTTP has it.

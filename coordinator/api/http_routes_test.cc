@@ -1,9 +1,13 @@
 #include "coordinator/api/http_routes.h"
 
+#include <google/protobuf/struct.pb.h>
+#include <google/protobuf/util/json_util.h>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_replace.h"
+#include "coordinator/api/openapi.h"
 #include "proto/cluster.pb.h"
 #include "proto/job.pb.h"
 #include "testing/status_matchers.h"
@@ -133,6 +137,40 @@ TEST(HttpRoutesTest, ErrorsCarryTheirCodeAndTheMatchingHttpStatus) {
   EXPECT_EQ(HttpStatusOf(absl::StatusCode::kUnavailable), 503);
   EXPECT_EQ(ErrorJson(absl::NotFoundError("no job \"a\"\n\x01")),
             R"({"code":5,"status":"NOT_FOUND","message":"no job \"a\"\n\u0001"})");
+}
+
+// The OpenAPI document has every route, with its method's reply and the
+// schemas it refers to.
+TEST(HttpRoutesTest, TheOpenApiDocumentHasEveryRouteAndItsSchemas) {
+  google::protobuf::Struct document;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(OpenApiDocument(), &document).ok());
+  const auto& paths = document.fields().at("paths").struct_value().fields();
+  const auto& schemas =
+      document.fields().at("components").struct_value().fields().at("schemas").struct_value();
+  for (const HttpRoute& route : HttpRoutes()) {
+    ASSERT_EQ(paths.count(route.pattern), 1u) << route.pattern;
+    std::string verb = route.verb;
+    for (char& c : verb) c = static_cast<char>(std::tolower(c));
+    const auto& operations = paths.at(route.pattern).struct_value().fields();
+    ASSERT_EQ(operations.count(verb), 1u) << route.verb << " " << route.pattern;
+    const auto& op = operations.at(verb).struct_value().fields();
+    EXPECT_THAT(op.at("operationId").string_value(), ::testing::EndsWith(route.method));
+  }
+  const auto& cancel = paths.at("/api/v1/jobs/{job_id}:cancel").struct_value().fields();
+  const auto& parameter =
+      cancel.at("post").struct_value().fields().at("parameters").list_value().values(0);
+  EXPECT_EQ(parameter.struct_value().fields().at("in").string_value(), "path");
+  const auto& job = schemas.fields().at("ringmaster.v1.Job").struct_value().fields();
+  const auto& state = job.at("properties").struct_value().fields().at("state");
+  EXPECT_EQ(state.struct_value().fields().at("type").string_value(), "string");
+  EXPECT_EQ(schemas.fields().count("ringmaster.v1.JobSpec"), 1u) << "reached through Job";
+  const auto& list = paths.at("/api/v1/jobs").struct_value().fields().at("get").struct_value();
+  std::vector<std::string> query;
+  for (const auto& p : list.fields().at("parameters").list_value().values()) {
+    query.push_back(p.struct_value().fields().at("name").string_value());
+  }
+  EXPECT_THAT(query, ::testing::Contains("states"));
+  EXPECT_THAT(query, ::testing::Contains("pageToken"));
 }
 
 }  // namespace
