@@ -6,6 +6,7 @@ and the admin's verbs refused to a user.
 
     bazel test //tests:http_api_test
 """
+import base64
 import json
 import os
 import socket
@@ -74,6 +75,11 @@ class HttpApiTest(unittest.TestCase):
     def submit(self, name, seconds=300, token=ADMIN_TOKEN):
         status, body = self.curl("POST", "/jobs", token, SPEC.format(name=name, seconds=seconds),
                                  "application/yaml")
+        self.assertEqual(status, 200, body)
+        return body["jobId"]
+
+    def submit_yaml(self, spec):
+        status, body = self.curl("POST", "/jobs", ADMIN_TOKEN, spec, "application/yaml")
         self.assertEqual(status, 200, body)
         return body["jobId"]
 
@@ -198,9 +204,60 @@ class HttpApiTest(unittest.TestCase):
             self.assertIn(verb, paths[path], path)
         self.assertIn("ringmaster.v1.JobSpec", document["components"]["schemas"])
 
-    def test_a_stream_is_not_a_unary_call(self):
-        status, body = self.curl("GET", "/jobs:watch")
-        self.assertEqual((status, body["status"]), (501, "UNIMPLEMENTED"))
+    def events(self, path, last_event_id=None, count=None, until=None):
+        """The Server-Sent Events of a stream, as (id, data) pairs: the first
+        `count` of them, those up to the first for which `until` holds, or
+        all until the stream ends."""
+        argv = ["curl", "-sS", "-N", "--cacert", self.ca, "-H",
+                f"Authorization: Bearer {ADMIN_TOKEN}", self.url + path]
+        if last_event_id:
+            argv += ["-H", f"Last-Event-ID: {last_event_id}"]
+        curl = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+        events, fields = [], {}
+        try:
+            for line in curl.stdout:
+                line = line.rstrip("\n")
+                if line:
+                    name, _, value = line.partition(": ")
+                    fields[name] = value
+                    continue
+                if "data" in fields:
+                    events.append((fields.get("id"), json.loads(fields["data"])))
+                fields = {}
+                if count is not None and len(events) >= count:
+                    break
+                if until is not None and events and until(events[-1][1]):
+                    break
+        finally:
+            curl.kill()
+            curl.wait()
+        return events
+
+    def test_logs_stream_as_events_and_resume_from_the_last_one_seen(self):
+        job_id = self.submit_yaml(
+            "name: counts\nranks: 1\ncommand: [sh, -c, 'for i in $(seq 1 30); do echo line $i; "
+            "sleep 0.1; done']\n")
+        first = self.events(f"/jobs/{job_id}/logs?follow=true", count=5)
+        self.assertEqual(len(first), 5)
+        last_id = first[-1][0]
+        self.assertTrue(last_id, first)
+        rest = self.events(f"/jobs/{job_id}/logs?follow=true", last_event_id=last_id)
+        text = "".join(base64.b64decode(e[1].get("data", "")).decode() for e in first + rest)
+        self.assertEqual(text, "".join(f"line {i}\n" for i in range(1, 31)),
+                         "nothing repeated or lost across the reconnection")
+        self.assertEqual(self.wait_state(job_id, "SUCCEEDED")["state"], "SUCCEEDED")
+
+    def test_jobs_stream_as_events_that_resume(self):
+        seen = self.events("/jobs:watch", count=1)
+        self.assertEqual(len(seen), 1)
+        token = seen[0][0]
+        job_id = self.submit("watched", seconds=1)
+        after = self.events("/jobs:watch", last_event_id=token,
+                            until=lambda e: e["job"]["id"] == job_id)
+        self.assertEqual(after[-1][1]["job"]["state"], "PENDING", "its first change: submitted")
+        self.assertNotIn(token, [e[0] for e in after], "the events after the token, not it")
+        status, body = self.curl("GET", "/jobs/no-such-3:watch")
+        self.assertEqual((status, body["status"]), (404, "NOT_FOUND"))
 
 
 if __name__ == "__main__":

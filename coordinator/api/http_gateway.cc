@@ -13,6 +13,7 @@
 #include "common/metrics_server.h"
 #include "common/status_macros.h"
 #include "coordinator/api/http_routes.h"
+#include "coordinator/api/http_streams.h"
 #include "coordinator/api/openapi.h"
 #include "coordinator/api/tls_terminator.h"
 
@@ -107,7 +108,7 @@ absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Start(
   gateway->channel_ = std::move(channel);
   // With TLS, civetweb serves plain HTTP on loopback behind a TlsTerminator.
   const std::string plain = options.tls ? "127.0.0.1:0" : options.address;
-  const char* civet_options[] = {"listening_ports",    plain.c_str(), "num_threads", "16",
+  const char* civet_options[] = {"listening_ports",    plain.c_str(), "num_threads", "128",
                                  "request_timeout_ms", "30000",       nullptr};
   mg_callbacks callbacks{};
   gateway->context_ = mg_start(&callbacks, gateway.get(), civet_options);
@@ -153,11 +154,6 @@ void HttpGateway::Serve(mg_connection* connection) {
     Respond(connection, verb ? 405 : 404, ErrorJson(matched.status()));
     return;
   }
-  if (matched->method->server_streaming()) {
-    RespondError(connection, absl::UnimplementedError(absl::StrCat(
-                                 matched->method->name(), " is not served over HTTP yet")));
-    return;
-  }
   absl::StatusOr<std::string> body =
       ReadBody(connection, info->content_length, options_.max_body_bytes);
   if (!body.ok()) {
@@ -172,8 +168,20 @@ void HttpGateway::Serve(mg_connection* connection) {
     RespondError(connection, s);
     return;
   }
+  const char* authorization = mg_get_header(connection, "Authorization");
+  if (matched->method->server_streaming()) {
+    LogPositions positions;
+    const char* last = mg_get_header(connection, "Last-Event-ID");
+    if (absl::Status s = ResumeFrom(last ? last : "", request.get(), &positions); !s.ok()) {
+      RespondError(connection, s);
+      return;
+    }
+    ServeEventStream(connection, channel_.get(), *matched->method, *request, authorization,
+                     std::move(positions));
+    return;
+  }
   absl::StatusOr<std::unique_ptr<pb::Message>> response =
-      Call(channel_.get(), *matched->method, *request, mg_get_header(connection, "Authorization"));
+      Call(channel_.get(), *matched->method, *request, authorization);
   if (!response.ok()) {
     RespondError(connection, response.status());
     return;

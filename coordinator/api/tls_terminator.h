@@ -21,7 +21,7 @@ namespace ringmaster {
 class TlsTerminator {
  public:
   // At most this many connections at once; more wait in the listen queue.
-  static constexpr int kMaxConnections = 64;
+  static constexpr int kMaxConnections = 256;
 
   // Listens on `address` ("host:port"; port 0 picks one), serving `tls`'s
   // certificate and key, and relays each connection to 127.0.0.1:`backend`.

@@ -1,0 +1,51 @@
+// The HTTP/JSON API's streams (WatchJob, WatchJobs, StreamLogs) as
+// Server-Sent Events: each message of the gRPC stream is one event, its
+// data the message in JSON, its id where the stream goes on from, so that
+// a client that reconnects with Last-Event-ID misses nothing and sees
+// nothing twice: WatchJobs' resume token, or for StreamLogs the position
+// of each rank's log after the chunks sent so far.
+#ifndef RINGMASTER_COORDINATOR_API_HTTP_STREAMS_H_
+#define RINGMASTER_COORDINATOR_API_HTTP_STREAMS_H_
+
+#include <map>
+#include <string>
+
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/message.h>
+#include <grpcpp/channel.h>
+
+#include "absl/status/status.h"
+#include "proto/job.pb.h"
+
+struct mg_connection;
+
+namespace ringmaster {
+
+// What a stream's events say of where it is: each rank's log position
+// (StreamLogs), by (attempt, rank).
+using LogPositions = std::map<std::pair<int, int>, v1::LogPosition>;
+
+// The event id after `message` of the stream: the resume token of a
+// JobsEvent; for a LogChunk, `positions` with its `next`, as
+// "attempt.rank.offset.mid_line" per rank joined by '_' (empty while
+// none); empty for a JobEvent.
+std::string EventIdAfter(const google::protobuf::Message& message, LogPositions* positions);
+
+// Sets where the stream's `request` goes on from, from a Last-Event-ID
+// that EventIdAfter made; INVALID_ARGUMENT naming it when it is not one.
+// `positions` gets the log positions it holds.
+absl::Status ResumeFrom(const std::string& last_event_id, google::protobuf::Message* request,
+                        LogPositions* positions);
+
+// Serves the server stream `method` with `request` on `channel`, as the
+// holder of `authorization`, as Server-Sent Events on `connection` until
+// the stream ends or the client goes. An error before the first event is
+// the HTTP error; after it, an `error` event.
+void ServeEventStream(mg_connection* connection, grpc::Channel* channel,
+                      const google::protobuf::MethodDescriptor& method,
+                      const google::protobuf::Message& request, const char* authorization,
+                      LogPositions positions);
+
+}  // namespace ringmaster
+
+#endif  // RINGMASTER_COORDINATOR_API_HTTP_STREAMS_H_
