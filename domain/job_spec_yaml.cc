@@ -167,6 +167,27 @@ absl::Status SetMessage(const YAML::Node& node, Message* message, const std::str
   return absl::OkStatus();
 }
 
+// Whether `node`, with each alias read as often as it is named, holds at
+// most `*budget` bytes (a byte a node, and its value's): an alias of an
+// alias of a long value (a "billion laughs") may stand for gigabytes in a
+// spec of a few. Stops as soon as the budget is spent.
+bool WithinExpandedSize(const YAML::Node& node, int64_t* budget) {
+  *budget -= 1 + (node.IsScalar() ? static_cast<int64_t>(node.Scalar().size()) : 0);
+  if (*budget < 0) return false;
+  if (node.IsSequence()) {
+    for (const YAML::Node& item : node) {
+      if (!WithinExpandedSize(item, budget)) return false;
+    }
+  } else if (node.IsMap()) {
+    for (const auto& item : node) {
+      if (!WithinExpandedSize(item.first, budget) || !WithinExpandedSize(item.second, budget)) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 absl::StatusOr<v1::JobSpec> ParseJobSpecYaml(const std::string& text) {
@@ -183,6 +204,12 @@ absl::StatusOr<v1::JobSpec> ParseJobSpecYaml(const std::string& text) {
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(
         absl::StrCat("line ", e.mark.line + 1, ", column ", e.mark.column + 1, ": ", e.msg));
+  }
+  int64_t budget = 2 * kDefaultMaxSpecBytes;
+  if (!WithinExpandedSize(root, &budget)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the job spec stands for more than ", 2 * kDefaultMaxSpecBytes,
+        " bytes once its YAML aliases are read (an alias names its anchor's whole value)"));
   }
   v1::JobSpec spec;
   RETURN_IF_ERROR(SetMessage(root, &spec, ""));

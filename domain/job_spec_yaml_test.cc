@@ -189,5 +189,26 @@ TEST(JobSpecYamlTest, SpecsOverTheLimitAreRefusedBeforeParsing) {
             absl::StrCat("the job spec is ", big.size(), " bytes; the limit is 1048576"));
 }
 
+// A few kilobytes of aliases of aliases stand for gigabytes: refused before
+// they are read, not copied into the spec.
+TEST(JobSpecYamlTest, AliasesThatStandForTooMuchAreRefused) {
+  std::string text = "name: bomb\nranks: 1\nenv:\n  A: &a \"" + std::string(1000, 'x') +
+                     "\"\ncommand: &l0 [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n";
+  for (int level = 1; level <= 6; ++level) {
+    text += "labels" + std::to_string(level) + ": &l" + std::to_string(level) + " [";
+    for (int i = 0; i < 10; ++i) text += (i ? ", *l" : "*l") + std::to_string(level - 1);
+    text += "]\n";
+  }
+  absl::StatusOr<v1::JobSpec> spec = ParseJobSpecYaml(text);
+  ASSERT_FALSE(spec.ok());
+  EXPECT_THAT(std::string(spec.status().message()),
+              ::testing::HasSubstr("once its YAML aliases are read"));
+  // A few aliases that stand for little are read as before.
+  absl::StatusOr<v1::JobSpec> small =
+      ParseJobSpecYaml("name: ok\nranks: 1\ncommand: &c [sleep, '1']\nenv: {A: &v x, B: *v}\n");
+  ASSERT_TRUE(small.ok()) << small.status();
+  EXPECT_EQ(small->env().at("B"), "x");
+}
+
 }  // namespace
 }  // namespace ringmaster

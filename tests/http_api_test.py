@@ -59,14 +59,19 @@ class HttpApiTest(unittest.TestCase):
         return subprocess.run([f"{cls.bins}/client/ringmaster", "--coordinator", cls.address,
                                *args], capture_output=True, text=True, timeout=120, env=env)
 
-    def curl(self, verb, path, token=ADMIN_TOKEN, body=None, content_type="application/json"):
+    def curl(self, verb, path, token=ADMIN_TOKEN, body=None, content_type="application/json",
+             headers=()):
         """(HTTP status, parsed JSON body) of one request."""
         argv = ["curl", "-sS", "--cacert", self.ca, "-X", verb, "-o", "-", "-w",
                 "\n%{http_code}", self.url + path]
         if token:
             argv += ["-H", f"Authorization: Bearer {token}"]
         if body is not None:
-            argv += ["-H", f"Content-Type: {content_type}", "--data-binary", "@-"]
+            if content_type:
+                argv += ["-H", f"Content-Type: {content_type}"]
+            argv += ["--data-binary", "@-"]
+        for header in headers:
+            argv += ["-H", header]
         done = subprocess.run(argv, input=body, capture_output=True, text=True, timeout=60)
         self.assertEqual(done.returncode, 0, done.stderr)
         text, status = done.stdout.rsplit("\n", 1)
@@ -172,6 +177,34 @@ class HttpApiTest(unittest.TestCase):
         status, body = self.curl("POST", "/jobs", body="x" * (2 << 20),
                                  content_type="application/yaml")
         self.assertEqual((status, body["status"]), (413, "RESOURCE_EXHAUSTED"))
+
+    def test_what_a_browser_or_a_forger_sends_is_refused_and_the_coordinator_stays(self):
+        # gRPC takes only visible ASCII in metadata, and aborts on the rest.
+        for token in ["caf\u00e9-not-ascii", "two\twords"]:
+            status, body = self.curl("GET", "/jobs", token=token)
+            self.assertEqual((status, body["status"]), (401, "UNAUTHENTICATED"), token)
+            self.assertIn("Bearer <token>", body["message"])
+        # Another site's page, with what the browser holds.
+        status, body = self.curl("POST", "/jobs", body=SPEC.format(name="csrf", seconds=1),
+                                 content_type="application/yaml",
+                                 headers=["Origin: https://evil.example"])
+        self.assertEqual((status, body["status"]), (403, "PERMISSION_DENIED"))
+        self.assertIn("another origin (https://evil.example)", body["message"])
+        # A form's body (a "simple" request a page may send anywhere).
+        status, body = self.curl("POST", "/jobs", body=SPEC.format(name="form", seconds=1),
+                                 content_type="text/plain")
+        self.assertEqual((status, body["status"]), (400, "INVALID_ARGUMENT"))
+        self.assertIn("Content-Type: application/json or application/yaml", body["message"])
+        # A spec of a few kilobytes whose aliases stand for gigabytes.
+        bomb = "name: bomb\nranks: 1\ncommand: &l0 [" + ", ".join(["'" + "x" * 1000 + "'"] * 10)
+        bomb += "]\n"
+        for level in range(1, 7):
+            bomb += f"env{level}: &l{level} [" + ", ".join([f"*l{level - 1}"] * 10) + "]\n"
+        status, body = self.curl("POST", "/jobs", body=bomb, content_type="application/yaml")
+        self.assertEqual(status, 400, body)
+        self.assertIn("once its YAML aliases are read", body["message"])
+        status, _ = self.curl("GET", "/queues")
+        self.assertEqual(status, 200, "the coordinator still answers")
 
     def test_another_user_sees_a_job_redacted_and_may_not_change_it(self):
         job_id = self.submit("admins", seconds=300)

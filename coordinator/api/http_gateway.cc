@@ -1,5 +1,6 @@
 #include "coordinator/api/http_gateway.h"
 
+#include <arpa/inet.h>
 #include <civetweb.h>
 #include <google/protobuf/dynamic_message.h>
 #include <grpcpp/generic/generic_stub.h>
@@ -7,10 +8,12 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/match.h"
+#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "common/grpc_status.h"
 #include "common/metrics_server.h"
+#include "common/net.h"
 #include "common/status_macros.h"
 #include "coordinator/api/http_routes.h"
 #include "coordinator/api/http_streams.h"
@@ -24,6 +27,8 @@ namespace pb = google::protobuf;
 
 // A unary call's longest wait: as the CLI's.
 constexpr absl::Duration kCallTimeout = absl::Seconds(60);
+// The longest bearer token forwarded.
+constexpr size_t kMaxTokenBytes = 4096;
 
 void Respond(mg_connection* connection, int status, const std::string& body) {
   const std::string head =
@@ -57,6 +62,34 @@ absl::StatusOr<std::string> ReadBody(mg_connection* connection, int64_t declared
     }
   }
   return body;
+}
+
+// A header value as it may be forwarded: "Bearer " and a token of visible
+// ASCII (gRPC takes nothing else in metadata, and aborts the process on it).
+bool WellFormedAuthorization(absl::string_view value) {
+  if (!absl::ConsumePrefix(&value, "Bearer ") || value.empty() || value.size() > kMaxTokenBytes) {
+    return false;
+  }
+  return std::all_of(value.begin(), value.end(), [](char c) { return c > 0x20 && c < 0x7f; });
+}
+
+// "host:port" of an Origin ("https://host:port"); empty when it has none.
+absl::string_view OriginAuthority(absl::string_view origin) {
+  const size_t scheme = origin.find("://");
+  return scheme == absl::string_view::npos ? "" : origin.substr(scheme + 3);
+}
+
+// The host of a Host header, without its port.
+absl::string_view HostName(absl::string_view host) {
+  if (!host.empty() && host.front() == '[') return host.substr(1, host.find(']') - 1);
+  return host.substr(0, host.rfind(':'));
+}
+
+bool IsAddressOrLocalName(absl::string_view name) {
+  in6_addr any;
+  const std::string text(name);
+  return name == "localhost" || text == Hostname() || inet_pton(AF_INET, text.c_str(), &any) == 1 ||
+         inet_pton(AF_INET6, text.c_str(), &any) == 1;
 }
 
 std::unique_ptr<pb::Message> NewMessage(const pb::Descriptor* type) {
@@ -139,8 +172,44 @@ int HttpGateway::Handle(mg_connection* connection, void* self) {
   return 1;
 }
 
+absl::Status HttpGateway::CheckHeaders(mg_connection* connection) const {
+  const char* authorization = mg_get_header(connection, "Authorization");
+  if (authorization != nullptr && !WellFormedAuthorization(authorization)) {
+    return absl::UnauthenticatedError(
+        "the Authorization header must be \"Bearer <token>\", a token of visible ASCII");
+  }
+  // A browser names the page a request comes from: another site's page
+  // may not act with what the browser holds, nor read the answers.
+  const char* origin = mg_get_header(connection, "Origin");
+  const char* host = mg_get_header(connection, "Host");
+  if (origin != nullptr && (host == nullptr || OriginAuthority(origin) != host)) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("a request from the page of another origin (", origin, ") is refused"));
+  }
+  // Without TLS, a name that resolves to this machine only for the
+  // request's sake (DNS rebinding) makes another site's page same-origin.
+  if (!options_.tls && host != nullptr && !IsAddressOrLocalName(HostName(host))) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "plain HTTP is served for this machine's addresses and names only, not for \"", host,
+        "\""));
+  }
+  const char* content_type = mg_get_header(connection, "Content-Type");
+  const mg_request_info* info = mg_get_request_info(connection);
+  const bool body = info->content_length > 0 || mg_get_header(connection, "Transfer-Encoding");
+  const absl::string_view type = content_type ? content_type : "";
+  if (body && !absl::StrContains(type, "json") && !absl::StrContains(type, "yaml")) {
+    return absl::InvalidArgumentError(
+        "a body must say its type: Content-Type: application/json or application/yaml");
+  }
+  return absl::OkStatus();
+}
+
 void HttpGateway::Serve(mg_connection* connection) {
   const mg_request_info* info = mg_get_request_info(connection);
+  if (absl::Status s = CheckHeaders(connection); !s.ok()) {
+    RespondError(connection, s);
+    return;
+  }
   if (std::string(info->local_uri) == "/api/v1/openapi.json" &&
       std::string(info->request_method) == "GET") {
     static const std::string* document = new std::string(OpenApiDocument());
@@ -170,6 +239,12 @@ void HttpGateway::Serve(mg_connection* connection) {
   }
   const char* authorization = mg_get_header(connection, "Authorization");
   if (matched->method->server_streaming()) {
+    if (streams_.fetch_add(1) >= kMaxStreams) {
+      streams_.fetch_sub(1);
+      RespondError(connection, absl::ResourceExhaustedError(absl::StrCat(
+                                   kMaxStreams, " streams are open, the most the API serves")));
+      return;
+    }
     LogPositions positions;
     const char* last = mg_get_header(connection, "Last-Event-ID");
     if (absl::Status s = ResumeFrom(last ? last : "", request.get(), &positions); !s.ok()) {
@@ -178,6 +253,7 @@ void HttpGateway::Serve(mg_connection* connection) {
     }
     ServeEventStream(connection, channel_.get(), *matched->method, *request, authorization,
                      std::move(positions));
+    streams_.fetch_sub(1);
     return;
   }
   absl::StatusOr<std::unique_ptr<pb::Message>> response =

@@ -7,6 +7,7 @@
 #ifndef RINGMASTER_COORDINATOR_API_HTTP_GATEWAY_H_
 #define RINGMASTER_COORDINATOR_API_HTTP_GATEWAY_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -44,6 +45,14 @@ class HttpGateway {
   HttpGateway() = default;
   static int Handle(mg_connection* connection, void* self);
   void Serve(mg_connection* connection);
+  // The request's headers as the API takes them: a well-formed bearer
+  // token, no other origin's page, this machine's names on plain HTTP, a
+  // body's type given.
+  absl::Status CheckHeaders(mg_connection* connection) const;
+
+  // Streams open at once at most: each holds one of civetweb's threads.
+  static constexpr int kMaxStreams = 64;
+  std::atomic<int> streams_{0};
 
   HttpGatewayOptions options_;
   std::shared_ptr<grpc::Channel> channel_;

@@ -14,18 +14,25 @@
 
 #include <cerrno>
 #include <cstring>
+#include <system_error>
 #include <vector>
 
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 
 namespace ringmaster {
 namespace {
 
 // A TLS handshake that has not finished in this long is dropped.
-constexpr int kHandshakeTimeoutSeconds = 10;
+constexpr int kHandshakeTimeoutMs = 10000;
+// A connection that carries nothing either way for this long is closed (a
+// stream of events sends a keepalive every 15 s).
+constexpr int kIdleTimeoutMs = 5 * 60 * 1000;
+// A client that takes nothing of what is sent to it for this long is dropped.
+constexpr int kSendTimeoutMs = 30000;
 
 absl::Status SslError(const std::string& what) {
   char text[256] = "";
@@ -37,6 +44,9 @@ absl::StatusOr<SSL_CTX*> ServerContext(const TlsFiles& tls) {
   SSL_CTX* context = SSL_CTX_new(TLS_server_method());
   if (context == nullptr) return SslError("cannot make a TLS context");
   SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION);
+  // TLS 1.2 with forward secrecy and AEAD only (1.3's suites are all so).
+  SSL_CTX_set_cipher_list(context, "ECDHE+AESGCM:ECDHE+CHACHA20");
+  SSL_CTX_set_options(context, SSL_OP_NO_RENEGOTIATION);
   BIO* cert_bio = BIO_new_mem_buf(tls.cert_pem.data(), static_cast<int>(tls.cert_pem.size()));
   BIO* key_bio = BIO_new_mem_buf(tls.key_pem.data(), static_cast<int>(tls.key_pem.size()));
   X509* cert = PEM_read_bio_X509(cert_bio, nullptr, nullptr, nullptr);
@@ -108,25 +118,62 @@ bool WriteAll(int fd, const char* data, int size) {
   return true;
 }
 
-// Carries bytes both ways until either side closes.
+// Waits (`events` on `fd`) for what OpenSSL asked by `error`, up to
+// `timeout_ms`; false when it is not one of those or time ran out.
+bool WaitFor(int fd, int error, int timeout_ms) {
+  if (error != SSL_ERROR_WANT_READ && error != SSL_ERROR_WANT_WRITE) return false;
+  pollfd p{fd, static_cast<short>(error == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT), 0};
+  return poll(&p, 1, timeout_ms) > 0;
+}
+
+// The handshake of a non-blocking `ssl`, within kHandshakeTimeoutMs in all.
+bool Handshake(SSL* ssl, int fd) {
+  const absl::Time deadline = absl::Now() + absl::Milliseconds(kHandshakeTimeoutMs);
+  for (;;) {
+    const int done = SSL_accept(ssl);
+    if (done == 1) return true;
+    const int left = static_cast<int>(absl::ToInt64Milliseconds(deadline - absl::Now()));
+    if (left <= 0 || !WaitFor(fd, SSL_get_error(ssl, done), left)) return false;
+  }
+}
+
+bool SslWriteAll(SSL* ssl, int fd, const char* data, int size) {
+  while (size > 0) {
+    const int n = SSL_write(ssl, data, size);
+    if (n > 0) {
+      data += n;
+      size -= n;
+    } else if (!WaitFor(fd, SSL_get_error(ssl, n), kSendTimeoutMs)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Carries bytes both ways until either side closes, or nothing passes for
+// kIdleTimeoutMs. `client` is non-blocking.
 void Pump(SSL* ssl, int client, int backend) {
   char buffer[16 << 10];
   for (;;) {
     pollfd fds[2] = {{client, POLLIN, 0}, {backend, POLLIN, 0}};
     // Bytes OpenSSL holds already decrypted are read before polling.
-    if (SSL_pending(ssl) == 0 && poll(fds, 2, -1) < 0 && errno != EINTR) return;
+    if (SSL_pending(ssl) == 0) {
+      const int ready = poll(fds, 2, kIdleTimeoutMs);
+      if (ready == 0 || (ready < 0 && errno != EINTR)) return;
+    }
     if (SSL_pending(ssl) > 0 || (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
       const int n = SSL_read(ssl, buffer, sizeof(buffer));
       if (n <= 0) {
         const int error = SSL_get_error(ssl, n);
-        if (error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE) continue;
+        // Part of a record: the rest comes with the next poll.
+        if (error != SSL_ERROR_WANT_READ && error != SSL_ERROR_WANT_WRITE) return;
+      } else if (!WriteAll(backend, buffer, n)) {
         return;
       }
-      if (!WriteAll(backend, buffer, n)) return;
     }
     if ((fds[1].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
       const ssize_t n = recv(backend, buffer, sizeof(buffer), 0);
-      if (n <= 0 || SSL_write(ssl, buffer, static_cast<int>(n)) <= 0) return;
+      if (n <= 0 || !SslWriteAll(ssl, client, buffer, static_cast<int>(n))) return;
     }
   }
 }
@@ -196,25 +243,28 @@ void TlsTerminator::AcceptLoop() {
     if (poll(fds, 2, full ? 100 : 1000) < 0 && errno != EINTR) return;
     if (fds[1].revents != 0) return;
     if ((fds[0].revents & POLLIN) == 0) continue;
-    const int client = accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
+    const int client = accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (client < 0) continue;
-    timeval handshake{kHandshakeTimeoutSeconds, 0};
-    setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &handshake, sizeof(handshake));
     MutexLock lock(&mu_);
     Connection& c = connections_.emplace_back();
     c.fd = client;
-    c.thread = std::thread([this, client] { Relay(client); });
+    try {
+      c.thread = std::thread([this, client] { Relay(client); });
+    } catch (const std::system_error&) {  // no thread to be had now
+      connections_.pop_back();
+      close(client);
+    }
   }
 }
 
 void TlsTerminator::Relay(int client) {
   SSL* ssl = SSL_new(static_cast<SSL_CTX*>(context_));
-  SSL_set_fd(ssl, client);
-  if (SSL_accept(ssl) == 1) {
-    timeval none{0, 0};  // a stream (Server-Sent Events) may be quiet for long
-    setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
+  if (ssl != nullptr && SSL_set_fd(ssl, client) == 1 && Handshake(ssl, client)) {
     const int backend = ConnectToBackend(backend_);
     if (backend >= 0) {
+      // civetweb always reads: a write to it that blocks this long is lost.
+      timeval send_timeout{kSendTimeoutMs / 1000, 0};
+      setsockopt(backend, SOL_SOCKET, SO_SNDTIMEO, &send_timeout, sizeof(send_timeout));
       Pump(ssl, client, backend);
       close(backend);
     }
