@@ -4,12 +4,13 @@
 #include <civetweb.h>
 #include <google/protobuf/dynamic_message.h>
 #include <grpcpp/generic/generic_stub.h>
+#include <algorithm>
 
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/match.h"
-#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "absl/synchronization/notification.h"
 #include "common/grpc_status.h"
 #include "common/metrics_server.h"
@@ -189,9 +190,9 @@ absl::Status HttpGateway::CheckHeaders(mg_connection* connection) const {
   // Without TLS, a name that resolves to this machine only for the
   // request's sake (DNS rebinding) makes another site's page same-origin.
   if (!options_.tls && host != nullptr && !IsAddressOrLocalName(HostName(host))) {
-    return absl::PermissionDeniedError(absl::StrCat(
-        "plain HTTP is served for this machine's addresses and names only, not for \"", host,
-        "\""));
+    return absl::PermissionDeniedError(
+        absl::StrCat("plain HTTP is served for this machine's addresses and names only, not for \"",
+                     host, "\""));
   }
   const char* content_type = mg_get_header(connection, "Content-Type");
   const mg_request_info* info = mg_get_request_info(connection);
@@ -248,6 +249,7 @@ void HttpGateway::Serve(mg_connection* connection) {
     LogPositions positions;
     const char* last = mg_get_header(connection, "Last-Event-ID");
     if (absl::Status s = ResumeFrom(last ? last : "", request.get(), &positions); !s.ok()) {
+      streams_.fetch_sub(1);
       RespondError(connection, s);
       return;
     }
