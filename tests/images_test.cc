@@ -395,8 +395,9 @@ TEST_F(ImagesWrongCredentialsTest, RefusedCredentialsFailTheJobAtOnceNamingTheIm
   const v1::Job job = WaitJob(id, [](const v1::Job& j) { return j.state() == v1::FAILED; });
   EXPECT_EQ(job.restarts(), 0) << "no restart spent";
   const testing::CommandResult status = Cli({"status", id});
-  EXPECT_NE(status.out.find(absl::StrCat("pulling ", image)), std::string::npos) << status.out;
-  EXPECT_NE(status.out.find("unauthorized"), std::string::npos) << status.out;
+  EXPECT_NE(status.out.find(absl::StrCat("pulling ", image)), std::string::npos)
+      << status.out << status.err;
+  EXPECT_NE(status.out.find("unauthorized"), std::string::npos) << status.out << status.err;
 }
 
 // One worker, a uid per job: a job in an image attacks a job on the host.
