@@ -31,20 +31,6 @@ constexpr absl::Duration kCallTimeout = absl::Seconds(60);
 // The longest bearer token forwarded.
 constexpr size_t kMaxTokenBytes = 4096;
 
-void Respond(mg_connection* connection, int status, const std::string& body) {
-  const std::string head =
-      absl::StrCat("HTTP/1.1 ", status, " ", mg_get_response_code_text(connection, status),
-                   "\r\nContent-Type: application/json\r\nContent-Length: ", body.size(),
-                   "\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n"
-                   "Connection: close\r\n\r\n");
-  mg_write(connection, head.data(), head.size());
-  mg_write(connection, body.data(), body.size());
-}
-
-void RespondError(mg_connection* connection, const absl::Status& status) {
-  Respond(connection, HttpStatusOf(status.code()), ErrorJson(status));
-}
-
 // The request's body, up to `limit` bytes: RESOURCE_EXHAUSTED beyond.
 absl::StatusOr<std::string> ReadBody(mg_connection* connection, int64_t declared, int64_t limit) {
   if (declared > limit) {
@@ -91,11 +77,6 @@ bool IsAddressOrLocalName(absl::string_view name) {
   const std::string text(name);
   return name == "localhost" || text == Hostname() || inet_pton(AF_INET, text.c_str(), &any) == 1 ||
          inet_pton(AF_INET6, text.c_str(), &any) == 1;
-}
-
-std::unique_ptr<pb::Message> NewMessage(const pb::Descriptor* type) {
-  return std::unique_ptr<pb::Message>(
-      pb::MessageFactory::generated_factory()->GetPrototype(type)->New());
 }
 
 // Makes the unary call `method` with `request` on `channel`, as the holder

@@ -54,12 +54,7 @@ class StreamReader final : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc
       mu_.AwaitWithTimeout(absl::Condition(this, &StreamReader::Ready), wait);
       if (!has_message_) return read_ended_ || done_ ? Got::kEnd : Got::kNothing;
       has_message_ = false;
-      std::vector<grpc::Slice> slices;
-      (void)incoming_.Dump(&slices);
-      bytes->clear();
-      for (const grpc::Slice& s : slices) {
-        bytes->append(reinterpret_cast<const char*>(s.begin()), s.size());
-      }
+      (void)BytesOf(incoming_, bytes);
     }
     StartRead(&incoming_);
     return Got::kMessage;
@@ -127,6 +122,34 @@ std::string LogPositionsId(const LogPositions& positions) {
 
 }  // namespace
 
+void Respond(mg_connection* connection, int status, const std::string& body) {
+  const std::string head =
+      absl::StrCat("HTTP/1.1 ", status, " ", mg_get_response_code_text(connection, status),
+                   "\r\nContent-Type: application/json\r\nContent-Length: ", body.size(),
+                   "\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n"
+                   "Connection: close\r\n\r\n");
+  mg_write(connection, head.data(), head.size());
+  mg_write(connection, body.data(), body.size());
+}
+
+void RespondError(mg_connection* connection, const absl::Status& status) {
+  Respond(connection, HttpStatusOf(status.code()), ErrorJson(status));
+}
+
+std::unique_ptr<pb::Message> NewMessage(const pb::Descriptor* type) {
+  return std::unique_ptr<pb::Message>(
+      pb::MessageFactory::generated_factory()->GetPrototype(type)->New());
+}
+
+bool BytesOf(const grpc::ByteBuffer& buffer, std::string* bytes) {
+  std::vector<grpc::Slice> slices;
+  bytes->clear();
+  if (!buffer.Dump(&slices).ok()) return false;
+  for (const grpc::Slice& s : slices)
+    bytes->append(reinterpret_cast<const char*>(s.begin()), s.size());
+  return true;
+}
+
 std::string EventIdAfter(const pb::Message& message, LogPositions* positions) {
   if (const auto* event = dynamic_cast<const v1::JobsEvent*>(&message)) {
     return event->resume_token();
@@ -178,8 +201,7 @@ void ServeEventStream(mg_connection* connection, grpc::Channel* channel,
                       const char* authorization, LogPositions positions) {
   StreamReader reader(channel, absl::StrCat("/", method.service()->full_name(), "/", method.name()),
                       request.SerializeAsString(), authorization);
-  std::unique_ptr<pb::Message> message(
-      pb::MessageFactory::generated_factory()->GetPrototype(method.output_type())->New());
+  std::unique_ptr<pb::Message> message = NewMessage(method.output_type());
   bool headers = false;
   const absl::Time first_by = absl::Now() + kFirstEventWait;
   for (;;) {
@@ -202,12 +224,7 @@ void ServeEventStream(mg_connection* connection, grpc::Channel* channel,
   const absl::Status status = FromGrpcStatus(reader.Finish());
   if (!headers) {
     if (!status.ok()) {
-      const std::string body = ErrorJson(status);
-      Write(connection,
-            absl::StrCat("HTTP/1.1 ", HttpStatusOf(status.code()), " ",
-                         mg_get_response_code_text(connection, HttpStatusOf(status.code())),
-                         "\r\nContent-Type: application/json\r\nContent-Length: ", body.size(),
-                         "\r\nConnection: close\r\n\r\n", body));
+      RespondError(connection, status);
     } else {
       SendHeaders(connection);
     }

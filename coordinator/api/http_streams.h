@@ -8,11 +8,13 @@
 #define RINGMASTER_COORDINATOR_API_HTTP_STREAMS_H_
 
 #include <map>
+#include <memory>
 #include <string>
 
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/message.h>
 #include <grpcpp/channel.h>
+#include <grpcpp/support/byte_buffer.h>
 
 #include "absl/status/status.h"
 #include "proto/job.pb.h"
@@ -20,6 +22,17 @@
 struct mg_connection;
 
 namespace ringmaster {
+
+// A JSON reply of `status` (the gateway's and a stream's that fails before
+// its first event); an error as ErrorJson with its HTTP status.
+void Respond(mg_connection* connection, int status, const std::string& body);
+void RespondError(mg_connection* connection, const absl::Status& status);
+
+// A new message of the generated `type`.
+std::unique_ptr<google::protobuf::Message> NewMessage(const google::protobuf::Descriptor* type);
+
+// The bytes of a gRPC message buffer; false when they cannot be read.
+bool BytesOf(const grpc::ByteBuffer& buffer, std::string* bytes);
 
 // What a stream's events say of where it is: each rank's log position
 // (StreamLogs), by (attempt, rank).
