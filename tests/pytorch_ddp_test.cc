@@ -176,25 +176,36 @@ class PytorchReplicaTest : public CheckpointScriptTest {
   PytorchReplicaTest() { up_workers_ = 3; }
 
   // Stops the rank (SIGSTOP), and with it the job, until every rank's
-  // newest snapshot is also a replica; again if the stop caught a save
-  // half done. The step held; 0 when it never was.
-  int64_t HoldStillReplicated(const std::string& id, pid_t rank) {
+  // newest snapshot is also a replica; when the stop caught a save half
+  // done, lets the job go on a few steps and stops it again. The step held;
+  // 0 when it never was, with the last snapshot state seen in `last`.
+  int64_t HoldStillReplicated(const std::string& id, pid_t rank, std::string* last) {
     int64_t held = 0;
     for (int tries = 0; tries < 5 && held == 0; ++tries) {
       if (kill(rank, SIGSTOP) != 0) return 0;
+      int64_t stopped_at = 0;
       testing::WaitFor(
           [&] {
             absl::StatusOr<v1::Job> j = client_->GetJob(id);
             if (!j.ok()) return false;
+            stopped_at = j->progress().step();
             const v1::SnapshotState& s = j->snapshots();
+            *last = s.ShortDebugString();
             if (s.consistent_step() > 0 && s.consistent_step() == s.newest_step() &&
                 s.replica_step() == s.newest_step()) {
               held = s.consistent_step();
             }
             return held > 0;
           },
-          absl::Seconds(5));
-      if (held == 0) kill(rank, SIGCONT);
+          absl::Seconds(10));
+      if (held > 0) break;
+      kill(rank, SIGCONT);
+      testing::WaitFor(
+          [&] {
+            absl::StatusOr<v1::Job> j = client_->GetJob(id);
+            return j.ok() && j->progress().step() >= stopped_at + 3;
+          },
+          absl::Seconds(10));
     }
     return held;
   }
@@ -206,8 +217,9 @@ TEST_F(PytorchReplicaTest, ACheckpointedScriptWhoseWorkerIsLostResumesFromAPeers
   const std::string id = Submit(CheckpointScriptSpec("lost-worker", 400));
   v1::Job running = WaitJob(
       id, [](const v1::Job& j) { return j.state() == v1::RUNNING && j.progress().step() >= 100; });
-  const int64_t held = HoldStillReplicated(id, static_cast<pid_t>(running.ranks(0).pid()));
-  ASSERT_GT(held, 0) << "the snapshots never held still and replicated";
+  std::string last;
+  const int64_t held = HoldStillReplicated(id, static_cast<pid_t>(running.ranks(0).pid()), &last);
+  ASSERT_GT(held, 0) << "the snapshots never held still and replicated; the last seen: " << last;
   const std::string worker = running.ranks(0).worker_id();
   const int index = std::stoi(worker.substr(worker.rfind('-') + 1));
   ASSERT_LT(index, static_cast<int>(WorkerRecords().size()));
