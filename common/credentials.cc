@@ -27,6 +27,9 @@ constexpr absl::string_view kAgentKind = "rma.";
 constexpr absl::string_view kJobKind = "rmj.";
 constexpr absl::string_view kUserKind = "rmu.";
 constexpr absl::string_view kReplicaKind = "rmr.";
+constexpr absl::string_view kSessionKind = "rms.";
+constexpr absl::string_view kLoginKind = "rml.";
+constexpr absl::string_view kCsrfKind = "rmc.";
 constexpr size_t kMaxUserName = 32;
 constexpr size_t kKeyBytes = 32;
 
@@ -85,6 +88,55 @@ std::string CredentialSigner::User(absl::string_view name) const {
   return Sign(absl::StrCat(kUserKind, name));
 }
 
+std::string CredentialSigner::Session(absl::string_view who, absl::Time expires) const {
+  return Sign(absl::StrCat(kSessionKind, absl::ToUnixSeconds(expires), ".", who));
+}
+
+std::string CredentialSigner::Csrf(absl::string_view session) const {
+  const std::string signed_session = Sign(absl::StrCat(kCsrfKind, session));
+  return signed_session.substr(signed_session.rfind('.') + 1);
+}
+
+std::string CredentialSigner::Login(absl::string_view who, absl::string_view nonce,
+                                    absl::Time expires) const {
+  return Sign(absl::StrCat(kLoginKind, absl::ToUnixSeconds(expires), ".", nonce, ".", who));
+}
+
+namespace {
+
+// The fields after "<expiry>." of a signed payload, with the expiry (unix
+// seconds) in `expires`: while `now` is before it; nullopt otherwise.
+std::optional<absl::string_view> Unexpired(absl::string_view fields, absl::Time now,
+                                           absl::Time* expires) {
+  const size_t dot = fields.find('.');
+  int64_t seconds = 0;
+  if (dot == absl::string_view::npos || !absl::SimpleAtoi(fields.substr(0, dot), &seconds)) {
+    return std::nullopt;
+  }
+  *expires = absl::FromUnixSeconds(seconds);
+  if (now >= *expires) return std::nullopt;
+  return fields.substr(dot + 1);
+}
+
+}  // namespace
+
+std::optional<CredentialSigner::LoginCode> CredentialSigner::VerifyLogin(absl::string_view code,
+                                                                         absl::Time now) const {
+  const size_t dot = code.rfind('.');
+  if (key_.empty() || dot == absl::string_view::npos) return std::nullopt;
+  absl::string_view payload = code.substr(0, dot);
+  if (!SameSecret(Sign(payload), code) || !absl::ConsumePrefix(&payload, kLoginKind)) {
+    return std::nullopt;
+  }
+  LoginCode login;
+  std::optional<absl::string_view> rest = Unexpired(payload, now, &login.expires);
+  const size_t sep = rest ? rest->find('.') : absl::string_view::npos;
+  if (sep == absl::string_view::npos) return std::nullopt;
+  login.nonce = std::string(rest->substr(0, sep));
+  login.who = std::string(rest->substr(sep + 1));
+  return login;
+}
+
 std::string CredentialSigner::Job(absl::string_view job_id, int attempt) const {
   return Sign(absl::StrCat(kJobKind, attempt, ".", job_id));
 }
@@ -93,7 +145,7 @@ std::string CredentialSigner::Replica(absl::string_view job_id) const {
   return Sign(absl::StrCat(kReplicaKind, job_id));
 }
 
-std::optional<Caller> CredentialSigner::Verify(absl::string_view token) const {
+std::optional<Caller> CredentialSigner::Verify(absl::string_view token, absl::Time now) const {
   const size_t dot = token.rfind('.');
   if (key_.empty() || dot == absl::string_view::npos) return std::nullopt;
   const absl::string_view payload = token.substr(0, dot);
@@ -108,6 +160,12 @@ std::optional<Caller> CredentialSigner::Verify(absl::string_view token) const {
   } else if (absl::StartsWith(payload, kUserKind)) {
     caller.role = Caller::Role::kUser;
     caller.id = std::string(payload.substr(kUserKind.size()));
+  } else if (absl::StartsWith(payload, kSessionKind)) {
+    std::optional<absl::string_view> who =
+        Unexpired(payload.substr(kSessionKind.size()), now, &caller.expires);
+    if (!who) return std::nullopt;
+    caller.role = *who == kAdminUser ? Caller::Role::kAdmin : Caller::Role::kUser;
+    if (caller.role == Caller::Role::kUser) caller.id = std::string(*who);
   } else if (absl::StartsWith(payload, kJobKind)) {
     const absl::string_view rest = payload.substr(kJobKind.size());
     const size_t sep = rest.find('.');

@@ -16,6 +16,10 @@
 //           "ringmaster:user:<name>": submits jobs it then owns, reads
 //           every job's status; the logs, env and command of its own jobs
 //           only, and cancels and deletes only those.
+//   session signed for the admin or one user until a time: the web
+//           console's cookie, that caller's credential while it lasts.
+//   login   a one-time sign-in code of the admin or one user, good for
+//           two minutes: not a credential, only what a session is made from.
 //
 // Signed tokens are "<kind>.<fields>.<HMAC-SHA256 in hex>" under the
 // coordinator's key (<state-dir>/credential.key), so the coordinator checks
@@ -32,6 +36,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 
 namespace ringmaster {
 
@@ -42,6 +47,8 @@ struct Caller {
   // (kUser).
   std::string id;
   int attempt = 0;  // kJob
+  // When the credential ends: a session's expiry; never for the others.
+  absl::Time expires = absl::InfiniteFuture();
 };
 
 // The owner of the jobs the admin submits.
@@ -61,8 +68,23 @@ class CredentialSigner {
   std::string Replica(absl::string_view job_id) const;
   std::string Agent(absl::string_view worker_id) const;
   std::string User(absl::string_view name) const;
-  // The caller `token` names when this key signed it; nullopt otherwise.
-  std::optional<Caller> Verify(absl::string_view token) const;
+  // A session of `who` (kAdminUser or a user name) until `expires`.
+  std::string Session(absl::string_view who, absl::Time expires) const;
+  // The token a change made with `session` must carry besides it (CSRF).
+  std::string Csrf(absl::string_view session) const;
+  // A sign-in code of `who` until `expires`, named by `nonce` (so that it
+  // is taken once).
+  std::string Login(absl::string_view who, absl::string_view nonce, absl::Time expires) const;
+  struct LoginCode {
+    std::string who;
+    std::string nonce;
+    absl::Time expires;
+  };
+  // What a code Login signed says, while it lasts; nullopt otherwise.
+  std::optional<LoginCode> VerifyLogin(absl::string_view code, absl::Time now) const;
+  // The caller `token` names when this key signed it (and, for a session,
+  // it lasts at `now`); nullopt otherwise.
+  std::optional<Caller> Verify(absl::string_view token, absl::Time now) const;
 
  private:
   std::string Sign(absl::string_view payload) const;

@@ -81,7 +81,8 @@ absl::StatusOr<Caller> AccessPolicy::Identify(const grpc::ServerContextBase& con
     caller.role = Caller::Role::kAdmin;
     return caller;
   }
-  if (std::optional<Caller> signed_caller = signer_.Verify(*token)) return *signed_caller;
+  if (std::optional<Caller> signed_caller = signer_.Verify(*token, absl::Now()))
+    return *signed_caller;
   return absl::UnauthenticatedError(absl::StrCat(
       "the token given is not a credential of this cluster; this call needs ", needed));
 }

@@ -238,6 +238,7 @@ const std::vector<HttpRoute>& HttpRoutes() {
       {"POST", "/api/v1/workers/{worker_id}:uncordon", "UncordonWorker", ""},
       {"POST", "/api/v1/workers/{worker_id}:drain", "DrainWorker", "*"},
       {"GET", "/api/v1/queues", "ListQueues", ""},
+      {"POST", "/api/v1/console/logins", "CreateConsoleLogin", ""},
   };
   return *routes;
 }

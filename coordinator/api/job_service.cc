@@ -5,6 +5,9 @@
 #include <functional>
 #include <optional>
 
+#include <openssl/rand.h>
+
+#include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/grpc_handoff.h"
@@ -389,6 +392,27 @@ grpc::ServerReadReactor<v1::UploadCodeRequest>* JobServiceImpl::UploadCode(
     return new RefusedReadReactor<v1::UploadCodeRequest>(ToGrpcStatus(s));
   }
   return uploads_->Start(response, access_->CallerKey(*context));
+}
+
+// How long `ringmaster ui`'s URL signs a browser in.
+constexpr absl::Duration kConsoleLoginLifetime = absl::Minutes(2);
+
+grpc::ServerUnaryReactor* ClusterServiceImpl::CreateConsoleLogin(
+    grpc::CallbackServerContext* context, const v1::CreateConsoleLoginRequest*,
+    v1::ConsoleLogin* response) {
+  absl::StatusOr<std::string> user = access_->RequireUser(*context);
+  if (!user.ok()) return FinishUnary(context, user.status());
+  unsigned char nonce[16];
+  if (RAND_bytes(nonce, sizeof(nonce)) != 1) {
+    return FinishUnary(context, absl::InternalError("no random bytes for a sign-in code"));
+  }
+  const absl::Time expires = absl::Now() + kConsoleLoginLifetime;
+  response->set_code(access_->signer().Login(
+      *user, absl::BytesToHexString(absl::string_view(reinterpret_cast<char*>(nonce), 16)),
+      expires));
+  response->set_user(*user);
+  response->set_expires_unix_ms(absl::ToUnixMillis(expires));
+  return FinishUnary(context, absl::OkStatus());
 }
 
 }  // namespace ringmaster

@@ -104,6 +104,9 @@ class ClusterServiceImpl final : public v1::ClusterService::CallbackService {
   grpc::ServerUnaryReactor* DrainWorker(grpc::CallbackServerContext* context,
                                         const v1::DrainWorkerRequest* request,
                                         v1::DrainWorkerResponse* response) override;
+  grpc::ServerUnaryReactor* CreateConsoleLogin(grpc::CallbackServerContext* context,
+                                               const v1::CreateConsoleLoginRequest* request,
+                                               v1::ConsoleLogin* response) override;
 
  private:
   JobManager* const manager_;
