@@ -250,6 +250,14 @@ absl::StatusOr<v1::ListQueuesResponse> Client::ListQueues() {
   return response;
 }
 
+absl::StatusOr<v1::ConsoleLogin> Client::CreateConsoleLogin() {
+  v1::ConsoleLogin response;
+  RETURN_IF_ERROR(Call(true, true, [&](Stubs& s, grpc::ClientContext* c) {
+    return s.cluster->CreateConsoleLogin(c, v1::CreateConsoleLoginRequest(), &response);
+  }));
+  return response;
+}
+
 absl::StatusOr<v1::StacksReport> Client::DumpStacks(const std::string& job_id) {
   v1::DumpStacksRequest request;
   request.set_job_id(job_id);

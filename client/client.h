@@ -59,6 +59,7 @@ class Client {
   // With the coordinator's topology levels.
   absl::StatusOr<v1::ListWorkersResponse> Workers();
   absl::StatusOr<v1::ListQueuesResponse> ListQueues();
+  absl::StatusOr<v1::ConsoleLogin> CreateConsoleLogin();
   // Waits for the workers (up to about 10 s), beyond the usual RPC timeout.
   absl::StatusOr<v1::StacksReport> DumpStacks(const std::string& job_id);
   absl::StatusOr<v1::Worker> CordonWorker(const v1::CordonWorkerRequest& request);

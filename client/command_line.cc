@@ -189,6 +189,18 @@ void AddJobCommands(CLI::App& app, Invocation* run, std::map<Command, CLI::App*>
   top->add_option("--iterations", run->iterations, "stop after this many frames (0: until q)");
   top->add_flag("--all", run->all, "finished jobs too (the newest 100 jobs)");
   (*commands)[Command::kTop] = top;
+
+  CLI::App* ui = app.add_subcommand(
+      "ui", "print a URL that signs a browser in to the web console, once, as this credential");
+  ui->add_flag("--open", run->ui.open, "open it in the desktop's browser ($BROWSER, xdg-open)");
+  ui->add_flag("--proxy", run->ui.proxy,
+               "serve the console on 127.0.0.1 through TLS to the coordinator until Ctrl-C, so "
+               "that the browser needs no CA");
+  ui->add_option("--proxy-port", run->ui.proxy_port, "the proxy's port (0: a free one)")
+      ->check(CLI::Range(0, 65535));
+  ui->add_option("--url", run->ui.url,
+                 "the console's base URL, when it is not the coordinator's host and HTTP port");
+  (*commands)[Command::kUi] = ui;
 }
 
 // The admin's verbs on workers.

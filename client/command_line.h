@@ -11,6 +11,7 @@
 #include "client/certs.h"
 #include "client/commands.h"
 #include "client/local_cluster.h"
+#include "client/ui.h"
 
 namespace ringmaster {
 
@@ -38,6 +39,7 @@ enum class Command {
   kCordon,
   kUncordon,
   kDrain,
+  kUi,
 };
 
 // One run of the CLI: the command and every option given or defaulted.
@@ -65,6 +67,7 @@ struct Invocation {
   absl::Duration grace = absl::Seconds(30);  // drain
   int iterations = 0;                        // top
   bool all = false;                          // top
+  UiOptions ui;                              // ui
 };
 
 // What parsing ended with: an invocation to run, or an exit code with what

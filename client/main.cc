@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "client/command_line.h"
 #include "client/commands.h"
+#include "client/ui.h"
 #include "common/coordinator_targets.h"
 #include "common/daemon_flags.h"
 #include "common/net.h"
@@ -126,6 +127,8 @@ int Run(const ringmaster::Invocation& run) {
       return ringmaster::RunImages(global);
     case Command::kQueues:
       return ringmaster::RunQueues(global);
+    case Command::kUi:
+      return ringmaster::RunUi(global, run.ui);
     case Command::kTop:
       return ringmaster::RunTop(global, run.iterations, run.all);
     case Command::kStacks:

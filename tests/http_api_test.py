@@ -2,13 +2,16 @@
 `ringmaster up` (an admin token, and a user's token from
 `ringmaster-coordinator --issue-user-token`): every unary route, the errors
 and their HTTP statuses, what another user sees of a job and may do to it,
-and the admin's verbs refused to a user.
+and the admin's verbs refused to a user. And the web console's sign-in:
+`ringmaster ui`'s one-time URL, its cookies, the CSRF token a change needs,
+a token pasted, the pages' headers, and `ringmaster ui --proxy`.
 
     bazel test //tests:http_api_test
 """
 import base64
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -28,7 +31,9 @@ def free_port():
         return s.getsockname()[1]
 
 
-class HttpApiTest(unittest.TestCase):
+class TlsCluster(unittest.TestCase):
+    """A TLS cluster of `ringmaster up` for a class's tests, and requests."""
+
     @classmethod
     def setUpClass(cls):
         cls.bins = bin_dir()
@@ -94,6 +99,8 @@ class HttpApiTest(unittest.TestCase):
             return job if status == 200 and job["state"] in states else None
         return wait_for(reached, 60, f"job {job_id} in {states}")
 
+
+class HttpApiTest(TlsCluster):
     def test_jobs_routes_from_submit_to_delete(self):
         job_id = self.submit("routes")
         status, job = self.curl("GET", f"/jobs/{job_id}")
@@ -241,13 +248,15 @@ class HttpApiTest(unittest.TestCase):
     def events(self, path, last_event_id=None, count=None, until=None):
         """The Server-Sent Events of a stream, as (id, data) pairs: the first
         `count` of them, those up to the first for which `until` holds, or
-        all until the stream ends."""
+        all until the stream ends. The `end` event that says the stream
+        ended is not one of them: it sets self.ended."""
         argv = ["curl", "-sS", "-N", "--cacert", self.ca, "-H",
                 f"Authorization: Bearer {ADMIN_TOKEN}", self.url + path]
         if last_event_id:
             argv += ["-H", f"Last-Event-ID: {last_event_id}"]
         curl = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
         events, fields = [], {}
+        self.ended = False
         try:
             for line in curl.stdout:
                 line = line.rstrip("\n")
@@ -255,7 +264,9 @@ class HttpApiTest(unittest.TestCase):
                     name, _, value = line.partition(": ")
                     fields[name] = value
                     continue
-                if "data" in fields:
+                if fields.get("event") == "end":
+                    self.ended = True
+                elif "data" in fields:
                     events.append((fields.get("id"), json.loads(fields["data"])))
                 fields = {}
                 if count is not None and len(events) >= count:
@@ -280,6 +291,7 @@ class HttpApiTest(unittest.TestCase):
         text = "".join(base64.b64decode(e[1].get("data", "")).decode() for e in first + rest)
         self.assertEqual(text, "".join(f"line {i}\n" for i in range(1, 31)),
                          "nothing repeated or lost across the reconnection")
+        self.assertTrue(self.ended, "the stream said it ended")
         self.assertEqual(self.wait_state(job_id, "SUCCEEDED")["state"], "SUCCEEDED")
 
     def test_jobs_stream_as_events_that_resume(self):
@@ -294,6 +306,131 @@ class HttpApiTest(unittest.TestCase):
         self.assertNotIn(token, [e[0] for e in after], "the events after the token, not it")
         status, body = self.curl("GET", "/jobs/no-such-3:watch")
         self.assertEqual((status, body["status"]), (404, "NOT_FOUND"))
+
+
+class ConsoleSignInTest(TlsCluster):
+    """The console's session, as a browser holds it: a cookie jar."""
+
+    def setUp(self):
+        self.jar = os.path.join(self.root, f"cookies-{self.id().rsplit('.', 1)[-1]}")
+        self.base = self.url[:-len("/api/v1")]
+
+    def ui(self, *args, token=ADMIN_TOKEN):
+        env = dict(os.environ, RINGMASTER_TOKEN=token,
+                   RINGMASTER_TLS_DIR=os.path.join(self.state, "tls"))
+        done = subprocess.run([f"{self.bins}/client/ringmaster", "--coordinator", self.address,
+                               "ui", "-o", "json", *args], capture_output=True, text=True,
+                              timeout=60, env=env)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        return json.loads(done.stdout)
+
+    def browse(self, verb, url, headers=(), body=None, ca=True):
+        """(status, response headers, body) of a request with the jar."""
+        argv = ["curl", "-sS", "-X", verb, "-b", self.jar, "-c", self.jar, "-D", "-", url]
+        if ca:
+            argv += ["--cacert", self.ca]
+        for header in headers:
+            argv += ["-H", header]
+        if body is not None:
+            argv += ["-H", "Content-Type: application/json", "--data-binary", body]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        head, _, text = done.stdout.partition("\n\n")
+        status = int(head.split(" ", 2)[1])
+        return status, head, text
+
+    def csrf(self):
+        with open(self.jar) as f:
+            for line in f:
+                fields = line.rstrip("\n").split("\t")
+                if len(fields) == 7 and fields[5] == "ringmaster_csrf":
+                    return fields[6]
+        return ""
+
+    def test_ui_url_signs_in_once_and_changes_need_the_csrf_token(self):
+        login = self.ui()
+        self.assertEqual(login["user"], "admin")
+        self.assertTrue(login["url"].startswith(self.base + "/login?code="), login)
+        status, head, _ = self.browse("GET", login["url"])
+        self.assertEqual(status, 303, head)
+        self.assertIn("Location: /\n", head)
+        session = re.search(r"Set-Cookie: ringmaster_session=[^\n]*", head).group(0)
+        for attribute in ("HttpOnly", "SameSite=Strict", "Path=/", "Max-Age=4319"):
+            self.assertIn(attribute, session)
+        status, _, text = self.browse("GET", login["url"])
+        self.assertEqual(status, 401)
+        self.assertIn("used already", text)
+
+        status, _, text = self.browse("GET", self.url + "/session")
+        self.assertEqual((status, json.loads(text)["user"]), (200, "admin"), text)
+        job_id = self.submit("console-csrf")
+        status, _, text = self.browse("POST", f"{self.url}/jobs/{job_id}:cancel")
+        self.assertEqual(status, 403, text)
+        self.assertIn("X-CSRF-Token", json.loads(text)["message"])
+        status, _, text = self.browse("POST", f"{self.url}/jobs/{job_id}:cancel",
+                                      headers=["X-CSRF-Token: forged"])
+        self.assertEqual(status, 403, text)
+        status, _, text = self.browse("POST", f"{self.url}/jobs/{job_id}:cancel",
+                                      headers=[f"X-CSRF-Token: {self.csrf()}"])
+        self.assertEqual((status, json.loads(text)["state"]), (200, "CANCELLED"), text)
+
+        status, head, _ = self.browse("DELETE", self.url + "/session",
+                                      headers=[f"X-CSRF-Token: {self.csrf()}"])
+        self.assertEqual(status, 200)
+        self.assertIn("ringmaster_session=; Path=/; Max-Age=0", head)
+        self.assertIn("ringmaster_csrf=; Path=/; Max-Age=0", head)
+
+    def test_a_token_pasted_opens_a_session_of_its_user(self):
+        status, _, text = self.browse("POST", self.url + "/session", body='{"token": "wrong"}')
+        self.assertEqual(status, 401, text)
+        status, _, text = self.browse("POST", self.url + "/session",
+                                      body=json.dumps({"token": self.bob}))
+        self.assertEqual(status, 200, text)
+        self.assertEqual((json.loads(text)["user"], json.loads(text)["admin"]), ("bob", False))
+        status, _, text = self.browse("GET", self.url + "/session")
+        self.assertEqual(json.loads(text)["user"], "bob")
+        status, _, text = self.browse("POST", self.url + "/workers/local-0:cordon",
+                                      headers=[f"X-CSRF-Token: {self.csrf()}"], body="{}")
+        self.assertEqual(status, 403, "an admin verb, refused to bob's session")
+
+    def test_the_console_is_served_with_a_strict_policy_and_no_inline_script(self):
+        status, head, page = self.browse("GET", self.base + "/")
+        self.assertEqual(status, 200)
+        self.assertIn("Content-Type: text/html", head)
+        policy = re.search(r"Content-Security-Policy: ([^\n]*)", head).group(1)
+        self.assertIn("default-src 'none'", policy)
+        self.assertIn("script-src 'self';", policy)
+        self.assertNotIn("unsafe", policy)
+        self.assertIn("frame-ancestors 'none'", policy)
+        self.assertEqual(re.findall(r"<script(?![^>]*\bsrc=)[^>]*>", page), [],
+                         "every script is a file of the origin")
+        self.assertNotRegex(page, r"\son[a-z]+=", "no inline event handlers")
+        status, head, script = self.browse("GET", self.base + "/console/app.js")
+        self.assertEqual(status, 200)
+        self.assertIn("Content-Type: text/javascript", head)
+        self.assertNotIn("innerHTML", script, "text from the cluster is set as text only")
+        self.assertEqual(self.browse("GET", self.base + "/console/none.js")[0], 404)
+        self.assertEqual(self.browse("POST", self.base + "/", body="{}")[0], 405)
+
+    def test_ui_proxy_serves_the_console_without_the_clusters_ca(self):
+        env = dict(os.environ, RINGMASTER_TOKEN=ADMIN_TOKEN,
+                   RINGMASTER_TLS_DIR=os.path.join(self.state, "tls"))
+        proxy = subprocess.Popen([f"{self.bins}/client/ringmaster", "--coordinator", self.address,
+                                  "ui", "--proxy", "-o", "json"], stdout=subprocess.PIPE,
+                                 text=True, env=env)
+        try:
+            login = json.loads(proxy.stdout.readline())
+            self.assertTrue(login["url"].startswith("http://127.0.0.1:"), login)
+            status, head, _ = self.browse("GET", login["url"], ca=False)
+            self.assertEqual(status, 303, head)
+            self.assertNotIn("Secure", head, "cookies for http://127.0.0.1, the browser's side")
+            origin = login["url"].split("/login")[0]
+            status, _, text = self.browse("GET", origin + "/api/v1/session", ca=False)
+            self.assertEqual((status, json.loads(text)["user"]), (200, "admin"), text)
+        finally:
+            proxy.terminate()
+            self.assertEqual(proxy.wait(timeout=30), 0, "Ctrl-C ends the proxy cleanly")
+            proxy.stdout.close()
 
 
 if __name__ == "__main__":

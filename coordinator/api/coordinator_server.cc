@@ -217,8 +217,10 @@ absl::Status CoordinatorServer::Serve(const CoordinatorConfig& config) {
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(-1);
     HttpGatewayOptions http{config.http_address, config.tls,
-                            config.manager.spec_limits.max_spec_bytes + (64 << 10)};
+                            config.manager.spec_limits.max_spec_bytes + (64 << 10),
+                            access_->open() ? nullptr : &access_->signer()};
     ASSIGN_OR_RETURN(http_, HttpGateway::Start(http, server_->InProcessChannel(args)));
+    cluster_service_->set_http_port(http_->port());
     spdlog::info("HTTP/JSON API on {}{}", config.tls ? "https://" : "http://", config.http_address);
   }
   return absl::OkStatus();

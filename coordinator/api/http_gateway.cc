@@ -3,6 +3,8 @@
 #include <arpa/inet.h>
 #include <civetweb.h>
 #include <google/protobuf/dynamic_message.h>
+#include <google/protobuf/struct.pb.h>
+#include <google/protobuf/util/json_util.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <algorithm>
 
@@ -16,10 +18,12 @@
 #include "common/metrics_server.h"
 #include "common/net.h"
 #include "common/status_macros.h"
+#include "common/tls_relay.h"
 #include "coordinator/api/http_routes.h"
 #include "coordinator/api/http_streams.h"
 #include "coordinator/api/openapi.h"
-#include "coordinator/api/tls_terminator.h"
+#include "coordinator/console/console_assets.h"
+#include "proto/cluster.pb.h"
 
 namespace ringmaster {
 namespace {
@@ -30,6 +34,13 @@ namespace pb = google::protobuf;
 constexpr absl::Duration kCallTimeout = absl::Seconds(60);
 // The longest bearer token forwarded.
 constexpr size_t kMaxTokenBytes = 4096;
+// What the console's pages may load and do: only this origin's scripts,
+// styles, images and API, no inline script, in no other site's frame.
+constexpr absl::string_view kPageHeaders =
+    "Content-Security-Policy: default-src 'none'; script-src 'self'; style-src 'self'; "
+    "img-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'self'; "
+    "frame-ancestors 'none'\r\n"
+    "X-Frame-Options: DENY\r\nReferrer-Policy: no-referrer\r\n";
 
 // The request's body, up to `limit` bytes: RESOURCE_EXHAUSTED beyond.
 absl::StatusOr<std::string> ReadBody(mg_connection* connection, int64_t declared, int64_t limit) {
@@ -84,11 +95,11 @@ bool IsAddressOrLocalName(absl::string_view name) {
 absl::StatusOr<std::unique_ptr<pb::Message>> Call(grpc::Channel* channel,
                                                   const pb::MethodDescriptor& method,
                                                   const pb::Message& request,
-                                                  const char* authorization) {
+                                                  const std::string& authorization) {
   grpc::GenericStub stub(std::shared_ptr<grpc::Channel>(channel, [](grpc::Channel*) {}));
   grpc::ClientContext context;
   context.set_deadline(absl::ToChronoTime(absl::Now() + kCallTimeout));
-  if (authorization != nullptr) context.AddMetadata("authorization", authorization);
+  if (!authorization.empty()) context.AddMetadata("authorization", authorization);
   const std::string bytes = request.SerializeAsString();
   grpc::Slice slice(bytes);
   grpc::ByteBuffer sent(&slice, 1);
@@ -121,7 +132,7 @@ absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Start(
   std::unique_ptr<HttpGateway> gateway(new HttpGateway);
   gateway->options_ = options;
   gateway->channel_ = std::move(channel);
-  // With TLS, civetweb serves plain HTTP on loopback behind a TlsTerminator.
+  // With TLS, civetweb serves plain HTTP on loopback behind a TlsRelay.
   const std::string plain = options.tls ? "127.0.0.1:0" : options.address;
   const char* civet_options[] = {"listening_ports",    plain.c_str(), "num_threads", "128",
                                  "request_timeout_ms", "30000",       nullptr};
@@ -131,14 +142,17 @@ absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Start(
     return absl::UnavailableError(
         absl::StrCat("cannot serve the HTTP API on ", options.address, " (address in use?)"));
   }
-  mg_set_request_handler(gateway->context_, "/api/", &HttpGateway::Handle, gateway.get());
+  mg_set_request_handler(gateway->context_, "/", &HttpGateway::Handle, gateway.get());
+  if (options.signer != nullptr) {
+    gateway->sessions_ = std::make_unique<ConsoleSessions>(options.signer, RealClock::Get());
+  }
   mg_server_port port{};
   if (mg_get_server_ports(gateway->context_, 1, &port) == 1) gateway->port_ = port.port;
   gateway->host_ = plain.substr(0, plain.rfind(':'));
   gateway->plain_port_ = gateway->port_;
   if (options.tls) {
     ASSIGN_OR_RETURN(gateway->tls_,
-                     TlsTerminator::Start(options.address, *options.tls, gateway->port_));
+                     TlsRelay::Terminate(options.address, *options.tls, gateway->port_));
     gateway->port_ = gateway->tls_->port();
   }
   return gateway;
@@ -192,6 +206,27 @@ void HttpGateway::Serve(mg_connection* connection) {
     RespondError(connection, s);
     return;
   }
+  const absl::string_view uri = info->local_uri;
+  if (uri == "/login") {
+    ServeLogin(connection);
+    return;
+  }
+  if (!absl::StartsWith(uri, "/api/")) {
+    ServeConsole(connection);
+    return;
+  }
+  absl::StatusOr<std::string> authorization = Authorization(connection);
+  if (!authorization.ok()) {
+    RespondError(connection, authorization.status());
+  } else if (uri == "/api/v1/session") {
+    ServeSession(connection, *authorization);
+  } else {
+    ServeApi(connection, *authorization);
+  }
+}
+
+void HttpGateway::ServeApi(mg_connection* connection, const std::string& authorization) {
+  const mg_request_info* info = mg_get_request_info(connection);
   if (std::string(info->local_uri) == "/api/v1/openapi.json" &&
       std::string(info->request_method) == "GET") {
     static const std::string* document = new std::string(OpenApiDocument());
@@ -219,7 +254,6 @@ void HttpGateway::Serve(mg_connection* connection) {
     RespondError(connection, s);
     return;
   }
-  const char* authorization = mg_get_header(connection, "Authorization");
   if (matched->method->server_streaming()) {
     if (streams_.fetch_add(1) >= kMaxStreams) {
       streams_.fetch_sub(1);
@@ -234,8 +268,8 @@ void HttpGateway::Serve(mg_connection* connection) {
       RespondError(connection, s);
       return;
     }
-    ServeEventStream(connection, channel_.get(), *matched->method, *request, authorization,
-                     std::move(positions));
+    ServeEventStream(connection, channel_.get(), *matched->method, *request,
+                     authorization.empty() ? nullptr : authorization.c_str(), std::move(positions));
     streams_.fetch_sub(1);
     return;
   }
@@ -246,6 +280,142 @@ void HttpGateway::Serve(mg_connection* connection) {
     return;
   }
   Respond(connection, 200, ToJson(**response));
+}
+
+absl::StatusOr<std::string> HttpGateway::Authorization(mg_connection* connection) const {
+  if (const char* header = mg_get_header(connection, "Authorization")) return std::string(header);
+  const char* cookies = mg_get_header(connection, "Cookie");
+  if (cookies == nullptr || sessions_ == nullptr) return std::string();
+  ASSIGN_OR_RETURN(std::optional<ConsoleSession> session, sessions_->FromCookies(cookies));
+  if (!session) return std::string();
+  const absl::string_view method = mg_get_request_info(connection)->request_method;
+  if (method != "GET" && method != "HEAD") {
+    const char* csrf = mg_get_header(connection, std::string(kCsrfHeader).c_str());
+    if (csrf == nullptr || !SameSecret(csrf, session->csrf)) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("a change made with the console's session must carry the session's ",
+                       kCsrfHeader, " header"));
+    }
+  }
+  return absl::StrCat("Bearer ", session->token);
+}
+
+void HttpGateway::ServeConsole(mg_connection* connection) {
+  const absl::string_view method = mg_get_request_info(connection)->request_method;
+  const ConsoleAsset* asset = FindConsoleAsset(mg_get_request_info(connection)->local_uri);
+  if (asset == nullptr) {
+    RespondWith(connection, 404, "text/plain; charset=utf-8", "no such page\n", kPageHeaders);
+  } else if (method != "GET" && method != "HEAD") {
+    RespondWith(connection, 405, "text/plain; charset=utf-8", "GET only\n", kPageHeaders);
+  } else {
+    RespondWith(connection, 200, asset->content_type, method == "HEAD" ? "" : asset->body,
+                kPageHeaders);
+  }
+}
+
+bool HttpGateway::SecureCookies(mg_connection* connection) const {
+  const char* host = mg_get_header(connection, "Host");
+  const std::string name(HostName(host ? host : ""));
+  in_addr v4;
+  const bool loopback =
+      name == "localhost" || name == "::1" ||
+      (inet_pton(AF_INET, name.c_str(), &v4) == 1 && (ntohl(v4.s_addr) >> 24) == 127);
+  return options_.tls.has_value() && !loopback;
+}
+
+std::string HttpGateway::PageHeaders(mg_connection* connection,
+                                     const std::optional<ConsoleSession>& session) const {
+  std::string headers(kPageHeaders);
+  for (const std::string& cookie :
+       ConsoleSessions::SetCookies(session, SecureCookies(connection), absl::Now())) {
+    absl::StrAppend(&headers, "Set-Cookie: ", cookie, "\r\n");
+  }
+  return headers;
+}
+
+void HttpGateway::RespondSignedIn(mg_connection* connection, const ConsoleSession& session) {
+  const std::string headers = PageHeaders(connection, session);
+  const std::string json = absl::StrCat(
+      "{\"user\":\"", session.who, "\",\"admin\":", session.who == kAdminUser ? "true" : "false",
+      ",\"expiresUnixMs\":\"", absl::ToUnixMillis(session.expires), "\"}");
+  RespondWith(connection, 200, "application/json", json, headers);
+}
+
+void HttpGateway::ServeLogin(mg_connection* connection) {
+  const mg_request_info* info = mg_get_request_info(connection);
+  const std::string query = info->query_string ? info->query_string : "";
+  char code[1024];
+  absl::StatusOr<ConsoleSession> session =
+      absl::UnauthenticatedError("no sign-in code: open the URL `ringmaster ui` prints");
+  if (std::string(info->request_method) != "GET") {
+    session = absl::InvalidArgumentError("GET only");
+  } else if (sessions_ == nullptr) {
+    session = absl::FailedPreconditionError("this cluster's console needs no sign-in");
+  } else if (mg_get_var(query.data(), query.size(), "code", code, sizeof(code)) > 0) {
+    session = sessions_->Redeem(code);
+  }
+  if (!session.ok()) {
+    RespondWith(connection, HttpStatusOf(session.status().code()), "text/plain; charset=utf-8",
+                absl::StrCat("Cannot sign in: ", session.status().message(), "\n"), kPageHeaders);
+    return;
+  }
+  RespondWith(connection, 303, "text/plain; charset=utf-8", "signed in\n",
+              absl::StrCat(PageHeaders(connection, *session), "Location: /\r\n"));
+}
+
+void HttpGateway::ServeSession(mg_connection* connection, const std::string& authorization) {
+  const mg_request_info* info = mg_get_request_info(connection);
+  const std::string method = info->request_method;
+  const pb::MethodDescriptor* login = pb::DescriptorPool::generated_pool()->FindMethodByName(
+      "ringmaster.v1.ClusterService.CreateConsoleLogin");
+  if (method == "DELETE") {
+    RespondWith(connection, 200, "application/json", "{}", PageHeaders(connection, std::nullopt));
+    return;
+  }
+  if (method == "GET") {
+    // Who the request's credential is: the session's, a token's, or on an
+    // open cluster no one's (then anyone may do everything).
+    absl::StatusOr<std::unique_ptr<pb::Message>> who =
+        Call(channel_.get(), *login, v1::CreateConsoleLoginRequest(), authorization);
+    if (!who.ok()) {
+      RespondError(connection, who.status());
+      return;
+    }
+    const auto& user = static_cast<const v1::ConsoleLogin&>(**who).user();
+    Respond(
+        connection, 200,
+        absl::StrCat("{\"user\":\"", user, "\",\"admin\":", user == kAdminUser ? "true" : "false",
+                     ",\"open\":", authorization.empty() ? "true" : "false", "}"));
+    return;
+  }
+  if (method != "POST") {
+    Respond(connection, 405, ErrorJson(absl::UnimplementedError("GET, POST or DELETE")));
+    return;
+  }
+  // A token pasted: a session of whom it names, as `ringmaster ui`'s code.
+  absl::StatusOr<std::string> body = ReadBody(connection, info->content_length, 16 << 10);
+  pb::Struct fields;
+  if (!body.ok() || !pb::util::JsonStringToMessage(*body, &fields).ok() ||
+      !fields.fields().contains("token") ||
+      !WellFormedAuthorization(
+          absl::StrCat("Bearer ", fields.fields().at("token").string_value()))) {
+    RespondError(connection, absl::InvalidArgumentError(
+                                 "the body must be {\"token\": \"<a token of visible ASCII>\"}"));
+    return;
+  }
+  absl::StatusOr<std::unique_ptr<pb::Message>> code =
+      Call(channel_.get(), *login, v1::CreateConsoleLoginRequest(),
+           absl::StrCat("Bearer ", fields.fields().at("token").string_value()));
+  absl::StatusOr<ConsoleSession> session =
+      !code.ok() ? code.status()
+      : sessions_ == nullptr
+          ? absl::FailedPreconditionError("this cluster's console needs no sign-in")
+          : sessions_->Redeem(static_cast<const v1::ConsoleLogin&>(**code).code());
+  if (!session.ok()) {
+    RespondError(connection, session.status());
+    return;
+  }
+  RespondSignedIn(connection, *session);
 }
 
 }  // namespace ringmaster

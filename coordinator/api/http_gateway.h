@@ -3,7 +3,8 @@
 // coordinator's own gRPC server, in process, with the caller's bearer
 // token: the same credentials, authorization and limits as the gRPC API.
 // With TLS, it serves HTTPS with the coordinator's certificate (through a
-// TlsTerminator).
+// TlsRelay). The web console (coordinator/console) is served at / on
+// the same port, signed in by a session cookie (console_session.h).
 #ifndef RINGMASTER_COORDINATOR_API_HTTP_GATEWAY_H_
 #define RINGMASTER_COORDINATOR_API_HTTP_GATEWAY_H_
 
@@ -15,8 +16,10 @@
 #include <grpcpp/channel.h>
 
 #include "absl/status/statusor.h"
+#include "common/credentials.h"
 #include "common/tls.h"
-#include "coordinator/api/tls_terminator.h"
+#include "common/tls_relay.h"
+#include "coordinator/api/console_session.h"
 
 struct mg_connection;
 struct mg_context;
@@ -27,6 +30,9 @@ struct HttpGatewayOptions {
   std::string address;  // "127.0.0.1:7072"; port 0 picks a free one
   Tls tls;              // the coordinator's certificate and key; nullopt: plain HTTP
   int64_t max_body_bytes = 4 << 20;
+  // Signs the console's sessions: the cluster's key. nullptr: no console
+  // sign-in (an open cluster's console needs none).
+  const CredentialSigner* signer = nullptr;
 };
 
 class HttpGateway {
@@ -49,6 +55,28 @@ class HttpGateway {
   // token, no other origin's page, this machine's names on plain HTTP, a
   // body's type given.
   absl::Status CheckHeaders(mg_connection* connection) const;
+  // The credential a request is made with: its Authorization header, or
+  // its console session's, when a change also carries the session's CSRF
+  // token. Empty when it has neither.
+  absl::StatusOr<std::string> Authorization(mg_connection* connection) const;
+  // The API's routes, as gRPC calls.
+  void ServeApi(mg_connection* connection, const std::string& authorization);
+  // The console's files.
+  void ServeConsole(mg_connection* connection);
+  // GET /login?code=...: a session cookie for `ringmaster ui`'s code.
+  void ServeLogin(mg_connection* connection);
+  // /api/v1/session: who the request is (GET), a session for a token
+  // pasted (POST), or the session forgotten (DELETE).
+  void ServeSession(mg_connection* connection, const std::string& authorization);
+  // The reply that sets `session`'s cookies and says whose it is.
+  void RespondSignedIn(mg_connection* connection, const ConsoleSession& session);
+  // Whether cookies may say Secure: served with TLS to a name other than
+  // this machine's loopback (where `ringmaster ui`'s local proxy is).
+  bool SecureCookies(mg_connection* connection) const;
+  // The headers of a console page's reply, and the Set-Cookie headers that
+  // hold `session` (or forget it: nullopt).
+  std::string PageHeaders(mg_connection* connection,
+                          const std::optional<ConsoleSession>& session) const;
 
   // Streams open at once at most: each holds one of civetweb's threads.
   static constexpr int kMaxStreams = 64;
@@ -59,8 +87,9 @@ class HttpGateway {
   mg_context* context_ = nullptr;
   std::string host_;
   int plain_port_ = 0;  // civetweb's
-  int port_ = 0;        // served: civetweb's, or the TlsTerminator's
-  std::unique_ptr<TlsTerminator> tls_;
+  int port_ = 0;        // served: civetweb's, or the TlsRelay's
+  std::unique_ptr<TlsRelay> tls_;
+  std::unique_ptr<ConsoleSessions> sessions_;
 };
 
 }  // namespace ringmaster

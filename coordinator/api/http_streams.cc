@@ -123,10 +123,15 @@ std::string LogPositionsId(const LogPositions& positions) {
 }  // namespace
 
 void Respond(mg_connection* connection, int status, const std::string& body) {
+  RespondWith(connection, status, "application/json", body, "");
+}
+
+void RespondWith(mg_connection* connection, int status, absl::string_view content_type,
+                 absl::string_view body, absl::string_view headers) {
   const std::string head =
       absl::StrCat("HTTP/1.1 ", status, " ", mg_get_response_code_text(connection, status),
-                   "\r\nContent-Type: application/json\r\nContent-Length: ", body.size(),
-                   "\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n"
+                   "\r\nContent-Type: ", content_type, "\r\nContent-Length: ", body.size(),
+                   "\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n", headers,
                    "Connection: close\r\n\r\n");
   mg_write(connection, head.data(), head.size());
   mg_write(connection, body.data(), body.size());
@@ -230,7 +235,10 @@ void ServeEventStream(mg_connection* connection, grpc::Channel* channel,
     }
     return;
   }
-  if (!status.ok() && status.code() != absl::StatusCode::kCancelled) {
+  if (status.ok()) {
+    // Said, so that a browser's EventSource stops rather than reconnects.
+    Write(connection, "event: end\ndata: {}\n\n");
+  } else if (status.code() != absl::StatusCode::kCancelled) {
     Write(connection, absl::StrCat("event: error\ndata: ", ErrorJson(status), "\n\n"));
   }
 }

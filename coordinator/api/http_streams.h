@@ -26,6 +26,10 @@ namespace ringmaster {
 // A JSON reply of `status` (the gateway's and a stream's that fails before
 // its first event); an error as ErrorJson with its HTTP status.
 void Respond(mg_connection* connection, int status, const std::string& body);
+// A reply of `status` with `content_type` and `headers` ("Name: value\r\n"
+// each) besides those every reply has.
+void RespondWith(mg_connection* connection, int status, absl::string_view content_type,
+                 absl::string_view body, absl::string_view headers);
 void RespondError(mg_connection* connection, const absl::Status& status);
 
 // A new message of the generated `type`.

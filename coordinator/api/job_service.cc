@@ -412,6 +412,7 @@ grpc::ServerUnaryReactor* ClusterServiceImpl::CreateConsoleLogin(
       expires));
   response->set_user(*user);
   response->set_expires_unix_ms(absl::ToUnixMillis(expires));
+  response->set_http_port(http_port_.load());
   return FinishUnary(context, absl::OkStatus());
 }
 

@@ -3,6 +3,8 @@
 #ifndef RINGMASTER_COORDINATOR_API_JOB_SERVICE_H_
 #define RINGMASTER_COORDINATOR_API_JOB_SERVICE_H_
 
+#include <atomic>
+
 #include "coordinator/api/access_policy.h"
 #include "coordinator/api/code_upload.h"
 #include "coordinator/api/log_relay.h"
@@ -107,10 +109,13 @@ class ClusterServiceImpl final : public v1::ClusterService::CallbackService {
   grpc::ServerUnaryReactor* CreateConsoleLogin(grpc::CallbackServerContext* context,
                                                const v1::CreateConsoleLoginRequest* request,
                                                v1::ConsoleLogin* response) override;
+  // The HTTP API's port, said with each console sign-in code.
+  void set_http_port(int port) { http_port_.store(port); }
 
  private:
   JobManager* const manager_;
   const AccessPolicy* const access_;
+  std::atomic<int> http_port_{0};
 };
 
 }  // namespace ringmaster

@@ -39,6 +39,11 @@ class ClusterServiceStub(object):
                 request_serializer=ringmaster_dot_v1_dot_cluster__pb2.DrainWorkerRequest.SerializeToString,
                 response_deserializer=ringmaster_dot_v1_dot_cluster__pb2.DrainWorkerResponse.FromString,
                 )
+        self.CreateConsoleLogin = channel.unary_unary(
+                '/ringmaster.v1.ClusterService/CreateConsoleLogin',
+                request_serializer=ringmaster_dot_v1_dot_cluster__pb2.CreateConsoleLoginRequest.SerializeToString,
+                response_deserializer=ringmaster_dot_v1_dot_cluster__pb2.ConsoleLogin.FromString,
+                )
 
 
 class ClusterServiceServicer(object):
@@ -75,6 +80,13 @@ class ClusterServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CreateConsoleLogin(self, request, context):
+        """The admin or any user.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ClusterServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -102,6 +114,11 @@ def add_ClusterServiceServicer_to_server(servicer, server):
                     servicer.DrainWorker,
                     request_deserializer=ringmaster_dot_v1_dot_cluster__pb2.DrainWorkerRequest.FromString,
                     response_serializer=ringmaster_dot_v1_dot_cluster__pb2.DrainWorkerResponse.SerializeToString,
+            ),
+            'CreateConsoleLogin': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateConsoleLogin,
+                    request_deserializer=ringmaster_dot_v1_dot_cluster__pb2.CreateConsoleLoginRequest.FromString,
+                    response_serializer=ringmaster_dot_v1_dot_cluster__pb2.ConsoleLogin.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -195,5 +212,22 @@ class ClusterService(object):
         return grpc.experimental.unary_unary(request, target, '/ringmaster.v1.ClusterService/DrainWorker',
             ringmaster_dot_v1_dot_cluster__pb2.DrainWorkerRequest.SerializeToString,
             ringmaster_dot_v1_dot_cluster__pb2.DrainWorkerResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def CreateConsoleLogin(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/ringmaster.v1.ClusterService/CreateConsoleLogin',
+            ringmaster_dot_v1_dot_cluster__pb2.CreateConsoleLoginRequest.SerializeToString,
+            ringmaster_dot_v1_dot_cluster__pb2.ConsoleLogin.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

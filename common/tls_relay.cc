@@ -1,6 +1,7 @@
-#include "coordinator/api/tls_terminator.h"
+#include "common/tls_relay.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <openssl/err.h>
@@ -66,6 +67,29 @@ absl::StatusOr<SSL_CTX*> ServerContext(const TlsFiles& tls) {
   return context;
 }
 
+// A client's context: TLS 1.2 or later, the server checked against the
+// CA of `tls`.
+absl::StatusOr<SSL_CTX*> ClientContext(const TlsFiles& tls) {
+  SSL_CTX* context = SSL_CTX_new(TLS_client_method());
+  if (context == nullptr) return SslError("cannot make a TLS context");
+  SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION);
+  SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nullptr);
+  BIO* bio = BIO_new_mem_buf(tls.ca_pem.data(), static_cast<int>(tls.ca_pem.size()));
+  X509_STORE* store = SSL_CTX_get_cert_store(context);
+  int added = 0;
+  while (X509* ca = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr)) {
+    added += X509_STORE_add_cert(store, ca);
+    X509_free(ca);
+  }
+  BIO_free(bio);
+  ERR_clear_error();  // the end of the PEM
+  if (added == 0) {
+    SSL_CTX_free(context);
+    return absl::FailedPreconditionError("the cluster's CA certificate cannot be read");
+  }
+  return context;
+}
+
 absl::StatusOr<int> ListenOn(const std::string& address, int* port) {
   const size_t colon = address.rfind(':');
   std::string host = address.substr(0, colon);
@@ -94,6 +118,35 @@ absl::StatusOr<int> ListenOn(const std::string& address, int* port) {
   getsockname(fd, reinterpret_cast<sockaddr*>(&local), &length);
   *port = ntohs(local.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&local)->sin6_port
                                             : reinterpret_cast<sockaddr_in*>(&local)->sin_port);
+  return fd;
+}
+
+// A TCP connection to `target` ("host:port"), made within
+// kHandshakeTimeoutMs; -1 when none can be.
+int ConnectTo(const std::string& target) {
+  const size_t colon = target.rfind(':');
+  std::string host = target.substr(0, colon);
+  if (host.size() > 1 && host.front() == '[') host = host.substr(1, host.size() - 2);
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  if (colon == std::string::npos ||
+      getaddrinfo(host.c_str(), target.substr(colon + 1).c_str(), &hints, &found) != 0) {
+    return -1;
+  }
+  int fd = -1;
+  for (addrinfo* a = found; a != nullptr && fd < 0; a = a->ai_next) {
+    fd = socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    // On Linux the send timeout bounds connect() too.
+    timeval timeout{kHandshakeTimeoutMs / 1000, 0};
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
+    if (fd >= 0 && connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
+      close(fd);
+      fd = -1;
+    }
+  }
+  freeaddrinfo(found);
   return fd;
 }
 
@@ -130,7 +183,7 @@ bool WaitFor(int fd, int error, int timeout_ms) {
 bool Handshake(SSL* ssl, int fd) {
   const absl::Time deadline = absl::Now() + absl::Milliseconds(kHandshakeTimeoutMs);
   for (;;) {
-    const int done = SSL_accept(ssl);
+    const int done = SSL_do_handshake(ssl);
     if (done == 1) return true;
     const int left = static_cast<int>(absl::ToInt64Milliseconds(deadline - absl::Now()));
     if (left <= 0 || !WaitFor(fd, SSL_get_error(ssl, done), left)) return false;
@@ -150,8 +203,9 @@ bool SslWriteAll(SSL* ssl, int fd, const char* data, int size) {
   return true;
 }
 
-// Carries bytes both ways until either side closes, or nothing passes for
-// kIdleTimeoutMs. `client` is non-blocking.
+// Carries bytes both ways between `ssl` on the non-blocking `client` and
+// the plain `backend` until either side closes, or nothing passes for
+// kIdleTimeoutMs.
 void Pump(SSL* ssl, int client, int backend) {
   char buffer[16 << 10];
   for (;;) {
@@ -180,23 +234,41 @@ void Pump(SSL* ssl, int client, int backend) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<TlsTerminator>> TlsTerminator::Start(const std::string& address,
-                                                                    const TlsFiles& tls,
-                                                                    int backend) {
-  std::unique_ptr<TlsTerminator> t(new TlsTerminator);
+absl::StatusOr<std::unique_ptr<TlsRelay>> TlsRelay::Terminate(const std::string& address,
+                                                              const TlsFiles& tls, int backend) {
+  std::unique_ptr<TlsRelay> relay(new TlsRelay);
   absl::StatusOr<SSL_CTX*> context = ServerContext(tls);
   if (!context.ok()) return context.status();
-  t->context_ = *context;
-  t->backend_ = backend;
-  absl::StatusOr<int> listener = ListenOn(address, &t->port_);
-  if (!listener.ok()) return listener.status();
-  t->listener_ = *listener;
-  if (pipe2(t->wake_, O_CLOEXEC) != 0) return absl::InternalError("cannot make a pipe");
-  t->acceptor_ = std::thread([self = t.get()] { self->AcceptLoop(); });
-  return t;
+  relay->context_ = *context;
+  relay->backend_ = backend;
+  return Listen(std::move(relay), address);
 }
 
-TlsTerminator::~TlsTerminator() {
+absl::StatusOr<std::unique_ptr<TlsRelay>> TlsRelay::Originate(const std::string& address,
+                                                              const TlsFiles& tls,
+                                                              const std::string& target,
+                                                              const std::string& server_name) {
+  std::unique_ptr<TlsRelay> relay(new TlsRelay);
+  absl::StatusOr<SSL_CTX*> context = ClientContext(tls);
+  if (!context.ok()) return context.status();
+  relay->context_ = *context;
+  relay->originate_ = true;
+  relay->target_ = target;
+  relay->server_name_ = server_name;
+  return Listen(std::move(relay), address);
+}
+
+absl::StatusOr<std::unique_ptr<TlsRelay>> TlsRelay::Listen(std::unique_ptr<TlsRelay> relay,
+                                                           const std::string& address) {
+  absl::StatusOr<int> listener = ListenOn(address, &relay->port_);
+  if (!listener.ok()) return listener.status();
+  relay->listener_ = *listener;
+  if (pipe2(relay->wake_, O_CLOEXEC) != 0) return absl::InternalError("cannot make a pipe");
+  relay->acceptor_ = std::thread([self = relay.get()] { self->AcceptLoop(); });
+  return relay;
+}
+
+TlsRelay::~TlsRelay() {
   if (acceptor_.joinable()) {
     (void)!write(wake_[1], "x", 1);
     acceptor_.join();
@@ -217,7 +289,7 @@ TlsTerminator::~TlsTerminator() {
   SSL_CTX_free(static_cast<SSL_CTX*>(context_));
 }
 
-void TlsTerminator::Reap() {
+void TlsRelay::Reap() {
   std::list<Connection> done;
   {
     MutexLock lock(&mu_);
@@ -230,7 +302,7 @@ void TlsTerminator::Reap() {
   for (Connection& c : done) c.thread.join();
 }
 
-void TlsTerminator::AcceptLoop() {
+void TlsRelay::AcceptLoop() {
   for (;;) {
     Reap();
     bool full;
@@ -243,7 +315,9 @@ void TlsTerminator::AcceptLoop() {
     if (poll(fds, 2, full ? 100 : 1000) < 0 && errno != EINTR) return;
     if (fds[1].revents != 0) return;
     if ((fds[0].revents & POLLIN) == 0) continue;
-    const int client = accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    // The TLS side is non-blocking, the plain side blocking (Pump).
+    const int client =
+        accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC | (originate_ ? 0 : SOCK_NONBLOCK));
     if (client < 0) continue;
     MutexLock lock(&mu_);
     Connection& c = connections_.emplace_back();
@@ -257,25 +331,42 @@ void TlsTerminator::AcceptLoop() {
   }
 }
 
-void TlsTerminator::Relay(int client) {
-  SSL* ssl = SSL_new(static_cast<SSL_CTX*>(context_));
-  if (ssl != nullptr && SSL_set_fd(ssl, client) == 1 && Handshake(ssl, client)) {
-    const int backend = ConnectToBackend(backend_);
-    if (backend >= 0) {
-      // civetweb always reads: a write to it that blocks this long is lost.
+int TlsRelay::TlsSide(int accepted) const {
+  if (!originate_) return accepted;
+  const int fd = ConnectTo(target_);
+  if (fd >= 0) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+  return fd;
+}
+
+void TlsRelay::Relay(int accepted) {
+  const int secured = TlsSide(accepted);
+  SSL* ssl = secured < 0 ? nullptr : SSL_new(static_cast<SSL_CTX*>(context_));
+  if (ssl != nullptr && originate_) {
+    SSL_set_connect_state(ssl);
+    SSL_set1_host(ssl, server_name_.c_str());
+    SSL_set_tlsext_host_name(ssl, server_name_.c_str());
+  } else if (ssl != nullptr) {
+    SSL_set_accept_state(ssl);
+  }
+  if (ssl != nullptr && SSL_set_fd(ssl, secured) == 1 && Handshake(ssl, secured)) {
+    const int plain = originate_ ? accepted : ConnectToBackend(backend_);
+    if (plain >= 0) {
+      // The plain side always reads: a write to it that blocks this long
+      // is lost.
       timeval send_timeout{kSendTimeoutMs / 1000, 0};
-      setsockopt(backend, SOL_SOCKET, SO_SNDTIMEO, &send_timeout, sizeof(send_timeout));
-      Pump(ssl, client, backend);
-      close(backend);
+      setsockopt(plain, SOL_SOCKET, SO_SNDTIMEO, &send_timeout, sizeof(send_timeout));
+      Pump(ssl, secured, plain);
+      if (plain != accepted) close(plain);
     }
     SSL_shutdown(ssl);
   }
   SSL_free(ssl);
+  if (secured >= 0 && secured != accepted) close(secured);
   MutexLock lock(&mu_);
   for (Connection& c : connections_) {
-    if (c.fd != client || c.done) continue;
+    if (c.fd != accepted || c.done) continue;
     c.done = true;
-    close(client);  // under the lock: the destructor's shutdown never meets a reused fd
+    close(accepted);  // under the lock: the destructor's shutdown never meets a reused fd
   }
 }
 
