@@ -28,7 +28,7 @@ function el(tag, attrs, ...children) {
     else if (key.startsWith('on')) node.addEventListener(key.slice(2), value);
     else node.setAttribute(key, value === true ? '' : String(value));
   }
-  for (const child of children.flat()) {
+  for (const child of children.flat(Infinity)) {
     if (child === undefined || child === null || child === false) continue;
     node.append(child instanceof Node ? child : document.createTextNode(String(child)));
   }
@@ -316,7 +316,12 @@ function chart(title, unit) {
     plot.replaceChildren();
     const xs = [...points.keys()].sort((a, b) => a - b);
     box.dataset.points = String(xs.length);
-    if (!xs.length) return;
+    if (!xs.length) {
+      const none = svg('text', {x: 200, y: 70, 'text-anchor': 'middle'});
+      none.textContent = 'no reports yet';
+      plot.append(none);
+      return;
+    }
     const ys = xs.map((x) => points.get(x));
     const [x0, x1] = [xs[0], xs[xs.length - 1]];
     const [y0, y1] = [Math.min(...ys), Math.max(...ys)];
@@ -338,6 +343,7 @@ function chart(title, unit) {
     }
     plot.append(svg('polyline', {points: xs.map((x, i) => `${sx(x)},${sy(ys[i])}`).join(' ')}));
   }
+  draw();
   return box;
 }
 
