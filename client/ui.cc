@@ -114,6 +114,12 @@ int RunUi(const GlobalOptions& global, const UiOptions& options) {
   std::unique_ptr<TlsRelay> proxy;
   std::string upstream;
   if (options.proxy) {
+    if (!absl::StartsWith(*base, "https://")) {
+      std::cerr << "ringmaster: --proxy carries the browser over TLS: the console's URL must be "
+                   "https://, not "
+                << *base << std::endl;
+      return 2;
+    }
     upstream = std::string(absl::StripPrefix(*base, "https://"));
     absl::StatusOr<std::unique_ptr<TlsRelay>> relay = TlsRelay::Originate(
         absl::StrCat("127.0.0.1:", options.proxy_port), *global.tls, upstream, kCoordinatorName);

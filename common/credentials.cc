@@ -213,6 +213,8 @@ absl::StatusOr<std::string> LoadOrCreateKey(const std::string& path) {
   return key.str();
 }
 
+bool IsSessionToken(absl::string_view token) { return absl::StartsWith(token, kSessionKind); }
+
 std::optional<std::string> BearerToken(const grpc::ServerContextBase& context) {
   const auto& metadata = context.client_metadata();
   auto it = metadata.find("authorization");

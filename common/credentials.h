@@ -100,6 +100,9 @@ absl::StatusOr<std::string> LoadOrCreateKey(const std::string& path);
 // where they first differ.
 bool SameSecret(absl::string_view a, absl::string_view b);
 
+// Whether `token` has a console session's form (whoever signed it).
+bool IsSessionToken(absl::string_view token);
+
 // The token of the "authorization: Bearer <token>" header, if any.
 std::optional<std::string> BearerToken(const grpc::ServerContextBase& context);
 // The common name of the caller's verified TLS client certificate, if any.

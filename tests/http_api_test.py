@@ -324,9 +324,11 @@ class ConsoleSignInTest(TlsCluster):
         self.assertEqual(done.returncode, 0, done.stderr)
         return json.loads(done.stdout)
 
-    def browse(self, verb, url, headers=(), body=None, ca=True):
+    def browse(self, verb, url, headers=(), body=None, ca=True, form=None):
         """(status, response headers, body) of a request with the jar."""
         argv = ["curl", "-sS", "-X", verb, "-b", self.jar, "-c", self.jar, "-D", "-", url]
+        if form is not None:
+            argv += ["--data-raw", form]
         if ca:
             argv += ["--cacert", self.ca]
         for header in headers:
@@ -347,19 +349,33 @@ class ConsoleSignInTest(TlsCluster):
                     return fields[6]
         return ""
 
+    def sign_in(self, url, ca=True):
+        """The page `ringmaster ui`'s URL shows, then its form sent: the
+        response headers of the sign-in."""
+        status, _, page = self.browse("GET", url, ca=ca)
+        self.assertEqual(status, 200, page)
+        code = re.search(r'name="code" value="([^"]+)"', page).group(1)
+        status, head, text = self.browse("POST", url.split("?")[0], ca=ca,
+                                         form=f"code={code}")
+        self.assertEqual(status, 303, text)
+        return head, page
+
     def test_ui_url_signs_in_once_and_changes_need_the_csrf_token(self):
         login = self.ui()
         self.assertEqual(login["user"], "admin")
         self.assertTrue(login["url"].startswith(self.base + "/login?code="), login)
-        status, head, _ = self.browse("GET", login["url"])
-        self.assertEqual(status, 303, head)
+        head, page = self.sign_in(login["url"])
+        self.assertIn('as <b id="login-user">admin</b>?', page, "it asks before signing in")
         self.assertIn("Location: /\n", head)
         session = re.search(r"Set-Cookie: ringmaster_session=[^\n]*", head).group(0)
         for attribute in ("HttpOnly", "SameSite=Strict", "Path=/", "Max-Age=4319"):
             self.assertIn(attribute, session)
-        status, _, text = self.browse("GET", login["url"])
-        self.assertEqual(status, 401)
-        self.assertIn("used already", text)
+        code = login["url"].split("code=")[1]
+        for verb, url, form in (("GET", login["url"], None),
+                                ("POST", self.base + "/login", f"code={code}")):
+            status, _, text = self.browse(verb, url, form=form)
+            self.assertEqual(status, 401, text)
+            self.assertIn("used already", text)
 
         status, _, text = self.browse("GET", self.url + "/session")
         self.assertEqual((status, json.loads(text)["user"]), (200, "admin"), text)
@@ -374,6 +390,18 @@ class ConsoleSignInTest(TlsCluster):
                                       headers=[f"X-CSRF-Token: {self.csrf()}"])
         self.assertEqual((status, json.loads(text)["state"]), (200, "CANCELLED"), text)
 
+        # A session opens no other: one stolen ends when it expires.
+        status, _, text = self.browse("POST", self.url + "/console/logins",
+                                      headers=[f"X-CSRF-Token: {self.csrf()}"])
+        self.assertEqual(status, 403, text)
+        self.assertIn("cannot open another", text)
+        with open(self.jar) as f:
+            token = [line.split("\t")[6].strip() for line in f
+                     if "\tringmaster_session\t" in line][0]
+        status, _, text = self.browse("POST", self.url + "/session",
+                                      body=json.dumps({"token": token}))
+        self.assertEqual(status, 403, text)
+
         status, head, _ = self.browse("DELETE", self.url + "/session",
                                       headers=[f"X-CSRF-Token: {self.csrf()}"])
         self.assertEqual(status, 200)
@@ -383,7 +411,13 @@ class ConsoleSignInTest(TlsCluster):
     def test_a_token_pasted_opens_a_session_of_its_user(self):
         status, _, text = self.browse("POST", self.url + "/session", body='{"token": "wrong"}')
         self.assertEqual(status, 401, text)
-        status, _, text = self.browse("POST", self.url + "/session",
+        # A cookie no longer good (a rotated key, another cluster's) is
+        # forgotten, and keeps no one from signing in.
+        bad = ["Cookie: ringmaster_session=rms.1.admin.00"]
+        status, head, text = self.browse("GET", self.url + "/session", headers=bad)
+        self.assertEqual(status, 401, text)
+        self.assertIn("ringmaster_session=; Path=/; Max-Age=0", head)
+        status, _, text = self.browse("POST", self.url + "/session", headers=bad,
                                       body=json.dumps({"token": self.bob}))
         self.assertEqual(status, 200, text)
         self.assertEqual((json.loads(text)["user"], json.loads(text)["admin"]), ("bob", False))
@@ -421,8 +455,7 @@ class ConsoleSignInTest(TlsCluster):
         try:
             login = json.loads(proxy.stdout.readline())
             self.assertTrue(login["url"].startswith("http://127.0.0.1:"), login)
-            status, head, _ = self.browse("GET", login["url"], ca=False)
-            self.assertEqual(status, 303, head)
+            head, _ = self.sign_in(login["url"], ca=False)
             self.assertNotIn("Secure", head, "cookies for http://127.0.0.1, the browser's side")
             origin = login["url"].split("/login")[0]
             status, _, text = self.browse("GET", origin + "/api/v1/session", ca=False)

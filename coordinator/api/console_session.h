@@ -40,6 +40,8 @@ class ConsoleSessions {
   // Codes taken and not yet expired, remembered so that none is taken
   // twice: at most this many at once.
   static constexpr size_t kMaxTakenCodes = 4096;
+  // ... and of one caller's: one user cannot keep the others from signing in.
+  static constexpr int kMaxTakenCodesPerCaller = 32;
 
   ConsoleSessions(const CredentialSigner* signer, const Clock* clock)
       : signer_(signer), clock_(clock) {}
@@ -47,9 +49,12 @@ class ConsoleSessions {
   // The session a sign-in code opens. UNAUTHENTICATED when the code is not
   // this cluster's, has expired or was taken already.
   absl::StatusOr<ConsoleSession> Redeem(absl::string_view code) ABSL_LOCKS_EXCLUDED(mu_);
+  // Whom a code would sign in, without taking it; the same errors.
+  absl::StatusOr<std::string> Peek(absl::string_view code) ABSL_LOCKS_EXCLUDED(mu_);
 
   // The session of a request's Cookie header: nullopt when it has none;
-  // UNAUTHENTICATED when it has one that is not (or no longer) valid.
+  // UNAUTHENTICATED when it has one that is not (or no longer) valid, or
+  // two (a page of another port of the host may set one).
   absl::StatusOr<std::optional<ConsoleSession>> FromCookies(absl::string_view cookie_header) const;
 
   // The Set-Cookie header values that hold `session` (or, with nullopt,
@@ -61,7 +66,17 @@ class ConsoleSessions {
   const CredentialSigner* const signer_;
   const Clock* const clock_;
   Mutex mu_;
-  std::map<std::string, absl::Time> taken_ ABSL_GUARDED_BY(mu_);  // nonce -> its code's expiry
+  // `code`, when it is this cluster's, unexpired and not taken.
+  absl::StatusOr<CredentialSigner::LoginCode> Unused(absl::string_view code, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Forgets the codes expired.
+  void Prune(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  struct Taken {
+    absl::Time expires;  // the code's
+    std::string who;
+  };
+  std::map<std::string, Taken> taken_ ABSL_GUARDED_BY(mu_);   // by nonce
+  std::map<std::string, int> taken_by_ ABSL_GUARDED_BY(mu_);  // how many of taken_ are whose
 };
 
 }  // namespace ringmaster

@@ -75,12 +75,46 @@ TEST_F(ConsoleSessionsTest, AnExpiredOrForeignCodeOpensNothing) {
 // beyond the bound a sign-in waits rather than a code being taken twice.
 TEST_F(ConsoleSessionsTest, TheCodesTakenAreBoundedAndForgottenWhenExpired) {
   for (size_t i = 0; i < ConsoleSessions::kMaxTakenCodes; ++i) {
-    ASSERT_OK(sessions_.Redeem(Code("alice", absl::StrCat("n", i))));
+    const std::string user = absl::StrCat("user", i / ConsoleSessions::kMaxTakenCodesPerCaller);
+    ASSERT_OK(sessions_.Redeem(Code(user, absl::StrCat("n", i))));
   }
   EXPECT_THAT(sessions_.Redeem(Code("alice", "one more")),
               StatusIs(absl::StatusCode::kResourceExhausted));
   clock_.Advance(absl::Minutes(2));
   EXPECT_OK(sessions_.Redeem(Code("alice", "one more")));
+}
+
+// One caller's sign-ins are bounded on their own: another still signs in.
+TEST_F(ConsoleSessionsTest, OneCallersSignInsLeaveRoomForTheOthers) {
+  for (int i = 0; i < ConsoleSessions::kMaxTakenCodesPerCaller; ++i) {
+    ASSERT_OK(sessions_.Redeem(Code("mallory", absl::StrCat("m", i))));
+  }
+  EXPECT_THAT(sessions_.Redeem(Code("mallory", "one more")),
+              StatusIs(absl::StatusCode::kResourceExhausted));
+  EXPECT_OK(sessions_.Redeem(Code("alice", "a1")));
+  clock_.Advance(absl::Minutes(2));
+  EXPECT_OK(sessions_.Redeem(Code("mallory", "one more")));
+}
+
+// Peek says whom a code signs in, and takes nothing.
+TEST_F(ConsoleSessionsTest, PeekTakesNothing) {
+  const std::string code = Code("alice", "p1");
+  EXPECT_EQ(*sessions_.Peek(code), "alice");
+  EXPECT_EQ(*sessions_.Peek(code), "alice");
+  ASSERT_OK(sessions_.Redeem(code));
+  EXPECT_THAT(sessions_.Peek(code),
+              StatusIs(absl::StatusCode::kUnauthenticated, HasSubstr("used already")));
+}
+
+// Two session cookies (a page of another port of the host may set one) are
+// none that counts.
+TEST_F(ConsoleSessionsTest, TwoSessionCookiesAreRefused) {
+  absl::StatusOr<ConsoleSession> a = sessions_.Redeem(Code("alice", "c1"));
+  absl::StatusOr<ConsoleSession> b = sessions_.Redeem(Code("bob", "c2"));
+  ASSERT_OK(a);
+  ASSERT_OK(b);
+  EXPECT_THAT(sessions_.FromCookies(absl::StrCat(Cookie(*a), "; ", kSessionCookie, "=", b->token)),
+              StatusIs(absl::StatusCode::kUnauthenticated));
 }
 
 TEST_F(ConsoleSessionsTest, TheSessionCookieIsHttpOnlyStrictAndExpires) {

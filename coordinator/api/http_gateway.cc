@@ -40,7 +40,7 @@ constexpr absl::string_view kPageHeaders =
     "Content-Security-Policy: default-src 'none'; script-src 'self'; style-src 'self'; "
     "img-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'self'; "
     "frame-ancestors 'none'\r\n"
-    "X-Frame-Options: DENY\r\nReferrer-Policy: no-referrer\r\n";
+    "X-Frame-Options: DENY\r\nReferrer-Policy: same-origin\r\n";
 
 // The request's body, up to `limit` bytes: RESOURCE_EXHAUSTED beyond.
 absl::StatusOr<std::string> ReadBody(mg_connection* connection, int64_t declared, int64_t limit) {
@@ -123,6 +123,23 @@ absl::StatusOr<std::unique_ptr<pb::Message>> Call(grpc::Channel* channel,
   return response;
 }
 
+// The page that asks before a code signs the browser in. `who` and `code`
+// are of [a-z0-9_.-] (user names, hex and the code's dots), nothing HTML
+// would read as markup.
+std::string SignInPage(absl::string_view who, absl::string_view code) {
+  return absl::StrCat(
+      "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+      "<title>Sign in: Ringmaster</title><link rel=\"stylesheet\" href=\"/console/app.css\">"
+      "</head><body><main><div class=\"signin\"><h1>Sign in</h1>"
+      "<p>Sign in to this cluster's console as <b id=\"login-user\">",
+      who,
+      "</b>? Only go on if you ran <code>ringmaster ui</code> yourself: whoever made this link "
+      "may be someone else, and you would act as them.</p>"
+      "<form method=\"post\" action=\"/login\"><input type=\"hidden\" name=\"code\" value=\"",
+      code, "\"><button type=\"submit\" id=\"sign-in\">Sign in as ", who,
+      "</button></form></div></main></body></html>\n");
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Start(
@@ -134,7 +151,7 @@ absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Start(
   gateway->channel_ = std::move(channel);
   // With TLS, civetweb serves plain HTTP on loopback behind a TlsRelay.
   const std::string plain = options.tls ? "127.0.0.1:0" : options.address;
-  const char* civet_options[] = {"listening_ports",    plain.c_str(), "num_threads", "128",
+  const char* civet_options[] = {"listening_ports",    plain.c_str(), "num_threads", "256",
                                  "request_timeout_ms", "30000",       nullptr};
   mg_callbacks callbacks{};
   gateway->context_ = mg_start(&callbacks, gateway.get(), civet_options);
@@ -193,7 +210,9 @@ absl::Status HttpGateway::CheckHeaders(mg_connection* connection) const {
   const mg_request_info* info = mg_get_request_info(connection);
   const bool body = info->content_length > 0 || mg_get_header(connection, "Transfer-Encoding");
   const absl::string_view type = content_type ? content_type : "";
-  if (body && !absl::StrContains(type, "json") && !absl::StrContains(type, "yaml")) {
+  const bool form = std::string(info->local_uri) == "/login" &&
+                    absl::StartsWith(type, "application/x-www-form-urlencoded");
+  if (body && !form && !absl::StrContains(type, "json") && !absl::StrContains(type, "yaml")) {
     return absl::InvalidArgumentError(
         "a body must say its type: Content-Type: application/json or application/yaml");
   }
@@ -216,10 +235,12 @@ void HttpGateway::Serve(mg_connection* connection) {
     return;
   }
   absl::StatusOr<std::string> authorization = Authorization(connection);
-  if (!authorization.ok()) {
+  if (uri == "/api/v1/session") {
+    // A session cookie no longer good is forgotten here, rather than keep
+    // the browser from signing in again.
+    ServeSession(connection, authorization.value_or(""), !authorization.ok());
+  } else if (!authorization.ok()) {
     RespondError(connection, authorization.status());
-  } else if (uri == "/api/v1/session") {
-    ServeSession(connection, *authorization);
   } else {
     ServeApi(connection, *authorization);
   }
@@ -343,42 +364,78 @@ void HttpGateway::RespondSignedIn(mg_connection* connection, const ConsoleSessio
 
 void HttpGateway::ServeLogin(mg_connection* connection) {
   const mg_request_info* info = mg_get_request_info(connection);
-  const std::string query = info->query_string ? info->query_string : "";
-  char code[1024];
-  absl::StatusOr<ConsoleSession> session =
-      absl::UnauthenticatedError("no sign-in code: open the URL `ringmaster ui` prints");
-  if (std::string(info->request_method) != "GET") {
-    session = absl::InvalidArgumentError("GET only");
-  } else if (sessions_ == nullptr) {
-    session = absl::FailedPreconditionError("this cluster's console needs no sign-in");
-  } else if (mg_get_var(query.data(), query.size(), "code", code, sizeof(code)) > 0) {
-    session = sessions_->Redeem(code);
-  }
-  if (!session.ok()) {
-    RespondWith(connection, HttpStatusOf(session.status().code()), "text/plain; charset=utf-8",
-                absl::StrCat("Cannot sign in: ", session.status().message(), "\n"), kPageHeaders);
+  const std::string method = info->request_method;
+  if (sessions_ == nullptr) {  // an open cluster's console needs no sign-in
+    RespondWith(connection, 303, "text/plain; charset=utf-8", "", "Location: /\r\n");
     return;
   }
-  RespondWith(connection, 303, "text/plain; charset=utf-8", "signed in\n",
-              absl::StrCat(PageHeaders(connection, *session), "Location: /\r\n"));
+  // GET shows whom the code signs in, and asks; the form POSTs it back. A
+  // link alone signs no one in: another user's code, sent to you, would
+  // make you act as them.
+  std::string form = method == "POST"
+                         ? ReadBody(connection, info->content_length, 4096).value_or("")
+                         : (info->query_string ? info->query_string : "");
+  char code[1024];
+  absl::Status refused =
+      absl::UnauthenticatedError("no sign-in code: open the URL `ringmaster ui` prints");
+  if (method != "GET" && method != "POST") {
+    refused = absl::InvalidArgumentError("GET or POST only");
+  } else if (mg_get_var(form.data(), form.size(), "code", code, sizeof(code)) > 0) {
+    if (method == "GET") {
+      absl::StatusOr<std::string> who = sessions_->Peek(code);
+      if (who.ok()) {
+        RespondWith(connection, 200, "text/html; charset=utf-8", SignInPage(*who, code),
+                    kPageHeaders);
+        return;
+      }
+      refused = who.status();
+    } else {
+      absl::StatusOr<ConsoleSession> session = sessions_->Redeem(code);
+      if (session.ok()) {
+        RespondWith(connection, 303, "text/plain; charset=utf-8", "signed in\n",
+                    absl::StrCat(PageHeaders(connection, *session), "Location: /\r\n"));
+        return;
+      }
+      refused = session.status();
+    }
+  }
+  RespondWith(connection, HttpStatusOf(refused.code()), "text/plain; charset=utf-8",
+              absl::StrCat("Cannot sign in: ", refused.message(), "\n"), kPageHeaders);
 }
 
-void HttpGateway::ServeSession(mg_connection* connection, const std::string& authorization) {
+void HttpGateway::ServeSession(mg_connection* connection, const std::string& authorization,
+                               bool bad_cookie) {
   const mg_request_info* info = mg_get_request_info(connection);
   const std::string method = info->request_method;
   const pb::MethodDescriptor* login = pb::DescriptorPool::generated_pool()->FindMethodByName(
       "ringmaster.v1.ClusterService.CreateConsoleLogin");
+  const std::string forget = bad_cookie ? PageHeaders(connection, std::nullopt) : "";
   if (method == "DELETE") {
     RespondWith(connection, 200, "application/json", "{}", PageHeaders(connection, std::nullopt));
     return;
   }
+  const char* cookies = mg_get_header(connection, "Cookie");
+  if (method == "GET" && sessions_ != nullptr && !bad_cookie &&
+      mg_get_header(connection, "Authorization") == nullptr && cookies != nullptr) {
+    // The session's own word: a session may not ask for a sign-in code.
+    absl::StatusOr<std::optional<ConsoleSession>> session = sessions_->FromCookies(cookies);
+    if (session.ok() && session->has_value()) {
+      const ConsoleSession& s = **session;
+      Respond(connection, 200,
+              absl::StrCat(
+                  "{\"user\":\"", s.who, "\",\"admin\":", s.who == kAdminUser ? "true" : "false",
+                  ",\"open\":false,\"expiresUnixMs\":\"", absl::ToUnixMillis(s.expires), "\"}"));
+      return;
+    }
+  }
   if (method == "GET") {
-    // Who the request's credential is: the session's, a token's, or on an
-    // open cluster no one's (then anyone may do everything).
+    // Who the request's token is, or on an open cluster no one (then
+    // anyone may do everything).
     absl::StatusOr<std::unique_ptr<pb::Message>> who =
         Call(channel_.get(), *login, v1::CreateConsoleLoginRequest(), authorization);
     if (!who.ok()) {
-      RespondError(connection, who.status());
+      RespondWith(connection, HttpStatusOf(who.status().code()), "application/json",
+                  ErrorJson(who.status()), forget);
       return;
     }
     const auto& user = static_cast<const v1::ConsoleLogin&>(**who).user();
@@ -412,7 +469,8 @@ void HttpGateway::ServeSession(mg_connection* connection, const std::string& aut
           ? absl::FailedPreconditionError("this cluster's console needs no sign-in")
           : sessions_->Redeem(static_cast<const v1::ConsoleLogin&>(**code).code());
   if (!session.ok()) {
-    RespondError(connection, session.status());
+    RespondWith(connection, HttpStatusOf(session.status().code()), "application/json",
+                ErrorJson(session.status()), forget);
     return;
   }
   RespondSignedIn(connection, *session);

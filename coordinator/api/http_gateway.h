@@ -63,11 +63,13 @@ class HttpGateway {
   void ServeApi(mg_connection* connection, const std::string& authorization);
   // The console's files.
   void ServeConsole(mg_connection* connection);
-  // GET /login?code=...: a session cookie for `ringmaster ui`'s code.
+  // /login: `ringmaster ui`'s code, asked about (GET ?code=) and taken
+  // for a session cookie (POST code=).
   void ServeLogin(mg_connection* connection);
   // /api/v1/session: who the request is (GET), a session for a token
-  // pasted (POST), or the session forgotten (DELETE).
-  void ServeSession(mg_connection* connection, const std::string& authorization);
+  // pasted (POST), or the session forgotten (DELETE). `bad_cookie`: the
+  // request's session cookie is not good, and is forgotten.
+  void ServeSession(mg_connection* connection, const std::string& authorization, bool bad_cookie);
   // The reply that sets `session`'s cookies and says whose it is.
   void RespondSignedIn(mg_connection* connection, const ConsoleSession& session);
   // Whether cookies may say Secure: served with TLS to a name other than
@@ -78,8 +80,9 @@ class HttpGateway {
   std::string PageHeaders(mg_connection* connection,
                           const std::optional<ConsoleSession>& session) const;
 
-  // Streams open at once at most: each holds one of civetweb's threads.
-  static constexpr int kMaxStreams = 64;
+  // Streams open at once at most: each holds one of civetweb's 256
+  // threads, and the rest serve the unary routes.
+  static constexpr int kMaxStreams = 192;
   std::atomic<int> streams_{0};
 
   HttpGatewayOptions options_;

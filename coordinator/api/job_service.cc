@@ -402,6 +402,12 @@ grpc::ServerUnaryReactor* ClusterServiceImpl::CreateConsoleLogin(
     v1::ConsoleLogin* response) {
   absl::StatusOr<std::string> user = access_->RequireUser(*context);
   if (!user.ok()) return FinishUnary(context, user.status());
+  // A session opens no other: one stolen ends when it expires.
+  if (std::optional<std::string> token = BearerToken(*context); token && IsSessionToken(*token)) {
+    return FinishUnary(
+        context, absl::PermissionDeniedError("a console session cannot open another: sign in with "
+                                             "`ringmaster ui`, or with a token"));
+  }
   unsigned char nonce[16];
   if (RAND_bytes(nonce, sizeof(nonce)) != 1) {
     return FinishUnary(context, absl::InternalError("no random bytes for a sign-in code"));

@@ -118,10 +118,13 @@ async function api(method, path, body) {
 // or the stream ends. A connection lost is made again by the browser with
 // Last-Event-ID, so nothing is seen twice or missed; `onError` hears of an
 // error the server sent, or of a stream refused.
-function stream(path, onMessage, onError) {
+function stream(path, onMessage, onError, onEnd) {
   const source = new EventSource(path, {withCredentials: true});
   source.onmessage = (event) => onMessage(JSON.parse(event.data));
-  source.addEventListener('end', () => source.close());
+  source.addEventListener('end', () => {
+    source.close();
+    if (onEnd) onEnd();
+  });
   source.addEventListener('error', (event) => {
     if (event.data) {
       source.close();
@@ -130,6 +133,12 @@ function stream(path, onMessage, onError) {
       onError({message: 'the stream was refused'});
     }
   });
+  return source;
+}
+
+// A stream of the view: closed when the view is left.
+function viewStream(path, onMessage, onError) {
+  const source = stream(path, onMessage, onError);
   cleanups.push(() => source.close());
   return source;
 }
@@ -275,10 +284,14 @@ function jobsView(view) {
   }
   more.addEventListener('click', loadMore);
   loadMore().then(() => {
-    stream('/api/v1/jobs:watch', (event) => {
+    if (!body.isConnected) return;  // the view was left meanwhile
+    viewStream('/api/v1/jobs:watch', (event) => {
       const job = event.job;
       const row = shown.get(job.id);
-      if (row) {
+      if (row && !matches(job, f)) {
+        row.remove();
+        shown.delete(job.id);
+      } else if (row) {
         const fresh = jobRow(job);
         row.replaceWith(fresh);
         shown.set(job.id, fresh);
@@ -289,7 +302,7 @@ function jobsView(view) {
         newest = job.id;
         count.textContent = `${shown.size} job${shown.size === 1 ? '' : 's'}`;
       }
-    });
+    }, (error) => notice(`Live updates stopped: ${error.message}; reload the page.`));
   });
 }
 
@@ -469,11 +482,13 @@ function logPanel(job) {
     for (const line of lines) show(line);
     if (follow.checked) out.scrollTop = out.scrollHeight;
   }
-  const decoder = new TextDecoder();
+  const decoders = new Map();  // rank -> its decoder: a character may span chunks
+  cleanups.push(() => source && source.close());
   function open() {
     if (source) source.close();
     lines.length = 0;
     partial.clear();
+    decoders.clear();
     out.replaceChildren();
     const query = new URLSearchParams({follow: 'true', attempt: attempt.value || '0'});
     if (rank.value === '') query.set('all_ranks', 'true');
@@ -481,21 +496,29 @@ function logPanel(job) {
     status.textContent = '';
     source = stream(`/api/v1/jobs/${encodeURIComponent(job.id)}/logs?${query}`, (chunk) => {
       const r = chunk.rank || 0;
+      if (!decoders.has(r)) decoders.set(r, new TextDecoder());
       const raw = atob(chunk.data || '');
-      const text = (partial.get(r) || '') +
-        decoder.decode(Uint8Array.from(raw, (c) => c.charCodeAt(0)));
+      const text = (partial.get(r) || '') + decoders.get(r).decode(
+        Uint8Array.from(raw, (c) => c.charCodeAt(0)), {stream: true});
       const split = text.split('\n');
       partial.set(r, split.pop());
       for (const line of split) add(r, line);
       if (follow.checked) out.scrollTop = out.scrollHeight;
-    }, (error) => { status.textContent = error.message || 'the log stream ended'; });
+    }, (error) => { status.textContent = error.message || 'the log stream ended'; }, () => {
+      // The last line of each rank, if it did not end with a newline.
+      for (const [r, rest] of partial) if (rest) add(r, rest);
+      partial.clear();
+      status.textContent = 'the job ended';
+    });
   }
   function update(j) {
     const n = Number(j.attempt || 0);
     if (n !== attempts) {
       const chosen = attempt.value;
-      attempt.replaceChildren(...Array.from({length: n + 1}, (_, i) =>
-        el('option', {value: i, text: `attempt ${i}`})));
+      // The coordinator keeps the logs of the last 10 attempts.
+      const first = Math.max(0, n - 9);
+      attempt.replaceChildren(...Array.from({length: n + 1 - first}, (_, i) =>
+        el('option', {value: first + i, text: `attempt ${first + i}`})));
       attempt.value = chosen === '' || attempts < 0 || Number(chosen) === attempts ?
         String(n) : chosen;
       const changed = attempts >= 0 && attempt.value !== chosen;
@@ -556,19 +579,22 @@ function jobView(view, id) {
       }
     }
     if (!logs) {
-      logs = logPanel(job);
+      if (mayChange(job) || !job.specRedacted) {
+        logs = logPanel(job);
+        logs.open();
+      } else {
+        logs = el('p', {class: 'muted', text: "A job's logs are for its owner and the admin."});
+      }
       view.append(logs);
-      if (mayChange(job) || !job.specRedacted) logs.open();
-      else logs.replaceChildren(el('p', {class: 'muted',
-        text: "A job's logs are for its owner and the admin."}));
     } else if (logs.update) {
       logs.update(job);
     }
   }
   api('GET', `/api/v1/jobs/${encodeURIComponent(id)}`).then((job) => {
+    if (!head.isConnected) return;  // the view was left meanwhile
     render(job);
     if (!TERMINAL.has(job.state)) {
-      stream(`/api/v1/jobs/${encodeURIComponent(id)}:watch`, (event) => render(event.job));
+      viewStream(`/api/v1/jobs/${encodeURIComponent(id)}:watch`, (event) => render(event.job));
     }
   }).catch((e) => view.replaceChildren(el('p', {text: `Job ${id}: ${e.message}`})));
 }

@@ -63,6 +63,9 @@ async function signIn(browser, loginUrl) {
   page.on('dialog', (dialog) => dialog.accept('from the browser test'));
   page.on('pageerror', (error) => console.log(`page error: ${error.message}`));
   await page.goto(loginUrl);
+  // The page asks before it signs in: a link alone signs no one in.
+  await page.waitForSelector('#sign-in');
+  await Promise.all([page.waitForNavigation(), page.click('#sign-in')]);
   await page.waitForSelector('#jobs');
   return page;
 }

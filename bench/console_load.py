@@ -1,0 +1,181 @@
+#!/usr/bin/python3
+"""What the console's live streams cost the coordinator: submit latency with
+and without 50 browsers' worth of Server-Sent Events on one job.
+
+A local cluster (`ringmaster up`, TLS, 4 workers of 26 slots) runs 100
+one-rank jobs and one 2-rank job that prints a line and reports progress
+every 0.1 s. Each round measures N submissions (the Python client over
+gRPC, 100 a second, each timed) twice, in turn:
+
+- without streams;
+- with 50 browsers on the chatty job's page: each holds the page's two
+  streams, the job's watch and its logs followed (curl -N, 100 streams).
+
+Prints each round's p50 and p99 in both, then the p99 of every submission
+of each kind and the ratio (goal: at most 1.2). The submitted jobs wait for
+slots (the cluster is full) and are cancelled after each half, so both
+halves see the same number of jobs.
+
+    bazel build -c opt //client:ringmaster //coordinator:ringmaster-coordinator \\
+        //worker:ringmaster-worker
+    /usr/bin/python3 bench/console_load.py --submits 1000 --rounds 3
+"""
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+import ringmaster  # noqa: E402
+
+CLI = os.path.join(ROOT, "bazel-bin", "client", "ringmaster")
+TOKEN = "console-load-admin-token-0123456789"
+BROWSERS = 50
+CHATTY = """name: chatty
+ranks: 2
+command: [python3, -c, "import ringmaster, time; [(ringmaster.report(step=s, loss=1.0 / s, \
+samples=32), print('step', s, flush=True), time.sleep(0.1)) for s in range(1, 100000)]"]
+"""
+PROBE = "name: probe\nranks: 1\ncommand: [sleep, '1']\n"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def percentile(values, q):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+class Cluster:
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="console-load-")
+        self.address = f"127.0.0.1:{free_port()}"
+        self.env = dict(os.environ, RINGMASTER_TOKEN=TOKEN, RINGMASTER_COORDINATOR=self.address,
+                        RINGMASTER_TLS_DIR=os.path.join(self.dir, "tls"))
+
+    def cli(self, *args):
+        done = subprocess.run([CLI, *args], env=self.env, capture_output=True, text=True)
+        if done.returncode != 0:
+            sys.exit(f"ringmaster {' '.join(args)}: {done.stderr.strip()}")
+        return done.stdout
+
+    def up(self):
+        ranks = ["--rank-user", "root"] if os.geteuid() == 0 else []
+        up = json.loads(self.cli("up", "--workers", "4", "--slots", "26", "--state-dir",
+                                 self.dir, "-o", "json", *ranks))
+        self.http = up["http"]
+        self.client = ringmaster.Client(self.address, tls_dir=os.path.join(self.dir, "tls"),
+                                        token=TOKEN)
+
+    def down(self):
+        subprocess.run([CLI, "down", "--state-dir", self.dir], env=self.env,
+                       capture_output=True)
+
+    def wait_running(self, count):
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            running = list(self.client.jobs(states=["RUNNING"]))
+            if len(running) >= count:
+                return
+            time.sleep(0.5)
+        sys.exit(f"fewer than {count} jobs running after 300 s")
+
+
+def open_streams(cluster, job_id, workdir):
+    """BROWSERS pages' streams on `job_id`; returns once each has had its
+    first event."""
+    paths = [f"/api/v1/jobs/{job_id}:watch",
+             f"/api/v1/jobs/{job_id}/logs?follow=true&allRanks=true&tailLines=100"]
+    streams = []
+    for i in range(BROWSERS):
+        for j, path in enumerate(paths):
+            out = os.path.join(workdir, f"stream-{i}-{j}")
+            f = open(out, "wb")
+            streams.append((subprocess.Popen(
+                ["curl", "-sN", "--cacert", os.path.join(cluster.dir, "tls", "ca.crt"), "-H",
+                 f"Authorization: Bearer {TOKEN}", cluster.http + path],
+                stdout=f, stderr=subprocess.DEVNULL), f, out))
+    deadline = time.monotonic() + 120
+    while any(os.path.getsize(out) == 0 for _, _, out in streams):
+        if time.monotonic() > deadline:
+            sys.exit("not every stream had an event within 120 s")
+        time.sleep(0.2)
+    return streams
+
+
+def close_streams(streams):
+    received = 0
+    for curl, f, out in streams:
+        curl.terminate()
+        curl.wait()
+        f.close()
+        received += os.path.getsize(out)
+        os.unlink(out)
+    return received
+
+
+def submit_latencies(cluster, count, rate):
+    """Seconds of each of `count` submissions, `rate` a second."""
+    seconds, ids = [], []
+    begin = time.perf_counter()
+    for i in range(count):
+        time.sleep(max(0.0, begin + i / rate - time.perf_counter()))
+        start = time.perf_counter()
+        ids.append(cluster.client.submit(PROBE, upload=False))
+        seconds.append(time.perf_counter() - start)
+    for job_id in ids:
+        cluster.client.cancel(job_id)
+    return seconds
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--submits", type=int, default=1000, help="per half of a round")
+    parser.add_argument("--rate", type=float, default=100.0, help="submissions a second")
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    cluster = Cluster()
+    cluster.up()
+    try:
+        for i in range(100):
+            cluster.client.submit(f"name: busy-{i}\nranks: 1\ncommand: [sleep, '3600']\n",
+                                  upload=False)
+        chatty = cluster.client.submit(CHATTY, upload=False)
+        cluster.wait_running(101)
+        print(f"101 jobs running; {BROWSERS} browsers on {chatty}'s page "
+              f"(its watch and its logs: {2 * BROWSERS} streams)")
+        print(f"{'round':>5}  {'without p50':>11} {'p99':>8}  {'with p50':>9} {'p99':>8}  "
+              f"{'streamed':>9}")
+        without, with_streams = [], []
+        for r in range(args.rounds):
+            alone = submit_latencies(cluster, args.submits, args.rate)
+            streams = open_streams(cluster, chatty, cluster.dir)
+            loaded = submit_latencies(cluster, args.submits, args.rate)
+            received = close_streams(streams)
+            without += alone
+            with_streams += loaded
+            print(f"{r + 1:>5}  {statistics.median(alone) * 1e3:>8.2f} ms "
+                  f"{percentile(alone, 0.99) * 1e3:>5.2f} ms  "
+                  f"{statistics.median(loaded) * 1e3:>6.2f} ms {percentile(loaded, 0.99) * 1e3:>5.2f}"
+                  f" ms  {received / 2**20:>6.1f} MiB")
+        p99_without = percentile(without, 0.99)
+        p99_with = percentile(with_streams, 0.99)
+        print(f"submit p99 over {len(without)} submissions each: without streams "
+              f"{p99_without * 1e3:.2f} ms, with {2 * BROWSERS} streams {p99_with * 1e3:.2f} ms: "
+              f"{p99_with / p99_without:.2f}x (goal: at most 1.2x)")
+    finally:
+        cluster.down()
+
+
+if __name__ == "__main__":
+    main()
