@@ -39,6 +39,9 @@ class Client {
                   absl::Duration rpc_timeout = absl::Seconds(10));
 
   const std::string& address() const { return address_; }
+  // The coordinator calls go to now: after a call, the one that answered
+  // (with several, the leader).
+  std::string CurrentAddress() { return targets_.Current().address; }
 
   // `request_id` (optional) makes a retried submit return the first one's
   // job; without one, a random one is sent, which makes this call's own

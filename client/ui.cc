@@ -104,7 +104,7 @@ int RunUi(const GlobalOptions& global, const UiOptions& options) {
   Client client(global.coordinator, global.token, global.tls);
   absl::StatusOr<v1::ConsoleLogin> login = client.CreateConsoleLogin();
   absl::StatusOr<std::string> base =
-      login.ok() ? ConsoleBaseUrl(options.url, global.coordinator, global.tls.has_value(),
+      login.ok() ? ConsoleBaseUrl(options.url, client.CurrentAddress(), global.tls.has_value(),
                                   login->http_port())
                  : login.status();
   if (!base.ok()) {

@@ -23,7 +23,7 @@ struct UiOptions {
 int RunUi(const GlobalOptions& global, const UiOptions& options);
 
 // The console's base URL ("https://host:7072"): `url` when given, else the
-// first coordinator address's host with `http_port`.
+// host of `coordinator` (the first, of several) with `http_port`.
 absl::StatusOr<std::string> ConsoleBaseUrl(const std::string& url, const std::string& coordinator,
                                            bool tls, int http_port);
 

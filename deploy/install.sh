@@ -3,7 +3,8 @@
 # Debian packages the binaries link against.
 #   install.sh [--prefix /usr/local] [--enable coordinator,worker]
 #              [--coordinator HOST:PORT] [--advertise-host NAME]
-#              [--metrics-bind ADDRESS] [--store DSN --peers HOST:PORT,...]
+#              [--metrics-bind ADDRESS] [--http-bind ADDRESS]
+#              [--store DSN --peers HOST:PORT,...]
 #              [--queues FILE] [--images]
 #              [--root /] [--bin-dir DIR] [--no-deps]
 # --enable      enables (and, on a running systemd, starts) those units; with
@@ -15,6 +16,9 @@
 # --metrics-bind
 #               where /metrics listens (default 127.0.0.1; 0.0.0.0 for a
 #               Prometheus on another machine)
+# --http-bind   where the coordinator's HTTP/JSON API and web console listen
+#               (HTTPS, port 7072; default 127.0.0.1; 0.0.0.0 for browsers
+#               on other machines; docs/console.md)
 # --store, --peers
 #               several coordinators on one PostgreSQL (docs/high-availability.md):
 #               the database as libpq's URI (its password in
@@ -45,6 +49,7 @@ enable=""
 coordinator=""
 advertise=""
 metrics_bind=""
+http_bind=""
 store=""
 peers=""
 queues=""
@@ -59,6 +64,7 @@ while [ $# -gt 0 ]; do
     --coordinator) coordinator=$2; shift 2 ;;
     --advertise-host) advertise=$2; shift 2 ;;
     --metrics-bind) metrics_bind=$2; shift 2 ;;
+    --http-bind) http_bind=$2; shift 2 ;;
     --store) store=$2; shift 2 ;;
     --peers) peers=$2; shift 2 ;;
     --queues) queues=$2; shift 2 ;;
@@ -169,6 +175,7 @@ set_env() {
 [ -z "$coordinator" ] || set_env RINGMASTER_COORDINATOR "$coordinator"
 [ -z "$advertise" ] || set_env RINGMASTER_ADVERTISE_HOST "$advertise"
 [ -z "$metrics_bind" ] || set_env RINGMASTER_METRICS_BIND "$metrics_bind"
+[ -z "$http_bind" ] || set_env RINGMASTER_HTTP_BIND "$http_bind"
 [ -z "$store" ] || set_env RINGMASTER_STORE_FLAGS \
   "\"--store=$store --store-password-file=/etc/ringmaster/store.password --peers=$peers\""
 if [ -n "$queues" ]; then
