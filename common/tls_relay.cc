@@ -41,6 +41,23 @@ absl::Status SslError(const std::string& what) {
   return absl::FailedPreconditionError(absl::StrCat(what, ": ", text));
 }
 
+// Adds the certificates of `pem` to what `context` verifies peers against;
+// how many it added.
+int AddCas(SSL_CTX* context, const std::string& pem) {
+  BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
+  X509_STORE* store = SSL_CTX_get_cert_store(context);
+  int added = 0;
+  while (X509* ca = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr)) {
+    added += X509_STORE_add_cert(store, ca);
+    X509_free(ca);
+  }
+  BIO_free(bio);
+  ERR_clear_error();  // the end of the PEM
+  return added;
+}
+
+// A server's context with `tls`'s certificate and key; a client may show a
+// certificate of `tls`'s CA, which is verified (and needs not).
 absl::StatusOr<SSL_CTX*> ServerContext(const TlsFiles& tls) {
   SSL_CTX* context = SSL_CTX_new(TLS_server_method());
   if (context == nullptr) return SslError("cannot make a TLS context");
@@ -56,6 +73,7 @@ absl::StatusOr<SSL_CTX*> ServerContext(const TlsFiles& tls) {
       cert != nullptr && key != nullptr && SSL_CTX_use_certificate(context, cert) == 1 &&
       SSL_CTX_use_PrivateKey(context, key) == 1 && SSL_CTX_check_private_key(context) == 1;
   absl::Status status = ok ? absl::OkStatus() : SslError("the coordinator's certificate and key");
+  if (ok && AddCas(context, tls.ca_pem) > 0) SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nullptr);
   X509_free(cert);
   EVP_PKEY_free(key);
   BIO_free(cert_bio);
@@ -74,16 +92,7 @@ absl::StatusOr<SSL_CTX*> ClientContext(const TlsFiles& tls) {
   if (context == nullptr) return SslError("cannot make a TLS context");
   SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION);
   SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nullptr);
-  BIO* bio = BIO_new_mem_buf(tls.ca_pem.data(), static_cast<int>(tls.ca_pem.size()));
-  X509_STORE* store = SSL_CTX_get_cert_store(context);
-  int added = 0;
-  while (X509* ca = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr)) {
-    added += X509_STORE_add_cert(store, ca);
-    X509_free(ca);
-  }
-  BIO_free(bio);
-  ERR_clear_error();  // the end of the PEM
-  if (added == 0) {
+  if (AddCas(context, tls.ca_pem) == 0) {
     SSL_CTX_free(context);
     return absl::FailedPreconditionError("the cluster's CA certificate cannot be read");
   }
@@ -148,6 +157,29 @@ int ConnectTo(const std::string& target) {
   }
   freeaddrinfo(found);
   return fd;
+}
+
+// The common name of the verified certificate the peer of `ssl` showed;
+// empty when it showed none.
+std::string VerifiedPeerName(SSL* ssl) {
+  X509* cert = SSL_get1_peer_certificate(ssl);
+  std::string name;
+  if (cert != nullptr && SSL_get_verify_result(ssl) == X509_V_OK) {
+    char common_name[256] = "";
+    const int n = X509_NAME_get_text_by_NID(X509_get_subject_name(cert), NID_commonName,
+                                            common_name, sizeof(common_name));
+    if (n > 0 && n < static_cast<int>(sizeof(common_name))) name.assign(common_name, n);
+  }
+  X509_free(cert);
+  return name;
+}
+
+// The local port of the connection `fd`; 0 when unknown.
+int LocalPort(int fd) {
+  sockaddr_in local{};
+  socklen_t length = sizeof(local);
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &length) != 0) return 0;
+  return ntohs(local.sin_port);
 }
 
 int ConnectToBackend(int port) {
@@ -289,6 +321,12 @@ TlsRelay::~TlsRelay() {
   SSL_CTX_free(static_cast<SSL_CTX*>(context_));
 }
 
+std::string TlsRelay::PeerNameOf(int port) const {
+  MutexLock lock(&mu_);
+  auto it = peer_names_.find(port);
+  return it == peer_names_.end() ? "" : it->second;
+}
+
 void TlsRelay::Reap() {
   std::list<Connection> done;
   {
@@ -350,12 +388,21 @@ void TlsRelay::Relay(int accepted) {
   }
   if (ssl != nullptr && SSL_set_fd(ssl, secured) == 1 && Handshake(ssl, secured)) {
     const int plain = originate_ ? accepted : ConnectToBackend(backend_);
+    const int relayed_from = originate_ || plain < 0 ? 0 : LocalPort(plain);
+    if (relayed_from != 0) {
+      MutexLock lock(&mu_);
+      peer_names_[relayed_from] = VerifiedPeerName(ssl);
+    }
     if (plain >= 0) {
       // The plain side always reads: a write to it that blocks this long
       // is lost.
       timeval send_timeout{kSendTimeoutMs / 1000, 0};
       setsockopt(plain, SOL_SOCKET, SO_SNDTIMEO, &send_timeout, sizeof(send_timeout));
       Pump(ssl, secured, plain);
+      if (relayed_from != 0) {
+        MutexLock lock(&mu_);
+        peer_names_.erase(relayed_from);  // before the port can be another's
+      }
       if (plain != accepted) close(plain);
     }
     SSL_shutdown(ssl);

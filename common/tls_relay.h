@@ -2,7 +2,9 @@
 //
 //   Terminate  accepts TLS connections on a public address with the
 //              coordinator's certificate, and carries each one's bytes to
-//              and from a plain port on loopback. The HTTP API's HTTPS:
+//              and from a plain port on loopback. A client may show a
+//              certificate of the cluster's CA: the backend asks whose
+//              (PeerNameOf). The HTTP API's HTTPS:
 //              Debian's civetweb loads OpenSSL at run time by names
 //              OpenSSL 3 no longer exports (SSL_get_peer_certificate), and
 //              crashes on its first TLS connection.
@@ -15,6 +17,7 @@
 #define RINGMASTER_COMMON_TLS_RELAY_H_
 
 #include <list>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -47,6 +50,10 @@ class TlsRelay {
   TlsRelay& operator=(const TlsRelay&) = delete;
 
   int port() const { return port_; }
+  // Terminate: the common name of the verified client certificate shown on
+  // the connection relayed to the backend from local port `port` (the
+  // backend's view of its peer), while it lasts; empty when none was shown.
+  std::string PeerNameOf(int port) const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   TlsRelay() = default;
@@ -74,8 +81,9 @@ class TlsRelay {
     bool done = false;
     std::thread thread;
   };
-  Mutex mu_;
+  mutable Mutex mu_;
   std::list<Connection> connections_ ABSL_GUARDED_BY(mu_);
+  std::map<int, std::string> peer_names_ ABSL_GUARDED_BY(mu_);  // by relayed-from port
 };
 
 }  // namespace ringmaster

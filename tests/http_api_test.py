@@ -308,6 +308,43 @@ class HttpApiTest(TlsCluster):
         self.assertEqual((status, body["status"]), (404, "NOT_FOUND"))
 
 
+class ClientCertificateTest(TlsCluster):
+    def cert_curl(self, name, verb, path, body=None):
+        tls = os.path.join(self.state, "tls")
+        argv = ["curl", "-sS", "--cacert", self.ca, "--cert", f"{tls}/{name}.crt", "--key",
+                f"{tls}/{name}.key", "-X", verb, "-o", "-", "-w", "\n%{http_code}",
+                self.url + path]
+        if body is not None:
+            argv += ["-H", "Content-Type: application/json", "--data-binary", body]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        text, status = done.stdout.rsplit("\n", 1)
+        return int(status), json.loads(text)
+
+    def test_a_client_certificate_is_a_credential_over_https(self):
+        made = self.cli("certs", "init", "--dir", os.path.join(self.state, "tls"),
+                        "--user", "carol")
+        self.assertEqual(made.returncode, 0, made.stderr)
+        job_id = self.submit("by-token")
+        status, job = self.cert_curl("admin", "GET", f"/jobs/{job_id}")
+        self.assertEqual((status, job["spec"]["command"]), (200, ["sleep", "300"]))
+        status, session = self.cert_curl("admin", "GET", "/session")
+        self.assertEqual((status, session["user"]), (200, "admin"), session)
+
+        status, seen = self.cert_curl("user-carol", "GET", f"/jobs/{job_id}")
+        self.assertEqual(status, 200, seen)
+        self.assertTrue(seen["specRedacted"], "carol sees the admin's job redacted")
+        self.assertNotIn("command", seen["spec"])
+        status, refused = self.cert_curl("user-carol", "POST", "/workers/local-0:cordon", "{}")
+        self.assertEqual((status, refused["status"]), (403, "PERMISSION_DENIED"), refused)
+        status, refused = self.cert_curl("user-carol", "POST", f"/jobs/{job_id}:cancel")
+        self.assertEqual(status, 403, refused)
+        # A certificate of no caller (a worker's) is no credential here.
+        status, refused = self.cert_curl("worker-local-0", "GET", "/jobs")
+        self.assertEqual(status, 401, refused)
+        self.curl("POST", f"/jobs/{job_id}:cancel")
+
+
 class ConsoleSignInTest(TlsCluster):
     """The console's session, as a browser holds it: a cookie jar."""
 

@@ -306,19 +306,37 @@ void HttpGateway::ServeApi(mg_connection* connection, const std::string& authori
 absl::StatusOr<std::string> HttpGateway::Authorization(mg_connection* connection) const {
   if (const char* header = mg_get_header(connection, "Authorization")) return std::string(header);
   const char* cookies = mg_get_header(connection, "Cookie");
-  if (cookies == nullptr || sessions_ == nullptr) return std::string();
-  ASSIGN_OR_RETURN(std::optional<ConsoleSession> session, sessions_->FromCookies(cookies));
-  if (!session) return std::string();
-  const absl::string_view method = mg_get_request_info(connection)->request_method;
-  if (method != "GET" && method != "HEAD") {
-    const char* csrf = mg_get_header(connection, std::string(kCsrfHeader).c_str());
-    if (csrf == nullptr || !SameSecret(csrf, session->csrf)) {
-      return absl::PermissionDeniedError(
-          absl::StrCat("a change made with the console's session must carry the session's ",
-                       kCsrfHeader, " header"));
+  if (cookies != nullptr && sessions_ != nullptr) {
+    ASSIGN_OR_RETURN(std::optional<ConsoleSession> session, sessions_->FromCookies(cookies));
+    if (session) {
+      const absl::string_view method = mg_get_request_info(connection)->request_method;
+      const char* csrf = mg_get_header(connection, std::string(kCsrfHeader).c_str());
+      if (method != "GET" && method != "HEAD" &&
+          (csrf == nullptr || !SameSecret(csrf, session->csrf))) {
+        return absl::PermissionDeniedError(
+            absl::StrCat("a change made with the console's session must carry the session's ",
+                         kCsrfHeader, " header"));
+      }
+      return absl::StrCat("Bearer ", session->token);
     }
   }
-  return absl::StrCat("Bearer ", session->token);
+  // A client certificate of the cluster's, shown to the TLS relay: the
+  // call is made with a session of its caller that outlasts the call.
+  if (tls_ != nullptr && options_.signer != nullptr) {
+    const std::string name = tls_->PeerNameOf(mg_get_request_info(connection)->remote_port);
+    absl::string_view user = name;
+    std::string who;
+    if (name == kAdminCertificateName) {
+      who = std::string(kAdminUser);
+    } else if (absl::ConsumePrefix(&user, kUserCertificatePrefix) && ValidateUserName(user).ok()) {
+      who = std::string(user);
+    }
+    if (!who.empty()) {
+      return absl::StrCat(
+          "Bearer ", options_.signer->Session(who, absl::Now() + kCallTimeout + absl::Minutes(1)));
+    }
+  }
+  return std::string();
 }
 
 void HttpGateway::ServeConsole(mg_connection* connection) {
@@ -414,17 +432,19 @@ void HttpGateway::ServeSession(mg_connection* connection, const std::string& aut
     RespondWith(connection, 200, "application/json", "{}", PageHeaders(connection, std::nullopt));
     return;
   }
-  const char* cookies = mg_get_header(connection, "Cookie");
-  if (method == "GET" && sessions_ != nullptr && !bad_cookie &&
-      mg_get_header(connection, "Authorization") == nullptr && cookies != nullptr) {
-    // The session's own word: a session may not ask for a sign-in code.
-    absl::StatusOr<std::optional<ConsoleSession>> session = sessions_->FromCookies(cookies);
-    if (session.ok() && session->has_value()) {
-      const ConsoleSession& s = **session;
-      Respond(connection, 200,
-              absl::StrCat(
-                  "{\"user\":\"", s.who, "\",\"admin\":", s.who == kAdminUser ? "true" : "false",
-                  ",\"open\":false,\"expiresUnixMs\":\"", absl::ToUnixMillis(s.expires), "\"}"));
+  absl::string_view token = authorization;
+  if (method == "GET" && options_.signer != nullptr && absl::ConsumePrefix(&token, "Bearer ") &&
+      IsSessionToken(token)) {
+    // A session's own word (its cookie's, or a client certificate's): a
+    // session may not ask for a sign-in code.
+    if (std::optional<Caller> caller = options_.signer->Verify(token, absl::Now())) {
+      const std::string who =
+          caller->role == Caller::Role::kAdmin ? std::string(kAdminUser) : caller->id;
+      Respond(
+          connection, 200,
+          absl::StrCat("{\"user\":\"", who, "\",\"admin\":", who == kAdminUser ? "true" : "false",
+                       ",\"open\":false,\"expiresUnixMs\":\"", absl::ToUnixMillis(caller->expires),
+                       "\"}"));
       return;
     }
   }
