@@ -109,6 +109,11 @@ class HttpApiTest(TlsCluster):
         self.assertEqual(job["owner"], "admin")
         running = self.wait_state(job_id, "RUNNING")
         self.assertEqual(running["worldSize"], 1)
+        status, progress = self.curl("GET", f"/jobs/{job_id}/progress")
+        self.assertEqual(status, 200, progress)  # `sleep` reports none: no points
+        self.assertEqual(progress.get("points", []), [])
+        status, missing = self.curl("GET", "/jobs/no-such-2/progress")
+        self.assertEqual((status, missing["status"]), (404, "NOT_FOUND"))
         status, page = self.curl("GET", "/jobs?state=RUNNING&pageSize=50")
         self.assertEqual(status, 200)
         self.assertIn(job_id, [j["id"] for j in page["jobs"]])

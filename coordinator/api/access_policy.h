@@ -3,7 +3,9 @@
 //
 //   SubmitJob, GetJob, ListJobs, Watch*,  admin, or any user; a job is owned by
 //   StatCode, UploadCode, ListWorkers,    who submitted it, and a user sees the
-//   ListQueues                            env and command of its own jobs only
+//   ListQueues, GetJobProgress,           env and command of its own jobs only
+//   CreateConsoleLogin (not with a
+//   console session)
 //   CancelJob, DeleteJob, StreamLogs,     admin, or the job's owner
 //   DumpStacks, HoldJob, ReleaseJob,
 //   SetJobPriority, RequeueJob

@@ -232,6 +232,7 @@ const std::vector<HttpRoute>& HttpRoutes() {
       {"POST", "/api/v1/jobs/{job_id}:dumpStacks", "DumpStacks", ""},
       {"GET", "/api/v1/jobs/{job_id}:watch", "WatchJob", ""},
       {"GET", "/api/v1/jobs/{job_id}/logs", "StreamLogs", ""},
+      {"GET", "/api/v1/jobs/{job_id}/progress", "GetJobProgress", ""},
       {"GET", "/api/v1/code/{sha256}", "StatCode", ""},
       {"GET", "/api/v1/workers", "ListWorkers", ""},
       {"POST", "/api/v1/workers/{worker_id}:cordon", "CordonWorker", "*"},

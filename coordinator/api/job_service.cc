@@ -116,6 +116,19 @@ grpc::ServerUnaryReactor* JobServiceImpl::GetJob(grpc::CallbackServerContext* co
   return FinishUnary(context, job.status());
 }
 
+grpc::ServerUnaryReactor* JobServiceImpl::GetJobProgress(grpc::CallbackServerContext* context,
+                                                         const v1::GetJobProgressRequest* request,
+                                                         v1::JobProgress* response) {
+  // As the job's progress in GetJob: anyone who may read jobs.
+  if (absl::Status s = access_->RequireUser(*context).status(); !s.ok()) {
+    return FinishUnary(context, s);
+  }
+  if (absl::Status s = ValidateJobId(request->job_id()); !s.ok()) return FinishUnary(context, s);
+  absl::StatusOr<v1::JobProgress> progress = manager_->Progress(request->job_id());
+  if (progress.ok()) *response = *std::move(progress);
+  return FinishUnary(context, progress.status());
+}
+
 namespace {
 constexpr int kMaxPageSize = 500;
 constexpr int kMaxLabelFilters = 16;

@@ -30,6 +30,9 @@ class JobServiceImpl final : public v1::JobService::CallbackService {
                                       v1::SubmitJobResponse* response) override;
   grpc::ServerUnaryReactor* GetJob(grpc::CallbackServerContext* context,
                                    const v1::GetJobRequest* request, v1::Job* response) override;
+  grpc::ServerUnaryReactor* GetJobProgress(grpc::CallbackServerContext* context,
+                                           const v1::GetJobProgressRequest* request,
+                                           v1::JobProgress* response) override;
   grpc::ServerUnaryReactor* ListJobs(grpc::CallbackServerContext* context,
                                      const v1::ListJobsRequest* request,
                                      v1::ListJobsResponse* response) override;

@@ -337,6 +337,7 @@ function chart(title, unit) {
     }
     const ys = xs.map((x) => points.get(x));
     const [x0, x1] = [xs[0], xs[xs.length - 1]];
+    box.dataset.first = String(x0);
     const [y0, y1] = [Math.min(...ys), Math.max(...ys)];
     const sx = (x) => 30 + 365 * (x1 === x0 ? 0.5 : (x - x0) / (x1 - x0));
     const sy = (y) => 10 + 110 * (y1 === y0 ? 0.5 : 1 - (y - y0) / (y1 - y0));
@@ -563,21 +564,25 @@ function jobView(view, id) {
     el('div', {class: 'grid'}, Object.values(charts)),
     el('h2', {text: 'Timeline'}), history, el('h2', {text: 'Ranks'}), ranks,
     el('h2', {text: 'Logs'}));
+  // A point of the job's progress (a ProgressPoint's fields) on each chart.
+  function plot(point) {
+    const step = Number(point.step || 0);
+    if (!step) return;
+    charts.loss.add(step, Number(point.loss));
+    charts.accuracy.add(step, Number(point.evalAccuracy));
+    charts.throughput.add(step, Number(point.samplesPerSecond));
+    charts.bandwidth.add(step, Number(point.allreduceMbPerS));
+  }
   function render(job) {
     head.replaceChildren(job.id, badge(job.state), actions(job) || '');
     top.replaceChildren(summary(job));
     history.replaceChildren(timeline(job));
     ranks.replaceChildren(ranksTable(job));
     const p = job.progress || {};
-    const step = Number(p.step || 0);
-    if (step) {
-      charts.loss.add(step, Number(p.loss));
-      charts.accuracy.add(step, Number(p.evalAccuracy));
-      charts.throughput.add(step, Number(p.samplesPerSecond));
-      if (p.allreduceSeconds) {
-        charts.bandwidth.add(step, Number(p.allreduceBytes) / 1e6 / Number(p.allreduceSeconds));
-      }
-    }
+    plot({step: p.step, loss: p.loss, evalAccuracy: p.evalAccuracy,
+      samplesPerSecond: p.samplesPerSecond,
+      allreduceMbPerS: p.allreduceSeconds ?
+        Number(p.allreduceBytes) / 1e6 / Number(p.allreduceSeconds) : 0});
     if (!logs) {
       if (mayChange(job) || !job.specRedacted) {
         logs = logPanel(job);
@@ -593,6 +598,9 @@ function jobView(view, id) {
   api('GET', `/api/v1/jobs/${encodeURIComponent(id)}`).then((job) => {
     if (!head.isConnected) return;  // the view was left meanwhile
     render(job);
+    // The run so far, as the coordinator kept it; the watch adds the rest.
+    api('GET', `/api/v1/jobs/${encodeURIComponent(id)}/progress`)
+      .then((progress) => (progress.points || []).forEach(plot)).catch(() => {});
     if (!TERMINAL.has(job.state)) {
       viewStream(`/api/v1/jobs/${encodeURIComponent(id)}:watch`, (event) => render(event.job));
     }

@@ -36,6 +36,7 @@ void JobRecord::SetRankProgress(int rank, const v1::Progress& progress) {
   v1::Progress total = rank_progress.begin()->second;
   total.set_samples_per_second(JobSamplesPerSecond(rank_progress, job.world_size()));
   *job.mutable_progress() = total;
+  series.Add(total, job.attempt(), total.update_unix_ms());
 }
 
 bool HoldsSlots(const v1::Job& job) {

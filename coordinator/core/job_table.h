@@ -22,6 +22,7 @@
 #include "coordinator/core/change_log.h"
 #include "coordinator/core/job_store.h"
 #include "coordinator/core/outbox.h"
+#include "coordinator/core/progress_series.h"
 #include "coordinator/core/progress_watch.h"
 #include "coordinator/core/restart_policy.h"
 #include "coordinator/core/snapshot_ledger.h"
@@ -56,6 +57,7 @@ struct JobRecord {
   v1::Job job;
   absl::Time restart_at;  // while RESTARTING
   std::map<int, v1::Progress> rank_progress;
+  ProgressSeries series;  // the job's progress over its run, for charts
   ProgressWatch watch;
   // When a pull of the job's image last moved (the start timeout counts
   // from then), and how far each worker's was at its last report.

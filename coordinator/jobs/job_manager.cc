@@ -253,6 +253,17 @@ absl::StatusOr<v1::Job> JobManager::Get(const std::string& job_id) {
   return store_->Load(job_id);
 }
 
+absl::StatusOr<v1::JobProgress> JobManager::Progress(const std::string& job_id) {
+  v1::JobProgress progress;
+  MutexLock lock(&mu_);
+  if (const JobRecord* record = table_.Find(job_id)) {
+    for (const v1::ProgressPoint& point : record->series.points()) *progress.add_points() = point;
+  } else if (table_.FindRetired(job_id) == nullptr) {
+    return absl::NotFoundError(absl::StrCat("no job \"", job_id, "\""));
+  }
+  return progress;
+}
+
 std::vector<std::pair<std::string, v1::Goodput>> JobManager::Goodputs() {
   MutexLock lock(&mu_);
   std::vector<std::pair<std::string, v1::Goodput>> out;

@@ -65,6 +65,9 @@ class JobManager final : public JobLogIndex {
   absl::StatusOr<std::string> Submit(v1::JobSpec spec, const std::string& request_id = "",
                                      const std::string& owner = std::string(kAdminUser));
   absl::StatusOr<v1::Job> Get(const std::string& job_id) override;
+  // The job's progress over its run while it is held in memory (active or
+  // just ended); none once retired. NOT_FOUND for no such job.
+  absl::StatusOr<v1::JobProgress> Progress(const std::string& job_id);
   // Newest first: up to page_size jobs matching `query`.
   absl::StatusOr<JobPage> ListPage(const JobQuery& query);
   // How many jobs are in each state, ended ones included.

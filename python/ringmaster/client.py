@@ -276,6 +276,12 @@ class Client:
                 return
             request.page_token = page.next_page_token
 
+    def progress(self, job_id: str) -> List[job_pb2.ProgressPoint]:
+        """The job's progress over its run (at most 512 points, spread over
+        it), while the coordinator holds the job in memory."""
+        return list(self._unary("jobs", "GetJobProgress",
+                                job_pb2.GetJobProgressRequest(job_id=job_id)).points)
+
     def cancel(self, job_id: str) -> job_pb2.Job:
         """Cancels the job (its ranks are stopped); returns it."""
         return self._unary("jobs", "CancelJob", job_pb2.CancelJobRequest(job_id=job_id),

@@ -135,13 +135,21 @@ async function chartsTheLoss(admin) {
     'time; [(ringmaster.report(step=s, loss=2.0 / s, samples=32, total_steps=40), ' +
     'print(\'step\', s, \'loss\', 2.0 / s, flush=True), time.sleep(0.25)) ' +
     'for s in range(1, 41)]"]\n');
+  // The page opens on a run under way: its chart starts from the run's
+  // beginning (the coordinator's series), not from when the page opened.
+  const opened = await waitFor(async () => {
+    const step = Number((await api('GET', `/jobs/${id}`)).progress?.step || 0);
+    return step >= 8 ? step : 0;
+  }, `${id} to pass step 8`);
   await admin.goto(`${BASE}/#/jobs/${id}`);
-  const points = await waitFor(() => admin.evaluate(() => {
-    const chart = document.querySelector('[data-chart="Loss"]');
-    const n = Number(chart && chart.dataset.points);
-    return n >= 3 && document.querySelector('[data-chart="Loss"] polyline') ? n : 0;
+  const chart = await waitFor(() => admin.evaluate(() => {
+    const box = document.querySelector('[data-chart="Loss"]');
+    const n = Number(box && box.dataset.points);
+    return n >= 3 && box.querySelector('polyline') ? {n, first: Number(box.dataset.first)} : null;
   }), 'the loss chart to have points');
-  ok(`the loss chart has ${points} points`);
+  assert.ok(chart.first < opened, `the chart begins at step ${chart.first}, before ${opened}`);
+  ok(`the loss chart has ${chart.n} points, from step ${chart.first} (the page opened at step ` +
+    `${opened})`);
   const facts = await admin.$eval('dl.facts', (e) => e.textContent);
   assert.match(facts, /Owneradmin/);
   assert.doesNotMatch(facts, /\[object/);

@@ -24,6 +24,11 @@ class JobServiceStub(object):
                 request_serializer=ringmaster_dot_v1_dot_job__pb2.GetJobRequest.SerializeToString,
                 response_deserializer=ringmaster_dot_v1_dot_job__pb2.Job.FromString,
                 )
+        self.GetJobProgress = channel.unary_unary(
+                '/ringmaster.v1.JobService/GetJobProgress',
+                request_serializer=ringmaster_dot_v1_dot_job__pb2.GetJobProgressRequest.SerializeToString,
+                response_deserializer=ringmaster_dot_v1_dot_job__pb2.JobProgress.FromString,
+                )
         self.ListJobs = channel.unary_unary(
                 '/ringmaster.v1.JobService/ListJobs',
                 request_serializer=ringmaster_dot_v1_dot_job__pb2.ListJobsRequest.SerializeToString,
@@ -101,6 +106,12 @@ class JobServiceServicer(object):
         raise NotImplementedError('Method not implemented!')
 
     def GetJob(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetJobProgress(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -215,6 +226,11 @@ def add_JobServiceServicer_to_server(servicer, server):
                     request_deserializer=ringmaster_dot_v1_dot_job__pb2.GetJobRequest.FromString,
                     response_serializer=ringmaster_dot_v1_dot_job__pb2.Job.SerializeToString,
             ),
+            'GetJobProgress': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetJobProgress,
+                    request_deserializer=ringmaster_dot_v1_dot_job__pb2.GetJobProgressRequest.FromString,
+                    response_serializer=ringmaster_dot_v1_dot_job__pb2.JobProgress.SerializeToString,
+            ),
             'ListJobs': grpc.unary_unary_rpc_method_handler(
                     servicer.ListJobs,
                     request_deserializer=ringmaster_dot_v1_dot_job__pb2.ListJobsRequest.FromString,
@@ -321,6 +337,23 @@ class JobService(object):
         return grpc.experimental.unary_unary(request, target, '/ringmaster.v1.JobService/GetJob',
             ringmaster_dot_v1_dot_job__pb2.GetJobRequest.SerializeToString,
             ringmaster_dot_v1_dot_job__pb2.Job.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def GetJobProgress(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/ringmaster.v1.JobService/GetJobProgress',
+            ringmaster_dot_v1_dot_job__pb2.GetJobProgressRequest.SerializeToString,
+            ringmaster_dot_v1_dot_job__pb2.JobProgress.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 
