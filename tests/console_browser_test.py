@@ -19,40 +19,23 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from chaos_cluster import bin_dir  # noqa: E402
-from http_api_test import ADMIN_TOKEN, free_port  # noqa: E402
+from http_api_test import ADMIN_TOKEN, TlsCluster  # noqa: E402
 
 
-class ConsoleBrowserTest(unittest.TestCase):
+class ConsoleBrowserTest(TlsCluster):
     def setUp(self):
         self.node_modules = os.environ.get("RINGMASTER_CONSOLE_NODE_MODULES", "")
-        chromium = shutil.which("chromium")
-        if not os.path.isdir(os.path.join(self.node_modules, "puppeteer-core")) or not chromium:
+        self.chromium = shutil.which("chromium")
+        if not os.path.isdir(os.path.join(self.node_modules, "puppeteer-core")) or \
+                not self.chromium:
             self.fail("the browser tests need Debian's chromium and tests/console's npm "
                       "packages: run ./dev test, which installs both and sets "
                       "RINGMASTER_CONSOLE_NODE_MODULES")
-        self.chromium = chromium
-        self.bins = bin_dir()
-        self.root = tempfile.mkdtemp(prefix="console-",
-                                     dir=os.environ.get("TEST_TMPDIR", "/var/tmp"))
-        self.state = os.path.join(self.root, "cluster")
-        self.address = f"127.0.0.1:{free_port()}"
-        ranks = ["--rank-user", "root"] if os.geteuid() == 0 else []
-        up = self.cli(ADMIN_TOKEN, "up", "--workers", "1", "--slots", "4", "--state-dir",
-                      self.state, *ranks)
-        self.addCleanup(self.cli, ADMIN_TOKEN, "down", "--state-dir", self.state)
-        self.assertEqual(up.returncode, 0, up.stderr)
-        issued = subprocess.run(
-            [f"{self.bins}/coordinator/ringmaster-coordinator", "--state-dir",
-             os.path.join(self.state, "coordinator"), "--issue-user-token", "bob"],
-            capture_output=True, text=True, check=True)
-        self.bob = issued.stdout.strip()
 
-    def cli(self, token, *args, stdout=None):
+    def run_cli(self, token, *args, stdout=None):
         env = dict(os.environ, RINGMASTER_TOKEN=token,
                    RINGMASTER_TLS_DIR=os.path.join(self.state, "tls"))
         argv = [f"{self.bins}/client/ringmaster", "--coordinator", self.address, *args]
@@ -61,16 +44,16 @@ class ConsoleBrowserTest(unittest.TestCase):
         return subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env)
 
     def test_the_console_in_chromium(self):
-        proxy = self.cli(ADMIN_TOKEN, "ui", "--proxy", "-o", "json", stdout=subprocess.PIPE)
+        proxy = self.run_cli(ADMIN_TOKEN, "ui", "--proxy", "-o", "json", stdout=subprocess.PIPE)
         self.addCleanup(proxy.stdout.close)
         self.addCleanup(proxy.wait)
         self.addCleanup(proxy.terminate)
         admin = json.loads(proxy.stdout.readline())
         base = admin["url"].split("/login")[0]
-        bob = self.cli(self.bob, "ui", "-o", "json", "--url", base)
+        bob = self.run_cli(self.bob, "ui", "-o", "json", "--url", base)
         self.assertEqual(bob.returncode, 0, bob.stderr)
         screenshots = os.environ.get("TEST_UNDECLARED_OUTPUTS_DIR", self.root)
-        workers = json.loads(self.cli(ADMIN_TOKEN, "workers", "-o", "json").stdout)
+        workers = json.loads(self.run_cli(ADMIN_TOKEN, "workers", "-o", "json").stdout)
         env = dict(os.environ, NODE_PATH=self.node_modules, CONSOLE_BASE=base,
                    ADMIN_LOGIN_URL=admin["url"], BOB_LOGIN_URL=json.loads(bob.stdout)["url"],
                    ADMIN_TOKEN=ADMIN_TOKEN, WORKER_ID=workers["workers"][0]["id"],
