@@ -299,6 +299,27 @@ class HttpApiTest(TlsCluster):
         self.assertTrue(self.ended, "the stream said it ended")
         self.assertEqual(self.wait_state(job_id, "SUCCEEDED")["state"], "SUCCEEDED")
 
+    def test_one_caller_holds_at_most_32_streams(self):
+        self.submit("streamed", seconds=60)
+        streams = []
+        try:
+            for _ in range(32):
+                streams.append(subprocess.Popen(
+                    ["curl", "-sN", "--cacert", self.ca, "-H", f"Authorization: Bearer {self.bob}",
+                     self.url + "/jobs:watch"], stdout=subprocess.PIPE))
+            for curl in streams:  # each has its first event: its place is taken
+                self.assertTrue(curl.stdout.readline(), "a stream that ended at once")
+            status, refused = self.curl("GET", "/jobs:watch", self.bob)
+            self.assertEqual((status, refused["status"]), (429, "RESOURCE_EXHAUSTED"), refused)
+            self.assertIn("32 streams", refused["message"])
+            admin = self.events("/jobs:watch", count=1)
+            self.assertEqual(len(admin), 1, "another caller still has room")
+        finally:
+            for curl in streams:
+                curl.kill()
+                curl.wait()
+                curl.stdout.close()
+
     def test_jobs_stream_as_events_that_resume(self):
         seen = self.events("/jobs:watch", count=1)
         self.assertEqual(len(seen), 1)

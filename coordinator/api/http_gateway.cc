@@ -276,22 +276,20 @@ void HttpGateway::ServeApi(mg_connection* connection, const std::string& authori
     return;
   }
   if (matched->method->server_streaming()) {
-    if (streams_.fetch_add(1) >= kMaxStreams) {
-      streams_.fetch_sub(1);
-      RespondError(connection, absl::ResourceExhaustedError(absl::StrCat(
-                                   kMaxStreams, " streams are open, the most the API serves")));
-      return;
-    }
     LogPositions positions;
     const char* last = mg_get_header(connection, "Last-Event-ID");
     if (absl::Status s = ResumeFrom(last ? last : "", request.get(), &positions); !s.ok()) {
-      streams_.fetch_sub(1);
       RespondError(connection, s);
+      return;
+    }
+    absl::StatusOr<std::string> caller = OpenStream(authorization, info->remote_addr);
+    if (!caller.ok()) {
+      RespondError(connection, caller.status());
       return;
     }
     ServeEventStream(connection, channel_.get(), *matched->method, *request,
                      authorization.empty() ? nullptr : authorization.c_str(), std::move(positions));
-    streams_.fetch_sub(1);
+    CloseStream(*caller);
     return;
   }
   absl::StatusOr<std::unique_ptr<pb::Message>> response =
@@ -301,6 +299,38 @@ void HttpGateway::ServeApi(mg_connection* connection, const std::string& authori
     return;
   }
   Respond(connection, 200, ToJson(**response));
+}
+
+absl::StatusOr<std::string> HttpGateway::OpenStream(const std::string& authorization,
+                                                    const std::string& address) {
+  // The caller a signed credential names (each request of a certificate
+  // has a session of its own), else the credential, else the address.
+  std::string caller = authorization.empty() ? address : authorization;
+  absl::string_view token = authorization;
+  if (options_.signer != nullptr && absl::ConsumePrefix(&token, "Bearer ")) {
+    if (std::optional<Caller> signed_caller = options_.signer->Verify(token, absl::Now())) {
+      caller = absl::StrCat(static_cast<int>(signed_caller->role), ":", signed_caller->id);
+    }
+  }
+  MutexLock lock(&streams_mu_);
+  if (streams_ >= kMaxStreams) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(kMaxStreams, " streams are open, the most the API serves"));
+  }
+  int& mine = streams_by_[caller];
+  if (mine >= kMaxStreamsPerCaller) {
+    return absl::ResourceExhaustedError(absl::StrCat("this caller has ", kMaxStreamsPerCaller,
+                                                     " streams open, the most one may hold"));
+  }
+  ++mine;
+  ++streams_;
+  return caller;
+}
+
+void HttpGateway::CloseStream(const std::string& caller) {
+  MutexLock lock(&streams_mu_);
+  --streams_;
+  if (--streams_by_[caller] == 0) streams_by_.erase(caller);
 }
 
 absl::StatusOr<std::string> HttpGateway::Authorization(mg_connection* connection) const {

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -17,6 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/credentials.h"
+#include "common/mutex.h"
 #include "common/tls.h"
 #include "common/tls_relay.h"
 #include "coordinator/api/console_session.h"
@@ -81,9 +83,19 @@ class HttpGateway {
                           const std::optional<ConsoleSession>& session) const;
 
   // Streams open at once at most: each holds one of civetweb's 256
-  // threads, and the rest serve the unary routes.
+  // threads, and the rest serve the unary routes. One caller (a user, the
+  // admin, or an address without a credential) holds at most a sixth.
   static constexpr int kMaxStreams = 192;
-  std::atomic<int> streams_{0};
+  static constexpr int kMaxStreamsPerCaller = 32;
+  // Takes a stream's place for the holder of `authorization` calling from
+  // `address`; RESOURCE_EXHAUSTED when none is left. CloseStream gives it
+  // back.
+  absl::StatusOr<std::string> OpenStream(const std::string& authorization,
+                                         const std::string& address);
+  void CloseStream(const std::string& caller);
+  Mutex streams_mu_;
+  int streams_ ABSL_GUARDED_BY(streams_mu_) = 0;
+  std::map<std::string, int> streams_by_ ABSL_GUARDED_BY(streams_mu_);
 
   HttpGatewayOptions options_;
   std::shared_ptr<grpc::Channel> channel_;
