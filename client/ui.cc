@@ -1,7 +1,10 @@
 #include "client/ui.h"
 
+#include <fcntl.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <iostream>
@@ -30,12 +33,45 @@ std::string HostOf(const std::string& address) {
   return colon == std::string::npos ? address : address.substr(0, colon);
 }
 
-// Opens `url` in the desktop's browser: $BROWSER, else xdg-open. Says so
-// when there is none.
+// A file of the user's alone that sends a browser on to `url`, so that
+// the sign-in code is in no command line (which other users may read):
+// $XDG_RUNTIME_DIR/ringmaster-ui.html, else ~/.cache/ringmaster-ui.html,
+// mode 600, written again each time. Empty when it cannot be written.
+std::string RedirectFile(const std::string& url) {
+  const char* runtime = std::getenv("XDG_RUNTIME_DIR");
+  const char* home = std::getenv("HOME");
+  std::string dir = runtime != nullptr && *runtime ? runtime : "";
+  if (dir.empty() && home != nullptr) {
+    dir = std::string(home) + "/.cache";
+    mkdir(dir.c_str(), 0700);
+  }
+  if (dir.empty()) return "";
+  const std::string path = dir + "/ringmaster-ui.html";
+  unlink(path.c_str());  // a file left by another user, or a link, is not written through
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return "";
+  // `url` is of [A-Za-z0-9:/.?=_-]: nothing HTML reads as markup.
+  const std::string page =
+      absl::StrCat("<!doctype html>\n<meta http-equiv=\"refresh\" content=\"0;url=", url,
+                   "\">\n<a href=\"", url, "\">Open the Ringmaster console</a>\n");
+  const bool written = write(fd, page.data(), page.size()) == static_cast<ssize_t>(page.size());
+  close(fd);
+  return written ? path : "";
+}
+
+// Opens `url` in the desktop's browser ($BROWSER, else xdg-open) through a
+// RedirectFile. Says so when there is none.
 void OpenInBrowser(const std::string& url) {
   const char* browser = std::getenv("BROWSER");
   const std::string program = browser != nullptr && *browser ? browser : "xdg-open";
-  char* argv[] = {const_cast<char*>(program.c_str()), const_cast<char*>(url.c_str()), nullptr};
+  const std::string file = RedirectFile(url);
+  if (file.empty()) {
+    std::cerr << "ringmaster: cannot write the page that opens the console: open the URL yourself"
+              << std::endl;
+    return;
+  }
+  const std::string target = "file://" + file;
+  char* argv[] = {const_cast<char*>(program.c_str()), const_cast<char*>(target.c_str()), nullptr};
   pid_t pid = 0;
   if (posix_spawnp(&pid, program.c_str(), nullptr, nullptr, argv, environ) != 0) {
     std::cerr << "ringmaster: no browser to open (" << program

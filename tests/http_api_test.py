@@ -471,6 +471,30 @@ class ConsoleSignInTest(TlsCluster):
         self.assertIn("ringmaster_session=; Path=/; Max-Age=0", head)
         self.assertIn("ringmaster_csrf=; Path=/; Max-Age=0", head)
 
+    def test_ui_open_passes_the_browser_no_code_on_its_command_line(self):
+        browser = os.path.join(self.root, "browser.sh")
+        seen = os.path.join(self.root, "browser-saw")
+        with open(browser, "w") as f:
+            f.write(f'#!/bin/sh\necho "$@" > {seen}.argv\n'
+                    f'stat -c %a "${{1#file://}}" > {seen}.mode\ncat "${{1#file://}}" > {seen}\n')
+        os.chmod(browser, 0o755)
+        env = dict(os.environ, RINGMASTER_TOKEN=ADMIN_TOKEN, BROWSER=browser,
+                   HOME=self.root, XDG_RUNTIME_DIR="",
+                   RINGMASTER_TLS_DIR=os.path.join(self.state, "tls"))
+        done = subprocess.run([f"{self.bins}/client/ringmaster", "--coordinator", self.address,
+                               "ui", "--open", "-o", "json"], capture_output=True, text=True,
+                              timeout=60, env=env)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        url = json.loads(done.stdout)["url"]
+        with open(seen + ".argv") as f:
+            argv = f.read()
+        self.assertNotIn("code=", argv)
+        self.assertTrue(argv.startswith("file://"), argv)
+        with open(seen + ".mode") as f:
+            self.assertEqual(f.read().strip(), "600")
+        with open(seen) as f:
+            self.assertIn(f'url={url}"', f.read(), "the page sends the browser on to the URL")
+
     def test_a_token_pasted_opens_a_session_of_its_user(self):
         status, _, text = self.browse("POST", self.url + "/session", body='{"token": "wrong"}')
         self.assertEqual(status, 401, text)
