@@ -8,8 +8,10 @@ every 0.1 s. Each round measures N submissions (the Python client over
 gRPC, 100 a second, each timed) twice, in turn:
 
 - without streams;
-- with 50 browsers on the chatty job's page: each holds the page's two
-  streams, the job's watch and its logs followed (curl -N, 100 streams).
+- with 50 browsers on the chatty job, each a user of its own with the jobs
+  list and the job's page open (the list's watch and the job's), and the
+  job's owner following its logs in 30 more (curl -N, 130 streams: a user
+  may not read another's logs, and one caller holds at most 32 streams).
 
 Prints each round's p50 and p99 in both, then the p99 of every submission
 of each kind and the ratio (goal: at most 1.2). The submitted jobs wait for
@@ -37,6 +39,7 @@ import ringmaster  # noqa: E402
 CLI = os.path.join(ROOT, "bazel-bin", "client", "ringmaster")
 TOKEN = "console-load-admin-token-0123456789"
 BROWSERS = 50
+LOG_FOLLOWERS = 30  # the job owner's pages following its logs (32 streams a caller at most)
 CHATTY = """name: chatty
 ranks: 2
 command: [python3, -c, "import ringmaster, time; [(ringmaster.report(step=s, loss=1.0 / s, \
@@ -92,22 +95,44 @@ class Cluster:
         sys.exit(f"fewer than {count} jobs running after 300 s")
 
 
-def open_streams(cluster, job_id, workdir):
-    """BROWSERS pages' streams on `job_id`; returns once each has had its
-    first event."""
-    paths = [f"/api/v1/jobs/{job_id}:watch",
-             f"/api/v1/jobs/{job_id}/logs?follow=true&allRanks=true&tailLines=100"]
-    streams = []
+def user_tokens(cluster):
+    """A user's token per browser: a caller holds at most 32 streams."""
+    tokens = []
     for i in range(BROWSERS):
-        for j, path in enumerate(paths):
-            out = os.path.join(workdir, f"stream-{i}-{j}")
-            f = open(out, "wb")
-            streams.append((subprocess.Popen(
-                ["curl", "-sN", "--cacert", os.path.join(cluster.dir, "tls", "ca.crt"), "-H",
-                 f"Authorization: Bearer {TOKEN}", cluster.http + path],
-                stdout=f, stderr=subprocess.DEVNULL), f, out))
+        issued = subprocess.run(
+            [os.path.join(ROOT, "bazel-bin", "coordinator", "ringmaster-coordinator"),
+             "--state-dir", os.path.join(cluster.dir, "coordinator"), "--issue-user-token",
+             f"viewer{i}"], capture_output=True, text=True, check=True)
+        tokens.append(issued.stdout.strip())
+    return tokens
+
+
+def open_streams(cluster, job_id, tokens, workdir):
+    """The streams of BROWSERS browsers, each a user of its own with the
+    jobs list and `job_id`'s page open (the list's watch and the job's), and
+    of its owner (the admin) following its logs in LOG_FOLLOWERS pages.
+    Returns once each has had its first event; one refused fails the
+    benchmark (curl -f writes nothing and exits)."""
+    opened = []
+    for token in tokens:
+        for path in ("/api/v1/jobs:watch", f"/api/v1/jobs/{job_id}:watch"):
+            opened.append((token, path))
+    for _ in range(LOG_FOLLOWERS):
+        opened.append((TOKEN, f"/api/v1/jobs/{job_id}/logs?follow=true&allRanks=true"
+                              "&tailLines=100"))
+    streams = []
+    for i, (token, path) in enumerate(opened):
+        out = os.path.join(workdir, f"stream-{i}")
+        f = open(out, "wb")
+        streams.append((subprocess.Popen(
+            ["curl", "-sfN", "--cacert", os.path.join(cluster.dir, "tls", "ca.crt"), "-H",
+             f"Authorization: Bearer {token}", cluster.http + path],
+            stdout=f, stderr=subprocess.DEVNULL), f, out))
     deadline = time.monotonic() + 120
     while any(os.path.getsize(out) == 0 for _, _, out in streams):
+        ended = [out for curl, _, out in streams if curl.poll() is not None]
+        if ended:
+            sys.exit(f"{len(ended)} streams were refused or ended")
         if time.monotonic() > deadline:
             sys.exit("not every stream had an event within 120 s")
         time.sleep(0.2)
@@ -156,14 +181,16 @@ def main():
                                   upload=False)
         chatty = cluster.client.submit(CHATTY, upload=False)
         cluster.wait_running(101)
-        print(f"101 jobs running; {BROWSERS} browsers on {chatty}'s page "
-              f"(its watch and its logs: {2 * BROWSERS} streams)")
+        tokens = user_tokens(cluster)
+        stream_count = 2 * BROWSERS + LOG_FOLLOWERS
+        print(f"101 jobs running; {BROWSERS} browsers on the jobs list and {chatty}'s page, and "
+              f"{LOG_FOLLOWERS} following its logs: {stream_count} streams")
         print(f"{'round':>5}  {'without p50':>11} {'p99':>8}  {'with p50':>9} {'p99':>8}  "
               f"{'streamed':>9}")
         without, with_streams = [], []
         for r in range(args.rounds):
             alone = submit_latencies(cluster, args.submits, args.rate)
-            streams = open_streams(cluster, chatty, cluster.dir)
+            streams = open_streams(cluster, chatty, tokens, cluster.dir)
             loaded = submit_latencies(cluster, args.submits, args.rate)
             received = close_streams(streams)
             without += alone
@@ -175,7 +202,7 @@ def main():
         p99_without = percentile(without, 0.99)
         p99_with = percentile(with_streams, 0.99)
         print(f"submit p99 over {len(without)} submissions each: without streams "
-              f"{p99_without * 1e3:.2f} ms, with {2 * BROWSERS} streams {p99_with * 1e3:.2f} ms: "
+              f"{p99_without * 1e3:.2f} ms, with {stream_count} streams {p99_with * 1e3:.2f} ms: "
               f"{p99_with / p99_without:.2f}x (goal: at most 1.2x)")
     finally:
         cluster.down()

@@ -230,10 +230,12 @@ void ServeEventStream(mg_connection* connection, grpc::Channel* channel,
   if (!headers) {
     if (!status.ok()) {
       RespondError(connection, status);
-    } else {
-      SendHeaders(connection);
+      return;
     }
-    return;
+    // Ended before any event (the logs of an ended job that printed
+    // nothing): still a stream that says it ended.
+    if (!SendHeaders(connection)) return;
+    headers = true;
   }
   if (status.ok()) {
     // Said, so that a browser's EventSource stops rather than reconnects.
