@@ -66,7 +66,9 @@ def code_text(root):
     parts = {}
     docs = set(documents(root))
     for directory, subdirs, files in os.walk(root):
-        subdirs[:] = [d for d in subdirs if d != ".git" and not d.startswith("bazel-")
+        # Not the npm packages the browser test installs: not the product's.
+        subdirs[:] = [d for d in subdirs if d not in (".git", "node_modules")
+                      and not d.startswith("bazel-")
                       and not (directory == root and d == "docs")]
         for name in files:
             path = os.path.join(directory, name)
