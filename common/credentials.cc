@@ -213,6 +213,24 @@ absl::StatusOr<std::string> LoadOrCreateKey(const std::string& path) {
   return key.str();
 }
 
+std::optional<Caller> CertificateCaller(absl::string_view common_name) {
+  Caller caller;
+  absl::string_view id = common_name;
+  if (common_name == kAdminCertificateName) {
+    caller.role = Caller::Role::kAdmin;
+  } else if (absl::ConsumePrefix(&id, kWorkerCertificatePrefix) && !id.empty()) {
+    caller.role = Caller::Role::kWorker;
+    caller.id = std::string(id);
+  } else if (id = common_name;
+             absl::ConsumePrefix(&id, kUserCertificatePrefix) && ValidateUserName(id).ok()) {
+    caller.role = Caller::Role::kUser;
+    caller.id = std::string(id);
+  } else {
+    return std::nullopt;
+  }
+  return caller;
+}
+
 bool IsSessionToken(absl::string_view token) { return absl::StartsWith(token, kSessionKind); }
 
 std::optional<std::string> BearerToken(const grpc::ServerContextBase& context) {

@@ -54,6 +54,12 @@ struct Caller {
 // The owner of the jobs the admin submits.
 inline constexpr absl::string_view kAdminUser = "admin";
 
+// Whom an admin or user caller's jobs and sessions are of: kAdminUser for
+// the admin, else its id.
+inline std::string OwnerName(const Caller& caller) {
+  return caller.role == Caller::Role::kAdmin ? std::string(kAdminUser) : caller.id;
+}
+
 // A user name: 1-32 of [a-z0-9_.-], starting with a letter or '_' (as a
 // Unix login), and not "admin". INVALID_ARGUMENT naming it otherwise.
 absl::Status ValidateUserName(absl::string_view name);
@@ -105,6 +111,11 @@ bool IsSessionToken(absl::string_view token);
 
 // The token of the "authorization: Bearer <token>" header, if any.
 std::optional<std::string> BearerToken(const grpc::ServerContextBase& context);
+// The caller a client certificate's common name names ("ringmaster:admin",
+// "ringmaster:worker:<id>", "ringmaster:user:<name>"); nullopt for any
+// other name.
+std::optional<Caller> CertificateCaller(absl::string_view common_name);
+
 // The common name of the caller's verified TLS client certificate, if any.
 std::optional<std::string> PeerCertificateName(const grpc::ServerContextBase& context);
 

@@ -58,22 +58,7 @@ absl::StatusOr<Caller> AccessPolicy::Identify(const grpc::ServerContextBase& con
     return caller;
   }
   if (std::optional<std::string> name = PeerCertificateName(context)) {
-    if (*name == kAdminCertificateName) {
-      caller.role = Caller::Role::kAdmin;
-      return caller;
-    }
-    absl::string_view id = *name;
-    if (absl::ConsumePrefix(&id, kWorkerCertificatePrefix) && !id.empty()) {
-      caller.role = Caller::Role::kWorker;
-      caller.id = std::string(id);
-      return caller;
-    }
-    id = *name;
-    if (absl::ConsumePrefix(&id, kUserCertificatePrefix) && ValidateUserName(id).ok()) {
-      caller.role = Caller::Role::kUser;
-      caller.id = std::string(id);
-      return caller;
-    }
+    if (std::optional<Caller> named = CertificateCaller(*name)) return *named;
   }
   std::optional<std::string> token = BearerToken(context);
   if (!token) return caller;

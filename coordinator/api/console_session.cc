@@ -89,7 +89,7 @@ absl::StatusOr<std::optional<ConsoleSession>> ConsoleSessions::FromCookies(
   ConsoleSession session;
   session.token = std::string(token);
   session.csrf = signer_->Csrf(token);
-  session.who = caller->role == Caller::Role::kAdmin ? std::string(kAdminUser) : caller->id;
+  session.who = OwnerName(*caller);
   session.expires = caller->expires;
   return session;
 }

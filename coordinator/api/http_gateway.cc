@@ -140,6 +140,17 @@ std::string SignInPage(absl::string_view who, absl::string_view code) {
       "</button></form></div></main></body></html>\n");
 }
 
+// What /api/v1/session says of whom: {"user", "admin"}, and "open" and
+// "expiresUnixMs" when given.
+std::string WhoJson(absl::string_view who, std::optional<bool> open,
+                    std::optional<absl::Time> expires) {
+  std::string json =
+      absl::StrCat("{\"user\":\"", who, "\",\"admin\":", who == kAdminUser ? "true" : "false");
+  if (open) absl::StrAppend(&json, ",\"open\":", *open ? "true" : "false");
+  if (expires) absl::StrAppend(&json, ",\"expiresUnixMs\":\"", absl::ToUnixMillis(*expires), "\"");
+  return json + "}";
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Start(
@@ -353,17 +364,13 @@ absl::StatusOr<std::string> HttpGateway::Authorization(mg_connection* connection
   // A client certificate of the cluster's, shown to the TLS relay: the
   // call is made with a session of its caller that outlasts the call.
   if (tls_ != nullptr && options_.signer != nullptr) {
-    const std::string name = tls_->PeerNameOf(mg_get_request_info(connection)->remote_port);
-    absl::string_view user = name;
-    std::string who;
-    if (name == kAdminCertificateName) {
-      who = std::string(kAdminUser);
-    } else if (absl::ConsumePrefix(&user, kUserCertificatePrefix) && ValidateUserName(user).ok()) {
-      who = std::string(user);
-    }
-    if (!who.empty()) {
-      return absl::StrCat(
-          "Bearer ", options_.signer->Session(who, absl::Now() + kCallTimeout + absl::Minutes(1)));
+    std::optional<Caller> caller =
+        CertificateCaller(tls_->PeerNameOf(mg_get_request_info(connection)->remote_port));
+    // The API's callers only: not a worker's certificate.
+    if (caller && (caller->role == Caller::Role::kAdmin || caller->role == Caller::Role::kUser)) {
+      return absl::StrCat("Bearer ",
+                          options_.signer->Session(OwnerName(*caller),
+                                                   absl::Now() + kCallTimeout + absl::Minutes(1)));
     }
   }
   return std::string();
@@ -403,11 +410,9 @@ std::string HttpGateway::PageHeaders(mg_connection* connection,
 }
 
 void HttpGateway::RespondSignedIn(mg_connection* connection, const ConsoleSession& session) {
-  const std::string headers = PageHeaders(connection, session);
-  const std::string json = absl::StrCat(
-      "{\"user\":\"", session.who, "\",\"admin\":", session.who == kAdminUser ? "true" : "false",
-      ",\"expiresUnixMs\":\"", absl::ToUnixMillis(session.expires), "\"}");
-  RespondWith(connection, 200, "application/json", json, headers);
+  RespondWith(connection, 200, "application/json",
+              WhoJson(session.who, std::nullopt, session.expires),
+              PageHeaders(connection, session));
 }
 
 void HttpGateway::ServeLogin(mg_connection* connection) {
@@ -468,13 +473,7 @@ void HttpGateway::ServeSession(mg_connection* connection, const std::string& aut
     // A session's own word (its cookie's, or a client certificate's): a
     // session may not ask for a sign-in code.
     if (std::optional<Caller> caller = options_.signer->Verify(token, absl::Now())) {
-      const std::string who =
-          caller->role == Caller::Role::kAdmin ? std::string(kAdminUser) : caller->id;
-      Respond(
-          connection, 200,
-          absl::StrCat("{\"user\":\"", who, "\",\"admin\":", who == kAdminUser ? "true" : "false",
-                       ",\"open\":false,\"expiresUnixMs\":\"", absl::ToUnixMillis(caller->expires),
-                       "\"}"));
+      Respond(connection, 200, WhoJson(OwnerName(*caller), false, caller->expires));
       return;
     }
   }
@@ -489,10 +488,7 @@ void HttpGateway::ServeSession(mg_connection* connection, const std::string& aut
       return;
     }
     const auto& user = static_cast<const v1::ConsoleLogin&>(**who).user();
-    Respond(
-        connection, 200,
-        absl::StrCat("{\"user\":\"", user, "\",\"admin\":", user == kAdminUser ? "true" : "false",
-                     ",\"open\":", authorization.empty() ? "true" : "false", "}"));
+    Respond(connection, 200, WhoJson(user, authorization.empty(), std::nullopt));
     return;
   }
   if (method != "POST") {
