@@ -77,12 +77,6 @@ absl::string_view OriginAuthority(absl::string_view origin) {
   return scheme == absl::string_view::npos ? "" : origin.substr(scheme + 3);
 }
 
-// The host of a Host header, without its port.
-absl::string_view HostName(absl::string_view host) {
-  if (!host.empty() && host.front() == '[') return host.substr(1, host.find(']') - 1);
-  return host.substr(0, host.rfind(':'));
-}
-
 bool IsAddressOrLocalName(absl::string_view name) {
   in6_addr any;
   const std::string text(name);
@@ -212,7 +206,7 @@ absl::Status HttpGateway::CheckHeaders(mg_connection* connection) const {
   }
   // Without TLS, a name that resolves to this machine only for the
   // request's sake (DNS rebinding) makes another site's page same-origin.
-  if (!options_.tls && host != nullptr && !IsAddressOrLocalName(HostName(host))) {
+  if (!options_.tls && host != nullptr && !IsAddressOrLocalName(HostOfAddress(host))) {
     return absl::PermissionDeniedError(
         absl::StrCat("plain HTTP is served for this machine's addresses and names only, not for \"",
                      host, "\""));
@@ -391,7 +385,7 @@ void HttpGateway::ServeConsole(mg_connection* connection) {
 
 bool HttpGateway::SecureCookies(mg_connection* connection) const {
   const char* host = mg_get_header(connection, "Host");
-  const std::string name(HostName(host ? host : ""));
+  const std::string name = HostOfAddress(host ? host : "");
   in_addr v4;
   const bool loopback =
       name == "localhost" || name == "::1" ||
