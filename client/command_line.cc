@@ -80,6 +80,8 @@ void AddLocalClusterCommands(CLI::App& app, Invocation* run,
                  "the workers' image registry credentials (auth.json)");
   up->add_option("--registry-certs", cluster.registry_certs,
                  "DIR with <host:port>/ca.crt of image registries, for the workers");
+  up->add_option("--image-cache-limit", cluster.image_cache_limit,
+                 "each worker's image cache, at most (\"20GiB\", the workers' default)");
   up->add_option("--store-password-file", cluster.store_password_file,
                  "the PostgreSQL password, in a file only you can read");
   (*commands)[Command::kUp] = up;

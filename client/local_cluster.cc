@@ -415,6 +415,9 @@ absl::Status StartDaemons(const LocalClusterOptions& options, std::vector<Daemon
     if (!options.container_runtime.empty()) {
       argv.insert(argv.end(), {"--container-runtime", options.container_runtime});
     }
+    if (!options.image_cache_limit.empty()) {
+      argv.insert(argv.end(), {"--image-cache-limit", options.image_cache_limit});
+    }
     for (const auto& [flag, path] :
          {std::pair<const char*, std::string>{"--registry-auth", options.registry_auth},
           {"--registry-certs", options.registry_certs}}) {

@@ -33,10 +33,12 @@ struct LocalClusterOptions {
   std::string store_password_file;  // the coordinator's --store-password-file
   std::string regroup_timeout;      // the coordinator's --regroup-timeout; empty: its default
   // The workers' images: --container-runtime (empty: none), and the
-  // registries' --registry-auth and --registry-certs.
+  // registries' --registry-auth and --registry-certs, and the cache's
+  // --image-cache-limit (empty: the worker's default).
   std::string container_runtime;
   std::string registry_auth;
   std::string registry_certs;
+  std::string image_cache_limit;
   absl::Duration ready_timeout = absl::Seconds(30);
 };
 

@@ -100,7 +100,16 @@ std::string RegistryServer::WriteAuthFile(const std::string& path, const std::st
   return path;
 }
 
-absl::Status RegistryServer::PushRootfs(const std::string& name, const std::string& rootfs) const {
+absl::Status RegistryServer::PushRootfs(const std::string& name, const std::string& rootfs,
+                                        const std::map<std::string, std::string>& replaced) const {
+  const std::string over = absl::StrCat(dir_, "/replaced-", std::hash<std::string>()(name));
+  fs::remove_all(over);
+  fs::create_directories(over);
+  for (const auto& [path, contents] : replaced) {
+    const fs::path target = fs::path(over) / fs::path(path).relative_path();
+    fs::create_directories(target.parent_path());
+    std::ofstream(target) << contents;
+  }
   const std::string buildah =
       absl::StrCat("buildah --root ", Quote(dir_ + "/storage"), " --runroot ", Quote(dir_ + "/run"),
                    " --storage-driver vfs");
@@ -108,7 +117,7 @@ absl::Status RegistryServer::PushRootfs(const std::string& name, const std::stri
   return Run(absl::StrCat("building and pushing ", image),
              absl::StrCat(
                  "set -e; c=$(", buildah, " from scratch); m=$(", buildah, " mount \"$c\"); cp -a ",
-                 Quote(rootfs), "/. \"$m\"/; ", buildah,
+                 Quote(rootfs), "/. \"$m\"/; cp -r ", Quote(over), "/. \"$m\"/; ", buildah,
                  " config --entrypoint '[\"/bin/false\"]' \"$c\"; ", buildah, " commit -q \"$c\" ",
                  Quote(image), " >/dev/null; ", buildah, " rm \"$c\" >/dev/null; ", buildah,
                  " push -q --cert-dir ", Quote(dir_ + "/certs/" + address_), " --creds ",

@@ -37,8 +37,10 @@ class RegistryServer {
   // ending in '*' is a copy of the host file or directory named by the
   // contents) with buildah, and pushes it as <address>/<name>.
   absl::Status Push(const std::string& name, const std::map<std::string, std::string>& files) const;
-  // Pushes a root filesystem directory as it is.
-  absl::Status PushRootfs(const std::string& name, const std::string& rootfs) const;
+  // Pushes a root filesystem directory, with `replaced` (path in the image
+  // -> contents) written over it.
+  absl::Status PushRootfs(const std::string& name, const std::string& rootfs,
+                          const std::map<std::string, std::string>& replaced = {}) const;
 
  private:
   RegistryServer(std::string dir, std::string address, std::string user, std::string password,

@@ -39,6 +39,8 @@ class ClusterTest : public ::testing::Test {
       std::filesystem::remove_all(state_dir_);
       std::filesystem::create_directories(state_dir_);
     }
+    BeforeUp();
+    if (HasFatalFailure() || IsSkipped()) return;
     auto port = PickFreePort("127.0.0.1");
     ASSERT_OK(port);
     address_ = absl::StrCat("127.0.0.1:", *port);
@@ -57,6 +59,9 @@ class ClusterTest : public ::testing::Test {
     extra_env_["RINGMASTER_TLS_DIR"] = state_dir_ + "/tls";
     client_ = std::make_unique<Client>(address_, "", tls_);
   }
+
+  // What a test prepares in state_dir_ before `up` starts the cluster.
+  virtual void BeforeUp() {}
 
   // Ranks of a root `up` run as a uid per job, which cannot reach the
   // test's runfiles (below root's home): as root, unless the test chose,

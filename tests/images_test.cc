@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <random>
 #include <regex>
 
 #include "absl/strings/str_cat.h"
@@ -94,7 +95,7 @@ TEST_F(ImagesTest, RanksPrintTheImagesOsReleaseNotTheHosts) {
   }
 }
 
-TEST_F(ImagesTest, EachWorkersCacheIsListedByTheCli) {
+TEST_F(ImagesTest, EachWorkersCacheIsListedByTheCliAndAnImageRunsByItsDigest) {
   const std::string image = Image("team/busybox:1.0");
   const std::string id = Submit(
       absl::StrCat("name: cached\nranks: 1\nimage: ", image, "\ncommand: [sh, -c, 'true']\n"));
@@ -115,6 +116,21 @@ TEST_F(ImagesTest, EachWorkersCacheIsListedByTheCli) {
   const testing::CommandResult json = Cli({"images", "-o", "json"});
   EXPECT_NE(json.out.find(absl::StrCat("\"reference\": \"", image, "\"")), std::string::npos)
       << json.out;
+
+  // The same image named by its digest, as the cache lists it.
+  std::smatch digest;
+  ASSERT_TRUE(
+      std::regex_search(json.out, digest, std::regex("\"digest\": \"(sha256:[0-9a-f]{64})\"")))
+      << json.out;
+  const std::string by_digest = absl::StrCat(Image("team/busybox"), "@", digest[1].str());
+  const std::string pinned =
+      Submit(absl::StrCat("name: pinned\nranks: 1\nimage: ", by_digest,
+                          "\ncommand: [sh, -c, 'head -1 /etc/os-release']\n"));
+  const v1::Job job = WaitJob(pinned, [](const v1::Job& j) {
+    return j.state() == v1::SUCCEEDED || j.state() == v1::FAILED;
+  });
+  EXPECT_EQ(job.state(), v1::SUCCEEDED) << Cli({"status", pinned}).out;
+  EXPECT_NE(Cli({"logs", pinned}).out.find("Ringmaster test image"), std::string::npos);
 }
 
 TEST_F(ImagesTest, AMissingTagOrCommandFailsTheJobAtOnceNamingIt) {
@@ -336,7 +352,15 @@ class ImagesPythonTest : public ImagesTest {
       if (std::getenv("RINGMASTER_REQUIRE_IMAGE_TESTS") != nullptr) FAIL() << python_skip_;
       return;
     }
-    ASSERT_OK(registry_->PushRootfs("team/python:3.11", kPythonRootfs));
+    // Debian's own os-release, as the host's may be: one line changed
+    // tells the image's from the host's.
+    std::ifstream in(std::string(kPythonRootfs) + "/etc/os-release");
+    std::string release = "PRETTY_NAME=\"Ringmaster python test image\"\n";
+    for (std::string line; std::getline(in, line);) {
+      if (!absl::StartsWith(line, "PRETTY_NAME=")) absl::StrAppend(&release, line, "\n");
+    }
+    ASSERT_OK(
+        registry_->PushRootfs("team/python:3.11", kPythonRootfs, {{"/etc/os-release", release}}));
   }
   void SetUp() override {
     if (!python_skip_.empty()) GTEST_SKIP() << python_skip_;
@@ -377,6 +401,170 @@ TEST_F(ImagesPythonTest, AHungRanksStacksInAnImageReachItsLog) {
   EXPECT_NE(logs.out.find("clock_nanosleep"), std::string::npos) << logs.out;
   std::cout << "the stacks as the log has them:\n" << logs.out << std::endl;
   Cli({"cancel", id});
+}
+
+// The Python image with a uid per job, as a shared cluster runs: what a
+// rank writes on shared storage is its job's uid's, in an image as on the
+// host, and so is the error file it leaves.
+class ImagesPythonUidTest : public ImagesPythonTest {
+ protected:
+  void SetUp() override {
+    up_args_ = {"--rank-uid-range", "300000-300999"};
+    state_parent_ = "/tmp";
+    ImagesPythonTest::SetUp();
+  }
+};
+
+TEST_F(ImagesPythonUidTest, RanksPrintTheImagesOsReleaseAndWriteCheckpointsAsTheJobsUid) {
+  const std::string root = state_dir_ + "/checkpoints";
+  // The spec names no image: submit --image gives it.
+  const std::string spec =
+      WriteSpec("os-release",
+                absl::StrCat("name: os-release\nranks: 2\ncheckpoint_dir: ", root,
+                             "\ncommand:\n  - python3\n  - -c\n  - |\n"
+                             "    import os\n"
+                             "    print(open('/etc/os-release').readline().strip())\n"
+                             "    d = os.environ['RINGMASTER_CHECKPOINT_DIR']\n"
+                             "    os.makedirs(d, exist_ok=True)\n"
+                             "    open(f\"{d}/rank-{os.environ['RANK']}\", 'w').write('saved')\n"
+                             "    print('rank', os.environ['RANK'], 'of', "
+                             "os.environ['WORLD_SIZE'], 'uid', os.getuid())\n"));
+  const testing::CommandResult submitted =
+      Cli({"submit", "--image", Image("team/python:3.11"), spec});
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.err;
+  const std::string id(absl::StripAsciiWhitespace(submitted.out));
+  const v1::Job job = WaitJob(
+      id, [](const v1::Job& j) { return j.state() == v1::SUCCEEDED || j.state() == v1::FAILED; });
+  ASSERT_EQ(job.state(), v1::SUCCEEDED) << Cli({"status", id}).out << Cli({"logs", id}).out;
+  EXPECT_EQ(job.spec().image(), Image("team/python:3.11"));
+  std::ifstream host_release("/etc/os-release");
+  std::string host_line;
+  std::getline(host_release, host_line);
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::string logs = Cli({"logs", id, "--rank", std::to_string(rank)}).out;
+    EXPECT_NE(logs.find("PRETTY_NAME=\"Ringmaster python test image\""), std::string::npos) << logs;
+    EXPECT_EQ(logs.find(host_line), std::string::npos) << "the host's os-release: " << logs;
+    std::smatch uid;
+    ASSERT_TRUE(
+        std::regex_search(logs, uid, std::regex(absl::StrCat("rank ", rank, " of 2 uid ([0-9]+)"))))
+        << logs;
+    struct stat st {};
+    const std::string file = absl::StrCat(root, "/", id, "/rank-", rank);
+    ASSERT_EQ(stat(file.c_str(), &st), 0) << file;
+    EXPECT_EQ(std::to_string(st.st_uid), uid[1].str()) << file << " is not the rank's uid's";
+    EXPECT_GE(st.st_uid, 300000u) << "not a uid of the job's, from --rank-uid-range";
+    EXPECT_LE(st.st_uid, 300999u);
+  }
+}
+
+TEST_F(ImagesPythonUidTest, TheErrorFileARankInAnImageLeavesIsTheJobsRootCause) {
+  // What torchrun's @record writes, written by hand: the image has no
+  // torch.
+  const std::string id = Submit(absl::StrCat(
+      "name: raises\nranks: 1\nmax_restarts: 0\nimage: ", Image("team/python:3.11"),
+      "\ncommand:\n  - python3\n  - -c\n  - |\n    import json, os\n"
+      "    error = {'message': {'message': 'ValueError: bad input in the image',\n"
+      "                         'extraInfo': {'py_callstack': '', 'timestamp': '0'}}}\n"
+      "    json.dump(error, open(os.environ['TORCHELASTIC_ERROR_FILE'], 'w'))\n"
+      "    raise SystemExit(1)\n"));
+  const v1::Job job = WaitJob(id, [](const v1::Job& j) { return j.state() == v1::FAILED; });
+  ASSERT_TRUE(job.has_root_cause()) << job.ShortDebugString();
+  EXPECT_EQ(job.root_cause().error(), "ValueError: bad input in the image");
+  EXPECT_EQ(job.root_cause().rank(), 0);
+  const std::string status = Cli({"status", id}).out;
+  EXPECT_NE(status.find("root cause: ValueError: bad input in the image"), std::string::npos)
+      << status;
+}
+
+// A worker whose image cache sits on a disk of 16 MiB: the Python image
+// cannot fit.
+class ImagesPythonFullDiskTest : public ImagesPythonTest {
+ protected:
+  void SetUp() override {
+    up_workers_ = 1;
+    ImagesPythonTest::SetUp();
+  }
+  void BeforeUp() override {
+    images_dir_ = state_dir_ + "/worker-0/images";
+    fs::create_directories(images_dir_);
+    const testing::CommandResult mounted =
+        testing::Shell(absl::StrCat("mount -t tmpfs -o size=16m ringmaster-test ", images_dir_));
+    ASSERT_EQ(mounted.exit_code, 0) << mounted.err;
+  }
+  void TearDown() override {
+    ImagesPythonTest::TearDown();
+    if (!images_dir_.empty()) testing::Shell(absl::StrCat("umount -l ", images_dir_));
+  }
+  std::string images_dir_;
+};
+
+TEST_F(ImagesPythonFullDiskTest, AnImageTheDiskCannotHoldFailsTheJobAtOnceNamingIt) {
+  const std::string image = Image("team/python:3.11");
+  const std::string id =
+      Submit(absl::StrCat("name: too-big\nranks: 1\nmax_restarts: 3\nimage: ", image,
+                          "\ncommand: [python3, -c, pass]\n"));
+  const v1::Job job = WaitJob(id, [](const v1::Job& j) { return j.state() == v1::FAILED; });
+  EXPECT_EQ(job.restarts(), 0) << "no restart spent";
+  const std::string status = Cli({"status", id}).out;
+  EXPECT_NE(status.find(absl::StrCat("pulling ", image, ": its layers take ")), std::string::npos)
+      << status;
+  EXPECT_NE(status.find(absl::StrCat(images_dir_, " has ")), std::string::npos) << status;
+  EXPECT_NE(status.find("MiB free, less than twice that"), std::string::npos) << status;
+}
+
+// One worker of two slots whose image cache holds 18 MiB: two of the
+// images below (6.8 MiB unpacked each) and not three.
+class ImagesCacheTest : public ImagesTest {
+ protected:
+  void SetUp() override {
+    up_workers_ = 1;
+    up_slots_ = 2;
+    up_args_ = {"--image-cache-limit", "18MiB"};
+    ImagesTest::SetUp();
+  }
+  // busybox (twice: as itself and as sh) and 3 MiB that do not compress,
+  // different in each image.
+  std::string PushSized(const std::string& tag) {
+    std::mt19937_64 random(std::hash<std::string>()(tag));
+    std::string payload(3 << 20, '\0');
+    for (char& c : payload) c = static_cast<char>(random());
+    const std::string name = "team/cache:" + tag;
+    EXPECT_OK(registry_->Push(
+        name,
+        {{"/bin/busybox*", "/bin/busybox"}, {"/bin/sh*", "/bin/busybox"}, {"/payload", payload}}));
+    return Image(name);
+  }
+  bool Succeeds(const std::string& name, const std::string& image) {
+    const std::string id = Submit(absl::StrCat("name: ", name, "\nranks: 1\nimage: ", image,
+                                               "\ncommand: [sh, -c, 'true']\n"));
+    return WaitJob(id, [](const v1::Job& j) {
+             return j.state() == v1::SUCCEEDED || j.state() == v1::FAILED;
+           }).state() == v1::SUCCEEDED;
+  }
+};
+
+TEST_F(ImagesCacheTest, TheLeastRecentlyUsedImageIsPrunedAndNeverOneARankRunsIn) {
+  const std::string held = PushSized("held"), used = PushSized("used"), last = PushSized("last");
+  // The oldest image in the cache, and in use throughout.
+  const std::string holder = Submit(absl::StrCat("name: holder\nranks: 1\nimage: ", held,
+                                                 "\ncommand: [busybox, sleep, '300']\n"));
+  WaitJob(holder, [](const v1::Job& j) { return j.state() == v1::RUNNING; });
+  ASSERT_TRUE(Succeeds("used", used));
+  ASSERT_TRUE(Succeeds("last", last));  // over 18 MiB: one image must go
+  testing::CommandResult listed;
+  const bool pruned = testing::WaitFor(
+      [&] {
+        listed = Cli({"images"});
+        return listed.out.find(last) != std::string::npos &&
+               listed.out.find(used) == std::string::npos;
+      },
+      absl::Seconds(30));
+  EXPECT_TRUE(pruned) << "the unused image stays: " << listed.out << listed.err;
+  EXPECT_NE(listed.out.find(held), std::string::npos)
+      << "the image a rank runs in was pruned: " << listed.out;
+  EXPECT_EQ(WaitJob(holder, [](const v1::Job&) { return true; }).state(), v1::RUNNING);
+  // Wanted again, the pruned image is pulled again.
+  EXPECT_TRUE(Succeeds("used-again", used));
 }
 
 // Workers whose --registry-auth the registry refuses.

@@ -207,6 +207,11 @@ TEST_F(JobManagerTest, AnImagesPullIsShownAndHoldsOffTheStartTimeout) {
   }
   EXPECT_EQ(Job(id).pulling(),
             "pulling registry.example:5000/team/train:1.2: 336.0 MiB of 1.3 GiB");
+  // Its goodput counts the pull as start-up, not as a restart.
+  const v1::Goodput goodput = Job(id).goodput();
+  EXPECT_EQ(goodput.phase(), v1::Goodput::STARTUP);
+  EXPECT_DOUBLE_EQ(goodput.lost_seconds().at("startup"), 240);
+  EXPECT_EQ(goodput.lost_seconds().count("restart"), 0u);
   // The pull over, the rank has the timeout to start.
   Pass(absl::Seconds(59));
   EXPECT_EQ(Job(id).state(), v1::STARTING);
