@@ -2,8 +2,8 @@
 //
 //   start-up  a rank's launch to its exit, for a program that does nothing
 //             (busybox true): in a cached image under runc (the worker's
-//             path: bundle, runtime, init) against the same launch on the
-//             host, side by side, interleaved;
+//             path: the cache's hold, bundle, runtime, init) against the
+//             same launch on the host, side by side, interleaved;
 //   pull      an image of one incompressible layer from a local registry
 //             (docker-registry, TLS) into a worker's cache (skopeo copy,
 //             umoci unpack, index) against skopeo copy alone, the tool it
@@ -80,7 +80,10 @@ std::string Noise(size_t bytes) {
   return s;
 }
 
-void StartUp(const std::string& dir, const std::string& rootfs, int launches) {
+// The worker's path for a rank whose image is cached: the cache's hold on
+// it, the bundle, the runtime, the init; against the same launch on the
+// host.
+void StartUp(const std::string& dir, ImageStore* store, const ImageReference& ref, int launches) {
   const std::string init = (fs::read_symlink("/proc/self/exe").parent_path().parent_path() /
                             "worker" / "ringmaster-container-init")
                                .string();
@@ -104,21 +107,28 @@ void StartUp(const std::string& dir, const std::string& rootfs, int launches) {
     LaunchSpec rank = host;
     rank.argv = {"true"};
     const std::string id = absl::StrCat("bench-", getpid(), "-", i);
-    absl::StatusOr<LaunchSpec> contained = InImage(rank, rootfs, "bench image", id, options);
+    const absl::Time start = absl::Now();
+    absl::StatusOr<ImageStore::Held> held = store->Acquire(ref, false);
+    absl::StatusOr<LaunchSpec> contained =
+        held.ok() ? InImage(rank, held->rootfs, "bench image", id, options) : held.status();
     if (!contained.ok()) {
       std::fprintf(stderr, "%s\n", contained.status().ToString().c_str());
       std::exit(1);
     }
-    in_image.push_back(LaunchMs(&launcher, *contained));
+    const double set_up_ms = absl::ToDoubleMilliseconds(absl::Now() - start);
+    in_image.push_back(set_up_ms + LaunchMs(&launcher, *contained));
     RemoveContainer(options, id);
+    store->Release(*held);
   }
   const Figures h = Summarize(on_host), c = Summarize(in_image);
   std::printf("start-up of a rank (%d launches each, interleaved; busybox true)\n", launches);
   std::printf("  %-24s median %8.1f ms  mean %8.1f ms\n", "on the host", h.median_ms, h.mean_ms);
   std::printf("  %-24s median %8.1f ms  mean %8.1f ms\n", "in a cached image (runc)", c.median_ms,
               c.mean_ms);
-  std::printf("  the image adds %.1f ms (median), %.2fx the host's\n", c.median_ms - h.median_ms,
-              c.median_ms / h.median_ms);
+  const double added_ms = c.median_ms - h.median_ms;
+  std::printf(
+      "  the image adds %.1f ms (median), %.2fx the host's; goal: at most 300 ms more (%s)\n",
+      added_ms, c.median_ms / h.median_ms, added_ms <= 300 ? "met" : "missed");
 }
 
 void Pulls(const testing::RegistryServer& registry, const std::string& dir, int layer_mb,
@@ -208,7 +218,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", held.status().ToString().c_str());
     return 1;
   }
-  ringmaster::StartUp(dir, held->rootfs, launches);
+  (*store)->Release(*held);
+  ringmaster::StartUp(dir, store->get(), *ref, launches);
   ringmaster::Pulls(**registry, dir, layer_mb, pulls);
   std::filesystem::remove_all(dir);
   return 0;
