@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <string>
@@ -42,6 +43,37 @@ void AppendGpuSlots(const Gpus& gpus, const std::vector<int>& gpu_indices,
 ReportedRanks Report(const std::vector<const v1::RunningRank*>& ranks,
                      const std::vector<int>& gpu_indices);
 
+// A worker's labels (its topology's levels among them), made when it
+// registers and shared by every snapshot of it after: a copy costs a
+// reference count, where every scheduling pass copies every worker's.
+class SharedLabels {
+ public:
+  using Map = std::map<std::string, std::string>;
+  SharedLabels() = default;
+  SharedLabels(Map labels)  // NOLINT: implicit, as the map it stands for
+      : map_(std::make_shared<const Map>(std::move(labels))) {}
+  SharedLabels(std::initializer_list<Map::value_type> labels)  // NOLINT
+      : SharedLabels(Map(labels)) {}
+
+  const Map& map() const { return map_ != nullptr ? *map_ : Empty(); }
+  Map::const_iterator find(const std::string& key) const { return map().find(key); }
+  Map::const_iterator begin() const { return map().begin(); }
+  Map::const_iterator end() const { return map().end(); }
+  const std::string& at(const std::string& key) const { return map().at(key); }
+  size_t count(const std::string& key) const { return map().count(key); }
+  bool empty() const { return map().empty(); }
+  // Whether both are the same labels made once: equal, and cheaper to ask
+  // than whether equal.
+  bool SameAs(const SharedLabels& other) const { return map_ == other.map_; }
+
+ private:
+  static const Map& Empty() {
+    static const Map* const empty = new Map();
+    return *empty;
+  }
+  std::shared_ptr<const Map> map_;  // null: none
+};
+
 // A worker's domain at each topology level, widest first: few levels, kept
 // inline, since every scheduling pass copies every worker's.
 using TopologyDomains = absl::InlinedVector<int, 4>;
@@ -55,7 +87,7 @@ struct SchedulableWorker {
   // Its latest report, which every snapshot until the next shares. Never
   // null.
   std::shared_ptr<const ReportedRanks> running = std::make_shared<const ReportedRanks>();
-  std::map<std::string, std::string> labels;
+  SharedLabels labels;
   int cpus = 0;           // 0: not counted
   int64_t memory_mb = 0;  // 0: not counted
   // Its domain at each topology level, widest first (WorkerMembership's

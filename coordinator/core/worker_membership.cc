@@ -306,9 +306,7 @@ std::vector<SchedulableWorker> WorkerMembership::Schedulable() const {
       m.running_list = std::make_shared<const ReportedRanks>(Report(ranks, w.gpu_indices));
     }
     w.running = m.running_list;
-    w.labels = {m.info.labels().begin(), m.info.labels().end()};
-    // A job's worker_selector may name a domain (host: its hostname).
-    w.labels.insert(m.info.topology().begin(), m.info.topology().end());
+    w.labels = m.labels;
     w.cpus = m.info.cpus();
     w.memory_mb = m.info.memory_mb();
     w.domains = m.domains;
@@ -333,6 +331,10 @@ void WorkerMembership::PlaceInTopology(Member& m) {
     if (added) domain_names_.emplace_back(static_cast<int>(level), path);
     m.domains[level] = it->second;
   }
+  // A job's worker_selector may name a domain (host: its hostname).
+  SharedLabels::Map labels(m.info.labels().begin(), m.info.labels().end());
+  labels.insert(m.info.topology().begin(), m.info.topology().end());
+  m.labels = std::move(labels);
 }
 
 std::pair<int, std::string> WorkerMembership::Domain(int domain) const {

@@ -165,9 +165,11 @@ class WorkerMembership {
     int64_t reports = 0;      // heartbeats and registrations
     int64_t listed_at = 0;    // list_changes_ when `running` last changed
     TopologyDomains domains;  // by topology level: an id of domain_names_; -1: none
+    // info's labels and topology, for snapshots: set where they change.
+    SharedLabels labels;
   };
   // Sets the member's topology (info.topology, domains) from its labels
-  // and hostname.
+  // and hostname, and the labels its snapshots share.
   void PlaceInTopology(Member& m) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   Member* Find(const std::string& worker_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

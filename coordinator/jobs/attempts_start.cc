@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/net.h"
+#include "common/string_view_hash.h"
 #include "coordinator/core/attempt_placement.h"
 #include "coordinator/core/rank_env.h"
 #include "domain/job_state.h"
@@ -131,7 +132,7 @@ void Attempts::RecordPlacedIn(const std::vector<RankPlacement>& placement,
   job.clear_placed_in();
   const std::vector<std::string>& levels = scheduling_.policy().topology_levels;
   if (levels.empty()) return;
-  absl::flat_hash_map<std::string_view, const SchedulableWorker*> by_id;
+  StringViewMap<const SchedulableWorker*> by_id;
   for (const SchedulableWorker& w : workers) by_id.emplace(w.worker_id, &w);
   for (size_t level = 0; level < levels.size(); ++level) {
     v1::PlacedDomains& placed = *job.add_placed_in();

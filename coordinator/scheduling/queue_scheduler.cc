@@ -11,6 +11,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/string_view_hash.h"
 #include "coordinator/scheduling/victim_search.h"
 
 namespace ringmaster {
@@ -112,8 +113,14 @@ struct QueueState {
 class Pass {
  public:
   Pass(const QueueConfig& config, const std::vector<const RunningJob*>& running,
-       std::vector<WorkerCapacity> free, absl::Time now, const SchedulingPolicy& policy)
-      : running_(running), free_(std::move(free)), now_(now), policy_(policy) {
+       std::vector<WorkerCapacity> free, absl::Time now, const SchedulingPolicy& policy,
+       NeverFitsCache* never_fits)
+      : running_(running),
+        free_(std::move(free)),
+        now_(now),
+        policy_(policy),
+        never_fits_(never_fits != nullptr ? never_fits : &own_never_fits_) {
+    never_fits_->Refresh(free_);
     for (const QueueSpec& spec : config.queues) {
       QueueState& q = queues_[spec.name];
       q.spec = &spec;
@@ -127,7 +134,6 @@ class Pass {
       FreeCount& count = w.spare ? spare_free_count_ : free_count_;
       count.slots += static_cast<int64_t>(w.free_slots.size());
       if (w.gpu_slots) count.gpu_slots += static_cast<int64_t>(w.free_slots.size());
-      worker_index_.emplace(w.worker_id, i);
     }
     for (const RunningJob* running_job : running_) {
       const RunningJob& job = *running_job;
@@ -158,8 +164,7 @@ class Pass {
       }
       // A job that has waited reserve_after keeps its place by age, so that
       // it reserves before other users' newer jobs take its slots.
-      absl::flat_hash_map<std::string_view, int> turns(q.running_by_user.begin(),
-                                                       q.running_by_user.end());
+      StringViewMap<int> turns(q.running_by_user.begin(), q.running_by_user.end());
       for (InLine& line : q.pending) {
         const bool reserving = now_ - line.pending_since >= policy_.reserve_after;
         line.turn = reserving ? 0 : turns[line.job->owner]++;
@@ -353,24 +358,13 @@ class Pass {
     return text;
   }
 
-  // NeverFits, once per shape of request in a pass.
+  // NeverFits, from the cache; an answer other than "" is kept in the
+  // decisions, which outlive the cache a caller does not keep.
   std::string_view NeverFitsCached(const GangRequest& r) {
-    std::string selector;  // and workers to avoid: empty, and not allocated, for most jobs
-    for (const auto& [label, value] : r.selector)
-      absl::StrAppend(&selector, label, "=", value, ",");
-    for (const std::string& worker : r.avoid) absl::StrAppend(&selector, "!", worker, ",");
-    if (UsesSpares(r)) selector += "+spares";
-    const PlacementRequest& p = r.placement;
-    if (p.pack_level >= 0 || p.spread_level >= 0) {
-      absl::StrAppend(&selector, "@", p.pack_level, p.pack_required ? "!" : "?", p.spread_level);
-    }
-    auto [it, added] =
-        never_fits_.try_emplace({r.ranks, r.min_ranks, r.gpus_per_rank, r.cpus, r.memory_mb,
-                                 r.ranks_per_worker, std::move(selector)});
-    if (added) {
-      std::string why = NeverFits(free_, r);
-      if (!why.empty()) it->second = Keep(std::move(why));
-    }
+    const std::string_view why = never_fits_->Get(free_, r);
+    if (why.empty()) return why;
+    auto [it, added] = kept_never_fits_.try_emplace(why.data());
+    if (added) it->second = Keep(std::string(why));
     return it->second;
   }
 
@@ -378,8 +372,8 @@ class Pass {
   void Take(const std::vector<RankPlacement>& placement, const GangRequest& request) {
     std::map<size_t, size_t> before;
     for (const RankPlacement& p : placement) {
-      auto it = worker_index_.find(p.worker_id);
-      if (it != worker_index_.end())
+      auto it = WorkerIndex().find(p.worker_id);
+      if (it != WorkerIndex().end())
         before.emplace(it->second, free_[it->second].free_slots.size());
     }
     TakeCapacity(free_, placement, request);
@@ -424,8 +418,8 @@ class Pass {
         none_free ? absl::ResourceExhaustedError("") : PlaceGang(capacity, partial);
     if (some.ok()) {
       for (const RankPlacement& p : *some) {
-        auto w = worker_index_.find(p.worker_id);
-        if (w == worker_index_.end()) continue;
+        auto w = WorkerIndex().find(p.worker_id);
+        if (w == WorkerIndex().end()) continue;
         const std::vector<int>& free_slots = free_[w->second].free_slots;
         for (int slot : p.slots) {
           reserved += std::binary_search(free_slots.begin(), free_slots.end(), slot) ? 1 : 0;
@@ -456,8 +450,8 @@ class Pass {
 
   bool OnSpare(const RunningJob& r) const {
     return std::any_of(r.ranks.begin(), r.ranks.end(), [&](const RankPlacement& p) {
-      auto it = worker_index_.find(p.worker_id);
-      return it != worker_index_.end() && free_[it->second].spare;
+      auto it = WorkerIndex().find(p.worker_id);
+      return it != WorkerIndex().end() && free_[it->second].spare;
     });
   }
 
@@ -590,12 +584,21 @@ class Pass {
     if (UsesSpares(r)) free += gpu ? spare_free_count_.gpu_slots : spare_free_count_.slots;
     return free;
   }
-  absl::flat_hash_map<std::string_view, size_t> worker_index_;  // into free_
-  // NeverFitsCached's, by the shape of the request.
-  absl::flat_hash_map<std::tuple<int, int, int, int, int64_t, int, std::string>, std::string_view>
-      never_fits_;
+  // free_'s index by worker id, made when first asked for: most passes
+  // start nothing on a full cluster.
+  const StringViewMap<size_t>& WorkerIndex() const {
+    if (worker_index_.empty() && !free_.empty()) {
+      worker_index_.reserve(free_.size());
+      for (size_t i = 0; i < free_.size(); ++i) worker_index_.emplace(free_[i].worker_id, i);
+    }
+    return worker_index_;
+  }
+  mutable StringViewMap<size_t> worker_index_;
+  NeverFitsCache own_never_fits_;  // when the caller keeps none
+  NeverFitsCache* never_fits_;
+  absl::flat_hash_map<const char*, std::string_view> kept_never_fits_;  // by the cache's answer
   std::map<std::string, QueueState, std::less<>> queues_;
-  absl::flat_hash_map<std::string_view, QueueState*> by_name_;  // into queues_
+  StringViewMap<QueueState*> by_name_;  // into queues_
   QueueState* default_queue_ = nullptr;
   // Each queue with jobs left, the one whose turn it is on top.
   std::priority_queue<Turn, std::vector<Turn>, std::greater<Turn>> order_;
@@ -625,8 +628,45 @@ SchedulingDecisions ScheduleQueues(const QueueConfig& config,
                                    const std::vector<PendingJob>& pending,
                                    const std::vector<const RunningJob*>& running,
                                    std::vector<WorkerCapacity> free, absl::Time now,
-                                   const SchedulingPolicy& policy) {
-  return Pass(config, running, std::move(free), now, policy).Run(pending);
+                                   const SchedulingPolicy& policy, NeverFitsCache* never_fits) {
+  return Pass(config, running, std::move(free), now, policy, never_fits).Run(pending);
+}
+
+bool NeverFitsCache::Seen::Is(const WorkerCapacity& w) const {
+  return worker_id == w.worker_id && total_slots == w.total_slots && gpu_slots == w.gpu_slots &&
+         labels.SameAs(w.labels) && total_cpus == w.total_cpus &&
+         total_memory_mb == w.total_memory_mb && domains == w.domains && spare == w.spare;
+}
+
+void NeverFitsCache::Refresh(const std::vector<WorkerCapacity>& workers) {
+  if (workers.size() == workers_.size() &&
+      std::equal(workers.begin(), workers.end(), workers_.begin(),
+                 [](const WorkerCapacity& w, const Seen& seen) { return seen.Is(w); })) {
+    return;
+  }
+  answers_.clear();
+  workers_.clear();
+  workers_.reserve(workers.size());
+  for (const WorkerCapacity& w : workers) {
+    workers_.push_back({w.worker_id, w.total_slots, w.gpu_slots, w.labels, w.total_cpus,
+                        w.total_memory_mb, w.domains, w.spare});
+  }
+}
+
+std::string_view NeverFitsCache::Get(const std::vector<WorkerCapacity>& workers,
+                                     const GangRequest& r) {
+  std::string selector;  // and workers to avoid: empty, and not allocated, for most jobs
+  for (const auto& [label, value] : r.selector) absl::StrAppend(&selector, label, "=", value, ",");
+  for (const std::string& worker : r.avoid) absl::StrAppend(&selector, "!", worker, ",");
+  if (UsesSpares(r)) selector += "+spares";
+  const PlacementRequest& p = r.placement;
+  if (p.pack_level >= 0 || p.spread_level >= 0) {
+    absl::StrAppend(&selector, "@", p.pack_level, p.pack_required ? "!" : "?", p.spread_level);
+  }
+  auto [it, added] = answers_.try_emplace({r.ranks, r.min_ranks, r.gpus_per_rank, r.cpus,
+                                           r.memory_mb, r.ranks_per_worker, std::move(selector)});
+  if (added) it->second = NeverFits(workers, r);
+  return it->second;
 }
 
 }  // namespace ringmaster

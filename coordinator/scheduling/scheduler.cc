@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/labels.h"
+#include "common/string_view_hash.h"
 #include "coordinator/scheduling/domain_placement.h"
 
 namespace ringmaster {
@@ -124,7 +125,7 @@ std::vector<RankPlacement> RanksOn(const std::vector<WorkerCapacity>& workers,
 std::vector<WorkerCapacity> FreeCapacity(const std::vector<SchedulableWorker>& workers,
                                          const std::vector<HeldSlots>& held,
                                          const std::string& except_job) {
-  absl::flat_hash_map<std::string_view, size_t> index;
+  StringViewMap<size_t> index;
   index.reserve(workers.size());
   // Worker i's slots are used[first[i] + slot].
   std::vector<size_t> first(workers.size() + 1, 0);
@@ -302,7 +303,7 @@ namespace {
 // gives them back.
 void Adjust(std::vector<WorkerCapacity>& workers, const std::vector<RankPlacement>& placement,
             const GangRequest& request, bool take) {
-  absl::flat_hash_map<std::string_view, WorkerCapacity*> by_id;  // made when first needed
+  StringViewMap<WorkerCapacity*> by_id;  // made when first needed
   auto find = [&](const RankPlacement& p) -> WorkerCapacity* {
     const int i = p.worker_index;
     if (i >= 0 && i < static_cast<int>(workers.size()) && workers[i].worker_id == p.worker_id) {

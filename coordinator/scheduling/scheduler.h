@@ -25,7 +25,7 @@ struct WorkerCapacity {
   int total_slots = 0;
   std::vector<int> free_slots;  // ascending slot indices
   bool gpu_slots = false;       // each slot is one GPU
-  std::map<std::string, std::string> labels;
+  SharedLabels labels;
   int total_cpus = 0;  // 0: not counted
   int free_cpus = 0;
   int64_t total_memory_mb = 0;  // 0: not counted

@@ -4,6 +4,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "common/job_id.h"
+#include "common/string_view_hash.h"
 #include "domain/image_reference.h"
 #include "domain/job_state.h"
 
@@ -183,11 +184,10 @@ void SchedulingViews::MergePending(const JobTable& table) {
 namespace {
 
 // What the scheduler sees of a placed job now.
-RunningJob ViewOfPlaced(
-    const v1::Job& job, std::string_view queue,
-    const absl::flat_hash_map<std::string_view, const SchedulableWorker*>& workers,
-    const std::vector<std::string>& levels,
-    const std::function<bool(const std::string&)>& cordoned) {
+RunningJob ViewOfPlaced(const v1::Job& job, std::string_view queue,
+                        const StringViewMap<const SchedulableWorker*>& workers,
+                        const std::vector<std::string>& levels,
+                        const std::function<bool(const std::string&)>& cordoned) {
   RunningJob view{job.id(),
                   queue,
                   job.owner(),
@@ -223,7 +223,7 @@ RunningJob ViewOfPlaced(
 
 void SchedulingViews::UpdatePlaced(const JobTable& table,
                                    const std::vector<SchedulableWorker>& workers) {
-  absl::flat_hash_map<std::string_view, const SchedulableWorker*> by_id;
+  StringViewMap<const SchedulableWorker*> by_id;
   for (const SchedulableWorker& w : workers) by_id.emplace(w.worker_id, &w);
   std::vector<PlacedView> views;
   views.reserve(table.placed().size());
@@ -283,7 +283,7 @@ void SchedulingViews::ChooseSpares(std::vector<WorkerCapacity>& free) {
     return;
   }
   // A worker where a job that may not run on spares holds slots is none.
-  absl::flat_hash_set<std::string_view> busy;
+  StringViewSet busy;
   for (const PlacedView& view : placed_) {
     if (view.job.request.spare_ok) continue;
     for (const PlacedView::OnWorker& on : view.held) busy.insert(on.worker_id);
@@ -358,7 +358,7 @@ SchedulingViews::Decisions SchedulingViews::Pass(JobTable& table,
     if (view.running) running.push_back(&view.job);
   }
   SchedulingDecisions decided =
-      ScheduleQueues(queues_, pending_, running, std::move(free), now, policy_);
+      ScheduleQueues(queues_, pending_, running, std::move(free), now, policy_, &never_fits_);
   queue_loads_ = std::move(decided.queues);
   // The decisions view the jobs' own strings: the JobManager acts on the
   // jobs by number, once the views are done with.

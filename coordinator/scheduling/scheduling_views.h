@@ -148,6 +148,7 @@ class SchedulingViews {
   // PENDING jobs that preempted others, by id: the victims still stopping.
   std::map<std::string, std::set<std::string>> preemptors_;
   std::map<std::string, QueueLoad> queue_loads_;
+  NeverFitsCache never_fits_;  // from pass to pass
   // The reasons jobs were last given, each once: a pass compares each
   // waiting job's reason as a number, not its text. Made again, with only
   // those in use, before a pass when it has grown past kMaxReasons.
