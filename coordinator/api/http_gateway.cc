@@ -293,7 +293,8 @@ void HttpGateway::ServeApi(mg_connection* connection, const std::string& authori
       return;
     }
     ServeEventStream(connection, channel_.get(), *matched->method, *request,
-                     authorization.empty() ? nullptr : authorization.c_str(), std::move(positions));
+                     authorization.empty() ? nullptr : authorization.c_str(), std::move(positions),
+                     &job_events_);
     CloseStream(*caller);
     return;
   }

@@ -22,6 +22,7 @@
 #include "common/tls.h"
 #include "common/tls_relay.h"
 #include "coordinator/api/console_session.h"
+#include "coordinator/api/http_streams.h"
 
 struct mg_connection;
 struct mg_context;
@@ -99,6 +100,7 @@ class HttpGateway {
 
   HttpGatewayOptions options_;
   std::shared_ptr<grpc::Channel> channel_;
+  JobEventCache job_events_;  // the streams' shared JSON of job events
   mg_context* context_ = nullptr;
   std::string host_;
   int plain_port_ = 0;  // civetweb's

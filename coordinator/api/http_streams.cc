@@ -201,9 +201,48 @@ absl::Status ResumeFrom(const std::string& last_event_id, pb::Message* request,
   return absl::OkStatus();
 }
 
+std::shared_ptr<const JobEventCache::Event> JobEventCache::Find(const pb::Descriptor* type,
+                                                                const std::string& bytes) {
+  MutexLock lock(&mu_);
+  auto it = events_.find(Key(type, bytes));
+  return it == events_.end() ? nullptr : it->second;
+}
+
+void JobEventCache::Keep(const pb::Descriptor* type, const std::string& bytes,
+                         std::shared_ptr<const Event> event) {
+  if (bytes.size() > kMaxEventBytes) return;
+  MutexLock lock(&mu_);
+  auto [it, added] = events_.try_emplace(Key(type, bytes), std::move(event));
+  if (!added) return;
+  order_.push_back(it->first);
+  if (order_.size() > kEventsKept) {
+    events_.erase(order_.front());
+    order_.pop_front();
+  }
+}
+
+size_t JobEventCache::size() const {
+  MutexLock lock(&mu_);
+  return events_.size();
+}
+
+namespace {
+
+// The SSE text of `message`, with the stream's `id` after it.
+std::string EventText(const std::string& id, const pb::Message& message) {
+  return absl::StrCat(id.empty() ? "" : absl::StrCat("id: ", id, "\n"), "data: ", ToJson(message),
+                      "\n\n");
+}
+
+}  // namespace
+
 void ServeEventStream(mg_connection* connection, grpc::Channel* channel,
                       const pb::MethodDescriptor& method, const pb::Message& request,
-                      const char* authorization, LogPositions positions) {
+                      const char* authorization, LogPositions positions, JobEventCache* cache) {
+  // A job event's id and text follow from its bytes alone; a log chunk's
+  // id from the stream's positions too.
+  const pb::Descriptor* type = method.output_type();
+  const bool job_events = type == v1::JobsEvent::descriptor() || type == v1::JobEvent::descriptor();
   StreamReader reader(channel, absl::StrCat("/", method.service()->full_name(), "/", method.name()),
                       request.SerializeAsString(), authorization);
   std::unique_ptr<pb::Message> message = NewMessage(method.output_type());
@@ -219,12 +258,17 @@ void ServeEventStream(mg_connection* connection, grpc::Channel* channel,
       if (!Write(connection, ": keepalive\n\n")) break;  // the client went
       continue;
     }
-    message->ParseFromString(bytes);
-    const std::string id = EventIdAfter(*message, &positions);
-    if (!Write(connection, absl::StrCat(id.empty() ? "" : absl::StrCat("id: ", id, "\n"),
-                                        "data: ", ToJson(*message), "\n\n"))) {
-      break;
+    std::shared_ptr<const JobEventCache::Event> event;
+    if (job_events && cache != nullptr) event = cache->Find(type, bytes);
+    if (event == nullptr) {
+      message->ParseFromString(bytes);
+      auto made = std::make_shared<JobEventCache::Event>();
+      made->id = EventIdAfter(*message, &positions);
+      made->text = EventText(made->id, *message);
+      event = std::move(made);
+      if (job_events && cache != nullptr) cache->Keep(type, bytes, event);
     }
+    if (!Write(connection, event->text)) break;
   }
   const absl::Status status = FromGrpcStatus(reader.Finish());
   if (!headers) {

@@ -7,16 +7,21 @@
 #ifndef RINGMASTER_COORDINATOR_API_HTTP_STREAMS_H_
 #define RINGMASTER_COORDINATOR_API_HTTP_STREAMS_H_
 
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/message.h>
 #include <grpcpp/channel.h>
 #include <grpcpp/support/byte_buffer.h>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "common/mutex.h"
 #include "proto/job.pb.h"
 
 struct mg_connection;
@@ -54,14 +59,44 @@ std::string EventIdAfter(const google::protobuf::Message& message, LogPositions*
 absl::Status ResumeFrom(const std::string& last_event_id, google::protobuf::Message* request,
                         LogPositions* positions);
 
+// The events of job watches (WatchJobs, WatchJob) as sent, by the bytes
+// of their message: the jobs lists open in many browsers each get every
+// change of a job as the same bytes (all but its owner's see it redacted
+// alike), and protobuf's conversion of a whole job to JSON, the costly
+// part, is made once for them all. Thread-safe; it keeps the last
+// kEventsKept events of at most kMaxEventBytes each.
+class JobEventCache {
+ public:
+  struct Event {
+    std::string id;    // EventIdAfter's
+    std::string text;  // "id: ...\ndata: {...}\n\n"
+  };
+  static constexpr size_t kEventsKept = 256;
+  static constexpr size_t kMaxEventBytes = 256 << 10;
+
+  // The event of `bytes`, a message of `type`; null when not kept.
+  std::shared_ptr<const Event> Find(const google::protobuf::Descriptor* type,
+                                    const std::string& bytes) ABSL_LOCKS_EXCLUDED(mu_);
+  void Keep(const google::protobuf::Descriptor* type, const std::string& bytes,
+            std::shared_ptr<const Event> event) ABSL_LOCKS_EXCLUDED(mu_);
+  size_t size() const ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  using Key = std::pair<const google::protobuf::Descriptor*, std::string>;
+  mutable Mutex mu_;
+  absl::flat_hash_map<Key, std::shared_ptr<const Event>> events_ ABSL_GUARDED_BY(mu_);
+  std::deque<Key> order_ ABSL_GUARDED_BY(mu_);  // oldest first
+};
+
 // Serves the server stream `method` with `request` on `channel`, as the
 // holder of `authorization`, as Server-Sent Events on `connection` until
 // the stream ends or the client goes. An error before the first event is
-// the HTTP error; after it, an `error` event.
+// the HTTP error; after it, an `error` event. Job events go through
+// `cache`.
 void ServeEventStream(mg_connection* connection, grpc::Channel* channel,
                       const google::protobuf::MethodDescriptor& method,
                       const google::protobuf::Message& request, const char* authorization,
-                      LogPositions positions);
+                      LogPositions positions, JobEventCache* cache);
 
 }  // namespace ringmaster
 
