@@ -8,10 +8,11 @@ every 0.1 s. Each round measures N submissions (the Python client over
 gRPC, 100 a second, each timed) twice, in turn:
 
 - without streams;
-- with 50 browsers on the chatty job, each a user of its own with the jobs
-  list and the job's page open (the list's watch and the job's), and the
-  job's owner following its logs in 30 more (curl -N, 130 streams: a user
-  may not read another's logs, and one caller holds at most 32 streams).
+- with 50 browsers on the chatty job, each a user of its own with the
+  job's page open (its watch), and the job's owner following its logs in
+  30 more (curl -N, 80 streams: a user may not read another's logs, and
+  one caller holds at most 32 streams). With --with-list each browser has
+  the jobs list open too (every job's changes: 130 streams).
 
 Prints each round's p50 and p99 in both, then the p99 of every submission
 of each kind and the ratio (goal: at most 1.2). The submitted jobs wait for
@@ -20,7 +21,7 @@ half, so both halves see the same number of jobs.
 
     bazel build -c opt //client:ringmaster //coordinator:ringmaster-coordinator \\
         //worker:ringmaster-worker
-    /usr/bin/python3 bench/console_load.py --submits 1000 --rounds 3
+    /usr/bin/python3 bench/console_load.py --submits 1000 --rounds 3 [--with-list]
 """
 import argparse
 import json
@@ -107,15 +108,16 @@ def user_tokens(cluster):
     return tokens
 
 
-def open_streams(cluster, job_id, tokens, workdir):
-    """The streams of BROWSERS browsers, each a user of its own with the
-    jobs list and `job_id`'s page open (the list's watch and the job's), and
-    of its owner (the admin) following its logs in LOG_FOLLOWERS pages.
-    Returns once each has had its first event; one refused fails the
-    benchmark (curl -f writes nothing and exits)."""
+def open_streams(cluster, job_id, tokens, workdir, with_list):
+    """The streams of BROWSERS browsers, each a user of its own with
+    `job_id`'s page open (the job's watch) and, `with_list`, the jobs list
+    too (every job's watch), and of its owner (the admin) following its logs
+    in LOG_FOLLOWERS pages. Returns once each has had its first event; one
+    refused fails the benchmark (curl -f writes nothing and exits)."""
     opened = []
+    paths = [f"/api/v1/jobs/{job_id}:watch"] + (["/api/v1/jobs:watch"] if with_list else [])
     for token in tokens:
-        for path in ("/api/v1/jobs:watch", f"/api/v1/jobs/{job_id}:watch"):
+        for path in paths:
             opened.append((token, path))
     for _ in range(LOG_FOLLOWERS):
         opened.append((TOKEN, f"/api/v1/jobs/{job_id}/logs?follow=true&allRanks=true"
@@ -172,6 +174,8 @@ def main():
     parser.add_argument("--submits", type=int, default=1000, help="per half of a round")
     parser.add_argument("--rate", type=float, default=100.0, help="submissions a second")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--with-list", action="store_true",
+                        help="each browser has the jobs list open too (every job's changes)")
     args = parser.parse_args()
     cluster = Cluster()
     cluster.up()
@@ -182,15 +186,16 @@ def main():
         chatty = cluster.client.submit(CHATTY, upload=False)
         cluster.wait_running(101)
         tokens = user_tokens(cluster)
-        stream_count = 2 * BROWSERS + LOG_FOLLOWERS
-        print(f"101 jobs running; {BROWSERS} browsers on the jobs list and {chatty}'s page, and "
+        stream_count = (2 if args.with_list else 1) * BROWSERS + LOG_FOLLOWERS
+        pages = f"the jobs list and {chatty}'s page" if args.with_list else f"{chatty}'s page"
+        print(f"101 jobs running; {BROWSERS} browsers on {pages}, and "
               f"{LOG_FOLLOWERS} following its logs: {stream_count} streams")
         print(f"{'round':>5}  {'without p50':>11} {'p99':>8}  {'with p50':>9} {'p99':>8}  "
               f"{'streamed':>9}")
         without, with_streams = [], []
         for r in range(args.rounds):
             alone = submit_latencies(cluster, args.submits, args.rate)
-            streams = open_streams(cluster, chatty, tokens, cluster.dir)
+            streams = open_streams(cluster, chatty, tokens, cluster.dir, args.with_list)
             loaded = submit_latencies(cluster, args.submits, args.rate)
             received = close_streams(streams)
             without += alone

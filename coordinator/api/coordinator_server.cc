@@ -128,6 +128,7 @@ absl::Status CoordinatorServer::InitJobs(const CoordinatorConfig& config) {
   metrics_ = std::make_unique<CoordinatorMetrics>(&registry_, clock, config.metrics_retention);
   JobManagerOptions manager_options = config.manager;
   manager_options.rank_env.signer = &access_->signer();
+  manager_options.watchers_in_background = true;
   manager_options.on_transition = [m = metrics_.get()](const v1::Job& before,
                                                        const v1::StateChange& change) {
     m->OnTransition(before, change);

@@ -1,5 +1,10 @@
 #include "coordinator/core/outbox.h"
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdlib>
 #include <utility>
 #include <vector>
@@ -14,6 +19,43 @@ void StoreLost(const std::function<void(const absl::Status&)>& on_lost,
   spdlog::critical("exiting: a restart recovers the stored state");
   spdlog::default_logger()->flush();
   std::abort();
+}
+
+Outbox::Outbox(std::function<absl::Status()> sync, std::function<bool()> synced, Deliver deliver,
+               std::function<void(const absl::Status&)> on_lost, bool in_background)
+    : sync_(std::move(sync)),
+      synced_(std::move(synced)),
+      deliver_(std::move(deliver)),
+      on_lost_(std::move(on_lost)) {
+  if (in_background) watchers_thread_ = std::thread([this] { DeliverInBackground(); });
+}
+
+Outbox::~Outbox() {
+  if (!watchers_thread_.joinable()) return;
+  {
+    MutexLock lock(&background_mu_);
+    stopping_ = true;
+  }
+  watchers_thread_.join();
+}
+
+void Outbox::DeliverInBackground() {
+  errno = 0;
+  const int nice = getpriority(PRIO_PROCESS, 0);
+  if (errno == 0) setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), nice + 10);
+  for (;;) {
+    std::deque<Item> items;
+    {
+      MutexLock lock(&background_mu_);
+      background_mu_.Await(absl::Condition(this, &Outbox::BackgroundHasWork));
+      if (background_.empty()) return;  // stopping, all delivered
+      items.swap(background_);
+    }
+    for (const Item& item : items) {
+      MutexLock lock(&mu_);
+      DeliverLocked(item);
+    }
+  }
 }
 
 void Outbox::Send(const std::string& worker_id, v1::CoordinatorMessage message) {
@@ -96,9 +138,15 @@ void Outbox::Flush() {
     spdlog::critical("cannot sync the job store: {}", s.ToString());
     StoreLost(on_lost_, s);
   }
-  for (const Item& item : items) {
+  for (Item& item : items) {
     if (!item.job) {
       deliver_(item.worker_id, item.message);
+      continue;
+    }
+    if (watchers_thread_.joinable()) {
+      MutexLock lock(&background_mu_);
+      background_mu_.Await(absl::Condition(this, &Outbox::BackgroundHasRoom));
+      background_.push_back(std::move(item));
       continue;
     }
     MutexLock lock(&mu_);

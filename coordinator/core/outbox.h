@@ -14,6 +14,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -42,12 +43,15 @@ class Outbox {
   // without waiting whether all are; `deliver` hands a message to a
   // worker's stream and must not block.
   // `on_lost` is called when a Sync fails (see Flush).
+  // With `in_background`, watchers are called on a thread of the outbox's
+  // own at a lower priority (nice +10): a Flush (a submit's) then waits for
+  // the sync, not for every watcher of the change, and the watchers' work
+  // yields the CPU to calls. At most kMaxBackground snapshots wait for that
+  // thread; a Flush past that waits for room.
   Outbox(std::function<absl::Status()> sync, std::function<bool()> synced, Deliver deliver,
-         std::function<void(const absl::Status&)> on_lost = nullptr)
-      : sync_(std::move(sync)),
-        synced_(std::move(synced)),
-        deliver_(std::move(deliver)),
-        on_lost_(std::move(on_lost)) {}
+         std::function<void(const absl::Status&)> on_lost = nullptr, bool in_background = false);
+  ~Outbox();
+  static constexpr size_t kMaxBackground = 4096;
 
   void Send(const std::string& worker_id, v1::CoordinatorMessage message);
   // Queues the job as it is now for its watchers (nothing when it has none).
@@ -62,8 +66,9 @@ class Outbox {
   // After this returns the observer is not called again.
   void Unwatch(int64_t watch_id);
 
-  // Syncs the store, then delivers everything queued before the call; at
-  // once when nothing is queued or unsynced. A store that cannot be synced
+  // Syncs the store, then delivers everything queued before the call
+  // (hands the snapshots to the watchers' thread, in background); at once
+  // when nothing is queued or unsynced. A store that cannot be synced
   // cannot be trusted with what is in memory: nothing is delivered, and
   // StoreLost ends the process (or restarts it as a standby) so that a
   // restart recovers the stored state.
@@ -84,6 +89,14 @@ class Outbox {
   };
 
   void DeliverLocked(const Item& item) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The watchers' thread: delivers what Flush handed it, in order.
+  void DeliverInBackground();
+  bool BackgroundHasWork() ABSL_EXCLUSIVE_LOCKS_REQUIRED(background_mu_) {
+    return stopping_ || !background_.empty();
+  }
+  bool BackgroundHasRoom() ABSL_EXCLUSIVE_LOCKS_REQUIRED(background_mu_) {
+    return background_.size() < kMaxBackground;
+  }
 
   const std::function<absl::Status()> sync_;
   const std::function<bool()> synced_;
@@ -98,6 +111,11 @@ class Outbox {
   std::multimap<std::string, int64_t> watched_jobs_ ABSL_GUARDED_BY(mu_);  // job id -> watch id
   std::set<int64_t> watching_all_ ABSL_GUARDED_BY(mu_);
   int64_t next_watch_id_ ABSL_GUARDED_BY(mu_) = 1;
+
+  Mutex background_mu_;
+  std::deque<Item> background_ ABSL_GUARDED_BY(background_mu_);  // oldest first
+  bool stopping_ ABSL_GUARDED_BY(background_mu_) = false;
+  std::thread watchers_thread_;  // with in_background
 };
 
 }  // namespace ringmaster

@@ -1,10 +1,13 @@
 #include "coordinator/core/outbox.h"
 
+#include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "absl/time/clock.h"
 #include "common/mutex.h"
 
 namespace ringmaster {
@@ -114,6 +117,70 @@ TEST_F(OutboxTest, AWatcherOfEveryJobSeesItsListingThenEveryJobsChanges) {
   outbox_.Notify(JobIn(v1::SUCCEEDED));  // nobody watches
   outbox_.Flush();
   EXPECT_EQ(recorder_.Events().size(), 8u);
+}
+
+}  // namespace
+}  // namespace ringmaster
+
+namespace ringmaster {
+namespace {
+
+// Watchers called on the outbox's own thread: in order, after the sync,
+// and never after Unwatch.
+TEST(OutboxBackgroundTest, WatchersAreCalledInOrderOnTheirOwnThread) {
+  Recorder recorder;
+  auto outbox = std::make_unique<Outbox>(
+      [&] {
+        recorder.Add("sync");
+        return absl::OkStatus();
+      },
+      [] { return false; },
+      [&](const std::string& worker, const v1::CoordinatorMessage& m) {
+        recorder.Add(worker + " stop " + m.stop_job().job_id());
+      },
+      nullptr, /*in_background=*/true);
+  Mutex mu;
+  std::thread::id flushed_on = std::this_thread::get_id();
+  std::vector<std::thread::id> called_on;
+  const int64_t watch = outbox->Watch(JobIn(v1::PENDING), [&](const v1::Job& job) {
+    recorder.Add("watcher sees " + v1::JobState_Name(job.state()));
+    MutexLock lock(&mu);
+    called_on.push_back(std::this_thread::get_id());
+  });
+  for (v1::JobState state : {v1::STARTING, v1::RUNNING, v1::SUCCEEDED}) {
+    outbox->Notify(JobIn(state));
+  }
+  outbox->Send("w1", Stop("a-1"));
+  outbox->Flush();
+  const std::vector<std::string> in_order = {"sync",
+                                             "w1 stop a-1",
+                                             "watcher sees PENDING",
+                                             "watcher sees STARTING",
+                                             "watcher sees RUNNING",
+                                             "watcher sees SUCCEEDED"};
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (recorder.Events().size() < in_order.size() && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  EXPECT_EQ(recorder.Events(), in_order);
+  {
+    MutexLock lock(&mu);
+    ASSERT_EQ(called_on.size(), 4u);
+    for (std::thread::id id : called_on) EXPECT_NE(id, flushed_on);
+  }
+  // Unwatched, it is not called again; what was handed over before the
+  // outbox ends is delivered.
+  outbox->Unwatch(watch);
+  outbox->Notify(JobIn(v1::FAILED));
+  outbox->WatchAll(
+      {}, [&](const v1::Job& job) { recorder.Add("all sees " + v1::JobState_Name(job.state())); });
+  outbox->Notify(JobIn(v1::CANCELLED));
+  outbox->Flush();
+  outbox.reset();
+  std::vector<std::string> expected = in_order;
+  expected.push_back("sync");
+  expected.push_back("all sees CANCELLED");
+  EXPECT_EQ(recorder.Events(), expected);
 }
 
 }  // namespace

@@ -74,7 +74,7 @@ JobManager::JobManager(JobStore* store, RendezvousStore* rendezvous, WorkerMembe
               [membership](const std::string& worker_id, const v1::CoordinatorMessage& message) {
                 membership->Send(worker_id, message);
               },
-              options_.on_store_lost),
+              options_.on_store_lost, options_.watchers_in_background),
       table_(store, &outbox_, clock, options_.on_transition),
       run_id_(absl::StrFormat(
           "%016x", std::random_device{}() * uint64_t{0x100000000} ^ std::random_device{}())),
