@@ -241,28 +241,9 @@ std::string EventText(const std::string& id, const pb::Message& message) {
 
 }  // namespace
 
-// While it lives, the calling thread runs at a lower priority (nice +10):
-// a stream's events wait for the CPU behind calls that answer at once.
-class LowerPriority {
- public:
-  LowerPriority()
-      : tid_(static_cast<id_t>(syscall(SYS_gettid))),
-        before_((errno = 0, getpriority(PRIO_PROCESS, tid_))),
-        lowered_(errno == 0 && setpriority(PRIO_PROCESS, tid_, before_ + 10) == 0) {}
-  ~LowerPriority() {
-    if (lowered_) setpriority(PRIO_PROCESS, tid_, before_);
-  }
-
- private:
-  const id_t tid_;
-  const int before_;
-  const bool lowered_;
-};
-
 void ServeEventStream(mg_connection* connection, grpc::Channel* channel,
                       const pb::MethodDescriptor& method, const pb::Message& request,
                       const char* authorization, LogPositions positions, JobEventCache* cache) {
-  LowerPriority lower;
   // A job event's id and text follow from its bytes alone; a log chunk's
   // id from the stream's positions too.
   const pb::Descriptor* type = method.output_type();
