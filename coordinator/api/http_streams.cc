@@ -209,26 +209,29 @@ absl::Status ResumeFrom(const std::string& last_event_id, pb::Message* request,
 std::shared_ptr<const JobEventCache::Event> JobEventCache::Find(const pb::Descriptor* type,
                                                                 const std::string& bytes) {
   MutexLock lock(&mu_);
-  auto it = events_.find(Key(type, bytes));
-  return it == events_.end() ? nullptr : it->second;
+  auto of_type = events_.find(type);
+  if (of_type == events_.end()) return nullptr;
+  auto it = of_type->second.find(absl::string_view(bytes.data(), bytes.size()));
+  return it == of_type->second.end() ? nullptr : it->second;
 }
 
 void JobEventCache::Keep(const pb::Descriptor* type, const std::string& bytes,
                          std::shared_ptr<const Event> event) {
   if (bytes.size() > kMaxEventBytes) return;
   MutexLock lock(&mu_);
-  auto [it, added] = events_.try_emplace(Key(type, bytes), std::move(event));
+  auto [it, added] = events_[type].try_emplace(bytes, std::move(event));
   if (!added) return;
-  order_.push_back(it->first);
+  order_.emplace_back(type, &it->first);
   if (order_.size() > kEventsKept) {
-    events_.erase(order_.front());
+    const auto [oldest_type, oldest] = order_.front();
     order_.pop_front();
+    events_[oldest_type].erase(*oldest);
   }
 }
 
 size_t JobEventCache::size() const {
   MutexLock lock(&mu_);
-  return events_.size();
+  return order_.size();
 }
 
 namespace {

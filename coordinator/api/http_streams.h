@@ -20,6 +20,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/node_hash_map.h"
 #include "absl/status/status.h"
 #include "common/mutex.h"
 #include "proto/job.pb.h"
@@ -63,16 +64,16 @@ absl::Status ResumeFrom(const std::string& last_event_id, google::protobuf::Mess
 // of their message: the jobs lists open in many browsers each get every
 // change of a job as the same bytes (all but its owner's see it redacted
 // alike), and protobuf's conversion of a whole job to JSON, the costly
-// part, is made once for them all. Thread-safe; it keeps the last
-// kEventsKept events of at most kMaxEventBytes each.
+// part, is made once for those that come after the first. Thread-safe; it
+// keeps the last kEventsKept events of at most kMaxEventBytes each.
 class JobEventCache {
  public:
   struct Event {
     std::string id;    // EventIdAfter's
     std::string text;  // "id: ...\ndata: {...}\n\n"
   };
-  static constexpr size_t kEventsKept = 256;
-  static constexpr size_t kMaxEventBytes = 256 << 10;
+  static constexpr size_t kEventsKept = 64;
+  static constexpr size_t kMaxEventBytes = 64 << 10;
 
   // The event of `bytes`, a message of `type`; null when not kept.
   std::shared_ptr<const Event> Find(const google::protobuf::Descriptor* type,
@@ -82,10 +83,14 @@ class JobEventCache {
   size_t size() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
-  using Key = std::pair<const google::protobuf::Descriptor*, std::string>;
+  // By type, then bytes (looked up without a copy); node-based, so that
+  // order_ may point at the keys.
+  using ByBytes = absl::node_hash_map<std::string, std::shared_ptr<const Event>>;
   mutable Mutex mu_;
-  absl::flat_hash_map<Key, std::shared_ptr<const Event>> events_ ABSL_GUARDED_BY(mu_);
-  std::deque<Key> order_ ABSL_GUARDED_BY(mu_);  // oldest first
+  absl::flat_hash_map<const google::protobuf::Descriptor*, ByBytes> events_ ABSL_GUARDED_BY(mu_);
+  // Oldest first.
+  std::deque<std::pair<const google::protobuf::Descriptor*, const std::string*>> order_
+      ABSL_GUARDED_BY(mu_);
 };
 
 // Serves the server stream `method` with `request` on `channel`, as the

@@ -1,10 +1,5 @@
 #include "coordinator/core/outbox.h"
 
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstdlib>
 #include <utility>
 #include <vector>
@@ -30,7 +25,9 @@ Outbox::Outbox(std::function<absl::Status()> sync, std::function<bool()> synced,
   if (in_background) watchers_thread_ = std::thread([this] { DeliverInBackground(); });
 }
 
-Outbox::~Outbox() {
+Outbox::~Outbox() { StopBackground(); }
+
+void Outbox::StopBackground() {
   if (!watchers_thread_.joinable()) return;
   {
     MutexLock lock(&background_mu_);
@@ -40,9 +37,6 @@ Outbox::~Outbox() {
 }
 
 void Outbox::DeliverInBackground() {
-  errno = 0;
-  const int nice = getpriority(PRIO_PROCESS, 0);
-  if (errno == 0) setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), nice + 10);
   for (;;) {
     std::deque<Item> items;
     {

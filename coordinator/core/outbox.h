@@ -44,12 +44,14 @@ class Outbox {
   // worker's stream and must not block.
   // `on_lost` is called when a Sync fails (see Flush).
   // With `in_background`, watchers are called on a thread of the outbox's
-  // own at a lower priority (nice +10): a Flush (a submit's) then waits for
-  // the sync, not for every watcher of the change, and the watchers' work
-  // yields the CPU to calls. At most kMaxBackground snapshots wait for that
+  // own: a Flush (a submit's) then waits for the sync, not for every
+  // watcher of the change. At most kMaxBackground snapshots wait for that
   // thread; a Flush past that waits for room.
   Outbox(std::function<absl::Status()> sync, std::function<bool()> synced, Deliver deliver,
          std::function<void(const absl::Status&)> on_lost = nullptr, bool in_background = false);
+  // Delivers what the watchers' thread has, then ends it: before what the
+  // watchers read goes (the owner's destructor calls it first).
+  void StopBackground();
   ~Outbox();
   static constexpr size_t kMaxBackground = 4096;
 

@@ -53,6 +53,8 @@ class JobManager final : public JobLogIndex {
 
   JobManager(JobStore* store, RendezvousStore* rendezvous, WorkerMembership* membership,
              const Clock* clock, JobManagerOptions options);
+  // The watchers' last calls are made while everything they read is here.
+  ~JobManager() override { outbox_.StopBackground(); }
 
   // Loads stored jobs. Workers that ran active ranks are expected back
   // within the heartbeat timeout; ranks not reported by then are lost.

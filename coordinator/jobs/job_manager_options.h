@@ -48,8 +48,8 @@ struct JobManagerOptions {
   StragglerOptions stragglers;
   // Whether a job whose spec leaves `preflight` unset runs the check.
   bool preflight_default = false;
-  // Watchers (WatchJob, WatchJobs) called on a thread of their own, at a
-  // lower priority, rather than by the call that made the change (Outbox).
+  // Watchers (WatchJob, WatchJobs) called on a thread of their own rather
+  // than by the call that made the change (Outbox).
   bool watchers_in_background = false;
   // Uniform in [0, 1), for back-off jitter; empty: a random generator.
   std::function<double()> random;

@@ -363,9 +363,9 @@ class Pass {
   std::string_view NeverFitsCached(const GangRequest& r) {
     const std::string_view why = never_fits_->Get(free_, r);
     if (why.empty()) return why;
-    auto [it, added] = kept_never_fits_.try_emplace(why.data());
-    if (added) it->second = Keep(std::string(why));
-    return it->second;
+    auto it = kept_never_fits_.find(why);
+    if (it == kept_never_fits_.end()) it = kept_never_fits_.insert(Keep(std::string(why))).first;
+    return *it;
   }
 
   // TakeCapacity on free_, keeping the counts of free slots.
@@ -596,7 +596,7 @@ class Pass {
   mutable StringViewMap<size_t> worker_index_;
   NeverFitsCache own_never_fits_;  // when the caller keeps none
   NeverFitsCache* never_fits_;
-  absl::flat_hash_map<const char*, std::string_view> kept_never_fits_;  // by the cache's answer
+  StringViewSet kept_never_fits_;  // the cache's answers as kept in the decisions
   std::map<std::string, QueueState, std::less<>> queues_;
   StringViewMap<QueueState*> by_name_;  // into queues_
   QueueState* default_queue_ = nullptr;
@@ -663,6 +663,8 @@ std::string_view NeverFitsCache::Get(const std::vector<WorkerCapacity>& workers,
   if (p.pack_level >= 0 || p.spread_level >= 0) {
     absl::StrAppend(&selector, "@", p.pack_level, p.pack_required ? "!" : "?", p.spread_level);
   }
+  // Shapes of jobs long gone are not kept for ever: past the bound, all go.
+  if (answers_.size() >= kMaxShapes) answers_.clear();
   auto [it, added] = answers_.try_emplace({r.ranks, r.min_ranks, r.gpus_per_rank, r.cpus,
                                            r.memory_mb, r.ranks_per_worker, std::move(selector)});
   if (added) it->second = NeverFits(workers, r);

@@ -135,6 +135,9 @@ class NeverFitsCache {
   void Refresh(const std::vector<WorkerCapacity>& workers);
   // NeverFits(workers, request): "" when it fits with nothing running.
   std::string_view Get(const std::vector<WorkerCapacity>& workers, const GangRequest& request);
+  // Answers kept at most: every one is forgotten when a new one would
+  // exceed it (answers a pass holds are copied by then).
+  static constexpr size_t kMaxShapes = 4096;
 
  private:
   struct Seen {
