@@ -1,10 +1,10 @@
-// The worker's systemd unit filters system calls (SystemCallFilter=), and
-// a call outside the filter kills the process that makes it. What the
-// worker starts inherits the filter: eu-stack taking a hung rank's native
-// stacks, and, on a worker that runs images, the OCI runtime and the
-// container. So every call these make, traced here by strace, must be one
-// the unit (and the images drop-in) allows, as systemd-analyze expands the
-// unit's groups.
+// The daemons' systemd units filter system calls (SystemCallFilter=), and
+// a call outside the filter kills the process that makes it: the
+// coordinator itself, and what the worker starts, which inherits the
+// worker's filter: eu-stack taking a hung rank's native stacks, and, on a
+// worker that runs images, the OCI runtime and the container. So every
+// call these make, traced here by strace, must be one their unit (and the
+// images drop-in) allows, as systemd-analyze expands the unit's groups.
 #include <signal.h>
 #include <unistd.h>
 
@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/net.h"
 #include "testing/status_matchers.h"
 #include "testing/test_util.h"
 #include "worker/container_launch.h"
@@ -171,6 +172,44 @@ TEST_F(SystemdSyscallsTest, EuStackTakingAStackMakesOnlyCallsTheWorkersUnitAllow
       << "eu-stack under ringmaster-worker.service would be killed for these";
   EXPECT_EQ(absl::StrJoin(NotIn(calls, images_), " "), "")
       << "eu-stack under the images drop-in would be killed for these";
+}
+
+// The coordinator as ringmaster-coordinator.service runs it: started,
+// serving a submit and a list, stopped; every call of every thread traced.
+TEST_F(SystemdSyscallsTest, TheCoordinatorMakesOnlyCallsItsUnitAllows) {
+  const std::set<std::string> allowed = Allowed({"deploy/systemd/ringmaster-coordinator.service"});
+  absl::StatusOr<int> port = PickFreePort("127.0.0.1");
+  ASSERT_OK(port);
+  const std::string trace = dir_ + "/coordinator.trace";
+  const std::string address = absl::StrCat("127.0.0.1:", *port);
+  std::ofstream(dir_ + "/job.yaml") << "name: traced\nranks: 1\ncommand: [sleep, '1']\n";
+  // strace's child is the coordinator: stopped by SIGTERM, as systemd does.
+  const testing::CommandResult run = testing::Shell(absl::StrCat(
+      "strace -f -qq -o ", trace, " ", testing::Runfile("coordinator/ringmaster-coordinator"),
+      " --port ", *port, " --metrics-port 0 --http-port 0 --state-dir ", dir_, "/state > ", dir_,
+      "/log 2>&1 & pid=$!; for i in $(seq 300); do grep -q 'coordinator serving' ", dir_,
+      "/log && break; sleep 0.1; done; export RINGMASTER_COORDINATOR=", address, "; ",
+      testing::Runfile("client/ringmaster"), " submit --no-upload ", dir_, "/job.yaml; ",
+      testing::Runfile("client/ringmaster"), " jobs; pkill -TERM -P $pid; wait $pid; cat ", dir_,
+      "/log"));
+  ASSERT_NE(run.out.find("coordinator serving"), std::string::npos) << run.out << run.err;
+  std::set<std::string> calls = Traced(trace);
+  // As root (this test), SQLite gives the files it makes beside the
+  // database the database's owner: fchown(fd, 0, 0). The unit runs the
+  // coordinator as User=ringmaster, where SQLite makes no such call; any
+  // other fchown still counts.
+  if (calls.count("fchown") > 0 && geteuid() == 0 &&
+      testing::Shell(absl::StrCat("grep -E '^[0-9]+ +fchown\\(' ", trace,
+                                  " | grep -vE 'fchown\\([0-9]+, 0, 0\\)'"))
+              .exit_code != 0) {
+    calls.erase("fchown");
+  }
+  ASSERT_GT(calls.count("fdatasync") + calls.count("fsync"), 0u)
+      << "traced nothing of the store: " << absl::StrJoin(calls, " ");
+  EXPECT_EQ(absl::StrJoin(NotIn(calls, allowed), " "), "")
+      << "the coordinator under ringmaster-coordinator.service would be killed for these; its "
+         "log:\n"
+      << run.out;
 }
 
 // An image's root file system of Debian's static busybox.
