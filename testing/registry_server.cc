@@ -34,6 +34,13 @@ absl::Status Run(const std::string& what, const std::string& command_line) {
   return absl::InternalError(absl::StrCat(what, " failed (", r.exit_code, "): ", r.out, r.err));
 }
 
+// `path` of an image's files, under `root` on the host, its directory made.
+fs::path PathUnder(const std::string& root, const std::string& path) {
+  const fs::path target = fs::path(root) / fs::path(path).relative_path();
+  fs::create_directories(target.parent_path());
+  return target;
+}
+
 }  // namespace
 
 std::string RegistryServer::Unavailable() {
@@ -105,11 +112,7 @@ absl::Status RegistryServer::PushRootfs(const std::string& name, const std::stri
   const std::string over = absl::StrCat(dir_, "/replaced-", std::hash<std::string>()(name));
   fs::remove_all(over);
   fs::create_directories(over);
-  for (const auto& [path, contents] : replaced) {
-    const fs::path target = fs::path(over) / fs::path(path).relative_path();
-    fs::create_directories(target.parent_path());
-    std::ofstream(target) << contents;
-  }
+  for (const auto& [path, contents] : replaced) std::ofstream(PathUnder(over, path)) << contents;
   const std::string buildah =
       absl::StrCat("buildah --root ", Quote(dir_ + "/storage"), " --runroot ", Quote(dir_ + "/run"),
                    " --storage-driver vfs");
@@ -130,8 +133,7 @@ absl::Status RegistryServer::Push(const std::string& name,
                                           std::hash<std::string>()(name));
   fs::remove_all(rootfs);
   for (const auto& [path, contents] : files) {
-    const fs::path target = fs::path(rootfs) / fs::path(path).relative_path();
-    fs::create_directories(target.parent_path());
+    const fs::path target = PathUnder(rootfs, path);
     if (absl::EndsWith(path, "*")) {
       const fs::path to = target.parent_path() / target.filename().string().substr(
                                                      0, target.filename().string().size() - 1);

@@ -1,12 +1,7 @@
 #include "coordinator/api/http_streams.h"
 
 #include <civetweb.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include <grpcpp/generic/generic_stub.h>
-#include <cerrno>
 
 #include <memory>
 #include <vector>
@@ -247,13 +242,14 @@ std::string EventText(const std::string& id, const pb::Message& message) {
 void ServeEventStream(mg_connection* connection, grpc::Channel* channel,
                       const pb::MethodDescriptor& method, const pb::Message& request,
                       const char* authorization, LogPositions positions, JobEventCache* cache) {
-  // A job event's id and text follow from its bytes alone; a log chunk's
-  // id from the stream's positions too.
+  // A job event's id and text follow from its bytes alone, and are shared;
+  // a log chunk's id from the stream's positions too.
   const pb::Descriptor* type = method.output_type();
-  const bool job_events = type == v1::JobsEvent::descriptor() || type == v1::JobEvent::descriptor();
+  JobEventCache* const shared =
+      type == v1::JobsEvent::descriptor() || type == v1::JobEvent::descriptor() ? cache : nullptr;
   StreamReader reader(channel, absl::StrCat("/", method.service()->full_name(), "/", method.name()),
                       request.SerializeAsString(), authorization);
-  std::unique_ptr<pb::Message> message = NewMessage(method.output_type());
+  std::unique_ptr<pb::Message> message = NewMessage(type);
   bool headers = false;
   const absl::Time first_by = absl::Now() + kFirstEventWait;
   for (;;) {
@@ -267,14 +263,14 @@ void ServeEventStream(mg_connection* connection, grpc::Channel* channel,
       continue;
     }
     std::shared_ptr<const JobEventCache::Event> event;
-    if (job_events && cache != nullptr) event = cache->Find(type, bytes);
+    if (shared != nullptr) event = shared->Find(type, bytes);
     if (event == nullptr) {
       message->ParseFromString(bytes);
       auto made = std::make_shared<JobEventCache::Event>();
       made->id = EventIdAfter(*message, &positions);
       made->text = EventText(made->id, *message);
       event = std::move(made);
-      if (job_events && cache != nullptr) cache->Keep(type, bytes, event);
+      if (shared != nullptr) shared->Keep(type, bytes, event);
     }
     if (!Write(connection, event->text)) break;
   }
