@@ -1,8 +1,8 @@
 // NeverFitsCache: a request's answer is kept from pass to pass while the
 // workers stay as they were, and found again when one of them changes.
-#include <gtest/gtest.h>
+#include "coordinator/scheduling/never_fits_cache.h"
 
-#include "coordinator/scheduling/queue_scheduler.h"
+#include <gtest/gtest.h>
 
 namespace ringmaster {
 namespace {

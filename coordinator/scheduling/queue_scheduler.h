@@ -39,8 +39,8 @@
 #include <string_view>
 #include <vector>
 
-#include "absl/container/node_hash_map.h"
 #include "absl/time/time.h"
+#include "coordinator/scheduling/never_fits_cache.h"
 #include "coordinator/scheduling/scheduler.h"
 #include "domain/queue_config.h"
 #include "domain/worker_count.h"
@@ -123,39 +123,6 @@ struct SchedulingDecisions {
 
 // The slots and GPUs `ranks` ranks of `request` hold.
 SlotAmount AmountOf(const GangRequest& request, int ranks);
-
-// Whether a request could ever fit (NeverFits), by the shape of the
-// request, kept from one pass to the next while the workers stay as they
-// were: their ids, slots, labels, resources, domains and spares. Passes ask
-// the same few shapes of the same workers, and the answer with domains is
-// a placement of its own.
-class NeverFitsCache {
- public:
-  // Forgets every answer when `workers` are not those it was found on.
-  void Refresh(const std::vector<WorkerCapacity>& workers);
-  // NeverFits(workers, request): "" when it fits with nothing running.
-  std::string_view Get(const std::vector<WorkerCapacity>& workers, const GangRequest& request);
-  // Answers kept at most: every one is forgotten when a new one would
-  // exceed it (answers a pass holds are copied by then).
-  static constexpr size_t kMaxShapes = 4096;
-
- private:
-  struct Seen {
-    std::string worker_id;
-    int total_slots = 0;
-    bool gpu_slots = false;
-    SharedLabels labels;
-    int total_cpus = 0;
-    int64_t total_memory_mb = 0;
-    TopologyDomains domains;
-    bool spare = false;
-    bool Is(const WorkerCapacity& w) const;
-  };
-  std::vector<Seen> workers_;
-  // Node-based: the answers stay where they are while others are added.
-  absl::node_hash_map<std::tuple<int, int, int, int, int64_t, int, std::string>, std::string>
-      answers_;
-};
 
 // Decides one scheduling pass. `free` is what the workers have free now
 // (FreeCapacity); `running` the jobs holding slots that may be preempted
